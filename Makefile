@@ -1,0 +1,34 @@
+# Ophidis: `make run` serves on 127.0.0.1:6379, `make test` runs the suite.
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench deps venv clean lint
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Debian's redis-server / redis-tools are the reference and the real clients in tests.
+deps:
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then \
+		echo "Installing Debian's redis-server and redis-tools..."; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	fi
+
+run: $(STAMP)
+	$(VENV)/bin/ophidis-server --bind 127.0.0.1 --port 6379 --dir .
+
+test: $(STAMP) deps
+	$(VPY) -m pytest -n 2 --dist loadfile tests
+
+bench: $(STAMP) deps
+	$(VPY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache

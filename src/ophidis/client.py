@@ -1,0 +1,554 @@
+"""One client connection: an asyncio Protocol.
+
+The hot path is ``data_received``: hiredis parses multibulk requests, each
+request is looked up in the command table and run, replies are collected in a
+list and written once per read.  Anything unusual (inline requests, partial
+requests, MULTI, unauthenticated clients, pub/sub mode, pauses, maxmemory,
+MONITOR ...) takes the general path ``process_request`` which performs all
+of Redis's processCommand checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from time import perf_counter
+
+import hiredis
+
+from . import log
+from .commands import TABLE
+from .db import stats
+from .errors import RedisError
+from .protocol import (
+    NULL3,
+    NULL_ARRAY,
+    NULL_BULK,
+    ProtocolError,
+    parse_request,
+    request_size,
+)
+
+_HiredisProtocolError = hiredis.ProtocolError
+_monotonic = time.monotonic
+_SUSPICIOUS = re.compile(rb"\*-?\d{7}|\*-?\d{0,6}\Z").search
+
+# Server-wide "take the general path" switch (maxmemory, MONITOR, pauses,
+# busy scripts, loading, MISCONF ...).  Set through ``set_server_slow``.
+_SERVER_SLOW = False
+# Slowlog threshold in seconds (None when disabled); set by the server.
+_SLOWLOG_THRESHOLD = 0.01
+_READY = []   # the server's ready_keys list (blocked clients to serve)
+
+
+def set_server_slow(v: bool):
+    global _SERVER_SLOW
+    _SERVER_SLOW = v
+
+
+def set_slowlog_threshold(us: int):
+    global _SLOWLOG_THRESHOLD
+    _SLOWLOG_THRESHOLD = None if us < 0 else us / 1e6
+
+
+def set_ready_list(lst):
+    global _READY
+    _READY = lst
+
+
+# Client flags for CLIENT LIST
+class Client(asyncio.Protocol):
+    """Per-connection state and the asyncio protocol callbacks."""
+
+    __slots__ = (
+        "server", "transport", "reader", "pend", "db", "id", "name", "resp",
+        "authenticated", "slow", "closing", "close_after_reply", "blocked",
+        "paused_queue", "addr", "laddr", "fd", "ctime", "last_time", "last_cmd",
+        "multi", "multi_error", "dirty_cas", "watched", "pubsub_channels",
+        "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
+        "user", "flags_extra", "monitor", "tracking", "no_evict", "lib_name",
+        "lib_ver", "bstate", "out_extra", "in_exec", "cur_argv", "pending_writes",
+        "killed", "qbuf_peak", "protocol_error", "in_script", "sent_bytes", "py_mode",
+        "__weakref__",
+    )
+
+    def __init__(self, server):
+        self.server = server
+        self.transport = None
+        self.reader = hiredis.Reader()
+        self.pend = None
+        self.py_mode = False
+        self.db = server.dbs[0]
+        self.id = server.next_client_id()
+        self.name = None
+        self.resp = 2
+        self.authenticated = not server.requirepass
+        self.closing = False
+        self.close_after_reply = False
+        self.blocked = False
+        self.paused_queue = None
+        self.addr = "?"
+        self.laddr = "?"
+        self.fd = -1
+        self.ctime = _monotonic()
+        self.last_time = self.ctime
+        self.last_cmd = None
+        self.multi = None          # list of queued (cmd, argv) when in MULTI
+        self.multi_error = False
+        self.dirty_cas = False
+        self.watched = None        # list of (db, key)
+        self.pubsub_channels = None
+        self.pubsub_patterns = None
+        self.pubsub_shard = None
+        self.reply_mode = 0        # 0 on, 1 off, 2 skip-next, 3 skip-this
+        self.subcmd = None
+        self.is_unix = False
+        self.user = "default"
+        self.flags_extra = ""
+        self.monitor = False
+        self.tracking = False
+        self.no_evict = False
+        self.lib_name = None
+        self.lib_ver = None
+        self.bstate = None
+        self.out_extra = None
+        self.in_exec = False
+        self.cur_argv = None
+        self.pending_writes = None
+        self.killed = False
+        self.qbuf_peak = 0
+        self.protocol_error = False
+        self.in_script = False
+        self.sent_bytes = 0
+        self.slow = not self.authenticated
+
+    # -- state ----------------------------------------------------------------
+    def update_slow(self):
+        self.slow = bool(
+            not self.authenticated or self.multi is not None or self.reply_mode
+            or (self.resp == 2 and (self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard))
+            or self.tracking or self.blocked or self.close_after_reply)
+
+    # -- asyncio.Protocol -------------------------------------------------------
+    def connection_made(self, transport):
+        self.transport = transport
+        self.server.client_connected(self, transport)
+
+    def connection_lost(self, exc):
+        self.closing = True
+        self.server.client_disconnected(self)
+
+    def pause_writing(self):
+        pass
+
+    def resume_writing(self):
+        pass
+
+    def eof_received(self):
+        return False
+
+    def data_received(self, data):
+        stats.net_input_bytes += len(data)
+        self.last_time = _monotonic()
+        if self.closing or self.close_after_reply:
+            return
+        pend = self.pend
+        if pend is None:
+            # At a request boundary.  hiredis takes authenticated multibulk
+            # traffic; anything else goes through Redis's rules in Python.
+            # _SUSPICIOUS catches multibulk counts hiredis would allocate
+            # eagerly (a "*3000000000" header must not cost gigabytes).
+            if (data[0] != 42 or not self.authenticated or self.blocked
+                    or self.paused_queue is not None or _SUSPICIOUS(data)):
+                self._python_input(data)
+                return
+        elif self.py_mode:
+            pend += data
+            self._python_input(None)
+            return
+        elif _SUSPICIOUS(data):
+            pend += data
+            self.reader = hiredis.Reader()
+            self.py_mode = True
+            self._python_input(None)
+            return
+        else:
+            pend += data
+        reader = self.reader
+        reader.feed(data)
+        out = []
+        last = None
+        nreq = 0
+        while True:
+            try:
+                req = reader.gets()
+            except _HiredisProtocolError:
+                self._hiredis_error(data, pend, out, nreq)
+                return
+            if req is False:
+                break
+            nreq += 1
+            last = req
+            if req.__class__ is not list or not req:
+                r = self._odd_request(req)
+                if r is not None:
+                    out.append(r)
+                if self.close_after_reply:
+                    break
+                continue
+            if self.slow or _SERVER_SLOW:
+                r = self.process_request(req)
+                if r is not None:
+                    out.append(r)
+                if self.blocked or self.close_after_reply or self.paused_queue is not None:
+                    break
+                continue
+            cmd = TABLE.get(req[0])
+            if cmd is None or cmd.subcommands:
+                r = self.process_request(req)
+                if r is not None:
+                    out.append(r)
+                if self.blocked or self.close_after_reply or self.paused_queue is not None:
+                    break
+                continue
+            a = cmd.arity
+            n = len(req)
+            if (a > 0 and a != n) or n < -a:
+                r = self.process_request(req)
+                if r is not None:
+                    out.append(r)
+                continue
+            self.last_cmd = cmd
+            t0 = perf_counter()
+            try:
+                r = cmd.proc(self, req)
+            except RedisError as e:
+                r = self.error_reply(e, cmd)
+            except Exception as e:  # noqa: BLE001 - never let a command kill the link
+                r = self.internal_error(e, cmd, req)
+            dt = perf_counter() - t0
+            cmd.calls += 1
+            cmd.usec += dt
+            if _SLOWLOG_THRESHOLD is not None and dt >= _SLOWLOG_THRESHOLD:
+                self.server.slowlog_add(self, req, dt)
+            if r is not None:
+                out.append(r)
+            if _READY:
+                self.server.handle_ready_keys()
+            if self.blocked or self.close_after_reply or self.paused_queue is not None:
+                break
+        # Does hiredis hold the start of an incomplete request?  The common
+        # case (the read ended with a whole request) is checked cheaply.
+        if last.__class__ is list and last and not (
+                self.blocked or self.close_after_reply or self.paused_queue is not None):
+            la = last[-1]
+            if la.__class__ is bytes:
+                end = len(data) - 2
+                if data.endswith(b"\r\n") and data.endswith(la, 0, end) and \
+                        data.endswith(b"$%d\r\n" % len(la), 0, end - len(la)):
+                    self.pend = None
+                    if out:
+                        self.write(out)
+                    return
+        self._recompute_pending(data, pend, nreq)
+        if out:
+            self.write(out)
+
+    # -- partial requests / protocol errors ---------------------------------
+    def _skip_requests(self, buf, nreq):
+        pos = 0
+        for _ in range(nreq):
+            try:
+                argv, pos2 = parse_request(buf, pos, 2**63, False)
+            except ProtocolError:
+                break
+            if argv is None:
+                break
+            pos = pos2
+        return pos
+
+    def _recompute_pending(self, data, start_pend, nreq):
+        """Keep the raw bytes of the request hiredis has only partly seen (or
+        of requests left unprocessed by a block/pause/close), so that limits
+        are enforced and protocol errors get Redis's exact texts."""
+        base = start_pend if start_pend is not None else data
+        rest = base[self._skip_requests(base, nreq):] if nreq else base
+        if not rest:
+            self.pend = None
+            return
+        self.pend = rest if rest.__class__ is bytearray else bytearray(rest)
+        if self.blocked or self.paused_queue is not None or self.close_after_reply:
+            # The rest waits; it will be parsed again in Python.
+            self.reader = hiredis.Reader()
+            self.py_mode = True
+            return
+        pend = self.pend
+        srv = self.server
+        if len(pend) > srv.client_query_buffer_limit:
+            self._qbuf_limit()
+            return
+        try:
+            argv, _ = parse_request(pend, 0, srv.proto_max_bulk_len, not self.authenticated)
+        except ProtocolError as e:
+            self.protocol_failure(str(e))
+            return
+        if argv is not None:
+            # hiredis still waits on what Redis takes as complete (input
+            # that is not canonical RESP): continue in Python.
+            self.reader = hiredis.Reader()
+            self.py_mode = True
+            self._python_input(None, python_first=True)
+
+    def _qbuf_limit(self):
+        log.warning("Closing client that reached max query buffer length: %s" % self.info_string())
+        stats.client_qbuf_limit_disconnections += 1
+        self.pend = None
+        self.close()
+
+    def _hiredis_error(self, data, start_pend, out, nreq):
+        """hiredis refused the stream: continue in Python from the first
+        unprocessed request (an inline command after multibulk ones, or a
+        malformed request that gets Redis's error)."""
+        base = start_pend if start_pend is not None else data
+        pos = self._skip_requests(base, nreq)
+        self.reader = hiredis.Reader()
+        self.pend = bytearray(base[pos:])
+        self.py_mode = True
+        if out:
+            self.write(out)
+        self._python_input(None, python_first=True)
+
+    def _python_input(self, data, python_first=False):
+        """Requests parsed in Python with Redis's rules (inline commands,
+        unauthenticated clients, suspicious or malformed input, data that
+        arrived while blocked).  A multibulk request at a boundary hands
+        the rest back to hiredis."""
+        if data is not None:
+            if self.pend is None:
+                self.pend = bytearray(data)
+            else:
+                self.pend += data
+        self.py_mode = True
+        buf = self.pend
+        if self.blocked or self.paused_queue is not None:
+            return
+        srv = self.server
+        out = []
+        pos = 0
+        n = len(buf)
+        while pos < n:
+            if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
+                break
+            if (buf[pos] == 42 and self.authenticated and not self.slow_input()
+                    and not (python_first and pos == 0) and not _SUSPICIOUS(buf, pos)):
+                rest = bytes(buf[pos:])
+                self.pend = None
+                self.py_mode = False
+                if out:
+                    self.write(out)
+                stats.net_input_bytes -= len(rest)
+                self.data_received(rest)
+                return
+            try:
+                argv, newpos = parse_request(buf, pos, srv.proto_max_bulk_len, not self.authenticated)
+            except ProtocolError as e:
+                if out:
+                    self.write(out)
+                self.protocol_failure(str(e))
+                return
+            if argv is None:
+                break
+            pos = newpos
+            if not argv:
+                continue
+            r = self.process_request(argv)
+            if r is not None:
+                out.append(r)
+        if self.pend is buf:
+            if pos:
+                del buf[:pos]
+            if not buf:
+                self.pend = None
+                self.py_mode = False
+            elif len(buf) > srv.client_query_buffer_limit and not self.blocked:
+                if out:
+                    self.write(out)
+                self._qbuf_limit()
+                return
+        if out:
+            self.write(out)
+
+    def slow_input(self) -> bool:
+        return self.blocked or self.paused_queue is not None
+
+    def _odd_request(self, req):
+        """hiredis parsed a top-level non-array (Redis treats those as inline
+        lines) or an empty/negative multibulk (ignored)."""
+        if req is None or req == []:
+            return None
+        if isinstance(req, list):
+            return None
+        if isinstance(req, hiredis.ReplyError):
+            line = b"-" + str(req).encode()
+        elif isinstance(req, int):
+            line = b":%d" % req
+        elif isinstance(req, (bytes, str)):
+            # status "+..." or a bulk "$n\r\n..." : ambiguous; treat as inline.
+            line = req if isinstance(req, bytes) else req.encode()
+            line = b"+" + line
+        else:
+            line = repr(req).encode()
+        try:
+            argv, _ = parse_request(line + b"\r\n", 0, self.server.proto_max_bulk_len, False)
+        except ProtocolError as e:
+            self.protocol_failure(str(e))
+            return None
+        if not argv:
+            return None
+        return self.process_request(argv)
+
+    def protocol_failure(self, msg):
+        if log.enabled(log.VERBOSE):
+            log.verbose("Protocol error (%s) from client: %s" % (msg, self.info_string()))
+        stats.total_error_replies += 1
+        stats.errorstats["ERR"] = stats.errorstats.get("ERR", 0) + 1
+        self.write([b"-ERR Protocol error: %s\r\n" % msg.encode()])
+        self.protocol_error = True
+        self.close_after_reply = True
+        self.close()
+
+    # -- general path -------------------------------------------------------------
+    def process_request(self, argv):
+        """Run one request with every check of Redis's processCommand."""
+        if argv.__class__ is not list:
+            return self._odd_request(argv)
+        for a in argv:
+            if a.__class__ is not bytes:
+                if isinstance(a, int):
+                    self.protocol_failure("expected '$', got ':'")
+                elif isinstance(a, list):
+                    self.protocol_failure("expected '$', got '*'")
+                else:
+                    self.protocol_failure("expected '$', got '+'")
+                return None
+        return self.server.process_command(self, argv)
+
+    def error_reply(self, e: RedisError, cmd=None) -> bytes:
+        msg = e.msg
+        sp = msg.find(b" ", 0, 32)
+        code = msg[:sp].decode("utf-8", "replace") if sp > 0 else "ERR"
+        es = stats.errorstats
+        es[code] = es.get(code, 0) + 1
+        stats.total_error_replies += 1
+        if cmd is not None:
+            cmd.failed_calls += 1
+        return b"-%s\r\n" % msg
+
+    def internal_error(self, e, cmd, argv) -> bytes:
+        import traceback
+        log.warning("Internal error running %s: %s" % (
+            cmd.fullname if cmd else "?", traceback.format_exc().replace("\n", " | ")))
+        for a in argv:
+            if a.__class__ is not bytes:
+                self.protocol_failure("expected '$', got '%s'" % (":" if isinstance(a, int) else "*"))
+                return None
+        return self.error_reply(RedisError("ERR internal error: %s" % (str(e)[:200] or type(e).__name__)), cmd)
+
+    # -- output -------------------------------------------------------------------
+    def write(self, out):
+        if self.closing:
+            return
+        t = self.transport
+        data = b"".join(out) if len(out) != 1 else out[0]
+        stats.net_output_bytes += len(data)
+        try:
+            t.write(data)
+        except Exception:  # noqa: BLE001
+            self.closing = True
+            return
+        if self.close_after_reply:
+            self.close()
+        elif self.server.obuf_check and not self.closing:
+            self.server.check_output_limits(self)
+
+    def push(self, data: bytes):
+        """Out-of-band data (pub/sub messages, unblocked replies, MONITOR)."""
+        if not self.closing:
+            self.write([data])
+
+    def close(self):
+        t = self.transport
+        if t is not None and not t.is_closing():
+            if not t.get_write_buffer_size():
+                # Everything is written: close at once (uvloop may otherwise
+                # keep the socket open until its next loop iteration).
+                t.abort()
+            else:
+                t.close()
+        self.closing = True
+
+    def resume(self):
+        """Continue with requests that arrived while blocked or paused."""
+        if self.closing or self.blocked or self.paused_queue is not None:
+            return
+        if self.pend is None:
+            return
+        if not self.py_mode:
+            self.reader = hiredis.Reader()
+            self.py_mode = True
+        self._python_input(None)
+
+    # -- introspection -------------------------------------------------------------
+    def flags_string(self) -> str:
+        f = ""
+        if self.monitor:
+            f += "O"
+        if self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard:
+            f += "P"
+        if self.multi is not None:
+            f += "x"
+        if self.blocked:
+            f += "b"
+        if self.tracking:
+            f += "t"
+        if self.dirty_cas:
+            f += "d"
+        if self.close_after_reply:
+            f += "c"
+        if self.is_unix:
+            f += "U"
+        if self.no_evict:
+            f += "e"
+        return f or "N"
+
+    def info_string(self) -> str:
+        now = _monotonic()
+        qbuf = len(self.pend) if self.pend is not None else 0
+        t = self.transport
+        omem = t.get_write_buffer_size() if t is not None and not self.closing else 0
+        cmd = self.last_cmd.fullname if self.last_cmd is not None else "NULL"
+        return (
+            "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d "
+            "ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=0 rbs=1024 rbp=0 obl=0 oll=%d "
+            "omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d" % (
+                self.id, self.addr, self.laddr, self.fd, self.name.decode("utf-8", "replace") if self.name else "",
+                int(now - self.ctime), int(now - self.last_time), self.flags_string(), self.db.id,
+                len(self.pubsub_channels or ()), len(self.pubsub_patterns or ()), len(self.pubsub_shard or ()),
+                len(self.multi) if self.multi is not None else -1, qbuf, max(0, 16384 - qbuf), 0,
+                1 if omem else 0, omem, 1024 + qbuf + omem + 16384, cmd, self.user, self.resp))
+
+    @property
+    def null(self):
+        return NULL3 if self.resp >= 3 else NULL_BULK
+
+    @property
+    def null_array(self):
+        return NULL3 if self.resp >= 3 else NULL_ARRAY
+
+
+def make_protocol_factory(server):
+    def factory():
+        return Client(server)
+    return factory
+

@@ -1,0 +1,199 @@
+"""The command table.
+
+Every command is a function ``proc(client, argv) -> bytes`` registered with
+``@command("name")`` (subcommands as ``"container|sub"``).  Its interface facts
+(arity, flags, key specs, ACL categories, argument grammar) come from Redis
+7.0's command metadata shipped in ``ophidis/data/commands.json``; the
+decorator may add flags.  COMMAND, arity checks, key extraction and the
+dispatcher's flag checks are all derived from this one table.
+
+Modules of command families are imported by ``load_all()``; each module only
+registers its functions, so families stay independent of each other.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+
+from ..errors import RedisError
+
+_META_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "commands.json")
+with open(_META_PATH, "rb") as _f:
+    META: dict = json.load(_f)
+
+# Implicit ACL categories, as Redis derives them from the command flags.
+def _acl_categories(meta) -> list:
+    cats = [c.lower() for c in meta.get("acl_categories", [])]
+    flags = meta.get("command_flags", [])
+    if "WRITE" in flags:
+        cats.append("write")
+    if "READONLY" in flags and "scripting" not in cats:
+        cats.append("read")
+    if "ADMIN" in flags:
+        cats += ["admin", "dangerous"]
+    if "PUBSUB" in flags:
+        cats.append("pubsub")
+    if "FAST" in flags:
+        cats.append("fast")
+    if "BLOCKING" in flags:
+        cats.append("blocking")
+    if "fast" not in cats:
+        cats.append("slow")
+    out = []
+    for c in cats:
+        if c not in out:
+            out.append(c)
+    return out
+
+
+class Command:
+    __slots__ = (
+        "name", "fullname", "proc", "arity", "flags", "meta", "acl", "group",
+        "subcommands", "parent", "key_specs",
+        "calls", "usec", "rejected_calls", "failed_calls",
+        # fast flag booleans used by the dispatcher
+        "write", "readonly", "denyoom", "noauth", "loading", "stale",
+        "nomulti", "noscript", "pubsub", "admin", "blocking", "fast",
+        "skip_monitor", "skip_slowlog", "protected", "may_replicate", "allow_busy",
+        "getkeys_proc",
+    )
+
+    def __init__(self, fullname: str, proc, meta: dict, extra_flags=()):
+        self.fullname = fullname
+        self.name = fullname.split("|")[-1]
+        self.proc = proc
+        self.meta = meta
+        self.arity = meta.get("arity", -1)
+        self.flags = frozenset(f.lower() for f in meta.get("command_flags", [])) | frozenset(extra_flags)
+        self.acl = _acl_categories(meta)
+        self.group = meta.get("group", "server")
+        self.key_specs = meta.get("key_specs", [])
+        self.subcommands: dict = {}
+        self.parent = None
+        self.getkeys_proc = None
+        self.calls = 0
+        self.usec = 0
+        self.rejected_calls = 0
+        self.failed_calls = 0
+        f = self.flags
+        self.write = "write" in f
+        self.readonly = "readonly" in f
+        self.denyoom = "denyoom" in f
+        self.noauth = "no_auth" in f
+        self.loading = "loading" in f
+        self.stale = "stale" in f
+        self.nomulti = "no_multi" in f
+        self.noscript = "noscript" in f
+        self.pubsub = "pubsub" in f
+        self.admin = "admin" in f
+        self.blocking = "blocking" in f
+        self.fast = "fast" in f
+        self.skip_monitor = "skip_monitor" in f
+        self.skip_slowlog = "skip_slowlog" in f
+        self.protected = "protected" in f
+        self.may_replicate = "may_replicate" in f
+        self.allow_busy = "allow_busy" in f
+
+    def __repr__(self):
+        return "<Command %s>" % self.fullname
+
+
+# name (lowercase bytes) -> Command, for top-level commands; also upper-case keys.
+TABLE: dict = {}
+# fullname (lowercase str) -> Command, includes subcommands "client|kill".
+ALL: dict = {}
+
+
+def _container_proc(container: Command):
+    subs = container.subcommands
+    upper = container.name.upper()
+
+    def dispatch(c, argv):
+        sub = subs.get(argv[1].lower()) if len(argv) > 1 else None
+        if sub is None:
+            raise RedisError("ERR unknown subcommand '%s'. Try %s HELP." % (
+                argv[1][:128].decode("utf-8", "replace") if len(argv) > 1 else "", upper))
+        a = sub.arity
+        n = len(argv)
+        if (a > 0 and a != n) or n < -a:
+            raise RedisError("ERR wrong number of arguments for '%s' command" % sub.fullname)
+        c.subcmd = sub
+        return sub.proc(c, argv)
+
+    return dispatch
+
+
+def _get_container(name: str) -> Command:
+    cmd = ALL.get(name)
+    if cmd is None:
+        meta = META.get(name.upper(), {"arity": -2, "group": "server"})
+        cmd = Command(name, None, meta)
+        cmd.proc = _container_proc(cmd)
+        ALL[name] = cmd
+        bname = name.encode()
+        TABLE[bname] = cmd
+        TABLE[bname.upper()] = cmd
+    return cmd
+
+
+def command(name: str, flags=(), meta: dict | None = None):
+    """Register ``proc`` as the implementation of ``name`` ("get", "client|kill")."""
+    name = name.lower()
+
+    def deco(proc):
+        m = meta if meta is not None else META.get(name.upper())
+        if m is None:
+            raise KeyError("no Redis 7.0 metadata for command %r" % name)
+        cmd = Command(name, proc, m, flags)
+        ALL[name] = cmd
+        if "|" in name:
+            parent_name, sub = name.split("|", 1)
+            parent = _get_container(parent_name)
+            cmd.parent = parent
+            parent.subcommands[sub.encode()] = cmd
+        else:
+            bname = name.encode()
+            TABLE[bname] = cmd
+            TABLE[bname.upper()] = cmd
+        return proc
+
+    return deco
+
+
+def getkeys(name: str):
+    """Register a custom key extractor for a command with movable keys."""
+    def deco(fn):
+        ALL[name.lower()].getkeys_proc = fn
+        return fn
+    return deco
+
+
+def lookup(name: bytes):
+    cmd = TABLE.get(name)
+    if cmd is None:
+        cmd = TABLE.get(name.lower())
+    return cmd
+
+
+def lookup_fullname(argv):
+    """Resolve argv to a Command including subcommands (None if unknown)."""
+    cmd = lookup(argv[0])
+    if cmd is not None and cmd.subcommands and len(argv) > 1:
+        return cmd.subcommands.get(argv[1].lower())
+    return cmd
+
+
+_loaded = False
+
+
+def load_all():
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    pkg = __name__
+    for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        importlib.import_module("%s.%s" % (pkg, mod))

@@ -1,0 +1,448 @@
+"""Connection commands: PING ECHO QUIT RESET SELECT HELLO AUTH CLIENT."""
+
+from __future__ import annotations
+
+import time
+
+from ..errors import SYNTAX, RedisError
+from ..protocol import (
+    OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim,
+)
+from ..util import parse_int
+from . import command
+
+
+@command("ping")
+def ping(c, argv):
+    if len(argv) > 2:
+        raise RedisError("ERR wrong number of arguments for 'ping' command")
+    if c.resp == 2 and (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard):
+        msg = argv[1] if len(argv) == 2 else b""
+        return b"*2\r\n$4\r\npong\r\n" + bulk(msg)
+    if len(argv) == 2:
+        return bulk(argv[1])
+    return PONG
+
+
+@command("echo")
+def echo(c, argv):
+    return bulk(argv[1])
+
+
+@command("quit")
+def quit_(c, argv):
+    c.close_after_reply = True
+    c.update_slow()
+    return OK
+
+
+def clear_client_state(c):
+    srv = c.server
+    if c.multi is not None:
+        c.multi = None
+        c.multi_error = False
+    if c.watched:
+        from .transactions import unwatch_all
+        unwatch_all(c)
+    c.dirty_cas = False
+    c.db = srv.dbs[0]
+    c.resp = 2
+    c.name = None
+    if srv.pubsub is not None:
+        srv.pubsub.unsubscribe_all(c, notify=False)
+    if c.monitor:
+        c.monitor = False
+        try:
+            srv.monitors.remove(c)
+        except ValueError:
+            pass
+        srv.update_server_slow()
+    c.reply_mode = 0
+    c.tracking = False
+    c.no_evict = False
+    c.authenticated = not srv.requirepass
+    c.update_slow()
+
+
+@command("reset")
+def reset(c, argv):
+    clear_client_state(c)
+    return b"+RESET\r\n"
+
+
+@command("select")
+def select(c, argv):
+    try:
+        idx = parse_int(argv[1], RedisError("ERR value is not an integer or out of range"))
+    except RedisError:
+        raise
+    if idx < -(2**31) or idx > 2**31 - 1:
+        raise RedisError("ERR value is out of range")
+    if c.server.config["cluster-enabled"] and idx != 0:
+        raise RedisError("ERR SELECT is not allowed in cluster mode")
+    if idx < 0 or idx >= len(c.server.dbs):
+        raise RedisError("ERR DB index is out of range")
+    c.db = c.server.dbs[idx]
+    return OK
+
+
+def _check_password(c, user: bytes, password: bytes) -> bool:
+    srv = c.server
+    if user != b"default":
+        return False
+    rp = srv.requirepass
+    if not rp:
+        return True
+    return password == rp.encode("utf-8", "surrogateescape")
+
+
+@command("auth")
+def auth(c, argv):
+    if len(argv) > 3:
+        raise SYNTAX
+    if len(argv) == 2:
+        if not c.server.requirepass:
+            raise RedisError("ERR AUTH <password> called without any password configured for the default "
+                             "user. Are you sure your configuration is correct?")
+        user, password = b"default", argv[1]
+    else:
+        user, password = argv[1], argv[2]
+    if _check_password(c, user, password):
+        c.authenticated = True
+        c.user = user.decode("utf-8", "replace")
+        c.update_slow()
+        return OK
+    raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
+
+
+def valid_client_name(name: bytes) -> bool:
+    return all(33 <= ch <= 126 for ch in name)
+
+
+@command("hello")
+def hello(c, argv):
+    ver = 0
+    j = 1
+    n = len(argv)
+    if n >= 2:
+        ver = parse_int(argv[1], RedisError("ERR Protocol version is not an integer or out of range"))
+        j = 2
+        if ver < 2 or ver > 3:
+            raise RedisError("NOPROTO unsupported protocol version")
+    setname = None
+    while j < n:
+        more = n - 1 - j
+        opt = argv[j].lower()
+        if opt == b"auth" and more >= 2:
+            if not _check_password(c, argv[j + 1], argv[j + 2]):
+                raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
+            c.authenticated = True
+            c.user = argv[j + 1].decode("utf-8", "replace")
+            c.update_slow()
+            j += 3
+        elif opt == b"setname" and more:
+            if not valid_client_name(argv[j + 1]):
+                raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
+            setname = argv[j + 1]
+            j += 2
+        else:
+            raise RedisError("ERR Syntax error in HELLO option '%s'" % argv[j].decode("utf-8", "replace"))
+    if not c.authenticated:
+        raise RedisError("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                         "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+                         "the RESP protocol version at the same time")
+    if setname is not None:
+        c.name = setname or None
+    if ver:
+        c.resp = ver
+        c.update_slow()
+    srv = c.server
+    parts = [map_header(c.resp, 7),
+             bulk(b"server"), bulk(b"redis"),
+             bulk(b"version"), bulk(b"7.0.15"),
+             bulk(b"proto"), integer(c.resp),
+             bulk(b"id"), integer(c.id),
+             bulk(b"mode"), bulk(b"cluster" if srv.config["cluster-enabled"] else b"standalone"),
+             bulk(b"role"), bulk(b"replica" if srv.is_replica else b"master"),
+             bulk(b"modules"), b"*0\r\n"]
+    return b"".join(parts)
+
+
+# -- CLIENT -------------------------------------------------------------------
+
+_CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
+
+
+def _client_type(c) -> bytes:
+    if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
+        return b"pubsub"
+    return b"normal"
+
+
+@command("client|id")
+def client_id(c, argv):
+    return integer(c.id)
+
+
+@command("client|info")
+def client_info(c, argv):
+    return verbatim(c.resp, (c.info_string() + "\n").encode())
+
+
+@command("client|list")
+def client_list(c, argv):
+    clients = list(c.server.clients.values())
+    n = len(argv)
+    if n == 4 and argv[2].lower() == b"type":
+        t = argv[3].lower()
+        if t not in _CLIENT_TYPES:
+            raise RedisError("ERR Unknown client type '%s'" % argv[3].decode("utf-8", "replace"))
+        if t == b"slave":
+            t = b"replica"
+        clients = [x for x in clients if _client_type(x) == t]
+    elif n > 3 and argv[2].lower() == b"id":
+        ids = set()
+        for a in argv[3:]:
+            v = parse_int(a, RedisError("ERR Invalid client ID"))
+            if v <= 0:
+                raise RedisError("ERR Invalid client ID")
+            ids.add(v)
+        clients = [x for x in clients if x.id in ids]
+    elif n != 2:
+        raise SYNTAX
+    clients.sort(key=lambda x: x.id)
+    text = "".join(x.info_string() + "\n" for x in clients)
+    return verbatim(c.resp, text.encode())
+
+
+@command("client|reply")
+def client_reply(c, argv):
+    mode = argv[2].lower()
+    if mode == b"on":
+        c.reply_mode = 0
+        c.update_slow()
+        return OK
+    if mode == b"off":
+        c.reply_mode = 1
+        c.update_slow()
+        return None
+    if mode == b"skip":
+        if c.reply_mode == 0:
+            c.reply_mode = 2
+        c.update_slow()
+        return None
+    raise SYNTAX
+
+
+@command("client|no-evict")
+def client_no_evict(c, argv):
+    mode = argv[2].lower()
+    if mode == b"on":
+        c.no_evict = True
+    elif mode == b"off":
+        c.no_evict = False
+    else:
+        raise SYNTAX
+    return OK
+
+
+@command("client|kill")
+def client_kill(c, argv):
+    srv = c.server
+    n = len(argv)
+    if n == 3:
+        addr = argv[2].decode("utf-8", "replace")
+        for x in list(srv.clients.values()):
+            if x.addr == addr:
+                _kill(c, x)
+                return OK
+        raise RedisError("ERR No such client")
+    cid = None
+    ctype = None
+    addr = laddr = user = None
+    skipme = True
+    i = 2
+    while i < n:
+        more = n - i - 1
+        opt = argv[i].lower()
+        if not more:
+            raise SYNTAX
+        val = argv[i + 1]
+        if opt == b"id":
+            cid = parse_int(val, RedisError("ERR client-id should be greater than 0"))
+            if cid <= 0:
+                raise RedisError("ERR client-id should be greater than 0")
+        elif opt == b"type":
+            t = val.lower()
+            if t not in _CLIENT_TYPES:
+                raise RedisError("ERR Unknown client type '%s'" % val.decode("utf-8", "replace"))
+            ctype = b"replica" if t == b"slave" else t
+        elif opt == b"addr":
+            addr = val.decode("utf-8", "replace")
+        elif opt == b"laddr":
+            laddr = val.decode("utf-8", "replace")
+        elif opt == b"user":
+            user = val.decode("utf-8", "replace")
+            if user != "default":
+                raise RedisError("ERR No such user '%s'" % user)
+        elif opt == b"skipme":
+            v = val.lower()
+            if v == b"yes":
+                skipme = True
+            elif v == b"no":
+                skipme = False
+            else:
+                raise SYNTAX
+        else:
+            raise SYNTAX
+        i += 2
+    killed = 0
+    for x in list(srv.clients.values()):
+        if cid is not None and x.id != cid:
+            continue
+        if ctype is not None and _client_type(x) != ctype:
+            continue
+        if addr is not None and x.addr != addr:
+            continue
+        if laddr is not None and x.laddr != laddr:
+            continue
+        if user is not None and x.user != user:
+            continue
+        if x is c and skipme:
+            continue
+        _kill(c, x)
+        killed += 1
+    return integer(killed)
+
+
+def _kill(me, target):
+    if target is me:
+        me.close_after_reply = True
+        me.update_slow()
+    else:
+        target.killed = True
+        target.close()
+
+
+@command("client|unblock")
+def client_unblock(c, argv):
+    err = False
+    if len(argv) == 4:
+        r = argv[3].lower()
+        if r == b"timeout":
+            err = False
+        elif r == b"error":
+            err = True
+        else:
+            raise RedisError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+    cid = parse_int(argv[2])
+    target = c.server.clients.get(cid)
+    h = c.server.blocking_handler
+    if target is not None and target.blocked and h is not None:
+        h.unblock(target, error=err)
+        return ONE
+    return ZERO
+
+
+@command("client|setname")
+def client_setname(c, argv):
+    name = argv[2]
+    if not valid_client_name(name):
+        raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
+    c.name = name or None
+    return OK
+
+
+@command("client|getname")
+def client_getname(c, argv):
+    if c.name:
+        return bulk(c.name)
+    return c.null
+
+
+@command("client|unpause")
+def client_unpause(c, argv):
+    c.server.unpause()
+    return OK
+
+
+@command("client|pause")
+def client_pause(c, argv):
+    kind = "all"
+    if len(argv) == 4:
+        m = argv[3].lower()
+        if m == b"write":
+            kind = "write"
+        elif m == b"all":
+            kind = "all"
+        else:
+            raise RedisError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+    ms = parse_timeout_ms(argv[2])
+    c.server.pause(kind, time.monotonic() + ms / 1000.0)
+    return OK
+
+
+def parse_timeout_ms(b) -> int:
+    v = parse_int(b, RedisError("ERR timeout is not an integer or out of range"))
+    if v < 0:
+        raise RedisError("ERR timeout is negative")
+    return v
+
+
+@command("client|trackinginfo")
+def client_trackinginfo(c, argv):
+    return b"".join([map_header(c.resp, 3), bulk(b"flags"), b"*1\r\n" + bulk(b"off"),
+                     bulk(b"redirect"), integer(-1), bulk(b"prefixes"), b"*0\r\n"])
+
+
+@command("client|getredir")
+def client_getredir(c, argv):
+    return integer(-1)
+
+
+@command("client|tracking")
+def client_tracking(c, argv):
+    mode = argv[2].lower()
+    if mode == b"off":
+        c.tracking = False
+        c.update_slow()
+        return OK
+    if mode == b"on":
+        raise RedisError("ERR client-side caching (CLIENT TRACKING) is not supported by this server yet")
+    raise SYNTAX
+
+
+@command("client|caching")
+def client_caching(c, argv):
+    raise RedisError("ERR CLIENT CACHING can be called only when the client is in tracking mode with "
+                     "OPTIN or OPTOUT mode enabled")
+
+
+@command("client|help")
+def client_help(c, argv):
+    lines = [
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CACHING (YES|NO)", "    Enable/disable tracking of keys for the next command (OPTIN/OPTOUT).",
+        "GETREDIR", "    Return the ID tracking notifications are redirected to.",
+        "GETNAME", "    Return the name of this connection.",
+        "ID", "    Return the ID of this connection.",
+        "INFO", "    Return information about this connection.",
+        "KILL <ip:port>", "    Kill the connection from <ip:port>.",
+        "KILL <option> <value> [<option> <value> [...]]",
+        "    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME.",
+        "LIST [options ...]", "    Return information about connections (TYPE or ID filters).",
+        "UNPAUSE", "    Stop a pause started by CLIENT PAUSE.",
+        "PAUSE <timeout> [WRITE|ALL]", "    Suspend clients for <timeout> milliseconds.",
+        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to this connection.",
+        "SETNAME <name>", "    Name this connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock a client blocked in a blocking command.",
+        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+        "         [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching.",
+        "TRACKINGINFO", "    Report tracking status for this connection.",
+        "NO-EVICT (ON|OFF)", "    Protect this connection from client eviction.",
+        "HELP", "    Print this help.",
+    ]
+    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+
+
+_ = bulk_array

@@ -1,0 +1,388 @@
+"""INFO: every section and field that redis-cli, redis_exporter and the
+Redis test suite read.  Subsystems may add or override sections through
+``SECTIONS`` (name -> fn(server) -> list of "field:value" lines)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+
+from .. import __version__
+from ..db import stats
+from ..protocol import verbatim
+from . import ALL, command
+
+SECTIONS = {}
+DEFAULT_SECTIONS = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+                    "modules", "errorstats", "cluster", "keyspace"]
+ALL_SECTIONS = DEFAULT_SECTIONS + ["commandstats", "latencystats"]
+
+
+def human_bytes(n: float) -> str:
+    n = float(n)
+    if n < 1024:
+        return "%dB" % n
+    for unit in ("K", "M", "G", "T", "P"):
+        n /= 1024
+        if n < 1024 or unit == "P":
+            return "%.2f%s" % (n, unit)
+    return "%.2fP" % n
+
+
+_RUN_ID = os.urandom(20).hex()
+
+
+def rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def total_system_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+def sec_server(srv):
+    from ..server import arch_bits, os_string
+    now = time.time()
+    up = int(time.monotonic() - srv.start_monotonic)
+    port = srv.config["port"]
+    return [
+        "redis_version:7.0.15",
+        "ophidis_version:%s" % __version__,
+        "redis_git_sha1:00000000",
+        "redis_git_dirty:0",
+        "redis_build_id:0",
+        "redis_mode:%s" % ("cluster" if srv.config["cluster-enabled"] else "standalone"),
+        "os:%s" % os_string(),
+        "arch_bits:%d" % arch_bits(),
+        "monotonic_clock:POSIX clock_gettime",
+        "multiplexing_api:epoll",
+        "atomicvar_api:c11-builtin",
+        "gcc_version:0.0.0",
+        "python_version:%s" % sys.version.split()[0],
+        "process_id:%d" % os.getpid(),
+        "process_supervised:no",
+        "run_id:%s" % _RUN_ID,
+        "tcp_port:%d" % port,
+        "server_time_usec:%d" % int(now * 1e6),
+        "uptime_in_seconds:%d" % up,
+        "uptime_in_days:%d" % (up // 86400),
+        "hz:%d" % srv.hz,
+        "configured_hz:%d" % srv.config["hz"],
+        "lru_clock:%d" % (int(now) & ((1 << 24) - 1)),
+        "executable:%s" % srv.executable,
+        "config_file:%s" % (srv.config.config_file or ""),
+        "io_threads_active:0",
+    ]
+
+
+def sec_clients(srv):
+    clients = srv.clients.values()
+    blocked = sum(1 for c in clients if c.blocked)
+    maxin = max((len(c.pend) for c in clients if c.pend is not None), default=0)
+    return [
+        "connected_clients:%d" % len(srv.clients),
+        "cluster_connections:0",
+        "maxclients:%d" % srv.maxclients,
+        "client_recent_max_input_buffer:%d" % maxin,
+        "client_recent_max_output_buffer:0",
+        "blocked_clients:%d" % blocked,
+        "tracking_clients:0",
+        "clients_in_timeout_table:%d" % blocked,
+    ]
+
+
+def used_memory(srv) -> int:
+    fn = getattr(srv, "used_memory_fn", None)
+    if fn is not None:
+        return fn()
+    return rss_bytes()
+
+
+def sec_memory(srv):
+    used = used_memory(srv)
+    rss = rss_bytes()
+    peak = max(getattr(srv, "used_memory_peak", 0), used)
+    srv.used_memory_peak = peak
+    startup = getattr(srv, "used_memory_startup", used)
+    tsm = total_system_memory()
+    mm = srv.config["maxmemory"]
+    return [
+        "used_memory:%d" % used,
+        "used_memory_human:%s" % human_bytes(used),
+        "used_memory_rss:%d" % rss,
+        "used_memory_rss_human:%s" % human_bytes(rss),
+        "used_memory_peak:%d" % peak,
+        "used_memory_peak_human:%s" % human_bytes(peak),
+        "used_memory_peak_perc:%.2f%%" % (used * 100.0 / peak if peak else 100.0),
+        "used_memory_overhead:%d" % startup,
+        "used_memory_startup:%d" % startup,
+        "used_memory_dataset:%d" % max(0, used - startup),
+        "used_memory_dataset_perc:%.2f%%" % ((used - startup) * 100.0 / used if used else 0),
+        "allocator_allocated:%d" % used,
+        "allocator_active:%d" % rss,
+        "allocator_resident:%d" % rss,
+        "total_system_memory:%d" % tsm,
+        "total_system_memory_human:%s" % human_bytes(tsm),
+        "used_memory_lua:31744",
+        "used_memory_vm_eval:31744",
+        "used_memory_lua_human:31.00K",
+        "used_memory_scripts_eval:0",
+        "number_of_cached_scripts:%d" % getattr(srv, "cached_scripts", 0),
+        "number_of_functions:0",
+        "number_of_libraries:0",
+        "used_memory_vm_functions:32768",
+        "used_memory_vm_total:64512",
+        "used_memory_vm_total_human:63.00K",
+        "used_memory_functions:184",
+        "used_memory_scripts:184",
+        "used_memory_scripts_human:184B",
+        "maxmemory:%d" % mm,
+        "maxmemory_human:%s" % human_bytes(mm),
+        "maxmemory_policy:%s" % srv.config["maxmemory-policy"],
+        "allocator_frag_ratio:1.00",
+        "allocator_frag_bytes:0",
+        "allocator_rss_ratio:1.00",
+        "allocator_rss_bytes:0",
+        "rss_overhead_ratio:1.00",
+        "rss_overhead_bytes:0",
+        "mem_fragmentation_ratio:%.2f" % (rss / used if used else 1.0),
+        "mem_fragmentation_bytes:%d" % (rss - used),
+        "mem_not_counted_for_evict:0",
+        "mem_replication_backlog:0",
+        "mem_total_replication_buffers:0",
+        "mem_clients_slaves:0",
+        "mem_clients_normal:%d" % getattr(srv, "mem_clients_normal", 0),
+        "mem_cluster_links:0",
+        "mem_aof_buffer:0",
+        "mem_allocator:pymalloc",
+        "active_defrag_running:0",
+        "lazyfree_pending_objects:%d" % getattr(srv, "lazyfree_pending", 0),
+        "lazyfreed_objects:%d" % getattr(srv, "lazyfreed_objects", 0),
+    ]
+
+
+def sec_persistence(srv):
+    p = getattr(srv, "persistence_info", None)
+    if p is not None:
+        return p()
+    return [
+        "loading:%d" % int(srv.loading),
+        "async_loading:0",
+        "current_cow_peak:0",
+        "current_cow_size:0",
+        "current_cow_size_age:0",
+        "current_fork_perc:0.00",
+        "current_save_keys_processed:0",
+        "current_save_keys_total:0",
+        "rdb_changes_since_last_save:%d" % srv.dirty,
+        "rdb_bgsave_in_progress:0",
+        "rdb_last_save_time:%d" % srv.lastsave,
+        "rdb_last_bgsave_status:%s" % ("ok" if srv.lastbgsave_ok else "err"),
+        "rdb_last_bgsave_time_sec:-1",
+        "rdb_current_bgsave_time_sec:-1",
+        "rdb_saves:0",
+        "rdb_last_cow_size:0",
+        "rdb_last_load_keys_expired:0",
+        "rdb_last_load_keys_loaded:0",
+        "aof_enabled:%d" % int(srv.config["appendonly"]),
+        "aof_rewrite_in_progress:0",
+        "aof_rewrite_scheduled:0",
+        "aof_last_rewrite_time_sec:-1",
+        "aof_current_rewrite_time_sec:-1",
+        "aof_last_bgrewrite_status:ok",
+        "aof_rewrites:0",
+        "aof_rewrites_consecutive_failures:0",
+        "aof_last_write_status:ok",
+        "aof_last_cow_size:0",
+        "module_fork_in_progress:0",
+        "module_fork_last_cow_size:0",
+    ]
+
+
+def sec_stats(srv):
+    s = stats
+    pubsub = srv.pubsub
+    return [
+        "total_connections_received:%d" % s.connections_received,
+        "total_commands_processed:%d" % srv.total_commands(),
+        "instantaneous_ops_per_sec:%d" % int(srv.instantaneous(srv.ops_samples)),
+        "total_net_input_bytes:%d" % s.net_input_bytes,
+        "total_net_output_bytes:%d" % s.net_output_bytes,
+        "total_net_repl_input_bytes:0",
+        "total_net_repl_output_bytes:0",
+        "instantaneous_input_kbps:%.2f" % (srv.instantaneous(srv.net_in_samples) / 1024),
+        "instantaneous_output_kbps:%.2f" % (srv.instantaneous(srv.net_out_samples) / 1024),
+        "instantaneous_input_repl_kbps:0.00",
+        "instantaneous_output_repl_kbps:0.00",
+        "rejected_connections:%d" % s.rejected_connections,
+        "sync_full:0",
+        "sync_partial_ok:0",
+        "sync_partial_err:0",
+        "expired_keys:%d" % s.expired_keys,
+        "expired_stale_perc:%.2f" % (s.expired_stale_perc * 100),
+        "expired_time_cap_reached_count:%d" % s.expired_time_cap_reached_count,
+        "expire_cycle_cpu_milliseconds:%d" % s.expire_cycle_cpu_milliseconds,
+        "evicted_keys:%d" % s.evicted_keys,
+        "evicted_clients:0",
+        "total_eviction_exceeded_time:0",
+        "current_eviction_exceeded_time:0",
+        "keyspace_hits:%d" % s.keyspace_hits,
+        "keyspace_misses:%d" % s.keyspace_misses,
+        "pubsub_channels:%d" % (pubsub.num_channels() if pubsub is not None else 0),
+        "pubsub_patterns:%d" % (pubsub.num_patterns() if pubsub is not None else 0),
+        "pubsubshard_channels:%d" % (pubsub.num_shard_channels() if pubsub is not None else 0),
+        "latest_fork_usec:%d" % getattr(srv, "latest_fork_usec", 0),
+        "total_forks:%d" % s.total_forks,
+        "migrate_cached_sockets:0",
+        "slave_expires_tracked_keys:0",
+        "active_defrag_hits:0",
+        "active_defrag_misses:0",
+        "active_defrag_key_hits:0",
+        "active_defrag_key_misses:0",
+        "total_active_defrag_time:0",
+        "current_active_defrag_time:0",
+        "tracking_total_keys:0",
+        "tracking_total_items:0",
+        "tracking_total_prefixes:0",
+        "unexpected_error_replies:%d" % s.unexpected_error_replies,
+        "total_error_replies:%d" % s.total_error_replies,
+        "dump_payload_sanitizations:%d" % s.dump_payload_sanitizations,
+        "total_reads_processed:%d" % s.total_reads_processed,
+        "total_writes_processed:%d" % s.total_writes_processed,
+        "io_threaded_reads_processed:0",
+        "io_threaded_writes_processed:0",
+        "reply_buffer_shrinks:0",
+        "reply_buffer_expands:0",
+        "client_query_buffer_limit_disconnections:%d" % s.client_qbuf_limit_disconnections,
+        "client_output_buffer_limit_disconnections:%d" % s.client_outbuf_limit_disconnections,
+    ]
+
+
+def sec_replication(srv):
+    fn = getattr(srv, "replication_info", None)
+    if fn is not None:
+        return fn()
+    return [
+        "role:master",
+        "connected_slaves:0",
+        "master_failover_state:no-failover",
+        "master_replid:%s" % getattr(srv, "replid", _RUN_ID),
+        "master_replid2:0000000000000000000000000000000000000000",
+        "master_repl_offset:0",
+        "second_repl_offset:-1",
+        "repl_backlog_active:0",
+        "repl_backlog_size:%d" % srv.config["repl-backlog-size"],
+        "repl_backlog_first_byte_offset:0",
+        "repl_backlog_histlen:0",
+    ]
+
+
+def sec_cpu(srv):
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [
+        "used_cpu_sys:%.6f" % ru.ru_stime,
+        "used_cpu_user:%.6f" % ru.ru_utime,
+        "used_cpu_sys_children:%.6f" % ch.ru_stime,
+        "used_cpu_user_children:%.6f" % ch.ru_utime,
+        "used_cpu_sys_main_thread:%.6f" % ru.ru_stime,
+        "used_cpu_user_main_thread:%.6f" % ru.ru_utime,
+    ]
+
+
+def sec_modules(srv):
+    return []
+
+
+def sec_errorstats(srv):
+    return ["errorstat_%s:count=%d" % (k, v) for k, v in sorted(stats.errorstats.items())]
+
+
+def sec_cluster(srv):
+    return ["cluster_enabled:%d" % int(srv.config["cluster-enabled"])]
+
+
+def sec_keyspace(srv):
+    out = []
+    for db in srv.dbs:
+        n = len(db.d)
+        if n:
+            out.append("db%d:keys=%d,expires=%d,avg_ttl=%d" % (db.id, n, len(db.expires), db.avg_ttl))
+    return out
+
+
+def sec_commandstats(srv):
+    out = []
+    for name in sorted(ALL):
+        cmd = ALL[name]
+        if cmd.calls or cmd.rejected_calls or cmd.failed_calls:
+            usec = int(cmd.usec * 1e6)
+            out.append("cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d" % (
+                name, cmd.calls, usec, usec / cmd.calls if cmd.calls else 0.0,
+                cmd.rejected_calls, cmd.failed_calls))
+    return out
+
+
+def sec_latencystats(srv):
+    fn = getattr(srv, "latencystats_fn", None)
+    if fn is not None:
+        return fn()
+    out = []
+    for name in sorted(ALL):
+        cmd = ALL[name]
+        if cmd.calls:
+            us = cmd.usec * 1e6 / cmd.calls
+            out.append("latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f" % (name, us, us, us))
+    return out
+
+
+SECTIONS.update({
+    "server": sec_server, "clients": sec_clients, "memory": sec_memory,
+    "persistence": sec_persistence, "stats": sec_stats, "replication": sec_replication,
+    "cpu": sec_cpu, "modules": sec_modules, "errorstats": sec_errorstats,
+    "cluster": sec_cluster, "keyspace": sec_keyspace, "commandstats": sec_commandstats,
+    "latencystats": sec_latencystats,
+})
+
+_TITLES = {"cpu": "CPU", "errorstats": "Errorstats", "commandstats": "Commandstats",
+           "latencystats": "Latencystats"}
+
+
+def gen_info(srv, args) -> str:
+    names = [a.decode("utf-8", "replace").lower() for a in args]
+    if not names or names == ["default"]:
+        want = list(DEFAULT_SECTIONS)
+    else:
+        want = []
+        for n in names:
+            if n == "all":
+                want += [s for s in ALL_SECTIONS if s not in want and s != "modules"]
+            elif n == "everything":
+                want += [s for s in ALL_SECTIONS if s not in want]
+            elif n == "default":
+                want += [s for s in DEFAULT_SECTIONS if s not in want]
+            elif n in SECTIONS and n not in want:
+                want.append(n)
+        order = {s: i for i, s in enumerate(ALL_SECTIONS)}
+        want.sort(key=lambda s: order.get(s, 99))
+    parts = []
+    for s in want:
+        lines = SECTIONS[s](srv)
+        title = _TITLES.get(s, s.capitalize())
+        parts.append("# %s\r\n%s" % (title, "".join(l + "\r\n" for l in lines)))
+    return "\r\n".join(parts)
+
+
+@command("info")
+def info(c, argv):
+    text = gen_info(c.server, argv[1:])
+    return verbatim(c.resp, text.encode("utf-8", "replace"))

@@ -1,0 +1,517 @@
+"""Generic keyspace commands (db.c, expire.c, object.c)."""
+
+from __future__ import annotations
+
+import time
+
+from .. import notify
+from ..db import ENCODINGS, type_name
+from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
+from ..protocol import (
+    MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, integer, simple,
+)
+from ..util import LLONG_MAX, LLONG_MIN, compile_glob, parse_int, try_int
+from . import command
+
+_time = time.time
+_GENERIC = notify.GENERIC
+
+
+def _del(c, argv, lazy):
+    db = c.db
+    n = 0
+    for key in argv[1:]:
+        if db.lookup_write(key) is not None and db.delete(key):
+            n += 1
+            notify.notify(_GENERIC, b"del", key, db.id)
+    c.server.dirty += n
+    return integer(n)
+
+
+@command("del")
+def del_(c, argv):
+    return _del(c, argv, False)
+
+
+@command("unlink")
+def unlink(c, argv):
+    return _del(c, argv, True)
+
+
+@command("exists")
+def exists(c, argv):
+    lookup = c.db.lookup_read
+    n = 0
+    for key in argv[1:]:
+        if lookup(key) is not None:
+            n += 1
+    return integer(n)
+
+
+@command("touch")
+def touch(c, argv):
+    lookup = c.db.lookup_read
+    n = 0
+    for key in argv[1:]:
+        if lookup(key) is not None:
+            n += 1
+    return integer(n)
+
+
+@command("type")
+def type_(c, argv):
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return b"+none\r\n"
+    return b"+%s\r\n" % type_name(v)
+
+
+def _dup(v):
+    if v.__class__ is bytes:
+        return v
+    return v.copy()
+
+
+def _rename(c, argv, nx):
+    db = c.db
+    src, dst = argv[1], argv[2]
+    v = db.lookup_write(src)
+    if v is None:
+        raise NO_SUCH_KEY
+    if src == dst:
+        return ZERO if nx else OK
+    expire = db.expires.get(src)
+    if db.lookup_write(dst) is not None:
+        if nx:
+            return ZERO
+        db.delete(dst)
+    db.delete(src)
+    db.add(dst, v)
+    if expire is not None:
+        db.expires[dst] = expire
+    db.signal(src)
+    db.signal(dst)
+    notify.notify(_GENERIC, b"rename_from", src, db.id)
+    notify.notify(_GENERIC, b"rename_to", dst, db.id)
+    c.server.dirty += 1
+    return ONE if nx else OK
+
+
+@command("rename")
+def rename(c, argv):
+    return _rename(c, argv, False)
+
+
+@command("renamenx")
+def renamenx(c, argv):
+    return _rename(c, argv, True)
+
+
+def _db_index(c, b):
+    idx = parse_int(b)
+    if idx < 0 or idx >= len(c.server.dbs):
+        raise RedisError("ERR DB index is out of range")
+    return c.server.dbs[idx]
+
+
+@command("move")
+def move(c, argv):
+    if c.server.config["cluster-enabled"]:
+        raise RedisError("ERR MOVE is not allowed in cluster mode")
+    src = c.db
+    idx = parse_int(argv[2])
+    if idx < -(2**31) or idx > 2**31 - 1:
+        raise RedisError("ERR value is out of range")
+    if idx < 0 or idx >= len(c.server.dbs):
+        raise RedisError("ERR DB index is out of range")
+    dst = c.server.dbs[idx]
+    if src is dst:
+        raise SAME_OBJECT
+    key = argv[1]
+    v = src.lookup_write(key)
+    if v is None:
+        return ZERO
+    expire = src.expires.get(key)
+    if dst.lookup_write(key) is not None:
+        return ZERO
+    dst.add(key, v)
+    if expire is not None:
+        dst.expires[key] = expire
+    src.delete(key)
+    src.signal(key)
+    dst.signal(key)
+    notify.notify(_GENERIC, b"move_from", key, src.id)
+    notify.notify(_GENERIC, b"move_to", key, dst.id)
+    c.server.dirty += 1
+    return ONE
+
+
+@command("copy")
+def copy(c, argv):
+    src = dst = c.db
+    replace = False
+    j = 3
+    n = len(argv)
+    while j < n:
+        opt = argv[j].lower()
+        if opt == b"replace":
+            replace = True
+        elif opt == b"db" and j + 1 < n:
+            idx = parse_int(argv[j + 1])
+            if idx < -(2**31) or idx > 2**31 - 1:
+                raise RedisError("ERR value is out of range")
+            if idx < 0 or idx >= len(c.server.dbs):
+                raise RedisError("ERR DB index is out of range")
+            dst = c.server.dbs[idx]
+            j += 1
+        else:
+            raise SYNTAX
+        j += 1
+    if c.server.config["cluster-enabled"] and (src.id != 0 or dst.id != 0):
+        raise RedisError("ERR Copying to another database is not allowed in cluster mode")
+    key, newkey = argv[1], argv[2]
+    if src is dst and key == newkey:
+        raise SAME_OBJECT
+    v = src.lookup_read(key)
+    if v is None:
+        return ZERO
+    expire = src.expires.get(key)
+    if dst.lookup_write(newkey) is not None:
+        if not replace:
+            return ZERO
+        dst.delete(newkey)
+    dst.add(newkey, _dup(v))
+    if expire is not None:
+        dst.expires[newkey] = expire
+    dst.signal(newkey)
+    notify.notify(_GENERIC, b"copy_to", newkey, dst.id)
+    c.server.dirty += 1
+    return ONE
+
+
+@command("keys")
+def keys(c, argv):
+    db = c.db
+    match = compile_glob(argv[1])
+    now = _time() * 1000
+    expires = db.expires
+    out = []
+    if argv[1] == b"*":
+        if expires:
+            out = [k for k in db.d if not (k in expires and expires[k] <= now)]
+        else:
+            out = list(db.d)
+    else:
+        for k in db.d:
+            if match(k) and not (expires and k in expires and expires[k] <= now):
+                out.append(k)
+    return bulk_array(out)
+
+
+def parse_scan_cursor(b) -> int:
+    if not b or b[:1].isspace():
+        raise RedisError("ERR invalid cursor")
+    try:
+        v = int(b)
+    except ValueError:
+        raise RedisError("ERR invalid cursor")
+    if b"_" in b or b[:1] == b"+":
+        raise RedisError("ERR invalid cursor")
+    if v < 0:
+        # strtoul wraps negative numbers
+        v &= 2**64 - 1
+    if v > 2**64 - 1:
+        raise RedisError("ERR invalid cursor")
+    return v
+
+
+def parse_scan_options(argv, start, allow_type):
+    count = 10
+    pattern = None
+    typ = None
+    i = start
+    n = len(argv)
+    while i < n:
+        j = n - i
+        opt = argv[i].lower()
+        if opt == b"count" and j >= 2:
+            count = parse_int(argv[i + 1])
+            if count < 1:
+                raise SYNTAX
+            i += 2
+        elif opt == b"match" and j >= 2:
+            pattern = argv[i + 1]
+            if pattern == b"*":
+                pattern = None
+            i += 2
+        elif opt == b"type" and allow_type and j >= 2:
+            typ = argv[i + 1].lower()
+            i += 2
+        else:
+            raise SYNTAX
+    return count, pattern, typ
+
+
+@command("scan")
+def scan(c, argv):
+    cursor = parse_scan_cursor(argv[1])
+    count, pattern, typ = parse_scan_options(argv, 2, True)
+    db = c.db
+    nxt, keys = db.scan(cursor, count)
+    if pattern is not None:
+        m = compile_glob(pattern)
+        keys = [k for k in keys if m(k)]
+    if typ is not None:
+        d = db.d
+        keys = [k for k in keys if k in d and type_name(d[k]) == typ]
+    expires = db.expires
+    if expires:
+        now = _time() * 1000
+        live = []
+        for k in keys:
+            w = expires.get(k)
+            if w is not None and w <= now and db.expire_if_needed(k):
+                continue
+            live.append(k)
+        keys = live
+    cur = b"%d" % nxt
+    return b"*2\r\n$%d\r\n%s\r\n%s" % (len(cur), cur, bulk_array(keys))
+
+
+@command("randomkey")
+def randomkey(c, argv):
+    k = c.db.random_key()
+    if k is None:
+        return c.null
+    return bulk(k)
+
+
+@command("dbsize")
+def dbsize(c, argv):
+    return integer(len(c.db.d))
+
+
+# -- expiry -------------------------------------------------------------------------
+
+EXP_NX, EXP_XX, EXP_GT, EXP_LT = 1, 2, 4, 8
+
+
+def _expire_generic(c, argv, basetime_ms, seconds):
+    key = argv[1]
+    flag = 0
+    for opt in argv[3:]:
+        o = opt.lower()
+        if o == b"nx":
+            flag |= EXP_NX
+        elif o == b"xx":
+            flag |= EXP_XX
+        elif o == b"gt":
+            flag |= EXP_GT
+        elif o == b"lt":
+            flag |= EXP_LT
+        else:
+            raise RedisError("ERR Unsupported option %s" % opt.decode("utf-8", "replace"))
+    if flag & EXP_NX and flag & (EXP_XX | EXP_GT | EXP_LT):
+        raise RedisError("ERR NX and XX, GT or LT options at the same time are not compatible")
+    if flag & EXP_GT and flag & EXP_LT:
+        raise RedisError("ERR GT and LT options at the same time are not compatible")
+    when = parse_int(argv[2])
+    name = c.last_cmd.fullname if c.last_cmd is not None else "expire"
+    if seconds:
+        if when > LLONG_MAX // 1000 or when < -(LLONG_MAX // 1000):
+            raise RedisError("ERR invalid expire time in '%s' command" % name)
+        when *= 1000
+    if when > LLONG_MAX - basetime_ms:
+        raise RedisError("ERR invalid expire time in '%s' command" % name)
+    when += basetime_ms
+    db = c.db
+    if db.lookup_write(key) is None:
+        return ZERO
+    if flag:
+        cur = db.expires.get(key, -1)
+        if flag & EXP_NX and cur != -1:
+            return ZERO
+        if flag & EXP_XX and cur == -1:
+            return ZERO
+        if flag & EXP_GT and (when <= cur or cur == -1):
+            return ZERO
+        if flag & EXP_LT and cur != -1 and when >= cur:
+            return ZERO
+    srv = c.server
+    if when <= int(_time() * 1000) and not srv.loading and not srv.is_replica:
+        db.delete(key)
+        srv.dirty += 1
+        notify.notify(_GENERIC, b"del", key, db.id)
+        return ONE
+    db.expires[key] = when
+    db.signal(key)
+    notify.notify(_GENERIC, b"expire", key, db.id)
+    srv.dirty += 1
+    return ONE
+
+
+@command("expire")
+def expire(c, argv):
+    return _expire_generic(c, argv, int(_time() * 1000), True)
+
+
+@command("pexpire")
+def pexpire(c, argv):
+    return _expire_generic(c, argv, int(_time() * 1000), False)
+
+
+@command("expireat")
+def expireat(c, argv):
+    return _expire_generic(c, argv, 0, True)
+
+
+@command("pexpireat")
+def pexpireat(c, argv):
+    return _expire_generic(c, argv, 0, False)
+
+
+def _ttl(c, argv, ms, absolute):
+    db = c.db
+    key = argv[1]
+    if db.lookup_read(key) is None:
+        return MINUS_TWO
+    when = db.expires.get(key)
+    if when is None:
+        return MINUS_ONE
+    if absolute:
+        return integer(when if ms else when // 1000)
+    left = when - int(_time() * 1000)
+    if left < 0:
+        left = 0
+    return integer(left if ms else (left + 500) // 1000)
+
+
+@command("ttl")
+def ttl(c, argv):
+    return _ttl(c, argv, False, False)
+
+
+@command("pttl")
+def pttl(c, argv):
+    return _ttl(c, argv, True, False)
+
+
+@command("expiretime")
+def expiretime(c, argv):
+    return _ttl(c, argv, False, True)
+
+
+@command("pexpiretime")
+def pexpiretime(c, argv):
+    return _ttl(c, argv, True, True)
+
+
+@command("persist")
+def persist(c, argv):
+    db = c.db
+    key = argv[1]
+    if db.lookup_write(key) is None:
+        return ZERO
+    if db.persist(key):
+        db.signal(key)
+        notify.notify(_GENERIC, b"persist", key, db.id)
+        c.server.dirty += 1
+        return ONE
+    return ZERO
+
+
+# -- OBJECT -------------------------------------------------------------------------
+
+def string_encoding(v) -> bytes:
+    if v.__class__ is bytearray:
+        # Modified in place (APPEND/SETRANGE/SETBIT): "raw" unless it holds a
+        # small integer, which Redis would not re-encode either.
+        return b"raw"
+    if len(v) <= 20 and try_int(v) is not None:
+        return b"int"
+    return b"embstr" if len(v) <= 44 else b"raw"
+
+
+ENCODINGS[bytes] = lambda v, cfg: string_encoding(v)
+ENCODINGS[bytearray] = lambda v, cfg: b"raw"
+
+
+def object_encoding(v, cfg) -> bytes:
+    fn = ENCODINGS.get(v.__class__)
+    if fn is None:
+        enc = getattr(v, "encoding", None)
+        return enc(cfg) if callable(enc) else b"unknown"
+    return fn(v, cfg)
+
+
+@command("object|encoding")
+def object_encoding_cmd(c, argv):
+    v = c.db.lookup_nostats(argv[2])
+    if v is None:
+        return c.null
+    return bulk(object_encoding(v, c.server.config))
+
+
+@command("object|refcount")
+def object_refcount(c, argv):
+    v = c.db.lookup_nostats(argv[2])
+    if v is None:
+        return c.null
+    if v.__class__ is bytes and len(v) <= 5 and try_int(v) is not None and 0 <= int(v) < 10000:
+        return integer(2147483647)
+    return ONE
+
+
+@command("object|idletime")
+def object_idletime(c, argv):
+    v = c.db.lookup_nostats(argv[2])
+    if v is None:
+        return c.null
+    if "lfu" in c.server.config["maxmemory-policy"]:
+        raise RedisError("ERR An LFU maxmemory policy is selected, idle time not tracked. "
+                         "Please note that when switching between policies at runtime LRU and LFU "
+                         "data will take some time to adjust.")
+    lru = getattr(c.server, "lru_clock", None)
+    if lru is not None:
+        return integer(lru.idle_seconds(c.db, argv[2]))
+    return ZERO
+
+
+@command("object|freq")
+def object_freq(c, argv):
+    v = c.db.lookup_nostats(argv[2])
+    if v is None:
+        return c.null
+    if "lfu" not in c.server.config["maxmemory-policy"]:
+        raise RedisError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
+                         "Please note that when switching between policies at runtime LRU and LFU "
+                         "data will take some time to adjust.")
+    lru = getattr(c.server, "lru_clock", None)
+    if lru is not None:
+        return integer(lru.freq(c.db, argv[2]))
+    return ZERO
+
+
+@command("object|help")
+def object_help(c, argv):
+    lines = [
+        b"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        b"ENCODING <key>",
+        b"    Return the kind of internal representation used in order to store the value",
+        b"    associated with a <key>.",
+        b"FREQ <key>",
+        b"    Return the access frequency index of the <key>. The returned integer is",
+        b"    proportional to the logarithm of the recent access frequency of the key.",
+        b"IDLETIME <key>",
+        b"    Return the idle time of the <key>, that is the approximated number of",
+        b"    seconds elapsed since the last access to the key.",
+        b"REFCOUNT <key>",
+        b"    Return the number of references of the value associated with the specified",
+        b"    <key>.",
+        b"HELP",
+        b"    Prints this help.",
+    ]
+    return b"*%d\r\n" % len(lines) + b"".join(simple(x) for x in lines)
+
+
+_ = (LLONG_MIN,)

@@ -1,0 +1,279 @@
+"""Server commands: FLUSHDB FLUSHALL SWAPDB TIME LASTSAVE CONFIG SHUTDOWN
+MONITOR SLOWLOG WAIT DEBUG."""
+
+from __future__ import annotations
+
+import time
+
+from .. import log
+from ..config import ConfigError
+from ..db import stats
+from ..errors import SYNTAX, RedisError
+from ..protocol import OK, ZERO, bulk, bulk_array, integer, map_header, simple
+from ..util import parse_int
+from . import command
+from .transactions import touch_all_watched_in_db
+
+
+def _flush_flags(argv):
+    if len(argv) > 2:
+        raise SYNTAX
+    if len(argv) == 2:
+        m = argv[1].lower()
+        if m == b"sync":
+            return False
+        if m == b"async":
+            return True
+        raise SYNTAX
+    return False
+
+
+@command("flushdb")
+def flushdb(c, argv):
+    _flush_flags(argv)
+    db = c.db
+    touch_all_watched_in_db(db)
+    n = db.flush()
+    c.server.dirty += n
+    return OK
+
+
+@command("flushall")
+def flushall(c, argv):
+    _flush_flags(argv)
+    srv = c.server
+    n = 0
+    for db in srv.dbs:
+        touch_all_watched_in_db(db)
+        n += db.flush()
+    srv.dirty += n
+    hook = getattr(srv, "flushall_hook", None)
+    if hook is not None:
+        hook()
+    srv.dirty += 1
+    return OK
+
+
+@command("swapdb")
+def swapdb(c, argv):
+    srv = c.server
+    if srv.config["cluster-enabled"]:
+        raise RedisError("ERR SWAPDB is not allowed in cluster mode")
+    a = parse_int(argv[1], RedisError("ERR invalid first DB index"))
+    b = parse_int(argv[2], RedisError("ERR invalid second DB index"))
+    if a < -(2**31) or a > 2**31 - 1:
+        raise RedisError("ERR invalid first DB index")
+    if b < -(2**31) or b > 2**31 - 1:
+        raise RedisError("ERR invalid second DB index")
+    n = len(srv.dbs)
+    if a < 0 or a >= n or b < 0 or b >= n:
+        raise RedisError("ERR DB index is out of range")
+    if a != b:
+        da, db_ = srv.dbs[a], srv.dbs[b]
+        touch_all_watched_in_db(da, db_)
+        touch_all_watched_in_db(db_, da)
+        da.d, db_.d = db_.d, da.d
+        da.expires, db_.expires = db_.expires, da.expires
+        da.avg_ttl, db_.avg_ttl = db_.avg_ttl, da.avg_ttl
+        da.dels += 1
+        db_.dels += 1
+        da._expire_snapshot = db_._expire_snapshot = None
+        da._scan_cache = {}
+        db_._scan_cache = {}
+        for d in (da, db_):
+            for key in d.blocking_keys:
+                if key in d.d:
+                    srv.ready_keys.append((d, key))
+    srv.dirty += 1
+    return OK
+
+
+@command("time")
+def time_(c, argv):
+    t = time.time()
+    sec = int(t)
+    usec = int((t - sec) * 1e6)
+    return bulk_array([b"%d" % sec, b"%d" % usec])
+
+
+@command("lastsave")
+def lastsave(c, argv):
+    return integer(c.server.lastsave)
+
+
+@command("wait")
+def wait(c, argv):
+    parse_int(argv[1])
+    t = parse_int(argv[2], RedisError("ERR timeout is not an integer or out of range"))
+    if t < 0:
+        raise RedisError("ERR timeout is negative")
+    return ZERO
+
+
+# -- CONFIG ---------------------------------------------------------------------------
+
+@command("config|get")
+def config_get(c, argv):
+    pats = [a.decode("utf-8", "surrogateescape") for a in argv[2:]]
+    items = c.server.config.get_matching(pats)
+    out = [map_header(c.resp, len(items))]
+    for k, v in items:
+        out.append(bulk(k.encode()))
+        out.append(bulk(v.encode("utf-8", "surrogateescape")))
+    return b"".join(out)
+
+
+@command("config|set")
+def config_set(c, argv):
+    if len(argv) % 2:
+        raise SYNTAX
+    pairs = [(argv[i].decode("utf-8", "surrogateescape"), argv[i + 1].decode("utf-8", "surrogateescape"))
+             for i in range(2, len(argv), 2)]
+    srv = c.server
+    try:
+        srv.config.set_many_atomic(pairs, check_protected=lambda: srv.protected_allowed(c))
+    except ConfigError as e:
+        raise RedisError("ERR %s" % e)
+    return OK
+
+
+@command("config|resetstat")
+def config_resetstat(c, argv):
+    srv = c.server
+    stats.reset()
+    from . import ALL
+    for cmd in ALL.values():
+        cmd.calls = 0
+        cmd.usec = 0
+        cmd.rejected_calls = 0
+        cmd.failed_calls = 0
+    srv.ops_samples.clear()
+    srv._last_sample = None
+    srv.latency_events.clear()
+    for h in getattr(srv, "resetstat_hooks", []):
+        h()
+    return OK
+
+
+@command("config|rewrite")
+def config_rewrite(c, argv):
+    cfg = c.server.config
+    if not cfg.config_file:
+        raise RedisError("ERR The server is running without a config file")
+    try:
+        cfg.rewrite(cfg.config_file)
+    except OSError as e:
+        log.warning("CONFIG REWRITE failed: %s" % e.strerror)
+        raise RedisError("ERR Rewriting config file: %s" % e.strerror)
+    log.notice("CONFIG REWRITE executed with success.")
+    return OK
+
+
+@command("config|help")
+def config_help(c, argv):
+    lines = [
+        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+        "RESETSTAT", "    Reset statistics reported by the INFO command.",
+        "REWRITE", "    Rewrite the configuration file.",
+        "HELP", "    Print this help.",
+    ]
+    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+
+
+# -- SHUTDOWN ---------------------------------------------------------------------------
+
+@command("shutdown")
+def shutdown(c, argv):
+    nosave = save = now = force = abort = False
+    for a in argv[1:]:
+        o = a.lower()
+        if o == b"nosave":
+            nosave = True
+        elif o == b"save":
+            save = True
+        elif o == b"now":
+            now = True
+        elif o == b"force":
+            force = True
+        elif o == b"abort":
+            abort = True
+        else:
+            raise SYNTAX
+    if (abort and len(argv) != 2) or (nosave and save):
+        raise SYNTAX
+    if abort:
+        raise RedisError("ERR No shutdown in progress.")
+    srv = c.server
+    if c.multi is not None or c.in_script:
+        pass
+    err = srv.request_shutdown(nosave=nosave, save=save, now=now, force=force)
+    if err:
+        raise RedisError("ERR %s" % err)
+    c.close_after_reply = True
+    return None
+
+
+# -- MONITOR ------------------------------------------------------------------------------
+
+@command("monitor")
+def monitor(c, argv):
+    if c.monitor:
+        return OK
+    c.monitor = True
+    c.server.monitors.append(c)
+    c.server.update_server_slow()
+    return OK
+
+
+# -- SLOWLOG ------------------------------------------------------------------------------
+
+@command("slowlog|get")
+def slowlog_get(c, argv):
+    srv = c.server
+    count = 10
+    if len(argv) == 3:
+        count = parse_int(argv[2], RedisError("ERR count should be greater than or equal to -1"))
+        if count < -1:
+            raise RedisError("ERR count should be greater than or equal to -1")
+        if count == -1:
+            count = len(srv.slowlog)
+    entries = list(srv.slowlog)[:count]
+    out = [b"*%d\r\n" % len(entries)]
+    for e in entries:
+        out.append(b"*6\r\n")
+        out.append(integer(e.id))
+        out.append(integer(e.time))
+        out.append(integer(e.duration))
+        out.append(bulk_array(e.argv))
+        out.append(bulk(e.addr))
+        out.append(bulk(e.name))
+    return b"".join(out)
+
+
+@command("slowlog|len")
+def slowlog_len(c, argv):
+    return integer(len(c.server.slowlog))
+
+
+@command("slowlog|reset")
+def slowlog_reset(c, argv):
+    c.server.slowlog.clear()
+    return OK
+
+
+@command("slowlog|help")
+def slowlog_help(c, argv):
+    lines = [
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN", "    Return the length of the slowlog.",
+        "RESET", "    Reset the slowlog.",
+        "HELP", "    Print this help.",
+    ]
+    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)

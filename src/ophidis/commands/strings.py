@@ -1,0 +1,455 @@
+"""String commands (t_string.c): GET SET and friends, counters, ranges."""
+
+from __future__ import annotations
+
+import time
+
+from .. import notify
+from ..db import WRONGTYPE_ERR, check_string
+from ..errors import SYNTAX, RedisError
+from ..protocol import NULL_BULK, OK, ZERO, ONE, bulk_array, integer
+from ..util import LLONG_MAX, LLONG_MIN, format_long_double, parse_int, parse_long_double
+from . import command
+
+_time = time.time
+_STRING = notify.STRING
+_GENERIC = notify.GENERIC
+
+NX, XX, GET, KEEPTTL, EX, PX, EXAT, PXAT, PERSIST = 1, 2, 4, 8, 16, 32, 64, 128, 256
+
+
+def _opt_error():
+    return SYNTAX
+
+
+def parse_ext_args(argv, start, is_set):
+    """SET/GETEX options, with Redis's conflict rules.  Returns (flags, expire_arg)."""
+    flags = 0
+    expire = None
+    j = start
+    n = len(argv)
+    while j < n:
+        opt = argv[j].upper()
+        nxt = argv[j + 1] if j + 1 < n else None
+        if opt == b"NX" and not flags & XX and is_set:
+            flags |= NX
+        elif opt == b"XX" and not flags & NX and is_set:
+            flags |= XX
+        elif opt == b"GET" and is_set:
+            flags |= GET
+        elif opt == b"KEEPTTL" and not flags & (PERSIST | EX | EXAT | PX | PXAT) and is_set:
+            flags |= KEEPTTL
+        elif opt == b"PERSIST" and not is_set and not flags & (EX | EXAT | PX | PXAT | KEEPTTL):
+            flags |= PERSIST
+        elif opt == b"EX" and not flags & (KEEPTTL | PERSIST | EXAT | PX | PXAT) and nxt is not None:
+            flags |= EX
+            expire = nxt
+            j += 1
+        elif opt == b"PX" and not flags & (KEEPTTL | PERSIST | EX | EXAT | PXAT) and nxt is not None:
+            flags |= PX
+            expire = nxt
+            j += 1
+        elif opt == b"EXAT" and not flags & (KEEPTTL | PERSIST | EX | PX | PXAT) and nxt is not None:
+            flags |= EXAT
+            expire = nxt
+            j += 1
+        elif opt == b"PXAT" and not flags & (KEEPTTL | PERSIST | EX | EXAT | PX) and nxt is not None:
+            flags |= PXAT
+            expire = nxt
+            j += 1
+        else:
+            raise SYNTAX
+        j += 1
+    return flags, expire
+
+
+def expire_ms(expire, flags, cmdname: str) -> int:
+    """Absolute expiry in ms from an EX/PX/EXAT/PXAT argument (Redis's
+    getExpireMillisecondsOrReply)."""
+    ms = parse_int(expire)
+    seconds = flags & (EX | EXAT)
+    if ms <= 0 or (seconds and ms > LLONG_MAX // 1000):
+        raise RedisError("ERR invalid expire time in '%s' command" % cmdname)
+    if seconds:
+        ms *= 1000
+    if flags & (EX | PX):
+        ms += int(_time() * 1000)
+    if ms <= 0 or ms > LLONG_MAX:
+        raise RedisError("ERR invalid expire time in '%s' command" % cmdname)
+    return ms
+
+
+@command("get")
+def get(c, argv):
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return c.null if c.resp == 3 else NULL_BULK
+    if v.__class__ is not bytes and v.__class__ is not bytearray:
+        raise WRONGTYPE_ERR
+    return b"$%d\r\n%s\r\n" % (len(v), v)
+
+
+@command("set")
+def set_(c, argv):
+    db = c.db
+    key = argv[1]
+    if len(argv) == 3:
+        # Plain SET: the hot path.
+        db.d[key] = argv[2]
+        if db.expires:
+            db.expires.pop(key, None)
+        if db.watched_keys and key in db.watched_keys:
+            db.signal(key)
+        c.server.dirty += 1
+        if notify.flags:
+            notify.notify(_STRING, b"set", key, db.id)
+        return OK
+    flags, expire = parse_ext_args(argv, 3, True)
+    when = expire_ms(expire, flags, "set") if expire is not None else None
+    old = None
+    if flags & GET:
+        old = db.lookup_read(key)
+        if old is not None and old.__class__ is not bytes and old.__class__ is not bytearray:
+            raise WRONGTYPE_ERR
+        found = old is not None
+    else:
+        found = db.lookup_write(key) is not None
+    if (flags & NX and found) or (flags & XX and not found):
+        if flags & GET:
+            return b"$%d\r\n%s\r\n" % (len(old), old) if old is not None else c.null
+        return c.null
+    db.set_key(key, argv[2], keepttl=bool(flags & KEEPTTL))
+    c.server.dirty += 1
+    if notify.flags:
+        notify.notify(_STRING, b"set", key, db.id)
+    if when is not None:
+        db.expires[key] = when
+        if notify.flags:
+            notify.notify(_GENERIC, b"expire", key, db.id)
+    if flags & GET:
+        return b"$%d\r\n%s\r\n" % (len(old), old) if old is not None else c.null
+    return OK
+
+
+def _set_generic(c, key, value, when=None, nx=False):
+    db = c.db
+    if nx and db.lookup_write(key) is not None:
+        return False
+    db.set_key(key, value)
+    c.server.dirty += 1
+    if notify.flags:
+        notify.notify(_STRING, b"set", key, db.id)
+    if when is not None:
+        db.expires[key] = when
+        if notify.flags:
+            notify.notify(_GENERIC, b"expire", key, db.id)
+    return True
+
+
+@command("setnx")
+def setnx(c, argv):
+    return ONE if _set_generic(c, argv[1], argv[2], nx=True) else ZERO
+
+
+@command("setex")
+def setex(c, argv):
+    when = expire_ms(argv[2], EX, "setex")
+    _set_generic(c, argv[1], argv[3], when)
+    return OK
+
+
+@command("psetex")
+def psetex(c, argv):
+    when = expire_ms(argv[2], PX, "psetex")
+    _set_generic(c, argv[1], argv[3], when)
+    return OK
+
+
+@command("getex")
+def getex(c, argv):
+    flags, expire = parse_ext_args(argv, 2, False)
+    db = c.db
+    key = argv[1]
+    v = db.lookup_read(key)
+    if v is None:
+        return c.null
+    check_string(v)
+    when = expire_ms(expire, flags, "getex") if expire is not None else None
+    reply = b"$%d\r\n%s\r\n" % (len(v), v)
+    if flags & (PXAT | EXAT) and when <= int(_time() * 1000):
+        db.delete(key)
+        c.server.dirty += 1
+        notify.notify(_GENERIC, b"del", key, db.id)
+    elif when is not None:
+        db.expires[key] = when
+        db.signal(key)
+        c.server.dirty += 1
+        notify.notify(_GENERIC, b"expire", key, db.id)
+    elif flags & PERSIST:
+        if db.persist(key):
+            db.signal(key)
+            c.server.dirty += 1
+            notify.notify(_GENERIC, b"persist", key, db.id)
+    return reply
+
+
+@command("getdel")
+def getdel(c, argv):
+    db = c.db
+    v = db.lookup_read(argv[1])
+    if v is None:
+        return c.null
+    check_string(v)
+    db.delete(argv[1])
+    c.server.dirty += 1
+    notify.notify(_GENERIC, b"del", argv[1], db.id)
+    return b"$%d\r\n%s\r\n" % (len(v), v)
+
+
+@command("getset")
+def getset(c, argv):
+    db = c.db
+    v = db.lookup_read(argv[1])
+    if v is not None:
+        check_string(v)
+    db.set_key(argv[1], argv[2])
+    c.server.dirty += 1
+    notify.notify(_STRING, b"set", argv[1], db.id)
+    if v is None:
+        return c.null
+    return b"$%d\r\n%s\r\n" % (len(v), v)
+
+
+@command("mget")
+def mget(c, argv):
+    lookup = c.db.lookup_read
+    out = [b"*%d\r\n" % (len(argv) - 1)]
+    ap = out.append
+    null = c.null
+    for key in argv[1:]:
+        v = lookup(key)
+        if v is None or (v.__class__ is not bytes and v.__class__ is not bytearray):
+            ap(null)
+        else:
+            ap(b"$%d\r\n%s\r\n" % (len(v), v))
+    return b"".join(out)
+
+
+@command("mset")
+def mset(c, argv):
+    n = len(argv)
+    if n % 2 == 0:
+        raise RedisError("ERR wrong number of arguments for 'mset' command")
+    db = c.db
+    d = db.d
+    expires = db.expires
+    wk = db.watched_keys
+    nf = notify.flags
+    for i in range(1, n, 2):
+        key = argv[i]
+        d[key] = argv[i + 1]
+        if expires:
+            expires.pop(key, None)
+        if wk and key in wk:
+            db.signal(key)
+        if nf:
+            notify.notify(_STRING, b"set", key, db.id)
+    c.server.dirty += (n - 1) // 2
+    return OK
+
+
+@command("msetnx")
+def msetnx(c, argv):
+    n = len(argv)
+    if n % 2 == 0:
+        raise RedisError("ERR wrong number of arguments for 'msetnx' command")
+    db = c.db
+    for i in range(1, n, 2):
+        if db.lookup_write(argv[i]) is not None:
+            return ZERO
+    for i in range(1, n, 2):
+        db.set_key(argv[i], argv[i + 1])
+        notify.notify(_STRING, b"set", argv[i], db.id)
+    c.server.dirty += (n - 1) // 2
+    return ONE
+
+
+_OVERFLOW = RedisError("ERR increment or decrement would overflow")
+
+
+def _incr(c, key, delta):
+    db = c.db
+    v = db.lookup_write(key)
+    if v is None:
+        n = delta
+    else:
+        if v.__class__ is not bytes and v.__class__ is not bytearray:
+            raise WRONGTYPE_ERR
+        n = parse_int(v) + delta
+        if n > LLONG_MAX or n < LLONG_MIN:
+            raise _OVERFLOW
+    new = b"%d" % n
+    db.d[key] = new
+    if db.watched_keys and key in db.watched_keys:
+        db.signal(key)
+    c.server.dirty += 1
+    if notify.flags:
+        notify.notify(_STRING, b"incrby", key, db.id)
+    if 0 <= n <= 10000:
+        return integer(n)
+    return b":%s\r\n" % new
+
+
+@command("incr")
+def incr(c, argv):
+    return _incr(c, argv[1], 1)
+
+
+@command("decr")
+def decr(c, argv):
+    return _incr(c, argv[1], -1)
+
+
+@command("incrby")
+def incrby(c, argv):
+    return _incr(c, argv[1], parse_int(argv[2]))
+
+
+@command("decrby")
+def decrby(c, argv):
+    d = parse_int(argv[2])
+    if d == LLONG_MIN:
+        raise RedisError("ERR decrement would overflow")
+    return _incr(c, argv[1], -d)
+
+
+@command("incrbyfloat")
+def incrbyfloat(c, argv):
+    db = c.db
+    key = argv[1]
+    v = db.lookup_write(key)
+    if v is not None:
+        check_string(v)
+        cur = parse_long_double(v)
+    else:
+        cur = 0.0
+    incr = parse_long_double(argv[2])
+    new = cur + incr
+    if new != new or new in (float("inf"), float("-inf")):
+        raise RedisError("ERR increment would produce NaN or Infinity")
+    b = format_long_double(new)
+    db.d[key] = b
+    db.signal(key)
+    c.server.dirty += 1
+    notify.notify(_STRING, b"incrbyfloat", key, db.id)
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def check_string_length(c, size: int, append: int):
+    if size + append > c.server.proto_max_bulk_len:
+        raise RedisError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+
+
+@command("append")
+def append(c, argv):
+    db = c.db
+    key = argv[1]
+    v = db.lookup_write(key)
+    if v is None:
+        db.add(key, argv[2])
+        total = len(argv[2])
+    else:
+        check_string(v)
+        check_string_length(c, len(v), len(argv[2]))
+        if v.__class__ is bytearray:
+            v += argv[2]
+        else:
+            v = bytearray(v)
+            v += argv[2]
+            db.d[key] = v
+        total = len(v)
+        db.signal(key)
+    c.server.dirty += 1
+    notify.notify(_STRING, b"append", key, db.id)
+    return integer(total)
+
+
+@command("strlen")
+def strlen(c, argv):
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return ZERO
+    check_string(v)
+    return integer(len(v))
+
+
+@command("setrange")
+def setrange(c, argv):
+    db = c.db
+    key = argv[1]
+    offset = parse_int(argv[2])
+    value = argv[3]
+    if offset < 0:
+        raise RedisError("ERR offset is out of range")
+    v = db.lookup_write(key)
+    if v is None:
+        if not value:
+            return ZERO
+        check_string_length(c, offset, len(value))
+        v = bytearray(offset + len(value))
+        v[offset:] = value
+        db.add(key, v)
+    else:
+        check_string(v)
+        if not value:
+            return integer(len(v))
+        check_string_length(c, offset, len(value))
+        if v.__class__ is not bytearray:
+            v = bytearray(v)
+            db.d[key] = v
+        if len(v) < offset + len(value):
+            v.extend(bytes(offset + len(value) - len(v)))
+        v[offset:offset + len(value)] = value
+        db.signal(key)
+    c.server.dirty += 1
+    notify.notify(_STRING, b"setrange", key, db.id)
+    return integer(len(v))
+
+
+def _getrange(c, argv):
+    start = parse_int(argv[2])
+    end = parse_int(argv[3])
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return b"$0\r\n\r\n"
+    check_string(v)
+    n = len(v)
+    if start < 0 and end < 0 and start > end:
+        return b"$0\r\n\r\n"
+    if start < 0:
+        start = n + start
+    if end < 0:
+        end = n + end
+    if start < 0:
+        start = 0
+    if end < 0:
+        end = 0
+    if end >= n:
+        end = n - 1
+    if start > end or n == 0:
+        return b"$0\r\n\r\n"
+    s = v[start:end + 1]
+    return b"$%d\r\n%s\r\n" % (len(s), s)
+
+
+@command("getrange")
+def getrange(c, argv):
+    return _getrange(c, argv)
+
+
+@command("substr")
+def substr(c, argv):
+    return _getrange(c, argv)
+
+
+_ = bulk_array

@@ -1,0 +1,338 @@
+"""The keyspace: databases of key -> value with expiry.
+
+Values are plain Python objects chosen for speed and memory:
+  - strings: ``bytes`` (``bytearray`` once modified in place by APPEND /
+    SETRANGE / SETBIT, which is what Redis reports as the ``raw`` encoding);
+  - other types register their classes in ``TYPE_NAMES`` (see types/).
+
+Expiry follows Redis: lazily on access, plus an active cycle driven by
+``hz`` (see ``active_expire_cycle``) that visits keys with a TTL
+incrementally and never runs longer than its time budget.
+
+Every modification of a key should call ``signal_modified(db, key)`` (WATCH
+and friends), and write commands fire keyspace notifications through
+``notify.notify``.
+"""
+
+from __future__ import annotations
+
+import time
+from itertools import islice
+
+from . import notify as _notify
+from .errors import RedisError
+
+_time = time.time
+
+
+def mstime() -> int:
+    return int(_time() * 1000)
+
+
+class Stats:
+    """Server-wide counters (INFO stats).  Module-level singleton ``stats``."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.keyspace_hits = 0
+        self.keyspace_misses = 0
+        self.expired_keys = 0
+        self.expired_stale_perc = 0.0
+        self.expired_time_cap_reached_count = 0
+        self.expire_cycle_cpu_milliseconds = 0
+        self.evicted_keys = 0
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+        self.connections_received = 0
+        self.rejected_connections = 0
+        self.total_error_replies = 0
+        self.errorstats = {}
+        self.numcommands_base = 0
+        self.unexpected_error_replies = 0
+        self.total_reads_processed = 0
+        self.total_writes_processed = 0
+        self.io_threaded_reads_processed = 0
+        self.client_qbuf_limit_disconnections = 0
+        self.client_outbuf_limit_disconnections = 0
+        self.dump_payload_sanitizations = 0
+        self.total_forks = 0
+        self.sync_full = 0
+
+
+stats = Stats()
+
+# type -> TYPE name; data type modules add their classes.
+TYPE_NAMES = {bytes: b"string", bytearray: b"string"}
+# type -> fn(value, config) -> OBJECT ENCODING name; data type modules add theirs.
+ENCODINGS = {}
+
+
+def type_name(v) -> bytes:
+    return TYPE_NAMES.get(type(v), b"none")
+
+
+class Database:
+    __slots__ = ("id", "d", "expires", "watched_keys", "blocking_keys",
+                 "dels", "avg_ttl", "_expire_snapshot", "_expire_pos", "_scan_cache",
+                 "server")
+
+    def __init__(self, id: int, server=None):
+        self.id = id
+        self.d: dict = {}
+        self.expires: dict = {}
+        self.watched_keys: dict = {}     # key -> list of clients (WATCH)
+        self.blocking_keys: dict = {}    # key -> list of blocked clients
+        self.dels = 0                    # deletions counter (SCAN cursor safety)
+        self.avg_ttl = 0
+        self._expire_snapshot = None
+        self._expire_pos = 0
+        self._scan_cache = {}
+        self.server = server
+
+    # -- lookup -------------------------------------------------------------
+    def lookup_read(self, key):
+        """Value for a read command: lazy expiry, keyspace hits/misses."""
+        v = self.d.get(key)
+        if v is None:
+            stats.keyspace_misses += 1
+            return None
+        if self.expires:
+            when = self.expires.get(key)
+            if when is not None and when <= _time() * 1000 and self.expire_if_needed(key):
+                stats.keyspace_misses += 1
+                return None
+        stats.keyspace_hits += 1
+        return v
+
+    def lookup_write(self, key):
+        v = self.d.get(key)
+        if v is None:
+            return None
+        if self.expires:
+            when = self.expires.get(key)
+            if when is not None and when <= _time() * 1000 and self.expire_if_needed(key):
+                return None
+        return v
+
+    def lookup_nostats(self, key):
+        return self.lookup_write(key)
+
+    def exists(self, key) -> bool:
+        return self.lookup_write(key) is not None
+
+    def expire_if_needed(self, key) -> bool:
+        """Delete key if its TTL passed.  Returns True if it was deleted."""
+        when = self.expires.get(key)
+        if when is None:
+            return False
+        srv = self.server
+        if srv is not None and srv.loading:
+            return False
+        if when > _time() * 1000:
+            return False
+        if srv is not None and (srv.is_replica or srv.paused_expire):
+            # A replica waits for the master's DEL; paused clients freeze expiry.
+            return srv.is_replica
+        self._delete_expired(key)
+        return True
+
+    def _delete_expired(self, key):
+        self.d.pop(key, None)
+        self.expires.pop(key, None)
+        self.dels += 1
+        stats.expired_keys += 1
+        signal_modified(self, key)
+        _notify.notify(_notify.EXPIRED, b"expired", key, self.id)
+        srv = self.server
+        if srv is not None:
+            srv.propagate_del(self, key)
+
+    # -- writes ---------------------------------------------------------------
+    def set_key(self, key, value, keepttl=False):
+        """Set key to value (overwrite), clearing its TTL unless keepttl."""
+        self.d[key] = value
+        if not keepttl and self.expires:
+            self.expires.pop(key, None)
+        wk = self.watched_keys
+        if wk and key in wk:
+            touch_watched(self, key)
+
+    def add(self, key, value):
+        """Add a key that the caller knows does not exist."""
+        self.d[key] = value
+        wk = self.watched_keys
+        if wk and key in wk:
+            touch_watched(self, key)
+        bk = self.blocking_keys
+        if bk and key in bk and self.server is not None:
+            self.server.ready_keys.append((self, key))
+
+    def signal(self, key):
+        """The value of key changed in place: invalidate WATCHes on it."""
+        wk = self.watched_keys
+        if wk and key in wk:
+            touch_watched(self, key)
+
+    def delete(self, key) -> bool:
+        if self.d.pop(key, None) is None:
+            return False
+        if self.expires:
+            self.expires.pop(key, None)
+        self.dels += 1
+        wk = self.watched_keys
+        if wk and key in wk:
+            touch_watched(self, key)
+        return True
+
+    def set_expire(self, key, when_ms: int):
+        self.expires[key] = when_ms
+
+    def persist(self, key) -> bool:
+        return self.expires.pop(key, None) is not None
+
+    def get_expire(self, key) -> int:
+        return self.expires.get(key, -1)
+
+    def flush(self):
+        """Empty the database (FLUSHDB).  Returns the removed count."""
+        n = len(self.d)
+        wk = self.watched_keys
+        if wk:
+            for key in list(wk):
+                if key in self.d:
+                    touch_watched(self, key)
+        self.d = {}
+        self.expires = {}
+        self.dels += n
+        self._expire_snapshot = None
+        self._scan_cache = {}
+        return n
+
+    def random_key(self):
+        """A random non-expired key or None (RANDOMKEY)."""
+        import random
+        d = self.d
+        if not d:
+            return None
+        tries = 0
+        n = len(d)
+        while True:
+            idx = random.randrange(n)
+            key = next(islice(iter(d), idx, None))
+            if key in self.expires:
+                tries += 1
+                if self.expires[key] <= _time() * 1000:
+                    if tries > 100 and len(self.expires) == len(d):
+                        # All keys volatile and (apparently) expired: give
+                        # up like Redis does on replicas/paused.
+                        return key
+                    if self.expire_if_needed(key):
+                        d = self.d
+                        n = len(d)
+                        if not n:
+                            return None
+                        continue
+            return key
+
+    # -- SCAN ---------------------------------------------------------------
+    def scan(self, cursor: int, count: int):
+        """Incremental iteration in insertion order.
+
+        The cursor encodes the position reached plus the deletions counter at
+        that time.  Deletions shift later keys left, so the next call starts
+        that many positions earlier: every key present for the whole
+        iteration is returned (duplicates are possible, as in Redis).
+        Returns (next_cursor, keys).
+        """
+        d = self.d
+        pos = cursor & 0xFFFFFFFFFF
+        dels_at = cursor >> 40
+        rewind = (self.dels - dels_at) & 0xFFFFFF
+        if dels_at == 0 and pos == 0:
+            rewind = 0
+        start = max(0, pos - rewind)
+        cached = self._scan_cache.pop(cursor, None)
+        keys = None
+        if cached is not None:
+            it, dels0, size0 = cached
+            if dels0 == self.dels and size0 == len(d) and rewind == 0:
+                try:
+                    keys = list(islice(it, count))
+                except RuntimeError:
+                    keys = None
+        if keys is None:
+            it = iter(d)
+            keys = list(islice(it, start, start + count))
+        newpos = start + len(keys)
+        if newpos >= len(d) or not keys:
+            return 0, keys
+        dels = self.dels & 0xFFFFFF
+        nxt = (dels << 40) | newpos
+        if len(self._scan_cache) > 64:
+            self._scan_cache.clear()
+        self._scan_cache[nxt] = (it, self.dels, len(d))
+        return nxt, keys
+
+    # -- active expiry -------------------------------------------------------
+    def active_expire(self, deadline: float, keys_per_loop=20, acceptable_stale=10):
+        """Visit keys with TTLs incrementally, deleting expired ones, until the
+        stale ratio of a batch is acceptable or the deadline passes.
+        Returns (sampled, expired, timed_out)."""
+        expires = self.expires
+        if not expires:
+            self._expire_snapshot = None
+            return 0, 0, False
+        sampled = expired = 0
+        while True:
+            snap = self._expire_snapshot
+            if snap is None or self._expire_pos >= len(snap):
+                snap = self._expire_snapshot = list(expires)
+                self._expire_pos = 0
+            batch = snap[self._expire_pos:self._expire_pos + keys_per_loop]
+            self._expire_pos += keys_per_loop
+            now = _time() * 1000
+            exp_batch = 0
+            for key in batch:
+                when = expires.get(key)
+                if when is not None and when <= now:
+                    self._delete_expired(key)
+                    exp_batch += 1
+            sampled += len(batch)
+            expired += exp_batch
+            if not expires:
+                self._expire_snapshot = None
+                return sampled, expired, False
+            if _time() > deadline:
+                return sampled, expired, True
+            if exp_batch * 100 <= len(batch) * acceptable_stale or sampled >= len(expires):
+                return sampled, expired, False
+
+
+def touch_watched(db: Database, key):
+    for c in db.watched_keys.get(key, ()):
+        c.dirty_cas = True
+
+
+def signal_modified(db: Database, key):
+    """Called after a key changed: invalidates WATCH on it."""
+    wk = db.watched_keys
+    if wk and key in wk:
+        touch_watched(db, key)
+
+
+def signal_key_ready(db: Database, key):
+    """A list/zset/stream got elements: clients blocked on it may be served."""
+    bk = db.blocking_keys
+    if bk and key in bk and db.server is not None:
+        db.server.ready_keys.append((db, key))
+
+
+def check_string(v):
+    if v.__class__ is not bytes and v.__class__ is not bytearray:
+        raise WRONGTYPE_ERR
+    return v
+
+
+WRONGTYPE_ERR = RedisError("WRONGTYPE Operation against a key holding the wrong kind of value")

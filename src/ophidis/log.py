@@ -1,0 +1,80 @@
+"""Redis-format logging: "pid:M 29 Nov 2026 22:21:20.123 * message".
+
+Levels as Redis: debug ".", verbose "-", notice "*", warning "#".
+Logging never sits on the hot path: callers check ``enabled(level)`` first
+for anything expensive.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+DEBUG, VERBOSE, NOTICE, WARNING = 0, 1, 2, 3
+LEVELS = {"debug": DEBUG, "verbose": VERBOSE, "notice": NOTICE, "warning": WARNING}
+_MARK = ".-*#"
+
+level = NOTICE
+_file = None          # None -> stdout
+_path = ""
+role = "M"
+
+
+def configure(loglevel: str, logfile: str | None):
+    global level, _file, _path
+    level = LEVELS.get(loglevel, NOTICE)
+    if logfile != _path:
+        if _file is not None:
+            try:
+                _file.close()
+            except OSError:
+                pass
+        _file = None
+        _path = logfile or ""
+        if _path:
+            _file = open(_path, "a", buffering=1, encoding="utf-8", errors="replace")
+
+
+def set_level(loglevel: str):
+    global level
+    level = LEVELS.get(loglevel, NOTICE)
+
+
+def enabled(lvl: int) -> bool:
+    return lvl >= level
+
+
+def log(lvl: int, msg: str, raw: bool = False):
+    if lvl < level:
+        return
+    if raw:
+        line = msg
+    else:
+        now = time.time()
+        t = time.localtime(now)
+        line = "%d:%s %s.%03d %s %s" % (
+            os.getpid(), role, time.strftime("%d %b %Y %H:%M:%S", t), int((now % 1) * 1000),
+            _MARK[lvl], msg)
+    f = _file if _file is not None else sys.stdout
+    try:
+        f.write(line + "\n")
+        f.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def debug(msg):
+    log(DEBUG, msg)
+
+
+def verbose(msg):
+    log(VERBOSE, msg)
+
+
+def notice(msg):
+    log(NOTICE, msg)
+
+
+def warning(msg):
+    log(WARNING, msg)

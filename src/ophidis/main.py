@@ -1,0 +1,197 @@
+"""Command line of ophidis-server, modelled on redis-server's:
+
+    ophidis-server [/path/to/redis.conf] [--directive value ...]
+    ophidis-server -            (configuration from standard input)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from . import REDIS_VERSION, __version__, log
+from .config import Config, ConfigError
+from .protocol import split_args
+
+
+def usage():
+    sys.stderr.write(
+        "Usage: ./ophidis-server [/path/to/redis.conf] [options] [-]\n"
+        "       ./ophidis-server - (read config from stdin)\n"
+        "       ./ophidis-server -v or --version\n"
+        "       ./ophidis-server -h or --help\n\n"
+        "Examples:\n"
+        "       ./ophidis-server (run the server with default conf)\n"
+        "       ./ophidis-server /etc/redis/6379.conf\n"
+        "       ./ophidis-server --port 7777\n"
+        "       ./ophidis-server /etc/myredis.conf --loglevel verbose -\n"
+        "       ./ophidis-server /etc/myredis.conf --loglevel verbose\n")
+    sys.exit(1)
+
+
+def _repr(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append("\\x%02x" % ord(ch))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def build_options(args):
+    """Turn ``--name value ...`` arguments into config lines, as redis-server."""
+    lines = []
+    cur = None
+    for a in args:
+        if a.startswith("--") and len(a) > 2:
+            if cur is not None:
+                lines.append(cur)
+            name = a[2:]
+            cur = name
+            if name == "save":
+                pass
+        else:
+            if cur is None:
+                cur = ""
+            cur += " " + _repr(a)
+    if cur is not None:
+        if cur == "save":
+            cur = 'save ""'
+        lines.append(cur)
+    return "\n".join(lines)
+
+
+def fatal_config(e: ConfigError):
+    sys.stderr.write("\n*** FATAL CONFIG FILE ERROR (Redis %s) ***\n" % REDIS_VERSION)
+    if len(e.args) == 3:
+        linenum, line, msg = e.args
+        if linenum is not None:
+            sys.stderr.write("Reading the configuration file, at line %d\n" % linenum)
+            sys.stderr.write(">>> '%s'\n" % line)
+    else:
+        msg = str(e)
+    sys.stderr.write("%s\n" % msg)
+    sys.exit(1)
+
+
+def load_config(argv):
+    cfg = Config()
+    config_file = None
+    text = ""
+    args = list(argv)
+    if args and args[0] in ("-v", "--version"):
+        print("Ophidis server v=%s (Redis %s compatible) bits=64 python=%s" % (
+            __version__, REDIS_VERSION, sys.version.split()[0]))
+        sys.exit(0)
+    if args and args[0] in ("-h", "--help"):
+        usage()
+    if args and not args[0].startswith("--") and args[0] != "-":
+        config_file = args.pop(0)
+    read_stdin = False
+    if args and args[-1] == "-":
+        read_stdin = True
+        args.pop()
+    elif args and args[0] == "-":
+        read_stdin = True
+        args.pop(0)
+    if config_file:
+        try:
+            with open(config_file, encoding="utf-8", errors="surrogateescape") as f:
+                text = f.read()
+        except OSError as e:
+            sys.stderr.write("Fatal error, can't open config file '%s': %s\n" % (
+                os.path.abspath(config_file), e.strerror))
+            sys.exit(1)
+        cfg.config_file = os.path.abspath(config_file)
+    if read_stdin:
+        text += "\n" + sys.stdin.read()
+    opts = build_options(args)
+    if opts:
+        text += "\n" + opts
+    try:
+        cfg.load_text(text)
+    except ConfigError as e:
+        fatal_config(e)
+    return cfg, config_file, bool(text.strip())
+
+
+def daemonize():
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    fd = os.open(os.devnull, os.O_RDWR)
+    for i in (0, 1, 2):
+        os.dup2(fd, i)
+    if fd > 2:
+        os.close(fd)
+
+
+def main(argv=None):
+    if argv is None:
+        argv = sys.argv[1:]
+    cfg, config_file, had_config = load_config(argv)
+    if cfg["daemonize"]:
+        daemonize()
+    log.configure(cfg["loglevel"], cfg["logfile"] or None)
+    log.warning("oO0OoO0OoO0Oo Ophidis is starting oO0OoO0OoO0Oo")
+    log.warning("Ophidis version=%s (Redis %s compatible), bits=64, pid=%d, just started" % (
+        __version__, REDIS_VERSION, os.getpid()))
+    if config_file:
+        log.warning("Configuration loaded")
+    elif not had_config:
+        log.warning("Warning: no config file specified, using the default config. In order to specify a "
+                    "config file use %s /path/to/redis.conf" % (sys.argv[0] or "ophidis-server"))
+    else:
+        log.warning("Configuration loaded")
+    pidfile = cfg["pidfile"]
+    if cfg["daemonize"] and not pidfile:
+        pidfile = "/var/run/redis.pid"
+        cfg.values["pidfile"] = pidfile
+    if pidfile:
+        try:
+            with open(pidfile, "w") as f:
+                f.write("%d\n" % os.getpid())
+        except OSError as e:
+            log.warning("Failed to write PID file: %s" % e.strerror)
+    try:
+        import uvloop  # noqa: F401
+        use_uvloop = True
+    except ImportError:
+        use_uvloop = False
+    from .server import Server
+    server = Server(cfg)
+    server.config_file = cfg.config_file
+    if use_uvloop:
+        import uvloop
+        loop = uvloop.new_event_loop()
+    else:
+        loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(server.run())
+    except SystemExit as e:
+        log.warning("Failed listening on port %d (tcp), aborting." % cfg["port"])
+        return e.code or 1
+    try:
+        loop.run_forever()
+    finally:
+        try:
+            loop.close()
+        except Exception:  # noqa: BLE001
+            pass
+    return server.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

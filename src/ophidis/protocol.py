@@ -1,0 +1,331 @@
+"""RESP2/RESP3 reply encoding and request parsing helpers.
+
+Pure functions over bytes: no I/O happens here.  The fast path of request
+parsing is hiredis (see client.py); this module provides what hiredis does not:
+inline commands (``sdssplitargs`` rules), Redis's own validation of multibulk
+headers (so protocol errors get Redis's exact texts), and reply encoders.
+"""
+
+from __future__ import annotations
+
+import math
+
+# ---------------------------------------------------------------------------
+# Shared replies
+# ---------------------------------------------------------------------------
+OK = b"+OK\r\n"
+PONG = b"+PONG\r\n"
+QUEUED = b"+QUEUED\r\n"
+NULL_BULK = b"$-1\r\n"
+NULL_ARRAY = b"*-1\r\n"
+NULL3 = b"_\r\n"
+EMPTY_ARRAY = b"*0\r\n"
+EMPTY_BULK = b"$0\r\n\r\n"
+CRLF = b"\r\n"
+
+_INT_CACHE = [b":%d\r\n" % i for i in range(10001)]
+_BULK_HDR = [b"$%d\r\n" % i for i in range(1025)]
+_ARR_HDR = [b"*%d\r\n" % i for i in range(1025)]
+ZERO = _INT_CACHE[0]
+ONE = _INT_CACHE[1]
+MINUS_ONE = b":-1\r\n"
+MINUS_TWO = b":-2\r\n"
+
+
+def integer(n: int) -> bytes:
+    if 0 <= n <= 10000:
+        return _INT_CACHE[n]
+    return b":%d\r\n" % n
+
+
+def bulk(b: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def bulk_or_null(b) -> bytes:
+    if b is None:
+        return NULL_BULK
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def array_header(n: int) -> bytes:
+    if n < 1025:
+        return _ARR_HDR[n]
+    return b"*%d\r\n" % n
+
+
+def bulk_array(items) -> bytes:
+    """Array of bulk strings; items are bytes (None gives a null bulk)."""
+    parts = [b"*%d\r\n" % len(items)]
+    ap = parts.append
+    for b in items:
+        if b is None:
+            ap(NULL_BULK)
+        else:
+            ap(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(parts)
+
+
+def raw_array(encoded) -> bytes:
+    """Array of already-encoded replies."""
+    return b"*%d\r\n" % len(encoded) + b"".join(encoded)
+
+
+def simple(s: bytes) -> bytes:
+    return b"+%s\r\n" % s
+
+
+def error(msg: bytes) -> bytes:
+    return b"-%s\r\n" % msg
+
+
+def verbatim(resp: int, text: bytes, fmt: bytes = b"txt") -> bytes:
+    if resp >= 3:
+        return b"=%d\r\n%s:%s\r\n" % (len(text) + 4, fmt, text)
+    return b"$%d\r\n%s\r\n" % (len(text), text)
+
+
+def map_header(resp: int, n: int) -> bytes:
+    """Header of a map of n pairs (RESP2: flat array of 2n)."""
+    if resp >= 3:
+        return b"%%%d\r\n" % n
+    return b"*%d\r\n" % (2 * n)
+
+
+def set_header(resp: int, n: int) -> bytes:
+    if resp >= 3:
+        return b"~%d\r\n" % n
+    return b"*%d\r\n" % n
+
+
+def push_header(resp: int, n: int) -> bytes:
+    if resp >= 3:
+        return b">%d\r\n" % n
+    return b"*%d\r\n" % n
+
+
+def null(resp: int) -> bytes:
+    return NULL3 if resp >= 3 else NULL_BULK
+
+
+def null_array(resp: int) -> bytes:
+    return NULL3 if resp >= 3 else NULL_ARRAY
+
+
+def boolean(resp: int, v: bool) -> bytes:
+    if resp >= 3:
+        return b"#t\r\n" if v else b"#f\r\n"
+    return ONE if v else ZERO
+
+
+def format_double(d: float) -> bytes:
+    """Redis 7.0's "%.17g" rendering of a double, with inf/-inf/nan names."""
+    if math.isinf(d):
+        return b"inf" if d > 0 else b"-inf"
+    if d != d:
+        return b"nan"
+    return b"%.17g" % d
+
+
+def format_human_double(d: float) -> bytes:
+    """Shortest round-trip form (Redis's "%.17Lg" trimmed output for INCRBYFLOAT style)."""
+    if math.isinf(d):
+        return b"inf" if d > 0 else b"-inf"
+    r = repr(d)
+    if "e" in r or "E" in r:
+        r = "%.17g" % d
+    if r.endswith(".0"):
+        r = r[:-2]
+    return r.encode()
+
+
+def double(resp: int, d: float) -> bytes:
+    if resp >= 3:
+        if math.isinf(d):
+            return b",inf\r\n" if d > 0 else b",-inf\r\n"
+        if d != d:
+            return b",nan\r\n"
+        return b",%s\r\n" % format_double(d)
+    s = format_double(d)
+    return b"$%d\r\n%s\r\n" % (len(s), s)
+
+
+# ---------------------------------------------------------------------------
+# Inline commands: Redis's sdssplitargs rules
+# ---------------------------------------------------------------------------
+_SPACE = frozenset(b" \n\r\t\f\v")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_ESC = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("b"): 8, ord("a"): 7}
+
+
+def split_args(line: bytes):
+    """Split a line as Redis's sdssplitargs does.  Returns a list of bytes or
+    None for unbalanced quotes / a closing quote not followed by a space."""
+    if b'"' not in line and b"'" not in line:
+        return line.split()
+    args = []
+    i = 0
+    n = len(line)
+    while True:
+        while i < n and line[i] in _SPACE:
+            i += 1
+        if i >= n:
+            return args
+        cur = bytearray()
+        inq = insq = False
+        while True:
+            if inq:
+                if i >= n:
+                    return None
+                c = line[i]
+                if (c == 92 and i + 3 < n and line[i + 1] == 120
+                        and line[i + 2] in _HEX and line[i + 3] in _HEX):
+                    cur.append(int(line[i + 2:i + 4], 16))
+                    i += 3
+                elif c == 92 and i + 1 < n:
+                    i += 1
+                    cur.append(_ESC.get(line[i], line[i]))
+                elif c == 34:
+                    if i + 1 < n and line[i + 1] not in _SPACE:
+                        return None
+                    i += 1
+                    break
+                else:
+                    cur.append(c)
+            elif insq:
+                if i >= n:
+                    return None
+                c = line[i]
+                if c == 92 and i + 1 < n and line[i + 1] == 39:
+                    i += 1
+                    cur.append(39)
+                elif c == 39:
+                    if i + 1 < n and line[i + 1] not in _SPACE:
+                        return None
+                    i += 1
+                    break
+                else:
+                    cur.append(c)
+            else:
+                if i >= n:
+                    break
+                c = line[i]
+                if c in _SPACE:
+                    break
+                if c == 34:
+                    inq = True
+                elif c == 39:
+                    insq = True
+                else:
+                    cur.append(c)
+            i += 1
+        args.append(bytes(cur))
+
+
+PROTO_INLINE_MAX_SIZE = 64 * 1024
+INT_MAX = 2**31 - 1
+
+
+class ProtocolError(Exception):
+    """A request that breaks the protocol: reply the text, close the link."""
+
+
+def _parse_ll(b: bytes):
+    """Redis's string2ll: strict decimal, no leading zeros/plus/spaces."""
+    if not b or len(b) > 20:
+        return None
+    if b == b"0":
+        return 0
+    s = b[1:] if b[:1] == b"-" else b
+    if not s or not s.isdigit() or s[:1] == b"0":
+        return None
+    v = int(b)
+    if v < -(2**63) or v > 2**63 - 1:
+        return None
+    return v
+
+
+def parse_request(buf, pos: int, max_bulk: int, auth_required: bool):
+    """Parse one request from buf[pos:] exactly as Redis does.
+
+    Returns (argv, newpos) when complete (argv may be [] for an empty or
+    negative-count request), (None, pos) when more data is needed.  Raises
+    ProtocolError with Redis's message on bad input.  Used for inline requests
+    and to validate/diagnose data the hiredis fast path cannot take.
+    """
+    n = len(buf)
+    if pos >= n:
+        return None, pos
+    if buf[pos] != 42:  # inline
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            if n - pos > PROTO_INLINE_MAX_SIZE:
+                raise ProtocolError("too big inline request")
+            return None, pos
+        end = nl
+        if end > pos and buf[end - 1] == 13:
+            end -= 1
+        argv = split_args(bytes(buf[pos:end]))
+        if argv is None:
+            raise ProtocolError("unbalanced quotes in request")
+        return argv, nl + 1
+    cr = buf.find(b"\r", pos)
+    if cr < 0:
+        if n - pos > PROTO_INLINE_MAX_SIZE:
+            raise ProtocolError("too big mbulk count string")
+        return None, pos
+    if cr > n - 2:
+        return None, pos
+    ll = _parse_ll(bytes(buf[pos + 1:cr]))
+    if ll is None or ll > INT_MAX:
+        raise ProtocolError("invalid multibulk length")
+    if ll > 10 and auth_required:
+        raise ProtocolError("unauthenticated multibulk length")
+    p = cr + 2
+    if ll <= 0:
+        return [], p
+    argv = []
+    for _ in range(ll):
+        cr = buf.find(b"\r", p)
+        if cr < 0:
+            if n - p > PROTO_INLINE_MAX_SIZE:
+                raise ProtocolError("too big bulk count string")
+            return None, pos
+        if cr > n - 2:
+            return None, pos
+        if buf[p] != 36:
+            raise ProtocolError("expected '$', got '%s'" % chr(buf[p]))
+        bl = _parse_ll(bytes(buf[p + 1:cr]))
+        if bl is None or bl < 0 or bl > max_bulk:
+            raise ProtocolError("invalid bulk length")
+        if bl > 16384 and auth_required:
+            raise ProtocolError("unauthenticated bulk length")
+        p = cr + 2
+        if n - p < bl + 2:
+            return None, pos
+        argv.append(bytes(buf[p:p + bl]))
+        p += bl + 2
+    return argv, p
+
+
+def request_size(req) -> int:
+    """Bytes a canonically encoded multibulk request occupies."""
+    size = len(b"*%d\r\n" % len(req))
+    for a in req:
+        la = len(a)
+        size += la + len(str(la)) + 5
+    return size
+
+
+def encode_request(*args) -> bytes:
+    """Encode a command as a RESP multibulk (used by tools and tests)."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = b"%d" % a
+        elif isinstance(a, float):
+            a = repr(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)

@@ -1,0 +1,888 @@
+"""The server: listeners, command processing checks, cron, signals, shutdown.
+
+``Server.process_command`` is Redis's processCommand: every check a request
+goes through before ``call`` runs it (unknown command, arity, auth, MULTI
+queueing, pub/sub context, OOM, MISCONF, loading, busy scripts, pauses).
+The client's fast path (client.py) skips it only when none of those checks
+can apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+from collections import deque
+from time import perf_counter
+
+from . import __version__, log
+from . import client as client_mod
+from . import notify
+from .client import Client
+from .commands import ALL, TABLE, load_all
+from .config import Config
+from .db import Database, stats
+from .errors import NOAUTH, OOM, RedisError
+from .protocol import QUEUED
+
+REDIS_VERSION = "7.0.15"
+
+DENIED = (
+    b"-DENIED Redis is running in protected mode because protected "
+    b"mode is enabled and no password is set for the default user. "
+    b"In this mode connections are only accepted from the loopback interface. "
+    b"If you want to connect from external computers to Redis you "
+    b"may adopt one of the following solutions: "
+    b"1) Just disable protected mode sending the command "
+    b"'CONFIG SET protected-mode no' from the loopback interface "
+    b"by connecting to Redis from the same host the server is "
+    b"running, however MAKE SURE Redis is not publicly accessible "
+    b"from internet if you do so. Use CONFIG REWRITE to make this "
+    b"change permanent. "
+    b"2) Alternatively you can just disable the protected mode by "
+    b"editing the Redis configuration file, and setting the protected "
+    b"mode option to 'no', and then restarting the server. "
+    b"3) If you started the server manually just for testing, restart "
+    b"it with the '--protected-mode no' option. "
+    b"4) Setup a an authentication password for the default user. "
+    b"NOTE: You only need to do one of the above things in order for "
+    b"the server to start accepting connections from the outside.\r\n")
+
+# Commands allowed while a RESP2 client is in subscriber mode.
+_PUBSUB_ALLOWED = {"ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
+                   "psubscribe", "punsubscribe", "quit", "reset"}
+# Commands executed immediately inside MULTI instead of being queued.
+_MULTI_IMMEDIATE = {"exec", "discard", "multi", "watch", "quit", "reset"}
+
+
+class SlowlogEntry:
+    __slots__ = ("id", "time", "duration", "argv", "addr", "name")
+
+
+class Server:
+    def __init__(self, config: Config):
+        self.config = config
+        self.loop = None
+        self.start_time = time.time()
+        self.start_monotonic = time.monotonic()
+        self.clients: dict[int, Client] = {}
+        self._next_id = 0
+        self.dbs = []
+        self.ready_keys = []
+        client_mod.set_ready_list(self.ready_keys)
+        self.loading = False
+        self.is_replica = False
+        self.paused_expire = False
+        self.dirty = 0
+        self.lastsave = int(time.time())
+        self.lastbgsave_ok = True
+        self.bgsave_in_progress = False
+        self.last_bgsave_status_ok = True
+        self.script_busy = None        # set by scripting while a script runs too long
+        self.monitors = []
+        self.pause_type = None         # None, "all", "write"
+        self.pause_end = 0.0
+        self.paused_clients = deque()
+        self.slowlog = deque()
+        self.slowlog_next_id = 0
+        self.latency_events = {}       # name -> deque of (ts, ms), plus max
+        self.listeners = []
+        self.unix_path = None
+        self.shutdown_asap = None
+        self.ops_samples = deque(maxlen=16)
+        self.net_in_samples = deque(maxlen=16)
+        self.net_out_samples = deque(maxlen=16)
+        self._last_sample = None
+        self.obuf_check = False
+        self.cron_loops = 0
+        self.blocking_handler = None   # set by the blocking-commands module
+        self.evict_hook = None         # set by the eviction module (maxmemory)
+        self.propagate_hooks = []      # AOF / replication feeds
+        self.save_hook = None          # set by persistence: save(path) for shutdown
+        self.cron_hooks = []           # extra per-cron callables
+        self.shutdown_hooks = []
+        self.executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+        self.config_file = None
+        self.pubsub = None             # pub/sub registry, installed by the pubsub module
+        self.exit_code = 0
+        self._stopping = False
+        # cached config values used on hot paths
+        self.requirepass = None
+        self.client_query_buffer_limit = 1 << 30
+        self.proto_max_bulk_len = 512 << 20
+        self.maxclients = 10000
+        self.maxmemory = 0
+        self.hz = 10
+        load_all()
+        self._bind_config()
+        for i in range(config["databases"]):
+            self.dbs.append(Database(i, self))
+        self.command_table = TABLE
+
+    # -- configuration hooks --------------------------------------------------------
+    def _bind_config(self):
+        cfg = self.config
+
+        def upd_pass(v):
+            self.requirepass = v
+        cfg.on_change("requirepass", upd_pass)
+        upd_pass(cfg["requirepass"])
+
+        def upd_qbuf(v):
+            self.client_query_buffer_limit = v
+        cfg.on_change("client-query-buffer-limit", upd_qbuf)
+        upd_qbuf(cfg["client-query-buffer-limit"])
+
+        def upd_bulk(v):
+            self.proto_max_bulk_len = v
+        cfg.on_change("proto-max-bulk-len", upd_bulk)
+        upd_bulk(cfg["proto-max-bulk-len"])
+
+        def upd_slowlog(v):
+            client_mod.set_slowlog_threshold(v)
+        cfg.on_change("slowlog-log-slower-than", upd_slowlog)
+        upd_slowlog(cfg["slowlog-log-slower-than"])
+
+        def upd_slowlog_len(v):
+            while len(self.slowlog) > v:
+                self.slowlog.pop()
+        cfg.on_change("slowlog-max-len", upd_slowlog_len)
+
+        def upd_notify(v):
+            notify.flags = v
+        cfg.on_change("notify-keyspace-events", upd_notify)
+        upd_notify(cfg["notify-keyspace-events"])
+
+        def upd_maxclients(v):
+            self.maxclients = v
+        cfg.on_change("maxclients", upd_maxclients)
+        upd_maxclients(cfg["maxclients"])
+
+        def upd_maxmemory(v):
+            self.maxmemory = v
+            self.update_server_slow()
+        cfg.on_change("maxmemory", upd_maxmemory)
+        self.maxmemory = cfg["maxmemory"]
+
+        def upd_loglevel(v):
+            log.set_level(v)
+        cfg.on_change("loglevel", upd_loglevel)
+
+        def upd_hz(v):
+            self.hz = min(max(v, 1), 500)
+        cfg.on_change("hz", upd_hz)
+        upd_hz(cfg["hz"])
+
+        def upd_cobl(v):
+            self.obuf_check = any(h or s for (h, s, _) in v.values())
+        cfg.on_change("client-output-buffer-limit", upd_cobl)
+        upd_cobl(cfg["client-output-buffer-limit"])
+
+        def upd_port(v):
+            if self.loop is not None:
+                self._rebind_tcp()
+        cfg.on_change("port", upd_port)
+
+        def upd_bind(v):
+            if self.loop is not None:
+                self._rebind_tcp()
+        cfg.on_change("bind", upd_bind)
+
+    def update_server_slow(self):
+        slow = bool(self.maxmemory or self.monitors or self.pause_type or self.script_busy
+                    or self.loading or self.propagate_hooks
+                    or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
+        client_mod.set_server_slow(slow)
+
+    # -- clients ----------------------------------------------------------------------
+    def next_client_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def client_connected(self, c: Client, transport):
+        stats.connections_received += 1
+        sock = transport.get_extra_info("socket")
+        peer = transport.get_extra_info("peername")
+        local = transport.get_extra_info("sockname")
+        if sock is not None:
+            try:
+                c.fd = sock.fileno()
+            except (OSError, ValueError):
+                c.fd = -1
+        if isinstance(peer, tuple):
+            host = peer[0]
+            c.addr = ("[%s]:%d" if ":" in host else "%s:%d") % (host, peer[1])
+            c.laddr = ("[%s]:%d" if ":" in local[0] else "%s:%d") % (local[0], local[1])
+            if sock is not None:
+                try:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    ka = self.config["tcp-keepalive"]
+                    if ka > 0:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                        if hasattr(socket, "TCP_KEEPIDLE"):
+                            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, ka)
+                            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, ka // 3))
+                            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+                except OSError:
+                    pass
+        else:
+            c.is_unix = True
+            c.addr = "%s:0" % (self.unix_path or "")
+            c.laddr = c.addr
+            host = None
+        if len(self.clients) >= self.maxclients:
+            transport.write(b"-ERR max number of clients reached\r\n")
+            stats.rejected_connections += 1
+            c.closing = True
+            transport.close()
+            return
+        if (host is not None and self.config["protected-mode"] and not self.requirepass
+                and not _is_loopback(host)):
+            transport.write(DENIED)
+            stats.rejected_connections += 1
+            c.closing = True
+            transport.close()
+            return
+        self.clients[c.id] = c
+        if log.enabled(log.DEBUG):
+            log.debug("Accepted %s" % c.addr)
+
+    def client_disconnected(self, c: Client):
+        if self.clients.pop(c.id, None) is None:
+            return
+        if c.watched:
+            from .commands.transactions import unwatch_all
+            unwatch_all(c)
+        if c.blocked and self.blocking_handler is not None:
+            self.blocking_handler.forget(c)
+        if c.monitor:
+            try:
+                self.monitors.remove(c)
+            except ValueError:
+                pass
+            self.update_server_slow()
+        if self.pubsub is not None and (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard):
+            self.pubsub.unsubscribe_all(c)
+        if c.paused_queue is not None:
+            try:
+                self.paused_clients.remove(c)
+            except ValueError:
+                pass
+        if log.enabled(log.VERBOSE):
+            log.verbose("Client closed connection %s" % c.info_string())
+
+    def check_output_limits(self, c: Client):
+        """client-output-buffer-limit for normal and pubsub clients."""
+        t = c.transport
+        if t is None:
+            return
+        size = t.get_write_buffer_size()
+        if not size:
+            c.out_extra = None
+            return
+        cls = "pubsub" if (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) else "normal"
+        hard, soft, secs = self.config["client-output-buffer-limit"][cls]
+        over = False
+        if hard and size >= hard:
+            over = True
+        elif soft and size >= soft:
+            now = time.monotonic()
+            if c.out_extra is None:
+                c.out_extra = now
+            elif now - c.out_extra >= secs:
+                over = True
+        else:
+            c.out_extra = None
+        if over:
+            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits." % (
+                c.info_string()))
+            stats.client_outbuf_limit_disconnections += 1
+            c.closing = True
+            t.abort()
+
+    # -- command processing ---------------------------------------------------------
+    def process_command(self, c: Client, argv):
+        name = argv[0]
+        cmd = TABLE.get(name)
+        if cmd is None:
+            cmd = TABLE.get(name.lower())
+        if cmd is not None and cmd.subcommands and len(argv) > 1:
+            sub = cmd.subcommands.get(argv[1].lower())
+            if sub is None:
+                return self.reject(c, None, RedisError(
+                    "ERR unknown subcommand '%s'. Try %s HELP." % (
+                        _printable(argv[1][:128]), cmd.name.upper())))
+            cmd = sub
+        if cmd is None:
+            args = ""
+            for a in argv[1:]:
+                if len(args) >= 128:
+                    break
+                args += "'%s' " % _printable(a)[:128 - len(args)]
+            return self.reject(c, None, RedisError(
+                "ERR unknown command '%s', with args beginning with: %s" % (
+                    _printable(name[:128]), args)))
+        a = cmd.arity
+        n = len(argv)
+        if (a > 0 and a != n) or n < -a:
+            return self.reject(c, cmd, RedisError(
+                "ERR wrong number of arguments for '%s' command" % cmd.fullname))
+        if cmd.protected and cmd.fullname == "debug" and not self._debug_allowed(c):
+            return self.reject(c, cmd, RedisError(
+                "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+                "you can run it from a local connection, otherwise you need to set this option in the "
+                "configuration file, and then restart the server."))
+        if not c.authenticated and not cmd.noauth:
+            return self.reject(c, cmd, NOAUTH)
+        in_multi = c.multi is not None
+        if in_multi and cmd.nomulti:
+            return self.reject(c, cmd, RedisError("ERR Command not allowed inside a transaction"))
+        base = cmd.parent.name if cmd.parent is not None else cmd.name
+        if self.maxmemory and self.evict_hook is not None and not c.in_script:
+            oom = self.evict_hook()
+            if oom:
+                reject = cmd.denyoom
+                if in_multi and base not in ("exec", "discard", "quit", "reset"):
+                    reject = True
+                if base == "exec" and c.multi and any(q[0].denyoom for q in c.multi):
+                    reject = True
+                if reject:
+                    return self.reject(c, cmd, OOM)
+        if not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]:
+            if cmd.write or base == "ping" or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
+                from .errors import MISCONF
+                return self.reject(c, cmd, MISCONF)
+        if c.resp == 2 and (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) \
+                and base not in _PUBSUB_ALLOWED:
+            return self.reject(c, cmd, RedisError(
+                "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+                "are allowed in this context" % cmd.fullname))
+        if self.loading and not cmd.loading:
+            from .errors import LOADING
+            return self.reject(c, cmd, LOADING)
+        if self.script_busy is not None and not cmd.allow_busy:
+            return self.reject(c, cmd, RedisError(self.script_busy))
+        if self.pause_type is not None and not in_multi and self._paused_for(cmd, c):
+            self.postpone(c, argv)
+            return None
+        if in_multi and base not in _MULTI_IMMEDIATE:
+            c.multi.append((cmd, argv))
+            return QUEUED
+        return self.call(c, cmd, argv)
+
+    def _debug_allowed(self, c) -> bool:
+        v = self.config["enable-debug-command"]
+        if v == "yes":
+            return True
+        if v == "local":
+            return c.is_unix or _is_loopback(c.addr.rsplit(":", 1)[0].strip("[]"))
+        return False
+
+    def protected_allowed(self, c, directive="enable-protected-configs") -> bool:
+        v = self.config[directive]
+        if v == "yes":
+            return True
+        if v == "local":
+            return c.is_unix or _is_loopback(c.addr.rsplit(":", 1)[0].strip("[]"))
+        return False
+
+    def reject(self, c: Client, cmd, e: RedisError):
+        if c.multi is not None:
+            c.multi_error = True
+        if cmd is not None:
+            cmd.rejected_calls += 1
+        msg = e.msg
+        sp = msg.find(b" ", 0, 32)
+        code = msg[:sp].decode("utf-8", "replace") if sp > 0 else "ERR"
+        stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
+        stats.total_error_replies += 1
+        return self.filter_reply(c, b"-%s\r\n" % msg)
+
+    def filter_reply(self, c, r):
+        m = c.reply_mode
+        if m == 0:
+            return r
+        if m == 3:  # the command after CLIENT REPLY SKIP
+            c.reply_mode = 0
+            c.update_slow()
+            return None
+        if m == 2:
+            c.reply_mode = 3
+            return None
+        return None
+
+    def call(self, c: Client, cmd, argv):
+        """Run a command and account for it (commandstats, slowlog, latency,
+        MONITOR, propagation)."""
+        c.last_cmd = cmd
+        if self.monitors and not cmd.skip_monitor and not cmd.admin:
+            self.feed_monitors(c, argv)
+        dirty0 = self.dirty
+        t0 = perf_counter()
+        try:
+            r = cmd.proc(c, argv)
+        except RedisError as e:
+            r = c.error_reply(e, cmd)
+        except Exception as e:  # noqa: BLE001
+            r = c.internal_error(e, cmd, argv)
+        dt = perf_counter() - t0
+        if not c.blocked:
+            cmd.calls += 1
+        cmd.usec += dt
+        th = client_mod._SLOWLOG_THRESHOLD
+        if th is not None and dt >= th and not cmd.skip_slowlog:
+            self.slowlog_add(c, argv, dt)
+        lt = self.config["latency-monitor-threshold"]
+        if lt and dt * 1000 >= lt:
+            self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))
+        if self.propagate_hooks and self.dirty != dirty0:
+            for h in self.propagate_hooks:
+                h(c, cmd, argv)
+        if self.ready_keys and not c.in_exec and not c.in_script:
+            self.handle_ready_keys()
+        if r is not None and c.reply_mode:
+            r = self.filter_reply(c, r)
+        return r
+
+    def execute_internal(self, c: Client, argv):
+        """Run argv for a client without MULTI/auth checks (used by EXEC)."""
+        cmd = TABLE.get(argv[0]) or TABLE.get(argv[0].lower())
+        if cmd is not None and cmd.subcommands and len(argv) > 1:
+            cmd = cmd.subcommands.get(argv[1].lower(), cmd)
+        return self.call(c, cmd, argv)
+
+    def handle_ready_keys(self):
+        h = self.blocking_handler
+        if h is None:
+            self.ready_keys.clear()
+            return
+        h.handle_ready_keys()
+
+    def propagate_del(self, db, key):
+        if self.propagate_hooks:
+            from .commands import ALL as _ALL
+            for h in self.propagate_hooks:
+                h(None, _ALL["del"], [b"DEL", key], db=db)
+
+    # -- pause --------------------------------------------------------------------------
+    def _paused_for(self, cmd, c) -> bool:
+        if time.monotonic() >= self.pause_end:
+            self.unpause()
+            return False
+        if self.pause_type == "all":
+            return True
+        base = cmd.parent.name if cmd.parent is not None else cmd.name
+        if base == "exec":
+            return bool(c.multi) and any(q[0].write or q[0].may_replicate for q in c.multi)
+        return cmd.write or cmd.may_replicate or base in ("eval", "evalsha", "fcall", "publish", "pfcount")
+
+    def postpone(self, c: Client, argv):
+        c.paused_queue = argv
+        self.paused_clients.append(c)
+
+    def pause(self, kind: str, until: float):
+        # A pause can only be extended or made stricter, as in Redis.
+        if self.pause_type == "all" and kind == "write" and self.pause_end > time.monotonic():
+            self.pause_end = max(self.pause_end, until)
+            return
+        self.pause_type = kind
+        self.pause_end = max(until, self.pause_end) if self.pause_type == kind else until
+        self.pause_end = until if until > self.pause_end else self.pause_end
+        self.paused_expire = True
+        self.update_server_slow()
+
+    def unpause(self):
+        self.pause_type = None
+        self.pause_end = 0.0
+        self.paused_expire = False
+        self.update_server_slow()
+        waiting = list(self.paused_clients)
+        self.paused_clients.clear()
+        for c in waiting:
+            argv = c.paused_queue
+            c.paused_queue = None
+            if c.closing:
+                continue
+            r = self.process_command(c, argv)
+            if r is not None:
+                c.write([r])
+            c.resume()
+
+    # -- MONITOR / slowlog / latency ---------------------------------------------------
+    def feed_monitors(self, c: Client, argv):
+        now = time.time()
+        origin = ("%d %s" % (c.db.id, "lua") if c.in_script else "%d %s" % (c.db.id, c.addr))
+        parts = []
+        for a in argv:
+            parts.append('"%s"' % _repr_arg(a))
+        line = b"+%.6f [%s] %s\r\n" % (now, origin.encode(), " ".join(parts).encode("latin-1"))
+        for m in list(self.monitors):
+            if m is not c or True:
+                m.push(line)
+
+    def slowlog_add(self, c, argv, dt):
+        e = SlowlogEntry()
+        e.id = self.slowlog_next_id
+        self.slowlog_next_id += 1
+        e.time = int(time.time())
+        e.duration = int(dt * 1e6)
+        n = len(argv)
+        args = []
+        for i, a in enumerate(argv[:32]):
+            if i == 31 and n > 32:
+                args.append(b"... (%d more arguments)" % (n - 31))
+                break
+            if len(a) > 128:
+                a = a[:128] + b"... (%d more bytes)" % (len(a) - 128)
+            args.append(a)
+        e.argv = args
+        e.addr = c.addr.encode()
+        e.name = c.name or b""
+        self.slowlog.appendleft(e)
+        maxlen = self.config["slowlog-max-len"]
+        while len(self.slowlog) > maxlen:
+            self.slowlog.pop()
+
+    def latency_add(self, event: str, ms: int):
+        ev = self.latency_events.get(event)
+        now = int(time.time())
+        if ev is None:
+            ev = self.latency_events[event] = {"samples": deque(maxlen=160), "max": 0}
+        ev["max"] = max(ev["max"], ms)
+        s = ev["samples"]
+        if s and s[-1][0] == now:
+            if s[-1][1] < ms:
+                s[-1] = (now, ms)
+        else:
+            s.append((now, ms))
+
+    # -- cron ---------------------------------------------------------------------------
+    async def cron(self):
+        while not self._stopping:
+            await asyncio.sleep(1.0 / self.hz)
+            try:
+                self.cron_once()
+            except Exception:  # noqa: BLE001
+                import traceback
+                log.warning("cron error: %s" % traceback.format_exc().replace("\n", " | "))
+
+    def cron_once(self):
+        self.cron_loops += 1
+        now = time.monotonic()
+        # instantaneous metrics every 100ms
+        ops = self.total_commands()
+        sample = (now, ops, stats.net_input_bytes, stats.net_output_bytes)
+        if self._last_sample is not None:
+            dt = now - self._last_sample[0]
+            if dt > 0:
+                self.ops_samples.append((ops - self._last_sample[1]) / dt)
+                self.net_in_samples.append((sample[2] - self._last_sample[2]) / dt)
+                self.net_out_samples.append((sample[3] - self._last_sample[3]) / dt)
+        self._last_sample = sample
+        # active expiry: 25% of the cycle time at most
+        if self.active_expire_enabled:
+            self.active_expire_cycle()
+        # client timeouts
+        tmo = self.config["timeout"]
+        if tmo and self.cron_loops % max(1, self.hz // 10 or 1) == 0:
+            for c in list(self.clients.values()):
+                if (not c.blocked and not c.monitor and not (c.pubsub_channels or c.pubsub_patterns)
+                        and now - c.last_time > tmo):
+                    log.verbose("Closing idle client")
+                    c.close()
+        for c in list(self.clients.values()):
+            if c.blocked and self.blocking_handler is not None:
+                self.blocking_handler.check_timeouts(now)
+                break
+        if self.pause_type is not None and now >= self.pause_end:
+            self.unpause()
+        for h in self.cron_hooks:
+            h()
+        if self.shutdown_asap is not None:
+            sig = self.shutdown_asap
+            self.shutdown_asap = None
+            log.warning("Received %s scheduling shutdown..." % sig)
+            self.request_shutdown(nosave=False, save=False, from_signal=True)
+
+    active_expire_enabled = True
+
+    def active_expire_cycle(self):
+        if self.is_replica or self.paused_expire:
+            return
+        effort = self.config["active-expire-effort"] - 1
+        keys_per_loop = 20 + 20 // 4 * effort
+        stale = 10 - effort
+        budget = (25 + 2 * effort) / 100.0 / self.hz
+        t0 = time.time()
+        deadline = t0 + budget
+        total_sampled = total_expired = 0
+        timed_out = False
+        for db in self.dbs:
+            if not db.expires:
+                continue
+            s, e, to = db.active_expire(deadline, keys_per_loop, stale)
+            total_sampled += s
+            total_expired += e
+            if to:
+                timed_out = True
+                break
+        elapsed = time.time() - t0
+        stats.expire_cycle_cpu_milliseconds += int(elapsed * 1000)
+        if timed_out:
+            stats.expired_time_cap_reached_count += 1
+        if total_sampled:
+            cur = total_expired / total_sampled
+            stats.expired_stale_perc = cur * 0.05 + stats.expired_stale_perc * 0.95
+
+    def total_commands(self) -> int:
+        return sum(c.calls for c in ALL.values())
+
+    def instantaneous(self, samples) -> float:
+        if not samples:
+            return 0.0
+        return sum(samples) / len(samples)
+
+    # -- listeners -------------------------------------------------------------------
+    async def listen(self):
+        loop = self.loop
+        cfg = self.config
+        port = cfg["port"]
+        backlog = cfg["tcp-backlog"]
+        if port:
+            await self._listen_tcp(port, backlog)
+        path = cfg["unixsocket"]
+        if path:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            srv = await loop.create_unix_server(lambda: Client(self), path, backlog=backlog)
+            perm = cfg["unixsocketperm"]
+            if perm:
+                os.chmod(path, perm)
+            self.unix_path = path
+            self.listeners.append(("unix", srv))
+            log.notice("The server is now ready to accept connections at %s" % path)
+
+    async def _listen_tcp(self, port, backlog):
+        loop = self.loop
+        addrs = self.config["bind"] or ["*", "-::*"]
+        ok = 0
+        for a in addrs:
+            optional = a.startswith("-")
+            host = a[1:] if optional else a
+            if host == "*":
+                host = "0.0.0.0"
+            elif host == "::*":
+                host = "::"
+            try:
+                sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if ":" in host:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((host, port))
+                sock.listen(backlog)
+                sock.setblocking(False)
+                srv = await loop.create_server(lambda: Client(self), sock=sock, backlog=backlog)
+                self.listeners.append(("tcp", srv))
+                ok += 1
+            except OSError as e:
+                if optional or (e.errno in (97, 99) and host in ("::", "::1")):
+                    log.warning("Could not create server TCP listening socket %s:%d: %s" % (host, port, e.strerror))
+                    continue
+                log.warning("Warning: Could not create server TCP listening socket %s:%d: %s" % (
+                    host, port, e.strerror))
+                raise SystemExit(1)
+        if not ok and addrs:
+            raise SystemExit(1)
+
+    def _rebind_tcp(self):
+        async def rebind():
+            old = [l for l in self.listeners if l[0] == "tcp"]
+            self.listeners = [l for l in self.listeners if l[0] != "tcp"]
+            for _, srv in old:
+                srv.close()
+            port = self.config["port"]
+            if port:
+                try:
+                    await self._listen_tcp(port, self.config["tcp-backlog"])
+                except SystemExit:
+                    pass
+        asyncio.ensure_future(rebind())
+
+    def close_listeners(self):
+        for _, srv in self.listeners:
+            srv.close()
+        self.listeners = []
+        if self.unix_path:
+            log.notice("Removing the unix socket file.")
+            try:
+                os.unlink(self.unix_path)
+            except OSError as e:
+                log.warning("Error removing the unix socket file: %s" % e.strerror)
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def request_shutdown(self, nosave=False, save=False, now=False, force=False, from_signal=False):
+        """Returns None on success (the loop stops) or an error text."""
+        if not from_signal:
+            log.warning("User requested shutdown...")
+        do_save = (self.config["save"] and not nosave) or save
+        if self.loading:
+            do_save = False
+        if do_save and self.save_hook is not None:
+            log.notice("Saving the final RDB snapshot before exiting.")
+            try:
+                self.save_hook()
+            except Exception as e:  # noqa: BLE001
+                if force:
+                    log.warning("Error trying to save the DB. Exit anyway.")
+                else:
+                    log.warning("Error trying to save the DB, can't exit.")
+                    log.warning("Errors trying to shut down the server. Check the logs for more information.")
+                    return "Errors trying to SHUTDOWN. Check logs."
+        for h in self.shutdown_hooks:
+            try:
+                h()
+            except Exception:  # noqa: BLE001
+                pass
+        pidfile = self.config["pidfile"]
+        if pidfile:
+            log.notice("Removing the pid file.")
+            try:
+                os.unlink(pidfile)
+            except OSError:
+                pass
+        self.close_listeners()
+        log.warning("Redis is now ready to exit, bye bye...")
+        self._stopping = True
+        for c in list(self.clients.values()):
+            c.close()
+        self.loop.call_soon(self.loop.stop)
+        return None
+
+    def _signal(self, signame):
+        if self.shutdown_asap is not None and signame == "SIGINT":
+            pass
+        if self._stopping:
+            return
+        if self.shutdown_asap == signame:
+            log.warning("You insist... exiting now.")
+            os._exit(1)
+        self.shutdown_asap = signame
+        # handle promptly rather than waiting for the cron tick
+        self.loop.call_soon(self._handle_signal_now)
+
+    def _handle_signal_now(self):
+        sig = self.shutdown_asap
+        if sig is None or self._stopping:
+            return
+        self.shutdown_asap = None
+        log.warning("Received %s scheduling shutdown..." % sig)
+        err = self.request_shutdown(from_signal=True)
+        if err:
+            self.shutdown_asap = None
+
+    # -- start --------------------------------------------------------------------------
+    def os_warnings(self):
+        try:
+            with open("/proc/sys/vm/overcommit_memory") as f:
+                if f.read().strip() != "1":
+                    log.warning(
+                        "WARNING Memory overcommit must be enabled! Without it, a background save or "
+                        "replication may fail under low memory condition. To fix this issue add "
+                        "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
+                        "'sysctl vm.overcommit_memory=1' for this to take effect.")
+        except OSError:
+            pass
+        try:
+            with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+                if "[always]" in f.read():
+                    log.warning(
+                        "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. "
+                        "This will create latency and memory usage issues with background saving. "
+                        "To fix this issue run the command 'echo madvise > "
+                        "/sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your "
+                        "/etc/rc.local in order to retain the setting after a reboot.")
+        except OSError:
+            pass
+        try:
+            with open("/proc/sys/net/core/somaxconn") as f:
+                somax = int(f.read().strip())
+            if somax < self.config["tcp-backlog"]:
+                log.warning(
+                    "WARNING: The TCP backlog setting of %d cannot be enforced because "
+                    "/proc/sys/net/core/somaxconn is set to the lower value of %d." % (
+                        self.config["tcp-backlog"], somax))
+        except (OSError, ValueError):
+            pass
+
+    def banner(self):
+        port = self.config["port"]
+        log.notice("Running mode=standalone, port=%d." % port)
+
+    async def run(self):
+        self.loop = asyncio.get_running_loop()
+        self.os_warnings()
+        log.notice("Server initialized")
+        for h in getattr(self, "startup_hooks", []):
+            h()
+        await self.listen()
+        self.banner()
+        log.notice("Ready to accept connections")
+        for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
+            try:
+                self.loop.add_signal_handler(sig, self._signal, name)
+            except (NotImplementedError, RuntimeError):
+                pass
+        asyncio.ensure_future(self.cron())
+        gc.freeze()
+
+
+def _is_loopback(host: str) -> bool:
+    return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
+
+
+def _printable(b: bytes) -> str:
+    s = b.decode("utf-8", "replace")
+    return s.replace("\r", " ").replace("\n", " ")
+
+
+def _repr_arg(a: bytes) -> str:
+    out = []
+    for ch in a:
+        if ch == 92:
+            out.append("\\\\")
+        elif ch == 34:
+            out.append('\\"')
+        elif ch == 10:
+            out.append("\\n")
+        elif ch == 13:
+            out.append("\\r")
+        elif ch == 9:
+            out.append("\\t")
+        elif ch == 7:
+            out.append("\\a")
+        elif ch == 8:
+            out.append("\\b")
+        elif 32 <= ch < 127:
+            out.append(chr(ch))
+        else:
+            out.append("\\x%02x" % ch)
+    return "".join(out)
+
+
+def arch_bits() -> int:
+    return 64 if sys.maxsize > 2**32 else 32
+
+
+def os_string() -> str:
+    u = platform.uname()
+    return "%s %s %s" % (u.system, u.release, u.machine)
+
+
+_ = __version__

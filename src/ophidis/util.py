@@ -1,0 +1,212 @@
+"""Argument parsing shared by command families, with Redis's exact errors."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import NOT_FLOAT, NOT_INT, RedisError
+
+LLONG_MIN = -(2**63)
+LLONG_MAX = 2**63 - 1
+
+
+def parse_int(b, err=NOT_INT) -> int:
+    """Redis's string2ll: canonical decimal within a signed 64-bit range."""
+    try:
+        v = int(b)
+    except (ValueError, TypeError):
+        raise err
+    if LLONG_MIN <= v <= LLONG_MAX and b == b"%d" % v:
+        return v
+    raise err
+
+
+def try_int(b):
+    """parse_int without raising (None when not a canonical integer)."""
+    if not b or len(b) > 20:
+        return None
+    try:
+        v = int(b)
+    except (ValueError, TypeError):
+        return None
+    if LLONG_MIN <= v <= LLONG_MAX and b == b"%d" % v:
+        return v
+    return None
+
+
+def parse_range_long(b, lo, hi, msg=None) -> int:
+    v = parse_int(b, RedisError(msg) if msg else NOT_INT)
+    if v < lo or v > hi:
+        raise RedisError(msg or "ERR value is out of range, value must between %d and %d" % (lo, hi))
+    return v
+
+
+def parse_positive(b, msg="ERR value is out of range, must be positive") -> int:
+    v = parse_int(b)
+    if v < 0:
+        raise RedisError(msg)
+    return v
+
+
+_FLOAT_RE = re.compile(rb"^[ \t\n\r\v\f]*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)\Z",
+                       re.IGNORECASE)
+
+
+def parse_float(b, err=NOT_FLOAT, allow_nan=False) -> float:
+    """Redis's string2d / strtod rules: no spaces around, NaN refused."""
+    if not b or len(b) > 5000 or b[:1].isspace() or b[-1:].isspace():
+        raise err
+    try:
+        v = float(b)
+    except (ValueError, TypeError):
+        raise err
+    if b"_" in b:
+        raise err
+    if v != v and not allow_nan:
+        raise err
+    return v
+
+
+def parse_long_double(b, err=NOT_FLOAT) -> float:
+    """Redis's string2ld (INCRBYFLOAT, HINCRBYFLOAT): strtold, no spaces,
+    NaN and infinity refused."""
+    if not b or len(b) > 5000 or b[:1].isspace() or b[-1:].isspace() or b"_" in b:
+        raise err
+    try:
+        v = float(b)
+    except (ValueError, TypeError):
+        raise err
+    if math.isnan(v) or math.isinf(v):
+        raise err
+    return v
+
+
+def format_long_double(v: float) -> bytes:
+    """Humanized long-double rendering ("%.17Lg"-like, no exponent, trailing
+    zeros trimmed) as Redis's ld2string(LD_STR_HUMAN) output."""
+    if v == 0:
+        return b"0"
+    if math.isinf(v):
+        return b"inf" if v > 0 else b"-inf"
+    r = repr(v)
+    if "e" in r or "E" in r:
+        # Render without exponent like "%.17Lf" then trim.
+        from decimal import Decimal
+        s = format(Decimal(r), "f")
+    else:
+        s = r
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    if s == "-0":
+        s = "0"
+    return s.encode()
+
+
+def stringmatch(pattern: bytes, string: bytes, nocase: bool = False) -> bool:
+    """Redis's stringmatchlen glob: * ? [abc] [^a] [a-z] and backslash escapes."""
+    return _match(pattern, 0, string, 0, nocase)
+
+
+def _match(p, pi, s, si, nocase):
+    plen = len(p)
+    slen = len(s)
+    while pi < plen and si <= slen:
+        c = p[pi]
+        if c == 42:  # *
+            while pi + 1 < plen and p[pi + 1] == 42:
+                pi += 1
+            if pi + 1 == plen:
+                return True
+            for k in range(si, slen + 1):
+                if _match(p, pi + 1, s, k, nocase):
+                    return True
+            return False
+        if si >= slen:
+            return False
+        if c == 63:  # ?
+            si += 1
+        elif c == 91:  # [
+            pi += 1
+            neg = pi < plen and p[pi] == 94
+            if neg:
+                pi += 1
+            matched = False
+            sc = s[si]
+            while True:
+                if pi >= plen:
+                    pi -= 1
+                    break
+                if p[pi] == 92 and pi + 1 < plen:
+                    pi += 1
+                    if p[pi] == sc:
+                        matched = True
+                elif p[pi] == 93:
+                    break
+                elif pi + 2 < plen and p[pi + 1] == 45:
+                    start, end = p[pi], p[pi + 2]
+                    if start > end:
+                        start, end = end, start
+                    pi += 2
+                    cc = sc
+                    if nocase:
+                        start, end, cc = _lower(start), _lower(end), _lower(sc)
+                    if start <= cc <= end:
+                        matched = True
+                else:
+                    if nocase:
+                        if _lower(p[pi]) == _lower(sc):
+                            matched = True
+                    elif p[pi] == sc:
+                        matched = True
+                pi += 1
+            if neg:
+                matched = not matched
+            if not matched:
+                return False
+            si += 1
+        elif c == 92 and pi + 1 < plen:  # backslash
+            pi += 1
+            if not _eq(p[pi], s[si], nocase):
+                return False
+            si += 1
+        else:
+            if not _eq(c, s[si], nocase):
+                return False
+            si += 1
+        pi += 1
+        if si >= slen:
+            while pi < plen and p[pi] == 42:
+                pi += 1
+            break
+    return pi >= plen and si >= slen
+
+
+def _lower(c):
+    return c + 32 if 65 <= c <= 90 else c
+
+
+def _eq(a, b, nocase):
+    if nocase:
+        return _lower(a) == _lower(b)
+    return a == b
+
+
+_SIMPLE_GLOB = re.compile(rb"^[^\\\[\]?*]*\*?$")
+
+
+def compile_glob(pattern: bytes, nocase=False):
+    """A fast matcher for a pattern: returns a function bytes -> bool."""
+    if pattern == b"*":
+        return lambda s: True
+    if b"[" not in pattern and b"\\" not in pattern and b"?" not in pattern and not nocase:
+        stars = pattern.count(b"*")
+        if stars == 0:
+            return lambda s: s == pattern
+        if stars == 1 and pattern.endswith(b"*"):
+            pre = pattern[:-1]
+            return lambda s: s.startswith(pre)
+        if stars == 1 and pattern.startswith(b"*"):
+            suf = pattern[1:]
+            return lambda s: s.endswith(suf)
+    return lambda s: _match(pattern, 0, s, 0, nocase)

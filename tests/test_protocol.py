@@ -1,0 +1,147 @@
+"""RESP parsing, inline commands, pipelining and protocol errors over raw sockets."""
+
+import socket
+
+import pytest
+
+from conftest import raw_connect, read_reply
+
+
+def send(server, data: bytes) -> bytes:
+    s = raw_connect(server.port)
+    s.sendall(data)
+    out = read_reply(s)
+    s.close()
+    return out
+
+
+def test_ping_multibulk(server):
+    assert send(server, b"*1\r\n$4\r\nPING\r\n") == b"+PONG\r\n"
+
+
+def test_inline_ping(server):
+    assert send(server, b"PING\r\n") == b"+PONG\r\n"
+
+
+def test_inline_quoted_arguments(server):
+    s = raw_connect(server.port)
+    s.sendall(b'SET "inline key" "a\\x41\\nb"\r\nGET "inline key"\r\nDEL "inline key"\r\n')
+    out = read_reply(s)
+    assert out == b"+OK\r\n$4\r\naA\nb\r\n:1\r\n"
+
+
+def test_inline_unbalanced_quotes_closes(server):
+    s = raw_connect(server.port)
+    s.sendall(b'SET "foo bar\r\n')
+    out = read_reply(s)
+    assert out == b"-ERR Protocol error: unbalanced quotes in request\r\n"
+    assert s.recv(10) == b""  # closed
+
+
+def test_pipeline_many_in_one_write(server):
+    req = b"".join(b"*3\r\n$3\r\nSET\r\n$2\r\nk%d\r\n$1\r\nv\r\n" % (i % 10) for i in range(100))
+    out = send(server, req)
+    assert out == b"+OK\r\n" * 100
+
+
+def test_inline_pipeline(server):
+    out = send(server, b"PING\r\nPING\r\nPING\r\n")
+    assert out == b"+PONG\r\n" * 3
+
+
+def test_mixed_multibulk_then_inline(server):
+    out = send(server, b"*1\r\n$4\r\nPING\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n")
+    assert out == b"+PONG\r\n+PONG\r\n$2\r\nhi\r\n"
+
+
+def test_request_split_byte_by_byte(server):
+    s = raw_connect(server.port)
+    req = b"*3\r\n$3\r\nSET\r\n$3\r\nabc\r\n$5\r\nhello\r\n*2\r\n$3\r\nGET\r\n$3\r\nabc\r\n"
+    for i in range(len(req)):
+        s.sendall(req[i:i + 1])
+    out = b""
+    s.settimeout(5)
+    while len(out) < len(b"+OK\r\n$5\r\nhello\r\n"):
+        out += s.recv(100)
+    assert out == b"+OK\r\n$5\r\nhello\r\n"
+
+
+def test_large_value_in_pieces(server, r):
+    s = raw_connect(server.port)
+    val = b"x" * 3_000_000
+    req = b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n%s\r\n" % (len(val), val)
+    for i in range(0, len(req), 65536):
+        s.sendall(req[i:i + 65536])
+    assert read_reply(s) == b"+OK\r\n"
+    assert r.strlen("big") == len(val)
+
+
+@pytest.mark.parametrize("data,err", [
+    (b"*3000000000\r\n", b"-ERR Protocol error: invalid multibulk length\r\n"),
+    (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", b"-ERR Protocol error: expected '$', got 'f'\r\n"),
+    (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
+    (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
+    (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$blabla\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
+    (b"*1\r\nfoo=bar\r\n", b"-ERR Protocol error: expected '$', got 'f'\r\n"),
+    (b"*blabla\r\n", b"-ERR Protocol error: invalid multibulk length\r\n"),
+])
+def test_protocol_errors_close_connection(server, data, err):
+    s = raw_connect(server.port)
+    s.sendall(data)
+    out = read_reply(s)
+    assert out == err
+    assert s.recv(10) == b""
+    # the server is still fine
+    assert send(server, b"PING\r\n") == b"+PONG\r\n"
+
+
+def test_too_big_inline_request(server):
+    s = raw_connect(server.port)
+    try:
+        s.sendall(b"a" * (70 * 1024))
+    except OSError:
+        pass
+    out = read_reply(s)
+    assert out == b"-ERR Protocol error: too big inline request\r\n"
+
+
+def test_too_big_mbulk_count_string(server):
+    s = raw_connect(server.port)
+    s.sendall(b"*" + b"1" * (70 * 1024))
+    assert read_reply(s) == b"-ERR Protocol error: too big mbulk count string\r\n"
+
+
+def test_negative_and_empty_multibulk_ignored(server):
+    assert send(server, b"*-10\r\n*0\r\nPING\r\n") == b"+PONG\r\n"
+
+
+def test_empty_inline_lines_ignored(server):
+    assert send(server, b"\r\n\r\nPING\r\n") == b"+PONG\r\n"
+
+
+def test_unknown_command_error(server):
+    out = send(server, b"*3\r\n$6\r\nFOOBAR\r\n$1\r\na\r\n$2\r\nbc\r\n")
+    assert out == b"-ERR unknown command 'FOOBAR', with args beginning with: 'a' 'bc' \r\n"
+
+
+def test_wrong_arity(server):
+    assert send(server, b"GET\r\n") == b"-ERR wrong number of arguments for 'get' command\r\n"
+
+
+def test_unknown_subcommand(server):
+    assert send(server, b"CONFIG FOO\r\n") == b"-ERR unknown subcommand 'FOO'. Try CONFIG HELP.\r\n"
+
+
+def test_resp3_hello(server):
+    s = raw_connect(server.port)
+    s.sendall(b"HELLO 3\r\n")
+    out = read_reply(s)
+    assert out.startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n")
+    s.sendall(b"GET nosuchkey\r\n")
+    assert read_reply(s) == b"_\r\n"
+
+
+def test_redis_cli_inline(server):
+    import subprocess
+    out = subprocess.run(["redis-cli", "-p", str(server.port), "PING"], capture_output=True, text=True)
+    assert out.stdout.strip() == "PONG"
