@@ -69,6 +69,10 @@ class ServerProc:
         self.cmd = cmd
         self.logpath = os.path.join(self.dir, "stdout.log")
         self.log = open(self.logpath, "w")
+        if env is None:
+            env = dict(os.environ)
+        # Run the code of this checkout (worktrees share one virtualenv).
+        env["PYTHONPATH"] = os.path.join(ROOT, "src") + os.pathsep + env.get("PYTHONPATH", "")
         self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=env)
         if wait:

@@ -119,6 +119,8 @@ class Server:
         self.maxmemory = 0
         self.hz = 10
         load_all()
+        from .blocking import BlockingHandler
+        BlockingHandler(self)
         self._bind_config()
         for i in range(config["databases"]):
             self.dbs.append(Database(i, self))

@@ -1,0 +1,171 @@
+"""Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, XREAD BLOCK ...).
+
+A blocking command that finds nothing to serve calls::
+
+    block(c, keys, timeout_deadline, on_ready, on_timeout)
+
+``on_ready(c, db, key) -> bytes | None`` is called when a key it waits on
+may have data (after the command that pushed to it): it returns the reply
+(having done the pop/move) or None when it still cannot be served (the
+client stays blocked).  ``on_timeout(c) -> bytes`` gives the timeout reply.
+
+Clients are served in the order they blocked (per key), after the writing
+command (or the whole MULTI/EXEC or script) completes, as Redis does.
+Keys become ready through ``db.signal_key_ready``/``Database.add`` which put
+(db, key) on ``server.ready_keys``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .db import stats
+from .errors import RedisError
+from .util import parse_int, parse_long_double
+
+
+class BlockState:
+    __slots__ = ("db", "keys", "deadline", "on_ready", "on_timeout", "since")
+
+    def __init__(self, db, keys, deadline, on_ready, on_timeout):
+        self.db = db
+        self.keys = keys
+        self.deadline = deadline
+        self.on_ready = on_ready
+        self.on_timeout = on_timeout
+        self.since = time.monotonic()
+
+
+def parse_timeout(b, seconds=True) -> float:
+    """Redis's getTimeoutFromObjectOrReply: returns an absolute deadline as
+    monotonic seconds, or 0 for "block forever"."""
+    if seconds:
+        v = parse_long_double(b, RedisError("ERR timeout is not a float or out of range"))
+        import math
+        ms = math.ceil(v * 1000.0)
+    else:
+        ms = parse_int(b, RedisError("ERR timeout is not an integer or out of range"))
+    if ms < 0:
+        raise RedisError("ERR timeout is negative")
+    if ms == 0:
+        return 0
+    return time.monotonic() + ms / 1000.0
+
+
+class BlockingHandler:
+    def __init__(self, server):
+        self.server = server
+        server.blocking_handler = self
+        self.nblocked = 0
+
+    # -- blocking ---------------------------------------------------------------
+    def block(self, c, keys, deadline, on_ready, on_timeout):
+        db = c.db
+        c.bstate = BlockState(db, list(keys), deadline, on_ready, on_timeout)
+        c.blocked = True
+        c.update_slow()
+        bk = db.blocking_keys
+        for key in c.bstate.keys:
+            lst = bk.get(key)
+            if lst is None:
+                bk[key] = [c]
+            elif c not in lst:
+                lst.append(c)
+        self.nblocked += 1
+        if deadline:
+            loop = self.server.loop
+            if loop is not None:
+                st = c.bstate
+                loop.call_later(max(0.0, deadline - time.monotonic()), self._timeout_cb, c, st)
+
+    def _timeout_cb(self, c, st):
+        if c.bstate is st and not c.closing:
+            self.finish(c, st.on_timeout(c))
+
+    def _remove(self, c):
+        st = c.bstate
+        if st is None:
+            return
+        bk = st.db.blocking_keys
+        for key in st.keys:
+            lst = bk.get(key)
+            if lst is not None:
+                try:
+                    lst.remove(c)
+                except ValueError:
+                    pass
+                if not lst:
+                    del bk[key]
+        c.bstate = None
+        c.blocked = False
+        c.update_slow()
+        self.nblocked -= 1
+
+    def finish(self, c, reply):
+        """Unblock c, send reply and continue with its pending requests."""
+        self._remove(c)
+        st_cmd = c.last_cmd
+        if st_cmd is not None:
+            st_cmd.calls += 1
+        if reply is not None:
+            c.write([reply])
+        self.server.loop.call_soon(c.resume)
+
+    def forget(self, c):
+        """The client disconnected while blocked."""
+        self._remove(c)
+
+    def unblock(self, c, error=False):
+        """CLIENT UNBLOCK: as a timeout, or with an -UNBLOCKED error."""
+        st = c.bstate
+        if st is None:
+            return
+        if error:
+            stats.total_error_replies += 1
+            stats.errorstats["UNBLOCKED"] = stats.errorstats.get("UNBLOCKED", 0) + 1
+            reply = b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+        else:
+            reply = st.on_timeout(c)
+        self.finish(c, reply)
+
+    def check_timeouts(self, now=None):
+        if not self.nblocked:
+            return
+        if now is None:
+            now = time.monotonic()
+        for c in list(self.server.clients.values()):
+            st = c.bstate
+            if st is not None and st.deadline and st.deadline <= now:
+                self.finish(c, st.on_timeout(c))
+
+    # -- serving ----------------------------------------------------------------
+    def handle_ready_keys(self):
+        srv = self.server
+        ready = srv.ready_keys
+        while ready:
+            batch = list(ready)
+            ready.clear()
+            seen = set()
+            for db, key in batch:
+                k = (db.id, key)
+                if k in seen:
+                    continue
+                seen.add(k)
+                waiting = db.blocking_keys.get(key)
+                if not waiting:
+                    continue
+                for c in list(waiting):
+                    if c.bstate is None or c.bstate.db is not db:
+                        continue
+                    if db.lookup_nostats(key) is None:
+                        break
+                    try:
+                        reply = c.bstate.on_ready(c, db, key)
+                    except RedisError as e:
+                        reply = c.error_reply(e)
+                    if reply is not None:
+                        self.finish(c, reply)
+
+
+def install(server):
+    return BlockingHandler(server)
