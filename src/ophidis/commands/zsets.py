@@ -430,6 +430,9 @@ def lex_indices(z, mn, mnex, mx, mxex, reverse):
     n = len(sl)
     if n == 0 or _lex_empty(mn, mnex, mx, mxex):
         return range(0)
+    # zzlIsInLexRange: the last element must be >= min, the first <= max.
+    if not _lex_gte_min(sl[-1][1], mn, mnex) or not _lex_lte_max(sl[0][1], mx, mxex):
+        return range(0)
     first_s = sl[0][0]
     if first_s == sl[-1][0]:
         s = first_s
@@ -506,8 +509,6 @@ def _zrange_generic(c, argv, argstart, store, rangetype, reverse):
     limit = -1
     limit_given = False
     j = argstart + 3
-    auto_type = rangetype is None
-    auto_dir = reverse is None
     while j < n:
         opt = argv[j].lower()
         left = n - j - 1
@@ -518,11 +519,11 @@ def _zrange_generic(c, argv, argstart, store, rangetype, reverse):
             limit = parse_int(argv[j + 2])
             limit_given = True
             j += 2
-        elif auto_dir and opt == b"rev":
+        elif reverse is None and opt == b"rev":
             reverse = True
-        elif auto_type and opt == b"bylex":
+        elif rangetype is None and opt == b"bylex":
             rangetype = LEX
-        elif auto_type and opt == b"byscore":
+        elif rangetype is None and opt == b"byscore":
             rangetype = SCORE
         else:
             raise SYNTAX
@@ -1000,7 +1001,10 @@ def _zpop_minmax(c, argv, where):
         raise SYNTAX
     count = -1
     if len(argv) == 3:
-        count = parse_int(argv[2])
+        try:
+            count = parse_int(argv[2])
+        except RedisError:
+            count = -1
         if count < 0:
             raise RedisError("ERR value is out of range, must be positive")
     return _zpop(c, argv[1:2], where, False, count, c.resp > 2 and count != -1, False)
@@ -1176,7 +1180,8 @@ def _zrandmember_count(c, z, cnt, withscores):
     if cnt == 1:
         return _reply_pairs(c, [sl[random.randrange(size)]], withscores)
     if cnt >= size:
-        return _reply_pairs(c, sl, withscores)
+        # Redis walks sorted sets from the tail here.
+        return _reply_pairs(c, list(reversed(sl)), withscores)
     idx = random.sample(range(size), cnt)
     return _reply_pairs(c, [sl[i] for i in idx], withscores)
 
