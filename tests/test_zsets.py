@@ -943,3 +943,42 @@ def test_concurrent_zadd_zpop_consistency(server, r):
         t.join()
     c.close()
     assert len(popped) == len(set(popped)) == n_threads * per
+
+
+def test_notifications_and_dirty_inprocess():
+    """Keyspace events and the dirty counter, observed in-process (the
+    pub/sub delivery lives in another branch)."""
+    from _inproc import Events, FakeClient
+    f = FakeClient()
+    with Events() as ev:
+        assert f.run("ZADD", "z", "1", "a", "2", "b") == b":2\r\n"
+        assert f.server.dirty == 2
+        f.run("ZADD", "z", "1", "a")            # no change: no event, no dirty
+        assert f.server.dirty == 2
+        f.run("ZADD", "z", "CH", "5", "a")       # fast path
+        f.run("ZINCRBY", "z", "1", "b")
+        f.run("ZREM", "z", "nope")
+        f.run("ZREM", "z", "a")
+        f.run("ZADD", "z", "4", "c", "5", "d")
+        f.run("ZREMRANGEBYRANK", "z", "0", "0")
+        f.run("ZREMRANGEBYSCORE", "z", "4", "4")
+        f.run("ZADD", "z", "0", "x", "0", "y", "0", "zz")
+        f.run("ZREMRANGEBYLEX", "z", "[x", "[x")    # mixed scores: last (d) < [x, no-op
+        f.run("ZREMRANGEBYLEX", "z", "-", "[x")
+        f.run("ZPOPMAX", "z")
+        f.run("ZUNIONSTORE", "u", "1", "z")
+        f.run("ZINTERSTORE", "i", "1", "z")
+        f.run("ZDIFFSTORE", "df", "1", "z")
+        f.run("ZRANGESTORE", "rs", "z", "0", "-1")
+        f.run("ZINTERSTORE", "u", "2", "z", "nokey")
+        f.run("ZMPOP", "1", "z", "MIN", "COUNT", "5")
+        f.run("ZPOPMIN", "rs")
+    assert ev.events == [
+        (b"zadd", b"z"), (b"zadd", b"z"), (b"zincr", b"z"), (b"zrem", b"z"), (b"zadd", b"z"),
+        (b"zremrangebyrank", b"z"), (b"zremrangebyscore", b"z"), (b"zadd", b"z"),
+        (b"zremrangebylex", b"z"), (b"zpopmax", b"z"), (b"zunionstore", b"u"),
+        (b"zinterstore", b"i"), (b"zdiffstore", b"df"), (b"zrangestore", b"rs"), (b"del", b"u"),
+        (b"zpopmin", b"z"), (b"del", b"z"), (b"zpopmin", b"rs")]
+    # 2 + ch(1) + incr(1) + rem(1) + add(2) + rank(1) + score(1) + add(3) + lex(1) + pop(1)
+    # + 4 stores + del(1) + zmpop(2 popped) + zpopmin(1)
+    assert f.server.dirty == 2 + 1 + 1 + 1 + 2 + 1 + 1 + 3 + 1 + 1 + 4 + 1 + 2 + 1
