@@ -707,6 +707,8 @@ SCRIPTED = [
     ["ZADD", "z", "xx", "lt", "ch", "0", "a", "9", "b"],
     ["ZADD", "z", "Gt", "xX", "ch", "9", "a"],
     ["ZADD", "z", "incr", "0.1", "a"],
+    ["ZADD", "z", "LT", "INCR", "0", "a"], ["ZADD", "z", "GT", "INCR", "0", "a"],
+    ["ZADD", "z", "GT", "CH", "INCR", "-0", "a"],
     ["ZINCRBY", "z", "1e-5", "a"],
     ["ZINCRBY", "z", "-inf", "i"],
     ["ZADD", "z", "1", "a", "x"],
