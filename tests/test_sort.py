@@ -208,7 +208,7 @@ INPROC_CASES = [
     ["SORT", "wl"], ["SORT", "wl", "ALPHA"], ["SORT", "wl", "ALPHA", "DESC"],
     ["SORT", "s"], ["SORT", "s", "ALPHA"], ["SORT", "s", "ALPHA", "DESC", "LIMIT", "0", "2"],
     ["SORT", "s", "BY", "h_*->w"], ["SORT", "s", "BY", "h_*->w", "DESC"],
-    ["SORT", "s", "BY", "h_*->w", "ALPHA"], ["SORT", "s", "BY", "n_*", "ALPHA", "LIMIT", "4", "1"],
+    ["SORT", "s", "BY", "h_*->w", "GET", "#", "DESC"], ["SORT", "s", "BY", "n_*", "ALPHA", "LIMIT", "4", "1"],
     ["SORT", "s", "BY", "h_*->w", "GET", "#", "GET", "h_*->name", "GET", "n_*", "GET", "h_*->"],
     ["SORT", "s", "BY", "h_*->w", "GET", "h_*->nofield"],
     ["SORT", "s", "BY", "nosort", "STORE", "dst"], ["SORT", "dst", "BY", "nosort"],
