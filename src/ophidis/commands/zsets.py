@@ -223,13 +223,16 @@ def zadd(c, argv):
         # ZADD key score member: the benchmark's hot path.
         key = argv[1]
         member = argv[3]
+        sb = argv[2]
         try:
-            score = float(argv[2])
+            score = float(sb)
         except ValueError:
-            score = None
-        if score is None or score != score or score in (_INF, _NINF) or score == 0.0 \
-                or argv[2][:1].isspace() or argv[2][-1:].isspace() or b"_" in argv[2]:
             return _zadd_generic(c, argv, 0)
+        if score == 0.0:
+            if sb != b"0":
+                return _zadd_generic(c, argv, 0)   # -0, underflow ...
+        elif score - score != 0.0 or sb[:1].isspace() or sb[-1:].isspace() or b"_" in sb:
+            return _zadd_generic(c, argv, 0)       # inf, nan, odd spellings
         db = c.db
         z = db.d.get(key)
         if z is None or z.__class__ is not ZSetValue or (db.expires and key in db.expires):
@@ -1017,6 +1020,8 @@ def zpopmin(c, argv):
         db = c.db
         key = argv[1]
         z = db.d.get(key)
+        if z is None:
+            return EMPTY_ARRAY
         if z.__class__ is ZSetValue and not (db.expires and key in db.expires):
             s, m = z.sl.pop(0)
             del z.dict[m]
