@@ -82,7 +82,7 @@ class Database:
         self.id = id
         self.d: dict = {}
         self.expires: dict = {}
-        self.watched_keys: dict = {}     # key -> list of clients (WATCH)
+        self.watched_keys: dict = {}     # key -> list of WatchedKey (WATCH)
         self.blocking_keys: dict = {}    # key -> list of blocked clients
         self.dels = 0                    # deletions counter (SCAN cursor safety)
         self.avg_ttl = 0
@@ -198,11 +198,9 @@ class Database:
     def flush(self):
         """Empty the database (FLUSHDB).  Returns the removed count."""
         n = len(self.d)
-        wk = self.watched_keys
-        if wk:
-            for key in list(wk):
-                if key in self.d:
-                    touch_watched(self, key)
+        if self.watched_keys:
+            from .commands.transactions import touch_all_watched_in_db
+            touch_all_watched_in_db(self)
         self.d = {}
         self.expires = {}
         self.dels += n
@@ -311,8 +309,13 @@ class Database:
 
 
 def touch_watched(db: Database, key):
-    for c in db.watched_keys.get(key, ()):
-        c.dirty_cas = True
+    for w in db.watched_keys.get(key, ()):
+        if w.expired:
+            if key not in db.d:
+                # Watched while already expired, now deleted: no change.
+                w.expired = False
+                continue
+        w.client.dirty_cas = True
 
 
 def signal_modified(db: Database, key):

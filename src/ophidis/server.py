@@ -373,7 +373,8 @@ class Server:
             self.postpone(c, argv)
             return None
         if in_multi and base not in _MULTI_IMMEDIATE:
-            c.multi.append((cmd, argv))
+            if not (c.multi_error or c.dirty_cas):   # no memory for a doomed EXEC
+                c.multi.append((cmd, argv))
             return QUEUED
         return self.call(c, cmd, argv)
 
@@ -399,6 +400,13 @@ class Server:
         if cmd is not None:
             cmd.rejected_calls += 1
         msg = e.msg
+        if cmd is not None and cmd.name == "exec" and c.multi is not None:
+            # EXEC itself refused (OOM, MISCONF ...): the transaction is over.
+            from .commands.transactions import discard_transaction
+            discard_transaction(c)
+            msg = b"EXECABORT Transaction discarded because of: " + msg
+            if self.monitors:
+                self.feed_monitors(c, [b"exec"])
         sp = msg.find(b" ", 0, 32)
         code = msg[:sp].decode("utf-8", "replace") if sp > 0 else "ERR"
         stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
@@ -409,12 +417,9 @@ class Server:
         m = c.reply_mode
         if m == 0:
             return r
-        if m == 3:  # the command after CLIENT REPLY SKIP
+        if m == 2 or m == 3:  # the command after CLIENT REPLY SKIP
             c.reply_mode = 0
             c.update_slow()
-            return None
-        if m == 2:
-            c.reply_mode = 3
             return None
         return None
 
