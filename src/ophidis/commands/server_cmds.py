@@ -32,7 +32,6 @@ def _flush_flags(argv):
 def flushdb(c, argv):
     _flush_flags(argv)
     db = c.db
-    touch_all_watched_in_db(db)
     n = db.flush()
     c.server.dirty += n
     return OK
@@ -44,7 +43,6 @@ def flushall(c, argv):
     srv = c.server
     n = 0
     for db in srv.dbs:
-        touch_all_watched_in_db(db)
         n += db.flush()
     srv.dirty += n
     hook = getattr(srv, "flushall_hook", None)
