@@ -82,7 +82,7 @@ def _resp_int(v) -> bytes:
 class RunCtx:
     __slots__ = ("caller", "name", "start", "readonly", "write_dirty", "allow_oom",
                  "oom_at_start", "killed", "timedout", "repl_flags", "eval_mode",
-                 "argv", "last_poll")
+                 "argv", "last_poll", "threshold")
 
     def __init__(self, caller, name, eval_mode, readonly, allow_oom, argv):
         self.caller = caller
@@ -98,6 +98,7 @@ class RunCtx:
         self.timedout = False
         self.repl_flags = 3
         self.argv = argv
+        self.threshold = 1e9
 
 
 class ScriptError(Exception):
@@ -125,7 +126,8 @@ class LuaEngine:
             register_builtins=False, attribute_filter=_deny_attributes)
         from . import lua_libs
         py = lua.table_from({
-            b"raw": lua.table_from({b"call": self._redis_call, b"pcall": self._redis_pcall}),
+            b"raw": lua.table_from({b"call": self._redis_call, b"pcall": self._redis_pcall,
+                                    b"sha1hex": self._sha1hex}),
             b"unwrap": self._unwrap,
             b"interrupt": self._interrupt,
             b"log": self._log,
@@ -161,6 +163,8 @@ class LuaEngine:
         self._mk_big = h[b"mk_big"]
         self._mk_verbatim = h[b"mk_verbatim"]
         self._mk_err_plain = lua.eval("function(s) return {err = s} end")
+        self._mk_liberr = lua.eval("function(s) return {liberr = s} end")
+        self._tostring = lua.eval("tostring")
         self._mk_map = lua.eval("function(t) return {map = t} end")
         self._mk_set = lua.eval("function(t) return {set = t} end")
         self._table_from = lua.table_from
@@ -182,6 +186,8 @@ class LuaEngine:
         sc.db = caller.db
         sc.resp = 2
         sc.user = caller.user
+        th = srv.config["busy-reply-threshold"]
+        ctx.threshold = th / 1000.0 if th > 0 else 1e9
         if srv.maxmemory and srv.evict_hook is not None:
             try:
                 ctx.oom_at_start = bool(srv.evict_hook())
@@ -312,10 +318,24 @@ class LuaEngine:
             return self._mk_ok(v)
         return self._mk_err(v) if kind == 1 else self._mk_err_plain(v)
 
-    @staticmethod
-    def _unwrap(e):
-        if isinstance(e, _lupa.LuaError) and e.args and _lua_type(e.args[0]) == "table":
-            return e.args[0]
+    def _sha1hex(self, *args):
+        if len(args) != 1:
+            raise _lupa.LuaError(self._mk_err_plain(b"ERR wrong number of arguments"))
+        s = args[0]
+        t = s.__class__
+        if t is int or t is float:
+            s = self._tostring(s)
+        elif t is not bytes:
+            s = b""
+        return sha1hex(s)
+
+    def _unwrap(self, e):
+        if isinstance(e, _lupa.LuaError) and e.args:
+            a = e.args[0]
+            if _lua_type(a) == "table":
+                return a
+            if a.__class__ is bytes:
+                return self._mk_liberr(a)
         if isinstance(e, BaseException):
             return ("ERR %s" % e).encode()
         return None
@@ -334,6 +354,12 @@ class LuaEngine:
             return 3, b"ERR redis.call/pcall can only be called inside a script invocation"
         if not args:
             return 3, b"ERR Please specify at least one argument for this redis lib call"
+        # Scripts spending their time in redis.call() run few Lua
+        # instructions: check for the busy state here as well.
+        if ctx.timedout or _monotonic() - ctx.start > ctx.threshold:
+            m = self._interrupt_inner()
+            if m is not None:
+                return 3, m
         argv = self._argv(args)
         if argv is None:
             return 3, b"ERR Lua redis lib command arguments must be strings or integers"
@@ -478,7 +504,9 @@ class LuaEngine:
             ctx.timedout = True
             srv.script_busy = BUSY_EVAL if ctx.eval_mode else BUSY_FUNCTION
             srv.update_server_slow()
-        if not ctx.killed:
+        now = _monotonic()
+        if not ctx.killed and now - ctx.last_poll >= 0.001:
+            ctx.last_poll = now
             process_events_while_blocked(srv, ctx.caller)
             if getattr(srv, "_stopping", False):
                 ctx.killed = True

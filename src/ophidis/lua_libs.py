@@ -56,14 +56,9 @@ _NOVALUE = object()
 def _guard(fn):
     def wrapper(*args):
         try:
-            r = fn(*args)
-        except _ArgError as e:
-            return (False, str(e).encode())
+            return fn(*args)
         except Exception as e:  # noqa: BLE001
-            return (False, str(e).encode())
-        if r.__class__ is tuple:
-            return (True,) + r
-        return (True, r)
+            raise _lupa.LuaError(str(e).encode())
     return wrapper
 
 
@@ -228,7 +223,8 @@ def make_cjson(lua):
                         elif k.__class__ in (int, float):
                             out.append(b'"' + _fmt14(k) + b'"')
                         else:
-                            raise ValueError("Cannot serialise table: table key must be a number or string")
+                            raise ValueError("Cannot serialise %s: table key must be a number or string"
+                                             % _typename(k))
                         out.append(b":")
                         enc(x, depth + 1, out)
                     out.append(b"}")

@@ -21,6 +21,7 @@ local _cocreate, _coresume = coroutine.create, coroutine.resume
 local _floor, _ceil = math.floor, math.ceil
 
 local INTERNAL = "=ophidis"
+local pyinterrupt = py.interrupt
 local RO = "Attempt to modify a readonly table"
 local HOOK_COUNT = 100000
 
@@ -47,24 +48,14 @@ local function lib(t)
   return p, real
 end
 
--- Python library functions return (true, results...) or (false, message).
-local function pack_n(...)
-  return {n = _select("#", ...), ...}
-end
-
+-- Python library functions are exposed as they are (C functions to Lua, so
+-- "return lib.f(...)" keeps the caller's frame); errors raise LuaError.
+local pyfuncs = {}
 local function pylib(t)
   local real = {}
   for k, v in _pairs(t) do
-    if _type(v) == "userdata" and k ~= "null" then
-      local f = v
-      real[k] = function(...)
-        local r = pack_n(f(...))
-        if r[1] then return _unpack(r, 2, r.n) end
-        _error(r[2], 2)
-      end
-    else
-      real[k] = v
-    end
+    real[k] = v
+    if _type(v) == "userdata" and k ~= "null" then pyfuncs[v] = true end
   end
   return (proxy(real, false))
 end
@@ -131,6 +122,7 @@ local function s_pcall(f, ...)
     if not ok then
       local e = unwrap_error((...))
       if _type(e) == "table" then
+        if _rawget(e, "liberr") then return false, _rawget(e, "liberr") end
         local m = _rawget(e, "err")
         if _type(m) == "string" or _type(m) == "number" then return false, m end
       end
@@ -165,10 +157,17 @@ end
 
 -- Interruption hook (busy scripts, SCRIPT KILL, FUNCTION LOAD timeout) -------
 local hook
+local kill_msg = nil
 hook = function()
-  local msg = py.interrupt()
+  if kill_msg then
+    -- Killed: raise again on every line of user code until the script ends.
+    local info = dbg.getinfo(2, "S")
+    if info and info.source == INTERNAL then return end
+    _error({err = kill_msg})
+  end
+  local msg = pyinterrupt()
   if msg then
-    -- Fire on every line from now on so that pcall cannot swallow the kill.
+    kill_msg = msg
     dbg.sethook(hook, "l")
     _error({err = msg})
   end
@@ -180,16 +179,18 @@ local function s_cocreate(f)
   return co
 end
 
+local function pack_n(...)
+  return {n = _select("#", ...), ...}
+end
+
 local function s_cowrap(f)
   local co = s_cocreate(f)
-  local function finish(ok, ...)
-    if ok then return ... end
-    local e = ...
+  return function(...)
+    local r = pack_n(_coresume(co, ...))
+    if r[1] then return _unpack(r, 2, r.n) end
+    local e = r[2]
     if _type(e) == "string" then _error(e, 2) end
     _error(e, 0)
-  end
-  return function(...)
-    return finish(_coresume(co, ...))
   end
 end
 
@@ -204,6 +205,11 @@ local function err_handler(err)
     if i.what ~= "C" and i.source ~= INTERNAL and i.source ~= "=(tail call)" then break end
     lvl = lvl + 1
   end
+  if _type(err) == "table" and _rawget(err, "liberr") then
+    local where = ""
+    if i and i.currentline > 0 then where = i.short_src .. ":" .. i.currentline .. ": " end
+    err = {err = "ERR " .. where .. _rawget(err, "liberr")}
+  end
   if _type(err) ~= "table" then
     err = {err = "ERR " .. _tostring(err)}
   end
@@ -215,13 +221,14 @@ local function err_handler(err)
 end
 
 -- redis.* API --------------------------------------------------------------------
-local pycall, pyinterrupt = py.call, py.interrupt
 
 -- redis.call / redis.pcall are the Python callables themselves (C functions
 -- to Lua), so that "return redis.call(...)" keeps the caller's frame for
 -- error positions; Python raises errors as LuaError(table).
 local redis_call, redis_pcall = py.raw.call, py.raw.pcall
-local pyfuncs = {[redis_call] = true, [redis_pcall] = true}
+pyfuncs[redis_call] = true
+pyfuncs[redis_pcall] = true
+pyfuncs[py.raw.sha1hex] = true
 
 unwrap_error = function(e)
   if _type(e) == "userdata" then
@@ -341,7 +348,7 @@ local redis_real = {
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
   REDIS_VERSION = py.version, REDIS_VERSION_NUM = py.version_num,
   setresp = setresp,
-  sha1hex = sha1hex,
+  sha1hex = py.raw.sha1hex,
   error_reply = error_reply,
   status_reply = status_reply,
   set_repl = set_repl,
@@ -591,11 +598,13 @@ if mode == "eval" then
   run_t = function(fn, keys, argv)
     _rawset(G, "KEYS", keys)
     _rawset(G, "ARGV", argv)
+    kill_msg = nil
     dbg.sethook(hook, "", HOOK_COUNT)
     return finish(_xpcall(fn, err_handler))
   end
 else
   run_t = function(fn, keys, argv)
+    kill_msg = nil
     dbg.sethook(hook, "", HOOK_COUNT)
     return finish(_xpcall(function() return fn(keys, argv) end, err_handler))
   end
@@ -694,10 +703,13 @@ if mode ~= "eval" then
     if not f then return false, "compile", err end
     sandboxed(f)
     registered = true
+    kill_msg = nil
+    dbg.sethook(hook, "", HOOK_COUNT)
     G_mt.__index = loadapi
     local ok, e = _pcall(f)
     G_mt.__index = G
     registered = false
+    kill_msg = nil
     dbg.sethook(hook, "", HOOK_COUNT)
     if not ok then
       local _, msg = error_info(e)
