@@ -159,10 +159,11 @@ end
 local hook
 local kill_msg = nil
 hook = function()
+  -- Never raise inside the sandbox's own code (only user code is stopped).
+  local info = dbg.getinfo(2, "S")
+  if info and info.source == INTERNAL then return end
   if kill_msg then
     -- Killed: raise again on every line of user code until the script ends.
-    local info = dbg.getinfo(2, "S")
-    if info and info.source == INTERNAL then return end
     _error({err = kill_msg})
   end
   local msg = pyinterrupt()
@@ -712,8 +713,9 @@ if mode ~= "eval" then
     kill_msg = nil
     dbg.sethook(hook, "", HOOK_COUNT)
     if not ok then
+      e = unwrap_error(e)
       local _, msg = error_info(e)
-      if msg == nil and _type(e) == "string" then msg = e end
+      if msg == nil and _type(e) ~= "table" then msg = "ERR " .. _tostring(e) end
       return false, "run", msg
     end
     return true
