@@ -204,6 +204,8 @@ def shutdown(c, argv):
     if abort:
         raise RedisError("ERR No shutdown in progress.")
     srv = c.server
+    if srv.script_busy is not None and not nosave:
+        raise RedisError(srv.script_busy)
     if c.multi is not None or c.in_script:
         pass
     err = srv.request_shutdown(nosave=nosave, save=save, now=now, force=force)
