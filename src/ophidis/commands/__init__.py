@@ -59,6 +59,7 @@ class Command:
         "nomulti", "noscript", "pubsub", "admin", "blocking", "fast",
         "skip_monitor", "skip_slowlog", "protected", "may_replicate", "allow_busy",
         "getkeys_proc",
+        "hist",            # latency histogram: hist[k] = calls taking <= 1.024us * 2^k
     )
 
     def __init__(self, fullname: str, proc, meta: dict, extra_flags=()):
@@ -78,6 +79,7 @@ class Command:
         self.usec = 0
         self.rejected_calls = 0
         self.failed_calls = 0
+        self.hist = [0] * 64
         f = self.flags
         self.write = "write" in f
         self.readonly = "readonly" in f
