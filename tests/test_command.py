@@ -8,6 +8,7 @@ is checked as soon as it is registered.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -177,7 +178,7 @@ GETKEYS_LINES = [
 ]
 
 GETKEYS_ERRORS = [
-    ["nosuchcommand", "a"], ["ping"], ["get"], ["get", "a", "b"], ["config", "get", "x"],
+    ["nosuchcommand", "a"], ["ping"], ["ping", "x"], ["get", "a", "b"], ["get"], ["get", "a", "b"], ["config", "get", "x"],
     ["eval", "return 1", "5", "a"], ["eval", "return 1", "-1"], ["zunionstore", "d", "0", "a"],
     ["mset", "a"], ["xread", "STREAMS", "s"], ["time"],
 ]
@@ -214,11 +215,14 @@ def test_getkeys_errors_exact(rr):
     with pytest.raises(redis.ResponseError, match="^Invalid command specified$"):
         rr.execute_command("COMMAND", "GETKEYS", "nosuch", "a")
     with pytest.raises(redis.ResponseError, match="^The command has no key arguments$"):
-        rr.execute_command("COMMAND", "GETKEYS", "ping")
+        rr.execute_command("COMMAND", "GETKEYS", "ping", "x")
     with pytest.raises(redis.ResponseError, match="^Invalid number of arguments specified for command$"):
-        rr.execute_command("COMMAND", "GETKEYS", "get")
-    with pytest.raises(redis.ResponseError, match="^Invalid arguments specified for command$"):
-        rr.execute_command("COMMAND", "GETKEYS", "eval", "return 1", "5", "a")
+        rr.execute_command("COMMAND", "GETKEYS", "get", "a", "b")
+    names = set(_our_names(rr))
+    for line in (["eval", "return 1", "5", "a"], ["zunionstore", "d", "9", "a"], ["lmpop", "7", "a", "LEFT"]):
+        if line[0] in names:
+            with pytest.raises(redis.ResponseError, match="^Invalid arguments specified for command$"):
+                rr.execute_command("COMMAND", "GETKEYS", *line)
     with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'command\\|getkeys'"):
         rr.execute_command("COMMAND", "GETKEYS")
 
@@ -239,7 +243,7 @@ def test_help_and_unknown_subcommand(rr):
     h = rr.execute_command("COMMAND", "HELP")
     assert h[0].startswith(b"COMMAND <subcommand>")
     assert any(x.startswith(b"GETKEYSANDFLAGS") for x in h)
-    with pytest.raises(redis.ResponseError, match="^unknown subcommand 'foo'. Try COMMAND HELP.$"):
+    with pytest.raises(redis.ResponseError, match="^unknown subcommand 'FOO'. Try COMMAND HELP.$"):
         rr.execute_command("COMMAND", "FOO")
 
 
@@ -251,10 +255,56 @@ def test_redis_cli_uses_command_docs(server):
     env = dict(os.environ, TERM="dumb")
     p = subprocess.run([cli, "-p", str(server.port)], input=b"HELP SETBIT\nHELP @bitmap\nPING\n",
                        capture_output=True, timeout=20, env=env)
-    out = p.stdout.decode()
+    out = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout.decode())
     assert p.returncode == 0, p.stderr
     assert "SETBIT key offset value" in out
     assert "Set or clear a bit at an offset" in out
     assert "PONG" in out
     p = subprocess.run([cli, "-p", str(server.port), "COMMAND", "COUNT"], capture_output=True, timeout=20)
     assert p.stdout.strip().isdigit()
+
+
+def test_key_extraction_matches_redis_for_all_metadata(refr):
+    """get_keys over Redis's metadata for every command line above, including
+    commands other families have not registered yet (keynum, keyword and
+    command-specific extractors), against COMMAND GETKEYSANDFLAGS of Redis."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
+    from ophidis.commands import META, Command
+    from ophidis.commands.command_cmd import get_keys_with_flags, _KEY_FLAG_OUT, _KEY_FLAGS
+    extra = [
+        ["eval", "s", "3", "a", "b", "c", "d"], ["fcall", "f", "1", "k", "arg"], ["evalsha_ro", "x", "0"],
+        ["zinter", "2", "a", "b", "WITHSCORES"], ["zdiffstore", "d", "1", "a"], ["bzmpop", "1", "2", "a", "b", "MIN"],
+        ["georadiusbymember", "k", "m", "1", "km", "STOREDIST", "d"], ["xreadgroup", "GROUP", "g", "c", "COUNT", "1",
+                                                                     "STREAMS", "a", "b", "0", "0"],
+        ["sort", "k", "GET", "#", "STORE", "d1", "STORE", "d2"], ["migrate", "h", "1", "", "0", "10", "COPY", "AUTH",
+                                                                  "pw", "KEYS", "a", "b"],
+        ["pfcount", "a", "b"], ["pfmerge", "d", "a", "b"], ["xadd", "s", "*", "f", "v"], ["smove", "a", "b", "m"],
+        ["geosearchstore", "d", "s", "FROMMEMBER", "m", "BYRADIUS", "1", "km"], ["lmpop", "x", "a", "LEFT"],
+        ["blmove", "a", "b", "LEFT", "RIGHT", "0"], ["zrangestore", "d", "s", "0", "1"], ["restore", "k", "0", "x"],
+    ]
+    checked = 0
+    for line in GETKEYS_LINES + extra:
+        name = line[0].upper()
+        meta = META.get(name)
+        if meta is None:
+            continue
+        if "%s|%s" % (name, line[1].upper() if len(line) > 1 else "") in META:
+            full = "%s|%s" % (line[0], line[1].lower())
+            meta = META[full.upper()]
+        else:
+            full = line[0]
+        cmd = Command(full, None, meta)
+        argv = [a.encode() for a in line]
+        try:
+            theirs = refr.execute_command("COMMAND", "GETKEYSANDFLAGS", *line)
+        except redis.ResponseError:
+            theirs = None
+        keys = get_keys_with_flags(cmd, argv)
+        if not keys:
+            ours = None if not ("no_mandatory_keys" in cmd.flags) else []
+        else:
+            ours = [[argv[p], [_KEY_FLAG_OUT[f] for f in _KEY_FLAGS if f in set(fl)]] for p, fl in keys]
+        assert ours == theirs, line
+        checked += 1
+    assert checked >= 50

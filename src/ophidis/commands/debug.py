@@ -22,6 +22,10 @@ from . import command
 from .keys import object_encoding
 
 _NO_SUCH_KEY = RedisError("ERR no such key")
+_NOT_ALLOWED = RedisError(
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+    "you can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server.")
 
 # Value digesters for DEBUG DIGEST: type -> fn(value) -> 20-byte digest.
 # Families whose values are not covered below may register theirs.
@@ -281,6 +285,10 @@ def _htstats(size: int) -> bytes:
 @command("debug")
 def debug(c, argv):
     srv = c.server
+    # The client's fast path does not run process_command's checks, so the
+    # enable-debug-command protection is enforced here as well.
+    if not srv._debug_allowed(c):
+        raise _NOT_ALLOWED
     sub = argv[1].lower()
     n = len(argv)
     db = c.db
