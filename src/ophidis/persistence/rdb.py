@@ -467,6 +467,9 @@ class LoadResult:
         self.lru = []               # (dbid, key, idle) for LRU info
         self.lfu = []               # (dbid, key, freq)
         self.module_aux_skipped = 0
+        self.expires = 0            # keys with a TTL (read)
+        self.already_expired = 0    # of which already expired
+        self.end_offset = 0
 
 
 class RdbReader:
@@ -475,7 +478,7 @@ class RdbReader:
     validates)."""
 
     def __init__(self, buf, settings=None, ndbs=16, now_ms=None, skip_expired=True,
-                 verify_checksum=True, log=None):
+                 verify_checksum=True, log=None, trace=None):
         self.buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
         self.n = len(self.buf)
         self.pos = 0
@@ -487,6 +490,7 @@ class RdbReader:
         self.log = log or (lambda lvl, msg: None)
         self.key = None
         self.entry_start = 0
+        self.trace = trace
 
     # primitives
     def fail(self, msg, offset=None):
@@ -835,6 +839,8 @@ class RdbReader:
                     raise RdbError("FATAL: Data file was created with a Redis server configured to handle "
                                    "more than %d databases. Exiting" % self.ndbs, op_pos)
                 cur = res.dbs[dbid]
+                if self.trace is not None:
+                    self.trace("selectdb", op_pos, dbid)
                 continue
             if t == OP_RESIZEDB:
                 self.load_len()
@@ -844,6 +850,8 @@ class RdbReader:
                 k = self.load_string()
                 v = self.load_string()
                 res.aux[k] = v
+                if self.trace is not None:
+                    self.trace("aux", op_pos, (k, v))
                 continue
             if t == OP_MODULE_AUX:
                 mid = self.load_len()
@@ -870,8 +878,14 @@ class RdbReader:
             if t not in TYPE_NAMES:
                 self.fail("Unknown RDB encoding type %d" % t, op_pos)
             self.entry_start = op_pos
+            self.key = None
+            self.key_type = t
             key = self.load_string()
             self.key = key
+            if expire != -1:
+                res.expires += 1
+                if expire < self.now_ms:
+                    res.already_expired += 1
             try:
                 val = self.load_object(t)
             except UnsupportedType as e:
@@ -906,6 +920,7 @@ class RdbReader:
                 counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + 1
             expire = -1
             lru_idle = lfu_freq = -1
+        res.end_offset = self.pos
         if ver >= 5:
             end = self.pos
             stored = int.from_bytes(self.read(8), "little")
