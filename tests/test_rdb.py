@@ -665,3 +665,41 @@ def test_redis_check_rdb_accepts_ophidis_file(start_server, tmp_path):
     p.write_bytes(data)
     out = subprocess.run([REDIS_CHECK_RDB, str(p)], capture_output=True, text=True)
     assert out.returncode == 0 and "RDB looks OK" in out.stdout, out.stdout
+
+
+def _rdb_file(body: bytes, version=10) -> bytes:
+    data = b"REDIS%04d" % version + body + b"\xff"
+    return data + R.crc64(data).to_bytes(8, "little")
+
+
+def test_reader_string_records_and_duplicates():
+    rec = b"".join(b"\x00" + R.enc_string(b"k%d" % i) + R.enc_string(b"v%d" % i) for i in range(100))
+    rec += b"\x00" + R.enc_string(b"n") + R.enc_string(b"12345")        # integer encoded value
+    rec += b"\xfc" + (2**62).to_bytes(8, "little") + b"\x00\x01t\x01x"   # with an expire
+    res = R.RdbReader(_rdb_file(b"\xfe\x00" + rec)).load()
+    d, exps = res.dbs[0]
+    assert len(d) == 102 and d[b"k99"] == b"v99" and d[b"n"] == b"12345"
+    assert exps == {b"t": 2**62}
+    assert res.keys_loaded == 102 and res.type_counts == {"string": 102}
+    dup = b"\xfe\x00" + rec + b"\x00\x02k5\x01z"
+    with pytest.raises(R.RdbError, match="RDB has duplicated key 'k5' in DB 0"):
+        R.RdbReader(_rdb_file(dup)).load()
+    # an old-format (version 9) file with a ziplist hash and seconds expiry
+    ents = [b"\x00\x01f", b"\x03\x01v"]
+    body = b"".join(ents)
+    zl = struct.pack("<IIH", 10 + len(body) + 1, 0, 2) + body + b"\xff"
+    v9 = b"\xfe\x00\xfd" + (2**31 - 1).to_bytes(4, "little") + b"\x0d\x01h" + R.enc_string(zl)
+    res = R.RdbReader(_rdb_file(v9, 9)).load()
+    h = res.dbs[0][0][b"h"]
+    assert isinstance(h, HashValue) and dict(h) == {b"f": b"v"} and not h.ht
+    assert res.dbs[0][1][b"h"] == (2**31 - 1) * 1000
+
+
+def test_reader_crc_mismatch_and_trailing_truncation():
+    good = _rdb_file(b"\xfe\x00\x00\x01a\x01b")
+    bad = good[:-1] + bytes([good[-1] ^ 1])
+    with pytest.raises(R.RdbError, match="RDB CRC error"):
+        R.RdbReader(bad).load()
+    with pytest.raises(R.RdbError, match="Unexpected EOF") as ei:
+        R.RdbReader(good[:-3]).load()
+    assert ei.value.offset == len(good) - 3

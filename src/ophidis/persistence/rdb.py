@@ -373,7 +373,20 @@ def write_snapshot(f, server, progress=None, key_delay=0):
         w.write(b"\xfe" + enc_len(db.id))
         w.write(b"\xfb" + enc_len(len(d)) + enc_len(len(exp)))
         write = w.write
+        plain = not (save_lru or save_lfu)
         for key, val in d.items():
+            if plain and val.__class__ is bytes and not (exp and key in exp):
+                lk = len(key)
+                lv = len(val)
+                if (lk <= 20 and lv <= 20 and (lk > 11 or not lk or _NOT_INTLIKE[key[0]])
+                        and (lv > 11 or not lv or _NOT_INTLIKE[val[0]]) and key.__class__ is bytes):
+                    write(b"\x00%c%s%c%s" % (lk, key, lv, val))
+                    done += 1
+                    if key_delay:
+                        time.sleep(key_delay / 1e6)
+                    if progress is not None and not done & 1023:
+                        progress(done)
+                    continue
             parts = []
             if exp:
                 when = exp.get(key)
@@ -407,6 +420,9 @@ def write_snapshot(f, server, progress=None, key_delay=0):
                 progress(done)
     w.finish()
     return w.written
+
+
+_NOT_INTLIKE = [not (48 <= i <= 57 or i == 45) for i in range(256)]
 
 
 def function_codes(server):
@@ -816,8 +832,34 @@ class RdbReader:
         expire = -1
         lru_idle = lfu_freq = -1
         counts = res.type_counts
+        # Fast path for the common record: a string key and a plain string
+        # value with short (6-bit) lengths, no expire; anything else takes
+        # the general path below.
+        data = bytes(buf)
+        n = self.n
+        fast = self.trace is None
+        nstrings = 0
         while True:
-            op_pos = self.pos
+            op_pos = p = self.pos
+            if fast and expire == -1 and lru_idle == -1 and lfu_freq == -1:
+                while p < n and data[p] == 0:
+                    kl = data[p + 1] if p + 1 < n else 255
+                    if kl >= 64:
+                        break
+                    q = p + 2 + kl
+                    if q >= n:
+                        break
+                    vl = data[q]
+                    if vl >= 64 or q + 1 + vl > n:
+                        break
+                    key = data[p + 2:q]
+                    d = cur[0]
+                    if key in d:
+                        break
+                    d[key] = data[q + 1:q + 1 + vl]
+                    nstrings += 1
+                    p = q + 1 + vl
+                self.pos = op_pos = p
             t = self.byte()
             if t == OP_EXPIRETIME_MS:
                 expire = int.from_bytes(self.read(8), "little", signed=True)
@@ -920,6 +962,9 @@ class RdbReader:
                 counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + 1
             expire = -1
             lru_idle = lfu_freq = -1
+        res.keys_loaded += nstrings
+        if nstrings:
+            counts["string"] = counts.get("string", 0) + nstrings
         res.end_offset = self.pos
         if ver >= 5:
             end = self.pos
