@@ -703,3 +703,59 @@ def test_reader_crc_mismatch_and_trailing_truncation():
     with pytest.raises(R.RdbError, match="Unexpected EOF") as ei:
         R.RdbReader(good[:-3]).load()
     assert ei.value.offset == len(good) - 3
+
+
+def test_module_aux_skipped_and_module_value_refused():
+    mid = (12345 << 10) | 1
+    aux = (b"\xf7" + R.enc_len(mid) + R.enc_len(2) + R.enc_len(2)
+           + R.enc_len(2) + R.enc_len(7) + R.enc_len(5) + R.enc_string(b"blob") + R.enc_len(4)
+           + b"\x00" * 8 + R.enc_len(0))
+    res = R.RdbReader(_rdb_file(aux + b"\xfe\x00\x00\x01a\x01b")).load()
+    assert res.module_aux_skipped == 1 and res.dbs[0][0] == {b"a": b"b"}
+    modval = b"\xfe\x00\x07\x01m" + R.enc_len(mid) + R.enc_len(2) + R.enc_len(3) + R.enc_len(0)
+    with pytest.raises(R.RdbError, match="value of type module"):
+        R.RdbReader(_rdb_file(modval)).load()
+    res = R.RdbReader(_rdb_file(modval)).load(unsupported_ok=True)
+    assert res.type_counts == {"module": 1}
+
+
+def test_function_libraries_written_and_read(tmp_path):
+    class Lib:
+        code = b"#!lua name=mylib\nredis.register_function('f', function() return 1 end)"
+
+    class Functions:
+        libraries = {"mylib": Lib()}
+
+    class Srv:
+        pass
+
+    from ophidis.config import Config
+    from ophidis.db import Database
+    srv = Srv()
+    srv.config = Config()
+    srv.functions = Functions()
+    srv.dbs = [Database(0)]
+    srv.dbs[0].d[b"k"] = b"v"
+    path = tmp_path / "f.rdb"
+    with open(path, "wb") as f:
+        R.write_snapshot(f, srv)
+    data = path.read_bytes()
+    assert b"\xf5" + R.enc_string(Lib.code) in data
+    res = R.RdbReader(data).load()
+    assert res.functions == [Lib.code]
+    assert res.dbs[0][0] == {b"k": b"v"}
+
+
+@needs_redis
+def test_reads_functions_from_redis_file(tmp_path):
+    rp = RedisProc(str(tmp_path))
+    code = "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)"
+    try:
+        c = rp.client()
+        c.execute_command("FUNCTION", "LOAD", code)
+        c.set("a", "b")
+        c.save()
+    finally:
+        rp.stop()
+    res = R.RdbReader((tmp_path / "dump.rdb").read_bytes()).load()
+    assert res.functions == [code.encode()]

@@ -342,6 +342,8 @@ def write_snapshot(f, server, progress=None, key_delay=0):
     """Write the whole keyspace of ``server`` as an RDB file to ``f``.
     ``progress(keys_done)`` is called every 1024 keys."""
     cfg = server.config
+    if key_delay < 0:
+        key_delay = 0
     w = RdbWriter(f, cfg["rdbchecksum"])
     enc = Encoder(cfg)
     w.write(b"REDIS%04d" % RDB_VERSION)

@@ -177,6 +177,7 @@ class Persistence:
     def _child_main(self, wfd):
         code = 1
         try:
+            gc.disable()        # the child never needs a collection
             for s in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(s, signal.SIG_DFL)
             signal.signal(signal.SIGUSR1, signal.SIG_DFL)
