@@ -108,6 +108,7 @@ class Server:
         self.propagate_hooks = []      # AOF / replication feeds
         self.save_hook = None          # set by persistence: save(path) for shutdown
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
+        self.startup_hooks = []        # run before listening (RDB loading)
         self.shutdown_hooks = []
         self.executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
         self.config_file = None
@@ -128,6 +129,8 @@ class Server:
         for i in range(config["databases"]):
             self.dbs.append(Database(i, self))
         self.command_table = TABLE
+        from .persistence import snapshot
+        snapshot.install(self)
 
     # -- configuration hooks --------------------------------------------------------
     def _bind_config(self):
