@@ -528,3 +528,17 @@ def test_dirty_counter(r):
     d0 = dirty()
     r.hdel("h", "a", "b", "c")
     assert dirty() - d0 == 2
+
+
+def test_encoding_after_lowering_threshold(r):
+    r.hset("h", mapping={"a": "1", "b": "2", "c": "3"})
+    r.hset("g", mapping={"a": "1", "b": "2", "c": "3"})
+    with config(r, hash_max_listpack_entries="2"):
+        assert enc(r, "h") == b"listpack"
+        assert r.hsetnx("h", "a", "9") == 0       # nothing written: no conversion
+        assert enc(r, "h") == b"listpack"
+        # Any write re-checks the length, even an update (hashTypeSet).
+        assert r.hset("h", "a", "5") == 0
+        assert enc(r, "h") == b"hashtable"
+        r.hincrby("g", "a", 1)
+        assert enc(r, "g") == b"hashtable"

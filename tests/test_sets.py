@@ -623,3 +623,12 @@ def test_dirty_counter(r):
     d0 = dirty()
     r.spop("s", 5)
     assert dirty() - d0 == 1
+
+
+def test_intset_after_lowering_threshold(r):
+    r.sadd("s", 1, 2, 3)
+    with config(r, set_max_intset_entries="2"):
+        assert r.sadd("s", 1) == 0
+        assert enc(r, "s") == b"intset"      # only a successful add converts
+        assert r.sadd("s", 4) == 1
+        assert enc(r, "s") == b"hashtable"

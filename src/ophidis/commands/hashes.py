@@ -79,7 +79,7 @@ def _set_fields(c, h, argv, start):
                 h[f] = argv[i + 1]
                 aux_added(h, f)
     created = len(h) - n0
-    if not h.ht and created and len(h) > c.server.config.values["hash-max-listpack-entries"]:
+    if not h.ht and len(h) > c.server.config.values["hash-max-listpack-entries"]:
         h.ht = True
     return created
 
@@ -91,12 +91,11 @@ def _set_one(c, h, field, value):
         lim = cfg["hash-max-listpack-value"]
         if len(field) > lim or len(value) > lim:
             h.ht = True
-    if field in h:
+    if field not in h and h._aux is not None:
         h[field] = value
-        return
-    h[field] = value
-    if h._aux is not None:
         aux_added(h, field)
+    else:
+        h[field] = value
     if not h.ht and len(h) > cfg["hash-max-listpack-entries"]:
         h.ht = True
 
@@ -121,7 +120,41 @@ def _hset_generic(c, argv, name):
 
 @command("hset")
 def hset(c, argv):
-    return integer(_hset_generic(c, argv, "hset"))
+    if len(argv) != 4:
+        return integer(_hset_generic(c, argv, "hset"))
+    # HSET key field value: the common case, inlined.
+    db = c.db
+    key = argv[1]
+    h = db.lookup_write(key)
+    if h is None:
+        h = HashValue()
+        db.add(key, h)
+    elif h.__class__ is not HashValue:
+        raise WRONGTYPE_ERR
+    elif db.watched_keys:
+        db.signal(key)
+    f = argv[2]
+    v = argv[3]
+    n0 = len(h)
+    if h.ht:
+        h[f] = v
+    else:
+        cfg = c.server.config.values
+        lim = cfg["hash-max-listpack-value"]
+        if len(f) > lim or len(v) > lim:
+            h.ht = True
+        h[f] = v
+        if len(h) > cfg["hash-max-listpack-entries"]:
+            h.ht = True
+    srv = c.server
+    srv.dirty += 1
+    if notify.flags:
+        notify.notify(_HASH, b"hset", key, db.id)
+    if len(h) == n0:
+        return ZERO
+    if h._aux is not None:
+        aux_added(h, f)
+    return ONE
 
 
 @command("hmset")
