@@ -104,3 +104,63 @@ class Events:
 
     def close(self):
         self.raw.close()
+
+
+_INPROCESS = r'''
+import json, sys
+from ophidis import notify
+from ophidis.commands import TABLE, load_all
+from ophidis.config import Config
+from ophidis.db import Database
+from ophidis.errors import RedisError
+
+load_all()
+events = []
+notify.set_publisher(lambda ch, msg: events.append([ch.decode(), msg.decode()]))
+notify.flags = notify.parse_flags("KEA")
+
+
+class Server:
+    dirty = 0
+    propagate_hooks = []
+    ready_keys = []
+    config = Config()
+
+
+class Client:
+    resp = 2
+    null = b"$-1\r\n"
+    server = Server()
+    db = Database(0, None)
+    last_cmd = None
+
+
+replies = []
+for args in json.loads(sys.stdin.read()):
+    argv = [a.encode() for a in args]
+    cmd = TABLE[argv[0].lower()]
+    Client.last_cmd = cmd
+    try:
+        replies.append(cmd.proc(Client, argv).decode())
+    except RedisError as e:
+        replies.append("-" + str(e))
+print(json.dumps({"events": events, "replies": replies, "dirty": Server.dirty}))
+'''
+
+
+def run_inprocess(commands):
+    """Run commands against this checkout's command table in a separate
+    interpreter with a stub client, capturing keyspace notifications (works
+    without pub/sub).  Returns (events as (channel, message) bytes, replies)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(root, "src")
+    out = subprocess.run([sys.executable, "-c", _INPROCESS], input=json.dumps(commands),
+                         capture_output=True, text=True, env=env, timeout=60, check=True)
+    data = json.loads(out.stdout)
+    events = [(c.encode(), m.encode()) for c, m in data["events"]]
+    return events, data["replies"]

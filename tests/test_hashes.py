@@ -9,7 +9,7 @@ import random
 import pytest
 import redis
 
-from hs_helpers import Events, Raw, config, port_of
+from hs_helpers import Events, Raw, config, port_of, run_inprocess
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 
@@ -494,28 +494,50 @@ def test_big_hash_100k(r):
 
 # -- notifications -------------------------------------------------------------------------
 
-def test_notifications(r):
+NOTIFY_SEQ = [
+    ["HSET", "h", "a", "1"],
+    ["HSET", "h", "a", "1"],              # no new field, still an event
+    ["HSETNX", "h", "a", "2"],            # nothing written, no event
+    ["HSETNX", "h", "b", "2"],
+    ["HINCRBY", "h", "n", "1"],
+    ["HINCRBYFLOAT", "h", "x", "1.5"],
+    ["HDEL", "h", "zz"],                  # nothing deleted, no event
+    ["HINCRBY", "h", "a", "x"],           # error, no event
+    ["HDEL", "h", "a", "b", "n", "x"],
+]
+NOTIFY_EXPECTED = [
+    (b"__keyevent@0__:hset", b"h"), (b"__keyevent@0__:hset", b"h"),
+    (b"__keyevent@0__:hset", b"h"), (b"__keyevent@0__:hincrby", b"h"),
+    (b"__keyevent@0__:hincrbyfloat", b"h"), (b"__keyevent@0__:hdel", b"h"),
+    (b"__keyevent@0__:del", b"h"),
+]
+
+
+@pytest.mark.parametrize("target", ["ophidis", "redis"])
+def test_notifications(request, target):
+    # The expected events are checked against real Redis too.
+    r = request.getfixturevalue("r" if target == "ophidis" else "ref")
     r.config_set("notify-keyspace-events", "KEA")
     ev = Events(r)
     try:
-        r.hset("h", "a", "1")
-        r.hset("h", "a", "1")                 # no new field, still an event
-        r.hsetnx("h", "a", "2")               # nothing written, no event
-        r.hsetnx("h", "b", "2")
-        r.hincrby("h", "n", 1)
-        r.hincrbyfloat("h", "x", 1.5)
-        r.hdel("h", "zz")                     # nothing deleted, no event
-        r.hdel("h", "a", "b", "n", "x")
-        got = [e for e in ev.collect() if e[0].startswith(b"__keyevent")]
-        assert got == [
-            (b"__keyevent@0__:hset", b"h"), (b"__keyevent@0__:hset", b"h"),
-            (b"__keyevent@0__:hset", b"h"), (b"__keyevent@0__:hincrby", b"h"),
-            (b"__keyevent@0__:hincrbyfloat", b"h"), (b"__keyevent@0__:hdel", b"h"),
-            (b"__keyevent@0__:del", b"h"),
-        ]
+        for args in NOTIFY_SEQ:
+            try:
+                r.execute_command(*args)
+            except redis.ResponseError:
+                pass
+        got = ev.collect()
+        assert [e for e in got if e[0].startswith(b"__keyevent")] == NOTIFY_EXPECTED
+        assert [e for e in got if e[0].startswith(b"__keyspace")] == [
+            (b"__keyspace@0__:" + k, ev_name[len(b"__keyevent@0__:"):]) for ev_name, k in NOTIFY_EXPECTED]
     finally:
         ev.close()
         r.config_set("notify-keyspace-events", "")
+
+
+def test_notifications_inprocess():
+    events, replies = run_inprocess(NOTIFY_SEQ)
+    assert [e for e in events if e[0].startswith(b"__keyevent")] == NOTIFY_EXPECTED
+    assert replies[-1] == ":4\r\n"
 
 
 def test_dirty_counter(r):

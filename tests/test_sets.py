@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from hs_helpers import Events, Raw, config, port_of
+from hs_helpers import Events, Raw, config, port_of, run_inprocess
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 
@@ -579,36 +579,61 @@ def test_spop_srandmember_are_not_linear(r):
 
 # -- notifications and dirty -------------------------------------------------------------------
 
-def test_notifications(r):
+NOTIFY_SEQ = [
+    ["SADD", "s", "a", "b", "c"],
+    ["SADD", "s", "a"],                  # nothing added: no event
+    ["SREM", "s", "zz"],                 # nothing removed: no event
+    ["SREM", "s", "a"],
+    ["SMOVE", "s", "d", "b"],
+    ["SMOVE", "s", "d", "zz"],           # nothing moved: no event
+    ["SPOP", "s"],                       # the last member: spop + del
+    ["SADD", "s", "1", "2", "3"],
+    ["SPOP", "s", "1"],
+    ["SPOP", "s", "0"],                  # nothing popped: no event
+    ["SPOP", "s", "10"],
+    ["SADD", "x", "1"],
+    ["SMOVE", "x", "d", "1"],            # srem + del of x, sadd to d
+    ["SADD", "x", "1"],
+    ["SINTERSTORE", "dst", "x", "x"],
+    ["SUNIONSTORE", "dst", "x"],
+    ["SDIFFSTORE", "dst", "x", "x"],     # empty result deletes dst
+    ["SDIFFSTORE", "dst", "x", "x"],     # nothing to delete: no event
+    ["SINTERSTORE", "dst", "x", "nokey"],
+]
+NOTIFY_EXPECTED = [
+    (b"__keyevent@0__:sadd", b"s"), (b"__keyevent@0__:srem", b"s"),
+    (b"__keyevent@0__:srem", b"s"), (b"__keyevent@0__:sadd", b"d"),
+    (b"__keyevent@0__:spop", b"s"), (b"__keyevent@0__:del", b"s"),
+    (b"__keyevent@0__:sadd", b"s"), (b"__keyevent@0__:spop", b"s"),
+    (b"__keyevent@0__:spop", b"s"), (b"__keyevent@0__:del", b"s"),
+    (b"__keyevent@0__:sadd", b"x"),
+    (b"__keyevent@0__:srem", b"x"), (b"__keyevent@0__:del", b"x"), (b"__keyevent@0__:sadd", b"d"),
+    (b"__keyevent@0__:sadd", b"x"),
+    (b"__keyevent@0__:sinterstore", b"dst"),
+    (b"__keyevent@0__:sunionstore", b"dst"), (b"__keyevent@0__:del", b"dst"),
+]
+
+
+@pytest.mark.parametrize("target", ["ophidis", "redis"])
+def test_notifications(request, target):
+    # The expected events are checked against real Redis too.
+    r = request.getfixturevalue("r" if target == "ophidis" else "ref")
     r.config_set("notify-keyspace-events", "KEA")
     ev = Events(r)
     try:
-        r.sadd("s", "a", "b", "c")
-        r.sadd("s", "a")                   # nothing added: no event
-        r.srem("s", "zz")                  # nothing removed: no event
-        r.srem("s", "a")
-        r.smove("s", "d", "b")
-        r.spop("s")
-        r.sadd("s", "1", "2", "3")
-        r.spop("s", 1)
-        r.spop("s", 10)
-        r.sadd("x", "1")
-        r.sinterstore("dst", "x", "x")
-        r.sunionstore("dst", "x")
-        r.sdiffstore("dst", "x", "x")
-        got = [e for e in ev.collect() if e[0].startswith(b"__keyevent")]
-        assert got == [
-            (b"__keyevent@0__:sadd", b"s"), (b"__keyevent@0__:srem", b"s"),
-            (b"__keyevent@0__:srem", b"s"), (b"__keyevent@0__:sadd", b"d"),
-            (b"__keyevent@0__:spop", b"s"), (b"__keyevent@0__:del", b"s"),
-            (b"__keyevent@0__:sadd", b"s"), (b"__keyevent@0__:spop", b"s"),
-            (b"__keyevent@0__:spop", b"s"), (b"__keyevent@0__:del", b"s"),
-            (b"__keyevent@0__:sadd", b"x"), (b"__keyevent@0__:sinterstore", b"dst"),
-            (b"__keyevent@0__:sunionstore", b"dst"), (b"__keyevent@0__:del", b"dst"),
-        ]
+        for args in NOTIFY_SEQ:
+            r.execute_command(*args)
+        got = ev.collect()
+        assert [e for e in got if e[0].startswith(b"__keyevent")] == NOTIFY_EXPECTED
     finally:
         ev.close()
         r.config_set("notify-keyspace-events", "")
+
+
+def test_notifications_inprocess():
+    events, replies = run_inprocess(NOTIFY_SEQ)
+    assert [e for e in events if e[0].startswith(b"__keyevent")] == NOTIFY_EXPECTED
+    assert replies[0] == ":3\r\n"
 
 
 def test_dirty_counter(r):
