@@ -136,22 +136,31 @@ class Client:
 
 
 replies = []
-for args in json.loads(sys.stdin.read()):
+argvs = []
+spec = json.loads(sys.stdin.read())
+if spec["hooks"]:
+    Server.propagate_hooks = [None]
+for args in spec["commands"]:
     argv = [a.encode() for a in args]
+    argvs.append(argv)
     cmd = TABLE[argv[0].lower()]
     Client.last_cmd = cmd
     try:
         replies.append(cmd.proc(Client, argv).decode())
     except RedisError as e:
         replies.append("-" + str(e))
-print(json.dumps({"events": events, "replies": replies, "dirty": Server.dirty}))
+print(json.dumps({"events": events, "replies": replies, "dirty": Server.dirty,
+                  "argvs": [[a.decode() for a in v] for v in argvs]}))
 '''
 
 
-def run_inprocess(commands):
+def run_inprocess(commands, hooks=False, full=False):
     """Run commands against this checkout's command table in a separate
     interpreter with a stub client, capturing keyspace notifications (works
-    without pub/sub).  Returns (events as (channel, message) bytes, replies)."""
+    without pub/sub).  Returns (events as (channel, message) bytes, replies),
+    or the whole result dict with full=True.  hooks=True pretends a
+    propagation hook (AOF/replica) is installed: argvs are then what would
+    be propagated."""
     import json
     import os
     import subprocess
@@ -159,8 +168,11 @@ def run_inprocess(commands):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(root, "src")
-    out = subprocess.run([sys.executable, "-c", _INPROCESS], input=json.dumps(commands),
+    out = subprocess.run([sys.executable, "-c", _INPROCESS],
+                         input=json.dumps({"commands": commands, "hooks": hooks}),
                          capture_output=True, text=True, env=env, timeout=60, check=True)
     data = json.loads(out.stdout)
+    if full:
+        return data
     events = [(c.encode(), m.encode()) for c, m in data["events"]]
     return events, data["replies"]

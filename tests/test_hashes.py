@@ -564,3 +564,9 @@ def test_encoding_after_lowering_threshold(r):
         assert enc(r, "h") == b"hashtable"
         r.hincrby("g", "a", 1)
         assert enc(r, "g") == b"hashtable"
+
+
+def test_hincrbyfloat_propagates_as_hset():
+    data = run_inprocess([["HINCRBYFLOAT", "h", "f", "0.1"], ["HINCRBYFLOAT", "h", "f", "0.2"]],
+                         hooks=True, full=True)
+    assert data["argvs"] == [["HSET", "h", "f", "0.1"], ["HSET", "h", "f", "0.3"]]

@@ -8,6 +8,7 @@ import random
 import time
 
 import pytest
+import redis
 
 from hs_helpers import Events, Raw, config, port_of, run_inprocess
 
@@ -657,3 +658,124 @@ def test_intset_after_lowering_threshold(r):
         assert enc(r, "s") == b"intset"      # only a successful add converts
         assert r.sadd("s", 4) == 1
         assert enc(r, "s") == b"hashtable"
+
+
+# -- WATCH, expiry, COPY ----------------------------------------------------------------------
+
+WATCH_CASES = [
+    (["SADD", "s", "a"], False),          # already a member: not a modification
+    (["SADD", "s", "new"], True),
+    (["SREM", "s", "zz"], False),
+    (["SREM", "s", "a"], True),
+    (["SMOVE", "s", "o", "zz"], False),
+    (["SMOVE", "o", "s", "o1"], True),
+    (["SPOP", "s", "0"], False),
+    (["SPOP", "s"], True),
+    (["SPOP", "s", "1"], True),
+    (["SINTERSTORE", "s", "o"], True),
+    (["SINTERSTORE", "s", "nokey"], True),  # deletes s
+    (["SINTERSTORE", "nokey2", "nokey"], False),
+    (["SISMEMBER", "s", "a"], False),
+    (["SRANDMEMBER", "s", "-3"], False),
+]
+
+
+@pytest.mark.parametrize("args,touches", WATCH_CASES)
+def test_watch_invalidation(r, ref, args, touches):
+    results = []
+    for c in (r, ref):
+        c.sadd("s", "a", "b", "c")
+        c.sadd("o", "o1", "o2")
+        other = redis.Redis(port=port_of(c))
+        p = c.pipeline(transaction=True)
+        p.watch(args[1] if args[0] not in ("SMOVE",) else "s")
+        if args[0] == "SINTERSTORE" and args[1] == "nokey2":
+            p.watch("nokey2")
+        other.execute_command(*args)
+        other.close()
+        p.multi()
+        p.scard("s")
+        try:
+            p.execute()
+            results.append(False)
+        except redis.WatchError:
+            results.append(True)
+        p.reset()
+    assert results == [touches, touches]
+
+
+def test_expired_set_and_hash(r):
+    r.sadd("s", "a")
+    r.hset("h", "f", "v")
+    r.pexpire("s", 1)
+    r.pexpire("h", 1)
+    time.sleep(0.05)
+    assert r.scard("s") == 0 and r.smembers("s") == set()
+    assert r.sadd("s", "b") == 1 and r.ttl("s") == -1
+    assert r.hget("h", "f") is None and r.hlen("h") == 0
+    assert r.hset("h", "g", "1") == 1 and r.hgetall("h") == {b"g": b"1"}
+
+
+def test_copy_keeps_encoding_and_is_independent(r):
+    r.sadd("i", 1, 2, 3)
+    r.sadd("t", "x", "y")
+    r.hset("h", mapping={"a": "1"})
+    r.hset("H", mapping={"a": "x" * 100})
+    for src in ("i", "t", "h", "H"):
+        assert r.copy(src, src + "2") == 1
+        assert enc(r, src + "2") == enc(r, src)
+    r.sadd("i2", 4)
+    r.hset("h2", "b", "2")
+    assert r.scard("i") == 3 and r.hlen("h") == 1
+    assert r.smembers("i2") == {b"1", b"2", b"3", b"4"}
+
+
+def test_propagation_rewrites():
+    data = run_inprocess([
+        ["SADD", "s", "a", "b", "c", "d"],
+        ["SPOP", "s"],
+        ["SPOP", "s", "2"],
+        ["SPOP", "s", "5"],
+        ["SADD", "t", "1"],
+        ["SPOP", "t", "0"],
+    ], hooks=True, full=True)
+    argvs = data["argvs"]
+    popped = data["replies"][1].split("\r\n")[1]
+    assert argvs[1] == ["SREM", "s", popped]
+    assert argvs[2][:2] == ["SREM", "s"] and len(argvs[2]) == 4
+    assert argvs[3] == ["DEL", "s"]
+    assert argvs[5] == ["SPOP", "t", "0"]
+    assert sorted([popped] + argvs[2][2:]) < ["e"] and len({popped, *argvs[2][2:]}) == 3
+    # Without a propagation hook the request is left alone.
+    data = run_inprocess([["SADD", "s", "a"], ["SPOP", "s"]], full=True)
+    assert data["argvs"][1] == ["SPOP", "s"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sscan_random_churn(r, seed):
+    rnd = random.Random(seed)
+    n = 1500
+    r.sadd("s", *[b"k%d" % i for i in range(n)])
+    stable = {b"k%d" % i for i in range(0, n, 5)}
+    churn = [b"k%d" % i for i in range(n) if i % 5]
+    r.response_callbacks.pop("SSCAN", None)
+    seen = []
+    cursor = 0
+    while True:
+        cursor, items = r.execute_command("SSCAN", "s", cursor, "COUNT", rnd.randint(1, 60))
+        cursor = int(cursor)
+        seen += items
+        for _ in range(rnd.randint(0, 30)):
+            m = rnd.choice(churn)
+            if rnd.random() < 0.5:
+                r.srem("s", m)
+            else:
+                r.sadd("s", m)      # removed members come back
+        if rnd.random() < 0.3:
+            r.sadd("s", *[b"n%d" % rnd.randint(0, 10**6) for _ in range(rnd.randint(1, 300))])
+        if rnd.random() < 0.2:
+            r.srandmember("s", -3)
+        if cursor == 0:
+            break
+    assert stable <= set(seen)
+    assert len(seen) == len(set(seen))
