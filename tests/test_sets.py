@@ -779,3 +779,40 @@ def test_sscan_random_churn(r, seed):
             break
     assert stable <= set(seen)
     assert len(seen) == len(set(seen))
+
+
+# -- byte-exact differential replies (deterministic cases) --------------------------------------
+
+RAW_SCRIPT = [
+    ["SADD", "i", "5", "-2", "17", "0", "3"],
+    ["SADD", "t", "x"],
+    ["HSET", "h", "z", "1", "a", "2", "m", "3"],
+    ["SMEMBERS", "i"], ["SMEMBERS", "nokey"], ["SSCAN", "i", "0"], ["SSCAN", "i", "9", "MATCH", "*7"],
+    ["SINTER", "i", "i"], ["SUNION", "i", "nokey"], ["SDIFF", "i", "nokey"], ["SINTER", "i", "nokey"],
+    ["SRANDMEMBER", "i", "5"], ["SRANDMEMBER", "i", "50"], ["SRANDMEMBER", "nokey", "2"],
+    ["SRANDMEMBER", "nokey"], ["SPOP", "nokey"], ["SPOP", "nokey", "2"], ["SPOP", "i", "0"],
+    ["SMISMEMBER", "i", "5", "6"], ["SCARD", "i"], ["SINTERCARD", "2", "i", "t"],
+    ["SINTERSTORE", "d", "i", "i"], ["OBJECT", "ENCODING", "d"], ["SMEMBERS", "d"],
+    ["HGETALL", "h"], ["HGETALL", "nokey"], ["HKEYS", "h"], ["HVALS", "h"], ["HMGET", "h", "a", "q"],
+    ["HGET", "h", "q"], ["HSCAN", "h", "0"], ["HSCAN", "h", "0", "MATCH", "[am]"],
+    ["HRANDFIELD", "h", "3"], ["HRANDFIELD", "h", "10", "WITHVALUES"], ["HRANDFIELD", "nokey"],
+    ["HRANDFIELD", "nokey", "1", "WITHVALUES"], ["HINCRBYFLOAT", "h", "a", "0.25"],
+    ["HSTRLEN", "h", "a"], ["OBJECT", "ENCODING", "h"],
+    ["SPOP", "i", "5"], ["EXISTS", "i"],
+    ["HSET", "h"], ["SADD", "s"], ["SPOP", "t", "1", "2"], ["SMOVE", "t", "i"], ["SINTERCARD", "1"],
+    ["HRANDFIELD", "h", "1", "2"], ["SSCAN", "t"], ["HSCAN", "h", "abc"],
+]
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_raw_replies_match_redis(r, ref, proto):
+    ours, theirs = Raw(port_of(r)), Raw(port_of(ref))
+    try:
+        if proto == 3:
+            ours.call("HELLO", "3")
+            theirs.call("HELLO", "3")
+        for args in RAW_SCRIPT:
+            assert ours.call(*args) == theirs.call(*args), args
+    finally:
+        ours.close()
+        theirs.close()
