@@ -360,18 +360,25 @@ class Client(asyncio.Protocol):
         """Requests parsed in Python with Redis's rules (inline commands,
         unauthenticated clients, suspicious or malformed input, data that
         arrived while blocked).  A multibulk request at a boundary hands
-        the rest back to hiredis."""
+        the rest back to hiredis.  Commands that qualify run through the
+        same direct call as the hiredis fast path."""
+        pend = self.pend
         if data is not None:
-            if self.pend is None:
-                self.pend = bytearray(data)
+            if pend is None:
+                buf = data          # parse the read itself; keep only leftovers
             else:
-                self.pend += data
+                pend += data
+                buf = pend
+        else:
+            buf = pend
         self.py_mode = True
-        buf = self.pend
         if self.blocked or self.paused_queue is not None:
+            if buf is not pend:
+                self.pend = bytearray(buf)
             return
         srv = self.server
         out = self.pending_writes = []
+        append = out.append
         pos = 0
         n = len(buf)
         while pos < n:
@@ -399,10 +406,33 @@ class Client(asyncio.Protocol):
             pos = newpos
             if not argv:
                 continue
+            cmd = TABLE.get(argv[0])
+            if (cmd is not None and cmd.fastpath and not self.slow and not _SERVER_SLOW
+                    and cmd.amin <= len(argv) <= cmd.amax):
+                self.last_cmd = cmd
+                t0 = perf_counter()
+                try:
+                    append(cmd.proc(self, argv))
+                except RedisError as e:
+                    append(self.error_reply(e, cmd))
+                except Exception as e:  # noqa: BLE001
+                    r = self.internal_error(e, cmd, argv)
+                    if r is not None:
+                        append(r)
+                dt = perf_counter() - t0
+                cmd.calls += 1
+                cmd.usec += dt
+                if dt >= _SLOW_CHECK:
+                    srv.slow_call(self, cmd, argv, dt)
+                if _LATENCY_TRACKING:
+                    cmd.hist[int(dt * 976562.5).bit_length()] += 1
+                if _READY:
+                    srv.handle_ready_keys()
+                continue
             r = self.process_request(argv)
             if r is not None:
-                out.append(r)
-        if self.pend is buf:
+                append(r)
+        if buf is pend:
             if pos:
                 del buf[:pos]
             if not buf:
@@ -413,6 +443,16 @@ class Client(asyncio.Protocol):
                     self.write(out)
                 self._qbuf_limit()
                 return
+        elif self.pend is None and not self.closing:
+            if pos < n:
+                self.pend = bytearray(buf[pos:])
+                if len(self.pend) > srv.client_query_buffer_limit and not self.blocked:
+                    if out:
+                        self.write(out)
+                    self._qbuf_limit()
+                    return
+            else:
+                self.py_mode = False
         if out:
             self.write(out)
 
