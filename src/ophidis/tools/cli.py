@@ -1179,6 +1179,8 @@ class CLI:
         line = line.rstrip(b"\r")
         if line[:1] == b"-":
             err("SYNC with master failed: %s\n" % line.decode(errors="replace"))
+            if b"unknown command" in line:
+                err("The server does not implement replication (SYNC): no RDB can be transferred.\n")
             sys.exit(1)
         if line[1:5] == b"EOF:" and len(line) >= 5 + 40:
             return None, line[5:45]
