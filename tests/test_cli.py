@@ -81,45 +81,54 @@ def same_as_redis_cli(port, args, input=None, env=None, setup=None):
 
 
 STRING_SESSION = [
-    ["set", "foo", "bar"],
-    ["get", "foo"],
-    ["get", "nokey"],
-    ["incr", "counter"],
-    ["mget", "foo", "nokey", "counter"],
-    ["set", "bin", "a\x01\"\\\n\tb"],
-    ["get", "bin"],
-    ["nosuchcommand", "x"],
-    ["keys", "nomatch*"],
-    ["expire", "foo", "100"],
-    ["ttl", "foo"],
-    ["info", "keyspace"],
-    ["del", "foo", "bar"],
+    "set foo bar",
+    "get foo",
+    "get nokey",
+    "set counter 41",
+    "incr counter",
+    "mget foo nokey counter",
+    'set bin "a\\x01\\"\\\\\\n\\tb"',
+    "get bin",
+    "nosuchcommand x",
+    "keys nomatch*",
+    "expire foo 100",
+    "ttl foo",
+    "info keyspace",
+    "del foo bar",
 ]
 
 DATA_SESSION = [
-    ["rpush", "l", "a", "b", "c"],
-    ["lrange", "l", "0", "-1"],
-    ["hset", "h", "f1", "v1", "f2", "v2"],
-    ["hgetall", "h"],
-    ["zadd", "z", "1", "a", "2.5", "b"],
-    ["zrange", "z", "0", "-1", "withscores"],
-    ["sadd", "s", "x"],
-    ["smembers", "s"],
-    ["command", "info", "get"],
-    ["lrange", "nolist", "0", "-1"],
+    "rpush l a b c",
+    "lrange l 0 -1",
+    "hset h f1 v1 f2 v2",
+    "hgetall h",
+    "zadd z 1 a 2.5 b",
+    "zrange z 0 -1 withscores",
+    "sadd s x",
+    "smembers s",
+    "command info get",
+    "lrange nolist 0 -1",
 ]
 
 
-@pytest.mark.parametrize("mode", [[], ["--no-raw"], ["--csv"], ["--raw"]])
+@pytest.mark.parametrize("mode", [[], ["--no-raw"], ["--csv"], ["--raw"], ["-3", "--no-raw"]])
 def test_reply_formats_like_redis_cli(target, mode):
+    """The same session (commands read from stdin) through both CLIs."""
     port, c, is_redis = target
     session = STRING_SESSION + (DATA_SESSION if is_redis else [])
-    def setup():
-        c.flushall()
-        c.set("counter", 41)
-        c.set("bin", "a\x01\"\\\n\tb")
-    for cmd in session:
-        same_as_redis_cli(port, mode + cmd, setup=setup)
+    script = ("\n".join(session) + "\n").encode()
+    res = same_as_redis_cli(port, mode, input=script, setup=c.flushall)
+    assert len(res.stdout.splitlines()) >= len(session)
+
+
+@pytest.mark.parametrize("cmd", [["get", "foo"], ["mget", "foo", "nokey"], ["nosuchcommand"],
+                                 ["set", "bin", "a\x01\"\\\n"], ["get", "bin"], ["incr", "foo"]])
+def test_argv_commands_like_redis_cli(target, cmd):
+    port, c, _ = target
+    c.set("foo", "bar")
+    c.set("bin", "a\x01\"\\\n")
+    same_as_redis_cli(port, cmd)
+    same_as_redis_cli(port, ["--no-raw"] + cmd)
 
 
 def test_resp3_formats_like_redis_cli(redis_server, ref):
@@ -285,22 +294,22 @@ def test_pipe_mode(target):
 
 def test_latency_modes(target):
     port, _c, _ = target
-    res = run_cli(port, "--latency", "--raw", "-i", "0.3")
+    res = run_cli(port, "--latency", "--raw", "-i", "0.2")
     assert res.returncode == 0
     assert re.fullmatch(rb"\d+ \d+ \d+\.\d\d \d+\n", res.stdout), res.stdout
     res = run_cli(port, "--latency", "--csv", "-i", "0.2")
     assert re.fullmatch(rb"\d+,\d+,\d+\.\d\d,\d+\n", res.stdout), res.stdout
     # --latency-history prints a " -- N seconds range" line per interval.
     p = subprocess.Popen([sys.executable, "-m", "ophidis.tools.cli", "-p", str(port), "--latency-history",
-                          "-i", "0.5", "--no-raw"], stdout=subprocess.PIPE, env=cli_env())
-    time.sleep(2.0)
+                          "-i", "0.3", "--no-raw"], stdout=subprocess.PIPE, env=cli_env())
+    time.sleep(1.3)
     p.send_signal(signal.SIGINT)
     out = p.communicate(timeout=10)[0]
     ranges = re.findall(rb"min: \d+, max: \d+, avg: \d+\.\d\d \(\d+ samples\) -- 0\.\d\d seconds range\n", out)
     assert len(ranges) >= 2, out
     p = subprocess.Popen([sys.executable, "-m", "ophidis.tools.cli", "-p", str(port), "--latency-dist",
-                          "-i", "0.3"], stdout=subprocess.PIPE, env=cli_env())
-    time.sleep(1.5)
+                          "-i", "0.2"], stdout=subprocess.PIPE, env=cli_env())
+    time.sleep(1.0)
     p.send_signal(signal.SIGINT)
     out = p.communicate(timeout=10)[0]
     assert b"1,2,3,...,9      from 1 to 9     milliseconds" in out
@@ -348,6 +357,7 @@ def test_eval(redis_server, ref):
 
 def test_rdb_transfer(redis_server, ref, server, tmp_path):
     ref.set("persisted", "yes")
+    ref.config_set("repl-diskless-sync-delay", 0)
     path = tmp_path / "dump.rdb"
     res = run_cli(redis_server.port, "--rdb", str(path))
     assert res.returncode == 0, res.stderr
@@ -481,14 +491,16 @@ class Pty:
                 self.buf += data
 
     def close(self):
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.waitpid(self.pid, 0)
-        except OSError:
-            pass
+        if self.pid > 0:    # never kill(0): that is our own process group
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = 0
         os.close(self.fd)
 
     def wait(self, timeout=10):
@@ -606,7 +618,7 @@ def test_interactive_prompt_history_hints_help(target, tmp_path):
         p.close()
     hist = open(os.path.join(home, ".ophidiscli_history")).read().splitlines()
     assert hist[0] == "set k v"
-    assert "help get" in hist and hist[-1] == "get k"
+    assert "help get" in hist and hist[-2:] == ["get k", "quit"]
     assert not any("secret" in h for h in hist)
 
 
