@@ -315,6 +315,7 @@ class Worker:
         self.done = None
         self.error = None
         self.loop = None
+        self.keepalive = bool(opts.keepalive)
 
     async def connect_one(self):
         o = self.o
@@ -382,28 +383,31 @@ class BenchClient(asyncio.Protocol):
         self.start = time.perf_counter_ns()
         self.t.write(w.tmpl.batch(k))
 
-    def data_received(self, data):
+    def data_received(self, data, _now=time.perf_counter_ns, _err=hiredis.ReplyError):
+        # The hot path: one call per read.  Latency is taken at the first
+        # read of a batch (as redis-benchmark does), replies are counted with
+        # hiredis, and the next batch is written at once.
         if self.latency < 0:
-            self.latency = (time.perf_counter_ns() - self.start) // 1000
+            self.latency = (_now() - self.start) // 1000
         reader = self.reader
         reader.feed(data)
-        n = 0
         gets = reader.gets
-        while True:
+        pending = self.pending
+        n = 0
+        while n < pending:
             x = gets()
             if x is False:
                 break
-            if x.__class__ is hiredis.ReplyError:
+            if x.__class__ is _err:
                 if self.prefix_wait is not None and not self.prefix_wait.done():
                     self.prefix_wait.set_exception(BenchError("Error from server: %s" % x))
                     return
                 self.w.fail("Error from server: %s" % x)
                 return
             n += 1
-        if not n:
-            return
-        self.pending -= n
-        if self.pending > 0:
+        pending -= n
+        self.pending = pending
+        if pending > 0 or not n:
             return
         if self.prefix_wait is not None:
             if not self.prefix_wait.done():
@@ -418,12 +422,24 @@ class BenchClient(asyncio.Protocol):
         w.finished += b
         w.lat_sum += lat * b
         w.lat_cnt += b
-        if w.o.keepalive:
-            self.send()
-        else:
-            self.t.close()
-            w.live -= 1
-            w.loop.create_task(_reconnect(w))
+        r = w.remaining
+        if r <= 0 or not w.keepalive:
+            if r > 0:
+                self.t.close()
+                w.live -= 1
+                w.loop.create_task(_reconnect(w))
+            else:
+                self.send()
+            return
+        tmpl = w.tmpl
+        k = tmpl.pipeline
+        if k > r:
+            k = r
+        w.remaining = r - k
+        self.pending = self.batch = k
+        self.latency = -1
+        self.start = _now()
+        self.t.write(tmpl.full if (tmpl.static and k == tmpl.pipeline) else tmpl.batch(k))
 
 
 async def _reconnect(w):
