@@ -1017,7 +1017,8 @@ class CLI:
             try:
                 line = ed.readline(self.prompt())
             except KeyboardInterrupt:
-                continue
+                break       # Ctrl-C at the prompt quits, as in redis-cli
+
             if line is None:
                 break
             if not line:
