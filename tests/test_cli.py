@@ -299,6 +299,10 @@ def test_latency_modes(target):
     assert re.fullmatch(rb"\d+ \d+ \d+\.\d\d \d+\n", res.stdout), res.stdout
     res = run_cli(port, "--latency", "--csv", "-i", "0.2")
     assert re.fullmatch(rb"\d+,\d+,\d+\.\d\d,\d+\n", res.stdout), res.stdout
+
+
+def test_latency_history_and_dist(server):
+    port = server.port
     # --latency-history prints a " -- N seconds range" line per interval.
     p = subprocess.Popen([sys.executable, "-m", "ophidis.tools.cli", "-p", str(port), "--latency-history",
                           "-i", "0.3", "--no-raw"], stdout=subprocess.PIPE, env=cli_env())
