@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing as mp
-import os
 import random
 import signal
 import socket

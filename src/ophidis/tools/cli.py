@@ -10,7 +10,6 @@ import json
 import os
 import random
 import signal
-import socket
 import sys
 import time
 
@@ -333,7 +332,6 @@ def docs_from_bundled():
 # ---------------------------------------------------------------------------
 # The client
 # ---------------------------------------------------------------------------
-OUTPUT_RAW_COMMANDS = None
 
 
 def _wants_raw(argv):
@@ -1272,7 +1270,6 @@ class CLI:
         sys.exit(0)
 
 
-_SENSITIVE = {b"auth": 1, b"migrate": 1}
 
 
 def _is_sensitive(argv):
