@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing as mp
+from multiprocessing import connection as mp_connection
 import random
 import signal
 import socket
@@ -619,6 +620,7 @@ class Runner:
         prev_fin = prev_sum = prev_cnt = 0
         results = [None] * nworkers
         show = not o.csv
+        next_tick = start + 0.25
         while True:
             alive = False
             for i, a in enumerate(pipes):
@@ -637,10 +639,13 @@ class Runner:
                         sys.exit(1)
             if not alive:
                 break
-            time.sleep(0.25 if not show else 0.25)
-            if not show:
-                continue
+            # Wake up as soon as a worker reports, or for the next progress line.
+            waiting = [a for i, a in enumerate(pipes) if results[i] is None]
+            mp_connection.wait(waiting, timeout=max(0.0, next_tick - time.monotonic()))
             now = time.monotonic()
+            if not show or now < next_tick:
+                continue
+            next_tick = now + 0.25
             fin = sum(shared[4 * i] for i in range(nworkers))
             lsum = sum(shared[4 * i + 1] for i in range(nworkers))
             lcnt = sum(shared[4 * i + 2] for i in range(nworkers))
