@@ -653,11 +653,11 @@ def test_interactive_reconnects_after_restart(tmp_path):
         srv.stop()
 
 
-def test_interactive_without_command_docs_degrades(server, tmp_path):
-    """Ophidis has no COMMAND DOCS yet: hints come from the bundled metadata."""
+def test_interactive_hints_from_server_command_docs(server, tmp_path):
+    """Hints come from the server's COMMAND DOCS (Ophidis implements it)."""
     port = server.port
-    r = run_cli(port, "command", "docs", "get")
-    assert b"unknown command" in r.stdout
+    r = run_cli(port, "command", "docs", "getex")
+    assert b"arguments" in r.stdout and b"unknown command" not in r.stdout
     prompt = "127.0.0.1:%d> " % port
     p = _spawn(port, str(tmp_path))
     try:
