@@ -228,7 +228,8 @@ class Client(asyncio.Protocol):
             except Exception as e:  # noqa: BLE001 - never let a command kill the link
                 r = self.internal_error(e, cmd, req)
             dt = perf_counter() - t0
-            cmd.calls += 1
+            if not self.blocked:   # a blocked command counts when it is served
+                cmd.calls += 1
             cmd.usec += dt
             if _SLOWLOG_THRESHOLD is not None and dt >= _SLOWLOG_THRESHOLD:
                 self.server.slowlog_add(self, req, dt)
