@@ -649,10 +649,6 @@ def _timeout_null_array(c):
     return c.null_array
 
 
-def _timeout_null(c):
-    return c.null
-
-
 def _bpop(c, argv, left):
     deadline = parse_timeout(argv[-1])
     keys = argv[1:-1]
@@ -751,7 +747,10 @@ def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
             notify.notify(_GENERIC, b"del", key, db.id)
         return _bulk(x)
 
-    c.server.blocking_handler.block(c, [src], deadline, on_ready, _timeout_null)
+    # Redis 7.0 answers every timed out list client with a null array
+    # (replyToBlockedClientTimedOut), BLMOVE included; only the "may not
+    # block" path (MULTI, scripts) replies a null bulk.
+    c.server.blocking_handler.block(c, [src], deadline, on_ready, _timeout_null_array)
     return None
 
 
