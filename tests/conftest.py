@@ -186,3 +186,18 @@ def read_reply(sock, timeout=5.0) -> bytes:
     except socket.timeout:
         pass
     return data
+
+
+def raw_command(port, *args) -> bytes:
+    """Send one command, return the raw reply bytes (exact formatting checks)."""
+    from ophidis.protocol import encode_request
+    s = raw_connect(port)
+    s.sendall(encode_request(*args))
+    out = read_reply(s, timeout=5)
+    s.close()
+    return out
+
+
+@pytest.fixture
+def raw(server):
+    return lambda *args: raw_command(server.port, *args)

@@ -11,7 +11,6 @@ of Redis's processCommand checks.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from time import perf_counter
 
@@ -32,7 +31,23 @@ from .protocol import (
 
 _HiredisProtocolError = hiredis.ProtocolError
 _monotonic = time.monotonic
-_SUSPICIOUS = re.compile(rb"\*-?\d{7}|\*-?\d{0,6}\Z").search
+_DIGITS = bytes.maketrans(b"0123456789-", b"00000000000")
+
+
+def _suspicious(data) -> bool:
+    """Could data hold a multibulk header of seven digits or more (or the
+    start of one at its end)?  hiredis pre-sizes arrays from the header and
+    freeing a reader that waits on a huge one costs seconds, so such input
+    goes through the Python parser (which applies Redis's limits) instead.
+    C-level operations only: this runs once per read."""
+    if data.translate(_DIGITS).find(b"*0000000") >= 0:
+        return True
+    if not data.endswith(b"\r\n"):
+        tail = data[-8:]
+        i = tail.rfind(b"*")
+        if i >= 0 and not tail[i + 1:].translate(_DIGITS).strip(b"0"):
+            return True
+    return False
 
 # Server-wide "take the general path" switch (maxmemory, MONITOR, pauses,
 # busy scripts, loading, MISCONF ...).  Set through ``set_server_slow``.
@@ -49,7 +64,7 @@ def set_server_slow(v: bool):
 
 def set_slowlog_threshold(us: int):
     global _SLOWLOG_THRESHOLD
-    _SLOWLOG_THRESHOLD = None if us < 0 else us / 1e6
+    _SLOWLOG_THRESHOLD = float("inf") if us < 0 else us / 1e6
 
 
 def set_ready_list(lst):
@@ -157,17 +172,17 @@ class Client(asyncio.Protocol):
         if pend is None:
             # At a request boundary.  hiredis takes authenticated multibulk
             # traffic; anything else goes through Redis's rules in Python.
-            # _SUSPICIOUS catches multibulk counts hiredis would allocate
+            # _suspicious catches multibulk counts hiredis would allocate
             # eagerly (a "*3000000000" header must not cost gigabytes).
             if (data[0] != 42 or not self.authenticated or self.blocked
-                    or self.paused_queue is not None or _SUSPICIOUS(data)):
+                    or self.paused_queue is not None or _suspicious(data)):
                 self._python_input(data)
                 return
         elif self.py_mode:
             pend += data
             self._python_input(None)
             return
-        elif _SUSPICIOUS(data):
+        elif _suspicious(data):
             pend += data
             self.reader = hiredis.Reader()
             self.py_mode = True
@@ -178,11 +193,14 @@ class Client(asyncio.Protocol):
         reader = self.reader
         reader.feed(data)
         out = []
+        append = out.append
+        gets = reader.gets
         last = None
         nreq = 0
+        slow = self.slow or _SERVER_SLOW
         while True:
             try:
-                req = reader.gets()
+                req = gets()
             except _HiredisProtocolError:
                 self._hiredis_error(data, pend, out, nreq)
                 return
@@ -190,55 +208,36 @@ class Client(asyncio.Protocol):
                 break
             nreq += 1
             last = req
-            if req.__class__ is not list or not req:
+            if req.__class__ is list and req:
+                cmd = TABLE.get(req[0])
+                if not slow and cmd is not None and cmd.fastpath and cmd.amin <= len(req) <= cmd.amax:
+                    # The fast path: no check of processCommand can apply.
+                    self.last_cmd = cmd
+                    t0 = perf_counter()
+                    try:
+                        append(cmd.proc(self, req))
+                    except RedisError as e:
+                        append(self.error_reply(e, cmd))
+                    except Exception as e:  # noqa: BLE001 - never let a command kill the link
+                        r = self.internal_error(e, cmd, req)
+                        if r is not None:
+                            append(r)
+                    dt = perf_counter() - t0
+                    cmd.calls += 1
+                    cmd.usec += dt
+                    if dt >= _SLOWLOG_THRESHOLD:
+                        self.server.slowlog_add(self, req, dt)
+                    if _READY:
+                        self.server.handle_ready_keys()
+                    continue
+                r = self.process_request(req)
+            else:
                 r = self._odd_request(req)
-                if r is not None:
-                    out.append(r)
-                if self.close_after_reply:
-                    break
-                continue
-            if self.slow or _SERVER_SLOW:
-                r = self.process_request(req)
-                if r is not None:
-                    out.append(r)
-                if self.blocked or self.close_after_reply or self.paused_queue is not None:
-                    break
-                continue
-            cmd = TABLE.get(req[0])
-            if cmd is None or cmd.subcommands:
-                r = self.process_request(req)
-                if r is not None:
-                    out.append(r)
-                if self.blocked or self.close_after_reply or self.paused_queue is not None:
-                    break
-                continue
-            a = cmd.arity
-            n = len(req)
-            if (a > 0 and a != n) or n < -a:
-                r = self.process_request(req)
-                if r is not None:
-                    out.append(r)
-                continue
-            self.last_cmd = cmd
-            t0 = perf_counter()
-            try:
-                r = cmd.proc(self, req)
-            except RedisError as e:
-                r = self.error_reply(e, cmd)
-            except Exception as e:  # noqa: BLE001 - never let a command kill the link
-                r = self.internal_error(e, cmd, req)
-            dt = perf_counter() - t0
-            if not self.blocked:   # a blocked command counts when it is served
-                cmd.calls += 1
-            cmd.usec += dt
-            if _SLOWLOG_THRESHOLD is not None and dt >= _SLOWLOG_THRESHOLD:
-                self.server.slowlog_add(self, req, dt)
             if r is not None:
-                out.append(r)
-            if _READY:
-                self.server.handle_ready_keys()
-            if self.blocked or self.close_after_reply or self.paused_queue is not None:
+                append(r)
+            if self.blocked or self.close_after_reply or self.paused_queue is not None or self.closing:
                 break
+            slow = self.slow or _SERVER_SLOW
         # Does hiredis hold the start of an incomplete request?  The common
         # case (the read ended with a whole request) is checked cheaply.
         if last.__class__ is list and last and not (
@@ -342,7 +341,7 @@ class Client(asyncio.Protocol):
             if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
                 break
             if (buf[pos] == 42 and self.authenticated and not self.slow_input()
-                    and not (python_first and pos == 0) and not _SUSPICIOUS(buf, pos)):
+                    and not (python_first and pos == 0) and not _suspicious(bytes(buf[pos:pos + 65536]))):
                 rest = bytes(buf[pos:])
                 self.pend = None
                 self.py_mode = False
@@ -470,7 +469,7 @@ class Client(asyncio.Protocol):
             return
         if self.close_after_reply:
             self.close()
-        elif self.server.obuf_check and not self.closing:
+        elif self.server.obuf_check and t.get_write_buffer_size():
             self.server.check_output_limits(self)
 
     def push(self, data: bytes):

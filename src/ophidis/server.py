@@ -406,10 +406,12 @@ class Server:
         return self.filter_reply(c, b"-%s\r\n" % msg)
 
     def filter_reply(self, c, r):
+        """CLIENT REPLY OFF (1) / SKIP: 2 = set by the current command,
+        becomes 3 = suppress the reply of the next command."""
         m = c.reply_mode
         if m == 0:
             return r
-        if m == 3:  # the command after CLIENT REPLY SKIP
+        if m == 3:
             c.reply_mode = 0
             c.update_slow()
             return None
@@ -447,7 +449,7 @@ class Server:
                 h(c, cmd, argv)
         if self.ready_keys and not c.in_exec and not c.in_script:
             self.handle_ready_keys()
-        if r is not None and c.reply_mode:
+        if c.reply_mode:
             r = self.filter_reply(c, r)
         return r
 

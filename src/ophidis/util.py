@@ -49,37 +49,42 @@ def parse_positive(b, msg="ERR value is out of range, must be positive") -> int:
     return v
 
 
-_FLOAT_RE = re.compile(rb"^[ \t\n\r\v\f]*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)\Z",
-                       re.IGNORECASE)
-
-
-def parse_float(b, err=NOT_FLOAT, allow_nan=False) -> float:
-    """Redis's string2d / strtod rules: no spaces around, NaN refused."""
-    if not b or len(b) > 5000 or b[:1].isspace() or b[-1:].isspace():
-        raise err
-    try:
-        v = float(b)
-    except (ValueError, TypeError):
-        raise err
-    if b"_" in b:
-        raise err
-    if v != v and not allow_nan:
-        raise err
-    return v
-
-
-def parse_long_double(b, err=NOT_FLOAT) -> float:
-    """Redis's string2ld (INCRBYFLOAT, HINCRBYFLOAT): strtold, no spaces,
-    NaN and infinity refused."""
+def _strtod(b, err):
+    """strtod-like parsing with Redis's string2d/string2ld rejections:
+    empty, leading space, trailing garbage, NaN, overflow to infinity and
+    underflow to zero."""
     if not b or len(b) > 5000 or b[:1].isspace() or b[-1:].isspace() or b"_" in b:
         raise err
     try:
         v = float(b)
     except (ValueError, TypeError):
         raise err
-    if math.isnan(v) or math.isinf(v):
+    if v != v:
         raise err
+    if v in (_INF, _NINF):
+        low = b.lower().lstrip(b"+-")
+        if low not in (b"inf", b"infinity"):
+            raise err  # overflow (ERANGE with HUGE_VAL)
+    elif v == 0.0:
+        mant = b.lower().split(b"e")[0]
+        if any(ch in b"123456789" for ch in mant):
+            raise err  # underflow to zero (ERANGE)
     return v
+
+
+_INF = float("inf")
+_NINF = float("-inf")
+
+
+def parse_float(b, err=NOT_FLOAT) -> float:
+    """Redis's string2d (scores, timeouts ...)."""
+    return _strtod(b, err)
+
+
+def parse_long_double(b, err=NOT_FLOAT) -> float:
+    """Redis's string2ld (INCRBYFLOAT, HINCRBYFLOAT): like string2d; infinity
+    is accepted here, the commands reject infinite results themselves."""
+    return _strtod(b, err)
 
 
 def format_long_double(v: float) -> bytes:

@@ -49,6 +49,14 @@ def _acl_categories(meta) -> list:
     return out
 
 
+_NOT_FAST = {
+    "multi", "exec", "discard", "watch", "unwatch", "hello", "auth", "reset", "quit",
+    "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
+    "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function",
+    "client", "config", "debug", "monitor", "shutdown", "xread", "xreadgroup", "wait",
+}
+
+
 class Command:
     __slots__ = (
         "name", "fullname", "proc", "arity", "flags", "meta", "acl", "group",
@@ -58,7 +66,7 @@ class Command:
         "write", "readonly", "denyoom", "noauth", "loading", "stale",
         "nomulti", "noscript", "pubsub", "admin", "blocking", "fast",
         "skip_monitor", "skip_slowlog", "protected", "may_replicate", "allow_busy",
-        "getkeys_proc",
+        "getkeys_proc", "amin", "amax", "fastpath",
     )
 
     def __init__(self, fullname: str, proc, meta: dict, extra_flags=()):
@@ -96,6 +104,14 @@ class Command:
         self.protected = "protected" in f
         self.may_replicate = "may_replicate" in f
         self.allow_busy = "allow_busy" in f
+        a = self.arity
+        self.amin = a if a > 0 else -a
+        self.amax = a if a > 0 else 1 << 30
+        # May the client's fast path run it directly?  Not when it could
+        # change the client's or server's state that the general path checks
+        # (or block, or not reply).
+        self.fastpath = (proc is not None and not self.blocking and not self.admin and not self.pubsub
+                         and not self.noscript and self.name not in _NOT_FAST)
 
     def __repr__(self):
         return "<Command %s>" % self.fullname
@@ -111,7 +127,7 @@ def _container_proc(container: Command):
     subs = container.subcommands
     upper = container.name.upper()
 
-    def dispatch(c, argv):
+    def dispatch(c, argv):  # only reached through the general path
         sub = subs.get(argv[1].lower()) if len(argv) > 1 else None
         if sub is None:
             raise RedisError("ERR unknown subcommand '%s'. Try %s HELP." % (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from .. import notify
-from ..db import WRONGTYPE_ERR, check_string
-from ..errors import SYNTAX, RedisError
-from ..protocol import NULL_BULK, OK, ZERO, ONE, bulk_array, integer
+from ..db import WRONGTYPE_ERR, check_string, stats
+from ..errors import NOT_INT, SYNTAX, RedisError
+from ..protocol import NULL3, NULL_BULK, OK, ONE, ZERO, bulk_array, integer
 from ..util import LLONG_MAX, LLONG_MIN, format_long_double, parse_int, parse_long_double
 from . import command
 
@@ -81,9 +81,15 @@ def expire_ms(expire, flags, cmdname: str) -> int:
 
 @command("get")
 def get(c, argv):
-    v = c.db.lookup_read(argv[1])
-    if v is None:
-        return c.null if c.resp == 3 else NULL_BULK
+    db = c.db
+    key = argv[1]
+    v = db.d.get(key)
+    if v is None or (db.expires and key in db.expires):
+        v = db.lookup_read(key)
+        if v is None:
+            return NULL_BULK if c.resp == 2 else NULL3
+    else:
+        stats.keyspace_hits += 1
     if v.__class__ is not bytes and v.__class__ is not bytearray:
         raise WRONGTYPE_ERR
     return b"$%d\r\n%s\r\n" % (len(v), v)
@@ -279,17 +285,26 @@ _OVERFLOW = RedisError("ERR increment or decrement would overflow")
 
 def _incr(c, key, delta):
     db = c.db
-    v = db.lookup_write(key)
+    d = db.d
+    v = d.get(key)
+    if v is not None and db.expires and key in db.expires:
+        v = db.lookup_write(key)
     if v is None:
         n = delta
     else:
         if v.__class__ is not bytes and v.__class__ is not bytearray:
             raise WRONGTYPE_ERR
-        n = parse_int(v) + delta
+        try:
+            n = int(v)
+        except ValueError:
+            raise NOT_INT from None
+        if n > LLONG_MAX or n < LLONG_MIN or b"%d" % n != v:
+            raise NOT_INT
+        n += delta
         if n > LLONG_MAX or n < LLONG_MIN:
             raise _OVERFLOW
     new = b"%d" % n
-    db.d[key] = new
+    d[key] = new
     if db.watched_keys and key in db.watched_keys:
         db.signal(key)
     c.server.dirty += 1

@@ -9,6 +9,10 @@ Interface used by persistence and other modules:
   z.skiplist                       False: listpack encoding, True: skiplist
 The zset command module may extend this class (ranges, ranks, pops) but
 keeps these names.
+
+The ordered index ``sl`` is a SortedList of (score, member) tuples, which is
+exactly Redis's skiplist order (score, then member bytes).  Ranks, score
+ranges and pops are O(log N).  ``dels`` counts removals (ZSCAN cursors).
 """
 
 from sortedcontainers import SortedList
@@ -16,13 +20,40 @@ from sortedcontainers import SortedList
 from ..db import ENCODINGS, TYPE_NAMES
 
 
+class _Top:
+    """Sorts after every bytes member: (score, TOP) bounds all (score, m)."""
+    __slots__ = ()
+
+    def __lt__(self, other):
+        return False
+
+    def __le__(self, other):
+        return self is other
+
+    def __gt__(self, other):
+        return self is not other
+
+    def __ge__(self, other):
+        return True
+
+    def __eq__(self, other):
+        return self is other
+
+    def __hash__(self):
+        return 0
+
+
+TOP = _Top()
+
+
 class ZSetValue:
-    __slots__ = ("dict", "sl", "skiplist")
+    __slots__ = ("dict", "sl", "skiplist", "dels")
 
     def __init__(self):
         self.dict = {}
         self.sl = SortedList()   # (score, member)
         self.skiplist = False
+        self.dels = 0
 
     def __len__(self):
         return len(self.dict)
@@ -41,6 +72,7 @@ class ZSetValue:
         if old is None:
             return False
         self.sl.remove((old, member))
+        self.dels += 1
         return True
 
     def items(self):
@@ -53,6 +85,64 @@ class ZSetValue:
         n.sl = SortedList(self.sl)
         n.skiplist = self.skiplist
         return n
+
+    # -- extensions used by commands/zsets.py ------------------------------------
+    def rank(self, member):
+        """0-based rank in ascending order, or None."""
+        s = self.dict.get(member)
+        if s is None:
+            return None
+        return self.sl.bisect_left((s, member))
+
+    def score_range(self, mn, mnex, mx, mxex):
+        """(lo, hi) index slice of the elements within the score range."""
+        if mn > mx or (mn == mx and (mnex or mxex)):
+            return 0, 0
+        sl = self.sl
+        lo = sl.bisect_left((mn, TOP)) if mnex else sl.bisect_left((mn,))
+        hi = sl.bisect_left((mx,)) if mxex else sl.bisect_left((mx, TOP))
+        if hi < lo:
+            hi = lo
+        return lo, hi
+
+    def pop_index(self, idx):
+        score, member = self.sl.pop(idx)
+        del self.dict[member]
+        self.dels += 1
+        return member, score
+
+    def remove_slice(self, lo, hi):
+        """Remove the elements of ranks lo..hi-1; returns how many."""
+        n = hi - lo
+        if n <= 0:
+            return 0
+        sl = self.sl
+        d = self.dict
+        if n == 1:
+            del d[sl.pop(lo)[1]]
+        else:
+            for _, m in sl.islice(lo, hi):
+                del d[m]
+            del sl[lo:hi]
+        self.dels += n
+        return n
+
+    def normalize_listpack(self):
+        """A listpack stores a score of -0 as the integer 0: mirror that."""
+        d = self.dict
+        sl = self.sl
+        if not len(sl):
+            return
+        lo = sl.bisect_left((0.0,))
+        hi = sl.bisect_left((0.0, TOP))
+        for i in range(lo, hi):
+            s, m = sl[i]
+            if str(s)[0] == "-":
+                d[m] = 0.0
+        if hi > lo:
+            items = [(0.0, m) for _, m in sl.islice(lo, hi)]
+            del sl[lo:hi]
+            sl.update(items)
 
 
 TYPE_NAMES[ZSetValue] = b"zset"

@@ -1,0 +1,255 @@
+"""SORT and SORT_RO (sort.c).
+
+Works on lists, sets and sorted sets, reading them generically: lists and
+sets are iterables of bytes (``ListValue``/``SetValue``), sorted sets are
+``ZSetValue``; BY/GET patterns read strings and hash fields.
+"""
+
+from __future__ import annotations
+
+from functools import cmp_to_key
+
+from .. import notify
+from ..db import WRONGTYPE_ERR, type_name
+from ..errors import SYNTAX, RedisError
+from ..protocol import ZERO, integer
+from ..types.containers import ListValue
+from ..types.zset import ZSetValue
+from ..util import parse_int
+from . import command
+from .numparse import sort_strtod
+
+SCORE_ERR = RedisError("ERR One or more scores can't be converted into double")
+
+
+def _lookup_by_pattern(db, pattern, subst):
+    """lookupKeyByPattern: the value (bytes) the pattern names for subst, or
+    None.  ``#`` is the element itself; ``key*->field`` reads a hash field."""
+    if pattern == b"#":
+        return subst
+    p = pattern.find(b"*")
+    if p < 0:
+        return None
+    f = pattern.find(b"->", p + 1)
+    field = None
+    if f >= 0 and f + 2 < len(pattern):
+        field = pattern[f + 2:]
+        keyname = pattern[:p] + subst + pattern[p + 1:f]
+    else:
+        keyname = pattern[:p] + subst + pattern[p + 1:]
+    o = db.lookup_read(keyname)
+    if o is None:
+        return None
+    t = type_name(o)
+    if field is not None:
+        if t != b"hash":
+            return None
+        v = o.get(field)
+        if v is None:
+            return None
+        return bytes(v)
+    if t != b"string":
+        return None
+    return bytes(o)
+
+
+def _set_members(v):
+    """Set iteration order: an intset iterates in integer order."""
+    if getattr(v, "enc", None) == b"intset":
+        try:
+            return sorted(v, key=int)
+        except ValueError:
+            pass
+    return list(v)
+
+
+def _sort_generic(c, argv, readonly):
+    n = len(argv)
+    desc = False
+    alpha = False
+    limit_start = 0
+    limit_count = -1
+    dontsort = False
+    sortby = None
+    storekey = None
+    gets = []
+    j = 2
+    while j < n:
+        opt = argv[j].lower()
+        left = n - j - 1
+        if opt == b"asc":
+            desc = False
+        elif opt == b"desc":
+            desc = True
+        elif opt == b"alpha":
+            alpha = True
+        elif opt == b"limit" and left >= 2:
+            limit_start = parse_int(argv[j + 1])
+            limit_count = parse_int(argv[j + 2])
+            j += 2
+        elif not readonly and opt == b"store" and left >= 1:
+            storekey = argv[j + 1]
+            j += 1
+        elif opt == b"by" and left >= 1:
+            sortby = argv[j + 1]
+            # A pattern without '*' means "don't sort" (later BY options
+            # override earlier ones, but the flag sticks as in Redis).
+            if b"*" not in sortby:
+                dontsort = True
+            j += 1
+        elif opt == b"get" and left >= 1:
+            gets.append(argv[j + 1])
+            j += 1
+        else:
+            raise SYNTAX
+        j += 1
+
+    db = c.db
+    v = db.lookup_read(argv[1])
+    if v is None:
+        kind = b"list"
+        elems = []
+    else:
+        kind = type_name(v)
+        if kind not in (b"list", b"set", b"zset"):
+            raise WRONGTYPE_ERR
+    if dontsort and kind == b"set" and (storekey is not None or c.in_script):
+        # Sets have no order of their own: make the result deterministic.
+        dontsort = False
+        alpha = True
+        sortby = None
+    if v is not None and v.__class__ is ZSetValue:
+        v.skiplist = True   # Redis converts the zset to sort it
+
+    if kind == b"list":
+        vectorlen = len(v) if v is not None else 0
+    elif kind == b"set":
+        vectorlen = len(v)
+    else:
+        vectorlen = len(v.dict)
+
+    start = min(max(limit_start, 0), vectorlen)
+    limit_count = min(max(limit_count, -1), vectorlen)
+    end = vectorlen - 1 if limit_count < 0 else start + limit_count - 1
+    if start >= vectorlen:
+        start = vectorlen - 1
+        end = vectorlen - 2
+    if end >= vectorlen:
+        end = vectorlen - 1
+
+    if dontsort and kind in (b"list", b"zset"):
+        if end >= start:
+            if kind == b"list":
+                if desc:
+                    seq = list(v)[::-1]
+                else:
+                    seq = list(v)
+                elems = seq[start:end + 1]
+            else:
+                sl = v.sl
+                ln = len(sl)
+                if desc:
+                    elems = [m for _, m in sl.islice(ln - 1 - end, ln - start, reverse=True)]
+                else:
+                    elems = [m for _, m in sl.islice(start, end + 1)]
+            end -= start
+            start = 0
+        else:
+            elems = []
+    elif v is None:
+        elems = []
+    elif kind == b"list":
+        elems = list(v)
+    elif kind == b"set":
+        elems = _set_members(v)
+    else:
+        elems = list(v.dict)
+
+    conv_error = False
+    if not dontsort and elems:
+        if alpha:
+            if sortby is not None:
+                keyed = [(_lookup_by_pattern(db, sortby, e), e) for e in elems]
+
+                def cmp(a, b):
+                    x, y = a[0], b[0]
+                    if x is None or y is None:
+                        if x is y:
+                            return 0
+                        return -1 if x is None else 1
+                    return (x > y) - (x < y)
+                keyed.sort(key=cmp_to_key(cmp), reverse=desc)
+                elems = [e for _, e in keyed]
+            else:
+                elems.sort(reverse=desc)
+        else:
+            keyed = []
+            for e in elems:
+                if sortby is not None:
+                    bv = _lookup_by_pattern(db, sortby, e)
+                    if bv is None:
+                        keyed.append((0.0, e))
+                        continue
+                else:
+                    bv = e
+                s = sort_strtod(bv)
+                if s is None:
+                    conv_error = True
+                    s = 0.0
+                keyed.append((s, e))
+            keyed.sort(reverse=desc)
+            elems = [e for _, e in keyed]
+
+    if end < start:
+        out = []
+    else:
+        out = elems[start:end + 1]
+    outputlen = len(gets) * len(out) if gets else len(out)
+    if conv_error:
+        raise SCORE_ERR
+    if storekey is None:
+        parts = [b"*%d\r\n" % outputlen]
+        ap = parts.append
+        null = c.null
+        for e in out:
+            if not gets:
+                ap(b"$%d\r\n%s\r\n" % (len(e), e))
+            for pat in gets:
+                val = _lookup_by_pattern(db, pat, e)
+                if val is None:
+                    ap(null)
+                else:
+                    ap(b"$%d\r\n%s\r\n" % (len(val), val))
+        return b"".join(parts)
+    result = ListValue()
+    result.quick = True   # Redis 7.0 lists are quicklists
+    for e in out:
+        if not gets:
+            result.append(e)
+        else:
+            for pat in gets:
+                val = _lookup_by_pattern(db, pat, e)
+                result.append(b"" if val is None else val)
+    if outputlen:
+        if db.lookup_write(storekey) is not None:
+            db.set_key(storekey, result)
+            from ..db import signal_key_ready
+            signal_key_ready(db, storekey)
+        else:
+            db.add(storekey, result)
+        notify.notify(notify.LIST, b"sortstore", storekey, db.id)
+        c.server.dirty += outputlen
+    elif db.lookup_write(storekey) is not None and db.delete(storekey):
+        notify.notify(notify.GENERIC, b"del", storekey, db.id)
+        c.server.dirty += 1
+    return integer(outputlen) if outputlen else ZERO
+
+
+@command("sort")
+def sort(c, argv):
+    return _sort_generic(c, argv, False)
+
+
+@command("sort_ro")
+def sort_ro(c, argv):
+    return _sort_generic(c, argv, True)

@@ -1,0 +1,209 @@
+"""Connection commands, auth, protected mode, limits, unix sockets."""
+
+import os
+import socket
+import time
+
+import pytest
+import redis
+from redis.exceptions import AuthenticationError, ResponseError
+
+from conftest import raw_connect, read_reply
+
+
+def err(fn, *a):
+    with pytest.raises(ResponseError) as e:
+        fn(*a)
+    return str(e.value)
+
+
+def test_ping_echo(r, raw):
+    assert r.ping() is True
+    assert raw("PING", "hello") == b"$5\r\nhello\r\n"
+    assert r.echo("x") == b"x"
+    assert err(r.execute_command, "PING", "a", "b") == "wrong number of arguments for 'ping' command"
+
+
+def test_select(r, server, raw):
+    assert raw("SELECT", "1") == b"+OK\r\n"
+    assert err(r.execute_command, "SELECT", 16) == "DB index is out of range"
+    assert err(r.execute_command, "SELECT", "x") == "value is not an integer or out of range"
+    assert err(r.execute_command, "SELECT", -1) == "DB index is out of range"
+
+
+def test_quit(server):
+    s = raw_connect(server.port)
+    s.sendall(b"QUIT\r\n")
+    assert read_reply(s) == b"+OK\r\n"
+    assert s.recv(10) == b""
+
+
+def test_reset(server, raw):
+    s = raw_connect(server.port)
+    s.sendall(b"SELECT 2\r\nCLIENT SETNAME foo\r\nRESET\r\nCLIENT GETNAME\r\n")
+    assert read_reply(s) == b"+OK\r\n+OK\r\n+RESET\r\n$-1\r\n"
+
+
+def test_hello(server, raw):
+    s = raw_connect(server.port)
+    s.sendall(b"HELLO 3 SETNAME myname\r\n")
+    out = read_reply(s)
+    assert out.startswith(b"%7\r\n")
+    assert b"$5\r\nproto\r\n:3\r\n" in out
+    s.sendall(b"CLIENT GETNAME\r\n")
+    assert read_reply(s) == b"$6\r\nmyname\r\n"
+    assert raw("HELLO", "4") == b"-NOPROTO unsupported protocol version\r\n"
+    assert raw("HELLO", "x") == b"-ERR Protocol version is not an integer or out of range\r\n"
+    assert raw("HELLO", "2", "FOO") == b"-ERR Syntax error in HELLO option 'FOO'\r\n"
+    out = raw("HELLO")
+    assert out.startswith(b"*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n")
+
+
+def test_requirepass(start_server):
+    s = start_server("--requirepass", "secret")
+    c = s.client()
+    with pytest.raises(AuthenticationError) as e:
+        c.get("x")
+    assert str(e.value) == "Authentication required."
+    raw0 = raw_connect(s.port)
+    raw0.sendall(b"GET x\r\n")
+    assert read_reply(raw0) == b"-NOAUTH Authentication required.\r\n"
+    with pytest.raises(AuthenticationError):
+        c.execute_command("AUTH", "wrong")
+    assert c.execute_command("AUTH", "secret") is True
+    assert c.set("x", 1) is True
+    c2 = s.client(password="secret")
+    assert c2.get("x") == b"1"
+    c3 = s.client(username="default", password="secret")
+    assert c3.ping()
+    raw = raw_connect(s.port)
+    raw.sendall(b"HELLO 3\r\n")
+    assert read_reply(raw).startswith(b"-NOAUTH HELLO must be called with the client already authenticated")
+    raw.sendall(b"HELLO 3 AUTH default secret\r\n")
+    assert read_reply(raw).startswith(b"%7")
+    raw2 = raw_connect(s.port)
+    raw2.sendall(b"*11\r\n" + b"$1\r\nx\r\n" * 11)
+    assert read_reply(raw2) == b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    raw3 = raw_connect(s.port)
+    raw3.sendall(b"*2\r\n$4\r\nAUTH\r\n$20000\r\n")
+    assert read_reply(raw3) == b"-ERR Protocol error: unauthenticated bulk length\r\n"
+
+
+def test_auth_without_password(r, raw):
+    assert raw("AUTH", "x") == (
+        b"-ERR AUTH <password> called without any password configured for the default user. "
+        b"Are you sure your configuration is correct?\r\n")
+    assert raw("AUTH", "default", "anything") == b"+OK\r\n"
+    assert raw("AUTH", "nouser", "x") == b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+
+
+def test_maxclients(start_server):
+    s = start_server("--maxclients", "2")
+    a = raw_connect(s.port)
+    b = raw_connect(s.port)
+    time.sleep(0.2)
+    c = raw_connect(s.port)
+    assert read_reply(c) == b"-ERR max number of clients reached\r\n"
+    a.sendall(b"PING\r\n")
+    assert read_reply(a) == b"+PONG\r\n"
+
+
+def test_idle_timeout(start_server):
+    s = start_server("--timeout", "1")
+    a = raw_connect(s.port)
+    a.sendall(b"PING\r\n")
+    assert read_reply(a) == b"+PONG\r\n"
+    a.settimeout(5)
+    assert a.recv(10) == b""
+
+
+def test_unix_socket(start_server, tmp_path):
+    path = str(tmp_path / "o.sock")
+    s = start_server("--unixsocket", path, "--unixsocketperm", "700")
+    c = redis.Redis(unix_socket_path=path)
+    assert c.ping()
+    assert oct(os.stat(path).st_mode & 0o777) == "0o700"
+    info = c.client_info()
+    assert "U" in info["flags"]
+
+
+def test_protected_mode_refuses_non_loopback(start_server):
+    # Find a non-loopback address of this machine to connect from.
+    addr = None
+    try:
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        probe.connect(("10.255.255.255", 1))  # no traffic is sent for UDP connect
+        addr = probe.getsockname()[0]
+        probe.close()
+    except OSError:
+        pass
+    if not addr or addr.startswith("127."):
+        pytest.skip("no non-loopback address on this machine")
+    s = start_server("--bind", "127.0.0.1 " + addr)
+    c = socket.create_connection((addr, s.port), timeout=5)
+    out = read_reply(c)
+    assert out.startswith(b"-DENIED Redis is running in protected mode")
+
+
+def test_client_commands(r, server):
+    cid = r.client_id()
+    assert isinstance(cid, int)
+    assert r.client_setname("conn1") is True
+    assert r.client_getname() == b"conn1" or r.client_getname() == "conn1"
+    assert err(r.execute_command, "CLIENT", "SETNAME", "a b") == \
+        "Client names cannot contain spaces, newlines or special characters."
+    lst = r.execute_command("CLIENT", "LIST")
+    assert b"name=conn1" in lst and b"id=%d" % cid in lst
+    info = r.execute_command("CLIENT", "INFO")
+    assert info.startswith(b"id=%d addr=" % cid)
+    assert b"cmd=client|info" in info
+    other = server.client()
+    other.ping()
+    oid = other.client_id()
+    assert r.execute_command("CLIENT", "KILL", "ID", oid) == 1
+    time.sleep(0.1)
+    assert b"id=%d " % oid not in r.execute_command("CLIENT", "LIST")
+    assert err(r.execute_command, "CLIENT", "KILL", "1.2.3.4:5") == "No such client"
+    assert err(r.execute_command, "CLIENT", "LIST", "TYPE", "foo") == "Unknown client type 'foo'"
+    assert err(r.execute_command, "CLIENT", "PAUSE", "100", "FOO") == "CLIENT PAUSE mode must be WRITE or ALL"
+    assert err(r.execute_command, "CLIENT", "FOO") == "unknown subcommand 'FOO'. Try CLIENT HELP."
+    assert err(r.execute_command, "CLIENT", "KILL") == "wrong number of arguments for 'client|kill' command"
+
+
+def test_client_reply(server):
+    s = raw_connect(server.port)
+    s.sendall(b"CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY ON\r\nPING\r\n")
+    assert read_reply(s) == b"+OK\r\n+PONG\r\n"
+    s.sendall(b"CLIENT REPLY SKIP\r\nPING\r\nECHO a\r\n")
+    assert read_reply(s) == b"$1\r\na\r\n"
+
+
+def test_client_pause(r, server):
+    other = server.client()
+    r.execute_command("CLIENT", "PAUSE", "300", "WRITE")
+    t0 = time.time()
+    assert other.get("x") is None  # reads are not paused
+    assert time.time() - t0 < 0.2
+    other.set("x", 1)
+    assert time.time() - t0 >= 0.25
+    r.execute_command("CLIENT", "PAUSE", "5000")
+    r.execute_command("CLIENT", "UNPAUSE")
+    t0 = time.time()
+    assert other.get("x") == b"1"
+    assert time.time() - t0 < 1
+
+
+def test_many_pipelined_commands(r):
+    p = r.pipeline(transaction=False)
+    for i in range(5000):
+        p.incr("counter")
+    res = p.execute()
+    assert res[-1] == 5000
+
+
+def test_redis_cli_works(server):
+    import subprocess
+    out = subprocess.run(["redis-cli", "-p", str(server.port), "SET", "clik", "v"], capture_output=True, text=True)
+    assert out.stdout.strip() == "OK"
+    out = subprocess.run(["redis-cli", "-p", str(server.port), "GET", "clik"], capture_output=True, text=True)
+    assert out.stdout.strip() == "v"

@@ -1,0 +1,986 @@
+"""Sorted set commands: exact replies, errors, score formatting, encodings,
+big sets, blocking pops, and differential runs against real Redis 7.0."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import threading
+import time
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _rawresp import RawConn  # noqa: E402
+
+
+def E(msg):
+    """The raw error reply for msg."""
+    return b"-" + msg.encode() + b"\r\n"
+
+
+def bulks(*items):
+    out = [b"*%d\r\n" % len(items)]
+    for i in items:
+        if i is None:
+            out.append(b"$-1\r\n")
+        else:
+            if isinstance(i, str):
+                i = i.encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(i), i))
+    return b"".join(out)
+
+
+@pytest.fixture
+def raw(server, r):
+    c = RawConn(server.port)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def both(server, redis_server, r):
+    """(ophidis, real redis) raw connections on flushed databases."""
+    a = RawConn(server.port)
+    b = RawConn(redis_server.port)
+    a.cmd("FLUSHALL")
+    b.cmd("FLUSHALL")
+    yield a, b
+    for conn in (a, b):
+        conn.cmd("CONFIG", "SET", "zset-max-listpack-entries", "128")
+        conn.cmd("CONFIG", "SET", "zset-max-listpack-value", "64")
+        conn.close()
+
+
+def same(both, *args):
+    a, b = both
+    ra = a.cmd(*args)
+    rb = b.cmd(*args)
+    assert ra == rb, "%r: ophidis %r != redis %r" % (args, ra, rb)
+    return ra
+
+
+# ---------------------------------------------------------------------------
+# ZADD / ZINCRBY
+# ---------------------------------------------------------------------------
+def test_zadd_basic_and_options(raw):
+    assert raw.cmd("ZADD", "z", "1", "a", "2", "b") == b":2\r\n"
+    assert raw.cmd("ZADD", "z", "3", "a") == b":0\r\n"
+    assert raw.cmd("ZADD", "z", "CH", "4", "a", "5", "c") == b":2\r\n"
+    assert raw.cmd("ZADD", "z", "NX", "9", "a", "6", "d") == b":1\r\n"
+    assert raw.cmd("ZSCORE", "z", "a") == b"$1\r\n4\r\n"
+    assert raw.cmd("ZADD", "z", "XX", "7", "a", "8", "e") == b":0\r\n"
+    assert raw.cmd("ZSCORE", "z", "a") == b"$1\r\n7\r\n"
+    assert raw.cmd("ZSCORE", "z", "e") == b"$-1\r\n"
+    # GT / LT only move in their direction; CH counts real changes
+    assert raw.cmd("ZADD", "z", "GT", "CH", "1", "a", "10", "b") == b":1\r\n"
+    assert raw.cmd("ZMSCORE", "z", "a", "b") == bulks("7", "10")
+    assert raw.cmd("ZADD", "z", "LT", "CH", "1", "a", "20", "b") == b":1\r\n"
+    assert raw.cmd("ZMSCORE", "z", "a", "b") == bulks("1", "10")
+    # GT on a new member still adds
+    assert raw.cmd("ZADD", "z", "GT", "0", "new") == b":1\r\n"
+    assert raw.cmd("ZADD", "z", "XX", "GT", "CH", "100", "new") == b":1\r\n"
+    # INCR
+    assert raw.cmd("ZADD", "z", "INCR", "2.5", "a") == b"$3\r\n3.5\r\n"
+    assert raw.cmd("ZADD", "z", "NX", "INCR", "1", "a") == b"$-1\r\n"
+    assert raw.cmd("ZADD", "z", "XX", "INCR", "1", "nope") == b"$-1\r\n"
+    assert raw.cmd("ZADD", "z", "GT", "INCR", "-1", "a") == b"$-1\r\n"
+    # XX on a missing key creates nothing
+    assert raw.cmd("ZADD", "missing", "XX", "1", "a") == b":0\r\n"
+    assert raw.cmd("ZADD", "missing", "XX", "INCR", "1", "a") == b"$-1\r\n"
+    assert raw.cmd("EXISTS", "missing") == b":0\r\n"
+
+
+def test_zadd_errors(raw):
+    assert raw.cmd("ZADD", "z", "1") == E("ERR wrong number of arguments for 'zadd' command")
+    assert raw.cmd("ZADD", "z", "NX", "1") == E("ERR syntax error")
+    assert raw.cmd("ZADD", "z", "NX", "XX") == E("ERR syntax error")
+    assert raw.cmd("ZADD", "z", "1", "a", "2") == E("ERR syntax error")
+    assert raw.cmd("ZADD", "z", "NX", "XX", "1", "a") == \
+        E("ERR XX and NX options at the same time are not compatible")
+    for opts in (("GT", "LT"), ("GT", "NX"), ("LT", "NX")):
+        assert raw.cmd("ZADD", "z", *opts, "1", "a") == \
+            E("ERR GT, LT, and/or NX options at the same time are not compatible")
+    assert raw.cmd("ZADD", "z", "INCR", "1", "a", "2", "b") == \
+        E("ERR INCR option supports a single increment-element pair")
+    for bad in ("abc", "nan", "1e400", "-1e400", "1e-400", " 1", "1 ", "", "1_0", "0x", "1\x00"):
+        assert raw.cmd("ZADD", "z", bad, "a") == E("ERR value is not a valid float"), bad
+    # all-or-nothing: a bad score later in the list adds nothing
+    assert raw.cmd("ZADD", "z", "1", "a", "x", "b") == E("ERR value is not a valid float")
+    assert raw.cmd("EXISTS", "z") == b":0\r\n"
+    raw.cmd("SET", "str", "x")
+    assert raw.cmd("ZADD", "str", "1", "a") == \
+        E("WRONGTYPE Operation against a key holding the wrong kind of value")
+    raw.cmd("ZADD", "z", "inf", "a")
+    assert raw.cmd("ZINCRBY", "z", "-inf", "a") == E("ERR resulting score is not a number (NaN)")
+    assert raw.cmd("ZADD", "z", "INCR", "-inf", "a") == E("ERR resulting score is not a number (NaN)")
+    assert raw.cmd("ZSCORE", "z", "a") == b"$3\r\ninf\r\n"
+    assert raw.cmd("ZINCRBY", "z", "x", "a") == E("ERR value is not a valid float")
+    assert raw.cmd("ZINCRBY", "z", "1") == \
+        E("ERR wrong number of arguments for 'zincrby' command")
+
+
+def test_zadd_accepts_strtod_forms(raw):
+    cases = {
+        "0x10": b"16", "+5": b"5", "1e3": b"1000", ".5": b"0.5", "5.": b"5",
+        "-inf": b"-inf", "+inf": b"inf", "Infinity": b"inf", "1e-310": b"9.9999999999999694e-311",
+        "0x1p-2": b"0.25", "-0": b"0",
+    }
+    for i, (s, want) in enumerate(cases.items()):
+        m = "m%d" % i
+        assert raw.cmd("ZADD", "z", s, m) == b":1\r\n", s
+        assert raw.cmd("ZSCORE", "z", m) == b"$%d\r\n%s\r\n" % (len(want), want), s
+
+
+def test_zincrby(raw, r):
+    assert raw.cmd("ZINCRBY", "z", "1.5", "a") == b"$3\r\n1.5\r\n"
+    assert raw.cmd("ZINCRBY", "z", "0.1", "a") == b"$18\r\n1.6000000000000001\r\n"
+    assert raw.cmd("ZINCRBY", "z", "0.1", "a") == b"$18\r\n1.7000000000000002\r\n"
+    assert r.zscore("z", "a") == 1.7000000000000002
+
+
+def test_score_formatting(raw):
+    vals = ["1", "-1", "0.1", "1e20", "1e21", "123456789012345678", "1.5e-7", "3.14159",
+            "-0.0001", "9007199254740993", "1e300", "2.2250738585072014e-308"]
+    want = [b"%.17g" % float(v) for v in vals]
+    for i, v in enumerate(vals):
+        raw.cmd("ZADD", "z", v, "m%d" % i)
+    for i in range(len(vals)):
+        assert raw.cmd("ZSCORE", "z", "m%d" % i) == b"$%d\r\n%s\r\n" % (len(want[i]), want[i])
+    assert want[1] == b"-1" and want[3] == b"1e+20" and want[2] == b"0.10000000000000001"
+
+
+def test_negative_zero_listpack_vs_skiplist(raw):
+    # A listpack stores -0 as the integer 0; a skiplist keeps the sign.
+    raw.cmd("ZADD", "lp", "-0", "a")
+    assert raw.cmd("ZSCORE", "lp", "a") == b"$1\r\n0\r\n"
+    assert raw.cmd("ZADD", "lp", "INCR", "-0", "b") == b"$2\r\n-0\r\n"
+    assert raw.cmd("ZSCORE", "lp", "b") == b"$1\r\n0\r\n"
+    raw.cmd("ZADD", "sk", "-0", "x" * 100)
+    assert raw.cmd("OBJECT", "ENCODING", "sk") == b"$8\r\nskiplist\r\n"
+    assert raw.cmd("ZSCORE", "sk", "x" * 100) == b"$2\r\n-0\r\n"
+
+
+def test_resp3_doubles(server, r):
+    c = RawConn(server.port)
+    try:
+        c.cmd("HELLO", "3")
+        c.cmd("ZADD", "z", "1.5", "a", "inf", "b", "-inf", "c")
+        assert c.cmd("ZSCORE", "z", "a") == b",1.5\r\n"
+        assert c.cmd("ZSCORE", "z", "b") == b",inf\r\n"
+        assert c.cmd("ZSCORE", "z", "nope") == b"_\r\n"
+        assert c.cmd("ZMSCORE", "z", "c", "nope") == b"*2\r\n,-inf\r\n_\r\n"
+        assert c.cmd("ZRANGE", "z", "0", "1", "WITHSCORES") == \
+            b"*2\r\n*2\r\n$1\r\nc\r\n,-inf\r\n*2\r\n$1\r\na\r\n,1.5\r\n"
+        assert c.cmd("ZINCRBY", "z", "1", "a") == b",2.5\r\n"
+        assert c.cmd("ZPOPMIN", "z") == b"*2\r\n$1\r\nc\r\n,-inf\r\n"
+        assert c.cmd("ZPOPMIN", "z", "1") == b"*1\r\n*2\r\n$1\r\na\r\n,2.5\r\n"
+        assert c.cmd("ZRANK", "z", "nope") == b"_\r\n"
+        assert c.cmd("ZMPOP", "1", "empty", "MIN") == b"_\r\n"
+        assert c.cmd("ZRANDMEMBER", "empty") == b"_\r\n"
+        assert c.cmd("ZUNION", "1", "z", "WITHSCORES") == b"*1\r\n*2\r\n$1\r\nb\r\n,inf\r\n"
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------------------
+# Simple reads and removals
+# ---------------------------------------------------------------------------
+def test_zrem_zcard_rank(raw, r):
+    raw.cmd("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    assert raw.cmd("ZCARD", "z") == b":3\r\n"
+    assert raw.cmd("ZCARD", "nokey") == b":0\r\n"
+    assert raw.cmd("ZRANK", "z", "c") == b":2\r\n"
+    assert raw.cmd("ZREVRANK", "z", "c") == b":0\r\n"
+    assert raw.cmd("ZRANK", "z", "x") == b"$-1\r\n"
+    assert raw.cmd("ZRANK", "nokey", "x") == b"$-1\r\n"
+    assert raw.cmd("ZMSCORE", "nokey", "a", "b") == bulks(None, None)
+    assert raw.cmd("ZREM", "z", "a", "x", "a") == b":1\r\n"
+    assert raw.cmd("ZREM", "nokey", "a") == b":0\r\n"
+    assert raw.cmd("ZREM", "z", "b", "c") == b":2\r\n"
+    assert raw.cmd("EXISTS", "z") == b":0\r\n"
+    r.set("s", "x")
+    for cmd in (("ZCARD", "s"), ("ZSCORE", "s", "a"), ("ZMSCORE", "s", "a"), ("ZRANK", "s", "a"),
+                ("ZREM", "s", "a"), ("ZRANGE", "s", "0", "1"), ("ZCOUNT", "s", "0", "1"),
+                ("ZPOPMIN", "s"), ("ZRANDMEMBER", "s"), ("ZSCAN", "s", "0"),
+                ("ZUNION", "1", "s"), ("ZLEXCOUNT", "s", "-", "+"), ("BZPOPMIN", "s", "0")):
+        assert raw.cmd(*cmd) == E("WRONGTYPE Operation against a key holding the wrong kind of value"), cmd
+
+
+def test_ranges(raw):
+    raw.cmd("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e")
+    assert raw.cmd("ZRANGE", "z", "0", "-1") == bulks(*"abcde")
+    assert raw.cmd("ZRANGE", "z", "-2", "100") == bulks("d", "e")
+    assert raw.cmd("ZRANGE", "z", "3", "1") == b"*0\r\n"
+    assert raw.cmd("ZRANGE", "z", "0", "1", "REV", "WITHSCORES") == bulks("e", "5", "d", "4")
+    assert raw.cmd("ZREVRANGE", "z", "1", "2") == bulks("d", "c")
+    assert raw.cmd("ZRANGE", "z", "(1", "3", "BYSCORE") == bulks("b", "c")
+    assert raw.cmd("ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "1", "2") == bulks("b", "c")
+    assert raw.cmd("ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "-1", "2") == b"*0\r\n"
+    assert raw.cmd("ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "3", "-5") == bulks("d", "e")
+    assert raw.cmd("ZRANGE", "z", "(5", "(2", "BYSCORE", "REV") == bulks("d", "c")
+    assert raw.cmd("ZRANGEBYSCORE", "z", "2", "(4", "WITHSCORES") == bulks("b", "2", "c", "3")
+    assert raw.cmd("ZREVRANGEBYSCORE", "z", "+inf", "4") == bulks("e", "d")
+    assert raw.cmd("ZRANGEBYSCORE", "z", "3", "3") == bulks("c")
+    assert raw.cmd("ZRANGEBYSCORE", "z", "(3", "3") == b"*0\r\n"
+    assert raw.cmd("ZRANGEBYSCORE", "z", "", "1") == bulks("a")
+    assert raw.cmd("ZCOUNT", "z", "(1", "(5") == b":3\r\n"
+    assert raw.cmd("ZCOUNT", "z", "5", "1") == b":0\r\n"
+    assert raw.cmd("ZRANGE", "nokey", "0", "-1") == b"*0\r\n"
+
+
+def test_range_errors(raw):
+    raw.cmd("ZADD", "z", "1", "a")
+    assert raw.cmd("ZRANGE", "z", "0", "1", "LIMIT", "0", "1") == \
+        E("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+    assert raw.cmd("ZRANGE", "z", "-", "+", "BYLEX", "WITHSCORES") == \
+        E("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+    assert raw.cmd("ZRANGEBYLEX", "z", "-", "+", "WITHSCORES") == \
+        E("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+    assert raw.cmd("ZREVRANGE", "z", "0", "1", "REV") == E("ERR syntax error")
+    assert raw.cmd("ZRANGEBYSCORE", "z", "0", "1", "BYLEX") == E("ERR syntax error")
+    assert raw.cmd("ZRANGE", "z", "0", "1", "BYSCORE", "BYLEX") == E("ERR syntax error")
+    assert raw.cmd("ZRANGE", "z", "0", "1", "LIMIT", "0") == E("ERR syntax error")
+    assert raw.cmd("ZRANGE", "z", "0", "1", "BYSCORE", "LIMIT", "x", "1") == \
+        E("ERR value is not an integer or out of range")
+    assert raw.cmd("ZRANGE", "z", "a", "1") == E("ERR value is not an integer or out of range")
+    assert raw.cmd("ZRANGE", "z", "a", "1", "BYSCORE") == E("ERR min or max is not a float")
+    assert raw.cmd("ZRANGEBYSCORE", "z", "nan", "1") == E("ERR min or max is not a float")
+    assert raw.cmd("ZCOUNT", "z", "((1", "1") == E("ERR min or max is not a float")
+    assert raw.cmd("ZRANGEBYLEX", "z", "a", "+") == E("ERR min or max not valid string range item")
+    assert raw.cmd("ZRANGEBYLEX", "z", "-", "++") == E("ERR min or max not valid string range item")
+    assert raw.cmd("ZLEXCOUNT", "z", "", "+") == E("ERR min or max not valid string range item")
+    assert raw.cmd("ZRANGESTORE", "d", "z", "0", "1", "WITHSCORES") == E("ERR syntax error")
+    # range errors come before the key lookup
+    raw.cmd("SET", "s", "x")
+    assert raw.cmd("ZCOUNT", "s", "x", "1") == E("ERR min or max is not a float")
+
+
+def test_lex(raw):
+    raw.cmd("ZADD", "z", "0", "a", "0", "b", "0", "c", "0", "d", "0", "e")
+    assert raw.cmd("ZRANGEBYLEX", "z", "-", "+") == bulks(*"abcde")
+    assert raw.cmd("ZRANGEBYLEX", "z", "[b", "(d") == bulks("b", "c")
+    assert raw.cmd("ZRANGEBYLEX", "z", "(b", "[d", "LIMIT", "1", "5") == bulks("d")
+    assert raw.cmd("ZREVRANGEBYLEX", "z", "+", "[c") == bulks("e", "d", "c")
+    assert raw.cmd("ZRANGE", "z", "[d", "-", "BYLEX", "REV", "LIMIT", "0", "2") == bulks("d", "c")
+    assert raw.cmd("ZRANGEBYLEX", "z", "+", "-") == b"*0\r\n"
+    assert raw.cmd("ZRANGEBYLEX", "z", "(c", "[c") == b"*0\r\n"
+    assert raw.cmd("ZLEXCOUNT", "z", "(a", "[e") == b":4\r\n"
+    assert raw.cmd("ZREMRANGEBYLEX", "z", "[b", "[c") == b":2\r\n"
+    assert raw.cmd("ZRANGE", "z", "0", "-1") == bulks("a", "d", "e")
+    # mixed scores: Redis's listpack walk
+    raw.cmd("ZADD", "m", "1", "a", "1", "b", "1", "c", "0", "d")
+    assert raw.cmd("ZRANGEBYLEX", "m", "[b", "+") == bulks("d", "a", "b", "c")
+    assert raw.cmd("ZREVRANGEBYLEX", "m", "+", "[b") == bulks("c", "b")
+
+
+def test_zremrange(raw, r):
+    raw.cmd("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e")
+    assert raw.cmd("ZREMRANGEBYRANK", "z", "-2", "-1") == b":2\r\n"
+    assert raw.cmd("ZREMRANGEBYRANK", "z", "5", "10") == b":0\r\n"
+    assert raw.cmd("ZREMRANGEBYSCORE", "z", "(1", "2") == b":1\r\n"
+    assert raw.cmd("ZREMRANGEBYRANK", "z", "x", "1") == E("ERR value is not an integer or out of range")
+    assert raw.cmd("ZREMRANGEBYSCORE", "z", "x", "1") == E("ERR min or max is not a float")
+    assert raw.cmd("ZREMRANGEBYLEX", "z", "x", "+") == E("ERR min or max not valid string range item")
+    assert raw.cmd("ZREMRANGEBYSCORE", "z", "-inf", "+inf") == b":2\r\n"
+    assert raw.cmd("EXISTS", "z") == b":0\r\n"
+    assert raw.cmd("ZREMRANGEBYRANK", "nokey", "0", "-1") == b":0\r\n"
+
+
+def test_zrangestore(raw):
+    raw.cmd("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    assert raw.cmd("ZRANGESTORE", "d", "z", "1", "-1") == b":2\r\n"
+    assert raw.cmd("ZRANGE", "d", "0", "-1", "WITHSCORES") == bulks("b", "2", "c", "3")
+    assert raw.cmd("ZRANGESTORE", "d", "z", "+inf", "(1", "BYSCORE", "REV", "LIMIT", "0", "1") == b":1\r\n"
+    assert raw.cmd("ZRANGE", "d", "0", "-1") == bulks("c")
+    assert raw.cmd("ZRANGESTORE", "d", "z", "[a", "[b", "BYLEX") == b":2\r\n"
+    # empty result deletes the destination
+    raw.cmd("EXPIRE", "d", "100")
+    assert raw.cmd("ZRANGESTORE", "d", "z", "5", "10") == b":0\r\n"
+    assert raw.cmd("EXISTS", "d") == b":0\r\n"
+    raw.cmd("SET", "d", "string")
+    assert raw.cmd("ZRANGESTORE", "d", "nokey", "0", "-1") == b":0\r\n"
+    assert raw.cmd("EXISTS", "d") == b":0\r\n"
+    raw.cmd("SET", "d", "string")
+    raw.cmd("EXPIRE", "d", "100")
+    assert raw.cmd("ZRANGESTORE", "d", "z", "0", "0") == b":1\r\n"
+    assert raw.cmd("TTL", "d") == b":-1\r\n"
+    assert raw.cmd("TYPE", "d") == b"+zset\r\n"
+
+
+# ---------------------------------------------------------------------------
+# Set algebra
+# ---------------------------------------------------------------------------
+def test_union_inter_diff(raw):
+    raw.cmd("ZADD", "z1", "1", "a", "2", "b", "3", "c")
+    raw.cmd("ZADD", "z2", "10", "b", "20", "c", "30", "d")
+    assert raw.cmd("ZUNION", "2", "z1", "z2", "WITHSCORES") == \
+        bulks("a", "1", "b", "12", "c", "23", "d", "30")
+    assert raw.cmd("ZUNION", "2", "z1", "z2", "WEIGHTS", "2", "0.5", "AGGREGATE", "MAX", "WITHSCORES") == \
+        bulks("a", "2", "b", "5", "c", "10", "d", "15")
+    assert raw.cmd("ZINTER", "2", "z1", "z2", "AGGREGATE", "min", "WITHSCORES") == \
+        bulks("b", "2", "c", "3")
+    assert raw.cmd("ZINTER", "3", "z1", "z2", "nokey") == b"*0\r\n"
+    assert raw.cmd("ZDIFF", "2", "z1", "z2", "WITHSCORES") == bulks("a", "1")
+    assert raw.cmd("ZDIFF", "1", "nokey") == b"*0\r\n"
+    assert raw.cmd("ZINTERCARD", "2", "z1", "z2") == b":2\r\n"
+    assert raw.cmd("ZINTERCARD", "2", "z1", "z2", "LIMIT", "1") == b":1\r\n"
+    assert raw.cmd("ZINTERCARD", "2", "z1", "z2", "LIMIT", "0") == b":2\r\n"
+    assert raw.cmd("ZUNIONSTORE", "dst", "2", "z1", "z2") == b":4\r\n"
+    assert raw.cmd("ZRANGE", "dst", "0", "-1", "WITHSCORES") == \
+        bulks("a", "1", "b", "12", "c", "23", "d", "30")
+    assert raw.cmd("ZINTERSTORE", "dst", "2", "z1", "z2", "WEIGHTS", "1", "-1") == b":2\r\n"
+    assert raw.cmd("ZRANGE", "dst", "0", "-1", "WITHSCORES") == bulks("c", "-17", "b", "-8")
+    assert raw.cmd("ZDIFFSTORE", "dst", "2", "z2", "z1") == b":1\r\n"
+    assert raw.cmd("ZRANGE", "dst", "0", "-1", "WITHSCORES") == bulks("d", "30")
+    assert raw.cmd("ZINTERSTORE", "dst", "2", "z1", "nokey") == b":0\r\n"
+    assert raw.cmd("EXISTS", "dst") == b":0\r\n"
+    # inf * 0 = NaN becomes 0; inf + -inf = NaN becomes 0
+    raw.cmd("ZADD", "zi", "inf", "x")
+    raw.cmd("ZADD", "zj", "-inf", "x")
+    assert raw.cmd("ZUNION", "1", "zi", "WEIGHTS", "0", "WITHSCORES") == bulks("x", "0")
+    assert raw.cmd("ZUNION", "2", "zi", "zj", "WITHSCORES") == bulks("x", "0")
+    # same key twice in an intersection
+    assert raw.cmd("ZINTER", "2", "z1", "z1", "WITHSCORES") == bulks("a", "2", "b", "4", "c", "6")
+
+
+def test_setop_errors(raw):
+    raw.cmd("ZADD", "z1", "1", "a")
+    assert raw.cmd("ZUNION", "0", "z1") == E("ERR at least 1 input key is needed for 'zunion' command")
+    assert raw.cmd("ZINTERSTORE", "d", "0", "z1") == \
+        E("ERR at least 1 input key is needed for 'zinterstore' command")
+    assert raw.cmd("ZUNION", "x", "z1") == E("ERR value is not an integer or out of range")
+    assert raw.cmd("ZUNION", "3", "z1", "z2") == E("ERR syntax error")
+    assert raw.cmd("ZUNION", "1", "z1", "WEIGHTS", "x") == E("ERR weight value is not a float")
+    assert raw.cmd("ZUNION", "1", "z1", "WEIGHTS", "nan") == E("ERR weight value is not a float")
+    assert raw.cmd("ZUNION", "1", "z1", "WEIGHTS") == E("ERR syntax error")
+    assert raw.cmd("ZUNION", "1", "z1", "AGGREGATE", "avg") == E("ERR syntax error")
+    assert raw.cmd("ZUNIONSTORE", "d", "1", "z1", "WITHSCORES") == E("ERR syntax error")
+    assert raw.cmd("ZDIFF", "1", "z1", "WEIGHTS", "1") == E("ERR syntax error")
+    assert raw.cmd("ZINTERCARD", "1", "z1", "WITHSCORES") == E("ERR syntax error")
+    assert raw.cmd("ZINTERCARD", "1", "z1", "LIMIT", "-1") == E("ERR LIMIT can't be negative")
+    assert raw.cmd("ZINTERCARD", "1", "z1", "LIMIT", "x") == E("ERR LIMIT can't be negative")
+    raw.cmd("SET", "s", "x")
+    assert raw.cmd("ZUNION", "2", "z1", "s") == \
+        E("WRONGTYPE Operation against a key holding the wrong kind of value")
+
+
+def test_setop_accepts_plain_sets(server, raw):
+    # SADD may live in another branch: build the set with SADD if present,
+    # else skip this part.
+    rep = raw.cmd("SADD", "plain", "a", "x")
+    if rep.startswith(b"-ERR unknown command"):
+        pytest.skip("SADD is not implemented in this branch")
+    raw.cmd("ZADD", "z1", "5", "a", "2", "b")
+    assert raw.cmd("ZUNION", "2", "z1", "plain", "WITHSCORES") == bulks("x", "1", "b", "2", "a", "6")
+    assert raw.cmd("ZINTER", "2", "z1", "plain", "WITHSCORES") == bulks("a", "6")
+    assert raw.cmd("ZDIFF", "2", "plain", "z1", "WITHSCORES") == bulks("x", "1")
+
+
+# ---------------------------------------------------------------------------
+# Pops
+# ---------------------------------------------------------------------------
+def test_pops(raw):
+    raw.cmd("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d")
+    assert raw.cmd("ZPOPMIN", "z") == bulks("a", "1")
+    assert raw.cmd("ZPOPMAX", "z") == bulks("d", "4")
+    assert raw.cmd("ZPOPMIN", "z", "0") == b"*0\r\n"
+    assert raw.cmd("ZPOPMAX", "z", "10") == bulks("c", "3", "b", "2")
+    assert raw.cmd("EXISTS", "z") == b":0\r\n"
+    assert raw.cmd("ZPOPMIN", "z") == b"*0\r\n"
+    assert raw.cmd("ZPOPMIN", "z", "-1") == E("ERR value is out of range, must be positive")
+    assert raw.cmd("ZPOPMIN", "z", "1", "2") == E("ERR syntax error")
+
+
+def test_zpop_count_parse_error(raw):
+    # getPositiveLongFromObjectOrReply reports its own message for non-integers too
+    assert raw.cmd("ZPOPMIN", "z", "x") == E("ERR value is out of range, must be positive")
+
+
+def test_zmpop(raw):
+    raw.cmd("ZADD", "z2", "1", "a", "2", "b", "3", "c")
+    assert raw.cmd("ZMPOP", "2", "z1", "z2", "MIN") == \
+        b"*2\r\n$2\r\nz2\r\n*1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n"
+    assert raw.cmd("ZMPOP", "2", "z1", "z2", "max", "COUNT", "5") == \
+        b"*2\r\n$2\r\nz2\r\n*2\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n"
+    assert raw.cmd("ZMPOP", "2", "z1", "z2", "MIN") == b"*-1\r\n"
+    assert raw.cmd("ZMPOP", "0", "z1", "MIN") == E("ERR numkeys should be greater than 0")
+    assert raw.cmd("ZMPOP", "x", "z1", "MIN") == E("ERR numkeys should be greater than 0")
+    assert raw.cmd("ZMPOP", "2", "z1", "MIN") == E("ERR syntax error")
+    assert raw.cmd("ZMPOP", "1", "z1", "MIDDLE") == E("ERR syntax error")
+    assert raw.cmd("ZMPOP", "1", "z1", "MIN", "COUNT", "0") == E("ERR count should be greater than 0")
+    assert raw.cmd("ZMPOP", "1", "z1", "MIN", "COUNT", "1", "COUNT", "1") == E("ERR syntax error")
+    assert raw.cmd("ZMPOP", "1", "z1", "MIN", "COUNT") == E("ERR syntax error")
+
+
+def test_zrandmember(raw):
+    assert raw.cmd("ZRANDMEMBER", "z") == b"$-1\r\n"
+    assert raw.cmd("ZRANDMEMBER", "z", "5") == b"*0\r\n"
+    raw.cmd("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    assert raw.cmd("ZRANDMEMBER", "z") in (b"$1\r\na\r\n", b"$1\r\nb\r\n", b"$1\r\nc\r\n")
+    assert raw.cmd("ZRANDMEMBER", "z", "10", "WITHSCORES") == bulks("c", "3", "b", "2", "a", "1")
+    assert raw.cmd("ZRANDMEMBER", "z", "0") == b"*0\r\n"
+    rep = raw.cmd("ZRANDMEMBER", "z", "-7")
+    assert rep.startswith(b"*7\r\n")
+    rep = raw.cmd("ZRANDMEMBER", "z", "2")
+    assert rep.startswith(b"*2\r\n")
+    parts = rep.split(b"\r\n")
+    assert parts[2] != parts[4]
+    assert raw.cmd("ZRANDMEMBER", "z", "1", "foo") == E("ERR syntax error")
+    assert raw.cmd("ZRANDMEMBER", "z", "x") == E("ERR value is not an integer or out of range")
+    assert raw.cmd("ZRANDMEMBER", "z", "-9223372036854775808") == \
+        E("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+    assert raw.cmd("ZRANDMEMBER", "z", "9223372036854775807", "WITHSCORES") == E("ERR value is out of range")
+
+
+def test_zscan(raw):
+    raw.cmd("ZADD", "z", "1", "a", "2.5", "b", "3", "c")
+    assert raw.cmd("ZSCAN", "z", "0") == b"*2\r\n$1\r\n0\r\n" + bulks("a", "1", "b", "2.5", "c", "3")
+    assert raw.cmd("ZSCAN", "z", "0", "MATCH", "b*") == b"*2\r\n$1\r\n0\r\n" + bulks("b", "2.5")
+    assert raw.cmd("ZSCAN", "nokey", "0") == b"*2\r\n$1\r\n0\r\n*0\r\n"
+    assert raw.cmd("ZSCAN", "z", "x") == E("ERR invalid cursor")
+    assert raw.cmd("ZSCAN", "z", "0", "COUNT", "0") == E("ERR syntax error")
+    assert raw.cmd("ZSCAN", "z", "0", "TYPE", "zset") == E("ERR syntax error")
+
+
+def test_zscan_skiplist_full_iteration(r):
+    members = {b"m%d" % i: float(i) for i in range(1000)}
+    r.zadd("big", members)
+    assert r.object("encoding", "big") == b"skiplist"
+    seen = {}
+    cursor = 0
+    while True:
+        cursor, items = r.zscan("big", cursor, count=37)
+        for m, s in items:
+            seen[m] = s
+        if cursor == 0:
+            break
+    assert seen == members
+    # removals during the iteration never hide members present throughout
+    cursor, first = r.zscan("big", 0, count=100)
+    r.zrem("big", *[b"m%d" % i for i in range(0, 50)])
+    got = {m for m, _ in first}
+    while cursor:
+        cursor, items = r.zscan("big", cursor, count=100)
+        got.update(m for m, _ in items)
+    assert {b"m%d" % i for i in range(50, 1000)} <= got
+
+
+# ---------------------------------------------------------------------------
+# Encodings
+# ---------------------------------------------------------------------------
+def test_encoding_thresholds(r):
+    try:
+        r.config_set("zset-max-listpack-entries", 4)
+        r.config_set("zset-max-ziplist-value", 8)
+        r.zadd("z", {"a": 1, "b": 2, "c": 3, "d": 4})
+        assert r.object("encoding", "z") == b"listpack"
+        r.zadd("z", {"e": 5})
+        assert r.object("encoding", "z") == b"skiplist"
+        r.zrem("z", "a", "b", "c")
+        assert r.object("encoding", "z") == b"skiplist"  # never converts back
+        r.zadd("v", {"12345678": 1})
+        assert r.object("encoding", "v") == b"listpack"
+        r.zadd("v", {"123456789": 1})
+        assert r.object("encoding", "v") == b"skiplist"
+        r.zadd("w", {"123456789": 1})
+        assert r.object("encoding", "w") == b"skiplist"
+        # stores pick the encoding by the result's size
+        r.zunionstore("u", ["z"])
+        assert r.object("encoding", "u") == b"listpack"
+        r.zadd("z", {"x1": 1, "x2": 1, "x3": 1})
+        r.zunionstore("u", ["z"])
+        assert r.object("encoding", "u") == b"skiplist"
+        r.zrangestore("rs", "z", 0, 3)
+        assert r.object("encoding", "rs") == b"listpack"
+        r.zrangestore("rs", "z", 0, 4)
+        assert r.object("encoding", "rs") == b"skiplist"
+        r.zrangestore("rs", "w", 0, -1)
+        assert r.object("encoding", "rs") == b"skiplist"
+        r.zdiffstore("ds", ["w"])
+        assert r.object("encoding", "ds") == b"skiplist"
+        r.zinterstore("is", ["z", "z"])
+        assert r.object("encoding", "is") == b"skiplist"
+        r.config_set("zset-max-listpack-entries", 0)
+        r.zadd("zero", {"a": 1})
+        assert r.object("encoding", "zero") == b"skiplist"
+        assert [str(v) for v in r.config_get("zset-max-ziplist-entries").values()] in (["0"], ["b'0'"])
+    finally:
+        r.config_set("zset-max-listpack-entries", 128)
+        r.config_set("zset-max-listpack-value", 64)
+
+
+# ---------------------------------------------------------------------------
+# Big sets
+# ---------------------------------------------------------------------------
+def test_100k_members(r):
+    n = 100_000
+    p = r.pipeline(transaction=False)
+    for base in range(0, n, 5000):
+        p.zadd("big", {b"m%06d" % i: (i * 7919) % n for i in range(base, base + 5000)})
+    p.execute()
+    assert r.zcard("big") == n
+    assert r.object("encoding", "big") == b"skiplist"
+    # score of member i is (i*7919) % n, a permutation of 0..n-1
+    inv = {(i * 7919) % n: i for i in range(n)}
+    assert r.zrange("big", 0, 2) == [b"m%06d" % inv[k] for k in range(3)]
+    assert r.zrank("big", b"m%06d" % inv[54321]) == 54321
+    assert r.zrevrank("big", b"m%06d" % inv[54321]) == n - 1 - 54321
+    assert r.zscore("big", b"m%06d" % 12345) == float((12345 * 7919) % n)
+    assert r.zcount("big", 1000, "(2000") == 1000
+    assert r.zrangebyscore("big", 99_990, "+inf") == [b"m%06d" % inv[k] for k in range(99_990, n)]
+    assert r.zrange("big", 50_000, 50_002, desc=True) == [b"m%06d" % inv[n - 1 - k] for k in range(50_000, 50_003)]
+    t0 = time.perf_counter()
+    for k in range(0, n, 1000):
+        assert r.zrank("big", b"m%06d" % inv[k]) == k
+    assert time.perf_counter() - t0 < 5
+    assert r.zremrangebyrank("big", 0, 9_999) == 10_000
+    assert r.zcard("big") == 90_000
+    assert r.zpopmin("big") == [(b"m%06d" % inv[10_000], 10_000.0)]
+    assert r.zunionstore("copy", ["big"]) == 89_999
+
+
+def test_million_member_ops_are_logarithmic():
+    """In-process: rank, score range and pop on 1,000,000 members."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
+    from ophidis.types.zset import ZSetValue
+    from sortedcontainers import SortedList
+    z = ZSetValue()
+    n = 1_000_000
+    z.dict = {b"m%d" % i: float(i) for i in range(n)}
+    z.sl = SortedList((s, m) for m, s in z.dict.items())
+    t0 = time.perf_counter()
+    for k in range(0, n, 997):
+        assert z.rank(b"m%d" % k) == k
+        lo, hi = z.score_range(float(k), False, float(k + 10), True)
+        assert (lo, hi) == (k, min(k + 10, n))
+    per_op = (time.perf_counter() - t0) / (n // 997)
+    assert per_op < 0.001, per_op
+    assert z.pop_index(0) == (b"m0", 0.0)
+    assert z.rank(b"m1") == 0
+
+
+# ---------------------------------------------------------------------------
+# Blocking
+# ---------------------------------------------------------------------------
+def test_bzpop_immediate_and_errors(raw):
+    raw.cmd("ZADD", "z", "1", "a", "2", "b")
+    assert raw.cmd("BZPOPMIN", "nokey", "z", "0") == bulks("z", "a", "1")
+    assert raw.cmd("BZPOPMAX", "z", "0") == bulks("z", "b", "2")
+    assert raw.cmd("BZPOPMIN", "z", "x") == E("ERR timeout is not a float or out of range")
+    assert raw.cmd("BZPOPMIN", "z", "-1") == E("ERR timeout is negative")
+    assert raw.cmd("BZMPOP", "x", "1", "z", "MIN") == E("ERR timeout is not a float or out of range")
+    assert raw.cmd("BZMPOP", "1", "0", "z", "MIN") == E("ERR numkeys should be greater than 0")
+    raw.cmd("ZADD", "y", "1", "a", "2", "b", "3", "c")
+    assert raw.cmd("BZMPOP", "0", "2", "z", "y", "MAX", "COUNT", "2") == \
+        b"*2\r\n$1\r\ny\r\n*2\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n"
+
+
+def test_bzpop_timeout(raw):
+    t0 = time.monotonic()
+    assert raw.cmd("BZPOPMIN", "z", "0.2") == b"*-1\r\n"
+    dt = time.monotonic() - t0
+    assert 0.15 <= dt < 2.0
+    t0 = time.monotonic()
+    assert raw.cmd("BZMPOP", "0.1", "1", "z", "MIN") == b"*-1\r\n"
+    assert 0.05 <= time.monotonic() - t0 < 2.0
+
+
+def test_bzpop_wakes_fifo(server, raw):
+    c1 = RawConn(server.port)
+    c2 = RawConn(server.port)
+    c3 = RawConn(server.port)
+    try:
+        c1.send("BZPOPMIN", "z", "other", "5")
+        time.sleep(0.1)
+        c2.send("BZPOPMAX", "z", "5")
+        time.sleep(0.1)
+        c3.send("BZMPOP", "5", "1", "z", "MAX", "COUNT", "10")
+        time.sleep(0.1)
+        assert raw.cmd("ZADD", "z", "1", "a", "2", "b") == b":2\r\n"
+        assert c1.read(timeout=3) == bulks("z", "a", "1")
+        assert c2.read(timeout=3) == bulks("z", "b", "2")
+        assert raw.cmd("EXISTS", "z") == b":0\r\n"
+        raw.cmd("ZADD", "z", "7", "c")
+        assert c3.read(timeout=3) == b"*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nc\r\n$1\r\n7\r\n"
+        # a key of another type does not serve zset waiters
+        c1.send("BZPOPMIN", "k", "5")
+        time.sleep(0.1)
+        raw.cmd("SET", "k", "x")
+        raw.cmd("DEL", "k")
+        raw.cmd("ZADD", "k", "3", "m")
+        assert c1.read(timeout=3) == bulks("k", "m", "3")
+    finally:
+        for c in (c1, c2, c3):
+            c.close()
+
+
+def test_bzpop_served_by_multi_and_store(server, raw):
+    c1 = RawConn(server.port)
+    try:
+        c1.send("BZPOPMIN", "dst", "5")
+        time.sleep(0.1)
+        raw.cmd("ZADD", "src", "1", "a")
+        raw.cmd("MULTI")
+        raw.cmd("ZUNIONSTORE", "dst", "1", "src")
+        raw.cmd("ZADD", "dst", "0", "first")
+        assert raw.cmd("EXEC") == b"*2\r\n:1\r\n:1\r\n"
+        assert c1.read(timeout=3) == bulks("dst", "first", "0")
+    finally:
+        c1.close()
+
+
+def test_bzpop_in_multi_does_not_block(raw):
+    raw.cmd("MULTI")
+    raw.cmd("BZPOPMIN", "z", "0")
+    raw.cmd("BZMPOP", "0", "1", "z", "MIN")
+    t0 = time.monotonic()
+    assert raw.cmd("EXEC") == b"*2\r\n*-1\r\n*-1\r\n"
+    assert time.monotonic() - t0 < 1
+
+
+def test_bzpop_resp3_timeout(server):
+    c = RawConn(server.port)
+    try:
+        c.cmd("HELLO", "3")
+        assert c.cmd("BZPOPMIN", "z", "0.05") == b"_\r\n"
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------------------
+# Notifications and dirty counter
+# ---------------------------------------------------------------------------
+def test_keyspace_notifications(server, r):
+    c = RawConn(server.port)
+    try:
+        rep = c.cmd("SUBSCRIBE", "__keyevent@0__:zadd")
+        if rep.startswith(b"-ERR unknown command"):
+            pytest.skip("pub/sub is not implemented in this branch")
+    finally:
+        c.close()
+    r.config_set("notify-keyspace-events", "KEA")
+    p = r.pubsub()
+    p.psubscribe("__keyevent@0__:*")
+    p.get_message(timeout=1)
+    r.zadd("z", {"a": 1, "b": 2})
+    r.zincrby("z", 1, "a")
+    r.zrem("z", "nope")
+    r.zrem("z", "a")
+    r.zpopmin("z")
+    r.zadd("z", {"a": 1})
+    r.zunionstore("u", ["z"])
+    r.zremrangebyscore("u", 0, 10)
+    events = []
+    deadline = time.time() + 2
+    while time.time() < deadline and len(events) < 10:
+        m = p.get_message(timeout=0.2)
+        if m and m["type"] == "pmessage":
+            events.append((m["channel"].split(b":", 1)[1], m["data"]))
+    assert events == [(b"zadd", b"z"), (b"zincr", b"z"), (b"zrem", b"z"), (b"zpopmin", b"z"),
+                      (b"del", b"z"), (b"zadd", b"z"), (b"zunionstore", b"u"),
+                      (b"zremrangebyscore", b"u"), (b"del", b"u")]
+    p.close()
+
+
+def test_watch_invalidated_by_zadd(r):
+    r.zadd("z", {"a": 1})
+    p = r.pipeline()
+    p.watch("z")
+    r.zadd("z", {"b": 2})
+    p.multi()
+    p.zcard("z")
+    with pytest.raises(redis.WatchError):
+        p.execute()
+
+
+# ---------------------------------------------------------------------------
+# Differential tests against real Redis
+# ---------------------------------------------------------------------------
+SCRIPTED = [
+    ["ZADD", "z", "1", "a", "2", "b", "2", "bb", "3", "c", "-1.5", "n", "inf", "i"],
+    ["ZADD", "z", "nx", "ch", "5", "a", "6", "new"],
+    ["ZADD", "z", "xx", "lt", "ch", "0", "a", "9", "b"],
+    ["ZADD", "z", "Gt", "xX", "ch", "9", "a"],
+    ["ZADD", "z", "incr", "0.1", "a"],
+    ["ZADD", "z", "LT", "INCR", "0", "a"], ["ZADD", "z", "GT", "INCR", "0", "a"],
+    ["ZADD", "z", "GT", "CH", "INCR", "-0", "a"],
+    ["ZINCRBY", "z", "1e-5", "a"],
+    ["ZINCRBY", "z", "-inf", "i"],
+    ["ZADD", "z", "1", "a", "x"],
+    ["ZADD", "z", "1", "a", "1 ", "b"],
+    ["ZADD", "z", "XX", "NX", "1", "a"],
+    ["ZADD", "z", "LT", "GT", "1", "a"],
+    ["ZADD", "z", "INCR", "1", "a", "1", "b"],
+    ["ZADD", "z", "INCR"],
+    ["ZINCRBY", "z", "incr", "a"],
+    ["ZRANGE", "z", "0", "-1", "WITHSCORES"],
+    ["ZRANGE", "z", "-3", "-2", "REV", "WITHSCORES"],
+    ["ZRANGE", "z", "(1", "(3", "BYSCORE", "WITHSCORES"],
+    ["ZRANGE", "z", "3", "1", "BYSCORE", "REV", "LIMIT", "1", "1"],
+    ["ZRANGE", "z", "-inf", "inf", "BYSCORE", "LIMIT", "0", "0"],
+    ["ZRANGE", "z", " 2", "0x3", "BYSCORE"],
+    ["ZRANGE", "z", "", "(", "BYSCORE"],
+    ["ZRANGE", "z", "1e400", "-1e400", "BYSCORE", "REV"],
+    ["ZRANGE", "z", "[a", "(c", "BYLEX"],
+    ["ZRANGE", "z", "+", "-", "BYLEX", "REV", "LIMIT", "1", "3"],
+    ["ZRANGE", "z", "0", "1", "LIMIT", "0", "-1"],
+    ["ZRANGE", "z", "0", "1", "LIMIT", "0", "5"],
+    ["ZRANGE", "z", "0", "1", "WITHSCORES", "BYLEX"],
+    ["ZRANGEBYSCORE", "z", "-inf", "+inf", "LIMIT", "2", "-1", "WITHSCORES"],
+    ["ZREVRANGEBYSCORE", "z", "+inf", "(-1.5", "WITHSCORES", "LIMIT", "1", "2"],
+    ["ZRANGEBYLEX", "z", "-", "[b", "LIMIT", "0", "2"],
+    ["ZREVRANGEBYLEX", "z", "[c", "-"],
+    ["ZREVRANGE", "z", "0", "2", "WITHSCORES"],
+    ["ZREVRANGE", "z", "0", "2", "BYSCORE"],
+    ["ZCOUNT", "z", "(1", "+inf"],
+    ["ZCOUNT", "z", "a", "1"],
+    ["ZLEXCOUNT", "z", "-", "+"],
+    ["ZLEXCOUNT", "z", "[b", "(c"],
+    ["ZRANK", "z", "c"], ["ZREVRANK", "z", "c"], ["ZRANK", "z", "zz"],
+    ["ZSCORE", "z", "n"], ["ZMSCORE", "z", "n", "zz", "i"],
+    ["ZRANGESTORE", "d", "z", "0", "2"],
+    ["ZRANGESTORE", "d", "z", "(0", "+inf", "BYSCORE", "LIMIT", "1", "2"],
+    ["ZRANGE", "d", "0", "-1", "WITHSCORES"],
+    ["OBJECT", "ENCODING", "d"],
+    ["ZADD", "w", "1", "b", "10", "c", "100", "q"],
+    ["ZUNION", "2", "z", "w", "WITHSCORES"],
+    ["ZUNION", "2", "z", "w", "WEIGHTS", "-1", "0.5", "AGGREGATE", "MIN", "WITHSCORES"],
+    ["ZINTER", "2", "z", "w", "AGGREGATE", "MAX", "WITHSCORES"],
+    ["ZINTERCARD", "2", "z", "w", "LIMIT", "1"],
+    ["ZDIFF", "2", "z", "w", "WITHSCORES"],
+    ["ZUNIONSTORE", "u", "3", "z", "w", "nokey", "WEIGHTS", "2", "3", "4"],
+    ["ZRANGE", "u", "0", "-1", "WITHSCORES"],
+    ["ZINTERSTORE", "u", "2", "z", "w"],
+    ["ZDIFFSTORE", "u", "2", "w", "z"],
+    ["ZRANGE", "u", "0", "-1", "WITHSCORES"],
+    ["ZINTERSTORE", "u", "2", "z", "nokey"],
+    ["EXISTS", "u"],
+    ["ZUNION", "2", "z"],
+    ["ZUNION", "1", "z", "AGGREGATE"],
+    ["ZINTER", "-1", "z"],
+    ["ZINTERCARD", "0", "z"],
+    ["ZRANDMEMBER", "z", "100", "WITHSCORES"],
+    ["ZRANDMEMBER", "z", "-1", "WITHSCORES", "x"],
+    ["ZSCAN", "z", "0", "MATCH", "*b*"],
+    ["ZSCAN", "z", "0", "COUNT", "1"],
+    ["ZREMRANGEBYRANK", "z", "0", "0"],
+    ["ZREMRANGEBYSCORE", "z", "(2", "3"],
+    ["ZREMRANGEBYLEX", "z", "[new", "+"],
+    ["ZPOPMIN", "z", "2"], ["ZPOPMAX", "z"], ["ZPOPMAX", "z", "-3"],
+    ["ZMPOP", "3", "nokey", "z", "w", "MAX", "COUNT", "2"],
+    ["ZMPOP", "1", "nokey", "MIN"],
+    ["ZRANGE", "z", "0", "-1", "WITHSCORES"],
+    ["ZREM", "z", "a", "b", "c", "new", "bb", "n", "i", "zz"],
+    ["EXISTS", "z"],
+    ["SET", "str", "v"],
+    ["ZADD", "str", "1", "a"], ["ZRANGE", "str", "0", "1"], ["ZUNIONSTORE", "d", "1", "str"],
+    ["ZRANGESTORE", "str", "w", "0", "0"], ["TYPE", "str"],
+    ["ZMPOP", "2", "nokey", "str", "MIN"],
+    ["BZPOPMIN", "w", "0"], ["BZMPOP", "0", "1", "w", "MAX", "COUNT", "9"],
+    ["ZADD", "fmt", "0.1", "a", "1e20", "b", "-0", "c", "123456.789", "d", "1e-7", "e"],
+    ["ZRANGE", "fmt", "0", "-1", "WITHSCORES"],
+    ["ZINCRBY", "fmt", "0.2", "a"],
+    ["ZSCAN", "fmt", "0"],
+]
+
+
+def test_differential_scripted(both):
+    for cmd in SCRIPTED:
+        same(both, *cmd)
+
+
+def test_differential_scripted_skiplist(both):
+    for conn in both:
+        conn.cmd("CONFIG", "SET", "zset-max-listpack-entries", "2")
+        conn.cmd("CONFIG", "SET", "zset-max-listpack-value", "3")
+    for cmd in SCRIPTED:
+        if cmd[0] in ("ZSCAN",) or (cmd[0] == "ZRANGEBYLEX" or "BYLEX" in cmd or "ZREVRANGEBYLEX" == cmd[0]
+                                    or cmd[0] in ("ZLEXCOUNT", "ZREMRANGEBYLEX")):
+            continue   # order of ZSCAN / lex ranges over mixed scores is unspecified
+        same(both, *cmd)
+        same(both, "OBJECT", "ENCODING", cmd[1]) if cmd[0].startswith("Z") and cmd[0] not in (
+            "ZUNION", "ZINTER", "ZDIFF", "ZINTERCARD", "ZMPOP") else None
+
+
+MEMBERS = st.sampled_from(["a", "b", "c", "d", "e", "f", "g", "aa", "ab", "b1"])
+SCORES = st.sampled_from(["0", "1", "-1", "2.5", "inf", "-inf", "0.1", "3", "1e3", "-0", "(1", "x"])
+KEYS = st.sampled_from(["k1", "k2", "k3"])
+BOUNDS = st.sampled_from(["-inf", "+inf", "0", "(0", "1", "(2.5", "3", "(3", "x"])
+LEX = st.sampled_from(["-", "+", "[a", "(a", "[b", "(b1", "[c", "[g", "(e", "x"])
+INTS = st.sampled_from(["0", "1", "-1", "2", "-2", "5", "100", "-100", "x"])
+
+
+@st.composite
+def zcommand(draw):
+    k = draw(KEYS)
+    kind = draw(st.integers(0, 21))
+    if kind == 0:
+        opts = draw(st.lists(st.sampled_from(["NX", "XX", "CH", "GT", "LT", "INCR"]), max_size=2))
+        pairs = draw(st.lists(st.tuples(SCORES, MEMBERS), min_size=1, max_size=4))
+        return ["ZADD", k, *opts] + [x for p in pairs for x in p]
+    if kind == 1:
+        return ["ZINCRBY", k, draw(SCORES), draw(MEMBERS)]
+    if kind == 2:
+        return ["ZREM", k] + draw(st.lists(MEMBERS, min_size=1, max_size=3))
+    if kind == 3:
+        return ["ZRANGE", k, draw(INTS), draw(INTS)] + draw(st.sampled_from([[], ["WITHSCORES"], ["REV"], ["REV", "WITHSCORES"]]))
+    if kind == 4:
+        extra = draw(st.sampled_from([[], ["WITHSCORES"], ["LIMIT", "1", "2"], ["LIMIT", "0", "-1", "WITHSCORES"]]))
+        return [draw(st.sampled_from(["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"])), k, draw(BOUNDS), draw(BOUNDS)] + extra
+    if kind == 5:
+        extra = draw(st.sampled_from([[], ["LIMIT", "1", "2"], ["LIMIT", "-1", "2"]]))
+        return [draw(st.sampled_from(["ZRANGEBYLEX", "ZREVRANGEBYLEX"])), k, draw(LEX), draw(LEX)] + extra
+    if kind == 6:
+        return ["ZCOUNT", k, draw(BOUNDS), draw(BOUNDS)]
+    if kind == 7:
+        return ["ZLEXCOUNT", k, draw(LEX), draw(LEX)]
+    if kind == 8:
+        return [draw(st.sampled_from(["ZRANK", "ZREVRANK", "ZSCORE"])), k, draw(MEMBERS)]
+    if kind == 9:
+        return ["ZREMRANGEBYRANK", k, draw(INTS), draw(INTS)]
+    if kind == 10:
+        return ["ZREMRANGEBYSCORE", k, draw(BOUNDS), draw(BOUNDS)]
+    if kind == 11:
+        return ["ZREMRANGEBYLEX", k, draw(LEX), draw(LEX)]
+    if kind in (12, 13):
+        op = draw(st.sampled_from(["ZUNION", "ZINTER", "ZDIFF", "ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]))
+        keys = draw(st.lists(KEYS, min_size=1, max_size=3))
+        cmd = [op] + ([draw(KEYS)] if op.endswith("STORE") else []) + [str(len(keys))] + keys
+        if op not in ("ZDIFF", "ZDIFFSTORE") and draw(st.booleans()):
+            cmd += ["WEIGHTS"] + [draw(st.sampled_from(["1", "2", "-1", "0", "0.5", "inf"])) for _ in keys]
+        if op not in ("ZDIFF", "ZDIFFSTORE") and draw(st.booleans()):
+            cmd += ["AGGREGATE", draw(st.sampled_from(["SUM", "MIN", "MAX"]))]
+        if not op.endswith("STORE") and draw(st.booleans()):
+            cmd += ["WITHSCORES"]
+        return cmd
+    if kind == 14:
+        return [draw(st.sampled_from(["ZPOPMIN", "ZPOPMAX"])), k] + draw(st.sampled_from([[], ["0"], ["2"], ["10"]]))
+    if kind == 15:
+        keys = draw(st.lists(KEYS, min_size=1, max_size=3))
+        return ["ZMPOP", str(len(keys))] + keys + [draw(st.sampled_from(["MIN", "MAX"]))] + \
+            draw(st.sampled_from([[], ["COUNT", "2"]]))
+    if kind == 16:
+        return ["ZRANGESTORE", draw(KEYS), k, draw(BOUNDS), draw(BOUNDS), "BYSCORE"]
+    if kind == 17:
+        return ["ZRANGESTORE", draw(KEYS), k, draw(INTS), draw(INTS)]
+    if kind == 18:
+        return ["ZINTERCARD", "2", k, draw(KEYS)]
+    if kind == 19:
+        return ["ZCARD", k]
+    if kind == 20:
+        return ["ZRANDMEMBER", k, "50", "WITHSCORES"]
+    return ["ZMSCORE", k, draw(MEMBERS), draw(MEMBERS)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(zcommand(), min_size=1, max_size=30))
+def test_differential_random(server, redis_server, cmds):
+    a = RawConn(server.port)
+    b = RawConn(redis_server.port)
+    try:
+        a.cmd("FLUSHALL")
+        b.cmd("FLUSHALL")
+        for cmd in cmds:
+            ra, rb = a.cmd(*cmd), b.cmd(*cmd)
+            assert ra == rb, "%r: ophidis %r != redis %r" % (cmd, ra, rb)
+        for k in ("k1", "k2", "k3"):
+            for probe in (["ZRANGE", k, "0", "-1", "WITHSCORES"], ["OBJECT", "ENCODING", k], ["TYPE", k]):
+                ra, rb = a.cmd(*probe), b.cmd(*probe)
+                assert ra == rb, "%r: ophidis %r != redis %r" % (probe, ra, rb)
+    finally:
+        a.close()
+        b.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(zcommand().filter(lambda c: "LEX" not in c[0] and c[0] != "ZLEXCOUNT"), min_size=1, max_size=30))
+def test_differential_random_skiplist(server, redis_server, cmds):
+    a = RawConn(server.port)
+    b = RawConn(redis_server.port)
+    try:
+        for conn in (a, b):
+            conn.cmd("FLUSHALL")
+            conn.cmd("CONFIG", "SET", "zset-max-listpack-entries", "3")
+        for cmd in cmds:
+            ra, rb = a.cmd(*cmd), b.cmd(*cmd)
+            assert ra == rb, "%r: ophidis %r != redis %r" % (cmd, ra, rb)
+        for k in ("k1", "k2", "k3"):
+            for probe in (["ZRANGE", k, "0", "-1", "WITHSCORES"], ["OBJECT", "ENCODING", k]):
+                ra, rb = a.cmd(*probe), b.cmd(*probe)
+                assert ra == rb, "%r: ophidis %r != redis %r" % (probe, ra, rb)
+    finally:
+        for conn in (a, b):
+            conn.cmd("CONFIG", "SET", "zset-max-listpack-entries", "128")
+        a.close()
+        b.close()
+
+
+def test_concurrent_zadd_zpop_consistency(server, r):
+    """Many clients adding and popping: every member popped exactly once."""
+    r.delete("q")
+    n_threads, per = 4, 300
+
+    def producer(t):
+        c = server.client()
+        for i in range(per):
+            c.zadd("q", {b"t%d-%d" % (t, i): random.random()})
+        c.close()
+
+    threads = [threading.Thread(target=producer, args=(t,)) for t in range(n_threads)]
+    for t in threads:
+        t.start()
+    popped = []
+    c = server.client()
+    deadline = time.time() + 20
+    while len(popped) < n_threads * per and time.time() < deadline:
+        res = c.bzpopmin("q", timeout=1)
+        if res:
+            popped.append(res[1])
+    for t in threads:
+        t.join()
+    c.close()
+    assert len(popped) == len(set(popped)) == n_threads * per
+
+
+def test_notifications_and_dirty_inprocess():
+    """Keyspace events and the dirty counter, observed in-process (the
+    pub/sub delivery lives in another branch)."""
+    from _inproc import Events, FakeClient
+    f = FakeClient()
+    with Events() as ev:
+        assert f.run("ZADD", "z", "1", "a", "2", "b") == b":2\r\n"
+        assert f.server.dirty == 2
+        f.run("ZADD", "z", "1", "a")            # no change: no event, no dirty
+        assert f.server.dirty == 2
+        f.run("ZADD", "z", "CH", "5", "a")       # fast path
+        f.run("ZINCRBY", "z", "1", "b")
+        f.run("ZREM", "z", "nope")
+        f.run("ZREM", "z", "a")
+        f.run("ZADD", "z", "4", "c", "5", "d")
+        f.run("ZREMRANGEBYRANK", "z", "0", "0")
+        f.run("ZREMRANGEBYSCORE", "z", "4", "4")
+        f.run("ZADD", "z", "0", "x", "0", "y", "0", "zz")
+        f.run("ZREMRANGEBYLEX", "z", "[x", "[x")    # mixed scores: last (d) < [x, no-op
+        f.run("ZREMRANGEBYLEX", "z", "-", "[x")
+        f.run("ZPOPMAX", "z")
+        f.run("ZUNIONSTORE", "u", "1", "z")
+        f.run("ZINTERSTORE", "i", "1", "z")
+        f.run("ZDIFFSTORE", "df", "1", "z")
+        f.run("ZRANGESTORE", "rs", "z", "0", "-1")
+        f.run("ZINTERSTORE", "u", "2", "z", "nokey")
+        f.run("ZMPOP", "1", "z", "MIN", "COUNT", "5")
+        f.run("ZPOPMIN", "rs")
+    assert ev.events == [
+        (b"zadd", b"z"), (b"zadd", b"z"), (b"zincr", b"z"), (b"zrem", b"z"), (b"zadd", b"z"),
+        (b"zremrangebyrank", b"z"), (b"zremrangebyscore", b"z"), (b"zadd", b"z"),
+        (b"zremrangebylex", b"z"), (b"zpopmax", b"z"), (b"zunionstore", b"u"),
+        (b"zinterstore", b"i"), (b"zdiffstore", b"df"), (b"zrangestore", b"rs"), (b"del", b"u"),
+        (b"zpopmin", b"z"), (b"del", b"z"), (b"zpopmin", b"rs")]
+    # 2 + ch(1) + incr(1) + rem(1) + add(2) + rank(1) + score(1) + add(3) + lex(1) + pop(1)
+    # + 4 stores + del(1) + zmpop(2 popped) + zpopmin(1)
+    assert f.server.dirty == 2 + 1 + 1 + 1 + 2 + 1 + 1 + 3 + 1 + 1 + 4 + 1 + 2 + 1
