@@ -889,3 +889,56 @@ def test_differential_against_redis(server, r, ref, redis_server, seed):
     finally:
         ours.close()
         theirs.close()
+
+
+# ---------------------------------------------------------------------------
+# Keyspace notifications and dirty counter, in-process, against redis-server
+# ---------------------------------------------------------------------------
+def _ref_events(ref, sub):
+    """Events received so far: a PUBLISH on a matching channel marks the end."""
+    ref.publish("__keyevent@0__:marker", "end")
+    out = []
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        m = sub.get_message(timeout=1.0)
+        if m is None or m["type"] != "pmessage":
+            continue
+        ev = (m["channel"].split(b":", 1)[1], m["data"])
+        if ev == (b"marker", b"end"):
+            return out
+        out.append(ev)
+    raise AssertionError("no marker")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_notifications_and_dirty_vs_redis(ref, seed):
+    from _inproc import Events, FakeClient
+
+    fc = FakeClient()
+    ref.config_set("notify-keyspace-events", "KEA")
+    sub = ref.pubsub()
+    sub.psubscribe("__keyevent@0__:*")
+    try:
+        rnd = random.Random(1000 + seed)
+        for c in (fc.run, ref.execute_command):
+            c("SET", "str", "string")
+        assert _ref_events(ref, sub) == [(b"set", b"str")]
+        for i in range(150):
+            cmd = _random_command(rnd)
+            if cmd[0].startswith("B"):
+                continue     # blocking forms are covered over the network
+            before = ref.info("persistence")["rdb_changes_since_last_save"]
+            d0 = fc.server.dirty
+            with Events() as ev:
+                ours = fc.run(*cmd)
+            try:
+                ref.execute_command(*cmd)
+            except Exception:  # noqa: BLE001 - errors are compared elsewhere
+                pass
+            theirs = _ref_events(ref, sub)
+            assert ev.events == theirs, (i, cmd, ev.events, theirs)
+            after = ref.info("persistence")["rdb_changes_since_last_save"]
+            assert fc.server.dirty - d0 == after - before, (i, cmd)
+    finally:
+        sub.close()
+        ref.config_set("notify-keyspace-events", "")
