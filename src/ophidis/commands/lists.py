@@ -41,17 +41,8 @@ _NUMKEYS = RedisError("ERR numkeys should be greater than 0")
 _COUNT_GT0 = RedisError("ERR count should be greater than 0")
 
 
-class _Headers(dict):
-    """len -> b"$<len>" (bulk header without its CRLF), filled on demand."""
-
-    def __missing__(self, n):
-        h = b"$%d" % n
-        if n < 1 << 20 and len(self) < 100000:
-            self[n] = h
-        return h
-
-
-_HDR = _Headers()
+# b"$<len>" (a bulk header without its CRLF) for the usual element sizes.
+_HDR = [b"$%d" % _i for _i in range(16384)]
 _hdr = _HDR.__getitem__
 
 
@@ -64,7 +55,10 @@ def bulk_items(items) -> bytes:
         return EMPTY_ARRAY
     out = [b""] * (2 * n + 2)
     out[0] = b"*%d" % n
-    out[1:-1:2] = map(_hdr, map(len, items))
+    try:
+        out[1:-1:2] = map(_hdr, map(len, items))
+    except IndexError:      # an element of 16k or more
+        out[1:-1:2] = [b"$%d" % len(x) for x in items]
     out[2:-1:2] = items
     return b"\r\n".join(out)
 
