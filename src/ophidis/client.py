@@ -164,6 +164,14 @@ class Client(asyncio.Protocol):
         return False
 
     def data_received(self, data):
+        try:
+            self._data_received(data)
+        finally:
+            # Pushes (pub/sub, notifications) for this client go into the
+            # pending reply list only while its requests are being run.
+            self.pending_writes = None
+
+    def _data_received(self, data):
         stats.net_input_bytes += len(data)
         self.last_time = _monotonic()
         if self.closing or self.close_after_reply:
@@ -192,7 +200,7 @@ class Client(asyncio.Protocol):
             pend += data
         reader = self.reader
         reader.feed(data)
-        out = []
+        out = self.pending_writes = []
         append = out.append
         gets = reader.gets
         last = None
@@ -334,7 +342,7 @@ class Client(asyncio.Protocol):
         if self.blocked or self.paused_queue is not None:
             return
         srv = self.server
-        out = []
+        out = self.pending_writes = []
         pos = 0
         n = len(buf)
         while pos < n:
@@ -475,7 +483,11 @@ class Client(asyncio.Protocol):
     def push(self, data: bytes):
         """Out-of-band data (pub/sub messages, unblocked replies, MONITOR)."""
         if not self.closing:
-            self.write([data])
+            pw = self.pending_writes
+            if pw is not None:
+                pw.append(data)
+            else:
+                self.write([data])
 
     def close(self):
         t = self.transport
@@ -497,7 +509,10 @@ class Client(asyncio.Protocol):
         if not self.py_mode:
             self.reader = hiredis.Reader()
             self.py_mode = True
-        self._python_input(None)
+        try:
+            self._python_input(None)
+        finally:
+            self.pending_writes = None
 
     # -- introspection -------------------------------------------------------------
     def flags_string(self) -> str:

@@ -23,6 +23,8 @@ from . import notify as _notify
 from .errors import RedisError
 
 _time = time.time
+_NEW = _notify.NEW
+_KEY_MISS = _notify.KEY_MISS
 
 
 def mstime() -> int:
@@ -82,7 +84,7 @@ class Database:
         self.id = id
         self.d: dict = {}
         self.expires: dict = {}
-        self.watched_keys: dict = {}     # key -> list of clients (WATCH)
+        self.watched_keys: dict = {}     # key -> list of WatchedKey (WATCH)
         self.blocking_keys: dict = {}    # key -> list of blocked clients
         self.dels = 0                    # deletions counter (SCAN cursor safety)
         self.avg_ttl = 0
@@ -97,11 +99,15 @@ class Database:
         v = self.d.get(key)
         if v is None:
             stats.keyspace_misses += 1
+            if _notify.flags & _KEY_MISS:
+                _notify.notify(_KEY_MISS, b"keymiss", key, self.id)
             return None
         if self.expires:
             when = self.expires.get(key)
             if when is not None and when <= _time() * 1000 and self.expire_if_needed(key):
                 stats.keyspace_misses += 1
+                if _notify.flags & _KEY_MISS:
+                    _notify.notify(_KEY_MISS, b"keymiss", key, self.id)
                 return None
         stats.keyspace_hits += 1
         return v
@@ -152,6 +158,14 @@ class Database:
     # -- writes ---------------------------------------------------------------
     def set_key(self, key, value, keepttl=False):
         """Set key to value (overwrite), clearing its TTL unless keepttl."""
+        if _notify.flags:
+            # Redis's setKey: an expired key is deleted first ("expired"),
+            # and a key that did not exist is announced ("new").
+            if self.expires and key in self.expires:
+                self.lookup_write(key)
+            if _notify.flags & _NEW and key not in self.d:
+                self.d[key] = value
+                _notify.notify(_NEW, b"new", key, self.id)
         self.d[key] = value
         if not keepttl and self.expires:
             self.expires.pop(key, None)
@@ -162,6 +176,8 @@ class Database:
     def add(self, key, value):
         """Add a key that the caller knows does not exist."""
         self.d[key] = value
+        if _notify.flags & _NEW:
+            _notify.notify(_NEW, b"new", key, self.id)
         wk = self.watched_keys
         if wk and key in wk:
             touch_watched(self, key)
@@ -198,11 +214,9 @@ class Database:
     def flush(self):
         """Empty the database (FLUSHDB).  Returns the removed count."""
         n = len(self.d)
-        wk = self.watched_keys
-        if wk:
-            for key in list(wk):
-                if key in self.d:
-                    touch_watched(self, key)
+        if self.watched_keys:
+            from .commands.transactions import touch_all_watched_in_db
+            touch_all_watched_in_db(self)
         self.d = {}
         self.expires = {}
         self.dels += n
@@ -311,8 +325,13 @@ class Database:
 
 
 def touch_watched(db: Database, key):
-    for c in db.watched_keys.get(key, ()):
-        c.dirty_cas = True
+    for w in db.watched_keys.get(key, ()):
+        if w.expired:
+            if key not in db.d:
+                # Watched while already expired, now deleted: no change.
+                w.expired = False
+                continue
+        w.client.dirty_cas = True
 
 
 def signal_modified(db: Database, key):

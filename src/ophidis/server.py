@@ -99,12 +99,15 @@ class Server:
         self.net_out_samples = deque(maxlen=16)
         self._last_sample = None
         self.obuf_check = False
+        self.obuf_limits = {}
+        self.obuf_floor = 0
+        self.obuf_soft = {}            # client id -> client over a soft limit
         self.cron_loops = 0
         self.blocking_handler = None   # set by the blocking-commands module
         self.evict_hook = None         # set by the eviction module (maxmemory)
         self.propagate_hooks = []      # AOF / replication feeds
         self.save_hook = None          # set by persistence: save(path) for shutdown
-        self.cron_hooks = []           # extra per-cron callables
+        self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
         self.shutdown_hooks = []
         self.executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
         self.config_file = None
@@ -182,6 +185,9 @@ class Server:
 
         def upd_cobl(v):
             self.obuf_check = any(h or s for (h, s, _) in v.values())
+            self.obuf_limits = v
+            # below the smallest limit of any class nothing can be over
+            self.obuf_floor = min([x for (h, s, _) in v.values() for x in (h, s) if x] or [0])
         cfg.on_change("client-output-buffer-limit", upd_cobl)
         upd_cobl(cfg["client-output-buffer-limit"])
 
@@ -278,34 +284,53 @@ class Server:
         if log.enabled(log.VERBOSE):
             log.verbose("Client closed connection %s" % c.info_string())
 
-    def check_output_limits(self, c: Client):
-        """client-output-buffer-limit for normal and pubsub clients."""
+    def check_output_limits(self, c: Client, from_cron=False):
+        """client-output-buffer-limit (checkClientOutputBufferLimits): the
+        hard limit closes at once; the soft limit when it stays reached for
+        more than its seconds (whole seconds, as Redis's unixtime).  Checked
+        after writes and, for clients over a soft limit, from cron."""
         t = c.transport
-        if t is None:
-            return
+        if t is None or c.closing:
+            return False
         size = t.get_write_buffer_size()
-        if not size:
-            c.out_extra = None
-            return
+        if size < self.obuf_floor or not size:
+            if c.out_extra is not None:
+                c.out_extra = None
+                self.obuf_soft.pop(c.id, None)
+            return False
         cls = "pubsub" if (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) else "normal"
-        hard, soft, secs = self.config["client-output-buffer-limit"][cls]
-        over = False
-        if hard and size >= hard:
-            over = True
-        elif soft and size >= soft:
-            now = time.monotonic()
+        hard, soft, secs = self.obuf_limits[cls]
+        over = bool(hard and size >= hard)
+        if soft and size >= soft:
+            now = int(time.time())
             if c.out_extra is None:
                 c.out_extra = now
-            elif now - c.out_extra >= secs:
+                self.obuf_soft[c.id] = c
+            elif now - c.out_extra > secs:
                 over = True
-        else:
+        elif c.out_extra is not None:
             c.out_extra = None
+            self.obuf_soft.pop(c.id, None)
         if over:
-            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits." % (
-                c.info_string()))
+            self.obuf_soft.pop(c.id, None)
+            if from_cron:
+                log.warning("Client %s closed for overcoming of output buffer limits." % c.info_string())
+            else:
+                log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits." % (
+                    c.info_string()))
             stats.client_outbuf_limit_disconnections += 1
             c.closing = True
             t.abort()
+        return over
+
+    def _obuf_cron(self):
+        """Soft limits also expire while no more output is produced."""
+        if self.obuf_soft:
+            for c in list(self.obuf_soft.values()):
+                if c.closing or c.id not in self.clients:
+                    self.obuf_soft.pop(c.id, None)
+                else:
+                    self.check_output_limits(c, from_cron=True)
 
     # -- command processing ---------------------------------------------------------
     def process_command(self, c: Client, argv):
@@ -373,7 +398,8 @@ class Server:
             self.postpone(c, argv)
             return None
         if in_multi and base not in _MULTI_IMMEDIATE:
-            c.multi.append((cmd, argv))
+            if not (c.multi_error or c.dirty_cas):   # no memory for a doomed EXEC
+                c.multi.append((cmd, argv))
             return QUEUED
         return self.call(c, cmd, argv)
 
@@ -399,6 +425,13 @@ class Server:
         if cmd is not None:
             cmd.rejected_calls += 1
         msg = e.msg
+        if cmd is not None and cmd.name == "exec" and c.multi is not None:
+            # EXEC itself refused (OOM, MISCONF ...): the transaction is over.
+            from .commands.transactions import discard_transaction
+            discard_transaction(c)
+            msg = b"EXECABORT Transaction discarded because of: " + msg
+            if self.monitors:
+                self.feed_monitors(c, [b"exec"])
         sp = msg.find(b" ", 0, 32)
         code = msg[:sp].decode("utf-8", "replace") if sp > 0 else "ERR"
         stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
@@ -424,8 +457,6 @@ class Server:
         """Run a command and account for it (commandstats, slowlog, latency,
         MONITOR, propagation)."""
         c.last_cmd = cmd
-        if self.monitors and not cmd.skip_monitor and not cmd.admin:
-            self.feed_monitors(c, argv)
         dirty0 = self.dirty
         t0 = perf_counter()
         try:
@@ -435,6 +466,10 @@ class Server:
         except Exception as e:  # noqa: BLE001
             r = c.internal_error(e, cmd, argv)
         dt = perf_counter() - t0
+        # MONITOR sees the command after it ran (the db after SELECT, the
+        # queued commands of a transaction before its EXEC), as in Redis.
+        if self.monitors and not cmd.skip_monitor and not cmd.admin:
+            self.feed_monitors(c, argv)
         if not c.blocked:
             cmd.calls += 1
         cmd.usec += dt
@@ -520,14 +555,19 @@ class Server:
     # -- MONITOR / slowlog / latency ---------------------------------------------------
     def feed_monitors(self, c: Client, argv):
         now = time.time()
-        origin = ("%d %s" % (c.db.id, "lua") if c.in_script else "%d %s" % (c.db.id, c.addr))
-        parts = []
-        for a in argv:
-            parts.append('"%s"' % _repr_arg(a))
-        line = b"+%.6f [%s] %s\r\n" % (now, origin.encode(), " ".join(parts).encode("latin-1"))
+        sec = int(now)
+        if c.in_script:
+            origin = "%d lua" % c.db.id
+        elif c.is_unix:
+            origin = "%d unix:%s" % (c.db.id, self.unix_path or "")
+        else:
+            origin = "%d %s" % (c.db.id, c.addr)
+        line = "+%d.%06d [%s] %s\r\n" % (
+            sec, min(int((now - sec) * 1e6), 999999), origin,
+            " ".join(['"%s"' % _repr_arg(a) for a in argv]))
+        line = line.encode("latin-1", "replace")
         for m in list(self.monitors):
-            if m is not c or True:
-                m.push(line)
+            m.push(line)
 
     def slowlog_add(self, c, argv, dt):
         e = SlowlogEntry()

@@ -109,82 +109,102 @@ def format_long_double(v: float) -> bytes:
 
 
 def stringmatch(pattern: bytes, string: bytes, nocase: bool = False) -> bool:
-    """Redis's stringmatchlen glob: * ? [abc] [^a] [a-z] and backslash escapes."""
-    return _match(pattern, 0, string, 0, nocase)
+    """Redis's stringmatchlen glob: ``*`` ``?`` ``[abc]`` ``[^a]`` ``[a-z]``
+    and backslash escapes, with the same corner cases (an unterminated class
+    ends the pattern, reversed ranges, a trailing backslash is literal)."""
+    return _match(pattern, string, nocase)
 
 
-def _match(p, pi, s, si, nocase):
+def _class_match(p, pi, plen, ch, nocase):
+    """Match one character against the class starting after '['.
+    Returns (matched, index of the closing ']' or of the last byte)."""
+    neg = pi < plen and p[pi] == 94  # ^
+    if neg:
+        pi += 1
+    matched = False
+    while True:
+        if pi >= plen:
+            # Unterminated class: the pattern ends here.
+            pi -= 1
+            break
+        b = p[pi]
+        if b == 92 and pi + 1 < plen:  # backslash: next byte literally
+            pi += 1
+            if p[pi] == ch:
+                matched = True
+        elif b == 93:  # ]
+            break
+        elif pi + 2 < plen and p[pi + 1] == 45:  # range a-z
+            lo, hi = b, p[pi + 2]
+            if lo > hi:
+                lo, hi = hi, lo
+            c = ch
+            if nocase:
+                lo, hi, c = _lower(lo), _lower(hi), _lower(c)
+            if lo <= c <= hi:
+                matched = True
+            pi += 2
+        elif b == ch or (nocase and _lower(b) == _lower(ch)):
+            matched = True
+        pi += 1
+    return matched != neg, pi
+
+
+def _match(p, s, nocase):
+    """Iterative matcher.  Once the part of the pattern after a ``*`` has
+    failed at every later position of the string, no earlier ``*`` can help
+    (Redis's skipLongerMatches), so only the most recent star is ever
+    retried: O(len(p) * len(s)) in the worst case."""
     plen = len(p)
     slen = len(s)
-    while pi < plen and si <= slen:
-        c = p[pi]
-        if c == 42:  # *
-            while pi + 1 < plen and p[pi + 1] == 42:
-                pi += 1
-            if pi + 1 == plen:
-                return True
-            for k in range(si, slen + 1):
-                if _match(p, pi + 1, s, k, nocase):
-                    return True
-            return False
-        if si >= slen:
-            return False
-        if c == 63:  # ?
-            si += 1
-        elif c == 91:  # [
-            pi += 1
-            neg = pi < plen and p[pi] == 94
-            if neg:
-                pi += 1
-            matched = False
-            sc = s[si]
-            while True:
-                if pi >= plen:
-                    pi -= 1
-                    break
-                if p[pi] == 92 and pi + 1 < plen:
+    pi = si = 0
+    star_p = -1      # index of the last '*' seen
+    star_s = 0       # string position its continuation is being tried at
+    while True:
+        ok = True
+        while pi < plen and si < slen:
+            c = p[pi]
+            if c == 42:  # *
+                while pi + 1 < plen and p[pi + 1] == 42:
                     pi += 1
-                    if p[pi] == sc:
-                        matched = True
-                elif p[pi] == 93:
+                if pi + 1 == plen:
+                    return True
+                star_p = pi
+                star_s = si
+                pi += 1
+                continue
+            ch = s[si]
+            if c == 63:  # ?
+                pass
+            elif c == 91:  # [
+                m, pi = _class_match(p, pi + 1, plen, ch, nocase)
+                if not m:
+                    ok = False
                     break
-                elif pi + 2 < plen and p[pi + 1] == 45:
-                    start, end = p[pi], p[pi + 2]
-                    if start > end:
-                        start, end = end, start
-                    pi += 2
-                    cc = sc
-                    if nocase:
-                        start, end, cc = _lower(start), _lower(end), _lower(sc)
-                    if start <= cc <= end:
-                        matched = True
-                else:
-                    if nocase:
-                        if _lower(p[pi]) == _lower(sc):
-                            matched = True
-                    elif p[pi] == sc:
-                        matched = True
-                pi += 1
-            if neg:
-                matched = not matched
-            if not matched:
-                return False
-            si += 1
-        elif c == 92 and pi + 1 < plen:  # backslash
+            else:
+                if c == 92 and pi + 1 < plen:  # backslash escape
+                    pi += 1
+                    c = p[pi]
+                if c != ch and not (nocase and _lower(c) == _lower(ch)):
+                    ok = False
+                    break
             pi += 1
-            if not _eq(p[pi], s[si], nocase):
-                return False
             si += 1
-        else:
-            if not _eq(c, s[si], nocase):
-                return False
-            si += 1
-        pi += 1
-        if si >= slen:
-            while pi < plen and p[pi] == 42:
-                pi += 1
-            break
-    return pi >= plen and si >= slen
+            if si == slen:
+                while pi < plen and p[pi] == 42:
+                    pi += 1
+                break
+        if ok and pi == plen and si == slen:
+            return True
+        if star_p < 0:
+            return False
+        # Retry the continuation of the last star one byte later; the star
+        # only covers positions that leave at least one byte to match.
+        star_s += 1
+        if star_s >= slen:
+            return False
+        pi = star_p + 1
+        si = star_s
 
 
 def _lower(c):
@@ -214,4 +234,4 @@ def compile_glob(pattern: bytes, nocase=False):
         if stars == 1 and pattern.startswith(b"*"):
             suf = pattern[1:]
             return lambda s: s.endswith(suf)
-    return lambda s: _match(pattern, 0, s, 0, nocase)
+    return lambda s: _match(pattern, s, nocase)

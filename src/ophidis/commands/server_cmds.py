@@ -32,7 +32,6 @@ def _flush_flags(argv):
 def flushdb(c, argv):
     _flush_flags(argv)
     db = c.db
-    touch_all_watched_in_db(db)
     n = db.flush()
     c.server.dirty += n
     return OK
@@ -44,7 +43,6 @@ def flushall(c, argv):
     srv = c.server
     n = 0
     for db in srv.dbs:
-        touch_all_watched_in_db(db)
         n += db.flush()
     srv.dirty += n
     hook = getattr(srv, "flushall_hook", None)
@@ -206,6 +204,8 @@ def shutdown(c, argv):
     if abort:
         raise RedisError("ERR No shutdown in progress.")
     srv = c.server
+    if srv.script_busy is not None and not nosave:
+        raise RedisError(srv.script_busy)
     if c.multi is not None or c.in_script:
         pass
     err = srv.request_shutdown(nosave=nosave, save=save, now=now, force=force)

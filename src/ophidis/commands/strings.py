@@ -14,6 +14,7 @@ from . import command
 _time = time.time
 _STRING = notify.STRING
 _GENERIC = notify.GENERIC
+_NEW = notify.NEW
 
 NX, XX, GET, KEEPTTL, EX, PX, EXAT, PXAT, PERSIST = 1, 2, 4, 8, 16, 32, 64, 128, 256
 
@@ -99,7 +100,7 @@ def get(c, argv):
 def set_(c, argv):
     db = c.db
     key = argv[1]
-    if len(argv) == 3:
+    if len(argv) == 3 and not notify.flags:
         # Plain SET: the hot path.
         db.d[key] = argv[2]
         if db.expires:
@@ -107,8 +108,6 @@ def set_(c, argv):
         if db.watched_keys and key in db.watched_keys:
             db.signal(key)
         c.server.dirty += 1
-        if notify.flags:
-            notify.notify(_STRING, b"set", key, db.id)
         return OK
     flags, expire = parse_ext_args(argv, 3, True)
     when = expire_ms(expire, flags, "set") if expire is not None else None
@@ -253,6 +252,10 @@ def mset(c, argv):
     nf = notify.flags
     for i in range(1, n, 2):
         key = argv[i]
+        if nf:
+            db.set_key(key, argv[i + 1])
+            notify.notify(_STRING, b"set", key, db.id)
+            continue
         d[key] = argv[i + 1]
         if expires:
             expires.pop(key, None)
@@ -305,6 +308,8 @@ def _incr(c, key, delta):
             raise _OVERFLOW
     new = b"%d" % n
     d[key] = new
+    if v is None and notify.flags & _NEW:
+        notify.notify(_NEW, b"new", key, db.id)
     if db.watched_keys and key in db.watched_keys:
         db.signal(key)
     c.server.dirty += 1
@@ -354,6 +359,8 @@ def incrbyfloat(c, argv):
         raise RedisError("ERR increment would produce NaN or Infinity")
     b = format_long_double(new)
     db.d[key] = b
+    if v is None and notify.flags & _NEW:
+        notify.notify(_NEW, b"new", key, db.id)
     db.signal(key)
     c.server.dirty += 1
     notify.notify(_STRING, b"incrbyfloat", key, db.id)

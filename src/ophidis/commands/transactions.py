@@ -45,13 +45,30 @@ def discard(c, argv):
     return OK
 
 
+class WatchedKey:
+    """One WATCHed key of one client; listed both in ``c.watched`` and in
+    ``db.watched_keys[key]``.  ``expired``: the key was already logically
+    expired (but not yet deleted) when WATCH ran, so its deletion is no
+    change."""
+
+    __slots__ = ("client", "db", "key", "expired")
+
+    def __init__(self, client, db, key, expired):
+        self.client = client
+        self.db = db
+        self.key = key
+        self.expired = expired
+
+
+def _is_expired(db, key, now_ms) -> bool:
+    when = db.expires.get(key)
+    return when is not None and when <= now_ms and key in db.d
+
+
 def _watched_key_expired(c) -> bool:
     now = time.time() * 1000
-    for db, key, expired_at_watch in c.watched or ():
-        if expired_at_watch:
-            continue
-        when = db.expires.get(key)
-        if when is not None and when <= now and key in db.d:
+    for w in c.watched or ():
+        if not w.expired and _is_expired(w.db, w.key, now):
             return True
     return False
 
@@ -74,13 +91,19 @@ def exec_(c, argv):
     srv = c.server
     out = [b"*%d\r\n" % len(queued)]
     c.in_exec = True
+    # Pushes to this client (pub/sub confirmations, keyspace notifications)
+    # belong inside the EXEC reply, before the reply of their command, as
+    # in Redis's single output buffer.
+    saved = c.pending_writes
     try:
         for cmd, qargv in queued:
+            c.pending_writes = out
             r = srv.call(c, cmd, qargv)
             if r is None:
                 r = c.null
             out.append(r)
     finally:
+        c.pending_writes = saved
         c.in_exec = False
     c.multi_error = False
     c.dirty_cas = False
@@ -93,31 +116,31 @@ def exec_(c, argv):
 def watch_key(c, db, key):
     if c.watched is None:
         c.watched = []
-    for d, k, _ in c.watched:
-        if d is db and k == key:
+    for w in c.watched:
+        if w.db is db and w.key == key:
             return
     lst = db.watched_keys.get(key)
     if lst is None:
         lst = db.watched_keys[key] = []
-    lst.append(c)
-    when = db.expires.get(key)
-    expired = when is not None and when <= time.time() * 1000
-    c.watched.append((db, key, expired))
+    w = WatchedKey(c, db, key, _is_expired(db, key, time.time() * 1000))
+    lst.append(w)
+    c.watched.append(w)
 
 
 def unwatch_all(c):
     if not c.watched:
         c.watched = None
         return
-    for db, key, _ in c.watched:
-        lst = db.watched_keys.get(key)
+    for w in c.watched:
+        db = w.db
+        lst = db.watched_keys.get(w.key)
         if lst is not None:
             try:
-                lst.remove(c)
+                lst.remove(w)
             except ValueError:
                 pass
             if not lst:
-                del db.watched_keys[key]
+                del db.watched_keys[w.key]
     c.watched = None
 
 
@@ -140,10 +163,26 @@ def unwatch(c, argv):
 
 
 def touch_all_watched_in_db(db, other=None):
-    """FLUSHDB/FLUSHALL/SWAPDB: dirty the clients watching keys that exist
-    (in db, or in ``other`` for SWAPDB)."""
-    for key, clients in list(db.watched_keys.items()):
-        exists = key in db.d or (other is not None and key in other.d)
-        if exists:
-            for cl in clients:
-                cl.dirty_cas = True
+    """The keyspace of ``db`` is emptied (FLUSHDB/FLUSHALL) or replaced by
+    ``other``'s (SWAPDB): dirty the clients watching keys whose logical
+    existence changes.  Keys watched while already expired stay untouched
+    when they are just removed, or replaced by another expired key."""
+    if not db.watched_keys:
+        return
+    now = time.time() * 1000
+    for key, entries in list(db.watched_keys.items()):
+        in_db = key in db.d
+        in_other = other is not None and key in other.d
+        if not (in_db or in_other):
+            continue
+        for w in entries:
+            if w.expired:
+                if not in_other:
+                    w.expired = False
+                    continue
+                if _is_expired(other, key, now):
+                    continue
+            elif not in_db and _is_expired(other, key, now):
+                w.expired = True
+                continue
+            w.client.dirty_cas = True

@@ -1,0 +1,781 @@
+"""EVAL / EVALSHA / *_RO, SCRIPT, FCALL / FCALL_RO, FUNCTION (eval.c, functions.c).
+
+The Lua engines live in ``ophidis.lua``.  Server attributes used:
+
+* ``server.lua_scripts``: sha (lowercase hex bytes) -> ``Script``;
+  ``server.cached_scripts`` is its size (INFO's number_of_cached_scripts).
+* ``server.functions``: the ``Functions`` registry; each ``Library`` keeps
+  its full code string (``code``) so that RDB/AOF can store libraries and
+  load them back with ``functions_load(server, code, replace)``.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+
+from .. import lua as lua_mod
+from ..errors import NOSCRIPT, RedisError
+from ..protocol import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
+from ..util import parse_int, stringmatch
+from . import command
+
+SCRIPT_FLAGS = lua_mod.SCRIPT_FLAGS
+_UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
+               "You can either wait the script termination or kill the server in a hard way "
+               "using the SHUTDOWN NOSAVE command.")
+
+
+class Script:
+    __slots__ = ("sha", "body", "fn", "flags", "compat")
+
+    def __init__(self, sha, body, fn, flags, compat):
+        self.sha = sha
+        self.body = body
+        self.fn = fn
+        self.flags = flags
+        self.compat = compat
+
+
+# -- engines --------------------------------------------------------------------------------
+
+def eval_engine(srv) -> lua_mod.LuaEngine:
+    eng = getattr(srv, "lua_eval", None)
+    if eng is None:
+        eng = srv.lua_eval = lua_mod.LuaEngine(srv, "eval")
+        srv.lua_scripts = {}
+        srv.cached_scripts = 0
+    return eng
+
+
+def functions_registry(srv) -> "Functions":
+    f = getattr(srv, "functions", None)
+    if f is None:
+        f = srv.functions = Functions(srv)
+    return f
+
+
+def running_ctx(srv):
+    for name in ("lua_eval", "lua_functions"):
+        eng = getattr(srv, name, None)
+        if eng is not None and eng.ctx is not None:
+            return eng.ctx
+    return None
+
+
+def script_kill(c, is_eval: bool):
+    ctx = running_ctx(c.server)
+    if ctx is None:
+        raise RedisError("NOTBUSY No scripts in execution right now.")
+    if ctx.write_dirty:
+        raise RedisError(_UNKILLABLE)
+    if is_eval and not ctx.eval_mode:
+        raise RedisError(lua_mod.BUSY_FUNCTION)
+    if not is_eval and ctx.eval_mode:
+        raise RedisError(lua_mod.BUSY_EVAL)
+    ctx.killed = True
+    return OK
+
+
+def _help(name, lines):
+    lines = ["%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % name] + lines + [
+        "HELP", "    Prints this help."]
+    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+
+
+# -- shebang / flags --------------------------------------------------------------------------
+
+def extract_shebang(body: bytes):
+    """Returns (flags, compat_mode, shebang_len); raises RedisError."""
+    if not body.startswith(b"#!"):
+        return [], True, 0
+    end = body.find(b"\n")
+    if end < 0:
+        raise RedisError("ERR Invalid script shebang")
+    parts = split_args(body[:end])
+    if not parts:
+        raise RedisError("ERR Invalid engine in script shebang")
+    if parts[0] != b"#!lua":
+        raise RedisError(b"ERR Unexpected engine in script shebang: " + parts[0])
+    flags = []
+    for p in parts[1:]:
+        if p.startswith(b"flags="):
+            v = p[6:]
+            for f in (v.split(b",") if v else []):
+                name = f.decode("latin-1")
+                if name not in SCRIPT_FLAGS:
+                    raise RedisError(b"ERR Unexpected flag in script shebang: " + f)
+                flags.append(name)
+        else:
+            raise RedisError(b"ERR Unknown lua shebang option: " + p)
+    return flags, False, end
+
+
+def create_script(srv, body: bytes) -> Script:
+    eng = eval_engine(srv)
+    sha = lua_mod.sha1hex(body)
+    s = srv.lua_scripts.get(sha)
+    if s is not None:
+        return s
+    flags, compat, sblen = extract_shebang(body)
+    fn, err = eng.compile(body[sblen:], b"@user_script")
+    if fn is None:
+        raise RedisError(b"ERR Error compiling script (new function): " + err)
+    s = Script(sha, body, fn, flags, compat)
+    srv.lua_scripts[sha] = s
+    srv.cached_scripts = len(srv.lua_scripts)
+    return s
+
+
+def prepare(c, flags, compat: bool, ro: bool):
+    """scriptPrepareForRun's checks; returns (readonly, allow_oom)."""
+    srv = c.server
+    if not compat:
+        if "no-writes" not in flags:
+            if srv.is_replica and srv.config["replica-read-only"]:
+                raise RedisError("READONLY Can not run script with write flag on readonly replica")
+            if (not srv.lastbgsave_ok and srv.config["stop-writes-on-bgsave-error"]
+                    and srv.config["save"]):
+                raise RedisError(
+                    "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
+                    "persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only "
+                    "scripts.")
+            if ro:
+                raise RedisError("ERR Can not execute a script with write flag using *_ro command.")
+        if (srv.maxmemory and srv.evict_hook is not None
+                and "allow-oom" not in flags and "no-writes" not in flags):
+            if srv.evict_hook():
+                raise RedisError("OOM allow-oom flag is not set on the script, can not run it when "
+                                 "used memory > 'maxmemory'")
+    readonly = ro or (not compat and "no-writes" in flags)
+    allow_oom = not compat and "allow-oom" in flags
+    return readonly, allow_oom
+
+
+def _numkeys(c, argv, bad=None):
+    if bad is None:
+        n = parse_int(argv[2])
+    else:
+        n = parse_int(argv[2], RedisError(bad))
+    if n > len(argv) - 3:
+        raise RedisError("ERR Number of keys can't be greater than number of args")
+    if n < 0:
+        raise RedisError("ERR Number of keys can't be negative")
+    return n
+
+
+# -- EVAL ---------------------------------------------------------------------------------------
+
+def _eval(c, argv, evalsha: bool, ro: bool):
+    srv = c.server
+    eng = eval_engine(srv)
+    if srv.monitors:
+        srv.feed_monitors(c, argv)
+    if evalsha and len(argv[1]) != 40:
+        raise NOSCRIPT
+    numkeys = _numkeys(c, argv)
+    if evalsha:
+        s = srv.lua_scripts.get(argv[1].lower())
+        if s is None:
+            raise NOSCRIPT
+    else:
+        s = srv.lua_scripts.get(lua_mod.sha1hex(argv[1]))
+        if s is None:
+            s = create_script(srv, argv[1])
+    readonly, allow_oom = prepare(c, s.flags, s.compat, ro)
+    ctx = lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv)
+    return eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
+
+
+@command("eval")
+def eval_cmd(c, argv):
+    return _eval(c, argv, False, False)
+
+
+@command("eval_ro")
+def eval_ro_cmd(c, argv):
+    return _eval(c, argv, False, True)
+
+
+@command("evalsha")
+def evalsha_cmd(c, argv):
+    return _eval(c, argv, True, False)
+
+
+@command("evalsha_ro")
+def evalsha_ro_cmd(c, argv):
+    return _eval(c, argv, True, True)
+
+
+# -- SCRIPT ---------------------------------------------------------------------------------------
+
+@command("script|load")
+def script_load(c, argv):
+    s = create_script(c.server, argv[2])
+    return bulk(s.sha)
+
+
+@command("script|exists")
+def script_exists(c, argv):
+    srv = c.server
+    eval_engine(srv)
+    out = [b"*%d\r\n" % (len(argv) - 2)]
+    for sha in argv[2:]:
+        out.append(integer(1 if sha.lower() in srv.lua_scripts else 0))
+    return b"".join(out)
+
+
+@command("script|flush")
+def script_flush(c, argv):
+    if len(argv) == 3 and argv[2].lower() in (b"sync", b"async"):
+        pass
+    elif len(argv) != 2:
+        raise RedisError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+    srv = c.server
+    srv.lua_eval = None
+    eval_engine(srv)
+    return OK
+
+
+@command("script|kill")
+def script_kill_cmd(c, argv):
+    return script_kill(c, True)
+
+
+@command("script|debug")
+def script_debug(c, argv):
+    mode = argv[2].lower()
+    if mode == b"no":
+        return OK
+    if mode in (b"yes", b"sync"):
+        raise RedisError("ERR SCRIPT DEBUG is not supported by this server")
+    raise RedisError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+
+
+@command("script|help")
+def script_help(c, argv):
+    return _help("SCRIPT", [
+        "DEBUG (YES|SYNC|NO)",
+        "    Set the debug mode for subsequent scripts executed.",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache. Very dangerous on replicas.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the scripts cache.",
+        "    * SYNC: Synchronously flush the scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+    ])
+
+
+# -- functions ----------------------------------------------------------------------------------
+
+_BAD_NAME = ("ERR Library names can only contain letters, numbers, or underscores(_) and must be "
+             "at least one character long")
+
+
+class Function:
+    __slots__ = ("name", "lib", "fn", "desc", "flags")
+
+    def __init__(self, name, lib, fn, desc, flags):
+        self.name = name
+        self.lib = lib
+        self.fn = fn
+        self.desc = desc
+        self.flags = flags
+
+
+class Library:
+    __slots__ = ("name", "engine", "code", "functions")
+
+    def __init__(self, name, engine, code):
+        self.name = name
+        self.engine = engine
+        self.code = code
+        self.functions = {}
+
+
+class Functions:
+    """The libraries registry (functions.c's functionsLibCtx)."""
+
+    def __init__(self, srv):
+        self.server = srv
+        self.engine = lua_mod.LuaEngine(srv, "function")
+        srv.lua_functions = self.engine
+        self.libraries: dict = {}
+        self.functions: dict = {}
+
+    def clear(self):
+        self.libraries = {}
+        self.functions = {}
+
+    def _unlink(self, lib):
+        for fname in lib.functions:
+            self.functions.pop(fname, None)
+        self.libraries.pop(lib.name, None)
+
+    def _link(self, lib):
+        self.libraries[lib.name] = lib
+        for fname, f in lib.functions.items():
+            self.functions[fname] = f
+
+    @staticmethod
+    def metadata(code: bytes):
+        if not code.startswith(b"#!"):
+            raise RedisError("ERR Missing library metadata")
+        end = code.find(b"\n")
+        if end < 0:
+            raise RedisError("ERR Invalid library metadata")
+        parts = split_args(code[:end])
+        if not parts:
+            raise RedisError("ERR Invalid library metadata")
+        engine = parts[0][2:]
+        name = None
+        for p in parts[1:]:
+            if p[:5].lower() == b"name=":
+                if name is not None:
+                    raise RedisError("ERR Invalid metadata value, name argument was given multiple times")
+                name = p[5:]
+                continue
+            raise RedisError(b"ERR Invalid metadata value given: " + p)
+        if name is None:
+            raise RedisError("ERR Library name was not given")
+        return name, engine, code[end:]
+
+    def create(self, code: bytes, replace: bool, timeout=lua_mod.LOAD_TIMEOUT) -> bytes:
+        name, engine, body = self.metadata(code)
+        if not lua_mod._valid_name(name):
+            raise RedisError(_BAD_NAME)
+        if engine.upper() != b"LUA":
+            raise RedisError(b"ERR Engine '" + engine + b"' not found")
+        old = self.libraries.get(name)
+        if old is not None and not replace:
+            raise RedisError(b"ERR Library '" + name + b"' already exists")
+        if old is not None:
+            self._unlink(old)
+        try:
+            lib = self._build(name, code, body, timeout)
+            for fname in lib.functions:
+                if fname in self.functions:
+                    raise RedisError(b"ERR Function " + fname + b" already exists")
+        except BaseException:
+            if old is not None:
+                self._link(old)
+            raise
+        self._link(lib)
+        return name
+
+    def _build(self, name, code, body, timeout):
+        eng = self.engine
+        import time as _time
+        eng.registering = {}
+        eng.load_deadline = _time.monotonic() + timeout if timeout else None
+        try:
+            r = eng.h[b"load_library"](body)
+        finally:
+            reg = eng.registering
+            eng.registering = None
+            eng.load_deadline = None
+        if r.__class__ is tuple and not r[0]:
+            kind, msg = r[1], r[2] if len(r) > 2 else None
+            if msg is None:
+                msg = b"ERR (null)"
+            if kind == b"compile":
+                raise RedisError(b"ERR Error compiling function: " + msg)
+            raise RedisError(b"ERR Error registering functions: " + msg)
+        if not reg:
+            raise RedisError("ERR No functions registered")
+        lib = Library(name, b"LUA", code)
+        for fname, (fn, desc, flags) in reg.items():
+            lib.functions[fname] = Function(fname, lib, fn, desc, flags)
+        return lib
+
+
+def functions_load(srv, code: bytes, replace: bool = False) -> bytes:
+    """Load a library (FUNCTION LOAD, RDB and AOF loading); raises RedisError."""
+    return functions_registry(srv).create(code, replace)
+
+
+def _fcall(c, argv, ro):
+    srv = c.server
+    reg = functions_registry(srv)
+    if srv.monitors:
+        srv.feed_monitors(c, argv)
+    f = reg.functions.get(argv[1])
+    if f is None:
+        raise RedisError("ERR Function not found")
+    numkeys = _numkeys(c, argv, "ERR Bad number of keys provided")
+    readonly, allow_oom = prepare(c, f.flags, False, ro)
+    ctx = lua_mod.RunCtx(c, f.name, False, readonly, allow_oom, argv)
+    return reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
+
+
+@command("fcall")
+def fcall_cmd(c, argv):
+    return _fcall(c, argv, False)
+
+
+@command("fcall_ro")
+def fcall_ro_cmd(c, argv):
+    return _fcall(c, argv, True)
+
+
+@command("function|load")
+def function_load(c, argv):
+    replace = False
+    i = 2
+    n = len(argv)
+    while i < n - 1:
+        a = argv[i]
+        i += 1
+        if a.lower() == b"replace":
+            replace = True
+            continue
+        raise RedisError(b"ERR Unknown option given: " + a)
+    if i >= n:
+        raise RedisError("ERR Function code is missing")
+    name = functions_registry(c.server).create(argv[i], replace)
+    c.server.dirty += 1
+    return bulk(name)
+
+
+@command("function|delete")
+def function_delete(c, argv):
+    reg = functions_registry(c.server)
+    lib = reg.libraries.get(argv[2])
+    if lib is None:
+        raise RedisError("ERR Library not found")
+    reg._unlink(lib)
+    c.server.dirty += 1
+    return OK
+
+
+def _subcommand_syntax(argv, container):
+    return RedisError("ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP." % (
+        argv[1][:128].decode("utf-8", "replace"), container))
+
+
+@command("function|flush")
+def function_flush(c, argv):
+    if len(argv) > 3:
+        raise _subcommand_syntax(argv, "FUNCTION")
+    if len(argv) == 3 and argv[2].lower() not in (b"sync", b"async"):
+        raise RedisError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+    functions_registry(c.server).clear()
+    c.server.dirty += 1
+    return OK
+
+
+@command("function|kill")
+def function_kill(c, argv):
+    return script_kill(c, False)
+
+
+@command("function|stats")
+def function_stats(c, argv):
+    srv = c.server
+    ctx = running_ctx(srv)
+    if ctx is not None and ctx.eval_mode:
+        raise RedisError(lua_mod.BUSY_EVAL)
+    reg = functions_registry(srv)
+    resp = c.resp
+    out = [map_header(resp, 2), bulk(b"running_script")]
+    if ctx is None:
+        out.append(c.null)
+    else:
+        import time as _time
+        out.append(map_header(resp, 3))
+        out.append(bulk(b"name"))
+        out.append(bulk(ctx.name))
+        out.append(bulk(b"command"))
+        out.append(b"*%d\r\n" % len(ctx.argv))
+        out.extend(bulk(a) for a in ctx.argv)
+        out.append(bulk(b"duration_ms"))
+        out.append(integer(int((_time.monotonic() - ctx.start) * 1000)))
+    out.append(bulk(b"engines"))
+    out.append(map_header(resp, 1))
+    out.append(bulk(b"LUA"))
+    out.append(map_header(resp, 2))
+    out.append(bulk(b"libraries_count"))
+    out.append(integer(len(reg.libraries)))
+    out.append(bulk(b"functions_count"))
+    out.append(integer(len(reg.functions)))
+    return b"".join(out)
+
+
+@command("function|list")
+def function_list(c, argv):
+    with_code = False
+    pattern = None
+    i = 2
+    n = len(argv)
+    while i < n:
+        a = argv[i]
+        if not with_code and a.lower() == b"withcode":
+            with_code = True
+            i += 1
+            continue
+        if pattern is None and a.lower() == b"libraryname":
+            if i >= n - 1:
+                raise RedisError("ERR library name argument was not given")
+            pattern = argv[i + 1]
+            i += 2
+            continue
+        raise RedisError(b"ERR Unknown argument " + a)
+    reg = functions_registry(c.server)
+    resp = c.resp
+    libs = [lib for lib in reg.libraries.values()
+            if pattern is None or stringmatch(pattern, lib.name, True)]
+    out = [b"*%d\r\n" % len(libs)]
+    null = NULL3 if resp >= 3 else NULL_BULK
+    for lib in libs:
+        out.append(map_header(resp, 4 if with_code else 3))
+        out.append(bulk(b"library_name"))
+        out.append(bulk(lib.name))
+        out.append(bulk(b"engine"))
+        out.append(bulk(lib.engine))
+        out.append(bulk(b"functions"))
+        out.append(b"*%d\r\n" % len(lib.functions))
+        for f in lib.functions.values():
+            out.append(map_header(resp, 3))
+            out.append(bulk(b"name"))
+            out.append(bulk(f.name))
+            out.append(bulk(b"description"))
+            out.append(bulk(f.desc) if f.desc is not None else null)
+            out.append(bulk(b"flags"))
+            fl = [x for x in SCRIPT_FLAGS if x in f.flags]
+            out.append(set_header(resp, len(fl)))
+            out.extend(simple(x.encode()) for x in fl)
+        if with_code:
+            out.append(bulk(b"library_code"))
+            out.append(bulk(lib.code))
+    return b"".join(out)
+
+
+# FUNCTION DUMP / RESTORE use Redis's payload format: for each library the
+# RDB_OPCODE_FUNCTION2 opcode and the code as an RDB string, then the RDB
+# version (2 bytes, little endian) and a CRC64 (8 bytes, little endian).
+RDB_OPCODE_FUNCTION2 = 245
+RDB_VERSION = 10
+
+
+def _crc64_table():
+    poly = 0x95AC9329AC4BC9B5
+    t = []
+    for i in range(256):
+        crc = i
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+        t.append(crc)
+    return t
+
+
+_CRC64 = _crc64_table()
+
+
+def crc64(data: bytes, crc: int = 0) -> int:
+    t = _CRC64
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+def _rdb_len(n: int) -> bytes:
+    if n < 64:
+        return bytes([n])
+    if n < 16384:
+        return bytes([0x40 | (n >> 8), n & 0xFF])
+    if n <= 0xFFFFFFFF:
+        return b"\x80" + _struct.pack(">I", n)
+    return b"\x81" + _struct.pack(">Q", n)
+
+
+def _read_len(data, pos):
+    b = data[pos]
+    kind = b >> 6
+    if kind == 0:
+        return b & 0x3F, pos + 1, False
+    if kind == 1:
+        return ((b & 0x3F) << 8) | data[pos + 1], pos + 2, False
+    if b == 0x80:
+        return _struct.unpack(">I", data[pos + 1:pos + 5])[0], pos + 5, False
+    if b == 0x81:
+        return _struct.unpack(">Q", data[pos + 1:pos + 9])[0], pos + 9, False
+    if kind == 3:
+        return b & 0x3F, pos + 1, True
+    raise ValueError("bad length")
+
+
+def lzf_decompress(src: bytes, outlen: int) -> bytes:
+    out = bytearray()
+    i = 0
+    n = len(src)
+    while i < n:
+        ctrl = src[i]
+        i += 1
+        if ctrl < 32:
+            out += src[i:i + ctrl + 1]
+            i += ctrl + 1
+        else:
+            ln = ctrl >> 5
+            ref = len(out) - ((ctrl & 0x1F) << 8) - 1
+            if ln == 7:
+                ln += src[i]
+                i += 1
+            ref -= src[i]
+            i += 1
+            if ref < 0:
+                raise ValueError("bad lzf data")
+            for _ in range(ln + 2):
+                out.append(out[ref])
+                ref += 1
+    if len(out) != outlen:
+        raise ValueError("bad lzf length")
+    return bytes(out)
+
+
+def _read_string(data, pos):
+    n, pos, enc = _read_len(data, pos)
+    if not enc:
+        if pos + n > len(data):
+            raise ValueError("short read")
+        return data[pos:pos + n], pos + n
+    if n == 0:
+        return b"%d" % _struct.unpack("<b", data[pos:pos + 1])[0], pos + 1
+    if n == 1:
+        return b"%d" % _struct.unpack("<h", data[pos:pos + 2])[0], pos + 2
+    if n == 2:
+        return b"%d" % _struct.unpack("<i", data[pos:pos + 4])[0], pos + 4
+    if n == 3:
+        clen, pos, _ = _read_len(data, pos)
+        ulen, pos, _ = _read_len(data, pos)
+        return lzf_decompress(data[pos:pos + clen], ulen), pos + clen
+    raise ValueError("unknown string encoding")
+
+
+def dump_functions(srv) -> bytes:
+    reg = functions_registry(srv)
+    out = bytearray()
+    for lib in reg.libraries.values():
+        out.append(RDB_OPCODE_FUNCTION2)
+        out += _rdb_len(len(lib.code)) + lib.code
+    out += _struct.pack("<H", RDB_VERSION)
+    out += _struct.pack("<Q", crc64(bytes(out)))
+    return bytes(out)
+
+
+@command("function|dump")
+def function_dump(c, argv):
+    return bulk(dump_functions(c.server))
+
+
+@command("function|restore")
+def function_restore(c, argv):
+    if len(argv) > 4:
+        raise _subcommand_syntax(argv, "FUNCTION")
+    policy = b"append"
+    if len(argv) == 4:
+        policy = argv[3].lower()
+        if policy not in (b"append", b"replace", b"flush"):
+            raise RedisError("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+    data = argv[2]
+    if (len(data) < 10 or _struct.unpack("<H", data[-10:-8])[0] > RDB_VERSION
+            or _struct.unpack("<Q", data[-8:])[0] != crc64(data[:-8])):
+        raise RedisError("ERR DUMP payload version or checksum are wrong")
+    codes = []
+    pos = 0
+    end = len(data) - 10
+    while pos < end:
+        t = data[pos]
+        pos += 1
+        if t != RDB_OPCODE_FUNCTION2:
+            raise RedisError("ERR given type is not a function")
+        try:
+            code, pos = _read_string(data, pos)
+        except (ValueError, IndexError, _struct.error):
+            raise RedisError("ERR failed loading the given functions payload")
+        codes.append(code)
+    srv = c.server
+    reg = functions_registry(srv)
+    # Build the new libraries in a scratch registry sharing the engine.
+    scratch = Functions.__new__(Functions)
+    scratch.server = srv
+    scratch.engine = reg.engine
+    scratch.libraries = {}
+    scratch.functions = {}
+    for code in codes:
+        try:
+            scratch.create(code, False, timeout=0)
+        except RedisError as e:
+            raise RedisError(e.msg)
+    if policy == b"flush":
+        reg.libraries = scratch.libraries
+        reg.functions = scratch.functions
+    else:
+        old_libs = dict(reg.libraries)
+        old_funcs = dict(reg.functions)
+        for name, lib in scratch.libraries.items():
+            old = reg.libraries.get(name)
+            if old is not None:
+                if policy != b"replace":
+                    raise RedisError(b"ERR Library " + name + b" already exists")
+                reg._unlink(old)
+        for fname in scratch.functions:
+            if fname in reg.functions:
+                reg.libraries = old_libs
+                reg.functions = old_funcs
+                raise RedisError(b"ERR Function " + fname + b" already exists")
+        for lib in scratch.libraries.values():
+            reg._link(lib)
+    srv.dirty += 1
+    return OK
+
+
+@command("function|help")
+def function_help(c, argv):
+    return _help("FUNCTION", [
+        "LOAD [REPLACE] <FUNCTION CODE>",
+        "    Create a new library with the given library name and code.",
+        "DELETE <LIBRARY NAME>",
+        "    Delete the given library.",
+        "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+        "    Return general information on all the libraries:",
+        "    * Library name",
+        "    * The engine used to run the Library",
+        "    * Library description",
+        "    * Functions list",
+        "    * Library code (if WITHCODE is given)",
+        "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+        "STATS",
+        "    Return information about the current function running:",
+        "    * Function name",
+        "    * Command used to run the function",
+        "    * Duration in MS that the function is running",
+        "    If no function is running, return nil",
+        "    In addition, returns a list of available engines.",
+        "KILL",
+        "    Kill the current running function.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Delete all the libraries.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the libraries.",
+        "    * SYNC: Synchronously flush the libraries.",
+        "DUMP",
+        "    Return a serialized payload representing the current libraries, can be restored using "
+        "FUNCTION RESTORE command",
+        "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+        "    Restore the libraries represented by the given payload, it is possible to give a restore "
+        "policy to",
+        "    control how to handle existing libraries (default APPEND):",
+        "    * FLUSH: delete all existing libraries.",
+        "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+        "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace "
+        "the old",
+        "      libraries with the new libraries (notice that even on this option there is a chance of "
+        "failure",
+        "      in case of functions name collision with another library).",
+    ])

@@ -1,0 +1,759 @@
+-- Ophidis Lua sandbox (runs once per Lua state, with full privileges).
+--
+-- Redis ships a patched Lua with read-only tables; stock Lua 5.1 has none,
+-- so every protected table is an empty proxy whose metatable reads from
+-- the real table and refuses writes.  Built-ins that bypass metatables
+-- (rawset, rawget, next, pairs, ipairs, setmetatable, unpack and the
+-- table.* functions) are wrapped to see through proxies.
+--
+-- Arguments: the mode ("eval" or "function") and a table of Python
+-- callables.  Returns a table of privileged helpers used from Python.
+
+local mode, py = ...
+
+local dbg = debug
+local _setfenv, _getmetatable, _setmetatable = setfenv, getmetatable, setmetatable
+local _rawget, _rawset, _next, _pairs, _ipairs = rawget, rawset, next, pairs, ipairs
+local _type, _error, _tostring, _tonumber, _select = type, error, tostring, tonumber, select
+local _unpack, _pcall, _xpcall, _loadstring = unpack, pcall, xpcall, loadstring
+local _sfmt, _sgsub, _ssub, _sfind, _tconcat = string.format, string.gsub, string.sub, string.find, table.concat
+local _cocreate, _coresume = coroutine.create, coroutine.resume
+local _floor, _ceil = math.floor, math.ceil
+
+local INTERNAL = "=ophidis"
+local pyinterrupt = py.interrupt
+local RO = "Attempt to modify a readonly table"
+local HOOK_COUNT = 100000
+
+local real_of = _setmetatable({}, {__mode = "k"})   -- proxy -> real table
+local sandboxed   -- set once the globals proxy exists
+
+local function ro_newindex()
+  _error(RO, 2)
+end
+
+local function proxy(real, mt_value)
+  local p = {}
+  local mt = {__index = real, __newindex = ro_newindex}
+  if mt_value ~= nil then mt.__metatable = mt_value end
+  _setmetatable(p, mt)
+  real_of[p] = real
+  return p, mt
+end
+
+local function lib(t)
+  local real = {}
+  for k, v in _pairs(t) do real[k] = v end
+  local p = proxy(real, false)
+  return p, real
+end
+
+-- Python library functions are exposed as they are (C functions to Lua, so
+-- "return lib.f(...)" keeps the caller's frame); errors raise LuaError.
+local pyfuncs = {}
+local function pylib(t)
+  local real = {}
+  for k, v in _pairs(t) do
+    real[k] = v
+    if _type(v) == "userdata" and k ~= "null" then pyfuncs[v] = true end
+  end
+  return (proxy(real, false))
+end
+
+-- Proxy-aware built-ins ------------------------------------------------------
+local function s_next(t, k)
+  local r = real_of[t]
+  if r then return _next(r, k) end
+  return _next(t, k)
+end
+
+local function s_pairs(t)
+  if real_of[t] then return s_next, t, nil end
+  return _pairs(t)
+end
+
+local function s_ipairs(t)
+  local r = real_of[t]
+  if r then return _ipairs(r) end
+  return _ipairs(t)
+end
+
+local function s_rawget(t, k)
+  local r = real_of[t]
+  if r then return _rawget(r, k) end
+  return _rawget(t, k)
+end
+
+local function s_rawset(t, k, v)
+  if real_of[t] then _error(RO, 0) end
+  return _rawset(t, k, v)
+end
+
+local function s_setmetatable(t, mt)
+  if real_of[t] then _error(RO, 0) end
+  return _setmetatable(t, mt)
+end
+
+local function s_unpack(t, i, j)
+  local r = real_of[t]
+  if r then return _unpack(r, i, j) end
+  return _unpack(t, i, j)
+end
+
+local function table_mutator(f)
+  return function(t, ...)
+    if real_of[t] then _error(RO, 0) end
+    return f(t, ...)
+  end
+end
+
+local function table_reader(f)
+  return function(t, ...)
+    local r = real_of[t]
+    if r then return f(r, ...) end
+    return f(t, ...)
+  end
+end
+
+-- Redis 7's pcall: an error table {err=...} is returned as its message.
+local unwrap_error
+local function s_pcall(f, ...)
+  local function finish(ok, ...)
+    if not ok then
+      local e = unwrap_error((...))
+      if _type(e) == "table" then
+        if _rawget(e, "liberr") then return false, _rawget(e, "liberr") end
+        local m = _rawget(e, "err")
+        if _type(m) == "string" or _type(m) == "number" then return false, m end
+      end
+      return false, e
+    end
+    return true, ...
+  end
+  return finish(_pcall(f, ...))
+end
+
+-- Binary chunks are refused, as in Redis.
+local function s_loadstring(s, name)
+  if _type(s) == "string" and _ssub(s, 1, 1) == "\27" then
+    return nil, "binary chunks are not allowed"
+  end
+  return sandboxed(_loadstring(s, name))
+end
+
+local function s_load(f, name)
+  local first = true
+  local function reader()
+    local piece = f()
+    if first and _type(piece) == "string" and _ssub(piece, 1, 1) == "\27" then
+      _error("binary chunks are not allowed", 0)
+    end
+    first = false
+    return piece
+  end
+  if _type(f) ~= "function" then return sandboxed(load(f, name)) end
+  return sandboxed(load(reader, name))
+end
+
+-- Interruption hook (busy scripts, SCRIPT KILL, FUNCTION LOAD timeout) -------
+local hook
+local kill_msg = nil
+hook = function()
+  -- Never raise inside the sandbox's own code (only user code is stopped).
+  local info = dbg.getinfo(2, "S")
+  if info and info.source == INTERNAL then return end
+  if kill_msg then
+    -- Killed: raise again on every line of user code until the script ends.
+    _error({err = kill_msg})
+  end
+  local msg = pyinterrupt()
+  if msg then
+    kill_msg = msg
+    dbg.sethook(hook, "l")
+    _error({err = msg})
+  end
+end
+
+local function s_cocreate(f)
+  local co = _cocreate(f)
+  dbg.sethook(co, hook, "", HOOK_COUNT)
+  return co
+end
+
+local function pack_n(...)
+  return {n = _select("#", ...), ...}
+end
+
+local function s_cowrap(f)
+  local co = s_cocreate(f)
+  return function(...)
+    local r = pack_n(_coresume(co, ...))
+    if r[1] then return _unpack(r, 2, r.n) end
+    local e = r[2]
+    if _type(e) == "string" then _error(e, 2) end
+    _error(e, 0)
+  end
+end
+
+-- Error handler: attach the user code position to the error object ----------
+local function err_handler(err)
+  err = unwrap_error(err)
+  local lvl = 2
+  local i
+  while true do
+    i = dbg.getinfo(lvl, "Sl")
+    if not i then break end
+    if i.what ~= "C" and i.source ~= INTERNAL and i.source ~= "=(tail call)" then break end
+    lvl = lvl + 1
+  end
+  if _type(err) == "table" and _rawget(err, "liberr") then
+    local where = ""
+    if i and i.currentline > 0 then where = i.short_src .. ":" .. i.currentline .. ": " end
+    err = {err = "ERR " .. where .. _rawget(err, "liberr")}
+  end
+  if _type(err) ~= "table" then
+    err = {err = "ERR " .. _tostring(err)}
+  end
+  if i then
+    err["source"] = i.source
+    err["line"] = i.currentline
+  end
+  return err
+end
+
+-- redis.* API --------------------------------------------------------------------
+
+-- redis.call / redis.pcall are the Python callables themselves (C functions
+-- to Lua), so that "return redis.call(...)" keeps the caller's frame for
+-- error positions; Python raises errors as LuaError(table).
+local redis_call, redis_pcall = py.raw.call, py.raw.pcall
+pyfuncs[redis_call] = true
+pyfuncs[redis_pcall] = true
+pyfuncs[py.raw.sha1hex] = true
+
+unwrap_error = function(e)
+  if _type(e) == "userdata" then
+    local t = py.unwrap(e)
+    if t ~= nil then return t end
+  end
+  return e
+end
+
+local function s_type(v)
+  local t = _type(v)
+  if t == "userdata" and pyfuncs[v] then return "function" end
+  return t
+end
+
+local function s_getmetatable(v)
+  if _type(v) == "userdata" then return nil end
+  return _getmetatable(v)
+end
+
+local function push_error(s)
+  -- luaPushErrorBuff: "-CODE msg" keeps its code, anything else gets ERR.
+  local code, msg
+  if _ssub(s, 1, 1) == "-" then
+    local sp = _sfind(s, " ", 1, true)
+    if sp then
+      code, msg = _ssub(s, 2, sp - 1), _ssub(s, sp + 1)
+    else
+      code, msg = "ERR", _ssub(s, 2)
+    end
+  else
+    code, msg = "ERR", s
+  end
+  msg = _sgsub(_sgsub(msg, "^[\r\n]+", ""), "[\r\n]+$", "")
+  return {err = code .. " " .. msg}
+end
+
+local function error_reply(...)
+  local n = _select("#", ...)
+  local s = (_select(n > 0 and n or 1, ...))
+  if n ~= 1 or _type(s) ~= "string" then
+    return {err = "ERR wrong number or type of arguments"}
+  end
+  if _ssub(s, 1, 1) ~= "-" then s = "-" .. s end
+  return push_error(s)
+end
+
+local function status_reply(...)
+  local n = _select("#", ...)
+  local s = (_select(n > 0 and n or 1, ...))
+  if n ~= 1 or _type(s) ~= "string" then
+    return {err = "ERR wrong number or type of arguments"}
+  end
+  return {ok = s}
+end
+
+local function sha1hex(...)
+  if _select("#", ...) ~= 1 then
+    _error({err = "ERR wrong number of arguments"})
+  end
+  local s = ...
+  if _type(s) == "number" then s = _tostring(s)
+  elseif _type(s) ~= "string" then s = "" end
+  return py.sha1hex(s)
+end
+
+local function redis_log(...)
+  local n = _select("#", ...)
+  if n < 2 then _error({err = "ERR redis.log() requires two arguments or more."}) end
+  local level = _tonumber((...))
+  if not level then _error({err = "ERR First argument must be a number (log level)."}) end
+  level = level >= 0 and _floor(level) or _ceil(level)
+  if level < 0 or level > 3 then _error({err = "ERR Invalid debug level."}) end
+  local parts = {}
+  for j = 2, n do
+    local s = _select(j, ...)
+    local t = _type(s)
+    if t == "string" or t == "number" then parts[#parts + 1] = _tostring(s) end
+  end
+  py.log(level, _tconcat(parts, " "))
+end
+
+local function to_int(v)
+  v = _tonumber(v) or 0
+  if v >= 0 then return _floor(v) end
+  return _ceil(v)
+end
+
+local function setresp(...)
+  if not py.running() then _error({err = "ERR redis.setresp can only be called inside a script invocation"}) end
+  if _select("#", ...) ~= 1 then _error({err = "ERR redis.setresp() requires one argument."}) end
+  local r = to_int((...))
+  if r ~= 2 and r ~= 3 then _error({err = "ERR RESP version must be 2 or 3."}) end
+  py.setresp(r)
+end
+
+local function set_repl(...)
+  if not py.running() then _error({err = "ERR redis.set_repl can only be called inside a script invocation"}) end
+  if _select("#", ...) ~= 1 then _error({err = "ERR redis.set_repl() requires two arguments."}) end
+  local f = to_int((...))
+  if f < 0 or f > 3 then
+    _error({err = "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."})
+  end
+  py.set_repl(f)
+end
+
+local function acl_check_cmd(...)
+  local k, v = py.acl_check(...)
+  if k == 0 then return v end
+  _error({err = v})
+end
+
+local redis_real = {
+  call = redis_call,
+  pcall = redis_pcall,
+  log = redis_log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = py.version, REDIS_VERSION_NUM = py.version_num,
+  setresp = setresp,
+  sha1hex = py.raw.sha1hex,
+  error_reply = error_reply,
+  status_reply = status_reply,
+  set_repl = set_repl,
+  REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+  acl_check_cmd = acl_check_cmd,
+}
+if mode == "eval" then
+  redis_real.breakpoint = function() return false end
+  redis_real.debug = function() end
+  redis_real.replicate_commands = function() return true end
+end
+local redis_p = proxy(redis_real, false)
+
+-- Libraries -------------------------------------------------------------------
+local tbl = {}
+for k, v in _pairs(table) do tbl[k] = v end
+for _, name in _ipairs({"insert", "remove", "sort", "setn"}) do
+  tbl[name] = table_mutator(tbl[name])
+end
+for _, name in _ipairs({"concat", "getn", "maxn", "foreach", "foreachi"}) do
+  tbl[name] = table_reader(tbl[name])
+end
+local co = {}
+for k, v in _pairs(coroutine) do co[k] = v end
+co.create = s_cocreate
+co.wrap = s_cowrap
+
+local string_p, string_real = lib(string)
+local G = {
+  string = string_p,
+  math = (lib(math)),
+  table = (lib(tbl)),
+  coroutine = (lib(co)),
+  bit = pylib(py.bit),
+  cjson = pylib(py.cjson),
+  cmsgpack = pylib(py.cmsgpack),
+  struct = pylib(py.struct),
+  redis = redis_p,
+  xpcall = _xpcall, tostring = _tostring, setmetatable = s_setmetatable,
+  next = s_next, assert = assert, tonumber = _tonumber, rawequal = rawequal,
+  collectgarbage = collectgarbage, getmetatable = s_getmetatable, rawset = s_rawset,
+  pcall = s_pcall, type = s_type, select = _select, unpack = s_unpack,
+  gcinfo = gcinfo, pairs = s_pairs, rawget = s_rawget, loadstring = s_loadstring,
+  ipairs = s_ipairs, _VERSION = _VERSION, load = s_load, error = _error,
+}
+if mode == "eval" then
+  G.__redis__err__handler = err_handler
+end
+
+-- The string metatable is shared by all strings: protect it as well.
+local smt = _getmetatable("")
+local smt_real = {}
+for k, v in _pairs(smt) do smt_real[k] = v end
+smt_real.__index = string_p
+for k in _pairs(smt) do smt[k] = nil end
+smt.__index = string_p
+smt.__metatable = (proxy(smt_real, false))
+
+local function missing_global(t, k)
+  _error("Script attempted to access nonexistent global variable '" .. _tostring(k) .. "'", 2)
+end
+_setmetatable(G, {__index = missing_global})
+local G_p, G_mt = proxy(G, (proxy({__index = missing_global}, false)))
+G._G = G_p
+
+-- Functions: the library API seen while FUNCTION LOAD runs the code.
+local register_function
+local loadapi_redis = {
+  log = redis_log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = py.version, REDIS_VERSION_NUM = py.version_num,
+}
+_setmetatable(loadapi_redis, {__index = missing_global})
+local loadapi = {redis = (proxy(loadapi_redis, false))}
+_setmetatable(loadapi, {__index = missing_global})
+
+-- User chunks (and what they load) run with the proxy globals as their
+-- environment; the thread's own globals stay private (lupa uses them).
+sandboxed = function(f, err)
+  if f then _setfenv(f, G_p) end
+  return f, err
+end
+dbg.sethook(hook, "", HOOK_COUNT)
+
+-- Reply encoding (Lua value -> RESP), run in Lua to use C's conversions ------
+local NULL2, NULL3 = "$-1\r\n", "_\r\n"
+local MAXDEPTH = 1000
+
+local function bulk(out, s)
+  out[#out + 1] = _sfmt("$%d\r\n", #s)
+  out[#out + 1] = s
+  out[#out + 1] = "\r\n"
+end
+
+local function nolines(s)
+  return (_sgsub(s, "[\r\n]", " "))
+end
+
+local encode
+encode = function(v, out, cresp, sresp, depth)
+  local t = _type(v)
+  if t == "string" then
+    bulk(out, v)
+  elseif t == "number" then
+    out[#out + 1] = _sfmt(":%d\r\n", v)
+  elseif t == "boolean" then
+    if sresp == 2 then
+      out[#out + 1] = v and ":1\r\n" or (cresp == 2 and NULL2 or NULL3)
+    elseif cresp == 2 then
+      out[#out + 1] = v and ":1\r\n" or ":0\r\n"
+    else
+      out[#out + 1] = v and "#t\r\n" or "#f\r\n"
+    end
+  elseif t == "table" then
+    if depth > MAXDEPTH then
+      out[#out + 1] = "-ERR reached lua stack limit\r\n"
+      return
+    end
+    local e = _rawget(v, "err")
+    if _type(e) == "string" then
+      out[#out + 1] = "-" .. nolines(e) .. "\r\n"
+      return
+    end
+    local s = _rawget(v, "ok")
+    if _type(s) == "string" then
+      out[#out + 1] = "+" .. nolines(s) .. "\r\n"
+      return
+    end
+    local d = _rawget(v, "double")
+    if _type(d) == "number" then
+      local txt
+      if d == 1/0 then txt = "inf"
+      elseif d == -1/0 then txt = "-inf"
+      else txt = _sfmt("%.17g", d) end
+      if cresp == 2 then bulk(out, txt) else out[#out + 1] = "," .. txt .. "\r\n" end
+      return
+    end
+    local b = _rawget(v, "big_number")
+    if _type(b) == "string" then
+      b = nolines(b)
+      if cresp == 2 then bulk(out, b) else out[#out + 1] = "(" .. b .. "\r\n" end
+      return
+    end
+    local vs = _rawget(v, "verbatim_string")
+    if _type(vs) == "table" then
+      local fmt, str = _rawget(vs, "format"), _rawget(vs, "string")
+      if _type(fmt) == "string" and _type(str) == "string" then
+        if cresp == 2 then
+          bulk(out, str)
+        else
+          out[#out + 1] = _sfmt("=%d\r\n", #str + 4)
+          out[#out + 1] = _ssub(fmt .. "\0\0\0", 1, 3) .. ":" .. str .. "\r\n"
+        end
+        return
+      end
+    end
+    local m = _rawget(v, "map")
+    if _type(m) == "table" then
+      local pos = #out + 1
+      out[pos] = ""
+      local n = 0
+      for k, x in _next, m, nil do
+        encode(k, out, cresp, sresp, depth + 1)
+        encode(x, out, cresp, sresp, depth + 1)
+        n = n + 1
+      end
+      out[pos] = cresp == 2 and _sfmt("*%d\r\n", n * 2) or _sfmt("%%%d\r\n", n)
+      return
+    end
+    local st = _rawget(v, "set")
+    if _type(st) == "table" then
+      local pos = #out + 1
+      out[pos] = ""
+      local n = 0
+      for k in _next, st, nil do
+        encode(k, out, cresp, sresp, depth + 1)
+        n = n + 1
+      end
+      out[pos] = cresp == 2 and _sfmt("*%d\r\n", n) or _sfmt("~%d\r\n", n)
+      return
+    end
+    local pos = #out + 1
+    out[pos] = ""
+    local j = 1
+    while true do
+      local x = _rawget(v, j)
+      if x == nil then break end
+      encode(x, out, cresp, sresp, depth + 1)
+      j = j + 1
+    end
+    out[pos] = _sfmt("*%d\r\n", j - 1)
+  else
+    out[#out + 1] = cresp == 2 and NULL2 or NULL3
+  end
+end
+
+local function encode_reply(v, cresp, sresp)
+  local out = {}
+  encode(v, out, cresp, sresp, 0)
+  local ign = false
+  if _type(v) == "table" and _type(_rawget(v, "err")) == "string" then
+    ign = _rawget(v, "ignore_error_stats_update") == true
+  end
+  return _tconcat(out), ign
+end
+
+-- Running ---------------------------------------------------------------------
+local function error_info(e)
+  if _type(e) ~= "table" then
+    return false, nil, _tostring(e)
+  end
+  local msg = e.err
+  if _type(msg) == "number" then msg = _tostring(msg) end
+  if _type(msg) ~= "string" then msg = nil end
+  local src, line = e.source, e.line
+  if _type(src) == "number" then src = _tostring(src) end
+  if _type(line) == "number" then line = _tostring(line) end
+  if _type(src) ~= "string" then src = nil end
+  if _type(line) ~= "string" then line = nil end
+  return false, msg, src, line, _rawget(e, "ignore_error_stats_update") == true
+end
+
+local function finish(ok, v)
+  if ok then return true, v end
+  return error_info(v)
+end
+
+local function split(nkeys, ...)
+  local all = {...}
+  local n = _select("#", ...)
+  local keys, argv = {}, {}
+  for i = 1, nkeys do keys[i] = all[i] end
+  for i = nkeys + 1, n do argv[i - nkeys] = all[i] end
+  return keys, argv
+end
+
+local helpers = {}
+
+function helpers.compile(body, name)
+  local f, err = _loadstring(body, name)
+  if not f then return nil, err end
+  return (sandboxed(f))
+end
+
+local run_t
+if mode == "eval" then
+  run_t = function(fn, keys, argv)
+    _rawset(G, "KEYS", keys)
+    _rawset(G, "ARGV", argv)
+    kill_msg = nil
+    dbg.sethook(hook, "", HOOK_COUNT)
+    return finish(_xpcall(fn, err_handler))
+  end
+else
+  run_t = function(fn, keys, argv)
+    kill_msg = nil
+    dbg.sethook(hook, "", HOOK_COUNT)
+    return finish(_xpcall(function() return fn(keys, argv) end, err_handler))
+  end
+end
+helpers.run_t = run_t
+function helpers.run(fn, nkeys, ...)
+  return run_t(fn, split(nkeys, ...))
+end
+if mode ~= "eval" then
+
+  -- FUNCTION LOAD: run the library code with the library API as globals.
+  local registered
+  local function read_flags(t)
+    local flags = {}
+    local j = 1
+    while true do
+      local f = t[j]
+      if f == nil then break end
+      if _type(f) ~= "string" and _type(f) ~= "number" then return nil end
+      f = _tostring(f)
+      local ok = py.valid_flag(f)
+      if not ok then return nil end
+      flags[#flags + 1] = ok
+      j = j + 1
+    end
+    return flags
+  end
+
+  register_function = function(...)
+    if not registered then
+      _error({err = "ERR redis.register_function can only be called on FUNCTION LOAD command"})
+    end
+    local n = _select("#", ...)
+    if n < 1 or n > 2 then
+      _error({err = "ERR wrong number of arguments to redis.register_function"})
+    end
+    local name, desc, cb, flags
+    if n == 1 then
+      local t = ...
+      if _type(t) ~= "table" then
+        _error({err = "ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."})
+      end
+      for k, v in _next, t, nil do
+        if _type(k) ~= "string" and _type(k) ~= "number" then
+          _error({err = "ERR named argument key given to redis.register_function is not a string"})
+        end
+        local key = string.lower(_tostring(k))
+        if key == "function_name" then
+          if _type(v) ~= "string" and _type(v) ~= "number" then
+            _error({err = "ERR function_name argument given to redis.register_function must be a string"})
+          end
+          name = _tostring(v)
+        elseif key == "description" then
+          if _type(v) ~= "string" and _type(v) ~= "number" then
+            _error({err = "ERR description argument given to redis.register_function must be a string"})
+          end
+          desc = _tostring(v)
+        elseif key == "callback" then
+          if _type(v) ~= "function" then
+            _error({err = "ERR callback argument given to redis.register_function must be a function"})
+          end
+          cb = v
+        elseif key == "flags" then
+          if _type(v) ~= "table" then
+            _error({err = "ERR flags argument to redis.register_function must be a table representing function flags"})
+          end
+          flags = read_flags(v)
+          if not flags then _error({err = "ERR unknown flag given"}) end
+        else
+          _error({err = "ERR unknown argument given to redis.register_function"})
+        end
+      end
+      if not name then
+        _error({err = "ERR redis.register_function must get a function name argument"})
+      end
+      if not cb then
+        _error({err = "ERR redis.register_function must get a callback argument"})
+      end
+    else
+      local a, b = ...
+      if _type(a) ~= "string" and _type(a) ~= "number" then
+        _error({err = "ERR first argument to redis.register_function must be a string"})
+      end
+      if _type(b) ~= "function" then
+        _error({err = "ERR second argument to redis.register_function must be a function"})
+      end
+      name, cb = _tostring(a), b
+    end
+    local err = py.register(name, cb, desc, flags or {})
+    if err then _error({err = err}) end
+  end
+  loadapi_redis.register_function = register_function
+
+  function helpers.load_library(code, timeout_check)
+    local f, err = _loadstring(code, "@user_function")
+    if not f then return false, "compile", err end
+    sandboxed(f)
+    registered = true
+    kill_msg = nil
+    dbg.sethook(hook, "", HOOK_COUNT)
+    G_mt.__index = loadapi
+    local ok, e = _pcall(f)
+    G_mt.__index = G
+    registered = false
+    kill_msg = nil
+    dbg.sethook(hook, "", HOOK_COUNT)
+    if not ok then
+      e = unwrap_error(e)
+      local _, msg = error_info(e)
+      if msg == nil and _type(e) ~= "table" then msg = "ERR " .. _tostring(e) end
+      return false, "run", msg
+    end
+    return true
+  end
+end
+
+helpers.encode_reply = encode_reply
+helpers.push_error = push_error
+helpers.mk_ok = function(s) return {ok = s} end
+helpers.mk_err = function(s) return {err = s, ignore_error_stats_update = true} end
+helpers.mk_double = function(d) return {double = d} end
+helpers.mk_big = function(s) return {big_number = s} end
+helpers.mk_verbatim = function(f, s) return {verbatim_string = {format = f, string = s}} end
+helpers.mk_map = function(...)
+  local t = {}
+  local n = _select("#", ...)
+  local a = {...}
+  for i = 1, n, 2 do
+    local k = a[i]
+    if k ~= nil then t[k] = a[i + 1] end
+  end
+  return {map = t}
+end
+helpers.mk_set = function(...)
+  local t = {}
+  local n = _select("#", ...)
+  local a = {...}
+  for i = 1, n do
+    local k = a[i]
+    if k ~= nil then t[k] = true end
+  end
+  return {set = t}
+end
+helpers.mk_array = function(n, ...)
+  local a = {...}
+  return a
+end
+helpers.kill_hook = function() dbg.sethook(hook, "l") end
+helpers.is_table = function(v) return _type(v) == "table" end
+helpers.lua_type = _type
+return helpers
