@@ -942,3 +942,48 @@ def test_notifications_and_dirty_vs_redis(ref, seed):
     finally:
         sub.close()
         ref.config_set("notify-keyspace-events", "")
+
+
+def test_notifications_when_serving_blocked_clients_vs_redis(server, r, ref, redis_server):
+    """Events fired while blocked clients are served by a push (BLPOP,
+    BLMOVE, BLMPOP) are the same, in the same order, as Redis's."""
+    results = []
+    for client, port in ((r, server.port), (ref, redis_server.port)):
+        client.config_set("notify-keyspace-events", "KEA")
+        sub = client.pubsub()
+        sub.psubscribe("__keyevent@0__:*")
+        events = []
+
+        def collect():
+            client.publish("__keyevent@0__:marker", "end")
+            out = []
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                m = sub.get_message(timeout=1.0)
+                if m is None or m["type"] != "pmessage":
+                    continue
+                ev = (m["channel"].split(b":", 1)[1], m["data"])
+                if ev == (b"marker", b"end"):
+                    return out
+                out.append(ev)
+            raise AssertionError("no marker")
+
+        waiter = Raw(port)
+        replies = []
+        try:
+            collect()
+            for cmd, push in ((("BLPOP", "k", "0"), ("RPUSH", "k", "a", "b")),
+                              (("BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"), ("RPUSH", "src", "v")),
+                              (("BLMPOP", "0", "1", "m", "LEFT", "COUNT", "5"), ("RPUSH", "m", "1", "2"))):
+                waiter.send(*cmd)
+                wait_blocked(client, 1)
+                client.execute_command(*push)
+                replies.append(waiter.read())
+                events.append(collect())
+        finally:
+            waiter.close()
+            sub.close()
+            client.config_set("notify-keyspace-events", "")
+        results.append((replies, events))
+    assert results[0] == results[1]
+    assert results[0][1][1] == [(b"rpush", b"src"), (b"lpush", b"dst"), (b"rpop", b"src"), (b"del", b"src")]
