@@ -64,7 +64,34 @@ def set_server_slow(v: bool):
 
 def set_slowlog_threshold(us: int):
     global _SLOWLOG_THRESHOLD
-    _SLOWLOG_THRESHOLD = float("inf") if us < 0 else us / 1e6
+    _SLOWLOG_THRESHOLD = None if us < 0 else us / 1e6
+    _update_slow_check()
+
+
+# latency-monitor-threshold in seconds (None when 0), and the smaller of the
+# two thresholds: the fast path makes one comparison for slowlog + monitor
+# (infinity when both are off).
+_LATENCY_MONITOR = None
+_SLOW_CHECK = 0.01
+# latency-tracking: per-command latency histograms (Command.hist).
+_LATENCY_TRACKING = True
+
+
+def _update_slow_check():
+    global _SLOW_CHECK
+    ts = [t for t in (_SLOWLOG_THRESHOLD, _LATENCY_MONITOR) if t is not None]
+    _SLOW_CHECK = min(ts) if ts else float("inf")
+
+
+def set_latency_monitor(ms: int):
+    global _LATENCY_MONITOR
+    _LATENCY_MONITOR = ms / 1000.0 if ms > 0 else None
+    _update_slow_check()
+
+
+def set_latency_tracking(v):
+    global _LATENCY_TRACKING
+    _LATENCY_TRACKING = bool(v)
 
 
 def set_ready_list(lst):
@@ -233,8 +260,10 @@ class Client(asyncio.Protocol):
                     dt = perf_counter() - t0
                     cmd.calls += 1
                     cmd.usec += dt
-                    if dt >= _SLOWLOG_THRESHOLD:
-                        self.server.slowlog_add(self, req, dt)
+                    if dt >= _SLOW_CHECK:
+                        self.server.slow_call(self, cmd, req, dt)
+                    if _LATENCY_TRACKING:
+                        cmd.hist[int(dt * 976562.5).bit_length()] += 1
                     if _READY:
                         self.server.handle_ready_keys()
                     continue

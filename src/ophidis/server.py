@@ -108,6 +108,7 @@ class Server:
         self.propagate_hooks = []      # AOF / replication feeds
         self.save_hook = None          # set by persistence: save(path) for shutdown
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
+        self.startup_hooks = []        # run before listening (RDB loading)
         self.shutdown_hooks = []
         self.executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
         self.config_file = None
@@ -128,6 +129,8 @@ class Server:
         for i in range(config["databases"]):
             self.dbs.append(Database(i, self))
         self.command_table = TABLE
+        from .persistence import snapshot
+        snapshot.install(self)
 
     # -- configuration hooks --------------------------------------------------------
     def _bind_config(self):
@@ -157,6 +160,11 @@ class Server:
             while len(self.slowlog) > v:
                 self.slowlog.pop()
         cfg.on_change("slowlog-max-len", upd_slowlog_len)
+
+        cfg.on_change("latency-monitor-threshold", client_mod.set_latency_monitor)
+        client_mod.set_latency_monitor(cfg["latency-monitor-threshold"])
+        cfg.on_change("latency-tracking", client_mod.set_latency_tracking)
+        client_mod.set_latency_tracking(cfg["latency-tracking"])
 
         def upd_notify(v):
             notify.flags = v
@@ -473,12 +481,11 @@ class Server:
         if not c.blocked:
             cmd.calls += 1
         cmd.usec += dt
-        th = client_mod._SLOWLOG_THRESHOLD
-        if th is not None and dt >= th and not cmd.skip_slowlog:
-            self.slowlog_add(c, argv, dt)
-        lt = self.config["latency-monitor-threshold"]
-        if lt and dt * 1000 >= lt:
-            self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))
+        th = client_mod._SLOW_CHECK
+        if th is not None and dt >= th:
+            self.slow_call(c, cmd, argv, dt)
+        if client_mod._LATENCY_TRACKING and not c.blocked:
+            cmd.hist[int(dt * 976562.5).bit_length()] += 1
         if self.propagate_hooks and self.dirty != dirty0:
             for h in self.propagate_hooks:
                 h(c, cmd, argv)
@@ -592,6 +599,15 @@ class Server:
         while len(self.slowlog) > maxlen:
             self.slowlog.pop()
 
+    def slow_call(self, c, cmd, argv, dt):
+        """A call took at least the slowlog or latency-monitor threshold."""
+        th = client_mod._SLOWLOG_THRESHOLD
+        if th is not None and dt >= th and not cmd.skip_slowlog:
+            self.slowlog_add(c, argv, dt)
+        lt = client_mod._LATENCY_MONITOR
+        if lt is not None and dt >= lt:
+            self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))
+
     def latency_add(self, event: str, ms: int):
         ev = self.latency_events.get(event)
         now = int(time.time())
@@ -615,7 +631,11 @@ class Server:
                 import traceback
                 log.warning("cron error: %s" % traceback.format_exc().replace("\n", " | "))
 
+    pause_cron = 0                 # DEBUG PAUSE-CRON
+
     def cron_once(self):
+        if self.pause_cron:
+            return
         self.cron_loops += 1
         now = time.monotonic()
         # instantaneous metrics every 100ms
@@ -677,6 +697,9 @@ class Server:
                 break
         elapsed = time.time() - t0
         stats.expire_cycle_cpu_milliseconds += int(elapsed * 1000)
+        lt = client_mod._LATENCY_MONITOR
+        if lt is not None and elapsed >= lt:
+            self.latency_add("expire-cycle", int(elapsed * 1000))
         if timed_out:
             stats.expired_time_cap_reached_count += 1
         if total_sampled:

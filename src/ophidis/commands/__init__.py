@@ -67,6 +67,7 @@ class Command:
         "nomulti", "noscript", "pubsub", "admin", "blocking", "fast",
         "skip_monitor", "skip_slowlog", "protected", "may_replicate", "allow_busy",
         "getkeys_proc", "amin", "amax", "fastpath",
+        "hist",            # latency histogram: hist[k] = calls taking <= 1.024us * 2^k
     )
 
     def __init__(self, fullname: str, proc, meta: dict, extra_flags=()):
@@ -86,6 +87,7 @@ class Command:
         self.usec = 0
         self.rejected_calls = 0
         self.failed_calls = 0
+        self.hist = [0] * 64
         f = self.flags
         self.write = "write" in f
         self.readonly = "readonly" in f
@@ -170,6 +172,7 @@ def command(name: str, flags=(), meta: dict | None = None):
             parent = _get_container(parent_name)
             cmd.parent = parent
             parent.subcommands[sub.encode()] = cmd
+            parent.fastpath = False  # subcommands are resolved by the general path
         else:
             bname = name.encode()
             TABLE[bname] = cmd

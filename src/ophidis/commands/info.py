@@ -336,6 +336,9 @@ def sec_latencystats(srv):
     fn = getattr(srv, "latencystats_fn", None)
     if fn is not None:
         return fn()
+    if srv.config["latency-tracking"]:
+        from .latency_cmd import latencystats_lines
+        return latencystats_lines(srv)
     out = []
     for name in sorted(ALL):
         cmd = ALL[name]

@@ -145,6 +145,7 @@ def config_resetstat(c, argv):
         cmd.usec = 0
         cmd.rejected_calls = 0
         cmd.failed_calls = 0
+        cmd.hist = [0] * 64
     srv.ops_samples.clear()
     srv._last_sample = None
     srv.latency_events.clear()

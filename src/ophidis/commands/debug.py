@@ -1,0 +1,498 @@
+"""DEBUG: the testing helpers of Redis's debug.c that make sense here.
+
+DEBUG is protected (``enable-debug-command``); Server.process_command
+checks that before we run.  Crash helpers (SEGFAULT, PANIC, ASSERT, OOM,
+RESTART) are not provided.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import struct
+import time
+
+from .. import log
+from ..config import memtoull
+from ..errors import RedisError
+from ..protocol import (OK, bulk, boolean, double, integer, map_header, push_header, set_header,
+                        simple, verbatim)
+from ..util import parse_int
+from . import command
+from .keys import object_encoding
+
+_NO_SUCH_KEY = RedisError("ERR no such key")
+_NOT_ALLOWED = RedisError(
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+    "you can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server.")
+
+# Value digesters for DEBUG DIGEST: type -> fn(value) -> 20-byte digest.
+# Families whose values are not covered below may register theirs.
+DIGESTERS: dict = {}
+
+
+def _mix(digest: bytes, data: bytes) -> bytes:
+    """Fold data into a running digest (order-sensitive)."""
+    return hashlib.sha1(digest + data).digest()
+
+
+
+_ZERO = bytes(20)
+
+
+def _unordered(items) -> bytes:
+    d = 0
+    for it in items:
+        d ^= int.from_bytes(hashlib.sha1(it).digest(), "big")
+    return d.to_bytes(20, "big")
+
+
+def _fmt_score(s) -> bytes:
+    return b"%.17g" % s
+
+
+def value_digest(v) -> bytes:
+    """A digest of one value: equal for equal contents, order-insensitive
+    where the type is unordered."""
+    fn = DIGESTERS.get(v.__class__)
+    if fn is not None:
+        return fn(v)
+    if v.__class__ is bytes or v.__class__ is bytearray:
+        return _mix(b"string", bytes(v))
+    from ..db import type_name
+    tname = type_name(v)
+    if tname == b"list":
+        d = _mix(_ZERO, b"list")
+        for e in v:
+            d = _mix(d, bytes(e))
+        return d
+    if tname == b"set":
+        return _mix(_unordered(bytes(e) for e in v), b"set")
+    if tname == b"hash":
+        return _mix(_unordered(b"%d:%s%s" % (len(k), k, x) for k, x in v.items()), b"hash")
+    if tname == b"zset":
+        return _mix(_unordered(b"%d:%s%s" % (len(m), m, _fmt_score(s)) for m, s in v.items()), b"zset")
+    dig = getattr(v, "digest", None)
+    if callable(dig):
+        return _mix(dig(), tname)
+    return _mix(repr(v).encode("utf-8", "replace"), tname)
+
+
+def key_digest(db, key, v) -> bytes:
+    d = _mix(bytes(key), value_digest(v))
+    if key in db.expires:
+        d = _mix(d, b"!!expire!!")
+    return d
+
+
+def dataset_digest(server) -> bytes:
+    final = 0
+    for db in server.dbs:
+        if not db.d:
+            continue
+        acc = 0
+        for key, v in db.d.items():
+            acc ^= int.from_bytes(key_digest(db, key, v), "big")
+        final ^= int.from_bytes(_mix(struct.pack(">I", db.id), acc.to_bytes(20, "big")), "big")
+    return final.to_bytes(20, "big")
+
+
+def _serialized_length(v) -> int:
+    """Rough size of the value in an RDB file."""
+    from ..db import type_name
+    if v.__class__ is bytes or v.__class__ is bytearray:
+        n = len(v)
+        if n <= 11:
+            try:
+                iv = int(v)
+                if b"%d" % iv == v:
+                    if -128 <= iv <= 127:
+                        return 2
+                    if -32768 <= iv <= 32767:
+                        return 3
+                    if -(2**31) <= iv < 2**31:
+                        return 5
+            except ValueError:
+                pass
+        return n + (1 if n < 64 else 2 if n < 16384 else 5)
+    t = type_name(v)
+    total = 1
+    try:
+        if t == b"hash":
+            for k, x in v.items():
+                total += len(k) + len(x) + 2
+        elif t == b"zset":
+            for m, _ in v.items():
+                total += len(m) + 9
+        else:
+            for e in v:
+                total += len(e) + 1
+    except TypeError:
+        pass
+    return total
+
+
+def _help():
+    lines = [
+        "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "AOF-FLUSH-SLEEP <microsec>",
+        "    Accepted for compatibility; does nothing.",
+        "CHANGE-REPL-ID",
+        "    Accepted for compatibility; does nothing.",
+        "CONFIG-REWRITE-FORCE-ALL",
+        "    Rewrite the config file with every directive.",
+        "DIGEST",
+        "    Hex signature of the whole dataset (all zeros when empty).",
+        "DIGEST-VALUE <key> [<key> ...]",
+        "    Hex signatures of the values of the given keys.",
+        "ERROR <string>",
+        "    Reply with an error made of <string>.",
+        "LOG <message>",
+        "    Write <message> to the server log.",
+        "HTSTATS <dbid>",
+        "    Size information about a database's key table.",
+        "HTSTATS-KEY <key>",
+        "    Size information about the table of a hash/set/zset value.",
+        "LISTPACK <key>",
+        "    Check that <key> is stored compactly (listpack).",
+        "QUICKLIST <key> [<0|1>]",
+        "    Check that <key> is a list stored as a quicklist.",
+        "LOADAOF",
+        "    Reload the dataset from the append only file.",
+        "OBJECT <key>",
+        "    Low level details about the value of <key>.",
+        "POPULATE <count> [<prefix>] [<size>]",
+        "    Create <count> string keys <prefix>:<n> (prefix defaults to 'key').",
+        "PROTOCOL <type>",
+        "    Reply with a sample value of a protocol type: string, integer, double,",
+        "    bignum, null, array, set, map, attrib, push, verbatim, true, false.",
+        "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
+        "    Save the dataset to the RDB file and load it back.",
+        "REPLICATE <string>",
+        "    Accepted for compatibility; does nothing.",
+        "SET-ACTIVE-EXPIRE <0|1>",
+        "    Turn the background expiry cycle off (0) or on (1).",
+        "QUICKLIST-PACKED-THRESHOLD <size>",
+        "    Size above which list elements get a node of their own.",
+        "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+        "    Skip checksum checks of RDB payloads.",
+        "SET-DISABLE-DENY-SCRIPTS <0|1>",
+        "    Allow commands normally refused inside scripts.",
+        "SLEEP <seconds>",
+        "    Block the server for <seconds> (decimals allowed).",
+        "STRINGMATCH-TEST",
+        "    Self test of the glob matcher.",
+        "STRUCTSIZE",
+        "    Sizes of internal structures.",
+        "PAUSE-CRON <0|1>",
+        "    Suspend (1) or resume (0) the periodic server tasks.",
+        "REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|time>",
+        "    Accepted for compatibility.",
+        "REPLYBUFFER RESIZING <0|1>",
+        "    Accepted for compatibility.",
+        "CLIENT-EVICTION",
+        "    Client eviction pools (needs maxmemory-clients).",
+        "DROP-CLUSTER-PACKET-FILTER <packet-type>",
+        "    Accepted for compatibility.",
+        "HELP",
+        "    Print this help.",
+    ]
+    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+
+
+def _atoi(b: bytes) -> int:
+    s = b.strip()
+    i = 1 if s[:1] in (b"-", b"+") else 0
+    j = i
+    while j < len(s) and 48 <= s[j] <= 57:
+        j += 1
+    return int(s[:j]) if j > i else 0
+
+
+def _strtod(b: bytes) -> float:
+    import re
+    m = re.match(rb"\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|nan)", b, re.I)
+    if not m:
+        return 0.0
+    try:
+        return float(m.group(0))
+    except ValueError:
+        return 0.0
+
+
+def _positive(arg) -> int:
+    v = parse_int(arg)
+    if v < 0:
+        raise RedisError("ERR value is out of range, must be positive")
+    return v
+
+
+def _syntax(argv):
+    return RedisError("ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP." %
+                      argv[1][:128].decode("utf-8", "replace"))
+
+
+def _protocol(c, name):
+    resp = c.resp
+    if name == b"string":
+        return bulk(b"Hello World")
+    if name == b"integer":
+        return integer(12345)
+    if name == b"double":
+        return double(resp, 3.141)
+    if name == b"bignum":
+        n = b"1234567999999999999999999999999999999"
+        return b"(%s\r\n" % n if resp >= 3 else bulk(n)
+    if name == b"null":
+        return c.null
+    if name == b"array":
+        return b"*3\r\n" + integer(0) + integer(1) + integer(2)
+    if name == b"set":
+        return set_header(resp, 3) + integer(0) + integer(1) + integer(2)
+    if name == b"map":
+        return map_header(resp, 3) + b"".join(integer(j) + boolean(resp, j == 1) for j in range(3))
+    if name == b"attrib":
+        pre = b""
+        if resp >= 3:
+            pre = b"|1\r\n" + bulk(b"key-popularity") + b"*2\r\n" + bulk(b"key:123") + integer(90)
+        return pre + bulk(b"Some real reply following the attribute")
+    if name == b"push":
+        if resp < 3:
+            raise RedisError("ERR RESP2 is not supported by this command")
+        return (push_header(resp, 2) + bulk(b"server-cpu-usage") + integer(42)
+                + bulk(b"Some real reply following the push reply"))
+    if name == b"true":
+        return boolean(resp, True)
+    if name == b"false":
+        return boolean(resp, False)
+    if name == b"verbatim":
+        return verbatim(resp, b"This is a verbatim\nstring")
+    raise RedisError("ERR Wrong protocol type name. Please use one of the following: "
+                     "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")
+
+
+def _htstats(size: int) -> bytes:
+    if not size:
+        return b"No stats available for empty dictionaries\n"
+    buckets = 4
+    while buckets < size:
+        buckets <<= 1
+    return (b"Hash table 0 stats (main hash table):\n table size: %d\n number of elements: %d\n"
+            % (buckets, size))
+
+
+@command("debug")
+def debug(c, argv):
+    srv = c.server
+    # The client's fast path does not run process_command's checks, so the
+    # enable-debug-command protection is enforced here as well.
+    if not srv._debug_allowed(c):
+        raise _NOT_ALLOWED
+    sub = argv[1].lower()
+    n = len(argv)
+    db = c.db
+    if sub == b"help" and n == 2:
+        return _help()
+    if sub == b"sleep" and n == 3:
+        secs = _strtod(argv[2])
+        if secs > 0:
+            time.sleep(secs)
+        return OK
+    if sub == b"set-active-expire" and n == 3:
+        srv.active_expire_enabled = bool(_atoi(argv[2]))
+        return OK
+    if sub == b"object" and n == 3:
+        key = argv[2]
+        v = db.d.get(key)
+        if v is None:
+            raise _NO_SUCH_KEY
+        enc = object_encoding(v, srv.config).decode()
+        lru_fn = getattr(srv, "lru_clock", None)
+        idle = 0
+        if lru_fn is not None and hasattr(lru_fn, "idle_seconds"):
+            try:
+                idle = lru_fn.idle_seconds(db, key)
+            except Exception:  # noqa: BLE001
+                idle = 0
+        lru = int(time.time()) & ((1 << 24) - 1)
+        extra = ""
+        if enc == "quicklist":
+            extra = (" ql_nodes:%d ql_avg_node:%.2f ql_listpack_max:%d ql_compressed:%d "
+                     "ql_uncompressed_size:%d" % (
+                         1, float(len(v)), srv.config["list-max-listpack-size"],
+                         1 if srv.config["list-compress-depth"] else 0, _serialized_length(v)))
+        return simple(("Value at:0x%x refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s" % (
+            id(v), enc, _serialized_length(v), lru, idle, extra)).encode())
+    if sub == b"reload":
+        opts = {}
+        for o in argv[2:]:
+            u = o.upper()
+            if u == b"MERGE":
+                opts["merge"] = True
+            elif u == b"NOFLUSH":
+                opts["flush"] = False
+            elif u == b"NOSAVE":
+                opts["save"] = False
+            else:
+                raise RedisError("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
+        fn = _persistence_fn("ophidis.persistence.rdb", "debug_reload")
+        if fn is None:
+            raise RedisError("ERR DEBUG RELOAD is not available: this server has no RDB persistence")
+        r = fn(srv, **opts) if opts else fn(srv)
+        if isinstance(r, (bytes, bytearray)):
+            return bytes(r)
+        log.warning("DB reloaded by DEBUG RELOAD")
+        return OK
+    if sub == b"loadaof" and n == 2:
+        fn = _persistence_fn("ophidis.persistence.aof", "debug_loadaof")
+        if fn is None:
+            raise RedisError("ERR DEBUG LOADAOF is not available: this server has no AOF persistence")
+        r = fn(srv)
+        if isinstance(r, (bytes, bytearray)):
+            return bytes(r)
+        return OK
+    if sub == b"digest" and n == 2:
+        return simple(dataset_digest(srv).hex().encode())
+    if sub == b"digest-value" and n >= 2:
+        out = [b"*%d\r\n" % (n - 2)]
+        for key in argv[2:]:
+            v = db.d.get(key)
+            d = key_digest_value(db, key, v) if v is not None else _ZERO
+            out.append(simple(d.hex().encode()))
+        return b"".join(out)
+    if sub == b"populate" and 3 <= n <= 5:
+        count = _positive(argv[2])
+        size = _positive(argv[4]) if n == 5 else 0
+        prefix = argv[3] if n >= 4 else b"key"
+        added = 0
+        for j in range(count):
+            key = b"%s:%d" % (prefix, j)
+            if db.lookup_write(key) is not None:
+                continue
+            val = b"value:%d" % j
+            if size:
+                val = val[:size] + bytes(max(0, size - len(val)))
+            db.add(key, val)
+            db.signal(key)
+            added += 1
+        return OK
+    if sub == b"protocol" and n == 3:
+        return _protocol(c, argv[2].lower())
+    if sub == b"log" and n == 3:
+        log.warning("DEBUG LOG: %s" % argv[2].decode("utf-8", "replace"))
+        return OK
+    if sub == b"error" and n == 3:
+        msg = argv[2].replace(b"\r", b" ").replace(b"\n", b" ")
+        return b"-%s\r\n" % msg
+    if sub == b"quicklist-packed-threshold" and n == 3:
+        sz = memtoull(argv[2].decode("latin-1"))
+        if sz is None or sz > (1 << 32) - (1 << 20):
+            raise RedisError("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
+        srv.quicklist_packed_threshold = sz or (1 << 30)
+        return OK
+    if sub in (b"set-skip-checksum-validation", b"aof-flush-sleep", b"set-disable-deny-scripts",
+               b"pause-cron") and n == 3:
+        val = _atoi(argv[2])
+        attr = {b"set-skip-checksum-validation": "skip_checksum_validation",
+                b"aof-flush-sleep": "aof_flush_sleep",
+                b"set-disable-deny-scripts": "script_disable_deny_script",
+                b"pause-cron": "pause_cron"}[sub]
+        setattr(srv, attr, val)
+        return OK
+    if sub == b"replicate" and n >= 3:
+        return OK
+    if sub == b"drop-cluster-packet-filter" and n == 3:
+        parse_int(argv[2])
+        return OK
+    if sub == b"change-repl-id" and n == 2:
+        log.warning("Changing replication IDs after receiving DEBUG change-repl-id")
+        hook = getattr(srv, "change_repl_id", None)
+        if callable(hook):
+            hook()
+        return OK
+    if sub == b"stringmatch-test" and n == 2:
+        return simple(b"Apparently Redis did not crash: test passed")
+    if sub == b"structsize" and n == 2:
+        return bulk(b"bits:64 robj:16 dictentry:24 sdshdr5:1 sdshdr8:3 sdshdr16:5 sdshdr32:9 sdshdr64:17 ")
+    if sub == b"config-rewrite-force-all" and n == 2:
+        cfg = srv.config
+        path = getattr(cfg, "config_file", None)
+        if not path:
+            raise RedisError("ERR CONFIG-REWRITE-FORCE-ALL failed: The server is running without a config file")
+        try:
+            try:
+                cfg.rewrite(path, force_all=True)
+            except TypeError:
+                cfg.rewrite(path)
+        except OSError as e:
+            raise RedisError("ERR CONFIG-REWRITE-FORCE-ALL failed: %s" % e.strerror)
+        return OK
+    if sub == b"htstats" and n == 3:
+        dbid = parse_int(argv[2])
+        if dbid < 0 or dbid >= len(srv.dbs):
+            raise RedisError("ERR Out of range database")
+        d = srv.dbs[dbid]
+        text = b"[Dictionary HT]\n" + _htstats(len(d.d)) + b"[Expires HT]\n" + _htstats(len(d.expires))
+        return verbatim(c.resp, text)
+    if sub == b"htstats-key" and n == 3:
+        v = db.lookup_nostats(argv[2])
+        if v is None:
+            raise _NO_SUCH_KEY
+        enc = object_encoding(v, srv.config)
+        if enc not in (b"hashtable", b"skiplist"):
+            raise RedisError("ERR The value stored at the specified key is not represented using an hash table")
+        return verbatim(c.resp, _htstats(len(v)))
+    if sub == b"listpack" and n == 3:
+        v = db.lookup_nostats(argv[2])
+        if v is None:
+            raise _NO_SUCH_KEY
+        if object_encoding(v, srv.config) != b"listpack":
+            raise RedisError("ERR Not a listpack encoded object.")
+        return simple(b"Listpack structure printed on stdout")
+    if sub == b"quicklist" and n in (3, 4):
+        v = db.lookup_nostats(argv[2])
+        if v is None:
+            raise _NO_SUCH_KEY
+        if object_encoding(v, srv.config) != b"quicklist":
+            raise RedisError("ERR Not a quicklist encoded object.")
+        return simple(b"Quicklist structure printed on stdout")
+    if sub == b"client-eviction" and n == 2:
+        if not srv.config.get("maxmemory-clients", 0):
+            raise RedisError("ERR maxmemory-clients is disabled.")
+        return verbatim(c.resp, b"bucket          0 - 32767: tot-mem: 0, clients: 0\n")
+    if sub == b"replybuffer" and n == 4:
+        what = argv[2].lower()
+        if what == b"peak-reset-time":
+            v = argv[3].lower()
+            if v == b"never":
+                srv.reply_buffer_peak_reset_time = -1
+            elif v == b"reset":
+                srv.reply_buffer_peak_reset_time = 5000
+            else:
+                srv.reply_buffer_peak_reset_time = parse_int(argv[3])
+        elif what == b"resizing":
+            srv.reply_buffer_resizing_enabled = _atoi(argv[3])
+        else:
+            raise RedisError("ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP." %
+                             argv[1][:128].decode("utf-8", "replace"))
+        return OK
+    raise _syntax(argv)
+
+
+def key_digest_value(db, key, v) -> bytes:
+    """DEBUG DIGEST-VALUE: the value's digest plus the expire marker."""
+    d = value_digest(v)
+    if key in db.expires:
+        d = _mix(d, b"!!expire!!")
+    return d
+
+
+def _persistence_fn(module: str, name: str):
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        return None
+    return getattr(mod, name, None)
+
+

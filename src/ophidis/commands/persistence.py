@@ -1,0 +1,130 @@
+"""Persistence commands: SAVE BGSAVE DUMP RESTORE (rdb.c, cluster.c)."""
+
+from __future__ import annotations
+
+import time
+
+from .. import notify
+from ..errors import SYNTAX, RedisError
+from ..persistence.rdb import LoadSettings, RdbError, dump_payload, load_payload, verify_payload
+from ..protocol import OK, bulk, simple
+from ..util import parse_int
+from . import command
+
+BUSYKEY = RedisError("BUSYKEY Target key name already exists.")
+
+
+@command("save")
+def save(c, argv):
+    srv = c.server
+    p = srv.persistence
+    if p.child_pid is not None:
+        raise RedisError("ERR Background save already in progress")
+    p.saves += 1
+    if p.save():
+        return OK
+    raise RedisError("ERR")
+
+
+@command("bgsave")
+def bgsave(c, argv):
+    schedule = False
+    if len(argv) > 1:
+        if len(argv) == 2 and argv[1].lower() == b"schedule":
+            schedule = True
+        else:
+            raise SYNTAX
+    srv = c.server
+    p = srv.persistence
+    if p.child_pid is not None:
+        raise RedisError("ERR Background save already in progress")
+    if p.other_child_active() or c.in_exec:
+        if schedule or c.in_exec:
+            p.scheduled = True
+            return simple(b"Background saving scheduled")
+        raise RedisError("ERR Another child process is active (AOF?): can't BGSAVE right now. "
+                         "Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
+    if p.bgsave():
+        return simple(b"Background saving started")
+    raise RedisError("ERR")
+
+
+@command("dump")
+def dump(c, argv):
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return c.null
+    return bulk(dump_payload(v, c.server.config))
+
+
+@command("restore")
+def restore(c, argv):
+    srv = c.server
+    db = c.db
+    key = argv[1]
+    replace = absttl = False
+    lru_idle = lfu_freq = -1
+    j = 4
+    n = len(argv)
+    while j < n:
+        opt = argv[j].lower()
+        additional = n - j - 1
+        if opt == b"replace":
+            replace = True
+        elif opt == b"absttl":
+            absttl = True
+        elif opt == b"idletime" and additional >= 1 and lfu_freq == -1:
+            lru_idle = parse_int(argv[j + 1])
+            if lru_idle < 0:
+                raise RedisError("ERR Invalid IDLETIME value, must be >= 0")
+            j += 1
+        elif opt == b"freq" and additional >= 1 and lru_idle == -1:
+            lfu_freq = parse_int(argv[j + 1])
+            if lfu_freq < 0 or lfu_freq > 255:
+                raise RedisError("ERR Invalid FREQ value, must be >= 0 and <= 255")
+            j += 1
+        else:
+            raise SYNTAX
+        j += 1
+    if not replace and db.lookup_write(key) is not None:
+        raise BUSYKEY
+    ttl = parse_int(argv[2])
+    if ttl < 0:
+        raise RedisError("ERR Invalid TTL value, must be >= 0")
+    payload = argv[3]
+    if not verify_payload(payload):
+        raise RedisError("ERR DUMP payload version or checksum are wrong")
+    try:
+        obj = load_payload(payload, LoadSettings(srv.config))
+    except RdbError:
+        raise RedisError("ERR Bad data format") from None
+    except Exception:  # noqa: BLE001
+        raise RedisError("ERR Bad data format") from None
+    deleted = False
+    if replace:
+        deleted = db.lookup_write(key) is not None and db.delete(key)
+    if ttl and not absttl:
+        ttl += int(time.time() * 1000)
+    if ttl and ttl <= int(time.time() * 1000) and not srv.loading and not srv.is_replica:
+        if deleted:
+            argv[:] = [b"DEL", key]
+            db.signal(key)
+            notify.notify(notify.GENERIC, b"del", key, db.id)
+            srv.dirty += 1
+        return OK
+    db.add(key, obj)
+    if ttl:
+        db.set_expire(key, ttl)
+        if not absttl:
+            argv[2] = b"%d" % ttl
+            argv.append(b"ABSTTL")
+    lru = getattr(srv, "lru_clock", None)
+    if lru is not None:
+        if lru_idle != -1 and hasattr(lru, "set_idle"):
+            lru.set_idle(db, key, lru_idle)
+        elif lfu_freq != -1 and hasattr(lru, "set_freq"):
+            lru.set_freq(db, key, lfu_freq)
+    db.signal(key)
+    notify.notify(notify.GENERIC, b"restore", key, db.id)
+    srv.dirty += 1
+    return OK

@@ -1,0 +1,323 @@
+"""Compact encodings stored inside RDB strings: listpack (written and read),
+ziplist, zipmap (read only, Redis 6 and older wrote them) and intset.
+
+Decoders return lists of ``bytes`` (integers rendered in decimal, as Redis
+hands them to the upper layers) and raise ``EncodingError`` on any
+inconsistency; they never read past the buffer.
+"""
+
+from __future__ import annotations
+
+import struct
+
+_pack_u32 = struct.Struct("<I").pack
+_unpack_u32 = struct.Struct("<I").unpack_from
+_unpack_u16 = struct.Struct("<H").unpack_from
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+class EncodingError(Exception):
+    pass
+
+
+def canonical_int(s: bytes):
+    """The int64 value of ``s`` if it is its canonical decimal form (what
+    Redis's string2ll / lpStringToInt64 accept), else None."""
+    n = len(s)
+    if n == 0 or n > 20:
+        return None
+    c = s[0]
+    if not (48 <= c <= 57 or c == 45):
+        return None
+    try:
+        v = int(s)
+    except ValueError:
+        return None
+    if v < INT64_MIN or v > INT64_MAX:
+        return None
+    if b"%d" % v != s:
+        return None
+    return v
+
+
+# -- listpack -------------------------------------------------------------------
+
+def _backlen(n: int) -> bytes:
+    if n <= 127:
+        return bytes((n,))
+    if n < 16383:
+        return bytes((n >> 7, (n & 127) | 128))
+    if n < 2097151:
+        return bytes((n >> 14, ((n >> 7) & 127) | 128, (n & 127) | 128))
+    if n < 268435455:
+        return bytes((n >> 21, ((n >> 14) & 127) | 128, ((n >> 7) & 127) | 128, (n & 127) | 128))
+    return bytes((n >> 28, ((n >> 21) & 127) | 128, ((n >> 14) & 127) | 128,
+                  ((n >> 7) & 127) | 128, (n & 127) | 128))
+
+
+_BACKLEN1 = [bytes((i,)) for i in range(128)]
+
+
+def lp_entry(s) -> bytes:
+    """One listpack entry (encoding + data + backlen) for the element ``s``
+    (bytes, or int)."""
+    if s.__class__ is int:
+        v = s
+    else:
+        v = canonical_int(s) if len(s) <= 20 else None
+    if v is not None:
+        if 0 <= v <= 127:
+            return bytes((v, 1))
+        if -4096 <= v <= 4095:
+            if v < 0:
+                v += 1 << 13
+            return bytes(((v >> 8) | 0xC0, v & 0xFF, 2))
+        if -32768 <= v <= 32767:
+            return b"\xf1" + (v & 0xFFFF).to_bytes(2, "little") + b"\x03"
+        if -8388608 <= v <= 8388607:
+            return b"\xf2" + (v & 0xFFFFFF).to_bytes(3, "little") + b"\x04"
+        if -2147483648 <= v <= 2147483647:
+            return b"\xf3" + (v & 0xFFFFFFFF).to_bytes(4, "little") + b"\x05"
+        return b"\xf4" + (v & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") + b"\x09"
+    n = len(s)
+    if n < 64:
+        return b"%c%s%c" % (0x80 | n, s, n + 1)
+    if n < 4096:
+        return bytes(((n >> 8) | 0xE0, n & 0xFF)) + s + _backlen(n + 2)
+    return b"\xf0" + _pack_u32(n) + s + _backlen(n + 5)
+
+
+def lp_build(entries) -> bytes:
+    """A complete listpack from already encoded entries."""
+    body = b"".join(entries)
+    total = 6 + len(body) + 1
+    count = len(entries)
+    return _pack_u32(total) + (count if count < 65535 else 65535).to_bytes(2, "little") + body + b"\xff"
+
+
+def lp_encode(items) -> bytes:
+    return lp_build([lp_entry(x) for x in items])
+
+
+def lp_decode(buf, strict_count=True) -> list:
+    """Elements of a listpack (bytes).  Raises EncodingError."""
+    n = len(buf)
+    if n < 7:
+        raise EncodingError("listpack too short")
+    total = _unpack_u32(buf, 0)[0]
+    if total != n:
+        raise EncodingError("listpack size mismatch")
+    count = _unpack_u16(buf, 4)[0]
+    out = []
+    append = out.append
+    p = 6
+    end = n - 1
+    while p < end:
+        b = buf[p]
+        if b < 0x80:
+            append(b"%d" % b)
+            size = 1
+        elif b < 0xC0:
+            ln = b & 0x3F
+            size = 1 + ln
+            if p + size > end:
+                raise EncodingError("listpack entry overflows")
+            append(bytes(buf[p + 1:p + size]))
+        elif b < 0xE0:
+            if p + 2 > end:
+                raise EncodingError("listpack entry overflows")
+            v = ((b & 0x1F) << 8) | buf[p + 1]
+            if v >= 1 << 12:
+                v -= 1 << 13
+            append(b"%d" % v)
+            size = 2
+        elif b < 0xF0:
+            if p + 2 > end:
+                raise EncodingError("listpack entry overflows")
+            ln = ((b & 0x0F) << 8) | buf[p + 1]
+            size = 2 + ln
+            if p + size > end:
+                raise EncodingError("listpack entry overflows")
+            append(bytes(buf[p + 2:p + size]))
+        elif b == 0xF0:
+            if p + 5 > end:
+                raise EncodingError("listpack entry overflows")
+            ln = _unpack_u32(buf, p + 1)[0]
+            size = 5 + ln
+            if p + size > end:
+                raise EncodingError("listpack entry overflows")
+            append(bytes(buf[p + 5:p + size]))
+        elif 0xF1 <= b <= 0xF4:
+            w = (2, 3, 4, 8)[b - 0xF1]
+            size = 1 + w
+            if p + size > end:
+                raise EncodingError("listpack entry overflows")
+            append(b"%d" % int.from_bytes(buf[p + 1:p + size], "little", signed=True))
+        else:
+            raise EncodingError("invalid listpack encoding byte 0x%02x" % b)
+        bl = len(_backlen(size))
+        if p + size + bl > end:
+            raise EncodingError("listpack backlen overflows")
+        if bl == 1:
+            if buf[p + size] != size:
+                raise EncodingError("listpack backlen mismatch")
+        elif bytes(buf[p + size:p + size + bl]) != _backlen(size):
+            raise EncodingError("listpack backlen mismatch")
+        p += size + bl
+    if p != end or buf[end] != 0xFF:
+        raise EncodingError("listpack not terminated")
+    if strict_count and count != 65535 and count != len(out):
+        raise EncodingError("listpack count mismatch")
+    return out
+
+
+# -- ziplist (read only) ----------------------------------------------------------
+
+def zl_decode(buf) -> list:
+    n = len(buf)
+    if n < 11:
+        raise EncodingError("ziplist too short")
+    total = _unpack_u32(buf, 0)[0]
+    if total != n:
+        raise EncodingError("ziplist size mismatch")
+    count = _unpack_u16(buf, 8)[0]
+    out = []
+    append = out.append
+    p = 10
+    end = n - 1
+    while p < end:
+        # previous entry length
+        if buf[p] < 254:
+            p += 1
+        elif buf[p] == 254:
+            p += 5
+        else:
+            raise EncodingError("invalid ziplist prevlen")
+        if p >= end:
+            raise EncodingError("ziplist entry overflows")
+        b = buf[p]
+        top = b >> 6
+        if top == 0:
+            ln = b & 0x3F
+            p += 1
+        elif top == 1:
+            if p + 2 > end:
+                raise EncodingError("ziplist entry overflows")
+            ln = ((b & 0x3F) << 8) | buf[p + 1]
+            p += 2
+        elif top == 2:
+            if p + 5 > end:
+                raise EncodingError("ziplist entry overflows")
+            ln = int.from_bytes(buf[p + 1:p + 5], "big")
+            p += 5
+        else:
+            p += 1
+            if b == 0xC0:
+                w = 2
+            elif b == 0xD0:
+                w = 4
+            elif b == 0xE0:
+                w = 8
+            elif b == 0xF0:
+                w = 3
+            elif b == 0xFE:
+                w = 1
+            elif 0xF1 <= b <= 0xFD:
+                append(b"%d" % ((b & 0x0F) - 1))
+                continue
+            else:
+                raise EncodingError("invalid ziplist encoding byte 0x%02x" % b)
+            if p + w > end:
+                raise EncodingError("ziplist entry overflows")
+            append(b"%d" % int.from_bytes(buf[p:p + w], "little", signed=True))
+            p += w
+            continue
+        if p + ln > end:
+            raise EncodingError("ziplist entry overflows")
+        append(bytes(buf[p:p + ln]))
+        p += ln
+    if p != end or buf[end] != 0xFF:
+        raise EncodingError("ziplist not terminated")
+    if count != 65535 and count != len(out):
+        raise EncodingError("ziplist count mismatch")
+    return out
+
+
+# -- zipmap (read only) -------------------------------------------------------------
+
+def zipmap_decode(buf) -> list:
+    """Flat [field, value, ...] of a zipmap (Redis 2.x hashes)."""
+    n = len(buf)
+    if n < 2:
+        raise EncodingError("zipmap too short")
+    out = []
+    p = 1
+    while True:
+        if p >= n:
+            raise EncodingError("zipmap not terminated")
+        if buf[p] == 0xFF:
+            break
+        for is_val in (False, True):
+            if p >= n:
+                raise EncodingError("zipmap entry overflows")
+            b = buf[p]
+            if b < 254:
+                ln = b
+                p += 1
+            elif b == 254:
+                if p + 5 > n:
+                    raise EncodingError("zipmap entry overflows")
+                ln = _unpack_u32(buf, p + 1)[0]
+                p += 5
+            else:
+                raise EncodingError("zipmap entry truncated")
+            free = 0
+            if is_val:
+                if p >= n:
+                    raise EncodingError("zipmap entry overflows")
+                free = buf[p]
+                p += 1
+            if p + ln + free > n:
+                raise EncodingError("zipmap entry overflows")
+            out.append(bytes(buf[p:p + ln]))
+            p += ln + free
+    if p != n - 1:
+        raise EncodingError("zipmap trailing bytes")
+    return out
+
+
+# -- intset ---------------------------------------------------------------------------
+
+def intset_encode(values) -> bytes:
+    """values: sorted list of ints."""
+    if not values:
+        width = 2
+    else:
+        lo, hi = values[0], values[-1]
+        if lo >= -32768 and hi <= 32767:
+            width = 2
+        elif lo >= -2147483648 and hi <= 2147483647:
+            width = 4
+        else:
+            width = 8
+    fmt = {2: "h", 4: "i", 8: "q"}[width]
+    return struct.pack("<II%d%s" % (len(values), fmt), width, len(values), *values)
+
+
+def intset_decode(buf) -> list:
+    n = len(buf)
+    if n < 8:
+        raise EncodingError("intset too short")
+    width, count = struct.unpack_from("<II", buf, 0)
+    if width not in (2, 4, 8):
+        raise EncodingError("invalid intset encoding")
+    if 8 + width * count != n:
+        raise EncodingError("intset size mismatch")
+    fmt = {2: "h", 4: "i", 8: "q"}[width]
+    vals = list(struct.unpack_from("<%d%s" % (count, fmt), buf, 8))
+    for i in range(1, count):
+        if vals[i] <= vals[i - 1]:
+            raise EncodingError("intset not sorted or has duplicates")
+    return vals

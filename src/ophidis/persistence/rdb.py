@@ -1,0 +1,1018 @@
+"""The RDB file format of Redis 7.0 (version 10), written byte for byte as
+Redis writes it, and read back from versions 1-11.
+
+Writing: ``RdbWriter`` streams a whole snapshot to a file object (with the
+CRC-64 trailer); ``dump_payload`` builds a DUMP payload.
+Reading: ``RdbReader`` parses a buffer into fresh key -> value dicts per
+database; any inconsistency raises ``RdbError`` carrying the byte offset,
+so the caller can refuse the file without touching the live keyspace.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import time
+
+import anycrc
+import lzf
+
+from ..types.containers import HashValue, ListValue, SetValue
+from ..types.zset import ZSetValue
+from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build,
+                       lp_decode, lp_entry, zipmap_decode, zl_decode)
+
+RDB_VERSION = 10
+MAX_READ_VERSION = 11
+
+# value types
+T_STRING = 0
+T_LIST = 1
+T_SET = 2
+T_ZSET = 3
+T_HASH = 4
+T_ZSET_2 = 5
+T_MODULE = 6
+T_MODULE_2 = 7
+T_HASH_ZIPMAP = 9
+T_LIST_ZIPLIST = 10
+T_SET_INTSET = 11
+T_ZSET_ZIPLIST = 12
+T_HASH_ZIPLIST = 13
+T_LIST_QUICKLIST = 14
+T_STREAM_LISTPACKS = 15
+T_HASH_LISTPACK = 16
+T_ZSET_LISTPACK = 17
+T_LIST_QUICKLIST_2 = 18
+T_STREAM_LISTPACKS_2 = 19
+T_SET_LISTPACK = 20
+T_STREAM_LISTPACKS_3 = 21
+
+TYPE_NAMES = {
+    T_STRING: "string", T_LIST: "list", T_SET: "set", T_ZSET: "zset", T_HASH: "hash",
+    T_ZSET_2: "zset", T_MODULE: "module", T_MODULE_2: "module", T_HASH_ZIPMAP: "hash",
+    T_LIST_ZIPLIST: "list", T_SET_INTSET: "set", T_ZSET_ZIPLIST: "zset", T_HASH_ZIPLIST: "hash",
+    T_LIST_QUICKLIST: "list", T_STREAM_LISTPACKS: "stream", T_HASH_LISTPACK: "hash",
+    T_ZSET_LISTPACK: "zset", T_LIST_QUICKLIST_2: "list", T_STREAM_LISTPACKS_2: "stream",
+    T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream",
+}
+
+# opcodes
+OP_FUNCTION2 = 245
+OP_FUNCTION = 246
+OP_MODULE_AUX = 247
+OP_IDLE = 248
+OP_FREQ = 249
+OP_AUX = 250
+OP_RESIZEDB = 251
+OP_EXPIRETIME_MS = 252
+OP_EXPIRETIME = 253
+OP_SELECTDB = 254
+OP_EOF = 255
+
+ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF = 0, 1, 2, 3
+
+QL_PLAIN, QL_PACKED = 1, 2
+
+_CRC = anycrc.Model("CRC64-REDIS")
+
+
+def crc64(data, init=None) -> int:
+    if init is None:
+        return _CRC.calc(data)
+    return _CRC.calc(data, init)
+
+
+class RdbError(Exception):
+    """A corrupt or truncated RDB (or DUMP payload)."""
+
+    def __init__(self, msg, offset=None, truncated=False):
+        super().__init__(msg)
+        self.msg = msg
+        self.offset = offset
+        self.truncated = truncated
+
+    def __str__(self):
+        if self.offset is None:
+            return self.msg
+        return "%s (at offset %d)" % (self.msg, self.offset)
+
+
+# -- encoding ---------------------------------------------------------------------
+
+_LEN1 = [bytes((i,)) for i in range(64)]
+
+
+def enc_len(n: int) -> bytes:
+    if n < 64:
+        return _LEN1[n]
+    if n < 16384:
+        return bytes(((n >> 8) | 0x40, n & 0xFF))
+    if n <= 0xFFFFFFFF:
+        return b"\x80" + n.to_bytes(4, "big")
+    return b"\x81" + n.to_bytes(8, "big")
+
+
+def _enc_int(v):
+    if -128 <= v <= 127:
+        return b"\xc0" + (v & 0xFF).to_bytes(1, "little")
+    if -32768 <= v <= 32767:
+        return b"\xc1" + (v & 0xFFFF).to_bytes(2, "little")
+    if -2147483648 <= v <= 2147483647:
+        return b"\xc2" + (v & 0xFFFFFFFF).to_bytes(4, "little")
+    return None
+
+
+def enc_string(s, compress=True) -> bytes:
+    """A string as rdbSaveRawString writes it: integer encoding when the
+    string is a canonical 32-bit integer, LZF when it saves space."""
+    n = len(s)
+    if n <= 11 and n:
+        c = s[0]
+        if 48 <= c <= 57 or c == 45:
+            v = canonical_int(s)
+            if v is not None:
+                e = _enc_int(v)
+                if e is not None:
+                    return e
+    if compress and n > 20:
+        comp = lzf.compress(bytes(s), n - 4)
+        if comp:
+            return b"\xc3" + enc_len(len(comp)) + enc_len(n) + comp
+    if n < 64:
+        return _LEN1[n] + s
+    return enc_len(n) + s
+
+
+def d2string(d: float) -> bytes:
+    if math.isinf(d):
+        return b"inf" if d > 0 else b"-inf"
+    if d == 0:
+        return b"-0" if math.copysign(1.0, d) < 0 else b"0"
+    if -(2 ** 62) <= d <= 2 ** 62 and d == int(d):
+        return b"%d" % int(d)
+    return b"%.17g" % d
+
+
+def _score_entry(d: float) -> bytes:
+    if not math.isinf(d) and -(2 ** 62) <= d <= 2 ** 62 and d == int(d):
+        return lp_entry(int(d))
+    return lp_entry(b"%.17g" % d)
+
+
+_OPT = (4096, 8192, 16384, 32768, 65536)
+
+
+def quicklist_nodes(items, fill=-2):
+    """Split list items into listpacks the way quicklistPushTail fills nodes
+    (a list built by RPUSH).  Returns a list of (container, bytes)."""
+    nodes = []
+    cur = []        # encoded entries
+    cur_sz = 0      # lpBytes of the current node
+    limit = _OPT[-fill - 1] if fill < 0 and -fill - 1 < len(_OPT) else None
+    for it in items:
+        sz = len(it)
+        if sz >= 1 << 30:
+            if cur:
+                nodes.append((QL_PACKED, lp_build(cur)))
+                cur, cur_sz = [], 0
+            nodes.append((QL_PLAIN, bytes(it)))
+            continue
+        allow = False
+        if cur:
+            new_sz = cur_sz + sz + 8
+            if limit is not None:
+                allow = new_sz <= limit
+            elif new_sz > 8192:
+                allow = False
+            else:
+                allow = len(cur) < fill
+        e = lp_entry(it)
+        if allow:
+            cur.append(e)
+            cur_sz += len(e)
+        else:
+            if cur:
+                nodes.append((QL_PACKED, lp_build(cur)))
+            cur = [e]
+            cur_sz = 7 + len(e)
+    if cur:
+        nodes.append((QL_PACKED, lp_build(cur)))
+    return nodes
+
+
+def _lzf_node(lp):
+    """quicklist node compression (list-compress-depth): None if not worth it."""
+    if len(lp) < 48:
+        return None
+    comp = lzf.compress(lp, len(lp))
+    if not comp or len(comp) + 8 >= len(lp):
+        return None
+    return comp
+
+
+class Encoder:
+    """Value serializer bound to the settings that affect encodings."""
+
+    def __init__(self, config=None, compress=None):
+        g = (lambda k, d: config[k]) if config is not None else (lambda k, d: d)
+        self.compress = g("rdbcompression", True) if compress is None else compress
+        self.list_fill = g("list-max-listpack-size", -2)
+        self.list_depth = g("list-compress-depth", 0)
+
+    def type_and_value(self, v):
+        """(type byte, serialized value) for an in-memory value."""
+        cls = v.__class__
+        compress = self.compress
+        if cls is bytes or cls is bytearray:
+            return T_STRING, enc_string(v, compress)
+        if cls is ListValue:
+            nodes = quicklist_nodes(v, self.list_fill)
+            out = [enc_len(len(nodes))]
+            depth = self.list_depth
+            nn = len(nodes)
+            for i, (container, data) in enumerate(nodes):
+                out.append(enc_len(container))
+                comp = None
+                if depth > 0 and container == QL_PACKED and depth <= i < nn - depth:
+                    comp = _lzf_node(data)
+                if comp is not None:
+                    out.append(b"\xc3" + enc_len(len(comp)) + enc_len(len(data)) + comp)
+                else:
+                    out.append(enc_string(data, compress))
+            return T_LIST_QUICKLIST_2, b"".join(out)
+        if cls is HashValue:
+            if not v.ht:
+                ents = []
+                for f, val in v.items():
+                    ents.append(lp_entry(f))
+                    ents.append(lp_entry(val))
+                return T_HASH_LISTPACK, enc_string(lp_build(ents), compress)
+            out = [enc_len(len(v))]
+            for f, val in v.items():
+                out.append(enc_string(f, compress))
+                out.append(enc_string(val, compress))
+            return T_HASH, b"".join(out)
+        if cls is SetValue:
+            if v.enc == b"intset":
+                return T_SET_INTSET, enc_string(intset_encode(sorted(int(x) for x in v)), compress)
+            out = [enc_len(len(v))]
+            for m in v:
+                out.append(enc_string(m, compress))
+            return T_SET, b"".join(out)
+        if cls is ZSetValue or isinstance(v, ZSetValue):
+            if not v.skiplist:
+                ents = []
+                for m, s in v.items():
+                    ents.append(lp_entry(m))
+                    ents.append(_score_entry(s))
+                return T_ZSET_LISTPACK, enc_string(lp_build(ents), compress)
+            out = [enc_len(len(v))]
+            pack = struct.Struct("<d").pack
+            for s, m in reversed(v.sl):
+                out.append(enc_string(m, compress))
+                out.append(pack(s))
+            return T_ZSET_2, b"".join(out)
+        if isinstance(v, (bytes, bytearray)):
+            return T_STRING, enc_string(bytes(v), compress)
+        if isinstance(v, ListValue):
+            return self.type_and_value(ListValue(v))
+        raise TypeError("cannot serialize value of type %s" % cls.__name__)
+
+
+def dump_payload(v, config=None) -> bytes:
+    """The DUMP serialization: type, value, RDB version (2 bytes LE), CRC64."""
+    t, data = Encoder(config).type_and_value(v)
+    body = bytes((t,)) + data + RDB_VERSION.to_bytes(2, "little")
+    return body + crc64(body).to_bytes(8, "little")
+
+
+def verify_payload(p: bytes) -> bool:
+    if len(p) < 10:
+        return False
+    ver = p[-10] | (p[-9] << 8)
+    if ver > RDB_VERSION:
+        return False
+    return crc64(p[:-8]) == int.from_bytes(p[-8:], "little")
+
+
+def aux(key: bytes, val: bytes) -> bytes:
+    return b"\xfa" + enc_string(key) + enc_string(val)
+
+
+class RdbWriter:
+    """Streams an RDB file to ``f`` (a binary file object), keeping the CRC."""
+
+    FLUSH = 1 << 16
+
+    def __init__(self, f, checksum=True):
+        self.f = f
+        self.checksum = checksum
+        self.crc = 0
+        self.buf = []
+        self.size = 0
+        self.written = 0
+
+    def write(self, b):
+        self.buf.append(b)
+        self.size += len(b)
+        if self.size >= self.FLUSH:
+            self.flush()
+
+    def flush(self):
+        if not self.buf:
+            return
+        data = b"".join(self.buf)
+        self.buf = []
+        self.size = 0
+        if self.checksum:
+            self.crc = crc64(data, self.crc)
+        self.f.write(data)
+        self.written += len(data)
+
+    def finish(self):
+        self.write(b"\xff")
+        self.flush()
+        crc = self.crc if self.checksum else 0
+        self.f.write(crc.to_bytes(8, "little"))
+        self.written += 8
+
+
+def write_snapshot(f, server, progress=None, key_delay=0):
+    """Write the whole keyspace of ``server`` as an RDB file to ``f``.
+    ``progress(keys_done)`` is called every 1024 keys."""
+    cfg = server.config
+    if key_delay < 0:
+        key_delay = 0
+    w = RdbWriter(f, cfg["rdbchecksum"])
+    enc = Encoder(cfg)
+    w.write(b"REDIS%04d" % RDB_VERSION)
+    w.write(aux(b"redis-ver", b"7.0.15"))
+    w.write(aux(b"redis-bits", b"64"))
+    w.write(aux(b"ctime", b"%d" % int(time.time())))
+    w.write(aux(b"used-mem", b"%d" % _used_memory()))
+    repl = getattr(server, "rdb_repl_info", None)
+    info = repl() if callable(repl) else None
+    if info is not None:
+        db, replid, offset = info
+        w.write(aux(b"repl-stream-db", b"%d" % db))
+        w.write(aux(b"repl-id", replid if isinstance(replid, bytes) else replid.encode()))
+        w.write(aux(b"repl-offset", b"%d" % offset))
+    w.write(aux(b"aof-base", b"%d" % int(getattr(server, "_rdb_aof_base", 0))))
+    for code in function_codes(server):
+        w.write(b"\xf5" + enc_string(code))
+    policy = cfg["maxmemory-policy"]
+    lru = getattr(server, "lru_clock", None)
+    save_lru = "lru" in policy
+    save_lfu = "lfu" in policy
+    tv = enc.type_and_value
+    done = 0
+    for db in server.dbs:
+        d = db.d
+        if not d:
+            continue
+        exp = db.expires
+        w.write(b"\xfe" + enc_len(db.id))
+        w.write(b"\xfb" + enc_len(len(d)) + enc_len(len(exp)))
+        write = w.write
+        plain = not (save_lru or save_lfu)
+        for key, val in d.items():
+            if plain and val.__class__ is bytes and not (exp and key in exp):
+                lk = len(key)
+                lv = len(val)
+                if (lk <= 20 and lv <= 20 and (lk > 11 or not lk or _NOT_INTLIKE[key[0]])
+                        and (lv > 11 or not lv or _NOT_INTLIKE[val[0]]) and key.__class__ is bytes):
+                    write(b"\x00%c%s%c%s" % (lk, key, lv, val))
+                    done += 1
+                    if key_delay:
+                        time.sleep(key_delay / 1e6)
+                    if progress is not None and not done & 1023:
+                        progress(done)
+                    continue
+            parts = []
+            if exp:
+                when = exp.get(key)
+                if when is not None:
+                    parts.append(b"\xfc" + int(when).to_bytes(8, "little", signed=True))
+            if save_lru:
+                idle = 0
+                if lru is not None:
+                    try:
+                        idle = int(lru.idle_seconds(db, key))
+                    except Exception:  # noqa: BLE001
+                        idle = 0
+                parts.append(b"\xf8" + enc_len(idle))
+            elif save_lfu:
+                freq = 5
+                if lru is not None:
+                    try:
+                        freq = int(lru.freq(db, key))
+                    except Exception:  # noqa: BLE001
+                        freq = 5
+                parts.append(b"\xf9" + bytes((freq & 0xFF,)))
+            t, data = tv(val)
+            parts.append(bytes((t,)))
+            parts.append(enc_string(key, enc.compress))
+            parts.append(data)
+            write(b"".join(parts))
+            done += 1
+            if key_delay:
+                time.sleep(key_delay / 1e6)
+            if progress is not None and not done & 1023:
+                progress(done)
+    w.finish()
+    return w.written
+
+
+_NOT_INTLIKE = [not (48 <= i <= 57 or i == 45) for i in range(256)]
+
+
+def function_codes(server):
+    fn = getattr(server, "functions", None)
+    if fn is None:
+        return []
+    get = getattr(fn, "rdb_codes", None)
+    if callable(get):
+        return [c if isinstance(c, bytes) else c.encode() for c in get()]
+    libs = getattr(fn, "libraries", None)
+    if isinstance(libs, dict):
+        out = []
+        for lib in libs.values():
+            code = getattr(lib, "code", None)
+            if code is not None:
+                out.append(code if isinstance(code, bytes) else code.encode())
+        return out
+    return []
+
+
+def _used_memory() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+# -- decoding -----------------------------------------------------------------------
+
+_unpack_d = struct.Struct("<d").unpack_from
+_unpack_f = struct.Struct("<f").unpack_from
+
+
+class LoadSettings:
+    """Encoding thresholds used to pick the in-memory encodings at load."""
+
+    def __init__(self, config=None):
+        g = (lambda k, d: config[k]) if config is not None else (lambda k, d: d)
+        self.set_max_intset = g("set-max-intset-entries", 512)
+        self.hash_entries = g("hash-max-listpack-entries", 128)
+        self.hash_value = g("hash-max-listpack-value", 64)
+        self.zset_entries = g("zset-max-listpack-entries", 128)
+        self.zset_value = g("zset-max-listpack-value", 64)
+
+
+class LoadResult:
+    def __init__(self, ndbs):
+        self.dbs = [({}, {}) for _ in range(ndbs)]   # (dict, expires)
+        self.version = 0
+        self.aux = {}
+        self.functions = []
+        self.keys_loaded = 0
+        self.keys_expired = 0
+        self.empty_skipped = 0
+        self.type_counts = {}
+        self.checksum = None        # "ok", "disabled", "skipped"
+        self.lru = []               # (dbid, key, idle) for LRU info
+        self.lfu = []               # (dbid, key, freq)
+        self.module_aux_skipped = 0
+        self.expires = 0            # keys with a TTL (read)
+        self.already_expired = 0    # of which already expired
+        self.end_offset = 0
+
+
+class RdbReader:
+    """Parses one buffer.  ``check_only`` decodes values without building
+    the containers' extra indexes where that is not needed (still fully
+    validates)."""
+
+    def __init__(self, buf, settings=None, ndbs=16, now_ms=None, skip_expired=True,
+                 verify_checksum=True, log=None, trace=None):
+        self.buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
+        self.n = len(self.buf)
+        self.pos = 0
+        self.s = settings or LoadSettings()
+        self.ndbs = ndbs
+        self.now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+        self.skip_expired = skip_expired
+        self.verify_checksum = verify_checksum
+        self.log = log or (lambda lvl, msg: None)
+        self.key = None
+        self.entry_start = 0
+        self.trace = trace
+
+    # primitives
+    def fail(self, msg, offset=None):
+        raise RdbError(msg, self.pos if offset is None else offset)
+
+    def read(self, k):
+        p = self.pos
+        e = p + k
+        if e > self.n:
+            raise RdbError("Unexpected EOF reading RDB file", self.n, truncated=True)
+        self.pos = e
+        return self.buf[p:e]
+
+    def byte(self):
+        p = self.pos
+        if p >= self.n:
+            raise RdbError("Unexpected EOF reading RDB file", self.n, truncated=True)
+        self.pos = p + 1
+        return self.buf[p]
+
+    def load_len_enc(self):
+        """(value, is_encoded)."""
+        b = self.byte()
+        t = b >> 6
+        if t == 0:
+            return b & 0x3F, False
+        if t == 1:
+            return ((b & 0x3F) << 8) | self.byte(), False
+        if t == 3:
+            return b & 0x3F, True
+        if b == 0x80:
+            return int.from_bytes(self.read(4), "big"), False
+        if b == 0x81:
+            return int.from_bytes(self.read(8), "big"), False
+        self.fail("Unknown length encoding %d in rdbLoadLen()" % b, self.pos - 1)
+
+    def load_len(self):
+        v, enc = self.load_len_enc()
+        if enc:
+            self.fail("Unexpected encoded length", self.pos - 1)
+        return v
+
+    def load_string(self) -> bytes:
+        start = self.pos
+        v, enc = self.load_len_enc()
+        if not enc:
+            return bytes(self.read(v))
+        if v == ENC_INT8:
+            return b"%d" % int.from_bytes(self.read(1), "little", signed=True)
+        if v == ENC_INT16:
+            return b"%d" % int.from_bytes(self.read(2), "little", signed=True)
+        if v == ENC_INT32:
+            return b"%d" % int.from_bytes(self.read(4), "little", signed=True)
+        if v == ENC_LZF:
+            clen = self.load_len()
+            ulen = self.load_len()
+            comp = self.read(clen)
+            if ulen == 0:
+                self.fail("Invalid LZF compressed string", start)
+            try:
+                out = lzf.decompress(bytes(comp), ulen)
+            except Exception:  # noqa: BLE001
+                out = None
+            if out is None or len(out) != ulen:
+                self.fail("Invalid LZF compressed string", start)
+            return out
+        self.fail("Unknown RDB string encoding type %d" % v, start)
+
+    def load_double_str(self):
+        ln = self.byte()
+        if ln == 253:
+            return float("nan")
+        if ln == 254:
+            return float("inf")
+        if ln == 255:
+            return float("-inf")
+        s = bytes(self.read(ln))
+        try:
+            return float(s)
+        except ValueError:
+            self.fail("Invalid double value", self.pos - ln)
+
+    def load_binary_double(self):
+        return _unpack_d(self.read(8))[0]
+
+    # values
+    def load_object(self, t):
+        """The in-memory value for type ``t``; None for an empty key."""
+        s = self.s
+        if t == T_STRING:
+            return self.load_string()
+        if t == T_LIST:
+            n = self.load_len()
+            items = [self.load_string() for _ in range(n)]
+            return self._list(items)
+        if t == T_SET:
+            n = self.load_len()
+            items = [self.load_string() for _ in range(n)]
+            if not n:
+                return None
+            v = SetValue(items)
+            if len(v) != n:
+                self.fail("Duplicate set members detected")
+            v.enc = b"intset" if (n <= s.set_max_intset and all(
+                canonical_int(m) is not None for m in items)) else b"hashtable"
+            return v
+        if t in (T_ZSET, T_ZSET_2):
+            n = self.load_len()
+            if not n:
+                return None
+            z = ZSetValue()
+            maxlen = 0
+            for _ in range(n):
+                m = self.load_string()
+                sc = self.load_binary_double() if t == T_ZSET_2 else self.load_double_str()
+                if sc != sc:
+                    self.fail("Zset with NAN score detected")
+                if m in z.dict:
+                    self.fail("Duplicate zset fields detected")
+                z.add(m, sc)
+                if len(m) > maxlen:
+                    maxlen = len(m)
+            z.skiplist = not (n <= s.zset_entries and maxlen <= s.zset_value)
+            return z
+        if t == T_HASH:
+            n = self.load_len()
+            if not n:
+                return None
+            h = HashValue()
+            big = n > s.hash_entries
+            for _ in range(n):
+                f = self.load_string()
+                val = self.load_string()
+                if f in h:
+                    self.fail("Duplicate hash fields detected")
+                h[f] = val
+                if len(f) > s.hash_value or len(val) > s.hash_value:
+                    big = True
+            h.ht = big
+            return h
+        if t in (T_LIST_QUICKLIST, T_LIST_QUICKLIST_2):
+            n = self.load_len()
+            items = []
+            for _ in range(n):
+                container = QL_PACKED
+                if t == T_LIST_QUICKLIST_2:
+                    container = self.load_len()
+                    if container not in (QL_PACKED, QL_PLAIN):
+                        self.fail("Quicklist integrity check failed.")
+                start = self.pos
+                data = self.load_string()
+                if not data:
+                    self.fail("Empty quicklist node", start)
+                if container == QL_PLAIN:
+                    items.append(data)
+                    continue
+                try:
+                    items.extend(lp_decode(data) if t == T_LIST_QUICKLIST_2 else zl_decode(data))
+                except EncodingError as e:
+                    self.fail("%s integrity check failed (%s)." % (
+                        "Listpack" if t == T_LIST_QUICKLIST_2 else "Ziplist", e), start)
+            return self._list(items)
+        if t in (T_HASH_ZIPMAP, T_LIST_ZIPLIST, T_SET_INTSET, T_ZSET_ZIPLIST, T_ZSET_LISTPACK,
+                 T_HASH_ZIPLIST, T_HASH_LISTPACK, T_SET_LISTPACK):
+            start = self.pos
+            blob = self.load_string()
+            try:
+                return self._load_blob(t, blob, start)
+            except EncodingError as e:
+                what = {T_HASH_ZIPMAP: "Zipmap", T_LIST_ZIPLIST: "List ziplist",
+                        T_SET_INTSET: "Intset", T_ZSET_ZIPLIST: "Zset ziplist",
+                        T_ZSET_LISTPACK: "Zset listpack", T_HASH_ZIPLIST: "Hash ziplist",
+                        T_HASH_LISTPACK: "Hash listpack", T_SET_LISTPACK: "Set listpack"}[t]
+                self.fail("%s integrity check failed (%s)." % (what, e), start)
+        if t in (T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3):
+            self.skip_stream(t)
+            raise UnsupportedType("stream")
+        if t in (T_MODULE, T_MODULE_2):
+            if t == T_MODULE:
+                self.fail("Module value of the old format (type 6) can't be loaded")
+            mid = self.load_len()
+            self.skip_module_value()
+            raise UnsupportedType("module '%s'" % module_name(mid))
+        self.fail("Unknown RDB encoding type %d" % t)
+
+    def _list(self, items):
+        if not items:
+            return None
+        v = ListValue(items)
+        v.quick = True      # Redis 7.0 lists are always quicklists
+        return v
+
+    def _pairs(self, flat, what):
+        if len(flat) % 2:
+            raise EncodingError("odd number of elements")
+        keys = flat[0::2]
+        if len(set(keys)) != len(keys):
+            raise EncodingError("duplicate %s" % what)
+        return keys, flat[1::2]
+
+    def _load_blob(self, t, blob, start):
+        s = self.s
+        if t == T_SET_INTSET:
+            vals = intset_decode(blob)
+            if not vals:
+                return None
+            v = SetValue(b"%d" % x for x in vals)
+            v.enc = b"hashtable" if len(vals) > s.set_max_intset else b"intset"
+            return v
+        if t == T_SET_LISTPACK:
+            items = lp_decode(blob)
+            if not items:
+                return None
+            v = SetValue(items)
+            if len(v) != len(items):
+                raise EncodingError("duplicate members")
+            v.enc = b"intset" if (len(v) <= s.set_max_intset and all(
+                canonical_int(m) is not None for m in items)) else b"hashtable"
+            return v
+        if t == T_LIST_ZIPLIST:
+            return self._list(zl_decode(blob))
+        if t in (T_HASH_ZIPMAP, T_HASH_ZIPLIST, T_HASH_LISTPACK):
+            flat = (zipmap_decode(blob) if t == T_HASH_ZIPMAP else
+                    zl_decode(blob) if t == T_HASH_ZIPLIST else lp_decode(blob))
+            keys, vals = self._pairs(flat, "fields")
+            if not keys:
+                return None
+            h = HashValue(zip(keys, vals))
+            big = len(h) > s.hash_entries
+            if t == T_HASH_ZIPMAP and not big:
+                big = max(len(x) for x in flat) > s.hash_value
+            h.ht = big
+            return h
+        # zsets
+        flat = zl_decode(blob) if t == T_ZSET_ZIPLIST else lp_decode(blob)
+        keys, vals = self._pairs(flat, "members")
+        if not keys:
+            return None
+        z = ZSetValue()
+        for m, sc in zip(keys, vals):
+            try:
+                f = float(sc)
+            except ValueError:
+                raise EncodingError("invalid score") from None
+            if f != f:
+                raise EncodingError("NaN score")
+            z.add(m, f)
+        z.skiplist = len(z) > s.zset_entries
+        return z
+
+    # things we can only skip
+    def skip_module_value(self):
+        while True:
+            op = self.load_len()
+            if op == 0:      # EOF
+                return
+            if op in (1, 2):
+                self.load_len()
+            elif op == 3:
+                self.read(4)
+            elif op == 4:
+                self.read(8)
+            elif op == 5:
+                self.load_string()
+            else:
+                self.fail("Unknown module opcode %d" % op)
+
+    def skip_stream(self, t):
+        n = self.load_len()
+        for _ in range(n):
+            self.load_string()      # node key (stream ID)
+            self.load_string()      # listpack
+        self.load_len()             # length
+        self.load_len()             # last id ms
+        self.load_len()             # last id seq
+        if t >= T_STREAM_LISTPACKS_2:
+            self.load_len()
+            self.load_len()         # first id
+            self.load_len()
+            self.load_len()         # max deleted id
+            self.load_len()         # entries added
+        ngroups = self.load_len()
+        for _ in range(ngroups):
+            self.load_string()
+            self.load_len()
+            self.load_len()
+            if t >= T_STREAM_LISTPACKS_2:
+                self.load_len()     # entries read
+            npel = self.load_len()
+            for _ in range(npel):
+                self.read(16)
+                self.read(8)
+                self.load_len()
+            ncons = self.load_len()
+            for _ in range(ncons):
+                self.load_string()
+                self.read(8)        # seen time
+                if t >= T_STREAM_LISTPACKS_3:
+                    self.read(8)    # active time
+                np = self.load_len()
+                for _ in range(np):
+                    self.read(16)
+
+    # the file
+    def load(self, result=None, unsupported_ok=False):
+        """Parse a whole RDB file.  Returns a LoadResult."""
+        buf = self.buf
+        if self.n < 9:
+            raise RdbError("Unexpected EOF reading RDB file", self.n, truncated=True)
+        if bytes(buf[:5]) != b"REDIS":
+            raise RdbError("Wrong signature trying to load DB from file", 0)
+        try:
+            ver = int(bytes(buf[5:9]))
+        except ValueError:
+            raise RdbError("Wrong signature trying to load DB from file", 0) from None
+        if ver < 1 or ver > MAX_READ_VERSION:
+            raise RdbError("Can't handle RDB format version %d" % ver, 5)
+        self.pos = 9
+        res = result or LoadResult(self.ndbs)
+        res.version = ver
+        dbid = 0
+        cur = res.dbs[0]
+        expire = -1
+        lru_idle = lfu_freq = -1
+        counts = res.type_counts
+        # Fast path for the common record: a string key and a plain string
+        # value with short (6-bit) lengths, no expire; anything else takes
+        # the general path below.
+        data = bytes(buf)
+        n = self.n
+        fast = self.trace is None
+        nstrings = 0
+        while True:
+            op_pos = p = self.pos
+            if fast and expire == -1 and lru_idle == -1 and lfu_freq == -1:
+                while p < n and data[p] == 0:
+                    kl = data[p + 1] if p + 1 < n else 255
+                    if kl >= 64:
+                        break
+                    q = p + 2 + kl
+                    if q >= n:
+                        break
+                    vl = data[q]
+                    if vl >= 64 or q + 1 + vl > n:
+                        break
+                    key = data[p + 2:q]
+                    d = cur[0]
+                    if key in d:
+                        break
+                    d[key] = data[q + 1:q + 1 + vl]
+                    nstrings += 1
+                    p = q + 1 + vl
+                self.pos = op_pos = p
+            t = self.byte()
+            if t == OP_EXPIRETIME_MS:
+                expire = int.from_bytes(self.read(8), "little", signed=True)
+                continue
+            if t == OP_EXPIRETIME:
+                expire = int.from_bytes(self.read(4), "little", signed=True) * 1000
+                continue
+            if t == OP_FREQ:
+                lfu_freq = self.byte()
+                continue
+            if t == OP_IDLE:
+                lru_idle = self.load_len()
+                continue
+            if t == OP_EOF:
+                break
+            if t == OP_SELECTDB:
+                dbid = self.load_len()
+                if dbid >= self.ndbs:
+                    raise RdbError("FATAL: Data file was created with a Redis server configured to handle "
+                                   "more than %d databases. Exiting" % self.ndbs, op_pos)
+                cur = res.dbs[dbid]
+                if self.trace is not None:
+                    self.trace("selectdb", op_pos, dbid)
+                continue
+            if t == OP_RESIZEDB:
+                self.load_len()
+                self.load_len()
+                continue
+            if t == OP_AUX:
+                k = self.load_string()
+                v = self.load_string()
+                res.aux[k] = v
+                if self.trace is not None:
+                    self.trace("aux", op_pos, (k, v))
+                continue
+            if t == OP_MODULE_AUX:
+                mid = self.load_len()
+                when_op = self.load_len()
+                self.load_len()
+                if when_op != 2:
+                    self.fail("bad when_opcode", op_pos)
+                self.skip_module_value()
+                res.module_aux_skipped += 1
+                self.log("warning", "Skipping module AUX data of module '%s' (no such module)"
+                         % module_name(mid))
+                continue
+            if t == OP_FUNCTION2:
+                res.functions.append(self.load_string())
+                continue
+            if t == OP_FUNCTION:
+                name = self.load_string()
+                engine = self.load_string()
+                if self.load_len():
+                    self.load_string()
+                blob = self.load_string()
+                res.functions.append(b"#!%s name=%s\n%s" % (engine, name, blob))
+                continue
+            if t not in TYPE_NAMES:
+                self.fail("Unknown RDB encoding type %d" % t, op_pos)
+            self.entry_start = op_pos
+            self.key = None
+            self.key_type = t
+            key = self.load_string()
+            self.key = key
+            if expire != -1:
+                res.expires += 1
+                if expire < self.now_ms:
+                    res.already_expired += 1
+            try:
+                val = self.load_object(t)
+            except UnsupportedType as e:
+                if not unsupported_ok:
+                    raise RdbError("Key '%s' has a value of type %s that Ophidis can't load" % (
+                        key.decode("utf-8", "replace"), e.args[0]), op_pos) from None
+                counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + 1
+                res.keys_loaded += 1
+                expire = -1
+                lru_idle = lfu_freq = -1
+                continue
+            if val is None:
+                res.empty_skipped += 1
+                if res.empty_skipped <= 10:
+                    self.log("warning", "rdbLoadObject skipping empty key: %s" % key.decode("utf-8", "replace"))
+            elif self.skip_expired and expire != -1 and expire < self.now_ms:
+                res.keys_expired += 1
+                counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + 1
+            else:
+                d, exps = cur
+                if key in d:
+                    raise RdbError("RDB has duplicated key '%s' in DB %d" % (
+                        key.decode("utf-8", "replace"), dbid), op_pos)
+                d[key] = val
+                if expire != -1:
+                    exps[key] = expire
+                if lru_idle != -1:
+                    res.lru.append((dbid, key, lru_idle))
+                elif lfu_freq != -1:
+                    res.lfu.append((dbid, key, lfu_freq))
+                res.keys_loaded += 1
+                counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + 1
+            expire = -1
+            lru_idle = lfu_freq = -1
+        res.keys_loaded += nstrings
+        if nstrings:
+            counts["string"] = counts.get("string", 0) + nstrings
+        res.end_offset = self.pos
+        if ver >= 5:
+            end = self.pos
+            stored = int.from_bytes(self.read(8), "little")
+            if not self.verify_checksum:
+                res.checksum = "skipped"
+            elif stored == 0:
+                res.checksum = "disabled"
+            else:
+                actual = crc64(buf[:end])
+                if actual != stored:
+                    raise RdbError("RDB CRC error: expected %016x but got %016x" % (actual, stored), end)
+                res.checksum = "ok"
+        if self.pos != self.n:
+            self.log("warning", "%d trailing bytes after the RDB end" % (self.n - self.pos))
+        return res
+
+
+class UnsupportedType(Exception):
+    pass
+
+
+_MODULE_CHARSET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def module_name(mid: int) -> str:
+    mid >>= 10
+    out = []
+    for _ in range(9):
+        out.append(_MODULE_CHARSET[mid & 63])
+        mid >>= 6
+    return "".join(reversed(out))
+
+
+def load_payload(payload: bytes, settings=None):
+    """Decode a DUMP payload (already verified).  Returns the value or
+    raises RdbError (Bad data format)."""
+    body = memoryview(payload)[:-10]
+    r = RdbReader(body, settings)
+    t = r.byte()
+    if t not in TYPE_NAMES:
+        raise RdbError("Bad data format", 0)
+    try:
+        v = r.load_object(t)
+    except UnsupportedType:
+        raise RdbError("Bad data format", 0) from None
+    if v is None:
+        raise RdbError("Bad data format", r.pos)
+    return v

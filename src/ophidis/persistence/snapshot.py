@@ -1,0 +1,595 @@
+"""Snapshots on disk: SAVE, BGSAVE in a forked child, save points checked
+by cron, loading at start-up, DEBUG RELOAD, INFO persistence.
+
+``install(server)`` wires this module into the server:
+  server.persistence      the Persistence instance
+  server.save_hook        synchronous save for SHUTDOWN / SIGTERM
+  server.flushall_hook    FLUSHALL saves when save points exist
+  server.startup_hooks    loading dump.rdb before accepting clients
+  server.cron_hooks       reaping the BGSAVE child, save points
+  server.shutdown_hooks   killing a BGSAVE child still running
+  server.persistence_info INFO persistence lines
+
+A save never leaves a torn ``dbfilename``: the snapshot goes to
+``temp-<pid>.rdb``, is fsynced, renamed over the target and the directory
+fsynced.  A load parses the whole file into fresh dictionaries and swaps
+them in only when the file was read completely and its checksum matched.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import time
+
+from .. import log
+from ..db import stats
+from .rdb import LoadSettings, RdbError, RdbReader, write_snapshot
+
+BGSAVE_RETRY_DELAY = 5
+
+
+def _private_dirty() -> int:
+    """Bytes of private dirty memory of this process (copy-on-write after fork)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Private_Dirty:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class LoadError(Exception):
+    pass
+
+
+class Persistence:
+    def __init__(self, server):
+        self.server = server
+        self.child_pid = None
+        self.child_start = 0.0
+        self.child_pipe = None
+        self.dirty_before = 0
+        self.last_bgsave_time = -1
+        self.saves = 0
+        self.last_cow = 0
+        self.last_try = 0
+        self.scheduled = False
+        self.keys_loaded = 0
+        self.keys_expired = 0
+        self.last_fork_usec = 0
+
+    # -- helpers ------------------------------------------------------------------
+    @property
+    def filename(self):
+        return self.server.config["dbfilename"]
+
+    def other_child_active(self) -> bool:
+        t = getattr(self.server, "child_type", None)
+        return t is not None and t != "rdb"
+
+    def _set_status(self, ok: bool):
+        srv = self.server
+        srv.lastbgsave_ok = ok
+        srv.last_bgsave_status_ok = ok
+        srv.update_server_slow()
+
+    # -- saving ---------------------------------------------------------------------
+    def write_file(self, filename, in_child=False) -> bool:
+        """Write the snapshot to ``filename`` atomically.  Logs like rdbSave."""
+        srv = self.server
+        tmp = "temp-%d.rdb" % os.getpid()
+        try:
+            f = open(tmp, "wb")
+        except OSError as e:
+            log.warning("Failed opening the temp RDB file %s (in server root dir %s) for saving: %s" % (
+                tmp, os.getcwd(), e.strerror))
+            return False
+        op = "rdbSaveRio"
+        try:
+            with f:
+                progress = None
+                if in_child:
+                    progress = self._child_progress
+                write_snapshot(f, srv, progress=progress, key_delay=srv.config["rdb-key-save-delay"])
+                op = "fflush"
+                f.flush()
+                op = "fsync"
+                os.fsync(f.fileno())
+                op = "fclose"
+        except OSError as e:
+            log.warning("Write error saving DB on disk(%s): %s" % (op, e.strerror or e))
+            _unlink(tmp)
+            return False
+        try:
+            os.rename(tmp, filename)
+        except OSError as e:
+            log.warning("Error moving temp DB file %s on the final destination %s (in server root dir %s): %s" % (
+                tmp, filename, os.getcwd(), e.strerror))
+            _unlink(tmp)
+            return False
+        try:
+            dfd = os.open(os.path.dirname(os.path.abspath(filename)), os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError as e:
+            log.warning("Write error saving DB on disk(fsyncFileDir): %s" % e.strerror)
+            return False
+        log.notice("DB saved on disk")
+        return True
+
+    def save(self) -> bool:
+        """Synchronous save (SAVE, SHUTDOWN, FLUSHALL, DEBUG RELOAD)."""
+        srv = self.server
+        if self.write_file(self.filename):
+            srv.dirty = 0
+            srv.lastsave = int(time.time())
+            self._set_status(True)
+            return True
+        return False
+
+    def bgsave(self) -> bool:
+        srv = self.server
+        if self.child_pid is not None or self.other_child_active():
+            return False
+        self.saves += 1
+        self.dirty_before = srv.dirty
+        self.last_try = int(time.time())
+        try:
+            rfd, wfd = os.pipe()
+        except OSError as e:
+            log.warning("Can't save in background: fork: %s" % e.strerror)
+            self._set_status(False)
+            return False
+        sys.stdout.flush()
+        gc.collect(0)
+        gc.freeze()
+        t0 = time.perf_counter()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            os.close(rfd)
+            os.close(wfd)
+            log.warning("Can't save in background: fork: %s" % e.strerror)
+            self._set_status(False)
+            return False
+        if pid == 0:
+            os.close(rfd)
+            self._child_main(wfd)     # never returns
+        os.close(wfd)
+        self.last_fork_usec = int((time.perf_counter() - t0) * 1e6)
+        srv.latest_fork_usec = self.last_fork_usec
+        stats.total_forks += 1
+        self.child_pid = pid
+        self.child_pipe = rfd
+        self.child_start = time.time()
+        srv.bgsave_in_progress = True
+        srv.child_type = "rdb"
+        log.notice("Background saving started by pid %d" % pid)
+        return True
+
+    def _child_main(self, wfd):
+        code = 1
+        try:
+            gc.disable()        # the child never needs a collection
+            for s in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(s, signal.SIG_DFL)
+            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+            try:
+                signal.set_wakeup_fd(-1)
+            except (ValueError, OSError):
+                pass
+            log.role = "C"
+            for _, lsrv in list(getattr(self.server, "listeners", [])):
+                for sock in getattr(lsrv, "sockets", None) or ():
+                    try:
+                        os.close(sock.fileno())
+                    except OSError:
+                        pass
+            self._cow_peak = 0
+            self._cow_sum = 0
+            self._cow_samples = 0
+            self._cow_next = time.monotonic() + 1.0
+            ok = self.write_file(self.filename, in_child=True)
+            cow = _private_dirty()
+            self._cow_peak = max(self._cow_peak, cow)
+            if ok:
+                avg = (self._cow_sum + cow) // (self._cow_samples + 1)
+                log.notice("Fork CoW for RDB: current %d MB, peak %d MB, average %d MB" % (
+                    cow >> 20, self._cow_peak >> 20, avg >> 20))
+            try:
+                os.write(wfd, b"%d %d\n" % (cow, self._cow_peak))
+            except OSError:
+                pass
+            code = 0 if ok else 1
+        except BaseException:  # noqa: BLE001
+            import traceback
+            try:
+                log.warning("Background save child failed: %s" % traceback.format_exc().replace("\n", " | "))
+            except Exception:  # noqa: BLE001
+                pass
+            code = 1
+        finally:
+            try:
+                sys.stdout.flush()
+                if log._file is not None:
+                    log._file.flush()
+            except Exception:  # noqa: BLE001
+                pass
+            os._exit(code)
+
+    def _child_progress(self, done):
+        now = time.monotonic()
+        if now >= self._cow_next:
+            self._cow_next = now + 1.0
+            cow = _private_dirty()
+            self._cow_sum += cow
+            self._cow_samples += 1
+            if cow > self._cow_peak:
+                self._cow_peak = cow
+
+    def kill_child(self):
+        pid = self.child_pid
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGUSR1)
+        except OSError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        _unlink("temp-%d.rdb" % pid)
+        self._child_gone()
+
+    def _child_gone(self):
+        srv = self.server
+        if self.child_pipe is not None:
+            try:
+                os.close(self.child_pipe)
+            except OSError:
+                pass
+        self.child_pipe = None
+        self.child_pid = None
+        srv.bgsave_in_progress = False
+        if getattr(srv, "child_type", None) == "rdb":
+            srv.child_type = None
+
+    def _read_cow(self):
+        fd = self.child_pipe
+        if fd is None:
+            return
+        try:
+            os.set_blocking(fd, False)
+            data = os.read(fd, 256)
+            parts = data.split()
+            if parts:
+                self.last_cow = int(parts[0])
+                if len(parts) > 1:
+                    self.last_cow_peak = int(parts[1])
+        except (OSError, ValueError):
+            pass
+
+    def check_child(self):
+        pid = self.child_pid
+        if pid is None:
+            return
+        try:
+            wpid, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            wpid, status = pid, 1 << 8
+        if wpid == 0:
+            return
+        srv = self.server
+        self._read_cow()
+        now = time.time()
+        self.last_bgsave_time = int(now - self.child_start)
+        if os.WIFEXITED(status):
+            code = os.WEXITSTATUS(status)
+            if code == 0:
+                log.notice("Background saving terminated with success")
+                srv.dirty = srv.dirty - self.dirty_before
+                srv.lastsave = int(now)
+                self._child_gone()
+                self._set_status(True)
+            else:
+                log.warning("Background saving error")
+                self._child_gone()
+                self._set_status(False)
+        else:
+            sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+            log.warning("Background saving terminated by signal %d" % sig)
+            _unlink("temp-%d.rdb" % pid)
+            self._child_gone()
+            if sig != signal.SIGUSR1:
+                self._set_status(False)
+
+    # -- cron ---------------------------------------------------------------------------
+    def cron(self):
+        srv = self.server
+        if self.child_pid is not None:
+            self.check_child()
+            return
+        if self.other_child_active():
+            return
+        now = int(time.time())
+        for secs, changes in srv.config["save"]:
+            if (srv.dirty >= changes and now - srv.lastsave > secs
+                    and (now - self.last_try > BGSAVE_RETRY_DELAY or srv.lastbgsave_ok)):
+                log.notice("%d changes in %d seconds. Saving..." % (changes, secs))
+                self.bgsave()
+                return
+        if self.scheduled and (now - self.last_try > BGSAVE_RETRY_DELAY or srv.lastbgsave_ok):
+            if self.bgsave():
+                self.scheduled = False
+
+    # -- hooks ---------------------------------------------------------------------------
+    def shutdown_save(self):
+        if self.child_pid is not None:
+            log.warning("There is a child saving an .rdb. Killing it!")
+            self.kill_child()
+        if not self.save():
+            raise OSError("save failed")
+
+    def on_shutdown(self):
+        if self.child_pid is not None:
+            log.warning("There is a child saving an .rdb. Killing it!")
+            self.kill_child()
+
+    def flushall(self):
+        if self.child_pid is not None:
+            self.kill_child()
+        if self.server.config["save"]:
+            self.save()
+
+    # -- loading --------------------------------------------------------------------------
+    def parse(self, data, skip_expired=None):
+        srv = self.server
+        if skip_expired is None:
+            skip_expired = not srv.is_replica
+        reader = RdbReader(data, LoadSettings(srv.config), ndbs=len(srv.dbs),
+                           skip_expired=skip_expired,
+                           verify_checksum=srv.config["rdbchecksum"],
+                           log=lambda lvl, msg: getattr(log, lvl)(msg))
+        try:
+            return reader.load()
+        except RdbError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise RdbError("Internal error while parsing: %r" % e, reader.pos) from None
+
+    def apply(self, res, merge=False):
+        """Swap the parsed databases in (or merge them into the live ones)."""
+        srv = self.server
+        fn = getattr(srv, "functions", None)
+        if res.functions:
+            loader = getattr(fn, "rdb_load", None) if fn is not None else None
+            if loader is None:
+                log.warning("The RDB file contains %d function libraries that can't be loaded "
+                            "(functions are not available)" % len(res.functions))
+            else:
+                loader(res.functions)
+        for db, (d, exps) in zip(srv.dbs, res.dbs):
+            if merge:
+                for k, v in d.items():
+                    db.d[k] = v
+                    db.expires.pop(k, None)
+                db.expires.update(exps)
+                continue
+            db.flush()
+            db.d = d
+            db.expires = exps
+            db._expire_snapshot = None
+            db._scan_cache = {}
+        lru = getattr(srv, "lru_clock", None)
+        if lru is not None:
+            for dbid, key, idle in res.lru:
+                f = getattr(lru, "set_idle", None)
+                if f is not None:
+                    f(srv.dbs[dbid], key, idle)
+            for dbid, key, freq in res.lfu:
+                f = getattr(lru, "set_freq", None)
+                if f is not None:
+                    f(srv.dbs[dbid], key, freq)
+        self.keys_loaded = res.keys_loaded
+        self.keys_expired = res.keys_expired
+
+    def _log_aux(self, res):
+        a = res.aux
+        for k, v in a.items():
+            if k[:1] == b"%":
+                log.notice("RDB '%s': %s" % (k.decode("utf-8", "replace"), v.decode("utf-8", "replace")))
+        if b"redis-ver" in a:
+            log.notice("Loading RDB produced by version %s" % a[b"redis-ver"].decode("utf-8", "replace"))
+        if b"ctime" in a:
+            try:
+                age = max(0, int(time.time()) - int(a[b"ctime"]))
+                log.notice("RDB age %d seconds" % age)
+            except ValueError:
+                pass
+        if b"used-mem" in a:
+            try:
+                log.notice("RDB memory usage when created %.2f Mb" % (int(a[b"used-mem"]) / (1024 * 1024)))
+            except ValueError:
+                pass
+        if a.get(b"aof-base", b"0") not in (b"0", b""):
+            log.notice("RDB is base AOF")
+
+    def _log_done(self, res):
+        if res.empty_skipped:
+            log.warning("Done loading RDB, keys loaded: %d, keys expired: %d, empty keys skipped: %d." % (
+                res.keys_loaded, res.keys_expired, res.empty_skipped))
+        else:
+            log.notice("Done loading RDB, keys loaded: %d, keys expired: %d." % (
+                res.keys_loaded, res.keys_expired))
+        if res.checksum == "disabled":
+            log.warning("RDB file was saved with checksum disabled: no check performed.")
+
+    def load_file(self, path, merge=False):
+        """Load ``path`` into the keyspace.  Returns True when loaded, False
+        when the file does not exist; raises LoadError (logged) otherwise."""
+        srv = self.server
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            log.warning("Fatal error loading the DB: %s. Exiting." % e.strerror)
+            raise LoadError(e.strerror) from None
+        srv.loading = True
+        srv.update_server_slow()
+        self.loading_start = time.time()
+        self.loading_total = len(data)
+        try:
+            try:
+                res = self.parse(data)
+            except RdbError as e:
+                if e.offset in (0, 5) and ("signature" in e.msg or "version" in e.msg):
+                    log.warning(e.msg)
+                    log.warning("Fatal error loading the DB: Invalid argument. Exiting.")
+                    raise LoadError(e.msg) from None
+                if e.truncated:
+                    log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
+                log.warning("Internal error in RDB reading offset %d, function at rdb.py -> %s" % (
+                    e.offset or 0, e.msg))
+                raise LoadError(str(e)) from None
+            self._log_aux(res)
+            try:
+                self.apply(res, merge=merge)
+            except Exception as e:  # noqa: BLE001
+                log.warning("Failed loading the RDB: %s" % e)
+                raise LoadError(str(e)) from None
+            self._log_done(res)
+            return True
+        finally:
+            srv.loading = False
+            srv.update_server_slow()
+
+    def load_at_startup(self):
+        srv = self.server
+        if srv.config["appendonly"] and getattr(srv, "aof_loads_data", True):
+            return
+        t0 = time.time()
+        try:
+            loaded = self.load_file(self.filename)
+        except LoadError:
+            log.warning("Terminating server after rdb file reading failure.")
+            try:
+                sys.stdout.flush()
+            except Exception:  # noqa: BLE001
+                pass
+            os._exit(1)
+        if loaded:
+            log.notice("DB loaded from disk: %.3f seconds" % (time.time() - t0))
+
+    # -- INFO ----------------------------------------------------------------------------
+    def info_lines(self):
+        srv = self.server
+        now = time.time()
+        inprog = self.child_pid is not None
+        lines = ["loading:%d" % int(srv.loading), "async_loading:0"]
+        if srv.loading:
+            lines += [
+                "loading_start_time:%d" % int(getattr(self, "loading_start", now)),
+                "loading_total_bytes:%d" % getattr(self, "loading_total", 0),
+                "loading_rdb_used_mem:0",
+                "loading_loaded_bytes:0",
+                "loading_loaded_perc:0.00",
+                "loading_eta_seconds:1",
+            ]
+        lines += [
+            "current_cow_peak:0",
+            "current_cow_size:0",
+            "current_cow_size_age:0",
+            "current_fork_perc:0.00",
+            "current_save_keys_processed:0",
+            "current_save_keys_total:0",
+            "rdb_changes_since_last_save:%d" % srv.dirty,
+            "rdb_bgsave_in_progress:%d" % int(inprog),
+            "rdb_last_save_time:%d" % srv.lastsave,
+            "rdb_last_bgsave_status:%s" % ("ok" if srv.lastbgsave_ok else "err"),
+            "rdb_last_bgsave_time_sec:%d" % self.last_bgsave_time,
+            "rdb_current_bgsave_time_sec:%d" % (int(now - self.child_start) if inprog else -1),
+            "rdb_saves:%d" % self.saves,
+            "rdb_last_cow_size:%d" % self.last_cow,
+            "rdb_last_load_keys_expired:%d" % self.keys_expired,
+            "rdb_last_load_keys_loaded:%d" % self.keys_loaded,
+        ]
+        aof = getattr(srv, "aof_info", None)
+        if callable(aof):
+            lines += aof()
+        else:
+            lines += [
+                "aof_enabled:%d" % int(srv.config["appendonly"]),
+                "aof_rewrite_in_progress:0",
+                "aof_rewrite_scheduled:0",
+                "aof_last_rewrite_time_sec:-1",
+                "aof_current_rewrite_time_sec:-1",
+                "aof_last_bgrewrite_status:ok",
+                "aof_rewrites:0",
+                "aof_rewrites_consecutive_failures:0",
+                "aof_last_write_status:ok",
+                "aof_last_cow_size:0",
+            ]
+        lines += ["module_fork_in_progress:0", "module_fork_last_cow_size:0"]
+        return lines
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def install(server):
+    p = Persistence(server)
+    server.persistence = p
+    server.save_hook = p.shutdown_save
+    server.flushall_hook = p.flushall
+    hooks = getattr(server, "startup_hooks", None)
+    if hooks is None:
+        hooks = server.startup_hooks = []
+    hooks.append(p.load_at_startup)
+    server.cron_hooks.append(p.cron)
+    server.shutdown_hooks.append(p.on_shutdown)
+    server.persistence_info = p.info_lines
+    if not hasattr(server, "child_type"):
+        server.child_type = None
+    return p
+
+
+def debug_reload(server, merge=False, noflush=False, nosave=False):
+    """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save (unless NOSAVE), then
+    reload the file.  Returns None on success or the error text to reply."""
+    p = server.persistence
+    if not nosave:
+        if not p.save():
+            return "Error trying to save the RDB dump, check server logs."
+    try:
+        ok = p.load_file(p.filename, merge=merge or noflush)
+    except LoadError:
+        return "Error trying to load the RDB dump, check server logs."
+    if not ok:
+        return "Error trying to load the RDB dump, check server logs."
+    log.warning("DB reloaded by DEBUG RELOAD")
+    return None
+
+
+def del_sync_file(server):
+    """rdb-del-sync-files: remove the RDB used for a replication sync when
+    persistence is off (called by replication after a sync)."""
+    cfg = server.config
+    if cfg["rdb-del-sync-files"] and not cfg["save"] and not cfg["appendonly"]:
+        log.notice("Removing the RDB file used to feed replicas in a persistence-less instance")
+        _unlink(cfg["dbfilename"])
+        return True
+    return False

@@ -1,0 +1,310 @@
+"""COMMAND and its subcommands, compared with a real Redis 7.0 where possible.
+
+The comparison is generic: it covers every command our table holds (other
+families add commands over time), so COMMAND INFO / DOCS of a new command
+is checked as soon as it is registered.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import redis
+
+
+def raw(client):
+    """A client whose COMMAND replies are not post-processed by redis-py."""
+    client.response_callbacks.pop("COMMAND", None)
+    return client
+
+
+@pytest.fixture
+def rr(r):
+    return raw(r)
+
+
+@pytest.fixture
+def refr(ref):
+    return raw(ref)
+
+
+def _norm(x):
+    """Order-insensitive form (Redis's command dict has no stable order)."""
+    if isinstance(x, dict):
+        return {_norm(k): _norm(v) for k, v in x.items()}
+    if isinstance(x, (list, set, tuple)):
+        return sorted((_norm(i) for i in x), key=repr)
+    return x
+
+
+def _todict(d):
+    if isinstance(d, list):
+        return dict(zip(d[::2], d[1::2]))
+    return d
+
+
+def _strip_docs(d):
+    # We ship no complexity/history texts and use our own summaries.
+    d = dict(_todict(d))
+    for k in (b"summary", b"complexity", b"history"):
+        d.pop(k, None)
+    if b"subcommands" in d:
+        d[b"subcommands"] = {k: _strip_docs(v) for k, v in _todict(d[b"subcommands"]).items()}
+    return d
+
+
+def _our_names(c):
+    return [n.decode() for n in c.execute_command("COMMAND", "LIST")]
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_info_matches_redis_for_every_command(server, redis_server, proto):
+    a = raw(server.client(protocol=proto))
+    b = raw(redis_server.client(protocol=proto))
+    names = _our_names(a)
+    assert len(names) > 20
+    diffs = []
+    for n in names:
+        x = a.execute_command("COMMAND", "INFO", n)
+        y = b.execute_command("COMMAND", "INFO", n)
+        if _norm(x) != _norm(y):
+            diffs.append((n, x, y))
+    assert not diffs
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_docs_match_redis_for_every_command(server, redis_server, proto):
+    a = raw(server.client(protocol=proto))
+    b = raw(redis_server.client(protocol=proto))
+    diffs = []
+    for n in _our_names(a):
+        x = _todict(a.execute_command("COMMAND", "DOCS", n))
+        y = _todict(b.execute_command("COMMAND", "DOCS", n))
+        assert list(x) == [n.encode()]
+        # every command has a summary (redis-cli's help needs one)
+        assert _todict(x[n.encode()])[b"summary"]
+        if _norm(_strip_docs(x[n.encode()])) != _norm(_strip_docs(y[n.encode()])):
+            diffs.append(n)
+    assert not diffs
+
+
+def test_command_all_and_count(rr):
+    allc = rr.execute_command("COMMAND")
+    count = rr.execute_command("COMMAND", "COUNT")
+    assert len(allc) == count
+    names = {e[0] for e in allc}
+    assert {b"get", b"set", b"command", b"setbit", b"lcs"} <= names
+    assert all(b"|" not in n for n in names)
+    # COMMAND INFO with no names is the same as COMMAND
+    assert _norm(rr.execute_command("COMMAND", "INFO")) == _norm(allc)
+    # COMMAND DOCS with no names covers every top-level command
+    docs = _todict(rr.execute_command("COMMAND", "DOCS"))
+    assert set(docs) == names
+
+
+def test_info_shape_exact(rr):
+    e = rr.execute_command("COMMAND", "INFO", "get")[0]
+    assert e[:7] == [b"get", 2, [b"readonly", b"fast"], 1, 1, 1, [b"@read", b"@string", b"@fast"]]
+    assert e[7] == []
+    assert e[9] == []
+    spec = _todict(e[8][0])
+    assert spec[b"flags"] == [b"RO", b"access"]
+    # unknown names give nil entries; subcommand names with a pipe work
+    r = rr.execute_command("COMMAND", "INFO", "nosuchcmd", "config|get", "get|x", "config|nosuch")
+    assert r[0] is None and r[2] is None and r[3] is None
+    assert r[1][0] == b"config|get"
+
+
+def test_info_movablekeys_and_legacy_range(rr):
+    names = set(_our_names(rr))
+    cases = {"mset": (1, -1, 2), "del": (1, -1, 1), "get": (1, 1, 1), "ping": (0, 0, 0)}
+    for name, (f, l, s) in cases.items():
+        if name not in names:
+            continue
+        e = rr.execute_command("COMMAND", "INFO", name)[0]
+        assert (e[3], e[4], e[5]) == (f, l, s), name
+    if "set" in names:
+        assert b"movablekeys" not in rr.execute_command("COMMAND", "INFO", "set")[0][2]
+
+
+def test_docs_unknown_and_subcommands(rr):
+    assert _todict(rr.execute_command("COMMAND", "DOCS", "nosuch")) == {}
+    d = _todict(rr.execute_command("COMMAND", "DOCS", "config"))[b"config"]
+    d = _todict(d)
+    assert b"config|get" in _todict(d[b"subcommands"])
+    d = _todict(_todict(rr.execute_command("COMMAND", "DOCS", "debug"))[b"debug"])
+    assert d[b"doc_flags"] == [b"syscmd"]
+
+
+def test_list_filters(rr, refr):
+    names = set(_our_names(rr))
+    assert "config|get" in names and "get" in names
+    assert len(names) == len(rr.execute_command("COMMAND", "LIST"))
+    pat = {n.decode() for n in rr.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "CONFIG*")}
+    assert pat == {n for n in names if n.startswith("config")}
+    cat = {n.decode() for n in rr.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "bitmap")}
+    ref_cat = {n.decode() for n in refr.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "bitmap")}
+    assert cat == ref_cat & names
+    assert "setbit" in cat
+    assert rr.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "nosuch") == []
+    assert rr.execute_command("COMMAND", "LIST", "FILTERBY", "MODULE", "x") == []
+    for bad in (["FILTERBY", "FOO", "x"], ["FILTERBY", "PATTERN"], ["FOO"]):
+        with pytest.raises(redis.ResponseError, match="^syntax error$"):
+            rr.execute_command("COMMAND", "LIST", *bad)
+
+
+GETKEYS_LINES = [
+    ["get", "k"], ["set", "k", "v"], ["set", "k", "v", "GET"], ["mset", "a", "1", "b", "2"],
+    ["mget", "a", "b", "c"], ["del", "a", "b"], ["rename", "a", "b"], ["incr", "x"],
+    ["setbit", "k", "1", "1"], ["bitop", "and", "dest", "s1", "s2"], ["bitcount", "k"],
+    ["bitfield", "k", "get", "u8", "0"], ["bitfield", "k", "set", "u8", "0", "1"],
+    ["bitfield", "k", "incrby", "u8", "0", "1"], ["bitfield", "k", "overflow", "wrap", "get", "u4", "0"],
+    ["bitfield_ro", "k", "get", "u8", "0"], ["lcs", "a", "b"], ["lcs", "a", "b", "LEN"],
+    ["eval", "return 1", "2", "a", "b", "c"], ["eval", "return 1", "0"],
+    ["zunionstore", "d", "2", "a", "b"], ["zunion", "2", "a", "b"], ["zinterstore", "d", "2", "a", "b", "WEIGHTS", "1", "2"],
+    ["sintercard", "2", "a", "b"], ["lmpop", "2", "a", "b", "LEFT"], ["blmpop", "0", "2", "a", "b", "LEFT"],
+    ["sort", "k"], ["sort", "k", "STORE", "d"], ["sort", "k", "BY", "x", "STORE", "d", "LIMIT", "0", "1"],
+    ["sort_ro", "k"], ["xread", "STREAMS", "s1", "s2", "0", "0"], ["xread", "COUNT", "2", "STREAMS", "s", "0"],
+    ["xreadgroup", "GROUP", "g", "c", "STREAMS", "s", ">"],
+    ["georadius", "k", "1", "2", "3", "m", "STORE", "d"], ["georadius", "k", "1", "2", "3", "m"],
+    ["migrate", "h", "1", "k", "0", "10"], ["migrate", "h", "1", "", "0", "10", "KEYS", "a", "b"],
+    ["object", "encoding", "k"], ["memory", "usage", "k"], ["xinfo", "stream", "s"],
+    ["copy", "a", "b"], ["smove", "a", "b", "m"], ["lmove", "a", "b", "left", "right"],
+    ["getex", "k", "EX", "1"], ["touch", "a", "b"], ["exists", "a", "b"],
+]
+
+GETKEYS_ERRORS = [
+    ["nosuchcommand", "a"], ["ping"], ["ping", "x"], ["get", "a", "b"], ["get"], ["get", "a", "b"], ["config", "get", "x"],
+    ["eval", "return 1", "5", "a"], ["eval", "return 1", "-1"], ["zunionstore", "d", "0", "a"],
+    ["mset", "a"], ["xread", "STREAMS", "s"], ["time"],
+]
+
+
+def _both(a, b, *args):
+    out = []
+    for c in (a, b):
+        try:
+            out.append(("ok", c.execute_command(*args)))
+        except redis.ResponseError as e:
+            out.append(("err", str(e)))
+    return out
+
+
+def test_getkeys_matches_redis(rr, refr):
+    names = set(_our_names(rr))
+    checked = 0
+    for line in GETKEYS_LINES + GETKEYS_ERRORS:
+        base = line[0]
+        sub = "%s|%s" % (line[0], line[1]) if len(line) > 1 else None
+        if base not in names and base != "nosuchcommand":
+            continue
+        if sub and sub.split("|")[0] in ("object", "memory", "xinfo") and sub not in names:
+            continue
+        for which in ("GETKEYS", "GETKEYSANDFLAGS"):
+            ours, theirs = _both(rr, refr, "COMMAND", which, *line)
+            assert ours == theirs, (which, line)
+            checked += 1
+    assert checked >= 30
+
+
+def test_getkeys_errors_exact(rr):
+    with pytest.raises(redis.ResponseError, match="^Invalid command specified$"):
+        rr.execute_command("COMMAND", "GETKEYS", "nosuch", "a")
+    with pytest.raises(redis.ResponseError, match="^The command has no key arguments$"):
+        rr.execute_command("COMMAND", "GETKEYS", "ping", "x")
+    with pytest.raises(redis.ResponseError, match="^Invalid number of arguments specified for command$"):
+        rr.execute_command("COMMAND", "GETKEYS", "get", "a", "b")
+    names = set(_our_names(rr))
+    for line in (["eval", "return 1", "5", "a"], ["zunionstore", "d", "9", "a"], ["lmpop", "7", "a", "LEFT"]):
+        if line[0] in names:
+            with pytest.raises(redis.ResponseError, match="^Invalid arguments specified for command$"):
+                rr.execute_command("COMMAND", "GETKEYS", *line)
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'command\\|getkeys'"):
+        rr.execute_command("COMMAND", "GETKEYS")
+
+
+def test_get_keys_helper():
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
+    from ophidis.commands import ALL, load_all
+    load_all()
+    from ophidis.commands.command_cmd import get_keys
+    assert get_keys(ALL["mset"], [b"mset", b"a", b"1", b"b", b"2"]) == [b"a", b"b"]
+    assert get_keys(ALL["set"], [b"set", b"k", b"v"]) == [b"k"]
+    assert get_keys(ALL["bitop"], [b"bitop", b"or", b"d", b"x", b"y"]) == [b"d", b"x", b"y"]
+    assert get_keys(ALL["ping"], [b"ping"]) == []
+
+
+def test_help_and_unknown_subcommand(rr):
+    h = rr.execute_command("COMMAND", "HELP")
+    assert h[0].startswith(b"COMMAND <subcommand>")
+    assert any(x.startswith(b"GETKEYSANDFLAGS") for x in h)
+    with pytest.raises(redis.ResponseError, match="^unknown subcommand 'FOO'. Try COMMAND HELP.$"):
+        rr.execute_command("COMMAND", "FOO")
+
+
+def test_redis_cli_uses_command_docs(server):
+    cli = shutil.which("redis-cli")
+    if cli is None:
+        pytest.skip("redis-cli not installed")
+    # redis-cli builds its help table from COMMAND DOCS; HELP <cmd> prints it.
+    env = dict(os.environ, TERM="dumb")
+    p = subprocess.run([cli, "-p", str(server.port)], input=b"HELP SETBIT\nHELP @bitmap\nPING\n",
+                       capture_output=True, timeout=20, env=env)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout.decode())
+    assert p.returncode == 0, p.stderr
+    assert "SETBIT key offset value" in out
+    assert "Set or clear a bit at an offset" in out
+    assert "PONG" in out
+    p = subprocess.run([cli, "-p", str(server.port), "COMMAND", "COUNT"], capture_output=True, timeout=20)
+    assert p.stdout.strip().isdigit()
+
+
+def test_key_extraction_matches_redis_for_all_metadata(refr):
+    """get_keys over Redis's metadata for every command line above, including
+    commands other families have not registered yet (keynum, keyword and
+    command-specific extractors), against COMMAND GETKEYSANDFLAGS of Redis."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
+    from ophidis.commands import META, Command
+    from ophidis.commands.command_cmd import get_keys_with_flags, _KEY_FLAG_OUT, _KEY_FLAGS
+    extra = [
+        ["eval", "s", "3", "a", "b", "c", "d"], ["fcall", "f", "1", "k", "arg"], ["evalsha_ro", "x", "0"],
+        ["zinter", "2", "a", "b", "WITHSCORES"], ["zdiffstore", "d", "1", "a"], ["bzmpop", "1", "2", "a", "b", "MIN"],
+        ["georadiusbymember", "k", "m", "1", "km", "STOREDIST", "d"], ["xreadgroup", "GROUP", "g", "c", "COUNT", "1",
+                                                                     "STREAMS", "a", "b", "0", "0"],
+        ["sort", "k", "GET", "#", "STORE", "d1", "STORE", "d2"], ["migrate", "h", "1", "", "0", "10", "COPY", "AUTH",
+                                                                  "pw", "KEYS", "a", "b"],
+        ["pfcount", "a", "b"], ["pfmerge", "d", "a", "b"], ["xadd", "s", "*", "f", "v"], ["smove", "a", "b", "m"],
+        ["geosearchstore", "d", "s", "FROMMEMBER", "m", "BYRADIUS", "1", "km"], ["lmpop", "x", "a", "LEFT"],
+        ["blmove", "a", "b", "LEFT", "RIGHT", "0"], ["zrangestore", "d", "s", "0", "1"], ["restore", "k", "0", "x"],
+    ]
+    checked = 0
+    for line in GETKEYS_LINES + extra:
+        name = line[0].upper()
+        meta = META.get(name)
+        if meta is None:
+            continue
+        if "%s|%s" % (name, line[1].upper() if len(line) > 1 else "") in META:
+            full = "%s|%s" % (line[0], line[1].lower())
+            meta = META[full.upper()]
+        else:
+            full = line[0]
+        cmd = Command(full, None, meta)
+        argv = [a.encode() for a in line]
+        try:
+            theirs = refr.execute_command("COMMAND", "GETKEYSANDFLAGS", *line)
+        except redis.ResponseError:
+            theirs = None
+        keys = get_keys_with_flags(cmd, argv)
+        if not keys:
+            ours = None if not ("no_mandatory_keys" in cmd.flags) else []
+        else:
+            ours = [[argv[p], [_KEY_FLAG_OUT[f] for f in _KEY_FLAGS if f in set(fl)]] for p, fl in keys]
+        assert ours == theirs, line
+        checked += 1
+    assert checked >= 50
