@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import decimal as _decimal
 import math
 import re
+from fractions import Fraction
 
 from .errors import NOT_FLOAT, NOT_INT, RedisError
 
@@ -87,25 +89,163 @@ def parse_long_double(b, err=NOT_FLOAT) -> float:
     return _strtod(b, err)
 
 
-def format_long_double(v: float) -> bytes:
-    """Humanized long-double rendering ("%.17Lg"-like, no exponent, trailing
-    zeros trimmed) as Redis's ld2string(LD_STR_HUMAN) output."""
-    if v == 0:
-        return b"0"
-    if math.isinf(v):
-        return b"inf" if v > 0 else b"-inf"
-    r = repr(v)
-    if "e" in r or "E" in r:
-        # Render without exponent like "%.17Lf" then trim.
-        from decimal import Decimal
-        s = format(Decimal(r), "f")
+def format_long_double(v) -> bytes:
+    """Redis's ld2string(LD_STR_HUMAN): "%.17Lf" of the value with trailing
+    zeros (and a bare '.') trimmed, "-0" rendered as "0".  ``v`` is a float
+    or an exact long double from ``parse_ld``/``ld_add`` (a Fraction)."""
+    if v.__class__ is float:
+        if math.isinf(v):
+            return b"inf" if v > 0 else b"-inf"
+        if v != v:
+            return b"nan"
+        v = Fraction(v)
+    return format_ld(v)
+
+
+# ---------------------------------------------------------------------------
+# x86-64 "long double" (x87 80-bit extended precision) emulation, exact.
+#
+# Redis's INCRBYFLOAT and HINCRBYFLOAT parse with strtold, add in long double
+# and print with "%.17Lf".  Python floats are doubles, which round 0.1 + 0.2
+# differently, so finite values are kept as exact Fractions rounded to the
+# extended format: 64-bit significand, normal exponents down to -16382,
+# subnormals down to 2**-16445, overflow past 2**16384.
+# ---------------------------------------------------------------------------
+_LD_MANT = 64
+_LD_EMIN = -16382
+_LD_EMAX = 16383
+_LD_INF = float("inf")
+
+_LD_DEC = re.compile(rb"([-+]?)(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([-+]?\d+))?\Z")
+_LD_HEX = re.compile(rb"([-+]?)0[xX](?:([0-9a-fA-F]+)(?:\.([0-9a-fA-F]*))?|\.([0-9a-fA-F]+))"
+                     rb"(?:[pP]([-+]?\d+))?\Z")
+_LD_INFRE = re.compile(rb"([-+]?)(?:inf|infinity)\Z", re.IGNORECASE)
+
+
+def ld_round(x: Fraction):
+    """Round an exact rational to the nearest long double (ties to even).
+    Returns a Fraction, or +-inf on overflow."""
+    if not x:
+        return Fraction(0)
+    neg = x < 0
+    n = -x.numerator if neg else x.numerator
+    d = x.denominator
+    e = n.bit_length() - d.bit_length()
+    if (n << max(0, -e)) < (d << max(0, e)):
+        e -= 1
+    # now 2**e <= |x| < 2**(e+1)
+    if e > _LD_EMAX:
+        return -_LD_INF if neg else _LD_INF
+    eq = (max(e, _LD_EMIN)) - (_LD_MANT - 1)
+    if eq >= 0:
+        m, r = divmod(n, d << eq)
+        den = d << eq
     else:
-        s = r
-    if "." in s:
-        s = s.rstrip("0").rstrip(".")
-    if s == "-0":
-        s = "0"
-    return s.encode()
+        m, r = divmod(n << -eq, d)
+        den = d
+    r2 = r * 2
+    if r2 > den or (r2 == den and m & 1):
+        m += 1
+    if m >> _LD_MANT and eq + _LD_MANT > _LD_EMAX:
+        return -_LD_INF if neg else _LD_INF
+    if neg:
+        m = -m
+    return Fraction(m << eq) if eq >= 0 else Fraction(m, 1 << -eq)
+
+
+def _digits_int(s: bytes) -> int:
+    """int() of a long digit string (beyond Python's str->int digit limit)."""
+    if len(s) <= 4000:
+        return int(s) if s else 0
+    return int(_decimal.Decimal(s.decode()))
+
+
+def parse_ld(b, err=NOT_FLOAT):
+    """Redis's string2ld: strtold over the whole string (decimal, hex float,
+    inf/infinity; no leading space, at most 5119 bytes), refusing NaN and
+    results that overflow or underflow to zero.  Returns a Fraction or +-inf."""
+    if not b or len(b) >= 5120 or b[:1].isspace():
+        raise err
+    m = _LD_DEC.match(b)
+    if m is not None:
+        sign, ip, fp, fo, ex = m.groups()
+        digits = (ip or b"") + (fp or b"") if fo is None else fo
+        scale = -len(fp or b"") if fo is None else -len(fo)
+        digits = digits.lstrip(b"0")
+        if not digits:
+            return Fraction(0)
+        if ex is not None:
+            exd = ex.lstrip(b"+-").lstrip(b"0")
+            if len(exd) > 9:
+                raise err  # certain overflow or underflow to zero
+            scale += -int(exd or b"0") if ex[:1] == b"-" else int(exd or b"0")
+        mag = len(digits) + scale  # 10**(mag-1) <= value < 10**mag
+        if mag > 4934 or mag < -4952:
+            raise err
+        mant = _digits_int(digits)
+        x = Fraction(mant * 10 ** scale) if scale >= 0 else Fraction(mant, 10 ** -scale)
+    else:
+        m = _LD_HEX.match(b)
+        if m is not None:
+            sign, ip, fp, fo, ex = m.groups()
+            digits = (ip or b"") + (fp or b"") if fo is None else fo
+            scale = -4 * len(fp or b"") if fo is None else -4 * len(fo)
+            digits = digits.lstrip(b"0")
+            if not digits:
+                return Fraction(0)
+            if ex is not None:
+                exd = ex.lstrip(b"+-").lstrip(b"0")
+                if len(exd) > 9:
+                    raise err
+                scale += -int(exd or b"0") if ex[:1] == b"-" else int(exd or b"0")
+            mag = len(digits) * 4 + scale
+            if mag > _LD_EMAX + 8 or mag < -16500:
+                raise err
+            mant = int(digits, 16)
+            x = Fraction(mant << scale) if scale >= 0 else Fraction(mant, 1 << -scale)
+        else:
+            m = _LD_INFRE.match(b)
+            if m is None:
+                raise err
+            return -_LD_INF if m.group(1) == b"-" else _LD_INF
+    if sign == b"-":
+        x = -x
+    r = ld_round(x)
+    if r.__class__ is float or not r:
+        raise err  # ERANGE: overflow to HUGE_VAL or underflow to zero
+    return r
+
+
+def ld_add(a, b):
+    """a + b in long double arithmetic (Fractions or +-inf; inf - inf is NaN,
+    returned as float nan)."""
+    if a.__class__ is float or b.__class__ is float:
+        return float(a) + float(b)
+    return ld_round(a + b)
+
+
+def ld_finite(v) -> bool:
+    return v.__class__ is not float
+
+
+def format_ld(x) -> bytes:
+    """"%.17Lf" of an exact long double, trailing zeros trimmed (LD_STR_HUMAN)."""
+    if x.__class__ is float:
+        return format_long_double(x)
+    neg = x < 0
+    a = -x if neg else x
+    num = a.numerator * 10 ** 17
+    q, r = divmod(num, a.denominator)
+    r2 = 2 * r
+    if r2 > a.denominator or (r2 == a.denominator and q & 1):
+        q += 1
+    if q == 0:
+        return b"0"
+    ip, fp = divmod(q, 10 ** 17)
+    s = (str(ip) if ip < 10 ** 4000 else str(_decimal.Decimal(ip))).encode()
+    if fp:
+        s += b"." + (b"%017d" % fp).rstrip(b"0")
+    return b"-" + s if neg else s
 
 
 def stringmatch(pattern: bytes, string: bytes, nocase: bool = False) -> bool:

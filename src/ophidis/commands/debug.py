@@ -331,17 +331,19 @@ def debug(c, argv):
             if u == b"MERGE":
                 opts["merge"] = True
             elif u == b"NOFLUSH":
-                opts["flush"] = False
+                opts["noflush"] = True
             elif u == b"NOSAVE":
-                opts["save"] = False
+                opts["nosave"] = True
             else:
                 raise RedisError("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
-        fn = _persistence_fn("ophidis.persistence.rdb", "debug_reload")
+        fn = _persistence_fn("ophidis.persistence.snapshot", "debug_reload")
         if fn is None:
             raise RedisError("ERR DEBUG RELOAD is not available: this server has no RDB persistence")
         r = fn(srv, **opts) if opts else fn(srv)
         if isinstance(r, (bytes, bytearray)):
             return bytes(r)
+        if isinstance(r, str):
+            raise RedisError(r if r.startswith(("ERR", "-")) else "ERR " + r)
         log.warning("DB reloaded by DEBUG RELOAD")
         return OK
     if sub == b"loadaof" and n == 2:

@@ -8,7 +8,7 @@ from .. import notify
 from ..db import WRONGTYPE_ERR, check_string, stats
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..protocol import NULL3, NULL_BULK, OK, ONE, ZERO, bulk_array, integer
-from ..util import LLONG_MAX, LLONG_MIN, format_long_double, parse_int, parse_long_double
+from ..util import LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld
 from . import command
 
 _time = time.time
@@ -350,14 +350,14 @@ def incrbyfloat(c, argv):
     v = db.lookup_write(key)
     if v is not None:
         check_string(v)
-        cur = parse_long_double(v)
+        cur = parse_ld(v)
     else:
-        cur = 0.0
-    incr = parse_long_double(argv[2])
-    new = cur + incr
-    if new != new or new in (float("inf"), float("-inf")):
+        cur = 0
+    incr = parse_ld(argv[2])
+    new = ld_add(cur, incr)
+    if not ld_finite(new):
         raise RedisError("ERR increment would produce NaN or Infinity")
-    b = format_long_double(new)
+    b = format_ld(new)
     db.d[key] = b
     if v is None and notify.flags & _NEW:
         notify.notify(_NEW, b"new", key, db.id)

@@ -10,9 +10,18 @@ Interface used by persistence:
   ListValue(iterable of bytes), .quick (always True in 7.0: quicklist)
   HashValue(mapping bytes->bytes), .ht (False: listpack, True: hashtable)
   SetValue(iterable of bytes), .enc (b"intset" or b"hashtable")
+
+Big hashes and sets carry an optional helper (``_aux``, see ``Aux``) that
+gives SPOP/SRANDMEMBER/HRANDFIELD random access and HSCAN/SSCAN a stable
+order; it exists only after such a command ran.  Code that adds or removes
+members of a value whose ``_aux`` is set must report it with ``aux_added`` /
+``aux_removed`` (the hash and set command modules do; new objects built by
+copy() or by persistence start without one).
 """
 
+from bisect import bisect_left
 from collections import deque
+from random import choice, randrange
 
 from ..db import ENCODINGS, TYPE_NAMES
 
@@ -34,11 +43,12 @@ class ListValue(deque):
 
 
 class HashValue(dict):
-    __slots__ = ("ht",)
+    __slots__ = ("ht", "_aux")
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.ht = False
+        self._aux = None
 
     def copy(self):
         n = HashValue(self)
@@ -47,11 +57,12 @@ class HashValue(dict):
 
 
 class SetValue(set):
-    __slots__ = ("enc",)
+    __slots__ = ("enc", "_aux")
 
     def __init__(self, items=()):
         super().__init__(items)
         self.enc = b"intset"
+        self._aux = None
 
     def copy(self):
         n = SetValue(self)
@@ -65,3 +76,171 @@ TYPE_NAMES[SetValue] = b"set"
 ENCODINGS[ListValue] = lambda v, cfg: b"quicklist"
 ENCODINGS[HashValue] = lambda v, cfg: b"hashtable" if v.ht else b"listpack"
 ENCODINGS[SetValue] = lambda v, cfg: v.enc
+
+
+# ---------------------------------------------------------------------------
+# Random access and scanning for big hashes/sets
+# ---------------------------------------------------------------------------
+# Python's set and dict have no random access, and a set's iteration order
+# changes when it is resized.  ``Aux`` keeps, for one value:
+#
+# * ``arr``: a list holding every member once, plus stale entries for members
+#   removed since; the stale ones are exactly the members of ``gone``.  A
+#   random pick draws an index and drops stale entries it meets (swap with
+#   the last element), so a pick costs O(1) on average while at most half of
+#   the list is stale.  A removed member that comes back revives its stale
+#   entry instead of being appended again, so no member is ever listed twice.
+# * ``keys``/``items``: the members sorted by ``scan_key`` (a 63-bit hash that
+#   is stable for the life of the process), for HSCAN/SSCAN.  A cursor is
+#   "scan_key of the next member + 1", so it stays meaningful whatever
+#   happens to the value: members added since the snapshot wait in
+#   ``pending`` and are merged before the next scan step, removed members are
+#   skipped.  Every member present for a whole iteration is returned exactly
+#   once; members added or removed meanwhile may or may not be.
+
+SMALL_RANDOM = 48
+_MASK63 = (1 << 63) - 1
+
+
+def scan_key(m) -> int:
+    return hash(m) & _MASK63
+
+
+class Aux:
+    __slots__ = ("arr", "gone", "keys", "items", "pending", "dead")
+
+    def __init__(self):
+        self.arr = None
+        self.gone = None
+        self.keys = None
+        self.items = None
+        self.pending = None
+        self.dead = 0
+
+
+def aux_added(v, m):
+    """m became a member of v (v._aux is not None)."""
+    a = v._aux
+    if a.arr is not None:
+        gone = a.gone
+        if m in gone:
+            gone.discard(m)
+        else:
+            a.arr.append(m)
+    if a.keys is not None:
+        a.pending.append(m)
+
+
+def aux_removed(v, m):
+    """m stopped being a member of v (v._aux is not None)."""
+    a = v._aux
+    if a.arr is not None:
+        a.gone.add(m)
+    if a.keys is not None:
+        a.dead += 1
+
+
+def _random_index(v):
+    a = v._aux
+    if a is None:
+        a = v._aux = Aux()
+    arr = a.arr
+    if arr is None or len(arr) - len(a.gone) != len(v) or len(a.gone) > len(v) + 16:
+        arr = a.arr = list(v)
+        a.gone = set()
+    gone = a.gone
+    while True:
+        i = randrange(len(arr))
+        m = arr[i]
+        if gone and m in gone:
+            last = arr.pop()
+            if i < len(arr):
+                arr[i] = last
+            gone.discard(m)
+            continue
+        return a, arr, i, m
+
+
+def random_member(v):
+    """A random member (set) or field (hash) of a non-empty value."""
+    if len(v) <= SMALL_RANDOM:
+        return choice(tuple(v))
+    return _random_index(v)[3]
+
+
+def pop_random(s):
+    """Remove and return a random member of a non-empty set."""
+    if s._aux is None and len(s) <= SMALL_RANDOM:
+        m = choice(tuple(s))
+        s.remove(m)
+        return m
+    a, arr, i, m = _random_index(s)
+    last = arr.pop()
+    if i < len(arr):
+        arr[i] = last
+    s.remove(m)
+    if a.keys is not None:
+        a.dead += 1
+    return m
+
+
+def drop_random_index(v):
+    a = v._aux
+    if a is not None:
+        a.arr = a.gone = None
+
+
+def _scan_snapshot(v, a):
+    items = sorted(v, key=scan_key)
+    a.items = items
+    a.keys = [scan_key(m) for m in items]
+    a.pending = []
+    a.dead = 0
+
+
+def scan_step(v, cursor: int, count: int):
+    """One HSCAN/SSCAN step over a value: returns (next_cursor, members)."""
+    if cursor == 0 and len(v) <= count:
+        return 0, list(v)
+    a = v._aux
+    if a is None:
+        a = v._aux = Aux()
+    if a.keys is None or a.dead > len(v) + 64 or len(a.pending) > (len(a.keys) >> 3) + 64:
+        _scan_snapshot(v, a)
+    elif a.pending:
+        keys = a.keys
+        items = a.items
+        for m in a.pending:
+            if m not in v:
+                continue
+            k = scan_key(m)
+            j = bisect_left(keys, k)
+            n = len(keys)
+            while j < n and keys[j] == k and items[j] != m:
+                j += 1
+            if j < n and keys[j] == k:
+                continue  # a stale entry that is live again
+            keys.insert(j, k)
+            items.insert(j, m)
+        a.pending = []
+    keys = a.keys
+    items = a.items
+    n = len(keys)
+    i = bisect_left(keys, cursor - 1) if cursor else 0
+    out = []
+    budget = count * 10
+    while i < n and len(out) < count and budget:
+        m = items[i]
+        if m in v:
+            out.append(m)
+        i += 1
+        budget -= 1
+    # Members sharing a scan key always come in the same step.
+    while 0 < i < n and keys[i] == keys[i - 1]:
+        m = items[i]
+        if m in v:
+            out.append(m)
+        i += 1
+    if i >= n:
+        return 0, out
+    return keys[i] + 1, out

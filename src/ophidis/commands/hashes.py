@@ -1,0 +1,435 @@
+"""Hash commands (t_hash.c).
+
+A hash is a ``HashValue`` (a dict of bytes -> bytes).  Its ``ht`` flag is
+what OBJECT ENCODING reports: False ("listpack") until a field or value
+longer than hash-max-listpack-value is written or the hash grows past
+hash-max-listpack-entries, then True ("hashtable") for good.  A dict keeps
+insertion order, which is the order of a listpack, so small hashes reply in
+the same order as Redis.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .. import notify
+from ..db import WRONGTYPE_ERR
+from ..errors import SYNTAX, RedisError
+from ..protocol import ONE, ZERO, integer
+from ..types.containers import (
+    HashValue, SMALL_RANDOM, aux_added, aux_removed, random_member, scan_step,
+)
+from ..util import (
+    LLONG_MAX, LLONG_MIN, compile_glob, format_ld, ld_add, ld_finite, parse_int, parse_ld,
+    parse_range_long, try_int,
+)
+from . import command
+from .keys import parse_scan_cursor, parse_scan_options
+
+_HASH = notify.HASH
+_GENERIC = notify.GENERIC
+EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
+_LONG_MAX_HALF = LLONG_MAX // 2
+_NOT_FLOAT_FIELD = RedisError("ERR hash value is not a float")
+_NOT_INT_FIELD = RedisError("ERR hash value is not an integer")
+
+
+def _bulks(items) -> bytes:
+    return b"".join([b"$%d\r\n%s\r\n" % (len(x), x) for x in items])
+
+
+def _read(c, key):
+    h = c.db.lookup_read(key)
+    if h is not None and h.__class__ is not HashValue:
+        raise WRONGTYPE_ERR
+    return h
+
+
+def _write(c, key):
+    h = c.db.lookup_write(key)
+    if h is not None and h.__class__ is not HashValue:
+        raise WRONGTYPE_ERR
+    return h
+
+
+def _set_fields(c, h, argv, start):
+    """HSET/HMSET/HSETNX body: write pairs argv[start:], converting the
+    encoding as Redis does.  Returns the number of new fields."""
+    n = len(argv)
+    if not h.ht:
+        cfg = c.server.config.values
+        lim = cfg["hash-max-listpack-value"]
+        for i in range(start, n):
+            if len(argv[i]) > lim:
+                h.ht = True
+                break
+    n0 = len(h)
+    if h._aux is None:
+        if n - start == 2:
+            h[argv[start]] = argv[start + 1]
+        else:
+            for i in range(start, n, 2):
+                h[argv[i]] = argv[i + 1]
+    else:
+        for i in range(start, n, 2):
+            f = argv[i]
+            if f in h:
+                h[f] = argv[i + 1]
+            else:
+                h[f] = argv[i + 1]
+                aux_added(h, f)
+    created = len(h) - n0
+    if not h.ht and len(h) > c.server.config.values["hash-max-listpack-entries"]:
+        h.ht = True
+    return created
+
+
+def _set_one(c, h, field, value):
+    """hashTypeSet for HINCRBY*: one field, conversion by length and count."""
+    cfg = c.server.config.values
+    if not h.ht:
+        lim = cfg["hash-max-listpack-value"]
+        if len(field) > lim or len(value) > lim:
+            h.ht = True
+    if field not in h and h._aux is not None:
+        h[field] = value
+        aux_added(h, field)
+    else:
+        h[field] = value
+    if not h.ht and len(h) > cfg["hash-max-listpack-entries"]:
+        h.ht = True
+
+
+def _hset_generic(c, argv, name):
+    if len(argv) & 1:
+        raise RedisError("ERR wrong number of arguments for '%s' command" % name)
+    db = c.db
+    key = argv[1]
+    h = _write(c, key)
+    if h is None:
+        h = HashValue()
+        db.add(key, h)
+    else:
+        db.signal(key)
+    created = _set_fields(c, h, argv, 2)
+    c.server.dirty += (len(argv) - 2) >> 1
+    if notify.flags:
+        notify.notify(_HASH, b"hset", key, db.id)
+    return created
+
+
+@command("hset")
+def hset(c, argv):
+    if len(argv) != 4:
+        return integer(_hset_generic(c, argv, "hset"))
+    # HSET key field value: the common case, inlined.
+    db = c.db
+    key = argv[1]
+    h = db.lookup_write(key)
+    if h is None:
+        h = HashValue()
+        db.add(key, h)
+    elif h.__class__ is not HashValue:
+        raise WRONGTYPE_ERR
+    elif db.watched_keys:
+        db.signal(key)
+    f = argv[2]
+    v = argv[3]
+    n0 = len(h)
+    if h.ht:
+        h[f] = v
+    else:
+        cfg = c.server.config.values
+        lim = cfg["hash-max-listpack-value"]
+        if len(f) > lim or len(v) > lim:
+            h.ht = True
+        h[f] = v
+        if len(h) > cfg["hash-max-listpack-entries"]:
+            h.ht = True
+    srv = c.server
+    srv.dirty += 1
+    if notify.flags:
+        notify.notify(_HASH, b"hset", key, db.id)
+    if len(h) == n0:
+        return ZERO
+    if h._aux is not None:
+        aux_added(h, f)
+    return ONE
+
+
+@command("hmset")
+def hmset(c, argv):
+    _hset_generic(c, argv, "hmset")
+    return b"+OK\r\n"
+
+
+@command("hsetnx")
+def hsetnx(c, argv):
+    db = c.db
+    key = argv[1]
+    h = _write(c, key)
+    if h is None:
+        h = HashValue()
+        db.add(key, h)
+    elif argv[2] in h:
+        return ZERO
+    _set_fields(c, h, argv, 2)
+    db.signal(key)
+    c.server.dirty += 1
+    notify.notify(_HASH, b"hset", key, db.id)
+    return ONE
+
+
+@command("hget")
+def hget(c, argv):
+    h = c.db.lookup_read(argv[1])
+    if h is None:
+        return c.null
+    if h.__class__ is not HashValue:
+        raise WRONGTYPE_ERR
+    v = h.get(argv[2])
+    if v is None:
+        return c.null
+    return b"$%d\r\n%s\r\n" % (len(v), v)
+
+
+@command("hmget")
+def hmget(c, argv):
+    h = _read(c, argv[1])
+    null = c.null
+    out = [b"*%d\r\n" % (len(argv) - 2)]
+    ap = out.append
+    get = h.get if h is not None else {}.get
+    for f in argv[2:]:
+        v = get(f)
+        ap(null if v is None else b"$%d\r\n%s\r\n" % (len(v), v))
+    return b"".join(out)
+
+
+@command("hdel")
+def hdel(c, argv):
+    db = c.db
+    key = argv[1]
+    h = _write(c, key)
+    if h is None:
+        return ZERO
+    deleted = 0
+    removed = False
+    aux = h._aux is not None
+    for f in argv[2:]:
+        if f in h:
+            del h[f]
+            deleted += 1
+            if aux:
+                aux_removed(h, f)
+            if not h:
+                db.delete(key)
+                removed = True
+                break
+    if deleted:
+        db.signal(key)
+        notify.notify(_HASH, b"hdel", key, db.id)
+        if removed:
+            notify.notify(_GENERIC, b"del", key, db.id)
+        c.server.dirty += deleted
+    return integer(deleted)
+
+
+@command("hlen")
+def hlen(c, argv):
+    h = _read(c, argv[1])
+    return ZERO if h is None else integer(len(h))
+
+
+@command("hstrlen")
+def hstrlen(c, argv):
+    h = _read(c, argv[1])
+    if h is None:
+        return ZERO
+    v = h.get(argv[2])
+    return ZERO if v is None else integer(len(v))
+
+
+@command("hexists")
+def hexists(c, argv):
+    h = _read(c, argv[1])
+    return ONE if h is not None and argv[2] in h else ZERO
+
+
+@command("hkeys")
+def hkeys(c, argv):
+    h = _read(c, argv[1])
+    if h is None:
+        return b"*0\r\n"
+    return b"*%d\r\n" % len(h) + _bulks(h)
+
+
+@command("hvals")
+def hvals(c, argv):
+    h = _read(c, argv[1])
+    if h is None:
+        return b"*0\r\n"
+    return b"*%d\r\n" % len(h) + _bulks(h.values())
+
+
+def _map_header(c, n):
+    return b"%%%d\r\n" % n if c.resp >= 3 else b"*%d\r\n" % (2 * n)
+
+
+@command("hgetall")
+def hgetall(c, argv):
+    h = _read(c, argv[1])
+    if h is None:
+        return _map_header(c, 0)
+    return _map_header(c, len(h)) + b"".join(
+        [b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v) for k, v in h.items()])
+
+
+@command("hincrby")
+def hincrby(c, argv):
+    incr = parse_int(argv[3])
+    db = c.db
+    key = argv[1]
+    field = argv[2]
+    h = _write(c, key)
+    if h is not None:
+        cur = h.get(field)
+        if cur is not None:
+            value = try_int(cur)
+            if value is None:
+                raise _NOT_INT_FIELD
+        else:
+            value = 0
+    else:
+        value = 0
+    value += incr
+    if value > LLONG_MAX or value < LLONG_MIN:
+        raise RedisError("ERR increment or decrement would overflow")
+    if h is None:
+        h = HashValue()
+        db.add(key, h)
+    else:
+        db.signal(key)
+    _set_one(c, h, field, b"%d" % value)
+    c.server.dirty += 1
+    notify.notify(_HASH, b"hincrby", key, db.id)
+    return integer(value)
+
+
+@command("hincrbyfloat")
+def hincrbyfloat(c, argv):
+    incr = parse_ld(argv[3])
+    if not ld_finite(incr):
+        raise RedisError("ERR value is NaN or Infinity")
+    db = c.db
+    key = argv[1]
+    field = argv[2]
+    h = _write(c, key)
+    cur = h.get(field) if h is not None else None
+    value = parse_ld(cur, _NOT_FLOAT_FIELD) if cur is not None else 0
+    value = ld_add(value, incr)
+    if not ld_finite(value):
+        raise RedisError("ERR increment would produce NaN or Infinity")
+    b = format_ld(value)
+    if h is None:
+        h = HashValue()
+        db.add(key, h)
+    else:
+        db.signal(key)
+    _set_one(c, h, field, b)
+    c.server.dirty += 1
+    notify.notify(_HASH, b"hincrbyfloat", key, db.id)
+    if c.server.propagate_hooks:
+        # Replicas and the AOF get the result, not the float arithmetic.
+        argv[:] = [b"HSET", key, field, b]
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def _pairs_reply(c, h, fields, withvalues):
+    """HRANDFIELD reply body (without header) for a list of fields."""
+    if not withvalues:
+        return _bulks(fields)
+    if c.resp >= 3:
+        return b"".join([b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(f), f, len(h[f]), h[f])
+                         for f in fields])
+    return b"".join([b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(f), f, len(h[f]), h[f])
+                     for f in fields])
+
+
+def _header(c, count, withvalues):
+    if withvalues and c.resp == 2:
+        return b"*%d\r\n" % (count * 2)
+    return b"*%d\r\n" % count
+
+
+def random_picks(v, count):
+    """count random members of v, with repetitions."""
+    n = len(v)
+    if n <= SMALL_RANDOM or count * 4 >= n:
+        return random.choices(tuple(v), k=count)
+    return [random_member(v) for _ in range(count)]
+
+
+def random_unique(v, count):
+    """count distinct random members of v (count*3 <= len(v))."""
+    if v._aux is None and len(v) <= 1024:
+        return random.sample(tuple(v), count)
+    picked = {}
+    while len(picked) < count:
+        picked[random_member(v)] = None
+    return list(picked)
+
+
+@command("hrandfield")
+def hrandfield(c, argv):
+    if len(argv) >= 3:
+        lim = LLONG_MAX
+        l = parse_range_long(argv[2], -lim, lim)
+        withvalues = False
+        if len(argv) > 4 or (len(argv) == 4 and argv[3].lower() != b"withvalues"):
+            raise SYNTAX
+        if len(argv) == 4:
+            withvalues = True
+            if l < -_LONG_MAX_HALF or l > _LONG_MAX_HALF:
+                raise RedisError("ERR value is out of range")
+        h = _read(c, argv[1])
+        if h is None or l == 0:
+            return b"*0\r\n"
+        if l < 0 or l == 1:
+            count = -l if l < 0 else 1
+            fields = random_picks(h, count)
+            return _header(c, count, withvalues) + _pairs_reply(c, h, fields, withvalues)
+        size = len(h)
+        if l >= size:
+            fields = list(h)
+        elif l * 3 > size:
+            fields = random.sample(list(h), l)
+        else:
+            fields = random_unique(h, l)
+        return _header(c, len(fields), withvalues) + _pairs_reply(c, h, fields, withvalues)
+    h = _read(c, argv[1])
+    if h is None:
+        return c.null
+    f = random_member(h)
+    return b"$%d\r\n%s\r\n" % (len(f), f)
+
+
+@command("hscan")
+def hscan(c, argv):
+    cursor = parse_scan_cursor(argv[2])
+    h = _read(c, argv[1])
+    if h is None:
+        return EMPTY_SCAN
+    count, pattern, _ = parse_scan_options(argv, 3, False)
+    if not h.ht:
+        nxt, fields = 0, list(h)
+    else:
+        nxt, fields = scan_step(h, cursor, count)
+    if pattern is not None:
+        m = compile_glob(pattern)
+        fields = [f for f in fields if m(f)]
+    cur = b"%d" % nxt
+    body = b"".join([b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(f), f, len(h[f]), h[f]) for f in fields])
+    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n%s" % (len(cur), cur, 2 * len(fields), body)
+
+
