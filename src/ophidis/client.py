@@ -381,6 +381,13 @@ class Client(asyncio.Protocol):
         append = out.append
         pos = 0
         n = len(buf)
+        if (buf is data and self.authenticated and not python_first and 42 not in buf
+                and 34 not in buf and 39 not in buf):
+            # Plain inline commands (telnet, redis-benchmark's PING_INLINE):
+            # split lines and words at C speed.
+            pos = self._inline_lines(buf, out)
+            if pos < 0:
+                return
         while pos < n:
             if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
                 break
@@ -455,6 +462,52 @@ class Client(asyncio.Protocol):
                 self.py_mode = False
         if out:
             self.write(out)
+
+    def _inline_lines(self, buf, out) -> int:
+        """Run the complete inline lines of buf (no quotes, no multibulk).
+        Returns the position after the last line run, or -1 when the
+        connection failed."""
+        lines = buf.split(b"\n")
+        lines.pop()  # the part after the last newline (maybe empty) waits
+        append = out.append
+        srv = self.server
+        pos = 0
+        for line in lines:
+            pos += len(line) + 1
+            argv = line.split()
+            if not argv:
+                continue
+            cmd = TABLE.get(argv[0])
+            if (cmd is not None and cmd.fastpath and not self.slow and not _SERVER_SLOW
+                    and cmd.amin <= len(argv) <= cmd.amax):
+                self.last_cmd = cmd
+                t0 = perf_counter()
+                try:
+                    append(cmd.proc(self, argv))
+                except RedisError as e:
+                    append(self.error_reply(e, cmd))
+                except Exception as e:  # noqa: BLE001
+                    r = self.internal_error(e, cmd, argv)
+                    if r is not None:
+                        append(r)
+                dt = perf_counter() - t0
+                cmd.calls += 1
+                cmd.usec += dt
+                if dt >= _SLOW_CHECK:
+                    srv.slow_call(self, cmd, argv, dt)
+                if _LATENCY_TRACKING:
+                    cmd.hist[int(dt * 976562.5).bit_length()] += 1
+                if _READY:
+                    srv.handle_ready_keys()
+                continue
+            r = self.process_request(argv)
+            if r is not None:
+                append(r)
+            if self.closing:
+                return -1
+            if self.blocked or self.paused_queue is not None or self.close_after_reply:
+                break
+        return pos
 
     def slow_input(self) -> bool:
         return self.blocked or self.paused_queue is not None
