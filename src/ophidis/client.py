@@ -180,6 +180,15 @@ class Client(asyncio.Protocol):
     def connection_lost(self, exc):
         self.closing = True
         self.server.client_disconnected(self)
+        # Break reference cycles (client <-> transport, parser state) so that
+        # reference counting frees the connection even if the cyclic
+        # collector no longer looks at it (see server.install_gc_guard).
+        self.reader = None
+        self.pend = None
+        self.pending_writes = None
+        self.bstate = None
+        self.multi = None
+        self.watched = None
 
     def pause_writing(self):
         pass

@@ -908,6 +908,31 @@ class Server:
                 pass
         asyncio.ensure_future(self.cron())
         gc.freeze()
+        install_gc_guard()
+
+
+_gc_start = [0.0]
+
+
+def _gc_callback(phase, info):
+    """A full collection that had to walk a large keyspace (millions of
+    containers: hashes, sets, lists...) stalls every client.  When one takes
+    more than 20 ms, move everything that survived it to the permanent
+    generation (gc.freeze): later collections only look at new objects.
+    Keyspace values never form reference cycles; clients break theirs on
+    disconnect (Client.connection_lost), so little cyclic garbage can be
+    kept alive by this."""
+    if info.get("generation") != 2:
+        return
+    if phase == "start":
+        _gc_start[0] = time.perf_counter()
+    elif time.perf_counter() - _gc_start[0] > 0.02:
+        gc.freeze()
+
+
+def install_gc_guard():
+    if _gc_callback not in gc.callbacks:
+        gc.callbacks.append(_gc_callback)
 
 
 def _is_loopback(host: str) -> bool:
