@@ -284,11 +284,14 @@ class Memory:
             self.indexes = None
             self.idx_entries = 0
             self.pool = []
+        if on and self.policy != "noeviction" and self.indexes is None:
+            self.indexes = [None] * len(srv.dbs)
         srv.mem_track = self if on else None
         srv.update_server_slow()
         if on:
             self.update_clients()
-            self.evict_hook()
+            if self.over() > 0 and self.policy != "noeviction":
+                self.perform_evictions(unlimited=True)
 
     def _after_startup(self):
         if self.tracking:
@@ -405,6 +408,7 @@ class Memory:
                 self.indexes = None
                 self.idx_entries = 0
                 self.pool = []
+                self.configure()
         elif self.indexes is not None:
             self.touch(db, keys)
 
@@ -448,7 +452,7 @@ class Memory:
     def touch(self, db, keys):
         idx = self.indexes[db.id]
         if idx is None:
-            return
+            idx = self._index(db)
         src = db.expires if self.volatile else db.d
         pos = idx.pos
         info = idx.info
@@ -561,13 +565,13 @@ class Memory:
             return 500e-6 * 1.15 ** (t - 10)
         return 1e9
 
-    def perform_evictions(self) -> bool:
+    def perform_evictions(self, unlimited=False) -> bool:
         if self.policy == "noeviction":
             return True
         if self.indexes is None:
             self.indexes = [None] * len(self.srv.dbs)
         t0 = _perf()
-        limit = self.time_limit()
+        limit = 1e9 if unlimited else self.time_limit()
         n = 0
         fail = False
         lazy = self.srv.config["lazyfree-lazy-eviction"]
@@ -603,9 +607,10 @@ class Memory:
         dbs = self.srv.dbs
         pol = self.policy
         if pol.endswith("random"):
+            start = self.next_db
             for j in range(len(dbs)):
-                db = dbs[(self.next_db + j) % len(dbs)]
-                self.next_db = (self.next_db + j + 1) % len(dbs)
+                db = dbs[(start + j) % len(dbs)]
+                self.next_db = (start + j + 1) % len(dbs)
                 src = db.expires if self.volatile else db.d
                 if not src:
                     continue
