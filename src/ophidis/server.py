@@ -105,6 +105,8 @@ class Server:
         self.cron_loops = 0
         self.blocking_handler = None   # set by the blocking-commands module
         self.evict_hook = None         # set by the eviction module (maxmemory)
+        self.mem_track = None          # memory.Memory while maxmemory is set (see call)
+        self.lazyfree = None           # memory.LazyFree
         self.propagate_hooks = []      # AOF / replication feeds
         self.save_hook = None          # set by persistence: save(path) for shutdown
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
@@ -131,6 +133,8 @@ class Server:
         self.command_table = TABLE
         from .persistence import snapshot
         snapshot.install(self)
+        from . import memory
+        memory.install(self)
 
     # -- configuration hooks --------------------------------------------------------
     def _bind_config(self):
@@ -466,6 +470,9 @@ class Server:
         MONITOR, propagation)."""
         c.last_cmd = cmd
         dirty0 = self.dirty
+        mt = self.mem_track
+        if mt is not None:
+            mtok = mt.before(c, cmd, argv)
         t0 = perf_counter()
         try:
             r = cmd.proc(c, argv)
@@ -491,6 +498,8 @@ class Server:
                 h(c, cmd, argv)
         if self.ready_keys and not c.in_exec and not c.in_script:
             self.handle_ready_keys()
+        if mt is not None:
+            mt.after(c, cmd, argv, mtok)
         if c.reply_mode:
             r = self.filter_reply(c, r)
         return r
