@@ -43,9 +43,10 @@ def _suspicious(data) -> bool:
     if data.translate(_DIGITS).find(b"*0000000") >= 0:
         return True
     if not data.endswith(b"\r\n"):
-        tail = data[-8:]
-        i = tail.rfind(b"*")
-        if i >= 0 and not tail[i + 1:].translate(_DIGITS).strip(b"0"):
+        j = data.rfind(b"*", len(data) - 8)
+        # a header starts a line: "*" at the start of the data or after "\n"
+        if j >= 0 and (j == 0 or data[j - 1] == 10) \
+                and not data[j + 1:].translate(_DIGITS).strip(b"0"):
             return True
     return False
 
@@ -397,6 +398,7 @@ class Client(asyncio.Protocol):
         append = out.append
         pos = 0
         n = len(buf)
+        handback = True
         if (buf is data and self.authenticated and not python_first and 42 not in buf
                 and 34 not in buf and 39 not in buf):
             # Plain inline commands (telnet, redis-benchmark's PING_INLINE):
@@ -407,9 +409,14 @@ class Client(asyncio.Protocol):
         while pos < n:
             if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
                 break
-            if (buf[pos] == 42 and self.authenticated and not self.slow_input()
-                    and not (python_first and pos == 0) and not _suspicious(bytes(buf[pos:pos + 65536]))):
+            if (buf[pos] == 42 and handback and self.authenticated and not self.slow_input()
+                    and not (python_first and pos == 0)):
                 rest = bytes(buf[pos:])
+                if _suspicious(rest):
+                    # hiredis would send it straight back: stay in Python
+                    # for this whole buffer (no ping-pong, no recursion).
+                    handback = False
+                    continue
                 self.pend = None
                 self.py_mode = False
                 if out:
