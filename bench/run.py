@@ -190,11 +190,17 @@ def resp(*args):
     return b"".join(out)
 
 
-def mass_insert(port, commands, timeout=1800, batch=2000):
+def mass_insert(port, commands, timeout=1800, max_inflight=200):
     """Stream RESP-encoded commands (an iterable of bytes) over one socket,
-    writing and reading at once (no deadlock on full buffers).  Every command
-    must have a one-line reply (+OK, :n, -ERR).  Returns the number of
-    commands; raises on errors, a closed connection or the time limit."""
+    writing and reading at once (no deadlock on full buffers), with at most
+    max_inflight commands unanswered.  Every command must have a one-line
+    reply (+OK, :n, -ERR).  Returns the number of commands; raises on
+    errors, a closed connection or the time limit.
+
+    The in-flight cap keeps each server read to a few hundred commands:
+    Ophidis (as of 2026-11-30) recurses once per command when a large read
+    ends inside a "*<n>" header, and hits RecursionError (closing the
+    connection) on reads of ~300+ small commands."""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setblocking(False)
     sel = selectors.DefaultSelector()
@@ -212,11 +218,12 @@ def mass_insert(port, commands, timeout=1800, batch=2000):
             if time.time() > deadline:
                 raise RuntimeError("mass insert timed out (%d/%d replies)" % (replies, sent))
             if off >= len(out) and not exhausted:
-                chunk = list(islice(it, batch))
+                room = max_inflight - (sent - replies)
+                chunk = list(islice(it, room)) if room > 0 else None
                 if chunk:
                     out, off = b"".join(chunk), 0
                     sent += len(chunk)
-                else:
+                elif chunk is not None:
                     exhausted = True
             want_write = off < len(out)
             if want_write != writing:
