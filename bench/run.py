@@ -190,7 +190,7 @@ def resp(*args):
     return b"".join(out)
 
 
-def mass_insert(port, commands, timeout=1800, max_inflight=200):
+def mass_insert(port, commands, timeout=1800, max_inflight=50):
     """Stream RESP-encoded commands (an iterable of bytes) over one socket,
     writing and reading at once (no deadlock on full buffers), with at most
     max_inflight commands unanswered.  Every command must have a one-line
@@ -200,7 +200,8 @@ def mass_insert(port, commands, timeout=1800, max_inflight=200):
     The in-flight cap keeps each server read to a few hundred commands:
     Ophidis (as of 2026-11-30) recurses once per command when a large read
     ends inside a "*<n>" header, and hits RecursionError (closing the
-    connection) on reads of ~300+ small commands."""
+    connection) on reads of a hundred or more commands (seen at 200 in
+    flight with 100-member ZADDs; 50 in flight works)."""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setblocking(False)
     sel = selectors.DefaultSelector()
