@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench deps venv clean lint
+.PHONY: run test bench bench-quick deps venv clean lint
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -27,8 +27,14 @@ run: $(STAMP)
 test: $(STAMP) deps
 	$(VPY) -m pytest -n 2 --dist loadfile tests
 
+# All suites (redis-benchmark rps, memory, collections, scripting, pubsub,
+# persistence); pick some with `make bench BENCH_ARGS="--suites pubsub"`.
 bench: $(STAMP) deps
-	$(VPY) bench/run.py
+	$(VPY) bench/run.py $(BENCH_ARGS)
+
+# Smoke run: every suite at reduced size.
+bench-quick: $(STAMP) deps
+	$(VPY) bench/run.py --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache
