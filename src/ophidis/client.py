@@ -112,7 +112,7 @@ class Client(asyncio.Protocol):
         "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
         "user", "flags_extra", "monitor", "tracking", "no_evict", "lib_name",
         "lib_ver", "bstate", "out_extra", "in_exec", "cur_argv", "pending_writes",
-        "killed", "qbuf_peak", "protocol_error", "in_script", "sent_bytes", "py_mode",
+        "killed", "qbuf_peak", "protocol_error", "in_script", "sent_bytes", "py_mode", "push_buf",
         "__weakref__",
     )
 
@@ -159,6 +159,7 @@ class Client(asyncio.Protocol):
         self.in_exec = False
         self.cur_argv = None
         self.pending_writes = None
+        self.push_buf = None
         self.killed = False
         self.qbuf_peak = 0
         self.protocol_error = False
@@ -613,6 +614,10 @@ class Client(asyncio.Protocol):
         if self.closing:
             return
         t = self.transport
+        if self.push_buf is not None:
+            # messages queued for this client go out first, in order
+            out = self.push_buf + out
+            self.push_buf = None
         data = b"".join(out) if len(out) != 1 else out[0]
         stats.net_output_bytes += len(data)
         try:
@@ -624,6 +629,20 @@ class Client(asyncio.Protocol):
             self.close()
         elif self.server.obuf_check and t.get_write_buffer_size():
             self.server.check_output_limits(self)
+
+    def queue_push(self, data: bytes):
+        """A message for this client, written together with the others that
+        arrive in the same event-loop iteration (one write per subscriber
+        per iteration instead of one per message, as Redis's output buffers
+        do).  Callers check pending_writes first."""
+        buf = self.push_buf
+        if buf is None:
+            self.push_buf = [data]
+            _FLUSH.append(self)
+            if len(_FLUSH) == 1:
+                self.server.loop.call_soon(flush_pushes)
+        else:
+            buf.append(data)
 
     def push(self, data: bytes):
         """Out-of-band data (pub/sub messages, unblocked replies, MONITOR)."""
@@ -705,6 +724,20 @@ class Client(asyncio.Protocol):
     @property
     def null_array(self):
         return NULL3 if self.resp >= 3 else NULL_ARRAY
+
+
+_FLUSH = []
+
+
+def flush_pushes():
+    """Write the messages queued by queue_push during this loop iteration."""
+    clients = list(_FLUSH)
+    _FLUSH.clear()
+    for c in clients:
+        if c.push_buf is not None and not c.closing:
+            c.write([])
+        else:
+            c.push_buf = None
 
 
 def make_protocol_factory(server):

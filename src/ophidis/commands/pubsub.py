@@ -209,8 +209,6 @@ class PubSub:
     def _fanout(self, subs, m2: bytes, m3: bytes) -> int:
         """Hand one pre-encoded message to every subscriber."""
         srv = self.server
-        check = srv.obuf_check
-        sent = 0
         n = 0
         for c in list(subs):
             n += 1
@@ -221,15 +219,7 @@ class PubSub:
             if pw is not None:
                 pw.append(m)
                 continue
-            try:
-                c.transport.write(m)
-            except Exception:  # noqa: BLE001
-                c.closing = True
-                continue
-            sent += len(m)
-            if check:
-                srv.check_output_limits(c)
-        stats.net_output_bytes += sent
+            c.queue_push(m)
         return n
 
 
