@@ -170,6 +170,10 @@ def lat(r):
 
 def test_latency_monitor_records_command_events(lat):
     assert lat.execute_command("LATENCY", "LATEST") == []
+    # both samples must fall in the same wall-clock second (samples are per
+    # second): start early in a second so that 0.4s of sleeps fit in it
+    while time.time() % 1 > 0.15:
+        time.sleep(0.02)
     lat.execute_command("DEBUG", "SLEEP", "0.25")
     lat.execute_command("DEBUG", "SLEEP", "0.15")   # same second: max kept
     latest = lat.execute_command("LATENCY", "LATEST")
