@@ -314,3 +314,20 @@ def test_key_extraction_matches_redis_for_all_metadata(refr):
         assert ours == theirs, line
         checked += 1
     assert checked >= 50
+
+
+def test_help_first_and_last_lines_match_redis(rr, refr):
+    """Every container's HELP: our own wording, but Redis's first line
+    ("<NAME> <subcommand> [<arg> ...]. Subcommands are:") and closing
+    HELP entry (addReplyHelp's "Prints this help.")."""
+    checked = 0
+    for n in _our_names(rr):
+        subs = rr.execute_command("COMMAND", "INFO", n)[0][9]
+        if ("%s|help" % n).encode() not in [sub[0] for sub in subs]:
+            continue
+        ours = rr.execute_command(n, "HELP")
+        theirs = refr.execute_command(n, "HELP")
+        assert ours[0] == theirs[0], n
+        assert ours[-2:] == theirs[-2:] == [b"HELP", b"    Prints this help."], n
+        checked += 1
+    assert checked >= 5

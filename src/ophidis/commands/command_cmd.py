@@ -682,6 +682,6 @@ def command_help(c, argv):
         "GETKEYSANDFLAGS <full-command>",
         "    Key names and their access flags in a full command line.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)

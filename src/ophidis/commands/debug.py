@@ -196,7 +196,7 @@ def _help():
         "DROP-CLUSTER-PACKET-FILTER <packet-type>",
         "    Accepted for compatibility.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
 
