@@ -2,7 +2,10 @@
 
 Values are plain Python objects chosen for speed and memory:
   - strings: ``bytes`` (``bytearray`` once modified in place by APPEND /
-    SETRANGE / SETBIT, which is what Redis reports as the ``raw`` encoding);
+    SETRANGE / SETBIT, which is what Redis reports as the ``raw`` encoding;
+    ``EmbStr``, a bytes subclass, for an integer-looking value that Redis
+    keeps as embstr: INCRBYFLOAT's result).  Type checks of string
+    commands accept the three classes;
   - other types register their classes in ``TYPE_NAMES`` (see types/).
 
 Expiry follows Redis: lazily on access, plus an active cycle driven by
