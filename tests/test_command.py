@@ -175,11 +175,18 @@ GETKEYS_LINES = [
     ["object", "encoding", "k"], ["memory", "usage", "k"], ["xinfo", "stream", "s"],
     ["copy", "a", "b"], ["smove", "a", "b", "m"], ["lmove", "a", "b", "left", "right"],
     ["getex", "k", "EX", "1"], ["touch", "a", "b"], ["exists", "a", "b"],
+    ["fcall", "f", "2", "a", "b", "x"], ["fcall_ro", "f", "0"], ["evalsha_ro", "x", "1", "a"],
+    ["zmpop", "2", "a", "b", "MIN"], ["bzmpop", "0", "2", "a", "b", "MAX", "COUNT", "2"],
+    ["zdiff", "2", "a", "b"], ["zdiffstore", "d", "2", "a", "b"], ["zintercard", "2", "a", "b"],
+    ["zinter", "2", "a", "b", "WITHSCORES"], ["zrangestore", "d", "s", "0", "-1"],
+    ["bzpopmin", "a", "b", "0"], ["sunionstore", "d", "a", "b"], ["hset", "h", "f", "v"],
 ]
 
 GETKEYS_ERRORS = [
     ["nosuchcommand", "a"], ["ping"], ["ping", "x"], ["get", "a", "b"], ["get"], ["get", "a", "b"], ["config", "get", "x"],
     ["eval", "return 1", "5", "a"], ["eval", "return 1", "-1"], ["zunionstore", "d", "0", "a"],
+    ["fcall", "f", "3", "a"], ["zmpop", "5", "a", "MIN"], ["zmpop", "0", "MIN"], ["zdiff", "x", "a"],
+    ["bzmpop", "0", "-1", "a", "MIN"], ["sintercard", "0", "a"], ["zinter", "2", "a"],
     ["mset", "a"], ["xread", "STREAMS", "s"], ["time"],
 ]
 
