@@ -98,6 +98,17 @@ SUITES = {
     "pipeline": ["-n", "400000", "-c", "50", "-P", "16", "-t", DEFAULT_TESTS],
     "bigvalues": ["-n", "100000", "-c", "50", "-d", "1024", "-t", "set,get"],
     "manyclients": ["-n", "100000", "-c", "1000", "-t", "set,get"],
+    # SET at the memory limit: every write evicts (allkeys-lru); a first
+    # run fills the 20mb before the measured one.
+    "evict": ["-n", "200000", "-c", "50", "-P", "16", "-r", "1000000", "-d", "100", "-t", "set"],
+}
+# server arguments per suite (both servers)
+SUITE_SERVER_ARGS = {
+    "evict": ["--maxmemory", "20mb", "--maxmemory-policy", "allkeys-lru"],
+}
+# redis-benchmark runs before the measured one (not reported)
+SUITE_WARMUP = {
+    "evict": ["-n", "300000", "-P", "16", "-r", "1000000", "-d", "100", "-t", "set", "-q"],
 }
 
 
@@ -132,7 +143,7 @@ def memory_ratio(quick):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--suites", default="default,pipeline,bigvalues,manyclients,memory")
+    ap.add_argument("--suites", default="default,pipeline,bigvalues,manyclients,evict,memory")
     ap.add_argument("--rounds", type=int, default=1, help="alternate servers this many times, keep the best")
     a = ap.parse_args()
     factor = 0.2 if a.quick else 1.0
@@ -145,9 +156,16 @@ def main():
         best = {"redis": {}, "ophidis": {}}
         for _ in range(a.rounds):
             for kind in ("redis", "ophidis"):
-                s = Server(kind)
+                s = Server(kind, SUITE_SERVER_ARGS.get(suite, ()))
                 try:
+                    if suite in SUITE_WARMUP:
+                        redis_benchmark(s.port, SUITE_WARMUP[suite])
                     r = redis_benchmark(s.port, args)
+                    if suite == "evict":
+                        print("%s: %s" % (kind, " ".join(
+                            x for x in s.cli("info", "memory").split() if x.startswith("used_memory:"))
+                            + " " + " ".join(x for x in s.cli("info", "stats").split()
+                                             if x.startswith("evicted_keys"))))
                 finally:
                     s.stop()
                 for k, v in r.items():

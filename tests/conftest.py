@@ -21,6 +21,10 @@ import pytest
 import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# In-process imports (tests/_inproc.py, ophidis.protocol helpers) must load
+# this checkout's code too, not whatever the shared virtualenv has installed.
+if os.path.join(ROOT, "src") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "src"))
 
 
 def free_port() -> int:

@@ -120,6 +120,9 @@ def test_idle_timeout(start_server):
 def test_unix_socket(start_server, tmp_path):
     path = str(tmp_path / "o.sock")
     s = start_server("--unixsocket", path, "--unixsocketperm", "700")
+    deadline = time.time() + 10
+    while not os.path.exists(path) and time.time() < deadline:  # TCP listens first
+        time.sleep(0.05)
     c = redis.Redis(unix_socket_path=path)
     assert c.ping()
     assert oct(os.stat(path).st_mode & 0o777) == "0o700"

@@ -17,11 +17,12 @@ Keys become ready through ``db.signal_key_ready``/``Database.add`` which put
 
 from __future__ import annotations
 
+import math
 import time
 
 from .db import stats
 from .errors import RedisError
-from .util import parse_int, parse_long_double
+from .util import parse_int
 
 
 class BlockState:
@@ -36,13 +37,52 @@ class BlockState:
         self.since = time.monotonic()
 
 
+def _strtold(b):
+    """Redis's string2ld: the whole argument must be a strtold number (decimal
+    or hex, inf/infinity accepted), no surrounding spaces, NaN refused.
+    Returns None when it is not a number."""
+    if not b or len(b) >= 5120 or b[:1].isspace() or b[-1:].isspace() or b"_" in b:
+        return None
+    try:
+        v = float(b)
+    except (ValueError, TypeError):
+        t = b.lstrip(b"+-")
+        if t[:2].lower() != b"0x" or not t[2:3]:
+            return None
+        try:
+            v = float.fromhex(b.decode("ascii"))
+        except (ValueError, UnicodeDecodeError, OverflowError):
+            return None
+    if v != v:
+        return None
+    if (v in (_INF, -_INF) and b"inf" not in b.lower()) or (v == 0 and b.strip(b"+-0.").lower()[:1] not in (b"", b"e")):
+        # Overflow or underflow of a double: judge by long double's range
+        # (strtold's ERANGE makes Redis refuse the argument).
+        try:
+            from decimal import Decimal
+            e = Decimal(b.decode("ascii")).adjusted()
+        except Exception:  # noqa: BLE001 - hex forms: keep the double's verdict
+            return v
+        if e > 4931 or e < -4950:
+            return None
+    return v
+
+
+_INF = float("inf")
+
+
 def parse_timeout(b, seconds=True) -> float:
     """Redis's getTimeoutFromObjectOrReply: returns an absolute deadline as
     monotonic seconds, or 0 for "block forever"."""
     if seconds:
-        v = parse_long_double(b, RedisError("ERR timeout is not a float or out of range"))
-        import math
-        ms = math.ceil(v * 1000.0)
+        v = _strtold(b)
+        if v is None:
+            raise RedisError("ERR timeout is not a float or out of range")
+        ms = v * 1000.0
+        if ms != ms or ms >= 9.2233720368547758e18 or ms < -9.2233720368547758e18:
+            # (long long) of an out of range value: LLONG_MIN on x86.
+            raise RedisError("ERR timeout is negative")
+        ms = math.ceil(ms)
     else:
         ms = parse_int(b, RedisError("ERR timeout is not an integer or out of range"))
     if ms < 0:
@@ -61,22 +101,25 @@ class BlockingHandler:
     # -- blocking ---------------------------------------------------------------
     def block(self, c, keys, deadline, on_ready, on_timeout):
         db = c.db
-        c.bstate = BlockState(db, list(keys), deadline, on_ready, on_timeout)
+        keys = list(dict.fromkeys(keys))
+        c.bstate = BlockState(db, keys, deadline, on_ready, on_timeout)
         c.blocked = True
         c.update_slow()
         bk = db.blocking_keys
-        for key in c.bstate.keys:
+        for key in keys:
             lst = bk.get(key)
             if lst is None:
                 bk[key] = [c]
-            elif c not in lst:
+            else:
                 lst.append(c)
         self.nblocked += 1
         if deadline:
             loop = self.server.loop
-            if loop is not None:
+            delay = deadline - time.monotonic()
+            # Far deadlines are left to the cron's check_timeouts.
+            if loop is not None and delay < 86400 * 365:
                 st = c.bstate
-                loop.call_later(max(0.0, deadline - time.monotonic()), self._timeout_cb, c, st)
+                loop.call_later(max(0.0, delay), self._timeout_cb, c, st)
 
     def _timeout_cb(self, c, st):
         if c.bstate is st and not c.closing:

@@ -155,13 +155,21 @@ class Database:
         return True
 
     def _delete_expired(self, key):
-        self.d.pop(key, None)
+        srv = self.server
+        mt = getattr(srv, "mem_track", None)
+        if mt is not None:
+            v = self.d.get(key)
+            if v is not None:
+                mt.deleted(self, key, v)
+        v = self.d.pop(key, None)
         self.expires.pop(key, None)
+        if v is not None and getattr(srv, "lazyfree", None) is not None \
+                and srv.config["lazyfree-lazy-expire"]:
+            srv.lazyfree.free(v)
         self.dels += 1
         stats.expired_keys += 1
         signal_modified(self, key)
         _notify.notify(_notify.EXPIRED, b"expired", key, self.id)
-        srv = self.server
         if srv is not None:
             srv.propagate_del(self, key)
 

@@ -105,6 +105,8 @@ class Server:
         self.cron_loops = 0
         self.blocking_handler = None   # set by the blocking-commands module
         self.evict_hook = None         # set by the eviction module (maxmemory)
+        self.mem_track = None          # memory.Memory while maxmemory is set (see call)
+        self.lazyfree = None           # memory.LazyFree
         self.propagate_hooks = []      # AOF / replication feeds
         self.save_hook = None          # set by persistence: save(path) for shutdown
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
@@ -133,6 +135,8 @@ class Server:
             fn(self)
         from .persistence import snapshot
         snapshot.install(self)
+        from . import memory
+        memory.install(self)
 
     # -- configuration hooks --------------------------------------------------------
     def _bind_config(self):
@@ -468,6 +472,9 @@ class Server:
         MONITOR, propagation)."""
         c.last_cmd = cmd
         dirty0 = self.dirty
+        mt = self.mem_track
+        if mt is not None:
+            mtok = mt.before(c, cmd, argv)
         t0 = perf_counter()
         try:
             r = cmd.proc(c, argv)
@@ -493,6 +500,8 @@ class Server:
                 h(c, cmd, argv)
         if self.ready_keys and not c.in_exec and not c.in_script:
             self.handle_ready_keys()
+        if mt is not None:
+            mt.after(c, cmd, argv, mtok)
         if c.reply_mode:
             r = self.filter_reply(c, r)
         return r
@@ -910,6 +919,31 @@ class Server:
                 pass
         asyncio.ensure_future(self.cron())
         gc.freeze()
+        install_gc_guard()
+
+
+_gc_start = [0.0]
+
+
+def _gc_callback(phase, info):
+    """A full collection that had to walk a large keyspace (millions of
+    containers: hashes, sets, lists...) stalls every client.  When one takes
+    more than 20 ms, move everything that survived it to the permanent
+    generation (gc.freeze): later collections only look at new objects.
+    Keyspace values never form reference cycles; clients break theirs on
+    disconnect (Client.connection_lost), so little cyclic garbage can be
+    kept alive by this."""
+    if info.get("generation") != 2:
+        return
+    if phase == "start":
+        _gc_start[0] = time.perf_counter()
+    elif time.perf_counter() - _gc_start[0] > 0.02:
+        gc.freeze()
+
+
+def install_gc_guard():
+    if _gc_callback not in gc.callbacks:
+        gc.callbacks.append(_gc_callback)
 
 
 def _is_loopback(host: str) -> bool:

@@ -108,13 +108,25 @@ def used_memory(srv) -> int:
 
 
 def sec_memory(srv):
+    m = getattr(srv, "memory", None)
     used = used_memory(srv)
     rss = rss_bytes()
     peak = max(getattr(srv, "used_memory_peak", 0), used)
     srv.used_memory_peak = peak
-    startup = getattr(srv, "used_memory_startup", used)
+    if m is not None:
+        from ..memory import STARTUP
+        startup = STARTUP
+        dataset = m.dataset_bytes()
+        clients = m.clients_mem
+    else:
+        startup = getattr(srv, "used_memory_startup", used)
+        dataset = max(0, used - startup)
+        clients = getattr(srv, "mem_clients_normal", 0)
+    overhead = max(0, used - dataset)
     tsm = total_system_memory()
     mm = srv.config["maxmemory"]
+    scripts = getattr(srv, "cached_scripts", 0)
+    frag = rss / used if used else 1.0
     return [
         "used_memory:%d" % used,
         "used_memory_human:%s" % human_bytes(used),
@@ -123,10 +135,11 @@ def sec_memory(srv):
         "used_memory_peak:%d" % peak,
         "used_memory_peak_human:%s" % human_bytes(peak),
         "used_memory_peak_perc:%.2f%%" % (used * 100.0 / peak if peak else 100.0),
-        "used_memory_overhead:%d" % startup,
+        "used_memory_overhead:%d" % overhead,
         "used_memory_startup:%d" % startup,
-        "used_memory_dataset:%d" % max(0, used - startup),
-        "used_memory_dataset_perc:%.2f%%" % ((used - startup) * 100.0 / used if used else 0),
+        "used_memory_dataset:%d" % dataset,
+        "used_memory_dataset_perc:%.2f%%" % (
+            dataset * 100.0 / (used - startup) if used > startup else 0),
         "allocator_allocated:%d" % used,
         "allocator_active:%d" % rss,
         "allocator_resident:%d" % rss,
@@ -136,7 +149,7 @@ def sec_memory(srv):
         "used_memory_vm_eval:31744",
         "used_memory_lua_human:31.00K",
         "used_memory_scripts_eval:0",
-        "number_of_cached_scripts:%d" % getattr(srv, "cached_scripts", 0),
+        "number_of_cached_scripts:%d" % scripts,
         "number_of_functions:%d" % len(getattr(getattr(srv, "functions", None), "functions", ())),
         "number_of_libraries:%d" % len(getattr(getattr(srv, "functions", None), "libraries", ())),
         "used_memory_vm_functions:32768",
@@ -154,13 +167,13 @@ def sec_memory(srv):
         "allocator_rss_bytes:0",
         "rss_overhead_ratio:1.00",
         "rss_overhead_bytes:0",
-        "mem_fragmentation_ratio:%.2f" % (rss / used if used else 1.0),
+        "mem_fragmentation_ratio:%.2f" % frag,
         "mem_fragmentation_bytes:%d" % (rss - used),
         "mem_not_counted_for_evict:0",
         "mem_replication_backlog:0",
         "mem_total_replication_buffers:0",
         "mem_clients_slaves:0",
-        "mem_clients_normal:%d" % getattr(srv, "mem_clients_normal", 0),
+        "mem_clients_normal:%d" % clients,
         "mem_cluster_links:0",
         "mem_aof_buffer:0",
         "mem_allocator:pymalloc",

@@ -20,9 +20,16 @@ _GENERIC = notify.GENERIC
 def _del(c, argv, lazy):
     db = c.db
     n = 0
+    lf = c.server.lazyfree
+    if lf is not None and not lazy and c.server.config["lazyfree-lazy-user-del"]:
+        lazy = True
     for key in argv[1:]:
-        if db.lookup_write(key) is not None and db.delete(key):
+        v = db.lookup_write(key)
+        if v is not None and db.delete(key):
             n += 1
+            if lazy and lf is not None:
+                lf.free(v)
+            v = None
             notify.notify(_GENERIC, b"del", key, db.id)
     c.server.dirty += n
     return integer(n)

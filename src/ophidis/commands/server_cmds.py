@@ -15,7 +15,7 @@ from . import command
 from .transactions import touch_all_watched_in_db
 
 
-def _flush_flags(argv):
+def _flush_flags(argv, srv=None):
     if len(argv) > 2:
         raise SYNTAX
     if len(argv) == 2:
@@ -25,25 +25,34 @@ def _flush_flags(argv):
         if m == b"async":
             return True
         raise SYNTAX
-    return False
+    return bool(srv is not None and srv.config["lazyfree-lazy-user-flush"])
+
+
+def _flush_db(srv, db, lazy):
+    """Empty db; with lazy, its old contents are freed incrementally."""
+    d, exp = db.d, db.expires
+    n = db.flush()
+    if lazy and srv.lazyfree is not None:
+        srv.lazyfree.free_db(d, exp)
+    return n
 
 
 @command("flushdb")
 def flushdb(c, argv):
-    _flush_flags(argv)
+    lazy = _flush_flags(argv, c.server)
     db = c.db
-    n = db.flush()
+    n = _flush_db(c.server, db, lazy)
     c.server.dirty += n
     return OK
 
 
 @command("flushall")
 def flushall(c, argv):
-    _flush_flags(argv)
     srv = c.server
+    lazy = _flush_flags(argv, srv)
     n = 0
     for db in srv.dbs:
-        n += db.flush()
+        n += _flush_db(srv, db, lazy)
     srv.dirty += n
     hook = getattr(srv, "flushall_hook", None)
     if hook is not None:

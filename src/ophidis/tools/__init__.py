@@ -1,0 +1,1 @@
+"""Operator tools: ophidis-cli and ophidis-benchmark."""

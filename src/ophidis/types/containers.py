@@ -7,7 +7,7 @@ modules keep that rule by flipping the attribute, the Python structure is
 the same either way.
 
 Interface used by persistence:
-  ListValue(iterable of bytes), .quick (False: listpack, True: quicklist)
+  ListValue(iterable of bytes), .quick (always True in 7.0: quicklist)
   HashValue(mapping bytes->bytes), .ht (False: listpack, True: hashtable)
   SetValue(iterable of bytes), .enc (b"intset" or b"hashtable")
 
@@ -27,11 +27,14 @@ from ..db import ENCODINGS, TYPE_NAMES
 
 
 class ListValue(deque):
+    """A list.  Redis 7.0 encodes every list as a quicklist (listpack-encoded
+    lists only arrive in 7.2), so ``quick`` is always True; it is kept for the
+    persistence code, which writes RDB_TYPE_LIST_QUICKLIST_2 either way."""
     __slots__ = ("quick",)
 
     def __init__(self, items=()):
         super().__init__(items)
-        self.quick = False
+        self.quick = True
 
     def copy(self):
         n = ListValue(self)
@@ -70,7 +73,7 @@ class SetValue(set):
 TYPE_NAMES[ListValue] = b"list"
 TYPE_NAMES[HashValue] = b"hash"
 TYPE_NAMES[SetValue] = b"set"
-ENCODINGS[ListValue] = lambda v, cfg: b"quicklist" if v.quick else b"listpack"
+ENCODINGS[ListValue] = lambda v, cfg: b"quicklist"
 ENCODINGS[HashValue] = lambda v, cfg: b"hashtable" if v.ht else b"listpack"
 ENCODINGS[SetValue] = lambda v, cfg: v.enc
 

@@ -1,0 +1,762 @@
+"""List commands (t_list.c semantics): pushes, pops, ranges, LPOS, moves and
+the blocking variants BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP.
+
+A list is a ``ListValue`` (a deque of bytes).  Redis 7.0 always encodes
+lists as quicklists, so OBJECT ENCODING reports ``quicklist`` whatever the
+size (``list-max-listpack-size`` only shapes the quicklist's nodes).
+
+Speed notes: the work per element is kept in C wherever possible.  Ranges are
+cut with ``islice`` from whichever end is nearer, replies are assembled by
+interleaving cached ``$<len>`` headers with the elements through slice
+assignment and a single ``b"\\r\\n".join``; searches (LPOS, LREM, LINSERT)
+use ``operator.indexOf``/``deque.index``/``deque.count``.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from operator import indexOf
+
+from .. import notify
+from ..blocking import parse_timeout
+from ..db import WRONGTYPE_ERR, signal_key_ready
+from ..errors import SYNTAX, RedisError
+from ..protocol import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, integer
+from ..types.containers import ListValue
+from ..util import LLONG_MAX, LLONG_MIN, parse_int
+from . import ALL, command
+
+_LIST = notify.LIST
+_GENERIC = notify.GENERIC
+
+_INDEX_RANGE = RedisError("ERR index out of range")
+_NO_SUCH_KEY = RedisError("ERR no such key")
+_POSITIVE = RedisError("ERR value is out of range, must be positive")
+_RANK_ZERO = RedisError(
+    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
+    "or use negative to start from the end of the list")
+_COUNT_NEG = RedisError("ERR COUNT can't be negative")
+_MAXLEN_NEG = RedisError("ERR MAXLEN can't be negative")
+_NUMKEYS = RedisError("ERR numkeys should be greater than 0")
+_COUNT_GT0 = RedisError("ERR count should be greater than 0")
+
+
+# b"$<len>" (a bulk header without its CRLF) for the usual element sizes.
+_HDR = [b"$%d" % _i for _i in range(16384)]
+_hdr = _HDR.__getitem__
+
+
+def bulk_items(items) -> bytes:
+    """RESP array of bulk strings from a list of bytes, built in C: the
+    ``$len`` headers and the elements are interleaved by slice assignment
+    and joined with CRLF once."""
+    n = len(items)
+    if not n:
+        return EMPTY_ARRAY
+    out = [b""] * (2 * n + 2)
+    out[0] = b"*%d" % n
+    try:
+        out[1:-1:2] = map(_hdr, map(len, items))
+    except IndexError:      # an element of 16k or more
+        out[1:-1:2] = [b"$%d" % len(x) for x in items]
+    out[2:-1:2] = items
+    return b"\r\n".join(out)
+
+
+def _bulk(x) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(x), x)
+
+
+def _check(v):
+    if v.__class__ is not ListValue:
+        raise WRONGTYPE_ERR
+    return v
+
+
+def _where(arg) -> bool:
+    """LEFT -> True, RIGHT -> False."""
+    a = arg.lower()
+    if a == b"left":
+        return True
+    if a == b"right":
+        return False
+    raise SYNTAX
+
+
+def _propagate(c, db, argv):
+    """Feed a rewritten command (what Redis replicates instead of the
+    blocking/multi-key form) to the AOF/replication hooks."""
+    hooks = getattr(c.server, "propagate_hooks", None)
+    if hooks:
+        cmd = ALL[argv[0].decode().lower()]
+        for h in hooks:
+            h(c, cmd, argv, db=db)
+
+
+def _rewrite(c, argv, new):
+    """Redis's rewriteClientCommandVector: the command propagates as ``new``."""
+    if getattr(c.server, "propagate_hooks", None):
+        argv[:] = new
+
+
+# ---------------------------------------------------------------------------
+# Range helpers
+# ---------------------------------------------------------------------------
+def _range_items(v, start, end):
+    """Elements start..end (inclusive, Redis index rules) as a list, read
+    from the nearer end of the deque."""
+    llen = len(v)
+    if start < 0:
+        start += llen
+    if end < 0:
+        end += llen
+    if start < 0:
+        start = 0
+    if start > end or start >= llen:
+        return []
+    if end >= llen:
+        end = llen - 1
+    if llen - start < end + 1:
+        items = list(islice(reversed(v), llen - 1 - end, llen - start))
+        items.reverse()
+        return items
+    return list(islice(v, start, end + 1))
+
+
+def _pop_many(v, left, count):
+    """Pop up to count elements from one end, in popping order."""
+    if count >= len(v):
+        items = list(v) if left else list(reversed(v))
+        v.clear()
+        return items
+    if left:
+        items = list(islice(v, count))
+        for _ in range(count):
+            v.popleft()
+    else:
+        items = list(islice(reversed(v), count))
+        for _ in range(count):
+            v.pop()
+    return items
+
+
+def _removed(c, db, key, v, left, n):
+    """Housekeeping after popping n elements (listElementsRemoved)."""
+    if notify.flags:
+        notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
+        if not v:
+            db.delete(key)
+            notify.notify(_GENERIC, b"del", key, db.id)
+        else:
+            db.signal(key)
+    elif not v:
+        db.delete(key)
+    else:
+        wk = db.watched_keys
+        if wk and key in wk:
+            db.signal(key)
+    c.server.dirty += n
+
+
+def _push_one(c, db, key, v, x, left):
+    """Push x on key whose value is v (None: create).  Used by LMOVE."""
+    if v is None:
+        v = ListValue((x,))
+        db.add(key, v)
+    else:
+        if left:
+            v.appendleft(x)
+        else:
+            v.append(x)
+        db.signal(key)
+        signal_key_ready(db, key)
+    if notify.flags:
+        notify.notify(_LIST, b"lpush" if left else b"rpush", key, db.id)
+
+
+# ---------------------------------------------------------------------------
+# Pushes
+# ---------------------------------------------------------------------------
+def _push(c, argv, left, xx):
+    db = c.db
+    key = argv[1]
+    v = db.d.get(key)
+    if v is not None and db.expires:
+        v = db.lookup_write(key)
+    if v is None:
+        if xx:
+            return ZERO
+        v = ListValue()
+        if len(argv) == 3:
+            v.append(argv[2])
+        elif left:
+            v.extendleft(islice(argv, 2, None))
+        else:
+            v.extend(islice(argv, 2, None))
+        db.add(key, v)
+    else:
+        if v.__class__ is not ListValue:
+            raise WRONGTYPE_ERR
+        if len(argv) == 3:
+            if left:
+                v.appendleft(argv[2])
+            else:
+                v.append(argv[2])
+        elif left:
+            v.extendleft(islice(argv, 2, None))
+        else:
+            v.extend(islice(argv, 2, None))
+        wk = db.watched_keys
+        if wk and key in wk:
+            db.signal(key)
+        if db.blocking_keys:
+            signal_key_ready(db, key)
+    c.server.dirty += len(argv) - 2
+    if notify.flags:
+        notify.notify(_LIST, b"lpush" if left else b"rpush", key, db.id)
+    return integer(len(v))
+
+
+@command("lpush")
+def lpush(c, argv):
+    return _push(c, argv, True, False)
+
+
+@command("rpush")
+def rpush(c, argv):
+    return _push(c, argv, False, False)
+
+
+@command("lpushx")
+def lpushx(c, argv):
+    return _push(c, argv, True, True)
+
+
+@command("rpushx")
+def rpushx(c, argv):
+    return _push(c, argv, False, True)
+
+
+# ---------------------------------------------------------------------------
+# Pops
+# ---------------------------------------------------------------------------
+def _pop(c, argv, left):
+    n = len(argv)
+    if n > 3:
+        raise RedisError("ERR wrong number of arguments for '%s' command" % ("lpop" if left else "rpop"))
+    count = 0
+    if n == 3:
+        count = parse_int(argv[2], _POSITIVE)
+        if count < 0:
+            raise _POSITIVE
+    db = c.db
+    key = argv[1]
+    v = db.d.get(key)
+    if v is not None and db.expires:
+        v = db.lookup_write(key)
+    if v is None:
+        return c.null_array if n == 3 else c.null
+    if v.__class__ is not ListValue:
+        raise WRONGTYPE_ERR
+    if n == 2:
+        x = v.popleft() if left else v.pop()
+        _removed(c, db, key, v, left, 1)
+        return b"$%d\r\n%s\r\n" % (len(x), x)
+    if not count:
+        return EMPTY_ARRAY
+    items = _pop_many(v, left, count)
+    _removed(c, db, key, v, left, len(items))
+    return bulk_items(items)
+
+
+@command("lpop")
+def lpop(c, argv):
+    return _pop(c, argv, True)
+
+
+@command("rpop")
+def rpop(c, argv):
+    return _pop(c, argv, False)
+
+
+# ---------------------------------------------------------------------------
+# Reads
+# ---------------------------------------------------------------------------
+@command("llen")
+def llen(c, argv):
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return ZERO
+    if v.__class__ is not ListValue:
+        raise WRONGTYPE_ERR
+    return integer(len(v))
+
+
+@command("lrange")
+def lrange(c, argv):
+    start = parse_int(argv[2])
+    end = parse_int(argv[3])
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return EMPTY_ARRAY
+    if v.__class__ is not ListValue:
+        raise WRONGTYPE_ERR
+    return bulk_items(_range_items(v, start, end))
+
+
+@command("lindex")
+def lindex(c, argv):
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return c.null
+    _check(v)
+    i = parse_int(argv[2])
+    try:
+        x = v[i]
+    except IndexError:
+        return c.null
+    return b"$%d\r\n%s\r\n" % (len(x), x)
+
+
+@command("lpos")
+def lpos(c, argv):
+    elem = argv[2]
+    rank = 1
+    count = -1
+    maxlen = 0
+    n = len(argv)
+    j = 3
+    while j < n:
+        opt = argv[j].lower()
+        more = j + 1 < n
+        if opt == b"rank" and more:
+            j += 1
+            rank = parse_int(argv[j])
+            if rank == 0:
+                raise _RANK_ZERO
+        elif opt == b"count" and more:
+            j += 1
+            count = parse_int(argv[j], _COUNT_NEG)
+            if count < 0:
+                raise _COUNT_NEG
+        elif opt == b"maxlen" and more:
+            j += 1
+            maxlen = parse_int(argv[j], _MAXLEN_NEG)
+            if maxlen < 0:
+                raise _MAXLEN_NEG
+        else:
+            raise SYNTAX
+        j += 1
+    reverse = rank < 0
+    if reverse:
+        # Redis negates a C long: -LLONG_MIN stays negative, so every match
+        # qualifies (the first one from the tail).
+        rank = 1 if rank == LLONG_MIN else -rank
+    v = c.db.lookup_read(argv[1])
+    if v is None:
+        return EMPTY_ARRAY if count != -1 else c.null
+    _check(v)
+    llen = len(v)
+    stop = llen if maxlen == 0 or maxlen > llen else maxlen
+    it = islice(reversed(v), stop) if reverse else islice(v, stop)
+    found = []
+    base = 0
+    seen = 0
+    while True:
+        try:
+            idx = base + indexOf(it, elem)
+        except ValueError:
+            break
+        base = idx + 1
+        seen += 1
+        if seen >= rank:
+            found.append(llen - 1 - idx if reverse else idx)
+            if count == -1 or (count and len(found) >= count):
+                break
+    if count != -1:
+        return b"*%d\r\n" % len(found) + b"".join([b":%d\r\n" % i for i in found])
+    if found:
+        return integer(found[0])
+    return c.null
+
+
+# ---------------------------------------------------------------------------
+# In-place changes
+# ---------------------------------------------------------------------------
+@command("lset")
+def lset(c, argv):
+    db = c.db
+    key = argv[1]
+    v = db.lookup_write(key)
+    if v is None:
+        raise _NO_SUCH_KEY
+    _check(v)
+    i = parse_int(argv[2])
+    try:
+        v[i] = argv[3]
+    except IndexError:
+        raise _INDEX_RANGE
+    db.signal(key)
+    notify.notify(_LIST, b"lset", key, db.id)
+    c.server.dirty += 1
+    return OK
+
+
+@command("linsert")
+def linsert(c, argv):
+    where = argv[2].lower()
+    if where == b"after":
+        after = True
+    elif where == b"before":
+        after = False
+    else:
+        raise SYNTAX
+    db = c.db
+    key = argv[1]
+    v = db.lookup_write(key)
+    if v is None:
+        return ZERO
+    _check(v)
+    try:
+        i = v.index(argv[3])
+    except ValueError:
+        return MINUS_ONE
+    v.insert(i + 1 if after else i, argv[4])
+    db.signal(key)
+    notify.notify(_LIST, b"linsert", key, db.id)
+    c.server.dirty += 1
+    return integer(len(v))
+
+
+@command("lrem")
+def lrem(c, argv):
+    toremove = parse_int(argv[2])
+    db = c.db
+    key = argv[1]
+    v = db.lookup_write(key)
+    if v is None:
+        return ZERO
+    _check(v)
+    elem = argv[3]
+    total = v.count(elem)
+    k = total if toremove == 0 else min(abs(toremove), total)
+    if k:
+        if k == total and (k > 8 or elem.__class__ is not bytes):
+            # Remove every occurrence: rebuild in C.
+            if elem.__class__ is bytes:
+                kept = list(filter(elem.__ne__, v))
+            else:
+                kept = [x for x in v if x != elem]
+            v.clear()
+            v.extend(kept)
+        elif k <= 16:
+            it = reversed(v) if toremove < 0 else iter(v)
+            pos = []
+            base = 0
+            for _ in range(k):
+                i = base + indexOf(it, elem)
+                base = i + 1
+                pos.append(i)
+            llen = len(v)
+            if toremove < 0:
+                pos = [llen - 1 - i for i in pos]
+                pos.reverse()
+            for i in reversed(pos):
+                del v[i]
+        else:
+            src = reversed(v) if toremove < 0 else v
+            kept = []
+            ap = kept.append
+            left = k
+            for x in src:
+                if left and x == elem:
+                    left -= 1
+                else:
+                    ap(x)
+            if toremove < 0:
+                kept.reverse()
+            v.clear()
+            v.extend(kept)
+        c.server.dirty += k
+        db.signal(key)
+        notify.notify(_LIST, b"lrem", key, db.id)
+        if not v:
+            db.delete(key)
+            notify.notify(_GENERIC, b"del", key, db.id)
+    return integer(k)
+
+
+@command("ltrim")
+def ltrim(c, argv):
+    start = parse_int(argv[2])
+    end = parse_int(argv[3])
+    db = c.db
+    key = argv[1]
+    v = db.lookup_write(key)
+    if v is None:
+        return OK
+    _check(v)
+    llen = len(v)
+    if start < 0:
+        start += llen
+    if end < 0:
+        end += llen
+    if start < 0:
+        start = 0
+    if start > end or start >= llen:
+        ltrim_n, rtrim_n = llen, 0
+    else:
+        if end >= llen:
+            end = llen - 1
+        ltrim_n, rtrim_n = start, llen - end - 1
+    removed = ltrim_n + rtrim_n
+    if removed:
+        kept = llen - removed
+        if kept == 0:
+            v.clear()
+        elif removed > 32 and kept < removed * 4:
+            items = _range_items(v, ltrim_n, ltrim_n + kept - 1)
+            v.clear()
+            v.extend(items)
+        else:
+            pl = v.popleft
+            for _ in range(ltrim_n):
+                pl()
+            pr = v.pop
+            for _ in range(rtrim_n):
+                pr()
+    notify.notify(_LIST, b"ltrim", key, db.id)
+    if not v:
+        db.delete(key)
+        notify.notify(_GENERIC, b"del", key, db.id)
+    else:
+        db.signal(key)
+    c.server.dirty += removed
+    return OK
+
+
+# ---------------------------------------------------------------------------
+# Moves
+# ---------------------------------------------------------------------------
+def _lmove(c, src, dst, from_left, to_left):
+    db = c.db
+    sv = db.lookup_write(src)
+    if sv is None:
+        return c.null
+    _check(sv)
+    if not sv:
+        return c.null
+    dv = db.lookup_write(dst)
+    if dv is not None and dv.__class__ is not ListValue:
+        raise WRONGTYPE_ERR
+    x = sv.popleft() if from_left else sv.pop()
+    _push_one(c, db, dst, dv, x, to_left)
+    notify.notify(_LIST, b"lpop" if from_left else b"rpop", src, db.id)
+    if not sv:
+        db.delete(src)
+        notify.notify(_GENERIC, b"del", src, db.id)
+    else:
+        db.signal(src)
+    c.server.dirty += 1
+    return _bulk(x)
+
+
+_SIDE = {True: b"LEFT", False: b"RIGHT"}
+
+
+@command("lmove")
+def lmove(c, argv):
+    from_left = _where(argv[3])
+    to_left = _where(argv[4])
+    return _lmove(c, argv[1], argv[2], from_left, to_left)
+
+
+@command("rpoplpush")
+def rpoplpush(c, argv):
+    return _lmove(c, argv[1], argv[2], False, True)
+
+
+def _parse_mpop(argv, numkeys_idx):
+    """LMPOP/BLMPOP arguments -> (keys, left, count)."""
+    numkeys = parse_int(argv[numkeys_idx], _NUMKEYS)
+    if numkeys < 1:
+        raise _NUMKEYS
+    n = len(argv)
+    where_idx = numkeys_idx + numkeys + 1
+    if where_idx >= n:
+        raise SYNTAX
+    left = _where(argv[where_idx])
+    count = -1
+    j = where_idx + 1
+    while j < n:
+        if count == -1 and argv[j].lower() == b"count" and j + 1 < n:
+            count = parse_int(argv[j + 1], _COUNT_GT0)
+            if count < 1 or count > LLONG_MAX:
+                raise _COUNT_GT0
+            j += 2
+        else:
+            raise SYNTAX
+    if count == -1:
+        count = 1
+    return argv[numkeys_idx + 1:where_idx], left, count
+
+
+def _mpop_reply(c, db, key, v, left, count):
+    items = _pop_many(v, left, count)
+    _removed(c, db, key, v, left, len(items))
+    return b"*2\r\n$%d\r\n%s\r\n" % (len(key), key) + bulk_items(items)
+
+
+def _first_nonempty(db, keys):
+    for key in keys:
+        v = db.lookup_write(key)
+        if v is None:
+            continue
+        if v.__class__ is not ListValue:
+            raise WRONGTYPE_ERR
+        if v:
+            return key, v
+    return None, None
+
+
+@command("lmpop")
+def lmpop(c, argv):
+    keys, left, count = _parse_mpop(argv, 1)
+    db = c.db
+    key, v = _first_nonempty(db, keys)
+    if key is None:
+        return c.null_array
+    n = min(count, len(v))
+    reply = _mpop_reply(c, db, key, v, left, count)
+    _rewrite(c, argv, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
+    return reply
+
+
+# ---------------------------------------------------------------------------
+# Blocking variants
+# ---------------------------------------------------------------------------
+def _may_block(c) -> bool:
+    return not (c.in_exec or c.in_script)
+
+
+def _timeout_null_array(c):
+    return c.null_array
+
+
+def _bpop(c, argv, left):
+    deadline = parse_timeout(argv[-1])
+    keys = argv[1:-1]
+    db = c.db
+    key, v = _first_nonempty(db, keys)
+    if key is not None:
+        x = v.popleft() if left else v.pop()
+        _removed(c, db, key, v, left, 1)
+        _rewrite(c, argv, [b"LPOP" if left else b"RPOP", key])
+        return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
+    if not _may_block(c):
+        return c.null_array
+
+    def on_ready(c, db, key):
+        v = db.lookup_nostats(key)
+        if v is None or v.__class__ is not ListValue or not v:
+            return None
+        x = v.popleft() if left else v.pop()
+        _propagate(c, db, [b"LPOP" if left else b"RPOP", key])
+        notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
+        if not v:
+            db.delete(key)
+            notify.notify(_GENERIC, b"del", key, db.id)
+        return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
+
+    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
+    return None
+
+
+@command("blpop")
+def blpop(c, argv):
+    return _bpop(c, argv, True)
+
+
+@command("brpop")
+def brpop(c, argv):
+    return _bpop(c, argv, False)
+
+
+@command("blmpop")
+def blmpop(c, argv):
+    keys, left, count = _parse_mpop(argv, 2)
+    deadline = parse_timeout(argv[1])
+    db = c.db
+    key, v = _first_nonempty(db, keys)
+    if key is not None:
+        n = min(count, len(v))
+        reply = _mpop_reply(c, db, key, v, left, count)
+        _rewrite(c, argv, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
+        return reply
+    if not _may_block(c):
+        return c.null_array
+
+    def on_ready(c, db, key):
+        v = db.lookup_nostats(key)
+        if v is None or v.__class__ is not ListValue or not v:
+            return None
+        _propagate(c, db, [b"LPOP" if left else b"RPOP", key, b"%d" % min(count, len(v))])
+        return _mpop_reply(c, db, key, v, left, count)
+
+    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
+    return None
+
+
+def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
+    db = c.db
+    sv = db.lookup_write(src)
+    if sv is not None:
+        _check(sv)
+        if sv:
+            reply = _lmove(c, src, dst, from_left, to_left)
+            if brpoplpush:
+                _rewrite(c, argv, [b"RPOPLPUSH", src, dst])
+            else:
+                _rewrite(c, argv, [b"LMOVE", src, dst, _SIDE[from_left], _SIDE[to_left]])
+            return reply
+    if not _may_block(c):
+        return c.null
+
+    def on_ready(c, db, key):
+        sv = db.lookup_nostats(key)
+        if sv is None or sv.__class__ is not ListValue or not sv:
+            return None
+        dv = db.lookup_write(dst)
+        if dv is not None and dv.__class__ is not ListValue:
+            raise WRONGTYPE_ERR
+        x = sv.popleft() if from_left else sv.pop()
+        _push_one(c, db, dst, dv, x, to_left)
+        if brpoplpush:
+            _propagate(c, db, [b"RPOPLPUSH", key, dst])
+        else:
+            _propagate(c, db, [b"LMOVE", key, dst, _SIDE[from_left], _SIDE[to_left]])
+        notify.notify(_LIST, b"lpop" if from_left else b"rpop", key, db.id)
+        if not sv:
+            db.delete(key)
+            notify.notify(_GENERIC, b"del", key, db.id)
+        return _bulk(x)
+
+    # Redis 7.0 answers every timed out list client with a null array
+    # (replyToBlockedClientTimedOut), BLMOVE included; only the "may not
+    # block" path (MULTI, scripts) replies a null bulk.
+    c.server.blocking_handler.block(c, [src], deadline, on_ready, _timeout_null_array)
+    return None
+
+
+@command("blmove")
+def blmove(c, argv):
+    from_left = _where(argv[3])
+    to_left = _where(argv[4])
+    deadline = parse_timeout(argv[5])
+    return _blmove(c, argv, argv[1], argv[2], from_left, to_left, deadline, False)
+
+
+@command("brpoplpush")
+def brpoplpush(c, argv):
+    deadline = parse_timeout(argv[3])
+    return _blmove(c, argv, argv[1], argv[2], False, True, deadline, True)

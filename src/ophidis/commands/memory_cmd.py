@@ -1,0 +1,317 @@
+"""MEMORY USAGE / STATS / DOCTOR / PURGE / MALLOC-STATS / HELP.
+
+MEMORY USAGE reports what Redis 7.0 (jemalloc, 64-bit) would use for the
+value in the encoding OBJECT ENCODING reports, so that tools sizing a
+dataset read comparable figures; INFO's used_memory is Ophidis's own
+estimate of its Python objects (see memory.py)."""
+
+from __future__ import annotations
+
+import gc
+
+from ..db import EmbStr
+from ..errors import SYNTAX, RedisError
+from ..protocol import OK, bulk, integer, map_header, simple
+from ..util import parse_int
+from . import command
+
+ROBJ = 16
+DICT = 56
+DICT_ENTRY = 24
+
+
+def je(n: int) -> int:
+    """jemalloc's size class for an n bytes request."""
+    if n <= 8:
+        return 8
+    if n <= 128:
+        return (n + 15) & ~15
+    lg = (n - 1).bit_length()
+    step = 1 << (lg - 3)
+    return (n + step - 1) // step * step
+
+
+def sds_alloc(n: int) -> int:
+    if n < 32:
+        h = 1
+    elif n < 256:
+        h = 3
+    elif n < 65536:
+        h = 5
+    else:
+        h = 9
+    return je(h + n + 1)
+
+
+def as_int(s: bytes):
+    """string2ll: the integer s spells canonically, or None."""
+    n = len(s)
+    if n == 0 or n > 20:
+        return None
+    if n == 1 and 48 <= s[0] <= 57:
+        return s[0] - 48
+    if s[0] == 45:
+        if n == 1 or s[1] == 48:
+            return None
+        body = s[1:]
+    else:
+        if s[0] == 48:
+            return None
+        body = s
+    if not body.isdigit():
+        return None
+    v = int(s)
+    if v < -(1 << 63) or v >= (1 << 63):
+        return None
+    return v
+
+
+def _backlen(l: int) -> int:
+    if l < 128:
+        return 1
+    if l < 16384:
+        return 2
+    if l < 2097152:
+        return 3
+    if l < 268435456:
+        return 4
+    return 5
+
+
+def lp_entry(s: bytes) -> int:
+    v = as_int(s)
+    if v is not None:
+        if 0 <= v <= 127:
+            e = 1
+        elif -4096 <= v <= 4095:
+            e = 2
+        elif -32768 <= v <= 32767:
+            e = 3
+        elif -8388608 <= v <= 8388607:
+            e = 4
+        elif -2147483648 <= v <= 2147483647:
+            e = 5
+        else:
+            e = 9
+    else:
+        n = len(s)
+        e = (1 if n < 64 else 2 if n < 4096 else 5) + n
+    return e + _backlen(e)
+
+
+def _score_str(x: float) -> bytes:
+    if x == int(x) and abs(x) < 1 << 53:
+        return b"%d" % int(x)
+    return (b"%.17g" % x)
+
+
+def _slots(n: int) -> int:
+    s = 4
+    while s < n:
+        s <<= 1
+    return s
+
+
+# expected jemalloc size of a skiplist node (level L with probability 0.75 * 0.25^(L-1))
+_ZNODE = sum(0.75 * 0.25 ** (lv - 1) * je(24 + 16 * lv) for lv in range(1, 33))
+
+
+def _avg(it, samples, fn):
+    t = k = 0
+    for x in it:
+        t += fn(x)
+        k += 1
+        if samples and k >= samples:
+            break
+    return t / k if k else 0
+
+
+def redis_usage(v, samples=5) -> int:
+    from ..types.containers import HashValue, ListValue, SetValue
+    from ..types.zset import ZSetValue
+    cls = v.__class__
+    if cls is bytes:
+        n = len(v)
+        if n <= 20 and as_int(v) is not None:
+            return ROBJ
+        if n <= 44:
+            return je(ROBJ + 3 + n + 1)
+        if n >= 32768:
+            return ROBJ + je(n + 2 + (5 if n + 2 < 65536 else 9) + 1)
+        return ROBJ + sds_alloc(n)
+    if cls is bytearray:
+        return ROBJ + sds_alloc(len(v))
+    if cls is EmbStr:      # an integer-looking embstr (INCRBYFLOAT)
+        return je(ROBJ + 3 + len(v) + 1)
+    n = len(v)
+    if cls is HashValue:
+        if not v.ht:
+            lp = 7 + sum(lp_entry(f) + lp_entry(x) for f, x in v.items())
+            return ROBJ + je(lp)
+        a = _avg(v.items(), samples, lambda fx: sds_alloc(len(fx[0])) + sds_alloc(len(fx[1])) + DICT_ENTRY)
+        return int(ROBJ + DICT + 8 * _slots(n) + a * n)
+    if cls is SetValue:
+        if v.enc == b"intset":
+            mx = max((abs(int(m)) for m in v), default=0)
+            w = 2 if mx < 32768 else 4 if mx < 2147483648 else 8
+            return ROBJ + je(8 + w * n)
+        a = _avg(v, samples, lambda m: sds_alloc(len(m)) + DICT_ENTRY)
+        return int(ROBJ + DICT + 8 * _slots(n) + a * n)
+    if cls is ZSetValue:
+        if not v.skiplist:
+            lp = 7 + sum(lp_entry(m) + lp_entry(_score_str(s)) for m, s in v.dict.items())
+            return ROBJ + je(lp)
+        a = _avg(v.dict, samples, lambda m: sds_alloc(len(m)) + DICT_ENTRY + _ZNODE)
+        return int(ROBJ + 16 + 32 + DICT + 8 * _slots(n) + je(24 + 32 * 16) + a * n)
+    if cls is ListValue:
+        total = sum(lp_entry(bytes(x)) for x in v)
+        nodes = max(1, -(-total // 8192))
+        return ROBJ + 40 + nodes * (32 + je(7 + total // nodes))
+    return ROBJ
+
+
+@command("memory|usage")
+def memory_usage(c, argv):
+    samples = 5
+    i = 3
+    while i < len(argv):
+        if argv[i].lower() == b"samples" and i + 1 < len(argv):
+            samples = parse_int(argv[i + 1])
+            if samples < 0:
+                raise SYNTAX
+            i += 2
+        else:
+            raise SYNTAX
+    key = argv[2]
+    v = c.db.lookup_nostats(key)
+    if v is None:
+        return c.null
+    return integer(redis_usage(v, samples) + sds_alloc(len(key)) + DICT_ENTRY)
+
+
+def _mem(srv):
+    return srv.memory
+
+
+@command("memory|stats")
+def memory_stats(c, argv):
+    srv = c.server
+    m = _mem(srv)
+    used = m.used_memory()
+    from ..commands.info import rss_bytes
+    from ..memory import STARTUP
+    rss = rss_bytes()
+    dataset = m.dataset_bytes()
+    nkeys = sum(len(db.d) for db in srv.dbs)
+    overhead = used - dataset
+    fields = [
+        (b"peak.allocated", integer(m.peak)),
+        (b"total.allocated", integer(used)),
+        (b"startup.allocated", integer(STARTUP)),
+        (b"replication.backlog", integer(0)),
+        (b"clients.slaves", integer(0)),
+        (b"clients.normal", integer(m.clients_mem)),
+        (b"cluster.links", integer(0)),
+        (b"aof.buffer", integer(0)),
+        (b"lua.caches", integer(0)),
+        (b"functions.caches", integer(0)),
+    ]
+    for db in srv.dbs:
+        if db.d:
+            from ..memory import DICT_ENTRY as E, EXPIRE_ENTRY as X
+            fields.append((b"db.%d" % db.id, map_header(c.resp, 2)
+                           + bulk(b"overhead.hashtable.main") + integer(len(db.d) * E)
+                           + bulk(b"overhead.hashtable.expires") + integer(len(db.expires) * X)))
+    fields += [
+        (b"overhead.total", integer(overhead)),
+        (b"keys.count", integer(nkeys)),
+        (b"keys.bytes-per-key", integer(dataset // nkeys if nkeys else 0)),
+        (b"dataset.bytes", integer(dataset)),
+        (b"dataset.percentage", _dbl(c, dataset * 100.0 / used if used else 0)),
+        (b"peak.percentage", _dbl(c, used * 100.0 / m.peak if m.peak else 100)),
+        (b"allocator.allocated", integer(used)),
+        (b"allocator.active", integer(rss)),
+        (b"allocator.resident", integer(rss)),
+        (b"allocator-fragmentation.ratio", _dbl(c, 1.0)),
+        (b"allocator-fragmentation.bytes", integer(0)),
+        (b"allocator.rss-ratio", _dbl(c, 1.0)),
+        (b"allocator.rss-bytes", integer(0)),
+        (b"rss-overhead.ratio", _dbl(c, 1.0)),
+        (b"rss-overhead.bytes", integer(0)),
+        (b"fragmentation", _dbl(c, rss / used if used else 1.0)),
+        (b"fragmentation.bytes", integer(rss - used)),
+    ]
+    return map_header(c.resp, len(fields)) + b"".join(bulk(k) + v for k, v in fields)
+
+
+def _dbl(c, x):
+    if c.resp >= 3:
+        return b",%.17g\r\n" % x
+    return bulk(b"%.17g" % x)
+
+
+@command("memory|doctor")
+def memory_doctor(c, argv):
+    srv = c.server
+    m = _mem(srv)
+    used = m.used_memory()
+    if used < (5 << 20):
+        text = ("Sam, I can't say much about this instance: it holds very little data "
+                "(%d bytes by my estimate). Come back once it stores more." % used)
+    else:
+        from ..commands.info import rss_bytes
+        rss = rss_bytes()
+        notes = []
+        if srv.maxmemory and used > srv.maxmemory * 0.95:
+            notes.append("used memory is close to maxmemory (%d of %d bytes): keys are evicted or "
+                         "writes refused depending on maxmemory-policy." % (used, srv.maxmemory))
+        if rss > used * 2:
+            notes.append("the process RSS (%d bytes) is much larger than the dataset estimate: the "
+                         "Python interpreter, pymalloc arenas kept after deletes and buffers account "
+                         "for the difference." % rss)
+        if m.peak > used * 1.5:
+            notes.append("the peak (%d bytes) is well above current usage." % m.peak)
+        text = "Sam, I have a few notes for you:\n\n" + "\n".join(" * " + n for n in notes) \
+            if notes else "Hi Sam, I detected no memory issues with this instance."
+    return bulk(text.encode())
+
+
+@command("memory|malloc-stats")
+def memory_malloc_stats(c, argv):
+    import sys
+    return bulk(("pymalloc: %d allocated blocks; gc counts %r" % (
+        sys.getallocatedblocks(), gc.get_count())).encode())
+
+
+@command("memory|purge")
+def memory_purge(c, argv):
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    return OK
+
+
+@command("memory|help")
+def memory_help(c, argv):
+    lines = [
+        b"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        b"DOCTOR",
+        b"    Return memory problems reports.",
+        b"MALLOC-STATS",
+        b"    Return internal statistics report from the memory allocator.",
+        b"PURGE",
+        b"    Attempt to purge dirty pages for reclamation by the allocator.",
+        b"STATS",
+        b"    Return information about the memory usage of the server.",
+        b"USAGE <key> [SAMPLES <count>]",
+        b"    Return memory in bytes used by <key> and its value. Nested values are",
+        b"    sampled up to <count> times (default: 5, 0 means sample all).",
+        b"HELP",
+        b"    Prints this help.",
+    ]
+    return b"*%d\r\n" % len(lines) + b"".join(simple(x) for x in lines)
+
+
+_ = RedisError

@@ -1,0 +1,194 @@
+"""A small typed RESP2/RESP3 client connection for the operator tools.
+
+hiredis folds status and bulk strings into the same Python type and loses the
+text of doubles; ophidis-cli must format each reply type as redis-cli does, so
+the CLI parses replies itself into :class:`Reply` nodes.  Performance does not
+matter here (the benchmark uses hiredis).
+"""
+
+from __future__ import annotations
+
+import socket
+
+# Reply kinds
+STATUS, ERROR, INTEGER, BULK, NIL, ARRAY, MAP, SET, PUSH, DOUBLE, BOOL, VERB, BIGNUM = (
+    "status", "error", "integer", "bulk", "nil", "array", "map", "set", "push",
+    "double", "bool", "verb", "bignum")
+AGGREGATES = (ARRAY, MAP, SET, PUSH)
+
+
+class Reply:
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind, value=None):
+        self.kind = kind
+        self.value = value   # bytes / int / bool / list of Reply
+
+    def __repr__(self):
+        return "Reply(%s, %r)" % (self.kind, self.value)
+
+    @property
+    def is_error(self):
+        return self.kind == ERROR
+
+    def to_py(self):
+        """Plain Python value (bytes, int, list, dict, None)."""
+        k = self.kind
+        if k in (ARRAY, SET, PUSH):
+            return [e.to_py() for e in self.value]
+        if k == MAP:
+            v = self.value
+            return {v[i].to_py(): v[i + 1].to_py() for i in range(0, len(v), 2)}
+        if k == NIL:
+            return None
+        return self.value
+
+
+class ConnectionClosed(Exception):
+    pass
+
+
+def encode_command(args) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = b"%d" % a
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Parser:
+    """Incremental RESP parser: feed() bytes, get() returns a Reply or None."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.pos = 0
+
+    def feed(self, data: bytes):
+        if self.pos > 65536 and self.pos > len(self.buf) // 2:
+            del self.buf[:self.pos]
+            self.pos = 0
+        self.buf += data
+
+    def get(self):
+        try:
+            r, p = self._parse(self.pos)
+        except IndexError:
+            return None
+        if r is None:
+            return None
+        self.pos = p
+        return r
+
+    def _line(self, p):
+        e = self.buf.find(b"\r\n", p)
+        if e < 0:
+            raise IndexError
+        return bytes(self.buf[p:e]), e + 2
+
+    def _parse(self, p):
+        buf = self.buf
+        if p >= len(buf):
+            raise IndexError
+        t = buf[p]
+        line, p = self._line(p + 1)
+        if t == 43:    # +
+            return Reply(STATUS, line), p
+        if t == 45:    # -
+            return Reply(ERROR, line), p
+        if t == 58:    # :
+            return Reply(INTEGER, int(line)), p
+        if t == 36 or t == 61:   # $ or = (verbatim)
+            n = int(line)
+            if n < 0:
+                return Reply(NIL), p
+            if len(buf) < p + n + 2:
+                raise IndexError
+            data = bytes(buf[p:p + n])
+            if t == 61:
+                return Reply(VERB, data[4:]), p + n + 2
+            return Reply(BULK, data), p + n + 2
+        if t in (42, 37, 126, 62):   # * % ~ >
+            n = int(line)
+            if n < 0:
+                return Reply(NIL), p
+            kind = {42: ARRAY, 37: MAP, 126: SET, 62: PUSH}[t]
+            if kind == MAP:
+                n *= 2
+            items = []
+            for _ in range(n):
+                r, p = self._parse(p)
+                items.append(r)
+            return Reply(kind, items), p
+        if t == 95:    # _
+            return Reply(NIL), p
+        if t == 44:    # ,
+            return Reply(DOUBLE, line), p
+        if t == 35:    # #
+            return Reply(BOOL, line == b"t"), p
+        if t == 40:    # (
+            return Reply(BIGNUM, line), p
+        if t == 124:   # | attribute: skip it, return the following reply
+            n = int(line) * 2
+            for _ in range(n):
+                _r, p = self._parse(p)
+            return self._parse(p)
+        if t == 33:    # ! blob error
+            n = int(line)
+            if len(buf) < p + n + 2:
+                raise IndexError
+            return Reply(ERROR, bytes(buf[p:p + n])), p + n + 2
+        raise ValueError("Protocol error, got %r as reply type byte" % chr(t))
+
+
+class Connection:
+    """A blocking connection speaking RESP."""
+
+    def __init__(self, host="127.0.0.1", port=6379, unix=None, timeout=None):
+        self.host, self.port, self.unix = host, port, unix
+        if unix:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(timeout)
+            s.connect(unix)
+        else:
+            s = socket.create_connection((host, port), timeout=timeout)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        s.settimeout(None)
+        self.sock = s
+        self.parser = Parser()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def send(self, args):
+        self.sock.sendall(encode_command(args))
+
+    def send_raw(self, data: bytes):
+        self.sock.sendall(data)
+
+    def read_reply(self):
+        while True:
+            r = self.parser.get()
+            if r is not None:
+                return r
+            data = self.sock.recv(65536)
+            if not data:
+                raise ConnectionClosed("Server closed the connection")
+            self.parser.feed(data)
+
+    def command(self, *args):
+        self.send(args)
+        return self.read_reply()
+
+    def pending_data(self) -> bytes:
+        """Bytes received but not parsed (for raw protocol modes)."""
+        d = bytes(self.parser.buf[self.parser.pos:])
+        self.parser.buf = bytearray()
+        self.parser.pos = 0
+        return d

@@ -1,0 +1,391 @@
+"""maxmemory, eviction policies, memory accounting, MEMORY USAGE, lazy freeing,
+client output limits."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+import redis
+
+from conftest import ServerProc
+
+MAXMEM = 20 << 20
+VAL = b"v" * 1000
+OOM = "command not allowed when used memory > 'maxmemory'."
+
+
+@pytest.fixture(scope="module")
+def msrv():
+    s = ServerProc(["--maxmemory", "20mb", "--enable-debug-command", "yes"])
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def m(msrv):
+    c = msrv.client()
+    c.config_set("maxmemory", "0")
+    c.flushall()
+    c.config_set("maxmemory-policy", "noeviction")
+    c.config_set("maxmemory", str(MAXMEM))
+    c.config_resetstat()
+    yield c
+    c.config_set("maxmemory", "0")
+    c.flushall()
+    c.close()
+
+
+def used(c):
+    return c.info("memory")["used_memory"]
+
+
+def load(c, prefix, n, ex=None, between=None, start=0):
+    """Write n keys of ~1KB, pipelined in batches; between() runs after each batch."""
+    p = c.pipeline(transaction=False)
+    for i in range(start, start + n):
+        if ex is None:
+            p.set("%s:%d" % (prefix, i), VAL)
+        else:
+            p.set("%s:%d" % (prefix, i), VAL, ex=ex(i))
+        if i % 500 == 499:
+            p.execute()
+            if between is not None:
+                between()
+    p.execute()
+
+
+def assert_near_limit(c):
+    u = used(c)
+    assert u <= MAXMEM * 1.03, u
+    assert u >= MAXMEM * 0.85, u
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu", "allkeys-random"])
+def test_allkeys_policies_stay_at_limit(m, policy):
+    m.config_set("maxmemory-policy", policy)
+    load(m, "k", 30000)
+    assert_near_limit(m)
+    info = m.info()
+    assert info["evicted_keys"] > 5000
+    assert 10000 < m.dbsize() < 25000
+    assert info["maxmemory_policy"] == policy
+
+
+@pytest.mark.parametrize("policy", ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"])
+def test_volatile_policies_keep_persistent_keys(m, policy):
+    m.config_set("maxmemory-policy", policy)
+    load(m, "p", 4000)
+    load(m, "v", 26000, ex=lambda i: 10000 + i)
+    assert_near_limit(m)
+    p = m.pipeline(transaction=False)
+    for i in range(4000):
+        p.exists("p:%d" % i)
+    assert sum(p.execute()) == 4000
+    assert m.info()["evicted_keys"] > 5000
+    if policy == "volatile-ttl":
+        # the nearest expiries (written first) went first
+        p = m.pipeline(transaction=False)
+        for i in range(26000):
+            p.exists("v:%d" % i)
+        alive = [i for i, e in enumerate(p.execute()) if e]
+        assert alive
+        early = sum(1 for i in alive if i < 13000)
+        assert early < len(alive) * 0.1, (early, len(alive))
+
+
+def test_volatile_policy_without_volatile_keys_refuses(m):
+    m.config_set("maxmemory-policy", "volatile-lru")
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        load(m, "p", 30000)
+    assert OOM in str(e.value)
+    assert m.get("p:0") == VAL
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu"])
+def test_hot_keys_survive(m, policy):
+    m.config_set("maxmemory-policy", policy)
+    hot = ["hot:%d" % i for i in range(300)]
+    p = m.pipeline(transaction=False)
+    for k in hot:
+        p.set(k, VAL)
+    p.execute()
+
+    def read_hot():
+        q = m.pipeline(transaction=False)
+        for k in hot:
+            q.get(k)
+        q.execute()
+    for _ in range(3):
+        read_hot()
+    load(m, "cold", 40000, between=read_hot)
+    p = m.pipeline(transaction=False)
+    for k in hot:
+        p.exists(k)
+    alive = sum(p.execute())
+    assert m.info()["evicted_keys"] > 20000
+    assert alive >= 285, alive
+
+
+def test_object_idletime_and_freq(m):
+    m.config_set("maxmemory-policy", "allkeys-lru")
+    m.set("a", "1")
+    m.set("b", "1")
+    load(m, "x", 30000)   # eviction builds the index
+    m.set("fresh", "1")
+    assert m.object("idletime", "fresh") <= 1
+    m.config_set("maxmemory-policy", "allkeys-lfu")
+    m.set("f", "1")
+    load(m, "y", 2000)
+    for _ in range(200):
+        m.get("f")
+    assert m.object("freq", "f") > 5
+
+
+def test_noeviction_refuses_writes(m):
+    load_err = None
+    try:
+        load(m, "k", 30000)
+    except redis.exceptions.ResponseError as e:
+        load_err = e
+    assert load_err is not None and str(load_err).endswith(OOM)
+    assert m.info()["evicted_keys"] == 0
+    assert m.get("k:0") == VAL
+    assert m.exists("k:1") == 1
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        m.set("new", "x")
+    assert str(e.value) == OOM
+    # DEL still works and frees memory
+    n = m.dbsize()
+    p = m.pipeline(transaction=False)
+    for i in range(n):
+        p.delete("k:%d" % i)
+    p.execute()
+    assert m.dbsize() == 0
+    assert used(m) < MAXMEM // 4
+    assert m.set("new", "x")
+
+
+def test_raw_oom_error_text(m):
+    try:
+        load(m, "k", 23000)
+    except redis.exceptions.ResponseError:
+        pass
+    s = socket.create_connection(("127.0.0.1", m.connection_pool.connection_kwargs["port"]))
+    s.sendall(b"SET z 1\r\n")
+    buf = s.recv(1000)
+    s.close()
+    assert buf == b"-OOM " + OOM.encode() + b"\r\n"
+
+
+def test_accounting_follows_writes(m, msrv):
+    m.config_set("maxmemory", "1gb")
+    base = used(m)
+    load(m, "k", 5000)
+    grown = used(m) - base
+    assert 5000 * 1000 < grown < 5000 * 1400
+    # overwrite with small values
+    p = m.pipeline(transaction=False)
+    for i in range(5000):
+        p.set("k:%d" % i, "x")
+    p.execute()
+    assert used(m) - base < 5000 * 200
+    # hash growth in place
+    p = m.pipeline(transaction=False)
+    for i in range(2000):
+        p.hset("h", "field:%d" % i, VAL)
+    p.execute()
+    assert 2000 * 1000 < used(m) - base < 2000 * 1400 + 5000 * 200
+    m.delete("h")
+    # expiry
+    p = m.pipeline(transaction=False)
+    for i in range(3000):
+        p.set("e:%d" % i, VAL, px=50)
+    p.execute()
+    time.sleep(0.6)
+    for i in range(0, 3000, 100):
+        m.get("e:%d" % i)
+    deadline = time.time() + 5
+    while m.dbsize() > 5000 and time.time() < deadline:
+        time.sleep(0.1)
+    assert used(m) - base < 5000 * 200 + 100000
+    m.flushall()
+    assert used(m) - base < 50000
+    # without maxmemory INFO estimates on demand
+    m.config_set("maxmemory", "0")
+    load(m, "k", 3000)
+    mem = m.info("memory")
+    assert 3000 * 1000 < mem["used_memory"] - base < 3000 * 1400
+    assert mem["used_memory_dataset"] > 3000 * 1000
+    assert mem["used_memory_peak"] >= mem["used_memory"]
+    assert mem["used_memory_rss"] > 0 and mem["total_system_memory"] > 0
+    assert mem["mem_fragmentation_ratio"] > 0
+    assert "used_memory_human" in mem and "maxmemory_human" in mem
+    assert mem["mem_clients_normal"] > 0
+
+
+def test_config_set_shrink_evicts_at_once(m):
+    m.config_set("maxmemory", "0")
+    m.config_set("maxmemory-policy", "allkeys-random")
+    load(m, "k", 15000)
+    m.config_set("maxmemory", "10mb")
+    assert used(m) <= (10 << 20) * 1.03
+    assert m.info()["evicted_keys"] > 3000
+
+
+def test_evicted_notification_and_latency(m, msrv):
+    m.config_set("maxmemory-policy", "allkeys-random")
+    m.config_set("notify-keyspace-events", "Ee")
+    m.config_set("latency-monitor-threshold", "1")
+    ps = msrv.client().pubsub()
+    ps.psubscribe("__keyevent@0__:evicted")
+    ps.get_message(timeout=1)
+    load(m, "k", 25000)
+    got = None
+    deadline = time.time() + 5
+    while got is None and time.time() < deadline:
+        msg = ps.get_message(timeout=1)
+        if msg and msg["type"] == "pmessage":
+            got = msg
+    ps.close()
+    m.config_set("notify-keyspace-events", "")
+    assert got is not None and got["data"].startswith(b"k:")
+    m.config_set("latency-monitor-threshold", "0")
+
+
+def test_memory_subcommands(m):
+    m.set("s", "hello")
+    assert m.memory_usage("s") > 0
+    assert m.memory_usage("nokey") is None
+    assert m.memory_usage("s", samples=0) > 0
+    st = m.memory_stats()
+    assert st["keys.count"] == 1 and "dataset.bytes" in st and "peak.allocated" in st
+    assert m.execute_command("MEMORY DOCTOR")
+    assert m.execute_command("MEMORY PURGE")
+    assert m.execute_command("MEMORY MALLOC-STATS")
+    assert len(m.execute_command("MEMORY HELP")) > 5
+    with pytest.raises(redis.exceptions.ResponseError):
+        m.execute_command("MEMORY USAGE s SAMPLES")
+
+
+def _fill(c, kind, n, big=False, ints=False):
+    c.delete("x")
+    if kind == "string":
+        c.set("x", "7" * n if ints else "a" * n)
+        return
+    p = c.pipeline(transaction=False)
+    val = "v" * (100 if big else 8)
+    for i in range(n):
+        mem = str(i) if ints else "member:%d" % i
+        if kind == "hash":
+            p.hset("x", mem, val)
+        elif kind == "set":
+            p.sadd("x", mem)
+        elif kind == "zset":
+            p.zadd("x", {mem: i * 1.5})
+    p.execute()
+
+
+CASES = [("string", 5, False, True), ("string", 10, False, False), ("string", 40, False, False),
+         ("string", 100, False, False), ("string", 5000, False, False), ("string", 100000, False, False),
+         ("hash", 5, False, False), ("hash", 100, False, False), ("hash", 1000, False, False),
+         ("hash", 20, True, False), ("set", 10, False, True), ("set", 1000, False, True),
+         ("set", 10, False, False), ("set", 2000, False, False), ("zset", 10, False, False),
+         ("zset", 100, False, False), ("zset", 2000, False, False)]
+
+
+def test_memory_usage_close_to_redis(r, ref):
+    for kind, n, big, ints in CASES:
+        _fill(r, kind, n, big, ints)
+        _fill(ref, kind, n, big, ints)
+        assert r.object("encoding", "x") == ref.object("encoding", "x"), (kind, n)
+        ours = r.memory_usage("x")
+        theirs = ref.memory_usage("x")
+        assert abs(ours - theirs) <= theirs * 0.3, (kind, n, big, ints, ours, theirs)
+    ref.delete("x")
+
+
+def test_output_buffer_limit_bounds_rss(start_server):
+    s = start_server("--client-output-buffer-limit", "normal 8mb 4mb 1")
+    c = s.client()
+    c.set("big", b"x" * (1 << 20))
+    pid = s.proc.pid
+
+    def rss():
+        with open("/proc/%d/statm" % pid) as f:
+            return int(f.read().split()[1]) * 4096
+    before = rss()
+    sk = socket.create_connection(("127.0.0.1", s.port))
+    sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    req = b"GET big\r\n" * 50
+    peak = 0
+    closed = False
+    try:
+        for _ in range(40):     # 2000 MB of replies if nothing stopped them
+            sk.sendall(req)
+            peak = max(peak, rss())
+            time.sleep(0.01)
+    except OSError:
+        closed = True
+    time.sleep(0.3)
+    peak = max(peak, rss())
+    info = c.info()
+    sk.close()
+    assert info["client_output_buffer_limit_disconnections"] >= 1 or closed
+    assert peak - before < 200 << 20, (peak - before) >> 20
+    assert c.ping()
+
+
+def test_unlink_big_set_does_not_stall(m, msrv):
+    m.config_set("maxmemory", "0")
+    p = m.pipeline(transaction=False)
+    for b in range(100):
+        p.sadd("bigset", *[b"m:%d" % i for i in range(b * 10000, (b + 1) * 10000)])
+        if b % 10 == 9:
+            p.execute()
+    p.execute()
+    assert m.scard("bigset") == 1000000
+    before = m.info("memory")["lazyfreed_objects"]
+    stop = threading.Event()
+    lat = []
+    pc = msrv.client()
+
+    def pinger():
+        while not stop.is_set():
+            t = time.perf_counter()
+            pc.ping()
+            lat.append(time.perf_counter() - t)
+    th = threading.Thread(target=pinger)
+    th.start()
+    time.sleep(0.2)
+    t = time.perf_counter()
+    assert m.unlink("bigset") == 1
+    unlink_t = time.perf_counter() - t
+    deadline = time.time() + 10
+    while m.info("memory")["lazyfreed_objects"] == before and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.1)
+    stop.set()
+    th.join()
+    pc.close()
+    assert m.info("memory")["lazyfreed_objects"] == before + 1
+    assert m.info("memory")["lazyfree_pending_objects"] == 0
+    assert unlink_t < 0.05, unlink_t
+    assert max(lat) < 0.08, max(lat)
+
+
+def test_flushall_async(m):
+    m.config_set("maxmemory", "0")
+    p = m.pipeline(transaction=False)
+    for i in range(20000):
+        p.set("k:%d" % i, "v")
+    p.execute()
+    before = m.info("memory")["lazyfreed_objects"]
+    assert m.flushall(asynchronous=True)
+    assert m.dbsize() == 0
+    deadline = time.time() + 5
+    while m.info("memory")["lazyfreed_objects"] == before and time.time() < deadline:
+        time.sleep(0.05)
+    assert m.info("memory")["lazyfreed_objects"] > before
