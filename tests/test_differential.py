@@ -2,7 +2,8 @@
 Ophidis and to Debian's redis-server must get identical replies.
 
 Extend the strategies with new families as they land (one strategy per
-command): ``COMMANDS`` (strings/keys), ``HASHES``, ``SETS``, ``ZSETS``.
+command): ``COMMANDS`` (strings/keys), ``HASHES``, ``SETS``, ``ZSETS``,
+``LISTS``.
 """
 
 import pytest
@@ -152,7 +153,26 @@ ZSETS = st.one_of(
     cmd(b"ZRANGESTORE", KEYS, KEYS, INT_ARGS, INT_ARGS),
 )
 
-ALL_COMMANDS = st.one_of(COMMANDS, HASHES, SETS, ZSETS)
+LISTS = st.one_of(
+    cmd(b"LPUSH", KEYS, MEMBERS, MEMBERS),
+    cmd(b"RPUSH", KEYS, MEMBERS),
+    cmd(b"LPUSHX", KEYS, MEMBERS),
+    cmd(b"LPOP", KEYS),
+    cmd(b"RPOP", KEYS, INT_ARGS),
+    cmd(b"LLEN", KEYS),
+    cmd(b"LRANGE", KEYS, INT_ARGS, INT_ARGS),
+    cmd(b"LINDEX", KEYS, INT_ARGS),
+    cmd(b"LSET", KEYS, INT_ARGS, MEMBERS),
+    cmd(b"LINSERT", KEYS, st.sampled_from([b"BEFORE", b"AFTER", b"x"]), MEMBERS, MEMBERS),
+    cmd(b"LREM", KEYS, INT_ARGS, MEMBERS),
+    cmd(b"LTRIM", KEYS, INT_ARGS, INT_ARGS),
+    cmd(b"LPOS", KEYS, MEMBERS, st.sampled_from([b"RANK", b"COUNT", b"MAXLEN"]), INT_ARGS),
+    cmd(b"LMOVE", KEYS, KEYS, st.sampled_from([b"LEFT", b"RIGHT"]), st.sampled_from([b"LEFT", b"RIGHT"])),
+    cmd(b"RPOPLPUSH", KEYS, KEYS),
+    cmd(b"LMPOP", st.just(b"2"), KEYS, KEYS, st.sampled_from([b"LEFT", b"RIGHT"]), st.just(b"COUNT"), INT_ARGS),
+)
+
+ALL_COMMANDS = st.one_of(COMMANDS, HASHES, SETS, ZSETS, LISTS)
 
 # Replies whose order depends on hash table iteration (hashtable encodings);
 # compared as multisets (HGETALL as field/value pairs).
@@ -224,10 +244,10 @@ def check_sequence(pair, seq):
             assert abs(ra - rb) <= 1
             continue
         assert comparable(argv, ra) == comparable(argv, rb), (argv, ra, rb)
-    # the encodings of hashes, sets and sorted sets must agree too (strings:
+    # the encodings of hashes, sets, sorted sets and lists must agree too (strings:
     # see OBJECT ENCODING in COMMANDS)
     for k in (b"a", b"b", b"c", b"k:1", b"\x00bin"):
-        if run(a, [b"TYPE", k]) in (b"hash", b"set", b"zset"):
+        if run(a, [b"TYPE", k]) in (b"hash", b"set", b"zset", b"list"):
             argv = [b"OBJECT", b"ENCODING", k]
             assert run(a, argv) == run(b, argv), (argv, seq)
 
@@ -245,7 +265,7 @@ def test_same_replies_as_redis_all_types(pair, seq):
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from([HASHES, SETS, ZSETS]).flatmap(lambda s: st.lists(s, min_size=1, max_size=40)))
+@given(st.sampled_from([HASHES, SETS, ZSETS, LISTS]).flatmap(lambda s: st.lists(s, min_size=1, max_size=40)))
 def test_same_replies_as_redis_one_type(pair, seq):
     # sequences on a single type build larger values (fewer WRONGTYPE errors)
     check_sequence(pair, seq)
