@@ -3,6 +3,7 @@ with redis-server), DUMP/RESTORE (interoperable with Redis), KILL/STATS."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -317,3 +318,84 @@ def test_load_timeout(fr):
     with pytest.raises(redis.ResponseError, match="FUNCTION LOAD timeout"):
         fr.function_load("#!lua name=forever\nwhile true do end")
     assert fr.ping()
+
+
+# -- persistence -------------------------------------------------------------------------------
+
+def _nfun(c):
+    info = c.info("memory")
+    return info["number_of_functions"], info["number_of_libraries"]
+
+
+def test_info_counts_functions(fr):
+    assert _nfun(fr) == (0, 0)
+    fr.function_load(LIB)
+    assert _nfun(fr) == (6, 1)
+    fr.function_load("#!lua name=other\nredis.register_function('o1', function() return 1 end)")
+    assert _nfun(fr) == (7, 2)
+    fr.function_delete("mylib")
+    assert _nfun(fr) == (1, 1)
+
+
+def test_functions_survive_debug_reload(fr):
+    fr.function_load(LIB)
+    fr.set("k", "v")
+    assert fr.execute_command("DEBUG", "RELOAD") == b"OK"
+    assert fr.fcall("myget", 1, "k") == b"v"
+    assert _nfun(fr) == (6, 1)
+    # MERGE replaces the libraries of the same name; NOFLUSH alone fails on them
+    assert fr.execute_command("DEBUG", "RELOAD", "NOFLUSH", "MERGE") == b"OK"
+    with pytest.raises(redis.ResponseError, match="^Error trying to load the RDB dump$"):
+        fr.execute_command("DEBUG", "RELOAD", "NOFLUSH")
+    # a full reload replaces the libraries with the file's (none here)
+    fr.function_flush()
+    fr.execute_command("DEBUG", "RELOAD")
+    fr.function_load(LIB)
+    fr.execute_command("DEBUG", "RELOAD", "NOSAVE")
+    assert fr.function_list() == []
+
+
+def test_functions_saved_and_loaded_at_start(start_server, tmp_path):
+    s = start_server("--dir", str(tmp_path))
+    c = s.client()
+    c.function_load(LIB)
+    c.set("k", "v")
+    assert c.save() is True
+    s.stop()
+    s2 = start_server("--dir", str(tmp_path))
+    c2 = s2.client()
+    assert c2.fcall("myget", 1, "k") == b"v"
+    assert c2.fcall("myset", 1, "k2", "x") == b"OK"
+    assert [lib[b"library_name"] if isinstance(lib, dict) else lib[1] for lib in c2.function_list()] == [b"mylib"]
+    assert _nfun(c2) == (6, 1)
+
+
+def test_rdb_functions_interoperate_with_redis(start_server, redis_server, fref, tmp_path):
+    # a file written by Redis loads here, and ours loads in Redis
+    import shutil
+    import subprocess
+    from conftest import free_port, wait_port
+    fref.function_load(LIB)
+    fref.set("k", "v")
+    d = fref.config_get("dir")["dir"]
+    fref.save()
+    shutil.copy(os.path.join(d, "dump.rdb"), tmp_path / "dump.rdb")
+    fref.function_flush()
+    fref.delete("k")
+    s = start_server("--dir", str(tmp_path))
+    c = s.client()
+    assert c.fcall("myget", 1, "k") == b"v"
+    c.function_load("#!lua name=ours\nredis.register_function('ofn', function() return 'ours' end)")
+    c.save()
+    s.stop()
+    port = free_port()
+    p = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--dir", str(tmp_path),
+                          "--save", ""], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, p)
+        rc = redis.Redis(port=port)
+        assert rc.fcall("ofn", 0) == b"ours"
+        assert rc.fcall("myget", 1, "k") == b"v"
+    finally:
+        p.terminate()
+        p.wait(10)

@@ -315,3 +315,54 @@ def test_events_match_redis(server, redis_server, r, ref):
     theirs = run(redis_server, ref)
     assert ours == theirs
     assert len(ours) > 30
+
+
+# Key-creating commands of every family (each fires "new" through db.add/set_key).
+_CREATING = [
+    ["SET", "s", "1"], ["SET", "s", "2"], ["SETNX", "s2", "x"], ["MSET", "m1", "a", "m2", "b"],
+    ["GETSET", "gs", "1"], ["SET", "sg", "v", "GET"], ["APPEND", "ap", "x"], ["SETRANGE", "sr", "3", "x"],
+    ["INCRBY", "i", "5"], ["INCRBYFLOAT", "f", "1.5"], ["SETBIT", "b", "7", "1"], ["BITOP", "OR", "bo", "b", "s"],
+    ["BITFIELD", "bf", "SET", "u8", "0", "1"],
+    ["HSET", "h", "a", "1"], ["HSET", "h", "b", "1"], ["HSETNX", "h2", "a", "1"], ["HINCRBY", "h3", "a", "1"],
+    ["HINCRBYFLOAT", "h4", "a", "1"], ["HDEL", "h4", "a"],
+    ["SADD", "st", "a", "b"], ["SADD", "st2", "b", "c"], ["SMOVE", "st", "st3", "a"],
+    ["SUNIONSTORE", "su", "st", "st2"], ["SINTERSTORE", "si", "st", "st2"], ["SDIFFSTORE", "sd", "st2", "st"],
+    ["SUNIONSTORE", "su", "st", "st2"], ["SPOP", "st3"],
+    ["ZADD", "z", "1", "a", "2", "b"], ["ZINCRBY", "z2", "1", "a"], ["ZUNIONSTORE", "zu", "1", "z"],
+    ["ZINTERSTORE", "zi", "2", "z", "z2"], ["ZDIFFSTORE", "zd", "1", "z"], ["ZRANGESTORE", "zr", "z", "0", "-1"],
+    ["ZPOPMIN", "zr", "5"],
+    ["COPY", "z", "zc"], ["RENAME", "zc", "zc2"], ["RENAMENX", "zc2", "zc3"], ["MOVE", "zc3", "1"],
+    ["SORT", "st2", "ALPHA", "STORE", "so"], ["SORT", "st2", "ALPHA", "STORE", "so"],
+    ["EVAL", "redis.call('hset', KEYS[1], 'f', 'v') return 1", "1", "ev"],
+]
+
+
+@pytest.mark.parametrize("flags", ["KEA", "KEAn", "En"])
+def test_new_event_every_type_matches_redis(server, redis_server, r, ref, flags):
+    def run(srv, client):
+        client.config_set("notify-keyspace-events", flags)
+        c = srv.client()
+        p = c.pubsub()
+        p.psubscribe("__key*__:*")
+        p.get_message(timeout=2)
+        out = []
+        for cmd in _CREATING + [["RESTORE", "rs", "0", None]]:
+            if cmd[0] == "RESTORE":
+                cmd[3] = client.dump("s")
+            client.execute_command(*cmd)
+            client.execute_command("PING")
+            got = []
+            while True:
+                m = p.get_message(timeout=0.2)
+                if m is None:
+                    break
+                if m["type"] == "pmessage":
+                    got.append((m["channel"], m["data"]))
+            out.append((cmd[0], got))
+        client.config_set("notify-keyspace-events", "")
+        p.close()
+        c.close()
+        return out
+    ours = run(server, r)
+    theirs = run(redis_server, ref)
+    assert ours == theirs

@@ -531,7 +531,7 @@ def test_failed_load_leaves_keyspace_untouched(tmp_path):
         (tmp_path / "dump.rdb").write_bytes(data[:len(data) - 40])
         db.d[b"extra"] = b"x"
         err = snapshot.debug_reload(srv, nosave=True)
-        assert err == "Error trying to load the RDB dump, check server logs."
+        assert err == "Error trying to load the RDB dump"     # debug.c's text in 7.0.15
         assert db.d == {b"live": b"data", b"extra": b"x"}
         assert len(srv.dbs[1].d) == 100
         # and a good reload replaces the keyspace with the file's contents

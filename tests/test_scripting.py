@@ -528,16 +528,27 @@ def _run_async(port, *args):
 
 
 def _wait_busy(port, timeout=5.0):
-    c = Raw(port)
+    """PING from a new connection until the reply is -BUSY.
+
+    A connection made at the very moment the script starts may be accepted
+    by the event loop, with its connection_made callback still queued when
+    the script takes over the loop: the server cannot know that client
+    until the script ends.  So an attempt that gets no reply is retried on
+    a fresh connection (accepted by the busy script's own poller)."""
     deadline = time.time() + timeout
-    try:
-        while time.time() < deadline:
-            rep = c.call("PING")
-            if rep.startswith(b"-BUSY"):
-                return rep
-            time.sleep(0.02)
-    finally:
-        c.close()
+    while time.time() < deadline:
+        c = Raw(port)
+        c.sock.settimeout(1.0)
+        try:
+            while time.time() < deadline:
+                rep = c.call("PING")
+                if rep.startswith(b"-BUSY"):
+                    return rep
+                time.sleep(0.02)
+        except (TimeoutError, socket.timeout):
+            continue
+        finally:
+            c.close()
     raise AssertionError("server never became busy")
 
 

@@ -205,3 +205,14 @@ def test_large_value(r):
     v = b"x" * (5 * 1024 * 1024)
     r.set("big", v)
     assert r.get("big") == v
+
+
+def test_incrbyfloat_result_encoding_matches_redis(r, ref):
+    # INCRBYFLOAT stores an embstr even when the result reads as an integer
+    seq = [("INCRBYFLOAT", "a", "10"), ("OBJECT", "ENCODING", "a"), ("OBJECT", "REFCOUNT", "a"),
+           ("COPY", "a", "b"), ("OBJECT", "ENCODING", "b"), ("INCR", "b"), ("OBJECT", "ENCODING", "b"),
+           ("INCRBYFLOAT", "c", "1e30"), ("OBJECT", "ENCODING", "c"), ("APPEND", "a", "x"),
+           ("OBJECT", "ENCODING", "a"), ("INCRBYFLOAT", "d", "2.5"), ("OBJECT", "ENCODING", "d"),
+           ("GET", "a"), ("LCS", "a", "b"), ("SET", "e", "10"), ("OBJECT", "ENCODING", "e")]
+    for cmd in seq:
+        assert r.execute_command(*cmd) == ref.execute_command(*cmd), cmd

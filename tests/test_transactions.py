@@ -284,9 +284,27 @@ def test_noauth_inside_multi(start_server):
     assert out == (b"-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
 
 
-@pytest.mark.skip(reason="OOM needs maxmemory and eviction, implemented by another module later")
-def test_oom_execabort():
-    pass
+def test_oom_execabort(start_server, redis_server):
+    """A denyoom command queued over maxmemory (noeviction) is refused with
+    -OOM and EXEC aborts; reads are still queued.  Same bytes as Redis."""
+    import subprocess
+    from conftest import free_port, wait_port
+    seq = (("SET", "pre", "x"), ("CONFIG", "SET", "maxmemory", "1"), ("MULTI",), ("GET", "pre"),
+           ("SET", "a", "1"), ("EXEC",), ("CONFIG", "SET", "maxmemory", "0"), ("GET", "a"))
+    ours = start_server("--maxmemory-policy", "noeviction")
+    port = free_port()
+    ref = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--maxmemory-policy",
+                            "noeviction"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, ref)
+        a = raw(ours.port, *seq)
+        b = raw(port, *seq)
+    finally:
+        ref.terminate()
+        ref.wait(10)
+    assert b"-OOM command not allowed when used memory > 'maxmemory'.\r\n" in b
+    assert b"-EXECABORT" in b
+    assert a == b
 
 
 # -- MONITOR --------------------------------------------------------------------------------

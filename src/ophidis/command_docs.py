@@ -56,6 +56,33 @@ client|trackinginfo|Show the client side caching state of this connection
 client|unblock|Unblock a client blocked in a command
 client|unpause|Resume clients paused by CLIENT PAUSE
 cluster|Cluster management
+cluster|addslots|Assign hash slots to this node
+cluster|addslotsrange|Assign ranges of hash slots to this node
+cluster|bumpepoch|Advance the cluster config epoch
+cluster|count-failure-reports|Number of failure reports about a node
+cluster|countkeysinslot|Number of keys in a hash slot
+cluster|delslots|Unassign hash slots from this node
+cluster|delslotsrange|Unassign ranges of hash slots from this node
+cluster|failover|Promote this replica over its master
+cluster|flushslots|Unassign every hash slot of this node
+cluster|forget|Drop a node from the node table
+cluster|getkeysinslot|Key names stored in a hash slot
+cluster|help|Describe the CLUSTER subcommands
+cluster|info|Cluster state summary
+cluster|keyslot|Hash slot of a key name
+cluster|links|Connections to the other nodes
+cluster|meet|Join another node to the cluster
+cluster|myid|Id of this node
+cluster|nodes|Cluster configuration as seen by this node
+cluster|replicas|Replicas of a master node
+cluster|replicate|Become a replica of a master node
+cluster|reset|Reset the cluster state of this node
+cluster|saveconfig|Write the cluster configuration to disk
+cluster|set-config-epoch|Set the config epoch of a new node
+cluster|setslot|Change the state of a hash slot
+cluster|shards|Slot ranges and nodes of every shard
+cluster|slaves|Replicas of a master node (old name)
+cluster|slots|Mapping of hash slots to nodes
 command|Details about every command
 command|count|Number of commands
 command|docs|Documentation of commands

@@ -2,7 +2,10 @@
 
 Values are plain Python objects chosen for speed and memory:
   - strings: ``bytes`` (``bytearray`` once modified in place by APPEND /
-    SETRANGE / SETBIT, which is what Redis reports as the ``raw`` encoding);
+    SETRANGE / SETBIT, which is what Redis reports as the ``raw`` encoding;
+    ``EmbStr``, a bytes subclass, for an integer-looking value that Redis
+    keeps as embstr: INCRBYFLOAT's result).  Type checks of string
+    commands accept the three classes;
   - other types register their classes in ``TYPE_NAMES`` (see types/).
 
 Expiry follows Redis: lazily on access, plus an active cycle driven by
@@ -66,7 +69,14 @@ class Stats:
 stats = Stats()
 
 # type -> TYPE name; data type modules add their classes.
-TYPE_NAMES = {bytes: b"string", bytearray: b"string"}
+class EmbStr(bytes):
+    """A string that reads as an integer but that Redis keeps with the embstr
+    encoding rather than as a shared/int object (INCRBYFLOAT's result): only
+    OBJECT ENCODING and OBJECT REFCOUNT tell it from plain ``bytes``."""
+    __slots__ = ()
+
+
+TYPE_NAMES = {bytes: b"string", bytearray: b"string", EmbStr: b"string"}
 # type -> fn(value, config) -> OBJECT ENCODING name; data type modules add theirs.
 ENCODINGS = {}
 
@@ -357,7 +367,7 @@ def signal_key_ready(db: Database, key):
 
 
 def check_string(v):
-    if v.__class__ is not bytes and v.__class__ is not bytearray:
+    if v.__class__ is not bytes and v.__class__ is not bytearray and v.__class__ is not EmbStr:
         raise WRONGTYPE_ERR
     return v
 

@@ -55,7 +55,7 @@ from random import random
 from . import client as client_mod
 from . import log
 from . import notify
-from .db import stats
+from .db import EmbStr, stats
 
 getsizeof = sys.getsizeof
 _time = time.time
@@ -84,7 +84,7 @@ def _types():
 def pysize(v) -> int:
     """Estimated bytes held by a value (O(1): samples a few elements)."""
     cls = v.__class__
-    if cls is bytes or cls is bytearray:
+    if cls is bytes or cls is bytearray or cls is EmbStr:
         return getsizeof(v)
     n = len(v)
     if cls is _HashValue:
@@ -722,7 +722,7 @@ class Memory:
 
 def free_effort(v) -> int:
     cls = v.__class__
-    if cls is bytes or cls is bytearray:
+    if cls is bytes or cls is bytearray or cls is EmbStr:
         return 1
     try:
         return len(v)

@@ -24,7 +24,7 @@ from . import __version__, log
 from . import client as client_mod
 from . import notify
 from .client import Client
-from .commands import ALL, TABLE, load_all
+from .commands import ALL, SERVER_INIT, TABLE, load_all
 from .config import Config
 from .db import Database, stats
 from .errors import NOAUTH, OOM, RedisError
@@ -131,6 +131,8 @@ class Server:
         for i in range(config["databases"]):
             self.dbs.append(Database(i, self))
         self.command_table = TABLE
+        for fn in SERVER_INIT:
+            fn(self)
         from .persistence import snapshot
         snapshot.install(self)
         from . import memory

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .. import notify
-from ..db import WRONGTYPE_ERR
+from ..db import WRONGTYPE_ERR, EmbStr
 from ..errors import SYNTAX, RedisError
 from ..protocol import MINUS_ONE, ONE, ZERO, integer
 from ..util import parse_int
@@ -30,7 +30,7 @@ _GENERIC = notify.GENERIC
 
 
 def _is_str(v):
-    return v.__class__ is bytes or v.__class__ is bytearray
+    return v.__class__ is bytes or v.__class__ is bytearray or v.__class__ is EmbStr
 
 
 def _string2ll(b):

@@ -221,7 +221,9 @@ def command_docs_reply(cmd, resp) -> bytes:
     fields = [(b"summary", bulk(_summary(cmd.fullname).encode()))]
     if m.get("since"):
         fields.append((b"since", bulk(m["since"].encode())))
-    fields.append((b"group", bulk(cmd.group.encode())))
+    # the JSON spells groups as identifiers ("sorted_set"); Redis reports
+    # them with dashes ("sorted-set")
+    fields.append((b"group", bulk(cmd.group.replace("_", "-").encode())))
     doc_flags = []
     if m.get("deprecated_since"):
         doc_flags.append(b"deprecated")
@@ -680,6 +682,6 @@ def command_help(c, argv):
         "GETKEYSANDFLAGS <full-command>",
         "    Key names and their access flags in a full command line.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)

@@ -440,7 +440,7 @@ def client_help(c, argv):
         "         [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching.",
         "TRACKINGINFO", "    Report tracking status for this connection.",
         "NO-EVICT (ON|OFF)", "    Protect this connection from client eviction.",
-        "HELP", "    Print this help.",
+        "HELP", "    Prints this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
 

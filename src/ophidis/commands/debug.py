@@ -58,7 +58,7 @@ def value_digest(v) -> bytes:
     fn = DIGESTERS.get(v.__class__)
     if fn is not None:
         return fn(v)
-    if v.__class__ is bytes or v.__class__ is bytearray:
+    if isinstance(v, (bytes, bytearray)):
         return _mix(b"string", bytes(v))
     from ..db import type_name
     tname = type_name(v)
@@ -101,7 +101,7 @@ def dataset_digest(server) -> bytes:
 def _serialized_length(v) -> int:
     """Rough size of the value in an RDB file."""
     from ..db import type_name
-    if v.__class__ is bytes or v.__class__ is bytearray:
+    if isinstance(v, (bytes, bytearray)):
         n = len(v)
         if n <= 11:
             try:
@@ -196,7 +196,7 @@ def _help():
         "DROP-CLUSTER-PACKET-FILTER <packet-type>",
         "    Accepted for compatibility.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .. import notify
-from ..db import ENCODINGS, type_name
+from ..db import ENCODINGS, EmbStr, type_name
 from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
 from ..protocol import (
     MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, integer, simple,
@@ -74,7 +74,7 @@ def type_(c, argv):
 
 
 def _dup(v):
-    if v.__class__ is bytes:
+    if isinstance(v, bytes):
         return v
     return v.copy()
 
@@ -441,6 +441,7 @@ def string_encoding(v) -> bytes:
 
 ENCODINGS[bytes] = lambda v, cfg: string_encoding(v)
 ENCODINGS[bytearray] = lambda v, cfg: b"raw"
+ENCODINGS[EmbStr] = lambda v, cfg: b"embstr"
 
 
 def object_encoding(v, cfg) -> bytes:

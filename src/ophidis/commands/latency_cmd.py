@@ -169,7 +169,7 @@ def _help():
         "    Cumulative latency distribution of the given commands (all commands",
         "    that have data without names).",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
 

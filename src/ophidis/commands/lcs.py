@@ -10,10 +10,13 @@ same path as Redis's (same tie-breaking), so IDX output is identical.
 
 from __future__ import annotations
 
+from ..db import EmbStr
 from ..errors import SYNTAX, RedisError
 from ..protocol import bulk, integer, map_header
 from ..util import parse_int
 from . import command
+
+_STR = (bytes, bytearray, EmbStr)
 
 _WRONG = RedisError("ERR The specified keys must contain string values")
 
@@ -52,8 +55,8 @@ def lcs(c, argv):
     db = c.db
     va = db.lookup_read(argv[1])
     vb = db.lookup_read(argv[2])
-    if (va is not None and va.__class__ not in (bytes, bytearray)) or \
-            (vb is not None and vb.__class__ not in (bytes, bytearray)):
+    if (va is not None and va.__class__ not in _STR) or \
+            (vb is not None and vb.__class__ not in _STR):
         raise _WRONG
     a = bytes(va) if va is not None else b""
     b = bytes(vb) if vb is not None else b""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 
+from ..db import EmbStr
 from ..errors import SYNTAX, RedisError
 from ..protocol import OK, bulk, integer, map_header, simple
 from ..util import parse_int
@@ -140,6 +141,8 @@ def redis_usage(v, samples=5) -> int:
         return ROBJ + sds_alloc(n)
     if cls is bytearray:
         return ROBJ + sds_alloc(len(v))
+    if cls is EmbStr:      # an integer-looking embstr (INCRBYFLOAT)
+        return je(ROBJ + 3 + len(v) + 1)
     n = len(v)
     if cls is HashValue:
         if not v.ht:

@@ -17,7 +17,7 @@ from .. import lua as lua_mod
 from ..errors import NOSCRIPT, RedisError
 from ..protocol import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
 from ..util import parse_int, stringmatch
-from . import command
+from . import SERVER_INIT, command
 
 SCRIPT_FLAGS = lua_mod.SCRIPT_FLAGS
 _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
@@ -52,6 +52,10 @@ def functions_registry(srv) -> "Functions":
     if f is None:
         f = srv.functions = Functions(srv)
     return f
+
+
+# every server gets its registry at start (RDB loading and INFO read it)
+SERVER_INIT.append(functions_registry)
 
 
 def running_ctx(srv):
@@ -299,18 +303,45 @@ class Library:
 
 
 class Functions:
-    """The libraries registry (functions.c's functionsLibCtx)."""
+    """The libraries registry (functions.c's functionsLibCtx).
+
+    Every server has one (``server.functions``, installed at start); its Lua
+    state is only created when a library is first loaded or called.
+    """
 
     def __init__(self, srv):
         self.server = srv
-        self.engine = lua_mod.LuaEngine(srv, "function")
-        srv.lua_functions = self.engine
+        self._engine = None
         self.libraries: dict = {}
         self.functions: dict = {}
+
+    @property
+    def engine(self) -> lua_mod.LuaEngine:
+        e = self._engine
+        if e is None:
+            e = self._engine = self.server.lua_functions = lua_mod.LuaEngine(self.server, "function")
+        return e
+
+    @engine.setter
+    def engine(self, e):
+        self._engine = e
 
     def clear(self):
         self.libraries = {}
         self.functions = {}
+
+    # -- persistence interface (RDB FUNCTION2 records) --
+
+    def rdb_codes(self) -> list:
+        """The code of every library, as RDB files store them."""
+        return [lib.code for lib in self.libraries.values()]
+
+    def rdb_load(self, codes, replace: bool = False):
+        """Create the libraries of an RDB file (no load timeout, as in Redis);
+        ``replace`` lets a library replace one of the same name (DEBUG
+        RELOAD MERGE).  Raises RedisError on a library that cannot load."""
+        for code in codes:
+            self.create(code, replace, timeout=0)
 
     def _unlink(self, lib):
         for fname in lib.functions:

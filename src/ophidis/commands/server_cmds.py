@@ -185,7 +185,7 @@ def config_help(c, argv):
         "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
         "RESETSTAT", "    Reset statistics reported by the INFO command.",
         "REWRITE", "    Rewrite the configuration file.",
-        "HELP", "    Print this help.",
+        "HELP", "    Prints this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
 
@@ -284,6 +284,6 @@ def slowlog_help(c, argv):
         "    client name",
         "LEN", "    Return the length of the slowlog.",
         "RESET", "    Reset the slowlog.",
-        "HELP", "    Print this help.",
+        "HELP", "    Prints this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 
 from .. import notify
-from ..db import WRONGTYPE_ERR, check_string, stats
+from ..db import WRONGTYPE_ERR, EmbStr, check_string, stats
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..protocol import NULL3, NULL_BULK, OK, ONE, ZERO, bulk_array, integer
-from ..util import LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld
+from ..util import LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld, try_int
 from . import command
 
 _time = time.time
@@ -91,7 +91,7 @@ def get(c, argv):
             return NULL_BULK if c.resp == 2 else NULL3
     else:
         stats.keyspace_hits += 1
-    if v.__class__ is not bytes and v.__class__ is not bytearray:
+    if v.__class__ is not bytes and v.__class__ is not bytearray and v.__class__ is not EmbStr:
         raise WRONGTYPE_ERR
     return b"$%d\r\n%s\r\n" % (len(v), v)
 
@@ -114,7 +114,8 @@ def set_(c, argv):
     old = None
     if flags & GET:
         old = db.lookup_read(key)
-        if old is not None and old.__class__ is not bytes and old.__class__ is not bytearray:
+        if old is not None and old.__class__ is not bytes and old.__class__ is not bytearray \
+                and old.__class__ is not EmbStr:
             raise WRONGTYPE_ERR
         found = old is not None
     else:
@@ -233,7 +234,8 @@ def mget(c, argv):
     null = c.null
     for key in argv[1:]:
         v = lookup(key)
-        if v is None or (v.__class__ is not bytes and v.__class__ is not bytearray):
+        if v is None or (v.__class__ is not bytes and v.__class__ is not bytearray
+                         and v.__class__ is not EmbStr):
             ap(null)
         else:
             ap(b"$%d\r\n%s\r\n" % (len(v), v))
@@ -295,7 +297,7 @@ def _incr(c, key, delta):
     if v is None:
         n = delta
     else:
-        if v.__class__ is not bytes and v.__class__ is not bytearray:
+        if v.__class__ is not bytes and v.__class__ is not bytearray and v.__class__ is not EmbStr:
             raise WRONGTYPE_ERR
         try:
             n = int(v)
@@ -358,6 +360,8 @@ def incrbyfloat(c, argv):
     if not ld_finite(new):
         raise RedisError("ERR increment would produce NaN or Infinity")
     b = format_ld(new)
+    if len(b) <= 20 and try_int(b) is not None:
+        b = EmbStr(b)      # createStringObjectFromLongDouble: embstr, never int
     db.d[key] = b
     if v is None and notify.flags & _NEW:
         notify.notify(_NEW, b"new", key, db.id)

@@ -17,6 +17,7 @@ import time
 import anycrc
 import lzf
 
+from ..db import EmbStr
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.zset import ZSetValue
 from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build,
@@ -224,8 +225,8 @@ class Encoder:
         """(type byte, serialized value) for an in-memory value."""
         cls = v.__class__
         compress = self.compress
-        if cls is bytes or cls is bytearray:
-            return T_STRING, enc_string(v, compress)
+        if cls is bytes or cls is bytearray or cls is EmbStr:
+            return T_STRING, enc_string(bytes(v) if cls is EmbStr else v, compress)
         if cls is ListValue:
             nodes = quicklist_nodes(v, self.list_fill)
             out = [enc_len(len(nodes))]

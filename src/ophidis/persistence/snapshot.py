@@ -365,15 +365,22 @@ class Persistence:
         except Exception as e:  # noqa: BLE001
             raise RdbError("Internal error while parsing: %r" % e, reader.pos) from None
 
-    def apply(self, res, merge=False):
-        """Swap the parsed databases in (or merge them into the live ones)."""
+    def apply(self, res, merge=False, allow_dup=True):
+        """Swap the parsed databases in (or merge them into the live ones).
+        A merge with ``allow_dup`` False fails on a library that already
+        exists (DEBUG RELOAD NOFLUSH without MERGE)."""
         srv = self.server
         fn = getattr(srv, "functions", None)
+        if not merge and fn is not None and hasattr(fn, "clear"):
+            # a full load replaces the libraries too (emptyData flushes them)
+            fn.clear()
         if res.functions:
             loader = getattr(fn, "rdb_load", None) if fn is not None else None
             if loader is None:
                 log.warning("The RDB file contains %d function libraries that can't be loaded "
                             "(functions are not available)" % len(res.functions))
+            elif merge:
+                loader(res.functions, replace=allow_dup)
             else:
                 loader(res.functions)
         for db, (d, exps) in zip(srv.dbs, res.dbs):
@@ -432,7 +439,7 @@ class Persistence:
         if res.checksum == "disabled":
             log.warning("RDB file was saved with checksum disabled: no check performed.")
 
-    def load_file(self, path, merge=False):
+    def load_file(self, path, merge=False, allow_dup=True):
         """Load ``path`` into the keyspace.  Returns True when loaded, False
         when the file does not exist; raises LoadError (logged) otherwise."""
         srv = self.server
@@ -463,7 +470,7 @@ class Persistence:
                 raise LoadError(str(e)) from None
             self._log_aux(res)
             try:
-                self.apply(res, merge=merge)
+                self.apply(res, merge=merge, allow_dup=allow_dup)
             except Exception as e:  # noqa: BLE001
                 log.warning("Failed loading the RDB: %s" % e)
                 raise LoadError(str(e)) from None
@@ -573,13 +580,15 @@ def debug_reload(server, merge=False, noflush=False, nosave=False):
     p = server.persistence
     if not nosave:
         if not p.save():
-            return "Error trying to save the RDB dump, check server logs."
+            return "ERR"    # Redis 7.0 replies shared.err
     try:
-        ok = p.load_file(p.filename, merge=merge or noflush)
+        # MERGE alone still flushes first (as Redis does); NOFLUSH keeps the
+        # live data, and without MERGE a library that exists is an error
+        ok = p.load_file(p.filename, merge=noflush, allow_dup=merge)
     except LoadError:
-        return "Error trying to load the RDB dump, check server logs."
+        return "Error trying to load the RDB dump"
     if not ok:
-        return "Error trying to load the RDB dump, check server logs."
+        return "Error trying to load the RDB dump"
     log.warning("DB reloaded by DEBUG RELOAD")
     return None
 
