@@ -437,32 +437,7 @@ class Client(asyncio.Protocol):
             pos = newpos
             if not argv:
                 continue
-            cmd = TABLE.get(argv[0])
-            if (cmd is not None and cmd.fastpath and not self.slow and not _SERVER_SLOW
-                    and cmd.amin <= len(argv) <= cmd.amax):
-                self.last_cmd = cmd
-                t0 = perf_counter()
-                try:
-                    append(cmd.proc(self, argv))
-                except RedisError as e:
-                    append(self.error_reply(e, cmd))
-                except Exception as e:  # noqa: BLE001
-                    r = self.internal_error(e, cmd, argv)
-                    if r is not None:
-                        append(r)
-                dt = perf_counter() - t0
-                cmd.calls += 1
-                cmd.usec += dt
-                if dt >= _SLOW_CHECK:
-                    srv.slow_call(self, cmd, argv, dt)
-                if _LATENCY_TRACKING:
-                    cmd.hist[int(dt * 976562.5).bit_length()] += 1
-                if _READY:
-                    srv.handle_ready_keys()
-                continue
-            r = self.process_request(argv)
-            if r is not None:
-                append(r)
+            self._run_parsed(argv, append)
         if buf is pend:
             if pos:
                 del buf[:pos]
@@ -487,6 +462,38 @@ class Client(asyncio.Protocol):
         if out:
             self.write(out)
 
+    def _run_parsed(self, argv, append):
+        """Run one request parsed in Python: the direct call when the fast
+        path applies (as in the hiredis loop), else every processCommand
+        check."""
+        cmd = TABLE.get(argv[0])
+        if (cmd is not None and cmd.fastpath and not self.slow and not _SERVER_SLOW
+                and cmd.amin <= len(argv) <= cmd.amax):
+            srv = self.server
+            self.last_cmd = cmd
+            t0 = perf_counter()
+            try:
+                append(cmd.proc(self, argv))
+            except RedisError as e:
+                append(self.error_reply(e, cmd))
+            except Exception as e:  # noqa: BLE001
+                r = self.internal_error(e, cmd, argv)
+                if r is not None:
+                    append(r)
+            dt = perf_counter() - t0
+            cmd.calls += 1
+            cmd.usec += dt
+            if dt >= _SLOW_CHECK:
+                srv.slow_call(self, cmd, argv, dt)
+            if _LATENCY_TRACKING:
+                cmd.hist[int(dt * 976562.5).bit_length()] += 1
+            if _READY:
+                srv.handle_ready_keys()
+            return
+        r = self.process_request(argv)
+        if r is not None:
+            append(r)
+
     def _inline_lines(self, buf, out) -> int:
         """Run the complete inline lines of buf (no quotes, no multibulk).
         Returns the position after the last line run, or -1 when the
@@ -501,32 +508,7 @@ class Client(asyncio.Protocol):
             argv = line.split()
             if not argv:
                 continue
-            cmd = TABLE.get(argv[0])
-            if (cmd is not None and cmd.fastpath and not self.slow and not _SERVER_SLOW
-                    and cmd.amin <= len(argv) <= cmd.amax):
-                self.last_cmd = cmd
-                t0 = perf_counter()
-                try:
-                    append(cmd.proc(self, argv))
-                except RedisError as e:
-                    append(self.error_reply(e, cmd))
-                except Exception as e:  # noqa: BLE001
-                    r = self.internal_error(e, cmd, argv)
-                    if r is not None:
-                        append(r)
-                dt = perf_counter() - t0
-                cmd.calls += 1
-                cmd.usec += dt
-                if dt >= _SLOW_CHECK:
-                    srv.slow_call(self, cmd, argv, dt)
-                if _LATENCY_TRACKING:
-                    cmd.hist[int(dt * 976562.5).bit_length()] += 1
-                if _READY:
-                    srv.handle_ready_keys()
-                continue
-            r = self.process_request(argv)
-            if r is not None:
-                append(r)
+            self._run_parsed(argv, append)
             if self.closing:
                 return -1
             if self.blocked or self.paused_queue is not None or self.close_after_reply:
