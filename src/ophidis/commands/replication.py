@@ -15,12 +15,11 @@ the test-suite's replication-stream checks need; there is no replica side
 from __future__ import annotations
 
 import io
-import os
 import types
 
 from ..errors import RedisError
 from ..protocol import OK
-from . import ALL, command
+from . import command
 
 # Commands that are never propagated themselves: their effects are (the
 # commands they run) or they have none a replica should see.
@@ -214,12 +213,16 @@ def _snapshot(c) -> bytes:
 
 @command("sync")
 def sync_cmd(c, argv):
+    rdb_only = _replconf.get(c.id, {}).get("rdb_only", False)
     payload = _snapshot(c)
     f = feed(c.server)
     f.flush()
-    c.push(b"$%d\r\n%s" % (len(payload), payload))
-    f.add_replica(c)
-    return None
+    if rdb_only:
+        # REPLCONF rdb-only 1 (redis-cli --rdb): the snapshot and nothing more.
+        c.close_after_reply = True
+    else:
+        f.add_replica(c)
+    return b"$%d\r\n%s" % (len(payload), payload)
 
 
 @command("psync")
@@ -229,8 +232,8 @@ def psync_cmd(c, argv):
     if replid is None:
         from .info import _RUN_ID
         replid = _RUN_ID
-    c.push(b"+FULLRESYNC %s 0\r\n" % (replid.encode() if isinstance(replid, str) else replid))
-    return sync_cmd(c, argv)
+    head = b"+FULLRESYNC %s 0\r\n" % (replid.encode() if isinstance(replid, str) else replid)
+    return head + sync_cmd(c, argv)
 
 
 @command("replconf")
@@ -242,9 +245,9 @@ def replconf_cmd(c, argv):
         opt = argv[i].lower()
         if opt == b"rdb-filter-only":
             conf["filter"] = argv[i + 1].lower()
+        elif opt == b"rdb-only":
+            conf["rdb_only"] = argv[i + 1] == b"1"
         elif opt == b"ack" or opt == b"getack":
             return None
     return OK
 
-
-_ = os, ALL
