@@ -77,10 +77,11 @@ def _workload(c):
     c.eval("redis.call('set', KEYS[1], 'a'); redis.call('del', KEYS[1])", 1, "zz")
     c.zadd("z", {"a": 1, "b": 2, "c": 3})
     c.execute_command("ZMPOP", 1, "z", "MIN", "COUNT", 10)
+    c.incrbyfloat("fl", 1.5)
     c.set("last", "1")
 
 
-EXPECTED_LEN = 19
+EXPECTED_LEN = 20
 
 
 def _run(port, client):
@@ -104,6 +105,7 @@ def test_sync_stream_matches_redis(server, r, redis_server, ref):
     assert [b"set", b"foo1", b"bar", b"PXAT", b"<ms>"] in ours
     assert [b"pexpireat", b"foo2", b"<ms>"] in ours
     assert [b"zpopmin", b"z", b"3"] in ours
+    assert [b"set", b"fl", b"1.5", b"KEEPTTL"] in ours
     assert ours[-1] == [b"set", b"last", b"1"]
 
 

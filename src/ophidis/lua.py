@@ -375,9 +375,9 @@ class LuaEngine:
         n = len(argv)
         if (a > 0 and a != n) or n < -a:
             return self._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
-        if cmd.noscript:
-            return self._reject(cmd, b"ERR This Redis command is not allowed from script")
         srv = self.server
+        if cmd.noscript and not getattr(srv, "script_disable_deny_script", 0):
+            return self._reject(cmd, b"ERR This Redis command is not allowed from script")
         if cmd.write or cmd.may_replicate:
             if ctx.readonly:
                 return self._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")

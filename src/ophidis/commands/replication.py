@@ -132,6 +132,12 @@ class ReplFeed:
             if when is not None and opts:
                 return [b"PEXPIREAT", key, b"%d" % when]
             return None
+        if name == "incrbyfloat":
+            # The result, not the float arithmetic (KEEPTTL: the TTL stays).
+            v = db.d.get(argv[1])
+            if v.__class__ is bytes:
+                return [b"SET", argv[1], v, b"KEEPTTL"]
+            return list(argv)
         if name == "getdel":
             return [b"DEL", argv[1]]
         if name == "restore":

@@ -314,13 +314,14 @@ class Functions:
 
     def _unlink(self, lib):
         for fname in lib.functions:
-            self.functions.pop(fname, None)
+            self.functions.pop(fname.lower(), None)
         self.libraries.pop(lib.name, None)
 
     def _link(self, lib):
         self.libraries[lib.name] = lib
+        # Function names are case-insensitive (FCALL TEST finds "test").
         for fname, f in lib.functions.items():
-            self.functions[fname] = f
+            self.functions[fname.lower()] = f
 
     @staticmethod
     def metadata(code: bytes):
@@ -359,7 +360,7 @@ class Functions:
         try:
             lib = self._build(name, code, body, timeout)
             for fname in lib.functions:
-                if fname in self.functions:
+                if fname.lower() in self.functions:
                     raise RedisError(b"ERR Function " + fname + b" already exists")
         except BaseException:
             if old is not None:
@@ -404,7 +405,7 @@ def _fcall(c, argv, ro):
     reg = functions_registry(srv)
     if srv.monitors:
         srv.feed_monitors(c, argv)
-    f = reg.functions.get(argv[1])
+    f = reg.functions.get(argv[1].lower())
     if f is None:
         raise RedisError("ERR Function not found")
     numkeys = _numkeys(c, argv, "ERR Bad number of keys provided")
