@@ -65,3 +65,19 @@ def test_fcall_function_names_are_case_insensitive(r):
     with pytest.raises(ResponseError, match="Function TEST already exists"):
         r.function_load("#!lua name=lib2\nredis.register_function('TEST', function() return 2 end)")
     r.function_flush()
+
+
+def test_functions_come_back_from_the_rdb(r):
+    r.function_flush()
+    r.function_load("#!lua name=lib1\nredis.register_function('f1', function() return 1 end)")
+    r.save()
+    r.function_flush()
+    assert r.execute_command("DEBUG", "RELOAD", "NOSAVE") in (b"OK", "OK", True)
+    assert [x[1] for x in r.function_list()] == [b"lib1"]
+    assert r.fcall("f1", 0) == 1
+    # NOFLUSH without MERGE: the library exists already, the load fails.
+    with pytest.raises(ResponseError, match="Error trying to load the RDB"):
+        r.execute_command("DEBUG", "RELOAD", "NOFLUSH")
+    assert r.execute_command("DEBUG", "RELOAD", "NOFLUSH", "MERGE") in (b"OK", "OK", True)
+    assert [x[1] for x in r.function_list()] == [b"lib1"]
+    r.function_flush()

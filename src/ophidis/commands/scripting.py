@@ -312,6 +312,14 @@ class Functions:
         self.libraries = {}
         self.functions = {}
 
+    def rdb_load(self, codes, replace=False):
+        """Libraries read from an RDB file.  ``replace``: an existing library
+        of the same name is replaced (DEBUG RELOAD MERGE); otherwise it is an
+        error (raises RedisError), as Redis's rdbFunctionLoad without
+        RDBFLAGS_ALLOW_DUP."""
+        for code in codes:
+            self.create(code, replace, timeout=0)
+
     def _unlink(self, lib):
         for fname in lib.functions:
             self.functions.pop(fname.lower(), None)

@@ -365,17 +365,30 @@ class Persistence:
         except Exception as e:  # noqa: BLE001
             raise RdbError("Internal error while parsing: %r" % e, reader.pos) from None
 
-    def apply(self, res, merge=False):
-        """Swap the parsed databases in (or merge them into the live ones)."""
+    def apply(self, res, merge=False, allow_dup=None):
+        """Swap the parsed databases in (or merge them into the live ones).
+        Function libraries: replaced by the file's unless ``merge``; with
+        ``merge`` a library that exists already is an error unless
+        ``allow_dup`` (DEBUG RELOAD MERGE)."""
         srv = self.server
         fn = getattr(srv, "functions", None)
+        if fn is None and res.functions:
+            try:
+                from ..commands.scripting import functions_registry
+                fn = functions_registry(srv)
+            except Exception:  # noqa: BLE001
+                fn = None
+        if allow_dup is None:
+            allow_dup = not merge
+        if fn is not None and not merge and hasattr(fn, "clear"):
+            fn.clear()
         if res.functions:
             loader = getattr(fn, "rdb_load", None) if fn is not None else None
             if loader is None:
                 log.warning("The RDB file contains %d function libraries that can't be loaded "
                             "(functions are not available)" % len(res.functions))
             else:
-                loader(res.functions)
+                loader(res.functions, allow_dup)
         for db, (d, exps) in zip(srv.dbs, res.dbs):
             if merge:
                 for k, v in d.items():
@@ -432,7 +445,7 @@ class Persistence:
         if res.checksum == "disabled":
             log.warning("RDB file was saved with checksum disabled: no check performed.")
 
-    def load_file(self, path, merge=False):
+    def load_file(self, path, merge=False, allow_dup=None):
         """Load ``path`` into the keyspace.  Returns True when loaded, False
         when the file does not exist; raises LoadError (logged) otherwise."""
         srv = self.server
@@ -463,7 +476,7 @@ class Persistence:
                 raise LoadError(str(e)) from None
             self._log_aux(res)
             try:
-                self.apply(res, merge=merge)
+                self.apply(res, merge=merge, allow_dup=allow_dup)
             except Exception as e:  # noqa: BLE001
                 log.warning("Failed loading the RDB: %s" % e)
                 raise LoadError(str(e)) from None
@@ -575,7 +588,7 @@ def debug_reload(server, merge=False, noflush=False, nosave=False):
         if not p.save():
             return "Error trying to save the RDB dump, check server logs."
     try:
-        ok = p.load_file(p.filename, merge=merge or noflush)
+        ok = p.load_file(p.filename, merge=merge or noflush, allow_dup=merge)
     except LoadError:
         return "Error trying to load the RDB dump, check server logs."
     if not ok:
