@@ -402,7 +402,8 @@ class Server:
             return self.reject(c, cmd, LOADING)
         if self.script_busy is not None and not cmd.allow_busy:
             return self.reject(c, cmd, RedisError(self.script_busy))
-        if self.pause_type is not None and not in_multi and self._paused_for(cmd, c):
+        if self.pause_type is not None and (not in_multi or base == "exec") \
+                and self._paused_for(cmd, c, argv):
             self.postpone(c, argv)
             return None
         if in_multi and base not in _MULTI_IMMEDIATE:
@@ -516,7 +517,7 @@ class Server:
                 h(None, _ALL["del"], [b"DEL", key], db=db)
 
     # -- pause --------------------------------------------------------------------------
-    def _paused_for(self, cmd, c) -> bool:
+    def _paused_for(self, cmd, c, argv=None) -> bool:
         if time.monotonic() >= self.pause_end:
             self.unpause()
             return False
@@ -525,6 +526,12 @@ class Server:
         base = cmd.parent.name if cmd.parent is not None else cmd.name
         if base == "exec":
             return bool(c.multi) and any(q[0].write or q[0].may_replicate for q in c.multi)
+        if base in ("eval", "evalsha", "fcall") and argv is not None:
+            # A script declaring no-writes is not a write (evalGetCommandFlags).
+            from .commands.scripting import script_declares_no_writes
+            if script_declares_no_writes(self, base, argv):
+                return False
+            return True
         return cmd.write or cmd.may_replicate or base in ("eval", "evalsha", "fcall", "publish", "pfcount")
 
     def postpone(self, c: Client, argv):

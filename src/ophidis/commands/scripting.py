@@ -110,6 +110,30 @@ def extract_shebang(body: bytes):
     return flags, False, end
 
 
+def script_declares_no_writes(srv, name: str, argv) -> bool:
+    """Whether EVAL / EVALSHA / FCALL argv runs a script flagged no-writes
+    (a script not found, or without a shebang, may write)."""
+    if len(argv) < 2:
+        return False
+    try:
+        if name == "eval":
+            s = getattr(srv, "lua_scripts", {}).get(lua_mod.sha1hex(argv[1]))
+            flags = s.flags if s is not None else extract_shebang(argv[1])[0]
+        elif name == "evalsha":
+            s = getattr(srv, "lua_scripts", {}).get(argv[1].lower())
+            if s is None:
+                return False
+            flags = s.flags
+        else:
+            f = functions_registry(srv).functions.get(argv[1].lower())
+            if f is None:
+                return False
+            flags = f.flags
+    except (RedisError, UnicodeDecodeError):
+        return False
+    return "no-writes" in flags
+
+
 def create_script(srv, body: bytes) -> Script:
     eng = eval_engine(srv)
     sha = lua_mod.sha1hex(body)
