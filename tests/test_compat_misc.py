@@ -70,3 +70,20 @@ def test_pause_write_lets_no_writes_scripts_run(server, r):
     finally:
         r.execute_command("CLIENT", "UNPAUSE")
         r.function_flush()
+
+
+def _fields(line):
+    return dict(kv.split("=", 1) for kv in line.split())
+
+
+def test_client_list_and_info_count_the_running_command_in_qbuf(r):
+    info = _fields(r.execute_command("CLIENT", "INFO").decode().strip())
+    assert (info["qbuf"], info["argv-mem"], info["cmd"]) == ("26", "10", "client|info")
+    myid = r.client_id()
+    lines = r.execute_command("CLIENT", "LIST", "ID", myid, 999999).decode().splitlines()
+    me = _fields(lines[0])
+    # *5 $6 client $4 list $2 id $N <id> $6 999999
+    sid = str(myid)
+    expected = 4 + 12 + 10 + 8 + len("$%d\r\n" % len(sid)) + len(sid) + 2 + 12
+    assert me["qbuf"] == str(expected)
+    assert me["argv-mem"] == str(6 + 4 + 2 + len(sid) + 6)

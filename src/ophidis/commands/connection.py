@@ -186,7 +186,7 @@ def client_id(c, argv):
 
 @command("client|info")
 def client_info(c, argv):
-    return verbatim(c.resp, (c.info_string() + "\n").encode())
+    return verbatim(c.resp, (c.info_string(argv) + "\n").encode())
 
 
 @command("client|list")
@@ -211,7 +211,7 @@ def client_list(c, argv):
     elif n != 2:
         raise SYNTAX
     clients.sort(key=lambda x: x.id)
-    text = "".join(x.info_string() + "\n" for x in clients)
+    text = "".join(x.info_string(argv if x is c else None) + "\n" for x in clients)
     return verbatim(c.resp, text.encode())
 
 
