@@ -81,3 +81,17 @@ def test_functions_come_back_from_the_rdb(r):
     assert r.execute_command("DEBUG", "RELOAD", "NOFLUSH", "MERGE") in (b"OK", "OK", True)
     assert [x[1] for x in r.function_list()] == [b"lib1"]
     r.function_flush()
+
+
+def test_keys_do_not_expire_while_a_script_runs(r):
+    r.execute_command("DEBUG", "set-disable-deny-scripts", 1)
+    try:
+        assert r.eval("redis.call('SET', 'key', 'value', 'PX', '1') "
+                      "redis.call('DEBUG', 'SLEEP', 0.01) "
+                      "return redis.call('EXISTS', 'key')", 0) == 1
+    finally:
+        r.execute_command("DEBUG", "set-disable-deny-scripts", 0)
+    assert r.exists("key") == 0
+    # A TTL set by a script still counts from the real clock.
+    r.eval("redis.call('SET', 'k2', 'v', 'PX', '100000')", 0)
+    assert 99000 < r.pttl("k2") <= 100000
