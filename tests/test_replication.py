@@ -164,3 +164,22 @@ def test_config_set_port_moves_the_listener(server, r):
     c = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
     assert c.ping()
     c.close()
+
+
+def test_sync_client_is_a_replica_in_info_and_client_kill(server, r):
+    s = Stream(server.port)
+    try:
+        info = r.info("replication")
+        assert info["connected_slaves"] == 1
+        assert info["slave0"]["state"] == "online"
+        listed = r.execute_command("CLIENT", "LIST", "TYPE", "replica").decode().splitlines()
+        assert len(listed) == 1
+        assert r.execute_command("CLIENT", "KILL", "TYPE", "slave") == 1
+        s.sock.settimeout(5)
+        assert s.f.read() == b""          # the server closed the stream
+        deadline = time.time() + 5
+        while r.info("replication")["connected_slaves"] and time.time() < deadline:
+            time.sleep(0.01)
+        assert r.info("replication")["connected_slaves"] == 0
+    finally:
+        s.close()

@@ -49,6 +49,8 @@ class ReplFeed:
         self.last_db = -1
         self.flush_scheduled = False
         self.arbitrary = False   # a SCAN / RANDOMKEY-like command: no MULTI
+        self.offset = 0          # bytes of replication stream produced
+        server.replication_info = self.info
 
     # -- collecting ------------------------------------------------------------------
     def hook(self, c, cmd, argv, db=None):
@@ -160,7 +162,7 @@ class ReplFeed:
         if not ops:
             return
         self.pending = []
-        self.replicas = [r for r in self.replicas if not r.closing]
+        self._prune()
         if not self.replicas:
             return
         out = []
@@ -174,6 +176,7 @@ class ReplFeed:
         if wrap:
             out.append(_resp([b"EXEC"]))
         data = b"".join(out)
+        self.offset += len(data)
         for r in self.replicas:
             r.push(data)
 
@@ -181,6 +184,39 @@ class ReplFeed:
         if dbid != self.last_db:
             out.append(_resp([b"SELECT", b"%d" % dbid]))
             self.last_db = dbid
+
+    def _prune(self):
+        live = []
+        for r in self.replicas:
+            if r.closing:
+                _replconf.pop(r.id, None)
+            else:
+                live.append(r)
+        self.replicas = live
+
+    def info(self):
+        """INFO replication with the connected replicas (SYNC clients)."""
+        from .info import _RUN_ID
+        srv = self.server
+        self._prune()
+        lines = ["role:master", "connected_slaves:%d" % len(self.replicas)]
+        for i, r in enumerate(self.replicas):
+            ip = r.addr.rsplit(":", 1)[0].strip("[]") if r.addr else "?"
+            port = _replconf.get(r.id, {}).get("port", 0)
+            lines.append("slave%d:ip=%s,port=%d,state=online,offset=%d,lag=0" % (
+                i, ip, port, self.offset))
+        lines += [
+            "master_failover_state:no-failover",
+            "master_replid:%s" % getattr(srv, "replid", _RUN_ID),
+            "master_replid2:0000000000000000000000000000000000000000",
+            "master_repl_offset:%d" % self.offset,
+            "second_repl_offset:-1",
+            "repl_backlog_active:0",
+            "repl_backlog_size:%d" % srv.config["repl-backlog-size"],
+            "repl_backlog_first_byte_offset:0",
+            "repl_backlog_histlen:0",
+        ]
+        return lines
 
     def add_replica(self, c):
         if c not in self.replicas:
@@ -207,7 +243,7 @@ _replconf: dict = {}
 def _snapshot(c) -> bytes:
     from ..persistence import rdb
     srv = c.server
-    conf = _replconf.pop(c.id, {})
+    conf = _replconf.get(c.id, {})
     src = srv
     if conf.get("filter") == b"functions":
         src = types.SimpleNamespace(config=srv.config, dbs=[],
@@ -226,6 +262,7 @@ def sync_cmd(c, argv):
     if rdb_only:
         # REPLCONF rdb-only 1 (redis-cli --rdb): the snapshot and nothing more.
         c.close_after_reply = True
+        _replconf.pop(c.id, None)
     else:
         f.add_replica(c)
     return b"$%d\r\n%s" % (len(payload), payload)
@@ -251,6 +288,11 @@ def replconf_cmd(c, argv):
         opt = argv[i].lower()
         if opt == b"rdb-filter-only":
             conf["filter"] = argv[i + 1].lower()
+        elif opt == b"listening-port":
+            try:
+                conf["port"] = int(argv[i + 1])
+            except ValueError:
+                conf["port"] = 0
         elif opt == b"rdb-only":
             conf["rdb_only"] = argv[i + 1] == b"1"
         elif opt == b"ack" or opt == b"getack":
