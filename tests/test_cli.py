@@ -367,12 +367,18 @@ def test_rdb_transfer(redis_server, ref, server, tmp_path):
     data = path.read_bytes()
     assert data.startswith(b"REDIS") and b"persisted" in data
     assert b"Transfer finished with success" in res.stderr
-    # Ophidis has no replication yet: the refusal is reported, exit code 1.
+    # Ophidis answers SYNC with its RDB snapshot: both CLIs transfer it.
+    client = server.client()
+    client.set("persisted-here", "yes")
     res = run_cli(server.port, "--rdb", str(tmp_path / "o.rdb"))
     theirs = run_redis_cli(server.port, "--rdb", str(tmp_path / "o2.rdb"))
-    assert res.returncode == theirs.returncode == 1
-    assert b"SYNC with master failed: -ERR unknown command 'SYNC'" in res.stderr
-    assert b"does not implement replication" in res.stderr
+    assert res.returncode == theirs.returncode == 0, (res.stderr, theirs.stderr)
+    assert b"Transfer finished with success" in res.stderr
+    assert b"Transfer finished with success" in theirs.stderr
+    for name in ("o.rdb", "o2.rdb"):
+        data = (tmp_path / name).read_bytes()
+        assert data.startswith(b"REDIS") and b"persisted-here" in data
+    client.delete("persisted-here")
 
 
 class FakeServer:

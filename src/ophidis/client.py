@@ -683,9 +683,17 @@ class Client(asyncio.Protocol):
             f += "e"
         return f or "N"
 
-    def info_string(self) -> str:
+    def info_string(self, running_argv=None) -> str:
+        """CLIENT LIST / INFO line.  ``running_argv``: the command this client
+        is running (CLIENT LIST / INFO itself): it is still in Redis's query
+        buffer then (qbuf) and its arguments are argv-mem."""
         now = _monotonic()
         qbuf = len(self.pend) if self.pend is not None else 0
+        argv_mem = 0
+        if running_argv:
+            qbuf += len(b"*%d\r\n" % len(running_argv)) + sum(
+                len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in running_argv)
+            argv_mem = sum(len(a) for a in running_argv)
         t = self.transport
         omem = t.get_write_buffer_size() if t is not None and not self.closing else 0
         cmd = self.last_cmd.fullname if self.last_cmd is not None else "NULL"
@@ -696,7 +704,7 @@ class Client(asyncio.Protocol):
                 self.id, self.addr, self.laddr, self.fd, self.name.decode("utf-8", "replace") if self.name else "",
                 int(now - self.ctime), int(now - self.last_time), self.flags_string(), self.db.id,
                 len(self.pubsub_channels or ()), len(self.pubsub_patterns or ()), len(self.pubsub_shard or ()),
-                len(self.multi) if self.multi is not None else -1, qbuf, max(0, 16384 - qbuf), 0,
+                len(self.multi) if self.multi is not None else -1, qbuf, max(0, 16384 - qbuf), argv_mem,
                 1 if omem else 0, omem, 1024 + qbuf + omem + 16384, cmd, self.user, self.resp))
 
     @property

@@ -474,13 +474,14 @@ class Config:
                 self._fire(name)
                 applied.append(name)
         except ConfigError as e:
+            failed = name
             self.values.update(old)
             for name in applied:
                 try:
                     self._fire(name)
                 except ConfigError:
                     pass
-            raise ConfigError("CONFIG SET failed (possibly related to argument '%s') - %s" % (name, e))
+            raise ConfigError("CONFIG SET failed (possibly related to argument '%s') - %s" % (failed, e))
 
     # -- GET ----------------------------------------------------------------
     def get_matching(self, patterns):

@@ -31,7 +31,9 @@ _KEY_MISS = _notify.KEY_MISS
 
 
 def mstime() -> int:
-    return int(_time() * 1000)
+    # The real clock, also while a script runs (_time is frozen then for
+    # expiry checks only).
+    return int(time.time() * 1000)
 
 
 class Stats:

@@ -29,6 +29,7 @@ import time
 
 import lupa.lua51 as _lupa
 
+from . import db as _db_mod
 from . import log
 from .commands import TABLE
 from .db import stats
@@ -194,6 +195,11 @@ class LuaEngine:
             except Exception:  # noqa: BLE001
                 ctx.oom_at_start = False
         self.ctx = ctx
+        # Keys do not expire while a script runs: their expiry is judged at
+        # the time the script started (Redis's script time snapshot).
+        frozen = time.time()
+        prev_time = _db_mod._time
+        _db_mod._time = lambda: frozen
         try:
             if len(keys) + len(args) <= 64:
                 r = self._run(fn, len(keys), *keys, *args)
@@ -201,6 +207,7 @@ class LuaEngine:
                 tf = self._table_from
                 r = self._run_t(fn, tf(list(keys)), tf(list(args)))
         finally:
+            _db_mod._time = prev_time
             self.ctx = None
             if ctx.timedout:
                 srv.script_busy = None
@@ -375,9 +382,9 @@ class LuaEngine:
         n = len(argv)
         if (a > 0 and a != n) or n < -a:
             return self._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
-        if cmd.noscript:
-            return self._reject(cmd, b"ERR This Redis command is not allowed from script")
         srv = self.server
+        if cmd.noscript and not getattr(srv, "script_disable_deny_script", 0):
+            return self._reject(cmd, b"ERR This Redis command is not allowed from script")
         if cmd.write or cmd.may_replicate:
             if ctx.readonly:
                 return self._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")

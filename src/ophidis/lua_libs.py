@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import struct as _struct
 
 import lupa.lua51 as _lupa
@@ -167,12 +168,51 @@ def _json_str(s: bytes) -> bytes:
     return bytes(out)
 
 
+class _deep_recursion:
+    """Room for lua-cjson's nesting limit (1000 by default) on the Python stack."""
+
+    def __enter__(self):
+        self.old = sys.getrecursionlimit()
+        if self.old < 10000:
+            sys.setrecursionlimit(10000)
+
+    def __exit__(self, *exc):
+        sys.setrecursionlimit(self.old)
+
+
+def _check_nesting(s: bytes, limit: int):
+    """lua-cjson's decode depth limit: the error names the opening bracket."""
+    depth = 0
+    in_str = False
+    esc = False
+    for i, ch in enumerate(s):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == 92:
+                esc = True
+            elif ch == 34:
+                in_str = False
+        elif ch == 34:
+            in_str = True
+        elif ch == 91 or ch == 123:
+            depth += 1
+            if depth > limit:
+                raise ValueError("Found too many nested data structures (%d) at character %d"
+                                 % (depth, i + 1))
+        elif ch == 93 or ch == 125:
+            depth -= 1
+
+
 def make_cjson(lua):
     null = lua.eval("newproxy()")
     rawequal = lua.eval("rawequal")
 
     def is_null(v):
         return _lua_type(v) == "userdata" and rawequal(v, null)
+
+    # encode_max_depth / decode_max_depth (per Lua VM, as in lua-cjson).
+    cfg = {"enc": 1000, "dec": 1000, "invalid": False}
 
     def enc(v, depth, out):
         t = v.__class__
@@ -182,14 +222,21 @@ def make_cjson(lua):
             out.append(b"true" if v else b"false")
         elif t is int or t is float:
             if t is float and (v != v or v in (math.inf, -math.inf)):
-                raise ValueError("Cannot serialise number: must not be NaN or Inf")
+                mode = cfg["invalid"]
+                if mode is False:
+                    raise ValueError("Cannot serialise number: must not be NaN or Inf")
+                if mode == b"null":
+                    out.append(b"null")
+                else:
+                    out.append(b"nan" if v != v else (b"inf" if v > 0 else b"-inf"))
+                return
             out.append(_fmt14(v))
         elif t is bytes:
             out.append(_json_str(v))
         else:
             lt = _lua_type(v)
             if lt == "table":
-                if depth > 1000:
+                if depth > cfg["enc"]:
                     raise ValueError("Cannot serialise, excessive nesting (%d)" % depth)
                 items = list(v.items())
                 maxk = 0
@@ -237,7 +284,8 @@ def make_cjson(lua):
         if len(a) != 1:
             raise _ArgError("bad argument #1 to 'encode' (expected 1 argument)")
         out = []
-        enc(a[0], 1, out)
+        with _deep_recursion():
+            enc(a[0], 1, out)
         return b"".join(out)
 
     def to_lua(v, depth=0):
@@ -249,8 +297,6 @@ def make_cjson(lua):
             return v
         if isinstance(v, str):
             return v.encode("utf-8", "surrogateescape")
-        if depth > 1000:
-            raise ValueError("Found too many nested data structures (1001)")
         if isinstance(v, list):
             return lua.table_from([to_lua(x, depth + 1) for x in v])
         t = lua.table()
@@ -266,23 +312,61 @@ def make_cjson(lua):
             s = _fmt14(s)
         if s.__class__ is not bytes:
             raise _ArgError("bad argument #1 to 'decode' (string expected, got %s)" % _typename(s))
+        if s.count(b"[") + s.count(b"{") > cfg["dec"]:
+            _check_nesting(s, cfg["dec"])
         try:
-            v = json.loads(s.decode("utf-8", "surrogateescape"),
-                           parse_constant=lambda c: float(c.replace("Infinity", "inf")))
+            with _deep_recursion():
+                v = json.loads(s.decode("utf-8", "surrogateescape"),
+                               parse_constant=lambda c: float(c.replace("Infinity", "inf")))
         except json.JSONDecodeError as e:
             raise ValueError("Expected value but found invalid token at character %d" % (e.pos + 1))
         except RecursionError:
             raise ValueError("Found too many nested data structures (1001)")
-        return to_lua(v)
+        with _deep_recursion():
+            return to_lua(v)
 
     def noop(*a):
         return a[0] if a else None
 
+    def invalid_numbers(*a):
+        """encode_invalid_numbers([true|false|"null"]): NaN/Inf encoded as
+        nan/inf, null, or refused (the default)."""
+        if a and a[0] is not None:
+            v = a[0]
+            if v is True or v == b"on":
+                cfg["invalid"] = True
+            elif v is False or v == b"off":
+                cfg["invalid"] = False
+            elif v == b"null":
+                cfg["invalid"] = b"null"
+            else:
+                raise _ArgError("bad argument #1 to 'encode_invalid_numbers' (invalid option '%s')"
+                                % (v.decode("latin-1") if v.__class__ is bytes else v))
+        cur = cfg["invalid"]
+        return cur if cur.__class__ is bytes else cur
+
+    def depth_setting(name, fname):
+        def f(*a):
+            if a and a[0] is not None:
+                d = a[0]
+                if d.__class__ is bytes:
+                    try:
+                        d = float(d)
+                    except ValueError:
+                        d = None
+                if d.__class__ not in (int, float) or not 1 <= d <= 0x7FFFFFFF:
+                    raise _ArgError("bad argument #1 to '%s' (expected integer between 1 and 2147483647)"
+                                    % fname)
+                cfg[name] = int(d)
+            return cfg[name]
+        return f
+
     t = lua.table_from({k: _guard(v) for k, v in {
         b"encode": encode, b"decode": decode,
-        b"encode_keep_buffer": noop, b"encode_max_depth": noop, b"decode_max_depth": noop,
+        b"encode_keep_buffer": noop, b"encode_max_depth": depth_setting("enc", "encode_max_depth"),
+        b"decode_max_depth": depth_setting("dec", "decode_max_depth"),
         b"encode_number_precision": noop, b"encode_sparse_array": noop,
-        b"encode_invalid_numbers": noop, b"decode_invalid_numbers": noop,
+        b"encode_invalid_numbers": invalid_numbers, b"decode_invalid_numbers": noop,
     }.items()})
     t[b"null"] = null
     t[b"_NAME"] = b"cjson"

@@ -94,10 +94,12 @@ local function s_setmetatable(t, mt)
   return _setmetatable(t, mt)
 end
 
-local function s_unpack(t, i, j)
+-- Arguments passed on as given: unpack's result room (LUAI_MAXCSTACK)
+-- counts its arguments, so unpack(t) must get one argument, not three.
+local function s_unpack(t, ...)
   local r = real_of[t]
-  if r then return _unpack(r, i, j) end
-  return _unpack(t, i, j)
+  if r then return _unpack(r, ...) end
+  return _unpack(t, ...)
 end
 
 local function table_mutator(f)

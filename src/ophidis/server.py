@@ -212,7 +212,7 @@ class Server:
 
         def upd_bind(v):
             if self.loop is not None:
-                self._rebind_tcp()
+                self._rebind_tcp("bind")
         cfg.on_change("bind", upd_bind)
 
     def update_server_slow(self):
@@ -408,7 +408,8 @@ class Server:
             return self.reject(c, cmd, LOADING)
         if self.script_busy is not None and not cmd.allow_busy:
             return self.reject(c, cmd, RedisError(self.script_busy))
-        if self.pause_type is not None and not in_multi and self._paused_for(cmd, c):
+        if self.pause_type is not None and (not in_multi or base == "exec") \
+                and self._paused_for(cmd, c, argv):
             self.postpone(c, argv)
             return None
         if in_multi and base not in _MULTI_IMMEDIATE:
@@ -527,7 +528,7 @@ class Server:
                 h(None, _ALL["del"], [b"DEL", key], db=db)
 
     # -- pause --------------------------------------------------------------------------
-    def _paused_for(self, cmd, c) -> bool:
+    def _paused_for(self, cmd, c, argv=None) -> bool:
         if time.monotonic() >= self.pause_end:
             self.unpause()
             return False
@@ -536,6 +537,12 @@ class Server:
         base = cmd.parent.name if cmd.parent is not None else cmd.name
         if base == "exec":
             return bool(c.multi) and any(q[0].write or q[0].may_replicate for q in c.multi)
+        if base in ("eval", "evalsha", "fcall") and argv is not None:
+            # A script declaring no-writes is not a write (evalGetCommandFlags).
+            from .commands.scripting import script_declares_no_writes
+            if script_declares_no_writes(self, base, argv):
+                return False
+            return True
         return cmd.write or cmd.may_replicate or base in ("eval", "evalsha", "fcall", "publish", "pfcount")
 
     def postpone(self, c: Client, argv):
@@ -747,51 +754,82 @@ class Server:
             self.listeners.append(("unix", srv))
             log.notice("The server is now ready to accept connections at %s" % path)
 
-    async def _listen_tcp(self, port, backlog):
-        loop = self.loop
+    def _bind_tcp(self, port, backlog):
+        """Bind and listen on the configured TCP addresses (synchronously).
+        Returns the listening sockets; raises OSError when a mandatory
+        address cannot be bound (the sockets bound so far are closed)."""
         addrs = self.config["bind"] or ["*", "-::*"]
-        ok = 0
-        for a in addrs:
-            optional = a.startswith("-")
-            host = a[1:] if optional else a
-            if host == "*":
-                host = "0.0.0.0"
-            elif host == "::*":
-                host = "::"
-            try:
-                sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if ":" in host:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                sock.bind((host, port))
-                sock.listen(backlog)
-                sock.setblocking(False)
-                srv = await loop.create_server(lambda: Client(self), sock=sock, backlog=backlog)
-                self.listeners.append(("tcp", srv))
-                ok += 1
-            except OSError as e:
-                if optional or (e.errno in (97, 99) and host in ("::", "::1")):
-                    log.warning("Could not create server TCP listening socket %s:%d: %s" % (host, port, e.strerror))
-                    continue
-                log.warning("Warning: Could not create server TCP listening socket %s:%d: %s" % (
-                    host, port, e.strerror))
-                raise SystemExit(1)
-        if not ok and addrs:
-            raise SystemExit(1)
-
-    def _rebind_tcp(self):
-        async def rebind():
-            old = [l for l in self.listeners if l[0] == "tcp"]
-            self.listeners = [l for l in self.listeners if l[0] != "tcp"]
-            for _, srv in old:
-                srv.close()
-            port = self.config["port"]
-            if port:
+        socks = []
+        try:
+            for a in addrs:
+                optional = a.startswith("-")
+                host = a[1:] if optional else a
+                if host == "*":
+                    host = "0.0.0.0"
+                elif host == "::*":
+                    host = "::"
+                sock = None
                 try:
-                    await self._listen_tcp(port, self.config["tcp-backlog"])
-                except SystemExit:
-                    pass
-        asyncio.ensure_future(rebind())
+                    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                                         socket.SOCK_STREAM)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    if ":" in host:
+                        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    sock.bind((host, port))
+                    sock.listen(backlog)
+                    sock.setblocking(False)
+                    socks.append(sock)
+                except OSError as e:
+                    if sock is not None:
+                        sock.close()
+                    if optional or (e.errno in (97, 99) and host in ("::", "::1")):
+                        log.warning("Could not create server TCP listening socket %s:%d: %s" % (
+                            host, port, e.strerror))
+                        continue
+                    log.warning("Warning: Could not create server TCP listening socket %s:%d: %s" % (
+                        host, port, e.strerror))
+                    raise
+            if not socks and addrs:
+                raise OSError(98, "no address could be bound")
+        except OSError:
+            for sk in socks:
+                sk.close()
+            raise
+        return socks
+
+    async def _serve_tcp(self, socks, backlog):
+        for sock in socks:
+            srv = await self.loop.create_server(lambda: Client(self), sock=sock, backlog=backlog)
+            self.listeners.append(("tcp", srv))
+
+    async def _listen_tcp(self, port, backlog):
+        try:
+            socks = self._bind_tcp(port, backlog)
+        except OSError:
+            raise SystemExit(1)
+        await self._serve_tcp(socks, backlog)
+
+    def _rebind_tcp(self, what="port"):
+        """port / bind changed (CONFIG SET): listen on the new addresses
+        first; when that fails the old listeners stay and CONFIG SET fails
+        (and is rolled back), as in Redis's changeListener."""
+        port = self.config["port"]
+        backlog = self.config["tcp-backlog"]
+        socks = []
+        if port:
+            try:
+                socks = self._bind_tcp(port, backlog)
+            except OSError:
+                from .config import ConfigError
+                if what == "port":
+                    raise ConfigError("Unable to listen on this port")
+                raise ConfigError("Failed to bind to specified addresses.")
+        old = [l for l in self.listeners if l[0] == "tcp"]
+        self.listeners = [l for l in self.listeners if l[0] != "tcp"]
+        for _, srv in old:
+            srv.close()
+        if socks:
+            asyncio.ensure_future(self._serve_tcp(socks, backlog))
 
     def close_listeners(self):
         for _, srv in self.listeners:

@@ -174,6 +174,9 @@ _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
 
 
 def _client_type(c) -> bytes:
+    feed = getattr(c.server, "_repl_feed", None)
+    if feed is not None and c in feed.replicas:
+        return b"replica"
     if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
         return b"pubsub"
     return b"normal"
@@ -186,7 +189,7 @@ def client_id(c, argv):
 
 @command("client|info")
 def client_info(c, argv):
-    return verbatim(c.resp, (c.info_string() + "\n").encode())
+    return verbatim(c.resp, (c.info_string(argv) + "\n").encode())
 
 
 @command("client|list")
@@ -211,7 +214,7 @@ def client_list(c, argv):
     elif n != 2:
         raise SYNTAX
     clients.sort(key=lambda x: x.id)
-    text = "".join(x.info_string() + "\n" for x in clients)
+    text = "".join(x.info_string(argv if x is c else None) + "\n" for x in clients)
     return verbatim(c.resp, text.encode())
 
 

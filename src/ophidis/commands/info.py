@@ -87,6 +87,9 @@ def sec_server(srv):
 def sec_clients(srv):
     clients = srv.clients.values()
     blocked = sum(1 for c in clients if c.blocked)
+    # Clients postponed by CLIENT PAUSE count as blocked (BLOCKED_POSTPONE),
+    # though they are in no timeout table.
+    postponed = sum(1 for c in getattr(srv, "paused_clients", ()) if not c.closing)
     maxin = max((len(c.pend) for c in clients if c.pend is not None), default=0)
     return [
         "connected_clients:%d" % len(srv.clients),
@@ -94,7 +97,7 @@ def sec_clients(srv):
         "maxclients:%d" % srv.maxclients,
         "client_recent_max_input_buffer:%d" % maxin,
         "client_recent_max_output_buffer:0",
-        "blocked_clients:%d" % blocked,
+        "blocked_clients:%d" % (blocked + postponed),
         "tracking_clients:0",
         "clients_in_timeout_table:%d" % blocked,
     ]

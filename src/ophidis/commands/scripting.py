@@ -114,6 +114,30 @@ def extract_shebang(body: bytes):
     return flags, False, end
 
 
+def script_declares_no_writes(srv, name: str, argv) -> bool:
+    """Whether EVAL / EVALSHA / FCALL argv runs a script flagged no-writes
+    (a script not found, or without a shebang, may write)."""
+    if len(argv) < 2:
+        return False
+    try:
+        if name == "eval":
+            s = getattr(srv, "lua_scripts", {}).get(lua_mod.sha1hex(argv[1]))
+            flags = s.flags if s is not None else extract_shebang(argv[1])[0]
+        elif name == "evalsha":
+            s = getattr(srv, "lua_scripts", {}).get(argv[1].lower())
+            if s is None:
+                return False
+            flags = s.flags
+        else:
+            f = functions_registry(srv).functions.get(argv[1].lower())
+            if f is None:
+                return False
+            flags = f.flags
+    except (RedisError, UnicodeDecodeError):
+        return False
+    return "no-writes" in flags
+
+
 def create_script(srv, body: bytes) -> Script:
     eng = eval_engine(srv)
     sha = lua_mod.sha1hex(body)
@@ -345,13 +369,14 @@ class Functions:
 
     def _unlink(self, lib):
         for fname in lib.functions:
-            self.functions.pop(fname, None)
+            self.functions.pop(fname.lower(), None)
         self.libraries.pop(lib.name, None)
 
     def _link(self, lib):
         self.libraries[lib.name] = lib
+        # Function names are case-insensitive (FCALL TEST finds "test").
         for fname, f in lib.functions.items():
-            self.functions[fname] = f
+            self.functions[fname.lower()] = f
 
     @staticmethod
     def metadata(code: bytes):
@@ -390,7 +415,7 @@ class Functions:
         try:
             lib = self._build(name, code, body, timeout)
             for fname in lib.functions:
-                if fname in self.functions:
+                if fname.lower() in self.functions:
                     raise RedisError(b"ERR Function " + fname + b" already exists")
         except BaseException:
             if old is not None:
@@ -435,7 +460,7 @@ def _fcall(c, argv, ro):
     reg = functions_registry(srv)
     if srv.monitors:
         srv.feed_monitors(c, argv)
-    f = reg.functions.get(argv[1])
+    f = reg.functions.get(argv[1].lower())
     if f is None:
         raise RedisError("ERR Function not found")
     numkeys = _numkeys(c, argv, "ERR Bad number of keys provided")

@@ -937,8 +937,23 @@ def zintercard(c, argv):
 MIN_END, MAX_END = 0, 1
 
 
-def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty):
-    """genericZpopCommand.  count -1: single pop without count."""
+def _propagate(c, db, argv):
+    """Feed a command a blocked client's served pop replicates as to the
+    propagation hooks (the client is not running a command then)."""
+    from . import ALL
+    cmd = ALL[argv[0].decode().lower()]
+    for h in c.server.propagate_hooks:
+        h(c, cmd, argv, db=db)
+
+
+def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
+    """genericZpopCommand.  count -1: single pop without count.
+
+    ``repl``: how the pop replicates when it popped something (Redis's
+    rewriteClientCommandVector): None leaves the command as it is; a list
+    (the command's argv) is rewritten in place to ZPOPMIN/ZPOPMAX; True
+    feeds that command to the propagation hooks directly (a blocked client
+    being served)."""
     db = c.db
     z = None
     key = None
@@ -955,6 +970,7 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty):
         return c.null_array if nil_when_empty else EMPTY_ARRAY
     if count == 0:
         return EMPTY_ARRAY
+    count_arg = count
     if count == -1:
         count = 1
     ln = len(z.dict)
@@ -977,6 +993,14 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty):
     else:
         db.delete(key)
         notify.notify(_GENERIC, b"del", key, db.id)
+    if repl is not None and getattr(c.server, "propagate_hooks", None):
+        new = [b"ZPOPMAX" if where == MAX_END else b"ZPOPMIN", key]
+        if count_arg != -1:
+            new.append(b"%d" % rangelen)
+        if repl is True:
+            _propagate(c, db, new)
+        else:
+            repl[:] = new
     resp3 = c.resp > 2
     parts = []
     ap = parts.append
@@ -1093,10 +1117,10 @@ def _parse_mpop(argv, numkeys_idx):
 @command("zmpop")
 def zmpop(c, argv):
     keys, where, count = _parse_mpop(argv, 1)
-    return _zpop(c, keys, where, True, count, True, True)
+    return _zpop(c, keys, where, True, count, True, True, argv)
 
 
-def _blocking_zpop(c, keys, where, timeout_arg, count, nested, nil_when_empty):
+def _blocking_zpop(c, keys, where, timeout_arg, count, nested, nil_when_empty, argv=None):
     deadline = parse_timeout(timeout_arg)
     db = c.db
     for k in keys:
@@ -1107,7 +1131,7 @@ def _blocking_zpop(c, keys, where, timeout_arg, count, nested, nil_when_empty):
             raise WRONGTYPE_ERR
         if not v.dict:
             continue
-        return _zpop(c, [k], where, True, count, nested, nil_when_empty)
+        return _zpop(c, [k], where, True, count, nested, nil_when_empty, argv)
     if c.in_exec or c.in_script:
         return c.null_array
 
@@ -1118,7 +1142,7 @@ def _blocking_zpop(c, keys, where, timeout_arg, count, nested, nil_when_empty):
         olddb = cl.db
         cl.db = rdb
         try:
-            return _zpop(cl, [key], where, True, count, nested, nil_when_empty)
+            return _zpop(cl, [key], where, True, count, nested, nil_when_empty, True)
         finally:
             cl.db = olddb
 
@@ -1131,18 +1155,18 @@ def _blocking_zpop(c, keys, where, timeout_arg, count, nested, nil_when_empty):
 
 @command("bzpopmin")
 def bzpopmin(c, argv):
-    return _blocking_zpop(c, argv[1:-1], MIN_END, argv[-1], -1, False, False)
+    return _blocking_zpop(c, argv[1:-1], MIN_END, argv[-1], -1, False, False, argv)
 
 
 @command("bzpopmax")
 def bzpopmax(c, argv):
-    return _blocking_zpop(c, argv[1:-1], MAX_END, argv[-1], -1, False, False)
+    return _blocking_zpop(c, argv[1:-1], MAX_END, argv[-1], -1, False, False, argv)
 
 
 @command("bzmpop")
 def bzmpop(c, argv):
     keys, where, count = _parse_mpop(argv, 2)
-    return _blocking_zpop(c, keys, where, argv[1], count, True, True)
+    return _blocking_zpop(c, keys, where, argv[1], count, True, True, argv)
 
 
 # ---------------------------------------------------------------------------

@@ -382,7 +382,7 @@ class Persistence:
             elif merge:
                 loader(res.functions, replace=allow_dup)
             else:
-                loader(res.functions)
+                loader(res.functions, allow_dup)
         for db, (d, exps) in zip(srv.dbs, res.dbs):
             if merge:
                 for k, v in d.items():

@@ -1,0 +1,185 @@
+"""SYNC / REPLCONF: the RDB payload and the replication stream of write
+commands (compared with Debian's redis-server 7.0), and CONFIG SET port
+failing without losing the listener."""
+
+import socket
+import time
+
+import pytest
+import redis
+from redis.exceptions import ResponseError
+
+from conftest import free_port
+
+
+class Stream:
+    """A SYNC connection: the RDB payload, then the propagated commands."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.sock.sendall(b"SYNC\r\n")
+        self.f = self.sock.makefile("rb")
+        while True:
+            line = self.f.readline()
+            if line.strip():
+                break
+        assert line[:1] == b"$", line
+        self.payload = self.f.read(int(line[1:]))
+
+    def read_command(self):
+        while True:
+            line = self.f.readline()
+            if line.strip():
+                break
+        assert line[:1] == b"*", line
+        out = []
+        for _ in range(int(line[1:])):
+            n = int(self.f.readline()[1:])
+            out.append(self.f.read(n + 2)[:-2])
+        return out
+
+    def commands(self, n):
+        return [self.read_command() for _ in range(n)]
+
+    def close(self):
+        self.f.close()
+        self.sock.close()
+
+
+def _normalize(cmds):
+    """Lower-case command names; absolute times masked."""
+    out = []
+    for c in cmds:
+        c = [c[0].lower()] + c[1:]
+        if c[0] == b"pexpireat":
+            c[2] = b"<ms>"
+        if c[0] == b"set" and b"PXAT" in c:
+            c[c.index(b"PXAT") + 1] = b"<ms>"
+        out.append(c)
+    return out
+
+
+def _workload(c):
+    c.set("foo1", "bar", ex=200)
+    c.execute_command("SETEX", "foo1", 100, "bar")
+    c.set("foo2", "bar")
+    c.expire("foo2", 100)
+    c.execute_command("GETEX", "foo2", "PERSIST")
+    c.execute_command("GETDEL", "foo2")
+    p = c.pipeline(transaction=True)
+    p.set("x", 1)
+    p.execute_command("INCR", "x")
+    p.execute()
+    p = c.pipeline(transaction=True)
+    p.set("single", 1)
+    p.execute()
+    c.script_load("return 1")
+    c.eval("redis.call('set', KEYS[1], 'a'); redis.call('del', KEYS[1])", 1, "zz")
+    c.zadd("z", {"a": 1, "b": 2, "c": 3})
+    c.execute_command("ZMPOP", 1, "z", "MIN", "COUNT", 10)
+    c.incrbyfloat("fl", 1.5)
+    c.set("last", "1")
+
+
+EXPECTED_LEN = 20
+
+
+def _run(port, client):
+    client.flushall()
+    s = Stream(port)
+    try:
+        assert s.payload.startswith(b"REDIS")
+        _workload(client)
+        return _normalize(s.commands(EXPECTED_LEN))
+    finally:
+        s.close()
+
+
+def test_sync_stream_matches_redis(server, r, redis_server, ref):
+    ref.config_set("repl-diskless-sync", "no")
+    ref.config_set("repl-ping-replica-period", 3600)
+    theirs = _run(redis_server.port, ref)
+    ours = _run(server.port, r)
+    assert ours == theirs
+    assert ours[0] == [b"select", b"0"]
+    assert [b"set", b"foo1", b"bar", b"PXAT", b"<ms>"] in ours
+    assert [b"pexpireat", b"foo2", b"<ms>"] in ours
+    assert [b"zpopmin", b"z", b"3"] in ours
+    assert [b"set", b"fl", b"1.5", b"KEEPTTL"] in ours
+    assert ours[-1] == [b"set", b"last", b"1"]
+
+
+def test_sync_payload_holds_the_dataset(server, r):
+    r.set("persisted-key", "v")
+    s = Stream(server.port)
+    try:
+        assert s.payload.startswith(b"REDIS") and b"persisted-key" in s.payload
+        c2 = server.client(db=3)
+        c2.set("k", "v")
+        assert s.commands(2) == [[b"SELECT", b"3"], [b"SET", b"k", b"v"]]
+        c2.close()
+    finally:
+        s.close()
+
+
+def test_replconf_accepts_options(r):
+    assert r.execute_command("REPLCONF", "listening-port", 1234) in (b"OK", "OK", True)
+    assert r.execute_command("REPLCONF", "capa", "eof", "capa", "psync2") in (b"OK", "OK", True)
+    with pytest.raises(ResponseError):
+        r.execute_command("REPLCONF", "capa")
+
+
+def test_config_set_port_in_use_fails_and_rolls_back(server, r):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    used = busy.getsockname()[1]
+    try:
+        with pytest.raises(ResponseError, match=r"^CONFIG SET failed \(possibly related to argument "
+                                                r"'port'\) - Unable to listen on this port"):
+            r.execute_command("CONFIG", "SET", "maxmemory", "10000001", "port", used,
+                              "client-query-buffer-limit", "10m")
+        assert r.config_get("maxmemory") == {"maxmemory": "0"}
+        assert r.config_get("port") == {"port": str(server.port)}
+        # The server still accepts connections on its port.
+        c = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+        assert c.ping()
+        c.close()
+    finally:
+        busy.close()
+
+
+def test_config_set_port_moves_the_listener(server, r):
+    new = free_port()
+    try:
+        assert r.config_set("port", new)
+        time.sleep(0.1)
+        c = redis.Redis(host="127.0.0.1", port=new, socket_timeout=5)
+        assert c.ping()
+    finally:
+        c = redis.Redis(host="127.0.0.1", port=new, socket_timeout=5)
+        c.config_set("port", server.port)
+        c.close()
+    time.sleep(0.1)
+    c = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+    assert c.ping()
+    c.close()
+
+
+def test_sync_client_is_a_replica_in_info_and_client_kill(server, r):
+    s = Stream(server.port)
+    try:
+        info = r.info("replication")
+        assert info["connected_slaves"] == 1
+        assert info["slave0"]["state"] == "online"
+        listed = r.execute_command("CLIENT", "LIST", "TYPE", "replica").decode().splitlines()
+        assert len(listed) == 1
+        assert r.execute_command("CLIENT", "KILL", "TYPE", "slave") == 1
+        s.sock.settimeout(5)
+        assert s.f.read() == b""          # the server closed the stream
+        deadline = time.time() + 5
+        while r.info("replication")["connected_slaves"] and time.time() < deadline:
+            time.sleep(0.01)
+        assert r.info("replication")["connected_slaves"] == 0
+    finally:
+        s.close()
