@@ -110,9 +110,9 @@ class Client(asyncio.Protocol):
         "paused_queue", "addr", "laddr", "fd", "ctime", "last_time", "last_cmd",
         "multi", "multi_error", "dirty_cas", "watched", "pubsub_channels",
         "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
-        "user", "flags_extra", "monitor", "tracking", "no_evict", "lib_name",
-        "lib_ver", "bstate", "out_extra", "in_exec", "cur_argv", "pending_writes",
-        "killed", "qbuf_peak", "protocol_error", "in_script", "sent_bytes", "py_mode", "push_buf",
+        "user", "monitor", "tracking", "no_evict",
+        "bstate", "out_extra", "in_exec", "pending_writes",
+        "killed", "in_script", "py_mode", "push_buf",
         "__weakref__",
     )
 
@@ -148,23 +148,16 @@ class Client(asyncio.Protocol):
         self.subcmd = None
         self.is_unix = False
         self.user = "default"
-        self.flags_extra = ""
         self.monitor = False
         self.tracking = False
         self.no_evict = False
-        self.lib_name = None
-        self.lib_ver = None
         self.bstate = None
         self.out_extra = None
         self.in_exec = False
-        self.cur_argv = None
         self.pending_writes = None
         self.push_buf = None
         self.killed = False
-        self.qbuf_peak = 0
-        self.protocol_error = False
         self.in_script = False
-        self.sent_bytes = 0
         self.slow = not self.authenticated
 
     # -- state ----------------------------------------------------------------
@@ -501,7 +494,6 @@ class Client(asyncio.Protocol):
         lines = buf.split(b"\n")
         lines.pop()  # the part after the last newline (maybe empty) waits
         append = out.append
-        srv = self.server
         pos = 0
         for line in lines:
             pos += len(line) + 1
@@ -550,7 +542,6 @@ class Client(asyncio.Protocol):
         stats.total_error_replies += 1
         stats.errorstats["ERR"] = stats.errorstats.get("ERR", 0) + 1
         self.write([b"-ERR Protocol error: %s\r\n" % msg.encode()])
-        self.protocol_error = True
         self.close_after_reply = True
         self.close()
 

@@ -507,13 +507,6 @@ class Server:
             r = self.filter_reply(c, r)
         return r
 
-    def execute_internal(self, c: Client, argv):
-        """Run argv for a client without MULTI/auth checks (used by EXEC)."""
-        cmd = TABLE.get(argv[0]) or TABLE.get(argv[0].lower())
-        if cmd is not None and cmd.subcommands and len(argv) > 1:
-            cmd = cmd.subcommands.get(argv[1].lower(), cmd)
-        return self.call(c, cmd, argv)
-
     def handle_ready_keys(self):
         h = self.blocking_handler
         if h is None:
@@ -555,8 +548,7 @@ class Server:
             self.pause_end = max(self.pause_end, until)
             return
         self.pause_type = kind
-        self.pause_end = max(until, self.pause_end) if self.pause_type == kind else until
-        self.pause_end = until if until > self.pause_end else self.pause_end
+        self.pause_end = max(until, self.pause_end)
         self.paused_expire = True
         self.update_server_slow()
 
@@ -686,10 +678,7 @@ class Server:
         for h in self.cron_hooks:
             h()
         if self.shutdown_asap is not None:
-            sig = self.shutdown_asap
-            self.shutdown_asap = None
-            log.warning("Received %s scheduling shutdown..." % sig)
-            self.request_shutdown(nosave=False, save=False, from_signal=True)
+            self._handle_signal_now()
 
     active_expire_enabled = True
 
@@ -882,8 +871,6 @@ class Server:
         return None
 
     def _signal(self, signame):
-        if self.shutdown_asap is not None and signame == "SIGINT":
-            pass
         if self._stopping:
             return
         if self.shutdown_asap == signame:
