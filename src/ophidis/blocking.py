@@ -26,11 +26,12 @@ from .util import parse_int
 
 
 class BlockState:
-    __slots__ = ("db", "keys", "deadline", "on_ready", "on_timeout", "since")
+    __slots__ = ("db", "keys", "deadline", "on_ready", "on_timeout", "since", "also")
 
-    def __init__(self, db, keys, deadline, on_ready, on_timeout):
+    def __init__(self, db, keys, deadline, on_ready, on_timeout, also=()):
         self.db = db
         self.keys = keys
+        self.also = also     # other keys serving may write (BLMOVE's destination)
         self.deadline = deadline
         self.on_ready = on_ready
         self.on_timeout = on_timeout
@@ -99,10 +100,10 @@ class BlockingHandler:
         self.nblocked = 0
 
     # -- blocking ---------------------------------------------------------------
-    def block(self, c, keys, deadline, on_ready, on_timeout):
+    def block(self, c, keys, deadline, on_ready, on_timeout, also=()):
         db = c.db
         keys = list(dict.fromkeys(keys))
-        c.bstate = BlockState(db, keys, deadline, on_ready, on_timeout)
+        c.bstate = BlockState(db, keys, deadline, on_ready, on_timeout, also)
         c.blocked = True
         c.update_slow()
         bk = db.blocking_keys
@@ -202,10 +203,16 @@ class BlockingHandler:
                         continue
                     if db.lookup_nostats(key) is None:
                         break
+                    mt = srv.mem_track
+                    if mt is not None:   # served outside a command: account here
+                        mkeys = (key,) + tuple(c.bstate.also)
+                        mtok = mt.measure(db, mkeys)
                     try:
                         reply = c.bstate.on_ready(c, db, key)
                     except RedisError as e:
                         reply = c.error_reply(e)
+                    if mt is not None:
+                        mt.account(db, mkeys, mtok)
                     if reply is not None:
                         self.finish(c, reply)
 

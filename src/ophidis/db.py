@@ -30,6 +30,10 @@ _NEW = _notify.NEW
 _KEY_MISS = _notify.KEY_MISS
 
 
+# lazyfree-lazy-server-del (kept current by the server's config hook)
+lazy_server_del = False
+
+
 def mstime() -> int:
     # The real clock, also while a script runs (_time is frozen then for
     # expiry checks only).
@@ -50,6 +54,7 @@ class Stats:
         self.expired_time_cap_reached_count = 0
         self.expire_cycle_cpu_milliseconds = 0
         self.evicted_keys = 0
+        self.evicted_clients = 0
         self.net_input_bytes = 0
         self.net_output_bytes = 0
         self.connections_received = 0
@@ -178,6 +183,8 @@ class Database:
     # -- writes ---------------------------------------------------------------
     def set_key(self, key, value, keepttl=False):
         """Set key to value (overwrite), clearing its TTL unless keepttl."""
+        if lazy_server_del:
+            self.lazy_overwrite(key)
         if _notify.flags:
             # Redis's setKey: an expired key is deleted first ("expired"),
             # and a key that did not exist is announced ("new").
@@ -211,8 +218,11 @@ class Database:
         if wk and key in wk:
             touch_watched(self, key)
 
-    def delete(self, key) -> bool:
-        if self.d.pop(key, None) is None:
+    def delete(self, key, lazy=False) -> bool:
+        """Remove key.  With lazy, a big value is freed incrementally (only
+        when nothing else refers to it: not for a value being moved)."""
+        v = self.d.pop(key, None)
+        if v is None:
             return False
         if self.expires:
             self.expires.pop(key, None)
@@ -220,7 +230,25 @@ class Database:
         wk = self.watched_keys
         if wk and key in wk:
             touch_watched(self, key)
+        if lazy and v.__class__ is not bytes:
+            lf = getattr(self.server, "lazyfree", None)
+            if lf is not None:
+                lf.free(v)
         return True
+
+    def server_delete(self, key) -> bool:
+        """A deletion implied by a command (RENAME's or a STORE's
+        destination ...): lazy when lazyfree-lazy-server-del is set."""
+        return self.delete(key, lazy_server_del)
+
+    def lazy_overwrite(self, key):
+        """key is about to be overwritten and lazyfree-lazy-server-del is
+        set: hand a big old value to the lazy freer."""
+        v = self.d.get(key)
+        if v is not None and v.__class__ is not bytes:
+            lf = getattr(self.server, "lazyfree", None)
+            if lf is not None:
+                lf.free(v)
 
     def set_expire(self, key, when_ms: int):
         self.expires[key] = when_ms

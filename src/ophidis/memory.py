@@ -49,13 +49,13 @@ import sys
 import time
 from bisect import insort
 from collections import deque
-from itertools import islice
+from itertools import islice, repeat
 from random import random
 
 from . import client as client_mod
 from . import log
 from . import notify
-from .db import EmbStr, stats
+from .db import EmbStr, stats, touch_watched
 
 getsizeof = sys.getsizeof
 _time = time.time
@@ -65,7 +65,8 @@ DICT_ENTRY = 42          # amortized bytes per entry of a big dict (measured)
 EXPIRE_ENTRY = DICT_ENTRY + 32
 STARTUP = 1 << 20        # fixed server structures (interpreter code not counted)
 CLIENT_BASE = 2048       # per connection: objects, transport, parser
-INDEX_ENTRY = 96         # per key in an eviction index
+INDEX_ENTRY = 96         # per key in an eviction index (sampling policies)
+LRU_ENTRY = 24           # per key in an LRU queue (two deque slots, some duplicates)
 SAMPLE = 4
 LAZYFREE_THRESHOLD = 64
 EVPOOL_SIZE = 16
@@ -119,11 +120,17 @@ def pysize(v) -> int:
     return getsizeof(v)
 
 
+# Per-key overheads: the main dict entry, plus the eviction structure's
+# entry while an evicting policy is active (set by Memory.configure).
+_KEY_EXTRA = DICT_ENTRY
+_EXP_EXTRA = EXPIRE_ENTRY
+
+
 def key_cost(db, key, v) -> int:
-    c = getsizeof(key) + DICT_ENTRY + pysize(v)
+    c = getsizeof(key) + _KEY_EXTRA + pysize(v)
     exp = db.expires
     if exp and key in exp:
-        c += EXPIRE_ENTRY
+        c += _EXP_EXTRA
     return c
 
 
@@ -237,6 +244,47 @@ def lfu_minutes() -> int:
     return (int(_time()) // 60) & 0xFFFF
 
 
+class LruQueue:
+    """Approximate LRU order of one database's keys (its volatile keys
+    under volatile-lru): the second-chance ("clock") algorithm.
+
+    New keys join the tail of a queue with their creation time; an access
+    to a key already queued records its time in ``ref`` (a small dict: the
+    recently used keys).  Eviction takes keys from the head: one found in
+    ``ref`` was used since it was queued and goes back to the tail with
+    that time, the others are evicted.  The queue is thus ordered by last
+    access time, up to the keys used since they were queued.  A new key
+    costs two list appends (a second hash table of every key would cost a
+    cache miss per write), and eviction works on slices of the queue with
+    C-level map() calls.  The queue is a list with a moving head."""
+    __slots__ = ("keys", "times", "head", "ref")
+
+    def __init__(self):
+        self.keys = []
+        self.times = []
+        self.head = 0
+        self.ref = {}
+
+    def __len__(self):
+        return len(self.keys) - self.head
+
+    def times_map(self) -> dict:
+        """key -> last access ms, for every queued key (O(n))."""
+        h = self.head
+        m = dict(zip(self.keys[h:], self.times[h:]))
+        m.update(self.ref)
+        return m
+
+    def requeue(self, keys, times):
+        self.keys.extend(keys)
+        self.times.extend(times)
+
+
+# Commands whose accounting needs more than their own keys (another db,
+# whole databases): measured by Memory.before/after.
+_SPECIAL = frozenset(("copy", "move", "flushdb", "flushall", "swapdb", "debug"))
+
+
 class Memory:
     def __init__(self, srv):
         _types()
@@ -247,16 +295,23 @@ class Memory:
         self.clients_mem = 0
         self.peak = 0
         self.tracking = False
+        self.budget = 0            # dataset bytes allowed: maxmemory - STARTUP - clients
+        self.slack = 0             # evictions go this far below the limit
         self.policy = cfg["maxmemory-policy"]
-        self.indexes = None          # per-db Index while an evicting policy is on
-        self.idx_entries = 0
+        self.lru_mode = self.lfu_mode = self.volatile = False
+        self.indexes = None        # sampling policies (LFU, random, TTL): per-db Index
+        self.lru = None            # LRU policies: per-db LruQueue
+        self.clock = int(_time() * 1000)   # ms, refreshed by cron and eviction
         self.pool = []
+        self.oom = False           # over the limit with nothing to evict
+        self.orig = {}             # Command -> its unwrapped proc
         self.evicting_scheduled = False
         self.next_db = 0
         self.lazyfree = LazyFree(srv)
         srv.lazyfree = self.lazyfree
         srv.used_memory_fn = self.used_memory
         srv.mem_track = None
+        srv.mem_oom = False
         srv.evict_hook = self.evict_hook
         srv.lru_clock = self
         srv.memory = self
@@ -264,43 +319,263 @@ class Memory:
         srv.startup_hooks.append(self._after_startup)
         cfg.on_change("maxmemory", lambda v: self.configure())
         cfg.on_change("maxmemory-policy", lambda v: self.configure(policy_changed=True))
+        cfg.on_change("maxmemory-clients", lambda v: self.update_clients())
         self.configure()
 
     # -- configuration --------------------------------------------------------------------
     def configure(self, policy_changed=False):
+        global _KEY_EXTRA, _EXP_EXTRA
         srv = self.srv
         cfg = srv.config
-        self.policy = cfg["maxmemory-policy"]
+        self.policy = pol = cfg["maxmemory-policy"]
         on = bool(srv.maxmemory)
-        self.lru_mode = "lru" in self.policy
-        self.lfu_mode = "lfu" in self.policy
-        self.volatile = self.policy.startswith("volatile")
-        if on and not self.tracking:
+        self.lru_mode = "lru" in pol
+        self.lfu_mode = "lfu" in pol
+        self.volatile = pol.startswith("volatile")
+        evicting = on and pol != "noeviction"
+        # The eviction structures' cost per key they hold is charged in
+        # each key's cost.
+        extra = (LRU_ENTRY if self.lru_mode else INDEX_ENTRY) if evicting else 0
+        kx = DICT_ENTRY + (0 if self.volatile else extra)
+        ex = EXPIRE_ENTRY + (extra if self.volatile else 0)
+        changed = kx != _KEY_EXTRA or ex != _EXP_EXTRA
+        _KEY_EXTRA, _EXP_EXTRA = kx, ex
+        if on and (not self.tracking or changed):
             self.recompute()
-            self.tracking = True
-        elif not on:
-            self.tracking = False
-        if policy_changed or not on or self.policy == "noeviction":
+        self.tracking = on
+        if policy_changed or not evicting:
             self.indexes = None
-            self.idx_entries = 0
+            self.lru = None
             self.pool = []
-        if on and self.policy != "noeviction" and self.indexes is None:
-            self.indexes = [None] * len(srv.dbs)
+        if evicting:
+            if self.lru_mode:
+                if self.lru is None:
+                    self.lru = [LruQueue() for _ in srv.dbs]
+                    self._fill_lru()
+            elif self.indexes is None:
+                self.indexes = [None] * len(srv.dbs)
         srv.mem_track = self if on else None
+        self._install(on)
+        if not on:
+            self._set_oom(False)
         srv.update_server_slow()
         if on:
             self.update_clients()
-            if self.over() > 0 and self.policy != "noeviction":
+            if self.over() > 0 and pol != "noeviction":
                 self.perform_evictions(unlimited=True)
+
+    def _reset_structures(self):
+        """After whole databases changed (FLUSHALL, SWAPDB, DEBUG RELOAD).
+        The lists are changed in place: the wrappers hold them."""
+        if self.lru is not None:
+            self.lru[:] = [LruQueue() for _ in self.srv.dbs]
+            self._fill_lru()
+        elif self.indexes is not None:
+            self.indexes[:] = [None] * len(self.srv.dbs)
+        self.pool = []
 
     def _after_startup(self):
         if self.tracking:
             self.recompute()
+            if self.lru is not None:
+                # keys loaded with an idle time (RDB) were given to set_idle:
+                # queue everything by those times
+                loaded = [q.ref for q in self.lru]
+                self.lru[:] = [LruQueue() for _ in self.srv.dbs]
+                self._fill_lru(loaded)
+            else:
+                self._reset_structures()
 
     def recompute(self):
         dbs = self.srv.dbs
-        self.dbmem = [db_size(db) for db in dbs]
+        self.dbmem[:] = [db_size(db) for db in dbs]
         self.dataset = sum(self.dbmem)
+
+    def _set_oom(self, v):
+        """Over the limit with nothing evictable: every command takes the
+        general path (which refuses denyoom commands) until memory is
+        back under the limit."""
+        if v != self.oom:
+            self.oom = v
+            self.srv.mem_oom = v
+            self.srv.update_server_slow()
+
+    # -- per-command accounting -------------------------------------------------------------
+    def _install(self, on):
+        """While maxmemory is set every command's proc is wrapped: writes
+        measure their keys before and after (and evict first when over the
+        limit), reads record the access of their keys.  The fast path stays
+        on: the wrappers are the commands."""
+        from .commands import ALL
+        orig = self.orig
+        for cmd in ALL.values():
+            base = orig.get(cmd)
+            if base is None:
+                if cmd.proc is None or cmd.subcommands:
+                    continue
+                base = orig[cmd] = cmd.proc
+            cmd.proc = self._wrap(cmd, base) if on else base
+
+    def _wrap(self, cmd, proc):
+        m = self
+        specs = _EXTRACT.get(cmd, 0)
+        if specs == 0:
+            specs = _EXTRACT[cmd] = _simple_specs(cmd)
+        single = specs is not None and len(specs) == 1 and specs[0][:2] == (1, 0)
+        if not cmd.write:
+            if not cmd.key_specs or not (self.lru is not None or (self.indexes is not None and self.lfu_mode)):
+                return proc
+            if single:
+                lru = self.lru
+                if lru is not None:
+                    volatile = self.volatile
+
+                    def read1_lru(c, argv):
+                        r = proc(c, argv)
+                        if len(argv) > 1:
+                            db = c.db
+                            k = argv[1]
+                            if k in (db.expires if volatile else db.d):
+                                lru[db.id].ref[k] = m.clock
+                        return r
+                    return read1_lru
+
+            def read(c, argv):
+                r = proc(c, argv)
+                db = c.db
+                keys = keys_of(cmd, argv)
+                m.touch_keys(db, keys, m.present(db, keys))
+                return r
+            return read
+        if single and cmd.fullname not in _SPECIAL:
+            return self._write1(cmd, proc)
+
+        def write(c, argv):
+            if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                r = m.evict_for(c, cmd)
+                if r is not None:
+                    return r
+            tok = m.before(c, cmd, argv)
+            try:
+                return proc(c, argv)
+            finally:
+                m.after(c, cmd, argv, tok)
+        return write
+
+    def _write1(self, cmd, proc):
+        """The wrapper of a write command whose only key is argv[1] (most
+        of them): the hot path at the memory limit, so the common cases
+        (string values, the LRU queue) are inlined."""
+        m = self
+        key_cost_ = key_cost
+        dbmem = self.dbmem
+        lru = self.lru
+        volatile = self.volatile
+        indexed = self.indexes is not None
+
+        def write1(c, argv):
+            if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                r = m.evict_for(c, cmd)
+                if r is not None:
+                    return r
+            db = c.db
+            d = db.d
+            k = argv[1]
+            v = d.get(k)
+            if v is None:
+                pre = 0
+                tracked = False
+            else:
+                exp = db.expires
+                if exp:
+                    v = db.lookup_write(k)   # an expired key goes first (see deleted)
+                if v is None:
+                    pre = 0
+                    tracked = False
+                else:
+                    pre = key_cost_(db, k, v)
+                    tracked = not volatile or k in exp
+            try:
+                return proc(c, argv)
+            finally:
+                v = d.get(k)
+                if v is None:
+                    delta = -pre
+                else:
+                    exp = db.expires
+                    if v.__class__ is bytes and not exp:
+                        delta = getsizeof(k) + getsizeof(v) + _KEY_EXTRA - pre
+                    else:
+                        delta = key_cost_(db, k, v) - pre
+                    if lru is not None:
+                        if tracked:
+                            lru[db.id].ref[k] = m.clock
+                        elif not volatile or k in exp:
+                            q = lru[db.id]
+                            q.keys.append(k)
+                            q.times.append(m.clock)
+                    elif indexed:
+                        m.touch(db, (k,))
+                if delta:
+                    dbmem[db.id] += delta
+                    m.dataset += delta
+        if cmd.fullname != "set":
+            return write1
+        from . import db as dbm
+        from .protocol import OK
+
+        def set_plain(c, argv):
+            """Plain SET key value (the commonest write at the limit):
+            the command itself inlined, one lookup of the key."""
+            if len(argv) != 3 or notify.flags or dbm.lazy_server_del or c.in_exec or c.in_script:
+                return write1(c, argv)
+            if m.dataset > m.budget:
+                r = m.evict_for(c, cmd)
+                if r is not None:
+                    return r
+            db = c.db
+            d = db.d
+            k = argv[1]
+            v = argv[2]
+            exp = db.expires
+            old = d.get(k)
+            if old is None or (exp and k in exp):
+                if old is not None:
+                    return write1(c, argv)   # a TTL to drop, maybe expired: the general way
+                d[k] = v
+                delta = getsizeof(k) + getsizeof(v) + _KEY_EXTRA
+                if lru is not None:
+                    if not volatile:
+                        q = lru[db.id]
+                        q.keys.append(k)
+                        q.times.append(m.clock)
+                elif indexed:
+                    m.touch(db, (k,))
+            else:
+                d[k] = v
+                delta = getsizeof(v) - (getsizeof(old) if old.__class__ is bytes else pysize(old))
+                if lru is not None:
+                    if not volatile:
+                        lru[db.id].ref[k] = m.clock
+                elif indexed:
+                    m.touch(db, (k,))
+            wk = db.watched_keys
+            if wk and k in wk:
+                db.signal(k)
+            c.server.dirty += 1
+            if delta:
+                dbmem[db.id] += delta
+                m.dataset += delta
+            return OK
+        return set_plain
+
+    def evict_for(self, c, cmd):
+        """performEvictions before a write of the fast path; the OOM reply
+        when nothing could be evicted and the command may grow memory."""
+        if self.evict_hook() and cmd.denyoom:
+            cmd.calls -= 1     # the fast path counts it: it was rejected instead
+            return self.srv.reject(c, cmd, _oom_error())
+        return None
 
     # -- accounting -----------------------------------------------------------------------
     def used_memory(self) -> int:
@@ -309,7 +584,7 @@ class Memory:
         else:
             ds = sum(db_size(db, 2000) for db in self.srv.dbs)
             self.update_clients()
-        used = STARTUP + ds + self.clients_mem + self.idx_entries * INDEX_ENTRY
+        used = STARTUP + ds + self.clients_mem
         if used > self.peak:
             self.peak = used
         self.srv.used_memory_peak = self.peak
@@ -320,37 +595,76 @@ class Memory:
             return self.dataset
         return sum(db_size(db, 2000) for db in self.srv.dbs)
 
+    def client_mem(self, c) -> int:
+        tot = CLIENT_BASE
+        if c.pend is not None:
+            tot += len(c.pend)
+        t = c.transport
+        if t is not None and not c.closing:
+            try:
+                tot += t.get_write_buffer_size()
+            except Exception:  # noqa: BLE001
+                pass
+        return tot
+
     def update_clients(self):
+        srv = self.srv
         tot = 0
-        for c in self.srv.clients.values():
-            tot += CLIENT_BASE
-            if c.pend is not None:
-                tot += len(c.pend)
-            t = c.transport
-            if t is not None and not c.closing:
-                try:
-                    tot += t.get_write_buffer_size()
-                except Exception:  # noqa: BLE001
-                    pass
+        cm = self.client_mem
+        for c in srv.clients.values():
+            tot += cm(c)
+        limit = srv.config["maxmemory-clients"]
+        if limit:
+            if limit < 0:     # a percentage of maxmemory
+                limit = srv.maxmemory * -limit // 100
+            if limit and tot > limit:
+                tot = self.evict_clients(tot, limit)
         self.clients_mem = tot
-        self.srv.mem_clients_normal = tot
+        srv.mem_clients_normal = tot
+        self.budget = srv.maxmemory - STARTUP - tot
+        s = srv.maxmemory >> 9
+        self.slack = s if s < (1 << 20) else (1 << 20)
+
+    def evict_clients(self, tot, limit) -> int:
+        """maxmemory-clients: disconnect the clients using the most memory
+        until the total is under the limit (CLIENT NO-EVICT clients and
+        replication links are exempt)."""
+        cands = []
+        for c in self.srv.clients.values():
+            if c.no_evict or c.closing or getattr(c, "is_replica_link", False):
+                continue
+            cands.append((self.client_mem(c), c.id, c))
+        cands.sort(reverse=True)
+        for mem, _, c in cands:
+            if tot <= limit:
+                break
+            log.verbose("Evicting client: %s" % c.info_string())
+            stats.evicted_clients += 1
+            c.closing = True
+            t = c.transport
+            if t is not None:
+                t.abort()
+            tot -= mem
+        return tot
+
+    def present(self, db, keys):
+        """The keys that exist and are eviction candidates."""
+        src = db.expires if self.volatile else db.d
+        return [k in src for k in keys]
 
     def before(self, c, cmd, argv):
-        """Called by Server.call while maxmemory is set."""
+        """Generic write accounting (multi-key and whole-db commands)."""
         keys = keys_of(cmd, argv)
         db = c.db
-        if not cmd.write:
-            if keys and self.indexes is not None and (self.lru_mode or self.lfu_mode):
-                self.touch(db, keys)
-            if cmd.name == "debug":
-                return (db, [], 0, None)
-            return None
+        if cmd.name == "debug":
+            return (db, [], 0, None, ())
         pre = 0
         lookup = db.lookup_write
         for k in keys:
             v = lookup(k)
             if v is not None:
                 pre += key_cost(db, k, v)
+        was = self.present(db, keys)
         extra = None
         name = cmd.name
         if name == "copy" or name == "move":
@@ -362,7 +676,7 @@ class Memory:
                     if v is not None:
                         opre = key_cost(odb, argv[2], v)
                 extra = (odb, opre)
-        return (db, keys, pre, extra)
+        return (db, keys, pre, extra, was)
 
     def _other_db(self, c, argv, name):
         try:
@@ -376,9 +690,7 @@ class Memory:
         return None
 
     def after(self, c, cmd, argv, tok):
-        if tok is None:
-            return
-        db, keys, pre, extra = tok
+        db, keys, pre, extra, was = tok
         post = 0
         d = db.d
         for k in keys:
@@ -392,6 +704,8 @@ class Memory:
             opost = key_cost(odb, key, v) if v is not None else 0
             self.dbmem[odb.id] += opost - opre
             self.dataset += opost - opre
+            if v is not None:
+                self.touch_keys(odb, (key,), (opre != 0,))
         delta = post - pre
         if delta:
             self.dbmem[db.id] += delta
@@ -402,15 +716,31 @@ class Memory:
                 self.dataset -= self.dbmem[db.id]
                 self.dbmem[db.id] = db_size(db)
                 self.dataset += self.dbmem[db.id]
-            elif name in ("flushall", "swapdb", "debug", "function"):
+            elif name in ("flushall", "swapdb", "debug"):
                 self.recompute()
             if name in ("flushdb", "flushall", "swapdb", "debug"):
-                self.indexes = None
-                self.idx_entries = 0
-                self.pool = []
-                self.configure()
-        elif self.indexes is not None:
-            self.touch(db, keys)
+                self._reset_structures()
+        else:
+            self.touch_keys(db, keys, was)
+
+    def measure(self, db, keys):
+        """Bytes held by keys and which of them exist (blocked clients
+        served outside a command)."""
+        t = 0
+        d = db.d
+        for k in keys:
+            v = d.get(k)
+            if v is not None:
+                t += key_cost(db, k, v)
+        return (t, self.present(db, keys))
+
+    def account(self, db, keys, tok):
+        pre, was = tok
+        delta = self.measure(db, keys)[0] - pre
+        if delta:
+            self.dbmem[db.id] += delta
+            self.dataset += delta
+        self.touch_keys(db, keys, was)
 
     def deleted(self, db, key, v):
         """A key is being removed outside a measured command (expiry)."""
@@ -420,6 +750,52 @@ class Memory:
             self.dataset -= c
 
     # -- access information -------------------------------------------------------------
+    def touch_keys(self, db, keys, was):
+        """Record an access to keys; was[i]: keys[i] was already tracked."""
+        if self.lru is not None:
+            q = self.lru[db.id]
+            src = db.expires if self.volatile else db.d
+            now = self.clock
+            for k, old in zip(keys, was):
+                if k in src:
+                    if old:
+                        q.ref[k] = now
+                    else:
+                        q.keys.append(k)
+                        q.times.append(now)
+        elif self.indexes is not None:
+            self.touch(db, keys)
+
+    def _fill_lru(self, loaded=None):
+        """Queue the keys (volatile keys) missing from the LRU queues, by
+        their loaded idle times when known, else as least recently used.
+        Returns the number queued."""
+        added = 0
+        now = self.clock
+        for db in self.srv.dbs:
+            src = db.expires if self.volatile else db.d
+            if not src:
+                continue
+            q = self.lru[db.id]
+            if len(q):
+                queued = set(q.keys[q.head:])
+                missing = [k for k in src if k not in queued]
+            else:
+                missing = list(src)
+            if not missing:
+                continue
+            times = loaded[db.id] if loaded else None
+            if times:
+                missing.sort(key=lambda k: times.get(k, now))
+                mt = [times.get(k, now) for k in missing]
+            else:
+                mt = [now] * len(missing)
+            q.keys = missing + q.keys[q.head:]
+            q.times = mt + q.times[q.head:]
+            q.head = 0
+            added += len(missing)
+        return added
+
     def _index(self, db):
         idx = self.indexes[db.id]
         src = db.expires if self.volatile else db.d
@@ -436,18 +812,16 @@ class Memory:
             for k in src:
                 i = pos.get(k)
                 idx.add(k, info[i] if i is not None else now)
-            self.idx_entries -= len(old)
         else:
             for k in src:
                 idx.add(k, now)
         self.indexes[db.id] = idx
-        self.idx_entries += len(idx)
         return idx
 
     def _now_info(self):
         if self.lfu_mode:
             return (lfu_minutes() << 8) | LFU_INIT_VAL
-        return int(_time() * 1000)
+        return self.clock
 
     def touch(self, db, keys):
         idx = self.indexes[db.id]
@@ -462,19 +836,13 @@ class Memory:
                 if i is None:
                     if k in src:
                         idx.add(k, (lfu_minutes() << 8) | LFU_INIT_VAL)
-                        self.idx_entries += 1
                 else:
                     info[i] = self._lfu_access(info[i])
         else:
-            now = int(_time() * 1000)
+            now = self.clock
             for k in keys:
-                i = pos.get(k)
-                if i is None:
-                    if k in src:
-                        idx.add(k, now)
-                        self.idx_entries += 1
-                else:
-                    info[i] = now
+                if k not in pos and k in src:
+                    idx.add(k, now)
 
     def _lfu_decr(self, packed):
         ldt = packed >> 8
@@ -500,6 +868,15 @@ class Memory:
 
     # lru_clock interface (OBJECT IDLETIME/FREQ, DEBUG OBJECT, RDB, RESTORE)
     def _info_of(self, db, key):
+        if self.lru is not None:
+            q = self.lru[db.id]
+            t = q.ref.get(key)
+            if t is None and key in (db.expires if self.volatile else db.d):
+                try:
+                    t = q.times[q.keys.index(key, q.head)]
+                except ValueError:
+                    t = None
+            return t
         if self.indexes is None:
             return None
         idx = self._index(db)
@@ -512,34 +889,47 @@ class Memory:
             return 0
         return max(0, int(_time() * 1000 - x) // 1000)
 
+    def idle_function(self, db):
+        """key -> idle seconds for a whole database (RDB saving)."""
+        if self.lru is None or self.lfu_mode:
+            return lambda key: self.idle_seconds(db, key)
+        times = self.lru[db.id].times_map()
+        now = _time() * 1000
+
+        def idle(key):
+            t = times.get(key)
+            return 0 if t is None else max(0, int(now - t) // 1000)
+        return idle
+
     def freq(self, db, key) -> int:
         x = self._info_of(db, key)
         if x is None:
             return LFU_INIT_VAL if self.lfu_mode else 0
         return self._lfu_decr(x) if self.lfu_mode else 0
 
-    def _set_info(self, db, key, val):
-        if self.indexes is None:
+    def set_idle(self, db, key, secs):
+        if not self.lru_mode:
             return
+        t = int(_time() * 1000) - int(secs) * 1000
+        if self.lru is not None:
+            # RESTORE IDLETIME / RDB loading: the access time is reported
+            # from ref; at startup the queues are built in that order.
+            self.lru[db.id].ref[key] = t
+
+    def set_freq(self, db, key, f):
+        if not self.lfu_mode or self.indexes is None:
+            return
+        val = (lfu_minutes() << 8) | min(255, max(0, int(f)))
         idx = self._index(db)
         i = idx.pos.get(key)
         if i is None:
             idx.add(key, val)
-            self.idx_entries += 1
         else:
             idx.info[i] = val
 
-    def set_idle(self, db, key, secs):
-        if self.lru_mode:
-            self._set_info(db, key, int(_time() * 1000) - int(secs) * 1000)
-
-    def set_freq(self, db, key, f):
-        if self.lfu_mode:
-            self._set_info(db, key, (lfu_minutes() << 8) | min(255, max(0, int(f))))
-
     # -- eviction -----------------------------------------------------------------------
     def over(self) -> int:
-        used = STARTUP + self.dataset + self.clients_mem + self.idx_entries * INDEX_ENTRY
+        used = STARTUP + self.dataset + self.clients_mem
         if used > self.peak:
             self.peak = used
         return used - self.srv.maxmemory
@@ -549,13 +939,16 @@ class Memory:
         be freed (denyoom commands are then refused)."""
         if not self.tracking:
             return False
-        excess = STARTUP + self.dataset + self.clients_mem + self.idx_entries * INDEX_ENTRY - self.srv.maxmemory
-        if excess <= 0:
+        if self.dataset <= self.budget:
+            if self.oom:
+                self._set_oom(False)
             return False
         srv = self.srv
         if srv.is_replica and srv.config["replica-ignore-maxmemory"]:
             return False
-        return self.perform_evictions()
+        fail = self.perform_evictions()
+        self._set_oom(fail)
+        return fail
 
     def time_limit(self) -> float:
         t = self.srv.config["maxmemory-eviction-tenacity"]
@@ -566,28 +959,157 @@ class Memory:
         return 1e9
 
     def perform_evictions(self, unlimited=False) -> bool:
+        """Evict until the dataset is a little (``slack``) under the limit.
+        True when still over the limit with nothing left to evict."""
         if self.policy == "noeviction":
             return True
-        if self.indexes is None:
-            self.indexes = [None] * len(self.srv.dbs)
+        self.over()      # peak
         t0 = _perf()
+        self.clock = int(_time() * 1000)
         limit = 1e9 if unlimited else self.time_limit()
-        n = 0
-        fail = False
         lazy = self.srv.config["lazyfree-lazy-eviction"]
-        while self.over() > 0:
-            if not self.evict_one(lazy):
-                fail = True
-                break
-            n += 1
-            if not n & 15 and _perf() - t0 > limit:
-                self.schedule_eviction()
-                break
+        target = self.budget - self.slack
+        if self.lru is not None:
+            fail = self._evict_lru(target, lazy, t0, limit)
+        else:
+            if self.indexes is None:
+                self.indexes = [None] * len(self.srv.dbs)
+            n = 0
+            fail = False
+            while self.dataset > target:
+                if not self.evict_one(lazy):
+                    fail = True
+                    break
+                n += 1
+                if not n & 15 and _perf() - t0 > limit:
+                    self.schedule_eviction()
+                    break
+        if fail and self.dataset <= self.budget:
+            fail = False
         dt = _perf() - t0
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and dt >= lt:
             self.srv.latency_add("eviction-cycle", int(dt * 1000))
         return fail
+
+    def _evict_lru(self, target, lazy, t0, limit) -> bool:
+        lru = self.lru
+        dbs = self.srv.dbs
+        srv = self.srv
+        volatile = self.volatile
+        evicted = 0
+        try:
+            while self.dataset > target:
+                live = [i for i, q in enumerate(lru) if len(q)]
+                if not live:
+                    if self._fill_lru():
+                        continue
+                    return True
+                q = None
+                if len(live) == 1:
+                    i = live[0]
+                else:   # the database whose head key is the least recently used
+                    i = min(live, key=lambda j: lru[j].ref.get(lru[j].keys[lru[j].head],
+                                                                lru[j].times[lru[j].head]))
+                q = lru[i]
+                db = dbs[i]
+                d = db.d
+                # how many keys, at the database's average cost, free enough
+                nkeys = len(d)
+                avg = self.dbmem[i] // nkeys if nkeys else 64
+                want = (self.dataset - target) // (avg if avg > 0 else 64) + 1
+                if len(live) > 1 and want > 16:
+                    want = 16
+                h = q.head
+                batch = q.keys[h:h + want]
+                q.head = h + len(batch)
+                n = self._evict_batch(db, q, batch, q.times[h:h + want], lazy)
+                evicted += n
+                if len(q.keys) > 4096 and q.head > len(q.keys) >> 1:
+                    del q.keys[:q.head]
+                    del q.times[:q.head]
+                    q.head = 0
+                if _perf() - t0 > limit:
+                    self.schedule_eviction()
+                    return False
+        finally:
+            stats.evicted_keys += evicted
+            srv.dirty += evicted
+        return False
+
+    def _evict_batch(self, db, q, batch, times, lazy) -> int:
+        """Evict the keys of batch (taken from q's head) except the stale
+        ones and those used since they were queued (queued again).  C-level
+        map() over the batch; per-key Python only for the features that need
+        it (notifications, WATCH, replication, lazy freeing)."""
+        d = db.d
+        exp = db.expires
+        ref = q.ref
+        if ref:
+            before = len(ref)
+            r = list(map(ref.pop, batch, repeat(None)))
+            if len(ref) != before:
+                again = [(k, t) for k, t in zip(batch, r) if t is not None and k in d]
+                q.requeue([k for k, _ in again], [t for _, t in again])
+                batch = [k for k, t in zip(batch, r) if t is None]
+        if self.volatile:
+            if not all(map(exp.__contains__, batch)):
+                batch = [k for k in batch if k in exp]
+        before = len(d)
+        vals = list(map(d.pop, batch, repeat(None)))
+        if before - len(d) != len(batch):     # stale entries (deleted keys, duplicates)
+            kept = [(k, v) for k, v in zip(batch, vals) if v is not None]
+            batch = [k for k, _ in kept]
+            vals = [v for _, v in kept]
+        n = len(batch)
+        if not n:
+            return 0
+        nexp = 0
+        if exp:
+            nexp = n - list(map(exp.pop, batch, repeat(None))).count(None)
+        types = set(map(type, vals))
+        if len(types) == 1 and (bytes in types or EmbStr in types):
+            vsize = sum(map(getsizeof, vals))
+        else:
+            vsize = sum(map(pysize, vals))
+        freed = sum(map(getsizeof, batch)) + vsize + n * _KEY_EXTRA + nexp * _EXP_EXTRA
+        self.dataset -= freed
+        self.dbmem[db.id] -= freed
+        db.dels += n
+        wk = db.watched_keys
+        if wk:
+            for k in batch:
+                if k in wk:
+                    touch_watched(db, k)
+        if notify.flags & notify.EVICTED:
+            for k in batch:
+                notify.notify(notify.EVICTED, b"evicted", k, db.id)
+        srv = self.srv
+        if srv.propagate_hooks:
+            for k in batch:
+                srv.propagate_del(db, k)
+        if lazy:
+            free = self.lazyfree.free
+            for v in vals:
+                if v.__class__ is not bytes:
+                    free(v)
+        return n
+
+    def _evict(self, db, key, lazy):
+        v = db.d[key]
+        cost = key_cost(db, key, v)
+        db.delete(key)
+        self.dbmem[db.id] -= cost
+        self.dataset -= cost
+        stats.evicted_keys += 1
+        if notify.flags & notify.EVICTED:
+            notify.notify(notify.EVICTED, b"evicted", key, db.id)
+        srv = self.srv
+        if srv.propagate_hooks:
+            srv.propagate_del(db, key)
+        srv.dirty += 1
+        if lazy:
+            self.lazyfree.free(v)
 
     def schedule_eviction(self):
         if self.evicting_scheduled:
@@ -622,9 +1144,8 @@ class Memory:
                         self.evict_key(db, k, lazy)
                         return True
                     idx.remove_at(i)
-                    self.idx_entries -= 1
             return False
-        # LRU / LFU / TTL: the eviction pool
+        # LFU / TTL: the eviction pool
         pool = self.pool
         samples = self.srv.config["maxmemory-samples"]
         while True:
@@ -650,8 +1171,6 @@ class Memory:
         idx = self._index(db)
         keys = idx.keys
         info = idx.info
-        now = int(_time() * 1000)
-        lru = self.lru_mode
         lfu = self.lfu_mode
         exp = db.expires
         dbid = db.id
@@ -666,12 +1185,9 @@ class Memory:
             k = keys[i]
             if k not in src:
                 idx.remove_at(i)
-                self.idx_entries -= 1
                 continue
             got += 1
-            if lru:
-                score = now - info[i]
-            elif lfu:
+            if lfu:
                 score = 255 - self._lfu_decr(info[i])
             else:  # volatile-ttl: the nearest expiry first
                 score = -exp[k]
@@ -690,32 +1206,53 @@ class Memory:
                     full = len(pool) >= EVPOOL_SIZE
 
     def evict_key(self, db, key, lazy):
-        if self.indexes is not None:
-            idx = self.indexes[db.id]
-            if idx is not None:
-                i = idx.pos.get(key)
-                if i is not None:
-                    idx.remove_at(i)
-                    self.idx_entries -= 1
-        v = db.d.get(key)
-        cost = key_cost(db, key, v)
-        db.delete(key)
-        self.dbmem[db.id] -= cost
-        self.dataset -= cost
-        stats.evicted_keys += 1
-        notify.notify(notify.EVICTED, b"evicted", key, db.id)
-        self.srv.propagate_del(db, key)
-        self.srv.dirty += 1
-        if lazy:
-            self.lazyfree.free(v)
+        idx = self.indexes[db.id] if self.indexes is not None else None
+        if idx is not None:
+            i = idx.pos.get(key)
+            if i is not None:
+                idx.remove_at(i)
+        self._evict(db, key, lazy)
 
     def cron(self):
+        self.clock = int(_time() * 1000)
         if self.tracking:
             self.update_clients()
-            if self.over() > 0:
+            if self.dataset > self.budget or self.oom:
                 self.evict_hook()
+            lru = self.lru
+            if lru is not None:
+                # Drop the queue entries of deleted keys (and the duplicates
+                # of keys deleted and created again) once they dominate.
+                for db in self.srv.dbs:
+                    q = lru[db.id]
+                    src = db.expires if self.volatile else db.d
+                    if len(q) > 1024 and len(q) > 2 * len(src):
+                        self._compact(q, src)
+        elif self.srv.config["maxmemory-clients"]:
+            self.update_clients()
         if self.lazyfree.queue:
             self.lazyfree.schedule()
+
+    @staticmethod
+    def _compact(q, src):
+        """Drop the entries of deleted keys and duplicates (a key deleted and
+        created again keeps its first place, with its latest time)."""
+        h = q.head
+        m = dict(zip(q.keys[h:], q.times[h:]))
+        for k in m.keys() - src.keys():
+            del m[k]
+        q.keys = list(m)
+        q.times = list(m.values())
+        q.head = 0
+        ref = q.ref
+        if ref:
+            for k in ref.keys() - src.keys():
+                del ref[k]
+
+
+def _oom_error():
+    from .errors import OOM
+    return OOM
 
 
 # -- lazy freeing ------------------------------------------------------------------------------

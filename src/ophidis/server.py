@@ -22,6 +22,7 @@ from time import perf_counter
 
 from . import __version__, log
 from . import client as client_mod
+from . import db as db_mod
 from . import notify
 from .client import Client
 from .commands import ALL, SERVER_INIT, TABLE, load_all
@@ -105,7 +106,8 @@ class Server:
         self.cron_loops = 0
         self.blocking_handler = None   # set by the blocking-commands module
         self.evict_hook = None         # set by the eviction module (maxmemory)
-        self.mem_track = None          # memory.Memory while maxmemory is set (see call)
+        self.mem_track = None          # memory.Memory while maxmemory is set
+        self.mem_oom = False           # over maxmemory with nothing to evict (general path on)
         self.lazyfree = None           # memory.LazyFree
         self.propagate_hooks = []      # AOF / replication feeds
         self.save_hook = None          # set by persistence: save(path) for shutdown
@@ -186,6 +188,11 @@ class Server:
             self.maxmemory = v
             self.update_server_slow()
         cfg.on_change("maxmemory", upd_maxmemory)
+
+        def upd_lazy_server_del(v):
+            db_mod.lazy_server_del = bool(v)
+        cfg.on_change("lazyfree-lazy-server-del", upd_lazy_server_del)
+        upd_lazy_server_del(cfg["lazyfree-lazy-server-del"])
         self.maxmemory = cfg["maxmemory"]
 
         def upd_loglevel(v):
@@ -216,7 +223,7 @@ class Server:
         cfg.on_change("bind", upd_bind)
 
     def update_server_slow(self):
-        slow = bool(self.maxmemory or self.monitors or self.pause_type or self.script_busy
+        slow = bool(self.mem_oom or self.monitors or self.pause_type or self.script_busy
                     or self.loading or self.propagate_hooks
                     or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
         client_mod.set_server_slow(slow)
@@ -473,9 +480,6 @@ class Server:
         MONITOR, propagation)."""
         c.last_cmd = cmd
         dirty0 = self.dirty
-        mt = self.mem_track
-        if mt is not None:
-            mtok = mt.before(c, cmd, argv)
         t0 = perf_counter()
         try:
             r = cmd.proc(c, argv)
@@ -501,8 +505,6 @@ class Server:
                 h(c, cmd, argv)
         if self.ready_keys and not c.in_exec and not c.in_script:
             self.handle_ready_keys()
-        if mt is not None:
-            mt.after(c, cmd, argv, mtok)
         if c.reply_mode:
             r = self.filter_reply(c, r)
         return r

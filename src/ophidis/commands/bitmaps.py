@@ -271,7 +271,7 @@ def bitop(c, argv):
     maxlen = max(len(s) for s in srcs)
     target = argv[2]
     if not maxlen:
-        if db.delete(target):
+        if db.server_delete(target):
             notify.notify(_GENERIC, b"del", target, db.id)
             c.server.dirty += 1
         return ZERO

@@ -248,7 +248,7 @@ def sec_stats(srv):
         "expired_time_cap_reached_count:%d" % s.expired_time_cap_reached_count,
         "expire_cycle_cpu_milliseconds:%d" % s.expire_cycle_cpu_milliseconds,
         "evicted_keys:%d" % s.evicted_keys,
-        "evicted_clients:0",
+        "evicted_clients:%d" % s.evicted_clients,
         "total_eviction_exceeded_time:0",
         "current_eviction_exceeded_time:0",
         "keyspace_hits:%d" % s.keyspace_hits,

@@ -91,7 +91,7 @@ def _rename(c, argv, nx):
     if db.lookup_write(dst) is not None:
         if nx:
             return ZERO
-        db.delete(dst)
+        db.server_delete(dst)
     db.delete(src)
     db.add(dst, v)
     if expire is not None:
@@ -186,7 +186,7 @@ def copy(c, argv):
     if dst.lookup_write(newkey) is not None:
         if not replace:
             return ZERO
-        dst.delete(newkey)
+        dst.server_delete(newkey)
     dst.add(newkey, _dup(v))
     if expire is not None:
         dst.expires[newkey] = expire
@@ -346,7 +346,7 @@ def _expire_generic(c, argv, basetime_ms, seconds):
             return ZERO
     srv = c.server
     if when <= int(_time() * 1000) and not srv.loading and not srv.is_replica:
-        db.delete(key)
+        db.delete(key, srv.config["lazyfree-lazy-expire"])
         srv.dirty += 1
         notify.notify(_GENERIC, b"del", key, db.id)
         return ONE

@@ -744,7 +744,7 @@ def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
     # Redis 7.0 answers every timed out list client with a null array
     # (replyToBlockedClientTimedOut), BLMOVE included; only the "may not
     # block" path (MULTI, scripts) replies a null bulk.
-    c.server.blocking_handler.block(c, [src], deadline, on_ready, _timeout_null_array)
+    c.server.blocking_handler.block(c, [src], deadline, on_ready, _timeout_null_array, also=(dst,))
     return None
 
 

@@ -102,7 +102,7 @@ def restore(c, argv):
         raise RedisError("ERR Bad data format") from None
     deleted = False
     if replace:
-        deleted = db.lookup_write(key) is not None and db.delete(key)
+        deleted = db.lookup_write(key) is not None and db.server_delete(key)
     if ttl and not absttl:
         ttl += int(time.time() * 1000)
     if ttl and ttl <= int(time.time() * 1000) and not srv.loading and not srv.is_replica:

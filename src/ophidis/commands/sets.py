@@ -335,7 +335,7 @@ def _store(c, dst, result, event):
         c.server.dirty += 1
         return integer(len(v))
     if db.lookup_write(dst) is not None:
-        db.delete(dst)
+        db.server_delete(dst)
         c.server.dirty += 1
         notify.notify(_GENERIC, b"del", dst, db.id)
     return ZERO

@@ -239,7 +239,7 @@ def _sort_generic(c, argv, readonly):
             db.add(storekey, result)
         notify.notify(notify.LIST, b"sortstore", storekey, db.id)
         c.server.dirty += outputlen
-    elif db.lookup_write(storekey) is not None and db.delete(storekey):
+    elif db.lookup_write(storekey) is not None and db.server_delete(storekey):
         notify.notify(notify.GENERIC, b"del", storekey, db.id)
         c.server.dirty += 1
     return integer(outputlen) if outputlen else ZERO

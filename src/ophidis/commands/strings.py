@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from .. import db as _dbm
 from .. import notify
 from ..db import WRONGTYPE_ERR, EmbStr, check_string, stats
 from ..errors import NOT_INT, SYNTAX, RedisError
@@ -102,6 +103,8 @@ def set_(c, argv):
     key = argv[1]
     if len(argv) == 3 and not notify.flags:
         # Plain SET: the hot path.
+        if _dbm.lazy_server_del:
+            db.lazy_overwrite(key)
         db.d[key] = argv[2]
         if db.expires:
             db.expires.pop(key, None)

@@ -613,7 +613,7 @@ def _zrangestore_finish(c, dst, pairs):
         notify.notify(_ZSET, b"zrangestore", dst, db.id)
         c.server.dirty += 1
         return integer(len(pairs))
-    if db.lookup_write(dst) is not None and db.delete(dst):
+    if db.lookup_write(dst) is not None and db.server_delete(dst):
         notify.notify(_GENERIC, b"del", dst, db.id)
         c.server.dirty += 1
     return ZERO
@@ -878,7 +878,7 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
             notify.notify(_ZSET, ev, dst, db.id)
             c.server.dirty += 1
             return integer(len(result))
-        if db.lookup_write(dst) is not None and db.delete(dst):
+        if db.lookup_write(dst) is not None and db.server_delete(dst):
             notify.notify(_GENERIC, b"del", dst, db.id)
             c.server.dirty += 1
         return ZERO

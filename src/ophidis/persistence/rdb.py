@@ -377,6 +377,10 @@ def write_snapshot(f, server, progress=None, key_delay=0):
         w.write(b"\xfb" + enc_len(len(d)) + enc_len(len(exp)))
         write = w.write
         plain = not (save_lru or save_lfu)
+        idle_of = None
+        if save_lru and lru is not None:
+            f = getattr(lru, "idle_function", None)
+            idle_of = f(db) if f is not None else (lambda k, db=db: lru.idle_seconds(db, k))
         for key, val in d.items():
             if plain and val.__class__ is bytes and not (exp and key in exp):
                 lk = len(key)
@@ -397,9 +401,9 @@ def write_snapshot(f, server, progress=None, key_delay=0):
                     parts.append(b"\xfc" + int(when).to_bytes(8, "little", signed=True))
             if save_lru:
                 idle = 0
-                if lru is not None:
+                if idle_of is not None:
                     try:
-                        idle = int(lru.idle_seconds(db, key))
+                        idle = int(idle_of(key))
                     except Exception:  # noqa: BLE001
                         idle = 0
                 parts.append(b"\xf8" + enc_len(idle))
