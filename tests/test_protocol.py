@@ -66,6 +66,72 @@ def test_request_split_byte_by_byte(server):
     assert out == b"+OK\r\n$5\r\nhello\r\n"
 
 
+def _enc(*args):
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+
+
+def _recv_exact(s, n):
+    s.settimeout(5)
+    out = b""
+    while len(out) < n:
+        more = s.recv(n - len(out))
+        if not more:
+            break
+        out += more
+    return out
+
+
+@pytest.mark.parametrize("cut_args", [3, 4, 5, 6])
+def test_read_ending_inside_a_request_like_the_last_one(server, r, cut_args):
+    """A read that ends inside a request, right after an argument equal to
+    the last argument of the previous (complete) request: the server must
+    not take the read for a request boundary."""
+    r.delete("pc:1", "pc:2")
+    first = _enc(b"HSET", b"pc:1", b"f", b"v")
+    second_args = [b"HSET", b"pc:2", b"a", b"v", b"b", b"v", b"c", b"v"]
+    second = _enc(*second_args)
+    cut = len(_enc(*second_args[:cut_args])) - len(b"*%d\r\n" % cut_args) + len(b"*%d\r\n" % len(second_args))
+    s = raw_connect(server.port)
+    s.sendall(first + second[:cut])
+    assert _recv_exact(s, 4) == b":1\r\n"      # the first chunk was read and run
+    s.sendall(second[cut:])
+    assert _recv_exact(s, 4) == b":3\r\n"
+    s.close()
+    assert r.hgetall("pc:2") == {b"a": b"v", b"b": b"v", b"c": b"v"}
+
+
+def test_random_read_boundaries_in_big_pipelines(server, r):
+    """Pipelines of multi-argument requests cut at random points (reads
+    end anywhere, often after an argument equal to the last one of the
+    previous request) give the same replies as one write."""
+    import random
+    import time
+    rnd = random.Random(7)
+    for trial in range(8):
+        key = b"rb:%d" % trial
+        r.delete(key)
+        reqs = []
+        for j in range(4):
+            args = [b"HSET", key]
+            for i in range(rnd.randrange(1, 400)):
+                args += [b"f:%d:%d" % (j, i), b"v"]
+            reqs.append(_enc(*args))
+        data = b"".join(reqs)
+        s = raw_connect(server.port)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        pos = 0
+        while pos < len(data):
+            k = rnd.choice([1, 3, 7, 9, 100, 1000, 5000])
+            s.sendall(data[pos:pos + k])
+            pos += k
+            if rnd.random() < 0.2:
+                time.sleep(0.001)
+        out = read_reply(s)
+        s.close()
+        assert out.count(b"\r\n") == 4 and not out.startswith(b"-") and b"-" not in out, out[:200]
+        assert r.hlen(key) == sum(int(x[1:]) for x in out.split(b"\r\n")[:4])
+
+
 def test_large_value_in_pieces(server, r):
     s = raw_connect(server.port)
     val = b"x" * 3_000_000

@@ -50,6 +50,24 @@ def _suspicious(data) -> bool:
             return True
     return False
 
+def _ends_with_request(data, req) -> bool:
+    """Does data end with the multibulk encoding of req?  Compared in
+    place from the end (no copy of big arguments)."""
+    end = len(data)
+    for a in reversed(req):
+        if a.__class__ is not bytes or not data.endswith(b"\r\n", 0, end):
+            return False
+        end -= 2
+        if not data.endswith(a, 0, end):
+            return False
+        end -= len(a)
+        h = b"$%d\r\n" % len(a)
+        if not data.endswith(h, 0, end):
+            return False
+        end -= len(h)
+    return data.endswith(b"*%d\r\n" % len(req), 0, end)
+
+
 # Server-wide "take the general path" switch (maxmemory, MONITOR, pauses,
 # busy scripts, loading, MISCONF ...).  Set through ``set_server_slow``.
 _SERVER_SLOW = False
@@ -287,18 +305,17 @@ class Client(asyncio.Protocol):
             slow = self.slow or _SERVER_SLOW
             t0 = perf_counter()
         # Does hiredis hold the start of an incomplete request?  The common
-        # case (the read ended with a whole request) is checked cheaply.
+        # case, the read ended with a whole request, is recognised by the
+        # data ending with that request's whole encoding (its last argument
+        # alone is not enough: the next request may end a read with an equal
+        # argument).  Anything else is worked out exactly in Python.
         if last.__class__ is list and last and not (
-                self.blocked or self.close_after_reply or self.paused_queue is not None):
-            la = last[-1]
-            if la.__class__ is bytes:
-                end = len(data) - 2
-                if data.endswith(b"\r\n") and data.endswith(la, 0, end) and \
-                        data.endswith(b"$%d\r\n" % len(la), 0, end - len(la)):
-                    self.pend = None
-                    if out:
-                        self.write(out)
-                    return
+                self.blocked or self.close_after_reply or self.paused_queue is not None) \
+                and _ends_with_request(data, last):
+            self.pend = None
+            if out:
+                self.write(out)
+            return
         self._recompute_pending(data, pend, nreq)
         if out:
             self.write(out)
