@@ -389,3 +389,288 @@ def test_flushall_async(m):
     while m.info("memory")["lazyfreed_objects"] == before and time.time() < deadline:
         time.sleep(0.05)
     assert m.info("memory")["lazyfreed_objects"] > before
+
+
+# -- the fast path under maxmemory ------------------------------------------------------------
+
+def test_oom_in_fast_path_is_a_rejected_call(m):
+    """An OOM refusal counts as rejected_calls (not calls) whichever path
+    the command took, and writes work again once memory is freed."""
+    m.config_set("maxmemory", "1")
+    m.config_resetstat()
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        m.set("a", "b")
+    assert str(e.value) == OOM
+    p = m.pipeline(transaction=False)
+    for i in range(20):
+        p.set("p:%d" % i, "x")
+    res = p.execute(raise_on_error=False)
+    assert all(isinstance(x, redis.exceptions.ResponseError) and str(x) == OOM for x in res)
+    assert m.get("a") is None            # reads still work
+    assert m.delete("nothing") == 0      # so do deletes
+    st = m.info("commandstats")["cmdstat_set"]
+    assert st["calls"] == 0 and st["rejected_calls"] == 21, st
+    assert m.info("errorstats")["errorstat_OOM"]["count"] == 21
+    m.config_set("maxmemory", str(MAXMEM))
+    assert m.set("a", "b")
+    assert m.info("commandstats")["cmdstat_set"]["calls"] == 1
+
+
+def test_oom_in_multi_and_exec(m, msrv):
+    """processCommand's rules: commands queued while over the limit are
+    refused, EXEC of read-only commands runs, EXEC with a denyoom command
+    is aborted; DISCARD always works."""
+    m.set("x", "value")
+    other = msrv.client()
+    # queue by hand so that OOM starts between MULTI and EXEC
+    conn = m.connection_pool.get_connection()
+    try:
+        conn.send_command("MULTI")
+        assert conn.read_response() == b"OK"
+        conn.send_command("GET", "x")
+        assert conn.read_response() == b"QUEUED"
+        other.config_set("maxmemory", "1")
+        conn.send_command("EXEC")
+        assert conn.read_response() == [b"value"]
+        conn.send_command("MULTI")
+        conn.read_response()
+        conn.send_command("SET", "y", "1")
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            conn.read_response()
+        assert str(e.value) == OOM
+        conn.send_command("DISCARD")
+        assert conn.read_response() == b"OK"
+        other.config_set("maxmemory", "0")
+        conn.send_command("MULTI")
+        conn.read_response()
+        conn.send_command("SET", "y", "1")
+        assert conn.read_response() == b"QUEUED"
+        other.config_set("maxmemory", "1")
+        conn.send_command("EXEC")
+        with pytest.raises(redis.exceptions.ExecAbortError) as e:   # -EXECABORT ...
+            conn.read_response()
+        assert str(e.value) == "Transaction discarded because of: OOM " + OOM
+    finally:
+        other.config_set("maxmemory", str(MAXMEM))
+        m.connection_pool.release(conn)
+        other.close()
+
+
+def test_incremental_accounting_equals_a_recount(m, msrv):
+    """After a mixed workload (every family, multi-key commands, other
+    databases, transactions, scripts, expiry, blocked clients served later)
+    the dataset total kept command by command equals a full recount."""
+    m.config_set("maxmemory", "1gb")
+    m.config_set("maxmemory-policy", "allkeys-lru")
+    p = m.pipeline(transaction=False)
+    for i in range(300):
+        p.set("s:%d" % i, "v" * (i % 50))
+        p.append("s:%d" % (i // 2), "tail")
+        p.incrby("n:%d" % (i % 7), i)
+        p.hset("h:%d" % (i % 5), "f%d" % i, "x" * i)
+        p.rpush("l:%d" % (i % 3), *["e%d" % j for j in range(i % 9 + 1)])
+        p.sadd("set:%d" % (i % 4), *range(i, i + 20))
+        p.zadd("z:%d" % (i % 4), {"m%d" % j: j for j in range(i % 30 + 1)})
+    p.execute()
+    m.lpop("l:0", 5)
+    m.ltrim("l:1", 2, 10)
+    m.hdel("h:0", *["f%d" % i for i in range(0, 300, 5)])
+    m.srem("set:1", *range(0, 100))
+    m.spop("set:2", 7)
+    m.zremrangebyrank("z:0", 0, 5)
+    m.zincrby("z:1", 2.5, "m3")
+    m.mset({"ms:%d" % i: "y" * i for i in range(50)})
+    m.rename("s:1", "renamed")
+    m.copy("s:2", "copied", destination_db=1)
+    m.move("s:3", 2)
+    m.sunionstore("union", ["set:0", "set:1", "set:3"])
+    m.zunionstore("zu", ["z:0", "z:1"])
+    m.sort("l:2", store="sorted", alpha=True)
+    m.getdel("s:4")
+    m.set("s:5", "short", keepttl=True)
+    m.setrange("s:6", 100, "far")
+    m.expire("s:7", 100)
+    m.persist("s:7")
+    t = m.pipeline(transaction=True)
+    t.set("tx", "1" * 100)
+    t.hset("txh", "a", "b")
+    t.delete("s:8")
+    t.execute()
+    m.eval("redis.call('set', KEYS[1], string.rep('z', 200)); redis.call('rpush', KEYS[2], 'a', 'b');"
+           "redis.call('del', 's:9'); return 1", 2, "lua:s", "lua:l")
+    p = m.pipeline(transaction=False)
+    for i in range(100):
+        p.set("exp:%d" % i, "e" * 100, px=30)
+    p.execute()
+    # a blocked BLMOVE served by another client's push (outside any command of its own)
+    waiter = msrv.client()
+    res = []
+    th = threading.Thread(target=lambda: res.append(waiter.blmove("bsrc", "bdst", 5, "LEFT", "RIGHT")))
+    th.start()
+    deadline = time.time() + 5
+    while m.info("clients")["blocked_clients"] == 0 and time.time() < deadline:
+        time.sleep(0.01)
+    m.rpush("bsrc", "x" * 300, "y" * 300)
+    th.join()
+    waiter.close()
+    assert res == [b"x" * 300]
+    time.sleep(0.3)
+    for i in range(0, 100, 10):
+        m.get("exp:%d" % i)        # lazy expiry of some, the active cycle takes the rest
+    deadline = time.time() + 5
+    while any(m.exists("exp:%d" % i) for i in range(100)) and time.time() < deadline:
+        time.sleep(0.05)
+    kept = m.memory_stats()["dataset.bytes"]
+    m.config_set("maxmemory", "0")
+    m.config_set("maxmemory", "1gb")     # tracking restarts from a full recount
+    assert m.memory_stats()["dataset.bytes"] == kept
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "volatile-lru"])
+def test_lru_eviction_notifies_and_keeps_watch_semantics(m, msrv, policy):
+    m.config_set("maxmemory-policy", policy)
+    m.config_set("notify-keyspace-events", "Ee")
+    ps = msrv.client().pubsub()
+    ps.psubscribe("__keyevent@0__:evicted")
+    ps.get_message(timeout=1)
+    m.set("k:0", VAL, ex=1000)
+    w = msrv.client()
+    t = w.pipeline(transaction=True)
+    t.watch("k:0")
+    load(m, "w", 30000, ex=lambda i: 1000 + i)
+    assert not m.exists("k:0")
+    t.multi()
+    t.set("k:0", "mine")
+    with pytest.raises(redis.exceptions.WatchError):
+        t.execute()
+    w.close()
+    got = 0
+    deadline = time.time() + 5
+    while got < 10 and time.time() < deadline:
+        msg = ps.get_message(timeout=1)
+        if msg and msg["type"] == "pmessage":
+            got += 1
+    ps.close()
+    m.config_set("notify-keyspace-events", "")
+    assert got == 10
+    assert_near_limit(m)
+
+
+def test_lru_order_survives_debug_reload(m):
+    """Access times are saved in the RDB (LRU idle) and the eviction order
+    is rebuilt from them: keys idle for long go first after a reload."""
+    m.config_set("maxmemory", "0")
+    m.config_set("maxmemory-policy", "allkeys-lru")
+    load(m, "old", 8000)
+    m.config_set("maxmemory", str(MAXMEM))
+    time.sleep(2.2)
+    load(m, "new", 8000)
+    assert m.object("idletime", "old:5") >= 2
+    m.execute_command("DEBUG", "RELOAD")
+    assert m.object("idletime", "old:5") >= 2
+    assert m.object("idletime", "new:5") <= 1
+    load(m, "more", 12000)
+    p = m.pipeline(transaction=False)
+    for i in range(8000):
+        p.exists("old:%d" % i)
+    old_alive = sum(p.execute())
+    p = m.pipeline(transaction=False)
+    for i in range(8000):
+        p.exists("new:%d" % i)
+    new_alive = sum(p.execute())
+    assert m.info()["evicted_keys"] > 0
+    assert old_alive < new_alive, (old_alive, new_alive)
+
+
+# -- lazy freeing of implicit deletions ----------------------------------------------------
+
+def _big_hash(c, key, n=200000):
+    p = c.pipeline(transaction=False)
+    for b in range(0, n, 10000):
+        p.hset(key, mapping={b"f:%d" % i: b"v" for i in range(b, min(b + 10000, n))})
+    p.execute()
+
+
+@pytest.mark.parametrize("how", ["set", "rename", "restore"])
+def test_lazyfree_lazy_server_del(m, how):
+    m.config_set("maxmemory", "0")
+    m.config_set("lazyfree-lazy-server-del", "yes")
+    try:
+        _big_hash(m, "big")
+        before = m.info("memory")["lazyfreed_objects"]
+        if how == "set":
+            assert m.set("big", "now a string")
+        elif how == "rename":
+            m.set("src", "value")
+            assert m.rename("src", "big")
+        else:
+            m.set("tmp", "value")
+            dump = m.dump("tmp")
+            assert m.restore("big", 0, dump, replace=True)
+        deadline = time.time() + 10
+        while m.info("memory")["lazyfreed_objects"] == before and time.time() < deadline:
+            time.sleep(0.05)
+        assert m.info("memory")["lazyfreed_objects"] == before + 1
+        assert m.type("big") == b"string"
+        # without the option the old value is freed at once
+        m.config_set("lazyfree-lazy-server-del", "no")
+        _big_hash(m, "big2", 1000)
+        assert m.set("big2", "x")
+        time.sleep(0.2)
+        assert m.info("memory")["lazyfreed_objects"] == before + 1
+    finally:
+        m.config_set("lazyfree-lazy-server-del", "no")
+
+
+def test_lazy_server_del_keeps_moved_values(m):
+    """RENAME moves the value: only the overwritten destination may be
+    freed lazily, never the value that lives on under the new name."""
+    m.config_set("maxmemory", "0")
+    m.config_set("lazyfree-lazy-server-del", "yes")
+    try:
+        _big_hash(m, "a", 5000)
+        _big_hash(m, "b", 3000)
+        assert m.rename("a", "b")
+        time.sleep(0.3)
+        assert m.hlen("b") == 5000
+        assert m.hget("b", "f:4999") == b"v"
+    finally:
+        m.config_set("lazyfree-lazy-server-del", "no")
+
+
+# -- maxmemory-clients -----------------------------------------------------------------------
+
+def test_maxmemory_clients_disconnects_the_biggest(m, msrv):
+    """Clients over maxmemory-clients in total: the biggest evictable
+    client goes (CLIENT NO-EVICT ones are exempt but still count)."""
+    m.config_set("maxmemory", "0")
+    m.config_set("maxmemory-clients", "4mb")
+    try:
+        before = m.info("stats")["evicted_clients"]
+        protected = socket.create_connection(("127.0.0.1", msrv.port))
+        protected.sendall(b"CLIENT NO-EVICT on\r\n")
+        assert protected.recv(100) == b"+OK\r\n"
+        hog = socket.create_connection(("127.0.0.1", msrv.port))
+        # half-sent requests: 3 MB query buffers each, 6 MB in all
+        head = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5000000\r\n"
+        protected.sendall(head + b"x" * (3 << 20))
+        hog.sendall(head + b"x" * ((3 << 20) + 1000))
+        small = msrv.client()
+        assert small.ping()
+        deadline = time.time() + 5
+        while m.info("stats")["evicted_clients"] == before and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        assert m.info("stats")["evicted_clients"] == before + 1
+        hog.settimeout(2)
+        assert hog.recv(100) == b""              # closed by the server
+        assert small.ping()                       # small clients stay
+        protected.sendall(b"x" * (5000000 - (3 << 20)) + b"\r\n")
+        protected.settimeout(5)
+        assert protected.recv(100) == b"+OK\r\n"  # the no-evict client survived
+        assert m.strlen("k") == 5000000
+        hog.close()
+        protected.close()
+        small.close()
+    finally:
+        m.config_set("maxmemory-clients", "0")

@@ -283,6 +283,11 @@ class LruQueue:
 # Commands whose accounting needs more than their own keys (another db,
 # whole databases): measured by Memory.before/after.
 _SPECIAL = frozenset(("copy", "move", "flushdb", "flushall", "swapdb", "debug"))
+# Reads that leave the access time alone (Redis's LOOKUP_NOTOUCH, or no
+# lookup at all).
+_NOTOUCH = frozenset(("exists", "type", "ttl", "pttl", "expiretime", "pexpiretime", "watch",
+                      "object|encoding", "object|freq", "object|idletime", "object|refcount",
+                      "memory|usage"))
 
 
 class Memory:
@@ -423,7 +428,8 @@ class Memory:
             specs = _EXTRACT[cmd] = _simple_specs(cmd)
         single = specs is not None and len(specs) == 1 and specs[0][:2] == (1, 0)
         if not cmd.write:
-            if not cmd.key_specs or not (self.lru is not None or (self.indexes is not None and self.lfu_mode)):
+            if (not cmd.key_specs or cmd.fullname in _NOTOUCH
+                    or not (self.lru is not None or (self.indexes is not None and self.lfu_mode))):
                 return proc
             if single:
                 lru = self.lru
