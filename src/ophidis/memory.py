@@ -544,11 +544,9 @@ class Memory:
             k = argv[1]
             v = argv[2]
             exp = db.expires
-            old = d.get(k)
-            if old is None or (exp and k in exp):
-                if old is not None:
-                    return write1(c, argv)   # a TTL to drop, maybe expired: the general way
-                d[k] = v
+            n = len(d)
+            old = d.setdefault(k, v)     # one probe of the table for a new key
+            if len(d) != n:
                 delta = getsizeof(k) + getsizeof(v) + _KEY_EXTRA
                 if lru is not None:
                     if not volatile:
@@ -557,6 +555,8 @@ class Memory:
                         q.times.append(m.clock)
                 elif indexed:
                     m.touch(db, (k,))
+            elif exp and k in exp:
+                return write1(c, argv)       # a TTL to drop, maybe expired: the general way
             else:
                 d[k] = v
                 delta = getsizeof(v) - (getsizeof(old) if old.__class__ is bytes else pysize(old))
