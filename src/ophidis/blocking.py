@@ -203,10 +203,13 @@ class BlockingHandler:
                         continue
                     if db.lookup_nostats(key) is None:
                         break
+                    # served outside a command of its own: memory accounting
+                    # and tracking invalidations are done here
+                    mkeys = (key,) + tuple(c.bstate.also)
                     mt = srv.mem_track
-                    if mt is not None:   # served outside a command: account here
-                        mkeys = (key,) + tuple(c.bstate.also)
+                    if mt is not None:
                         mtok = mt.measure(db, mkeys)
+                    dirty = srv.dirty
                     try:
                         reply = c.bstate.on_ready(c, db, key)
                     except RedisError as e:
@@ -215,6 +218,10 @@ class BlockingHandler:
                         mt.account(db, mkeys, mtok)
                     if reply is not None:
                         self.finish(c, reply)
+                    trk = srv.tracking
+                    if trk.wrap_active and (reply is not None or srv.dirty != dirty):
+                        for k in mkeys:
+                            trk.invalidate(k, False)
 
 
 def install(server):

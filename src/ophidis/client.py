@@ -130,7 +130,7 @@ class Client(asyncio.Protocol):
         "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
-        "killed", "in_script", "py_mode", "push_buf",
+        "killed", "in_script", "py_mode", "push_buf", "script_caller",
         "__weakref__",
     )
 
@@ -167,8 +167,9 @@ class Client(asyncio.Protocol):
         self.is_unix = False
         self.user = "default"
         self.monitor = False
-        self.tracking = False
+        self.tracking = False      # tracking.TrackState while CLIENT TRACKING is on
         self.no_evict = False
+        self.script_caller = None  # the script client: (client running the script, its keys)
         self.bstate = None
         self.out_extra = None
         self.in_exec = False
@@ -681,6 +682,10 @@ class Client(asyncio.Protocol):
             f += "b"
         if self.tracking:
             f += "t"
+            if self.tracking.broken:
+                f += "R"
+            if self.tracking.bcast:
+                f += "B"
         if self.dirty_cas:
             f += "d"
         if self.close_after_reply:

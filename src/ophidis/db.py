@@ -176,6 +176,9 @@ class Database:
         self.dels += 1
         stats.expired_keys += 1
         signal_modified(self, key)
+        trk = getattr(srv, "tracking", None)
+        if trk is not None and trk.wrap_active:
+            trk.invalidate(key, False)
         _notify.notify(_notify.EXPIRED, b"expired", key, self.id)
         if srv is not None:
             srv.propagate_del(self, key)

@@ -185,6 +185,7 @@ class LuaEngine:
         sc = self.client
         caller = ctx.caller
         sc.db = caller.db
+        sc.script_caller = (caller, keys)
         sc.resp = 2
         sc.user = caller.user
         th = srv.config["busy-reply-threshold"]

@@ -309,7 +309,7 @@ class Memory:
         self.clock = int(_time() * 1000)   # ms, refreshed by cron and eviction
         self.pool = []
         self.oom = False           # over the limit with nothing to evict
-        self.orig = {}             # Command -> its unwrapped proc
+        self.wrap_active = False
         self.evicting_scheduled = False
         self.next_db = 0
         self.lazyfree = LazyFree(srv)
@@ -410,33 +410,36 @@ class Memory:
         """While maxmemory is set every command's proc is wrapped: writes
         measure their keys before and after (and evict first when over the
         limit), reads record the access of their keys.  The fast path stays
-        on: the wrappers are the commands."""
-        from .commands import ALL
-        orig = self.orig
-        for cmd in ALL.values():
-            base = orig.get(cmd)
-            if base is None:
-                if cmd.proc is None or cmd.subcommands:
-                    continue
-                base = orig[cmd] = cmd.proc
-            cmd.proc = self._wrap(cmd, base) if on else base
+        on: the wrappers are the commands (see commands.rewrap)."""
+        from . import commands
+        if self not in commands.WRAPPERS:
+            commands.WRAPPERS.insert(0, self)    # innermost
+        self.wrap_active = on
+        commands.rewrap()
 
-    def _wrap(self, cmd, proc):
+    def wrap(self, cmd, proc):
         m = self
         specs = _EXTRACT.get(cmd, 0)
         if specs == 0:
             specs = _EXTRACT[cmd] = _simple_specs(cmd)
         single = specs is not None and len(specs) == 1 and specs[0][:2] == (1, 0)
         if not cmd.write:
+            # performEvictions runs before every command, reads included
             if (not cmd.key_specs or cmd.fullname in _NOTOUCH
                     or not (self.lru is not None or (self.indexes is not None and self.lfu_mode))):
-                return proc
+                def other(c, argv):
+                    if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                        m.evict_for(c, cmd)
+                    return proc(c, argv)
+                return other
             if single:
                 lru = self.lru
                 if lru is not None:
                     volatile = self.volatile
 
                     def read1_lru(c, argv):
+                        if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                            m.evict_for(c, cmd)
                         r = proc(c, argv)
                         if len(argv) > 1:
                             db = c.db
@@ -447,6 +450,8 @@ class Memory:
                     return read1_lru
 
             def read(c, argv):
+                if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                    m.evict_for(c, cmd)
                 r = proc(c, argv)
                 db = c.db
                 keys = keys_of(cmd, argv)
@@ -578,7 +583,11 @@ class Memory:
     def evict_for(self, c, cmd):
         """performEvictions before a write of the fast path; the OOM reply
         when nothing could be evicted and the command may grow memory."""
-        if self.evict_hook() and cmd.denyoom:
+        oom = self.evict_hook()
+        trk = self.srv.tracking
+        if trk.pending:
+            trk.push_pending()   # evicted keys' invalidations precede the reply
+        if oom and cmd.denyoom:
             cmd.calls -= 1     # the fast path counts it: it was rejected instead
             return self.srv.reject(c, cmd, _oom_error())
         return None
@@ -1087,6 +1096,10 @@ class Memory:
             for k in batch:
                 if k in wk:
                     touch_watched(db, k)
+        trk = self.srv.tracking
+        if trk.wrap_active:
+            for k in batch:
+                trk.invalidate(k, False)
         if notify.flags & notify.EVICTED:
             for k in batch:
                 notify.notify(notify.EVICTED, b"evicted", k, db.id)
@@ -1105,6 +1118,9 @@ class Memory:
         v = db.d[key]
         cost = key_cost(db, key, v)
         db.delete(key)
+        trk = self.srv.tracking
+        if trk.wrap_active:
+            trk.invalidate(key, False)
         self.dbmem[db.id] -= cost
         self.dataset -= cost
         stats.evicted_keys += 1

@@ -137,6 +137,8 @@ class Server:
             fn(self)
         from .persistence import snapshot
         snapshot.install(self)
+        from . import tracking
+        tracking.install(self)
         from . import memory
         memory.install(self)
 
@@ -287,6 +289,8 @@ class Server:
         if c.watched:
             from .commands.transactions import unwatch_all
             unwatch_all(c)
+        if c.tracking:
+            self.tracking.disable(c)
         if c.blocked and self.blocking_handler is not None:
             self.blocking_handler.forget(c)
         if c.monitor:
@@ -355,6 +359,9 @@ class Server:
 
     # -- command processing ---------------------------------------------------------
     def process_command(self, c: Client, argv):
+        trk = self.tracking
+        if trk.wrap_active and trk.max_keys and len(trk.table) > trk.max_keys:
+            trk.limit()
         name = argv[0]
         cmd = TABLE.get(name)
         if cmd is None:

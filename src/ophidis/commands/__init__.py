@@ -224,3 +224,30 @@ def load_all():
     from ..types import containers, zset  # noqa: F401
     for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
         importlib.import_module("%s.%s" % (pkg, mod))
+
+
+# -- command wrappers --------------------------------------------------------------------
+# Subsystems that must see every command while they are active (memory
+# accounting under maxmemory, client-side caching) replace each command's
+# proc by a wrapper around the original, so that the fast path and the
+# general path both run them with no check while they are inactive.  A
+# provider has ``wrap_active`` (bool) and ``wrap(cmd, proc) -> proc``; the
+# later providers wrap the earlier ones.
+WRAPPERS: list = []
+_ORIG: dict = {}
+
+
+def rewrap():
+    """Rebuild every command's proc from its original and the active
+    wrappers (call after a provider's wrap_active changed)."""
+    active = [w for w in WRAPPERS if w.wrap_active]
+    for cmd in ALL.values():
+        base = _ORIG.get(cmd)
+        if base is None:
+            if cmd.proc is None or cmd.subcommands:
+                continue
+            base = _ORIG[cmd] = cmd.proc
+        p = base
+        for w in active:
+            p = w.wrap(cmd, p)
+        cmd.proc = p

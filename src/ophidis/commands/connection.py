@@ -58,7 +58,8 @@ def clear_client_state(c):
             pass
         srv.update_server_slow()
     c.reply_mode = 0
-    c.tracking = False
+    if c.tracking:
+        srv.tracking.disable(c)
     c.no_evict = False
     c.authenticated = not srv.requirepass
     c.update_slow()
@@ -394,31 +395,139 @@ def parse_timeout_ms(b) -> int:
 
 @command("client|trackinginfo")
 def client_trackinginfo(c, argv):
-    return b"".join([map_header(c.resp, 3), bulk(b"flags"), b"*1\r\n" + bulk(b"off"),
-                     bulk(b"redirect"), integer(-1), bulk(b"prefixes"), b"*0\r\n"])
+    st = c.tracking
+    flags = []
+    if st:
+        flags.append(b"on")
+        if st.bcast:
+            flags.append(b"bcast")
+        if st.optin:
+            flags.append(b"optin")
+            if st.caching:
+                flags.append(b"caching-yes")
+        if st.optout:
+            flags.append(b"optout")
+            if st.caching:
+                flags.append(b"caching-no")
+        if st.noloop:
+            flags.append(b"noloop")
+        if st.broken:
+            flags.append(b"broken_redirect")
+    else:
+        flags.append(b"off")
+    prefixes = st.prefixes if st else []
+    set_hdr = b"~%d\r\n" if c.resp > 2 else b"*%d\r\n"
+    return b"".join([map_header(c.resp, 3),
+                     bulk(b"flags"), set_hdr % len(flags), b"".join(bulk(f) for f in flags),
+                     bulk(b"redirect"), integer(st.redirect if st else -1),
+                     bulk(b"prefixes"), b"*%d\r\n" % len(prefixes), b"".join(bulk(p) for p in prefixes)])
 
 
 @command("client|getredir")
 def client_getredir(c, argv):
-    return integer(-1)
+    st = c.tracking
+    return integer(st.redirect if st else -1)
+
+
+def _prefix_overlap(a, b) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
 
 
 @command("client|tracking")
 def client_tracking(c, argv):
+    from ..tracking import TrackState
+    srv = c.server
+    redirect = 0
+    bcast = optin = optout = noloop = False
+    prefixes = []
+    j = 3
+    n = len(argv)
+    while j < n:
+        opt = argv[j].lower()
+        more = j + 1 < n
+        if opt == b"redirect" and more:
+            j += 1
+            if redirect:
+                raise RedisError("ERR A client can only redirect to a single other client")
+            redirect = parse_int(argv[j], RedisError("ERR value is not an integer or out of range"))
+            if redirect not in srv.clients:
+                raise RedisError("ERR The client ID you want redirect to does not exist")
+        elif opt == b"bcast":
+            bcast = True
+        elif opt == b"optin":
+            optin = True
+        elif opt == b"optout":
+            optout = True
+        elif opt == b"noloop":
+            noloop = True
+        elif opt == b"prefix" and more:
+            j += 1
+            prefixes.append(argv[j])
+        else:
+            raise SYNTAX
+        j += 1
     mode = argv[2].lower()
-    if mode == b"off":
-        c.tracking = False
-        c.update_slow()
-        return OK
     if mode == b"on":
-        raise RedisError("ERR client-side caching (CLIENT TRACKING) is not supported by this server yet")
+        st = c.tracking
+        if not bcast and prefixes:
+            raise RedisError("ERR PREFIX option requires BCAST mode to be enabled")
+        if st and st.bcast != bcast:
+            raise RedisError("ERR You can't switch BCAST mode on/off before disabling tracking for this "
+                             "client, and then re-enabling it with a different mode.")
+        if bcast and (optin or optout):
+            raise RedisError("ERR OPTIN and OPTOUT are not compatible with BCAST")
+        if optin and optout:
+            raise RedisError("ERR You can't specify both OPTIN mode and OPTOUT mode")
+        if st and ((optin and st.optout) or (optout and st.optin)):
+            raise RedisError("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this "
+                             "client, and then re-enabling it with a different mode.")
+        if bcast:
+            for i, p in enumerate(prefixes):
+                for q in (st.prefixes if st else []):
+                    if _prefix_overlap(p, q):
+                        raise RedisError(
+                            "ERR Prefix '%s' overlaps with an existing prefix '%s'. Prefixes for a single "
+                            "client must not overlap." % (p.decode("utf-8", "replace"),
+                                                          q.decode("utf-8", "replace")))
+                for q in prefixes[i + 1:]:
+                    if _prefix_overlap(p, q):
+                        raise RedisError(
+                            "ERR Prefix '%s' overlaps with another provided prefix '%s'. Prefixes for a "
+                            "single client must not overlap." % (p.decode("utf-8", "replace"),
+                                                                 q.decode("utf-8", "replace")))
+        new = st if st else TrackState()
+        new.redirect = redirect
+        new.broken = False
+        new.bcast = bcast
+        new.optin = optin
+        new.optout = optout
+        new.noloop = noloop
+        srv.tracking.enable(c, new, prefixes)
+        return OK
+    if mode == b"off":
+        srv.tracking.disable(c)
+        return OK
     raise SYNTAX
 
 
 @command("client|caching")
 def client_caching(c, argv):
-    raise RedisError("ERR CLIENT CACHING can be called only when the client is in tracking mode with "
-                     "OPTIN or OPTOUT mode enabled")
+    st = c.tracking
+    if not st:
+        raise RedisError("ERR CLIENT CACHING can be called only when the client is in tracking mode with "
+                         "OPTIN or OPTOUT mode enabled")
+    opt = argv[2].lower()
+    if opt == b"yes":
+        if not st.optin:
+            raise RedisError("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+    elif opt == b"no":
+        if not st.optout:
+            raise RedisError("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+    else:
+        raise SYNTAX
+    st.caching = True
+    return OK
 
 
 @command("client|help")

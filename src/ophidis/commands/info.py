@@ -98,7 +98,7 @@ def sec_clients(srv):
         "client_recent_max_input_buffer:%d" % maxin,
         "client_recent_max_output_buffer:0",
         "blocked_clients:%d" % (blocked + postponed),
-        "tracking_clients:0",
+        "tracking_clients:%d" % srv.tracking.nclients,
         "clients_in_timeout_table:%d" % blocked,
     ]
 
@@ -266,9 +266,9 @@ def sec_stats(srv):
         "active_defrag_key_misses:0",
         "total_active_defrag_time:0",
         "current_active_defrag_time:0",
-        "tracking_total_keys:0",
-        "tracking_total_items:0",
-        "tracking_total_prefixes:0",
+        "tracking_total_keys:%d" % len(srv.tracking.table),
+        "tracking_total_items:%d" % srv.tracking.items,
+        "tracking_total_prefixes:%d" % len(srv.tracking.prefixes),
         "unexpected_error_replies:%d" % s.unexpected_error_replies,
         "total_error_replies:%d" % s.total_error_replies,
         "dump_payload_sanitizations:%d" % s.dump_payload_sanitizations,

@@ -28,6 +28,12 @@ def _flush_flags(argv, srv=None):
     return bool(srv is not None and srv.config["lazyfree-lazy-user-flush"])
 
 
+def _tracking_flush(srv):
+    trk = getattr(srv, "tracking", None)
+    if trk is not None and (trk.nclients or trk.table):
+        trk.on_flush()
+
+
 def _flush_db(srv, db, lazy):
     """Empty db; with lazy, its old contents are freed incrementally."""
     d, exp = db.d, db.expires
@@ -42,6 +48,7 @@ def flushdb(c, argv):
     lazy = _flush_flags(argv, c.server)
     db = c.db
     n = _flush_db(c.server, db, lazy)
+    _tracking_flush(c.server)
     c.server.dirty += n
     return OK
 
@@ -53,6 +60,7 @@ def flushall(c, argv):
     n = 0
     for db in srv.dbs:
         n += _flush_db(srv, db, lazy)
+    _tracking_flush(srv)
     srv.dirty += n
     hook = getattr(srv, "flushall_hook", None)
     if hook is not None:
