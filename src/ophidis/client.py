@@ -130,7 +130,7 @@ class Client(asyncio.Protocol):
         "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
-        "killed", "in_script", "py_mode", "push_buf", "script_caller",
+        "killed", "in_script", "py_mode", "push_buf", "script_caller", "is_master",
         "__weakref__",
     )
 
@@ -170,6 +170,7 @@ class Client(asyncio.Protocol):
         self.tracking = False      # tracking.TrackState while CLIENT TRACKING is on
         self.no_evict = False
         self.script_caller = None  # the script client: (client running the script, its keys)
+        self.is_master = False     # the replication link's client (replica side)
         self.bstate = None
         self.out_extra = None
         self.in_exec = False

@@ -156,8 +156,10 @@ class Database:
         if when > _time() * 1000:
             return False
         if srv is not None and (srv.is_replica or srv.paused_expire):
-            # A replica waits for the master's DEL; paused clients freeze expiry.
-            return srv.is_replica
+            # A replica waits for the master's DEL (and, running the
+            # master's commands, sees keys as the master does); paused
+            # clients freeze expiry.
+            return srv.is_replica and not srv.applying_master
         self._delete_expired(key)
         return True
 

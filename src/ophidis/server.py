@@ -31,6 +31,8 @@ from .db import Database, stats
 from .errors import NOAUTH, OOM, RedisError
 from .protocol import QUEUED
 
+READONLY = RedisError("READONLY You can't write against a read only replica.")
+
 REDIS_VERSION = "7.0.15"
 
 DENIED = (
@@ -108,6 +110,7 @@ class Server:
         self.evict_hook = None         # set by the eviction module (maxmemory)
         self.mem_track = None          # memory.Memory while maxmemory is set
         self.mem_oom = False           # over maxmemory with nothing to evict (general path on)
+        self.applying_master = False   # a replica running its master's stream
         self.lazyfree = None           # memory.LazyFree
         self.propagate_hooks = []      # AOF / replication feeds
         self.save_hook = None          # set by persistence: save(path) for shutdown
@@ -225,7 +228,7 @@ class Server:
         cfg.on_change("bind", upd_bind)
 
     def update_server_slow(self):
-        slow = bool(self.mem_oom or self.monitors or self.pause_type or self.script_busy
+        slow = bool(self.mem_oom or self.is_replica or self.monitors or self.pause_type or self.script_busy
                     or self.loading or self.propagate_hooks
                     or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
         client_mod.set_server_slow(slow)
@@ -412,6 +415,9 @@ class Server:
             if cmd.write or base == "ping" or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
                 from .errors import MISCONF
                 return self.reject(c, cmd, MISCONF)
+        if self.is_replica and not c.is_master and self.config["replica-read-only"] and (
+                cmd.write or (base == "exec" and c.multi and any(q[0].write for q in c.multi))):
+            return self.reject(c, cmd, READONLY)
         if c.resp == 2 and (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) \
                 and base not in _PUBSUB_ALLOWED:
             return self.reject(c, cmd, RedisError(

@@ -1,0 +1,167 @@
+"""REPLICAOF: Ophidis as a replica of Debian's redis-server and of another
+Ophidis (full synchronisation, then the command stream), read-only
+replicas, ROLE / INFO replication, REPLICAOF NO ONE."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+import redis
+
+from conftest import free_port, wait_port
+
+
+def wait_for(cond, timeout=15.0, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for %s" % what)
+
+
+@pytest.fixture
+def real_master():
+    binpath = shutil.which("redis-server")
+    if binpath is None:
+        pytest.skip("redis-server is not installed (make test installs it)")
+    d = tempfile.mkdtemp(prefix="redis-master-")
+    port = free_port()
+    # no diskless delay: the test does not wait 5 s for the first sync
+    proc = subprocess.Popen([binpath, "--port", str(port), "--save", "", "--appendonly", "no",
+                             "--dir", d, "--repl-diskless-sync-delay", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port, proc)
+    c = redis.Redis(port=port, socket_timeout=10)
+    c.port = port
+    yield c
+    c.close()
+    proc.terminate()
+    proc.wait(10)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def linked(replica):
+    return replica.info("replication").get("master_link_status") == "up"
+
+
+def caught_up(master, replica):
+    return master.info("replication")["master_repl_offset"] == \
+        replica.info("replication")["slave_repl_offset"]
+
+
+def _workload(m):
+    m.set("s", "v")
+    m.set("ttl", "x", ex=1000)
+    m.hset("h", mapping={"a": "1", "b": "2"})
+    m.rpush("l", "x", "y", "z")
+    m.sadd("set", "m1", "m2")
+    m.zadd("z", {"a": 1.5, "b": 2})
+    m.incr("n")
+    p = m.pipeline(transaction=True)
+    p.incr("n")
+    p.lpop("l")
+    p.execute()
+    m.eval("redis.call('set', KEYS[1], 'lua'); redis.call('del', 's')", 1, "fromlua")
+    m.execute_command("SELECT", 2)
+    m.execute_command("SET", "db2key", "in db 2")
+    m.execute_command("SELECT", 0)
+
+
+def _value(c, k):
+    t = c.type(k)
+    if t == b"string":
+        return c.get(k)
+    if t == b"hash":
+        return c.hgetall(k)
+    if t == b"list":
+        return c.lrange(k, 0, -1)
+    if t == b"set":
+        return c.smembers(k)
+    return c.zrange(k, 0, -1, withscores=True)
+
+
+def _dataset(c):
+    out = {}
+    for db in (0, 2):
+        c.execute_command("SELECT", db)
+        for k in sorted(c.keys("*")):
+            ttl = c.ttl(k)
+            out[(db, k)] = (c.type(k), _value(c, k), ttl > 900 if ttl > 0 else ttl)
+    c.execute_command("SELECT", 0)
+    return out
+
+
+def test_replica_of_redis_server(real_master, start_server):
+    m = real_master
+    m.set("before", "sync")
+    s = start_server()
+    r = s.client()
+    r.set("local", "goes away at the full sync")
+    assert r.execute_command("REPLICAOF", "127.0.0.1", str(m.port)) == b"OK"
+    assert r.execute_command("REPLICAOF", "127.0.0.1", str(m.port)) == b"OK Already connected to specified master"
+    wait_for(lambda: linked(r), what="the link")
+    assert r.get("before") == b"sync" and r.get("local") is None
+    _workload(m)
+    wait_for(lambda: caught_up(m, r), what="the stream")
+    assert _dataset(r) == _dataset(m)
+    # a read-only replica
+    with pytest.raises(redis.exceptions.ReadOnlyError):
+        r.set("x", "1")
+    p = r.pipeline(transaction=True)
+    p.set("x", "1")
+    with pytest.raises(redis.exceptions.ResponseError):   # queued SET refused, EXEC aborted
+        p.execute()
+    assert r.get("s") is None and r.get("fromlua") == b"lua"
+    role = r.execute_command("ROLE")
+    assert role[:4] == [b"slave", b"127.0.0.1", m.port, b"connected"]
+    info = r.info("replication")
+    assert info["role"] == "slave" and info["master_port"] == m.port
+    assert m.info("replication")["connected_slaves"] == 1
+    # the master's expirations arrive as DELs
+    # (the replica does not delete them itself: DBSIZE counts the key until then)
+    n = r.dbsize()
+    m.set("short", "x", px=300)
+    wait_for(lambda: r.dbsize() == n + 1, what="the short key")
+    wait_for(lambda: r.dbsize() == n, what="the master's DEL")
+    # promotion keeps the data and accepts writes
+    assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    assert r.set("x", "1") and r.hgetall("h") == {b"a": b"1", b"b": b"2"}
+    assert r.execute_command("ROLE")[0] == b"master"
+    assert r.info("replication")["role"] == "master"
+
+
+def test_replica_of_ophidis_and_relink(start_server):
+    master = start_server()
+    m = master.client()
+    _workload(m)
+    s = start_server()
+    r = s.client()
+    assert r.execute_command("SLAVEOF", "127.0.0.1", str(master.port)) is True   # redis-py maps +OK
+    wait_for(lambda: linked(r), what="the link")
+    wait_for(lambda: r.get("n") == b"2", what="the dataset")
+    assert _dataset(r) == _dataset(m)
+    m.set("later", "1")
+    wait_for(lambda: r.get("later") == b"1", what="the stream")
+    # the master restarts: the replica reconnects and resynchronises
+    m.close()
+    master.stop()
+    wait_for(lambda: not linked(r), what="the link to drop")
+    assert r.info("replication")["master_link_status"] == "down"
+    assert r.get("later") == b"1"          # the data stays meanwhile
+
+
+def test_replicaof_errors(r):
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        r.execute_command("REPLICAOF", "127.0.0.1", "70000")
+    assert str(e.value) == "Invalid master port"
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        r.execute_command("REPLICAOF", "127.0.0.1", "abc")
+    assert str(e.value) == "Invalid master port"
+    assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    assert r.execute_command("ROLE") == [b"master", 0, []]
