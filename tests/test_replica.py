@@ -165,3 +165,14 @@ def test_replicaof_errors(r):
     assert str(e.value) == "Invalid master port"
     assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
     assert r.execute_command("ROLE") == [b"master", 0, []]
+
+
+def test_replicaof_in_the_configuration(start_server):
+    master = start_server()
+    m = master.client()
+    m.set("k", "from master")
+    s = start_server("--replicaof", "127.0.0.1", str(master.port))
+    r = s.client()
+    wait_for(lambda: linked(r), what="the link")
+    assert r.get("k") == b"from master"
+    assert r.config_get("replicaof") == {"replicaof": "127.0.0.1 %d" % master.port}

@@ -952,6 +952,10 @@ class Server:
         await self.listen()
         self.banner()
         log.notice("Ready to accept connections")
+        ro = self.config["replicaof"]
+        if ro:     # "replicaof <host> <port>" in the configuration
+            from . import replica
+            replica.set_master(self, ro[0], int(ro[1]))
         for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
             try:
                 self.loop.add_signal_handler(sig, self._signal, name)
