@@ -176,3 +176,31 @@ def test_replicaof_in_the_configuration(start_server):
     wait_for(lambda: linked(r), what="the link")
     assert r.get("k") == b"from master"
     assert r.config_get("replicaof") == {"replicaof": "127.0.0.1 %d" % master.port}
+
+
+def test_min_replicas_and_stale_data(r):
+    """processCommand's replication checks: NOREPLICAS for writes while
+    min-replicas-to-write is not met (queued writes abort EXEC), MASTERDOWN
+    for non-stale commands on a replica whose link is down with
+    replica-serve-stale-data no."""
+    r.set("xx", "1")
+    r.config_set("min-replicas-to-write", "2")
+    try:
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            r.incr("xx")
+        assert str(e.value) == "NOREPLICAS Not enough good replicas to write."
+        assert r.get("xx") == b"1"        # reads are fine
+    finally:
+        r.config_set("min-replicas-to-write", "0")
+    assert r.incr("xx") == 2
+    r.config_set("replica-serve-stale-data", "no")
+    try:
+        r.execute_command("REPLICAOF", "127.0.0.1", str(free_port()))   # nobody there
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            r.get("xx")
+        assert str(e.value) == "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+        assert r.info("replication")["master_link_status"] == "down"   # INFO is a stale command
+    finally:
+        r.execute_command("REPLICAOF", "NO", "ONE")
+        r.config_set("replica-serve-stale-data", "yes")
+    assert r.get("xx") == b"2"

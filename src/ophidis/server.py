@@ -32,6 +32,8 @@ from .errors import NOAUTH, OOM, RedisError
 from .protocol import QUEUED
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
+NOREPLICAS = RedisError("NOREPLICAS Not enough good replicas to write.")
+MASTERDOWN = RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 
 REDIS_VERSION = "7.0.15"
 
@@ -111,6 +113,8 @@ class Server:
         self.mem_track = None          # memory.Memory while maxmemory is set
         self.mem_oom = False           # over maxmemory with nothing to evict (general path on)
         self.applying_master = False   # a replica running its master's stream
+        self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
+        self.min_replicas = 0          # min-replicas-to-write (0: off, or max-lag 0)
         self.lazyfree = None           # memory.LazyFree
         self.propagate_hooks = []      # AOF / replication feeds
         self.save_hook = None          # set by persistence: save(path) for shutdown
@@ -194,6 +198,13 @@ class Server:
             self.update_server_slow()
         cfg.on_change("maxmemory", upd_maxmemory)
 
+        def upd_min_replicas(v):
+            self.min_replicas = cfg["min-replicas-to-write"] if cfg["min-replicas-max-lag"] else 0
+            self.update_server_slow()
+        cfg.on_change("min-replicas-to-write", upd_min_replicas)
+        cfg.on_change("min-replicas-max-lag", upd_min_replicas)
+        self.min_replicas = cfg["min-replicas-to-write"] if cfg["min-replicas-max-lag"] else 0
+
         def upd_lazy_server_del(v):
             db_mod.lazy_server_del = bool(v)
         cfg.on_change("lazyfree-lazy-server-del", upd_lazy_server_del)
@@ -228,7 +239,7 @@ class Server:
         cfg.on_change("bind", upd_bind)
 
     def update_server_slow(self):
-        slow = bool(self.mem_oom or self.is_replica or self.monitors or self.pause_type or self.script_busy
+        slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
                     or self.loading or self.propagate_hooks
                     or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
         client_mod.set_server_slow(slow)
@@ -415,14 +426,20 @@ class Server:
             if cmd.write or base == "ping" or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
                 from .errors import MISCONF
                 return self.reject(c, cmd, MISCONF)
-        if self.is_replica and not c.is_master and self.config["replica-read-only"] and (
-                cmd.write or (base == "exec" and c.multi and any(q[0].write for q in c.multi))):
-            return self.reject(c, cmd, READONLY)
+        if cmd.write or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
+            if not self.is_replica and self.min_replicas and self.good_replicas() < self.min_replicas:
+                return self.reject(c, cmd, NOREPLICAS)
+            if self.is_replica and not c.is_master and self.config["replica-read-only"]:
+                return self.reject(c, cmd, READONLY)
         if c.resp == 2 and (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) \
                 and base not in _PUBSUB_ALLOWED:
             return self.reject(c, cmd, RedisError(
                 "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
                 "are allowed in this context" % cmd.fullname))
+        if self.is_replica and not self.config["replica-serve-stale-data"] and not c.is_master \
+                and self.replica_link is not None and self.replica_link.state != "connected" and (
+                    not cmd.stale or (base == "exec" and c.multi and not all(q[0].stale for q in c.multi))):
+            return self.reject(c, cmd, MASTERDOWN)
         if self.loading and not cmd.loading:
             from .errors import LOADING
             return self.reject(c, cmd, LOADING)
@@ -437,6 +454,11 @@ class Server:
                 c.multi.append((cmd, argv))
             return QUEUED
         return self.call(c, cmd, argv)
+
+    def good_replicas(self) -> int:
+        """Replicas attached to our feed (min-replicas-to-write)."""
+        feed = getattr(self, "_repl_feed", None)
+        return len(getattr(feed, "replicas", None) or ()) if feed is not None else 0
 
     def _debug_allowed(self, c) -> bool:
         v = self.config["enable-debug-command"]
