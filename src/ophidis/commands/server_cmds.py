@@ -87,10 +87,11 @@ def swapdb(c, argv):
         da._expire_snapshot = db_._expire_snapshot = None
         da._scan_cache = {}
         db_._scan_cache = {}
+        # Keys that now hold data may serve their clients, and a stream that
+        # went away ends the wait of XREADGROUP clients: signal them all.
         for d in (da, db_):
             for key in d.blocking_keys:
-                if key in d.d:
-                    srv.ready_keys.append((d, key))
+                srv.ready_keys.append((d, key))
     srv.dirty += 1
     return OK
 
