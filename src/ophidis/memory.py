@@ -72,14 +72,16 @@ LAZYFREE_THRESHOLD = 64
 EVPOOL_SIZE = 16
 LFU_INIT_VAL = 5
 
-_HashValue = _SetValue = _ZSetValue = _ListValue = None
+_HashValue = _SetValue = _ZSetValue = _ListValue = _StreamValue = None
 
 
 def _types():
-    global _HashValue, _SetValue, _ZSetValue, _ListValue
+    global _HashValue, _SetValue, _ZSetValue, _ListValue, _StreamValue
     from .types.containers import HashValue, ListValue, SetValue
+    from .types.stream import StreamValue
     from .types.zset import ZSetValue
     _HashValue, _SetValue, _ZSetValue, _ListValue = HashValue, SetValue, ZSetValue, ListValue
+    _StreamValue = StreamValue
 
 
 def pysize(v) -> int:
@@ -117,6 +119,8 @@ def pysize(v) -> int:
             # member + float + (score, member) tuple + SortedList slot
             s += (t // k + 24 + 56 + 9) * n
         return s
+    if cls is _StreamValue:
+        return v.mem_estimate()
     return getsizeof(v)
 
 
