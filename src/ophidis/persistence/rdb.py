@@ -125,6 +125,47 @@ def _enc_int(v):
     return None
 
 
+def redis_lzf(data, out_len):
+    """lzf_compress(data, len(data), out, out_len) as Redis's liblzf does it:
+    the compressed bytes, or None when they do not fit.  The python lzf
+    module produces the same bytes but accepts a result that ends within 3
+    bytes of out_len, which Redis's copy refuses (its last space check runs
+    before the final literal bytes are copied); that check is replayed
+    here so that payloads match Redis's byte for byte."""
+    n = len(data)
+    if not n or out_len <= 0:
+        return None
+    comp = lzf.compress(bytes(data), out_len + 8)
+    if comp is None:
+        return None
+    size = len(comp)
+    if size > out_len:
+        return None
+    if size + 4 <= out_len:
+        return comp
+    # Output position at liblzf's final check: before the last (at most 2)
+    # literal bytes, with the header of the open literal run reserved.
+    p = 0
+    tail = 0           # literal bytes at the end of the output
+    start = 0          # where those literal runs start
+    while p < size:
+        ctrl = comp[p]
+        if ctrl < 32:
+            if not tail:
+                start = p
+            tail += ctrl + 1
+            p += ctrl + 2
+        else:
+            p += 3 if ctrl >> 5 == 7 else 2
+            tail = 0
+    before = start if tail else size
+    r = tail if tail < 2 else 2
+    op = before + (tail - r) + (tail - r) // 32 + 1
+    if op + 3 > out_len:
+        return None
+    return comp
+
+
 def enc_string(s, compress=True) -> bytes:
     """A string as rdbSaveRawString writes it: integer encoding when the
     string is a canonical 32-bit integer, LZF when it saves space."""
@@ -138,7 +179,7 @@ def enc_string(s, compress=True) -> bytes:
                 if e is not None:
                     return e
     if compress and n > 20:
-        comp = lzf.compress(bytes(s), n - 4)
+        comp = redis_lzf(s, n - 4)
         if comp:
             return b"\xc3" + enc_len(len(comp)) + enc_len(n) + comp
     if n < 64:
@@ -207,7 +248,7 @@ def _lzf_node(lp):
     """quicklist node compression (list-compress-depth): None if not worth it."""
     if len(lp) < 48:
         return None
-    comp = lzf.compress(lp, len(lp))
+    comp = redis_lzf(lp, len(lp))
     if not comp or len(comp) + 8 >= len(lp):
         return None
     return comp
