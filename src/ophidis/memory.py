@@ -1303,6 +1303,12 @@ class LazyFree:
         if v.__class__ is _ZSetValue:
             sl = v.sl
             return [getattr(sl, "_lists", []), v.dict, v]
+        if v.__class__ is _StreamValue:
+            parts = [v]
+            for node in v.nodes:
+                parts.append(node.ids)
+                parts.append(node.fvs)
+            return parts
         aux = getattr(v, "_aux", None)
         if aux is not None:
             v._aux = None
