@@ -60,6 +60,12 @@ XREAD_BLOCKED_DEFAULT_COUNT = 1000
 
 _SPACE = frozenset(b" \t\n\v\f\r")
 
+# Redis reports the one XADD failure that does not set errno (an
+# "<ms>-*" ID whose sequence is exhausted) by whatever errno holds: the
+# EDOM of an earlier failed XADD, or another value.  Mirror the two causes
+# we can see: XADD's own failures and the strtoull fallback of ID parsing.
+_errno_edom = False
+
 
 # ---------------------------------------------------------------------------
 # IDs
@@ -68,12 +74,17 @@ def _string2ull(s: bytes):
     """Redis's string2ull: a canonical signed 64-bit value that is not
     negative, else whatever strtoull(s, 10) accepts in full (leading spaces,
     a sign, leading zeros; a '-' negates modulo 2^64).  None if invalid."""
+    global _errno_edom
     if s.isdigit():
         v = int(s)
+        if v >> 63 or (s[0] == 48 and len(s) > 1):
+            _errno_edom = False   # not a canonical long long: strtoull ran
         return v if v <= MASK64 else None
     n = len(s)
     if not n:
         return None
+    if not (n < 21 and s[0] == 45 and s[1:].isdigit() and s[1:2] != b"0"):
+        _errno_edom = False       # strtoull ran (errno = 0 or ERANGE)
     i = 0
     while i < n and s[i] in _SPACE:
         i += 1
@@ -176,11 +187,6 @@ def _check(v):
     if v.__class__ is not StreamValue:
         raise WRONGTYPE_ERR
     return v
-
-
-def _cfg(c):
-    vals = c.server.config.values
-    return vals["stream-node-max-bytes"], vals["stream-node-max-entries"]
 
 
 def _help(name: bytes, lines):
@@ -371,6 +377,7 @@ def _rewrite_trim(argv, s, a):
 
 @command("xadd")
 def xadd(c, argv):
+    global _errno_edom
     a, idpos = _parse_add_trim(c, argv, True)
     fpos = idpos + 1
     nf = len(argv) - fpos
@@ -395,18 +402,21 @@ def xadd(c, argv):
         i = a.id
         if not a.seq_given and (last >> 64) == (i >> 64):
             if last & MASK64 == MASK64:
-                raise _ERANGE     # the sequence can't grow (errno is not EDOM there)
+                raise _EDOM if _errno_edom else _ERANGE
             i = last + 1
     else:
         ms = mstime()
         i = ms << 64 if ms > last >> 64 else last + 1
     if i <= last:
+        _errno_edom = True
         raise _EDOM
     fv = argv[fpos:]
-    if sum(map(len, fv)) > LP_MAX_SIZE:
+    tot = sum(map(len, fv))
+    if tot > LP_MAX_SIZE:
+        _errno_edom = False
         raise _ERANGE
-    mb, me = _cfg(c)
-    s.append(i, fv, mb, me)
+    vals = c.server.config.values
+    s.append(i, fv, vals["stream-node-max-bytes"], vals["stream-node-max-entries"], tot)
     idb = b"%d-%d" % (i >> 64, i & MASK64)
     db.signal(key)
     notify.notify(_STREAM, b"xadd", key, db.id)

@@ -123,12 +123,13 @@ def _delta(a: int, b: int) -> int:
 # Nodes
 # ---------------------------------------------------------------------------
 class Node:
-    __slots__ = ("master", "mfields", "ids", "fvs", "flags", "live", "dead", "head",
+    __slots__ = ("master", "mfields", "mflist", "ids", "fvs", "flags", "live", "dead", "head",
                  "base", "ebytes")
 
     def __init__(self, master: int, mfields: tuple):
         self.master = master
         self.mfields = mfields
+        self.mflist = list(mfields)
         self.ids = []
         self.fvs = []
         self.flags = bytearray()
@@ -166,6 +167,7 @@ class Node:
         n = Node.__new__(Node)
         n.master = self.master
         n.mfields = self.mfields
+        n.mflist = self.mflist
         n.ids = list(self.ids)
         n.fvs = list(self.fvs)
         n.flags = bytearray(self.flags)
@@ -323,26 +325,52 @@ class StreamValue:
         return self.length
 
     # -- adding ------------------------------------------------------------------------
-    def append(self, i: int, fv, max_bytes: int, max_entries: int):
+    def append(self, i: int, fv, max_bytes: int, max_entries: int, totlen: int = -1):
         """Add entry i (> last_id, checked by the caller) with the flat
-        field/value list fv, splitting nodes as Redis does."""
+        field/value list fv (totlen: the sum of their lengths, when the
+        caller has it), splitting nodes as Redis does."""
         nodes = self.nodes
         node = nodes[-1] if nodes else None
         if node is not None:
+            if totlen < 0:
+                totlen = sum(map(len, fv))
             limit = max_bytes if 0 < max_bytes <= LP_MAX_SIZE else LP_MAX_SIZE
-            if node.nbytes() + sum(map(len, fv)) >= limit:
-                node = None
-            elif max_entries and node.live + node.dead >= max_entries:
+            live = node.live
+            dead = node.dead
+            nb = (node.base + node.ebytes + (2 if live <= 127 else int_size(live))
+                  + (2 if dead <= 127 else int_size(dead)))
+            if nb + totlen >= limit or (max_entries and live + dead >= max_entries):
                 node = None
         if node is None:
             node = Node(i, tuple(fv[0::2]))
             nodes.append(node)
             self.keys.append(i)
-            flags = FLAG_SAMEFIELDS
+            same = True
         else:
-            mf = node.mfields
-            flags = FLAG_SAMEFIELDS if (len(fv) == 2 * len(mf) and tuple(fv[0::2]) == mf) else 0
-        node.add(i, fv, flags)
+            same = fv[0::2] == node.mflist
+        # The entry's listpack bytes: flags, ms and seq deltas to the
+        # master ID, [field count, fields,] values, lp-count.
+        m = node.master
+        d = (i >> 64) - (m >> 64)
+        size = 2 + (2 if 0 <= d <= 127 else int_size(_delta(i >> 64, m >> 64)))
+        d = (i & MASK64) - (m & MASK64)
+        size += 2 if 0 <= d <= 127 else int_size(_delta(i & MASK64, m & MASK64))
+        nf = len(fv) >> 1
+        for x in (fv[1::2] if same else fv):
+            n = len(x)
+            if n < 64 and (not n or x[0] not in _INTLIKE):
+                size += n + 2
+            else:
+                size += str_size(x)
+        if same:
+            size += 2 if nf <= 124 else int_size(nf + 3)
+        else:
+            size += (2 if nf <= 127 else int_size(nf)) + (2 if nf <= 61 else int_size(2 * nf + 4))
+        node.ids.append(i)
+        node.fvs.append(fv)
+        node.flags.append(FLAG_SAMEFIELDS if same else 0)
+        node.live += 1
+        node.ebytes += size
         self.length += 1
         self.entries_added += 1
         self.last_id = i
