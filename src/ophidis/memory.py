@@ -1265,6 +1265,13 @@ def free_effort(v) -> int:
     cls = v.__class__
     if cls is bytes or cls is bytearray or cls is EmbStr:
         return 1
+    if cls is _StreamValue:
+        # Redis counts the radix tree's nodes (about two per listpack)
+        # and the groups' PEL entries.
+        effort = 2 * len(v.nodes) + 1
+        for g in (v.groups or {}).values():
+            effort += 1 + len(g.pel)
+        return effort
     try:
         return len(v)
     except TypeError:

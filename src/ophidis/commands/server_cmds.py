@@ -159,6 +159,10 @@ def config_resetstat(c, argv):
     srv.ops_samples.clear()
     srv._last_sample = None
     srv.latency_events.clear()
+    lf = getattr(srv, "lazyfree", None)
+    if lf is not None:            # lazyfreeResetStats
+        lf.freed = 0
+        srv.lazyfreed_objects = 0
     for h in getattr(srv, "resetstat_hooks", []):
         h()
     return OK
