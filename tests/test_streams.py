@@ -1286,6 +1286,7 @@ def test_blocked_readers_served_like_redis(server, redis_server, r):
 # ---------------------------------------------------------------------------
 def test_unlink_frees_big_stream_lazily_and_copies_survive(raw):
     raw.cmd("CONFIG", "SET", "lazyfree-lazy-user-del", "no")
+    raw.cmd("CONFIG", "SET", "stream-node-max-entries", "10")    # 300 nodes: worth freeing lazily
     for i in range(1, 3001):
         raw.send("XADD", "big", str(i), "field", "value-%d" % i)
     for i in range(3000):
