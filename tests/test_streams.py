@@ -1333,3 +1333,69 @@ def test_rewrite_commands_rebuild_the_stream(server, raw):
     tree = re.compile(rb"radix-tree-(keys|nodes)\r\n:\d+")
     got = {k: tree.sub(b"", mask(raw.cmd("XINFO", "STREAM", k, "FULL"))) for k in ("s", "e")}
     assert got == {k: tree.sub(b"", v) for k, v in expected.items()}
+
+
+def _replica_run(master_port):
+    """A redis-server replica of the server on master_port, a stream
+    workload on the master: (master's, replica's) XINFO STREAM FULL."""
+    c = RawConn(master_port)
+    c.cmd("FLUSHALL")
+    c.cmd("CONFIG", "SET", "stream-node-max-entries", "3")
+    c.cmd("XADD", "before", "1", "a", "1")
+    c.cmd("XGROUP", "CREATE", "before", "g", "0")
+    c.cmd("XREADGROUP", "GROUP", "g", "x", "STREAMS", "before", ">")
+    rp = RedisProc(None, "--replicaof", "127.0.0.1", str(master_port))
+    try:
+        rc = RawConn(rp.port)
+        deadline = time.time() + 20
+        while b"master_link_status:up" not in rc.cmd("INFO", "replication"):
+            assert time.time() < deadline, "replica did not connect"
+            time.sleep(0.1)
+        rc.cmd("CONFIG", "SET", "stream-node-max-entries", "3")     # same node layout
+        for i in range(1, 15):
+            c.cmd("XADD", "s", str(i), "f", str(i))
+        c.cmd("XADD", "s", "MAXLEN", "~", "8", "15", "f", "v")
+        c.cmd("XGROUP", "CREATE", "s", "g", "0")
+        c.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+        c.cmd("XREADGROUP", "GROUP", "g", "bob", "COUNT", "2", "NOACK", "STREAMS", "s", ">")
+        c.cmd("XDEL", "s", "10")
+        c.cmd("XAUTOCLAIM", "s", "g", "carol", "0", "0", "COUNT", "2")
+        c.cmd("XCLAIM", "s", "g", "dave", "0", "11", "12", "FORCE", "LASTID", "13")
+        c.cmd("XACK", "s", "g", "9")
+        c.cmd("MULTI")
+        c.cmd("XREADGROUP", "GROUP", "g", "erin", "STREAMS", "s", ">")
+        c.cmd("XTRIM", "s", "MINID", "~", "12")
+        c.cmd("EXEC")
+        c.cmd("SET", "done", "1")
+        while rc.cmd("GET", "done") != b"$1\r\n1\r\n":
+            assert time.time() < deadline, "replica did not catch up"
+            time.sleep(0.05)
+        out = [(mask(c.cmd("XINFO", "STREAM", k, "FULL")), mask(rc.cmd("XINFO", "STREAM", k, "FULL")))
+               for k in ("before", "s")]
+        rc.close()
+        return out
+    finally:
+        rp.stop()
+        shutil.rmtree(rp.dir, ignore_errors=True)
+        _reset(c)
+        c.close()
+
+
+@needs_redis
+def test_redis_replica_of_ophidis_follows_streams(start_server):
+    """A redis-server replica of Ophidis ends with the streams a replica of
+    redis-server ends with (the RDB payload and the propagated XCLAIM /
+    XGROUP SETID / XTRIM commands rebuild them).  Replicas lose the
+    group's read counter where an XCLAIM LASTID moved it: Redis's own
+    replicas do the same."""
+    s = start_server()
+    ours = _replica_run(s.port)
+    m = RedisProc()
+    try:
+        theirs = _replica_run(m.port)
+    finally:
+        m.stop()
+        shutil.rmtree(m.dir, ignore_errors=True)
+    assert ours == theirs
+    assert ours[0][0] == ours[0][1]                 # loaded from the RDB payload
+    assert ours[1][0] != ours[1][1]                 # the entries-read drift
