@@ -1366,6 +1366,16 @@ def _replica_run(master_port):
         c.cmd("XREADGROUP", "GROUP", "g", "erin", "STREAMS", "s", ">")
         c.cmd("XTRIM", "s", "MINID", "~", "12")
         c.cmd("EXEC")
+        # a blocked reader served two entries at once
+        b = RawConn(master_port)
+        b.send("XREADGROUP", "GROUP", "g", "frank", "COUNT", "2", "BLOCK", "0", "STREAMS", "s", ">")
+        _wait_blocked(c)
+        c.cmd("MULTI")
+        c.cmd("XADD", "s", "16", "f", "v")
+        c.cmd("XADD", "s", "17", "f", "v")
+        c.cmd("EXEC")
+        assert b"17-0" in b.read(5)
+        b.close()
         c.cmd("SET", "done", "1")
         while rc.cmd("GET", "done") != b"$1\r\n1\r\n":
             assert time.time() < deadline, "replica did not catch up"
@@ -1399,3 +1409,24 @@ def test_redis_replica_of_ophidis_follows_streams(start_server):
     assert ours == theirs
     assert ours[0][0] == ours[0][1]                 # loaded from the RDB payload
     assert ours[1][0] != ours[1][1]                 # the entries-read drift
+
+
+def test_reader_loads_redis_72_streams():
+    """RDB type 21 (Redis 7.2) adds each consumer's active time."""
+    from ophidis.types.stream import NACK, Consumer, Group
+    sv = StreamValue()
+    sv.append(5 << 64, [b"a", b"1"], 4096, 100)
+    g = Group(5 << 64, 1)
+    cons = Consumer(b"alice", 1700000000000)
+    nack = NACK(cons, 1700000000001)
+    g.pel[5 << 64] = nack
+    cons.pel[5 << 64] = nack
+    g.consumers[b"alice"] = cons
+    sv.groups = {b"g": g}
+    body19 = R.stream_body(sv)
+    tail = 1 + 16                                   # the consumer's PEL: count, one ID
+    body21 = body19[:-tail] + (1700000000002).to_bytes(8, "little") + body19[-tail:]
+    v = R.RdbReader(body21).load_object(R.T_STREAM_LISTPACKS_3)
+    assert R.stream_body(v) == body19
+    c2 = v.groups[b"g"].consumers[b"alice"]
+    assert c2.seen_time == 1700000000000 and c2.pel[5 << 64].delivery_time == 1700000000001
