@@ -410,7 +410,7 @@ def xadd(c, argv):
     if i <= last:
         _errno_edom = True
         raise _EDOM
-    fv = argv[fpos:]
+    fv = tuple(argv[fpos:])
     tot = sum(map(len, fv))
     if tot > LP_MAX_SIZE:
         _errno_edom = False

@@ -20,7 +20,8 @@ field and value lengths reaches ``stream-node-max-bytes``; the listpack
 size is tracked exactly (``Node.nbytes``) without building the listpack.
 
 Per node, parallel lists: ``ids`` (sorted ints), ``fvs`` (the flat
-``[field, value, ...]`` list of each entry, never mutated once stored) and
+``(field, value, ...)`` tuple of each entry: tuples of bytes are untracked
+by the cyclic GC, so millions of entries cost it nothing) and
 ``flags`` (a bytearray of Redis's entry flags).  XADD appends to the tail
 node (O(1)); lookups bisect the node keys then the node's ids (O(log n)).
 
@@ -123,13 +124,12 @@ def _delta(a: int, b: int) -> int:
 # Nodes
 # ---------------------------------------------------------------------------
 class Node:
-    __slots__ = ("master", "mfields", "mflist", "ids", "fvs", "flags", "live", "dead", "head",
+    __slots__ = ("master", "mfields", "ids", "fvs", "flags", "live", "dead", "head",
                  "base", "ebytes")
 
     def __init__(self, master: int, mfields: tuple):
         self.master = master
         self.mfields = mfields
-        self.mflist = list(mfields)
         self.ids = []
         self.fvs = []
         self.flags = bytearray()
@@ -167,7 +167,6 @@ class Node:
         n = Node.__new__(Node)
         n.master = self.master
         n.mfields = self.mfields
-        n.mflist = self.mflist
         n.ids = list(self.ids)
         n.fvs = list(self.fvs)
         n.flags = bytearray(self.flags)
@@ -247,12 +246,13 @@ class Node:
                 fv = [None] * (2 * nmf)
                 fv[0::2] = mfields
                 fv[1::2] = vals
+                fv = tuple(fv)
                 extra = 3
             else:
                 nf = num()
                 if nf < 0 or p + 2 * nf > n:
                     raise ValueError("truncated")
-                fv = items[p:p + 2 * nf]
+                fv = tuple(items[p:p + 2 * nf])
                 p += 2 * nf
                 extra = 2 * nf + 4 - (len(fv) >> 1)
             if num() != (len(fv) >> 1) + extra:
@@ -327,8 +327,10 @@ class StreamValue:
     # -- adding ------------------------------------------------------------------------
     def append(self, i: int, fv, max_bytes: int, max_entries: int, totlen: int = -1):
         """Add entry i (> last_id, checked by the caller) with the flat
-        field/value list fv (totlen: the sum of their lengths, when the
+        field/value tuple fv (totlen: the sum of their lengths, when the
         caller has it), splitting nodes as Redis does."""
+        if fv.__class__ is not tuple:
+            fv = tuple(fv)
         nodes = self.nodes
         node = nodes[-1] if nodes else None
         if node is not None:
@@ -347,7 +349,7 @@ class StreamValue:
             self.keys.append(i)
             same = True
         else:
-            same = fv[0::2] == node.mflist
+            same = fv[0::2] == node.mfields
         # The entry's listpack bytes: flags, ms and seq deltas to the
         # master ID, [field count, fields,] values, lp-count.
         m = node.master
