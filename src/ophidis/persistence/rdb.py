@@ -861,13 +861,13 @@ class RdbReader:
             start = self.pos
             blob = self.load_string()
             try:
-                items = lp_decode(blob)
+                items = lp_decode(blob, raw_ints=True)
             except EncodingError:
                 self.fail("Stream listpack integrity check failed.", start)
             if not items:
                 self.fail("Empty listpack inside stream", start)
             try:
-                node = Node.from_items(int.from_bytes(nodekey, "big"), items)
+                node = Node.from_items(int.from_bytes(nodekey, "big"), items, len(blob))
             except ValueError:
                 self.fail("Stream listpack integrity check failed.", start)
             nodes.append(node)

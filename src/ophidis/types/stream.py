@@ -206,19 +206,28 @@ class Node:
         return lp_build(ents)
 
     @classmethod
-    def from_items(cls, master: int, items):
-        """Rebuild a node from the decoded elements (bytes) of its listpack.
+    def from_items(cls, master: int, items, lp_size: int = -1):
+        """Rebuild a node from the decoded elements of its listpack (bytes,
+        or ints for integer-encoded elements: ``lp_decode(raw_ints=True)``;
+        lp_size: the listpack's length, which spares sizing every entry).
         Raises ValueError when they do not form a valid stream node."""
         n = len(items)
+        if any(x.__class__ is int for x in items):
+            ints = items
+            items = [b"%d" % x if x.__class__ is int else x for x in items]
+        else:
+            ints = items
         p = 0
 
         def num():
             nonlocal p
             if p >= n:
                 raise ValueError("truncated")
-            v = canonical_int(items[p])
-            if v is None:
-                raise ValueError("integer expected")
+            v = ints[p]
+            if v.__class__ is not int:
+                v = canonical_int(v)     # lpGetInteger reads digits too
+                if v is None:
+                    raise ValueError("integer expected")
             p += 1
             return v
 
@@ -232,39 +241,53 @@ class Node:
         if num() != 0:
             raise ValueError("bad master entry terminator")
         node = cls(master, mfields)
+        ids = node.ids
+        fvs = node.fvs
+        flags = node.flags
         mms = master >> 64
         mseq = master & MASK64
         last = -1
+        nlive = 0
         for _ in range(live + dead):
-            fl = num()
+            fl = num() & (FLAG_DELETED | FLAG_SAMEFIELDS)
             i = (((mms + num()) & MASK64) << 64) | ((mseq + num()) & MASK64)
             if fl & FLAG_SAMEFIELDS:
                 if p + nmf > n:
                     raise ValueError("truncated")
-                vals = items[p:p + nmf]
-                p += nmf
                 fv = [None] * (2 * nmf)
                 fv[0::2] = mfields
-                fv[1::2] = vals
+                fv[1::2] = items[p:p + nmf]
                 fv = tuple(fv)
-                extra = 3
+                p += nmf
+                count = nmf + 3
             else:
                 nf = num()
                 if nf < 0 or p + 2 * nf > n:
                     raise ValueError("truncated")
                 fv = tuple(items[p:p + 2 * nf])
                 p += 2 * nf
-                extra = 2 * nf + 4 - (len(fv) >> 1)
-            if num() != (len(fv) >> 1) + extra:
+                count = 2 * nf + 4
+            if num() != count:
                 raise ValueError("bad lp-count")
             if i <= last:
                 raise ValueError("entries out of order")
             last = i
-            node.add(i, fv, fl & (FLAG_DELETED | FLAG_SAMEFIELDS))
+            ids.append(i)
+            fvs.append(fv)
+            flags.append(fl)
+            if not fl & FLAG_DELETED:
+                nlive += 1
         if p != n:
             raise ValueError("trailing elements")
-        if node.live != live or node.dead != dead:
+        if nlive != live:
             raise ValueError("bad counters")
+        node.live = live
+        node.dead = dead
+        if lp_size >= 0:
+            node.ebytes = lp_size - node.base - int_size(live) - int_size(dead)
+        else:
+            node.ebytes = sum(node.entry_size(i, fv, f & FLAG_SAMEFIELDS)
+                              for i, fv, f in zip(ids, fvs, flags))
         return node
 
 
