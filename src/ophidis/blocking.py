@@ -7,7 +7,10 @@ A blocking command that finds nothing to serve calls::
 ``on_ready(c, db, key) -> bytes | None`` is called when a key it waits on
 may have data (after the command that pushed to it): it returns the reply
 (having done the pop/move) or None when it still cannot be served (the
-client stays blocked).  ``on_timeout(c) -> bytes`` gives the timeout reply.
+client stays blocked); a RedisError it raises is the client's reply.
+``on_timeout(c) -> bytes`` gives the timeout reply.  ``on_ready`` only runs
+while the key exists, unless the client blocked with ``serve_missing=True``
+(XREADGROUP: a deleted stream ends the wait with an error).
 
 Clients are served in the order they blocked (per key), after the writing
 command (or the whole MULTI/EXEC or script) completes, as Redis does.
@@ -26,10 +29,12 @@ from .util import parse_int
 
 
 class BlockState:
-    __slots__ = ("db", "keys", "deadline", "on_ready", "on_timeout", "since", "also")
+    __slots__ = ("db", "keys", "deadline", "on_ready", "on_timeout", "since", "also",
+                 "serve_missing")
 
-    def __init__(self, db, keys, deadline, on_ready, on_timeout, also=()):
+    def __init__(self, db, keys, deadline, on_ready, on_timeout, also=(), serve_missing=False):
         self.db = db
+        self.serve_missing = serve_missing
         self.keys = keys
         self.also = also     # other keys serving may write (BLMOVE's destination)
         self.deadline = deadline
@@ -100,10 +105,10 @@ class BlockingHandler:
         self.nblocked = 0
 
     # -- blocking ---------------------------------------------------------------
-    def block(self, c, keys, deadline, on_ready, on_timeout, also=()):
+    def block(self, c, keys, deadline, on_ready, on_timeout, also=(), serve_missing=False):
         db = c.db
         keys = list(dict.fromkeys(keys))
-        c.bstate = BlockState(db, keys, deadline, on_ready, on_timeout, also)
+        c.bstate = BlockState(db, keys, deadline, on_ready, on_timeout, also, serve_missing)
         c.blocked = True
         c.update_slow()
         bk = db.blocking_keys
@@ -201,8 +206,8 @@ class BlockingHandler:
                 for c in list(waiting):
                     if c.bstate is None or c.bstate.db is not db:
                         continue
-                    if db.lookup_nostats(key) is None:
-                        break
+                    if db.lookup_nostats(key) is None and not c.bstate.serve_missing:
+                        continue
                     # served outside a command of its own: memory accounting
                     # and tracking invalidations are done here
                     mkeys = (key,) + tuple(c.bstate.also)
@@ -213,7 +218,7 @@ class BlockingHandler:
                     try:
                         reply = c.bstate.on_ready(c, db, key)
                     except RedisError as e:
-                        reply = c.error_reply(e)
+                        reply = c.error_reply(e, c.last_cmd)
                     if mt is not None:
                         mt.account(db, mkeys, mtok)
                     if reply is not None:

@@ -86,6 +86,10 @@ class EmbStr(bytes):
 TYPE_NAMES = {bytes: b"string", bytearray: b"string", EmbStr: b"string"}
 # type -> fn(value, config) -> OBJECT ENCODING name; data type modules add theirs.
 ENCODINGS = {}
+# Value classes whose removal (DEL, overwrite, expiry, FLUSHDB ...) wakes the
+# clients blocked on the key, as Redis does for streams (XREADGROUP then
+# fails with -UNBLOCKED / -NOGROUP instead of waiting forever).
+DELETE_SIGNALS = set()
 
 
 def type_name(v) -> bytes:
@@ -172,6 +176,8 @@ class Database:
                 mt.deleted(self, key, v)
         v = self.d.pop(key, None)
         self.expires.pop(key, None)
+        if v.__class__ in DELETE_SIGNALS:
+            signal_key_ready(self, key)
         if v is not None and getattr(srv, "lazyfree", None) is not None \
                 and srv.config["lazyfree-lazy-expire"]:
             srv.lazyfree.free(v)
@@ -190,6 +196,9 @@ class Database:
         """Set key to value (overwrite), clearing its TTL unless keepttl."""
         if lazy_server_del:
             self.lazy_overwrite(key)
+        bk = self.blocking_keys
+        if bk and key in bk:
+            self.overwrite_signal(key)
         if _notify.flags:
             # Redis's setKey: an expired key is deleted first ("expired"),
             # and a key that did not exist is announced ("new").
@@ -217,6 +226,11 @@ class Database:
         if bk and key in bk and self.server is not None:
             self.server.ready_keys.append((self, key))
 
+    def overwrite_signal(self, key):
+        """key (which clients are blocked on) is about to be replaced."""
+        if self.d.get(key).__class__ in DELETE_SIGNALS:
+            signal_key_ready(self, key)
+
     def signal(self, key):
         """The value of key changed in place: invalidate WATCHes on it."""
         wk = self.watched_keys
@@ -235,6 +249,8 @@ class Database:
         wk = self.watched_keys
         if wk and key in wk:
             touch_watched(self, key)
+        if v.__class__ in DELETE_SIGNALS:
+            signal_key_ready(self, key)
         if lazy and v.__class__ is not bytes:
             lf = getattr(self.server, "lazyfree", None)
             if lf is not None:
@@ -270,6 +286,11 @@ class Database:
         if self.watched_keys:
             from .commands.transactions import touch_all_watched_in_db
             touch_all_watched_in_db(self)
+        if self.blocking_keys:
+            d = self.d
+            for key in self.blocking_keys:
+                if d.get(key).__class__ in DELETE_SIGNALS:
+                    signal_key_ready(self, key)
         self.d = {}
         self.expires = {}
         self.dels += n

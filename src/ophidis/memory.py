@@ -55,7 +55,7 @@ from random import random
 from . import client as client_mod
 from . import log
 from . import notify
-from .db import EmbStr, stats, touch_watched
+from .db import DELETE_SIGNALS, EmbStr, signal_key_ready, stats, touch_watched
 
 getsizeof = sys.getsizeof
 _time = time.time
@@ -72,14 +72,16 @@ LAZYFREE_THRESHOLD = 64
 EVPOOL_SIZE = 16
 LFU_INIT_VAL = 5
 
-_HashValue = _SetValue = _ZSetValue = _ListValue = None
+_HashValue = _SetValue = _ZSetValue = _ListValue = _StreamValue = None
 
 
 def _types():
-    global _HashValue, _SetValue, _ZSetValue, _ListValue
+    global _HashValue, _SetValue, _ZSetValue, _ListValue, _StreamValue
     from .types.containers import HashValue, ListValue, SetValue
+    from .types.stream import StreamValue
     from .types.zset import ZSetValue
     _HashValue, _SetValue, _ZSetValue, _ListValue = HashValue, SetValue, ZSetValue, ListValue
+    _StreamValue = StreamValue
 
 
 def pysize(v) -> int:
@@ -117,6 +119,8 @@ def pysize(v) -> int:
             # member + float + (score, member) tuple + SortedList slot
             s += (t // k + 24 + 56 + 9) * n
         return s
+    if cls is _StreamValue:
+        return v.mem_estimate()
     return getsizeof(v)
 
 
@@ -563,6 +567,8 @@ class Memory:
             elif exp and k in exp:
                 return write1(c, argv)       # a TTL to drop, maybe expired: the general way
             else:
+                if db.blocking_keys and k in db.blocking_keys:
+                    db.overwrite_signal(k)   # a stream's blocked readers fail
                 d[k] = v
                 delta = getsizeof(v) - (getsizeof(old) if old.__class__ is bytes else pysize(old))
                 if lru is not None:
@@ -1091,6 +1097,11 @@ class Memory:
         self.dataset -= freed
         self.dbmem[db.id] -= freed
         db.dels += n
+        bk = db.blocking_keys
+        if bk:
+            for k, v in zip(batch, vals):
+                if k in bk and v.__class__ in DELETE_SIGNALS:
+                    signal_key_ready(db, k)
         wk = db.watched_keys
         if wk:
             for k in batch:
@@ -1283,6 +1294,13 @@ def free_effort(v) -> int:
     cls = v.__class__
     if cls is bytes or cls is bytearray or cls is EmbStr:
         return 1
+    if cls is _StreamValue:
+        # Redis counts the radix tree's nodes (about two per listpack)
+        # and the groups' PEL entries.
+        effort = 2 * len(v.nodes) + 1
+        for g in (v.groups or {}).values():
+            effort += 1 + len(g.pel)
+        return effort
     try:
         return len(v)
     except TypeError:
@@ -1321,6 +1339,12 @@ class LazyFree:
         if v.__class__ is _ZSetValue:
             sl = v.sl
             return [getattr(sl, "_lists", []), v.dict, v]
+        if v.__class__ is _StreamValue:
+            parts = [v]
+            for node in v.nodes:
+                parts.append(node.ids)
+                parts.append(node.fvs)
+            return parts
         aux = getattr(v, "_aux", None)
         if aux is not None:
             v._aux = None

@@ -221,7 +221,7 @@ def load_all():
     _loaded = True
     pkg = __name__
     from .. import types  # noqa: F401
-    from ..types import containers, zset  # noqa: F401
+    from ..types import containers, stream, zset  # noqa: F401
     for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
         importlib.import_module("%s.%s" % (pkg, mod))
 

@@ -117,6 +117,9 @@ def _serialized_length(v) -> int:
                 pass
         return n + (1 if n < 64 else 2 if n < 16384 else 5)
     t = type_name(v)
+    if t == b"stream":
+        from ..persistence.rdb import stream_body
+        return len(stream_body(v))
     total = 1
     try:
         if t == b"hash":

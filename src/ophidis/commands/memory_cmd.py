@@ -128,6 +128,7 @@ def _avg(it, samples, fn):
 
 def redis_usage(v, samples=5) -> int:
     from ..types.containers import HashValue, ListValue, SetValue
+    from ..types.stream import StreamValue
     from ..types.zset import ZSetValue
     cls = v.__class__
     if cls is bytes:
@@ -167,7 +168,43 @@ def redis_usage(v, samples=5) -> int:
         total = sum(lp_entry(bytes(x)) for x in v)
         nodes = max(1, -(-total // 8192))
         return ROBJ + 40 + nodes * (32 + je(7 + total // nodes))
+    if cls is StreamValue:
+        return _stream_usage(v, samples)
     return ROBJ
+
+
+def _rax_usage(numele, numnodes):
+    """streamRadixTreeMemoryUsage: 16-byte keys, raxNode headers and a
+    fixed per-node overhead."""
+    return numele * 16 + numnodes * 4 + numnodes * 8 * 30
+
+
+def _stream_usage(v, samples):
+    """objectComputeSize of a stream: the radix tree, the listpacks (the
+    first ``samples`` measured, the tail node with its 4096-byte initial
+    allocation) and the consumer groups' PELs."""
+    from ..types.stream import _rax_count, id_key
+    size = ROBJ + 80 + _rax_usage(len(v.nodes), v.rax_nodes())
+    nodes = v.nodes
+    if nodes:
+        prealloc = 4096
+
+        def alloc(k):
+            n = je(nodes[k].nbytes())
+            return max(n, je(prealloc)) if k == len(nodes) - 1 and nodes[k].nbytes() < prealloc else n
+        k = min(len(nodes), samples) if samples else len(nodes)
+        lp = sum(alloc(i) for i in range(k))
+        if len(nodes) <= k:
+            size += lp
+        else:
+            size += lp // k * (len(nodes) - 1) + alloc(len(nodes) - 1)
+    for g in (v.groups or {}).values():
+        pel_nodes = _rax_count([id_key(i) for i in g.pel], 0, len(g.pel), 0) if g.pel else 1
+        size += 48 + _rax_usage(len(g.pel), pel_nodes) + 24 * len(g.pel)
+        for cons in g.consumers.values():
+            cn = _rax_count([id_key(i) for i in cons.pel], 0, len(cons.pel), 0) if cons.pel else 1
+            size += 32 + len(cons.name) + _rax_usage(len(cons.pel), cn)
+    return size
 
 
 @command("memory|usage")

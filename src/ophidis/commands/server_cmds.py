@@ -95,10 +95,11 @@ def swapdb(c, argv):
         da._expire_snapshot = db_._expire_snapshot = None
         da._scan_cache = {}
         db_._scan_cache = {}
+        # Keys that now hold data may serve their clients, and a stream that
+        # went away ends the wait of XREADGROUP clients: signal them all.
         for d in (da, db_):
             for key in d.blocking_keys:
-                if key in d.d:
-                    srv.ready_keys.append((d, key))
+                srv.ready_keys.append((d, key))
     srv.dirty += 1
     return OK
 
@@ -166,6 +167,10 @@ def config_resetstat(c, argv):
     srv.ops_samples.clear()
     srv._last_sample = None
     srv.latency_events.clear()
+    lf = getattr(srv, "lazyfree", None)
+    if lf is not None:            # lazyfreeResetStats
+        lf.freed = 0
+        srv.lazyfreed_objects = 0
     for h in getattr(srv, "resetstat_hooks", []):
         h()
     return OK

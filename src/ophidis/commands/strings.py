@@ -105,6 +105,8 @@ def set_(c, argv):
         # Plain SET: the hot path.
         if _dbm.lazy_server_del:
             db.lazy_overwrite(key)
+        if db.blocking_keys and key in db.blocking_keys:
+            db.overwrite_signal(key)
         db.d[key] = argv[2]
         if db.expires:
             db.expires.pop(key, None)
@@ -261,6 +263,8 @@ def mset(c, argv):
             db.set_key(key, argv[i + 1])
             notify.notify(_STRING, b"set", key, db.id)
             continue
+        if db.blocking_keys and key in db.blocking_keys:
+            db.overwrite_signal(key)
         d[key] = argv[i + 1]
         if expires:
             expires.pop(key, None)

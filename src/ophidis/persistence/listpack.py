@@ -101,8 +101,9 @@ def lp_encode(items) -> bytes:
     return lp_build([lp_entry(x) for x in items])
 
 
-def lp_decode(buf, strict_count=True) -> list:
-    """Elements of a listpack (bytes).  Raises EncodingError."""
+def lp_decode(buf, strict_count=True, raw_ints=False) -> list:
+    """Elements of a listpack (bytes; with raw_ints, integer-encoded
+    elements come as ints).  Raises EncodingError."""
     n = len(buf)
     if n < 7:
         raise EncodingError("listpack too short")
@@ -117,7 +118,7 @@ def lp_decode(buf, strict_count=True) -> list:
     while p < end:
         b = buf[p]
         if b < 0x80:
-            append(b"%d" % b)
+            append(b if raw_ints else b"%d" % b)
             size = 1
         elif b < 0xC0:
             ln = b & 0x3F
@@ -131,7 +132,7 @@ def lp_decode(buf, strict_count=True) -> list:
             v = ((b & 0x1F) << 8) | buf[p + 1]
             if v >= 1 << 12:
                 v -= 1 << 13
-            append(b"%d" % v)
+            append(v if raw_ints else b"%d" % v)
             size = 2
         elif b < 0xF0:
             if p + 2 > end:
@@ -154,16 +155,22 @@ def lp_decode(buf, strict_count=True) -> list:
             size = 1 + w
             if p + size > end:
                 raise EncodingError("listpack entry overflows")
-            append(b"%d" % int.from_bytes(buf[p + 1:p + size], "little", signed=True))
+            v = int.from_bytes(buf[p + 1:p + size], "little", signed=True)
+            append(v if raw_ints else b"%d" % v)
         else:
             raise EncodingError("invalid listpack encoding byte 0x%02x" % b)
-        bl = len(_backlen(size))
-        if p + size + bl > end:
-            raise EncodingError("listpack backlen overflows")
-        if bl == 1:
+        if size <= 127:
+            if p + size + 1 > end:
+                raise EncodingError("listpack backlen overflows")
             if buf[p + size] != size:
                 raise EncodingError("listpack backlen mismatch")
-        elif bytes(buf[p + size:p + size + bl]) != _backlen(size):
+            p += size + 1
+            continue
+        bk = _backlen(size)
+        bl = len(bk)
+        if p + size + bl > end:
+            raise EncodingError("listpack backlen overflows")
+        if bytes(buf[p + size:p + size + bl]) != bk:
             raise EncodingError("listpack backlen mismatch")
         p += size + bl
     if p != end or buf[end] != 0xFF:

@@ -19,6 +19,7 @@ import lzf
 
 from ..db import EmbStr
 from ..types.containers import HashValue, ListValue, SetValue
+from ..types.stream import MASK64, MAX_ID, NACK, Consumer, Group, Node, StreamValue, id_key
 from ..types.zset import ZSetValue
 from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build,
                        lp_decode, lp_entry, zipmap_decode, zl_decode)
@@ -124,6 +125,47 @@ def _enc_int(v):
     return None
 
 
+def redis_lzf(data, out_len):
+    """lzf_compress(data, len(data), out, out_len) as Redis's liblzf does it:
+    the compressed bytes, or None when they do not fit.  The python lzf
+    module produces the same bytes but accepts a result that ends within 3
+    bytes of out_len, which Redis's copy refuses (its last space check runs
+    before the final literal bytes are copied); that check is replayed
+    here so that payloads match Redis's byte for byte."""
+    n = len(data)
+    if not n or out_len <= 0:
+        return None
+    comp = lzf.compress(bytes(data), out_len + 8)
+    if comp is None:
+        return None
+    size = len(comp)
+    if size > out_len:
+        return None
+    if size + 4 <= out_len:
+        return comp
+    # Output position at liblzf's final check: before the last (at most 2)
+    # literal bytes, with the header of the open literal run reserved.
+    p = 0
+    tail = 0           # literal bytes at the end of the output
+    start = 0          # where those literal runs start
+    while p < size:
+        ctrl = comp[p]
+        if ctrl < 32:
+            if not tail:
+                start = p
+            tail += ctrl + 1
+            p += ctrl + 2
+        else:
+            p += 3 if ctrl >> 5 == 7 else 2
+            tail = 0
+    before = start if tail else size
+    r = tail if tail < 2 else 2
+    op = before + (tail - r) + (tail - r) // 32 + 1
+    if op + 3 > out_len:
+        return None
+    return comp
+
+
 def enc_string(s, compress=True) -> bytes:
     """A string as rdbSaveRawString writes it: integer encoding when the
     string is a canonical 32-bit integer, LZF when it saves space."""
@@ -137,7 +179,7 @@ def enc_string(s, compress=True) -> bytes:
                 if e is not None:
                     return e
     if compress and n > 20:
-        comp = lzf.compress(bytes(s), n - 4)
+        comp = redis_lzf(s, n - 4)
         if comp:
             return b"\xc3" + enc_len(len(comp)) + enc_len(n) + comp
     if n < 64:
@@ -206,7 +248,7 @@ def _lzf_node(lp):
     """quicklist node compression (list-compress-depth): None if not worth it."""
     if len(lp) < 48:
         return None
-    comp = lzf.compress(lp, len(lp))
+    comp = redis_lzf(lp, len(lp))
     if not comp or len(comp) + 8 >= len(lp):
         return None
     return comp
@@ -274,11 +316,52 @@ class Encoder:
                 out.append(enc_string(m, compress))
                 out.append(pack(s))
             return T_ZSET_2, b"".join(out)
+        if cls is StreamValue:
+            return T_STREAM_LISTPACKS_2, stream_body(v, compress)
         if isinstance(v, (bytes, bytearray)):
             return T_STRING, enc_string(bytes(v), compress)
         if isinstance(v, ListValue):
             return self.type_and_value(ListValue(v))
         raise TypeError("cannot serialize value of type %s" % cls.__name__)
+
+
+_pack_ms = struct.Struct("<q").pack
+
+
+def stream_body(v, compress=True) -> bytes:
+    """A stream as RDB_TYPE_STREAM_LISTPACKS_2: the radix tree's listpacks
+    keyed by master ID, the stream's counters, then the consumer groups
+    (global PEL with delivery times/counts, consumers with their PEL IDs)."""
+    out = [enc_len(len(v.nodes))]
+    ap = out.append
+    for node in v.nodes:
+        ap(enc_string(id_key(node.master), compress))
+        ap(enc_string(node.to_listpack(), compress))
+    for x in (v.length, v.last_id >> 64, v.last_id & MASK64, v.first_id >> 64,
+              v.first_id & MASK64, v.max_deleted >> 64, v.max_deleted & MASK64,
+              v.entries_added):
+        ap(enc_len(x))
+    groups = v.sorted_groups()
+    ap(enc_len(len(groups)))
+    for name, g in groups:
+        ap(enc_string(name, compress))
+        ap(enc_len(g.last_id >> 64))
+        ap(enc_len(g.last_id & MASK64))
+        ap(enc_len(g.entries_read & MASK64))
+        ap(enc_len(len(g.pel)))
+        for i, nack in g.pel.items():
+            ap(id_key(i))
+            ap(_pack_ms(nack.delivery_time))
+            ap(enc_len(nack.delivery_count))
+        consumers = g.sorted_consumers()
+        ap(enc_len(len(consumers)))
+        for cons in consumers:
+            ap(enc_string(cons.name, compress))
+            ap(_pack_ms(cons.seen_time))
+            ap(enc_len(len(cons.pel)))
+            for i in cons.pel:
+                ap(id_key(i))
+    return b"".join(out)
 
 
 def dump_payload(v, config=None) -> bytes:
@@ -689,8 +772,7 @@ class RdbReader:
                         T_HASH_LISTPACK: "Hash listpack", T_SET_LISTPACK: "Set listpack"}[t]
                 self.fail("%s integrity check failed (%s)." % (what, e), start)
         if t in (T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3):
-            self.skip_stream(t)
-            raise UnsupportedType("stream")
+            return self.load_stream(t)
         if t in (T_MODULE, T_MODULE_2):
             if t == T_MODULE:
                 self.fail("Module value of the old format (type 6) can't be loaded")
@@ -763,6 +845,103 @@ class RdbReader:
             z.add(m, f)
         z.skiplist = len(z) > s.zset_entries
         return z
+
+    def _ms_time(self):
+        return int.from_bytes(self.read(8), "little", signed=True)
+
+    def load_stream(self, t):
+        """A stream of RDB type 15 (Redis 5-6), 19 (7.0) or 21 (7.2)."""
+        v = StreamValue()
+        nodes = []
+        for _ in range(self.load_len()):
+            start = self.pos
+            nodekey = self.load_string()
+            if len(nodekey) != 16:
+                self.fail("Stream node key entry is not the size of a stream ID", start)
+            start = self.pos
+            blob = self.load_string()
+            try:
+                items = lp_decode(blob, raw_ints=True)
+            except EncodingError:
+                self.fail("Stream listpack integrity check failed.", start)
+            if not items:
+                self.fail("Empty listpack inside stream", start)
+            try:
+                node = Node.from_items(int.from_bytes(nodekey, "big"), items, len(blob))
+            except ValueError:
+                self.fail("Stream listpack integrity check failed.", start)
+            nodes.append(node)
+        nodes.sort(key=lambda n: n.master)
+        prev = None
+        for node in nodes:
+            if prev is not None:
+                if node.master == prev.master:
+                    self.fail("Listpack re-added with existing key")
+                if prev.ids and node.ids and node.ids[0] <= prev.ids[-1]:
+                    self.fail("Stream listpack integrity check failed.")
+            prev = node
+        v.nodes = nodes
+        v.keys = [n.master for n in nodes]
+        v.length = sum(n.live for n in nodes)
+        for n in nodes:
+            StreamValue._advance_head(n)
+        length = self.load_len()
+        v.last_id = (self.load_len() << 64) | self.load_len()
+        if t >= T_STREAM_LISTPACKS_2:
+            v.first_id = (self.load_len() << 64) | self.load_len()
+            v.max_deleted = (self.load_len() << 64) | self.load_len()
+            v.entries_added = self.load_len()
+        else:
+            v.entries_added = length
+            first = v.first_entry()
+            v.first_id = MAX_ID if first is None else first
+        if length and not nodes:
+            self.fail("Stream length inconsistent with rax entries")
+        ngroups = self.load_len()
+        if ngroups:
+            v.groups = {}
+        for _ in range(ngroups):
+            name = self.load_string()
+            last = (self.load_len() << 64) | self.load_len()
+            if t >= T_STREAM_LISTPACKS_2:
+                er = self.load_len()
+                if er >> 63:
+                    er -= 1 << 64
+            else:
+                er = v.estimate_distance(last)
+            if name in v.groups:
+                self.fail("Duplicated consumer group name %s" % name.decode("utf-8", "replace"))
+            g = Group(last, er)
+            v.groups[name] = g
+            pel = g.pel
+            for _ in range(self.load_len()):
+                i = int.from_bytes(self.read(16), "big")
+                nack = NACK(None, self._ms_time())
+                nack.delivery_count = self.load_len()
+                if i in pel:
+                    self.fail("Duplicated global PEL entry loading stream consumer group")
+                pel[i] = nack
+            for _ in range(self.load_len()):
+                cname = self.load_string()
+                if cname in g.consumers:
+                    self.fail("Duplicate stream consumer detected.")
+                cons = Consumer(cname, self._ms_time())
+                if t >= T_STREAM_LISTPACKS_3:
+                    self.read(8)            # active time (Redis 7.2)
+                g.consumers[cname] = cons
+                for _ in range(self.load_len()):
+                    i = int.from_bytes(self.read(16), "big")
+                    nack = pel.get(i)
+                    if nack is None:
+                        self.fail("Consumer entry not found in group global PEL")
+                    if i in cons.pel:
+                        self.fail("Duplicated consumer PEL entry  loading a stream consumer group")
+                    nack.consumer = cons
+                    cons.pel[i] = nack
+            for nack in pel.values():
+                if nack.consumer is None:
+                    self.fail("Stream CG PEL entry without consumer")
+        return v
 
     # things we can only skip
     def skip_module_value(self):

@@ -1,0 +1,1432 @@
+"""Streams: every X* command against Debian's redis-server 7.0.15 (same
+command sequences on both, raw replies compared byte for byte with the
+legitimately different times masked), blocking reads with several clients,
+consumer groups, RESP3, keyspace notifications, replication rewrites, and
+the RDB/DUMP format (byte-identical payloads, redis-check-rdb, files
+exchanged with redis-server in both directions)."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import lzf
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _rawresp import RawConn  # noqa: E402
+from conftest import ROOT  # noqa: E402
+from rdb_helpers import REDIS_CHECK_RDB, REDIS_SERVER, RedisProc  # noqa: E402
+from test_replication import Stream  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "src"))
+from ophidis.commands.streams import _string2ull, parse_id  # noqa: E402
+from ophidis.errors import RedisError  # noqa: E402
+from ophidis.persistence import rdb as R  # noqa: E402
+from ophidis.types.stream import MASK64, MAX_ID, StreamValue, str_size  # noqa: E402
+from ophidis.persistence.listpack import lp_entry  # noqa: E402
+
+needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+
+_NODE_DEFAULTS = (("stream-node-max-entries", "100"), ("stream-node-max-bytes", "4096"),
+                  ("notify-keyspace-events", ""))
+
+
+def _reset(conn):
+    for k, v in _NODE_DEFAULTS:
+        conn.cmd("CONFIG", "SET", k, v)
+
+
+@pytest.fixture
+def raw(server, r):
+    c = RawConn(server.port)
+    yield c
+    _reset(c)
+    c.close()
+
+
+@pytest.fixture
+def both(server, redis_server, r):
+    """(ophidis, redis-server) raw connections on flushed servers."""
+    a = RawConn(server.port)
+    b = RawConn(redis_server.port)
+    for conn in (a, b):
+        conn.cmd("FLUSHALL")
+        _reset(conn)
+    yield a, b
+    for conn in (a, b):
+        _reset(conn)
+        conn.cmd("FLUSHALL")
+        conn.close()
+
+
+_IDLE = re.compile(rb"idle\r\n:\d+")
+_PENDING_IDLE = re.compile(rb"(\*4\r\n\$\d+\r\n[0-9-]+\r\n\$\d+\r\n[^\r]*\r\n):\d+")
+_MSTIME = re.compile(rb":1[6-9]\d{11}\r\n")
+
+
+def mask(reply: bytes) -> bytes:
+    """Hide what legitimately differs between two servers: idle times
+    (XINFO CONSUMERS, XPENDING) and absolute millisecond times (delivery
+    and seen times of XINFO STREAM FULL)."""
+    reply = _IDLE.sub(b"idle\r\n:<idle>", reply)
+    reply = _PENDING_IDLE.sub(rb"\1:<idle>", reply)
+    return _MSTIME.sub(b":<ms>\r\n", reply)
+
+
+def run_both(both, cmds, masked=True):
+    a, b = both
+    for cmd in cmds:
+        if isinstance(cmd, str):
+            cmd = cmd.split()
+        ra, rb = a.cmd(*cmd), b.cmd(*cmd)
+        if masked:
+            ra, rb = mask(ra), mask(rb)
+        assert ra == rb, "%r:\n ophidis %r\n redis   %r" % (cmd, ra[:800], rb[:800])
+
+
+def E(msg):
+    return b"-" + msg.encode() + b"\r\n"
+
+
+# ---------------------------------------------------------------------------
+# In-process: IDs, node sizes, LZF as Redis does it
+# ---------------------------------------------------------------------------
+def test_string2ull_follows_redis():
+    assert _string2ull(b"0") == 0
+    assert _string2ull(b"18446744073709551615") == MASK64
+    assert _string2ull(b"18446744073709551616") is None
+    assert _string2ull(b"007") == 7                 # strtoull accepts leading zeros
+    assert _string2ull(b" 7") == 7                  # and leading spaces
+    assert _string2ull(b"+7") == 7
+    assert _string2ull(b"-7") is None               # a negative long long is refused
+    assert _string2ull(b"-07") == 2**64 - 7         # strtoull negates modulo 2^64
+    assert _string2ull(b"7 ") is None
+    assert _string2ull(b"") is None
+    assert _string2ull(b"0x10") is None
+    assert _string2ull(b"1e3") is None
+
+
+def test_parse_id_forms():
+    assert parse_id(b"5") == (5 << 64, True)
+    assert parse_id(b"5", MASK64) == ((5 << 64) | MASK64, True)
+    assert parse_id(b"5-3") == ((5 << 64) | 3, True)
+    assert parse_id(b"-") == (0, True)
+    assert parse_id(b"+") == (MAX_ID, True)
+    assert parse_id(b"5-*", seq_star=True) == (5 << 64, False)
+    for bad in (b"5-*", b"abc", b"5-", b"-5", b"5-3-2", b"x" * 128):
+        with pytest.raises(RedisError):
+            parse_id(bad)
+    for strict_bad in (b"-", b"+"):
+        with pytest.raises(RedisError):
+            parse_id(strict_bad, strict=True)
+
+
+@pytest.mark.parametrize("s", [b"", b"a", b"0", b"127", b"128", b"-1", b"-4096", b"4095", b"4096",
+                               b"32767", b"-32769", b"8388607", b"2147483648", b"-9223372036854775808",
+                               b"9223372036854775808", b"007", b"x" * 63, b"x" * 64, b"y" * 4095,
+                               b"z" * 4096, b"w" * 20000])
+def test_listpack_element_sizes(s):
+    assert str_size(s) == len(lp_entry(s))
+
+
+def test_node_sizes_match_the_listpacks():
+    s = StreamValue()
+    rnd = random.Random(3)
+    for i in range(1, 600):
+        fv = [b"f", b"%d" % rnd.randint(-10**6, 10**6)]
+        if rnd.random() < 0.3:
+            fv += [b"other", b"v" * rnd.randint(0, 300)]
+        s.append((i * 1000 << 64) | rnd.choice([0, 5, MASK64]), fv, 4096, 100)
+        if rnd.random() < 0.2:
+            s.delete(s.nodes[-1].ids[0])
+    assert len(s.nodes) > 3
+    for node in s.nodes:
+        assert node.nbytes() == len(node.to_listpack())
+
+
+def test_lzf_space_rule_of_redis():
+    # A 38-byte listpack compresses to 34 bytes: python-lzf accepts that
+    # within a 34-byte budget, Redis's liblzf refuses (so Redis stores the
+    # listpack uncompressed).
+    lp = bytes.fromhex("260000000f0001010101010181610200010301000100010101040102010101000101010401ff")
+    assert lzf.compress(lp, 34) is not None
+    assert R.redis_lzf(lp, 34) is None
+    assert R.redis_lzf(lp, 100) == lzf.compress(lp, 100)
+    assert R.enc_string(lp)[:1] == b"\x26"
+
+
+# ---------------------------------------------------------------------------
+# Exact replies and errors
+# ---------------------------------------------------------------------------
+def test_xadd_replies_and_errors(raw):
+    assert raw.cmd("XADD", "s", "1-1", "f", "v") == b"$3\r\n1-1\r\n"
+    assert raw.cmd("XADD", "s", "1-*", "f", "v") == b"$3\r\n1-2\r\n"
+    assert raw.cmd("XADD", "s", "1", "f", "v") == E(
+        "ERR The ID specified in XADD is equal or smaller than the target stream top item")
+    assert raw.cmd("XADD", "t", "0-0", "f", "v") == E("ERR The ID specified in XADD must be greater than 0-0")
+    assert raw.cmd("EXISTS", "t") == b":0\r\n"
+    assert raw.cmd("XADD", "t", "0-*", "f", "v") == b"$3\r\n0-1\r\n"
+    assert raw.cmd("XADD", "s", "f", "v", "w") == E("ERR Invalid stream ID specified as stream command argument")
+    assert raw.cmd("XADD", "s", "*", "f") == E("ERR wrong number of arguments for 'xadd' command")
+    assert raw.cmd("XADD", "s", "MAXLEN", "-1", "*", "f", "v") == E("ERR The MAXLEN argument must be >= 0.")
+    assert raw.cmd("XADD", "s", "MAXLEN", "1", "MINID", "1", "*", "f", "v") == E(
+        "ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
+    assert raw.cmd("XADD", "s", "MAXLEN", "1", "LIMIT", "1", "*", "f", "v") == E(
+        "ERR syntax error, LIMIT cannot be used without the special ~ option")
+    assert raw.cmd("XADD", "s", "NOMKSTREAM", "*", "f", "v")[:1] == b"$"
+    assert raw.cmd("XADD", "nokey", "NOMKSTREAM", "*", "f", "v") == b"$-1\r\n"
+    assert raw.cmd("XADD", "m", "18446744073709551615-18446744073709551615", "f", "v")[:1] == b"$"
+    assert raw.cmd("XADD", "m", "*", "f", "v") == E(
+        "ERR The stream has exhausted the last possible ID, unable to add more items")
+    raw.cmd("SET", "str", "x")
+    assert raw.cmd("XADD", "str", "*", "f", "v")[:10] == b"-WRONGTYPE"
+    assert raw.cmd("TYPE", "s") == b"+stream\r\n"
+    assert raw.cmd("OBJECT", "ENCODING", "s") == b"$6\r\nstream\r\n"
+
+
+def test_auto_ids_follow_the_clock_and_never_go_back(raw):
+    now = int(time.time() * 1000)
+    i = raw.cmd("XADD", "s", "*", "a", "1").split(b"\r\n")[1]
+    ms, seq = map(int, i.split(b"-"))
+    assert abs(ms - now) < 5000 and seq == 0
+    raw.cmd("XADD", "f", "%d-5" % (now + 10**9), "a", "1")
+    assert raw.cmd("XADD", "f", "*", "a", "1") == b"$%d\r\n%d-6\r\n" % (len(b"%d-6" % (now + 10**9)), now + 10**9)
+
+
+def test_xrange_count_and_exclusive(raw):
+    for i in range(1, 6):
+        raw.cmd("XADD", "s", str(i), "n", str(i))
+    r = raw.cmd("XRANGE", "s", "(2", "+", "COUNT", "2")
+    assert r == (b"*2\r\n*2\r\n$3\r\n3-0\r\n*2\r\n$1\r\nn\r\n$1\r\n3\r\n"
+                 b"*2\r\n$3\r\n4-0\r\n*2\r\n$1\r\nn\r\n$1\r\n4\r\n")
+    assert raw.cmd("XREVRANGE", "s", "+", "-", "COUNT", "1") == b"*1\r\n*2\r\n$3\r\n5-0\r\n*2\r\n$1\r\nn\r\n$1\r\n5\r\n"
+    assert raw.cmd("XRANGE", "s", "-", "+", "COUNT", "0") == b"*-1\r\n"
+    assert raw.cmd("XRANGE", "s", "(-", "+") == E("ERR Invalid stream ID specified as stream command argument")
+    assert raw.cmd("XRANGE", "s", "(18446744073709551615-18446744073709551615", "+") == E(
+        "ERR invalid start ID for the interval")
+    assert raw.cmd("XRANGE", "s", "-", "(0-0") == E("ERR invalid end ID for the interval")
+    assert raw.cmd("XRANGE", "nokey", "-", "+") == b"*0\r\n"
+
+
+ERROR_AND_EDGE_SCRIPT = """XADD s
+XADD s 0 f v
+XADD s 0-* f v
+XADD s 0-* f v
+XADD s 5 f v
+XADD s 4-* f v
+XADD s 5-* a b
+XADD s MAXLEN
+XADD s MAXLEN 5
+XADD s MAXLEN ~ 10 11 f v
+XADD s MAXLEN abc 12 f v
+XADD s LIMIT 5 13 f v
+XADD s LIMIT 0 13 f v
+XADD s MAXLEN ~ 5 LIMIT -1 13 f v
+XADD s MAXLEN ~ 5 LIMIT 5 13 f v
+XADD s MINID + 14 f v
+XADD s MINID ~ - 14 f v
+XADD s MINID 2 15 f v
+XADD s 5--01 f v
+XADD s 1-2-3 f v
+XADD s -1 f v
+XADD s + f v
+XADD s 18446744073709551616 f v
+XADD s 16-18446744073709551615 f v
+XADD s 16-* f v
+XRANGE s - +
+XRANGE s - + COUNT
+XRANGE s - + COUNT -1
+XRANGE s - + FOO 2
+XRANGE s - (+
+XRANGE s (5 (16
+XRANGE s 15 5
+XRANGE s abc +
+XREVRANGE s (16 (5
+XREVRANGE s - +
+XLEN s
+XLEN nokey
+SET str x
+XLEN str
+XRANGE str - +
+XDEL str 1
+XTRIM str MAXLEN 1
+XINFO STREAM str
+XDEL s
+XDEL s abc
+XDEL s 5 abc
+XDEL s 15 99 15
+XDEL nokey 1
+XTRIM s
+XTRIM s FOO
+XTRIM s MAXLEN
+XTRIM s MAXLEN 100
+XTRIM s MAXLEN 1 LIMIT 1
+XTRIM s LIMIT 1
+XTRIM nokey MAXLEN 1
+XINFO STREAM s
+XINFO STREAM s FULL
+XINFO STREAM s FULL COUNT
+XINFO STREAM s FULL COUNT 1
+XINFO STREAM s FULL COUNT -5
+XINFO STREAM s BAR
+XINFO STREAM nokey
+XINFO GROUPS s
+XINFO CONSUMERS s g
+XINFO HELP
+XINFO HELP x
+XINFO FOO s
+XINFO
+XTRIM s MAXLEN = 1
+XSETID s 100
+XSETID s 1
+XSETID s 200 ENTRIESADDED 1
+XSETID s 200 ENTRIESADDED -1
+XSETID s 200 MAXDELETEDID 300
+XSETID s 200 MAXDELETEDID 150 ENTRIESADDED 99
+XSETID s 200 FOO
+XSETID s 1-1 0
+XSETID nokey 1
+XSETID str 1
+XSETID s abc
+XSETID s 200 ENTRIESADDED 0
+XINFO STREAM s
+XADD e MAXLEN 0 5 a b
+XINFO STREAM e
+XINFO STREAM e FULL
+XSETID e 0-0
+XADD e 1-1 a b
+XINFO STREAM e"""
+
+
+@needs_redis
+@pytest.mark.parametrize("resp", [2, 3])
+def test_errors_and_edges_match_redis(both, resp):
+    if resp == 3:
+        for c in both:
+            c.cmd("HELLO", "3")
+    run_both(both, ERROR_AND_EDGE_SCRIPT.split("\n"))
+
+
+GROUP_SCRIPT = """XGROUP
+XGROUP HELP
+XGROUP HELP x
+XGROUP FOO
+XGROUP CREATE s g
+XGROUP CREATE s g $
+XGROUP CREATE s g $ MKSTREAM
+XGROUP CREATE s g $
+XGROUP CREATE s g2 0 ENTRIESREAD
+XGROUP CREATE s g2 0 ENTRIESREAD -2
+XGROUP CREATE s g2 0 ENTRIESREAD abc
+XGROUP CREATE s g2 0 FOO
+XGROUP CREATE s g2 0 MKSTREAM ENTRIESREAD 5 MKSTREAM
+XGROUP CREATE s g3 abc
+XGROUP CREATE s g3 +
+XGROUP CREATE nokey g 0
+XGROUP CREATE str g 0
+SET str x
+XGROUP CREATE str g 0
+XADD s 1 a 1
+XADD s 2 b 2
+XADD s 3 c 3
+XADD s 4 d 4
+XADD s 5 e 5
+XGROUP SETID s nog 0
+XGROUP SETID nokey g 0
+XGROUP SETID s g 0 ENTRIESREAD
+XGROUP SETID s g 0 MKSTREAM
+XGROUP SETID s g -
+XGROUP SETID s g +
+XGROUP SETID s g 0 ENTRIESREAD 3
+XINFO GROUPS s
+XGROUP SETID s g $
+XINFO GROUPS s
+XGROUP SETID s g 0
+XGROUP CREATECONSUMER s g
+XGROUP CREATECONSUMER s g alice
+XGROUP CREATECONSUMER s g alice
+XGROUP CREATECONSUMER s nog alice
+XGROUP CREATECONSUMER nokey g alice
+XGROUP DELCONSUMER s g bob
+XGROUP DELCONSUMER s g alice
+XGROUP DELCONSUMER s nog alice
+XREADGROUP GROUP g c STREAMS s
+XREADGROUP GROUP g c STREAMS s >
+XREADGROUP GROUP g c STREAMS s 0
+XREADGROUP GROUP g c2 COUNT 2 STREAMS s 0
+XREADGROUP GROUP g c2 COUNT 2 STREAMS s >
+XREADGROUP GROUP g c2 COUNT 2 STREAMS s >
+XREADGROUP GROUP g c2 STREAMS s 0
+XREADGROUP GROUP g c2 STREAMS s $
+XREADGROUP GROUP nog c2 STREAMS s >
+XREADGROUP GROUP g c2 STREAMS nokey >
+XREADGROUP GROUP g c2 STREAMS str >
+XREADGROUP STREAMS s >
+XREADGROUP GROUP g c2 STREAMS s abc
+XREADGROUP GROUP g c2 FOO STREAMS s >
+XREADGROUP GROUP g c2 COUNT x STREAMS s >
+XREADGROUP GROUP g c2 BLOCK x STREAMS s >
+XREADGROUP GROUP g c2 BLOCK -1 STREAMS s >
+XREADGROUP GROUP g c2 NOACK STREAMS s 0
+XREADGROUP GROUP g STREAMS s 0
+XREAD GROUP g c STREAMS s 0
+XREAD NOACK STREAMS s 0
+XREAD STREAMS s >
+XREAD STREAMS s $
+XREAD STREAMS s 0
+XREAD COUNT 2 STREAMS s s 0 3
+XREAD COUNT -2 STREAMS s 0
+XREAD STREAMS s nokey 0 0
+XREAD STREAMS nokey 0
+XREAD STREAMS str 0
+XREAD STREAMS s 0 1
+XREAD STREAMS s -
+XREAD BLOCK 10 STREAMS s 0
+XPENDING s g
+XPENDING s g - +
+XPENDING s g - + 10
+XPENDING s g - + 10 c
+XPENDING s g - + 10 nobody
+XPENDING s g IDLE 0 - + 10
+XPENDING s g IDLE 99999999 - + 10
+XPENDING s g IDLE x - + 10
+XPENDING s g IDLE 0 - +
+XPENDING s g - + x
+XPENDING s g - + -1
+XPENDING s g (1 (5 10
+XPENDING s g 5 1 10
+XPENDING s nog
+XPENDING nokey g
+XPENDING str g
+XPENDING s g a b c d e f
+XPENDING s g abc + 10
+XACK s g
+XACK s g 1
+XACK s g 1 abc
+XACK s g 1
+XACK s g 2 3 2 99
+XACK nokey g 1
+XACK str g 1
+XACK s nog abc
+XPENDING s g
+XINFO GROUPS s
+XINFO CONSUMERS s g
+XINFO CONSUMERS s nog
+XINFO STREAM s FULL
+XCLAIM s nog c 0 1
+XCLAIM s g c x 1
+XCLAIM s g c 0 4 IDLE x
+XCLAIM s g c 0 4 TIME x
+XCLAIM s g c 0 4 RETRYCOUNT x
+XCLAIM s g c 0 4 LASTID x
+XCLAIM s g c 0 4 FOO
+XCLAIM s g c 0 4 + 5
+XCLAIM s g c 0 4 JUSTID
+XCLAIM s g c3 0 4 5 1 RETRYCOUNT 7
+XCLAIM s g c3 99999999 4 5
+XCLAIM s g c4 0 2 FORCE JUSTID
+XCLAIM s g c4 0 99 FORCE JUSTID
+XPENDING s g - + 10
+XAUTOCLAIM s g c 0
+XAUTOCLAIM s g c x 0
+XAUTOCLAIM s g c 0 x
+XAUTOCLAIM s g c 0 (18446744073709551615-18446744073709551615
+XAUTOCLAIM s g c 0 0 COUNT 0
+XAUTOCLAIM s g c 0 0 COUNT 8070450532247928833
+XAUTOCLAIM s g c 0 0 FOO
+XAUTOCLAIM s nog c 0 0
+XAUTOCLAIM s g c5 0 0 COUNT 2
+XAUTOCLAIM s g c5 0 (2 JUSTID
+XAUTOCLAIM s g c5 99999999 0
+XDEL s 4
+XAUTOCLAIM s g c6 0 0
+XINFO STREAM s FULL COUNT 2
+XGROUP DELCONSUMER s g c2
+XPENDING s g
+XGROUP DESTROY s g
+XGROUP DESTROY s g
+XGROUP DESTROY nokey g
+XINFO GROUPS s"""
+
+
+@needs_redis
+@pytest.mark.parametrize("resp", [2, 3])
+def test_consumer_groups_match_redis(both, resp):
+    if resp == 3:
+        for c in both:
+            c.cmd("HELLO", "3")
+    run_both(both, GROUP_SCRIPT.split("\n"))
+
+
+def test_xinfo_full_reply_resp3(raw):
+    raw.cmd("HELLO", "3")
+    raw.cmd("XADD", "x", "1", "a", "1")
+    raw.cmd("XGROUP", "CREATE", "x", "g", "0")
+    r = raw.cmd("XINFO", "STREAM", "x")
+    assert r.startswith(b"%10\r\n$6\r\nlength\r\n:1\r\n")
+    assert r.endswith(b"$10\r\nlast-entry\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n")
+    r = raw.cmd("XINFO", "STREAM", "x", "FULL")
+    assert r.startswith(b"%9\r\n")
+    assert b"$6\r\ngroups\r\n*1\r\n%7\r\n$4\r\nname\r\n$1\r\ng\r\n" in r
+    assert b"$12\r\nentries-read\r\n_\r\n" in r
+    assert raw.cmd("XREAD", "STREAMS", "x", "0") == (
+        b"%1\r\n$1\r\nx\r\n*1\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n")
+    assert raw.cmd("XPENDING", "x", "g") == b"*4\r\n:0\r\n_\r\n_\r\n_\r\n"
+
+
+def test_lag_and_entries_read_follow_redis_rules(raw):
+    for i in range(1, 6):
+        raw.cmd("XADD", "x", str(i), "data", str(i))
+    raw.cmd("XGROUP", "CREATE", "x", "g1", "0")
+
+    def group():
+        r = raw.cmd("XINFO", "GROUPS", "x")
+        er = r.split(b"entries-read\r\n")[1].split(b"\r\n")[0]
+        lag = r.split(b"lag\r\n")[1].split(b"\r\n")[0]
+        return er, lag
+    assert group() == (b"$-1", b":5")
+    raw.cmd("XREADGROUP", "GROUP", "g1", "c", "COUNT", "1", "STREAMS", "x", ">")
+    assert group() == (b":1", b":4")
+    raw.cmd("XDEL", "x", "4")
+    raw.cmd("XREADGROUP", "GROUP", "g1", "c", "COUNT", "1", "STREAMS", "x", ">")
+    assert group() == (b"$-1", b"$-1")        # a tombstone ahead: unknown
+    raw.cmd("XREADGROUP", "GROUP", "g1", "c", "STREAMS", "x", ">")
+    assert group() == (b":5", b":0")
+
+
+# ---------------------------------------------------------------------------
+# Randomized differential runs
+# ---------------------------------------------------------------------------
+def _layout_workload(rnd, cfg):
+    """XADD/XDEL/XTRIM with explicit IDs under one node configuration;
+    checkpoints compare DUMP payloads (node layout, tombstones, LZF) and
+    XINFO (radix tree keys and nodes)."""
+    cmds = [["CONFIG", "SET", "stream-node-max-entries", cfg[0]],
+            ["CONFIG", "SET", "stream-node-max-bytes", cfg[1]], ["DEL", "s"]]
+    ms = 1
+    ids = []
+    for k in range(250):
+        r = rnd.random()
+        if r < 0.7:
+            ms += rnd.choice([0, 1, 1, 2, 1000, 2**40])
+            seq = rnd.choice([0, 1, 5, 2**63, 2**64 - 1, 127, 128]) if rnd.random() < 0.3 else 0
+            idd = "%d-%d" % (ms, seq)
+            fields = rnd.choice([["a"], ["a", "b"], ["x"], ["f%d" % rnd.randint(0, 3)]])
+            fv = []
+            for i in range(rnd.choice([1, 1, 2, 3])):
+                fv += [fields[i % len(fields)] + ("" if i < len(fields) else str(i)),
+                       rnd.choice(["1", "-5", "hello", "x" * rnd.randint(0, 100), "007", "300",
+                                   str(rnd.randint(-2**63, 2**63 - 1)),
+                                   "v" * 5000 if rnd.random() < 0.02 else "z"])]
+            opt = []
+            if rnd.random() < 0.1:
+                st = rnd.choice(["MAXLEN", "MINID"])
+                opt = [st] + [o for o in [rnd.choice(["~", "=", ""])] if o]
+                opt.append(str(rnd.randint(0, 200)) if st == "MAXLEN" else "%d-0" % (ms - rnd.randint(0, 20)))
+                if "~" in opt and rnd.random() < 0.5:
+                    opt += ["LIMIT", str(rnd.randint(0, 50))]
+            cmds.append(["XADD", "s"] + opt + [rnd.choice([idd, idd, "%d-*" % ms])] + fv)
+            ids.append(idd)
+        elif r < 0.85 and ids:
+            cmds.append(["XDEL", "s"] + [rnd.choice(ids) for _ in range(rnd.randint(1, 3))])
+        elif r < 0.9:
+            st = rnd.choice(["MAXLEN", "MINID"])
+            opt = [st] + ([rnd.choice(["~", "="])] if rnd.random() < 0.7 else [])
+            opt.append(str(rnd.randint(0, 200)) if st == "MAXLEN" else str(ms - rnd.randint(0, 50)))
+            if "~" in opt and rnd.random() < 0.5:
+                opt += ["LIMIT", str(rnd.randint(0, 100))]
+            cmds.append(["XTRIM", "s"] + opt)
+        else:
+            cmds.append(["XINFO", "STREAM", "s"])
+        if k % 40 == 0:
+            cmds.append(["DUMP", "s"])
+    cmds += [["DUMP", "s"], ["XINFO", "STREAM", "s", "FULL", "COUNT", "0"],
+             ["XREVRANGE", "s", "+", "-", "COUNT", "7"]]
+    return cmds
+
+
+@needs_redis
+@pytest.mark.parametrize("cfg", [("100", "4096"), ("10", "4096"), ("0", "300"), ("3", "0"), ("1", "100")])
+def test_node_layout_dump_and_xinfo_match_redis(both, cfg):
+    rnd = random.Random(hash(cfg) & 0xFFFF)
+    run_both(both, _layout_workload(rnd, cfg), masked=False)
+
+
+def _group_workload(rnd, n=700):
+    groups = ["g1", "g2", "g3"]
+    cons = ["alice", "bob", "carol"]
+    ids = []
+    ms = 0
+    cmds = [["CONFIG", "SET", "stream-node-max-entries", "5"]]
+    for _ in range(n):
+        r = rnd.random()
+        if r < 0.25:
+            ms += 1
+            ids.append("%d-0" % ms)
+            cmds.append(["XADD", "s", "%d-0" % ms, "f", str(ms)])
+        elif r < 0.3:
+            cmds.append(["XGROUP", "CREATE", "s", rnd.choice(groups), rnd.choice(["0", "$", str(rnd.randint(0, ms + 1))])]
+                        + (["ENTRIESREAD", str(rnd.randint(-1, 5))] if rnd.random() < 0.2 else [])
+                        + (["MKSTREAM"] if rnd.random() < 0.1 else []))
+        elif r < 0.45:
+            opt = (["COUNT", str(rnd.randint(0, 4))] if rnd.random() < 0.5 else []) + \
+                  (["NOACK"] if rnd.random() < 0.2 else [])
+            cmds.append(["XREADGROUP", "GROUP", rnd.choice(groups), rnd.choice(cons)] + opt +
+                        ["STREAMS", "s", rnd.choice([">", ">", ">", "0", str(rnd.randint(0, ms))])])
+        elif r < 0.52 and ids:
+            cmds.append(["XACK", "s", rnd.choice(groups)] + [rnd.choice(ids) for _ in range(rnd.randint(1, 3))])
+        elif r < 0.58 and ids:
+            opt = [o for o in ("FORCE", "JUSTID") if rnd.random() < 0.3]
+            if rnd.random() < 0.3:
+                opt += ["RETRYCOUNT", str(rnd.randint(0, 9))]
+            if rnd.random() < 0.2:
+                opt += ["LASTID", "%d-0" % rnd.randint(0, ms + 2)]
+            cmds.append(["XCLAIM", "s", rnd.choice(groups), rnd.choice(cons), "0"]
+                        + [rnd.choice(ids) for _ in range(rnd.randint(1, 3))] + opt)
+        elif r < 0.63:
+            cmds.append(["XAUTOCLAIM", "s", rnd.choice(groups), rnd.choice(cons), "0",
+                         rnd.choice(["0", "-", "(%d" % rnd.randint(0, ms + 1), str(rnd.randint(0, ms + 1))])]
+                        + (["COUNT", str(rnd.randint(1, 4))] if rnd.random() < 0.6 else [])
+                        + (["JUSTID"] if rnd.random() < 0.3 else []))
+        elif r < 0.68 and ids:
+            cmds.append(["XDEL", "s"] + [rnd.choice(ids) for _ in range(rnd.randint(1, 2))])
+        elif r < 0.7:
+            cmds.append(["XTRIM", "s", rnd.choice(["MAXLEN", "MINID"]), rnd.choice(["=", "~"]), str(rnd.randint(0, ms))])
+        elif r < 0.75:
+            cmds.append(["XPENDING", "s", rnd.choice(groups)])
+        elif r < 0.8:
+            cmds.append(["XPENDING", "s", rnd.choice(groups), "-", "+", str(rnd.randint(0, 10))]
+                        + ([rnd.choice(cons)] if rnd.random() < 0.5 else []))
+        elif r < 0.84:
+            cmds.append(["XINFO", "GROUPS", "s"])
+        elif r < 0.86:
+            cmds.append(["XINFO", "CONSUMERS", "s", rnd.choice(groups)])
+        elif r < 0.89:
+            cmds.append(["XINFO", "STREAM", "s", "FULL"] + (["COUNT", str(rnd.randint(0, 3))] if rnd.random() < 0.5 else []))
+        elif r < 0.92:
+            cmds.append(["XGROUP", "SETID", "s", rnd.choice(groups), rnd.choice(["0", "$", "-", str(rnd.randint(0, ms))])]
+                        + (["ENTRIESREAD", str(rnd.randint(-1, 5))] if rnd.random() < 0.3 else []))
+        elif r < 0.94:
+            cmds.append(["XGROUP", rnd.choice(["CREATECONSUMER", "DELCONSUMER"]), "s", rnd.choice(groups), rnd.choice(cons)])
+        elif r < 0.95:
+            cmds.append(["XGROUP", "DESTROY", "s", rnd.choice(groups)])
+        elif r < 0.96:
+            cmds.append(["XSETID", "s", "%d-0" % (ms + rnd.randint(-2, 3))]
+                        + (["ENTRIESADDED", str(rnd.randint(0, ms + 3))] if rnd.random() < 0.5 else [])
+                        + (["MAXDELETEDID", "%d-0" % rnd.randint(0, ms)] if rnd.random() < 0.3 else []))
+        elif r < 0.97:
+            cmds.append(["XREAD", "COUNT", "3", "STREAMS", "s", str(rnd.randint(0, ms))])
+        else:
+            cmds.append(["XLEN", "s"])
+    return cmds
+
+
+@needs_redis
+@pytest.mark.parametrize("seed,resp", [(1, 2), (2, 3), (3, 2)])
+def test_consumer_group_fuzz_matches_redis(both, seed, resp):
+    if resp == 3:
+        for c in both:
+            c.cmd("HELLO", "3")
+    run_both(both, _group_workload(random.Random(seed)))
+
+
+# ---------------------------------------------------------------------------
+# Blocking reads
+# ---------------------------------------------------------------------------
+def _wait_blocked(raw, n=1, timeout=5.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        info = raw.cmd("INFO", "clients")
+        m = re.search(rb"blocked_clients:(\d+)", info)
+        if m and int(m.group(1)) >= n:
+            return
+        time.sleep(0.01)
+    raise AssertionError("client did not block")
+
+
+@pytest.fixture
+def clients(server, r):
+    made = []
+
+    def make():
+        c = RawConn(server.port)
+        made.append(c)
+        return c
+    yield make
+    for c in made:
+        c.close()
+
+
+def test_xread_block_served_by_xadd(clients):
+    a, b = clients(), clients()
+    b.cmd("XADD", "s2", "1", "old", "x")
+    a.send("XREAD", "BLOCK", "5000", "STREAMS", "s1", "s2", "s3", "$", "$", "$")
+    _wait_blocked(b)
+    b.cmd("XADD", "s2", "2", "new", "y")
+    assert a.read(5) == b"*1\r\n*2\r\n$2\r\ns2\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$3\r\nnew\r\n$1\r\ny\r\n"
+
+
+def test_xread_block_timeout_and_old_data(clients):
+    a, b = clients(), clients()
+    t0 = time.time()
+    assert a.cmd("XREAD", "BLOCK", "100", "STREAMS", "s", "$") == b"*-1\r\n"
+    assert time.time() - t0 >= 0.09
+    b.cmd("XADD", "s", "5", "f", "v")
+    b.cmd("XDEL", "s", "5")
+    # last ID 5-0 but nothing after 4: the client blocks, then times out
+    assert a.cmd("XREAD", "BLOCK", "50", "STREAMS", "s", "4") == b"*-1\r\n"
+    a.send("XREAD", "BLOCK", "0", "STREAMS", "s", "4")
+    _wait_blocked(b)
+    b.cmd("XADD", "s", "6", "k", "v")
+    assert a.read(5) == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n6-0\r\n*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
+    a.cmd("HELLO", "3")
+    assert a.cmd("XREAD", "BLOCK", "10", "STREAMS", "s", "$") == b"_\r\n"
+
+
+def test_xread_block_multiple_xadd_in_transaction_and_del(clients):
+    a, b = clients(), clients()
+    a.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "s", "$", "$")
+    _wait_blocked(b)
+    b.cmd("MULTI")
+    b.cmd("XADD", "s", "1", "field", "one")
+    b.cmd("XADD", "s", "2", "field", "two")
+    b.cmd("EXEC")
+    r = a.read(5)
+    assert r.count(b"field") == 2
+    # XADD + DEL in a transaction does not wake the reader; LPUSH neither
+    a.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
+    _wait_blocked(b)
+    b.cmd("MULTI")
+    b.cmd("XADD", "s", "3", "old", "x")
+    b.cmd("DEL", "s")
+    b.cmd("LPUSH", "s", "a")
+    b.cmd("EXEC")
+    b.cmd("DEL", "s")
+    b.cmd("XADD", "s", "4", "new", "y")
+    assert b"new" in a.read(5)
+
+
+def test_xread_block_in_multi(raw):
+    raw.cmd("MULTI")
+    raw.cmd("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    raw.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    assert raw.cmd("EXEC") == (b"*2\r\n*-1\r\n-NOGROUP No such key 's' or consumer group 'g' in "
+                               b"XREADGROUP with GROUP option\r\n")
+    raw.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    raw.cmd("MULTI")
+    raw.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    assert raw.cmd("EXEC") == b"*1\r\n*-1\r\n"
+
+
+@needs_redis
+def test_xread_block_in_scripts_matches_redis(both):
+    run_both(both, [
+        ["EVAL", "return redis.pcall('xread','BLOCK','0','STREAMS','s','$')", "0"],
+        ["EVAL", "return redis.pcall('XREADGROUP','GROUP','g','c','BLOCK','0','STREAMS','s','>')", "0"],
+        ["EVAL", "return redis.pcall('xread','STREAMS','s','0')", "0"],
+        ["XADD", "s", "1", "a", "b"],
+        ["EVAL", "return redis.pcall('xread','COUNT','1','STREAMS','s','0')", "0"],
+    ])
+
+
+def test_xread_blocked_client_unblocked(clients):
+    a, b = clients(), clients()
+    cid = a.cmd("CLIENT", "ID").strip()[1:]
+    a.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    _wait_blocked(b)
+    assert b.cmd("CLIENT", "UNBLOCK", cid) == b":1\r\n"
+    assert a.read(5) == b"*-1\r\n"
+    a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    assert a.read(5)[:8] == b"-NOGROUP"
+    b.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    _wait_blocked(b)
+    assert b.cmd("CLIENT", "UNBLOCK", cid, "ERROR") == b":1\r\n"
+    assert a.read(5) == b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+
+
+def test_xreadgroup_block_served_and_ownership(clients):
+    a, b = clients(), clients()
+    b.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+    _wait_blocked(b)
+    b.cmd("XADD", "s", "7", "f", "v")
+    assert a.read(5) == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n7-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    assert b.cmd("XPENDING", "s", "g", "-", "+", "10", "alice").startswith(b"*1\r\n*4\r\n$3\r\n7-0\r\n$5\r\nalice\r\n")
+    # Two readers in the same group: the entry goes to the first only.
+    c = clients()
+    a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+    c.send("XREADGROUP", "GROUP", "g", "bob", "BLOCK", "300", "STREAMS", "s", ">")
+    _wait_blocked(b, 2)
+    b.cmd("XADD", "s", "8", "f", "w")
+    assert b"8-0" in a.read(5)
+    assert c.read(5) == b"*-1\r\n"
+
+
+@pytest.mark.parametrize("how", ["del", "set", "multi", "flushall", "expire", "destroy", "rename_nogroup"])
+def test_xreadgroup_block_ends_when_stream_or_group_goes(clients, how):
+    a, b = clients(), clients()
+    b.cmd("XADD", "s", "666", "f", "v")
+    b.cmd("XGROUP", "CREATE", "s", "g", "$")
+    a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+    _wait_blocked(b)
+    if how == "del":
+        b.cmd("DEL", "s")
+    elif how == "set":
+        b.cmd("SET", "s", "val")
+    elif how == "multi":
+        b.cmd("MULTI")
+        b.cmd("DEL", "s")
+        b.cmd("SADD", "s", "e1")
+        b.cmd("EXEC")
+    elif how == "flushall":
+        b.cmd("FLUSHALL")
+    elif how == "expire":
+        b.cmd("PEXPIRE", "s", "1")
+        time.sleep(0.05)
+        b.cmd("EXISTS", "s")
+    elif how == "destroy":
+        b.cmd("XGROUP", "DESTROY", "s", "g")
+    else:
+        b.cmd("XADD", "s2", "100", "f", "v")
+        b.cmd("RENAME", "s2", "s")
+    r = a.read(5)
+    if how in ("destroy", "rename_nogroup"):
+        assert r == b"-NOGROUP the consumer group this client was blocked on no longer exists\r\n"
+    else:
+        assert r == b"-UNBLOCKED the stream key no longer exists\r\n"
+
+
+def test_xreadgroup_block_rename_with_data(clients):
+    a, b = clients(), clients()
+    b.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+    _wait_blocked(b)
+    b.cmd("XGROUP", "CREATE", "s2", "g", "$", "MKSTREAM")
+    b.cmd("XADD", "s2", "100", "f1", "v1")
+    b.cmd("RENAME", "s2", "s")
+    assert a.read(5) == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$5\r\n100-0\r\n*2\r\n$2\r\nf1\r\n$2\r\nv1\r\n"
+
+
+def test_xreadgroup_swapdb_unblocks(server, clients):
+    a, b = clients(), clients()
+    for c in (a, b):
+        c.cmd("SELECT", "9")
+    b.cmd("XADD", "s", "1", "f", "v")
+    b.cmd("XGROUP", "CREATE", "s", "g", "$")
+    a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+    _wait_blocked(b)
+    b.cmd("SWAPDB", "4", "9")
+    assert a.read(5) == b"-UNBLOCKED the stream key no longer exists\r\n"
+    b.cmd("FLUSHALL")
+
+
+def test_blocked_xreadgroup_error_is_counted(clients):
+    a, b = clients(), clients()
+    b.cmd("CONFIG", "RESETSTAT")
+    b.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+    _wait_blocked(b)
+    b.cmd("XGROUP", "DESTROY", "s", "g")
+    assert a.read(5).startswith(b"-NOGROUP")
+    info = b.cmd("INFO", "commandstats")
+    assert re.search(rb"cmdstat_xreadgroup:calls=1,.*rejected_calls=0,failed_calls=1", info)
+    assert b"errorstat_NOGROUP:count=1" in b.cmd("INFO", "errorstats")
+
+
+def test_xreadgroup_history_ignores_block(raw):
+    raw.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    raw.cmd("XADD", "s", "666", "k", "v")
+    raw.cmd("XDEL", "s", "666")
+    assert raw.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", "0") == b"*1\r\n*2\r\n$1\r\ns\r\n*0\r\n"
+    raw.cmd("XADD", "s", "667", "k", "v")
+    raw.cmd("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+    raw.cmd("XADD", "s", "MAXLEN", "0", "668", "k", "v")
+    # a pending entry deleted meanwhile comes as [id, nil]
+    assert raw.cmd("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0") == (
+        b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$5\r\n667-0\r\n*-1\r\n")
+
+
+# ---------------------------------------------------------------------------
+# Keyspace notifications
+# ---------------------------------------------------------------------------
+def _events(port, cmds):
+    """Keyspace/keyevent messages the commands produce, in order."""
+    sub = RawConn(port)
+    c = RawConn(port)
+    try:
+        c.cmd("FLUSHALL")
+        c.cmd("CONFIG", "SET", "notify-keyspace-events", "KEA")
+        sub.cmd("PSUBSCRIBE", "__key*__:*")
+        sub.cmd("SUBSCRIBE", "marker")
+        for cmd in cmds:
+            c.cmd(*cmd.split())
+        c.cmd("PUBLISH", "marker", "end")
+        out = []
+        while True:
+            m = sub.read(5)
+            if m.startswith(b"*3\r\n$7\r\nmessage\r\n$6\r\nmarker"):
+                return out
+            out.append(m)
+    finally:
+        c.cmd("CONFIG", "SET", "notify-keyspace-events", "")
+        sub.close()
+        c.close()
+
+
+NOTIFY_SCRIPT = """XADD s 1 f v
+XADD s MAXLEN 1 2 f v
+XADD s 3 f v
+XTRIM s MAXLEN 1
+XTRIM s MAXLEN 5
+XDEL s 3
+XDEL s 99
+XGROUP CREATE s g $
+XGROUP CREATE s2 g $ MKSTREAM
+XGROUP SETID s g 0
+XGROUP CREATECONSUMER s g alice
+XGROUP CREATECONSUMER s g alice
+XADD s 4 f v
+XREADGROUP GROUP g bob STREAMS s >
+XCLAIM s g carol 0 4
+XAUTOCLAIM s g dave 0 0
+XGROUP DELCONSUMER s g bob
+XGROUP DELCONSUMER s g nobody
+XGROUP DESTROY s g
+XSETID s 10
+DEL s"""
+
+
+@needs_redis
+def test_notifications_match_redis(server, redis_server, r):
+    cmds = NOTIFY_SCRIPT.split("\n")
+    ours = _events(server.port, cmds)
+    theirs = _events(redis_server.port, cmds)
+    assert ours == theirs
+    assert any(b"xgroup-createconsumer" in m for m in ours)
+    assert any(b"xtrim" in m for m in ours)
+
+
+# ---------------------------------------------------------------------------
+# Replication: what streams propagate
+# ---------------------------------------------------------------------------
+def _repl_workload(c):
+    c.cmd("XADD", "a", "MAXLEN", "~", "2", "*", "f", "v")
+    c.cmd("XADD", "a", "*", "f", "v")
+    for i in range(1, 13):
+        c.cmd("XADD", "s", str(i), "f", str(i))
+    c.cmd("XADD", "s", "MAXLEN", "~", "3", "13", "f", "v")
+    c.cmd("XTRIM", "s", "MINID", "~", "8")
+    c.cmd("XADD", "s", "14-*", "f", "v")
+    c.cmd("XGROUP", "CREATE", "s", "g", "0")
+    c.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+    c.cmd("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0")
+    c.cmd("XREADGROUP", "GROUP", "g", "bob", "COUNT", "1", "NOACK", "STREAMS", "s", ">")
+    c.cmd("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">")
+    c.cmd("XDEL", "s", "12")
+    c.cmd("XCLAIM", "s", "g", "carol", "0", "11", "12", "RETRYCOUNT", "5", "TIME", "1000")
+    c.cmd("XAUTOCLAIM", "s", "g", "dave", "0", "0", "COUNT", "2", "JUSTID")
+    c.cmd("XCLAIM", "s", "g", "carol", "0", "99", "LASTID", "99")
+    c.cmd("XACK", "s", "g", "13")
+    c.cmd("XSETID", "s", "100", "ENTRIESADDED", "100")
+    c.cmd("SET", "last", "1")
+
+
+def _repl_run(port):
+    c = RawConn(port)
+    c.cmd("FLUSHALL")
+    c.cmd("CONFIG", "SET", "stream-node-max-entries", "4")
+    s = Stream(port)
+    try:
+        _repl_workload(c)
+        out = []
+        while True:
+            cmd = s.read_command()
+            out.append(cmd)
+            if cmd[:2] == [b"SET", b"last"] or cmd[:2] == [b"set", b"last"]:
+                return out
+    finally:
+        s.close()
+        _reset(c)
+        c.close()
+
+
+def _repl_normalize(cmds):
+    out = []
+    for cmd in cmds:
+        cmd = [cmd[0].upper()] + cmd[1:]
+        if cmd[0] in (b"PING", b"SELECT"):
+            continue
+        cmd = [re.sub(rb"^1[6-9]\d{11}-\d+$", b"<id>", a) for a in cmd]
+        if cmd[0] == b"XCLAIM":
+            i = cmd.index(b"TIME")
+            if cmd[i + 1] != b"1000":
+                cmd[i + 1] = b"<ms>"
+        out.append(cmd)
+    return out
+
+
+@needs_redis
+def test_replication_stream_matches_redis(server, r, redis_server, ref):
+    ref.config_set("repl-diskless-sync", "no")
+    ref.config_set("repl-ping-replica-period", 3600)
+    theirs = _repl_normalize(_repl_run(redis_server.port))
+    ours = _repl_normalize(_repl_run(server.port))
+    assert ours == theirs
+    assert ours[:2] == [[b"XADD", b"a", b"MAXLEN", b"=", b"1", b"<id>", b"f", b"v"],
+                        [b"XADD", b"a", b"<id>", b"f", b"v"]]
+    assert [b"XADD", b"s", b"MAXLEN", b"=", b"5", b"13", b"f", b"v"] in ours
+    assert [b"XADD", b"s", b"14-0", b"f", b"v"] in ours
+    claims = [c for c in ours if c[0] == b"XCLAIM"]
+    assert claims[0] == [b"XCLAIM", b"s", b"g", b"alice", b"0", b"9-0", b"TIME", b"<ms>", b"RETRYCOUNT",
+                         b"1", b"FORCE", b"JUSTID", b"LASTID", b"9-0"]
+    # NOACK: the consumer's creation and the group's new last ID
+    assert [b"XGROUP", b"CREATECONSUMER", b"s", b"g", b"bob"] in ours
+    assert [b"XGROUP", b"SETID", b"s", b"g", b"12-0", b"ENTRIESREAD", b"12"] in ours
+    # XCLAIM replicates with the ID as given; LASTID alone becomes XGROUP SETID
+    assert [b"XCLAIM", b"s", b"g", b"carol", b"0", b"11", b"TIME", b"1000", b"RETRYCOUNT", b"5", b"FORCE",
+            b"JUSTID", b"LASTID", b"14-0"] in ours
+    assert [b"XGROUP", b"SETID", b"s", b"g", b"99-0", b"ENTRIESREAD", b"14"] in ours
+    # XREADGROUP of several entries replicates them in one transaction
+    i = ours.index([b"MULTI"])
+    assert [c[0] for c in ours[i:i + 5]] == [b"MULTI", b"XCLAIM", b"XCLAIM", b"XCLAIM", b"EXEC"]
+
+
+# ---------------------------------------------------------------------------
+# Other commands on streams
+# ---------------------------------------------------------------------------
+def test_copy_rename_dump_restore_digest(raw):
+    raw.cmd("XADD", "s", "1", "a", "1")
+    raw.cmd("XADD", "s", "2", "b", "2")
+    raw.cmd("XGROUP", "CREATE", "s", "g", "0")
+    raw.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", ">")
+    assert raw.cmd("COPY", "s", "c") == b":1\r\n"
+    assert raw.cmd("XINFO", "STREAM", "c", "FULL") == raw.cmd("XINFO", "STREAM", "s", "FULL")
+    d1 = raw.cmd("DEBUG", "DIGEST-VALUE", "s")
+    assert raw.cmd("DEBUG", "DIGEST-VALUE", "c") == d1
+    raw.cmd("XACK", "c", "g", "1")
+    assert raw.cmd("XPENDING", "s", "g")[:8] == b"*4\r\n:1\r\n"   # the copy is independent
+    assert raw.cmd("DEBUG", "DIGEST-VALUE", "c") != d1
+    dump = raw.cmd("DUMP", "s")
+    n = int(dump[1:dump.index(b"\r\n")])
+    payload = dump[dump.index(b"\r\n") + 2:][:n]
+    assert payload[0] == 19
+    raw.send("RESTORE", "r", "0", payload)
+    assert raw.read() == b"+OK\r\n"
+    assert raw.cmd("XINFO", "STREAM", "r", "FULL") == raw.cmd("XINFO", "STREAM", "s", "FULL")
+    assert raw.cmd("RENAME", "r", "r2") == b"+OK\r\n"
+    assert raw.cmd("XLEN", "r2") == b":2\r\n"
+    keys = raw.cmd("SCAN", "0", "TYPE", "stream", "COUNT", "100").split(b"\r\n")[5:-1:2]
+    assert sorted(keys) == [b"c", b"r2", b"s"]
+    assert int(raw.cmd("MEMORY", "USAGE", "s")[1:]) > 100
+
+
+def test_debug_reload_keeps_streams(raw):
+    raw.cmd("CONFIG", "SET", "stream-node-max-entries", "3")
+    for i in range(1, 11):
+        raw.cmd("XADD", "s", str(i), "f", str(i))
+    raw.cmd("XDEL", "s", "2")
+    raw.cmd("XGROUP", "CREATE", "s", "g", "0")
+    raw.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "4", "STREAMS", "s", ">")
+    raw.cmd("XGROUP", "CREATECONSUMER", "s", "g", "bob")
+    raw.cmd("XADD", "empty", "MAXLEN", "0", "5", "f", "v")
+    before = [raw.cmd("XINFO", "STREAM", k, "FULL") for k in ("s", "empty")]
+    dumps = [raw.cmd("DUMP", k) for k in ("s", "empty")]
+    assert raw.cmd("DEBUG", "RELOAD") == b"+OK\r\n"
+    assert [raw.cmd("XINFO", "STREAM", k, "FULL") for k in ("s", "empty")] == before
+    assert [raw.cmd("DUMP", k) for k in ("s", "empty")] == dumps
+
+
+def test_restore_legacy_stream_from_redis_5(raw):
+    # The payload of the Redis suite's "Loading from legacy" test (RDB 9, type 15).
+    payload = (b"\x0F\x01\x10\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\xC3\x40"
+               b"\x4A\x40\x57\x16\x57\x00\x00\x00\x23\x00\x02\x01\x04\x01\x01\x01\x84\x64\x61\x74\x61"
+               b"\x05\x00\x01\x03\x01\x00\x20\x01\x03\x81\x61\x02\x04\x20\x0A\x00\x01\x40\x0A\x00\x62"
+               b"\x60\x0A\x00\x02\x40\x0A\x00\x63\x60\x0A\x40\x22\x01\x81\x64\x20\x0A\x40\x39\x20\x0A"
+               b"\x00\x65\x60\x0A\x00\x05\x40\x0A\x00\x66\x20\x0A\x00\xFF\x02\x06\x00\x02\x02\x67\x31"
+               b"\x05\x00\x04\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x3E\xF7"
+               b"\x83\x43\x7A\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00"
+               b"\x00\x00\x3E\xF7\x83\x43\x7A\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00"
+               b"\x00\x00\x00\x00\x00\x00\x3E\xF7\x83\x43\x7A\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+               b"\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x3E\xF7\x83\x43\x7A\x01\x00\x00\x01\x01\x03"
+               b"\x63\x31\x31\x3E\xF7\x83\x43\x7A\x01\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x01\x00"
+               b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00"
+               b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+               b"\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x02\x67\x32\x00\x00\x00\x00\x09"
+               b"\x00\x3D\x52\xEF\x68\x67\x52\x1D\xFA")
+    raw.send("RESTORE", "x", "0", payload)
+    assert raw.read() == b"+OK\r\n"
+    full = raw.cmd("XINFO", "STREAM", "x", "FULL")
+    assert b"$20\r\nmax-deleted-entry-id\r\n$3\r\n0-0\r\n$13\r\nentries-added\r\n:2\r\n" in full
+    assert b"$4\r\nname\r\n$2\r\ng1\r\n$17\r\nlast-delivered-id\r\n$3\r\n5-0\r\n$12\r\nentries-read\r\n:1\r\n$3\r\nlag\r\n:1\r\n" in full
+    assert b"$4\r\nname\r\n$2\r\ng2\r\n$17\r\nlast-delivered-id\r\n$3\r\n0-0\r\n$12\r\nentries-read\r\n:0\r\n$3\r\nlag\r\n:2\r\n" in full
+
+
+def test_corrupt_stream_payloads_refused(raw):
+    raw.cmd("XADD", "s", "1", "a", "1")
+    dump = raw.cmd("DUMP", "s")
+    payload = dump[dump.index(b"\r\n") + 2:-2]
+    body = bytearray(payload[:-10])
+    for pos in range(3, len(body)):
+        bad = bytearray(body)
+        bad[pos] ^= 0x41
+        full = bytes(bad) + payload[-10:-8]
+        full += R.crc64(full).to_bytes(8, "little")
+        raw.send("RESTORE", "bad%d" % pos, "0", full)
+        r = raw.read()
+        assert r == b"+OK\r\n" or r.startswith(b"-ERR Bad data format"), (pos, r)
+    assert raw.cmd("PING") == b"+PONG\r\n"
+
+
+def test_memory_accounting_sees_streams(raw):
+    base = int(re.search(rb"used_memory:(\d+)", raw.cmd("INFO", "memory")).group(1))
+    raw.cmd("DEBUG", "POPULATE", "0")
+    for i in range(200):
+        raw.send("XADD", "big", "*", "field", "x" * 1000)
+    for i in range(200):
+        raw.read()
+    after = int(re.search(rb"used_memory:(\d+)", raw.cmd("INFO", "memory")).group(1))
+    assert after - base > 150_000
+    sv = StreamValue()
+    for i in range(1, 101):
+        sv.append(i << 64, [b"f", b"x" * 1000], 4096, 100)
+    from ophidis import memory
+    memory._types()
+    pysize = memory.pysize
+    assert 100_000 < pysize(sv) < 400_000
+
+
+# ---------------------------------------------------------------------------
+# RDB files exchanged with redis-server
+# ---------------------------------------------------------------------------
+def _build_streams(c):
+    """Streams with several nodes, tombstones, groups, consumers without
+    pending entries, an empty stream and one with only a group."""
+    c.cmd("CONFIG", "SET", "stream-node-max-entries", "4")
+    for i in range(1, 30):
+        c.cmd("XADD", "s:big", str(i), "field", str(i), *(["extra", "x" * i] if i % 5 == 0 else []))
+    for i in (3, 4, 9, 10, 11, 12, 20):
+        c.cmd("XDEL", "s:big", str(i))
+    c.cmd("XGROUP", "CREATE", "s:big", "g1", "0")
+    c.cmd("XGROUP", "CREATE", "s:big", "g2", "$", "ENTRIESREAD", "29")
+    c.cmd("XREADGROUP", "GROUP", "g1", "alice", "COUNT", "5", "STREAMS", "s:big", ">")
+    c.cmd("XREADGROUP", "GROUP", "g1", "bob", "COUNT", "3", "STREAMS", "s:big", ">")
+    c.cmd("XCLAIM", "s:big", "g1", "carol", "0", "2", "RETRYCOUNT", "9")
+    c.cmd("XGROUP", "CREATECONSUMER", "s:big", "g1", "dave")
+    c.cmd("XADD", "s:empty", "MAXLEN", "0", "7", "a", "b")
+    c.cmd("XGROUP", "CREATE", "s:grp", "g", "$", "MKSTREAM")
+    c.cmd("XADD", "s:lzf", "1", "payload", "abc" * 400)
+    c.cmd("XADD", "s:lzf", "2", "payload", "abc" * 400)
+    c.cmd("XADD", "s:ids", "18446744073709551615-0", "a", "1")
+    c.cmd("XADD", "s:ids", "18446744073709551615-18446744073709551614", "a", "2")
+    c.cmd("CONFIG", "SET", "stream-node-max-entries", "100")
+    return [b"s:big", b"s:empty", b"s:grp", b"s:lzf", b"s:ids"]
+
+
+def _snapshot(c, keys):
+    return {k: (c.cmd("XINFO", "STREAM", k, "FULL"), c.cmd("DUMP", k), c.cmd("XINFO", "GROUPS", k))
+            for k in keys}
+
+
+@needs_redis
+def test_ophidis_rdb_loaded_by_redis(start_server, tmp_path):
+    s = start_server(cwd=str(tmp_path))
+    c = RawConn(s.port)
+    keys = _build_streams(c)
+    assert c.cmd("SAVE") == b"+OK\r\n"
+    mine = _snapshot(c, keys)
+    c.close()
+    path = tmp_path / "dump.rdb"
+    if REDIS_CHECK_RDB is not None:
+        out = subprocess.run([REDIS_CHECK_RDB, str(path)], capture_output=True, text=True)
+        assert out.returncode == 0 and "RDB looks OK" in out.stdout, out.stdout
+    d = str(tmp_path / "redis")
+    os.mkdir(d)
+    shutil.copy(str(path), os.path.join(d, "dump.rdb"))
+    rp = RedisProc(d)
+    try:
+        rc = RawConn(rp.port)
+        theirs = _snapshot(rc, keys)
+        rc.close()
+    finally:
+        rp.stop()
+    assert theirs == mine
+
+
+@needs_redis
+def test_redis_rdb_loaded_by_ophidis(start_server, tmp_path):
+    rp = RedisProc()
+    try:
+        rc = RawConn(rp.port)
+        keys = _build_streams(rc)
+        rc.cmd("DEBUG", "RELOAD")
+        assert rc.cmd("SAVE") == b"+OK\r\n"
+        theirs = _snapshot(rc, keys)
+        rc.close()
+        shutil.copy(os.path.join(rp.dir, "dump.rdb"), str(tmp_path / "dump.rdb"))
+    finally:
+        rp.stop()
+        shutil.rmtree(rp.dir, ignore_errors=True)
+    s = start_server(cwd=str(tmp_path))
+    c = RawConn(s.port)
+    mine = _snapshot(c, keys)
+    c.close()
+    assert mine == theirs
+
+
+@needs_redis
+def test_dump_payloads_identical_to_redis(both):
+    a, b = both
+    for conn in both:
+        conn.cmd("CONFIG", "SET", "stream-node-max-entries", "4")
+        for i in range(1, 30):
+            conn.cmd("XADD", "s", str(i), "field", str(i), *(["extra", "x" * i] if i % 5 == 0 else []))
+        for i in (3, 4, 9, 10, 11, 12, 20):
+            conn.cmd("XDEL", "s", str(i))
+        conn.cmd("XTRIM", "s", "MAXLEN", "20")
+        conn.cmd("XGROUP", "CREATE", "s", "g", "$")
+    assert a.cmd("DUMP", "s") == b.cmd("DUMP", "s")
+    # Redis's payload restores here into the same stream, and ours there.
+    dump = b.cmd("DUMP", "s")
+    payload = dump[dump.index(b"\r\n") + 2:-2]
+    for conn in both:
+        conn.send("RESTORE", "copy", "0", payload)
+        assert conn.read() == b"+OK\r\n"
+    assert a.cmd("XINFO", "STREAM", "copy", "FULL") == b.cmd("XINFO", "STREAM", "copy", "FULL")
+
+
+def test_reader_refuses_inconsistent_streams():
+    def payload(nodes, rest):
+        body = R.enc_len(len(nodes)) + b"".join(R.enc_string(k) + R.enc_string(lp) for k, lp in nodes)
+        p = bytes((R.T_STREAM_LISTPACKS_2,)) + body + rest + R.RDB_VERSION.to_bytes(2, "little")
+        return p + R.crc64(p).to_bytes(8, "little")
+    sv = StreamValue()
+    sv.append(1 << 64, [b"a", b"1"], 4096, 100)
+    node = sv.nodes[0]
+    key = (1 << 64).to_bytes(16, "big")
+    lp = node.to_listpack()
+    rest = R.stream_body(sv)[len(R.enc_len(1) + R.enc_string(key) + R.enc_string(lp)):]
+    assert R.load_payload(payload([(key, lp)], rest)).length == 1
+    bad_cases = [
+        [(b"abc", lp)],                                   # node key not 16 bytes
+        [(key, R.lp_build([]))],                          # empty listpack
+        [(key, lp), (key, lp)],                           # same node twice
+        [(key, R.lp_build([R.lp_entry(x) for x in (1, 0, 1, b"a", 0, 2, 0, 0, b"1", 5)]))],  # bad lp-count
+        [(key, lp[:-1] + b"\xfe")],                       # not a listpack
+    ]
+    for nodes in bad_cases:
+        with pytest.raises(R.RdbError):
+            R.load_payload(payload(nodes, rest))
+    # a consumer owning an entry the group's PEL does not have
+    sv.groups = {}
+    from ophidis.types.stream import Consumer, Group
+    g = sv.groups[b"g"] = Group(0, -1)
+    cons = g.consumers[b"c"] = Consumer(b"c", 0)
+    cons.pel[1 << 64] = None
+    with pytest.raises(R.RdbError):
+        R.load_payload(payload([(key, lp)], R.stream_body(sv)[len(R.enc_len(1) + R.enc_string(key)
+                                                                     + R.enc_string(lp)):]))
+
+
+# ---------------------------------------------------------------------------
+# Blocked clients served: RESP3 and corner cases, against redis-server
+# ---------------------------------------------------------------------------
+def _blocked_scenario(port):
+    a, b = RawConn(port), RawConn(port)
+    try:
+        b.cmd("FLUSHALL")
+        a.cmd("HELLO", "3")
+        out = []
+        a.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
+        _wait_blocked(b)
+        b.cmd("XADD", "s", "1", "f", "v")
+        out.append(a.read(5))
+        b.cmd("XGROUP", "CREATE", "s", "g", "$")
+        a.send("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "BLOCK", "5000", "STREAMS", "s", ">")
+        _wait_blocked(b)
+        b.cmd("XADD", "s", "2", "f", "v")
+        b.cmd("XADD", "s", "3", "f", "v")
+        out.append(a.read(5))
+        out.append(b.cmd("XPENDING", "s", "g"))
+        out.append(a.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">"))
+        # An entry added and deleted in one transaction: the group reader is
+        # served (the last ID moved) with an empty list, as Redis does.
+        a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">")
+        _wait_blocked(b)
+        b.cmd("MULTI")
+        b.cmd("XADD", "s", "4", "f", "v")
+        b.cmd("XDEL", "s", "4")
+        b.cmd("EXEC")
+        out.append(a.read(5))
+        out.append(mask(b.cmd("XINFO", "STREAM", "s", "FULL")))
+        return out
+    finally:
+        a.close()
+        b.close()
+
+
+@needs_redis
+def test_blocked_readers_served_like_redis(server, redis_server, r):
+    ours = _blocked_scenario(server.port)
+    theirs = _blocked_scenario(redis_server.port)
+    assert ours == theirs
+    assert ours[0] == b"%1\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    assert ours[4] == b"%1\r\n$1\r\ns\r\n*0\r\n"
+
+
+# ---------------------------------------------------------------------------
+# Lazy freeing, the AOF rewrite helper
+# ---------------------------------------------------------------------------
+def test_unlink_frees_big_stream_lazily_and_copies_survive(raw):
+    raw.cmd("CONFIG", "SET", "lazyfree-lazy-user-del", "no")
+    raw.cmd("CONFIG", "SET", "stream-node-max-entries", "10")    # 300 nodes: worth freeing lazily
+    for i in range(1, 3001):
+        raw.send("XADD", "big", str(i), "field", "value-%d" % i)
+    for i in range(3000):
+        raw.read()
+    raw.cmd("COPY", "big", "copy")
+    before = int(re.search(rb"lazyfreed_objects:(\d+)", raw.cmd("INFO", "memory")).group(1))
+    assert raw.cmd("UNLINK", "big") == b":1\r\n"
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        now = int(re.search(rb"lazyfreed_objects:(\d+)", raw.cmd("INFO", "memory")).group(1))
+        if now > before:
+            break
+        time.sleep(0.02)
+    assert now > before
+    assert raw.cmd("XLEN", "copy") == b":3000\r\n"
+    assert raw.cmd("XRANGE", "copy", "2999", "+") == (
+        b"*2\r\n*2\r\n$6\r\n2999-0\r\n*2\r\n$5\r\nfield\r\n$10\r\nvalue-2999\r\n"
+        b"*2\r\n$6\r\n3000-0\r\n*2\r\n$5\r\nfield\r\n$10\r\nvalue-3000\r\n")
+
+
+def test_rewrite_commands_rebuild_the_stream(server, raw):
+    raw.cmd("CONFIG", "SET", "stream-node-max-entries", "3")
+    for i in range(1, 12):
+        raw.cmd("XADD", "s", str(i), "f", str(i))
+    raw.cmd("XDEL", "s", "11")
+    raw.cmd("XDEL", "s", "2")
+    raw.cmd("XGROUP", "CREATE", "s", "g", "0")
+    raw.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+    raw.cmd("XGROUP", "CREATECONSUMER", "s", "g", "bob")
+    raw.cmd("XGROUP", "CREATE", "s", "g2", "$", "ENTRIESREAD", "10")
+    raw.cmd("XADD", "e", "MAXLEN", "0", "5", "f", "v")
+    expected = {k: mask(raw.cmd("XINFO", "STREAM", k, "FULL")) for k in ("s", "e")}
+    dumps = {}
+    for k in ("s", "e"):
+        d = raw.cmd("DUMP", k)
+        dumps[k] = R.load_payload(d[d.index(b"\r\n") + 2:-2])
+    raw.cmd("FLUSHALL")
+    for k, sv in dumps.items():
+        for cmd in sv.rewrite_commands(k.encode()):
+            r = raw.cmd(*cmd)
+            assert not r.startswith(b"-"), (cmd, r)
+    # Tombstones are not rebuilt (the node layout differs, as after Redis's
+    # AOF rewrite) and seen times are the rebuild's; everything else matches.
+    tree = re.compile(rb"radix-tree-(keys|nodes)\r\n:\d+")
+    got = {k: tree.sub(b"", mask(raw.cmd("XINFO", "STREAM", k, "FULL"))) for k in ("s", "e")}
+    assert got == {k: tree.sub(b"", v) for k, v in expected.items()}
+
+
+def _replica_run(master_port):
+    """A redis-server replica of the server on master_port, a stream
+    workload on the master: (master's, replica's) XINFO STREAM FULL."""
+    c = RawConn(master_port)
+    c.cmd("FLUSHALL")
+    c.cmd("CONFIG", "SET", "stream-node-max-entries", "3")
+    c.cmd("XADD", "before", "1", "a", "1")
+    c.cmd("XGROUP", "CREATE", "before", "g", "0")
+    c.cmd("XREADGROUP", "GROUP", "g", "x", "STREAMS", "before", ">")
+    rp = RedisProc(None, "--replicaof", "127.0.0.1", str(master_port))
+    try:
+        rc = RawConn(rp.port)
+        deadline = time.time() + 20
+        while b"master_link_status:up" not in rc.cmd("INFO", "replication"):
+            assert time.time() < deadline, "replica did not connect"
+            time.sleep(0.1)
+        rc.cmd("CONFIG", "SET", "stream-node-max-entries", "3")     # same node layout
+        for i in range(1, 15):
+            c.cmd("XADD", "s", str(i), "f", str(i))
+        c.cmd("XADD", "s", "MAXLEN", "~", "8", "15", "f", "v")
+        c.cmd("XGROUP", "CREATE", "s", "g", "0")
+        c.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+        c.cmd("XREADGROUP", "GROUP", "g", "bob", "COUNT", "2", "NOACK", "STREAMS", "s", ">")
+        c.cmd("XDEL", "s", "10")
+        c.cmd("XAUTOCLAIM", "s", "g", "carol", "0", "0", "COUNT", "2")
+        c.cmd("XCLAIM", "s", "g", "dave", "0", "11", "12", "FORCE", "LASTID", "13")
+        c.cmd("XACK", "s", "g", "9")
+        c.cmd("MULTI")
+        c.cmd("XREADGROUP", "GROUP", "g", "erin", "STREAMS", "s", ">")
+        c.cmd("XTRIM", "s", "MINID", "~", "12")
+        c.cmd("EXEC")
+        # a blocked reader served two entries at once
+        b = RawConn(master_port)
+        b.send("XREADGROUP", "GROUP", "g", "frank", "COUNT", "2", "BLOCK", "0", "STREAMS", "s", ">")
+        _wait_blocked(c)
+        c.cmd("MULTI")
+        c.cmd("XADD", "s", "16", "f", "v")
+        c.cmd("XADD", "s", "17", "f", "v")
+        c.cmd("EXEC")
+        assert b"17-0" in b.read(5)
+        b.close()
+        c.cmd("SET", "done", "1")
+        while rc.cmd("GET", "done") != b"$1\r\n1\r\n":
+            assert time.time() < deadline, "replica did not catch up"
+            time.sleep(0.05)
+        out = [(mask(c.cmd("XINFO", "STREAM", k, "FULL")), mask(rc.cmd("XINFO", "STREAM", k, "FULL")))
+               for k in ("before", "s")]
+        rc.close()
+        return out
+    finally:
+        rp.stop()
+        shutil.rmtree(rp.dir, ignore_errors=True)
+        _reset(c)
+        c.close()
+
+
+@needs_redis
+def test_redis_replica_of_ophidis_follows_streams(start_server):
+    """A redis-server replica of Ophidis ends with the streams a replica of
+    redis-server ends with (the RDB payload and the propagated XCLAIM /
+    XGROUP SETID / XTRIM commands rebuild them).  Replicas lose the
+    group's read counter where an XCLAIM LASTID moved it: Redis's own
+    replicas do the same."""
+    s = start_server()
+    ours = _replica_run(s.port)
+    m = RedisProc()
+    try:
+        theirs = _replica_run(m.port)
+    finally:
+        m.stop()
+        shutil.rmtree(m.dir, ignore_errors=True)
+    assert ours == theirs
+    assert ours[0][0] == ours[0][1]                 # loaded from the RDB payload
+    assert ours[1][0] != ours[1][1]                 # the entries-read drift
+
+
+def test_reader_loads_redis_72_streams():
+    """RDB type 21 (Redis 7.2) adds each consumer's active time."""
+    from ophidis.types.stream import NACK, Consumer, Group
+    sv = StreamValue()
+    sv.append(5 << 64, [b"a", b"1"], 4096, 100)
+    g = Group(5 << 64, 1)
+    cons = Consumer(b"alice", 1700000000000)
+    nack = NACK(cons, 1700000000001)
+    g.pel[5 << 64] = nack
+    cons.pel[5 << 64] = nack
+    g.consumers[b"alice"] = cons
+    sv.groups = {b"g": g}
+    body19 = R.stream_body(sv)
+    tail = 1 + 16                                   # the consumer's PEL: count, one ID
+    body21 = body19[:-tail] + (1700000000002).to_bytes(8, "little") + body19[-tail:]
+    v = R.RdbReader(body21).load_object(R.T_STREAM_LISTPACKS_3)
+    assert R.stream_body(v) == body19
+    c2 = v.groups[b"g"].consumers[b"alice"]
+    assert c2.seen_time == 1700000000000 and c2.pel[5 << 64].delivery_time == 1700000000001
