@@ -109,11 +109,11 @@ def exec_(c, argv):
     c.dirty_cas = False
     c.update_slow()
     if srv.ready_keys:
-        # The transaction replicates before what serving blocked clients
+        # The transaction propagates before what serving blocked clients
         # propagates (Redis serves them after the EXEC call).
-        feed = getattr(srv, "_repl_feed", None)
-        if feed is not None:
-            feed.flush()
+        p = getattr(srv, "propagator", None)
+        if p is not None:
+            p.flush()
         srv.handle_ready_keys()
     return b"".join(out)
 
