@@ -622,6 +622,12 @@ class Client(asyncio.Protocol):
         elif self.server.obuf_check and t.get_write_buffer_size():
             self.server.check_output_limits(self)
 
+    _plain_write = write
+
+    def _write_after_barrier(self, out):
+        _BEFORE_REPLY()
+        self._plain_write(out)
+
     def queue_push(self, data: bytes):
         """A message for this client, written together with the others that
         arrive in the same event-loop iteration (one write per subscriber
@@ -731,6 +737,20 @@ class Client(asyncio.Protocol):
 
 
 _FLUSH = []
+
+
+_BEFORE_REPLY = None
+
+
+def set_before_reply(fn):
+    """Install ``fn()`` to run before any reply is written (None removes
+    it).  The AOF writes its buffer there: an acknowledged write is in the
+    file first, as Redis writes the AOF in beforeSleep before sending
+    replies.  ``Client.write`` itself is swapped, so that without such a
+    function writing a reply costs nothing more."""
+    global _BEFORE_REPLY
+    _BEFORE_REPLY = fn
+    Client.write = Client._plain_write if fn is None else Client._write_after_barrier
 
 
 def flush_pushes():

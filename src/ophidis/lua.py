@@ -393,6 +393,8 @@ class LuaEngine:
                 if (not srv.lastbgsave_ok and srv.config["stop-writes-on-bgsave-error"]
                         and srv.config["save"]):
                     return self._reject(cmd, MISCONF.msg)
+                if srv.write_denied is not None:
+                    return self._reject(cmd, srv.write_denied.msg)
         if (not ctx.allow_oom and srv.maxmemory and not ctx.write_dirty and ctx.oom_at_start
                 and cmd.denyoom):
             return self._reject(cmd, OOM.msg)

@@ -121,6 +121,8 @@ class Server:
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
         self.startup_hooks = []        # run before listening (RDB loading)
         self.shutdown_hooks = []
+        self.shutdown_checks = []      # fn(force) -> None, or refuse (AOF being created)
+        self.write_denied = None       # MISCONF error while the AOF cannot be written
         self.executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
         self.config_file = None
         self.pubsub = None             # pub/sub registry, installed by the pubsub module
@@ -142,8 +144,9 @@ class Server:
         self.command_table = TABLE
         for fn in SERVER_INIT:
             fn(self)
-        from .persistence import snapshot
+        from .persistence import aof, snapshot
         snapshot.install(self)
+        aof.install(self)
         from . import tracking
         tracking.install(self)
         from . import memory
@@ -422,10 +425,12 @@ class Server:
                     reject = True
                 if reject:
                     return self.reject(c, cmd, OOM)
-        if not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]:
+        if (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]) \
+                or self.write_denied is not None:
             if cmd.write or base == "ping" or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
                 from .errors import MISCONF
-                return self.reject(c, cmd, MISCONF)
+                rdb = not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]
+                return self.reject(c, cmd, MISCONF if rdb else self.write_denied)
         if cmd.write or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
             if not self.is_replica and self.min_replicas and self.good_replicas() < self.min_replicas:
                 return self.reject(c, cmd, NOREPLICAS)
@@ -876,6 +881,10 @@ class Server:
         do_save = (self.config["save"] and not nosave) or save
         if self.loading:
             do_save = False
+        for check in self.shutdown_checks:
+            if check(force):
+                log.warning("Errors trying to shut down the server. Check the logs for more information.")
+                return "Errors trying to SHUTDOWN. Check logs."
         if do_save and self.save_hook is not None:
             log.notice("Saving the final RDB snapshot before exiting.")
             try:

@@ -1,4 +1,4 @@
-"""Persistence commands: SAVE BGSAVE DUMP RESTORE (rdb.c, cluster.c)."""
+"""Persistence commands: SAVE BGSAVE BGREWRITEAOF DUMP RESTORE (rdb.c, aof.c, cluster.c)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,19 @@ def bgsave(c, argv):
     if p.bgsave():
         return simple(b"Background saving started")
     raise RedisError("ERR")
+
+
+@command("bgrewriteaof")
+def bgrewriteaof(c, argv):
+    r = c.server.aof.bgrewriteaof(in_exec=c.in_exec)
+    if r == "started":
+        return simple(b"Background append only file rewriting started")
+    if r == "scheduled":
+        return simple(b"Background append only file rewriting scheduled")
+    if r == "in-progress":
+        raise RedisError("ERR Background append only file rewriting already in progress")
+    raise RedisError("ERR Can't execute an AOF background rewriting. "
+                     "Please check the server logs for more information.")
 
 
 @command("dump")

@@ -502,17 +502,9 @@ class Persistence:
         srv = self.server
         now = time.time()
         inprog = self.child_pid is not None
-        lines = ["loading:%d" % int(srv.loading), "async_loading:0"]
-        if srv.loading:
-            lines += [
-                "loading_start_time:%d" % int(getattr(self, "loading_start", now)),
-                "loading_total_bytes:%d" % getattr(self, "loading_total", 0),
-                "loading_rdb_used_mem:0",
-                "loading_loaded_bytes:0",
-                "loading_loaded_perc:0.00",
-                "loading_eta_seconds:1",
-            ]
-        lines += [
+        lines = [
+            "loading:%d" % int(srv.loading),
+            "async_loading:0",
             "current_cow_peak:0",
             "current_cow_size:0",
             "current_cow_size_age:0",
@@ -547,6 +539,18 @@ class Persistence:
                 "aof_last_cow_size:0",
             ]
         lines += ["module_fork_in_progress:0", "module_fork_last_cow_size:0"]
+        extra = getattr(srv, "aof_info_extra", None)
+        if callable(extra):
+            lines += extra()
+        if srv.loading:
+            lines += [
+                "loading_start_time:%d" % int(getattr(self, "loading_start", now)),
+                "loading_total_bytes:%d" % getattr(self, "loading_total", 0),
+                "loading_rdb_used_mem:0",
+                "loading_loaded_bytes:0",
+                "loading_loaded_perc:0.00",
+                "loading_eta_seconds:1",
+            ]
         return lines
 
 
