@@ -15,17 +15,22 @@ from ..persistence.rdb import TYPE_NAMES, RdbError, RdbReader
 
 
 def check(path, out=sys.stdout) -> int:
-    def p(msg):
-        out.write(msg + "\n")
-
-    p("[offset 0] Checking RDB file %s" % path)
+    out.write("[offset 0] Checking RDB file %s\n" % path)
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        p("--- RDB ERROR DETECTED ---")
-        p("[offset 0] Cannot open file: %s" % e.strerror)
+        out.write("--- RDB ERROR DETECTED ---\n")
+        out.write("[offset 0] Cannot open file: %s\n" % e.strerror)
         return 1
+    return check_data(data, out)[0]
+
+
+def check_data(data, out=sys.stdout, tail_ok=False):
+    """Check an RDB held in ``data``; with ``tail_ok`` it may continue after
+    the RDB (an AOF with an RDB preamble).  Returns (status, end offset)."""
+    def p(msg):
+        out.write(msg + "\n")
 
     def trace(ev, off, info):
         if ev == "aux":
@@ -35,8 +40,12 @@ def check(path, out=sys.stdout) -> int:
         elif ev == "selectdb":
             p("[offset %d] Selecting DB ID %d" % (off, info))
 
+    def info(lvl, msg):
+        if not (tail_ok and msg.endswith("trailing bytes after the RDB end")):
+            p("[info] %s" % msg)
+
     reader = RdbReader(data, ndbs=1024, skip_expired=False, now_ms=int(time.time() * 1000),
-                       log=lambda lvl, msg: p("[info] %s" % msg), trace=trace)
+                       log=info, trace=trace)
     res = None
     err = None
     try:
@@ -55,7 +64,7 @@ def check(path, out=sys.stdout) -> int:
             if t is not None:
                 p("[additional info] Reading type %d (%s)" % (t, TYPE_NAMES.get(t, "unknown")))
             p("[additional info] Entry starts at offset %d" % reader.entry_start)
-        return 1
+        return 1, reader.pos
     n = sum(len(d) for d, _ in res.dbs)
     if res.checksum == "ok":
         p("[offset %d] Checksum OK" % res.end_offset)
@@ -75,7 +84,7 @@ def check(path, out=sys.stdout) -> int:
     if res.module_aux_skipped:
         p("[info] %d module AUX records skipped" % res.module_aux_skipped)
     _ = n
-    return 0
+    return 0, reader.pos
 
 
 def main(argv=None):
