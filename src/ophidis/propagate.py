@@ -53,48 +53,61 @@ def resp(argv) -> bytes:
     return b"".join(out)
 
 
+def _is_get(a) -> bool:
+    return len(a) == 3 and a.lower() == b"get"
+
+
 def translate(server, name, argv, dbid):
-    """Redis's propagation rewrites of relative expire times (and the
-    commands whose effect, not their arguments, must be replayed).
+    """Redis 7.0's propagation rewrites (rewriteClientCommandVector and
+    rewriteClientCommandArgument in the commands): relative expire times
+    become absolute, and some commands propagate as their effect.
     Returns the argv to propagate, or None for nothing."""
     db = server.dbs[dbid]
     if name in ("expire", "pexpire", "expireat", "pexpireat"):
         key = argv[1]
         if key not in db.d:
-            return [b"DEL", key]
+            # the time was in the past: the key was deleted
+            return [b"UNLINK" if server.config["lazyfree-lazy-expire"] else b"DEL", key]
         when = db.expires.get(key)
         if when is None:
             return list(argv)
-        return [b"PEXPIREAT", key, b"%d" % when]
-    if name in ("setex", "psetex"):
-        key = argv[1]
-        when = db.expires.get(key)
-        if when is None:
+        if name == "pexpireat":
             return list(argv)
-        return [b"SET", key, argv[3], b"PXAT", b"%d" % when]
-    if name == "set" and len(argv) > 3:
-        key = argv[1]
-        out = list(argv[:3])
-        i = 3
-        rewrote = False
-        while i < len(argv):
-            a = argv[i].lower()
-            if a in _TTL_SET_OPTS and i + 1 < len(argv):
-                when = db.expires.get(key)
-                if when is not None:
-                    out += [b"PXAT", b"%d" % when]
-                    rewrote = True
-                else:
-                    out += [argv[i], argv[i + 1]]
-                i += 2
-                continue
-            out.append(argv[i])
-            i += 1
-        return out if rewrote else list(argv)
+        return [b"PEXPIREAT", key, b"%d" % when] + list(argv[3:])
+    if name == "set" or name == "setex" or name == "psetex":
+        if name == "set":
+            key, val = argv[1], argv[2]
+            expire = False
+            get = False
+            i = 3
+            n = len(argv)
+            while i < n:
+                a = argv[i].lower()
+                if a in _TTL_SET_OPTS and i + 1 < n:
+                    expire = True
+                    i += 2
+                    continue
+                if a == b"get":
+                    get = True
+                i += 1
+        else:
+            key, val = argv[1], argv[3]
+            expire = True
+            get = False
+        if expire:
+            when = db.expires.get(key)
+            if when is not None:
+                return [b"SET", key, val, b"PXAT", b"%d" % when]
+            return list(argv)
+        if get:
+            return argv[:3] + [a for a in argv[3:] if not _is_get(a)]
+        return list(argv)
+    if name == "getset":
+        return [b"SET"] + list(argv[1:])
     if name == "getex":
         key = argv[1]
         if key not in db.d:
-            return [b"DEL", key]
+            return [b"UNLINK" if server.config["lazyfree-lazy-expire"] else b"DEL", key]
         opts = [a.lower() for a in argv[2:]]
         if b"persist" in opts:
             return [b"PERSIST", key]
@@ -102,14 +115,14 @@ def translate(server, name, argv, dbid):
         if when is not None and opts:
             return [b"PEXPIREAT", key, b"%d" % when]
         return None
+    if name == "getdel":
+        return [b"UNLINK" if server.config["lazyfree-lazy-user-del"] else b"DEL", argv[1]]
     if name == "incrbyfloat":
         # The result, not the float arithmetic (KEEPTTL: the TTL stays).
         v = db.d.get(argv[1])
-        if v.__class__ is bytes:
-            return [b"SET", argv[1], v, b"KEEPTTL"]
+        if v is not None and isinstance(v, (bytes, bytearray)):
+            return [b"SET", argv[1], bytes(v), b"KEEPTTL"]
         return list(argv)
-    if name == "getdel":
-        return [b"DEL", argv[1]]
     if name == "restore":
         opts = [a.lower() for a in argv[4:]]
         if b"absttl" not in opts and argv[2] not in (b"0",):
