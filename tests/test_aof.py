@@ -1,0 +1,824 @@
+"""Append-only file (Redis 7.0 multi-part layout): what is written, when,
+how it is rewritten and loaded, and interoperability with Debian's
+redis-server / redis-check-aof in both directions.  Real servers, real
+files."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import redis
+
+from conftest import ROOT, ServerProc, raw_command, wait_port
+from rdb_helpers import REDIS_SERVER, RedisProc, build_dataset, payload_value, wait_for
+
+REDIS_CHECK_AOF = __import__("shutil").which("redis-check-aof")
+needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+
+AOF = ("--appendonly", "yes", "--enable-debug-command", "yes")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def aofdir(s):
+    return os.path.join(s.dir, "appendonlydir")
+
+
+def manifest(d):
+    with open(os.path.join(d, "appendonly.aof.manifest")) as f:
+        return [line.split() for line in f.read().splitlines()]
+
+
+def manifest_files(d):
+    """[(name, seq, type)] from a manifest."""
+    return [(m[1], int(m[3]), m[5]) for m in manifest(d)]
+
+
+def last_incr(d):
+    incrs = [m for m in manifest_files(d) if m[2] == "i"]
+    return os.path.join(d, incrs[-1][0])
+
+
+def parse_resp(data: bytes):
+    """Commands of a RESP AOF file (annotations skipped)."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        if data[pos:pos + 1] == b"#":
+            pos = data.index(b"\n", pos) + 1
+            continue
+        assert data[pos:pos + 1] == b"*", data[pos:pos + 40]
+        e = data.index(b"\r\n", pos)
+        argc = int(data[pos + 1:e])
+        pos = e + 2
+        argv = []
+        for _ in range(argc):
+            e = data.index(b"\r\n", pos)
+            n = int(data[pos + 1:e])
+            argv.append(data[e + 2:e + 2 + n])
+            pos = e + 4 + n
+        out.append(argv)
+    return out
+
+
+def read_cmds(path):
+    with open(path, "rb") as f:
+        return parse_resp(f.read())
+
+
+def restart(start_server, s, *args):
+    s.stop()
+    return start_server("--dir", s.dir, *args, cwd=s.dir)
+
+
+def kill9(s):
+    s.proc.kill()
+    s.proc.wait()
+    s.log.close()
+
+
+def info(c):
+    return c.info("persistence")
+
+
+def wait_rewrite(c, timeout=20):
+    assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 0
+                    and info(c)["aof_rewrite_scheduled"] == 0, timeout)
+
+
+def snapshot(c, dbs=(0, 1, 5, 15)):
+    """{(db, key): (canonical value, has ttl)} through DUMP."""
+    out = {}
+    for db in dbs:
+        c.execute_command("SELECT", db)
+        for k in c.keys():
+            out[(db, k)] = (payload_value(c.dump(k)), c.pttl(k) > 0)
+    c.execute_command("SELECT", 0)
+    return out
+
+
+def wait_dead(proc, timeout=15):
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+
+
+# -- what the incr file receives --------------------------------------------------------------
+
+def test_layout_on_empty_start_and_writes_before_replies(start_server):
+    """An empty start creates base 1 (RDB) + incr 1 + manifest; a write is
+    in the incr file before its reply leaves (even with appendfsync no)."""
+    s = start_server(*AOF, "--appendfsync", "no")
+    d = aofdir(s)
+    assert manifest(d) == [["file", "appendonly.aof.1.base.rdb", "seq", "1", "type", "b"],
+                           ["file", "appendonly.aof.1.incr.aof", "seq", "1", "type", "i"]]
+    with open(os.path.join(d, "appendonly.aof.1.base.rdb"), "rb") as f:
+        base = f.read()
+    assert base.startswith(b"REDIS0010") and b"aof-base\xc0\x01" in base
+    assert "Creating AOF base file appendonly.aof.1.base.rdb on server start" in s.output()
+    # A client blocked on BLPOP is answered while another client's
+    # pipeline runs, before the loop sleeps in DEBUG SLEEP: its reply must
+    # not leave before the AOF holds the push that served it.
+    waiter = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    waiter.sendall(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n")
+    c = s.client()
+    assert wait_for(lambda: c.info("clients")["blocked_clients"] == 1)
+    pusher = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    pusher.sendall(b"*3\r\n$5\r\nRPUSH\r\n$1\r\nq\r\n$2\r\nv1\r\n*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n1\r\n")
+    reply = b""
+    while not reply.endswith(b"v1\r\n"):
+        reply += waiter.recv(100)
+    t_reply = time.time()
+    cmds = read_cmds(last_incr(d))        # the server is still sleeping
+    assert time.time() - t_reply < 0.8
+    assert [b"RPUSH", b"q", b"v1"] in cmds
+    assert [b"LPOP", b"q"] in cmds
+    pusher.close()
+    waiter.close()
+
+
+def _propagation_script(c, now_ms):
+    """Commands whose AOF form Redis 7.0 rewrites (relative TTLs, float
+    increments, pops, transactions, scripts, database changes)."""
+    x = c.execute_command
+    x("SET", "s1", "v")
+    x("SET", "s2", "v", "EX", "100")
+    x("SET", "s2b", "v", "PX", "100000", "NX")
+    x("SETEX", "s3", "100", "v")
+    x("PSETEX", "s4", "100000", "v")
+    x("EXPIRE", "s1", "200")
+    x("PEXPIRE", "s1", "200000")
+    x("EXPIREAT", "s1", str(now_ms // 1000 + 300))
+    x("SET", "s5", "w", "KEEPTTL")
+    x("SET", "s6", "w", "GET", "XX")
+    x("SET", "s7", "w", "PXAT", str(now_ms + 100_000), "GET")
+    x("GETSET", "s6", "z")
+    x("EXPIRE", "s6", "100", "NX")
+    x("EXPIRE", "s6", "100", "NX")               # has a TTL now: nothing
+    x("PEXPIREAT", "s6", str(now_ms + 500_000), "GT")
+    x("EXPIRE", "s7", "-1")                      # in the past: DEL
+    x("SET", "s8", "v")
+    x("GETEX", "s8", "PXAT", "1000")             # in the past: DEL
+    x("INCRBYFLOAT", "f", "1.5")
+    x("HINCRBYFLOAT", "h", "fld", "2.5")
+    x("GETEX", "s1", "PERSIST")
+    x("GETEX", "s2", "EX", "50")
+    x("GETDEL", "s5")
+    x("DEL", "nosuchkey")                     # changes nothing: not propagated
+    x("RPUSH", "l", "a", "b", "c")
+    x("LPOP", "l")
+    x("BLPOP", "l", "0")
+    x("LMOVE", "l", "l2", "LEFT", "RIGHT")
+    x("ZADD", "z", "1", "a", "2", "b")
+    x("BZPOPMIN", "z", "0")
+    x("RPUSH", "mp", "1", "2", "3")
+    x("LMPOP", "2", "nolist", "mp", "LEFT", "COUNT", "2")
+    x("BLMPOP", "0", "1", "mp", "RIGHT")
+    x("ZADD", "zm", "1", "a", "2", "b", "3", "c")
+    x("ZMPOP", "1", "zm", "MAX", "COUNT", "2")
+    x("BZMPOP", "0", "1", "zm", "MIN")
+    x("RPUSH", "bl", "x")
+    x("BRPOPLPUSH", "bl", "bl2", "0")
+    x("COPY", "bl2", "bl3", "DB", "4")
+    x("RENAME", "bl2", "bl4")
+    x("MOVE", "bl4", "5")
+    x("SETRANGE", "sr", "3", "abc")
+    x("PERSIST", "s1")
+    x("SADD", "st", "only")
+    x("SPOP", "st")
+    x("MULTI")
+    x("SET", "t1", "1")
+    x("INCR", "t1")
+    x("EXPIRE", "t1", "100")
+    x("EXEC")
+    x("MULTI")
+    x("SET", "t2", "1")
+    x("EXEC")
+    x("EVAL", "redis.call('set', KEYS[1], 'x'); redis.call('lpush', KEYS[2], 'y'); return 1", "2", "e1", "e2")
+    x("EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "e3")
+    x("SELECT", "3")
+    x("SET", "in3", "v", "EX", "100")
+    x("SELECT", "0")
+    x("SET", "back0", "v")
+    x("SWAPDB", "0", "3")
+    x("FLUSHDB")
+
+
+def _mask(cmds, now_ms):
+    out = []
+    for argv in cmds:
+        m = []
+        for a in argv:
+            if re.fullmatch(rb"1\d{12}", a) and abs(int(a) - now_ms) < 3_600_000:
+                a = b"<ms>"
+            m.append(a)
+        out.append(m)
+    return out
+
+
+@needs_redis
+def test_incr_file_matches_redis_server(start_server, tmp_path):
+    """The same commands give the same incr file as redis-server 7.0.15
+    (absolute times masked)."""
+    now_ms = int(time.time() * 1000)
+    s = start_server(*AOF)
+    c = redis.Redis(port=s.port, single_connection_client=True, socket_timeout=10)
+    _propagation_script(c, now_ms)
+    ours = _mask(read_cmds(last_incr(aofdir(s))), now_ms)
+    rp = RedisProc(str(tmp_path), "--appendonly", "yes")
+    try:
+        rc = redis.Redis(port=rp.port, single_connection_client=True, socket_timeout=10)
+        _propagation_script(rc, now_ms)
+        theirs = _mask(read_cmds(last_incr(str(tmp_path / "appendonlydir"))), now_ms)
+    finally:
+        rp.stop()
+    assert ours == theirs
+    # spot checks of the forms themselves
+    assert [b"SET", b"s2", b"v", b"PXAT", b"<ms>"] in ours
+    assert [b"PEXPIREAT", b"s1", b"<ms>"] in ours
+    assert ours.count([b"MULTI"]) == 2
+
+
+def test_expirations_stay_absolute(start_server):
+    s = start_server(*AOF)
+    c = s.client()
+    c.set(b"k", b"v", ex=100)
+    c.expire(b"k2", 5)                          # no such key: nothing
+    c.set(b"k3", b"v")
+    c.pexpire(b"k3", 50_000)
+    cmds = read_cmds(last_incr(aofdir(s)))
+    when = int(cmds[1][4])
+    assert cmds[1][:4] == [b"SET", b"k", b"v", b"PXAT"]
+    assert abs(when - (time.time() * 1000 + 100_000)) < 5000
+    assert cmds[-1][0] == b"PEXPIREAT"
+    time.sleep(1.2)
+    s2 = restart(start_server, s, *AOF)
+    c2 = s2.client()
+    # the time spent down counts: the TTL is not reset to 100 s
+    assert 90_000 < c2.pttl(b"k") <= when - int(time.time() * 1000) + 50
+    assert c2.pttl(b"k") < 98_900
+
+
+def test_timestamp_annotations(start_server):
+    s = start_server(*AOF, "--aof-timestamp-enabled", "yes", "--aof-use-rdb-preamble", "no")
+    c = s.client()
+    c.set(b"a", b"1")
+    with open(last_incr(aofdir(s)), "rb") as f:
+        data = f.read()
+    assert re.match(rb"#TS:\d{10}\r\n\*2\r\n\$6\r\nSELECT", data)
+    assert c.bgrewriteaof()
+    wait_rewrite(c)
+    base = [m for m in manifest_files(aofdir(s)) if m[2] == "b"][0][0]
+    assert base.endswith(".base.aof")
+    with open(os.path.join(aofdir(s), base), "rb") as f:
+        assert f.read().startswith(b"#TS:")
+    c.set(b"b", b"2")
+    s2 = restart(start_server, s, *AOF)
+    assert s2.client().mget(b"a", b"b") == [b"1", b"2"]
+
+
+# -- durability and round trips ----------------------------------------------------------------------
+
+def test_kill9_with_appendfsync_always_loses_nothing(start_server):
+    s = start_server(*AOF, "--appendfsync", "always")
+    c = s.client()
+    keys = build_dataset(c)
+    c.execute_command("FUNCTION", "LOAD", "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)")
+    p = c.pipeline(transaction=True)
+    p.incr(b"counter")
+    p.rpush(b"tx", b"a", b"b")
+    p.execute()
+    c.eval("redis.call('set', KEYS[1], 'x') redis.call('incr', KEYS[2])", 2, b"sc1", b"sc2")
+    before = snapshot(c)
+    digest = c.execute_command("DEBUG", "DIGEST")
+    kill9(s)
+    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    c2 = s2.client()
+    assert c2.execute_command("DEBUG", "DIGEST") == digest
+    assert snapshot(c2) == before
+    assert len(before) == len(keys) + 4
+    assert c2.fcall("f1", 0) == 1
+    out = s2.output()
+    assert "DB loaded from base file appendonly.aof.1.base.rdb" in out
+    assert "DB loaded from incr file appendonly.aof.1.incr.aof" in out
+    assert "DB loaded from append only file" in out
+    assert c2.info("persistence")["aof_current_size"] > 0
+
+
+@pytest.mark.parametrize("preamble", ["yes", "no"])
+def test_every_type_round_trips_through_rewrite(start_server, preamble):
+    s = start_server(*AOF, "--aof-use-rdb-preamble", preamble)
+    c = s.client()
+    build_dataset(c)
+    c.execute_command("FUNCTION", "LOAD", "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)")
+    before = snapshot(c)
+    digest = c.execute_command("DEBUG", "DIGEST")
+    assert c.bgrewriteaof()
+    wait_rewrite(c)
+    d = aofdir(s)
+    suffix = "rdb" if preamble == "yes" else "aof"
+    assert manifest_files(d) == [("appendonly.aof.2.base.%s" % suffix, 2, "b"),
+                                 ("appendonly.aof.2.incr.aof", 2, "i")]
+    assert wait_for(lambda: sorted(os.listdir(d)) == sorted(
+        ["appendonly.aof.2.base.%s" % suffix, "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]))
+    if preamble == "no":
+        with open(os.path.join(d, "appendonly.aof.2.base.aof"), "rb") as f:
+            base = parse_resp(f.read())
+        assert base[0][:2] == [b"FUNCTION", b"LOAD"]
+        names = {a[0] for a in base}
+        assert names == {b"FUNCTION", b"SELECT", b"SET", b"RPUSH", b"HMSET", b"SADD", b"ZADD", b"PEXPIREAT"}
+        # at most 64 elements per command
+        assert max(len(a) for a in base if a[0] == b"RPUSH") == 66
+    # DEBUG LOADAOF replays the directory in place
+    assert c.execute_command("DEBUG", "LOADAOF") == b"OK"
+    assert c.execute_command("DEBUG", "DIGEST") == digest
+    s2 = restart(start_server, s, *AOF)
+    c2 = s2.client()
+    assert c2.execute_command("DEBUG", "DIGEST") == digest
+    assert snapshot(c2) == before
+    assert c2.fcall("f1", 0) == 1
+
+
+def test_rewrite_under_write_load_loses_nothing(start_server):
+    s = start_server(*AOF, "--appendfsync", "always")
+    c = s.client()
+    for i in range(300):
+        c.set(b"pre%d" % i, b"x" * 100)
+    c.config_set("rdb-key-save-delay", "2000")     # each rewrite takes ~0.6 s
+    stop = threading.Event()
+    acked = {"n": 0}
+
+    def writer():
+        w = s.client()
+        while not stop.is_set():
+            n = w.incr(b"counter")
+            w.rpush(b"log", n)
+            acked["n"] = n
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for _ in range(3):
+            assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 0)
+            assert c.bgrewriteaof()
+            assert info(c)["aof_rewrite_in_progress"] == 1
+            wait_rewrite(c)
+    finally:
+        stop.set()
+        t.join()
+    assert info(c)["aof_rewrites"] == 3
+    assert info(c)["aof_last_bgrewrite_status"] == "ok"
+    n = acked["n"]
+    assert n > 50
+    digest = c.execute_command("DEBUG", "DIGEST")
+    assert manifest_files(aofdir(s)) == [("appendonly.aof.4.base.rdb", 4, "b"),
+                                         ("appendonly.aof.4.incr.aof", 4, "i")]
+    kill9(s)
+    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    c2 = s2.client()
+    assert int(c2.get(b"counter")) == n
+    assert c2.lrange(b"log", 0, -1) == [b"%d" % i for i in range(1, n + 1)]
+    assert c2.execute_command("DEBUG", "DIGEST") == digest
+
+
+# -- loading ---------------------------------------------------------------------------------------------
+
+def _write_dir(d, files, manifest_lines):
+    os.makedirs(d, exist_ok=True)
+    for name, data in files.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    with open(os.path.join(d, "appendonly.aof.manifest"), "w") as f:
+        f.write("".join(line + "\n" for line in manifest_lines))
+
+
+def _resp(*argv):
+    return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
+
+
+def _start_on(tmp_path, *args):
+    return ServerProc(("--appendonly", "yes") + args, cwd=str(tmp_path), wait=False)
+
+
+def _wait_start(s):
+    wait_port(s.port, s.proc)
+    return s
+
+
+def test_truncated_tail_loaded_with_aof_load_truncated_yes(tmp_path):
+    d = str(tmp_path / "appendonlydir")
+    good = _resp(b"SET", b"foo", b"hello") + _resp(b"SET", b"n", b"1")
+    _write_dir(d, {"appendonly.aof.1.incr.aof": good + _resp(b"SET", b"bar", b"world")[:-3]},
+               ["file appendonly.aof.1.incr.aof seq 1 type i"])
+    s = _wait_start(_start_on(tmp_path))
+    try:
+        c = s.client()
+        assert c.get(b"foo") == b"hello" and c.get(b"bar") is None
+        out = s.output()
+        assert "!!! Warning: short read while loading the AOF file appendonly.aof.1.incr.aof!!!" in out
+        assert "!!! Truncating the AOF appendonly.aof.1.incr.aof at offset %d !!!" % len(good) in out
+        assert "AOF appendonly.aof.1.incr.aof loaded anyway because aof-load-truncated is enabled" in out
+        # the tail is cut and new writes follow the last complete command
+        c.set(b"after", b"1")
+        with open(os.path.join(d, "appendonly.aof.1.incr.aof"), "rb") as f:
+            data = f.read()
+        assert data.startswith(good + _resp(b"SELECT", b"0"))
+        assert parse_resp(data)[-1] == [b"SET", b"after", b"1"]
+    finally:
+        s.stop()
+
+
+def test_truncated_tail_refused_with_aof_load_truncated_no(tmp_path):
+    d = str(tmp_path / "appendonlydir")
+    data = _resp(b"SET", b"foo", b"hello") + _resp(b"SET", b"bar", b"world")[:-1]
+    _write_dir(d, {"appendonly.aof.1.incr.aof": data}, ["file appendonly.aof.1.incr.aof seq 1 type i"])
+    s = _start_on(tmp_path, "--aof-load-truncated", "no")
+    assert wait_dead(s.proc) == 1
+    out = s.output()
+    assert ("Unexpected end of file reading the append only file appendonly.aof.1.incr.aof. You can: "
+            "1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. "
+            "2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and "
+            "restart the server.") in out
+    with open(os.path.join(d, "appendonly.aof.1.incr.aof"), "rb") as f:
+        assert f.read() == data                 # untouched
+    s.log.close()
+
+
+def test_unfinished_multi_is_reverted_and_truncated_base_is_fatal(tmp_path):
+    d = str(tmp_path / "appendonlydir")
+    ok = _resp(b"SET", b"foo", b"hello")
+    _write_dir(d, {"appendonly.aof.1.incr.aof": ok + _resp(b"MULTI") + _resp(b"SET", b"bar", b"world")},
+               ["file appendonly.aof.1.incr.aof seq 1 type i"])
+    s = _wait_start(_start_on(tmp_path))
+    try:
+        assert s.client().get(b"foo") == b"hello"
+        assert s.client().get(b"bar") is None
+        assert "Revert incomplete MULTI/EXEC transaction in AOF file appendonly.aof.1.incr.aof" in s.output()
+    finally:
+        s.stop()
+    # a truncated file that is not the last one cannot be repaired
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    _write_dir(d, {"appendonly.aof.1.base.aof": ok[:-2], "appendonly.aof.1.incr.aof": ok},
+               ["file appendonly.aof.1.base.aof seq 1 type b", "file appendonly.aof.1.incr.aof seq 1 type i"])
+    s = _start_on(tmp_path)
+    assert wait_dead(s.proc) == 1
+    assert "Fatal error: the truncated file is not the last file" in s.output()
+    s.log.close()
+
+
+@pytest.mark.parametrize("lines,error", [
+    (["file appendonly.aof.2.incr.aof seq 2 type i", "file appendonly.aof.1.incr.aof seq 1 type i"],
+     "Found a non-monotonic sequence number"),
+    (["file appendonly.aof.1.incr.aof seq 1 type i", "", "file appendonly.aof.3.incr.aof seq 3 type i"],
+     "Invalid AOF manifest file format"),
+    (["file appendonly.aof.1.incr.aof seq 1 type x"], "Unknown AOF file type"),
+    (["file appendonly.aof.1.incr.aof seq 1"], "Invalid AOF manifest file format"),
+    (["file a/b seq 1 type i"], "File can't be a path, just a filename"),
+    (["file appendonly.aof.1.incr.aof seq 1 type i", "file appendonly.aof.2.incr.aof seq 2 type i"],
+     "appendonly.aof.2.incr.aof length. stat: No such file or directory"),
+])
+def test_bad_manifest_or_missing_file_is_fatal(tmp_path, lines, error):
+    d = str(tmp_path / "appendonlydir")
+    _write_dir(d, {"appendonly.aof.1.incr.aof": _resp(b"SET", b"k", b"v"),
+                   "appendonly.aof.3.incr.aof": _resp(b"SET", b"k3", b"v")}, lines)
+    s = _start_on(tmp_path)
+    assert wait_dead(s.proc) == 1
+    assert error in s.output()
+    s.log.close()
+
+
+def test_unknown_command_and_bad_format(tmp_path):
+    d = str(tmp_path / "appendonlydir")
+    _write_dir(d, {"appendonly.aof.1.incr.aof": _resp(b"SET", b"k", b"v") + _resp(b"bla", b"x")},
+               ["file appendonly.aof.1.incr.aof seq 1 type i"])
+    s = _start_on(tmp_path)
+    assert wait_dead(s.proc) == 1
+    assert "Unknown command 'bla' reading the append only file appendonly.aof.1.incr.aof" in s.output()
+    s.log.close()
+    _write_dir(d, {"appendonly.aof.1.incr.aof": _resp(b"SET", b"k", b"v") + b"!!!\r\n"},
+               ["file appendonly.aof.1.incr.aof seq 1 type i"])
+    s = _start_on(tmp_path)
+    assert wait_dead(s.proc) == 1
+    assert "Bad file format reading the append only file appendonly.aof.1.incr.aof" in s.output()
+    s.log.close()
+
+
+def test_old_single_file_aof_is_upgraded(tmp_path):
+    with open(tmp_path / "appendonly.aof", "wb") as f:
+        f.write(_resp(b"SET", b"k1", b"v1") + b"#TS:1628217470\r\n" + _resp(b"SET", b"k2", b"v2"))
+    s = _wait_start(_start_on(tmp_path))
+    try:
+        c = s.client()
+        assert c.mget(b"k1", b"k2") == [b"v1", b"v2"]
+        assert not os.path.exists(tmp_path / "appendonly.aof")
+        d = str(tmp_path / "appendonlydir")
+        assert manifest_files(d) == [("appendonly.aof", 1, "b"), ("appendonly.aof.1.incr.aof", 1, "i")]
+        assert ("Successfully migrated an old-style AOF file (appendonly.aof) into the AOF directory "
+                "(appendonlydir).") in s.output()
+        c.set(b"k3", b"v3")
+        assert c.bgrewriteaof()
+        wait_rewrite(c)
+        assert manifest_files(d) == [("appendonly.aof.2.base.rdb", 2, "b"), ("appendonly.aof.2.incr.aof", 2, "i")]
+    finally:
+        s.stop()
+    s2 = _wait_start(_start_on(tmp_path))
+    try:
+        assert s2.client().mget(b"k1", b"k2", b"k3") == [b"v1", b"v2", b"v3"]
+    finally:
+        s2.stop()
+
+
+# -- BGREWRITEAOF, scheduling, CONFIG SET appendonly --------------------------------------------------------
+
+def test_bgrewriteaof_replies_and_scheduling_with_bgsave(start_server):
+    s = start_server(*AOF)
+    c = s.client()
+    for i in range(400):
+        c.set(b"k%d" % i, b"v")
+    c.config_set("rdb-key-save-delay", "2000")       # ~0.8 s per child
+    assert c.bgsave()
+    assert raw_command(s.port, "BGREWRITEAOF") == b"+Background append only file rewriting scheduled\r\n"
+    assert info(c)["aof_rewrite_scheduled"] == 1
+    assert info(c)["aof_pending_rewrite"] == 1
+    rewrites = info(c)["aof_rewrites"]
+    # it starts once the BGSAVE child is gone
+    assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 1, 10)
+    assert info(c)["rdb_bgsave_in_progress"] == 0
+    assert raw_command(s.port, "BGREWRITEAOF") == b"-ERR Background append only file rewriting already in progress\r\n"
+    assert raw_command(s.port, "BGSAVE").startswith(b"-ERR Another child process is active (AOF?): can't BGSAVE")
+    wait_rewrite(c)
+    assert info(c)["aof_rewrites"] == rewrites + 1
+    assert info(c)["aof_last_rewrite_time_sec"] >= 0
+    # inside a transaction: scheduled
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    sock.sendall(b"MULTI\r\nBGREWRITEAOF\r\nEXEC\r\n")
+    reply = b""
+    while not reply.endswith(b"scheduled\r\n"):
+        reply += sock.recv(1000)
+    assert reply == b"+OK\r\n+QUEUED\r\n*1\r\n+Background append only file rewriting scheduled\r\n"
+    sock.close()
+    wait_rewrite(c)
+    c.config_set("rdb-key-save-delay", "0")
+    out = s.output()
+    assert re.search(r"Background append only file rewriting started by pid \d+", out)
+    assert "Background AOF rewrite finished successfully" in out
+
+
+def test_killed_rewrite_keeps_files_and_reopens_incr(start_server):
+    s = start_server(*AOF)
+    c = s.client()
+    for i in range(400):
+        c.set(b"k%d" % i, b"v")
+    c.config_set("rdb-key-save-delay", "100000")
+    assert c.bgrewriteaof()
+    assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 1)
+    child = int(re.search(r"rewriting started by pid (\d+)", s.output()).group(1))
+    c.set(b"during", b"1")
+    os.kill(child, signal.SIGKILL)
+    assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 0)
+    assert info(c)["aof_last_bgrewrite_status"] == "err"
+    assert info(c)["aof_rewrites_consecutive_failures"] == 1
+    assert not os.path.exists(os.path.join(s.dir, "temp-rewriteaof-bg-%d.aof" % child))
+    assert manifest_files(aofdir(s)) == [("appendonly.aof.1.base.rdb", 1, "b"),
+                                         ("appendonly.aof.1.incr.aof", 1, "i"),
+                                         ("appendonly.aof.2.incr.aof", 2, "i")]
+    c.config_set("rdb-key-save-delay", "0")
+    digest = c.execute_command("DEBUG", "DIGEST")
+    s2 = restart(start_server, s, *AOF)
+    assert s2.client().execute_command("DEBUG", "DIGEST") == digest
+
+
+def test_config_set_appendonly_at_runtime(start_server):
+    s = start_server("--enable-debug-command", "yes")
+    c = s.client()
+    for i in range(300):
+        c.set(b"k%d" % i, b"v")
+    c.config_set("rdb-key-save-delay", "2000")
+    assert info(c)["aof_enabled"] == 0
+    assert "aof_current_size" not in info(c)
+    assert c.config_set("appendonly", "yes")
+    assert info(c)["aof_enabled"] == 1
+    assert info(c)["aof_rewrite_in_progress"] == 1
+    d = aofdir(s)
+    assert not os.path.exists(os.path.join(d, "appendonly.aof.manifest"))
+    c.set(b"during", b"1")                       # goes to the temp incr file
+    assert os.path.exists(os.path.join(d, "temp-appendonly.aof.incr"))
+    wait_rewrite(c)
+    c.config_set("rdb-key-save-delay", "0")
+    assert manifest_files(d) == [("appendonly.aof.1.base.rdb", 1, "b"), ("appendonly.aof.1.incr.aof", 1, "i")]
+    assert [b"SET", b"during", b"1"] in read_cmds(os.path.join(d, "appendonly.aof.1.incr.aof"))
+    c.set(b"after", b"2")
+    digest = c.execute_command("DEBUG", "DIGEST")
+    assert c.config_set("appendonly", "no")
+    assert info(c)["aof_enabled"] == 0
+    c.set(b"not-in-aof", b"3")
+    assert b"not-in-aof" not in open(os.path.join(d, "appendonly.aof.1.incr.aof"), "rb").read()
+    c.delete(b"not-in-aof")
+    c.set(b"only-in-base", b"4")
+    # with appendonly no, BGREWRITEAOF still writes a base and drops the incr files
+    assert raw_command(s.port, "BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+    wait_rewrite(c)
+    assert manifest_files(d) == [("appendonly.aof.2.base.rdb", 2, "b")]
+    assert wait_for(lambda: not os.path.exists(os.path.join(d, "appendonly.aof.1.incr.aof")))
+    digest = c.execute_command("DEBUG", "DIGEST")
+    s2 = restart(start_server, s, *AOF)
+    assert s2.client().execute_command("DEBUG", "DIGEST") == digest
+
+
+def test_automatic_rewrite_on_growth(start_server):
+    s = start_server(*AOF, "--auto-aof-rewrite-percentage", "100", "--auto-aof-rewrite-min-size", "20kb")
+    c = s.client()
+    assert info(c)["aof_rewrites"] == 0
+    for i in range(60):
+        c.set(b"k%d" % (i % 5), b"x" * 1000)
+    assert wait_for(lambda: info(c)["aof_rewrites"] >= 1)
+    wait_rewrite(c)
+    assert re.search(r"Starting automatic rewriting of AOF on \d+% growth", s.output())
+    st = info(c)
+    # the new base holds 5 keys: far smaller than the 60 writes
+    assert st["aof_base_size"] < 20_000
+    assert st["aof_current_size"] >= st["aof_base_size"]
+
+
+@needs_redis
+def test_info_persistence_fields_as_redis(start_server, tmp_path):
+    s = start_server(*AOF)
+    ours = list(s.client().info("persistence"))
+    rp = RedisProc(str(tmp_path), "--appendonly", "yes")
+    try:
+        theirs = list(rp.client().info("persistence"))
+    finally:
+        rp.stop()
+    assert ours == theirs
+    assert "aof_pending_bio_fsync" in ours
+
+
+def test_shutdown_refused_while_first_aof_is_written(start_server):
+    s = start_server("--enable-debug-command", "yes")
+    c = s.client()
+    for i in range(400):
+        c.set(b"k%d" % i, b"v")
+    c.config_set("rdb-key-save-delay", "100000")
+    c.config_set("appendonly", "yes")
+    with pytest.raises(redis.ResponseError, match="^Errors trying to SHUTDOWN. Check logs.$"):
+        c.shutdown()
+    assert "Writing initial AOF, can't exit." in s.output()
+    c.config_set("appendonly", "no")               # kills the child
+    assert info(c)["aof_rewrite_in_progress"] == 0
+
+
+# -- interoperability with redis-server ----------------------------------------------------------------
+
+@needs_redis
+@pytest.mark.parametrize("preamble", ["yes", "no"])
+def test_redis_server_loads_ophidis_directory(start_server, tmp_path, preamble):
+    s = start_server(*AOF, "--aof-use-rdb-preamble", preamble, cwd=str(tmp_path))
+    c = s.client()
+    build_dataset(c)
+    assert c.bgrewriteaof()
+    wait_rewrite(c)
+    c.rpush(b"l:small", b"more")
+    c.hset(b"h:lp", b"added", b"after-rewrite")
+    c.execute_command("SELECT", 5)
+    c.set(b"db5:late", b"v", ex=1000)
+    c.execute_command("SELECT", 0)
+    expected = snapshot(c)
+    s.stop()
+    rp = RedisProc(str(tmp_path), "--appendonly", "yes")
+    try:
+        assert snapshot(rp.client()) == expected
+    finally:
+        rp.stop()
+
+
+@needs_redis
+@pytest.mark.parametrize("preamble", ["yes", "no"])
+def test_ophidis_loads_redis_server_directory(start_server, tmp_path, preamble):
+    rp = RedisProc(str(tmp_path), "--appendonly", "yes", "--aof-use-rdb-preamble", preamble)
+    try:
+        rc = rp.client()
+        build_dataset(rc)
+        rc.bgrewriteaof()
+        assert wait_for(lambda: rc.info("persistence")["aof_rewrite_in_progress"] == 0
+                        and rc.info("persistence")["aof_rewrite_scheduled"] == 0)
+        rc.lpush(b"l:long", b"head")
+        p = rc.pipeline(transaction=True)
+        p.zadd(b"z:lp", {b"new": 7})
+        p.sadd(b"set:ht", b"zz")
+        p.execute()
+        rc.eval("redis.call('set', KEYS[1], 'x') redis.call('expire', KEYS[1], 500)", 1, b"scripted")
+        expected = snapshot(rc)
+        rc.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    finally:
+        rp.stop()
+    s = start_server(*AOF, cwd=str(tmp_path))
+    assert snapshot(s.client()) == expected
+    files = manifest_files(str(tmp_path / "appendonlydir"))
+    assert files[0][2] == "b" and files[0][0].endswith("rdb" if preamble == "yes" else "aof")
+
+
+# -- check tools --------------------------------------------------------------------------------------------
+
+def _ophidis_check(*args, stdin=None):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+    return subprocess.run([sys.executable, "-m", "ophidis.tools.check_aof", *args], capture_output=True,
+                          text=True, env=env, input=stdin)
+
+
+def _populated_dir(start_server, preamble="yes"):
+    s = start_server(*AOF, "--aof-use-rdb-preamble", preamble)
+    c = s.client()
+    build_dataset(c)
+    assert c.bgrewriteaof()
+    wait_rewrite(c)
+    p = c.pipeline(transaction=True)
+    p.set(b"a", b"1")
+    p.incr(b"b")
+    p.execute()
+    s.stop()
+    return aofdir(s)
+
+
+@pytest.mark.skipif(REDIS_CHECK_AOF is None, reason="redis-check-aof is not installed")
+@pytest.mark.parametrize("preamble", ["yes", "no"])
+def test_redis_check_aof_accepts_ophidis_directory(start_server, preamble):
+    d = _populated_dir(start_server, preamble)
+    out = subprocess.run([REDIS_CHECK_AOF, os.path.join(d, "appendonly.aof.manifest")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout
+    assert "All AOF files and manifest are valid" in out.stdout
+    assert "Start to check BASE AOF (%s format)." % ("RDB" if preamble == "yes" else "RESP") in out.stdout
+
+
+def _tool_cases(tmp_path):
+    """(name, path, stdin, args) cases for both check tools."""
+    d = tmp_path / "appendonlydir"
+    d.mkdir()
+    ok = _resp(b"SET", b"foo", b"hello")
+    (d / "appendonly.aof.1.base.aof").write_bytes(b"#TS:1628217470\r\n" + ok + _resp(b"MULTI") + ok
+                                                  + _resp(b"EXEC") + b"#TS:1628217474\r\n" + ok)
+    (d / "appendonly.aof.1.incr.aof").write_bytes(ok + _resp(b"SET", b"bar", b"world")[:-4])
+    (d / "appendonly.aof.manifest").write_text("file appendonly.aof.1.base.aof seq 1 type b\n"
+                                               "file appendonly.aof.1.incr.aof seq 1 type i\n")
+    (tmp_path / "old.aof").write_bytes(ok + b"!!!")
+    (tmp_path / "multi.aof").write_bytes(ok + _resp(b"MULTI") + ok)
+    (tmp_path / "nested.aof").write_bytes(_resp(b"MULTI") + _resp(b"MULTI"))
+    return [
+        ["%s/appendonlydir/appendonly.aof.manifest"],
+        ["--fix", "%s/appendonlydir/appendonly.aof.manifest"],
+        ["%s/appendonlydir/appendonly.aof.manifest"],
+        ["%s/old.aof"],
+        ["--fix", "%s/old.aof"],
+        ["%s/old.aof"],
+        ["%s/multi.aof"],
+        ["%s/nested.aof"],
+        ["--truncate-to-timestamp", "1628217471", "%s/appendonlydir/appendonly.aof.manifest"],
+        ["--bogus"],
+    ]
+
+
+@pytest.mark.skipif(REDIS_CHECK_AOF is None, reason="redis-check-aof is not installed")
+def test_check_aof_tool_agrees_with_redis_check_aof(tmp_path):
+    """Same verdicts, messages, repairs and exit codes as redis-check-aof
+    on valid, truncated, malformed and timestamped files."""
+    results = {}
+    for tool in ("redis", "ophidis"):
+        base = tmp_path / tool
+        base.mkdir()
+        runs = []
+        for args in _tool_cases(base):
+            args = [a % base if "%s" in a else a for a in args]
+            if tool == "redis":
+                out = subprocess.run([REDIS_CHECK_AOF, *args], capture_output=True, text=True, input="y\n")
+            else:
+                out = _ophidis_check(*args, stdin="y\n")
+            text = out.stdout.replace(str(base), "<dir>").replace("redis-check-aof", "<tool>") \
+                .replace("ophidis-check-aof", "<tool>")
+            runs.append((out.returncode, text))
+        files = {p.relative_to(base).as_posix(): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+        results[tool] = (runs, files)
+    (r_runs, r_files), (o_runs, o_files) = results["redis"], results["ophidis"]
+    for i, (r, o) in enumerate(zip(r_runs, o_runs)):
+        assert r == o, "case %d" % i
+    assert r_files == o_files
+
+
+def test_check_aof_tool_on_rdb_preamble_directory(start_server):
+    d = _populated_dir(start_server, "yes")
+    out = _ophidis_check(os.path.join(d, "appendonly.aof.manifest"))
+    assert out.returncode == 0, out.stdout
+    assert "Start to check BASE AOF (RDB format)." in out.stdout
+    assert "RDB preamble is OK, proceeding with AOF tail..." in out.stdout
+    assert "All AOF files and manifest are valid" in out.stdout
