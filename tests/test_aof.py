@@ -206,6 +206,10 @@ def _propagation_script(c, now_ms):
     x("EXEC")
     x("EVAL", "redis.call('set', KEYS[1], 'x'); redis.call('lpush', KEYS[2], 'y'); return 1", "2", "e1", "e2")
     x("EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "e3")
+    x("EVAL", "redis.set_repl(redis.REPL_REPLICA) redis.call('set', KEYS[1], '1') "
+      "redis.set_repl(redis.REPL_ALL) redis.call('set', KEYS[2], '2') "
+      "redis.set_repl(redis.REPL_NONE) redis.call('set', KEYS[3], '3')", "3", "r1", "r2", "r3")
+    x("EVAL", "redis.set_repl(redis.REPL_AOF) redis.call('set', KEYS[1], '1')", "1", "r4")
     x("SELECT", "3")
     x("SET", "in3", "v", "EX", "100")
     x("SELECT", "0")
@@ -390,6 +394,76 @@ def test_rewrite_under_write_load_loses_nothing(start_server):
     assert c2.execute_command("DEBUG", "DIGEST") == digest
 
 
+def _limited_server(tmp_path, limit, *args):
+    """A server whose files cannot grow beyond ``limit`` bytes (RLIMIT_FSIZE:
+    writes past it fail as on a full disk; Python ignores SIGXFSZ)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        s = ServerProc(AOF + args, cwd=str(tmp_path), wait=False)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    wait_port(s.port, s.proc)
+    return s
+
+
+@pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="needs resource.prlimit")
+def test_write_errors_refuse_writes_until_solved(tmp_path):
+    import resource
+    (tmp_path / "a").mkdir()
+    s = _limited_server(tmp_path / "a", 128 * 1024)
+    try:
+        c = s.client()
+        acked = []
+        err = None
+        for i in range(400):
+            try:
+                c.set(b"k%d" % i, b"x" * 1000)
+                acked.append(i)
+            except redis.ResponseError as e:
+                err = str(e)
+                break
+        assert err == "MISCONF Errors writing to the AOF file: No space left on device"
+        assert info(c)["aof_last_write_status"] == "err"
+        assert c.get(b"k0") == b"x" * 1000              # reads still work
+        assert "Short write while writing to the AOF file" in s.output()
+        resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        assert wait_for(lambda: info(c)["aof_last_write_status"] == "ok")
+        assert "AOF write error looks solved, Redis can write again." in s.output()
+        c.set(b"after", b"1")
+        expected = c.execute_command("DEBUG", "DIGEST")
+    finally:
+        s.stop()
+    s2 = _wait_start(ServerProc(AOF, cwd=str(tmp_path / "a"), wait=False))
+    try:
+        c2 = s2.client()
+        assert c2.execute_command("DEBUG", "DIGEST") == expected
+        assert c2.dbsize() == len(acked) + 1
+    finally:
+        s2.stop()
+    # with appendfsync always the server cannot go on
+    (tmp_path / "b").mkdir()
+    s3 = _limited_server(tmp_path / "b", 64 * 1024, "--appendfsync", "always")
+    sock = socket.create_connection(("127.0.0.1", s3.port), timeout=10)
+    replies = b""
+    for i in range(200):
+        try:
+            sock.sendall(_resp(b"SET", b"k%d" % i, b"x" * 1000))
+            got = sock.recv(100)
+        except OSError:
+            break
+        if not got:
+            break
+        replies += got
+    sock.close()
+    assert 0 < replies.count(b"+OK\r\n") < 200 and b"-" not in replies
+    assert wait_dead(s3.proc) == 1
+    assert ("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting..."
+            in s3.output())
+    s3.log.close()
+
+
 # -- loading ---------------------------------------------------------------------------------------------
 
 def _write_dir(d, files, manifest_lines):
@@ -513,13 +587,29 @@ def test_unknown_command_and_bad_format(tmp_path):
     s.log.close()
 
 
-def test_old_single_file_aof_is_upgraded(tmp_path):
+@pytest.mark.parametrize("preamble", [False, True])
+def test_old_single_file_aof_is_upgraded(tmp_path, preamble):
+    if preamble:
+        # an old-style file: an RDB holding k1, then commands
+        (tmp_path / "src").mkdir()
+        src = ServerProc((), cwd=str(tmp_path / "src"))
+        try:
+            src.client().set(b"k1", b"v1")
+            assert src.client().save()
+        finally:
+            src.stop()
+        head = (tmp_path / "src" / "dump.rdb").read_bytes()
+    else:
+        head = _resp(b"SET", b"k1", b"v1") + b"#TS:1628217470\r\n"
     with open(tmp_path / "appendonly.aof", "wb") as f:
-        f.write(_resp(b"SET", b"k1", b"v1") + b"#TS:1628217470\r\n" + _resp(b"SET", b"k2", b"v2"))
+        f.write(head + _resp(b"SET", b"k2", b"v2"))
     s = _wait_start(_start_on(tmp_path))
     try:
         c = s.client()
         assert c.mget(b"k1", b"k2") == [b"v1", b"v2"]
+        if preamble:
+            assert "Reading RDB preamble from AOF file..." in s.output()
+            assert "Reading the remaining AOF tail..." in s.output()
         assert not os.path.exists(tmp_path / "appendonly.aof")
         d = str(tmp_path / "appendonlydir")
         assert manifest_files(d) == [("appendonly.aof", 1, "b"), ("appendonly.aof.1.incr.aof", 1, "i")]
@@ -685,6 +775,7 @@ def test_redis_server_loads_ophidis_directory(start_server, tmp_path, preamble):
     s = start_server(*AOF, "--aof-use-rdb-preamble", preamble, cwd=str(tmp_path))
     c = s.client()
     build_dataset(c)
+    c.execute_command("FUNCTION", "LOAD", "#!lua name=lib1\nredis.register_function('f1', function() return 7 end)")
     assert c.bgrewriteaof()
     wait_rewrite(c)
     c.rpush(b"l:small", b"more")
@@ -697,6 +788,7 @@ def test_redis_server_loads_ophidis_directory(start_server, tmp_path, preamble):
     rp = RedisProc(str(tmp_path), "--appendonly", "yes")
     try:
         assert snapshot(rp.client()) == expected
+        assert rp.client().fcall("f1", 0) == 7
     finally:
         rp.stop()
 
@@ -718,11 +810,8 @@ def test_ophidis_loads_redis_server_directory(start_server, tmp_path, preamble):
         p.execute()
         rc.eval("redis.call('set', KEYS[1], 'x') redis.call('expire', KEYS[1], 500)", 1, b"scripted")
         expected = snapshot(rc)
-        rc.shutdown(nosave=True)
-    except redis.ConnectionError:
-        pass
     finally:
-        rp.stop()
+        rp.stop()           # SIGTERM: redis-server writes and fsyncs the AOF
     s = start_server(*AOF, cwd=str(tmp_path))
     assert snapshot(s.client()) == expected
     files = manifest_files(str(tmp_path / "appendonlydir"))

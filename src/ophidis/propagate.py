@@ -20,7 +20,7 @@ the replication feed):
 * Each propagated command is encoded as RESP once; targets receive
   ``feed(ops, wrap)`` with ops a list of ``(dbid, encoded, mask)`` and emit
   their own SELECTs.  ``mask``: 1 = AOF, 2 = replicas (a script's
-  ``redis.set_repl``).
+  ``redis.set_repl``); a target's ``bit`` says which one it is.
 
 The hook is installed in ``server.propagate_hooks`` only while a target is
 attached, so a server without AOF and replicas pays nothing per command.
@@ -140,6 +140,7 @@ class Propagator:
     def __init__(self, server):
         self.server = server
         self.targets = []
+        self.active = 0          # TO_AOF | TO_REPL of the attached targets
         self.pending = []        # (dbid, argv, mask)
         self.flush_scheduled = False
         self.arbitrary = False   # a command touching arbitrary keys: no MULTI
@@ -148,6 +149,7 @@ class Propagator:
     def attach(self, target):
         if target not in self.targets:
             self.targets.append(target)
+        self.active |= target.bit
         srv = self.server
         if self.hook not in srv.propagate_hooks:
             srv.propagate_hooks.append(self.hook)
@@ -156,6 +158,9 @@ class Propagator:
     def detach(self, target):
         if target in self.targets:
             self.targets.remove(target)
+        self.active = 0
+        for t in self.targets:
+            self.active |= t.bit
         if not self.targets:
             self.pending = []
             srv = self.server
@@ -183,7 +188,9 @@ class Propagator:
                     ctx = running_ctx(srv)
                     if ctx is not None:
                         mask = ctx.repl_flags & (TO_AOF | TO_REPL)
-                if mask:
+                # a command for no attached target does not count (nor
+                # make a transaction of a script's effects)
+                if mask & self.active:
                     self.pending.append((dbid, out, mask))
         if c is not None and not c.in_exec and not in_script and cmd is not None:
             if "touches_arbitrary_keys" in cmd.flags:

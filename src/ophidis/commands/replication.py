@@ -29,6 +29,8 @@ class ReplFeed:
     """The replication target of the server's Propagator: the stream of
     propagated commands as a replica receives it."""
 
+    bit = TO_REPL
+
     def __init__(self, server):
         self.server = server
         self.replicas = []

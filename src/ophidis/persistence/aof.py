@@ -537,6 +537,8 @@ def _fsync_dir(path):
 # -- the AOF ----------------------------------------------------------------------------------
 
 class Aof:
+    bit = TO_AOF
+
     def __init__(self, server):
         self.server = server
         cfg = server.config
@@ -1000,9 +1002,6 @@ class Aof:
         os.close(wfd)
         fork_usec = int((perf_counter() - t0) * 1e6)
         srv.latest_fork_usec = fork_usec
-        p = getattr(srv, "persistence", None)
-        if p is not None:
-            p.last_fork_usec = fork_usec
         stats.total_forks += 1
         self.child_pid = pid
         self.child_pipe = rfd
