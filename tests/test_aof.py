@@ -826,6 +826,14 @@ def _ophidis_check(*args, stdin=None):
                           text=True, env=env, input=stdin)
 
 
+def _ophidis_check_inproc(*args, stdin=""):
+    import io
+    from ophidis.tools import check_aof
+    out = io.StringIO()
+    rc = check_aof.main(list(args), out=out, stdin=io.StringIO(stdin))
+    return subprocess.CompletedProcess(args, rc, out.getvalue(), "")
+
+
 def _populated_dir(start_server, preamble="yes"):
     s = start_server(*AOF, "--aof-use-rdb-preamble", preamble)
     c = s.client()
@@ -892,7 +900,7 @@ def test_check_aof_tool_agrees_with_redis_check_aof(tmp_path):
             if tool == "redis":
                 out = subprocess.run([REDIS_CHECK_AOF, *args], capture_output=True, text=True, input="y\n")
             else:
-                out = _ophidis_check(*args, stdin="y\n")
+                out = _ophidis_check_inproc(*args, stdin="y\n")
             text = out.stdout.replace(str(base), "<dir>").replace("redis-check-aof", "<tool>") \
                 .replace("ophidis-check-aof", "<tool>")
             runs.append((out.returncode, text))
