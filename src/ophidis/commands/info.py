@@ -178,12 +178,17 @@ def sec_memory(srv):
         "mem_clients_slaves:0",
         "mem_clients_normal:%d" % clients,
         "mem_cluster_links:0",
-        "mem_aof_buffer:0",
+        "mem_aof_buffer:%d" % _aof_buffer(srv),
         "mem_allocator:pymalloc",
         "active_defrag_running:0",
         "lazyfree_pending_objects:%d" % getattr(srv, "lazyfree_pending", 0),
         "lazyfreed_objects:%d" % getattr(srv, "lazyfreed_objects", 0),
     ]
+
+
+def _aof_buffer(srv) -> int:
+    a = getattr(srv, "aof", None)
+    return sum(map(len, a.buf)) if a is not None else 0
 
 
 def sec_persistence(srv):
