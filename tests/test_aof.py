@@ -725,6 +725,23 @@ def test_config_set_appendonly_at_runtime(start_server):
     assert s2.client().execute_command("DEBUG", "DIGEST") == digest
 
 
+def test_config_set_appendonly_inside_transaction_is_scheduled(start_server):
+    s = start_server("--enable-debug-command", "yes")
+    c = s.client()
+    c.set(b"x", b"0")
+    p = c.pipeline(transaction=True)
+    p.incr(b"x")
+    p.config_set("appendonly", "yes")
+    p.incr(b"x")
+    p.execute()
+    assert "AOF was enabled during a transaction. An AOF background was scheduled" in s.output()
+    wait_rewrite(c)
+    assert info(c)["aof_enabled"] == 1
+    c.incr(b"x")
+    s2 = restart(start_server, s, *AOF)
+    assert s2.client().get(b"x") == b"3"
+
+
 def test_automatic_rewrite_on_growth(start_server):
     s = start_server(*AOF, "--auto-aof-rewrite-percentage", "100", "--auto-aof-rewrite-min-size", "20kb")
     c = s.client()

@@ -913,6 +913,12 @@ class Aof:
             self.rewrite_scheduled = True
             log.warning("AOF was enabled but there is already another background operation. An AOF "
                         "background was scheduled to start when possible.")
+        elif any(c.in_exec for c in srv.clients.values()):
+            # forking now would put the transaction's first effects both in
+            # the new base and in the incr file
+            self.rewrite_scheduled = True
+            log.warning("AOF was enabled during a transaction. An AOF background was scheduled to start "
+                        "when possible.")
         else:
             if child == "aof":
                 log.warning("AOF was enabled but there is already an AOF rewriting in background. Stopping "
