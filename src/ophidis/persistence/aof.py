@@ -140,11 +140,8 @@ _LEADING_INT = re.compile(rb"\s*([+-]?\d+)")
 
 def _atol(b: bytes) -> int:
     """C's atoll/strtol: leading blanks, a sign, digits; 0 if none."""
-    try:
-        return int(b)
-    except ValueError:
-        m = _LEADING_INT.match(b)
-        return int(m.group(1)) if m else 0
+    m = _LEADING_INT.match(b)
+    return int(m.group(1)) if m else 0
 
 
 class AofInfo:
@@ -1492,9 +1489,13 @@ class Aof:
         return self._replay(data, pos, valid_up_to, name, path, truncated_ok)
 
     def _replay(self, data, pos, valid_up_to, name, path, truncated_ok) -> int:
+        """Run the RESP commands of ``data`` from ``pos`` with Redis's AOF
+        reader rules (lines read up to 1023 bytes, ``#`` annotations
+        skipped, numbers read as atoi does, the CRLF after a bulk not
+        checked)."""
         srv = self.server
         from ..client import Client
-        from ..commands import lookup_fullname
+        from ..commands import lookup
         from ..errors import RedisError
         c = Client(srv)
         c.authenticated = True
@@ -1502,53 +1503,70 @@ class Aof:
         c.addr = c.laddr = ""
         n = len(data)
         find = data.find
+        lmax = ANNOTATION_LINE_MAX - 1
         valid_before_multi = 0
         delay = srv.config["key-load-delay"]
-        while True:
-            if pos >= n:
-                break
-            e = find(b"\n", pos, pos + ANNOTATION_LINE_MAX - 1)
-            end = e + 1 if e >= 0 else min(n, pos + ANNOTATION_LINE_MAX - 1)
+        cache = {}      # argv[0] -> (command, has subcommands, kind)
+        while pos < n:
             first = data[pos]
-            if first == 35:          # '#': an annotation
-                pos = end
-                continue
-            if first != 42:          # not '*'
+            e = find(b"\n", pos, pos + lmax)
+            end = e + 1 if e >= 0 else min(n, pos + lmax)
+            if first != 42:              # '*'
+                if first == 35:          # '#': an annotation
+                    pos = end
+                    continue
                 return self._bad_format(name)
             if end == pos + 1 and end >= n:
                 return self._unexpected_eof(name, path, valid_up_to, truncated_ok)
-            argc = _atol(data[pos + 1:end])
+            try:
+                argc = int(data[pos + 1:end])
+            except ValueError:
+                argc = _atol(data[pos + 1:end])
             if argc < 1:
                 return self._bad_format(name)
             argv = []
+            append = argv.append
             p = end
             for _ in range(argc):
                 if p >= n:
                     return self._unexpected_eof(name, path, valid_up_to, truncated_ok)
-                e = find(b"\n", p, p + ANNOTATION_LINE_MAX - 1)
-                end = e + 1 if e >= 0 else min(n, p + ANNOTATION_LINE_MAX - 1)
-                if data[p] != 36:    # '$'
+                if data[p] != 36:        # '$'
                     return self._bad_format(name)
-                ln = _atol(data[p + 1:end])
+                e = find(b"\n", p, p + lmax)
+                end = e + 1 if e >= 0 else min(n, p + lmax)
+                try:
+                    ln = int(data[p + 1:end])
+                except ValueError:
+                    ln = _atol(data[p + 1:end])
                 if ln < 0:
                     return self._bad_format(name)
-                if end + ln + 2 > n:
+                q = end + ln
+                if q + 2 > n:
                     return self._unexpected_eof(name, path, valid_up_to, truncated_ok)
-                argv.append(data[end:end + ln])
-                p = end + ln + 2
-            cmd = lookup_fullname(argv)
+                append(data[end:q])
+                p = q + 2
+            ent = cache.get(argv[0])
+            if ent is None:
+                base = lookup(argv[0])
+                if base is not None:
+                    kind = {"multi": 1, "exec": 2}.get(base.name, 3 if "blocking" in base.flags else 0)
+                    ent = cache[argv[0]] = (base, bool(base.subcommands), kind)
+            cmd = None
+            if ent is not None:
+                cmd, container, kind = ent
+                if container and argc > 1:
+                    cmd = cmd.subcommands.get(argv[1].lower())
+                    kind = 3 if cmd is not None and "blocking" in cmd.flags else 0
             if cmd is None:
                 log.warning("Unknown command '%s' reading the append only file %s" % (
                     argv[0].decode("utf-8", "replace"), name))
                 return LOAD_FAILED
-            base = cmd.parent.name if cmd.parent is not None else cmd.name
-            if base == "multi":
+            if kind == 1:
                 valid_before_multi = valid_up_to
-            if c.multi is not None and base != "exec":
+            if c.multi is not None and kind != 2:
                 c.multi.append((cmd, argv))
             else:
-                blocking = "blocking" in cmd.flags
-                if blocking:
+                if kind == 3:
                     c.in_exec = True        # never block (CLIENT_DENY_BLOCKING)
                 try:
                     cmd.proc(c, argv)
@@ -1557,9 +1575,8 @@ class Aof:
                 except Exception as ex:  # noqa: BLE001
                     log.warning("Error replaying '%s' from the append only file %s: %r" % (
                         cmd.fullname, name, ex))
-                finally:
-                    if blocking:
-                        c.in_exec = False
+                if kind == 3:
+                    c.in_exec = False
             pos = p
             if truncated_ok:
                 valid_up_to = pos
@@ -1685,6 +1702,9 @@ def debug_loadaof(server):
         a.flush(True)
     for db in server.dbs:
         db.flush()
+    trk = getattr(server, "tracking", None)
+    if trk is not None and hasattr(trk, "on_flush") and (trk.nclients or trk.table):
+        trk.on_flush()          # tracking clients see the dataset emptied
     fn = getattr(server, "functions", None)
     if fn is not None and hasattr(fn, "clear"):
         fn.clear()
