@@ -628,6 +628,29 @@ def test_old_single_file_aof_is_upgraded(tmp_path, preamble):
         s2.stop()
 
 
+def test_appendfilename_with_spaces_quotes_and_newlines(start_server):
+    name = ' file seq \n"x.aof '
+    s = start_server(*AOF, "--appendfilename", name)
+    c = s.client()
+    c.set(b"a", b"1")
+    d = aofdir(s)
+    with open(os.path.join(d, name + ".manifest"), "rb") as f:
+        assert f.read() == (b'file " file seq \\n\\"x.aof .1.base.rdb" seq 1 type b\n'
+                            b'file " file seq \\n\\"x.aof .1.incr.aof" seq 1 type i\n')
+    if REDIS_CHECK_AOF is not None:
+        out = subprocess.run([REDIS_CHECK_AOF, os.path.join(d, name + ".manifest")], capture_output=True, text=True)
+        assert out.returncode == 0 and "All AOF files and manifest are valid" in out.stdout, out.stdout
+    s2 = restart(start_server, s, *AOF, "--appendfilename", name)
+    assert s2.client().get(b"a") == b"1"
+    # a backslash makes a path, as for Redis
+    with pytest.raises(redis.ResponseError, match="can't set immutable config"):
+        s2.client().config_set("appendfilename", "x")
+    bad = ServerProc(("--appendfilename", "a\\b"), wait=False)
+    assert wait_dead(bad.proc) == 1
+    assert "appendfilename can't be a path, just a filename" in bad.output()
+    bad.log.close()
+
+
 # -- BGREWRITEAOF, scheduling, CONFIG SET appendonly --------------------------------------------------------
 
 def test_bgrewriteaof_replies_and_scheduling_with_bgsave(start_server):

@@ -285,17 +285,18 @@ class Config:
                 v = None
             else:
                 v = s
-            if d.name == "dbfilename" and v and "/" in v:
+            # pathIsBaseName: neither '/' nor '\\'
+            if d.name == "dbfilename" and v and ("/" in v or "\\" in v):
                 raise ConfigError("dbfilename can't be a path, just a filename")
             if d.name == "appendfilename":
                 if not v:
                     raise ConfigError("appendfilename can't be empty")
-                if "/" in v:
+                if "/" in v or "\\" in v:
                     raise ConfigError("appendfilename can't be a path, just a filename")
             if d.name == "appenddirname":
                 if not v:
                     raise ConfigError("appenddirname can't be empty")
-                if "/" in v:
+                if "/" in v or "\\" in v:
                     raise ConfigError("appenddirname can't be a path, just a dirname")
             return v
         if t == "enum":

@@ -225,7 +225,7 @@ class Manifest:
                 k = argv[i].lower()
                 v = argv[i + 1]
                 if k == b"file":
-                    if b"/" in v:
+                    if b"/" in v or b"\\" in v:
                         raise ManifestError("File can't be a path, just a filename", linenum, shown)
                     name = os.fsdecode(v)
                 elif k == b"seq":
