@@ -291,6 +291,28 @@ def test_timestamp_annotations(start_server):
     assert s2.client().mget(b"a", b"b") == [b"1", b"2"]
 
 
+def _threads(pid):
+    return len(os.listdir("/proc/%d/task" % pid))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs /proc")
+@pytest.mark.parametrize("mode", ["everysec", "no"])
+def test_everysec_fsyncs_off_the_event_loop(start_server, mode):
+    s = start_server(*AOF, "--appendfsync", mode)
+    c = s.client()
+    n0 = _threads(s.proc.pid)
+    c.set(b"a", b"1")
+    time.sleep(1.1)                     # the next second: an fsync is due
+    c.set(b"b", b"2")
+    if mode == "everysec":
+        # the fsync went to the background thread (started on first use)
+        assert wait_for(lambda: _threads(s.proc.pid) == n0 + 1, 5)
+    else:
+        time.sleep(0.3)
+        assert _threads(s.proc.pid) == n0
+    assert info(c)["aof_pending_bio_fsync"] in (0, 1)
+
+
 # -- durability and round trips ----------------------------------------------------------------------
 
 def test_kill9_with_appendfsync_always_loses_nothing(start_server):
