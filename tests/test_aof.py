@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,7 +21,12 @@ import redis
 from conftest import ROOT, ServerProc, raw_command, wait_port
 from rdb_helpers import REDIS_SERVER, RedisProc, build_dataset, payload_value, wait_for
 
-REDIS_CHECK_AOF = __import__("shutil").which("redis-check-aof")
+try:
+    import resource
+except ImportError:          # not on Windows
+    resource = None
+
+REDIS_CHECK_AOF = shutil.which("redis-check-aof")
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
 AOF = ("--appendonly", "yes", "--enable-debug-command", "yes")
@@ -419,7 +425,6 @@ def test_rewrite_under_write_load_loses_nothing(start_server):
 def _limited_server(tmp_path, limit, *args):
     """A server whose files cannot grow beyond ``limit`` bytes (RLIMIT_FSIZE:
     writes past it fail as on a full disk; Python ignores SIGXFSZ)."""
-    import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
     try:
@@ -430,9 +435,8 @@ def _limited_server(tmp_path, limit, *args):
     return s
 
 
-@pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="needs resource.prlimit")
+@pytest.mark.skipif(not hasattr(resource, "prlimit"), reason="needs resource.prlimit")
 def test_write_errors_refuse_writes_until_solved(tmp_path):
-    import resource
     (tmp_path / "a").mkdir()
     s = _limited_server(tmp_path / "a", 128 * 1024)
     try:
@@ -450,7 +454,8 @@ def test_write_errors_refuse_writes_until_solved(tmp_path):
         assert info(c)["aof_last_write_status"] == "err"
         assert c.get(b"k0") == b"x" * 1000              # reads still work
         assert "Short write while writing to the AOF file" in s.output()
-        resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+        resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE, (hard, hard))
         assert wait_for(lambda: info(c)["aof_last_write_status"] == "ok")
         assert "AOF write error looks solved, Redis can write again." in s.output()
         c.set(b"after", b"1")
