@@ -245,14 +245,17 @@ def test_incr_file_matches_redis_server(start_server, tmp_path):
     c = redis.Redis(port=s.port, single_connection_client=True, socket_timeout=10)
     _propagation_script(c, now_ms)
     ours = _mask(read_cmds(last_incr(aofdir(s))), now_ms)
+    our_sizes = (info(c)["aof_current_size"], info(c)["aof_base_size"])
     rp = RedisProc(str(tmp_path), "--appendonly", "yes")
     try:
         rc = redis.Redis(port=rp.port, single_connection_client=True, socket_timeout=10)
         _propagation_script(rc, now_ms)
         theirs = _mask(read_cmds(last_incr(str(tmp_path / "appendonlydir"))), now_ms)
+        their_sizes = (info(rc)["aof_current_size"], info(rc)["aof_base_size"])
     finally:
         rp.stop()
     assert ours == theirs
+    assert our_sizes == their_sizes and our_sizes[0] > 1000
     # spot checks of the forms themselves
     assert [b"SET", b"s2", b"v", b"PXAT", b"<ms>"] in ours
     assert [b"PEXPIREAT", b"s1", b"<ms>"] in ours
