@@ -30,6 +30,10 @@ REDIS_CHECK_AOF = shutil.which("redis-check-aof")
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
 AOF = ("--appendonly", "yes", "--enable-debug-command", "yes")
+# Tests that read the incr file right after a reply: with everysec a write
+# may wait for a running background fsync (up to 2 s, as in Redis), with
+# "no" it is always written before the reply.
+AOF_NOW = AOF + ("--appendfsync", "no")
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -241,12 +245,12 @@ def test_incr_file_matches_redis_server(start_server, tmp_path):
     """The same commands give the same incr file as redis-server 7.0.15
     (absolute times masked)."""
     now_ms = int(time.time() * 1000)
-    s = start_server(*AOF)
+    s = start_server(*AOF_NOW)
     c = redis.Redis(port=s.port, single_connection_client=True, socket_timeout=10)
     _propagation_script(c, now_ms)
     ours = _mask(read_cmds(last_incr(aofdir(s))), now_ms)
     our_sizes = (info(c)["aof_current_size"], info(c)["aof_base_size"])
-    rp = RedisProc(str(tmp_path), "--appendonly", "yes")
+    rp = RedisProc(str(tmp_path), "--appendonly", "yes", "--appendfsync", "no")
     try:
         rc = redis.Redis(port=rp.port, single_connection_client=True, socket_timeout=10)
         _propagation_script(rc, now_ms)
@@ -263,7 +267,7 @@ def test_incr_file_matches_redis_server(start_server, tmp_path):
 
 
 def test_expirations_stay_absolute(start_server):
-    s = start_server(*AOF)
+    s = start_server(*AOF_NOW)
     c = s.client()
     c.set(b"k", b"v", ex=100)
     c.expire(b"k2", 5)                          # no such key: nothing
@@ -283,7 +287,7 @@ def test_expirations_stay_absolute(start_server):
 
 
 def test_timestamp_annotations(start_server):
-    s = start_server(*AOF, "--aof-timestamp-enabled", "yes", "--aof-use-rdb-preamble", "no")
+    s = start_server(*AOF_NOW, "--aof-timestamp-enabled", "yes", "--aof-use-rdb-preamble", "no")
     c = s.client()
     c.set(b"a", b"1")
     with open(last_incr(aofdir(s)), "rb") as f:
@@ -523,7 +527,7 @@ def test_truncated_tail_loaded_with_aof_load_truncated_yes(tmp_path):
     good = _resp(b"SET", b"foo", b"hello") + _resp(b"SET", b"n", b"1")
     _write_dir(d, {"appendonly.aof.1.incr.aof": good + _resp(b"SET", b"bar", b"world")[:-3]},
                ["file appendonly.aof.1.incr.aof seq 1 type i"])
-    s = _wait_start(_start_on(tmp_path))
+    s = _wait_start(_start_on(tmp_path, "--appendfsync", "no"))
     try:
         c = s.client()
         assert c.get(b"foo") == b"hello" and c.get(b"bar") is None
@@ -742,7 +746,7 @@ def test_killed_rewrite_keeps_files_and_reopens_incr(start_server):
 
 
 def test_config_set_appendonly_at_runtime(start_server):
-    s = start_server("--enable-debug-command", "yes")
+    s = start_server("--enable-debug-command", "yes", "--appendfsync", "no")
     c = s.client()
     for i in range(300):
         c.set(b"k%d" % i, b"v")
