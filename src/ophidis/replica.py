@@ -186,6 +186,9 @@ class ReplicaLink:
         srv = self.srv
         p = srv.persistence
         log.notice("MASTER <-> REPLICA sync: Flushing old data")
+        aof = getattr(srv, "aof", None)
+        if aof is not None:
+            aof.stop_for_sync()
         srv.loading = True
         srv.update_server_slow()
         try:
@@ -199,6 +202,8 @@ class ReplicaLink:
             mem.recompute()
             mem._reset_structures()
         log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
+        if aof is not None:
+            aof.restart_after_sync()
 
     async def _stream(self, reader, writer):
         from .client import Client

@@ -389,10 +389,6 @@ def _score(s: float) -> bytes:
     return b"%.17g" % s
 
 
-# value class -> fn(key, value) yielding the argv lists that rebuild it
-# (families with their own types register here; values without one are
-# rewritten as RESTORE of their DUMP payload).
-REWRITERS: dict = {}
 
 
 def _variadic(w, name: bytes, key: bytes, items, count: int, width: int):
@@ -441,9 +437,11 @@ def rewrite_resp(w, server, key_delay=0, progress=None):
             elif cls is ZSetValue or isinstance(val, ZSetValue):
                 _variadic(w, b"ZADD", key, (_bulk(_score(s)) + _bulk(m) for s, m in val.sl), len(val), 2)
             else:
-                fn = REWRITERS.get(cls)
-                if fn is not None:
-                    for argv in fn(key, val):
+                # other types (streams) say how to rebuild themselves; a
+                # value that cannot is restored from its DUMP payload
+                rw = getattr(val, "rewrite_commands", None)
+                if rw is not None:
+                    for argv in rw(key):
                         w(b"*%d\r\n" % len(argv) + b"".join(_bulk(a) for a in argv))
                 else:
                     payload = dump_payload(val, cfg)
@@ -960,6 +958,28 @@ class Aof:
         self.buf = []
         self._deactivate()
         self._update_denied()
+
+    # -- a replica's full synchronisation ---------------------------------------------------
+    def stop_for_sync(self):
+        """The dataset is about to be replaced by the master's: the files
+        written so far describe the old one (readSyncBulkPayload)."""
+        if self.state != AOF_OFF:
+            self.stop()
+
+    def restart_after_sync(self):
+        """restartAOFAfterSYNC: a rewrite of the new dataset, then the
+        master's stream appended after it."""
+        if not self.server.config["appendonly"]:
+            return
+        for _ in range(10):
+            if self.state != AOF_OFF or self.start():
+                return
+            log.warning("Failed enabling the AOF after successful master synchronization! "
+                        "Trying it again in one second.")
+            time.sleep(1)
+        log.warning("FATAL: this replica instance finished the synchronization with its master, but the "
+                    "AOF can't be turned on. Exiting now.")
+        _exit(1)
 
     # -- background rewrite ---------------------------------------------------------------------
     def rewrite_background(self) -> bool:
