@@ -77,8 +77,7 @@ def murmur64a(data, seed=SEED) -> int:
             un = _unpack_words[nw] = struct.Struct("<%dQ" % nw).unpack_from
         for k in un(data):
             k = (k * m) & _MASK
-            k ^= k >> 47
-            k = (k * m) & _MASK
+            k = ((k ^ (k >> 47)) * m) & _MASK
             h = ((h ^ k) * m) & _MASK
     if n & 7:
         h = ((h ^ int.from_bytes(data[nw << 3:], "little")) * m) & _MASK
@@ -89,7 +88,22 @@ def murmur64a(data, seed=SEED) -> int:
 
 def pat_len(ele):
     """(register index, run length of zeros + 1) of an element."""
-    h = murmur64a(ele)
+    n = len(ele)
+    m = _M
+    h = (SEED ^ (n * m)) & _MASK
+    nw = n >> 3
+    if nw:
+        un = _unpack_words.get(nw)
+        if un is None:
+            un = _unpack_words[nw] = struct.Struct("<%dQ" % nw).unpack_from
+        for k in un(ele):
+            k = (k * m) & _MASK
+            k = ((k ^ (k >> 47)) * m) & _MASK
+            h = ((h ^ k) * m) & _MASK
+    if n & 7:
+        h = ((h ^ int.from_bytes(ele[nw << 3:], "little")) * m) & _MASK
+    h = ((h ^ (h >> 47)) * m) & _MASK
+    h ^= h >> 47
     rest = (h >> P) | (1 << Q)
     return h & P_MASK, (rest & -rest).bit_length()
 
@@ -330,8 +344,14 @@ def xzero_op(n) -> bytes:
     return bytes([0x40 | (n >> 8), n & 0xFF])
 
 
-def zero_run_op(n) -> bytes:
-    return xzero_op(n) if n > ZERO_MAX_LEN else _ZERO[n]
+_XZERO = {}
+
+
+def _xzero(n) -> bytes:
+    op = _XZERO.get(n)
+    if op is None:
+        op = _XZERO[n] = xzero_op(n)
+    return op
 
 
 class Sparse:
@@ -444,85 +464,99 @@ class Sparse:
         b = op[0]
         first = starts[k]
         if b & 0x80:
+            # VAL: nothing to do if it already holds count or more; a VAL
+            # of one register is updated in place; else split in up to 3.
             cur = ((b >> 2) & 0x1F) + 1
             if cur >= count:
                 return 0
-            runlen = (b & 3) + 1
-            if runlen == 1:
+            if not b & 3:
                 ops[k] = _VAL[count][1]
                 self._merge(k)
                 self._changed(index, cur, count)
                 return 1
-            last = first + runlen - 1
-            seq = []
-            sst = []
-            if index != first:
-                seq.append(_VAL[cur][index - first])
-                sst.append(first)
-            seq.append(_VAL[count][1])
-            sst.append(index)
-            if index != last:
-                seq.append(_VAL[cur][last - index])
-                sst.append(index + 1)
-            oldlen = 1
+            last = first + (b & 3)
+            vals = _VAL[cur]
+            if index == first:
+                seq = [_VAL[count][1], vals[last - index]]
+                sst = [index, index + 1]
+            elif index == last:
+                seq = [vals[index - first], _VAL[count][1]]
+                sst = [first, index]
+            else:
+                seq = [vals[index - first], _VAL[count][1], vals[last - index]]
+                sst = [first, index, index + 1]
+            delta = len(seq) - 1
         else:
+            cur = 0
             if b & 0x40:
-                runlen = (((b & 0x3F) << 8) | op[1]) + 1
+                last = first + (((b & 0x3F) << 8) | op[1])
                 oldlen = 2
             else:
-                runlen = b + 1
-                if runlen == 1:
+                if not b:
+                    # ZERO of one register: becomes a VAL of one register.
                     ops[k] = _VAL[count][1]
                     self._merge(k)
                     self._changed(index, 0, count)
                     return 1
+                last = first + b
                 oldlen = 1
-            cur = 0
-            last = first + runlen - 1
             seq = []
             sst = []
+            seqlen = 1
             if index != first:
-                seq.append(zero_run_op(index - first))
+                n = index - first
+                if n > ZERO_MAX_LEN:
+                    seq.append(_xzero(n))
+                    seqlen += 2
+                else:
+                    seq.append(_ZERO[n])
+                    seqlen += 1
                 sst.append(first)
             seq.append(_VAL[count][1])
             sst.append(index)
             if index != last:
-                seq.append(zero_run_op(last - index))
+                n = last - index
+                if n > ZERO_MAX_LEN:
+                    seq.append(_xzero(n))
+                    seqlen += 2
+                else:
+                    seq.append(_ZERO[n])
+                    seqlen += 1
                 sst.append(index + 1)
-        seqlen = 0
-        for s in seq:
-            seqlen += len(s)
-        delta = seqlen - oldlen
+            delta = seqlen - oldlen
         if delta > 0 and HDR + self.size + delta > max_bytes:
             return PROMOTE
         ops[k:k + 1] = seq
         starts[k:k + 1] = sst
         self.size += delta
         self._merge(k)
-        self._changed(index, cur, count)
+        if self.regs is not None:
+            self.regs[index] = count
+        if self.hist is not None:
+            self.hist[cur] -= 1
+            self.hist[count] += 1
         return 1
 
     def _merge(self, k):
         """Merge adjacent VAL opcodes of equal value, scanning at most five
         opcodes from the one before the updated one."""
         ops = self.ops
+        n = len(ops)
         i = k - 1 if k > 0 else 0
         scan = 5
-        while i < len(ops) and scan:
+        while i < n and scan:
             scan -= 1
             b = ops[i][0]
-            if not b & 0x80:
-                i += 1
-                continue
-            if i + 1 < len(ops):
+            if b & 0x80 and i + 1 < n:
                 b2 = ops[i + 1][0]
                 if b2 & 0x80 and (b >> 2) == (b2 >> 2):
-                    n = (b & 3) + (b2 & 3) + 2
-                    if n <= VAL_MAX_LEN:
-                        ops[i] = _VAL[((b >> 2) & 0x1F) + 1][n]
+                    ln = (b & 3) + (b2 & 3) + 2
+                    if ln <= VAL_MAX_LEN:
+                        ops[i] = _VAL[((b >> 2) & 0x1F) + 1][ln]
                         del ops[i + 1]
                         del self.starts[i + 1]
                         self.size -= 1
+                        n -= 1
                         continue
             i += 1
 
