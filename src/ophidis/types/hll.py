@@ -319,7 +319,7 @@ def estimate(hist) -> int:
         z += hist[j]
         z *= 0.5
     z += m * _sigma(hist[0] / m)
-    e = ALPHA_INF * m * m / z
+    e = ALPHA_INF * m * m / z if z else _INF
     # llroundl: half away from zero; out of range gives LLONG_MIN.
     if e != e or e >= 9.2233720368547758e18:
         return 1 << 63
