@@ -25,6 +25,7 @@ from .protocol import (
     NULL_ARRAY,
     NULL_BULK,
     ProtocolError,
+    check_partial,
     parse_request,
     request_size,
 )
@@ -112,7 +113,7 @@ class Client(asyncio.Protocol):
         "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
-        "killed", "in_script", "py_mode", "push_buf",
+        "killed", "in_script", "py_mode", "push_buf", "pend_check",
         "__weakref__",
     )
 
@@ -121,6 +122,7 @@ class Client(asyncio.Protocol):
         self.transport = None
         self.reader = hiredis.Reader()
         self.pend = None
+        self.pend_check = None      # (pend, state) of protocol.check_partial
         self.py_mode = False
         self.db = server.dbs[0]
         self.id = server.next_client_id()
@@ -296,6 +298,8 @@ class Client(asyncio.Protocol):
                 if data.endswith(b"\r\n") and data.endswith(la, 0, end) and \
                         data.endswith(b"$%d\r\n" % len(la), 0, end - len(la)):
                     self.pend = None
+                    if pend is not None:
+                        self.pend_check = None
                     if out:
                         self.write(out)
                     return
@@ -324,6 +328,7 @@ class Client(asyncio.Protocol):
         rest = base[self._skip_requests(base, nreq):] if nreq else base
         if not rest:
             self.pend = None
+            self.pend_check = None
             return
         self.pend = rest if rest.__class__ is bytearray else bytearray(rest)
         if self.blocked or self.paused_queue is not None or self.close_after_reply:
@@ -336,12 +341,17 @@ class Client(asyncio.Protocol):
         if len(pend) > srv.client_query_buffer_limit:
             self._qbuf_limit()
             return
+        chk = self.pend_check
         try:
-            argv, _ = parse_request(pend, 0, srv.proto_max_bulk_len, not self.authenticated)
+            complete, state = check_partial(pend, chk[1] if chk is not None and chk[0] is pend else None,
+                                            srv.proto_max_bulk_len, not self.authenticated)
         except ProtocolError as e:
+            self.pend_check = None
             self.protocol_failure(str(e))
             return
-        if argv is not None:
+        self.pend_check = (pend, state) if state is not None else None
+        if complete:
+            self.pend_check = None
             # hiredis still waits on what Redis takes as complete (input
             # that is not canonical RESP): continue in Python.
             self.reader = hiredis.Reader()
