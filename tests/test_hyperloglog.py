@@ -518,3 +518,16 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref):
     ours = run(server.port, r)
     assert ours == theirs
     assert [b"pfcount", b"h"] in ours and ours.count([b"pfcount", b"h"]) == 1
+
+
+def test_batch_hashing_equals_one_by_one():
+    """pat_lens (all elements of one length hashed at once in the lanes of
+    big integers) gives what MurmurHash64A gives element by element."""
+    from ophidis.types import hll
+    rng = random.Random(10)
+    # MurmurHash64A("a") = known value (seed 0xadc83b19), register 12711, run 2
+    assert hll.pat_len(b"a") == (12711, 2)
+    for n in (24, 25, 100, 3000):
+        els = [rng.randbytes(rng.choice([0, 1, 7, 8, 9, 16, 17, 18, 19, 63, 64, 65, 200]))
+               for _ in range(n)]
+        assert hll.pat_lens(els) == [hll.pat_len(e) for e in els]

@@ -47,19 +47,35 @@ def _max_bytes(c) -> int:
     return c.server.config.values["hll-sparse-max-bytes"]
 
 
-def _add_dense(v, elements, st) -> int:
-    """Add elements to a dense HLL; st: its remembered state or None."""
+def _add_dense(v, pairs, st):
+    """Apply (register, count) pairs to a dense HLL; st: its remembered
+    state or None.  Returns (registers raised, state or None)."""
     updated = 0
-    pat_len = hll.pat_len
-    update = hll.dense_update
-    for e in elements:
-        idx, cnt = pat_len(e)
-        old = update(v, idx, cnt)
-        if old >= 0:
+    if len(pairs) < 64:
+        update = hll.dense_update
+        for idx, cnt in pairs:
+            old = update(v, idx, cnt)
+            if old >= 0:
+                updated += 1
+                if st is not None:
+                    st.changed(idx, old, cnt)
+        return updated, st
+    # Many elements: work on the registers unpacked one per byte, pack once.
+    if st is None:
+        st = hll.Dense(v)
+    regs = st.regs
+    hist = st.hist
+    for idx, cnt in pairs:
+        old = regs[idx]
+        if cnt > old:
+            regs[idx] = cnt
             updated += 1
-            if st is not None:
-                st.changed(idx, old, cnt)
-    return updated
+            if hist is not None:
+                hist[old] -= 1
+                hist[cnt] += 1
+    if updated:
+        v[hll.HDR:] = hll.raw_to_dense(regs)
+    return updated, st
 
 
 def _promote(v, sp):
@@ -78,16 +94,16 @@ def _promote(v, sp):
     return st
 
 
-def _add_sparse(c, v, sp, elements):
-    """Add elements to a sparse HLL.  Returns (updated, error, state of v
-    afterwards: a Sparse, a Dense after promotion, None after an error)."""
+def _add_sparse(c, v, sp, pairs):
+    """Apply (register, count) pairs to a sparse HLL.  Returns (updated,
+    error, state of v afterwards: a Sparse, a Dense after promotion, None
+    after an error)."""
     max_bytes = _max_bytes(c)
     updated = 0
     changed = False
-    pat_len = hll.pat_len
-    for i, e in enumerate(elements):
-        idx, cnt = pat_len(e)
-        r = sp.set(idx, cnt, max_bytes)
+    sset = sp.set
+    for i, (idx, cnt) in enumerate(pairs):
+        r = sset(idx, cnt, max_bytes)
         if r == 1:
             updated += 1
             changed = True
@@ -99,8 +115,8 @@ def _add_sparse(c, v, sp, elements):
                 return updated, INVALID, None
             old = hll.dense_update(v, idx, cnt)
             st.changed(idx, old, cnt)
-            updated += 1
-            return updated + _add_dense(v, elements[i + 1:], st), None, st
+            n, st = _add_dense(v, pairs[i + 1:], st)
+            return updated + 1 + n, None, st
         elif r < 0:
             if changed:
                 hll.write_sparse(v, sp)
@@ -124,14 +140,14 @@ def pfadd(c, argv):
     else:
         _check(v)
         v = _unshare(db, key, v)
-    elements = argv[2:]
     st = None
-    if elements:
+    if len(argv) > 2:
+        pairs = hll.pat_lens(argv[2:])
         if v[4] == hll.DENSE:
-            st = hll.cached(v)
-            updated += _add_dense(v, elements, st)
+            n, st = _add_dense(v, pairs, hll.cached(v))
+            updated += n
         else:
-            n, err, st = _add_sparse(c, v, hll.state(v), elements)
+            n, err, st = _add_sparse(c, v, hll.state(v), pairs)
             updated += n
             if err is not None:
                 raise err

@@ -108,6 +108,77 @@ def pat_len(ele):
     return h & P_MASK, (rest & -rest).bit_length()
 
 
+def _lanes_of(joined, n, count, offset, width):
+    """Big integer whose 128-bit lanes hold, for each of the count elements
+    of length n packed in joined, the width bytes at offset (little
+    endian)."""
+    out = bytearray(16 * count)
+    for b in range(width):
+        out[b::16] = joined[offset + b::n]
+    return _frombytes(out, "little")
+
+
+def pat_lens(elements):
+    """[(register, run length)] of many elements.
+
+    MurmurHash64A only multiplies by constants, xors and shifts, so it is
+    evaluated for all elements of one length at once: each element's 64-bit
+    state sits in its own 128-bit lane of a big integer (a product by the
+    64-bit constant never reaches the next lane; masks drop what shifts
+    bring in from it)."""
+    if len(elements) < 24:
+        return [pat_len(e) for e in elements]
+    groups = {}
+    for i, e in enumerate(elements):
+        g = groups.get(len(e))
+        if g is None:
+            groups[len(e)] = [i]
+        else:
+            g.append(i)
+    out = [None] * len(elements)
+    m = _M
+    for n, idxs in groups.items():
+        cnt = len(idxs)
+        if cnt < 8:
+            for i in idxs:
+                out[i] = pat_len(elements[i])
+            continue
+        ones = _lane_ones(cnt)
+        lmask = ones * _MASK
+        h = ((SEED ^ (n * m)) & _MASK) * ones
+        if n:
+            joined = b"".join([elements[i] for i in idxs])
+        nw = n >> 3
+        for j in range(nw):
+            k = (_lanes_of(joined, n, cnt, 8 * j, 8) * m) & lmask
+            k = (((k ^ (k >> 47)) & lmask) * m) & lmask
+            h = ((h ^ k) * m) & lmask
+        if n & 7:
+            h = ((h ^ _lanes_of(joined, n, cnt, 8 * nw, n & 7)) * m) & lmask
+        h = (((h ^ (h >> 47)) & lmask) * m) & lmask
+        h = (h ^ (h >> 47)) & lmask
+        words = struct.unpack("<%dQ" % (2 * cnt), h.to_bytes(16 * cnt, "little"))[::2]
+        q = 1 << Q
+        for i, w in zip(idxs, words):
+            rest = (w >> P) | q
+            out[i] = (w & P_MASK, (rest & -rest).bit_length())
+    return out
+
+
+_ONES = {}
+
+
+def _lane_ones(cnt):
+    """An integer with 1 at the bottom of each of cnt 128-bit lanes."""
+    v = _ONES.get(cnt)
+    if v is None:
+        v = _frombytes((b"\x01" + b"\x00" * 15) * cnt, "little")
+        if len(_ONES) > 256:
+            _ONES.clear()
+        _ONES[cnt] = v
+    return v
+
+
 # ---------------------------------------------------------------------------
 # Header
 # ---------------------------------------------------------------------------
