@@ -531,3 +531,34 @@ def test_batch_hashing_equals_one_by_one():
         els = [rng.randbytes(rng.choice([0, 1, 7, 8, 9, 16, 17, 18, 19, 63, 64, 65, 200]))
                for _ in range(n)]
         assert hll.pat_lens(els) == [hll.pat_len(e) for e in els]
+
+
+def _xzero(n):
+    n -= 1
+    return bytes([0x40 | (n >> 8), n & 0xFF])
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_val_split_at_the_promotion_boundary(r, ref, where):
+    """A hand-made sparse HLL with a run of 4 registers of value 1 around
+    the register of an element whose run length is 2: splitting the run
+    needs 1 or 2 more bytes, exactly at or just past hll-sparse-max-bytes."""
+    from ophidis.types import hll
+    i = 0
+    while True:
+        ele = b"e%d" % i
+        reg, cnt = hll.pat_len(ele)
+        if cnt >= 2 and 4 <= reg < 16000:
+            break
+        i += 1
+    first = {"first": reg, "middle": reg - 1, "last": reg - 3}[where]
+    body = _xzero(first) + bytes([0x80 | (0 << 2) | 3]) + _xzero(16384 - first - 4)
+    value = b"HYLL\x01\x00\x00\x00" + b"\x00" * 7 + b"\x80" + body
+    delta = 2 if where == "middle" else 1
+    for max_bytes in (len(value) + delta - 1, len(value) + delta):
+        with config(r, hll_sparse_max_bytes=max_bytes), config(ref, hll_sparse_max_bytes=max_bytes):
+            for c in (r, ref):
+                c.set("h", value)
+            assert _both(r, ref, "PFADD", "h", ele) == 1
+            _same_values(r, ref, ["h"])
+            _both(r, ref, "PFDEBUG", "ENCODING", "h")

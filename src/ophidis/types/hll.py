@@ -513,13 +513,6 @@ class Sparse:
         self.hist = hist
         return hist
 
-    def _changed(self, index, old, new):
-        if self.regs is not None:
-            self.regs[index] = new
-        if self.hist is not None:
-            self.hist[old] -= 1
-            self.hist[new] += 1
-
     def set(self, index, count, max_bytes):
         """Raise register ``index`` to ``count`` as hllSparseSet does.
         Returns 1 (changed), 0 (no change), -1 (corrupted: index not
@@ -536,82 +529,82 @@ class Sparse:
         first = starts[k]
         if b & 0x80:
             # VAL: nothing to do if it already holds count or more; a VAL
-            # of one register is updated in place; else split in up to 3.
+            # of one register is updated in place; else split in 2 or 3.
             cur = ((b >> 2) & 0x1F) + 1
             if cur >= count:
                 return 0
             if not b & 3:
                 ops[k] = _VAL[count][1]
-                self._merge(k)
-                self._changed(index, cur, count)
-                return 1
-            last = first + (b & 3)
-            vals = _VAL[cur]
-            if index == first:
-                seq = [_VAL[count][1], vals[last - index]]
-                sst = [index, index + 1]
-            elif index == last:
-                seq = [vals[index - first], _VAL[count][1]]
-                sst = [first, index]
+                delta = 0
             else:
-                seq = [vals[index - first], _VAL[count][1], vals[last - index]]
-                sst = [first, index, index + 1]
-            delta = len(seq) - 1
+                last = first + (b & 3)
+                vals = _VAL[cur]
+                delta = 1 if index == first or index == last else 2
+                if HDR + self.size + delta > max_bytes:
+                    return PROMOTE
+                if index == first:
+                    ops[k:k + 1] = (_VAL[count][1], vals[last - index])
+                    starts[k:k + 1] = (index, index + 1)
+                elif index == last:
+                    ops[k:k + 1] = (vals[index - first], _VAL[count][1])
+                    starts[k:k + 1] = (first, index)
+                else:
+                    ops[k:k + 1] = (vals[index - first], _VAL[count][1], vals[last - index])
+                    starts[k:k + 1] = (first, index, index + 1)
         else:
+            # ZERO / XZERO: a run of one register becomes a VAL, a longer
+            # one is split in [zeros] VAL [zeros].
             cur = 0
             if b & 0x40:
                 last = first + (((b & 0x3F) << 8) | op[1])
                 oldlen = 2
             else:
-                if not b:
-                    # ZERO of one register: becomes a VAL of one register.
-                    ops[k] = _VAL[count][1]
-                    self._merge(k)
-                    self._changed(index, 0, count)
-                    return 1
                 last = first + b
                 oldlen = 1
-            seq = []
-            sst = []
-            seqlen = 1
-            if index != first:
-                n = index - first
-                if n > ZERO_MAX_LEN:
-                    seq.append(_xzero(n))
-                    seqlen += 2
+            if last == first and oldlen == 1:
+                ops[k] = _VAL[count][1]
+                delta = 0
+            else:
+                if index != first:
+                    n = index - first
+                    if n > ZERO_MAX_LEN:
+                        left = _XZERO.get(n) or _xzero(n)
+                        seqlen = 3
+                    else:
+                        left = _ZERO[n]
+                        seqlen = 2
                 else:
-                    seq.append(_ZERO[n])
-                    seqlen += 1
-                sst.append(first)
-            seq.append(_VAL[count][1])
-            sst.append(index)
-            if index != last:
-                n = last - index
-                if n > ZERO_MAX_LEN:
-                    seq.append(_xzero(n))
-                    seqlen += 2
+                    left = None
+                    seqlen = 1
+                if index != last:
+                    n = last - index
+                    if n > ZERO_MAX_LEN:
+                        right = _XZERO.get(n) or _xzero(n)
+                        seqlen += 2
+                    else:
+                        right = _ZERO[n]
+                        seqlen += 1
                 else:
-                    seq.append(_ZERO[n])
-                    seqlen += 1
-                sst.append(index + 1)
-            delta = seqlen - oldlen
-        if delta > 0 and HDR + self.size + delta > max_bytes:
-            return PROMOTE
-        ops[k:k + 1] = seq
-        starts[k:k + 1] = sst
+                    right = None
+                delta = seqlen - oldlen
+                if delta > 0 and HDR + self.size + delta > max_bytes:
+                    return PROMOTE
+                v = _VAL[count][1]
+                if left is None:
+                    if right is None:
+                        ops[k] = v
+                    else:
+                        ops[k:k + 1] = (v, right)
+                        starts[k:k + 1] = (index, index + 1)
+                elif right is None:
+                    ops[k:k + 1] = (left, v)
+                    starts[k:k + 1] = (first, index)
+                else:
+                    ops[k:k + 1] = (left, v, right)
+                    starts[k:k + 1] = (first, index, index + 1)
         self.size += delta
-        self._merge(k)
-        if self.regs is not None:
-            self.regs[index] = count
-        if self.hist is not None:
-            self.hist[cur] -= 1
-            self.hist[count] += 1
-        return 1
-
-    def _merge(self, k):
-        """Merge adjacent VAL opcodes of equal value, scanning at most five
-        opcodes from the one before the updated one."""
-        ops = self.ops
+        # Merge adjacent VAL opcodes of equal value, scanning at most five
+        # opcodes from the one before the updated one.
         n = len(ops)
         i = k - 1 if k > 0 else 0
         scan = 5
@@ -625,11 +618,17 @@ class Sparse:
                     if ln <= VAL_MAX_LEN:
                         ops[i] = _VAL[((b >> 2) & 0x1F) + 1][ln]
                         del ops[i + 1]
-                        del self.starts[i + 1]
+                        del starts[i + 1]
                         self.size -= 1
                         n -= 1
                         continue
             i += 1
+        if self.regs is not None:
+            self.regs[index] = count
+        if self.hist is not None:
+            self.hist[cur] -= 1
+            self.hist[count] += 1
+        return 1
 
     def to_dense_body(self):
         """The dense body, or None when the sparse value is corrupted."""
