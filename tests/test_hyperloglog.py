@@ -527,6 +527,7 @@ def test_batch_hashing_equals_one_by_one():
     rng = random.Random(10)
     # MurmurHash64A("a") = known value (seed 0xadc83b19), register 12711, run 2
     assert hll.pat_len(b"a") == (12711, 2)
+    assert hll.pat_len(bytes(range(256)) * 4) == (3972, 1)     # as redis-server
     for n in (24, 25, 100, 3000):
         els = [rng.randbytes(rng.choice([0, 1, 7, 8, 9, 16, 17, 18, 19, 63, 64, 65, 200]))
                for _ in range(n)]

@@ -63,40 +63,26 @@ _INF = float("inf")
 # Hashing
 # ---------------------------------------------------------------------------
 _unpack_words = {}
-
-
-def murmur64a(data, seed=SEED) -> int:
-    """MurmurHash2, 64-bit version for little-endian machines."""
-    n = len(data)
-    m = _M
-    h = (seed ^ (n * m)) & _MASK
-    nw = n >> 3
-    if nw:
-        un = _unpack_words.get(nw)
-        if un is None:
-            un = _unpack_words[nw] = struct.Struct("<%dQ" % nw).unpack_from
-        for k in un(data):
-            k = (k * m) & _MASK
-            k = ((k ^ (k >> 47)) * m) & _MASK
-            h = ((h ^ k) * m) & _MASK
-    if n & 7:
-        h = ((h ^ int.from_bytes(data[nw << 3:], "little")) * m) & _MASK
-    h ^= h >> 47
-    h = (h * m) & _MASK
-    return h ^ (h >> 47)
+_iter_words = struct.Struct("<Q").iter_unpack
 
 
 def pat_len(ele):
-    """(register index, run length of zeros + 1) of an element."""
+    """(register index, run length of zeros + 1) of an element: its
+    MurmurHash64A (seed 0xadc83b19, little-endian words) picks the
+    register with its low 14 bits; the rest gives the run."""
     n = len(ele)
     m = _M
     h = (SEED ^ (n * m)) & _MASK
     nw = n >> 3
     if nw:
-        un = _unpack_words.get(nw)
-        if un is None:
-            un = _unpack_words[nw] = struct.Struct("<%dQ" % nw).unpack_from
-        for k in un(ele):
+        if nw <= 64:
+            un = _unpack_words.get(nw)
+            if un is None:
+                un = _unpack_words[nw] = struct.Struct("<%dQ" % nw).unpack_from
+            words = un(ele)
+        else:
+            words = (w for (w,) in _iter_words(memoryview(ele)[:nw << 3]))
+        for k in words:
             k = (k * m) & _MASK
             k = ((k ^ (k >> 47)) * m) & _MASK
             h = ((h ^ k) * m) & _MASK
