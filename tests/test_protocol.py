@@ -211,3 +211,98 @@ def test_redis_cli_inline(server):
     import subprocess
     out = subprocess.run(["redis-cli", "-p", str(server.port), "PING"], capture_output=True, text=True)
     assert out.stdout.strip() == "PONG"
+
+
+def _outcome(fn):
+    from ophidis.protocol import ProtocolError
+    try:
+        return fn()
+    except ProtocolError as e:
+        return ("error", str(e))
+
+
+def test_check_partial_resumes_like_a_full_parse():
+    """check_partial, fed a request in growing prefixes and resuming from
+    its state, decides each prefix as parse_request decides it alone."""
+    import random
+
+    from ophidis.protocol import check_partial, parse_request
+    rng = random.Random(11)
+    pieces = [b"*3\r\n", b"$3\r\nSET\r\n", b"$1\r\nk\r\n", b"$5\r\nvalue\r\n", b"*2\r\n$4\r\nECHO\r\n",
+              b"$20000\r\n" + b"x" * 20000 + b"\r\n", b"$-1\r\n", b"$+3\r\nabc\r\n", b"%3\r\n",
+              b"*12\r\n", b"$01\r\na\r\n", b"*0\r\n", b"*-1\r\n", b"PING\r\n", b"$3\r\nab", b"*1\r",
+              b"$" + b"9" * 30 + b"\r\n", b"$1\r\nz\r\n" * 3]
+    for _ in range(400):
+        req = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 6)))
+        auth = rng.random() < 0.2
+        state = None
+        cuts = sorted(rng.sample(range(1, len(req) + 1), min(len(req), rng.randrange(1, 12))))
+        for cut in cuts:
+            prefix = bytearray(req[:cut])
+            full = _outcome(lambda: parse_request(prefix, 0, 512 * 1024 * 1024, auth))
+            inc = _outcome(lambda: check_partial(prefix, state, 512 * 1024 * 1024, auth))
+            if isinstance(full, tuple) and full[0] == "error":
+                assert inc == full, (req, cut)
+                break
+            assert inc[0] == (full[0] is not None), (req, cut)
+            if inc[0]:
+                break
+            state = inc[1]
+
+
+def test_big_request_in_many_reads(server, r):
+    args = [b"SADD", b"bigset"] + [b"%.15f" % (i * 1.2345) for i in range(60000)]
+    data = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+    s = raw_connect(server.port)
+    for i in range(0, len(data), 8192):
+        s.sendall(data[i:i + 8192])
+    assert read_reply(s) == b":60000\r\n"
+    s.close()
+    assert r.scard("bigset") == 60000
+
+
+def test_partial_request_check_resumes(monkeypatch):
+    """While hiredis holds an incomplete request, each read checks only what
+    is new (a request arriving in many reads used to be parsed again from
+    its first byte at every read: quadratic)."""
+    import hiredis
+
+    from ophidis import client as client_mod
+    calls = []
+    real = client_mod.check_partial
+
+    def spy(buf, state, max_bulk, auth):
+        calls.append(state)
+        return real(buf, state, max_bulk, auth)
+
+    monkeypatch.setattr(client_mod, "check_partial", spy)
+
+    class Srv:
+        client_query_buffer_limit = 1 << 30
+        proto_max_bulk_len = 512 << 20
+
+    c = client_mod.Client.__new__(client_mod.Client)
+    c.server = Srv()
+    c.reader = hiredis.Reader()
+    c.pend = None
+    c.pend_check = None
+    c.py_mode = False
+    c.blocked = False
+    c.paused_queue = None
+    c.close_after_reply = False
+    c.authenticated = True
+    args = [b"SADD", b"s"] + [b"m%d" % i for i in range(2000)]
+    data = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+    pieces = [data[i:i + 1000] for i in range(0, len(data) - 1, 1000)]
+    for piece in pieces[:-1]:
+        start = c.pend
+        if start is not None:
+            start += piece
+        c.reader.feed(piece)
+        assert c.reader.gets() is False
+        c._recompute_pending(piece, start, 0)
+    assert len(calls) == len(pieces) - 1
+    assert calls[0] is None and all(st is not None for st in calls[1:])
+    # resumed from the last complete argument, never from the start
+    assert [st[1] for st in calls[1:]] == sorted(st[1] for st in calls[1:])[::-1]
+    assert calls[-1][0] > len(data) - 2000

@@ -25,6 +25,7 @@ from .protocol import (
     NULL_ARRAY,
     NULL_BULK,
     ProtocolError,
+    check_partial,
     parse_request,
     request_size,
 )
@@ -130,7 +131,7 @@ class Client(asyncio.Protocol):
         "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
-        "killed", "in_script", "py_mode", "push_buf", "script_caller", "is_master",
+        "killed", "in_script", "py_mode", "push_buf", "script_caller", "is_master", "pend_check",
         "__weakref__",
     )
 
@@ -139,6 +140,7 @@ class Client(asyncio.Protocol):
         self.transport = None
         self.reader = hiredis.Reader()
         self.pend = None
+        self.pend_check = None      # (pend, state) of protocol.check_partial
         self.py_mode = False
         self.db = server.dbs[0]
         self.id = server.next_client_id()
@@ -315,6 +317,8 @@ class Client(asyncio.Protocol):
                 self.blocked or self.close_after_reply or self.paused_queue is not None) \
                 and _ends_with_request(data, last):
             self.pend = None
+            if pend is not None:
+                self.pend_check = None
             if out:
                 self.write(out)
             return
@@ -343,6 +347,7 @@ class Client(asyncio.Protocol):
         rest = base[self._skip_requests(base, nreq):] if nreq else base
         if not rest:
             self.pend = None
+            self.pend_check = None
             return
         self.pend = rest if rest.__class__ is bytearray else bytearray(rest)
         if self.blocked or self.paused_queue is not None or self.close_after_reply:
@@ -355,12 +360,17 @@ class Client(asyncio.Protocol):
         if len(pend) > srv.client_query_buffer_limit:
             self._qbuf_limit()
             return
+        chk = self.pend_check
         try:
-            argv, _ = parse_request(pend, 0, srv.proto_max_bulk_len, not self.authenticated)
+            complete, state = check_partial(pend, chk[1] if chk is not None and chk[0] is pend else None,
+                                            srv.proto_max_bulk_len, not self.authenticated)
         except ProtocolError as e:
+            self.pend_check = None
             self.protocol_failure(str(e))
             return
-        if argv is not None:
+        self.pend_check = (pend, state) if state is not None else None
+        if complete:
+            self.pend_check = None
             # hiredis still waits on what Redis takes as complete (input
             # that is not canonical RESP): continue in Python.
             self.reader = hiredis.Reader()

@@ -287,6 +287,9 @@ class LruQueue:
 # Commands whose accounting needs more than their own keys (another db,
 # whole databases): measured by Memory.before/after.
 _SPECIAL = frozenset(("copy", "move", "flushdb", "flushall", "swapdb", "debug"))
+# Read-only commands that may change their key (PFCOUNT writes the cached
+# cardinality back): accounted like writes.
+_READS_THAT_WRITE = frozenset(("pfcount",))
 # Reads that leave the access time alone (Redis's LOOKUP_NOTOUCH, or no
 # lookup at all).
 _NOTOUCH = frozenset(("exists", "type", "ttl", "pttl", "expiretime", "pexpiretime", "watch",
@@ -427,7 +430,7 @@ class Memory:
         if specs == 0:
             specs = _EXTRACT[cmd] = _simple_specs(cmd)
         single = specs is not None and len(specs) == 1 and specs[0][:2] == (1, 0)
-        if not cmd.write:
+        if not cmd.write and cmd.fullname not in _READS_THAT_WRITE:
             # performEvictions runs before every command, reads included
             if (not cmd.key_specs or cmd.fullname in _NOTOUCH
                     or not (self.lru is not None or (self.indexes is not None and self.lfu_mode))):

@@ -308,6 +308,63 @@ def parse_request(buf, pos: int, max_bulk: int, auth_required: bool):
     return argv, p
 
 
+def check_partial(buf, state, max_bulk: int, auth_required: bool):
+    """Validate a request hiredis holds incompletely, resuming where the
+    previous call on the same (grown) buffer stopped.
+
+    Same rules and errors as ``parse_request(buf, 0, ...)``; ``state`` is
+    None at the start of a request or what the previous call returned.
+    Returns (complete, state): complete is True when Redis's rules see a
+    whole request; state resumes the check once more bytes arrived.  Keeps
+    a request that arrives in many reads from being parsed again and again
+    from its first byte.
+    """
+    n = len(buf)
+    if state is None:
+        if not n or buf[0] != 42:
+            argv, _ = parse_request(buf, 0, max_bulk, auth_required)
+            return argv is not None, None
+        cr = buf.find(b"\r")
+        if cr < 0:
+            if n > PROTO_INLINE_MAX_SIZE:
+                raise ProtocolError("too big mbulk count string")
+            return False, None
+        if cr > n - 2:
+            return False, None
+        ll = _parse_ll(bytes(buf[1:cr]))
+        if ll is None or ll > INT_MAX:
+            raise ProtocolError("invalid multibulk length")
+        if ll > 10 and auth_required:
+            raise ProtocolError("unauthenticated multibulk length")
+        if ll <= 0:
+            return True, None
+        p = cr + 2
+        left = ll
+    else:
+        p, left = state
+    while left:
+        cr = buf.find(b"\r", p)
+        if cr < 0:
+            if n - p > PROTO_INLINE_MAX_SIZE:
+                raise ProtocolError("too big bulk count string")
+            return False, (p, left)
+        if cr > n - 2:
+            return False, (p, left)
+        if buf[p] != 36:
+            raise ProtocolError("expected '$', got '%s'" % chr(buf[p]))
+        bl = _parse_ll(bytes(buf[p + 1:cr]))
+        if bl is None or bl < 0 or bl > max_bulk:
+            raise ProtocolError("invalid bulk length")
+        if bl > 16384 and auth_required:
+            raise ProtocolError("unauthenticated bulk length")
+        q = cr + 2
+        if n - q < bl + 2:
+            return False, (p, left)
+        p = q + bl + 2
+        left -= 1
+    return True, None
+
+
 def request_size(req) -> int:
     """Bytes a canonically encoded multibulk request occupies."""
     size = len(b"*%d\r\n" % len(req))
