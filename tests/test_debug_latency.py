@@ -47,6 +47,12 @@ def test_debug_object(r):
         assert part in s
     with pytest.raises(redis.ResponseError, match="^no such key$"):
         r.execute_command("DEBUG", "OBJECT", "nokey")
+    # INCR modifies a number "in place" as Redis does: the address stays
+    r.set("n", 20000)
+    r.incr("n")
+    old = r.execute_command("DEBUG", "OBJECT", "n").split()[1]
+    r.incr("n")
+    assert r.execute_command("DEBUG", "OBJECT", "n").split()[1] == old
 
 
 def test_debug_sleep_blocks_server(server, r):

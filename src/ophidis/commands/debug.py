@@ -213,6 +213,16 @@ def _atoi(b: bytes) -> int:
     return int(s[:j]) if j > i else 0
 
 
+def _address(db, key, v) -> int:
+    """DEBUG OBJECT's "at:": Python replaces a string or number value on
+    every change (INCR makes a new object) where Redis modifies its object in
+    place, so the address shown is the key's slot (stable while the key
+    exists) for plain values, the object's for containers."""
+    if isinstance(v, (bytes, bytearray, int)):
+        return 0x7f0000000000 | (hash((db.id, key)) & 0xFFFFFFFFF0)
+    return id(v)
+
+
 def _strtod(b: bytes) -> float:
     import re
     m = re.match(rb"\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|nan)", b, re.I)
@@ -326,7 +336,7 @@ def debug(c, argv):
                          1, float(len(v)), srv.config["list-max-listpack-size"],
                          1 if srv.config["list-compress-depth"] else 0, _serialized_length(v)))
         return simple(("Value at:0x%x refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s" % (
-            id(v), enc, _serialized_length(v), lru, idle, extra)).encode())
+            _address(db, key, v), enc, _serialized_length(v), lru, idle, extra)).encode())
     if sub == b"reload":
         opts = {}
         for o in argv[2:]:
