@@ -484,18 +484,14 @@ def client_tracking(c, argv):
                              "client, and then re-enabling it with a different mode.")
         if bcast:
             for i, p in enumerate(prefixes):
-                for q in (st.prefixes if st else []):
-                    if _prefix_overlap(p, q):
-                        raise RedisError(
-                            "ERR Prefix '%s' overlaps with an existing prefix '%s'. Prefixes for a single "
-                            "client must not overlap." % (p.decode("utf-8", "replace"),
-                                                          q.decode("utf-8", "replace")))
-                for q in prefixes[i + 1:]:
-                    if _prefix_overlap(p, q):
-                        raise RedisError(
-                            "ERR Prefix '%s' overlaps with another provided prefix '%s'. Prefixes for a "
-                            "single client must not overlap." % (p.decode("utf-8", "replace"),
-                                                                 q.decode("utf-8", "replace")))
+                for others, what in ((st.prefixes if st else [], "an existing"),
+                                     (prefixes[i + 1:], "another provided")):
+                    for q in others:
+                        if _prefix_overlap(p, q):
+                            raise RedisError(
+                                "ERR Prefix '%s' overlaps with %s prefix '%s'. Prefixes for a single "
+                                "client must not overlap." % (p.decode("utf-8", "replace"), what,
+                                                              q.decode("utf-8", "replace")))
         new = st if st else TrackState()
         new.redirect = redirect
         new.broken = False
