@@ -205,3 +205,19 @@ def test_min_replicas_and_stale_data(r):
         r.execute_command("REPLICAOF", "NO", "ONE")
         r.config_set("replica-serve-stale-data", "yes")
     assert r.get("xx") == b"2"
+
+
+def test_min_replicas_in_scripts(r):
+    r.set("x", "some value")
+    r.config_set("min-replicas-to-write", "1")
+    try:
+        # a script that may not write runs; one flagged for writes does not
+        assert r.eval("#!lua flags=no-writes\nreturn redis.call('get','x')", 1, "x") == b"some value"
+        assert r.eval("return redis.call('get','x')", 1, "x") == b"some value"
+        for body in ("#!lua\nreturn redis.call('get','x')", "return redis.call('set','x', 1)"):
+            with pytest.raises(redis.exceptions.ResponseError) as e:
+                r.eval(body, 1, "x")
+            assert str(e.value).startswith("NOREPLICAS Not enough good replicas to write.")
+    finally:
+        r.config_set("min-replicas-to-write", "0")
+    assert r.get("x") == b"some value"

@@ -395,6 +395,9 @@ class LuaEngine:
                     return self._reject(cmd, MISCONF.msg)
                 if srv.write_denied is not None:
                     return self._reject(cmd, srv.write_denied.msg)
+            if cmd.write and not srv.is_replica and srv.min_replicas \
+                    and srv.good_replicas() < srv.min_replicas:
+                return self._reject(cmd, b"NOREPLICAS Not enough good replicas to write.")
         if (not ctx.allow_oom and srv.maxmemory and not ctx.write_dirty and ctx.oom_at_start
                 and cmd.denyoom):
             return self._reject(cmd, OOM.msg)

@@ -169,6 +169,8 @@ def prepare(c, flags, compat: bool, ro: bool):
                     "scripts.")
             if ro:
                 raise RedisError("ERR Can not execute a script with write flag using *_ro command.")
+            if not srv.is_replica and srv.min_replicas and srv.good_replicas() < srv.min_replicas:
+                raise RedisError("NOREPLICAS Not enough good replicas to write.")
         if (srv.maxmemory and srv.evict_hook is not None
                 and "allow-oom" not in flags and "no-writes" not in flags):
             if srv.evict_hook():
