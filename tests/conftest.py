@@ -19,6 +19,13 @@ import time
 
 import pytest
 import redis
+from hypothesis import settings
+
+# Property tests run the same examples every time (a CI run must not fail on
+# an example nobody saw before); HYPOTHESIS_PROFILE=explore searches anew.
+settings.register_profile("ophidis", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ophidis"))
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # In-process imports (tests/_inproc.py, ophidis.protocol helpers) must load
