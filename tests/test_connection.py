@@ -143,7 +143,16 @@ def test_protected_mode_refuses_non_loopback(start_server):
     if not addr or addr.startswith("127."):
         pytest.skip("no non-loopback address on this machine")
     s = start_server("--bind", "127.0.0.1 " + addr)
-    c = socket.create_connection((addr, s.port), timeout=5)
+    # start_server waits for 127.0.0.1; the second address listens a moment later
+    deadline = time.time() + 5
+    while True:
+        try:
+            c = socket.create_connection((addr, s.port), timeout=5)
+            break
+        except ConnectionRefusedError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.05)
     out = read_reply(c)
     assert out.startswith(b"-DENIED Redis is running in protected mode")
 
