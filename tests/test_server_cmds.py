@@ -148,3 +148,37 @@ def test_startup_log_and_warnings(start_server):
         somax = None
     if somax is not None:
         assert ("TCP backlog setting of 511" in out) == (somax < 511)
+
+
+def test_slowlog_and_monitor_redact_secrets(start_server):
+    """Passwords never reach SLOWLOG or MONITOR: AUTH, HELLO ... AUTH and
+    sensitive CONFIG SET values show as (redacted), as in Redis 7.0."""
+    import socket as _socket
+    import time as _time
+    s = start_server("--requirepass", "pw")
+    c = s.client(password="pw")
+    mon = _socket.create_connection(("127.0.0.1", s.port))
+    mon.sendall(b"AUTH pw\r\nMONITOR\r\n")
+    _time.sleep(0.2)
+    c.config_set("slowlog-log-slower-than", "0")
+    c.config_set("masterauth", "topsecret")
+    c.execute_command("HELLO", "2", "AUTH", "default", "pw", "SETNAME", "n1")
+    c.execute_command("AUTH", "pw")
+    _time.sleep(0.3)
+    mon.settimeout(1)
+    seen = b""
+    try:
+        while True:
+            more = mon.recv(65536)
+            if not more:
+                break
+            seen += more
+    except _socket.timeout:
+        pass
+    mon.close()
+    log = c.slowlog_get(20)
+    args = [a for e in log for a in e["command"].split()]
+    assert b"pw" not in args and b"topsecret" not in args
+    assert b"masterauth (redacted)" in b" ".join(e["command"] for e in log)
+    assert b'"HELLO" "2" "AUTH" "(redacted)" "(redacted)" "SETNAME" "n1"' in seen
+    assert b'"AUTH" "(redacted)"' in seen and b"pw" not in seen.replace(b"(redacted)", b"")

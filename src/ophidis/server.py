@@ -32,6 +32,66 @@ from .errors import NOAUTH, OOM, RedisError
 from .protocol import QUEUED
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
+# Arguments that SLOWLOG and MONITOR never show (Redis's
+# redactClientCommandArgument): passwords of AUTH, HELLO ... AUTH, MIGRATE
+# ... AUTH/AUTH2 and the values of sensitive directives in CONFIG SET.
+_REDACTED = frozenset(("auth", "hello", "migrate", "config|set"))
+_R = b"(redacted)"
+
+
+def _sensitive_directives():
+    from .config_table import DIRECTIVES
+    out = set()
+    for d in DIRECTIVES:
+        if "sensitive" in d[3]:
+            out.add(d[0].encode())
+            if d[1]:
+                out.add(d[1].encode())
+    return frozenset(out)
+
+
+_SENSITIVE = _sensitive_directives()
+
+
+def redact(cmd, argv):
+    name = cmd.fullname
+    out = list(argv)
+    n = len(out)
+    if name == "auth":
+        for i in range(1, n):
+            out[i] = _R
+    elif name == "hello":
+        i = 2
+        while i < n:
+            opt = out[i].lower()
+            if opt == b"auth" and i + 2 < n:
+                out[i + 1] = out[i + 2] = _R
+                i += 3
+            elif opt == b"setname" and i + 1 < n:
+                i += 2
+            else:
+                i += 1
+    elif name == "config|set":
+        for i in range(2, n - 1, 2):
+            if out[i].lower() in _SENSITIVE:
+                out[i + 1] = _R
+    elif name == "migrate":
+        i = 6
+        while i < n:
+            opt = out[i].lower()
+            if opt == b"auth" and i + 1 < n:
+                out[i + 1] = _R
+                i += 2
+            elif opt == b"auth2" and i + 2 < n:
+                out[i + 1] = out[i + 2] = _R
+                i += 3
+            elif opt == b"keys":
+                break
+            else:
+                i += 1
+    return out
+
+
 NOREPLICAS = RedisError("NOREPLICAS Not enough good replicas to write.")
 MASTERDOWN = RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 
@@ -531,7 +591,7 @@ class Server:
         # MONITOR sees the command after it ran (the db after SELECT, the
         # queued commands of a transaction before its EXEC), as in Redis.
         if self.monitors and not cmd.skip_monitor and not cmd.admin:
-            self.feed_monitors(c, argv)
+            self.feed_monitors(c, redact(cmd, argv) if cmd.fullname in _REDACTED else argv)
         if not c.blocked:
             cmd.calls += 1
         cmd.usec += dt
@@ -655,7 +715,7 @@ class Server:
         """A call took at least the slowlog or latency-monitor threshold."""
         th = client_mod._SLOWLOG_THRESHOLD
         if th is not None and dt >= th and not cmd.skip_slowlog:
-            self.slowlog_add(c, argv, dt)
+            self.slowlog_add(c, redact(cmd, argv) if cmd.fullname in _REDACTED else argv, dt)
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and dt >= lt:
             self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))
