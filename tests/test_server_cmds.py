@@ -182,3 +182,24 @@ def test_slowlog_and_monitor_redact_secrets(start_server):
     assert b"masterauth (redacted)" in b" ".join(e["command"] for e in log)
     assert b'"HELLO" "2" "AUTH" "(redacted)" "(redacted)" "SETNAME" "n1"' in seen
     assert b'"AUTH" "(redacted)"' in seen and b"pw" not in seen.replace(b"(redacted)", b"")
+
+
+def test_slowlog_logs_a_served_blocked_command_as_sent(server, r):
+    import threading
+    r.config_set("slowlog-log-slower-than", "0")
+    try:
+        other = server.client()
+        got = []
+        th = threading.Thread(target=lambda: got.append(other.blpop("bl", 0)))
+        th.start()
+        deadline = time.time() + 5
+        while r.info("clients")["blocked_clients"] == 0 and time.time() < deadline:
+            time.sleep(0.01)
+        r.slowlog_reset()
+        r.lpush("bl", "foo")
+        th.join(5)
+        other.close()
+        assert got == [(b"bl", b"foo")]
+        assert r.slowlog_get(1)[0]["command"] == b"BLPOP bl 0"
+    finally:
+        r.config_set("slowlog-log-slower-than", "10000")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 
+from . import client as client_mod
 from .db import stats
 from .errors import RedisError
 from .util import parse_int
@@ -30,13 +31,14 @@ from .util import parse_int
 
 class BlockState:
     __slots__ = ("db", "keys", "deadline", "on_ready", "on_timeout", "since", "also",
-                 "serve_missing")
+                 "serve_missing", "argv")
 
     def __init__(self, db, keys, deadline, on_ready, on_timeout, also=(), serve_missing=False):
         self.db = db
         self.serve_missing = serve_missing
         self.keys = keys
         self.also = also     # other keys serving may write (BLMOVE's destination)
+        self.argv = None     # the blocked command (SLOWLOG logs it when served)
         self.deadline = deadline
         self.on_ready = on_ready
         self.on_timeout = on_timeout
@@ -109,6 +111,7 @@ class BlockingHandler:
         db = c.db
         keys = list(dict.fromkeys(keys))
         c.bstate = BlockState(db, keys, deadline, on_ready, on_timeout, also, serve_missing)
+        c.bstate.argv = c.block_argv
         c.blocked = True
         c.update_slow()
         bk = db.blocking_keys
@@ -152,10 +155,15 @@ class BlockingHandler:
 
     def finish(self, c, reply):
         """Unblock c, send reply and continue with its pending requests."""
+        argv = c.bstate.argv if c.bstate is not None else None
         self._remove(c)
         st_cmd = c.last_cmd
         if st_cmd is not None:
             st_cmd.calls += 1
+            # the command is logged when it completes, as it was sent
+            # (Redis's updateStatsOnUnblock; its execution time is tiny)
+            if argv is not None and client_mod._SLOWLOG_THRESHOLD == 0 and not st_cmd.skip_slowlog:
+                self.server.slowlog_add(c, argv, 0.0)
         if reply is not None:
             c.write([reply])
         self.server.loop.call_soon(c.resume)

@@ -132,6 +132,7 @@ class Client(asyncio.Protocol):
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
         "killed", "in_script", "py_mode", "push_buf", "script_caller", "is_master", "pend_check",
+        "block_argv",
         "__weakref__",
     )
 
@@ -173,6 +174,7 @@ class Client(asyncio.Protocol):
         self.no_evict = False
         self.script_caller = None  # the script client: (client running the script, its keys)
         self.is_master = False     # the replication link's client (replica side)
+        self.block_argv = None     # argv of the blocking command being run (SLOWLOG)
         self.bstate = None
         self.out_extra = None
         self.in_exec = False

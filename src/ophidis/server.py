@@ -579,6 +579,8 @@ class Server:
         """Run a command and account for it (commandstats, slowlog, latency,
         MONITOR, propagation)."""
         c.last_cmd = cmd
+        if cmd.blocking:
+            c.block_argv = argv
         dirty0 = self.dirty
         t0 = perf_counter()
         try:
