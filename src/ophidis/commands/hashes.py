@@ -17,7 +17,7 @@ from ..db import WRONGTYPE_ERR
 from ..errors import SYNTAX, RedisError
 from ..protocol import ONE, ZERO, integer
 from ..types.containers import (
-    HashValue, SMALL_RANDOM, aux_added, aux_removed, random_member, scan_step,
+    HashValue, SMALL_RANDOM, aux_added, random_member, remove_members, scan_step,
 )
 from ..util import (
     LLONG_MAX, LLONG_MIN, compile_glob, format_ld, ld_add, ld_finite, parse_int, parse_ld,
@@ -27,7 +27,6 @@ from . import command
 from .keys import parse_scan_cursor, parse_scan_options
 
 _HASH = notify.HASH
-_GENERIC = notify.GENERIC
 EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
 _LONG_MAX_HALF = LLONG_MAX // 2
 _NOT_FLOAT_FIELD = RedisError("ERR hash value is not a float")
@@ -208,31 +207,11 @@ def hmget(c, argv):
 
 @command("hdel")
 def hdel(c, argv):
-    db = c.db
     key = argv[1]
     h = _write(c, key)
     if h is None:
         return ZERO
-    deleted = 0
-    removed = False
-    aux = h._aux is not None
-    for f in argv[2:]:
-        if f in h:
-            del h[f]
-            deleted += 1
-            if aux:
-                aux_removed(h, f)
-            if not h:
-                db.delete(key)
-                removed = True
-                break
-    if deleted:
-        db.signal(key)
-        notify.notify(_HASH, b"hdel", key, db.id)
-        if removed:
-            notify.notify(_GENERIC, b"del", key, db.id)
-        c.server.dirty += deleted
-    return integer(deleted)
+    return integer(remove_members(c, key, h, argv[2:], h.__delitem__, _HASH, b"hdel"))
 
 
 @command("hlen")

@@ -18,7 +18,7 @@ from ..db import WRONGTYPE_ERR
 from ..errors import SYNTAX, RedisError
 from ..protocol import ONE, ZERO, integer
 from ..types.containers import (
-    SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member, scan_step,
+    SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member, remove_members, scan_step,
 )
 from ..util import LLONG_MAX, compile_glob, parse_int, parse_range_long, try_int
 from . import command
@@ -127,31 +127,11 @@ def sadd(c, argv):
 
 @command("srem")
 def srem(c, argv):
-    db = c.db
     key = argv[1]
     s = _write(c, key)
     if s is None:
         return ZERO
-    deleted = 0
-    removed = False
-    aux = s._aux is not None
-    for m in argv[2:]:
-        if m in s:
-            s.remove(m)
-            deleted += 1
-            if aux:
-                aux_removed(s, m)
-            if not s:
-                db.delete(key)
-                removed = True
-                break
-    if deleted:
-        db.signal(key)
-        notify.notify(_SET, b"srem", key, db.id)
-        if removed:
-            notify.notify(_GENERIC, b"del", key, db.id)
-        c.server.dirty += deleted
-    return integer(deleted)
+    return integer(remove_members(c, key, s, argv[2:], s.remove, _SET, b"srem"))
 
 
 @command("smove")

@@ -140,6 +140,34 @@ def aux_removed(v, m):
         a.dead += 1
 
 
+def remove_members(c, key, v, members, discard, event_class, event) -> int:
+    """HDEL / SREM: remove members from the hash or set v at key (the key
+    goes once v is empty), with the WATCH signal, keyspace events and dirty
+    count Redis gives.  Returns the number removed."""
+    from .. import notify
+    db = c.db
+    deleted = 0
+    removed = False
+    aux = v._aux is not None
+    for m in members:
+        if m in v:
+            discard(m)
+            deleted += 1
+            if aux:
+                aux_removed(v, m)
+            if not v:
+                db.delete(key)
+                removed = True
+                break
+    if deleted:
+        db.signal(key)
+        notify.notify(event_class, event, key, db.id)
+        if removed:
+            notify.notify(notify.GENERIC, b"del", key, db.id)
+        c.server.dirty += deleted
+    return deleted
+
+
 def _random_index(v):
     a = v._aux
     if a is None:
