@@ -674,3 +674,23 @@ def test_maxmemory_clients_disconnects_the_biggest(m, msrv):
         small.close()
     finally:
         m.config_set("maxmemory-clients", "0")
+
+
+def test_lru_lfu_policy_without_limit_tracks_access(m):
+    """With an LRU/LFU policy but no maxmemory, OBJECT IDLETIME/FREQ and
+    RESTORE IDLETIME/FREQ work as in Redis (which keeps access data in
+    every object), and nothing is evicted."""
+    m.config_set("maxmemory", "0")
+    m.config_set("maxmemory-policy", "allkeys-lru")
+    m.set("foo", "bar")
+    dump = m.dump("foo")
+    m.delete("foo")
+    m.restore("foo", 0, dump, idletime=1000)
+    assert 1000 <= m.object("idletime", "foo") <= 1010
+    m.config_set("maxmemory-policy", "allkeys-lfu")
+    m.delete("foo")
+    m.restore("foo", 0, dump, frequency=100)
+    assert m.object("freq", "foo") == 100
+    load(m, "k", 3000)
+    assert m.dbsize() == 3001 and m.info()["evicted_keys"] == 0
+    m.config_set("maxmemory-policy", "noeviction")

@@ -340,9 +340,12 @@ class Memory:
         srv = self.srv
         cfg = srv.config
         self.policy = pol = cfg["maxmemory-policy"]
-        on = bool(srv.maxmemory)
         self.lru_mode = "lru" in pol
         self.lfu_mode = "lfu" in pol
+        # An LRU/LFU policy keeps access times even without a limit (OBJECT
+        # IDLETIME/FREQ, RESTORE IDLETIME/FREQ), as Redis always does; the
+        # accounting then runs too, with no limit to enforce.
+        on = bool(srv.maxmemory) or self.lru_mode or self.lfu_mode
         self.volatile = pol.startswith("volatile")
         evicting = on and pol != "noeviction"
         # The eviction structures' cost per key they hold is charged in
@@ -373,7 +376,7 @@ class Memory:
         srv.update_server_slow()
         if on:
             self.update_clients()
-            if self.over() > 0 and pol != "noeviction":
+            if srv.maxmemory and self.over() > 0 and pol != "noeviction":
                 self.perform_evictions(unlimited=True)
 
     def _reset_structures(self):
@@ -645,7 +648,7 @@ class Memory:
                 tot = self.evict_clients(tot, limit)
         self.clients_mem = tot
         srv.mem_clients_normal = tot
-        self.budget = srv.maxmemory - STARTUP - tot
+        self.budget = srv.maxmemory - STARTUP - tot if srv.maxmemory else 1 << 62
         s = srv.maxmemory >> 9
         self.slack = s if s < (1 << 20) else (1 << 20)
 
