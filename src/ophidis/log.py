@@ -78,3 +78,25 @@ def notice(msg):
 
 def warning(msg):
     log(WARNING, msg)
+
+
+def child_failed(what: str) -> int:
+    """In a forked child (BGSAVE, AOF rewrite): log the exception being
+    handled; returns the exit code for flush_and_exit."""
+    import traceback
+    try:
+        warning("%s failed: %s" % (what, traceback.format_exc().replace("\n", " | ")))
+    except Exception:  # noqa: BLE001
+        pass
+    return 1
+
+
+def flush_and_exit(code: int):
+    """Flush what was logged, then os._exit (forked children, fatal start-up errors)."""
+    try:
+        sys.stdout.flush()
+        if _file is not None:
+            _file.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    os._exit(code)

@@ -730,7 +730,7 @@ class Aof:
             except OSError as e:
                 log.warning("Can't persist AOF for fsync error when the AOF fsync policy is 'always': %s. "
                             "Exiting..." % _strerror(e))
-                _exit(1)
+                log.flush_and_exit(1)
             dt = perf_counter() - t0
             lt = client_mod._LATENCY_MONITOR
             if lt is not None and dt >= lt:
@@ -766,7 +766,7 @@ class Aof:
         if self.fsync_mode == "always":
             log.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. "
                         "Exiting...")
-            _exit(1)
+            log.flush_and_exit(1)
         self.last_write_ok = False
         if written > 0:
             self.current_size += written
@@ -979,7 +979,7 @@ class Aof:
             time.sleep(1)
         log.warning("FATAL: this replica instance finished the synchronization with its master, but the "
                     "AOF can't be turned on. Exiting now.")
-        _exit(1)
+        log.flush_and_exit(1)
 
     # -- background rewrite ---------------------------------------------------------------------
     def rewrite_background(self) -> bool:
@@ -1064,20 +1064,9 @@ class Aof:
                     pass
                 code = 0
         except BaseException:  # noqa: BLE001
-            import traceback
-            try:
-                log.warning("AOF rewrite child failed: %s" % traceback.format_exc().replace("\n", " | "))
-            except Exception:  # noqa: BLE001
-                pass
-            code = 1
+            code = log.child_failed("AOF rewrite child")
         finally:
-            try:
-                sys.stdout.flush()
-                if log._file is not None:
-                    log._file.flush()
-            except Exception:  # noqa: BLE001
-                pass
-            os._exit(code)
+            log.flush_and_exit(code)
 
     def _read_cow(self):
         fd = self.child_pipe
@@ -1368,7 +1357,7 @@ class Aof:
         except OSError as e:
             log.warning("Fatal error: can't open the AOF manifest file %s for reading: %s" % (
                 path, _strerror(e)))
-            _exit(1)
+            log.flush_and_exit(1)
         try:
             self.manifest = Manifest.parse(data)
         except ManifestError as e:
@@ -1377,25 +1366,25 @@ class Aof:
                 log.warning("Reading the manifest file, at line %d" % e.linenum)
                 log.warning(">>> '%s'" % e.line)
             log.warning(e.msg)
-            _exit(1)
+            log.flush_and_exit(1)
 
     def upgrade_prepare(self):
         """aofUpgradePrepare: an old single-file AOF becomes the base of a
         new manifest in the AOF directory."""
         if not self.make_dir():
-            _exit(1)
+            log.flush_and_exit(1)
         am = self.manifest
         am.base = AofInfo(self.filename, 1, TYPE_BASE)
         am.base_seq = 1
         am.dirty = True
         if not self.persist_manifest(am):
-            _exit(1)
+            log.flush_and_exit(1)
         try:
             os.rename(self.filename, self.path(self.filename))
         except OSError as e:
             log.warning("Error trying to move the old AOF file %s into dir %s: %s" % (
                 self.filename, self.dirname, _strerror(e)))
-            _exit(1)
+            log.flush_and_exit(1)
         log.notice("Successfully migrated an old-style AOF file (%s) into the AOF directory (%s)." % (
             self.filename, self.dirname))
 
@@ -1634,22 +1623,22 @@ class Aof:
         if self.state != AOF_ON:
             return
         if not self.make_dir():
-            _exit(1)
+            log.flush_and_exit(1)
         am = self.manifest
         had_incrs = bool(am.incrs)
         if am.base is None and not am.incrs:
             base_name = am.new_base(self.filename, self.server.config["aof-use-rdb-preamble"])
             if not write_base(self.server, self.path(base_name)):
-                _exit(1)
+                log.flush_and_exit(1)
             log.notice("Creating AOF base file %s on server start" % base_name)
         name = am.last_incr(self.filename)
         try:
             self.fd = os.open(self.path(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as e:
             log.warning("Can't open the append-only file %s: %s" % (name, _strerror(e)))
-            _exit(1)
+            log.flush_and_exit(1)
         if not self.persist_manifest(am):
-            _exit(1)
+            log.flush_and_exit(1)
         self.last_incr_size = _size(self.path(name))
         self.last_incr_fsync_offset = self.last_incr_size
         if had_incrs:
@@ -1665,7 +1654,7 @@ class Aof:
             t0 = time.time()
             ret = self.load_files()
             if ret in (LOAD_FAILED, LOAD_OPEN_ERR):
-                _exit(1)
+                log.flush_and_exit(1)
             if ret != LOAD_NOT_EXIST:
                 log.notice("DB loaded from append only file: %.3f seconds" % (time.time() - t0))
         self.open_on_start()
@@ -1690,14 +1679,6 @@ def _key_delay(us):
         time.sleep(us / 1e6)
 
 
-def _exit(code):
-    try:
-        sys.stdout.flush()
-        if log._file is not None:
-            log._file.flush()
-    except Exception:  # noqa: BLE001
-        pass
-    os._exit(code)
 
 
 def install(server) -> Aof:
@@ -1732,7 +1713,7 @@ def debug_loadaof(server):
     a.del_history_files()
     ret = a.load_files()
     if ret not in (LOAD_OK, LOAD_EMPTY):
-        _exit(1)
+        log.flush_and_exit(1)
     server.dirty = 0
     log.warning("Append Only File loaded by DEBUG LOADAOF")
     return None

@@ -209,20 +209,9 @@ class Persistence:
                 pass
             code = 0 if ok else 1
         except BaseException:  # noqa: BLE001
-            import traceback
-            try:
-                log.warning("Background save child failed: %s" % traceback.format_exc().replace("\n", " | "))
-            except Exception:  # noqa: BLE001
-                pass
-            code = 1
+            code = log.child_failed("Background save child")
         finally:
-            try:
-                sys.stdout.flush()
-                if log._file is not None:
-                    log._file.flush()
-            except Exception:  # noqa: BLE001
-                pass
-            os._exit(code)
+            log.flush_and_exit(code)
 
     def _child_progress(self, done):
         now = time.monotonic()
@@ -489,11 +478,7 @@ class Persistence:
             loaded = self.load_file(self.filename)
         except LoadError:
             log.warning("Terminating server after rdb file reading failure.")
-            try:
-                sys.stdout.flush()
-            except Exception:  # noqa: BLE001
-                pass
-            os._exit(1)
+            log.flush_and_exit(1)
         if loaded:
             log.notice("DB loaded from disk: %.3f seconds" % (time.time() - t0))
 
