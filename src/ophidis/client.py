@@ -11,6 +11,7 @@ of Redis's processCommand checks.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from time import perf_counter
 
@@ -33,6 +34,8 @@ from .protocol import (
 _HiredisProtocolError = hiredis.ProtocolError
 _monotonic = time.monotonic
 _DIGITS = bytes.maketrans(b"0123456789-", b"00000000000")
+# "*" and seven digits (or "-"): a multibulk header hiredis would pre-size.
+_LONG_HEADER = re.compile(rb"\*[-0-9]{7}").search
 
 
 def _suspicious(data) -> bool:
@@ -41,7 +44,7 @@ def _suspicious(data) -> bool:
     freeing a reader that waits on a huge one costs seconds, so such input
     goes through the Python parser (which applies Redis's limits) instead.
     C-level operations only: this runs once per read."""
-    if data.translate(_DIGITS).find(b"*0000000") >= 0:
+    if _LONG_HEADER(data) is not None:
         return True
     if not data.endswith(b"\r\n"):
         j = data.rfind(b"*", len(data) - 8)
