@@ -21,6 +21,7 @@ from . import log
 from .commands import TABLE
 from .db import stats
 from .errors import RedisError
+from .speedups import native
 from .protocol import (
     NULL3,
     NULL_ARRAY,
@@ -32,10 +33,17 @@ from .protocol import (
 )
 
 _HiredisProtocolError = hiredis.ProtocolError
+# hiredis gives ints, lists, None ... for non-bulk elements of a request;
+# such requests are parsed again by Redis's rules (protocol.parse_request).
+_IS_BYTES = bytes.__instancecheck__
 _monotonic = time.monotonic
 _DIGITS = bytes.maketrans(b"0123456789-", b"00000000000")
 # "*" and seven digits (or "-"): a multibulk header hiredis would pre-size.
 _LONG_HEADER = re.compile(rb"\*[-0-9]{7}").search
+
+
+def _long_header(data) -> bool:
+    return _LONG_HEADER(data) is not None
 
 
 def _suspicious(data) -> bool:
@@ -44,7 +52,7 @@ def _suspicious(data) -> bool:
     freeing a reader that waits on a huge one costs seconds, so such input
     goes through the Python parser (which applies Redis's limits) instead.
     C-level operations only: this runs once per read."""
-    if _LONG_HEADER(data) is not None:
+    if _long_header(data):
         return True
     if not data.endswith(b"\r\n"):
         j = data.rfind(b"*", len(data) - 8)
@@ -83,6 +91,7 @@ _READY = []   # the server's ready_keys list (blocked clients to serve)
 def set_server_slow(v: bool):
     global _SERVER_SLOW
     _SERVER_SLOW = v
+    _sync()
 
 
 def set_slowlog_threshold(us: int):
@@ -104,6 +113,7 @@ def _update_slow_check():
     global _SLOW_CHECK
     ts = [t for t in (_SLOWLOG_THRESHOLD, _LATENCY_MONITOR) if t is not None]
     _SLOW_CHECK = min(ts) if ts else float("inf")
+    _sync()
 
 
 def set_latency_monitor(ms: int):
@@ -115,11 +125,85 @@ def set_latency_monitor(ms: int):
 def set_latency_tracking(v):
     global _LATENCY_TRACKING
     _LATENCY_TRACKING = bool(v)
+    _sync()
 
 
 def set_ready_list(lst):
     global _READY
     _READY = lst
+    _sync()
+
+
+def _run_requests(self, gets, out, table, slow, t0):
+    """Run the requests hiredis has ready: the fast path calls the command
+    directly when no check of processCommand can apply, anything else goes
+    through process_request.  Returns (nreq, last): how many requests were
+    taken off the parser and the last one; nreq is ~n when the Python
+    parser must take over after n requests (hiredis refused the stream, or
+    the request is not an array of bulk strings).  _speedups.run is the
+    same loop compiled."""
+    append = out.append
+    last = None
+    nreq = 0
+    while True:
+        try:
+            req = gets()
+        except _HiredisProtocolError:
+            return ~nreq, last
+        if req is False:
+            break
+        nreq += 1
+        last = req
+        if req.__class__ is list and req and all(map(_IS_BYTES, req)):
+            cmd = table.get(req[0])
+            if not slow and cmd is not None and cmd.fastpath and cmd.amin <= len(req) <= cmd.amax:
+                # The fast path: no check of processCommand can apply.
+                self.last_cmd = cmd
+                try:
+                    append(cmd.proc(self, req))
+                except RedisError as e:
+                    append(self.error_reply(e, cmd))
+                except Exception as e:  # noqa: BLE001 - never let a command kill the link
+                    r = self.internal_error(e, cmd, req)
+                    if r is not None:
+                        append(r)
+                t1 = perf_counter()
+                dt = t1 - t0
+                t0 = t1
+                cmd.calls += 1
+                cmd.usec += dt
+                if dt >= _SLOW_CHECK:
+                    self.server.slow_call(self, cmd, req, dt)
+                if _LATENCY_TRACKING:
+                    cmd.hist[int(dt * 976562.5).bit_length()] += 1
+                if _READY:
+                    self.server.handle_ready_keys()
+                continue
+            r = self.process_request(req)
+        else:
+            # Not a plain array of bulk strings: Redis's parser (in Python)
+            # takes over from this request, for Redis's replies and errors.
+            return ~(nreq - 1), last
+        if r is not None:
+            append(r)
+        if self.blocked or self.close_after_reply or self.paused_queue is not None or self.closing:
+            break
+        slow = self.slow or _SERVER_SLOW
+        t0 = perf_counter()
+    return nreq, last
+
+
+def _sync():
+    """Hand the switches above to the compiled loop."""
+    if native is not None:
+        native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY)
+
+
+if native is not None:
+    _RUN = native.run
+    _long_header = native.long_header
+else:
+    _RUN = _run_requests
 
 
 # Client flags for CLIENT LIST
@@ -259,60 +343,14 @@ class Client(asyncio.Protocol):
         reader = self.reader
         reader.feed(data)
         out = self.pending_writes = []
-        append = out.append
-        gets = reader.gets
-        last = None
-        nreq = 0
-        slow = self.slow or _SERVER_SLOW
         # One clock read per command: a command's time runs from the end of
         # the previous one (it includes taking the request off the parser,
         # a fraction of a microsecond), which is what commandstats, the
         # latency histograms and the slowlog see.
-        t0 = perf_counter()
-        while True:
-            try:
-                req = gets()
-            except _HiredisProtocolError:
-                self._hiredis_error(data, pend, out, nreq)
-                return
-            if req is False:
-                break
-            nreq += 1
-            last = req
-            if req.__class__ is list and req:
-                cmd = TABLE.get(req[0])
-                if not slow and cmd is not None and cmd.fastpath and cmd.amin <= len(req) <= cmd.amax:
-                    # The fast path: no check of processCommand can apply.
-                    self.last_cmd = cmd
-                    try:
-                        append(cmd.proc(self, req))
-                    except RedisError as e:
-                        append(self.error_reply(e, cmd))
-                    except Exception as e:  # noqa: BLE001 - never let a command kill the link
-                        r = self.internal_error(e, cmd, req)
-                        if r is not None:
-                            append(r)
-                    t1 = perf_counter()
-                    dt = t1 - t0
-                    t0 = t1
-                    cmd.calls += 1
-                    cmd.usec += dt
-                    if dt >= _SLOW_CHECK:
-                        self.server.slow_call(self, cmd, req, dt)
-                    if _LATENCY_TRACKING:
-                        cmd.hist[int(dt * 976562.5).bit_length()] += 1
-                    if _READY:
-                        self.server.handle_ready_keys()
-                    continue
-                r = self.process_request(req)
-            else:
-                r = self._odd_request(req)
-            if r is not None:
-                append(r)
-            if self.blocked or self.close_after_reply or self.paused_queue is not None or self.closing:
-                break
-            slow = self.slow or _SERVER_SLOW
-            t0 = perf_counter()
+        nreq, last = _RUN(self, reader.gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
+        if nreq < 0:
+            self._hiredis_error(data, pend, out, ~nreq)
+            return
         # Does hiredis hold the start of an incomplete request?  The common
         # case, the read ended with a whole request, is recognised by the
         # data ending with that request's whole encoding (its last argument
@@ -389,9 +427,10 @@ class Client(asyncio.Protocol):
         self.close()
 
     def _hiredis_error(self, data, start_pend, out, nreq):
-        """hiredis refused the stream: continue in Python from the first
-        unprocessed request (an inline command after multibulk ones, or a
-        malformed request that gets Redis's error)."""
+        """hiredis refused the stream, or gave a request that is not an
+        array of bulk strings: continue in Python from the first unprocessed
+        request (an inline command after multibulk ones, or a malformed
+        request that gets Redis's error)."""
         base = start_pend if start_pend is not None else data
         pos = self._skip_requests(base, nreq)
         self.reader = hiredis.Reader()
@@ -433,6 +472,8 @@ class Client(asyncio.Protocol):
             # split lines and words at C speed.
             pos = self._inline_lines(buf, out)
             if pos < 0:
+                if out:
+                    self.write(out)
                 return
         while pos < n:
             if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
@@ -455,9 +496,8 @@ class Client(asyncio.Protocol):
             try:
                 argv, newpos = parse_request(buf, pos, srv.proto_max_bulk_len, not self.authenticated)
             except ProtocolError as e:
-                if out:
-                    self.write(out)
-                self.protocol_failure(str(e))
+                self.protocol_failure(str(e))     # after the replies in out
+                self.write(out)
                 return
             if argv is None:
                 break
@@ -535,7 +575,7 @@ class Client(asyncio.Protocol):
             if not argv:
                 continue
             self._run_parsed(argv, append)
-            if self.closing:
+            if self.closing or self.close_after_reply:
                 return -1
             if self.blocked or self.paused_queue is not None or self.close_after_reply:
                 break
@@ -544,55 +584,26 @@ class Client(asyncio.Protocol):
     def slow_input(self) -> bool:
         return self.blocked or self.paused_queue is not None
 
-    def _odd_request(self, req):
-        """hiredis parsed a top-level non-array (Redis treats those as inline
-        lines) or an empty/negative multibulk (ignored)."""
-        if req is None or req == []:
-            return None
-        if isinstance(req, list):
-            return None
-        if isinstance(req, hiredis.ReplyError):
-            line = b"-" + str(req).encode()
-        elif isinstance(req, int):
-            line = b":%d" % req
-        elif isinstance(req, (bytes, str)):
-            # status "+..." or a bulk "$n\r\n..." : ambiguous; treat as inline.
-            line = req if isinstance(req, bytes) else req.encode()
-            line = b"+" + line
-        else:
-            line = repr(req).encode()
-        try:
-            argv, _ = parse_request(line + b"\r\n", 0, self.server.proto_max_bulk_len, False)
-        except ProtocolError as e:
-            self.protocol_failure(str(e))
-            return None
-        if not argv:
-            return None
-        return self.process_request(argv)
-
     def protocol_failure(self, msg):
         if log.enabled(log.VERBOSE):
             log.verbose("Protocol error (%s) from client: %s" % (msg, self.info_string()))
         stats.total_error_replies += 1
         stats.errorstats["ERR"] = stats.errorstats.get("ERR", 0) + 1
-        self.write([b"-ERR Protocol error: %s\r\n" % msg.encode()])
+        err = b"-ERR Protocol error: %s\r\n" % msg.encode()
         self.close_after_reply = True
-        self.close()
+        pw = self.pending_writes
+        if pw is not None:
+            # Inside a read: the replies of the requests before go first;
+            # the reader writes the list and then closes.
+            pw.append(err)
+        else:
+            self.write([err])
+            self.close()
 
     # -- general path -------------------------------------------------------------
     def process_request(self, argv):
-        """Run one request with every check of Redis's processCommand."""
-        if argv.__class__ is not list:
-            return self._odd_request(argv)
-        for a in argv:
-            if a.__class__ is not bytes:
-                if isinstance(a, int):
-                    self.protocol_failure("expected '$', got ':'")
-                elif isinstance(a, list):
-                    self.protocol_failure("expected '$', got '*'")
-                else:
-                    self.protocol_failure("expected '$', got '+'")
-                return None
+        """Run one request (a list of bytes) with every check of Redis's
+        processCommand."""
         return self.server.process_command(self, argv)
 
     def error_reply(self, e: RedisError, cmd=None) -> bytes:
@@ -784,3 +795,5 @@ def make_protocol_factory(server):
         return Client(server)
     return factory
 
+
+_sync()

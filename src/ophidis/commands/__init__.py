@@ -19,6 +19,7 @@ import os
 import pkgutil
 
 from ..errors import RedisError
+from ..speedups import native
 
 _META_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "commands.json")
 with open(_META_PATH, "rb") as _f:
@@ -57,17 +58,25 @@ _NOT_FAST = {
 }
 
 
-class Command:
+class _CommandCore:
+    """The fields the client's request loop uses (C fields of
+    _speedups.CommandCore when the compiled loop is built)."""
     __slots__ = (
-        "name", "fullname", "proc", "arity", "flags", "meta", "acl", "group",
+        "proc", "fastpath", "amin", "amax", "calls", "usec",
+        "hist",            # latency histogram: hist[k] = calls taking <= 1.024us * 2^k
+    )
+
+
+class Command(native.CommandCore if native is not None else _CommandCore):
+    __slots__ = (
+        "name", "fullname", "arity", "flags", "meta", "acl", "group",
         "subcommands", "parent", "key_specs",
-        "calls", "usec", "rejected_calls", "failed_calls",
+        "rejected_calls", "failed_calls",
         # fast flag booleans used by the dispatcher
         "write", "readonly", "denyoom", "noauth", "loading", "stale",
         "nomulti", "noscript", "pubsub", "admin", "blocking", "fast",
         "skip_monitor", "skip_slowlog", "protected", "may_replicate", "allow_busy",
-        "getkeys_proc", "amin", "amax", "fastpath",
-        "hist",            # latency histogram: hist[k] = calls taking <= 1.024us * 2^k
+        "getkeys_proc",
     )
 
     def __init__(self, fullname: str, proc, meta: dict, extra_flags=()):

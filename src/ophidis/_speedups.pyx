@@ -1,0 +1,165 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Compiled versions of the two per-read hot spots of client.py.
+
+``run`` is the request loop of ``Client._data_received`` (client.py's
+``_run_requests`` is the same loop in Python, used when this module is not
+built or is stale, or with OPHIDIS_PURE=1); ``long_header`` is the guard
+against multibulk headers hiredis would pre-size (client.py's regex).
+
+What the compiled loop saves is the interpreter's work around each command
+(about 4,000 of the ~19,000 instructions a pipelined SET at the memory
+limit cost in Python): the clock is read with clock_gettime instead of a
+boxed float, the histogram slot is computed in C, the switches of client.py
+and the fields of the command (CommandCore) are C fields.  Everything a command
+does still runs in Python.  Keep the two loops identical in behaviour:
+tests/test_speedups.py runs the same traffic through both.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.string cimport memchr
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+
+import hiredis
+
+from .errors import RedisError
+
+# setup.py passes the SHA-256 of this file; speedups.py compares it with the
+# file next to it and ignores a stale build.
+SOURCE_HASH = PYX_HASH
+
+cdef extern from *:
+    int __builtin_clzll(unsigned long long x) nogil
+
+cdef object _ProtocolError = hiredis.ProtocolError
+
+# client.py's switches (client._sync keeps them equal to its globals)
+cdef bint _server_slow = False
+cdef double _slow_check = 0.01
+cdef bint _latency_tracking = True
+cdef list _ready = []
+
+
+def sync(bint server_slow, double slow_check, bint latency_tracking, list ready):
+    global _server_slow, _slow_check, _latency_tracking, _ready
+    _server_slow = server_slow
+    _slow_check = slow_check
+    _latency_tracking = latency_tracking
+    _ready = ready
+
+
+cdef class CommandCore:
+    """The fields of commands.Command that the request loop uses, as C
+    fields (commands.Command derives from this class when the module is
+    built, from a Python class with the same slots otherwise)."""
+    cdef public object proc
+    cdef public bint fastpath
+    cdef public Py_ssize_t amin, amax
+    cdef public long long calls
+    cdef public double usec
+    cdef public list hist
+
+
+cdef inline double _now() noexcept nogil:
+    # time.perf_counter() is CLOCK_MONOTONIC on Linux: the loop's times and
+    # the t0 client.py passes in come from the same clock.
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <double>ts.tv_sec + <double>ts.tv_nsec * 1e-9
+
+
+cdef inline bint _all_bytes(list req):
+    # hiredis gives ints, lists, None ... for non-bulk elements of a
+    # request; such requests are parsed again by Redis's rules.
+    cdef Py_ssize_t i
+    for i in range(len(req)):
+        if type(req[i]) is not bytes:
+            return False
+    return True
+
+
+def long_header(data):
+    """True when data holds "*" followed by seven characters of [-0-9]."""
+    if type(data) is not bytes:
+        data = bytes(data)
+    cdef const char *p = PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    cdef Py_ssize_t i = 0, j
+    cdef const char *hit
+    cdef char ch
+    while i < n:
+        hit = <const char *>memchr(p + i, 42, n - i)
+        if hit == NULL:
+            return False
+        i = hit - p + 1
+        if i + 7 > n:
+            return False
+        for j in range(i, i + 7):
+            ch = p[j]
+            if ch != 45 and (ch < 48 or ch > 57):
+                break
+        else:
+            return True
+    return False
+
+
+def run(client, gets, list out, dict table, bint slow, double t0):
+    """Run the requests hiredis has ready (see client._run_requests).
+    Returns (nreq, last): the number of requests taken off the parser and
+    the last one; nreq is ~n when the Python parser must take over after
+    n requests (hiredis refused the stream, or the request is not an array
+    of bulk strings)."""
+    cdef Py_ssize_t nreq = 0, n
+    cdef double t1, dt
+    cdef long long us
+    cdef int slot
+    cdef CommandCore cmd
+    last = None
+    while True:
+        try:
+            req = gets()
+        except _ProtocolError:
+            return ~nreq, last
+        if req is False:
+            break
+        nreq += 1
+        last = req
+        if type(req) is list and <list>req and _all_bytes(<list>req):
+            c = table.get((<list>req)[0])
+            n = len(<list>req)
+            if c is not None and not slow and (<CommandCore>c).fastpath \
+                    and (<CommandCore>c).amin <= n <= (<CommandCore>c).amax:
+                cmd = <CommandCore>c
+                # The fast path: no check of processCommand can apply.
+                client.last_cmd = cmd
+                try:
+                    out.append(cmd.proc(client, req))
+                except RedisError as e:
+                    out.append(client.error_reply(e, cmd))
+                except Exception as e:  # never let a command kill the link
+                    r = client.internal_error(e, cmd, req)
+                    if r is not None:
+                        out.append(r)
+                t1 = _now()
+                dt = t1 - t0
+                t0 = t1
+                cmd.calls += 1
+                cmd.usec += dt
+                if dt >= _slow_check:
+                    client.server.slow_call(client, cmd, req, dt)
+                if _latency_tracking:
+                    us = <long long>(dt * 976562.5)
+                    slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
+                    cmd.hist[slot] += 1
+                if _ready:
+                    client.server.handle_ready_keys()
+                continue
+            r = client.process_request(req)
+        else:
+            return ~(nreq - 1), last     # Redis's parser takes over (see client.py)
+        if r is not None:
+            out.append(r)
+        if client.blocked or client.close_after_reply or client.paused_queue is not None or client.closing:
+            break
+        slow = client.slow or _server_slow
+        t0 = _now()
+    return nreq, last

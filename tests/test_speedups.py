@@ -1,0 +1,201 @@
+"""The compiled request loop (src/ophidis/_speedups.pyx) against the Python
+one (client._run_requests): the same traffic through a server of each kind
+must give the same bytes back and the same statistics."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from _rawresp import encode
+from conftest import ROOT
+
+PURE = os.environ.get("OPHIDIS_PURE") == "1"
+
+
+def test_compiled_loop_is_built_and_used():
+    """`make test` must exercise the compiled loop: the build is part of the
+    install (a silent fall-back to Python would hide a slow server)."""
+    if PURE:
+        pytest.skip("OPHIDIS_PURE=1: the Python loop is asked for")
+    from ophidis import client, speedups
+    assert speedups.native is not None, "ophidis._speedups is not built: run `make venv` / `pip install -e .`"
+    assert client._RUN is speedups.native.run
+    from ophidis.commands import Command
+    assert issubclass(Command, speedups.native.CommandCore)
+
+
+def test_stale_build_is_ignored(tmp_path):
+    """A build made from another version of the .pyx is not run."""
+    from ophidis import speedups
+    if speedups.native is None:
+        pytest.skip("no compiled module to go stale")
+    pkg = tmp_path / "ophidis"
+    shutil.copytree(os.path.join(ROOT, "src", "ophidis"), pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(pkg / "_speedups.pyx", "a") as f:
+        f.write("\n# changed after the build\n")
+    code = "import ophidis.speedups as s, ophidis.client as c; print(s.native is None, c._RUN.__name__)"
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env.pop("OPHIDIS_PURE", None)
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert p.stdout.split() == ["True", "_run_requests"], p.stdout + p.stderr
+    assert "built from another version" in p.stderr
+
+
+@given(st.binary(max_size=40) | st.lists(st.sampled_from([b"*", b"-", b"1", b"9", b"0", b"x", b"\r\n"]),
+                                          max_size=30).map(b"".join))
+def test_long_header_guard_matches_regex(data):
+    from ophidis import client, speedups
+    expected = client._LONG_HEADER(data) is not None
+    if speedups.native is not None:
+        assert speedups.native.long_header(data) is expected
+        assert speedups.native.long_header(bytearray(data)) is expected
+
+
+def _start(pure: bool):
+    d = tempfile.mkdtemp(prefix="ophidis-speedups-")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "src")
+    if pure:
+        env["OPHIDIS_PURE"] = "1"
+    else:
+        env.pop("OPHIDIS_PURE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "ophidis", "--port", str(port), "--save", "",
+                             "--dir", d, "--enable-debug-command", "yes"],
+                            cwd=d, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.time() + 15
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                raise RuntimeError("server did not start")
+            time.sleep(0.05)
+    return proc, port, d
+
+
+@pytest.fixture(scope="module")
+def pair():
+    from ophidis import speedups
+    if speedups.native is None:
+        pytest.skip("ophidis._speedups is not built")
+    servers = [_start(pure=False), _start(pure=True)]
+    yield [port for _, port, _ in servers]
+    for proc, _, d in servers:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _exchange(port, chunks, settle=0.3) -> bytes:
+    """Send each chunk as its own write; return everything read until the
+    server has been quiet for `settle` seconds (or closed)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    out = bytearray()
+    try:
+        for c in chunks:
+            s.sendall(c)
+            time.sleep(0.01)
+        s.settimeout(settle)
+        while True:
+            try:
+                b = s.recv(1 << 16)
+            except socket.timeout:
+                break
+            if not b:
+                break
+            out += b
+    finally:
+        s.close()
+    return bytes(out)
+
+
+def _stats(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(encode("INFO", "commandstats"))
+    time.sleep(0.2)
+    info = s.recv(1 << 20).decode()
+    s.close()
+    return sorted(re.findall(r"cmdstat_([^:]+):calls=(\d+),usec=\d+,usec_per_call=[\d.]+,"
+                             r"rejected_calls=(\d+),failed_calls=(\d+)", info))
+
+
+def _both(pair, chunks):
+    replies = [_exchange(p, chunks) for p in pair]
+    assert replies[0] == replies[1]
+    return replies[0]
+
+
+def test_same_replies_for_mixed_pipelines(pair):
+    rnd = random.Random(7)
+    reqs = []
+    for i in range(400):
+        k = "k%d" % rnd.randrange(20)
+        reqs.append(rnd.choice([
+            encode("SET", k, "v%d" % i), encode("GET", k), encode("INCR", "n" + k), encode("LPUSH", "l" + k, i),
+            encode("HSET", "h" + k, "f", i), encode("GET"), encode("SET", k), encode("NOSUCH", k),
+            encode("LPUSH", k, 1), encode("INCR", k), encode("ECHO", "x" * rnd.randrange(3000)),
+            encode("MULTI"), encode("EXEC"), encode("DISCARD"), encode("PING"), encode("DEL", k),
+            b"PING\r\n", encode("CLIENT", "SETNAME", "n%d" % i), encode("SELECT", rnd.randrange(3)),
+        ]))
+    data = b"".join(reqs)
+    # the same stream cut at random points into reads of every size
+    cuts = sorted(rnd.sample(range(1, len(data)), 120))
+    chunks = [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+    for p in pair:
+        _exchange(p, [encode("FLUSHALL"), encode("CONFIG", "RESETSTAT")])
+    out = _both(pair, chunks)
+    assert out.count(b"-ERR wrong number of arguments") > 0
+    assert out.count(b"-WRONGTYPE") > 0
+    assert _stats(pair[0]) == _stats(pair[1])
+
+
+@pytest.mark.parametrize("tail", [
+    b"*2\r\n$3\r\nGET\r\n:1\r\n",            # an integer element
+    b"*2\r\n$6\r\nEXISTS\r\n$-1\r\n",        # a null bulk element
+    b"*2\r\n$4\r\nECHO\r\n*1\r\n$1\r\nx\r\n",  # a nested array
+    b"*1\r\n$-5\r\n", b"*x\r\n", b"*3000000000\r\n",
+    b"$3\r\nfoo\r\n",                          # top-level bulk: two inline commands
+    b"*0\r\n*-1\r\n",                           # ignored
+    b"*2\r\n$3\r\nGET\r\n$3\r\nab",           # incomplete, then PING
+])
+def test_same_handling_of_odd_requests(pair, redis_server, tail):
+    """Requests hiredis refuses or gives in another shape than an array of
+    bulk strings: the requests before them run and reply first, then what
+    follows gets redis-server's reply (byte for byte), in both loops."""
+    chunks = [encode("SET", "a", "1") + encode("GET", "a") + tail, encode("PING")]
+    out = _both(pair, chunks)
+    assert out == _exchange(redis_server.port, chunks)
+    assert out.startswith(b"+OK\r\n$1\r\n1\r\n")
+
+
+def test_same_slowlog_and_latency_histogram(pair):
+    reqs = [encode("CONFIG", "SET", "slowlog-log-slower-than", "0"), encode("SLOWLOG", "RESET"),
+            encode("CONFIG", "RESETSTAT")]
+    reqs += [encode("SET", "s%d" % i, i) for i in range(50)] + [encode("DEBUG", "SLEEP", "0.01")]
+    for p in pair:
+        _exchange(p, [b"".join(reqs)])
+    lens = [_exchange(p, [encode("SLOWLOG", "LEN")]) for p in pair]
+    # SLOWLOG RESET, CONFIG RESETSTAT, 50 SETs and DEBUG SLEEP (as redis-server)
+    assert lens[0] == lens[1] == b":53\r\n"
+    for p in pair:
+        h = _exchange(p, [encode("LATENCY", "HISTOGRAM", "set")])
+        assert b"calls\r\n:50\r\n" in h
+        _exchange(p, [encode("CONFIG", "SET", "slowlog-log-slower-than", "10000")])
