@@ -199,3 +199,32 @@ def test_same_slowlog_and_latency_histogram(pair):
         h = _exchange(p, [encode("LATENCY", "HISTOGRAM", "set")])
         assert b"calls\r\n:50\r\n" in h
         _exchange(p, [encode("CONFIG", "SET", "slowlog-log-slower-than", "10000")])
+
+
+def _request_and_cut(draw_args, cut, prefix):
+    data = prefix + b"".join(encode(*a) for a in draw_args)
+    return data[:len(data) - cut] if cut else data
+
+
+@given(st.lists(st.lists(st.binary(max_size=12), min_size=1, max_size=4), min_size=1, max_size=3),
+       st.integers(0, 6), st.sampled_from([b"", b"*1\r\n$4\r\nPING\r\n", b"xx"]),
+       st.lists(st.binary(max_size=12), min_size=1, max_size=4))
+def test_ends_with_request_matches_python(reqs, cut, prefix, other):
+    """The compiled boundary check agrees with the Python one, for reads
+    that end with the request, end inside it, or end with another one."""
+    from ophidis import client, speedups
+    if speedups.native is None:
+        pytest.skip("ophidis._speedups is not built")
+    py = client._ends_with_request_py
+    data = _request_and_cut(reqs, cut, prefix)
+    for req in (reqs[-1], other, reqs[-1] + [b"x"], [1] + reqs[-1]):
+        expected = _py_ends_with_request(data, req)
+        assert speedups.native.ends_with_request(data, req) is expected
+        assert py(data, req) is expected
+
+
+def _py_ends_with_request(data, req):
+    """The reference: does data end with encode(*req)?"""
+    if not all(isinstance(a, bytes) for a in req):
+        return False
+    return data.endswith(encode(*req))

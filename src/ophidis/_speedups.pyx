@@ -16,7 +16,8 @@ tests/test_speedups.py runs the same traffic through both.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.string cimport memchr
+from libc.stdio cimport snprintf
+from libc.string cimport memchr, memcmp
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import hiredis
@@ -100,6 +101,41 @@ def long_header(data):
         else:
             return True
     return False
+
+
+cdef inline Py_ssize_t _ends_with_header(const char *p, Py_ssize_t end, char kind, Py_ssize_t n):
+    # the length of the "<kind><n>\r\n" line ending p[:end], or -1
+    cdef char buf[32]
+    cdef int hl = snprintf(buf, sizeof(buf), "%c%zd\r\n", kind, n)
+    if hl > end or memcmp(p + end - hl, buf, hl) != 0:
+        return -1
+    return hl
+
+
+def ends_with_request(data, list req):
+    """Does data end with the multibulk encoding of req (client.py's
+    _ends_with_request)?"""
+    if type(data) is not bytes:
+        data = bytes(data)
+    cdef const char *p = PyBytes_AS_STRING(data)
+    cdef Py_ssize_t end = PyBytes_GET_SIZE(data)
+    cdef Py_ssize_t i, la, hl
+    for i in range(len(req) - 1, -1, -1):
+        a = req[i]
+        if type(a) is not bytes:
+            return False
+        la = PyBytes_GET_SIZE(a)
+        if end < la + 2 or p[end - 1] != 10 or p[end - 2] != 13:
+            return False
+        end -= 2
+        if memcmp(p + end - la, PyBytes_AS_STRING(a), la) != 0:
+            return False
+        end -= la
+        hl = _ends_with_header(p, end, 36, la)
+        if hl < 0:
+            return False
+        end -= hl
+    return _ends_with_header(p, end, 42, len(req)) >= 0
 
 
 def run(client, gets, list out, dict table, bint slow, double t0):

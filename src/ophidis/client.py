@@ -199,9 +199,11 @@ def _sync():
         native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY)
 
 
+_ends_with_request_py = _ends_with_request
 if native is not None:
     _RUN = native.run
     _long_header = native.long_header
+    _ends_with_request = native.ends_with_request
 else:
     _RUN = _run_requests
 

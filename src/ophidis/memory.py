@@ -49,7 +49,8 @@ import sys
 import time
 from bisect import insort
 from collections import deque
-from itertools import islice, repeat
+from itertools import compress, islice, repeat
+from operator import is_not, not_
 from random import random
 
 from . import client as client_mod
@@ -548,6 +549,9 @@ class Memory:
         from . import db as dbm
         from .protocol import OK
 
+        srv = self.srv
+        queue_new = lru is not None and not volatile
+
         def set_plain(c, argv):
             """Plain SET key value (the commonest write at the limit):
             the command itself inlined, one lookup of the key."""
@@ -557,40 +561,39 @@ class Memory:
                 r = m.evict_for(c, cmd)
                 if r is not None:
                     return r
+            _, k, v = argv
             db = c.db
+            i = db.id
             d = db.d
-            k = argv[1]
-            v = argv[2]
-            exp = db.expires
             n = len(d)
             old = d.setdefault(k, v)     # one probe of the table for a new key
             if len(d) != n:
                 delta = len(k) + len(v) + (2 * BYTES_BASE + _KEY_EXTRA)
-                if lru is not None:
-                    if not volatile:
-                        q = lru[db.id]
-                        q.keys.append(k)
-                        q.times.append(m.clock)
+                if queue_new:
+                    q = lru[i]
+                    q.keys.append(k)
+                    q.times.append(m.clock)
                 elif indexed:
                     m.touch(db, (k,))
-            elif exp and k in exp:
-                return write1(c, argv)       # a TTL to drop, maybe expired: the general way
             else:
+                exp = db.expires
+                if exp and k in exp:
+                    return write1(c, argv)       # a TTL to drop, maybe expired: the general way
                 if db.blocking_keys and k in db.blocking_keys:
                     db.overwrite_signal(k)   # a stream's blocked readers fail
                 d[k] = v
                 delta = len(v) - (len(old) if old.__class__ is bytes else pysize(old) - BYTES_BASE)
                 if lru is not None:
                     if not volatile:
-                        lru[db.id].ref[k] = m.clock
+                        lru[i].ref[k] = m.clock
                 elif indexed:
                     m.touch(db, (k,))
             wk = db.watched_keys
             if wk and k in wk:
                 db.signal(k)
-            c.server.dirty += 1
+            srv.dirty += 1
             if delta:
-                dbmem[db.id] += delta
+                dbmem[i] += delta
                 m.dataset += delta
             return OK
         return set_plain
@@ -1030,7 +1033,7 @@ class Memory:
         evicted = 0
         try:
             while self.dataset > target:
-                live = [i for i, q in enumerate(lru) if len(q)]
+                live = [i for i, q in enumerate(lru) if len(q.keys) > q.head]   # non-empty queues
                 if not live:
                     if self._fill_lru():
                         continue
@@ -1053,7 +1056,7 @@ class Memory:
                 h = q.head
                 batch = q.keys[h:h + want]
                 q.head = h + len(batch)
-                n = self._evict_batch(db, q, batch, q.times[h:h + want], lazy)
+                n = self._evict_batch(db, q, batch, lazy)
                 evicted += n
                 if len(q.keys) > 4096 and q.head > len(q.keys) >> 1:
                     del q.keys[:q.head]
@@ -1067,7 +1070,7 @@ class Memory:
             srv.dirty += evicted
         return False
 
-    def _evict_batch(self, db, q, batch, times, lazy) -> int:
+    def _evict_batch(self, db, q, batch, lazy) -> int:
         """Evict the keys of batch (taken from q's head) except the stale
         ones and those used since they were queued (queued again).  C-level
         map() over the batch; per-key Python only for the features that need
@@ -1078,19 +1081,25 @@ class Memory:
         if ref:
             before = len(ref)
             r = list(map(ref.pop, batch, repeat(None)))
-            if len(ref) != before:
-                again = [(k, t) for k, t in zip(batch, r) if t is not None and k in d]
-                q.requeue([k for k, _ in again], [t for _, t in again])
-                batch = [k for k, t in zip(batch, r) if t is None]
+            if len(ref) != before:      # keys used since queued go back, with that time
+                used = list(map(is_not, r, repeat(None)))
+                again = list(compress(batch, used))
+                at = list(compress(r, used))
+                if not all(map(d.__contains__, again)):     # deleted since
+                    keep = list(map(d.__contains__, again))
+                    again = list(compress(again, keep))
+                    at = list(compress(at, keep))
+                q.requeue(again, at)
+                batch = list(compress(batch, map(not_, used)))
         if self.volatile:
             if not all(map(exp.__contains__, batch)):
                 batch = [k for k in batch if k in exp]
         before = len(d)
         vals = list(map(d.pop, batch, repeat(None)))
         if before - len(d) != len(batch):     # stale entries (deleted keys, duplicates)
-            kept = [(k, v) for k, v in zip(batch, vals) if v is not None]
-            batch = [k for k, _ in kept]
-            vals = [v for _, v in kept]
+            live = list(map(is_not, vals, repeat(None)))
+            batch = list(compress(batch, live))
+            vals = list(compress(vals, live))
         n = len(batch)
         if not n:
             return 0
