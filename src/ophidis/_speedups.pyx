@@ -172,9 +172,7 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                 except RedisError as e:
                     out.append(client.error_reply(e, cmd))
                 except Exception as e:  # never let a command kill the link
-                    r = client.internal_error(e, cmd, req)
-                    if r is not None:
-                        out.append(r)
+                    out.append(client.internal_error(e, cmd, req))
                 t1 = _now()
                 dt = t1 - t0
                 t0 = t1

@@ -164,9 +164,7 @@ def _run_requests(self, gets, out, table, slow, t0):
                 except RedisError as e:
                     append(self.error_reply(e, cmd))
                 except Exception as e:  # noqa: BLE001 - never let a command kill the link
-                    r = self.internal_error(e, cmd, req)
-                    if r is not None:
-                        append(r)
+                    append(self.internal_error(e, cmd, req))
                 t1 = perf_counter()
                 dt = t1 - t0
                 t0 = t1
@@ -546,9 +544,7 @@ class Client(asyncio.Protocol):
             except RedisError as e:
                 append(self.error_reply(e, cmd))
             except Exception as e:  # noqa: BLE001
-                r = self.internal_error(e, cmd, argv)
-                if r is not None:
-                    append(r)
+                append(self.internal_error(e, cmd, argv))
             dt = perf_counter() - t0
             cmd.calls += 1
             cmd.usec += dt
@@ -623,10 +619,6 @@ class Client(asyncio.Protocol):
         import traceback
         log.warning("Internal error running %s: %s" % (
             cmd.fullname if cmd else "?", traceback.format_exc().replace("\n", " | ")))
-        for a in argv:
-            if a.__class__ is not bytes:
-                self.protocol_failure("expected '$', got '%s'" % (":" if isinstance(a, int) else "*"))
-                return None
         return self.error_reply(RedisError("ERR internal error: %s" % (str(e)[:200] or type(e).__name__)), cmd)
 
     # -- output -------------------------------------------------------------------

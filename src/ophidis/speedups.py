@@ -9,8 +9,6 @@ OPHIDIS_PURE=1 at run time give the pure-Python code; a stale build (the
 import hashlib
 import os
 
-native = None
-
 
 def _load():
     if os.environ.get("OPHIDIS_PURE") == "1":
