@@ -16,29 +16,18 @@ from ophidis.commands import ALL, load_all, lookup  # noqa: E402
 from ophidis.config import Config  # noqa: E402
 from ophidis.db import Database  # noqa: E402
 from ophidis.errors import RedisError  # noqa: E402
+from ophidis.server import Server  # noqa: E402
 from ophidis.types.containers import HashValue, ListValue, SetValue  # noqa: E402
 
 load_all()
 
 
-class FakeServer:
-    def __init__(self):
-        self.dirty = 0
-        self.config = Config()
-        self.ready_keys = []
-        self.blocking_handler = None
-        self.loading = False
-        self.is_replica = False
-        self.paused_expire = False
-
-    def propagate_del(self, db, key):
-        pass
-
-
 class FakeClient:
+    """A stand-in client on a real (not listening) Server."""
+
     def __init__(self):
-        self.server = FakeServer()
-        self.db = Database(0, self.server)
+        self.server = Server(Config())
+        self.db = self.server.dbs[0]
         self.resp = 2
         self.in_exec = False
         self.in_script = False

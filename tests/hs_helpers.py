@@ -111,35 +111,32 @@ import json, sys
 from ophidis import notify
 from ophidis.commands import TABLE, load_all
 from ophidis.config import Config
-from ophidis.db import Database
 from ophidis.errors import RedisError
+from ophidis.server import Server
 
 load_all()
+srv = Server(Config())
 events = []
 notify.set_publisher(lambda ch, msg: events.append([ch.decode(), msg.decode()]))
 notify.flags = notify.parse_flags("KEA")
 
 
-class Server:
-    dirty = 0
-    propagate_hooks = []
-    ready_keys = []
-    config = Config()
-
-
 class Client:
     resp = 2
     null = b"$-1\r\n"
-    server = Server()
-    db = Database(0, None)
+    server = srv
+    db = srv.dbs[0]
     last_cmd = None
+    in_exec = False
+    in_script = False
+    multi = None
 
 
 replies = []
 argvs = []
 spec = json.loads(sys.stdin.read())
 if spec["hooks"]:
-    Server.propagate_hooks = [None]
+    srv.propagate_hooks.append(lambda *a, **kw: None)
 for args in spec["commands"]:
     argv = [a.encode() for a in args]
     argvs.append(argv)
@@ -149,7 +146,7 @@ for args in spec["commands"]:
         replies.append(cmd.proc(Client, argv).decode())
     except RedisError as e:
         replies.append("-" + str(e))
-print(json.dumps({"events": events, "replies": replies, "dirty": Server.dirty,
+print(json.dumps({"events": events, "replies": replies, "dirty": srv.dirty,
                   "argvs": [[a.decode() for a in v] for v in argvs]}))
 '''
 

@@ -720,29 +720,19 @@ def test_module_aux_skipped_and_module_value_refused():
 
 
 def test_function_libraries_written_and_read(tmp_path):
-    class Lib:
-        code = b"#!lua name=mylib\nredis.register_function('f', function() return 1 end)"
-
-    class Functions:
-        libraries = {"mylib": Lib()}
-
-    class Srv:
-        pass
-
+    code = b"#!lua name=mylib\nredis.register_function('f', function() return 1 end)"
     from ophidis.config import Config
-    from ophidis.db import Database
-    srv = Srv()
-    srv.config = Config()
-    srv.functions = Functions()
-    srv.dbs = [Database(0)]
+    from ophidis.server import Server
+    srv = Server(Config())
+    srv.functions.rdb_load([code])
     srv.dbs[0].d[b"k"] = b"v"
     path = tmp_path / "f.rdb"
     with open(path, "wb") as f:
         R.write_snapshot(f, srv)
     data = path.read_bytes()
-    assert b"\xf5" + R.enc_string(Lib.code) in data
+    assert b"\xf5" + R.enc_string(code) in data
     res = R.RdbReader(data).load()
-    assert res.functions == [Lib.code]
+    assert res.functions == [code]
     assert res.dbs[0][0] == {b"k": b"v"}
 
 

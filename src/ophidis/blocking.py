@@ -103,7 +103,6 @@ def parse_timeout(b, seconds=True) -> float:
 class BlockingHandler:
     def __init__(self, server):
         self.server = server
-        server.blocking_handler = self
         self.nblocked = 0
 
     # -- blocking ---------------------------------------------------------------

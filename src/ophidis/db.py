@@ -169,7 +169,7 @@ class Database:
 
     def _delete_expired(self, key):
         srv = self.server
-        mt = getattr(srv, "mem_track", None)
+        mt = srv.mem_track
         if mt is not None:
             v = self.d.get(key)
             if v is not None:
@@ -178,18 +178,16 @@ class Database:
         self.expires.pop(key, None)
         if v.__class__ in DELETE_SIGNALS:
             signal_key_ready(self, key)
-        if v is not None and getattr(srv, "lazyfree", None) is not None \
-                and srv.config["lazyfree-lazy-expire"]:
+        if v is not None and srv.config["lazyfree-lazy-expire"]:
             srv.lazyfree.free(v)
         self.dels += 1
         stats.expired_keys += 1
         signal_modified(self, key)
-        trk = getattr(srv, "tracking", None)
-        if trk is not None and trk.wrap_active:
+        trk = srv.tracking
+        if trk.wrap_active:
             trk.invalidate(key, False)
         _notify.notify(_notify.EXPIRED, b"expired", key, self.id)
-        if srv is not None:
-            srv.propagate_del(self, key)
+        srv.propagate_del(self, key)
 
     # -- writes ---------------------------------------------------------------
     def set_key(self, key, value, keepttl=False):
@@ -252,9 +250,7 @@ class Database:
         if v.__class__ in DELETE_SIGNALS:
             signal_key_ready(self, key)
         if lazy and v.__class__ is not bytes:
-            lf = getattr(self.server, "lazyfree", None)
-            if lf is not None:
-                lf.free(v)
+            self.server.lazyfree.free(v)
         return True
 
     def server_delete(self, key) -> bool:
@@ -267,9 +263,7 @@ class Database:
         set: hand a big old value to the lazy freer."""
         v = self.d.get(key)
         if v is not None and v.__class__ is not bytes:
-            lf = getattr(self.server, "lazyfree", None)
-            if lf is not None:
-                lf.free(v)
+            self.server.lazyfree.free(v)
 
     def set_expire(self, key, when_ms: int):
         self.expires[key] = when_ms

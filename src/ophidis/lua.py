@@ -190,9 +190,9 @@ class LuaEngine:
         sc.user = caller.user
         th = srv.config["busy-reply-threshold"]
         ctx.threshold = th / 1000.0 if th > 0 else 1e9
-        if srv.maxmemory and srv.evict_hook is not None:
+        if srv.maxmemory:
             try:
-                ctx.oom_at_start = bool(srv.evict_hook())
+                ctx.oom_at_start = bool(srv.memory.evict_hook())
             except Exception:  # noqa: BLE001
                 ctx.oom_at_start = False
         self.ctx = ctx
@@ -384,7 +384,7 @@ class LuaEngine:
         if (a > 0 and a != n) or n < -a:
             return self._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
         srv = self.server
-        if cmd.noscript and not getattr(srv, "script_disable_deny_script", 0):
+        if cmd.noscript and not srv.script_disable_deny_script:
             return self._reject(cmd, b"ERR This Redis command is not allowed from script")
         if cmd.write or cmd.may_replicate:
             if ctx.readonly:
@@ -521,7 +521,7 @@ class LuaEngine:
         if not ctx.killed and now - ctx.last_poll >= 0.001:
             ctx.last_poll = now
             process_events_while_blocked(srv, ctx.caller)
-            if getattr(srv, "_stopping", False):
+            if srv._stopping:
                 ctx.killed = True
         if ctx.killed:
             log.warning("Lua script killed by user with SCRIPT KILL.")
@@ -607,7 +607,7 @@ def process_events_while_blocked(srv, caller):
             import traceback
             log.warning("error serving a client during a busy script: %s" %
                         traceback.format_exc().replace("\n", " | "))
-        if getattr(srv, "_stopping", False):
+        if srv._stopping:
             return
 
 

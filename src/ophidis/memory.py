@@ -324,13 +324,6 @@ class Memory:
         self.evicting_scheduled = False
         self.next_db = 0
         self.lazyfree = LazyFree(srv)
-        srv.lazyfree = self.lazyfree
-        srv.used_memory_fn = self.used_memory
-        srv.mem_track = None
-        srv.mem_oom = False
-        srv.evict_hook = self.evict_hook
-        srv.lru_clock = self
-        srv.memory = self
         srv.cron_hooks.append(self.cron)
         srv.startup_hooks.append(self._after_startup)
         cfg.on_change("maxmemory", lambda v: self.configure())
@@ -899,7 +892,7 @@ class Memory:
                 counter += 1
         return (lfu_minutes() << 8) | counter
 
-    # lru_clock interface (OBJECT IDLETIME/FREQ, DEBUG OBJECT, RDB, RESTORE)
+    # access-time interface (OBJECT IDLETIME/FREQ, DEBUG OBJECT, RDB, RESTORE)
     def _info_of(self, db, key):
         if self.lru is not None:
             q = self.lru[db.id]
@@ -1430,12 +1423,6 @@ class LazyFree:
                 pop()
             return True
         return False
-
-
-def install(srv):
-    m = Memory(srv)
-    from .commands import memory_cmd  # noqa: F401  (registers MEMORY)
-    return m
 
 
 def _warn(msg):

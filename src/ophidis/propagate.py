@@ -222,11 +222,7 @@ class Propagator:
 
 
 def propagator(server) -> Propagator:
-    p = getattr(server, "propagator", None)
-    if p is None:
-        p = Propagator(server)
-        server.propagator = p
-    return p
+    return server.propagator
 
 
 MULTI = resp([b"MULTI"])

@@ -186,9 +186,8 @@ class ReplicaLink:
         srv = self.srv
         p = srv.persistence
         log.notice("MASTER <-> REPLICA sync: Flushing old data")
-        aof = getattr(srv, "aof", None)
-        if aof is not None:
-            aof.stop_for_sync()
+        aof = srv.aof
+        aof.stop_for_sync()
         srv.loading = True
         srv.update_server_slow()
         try:
@@ -197,13 +196,12 @@ class ReplicaLink:
         finally:
             srv.loading = False
             srv.update_server_slow()
-        mem = getattr(srv, "memory", None)
-        if mem is not None and mem.tracking:
+        mem = srv.memory
+        if mem.tracking:
             mem.recompute()
             mem._reset_structures()
         log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
-        if aof is not None:
-            aof.restart_after_sync()
+        aof.restart_after_sync()
 
     async def _stream(self, reader, writer):
         from .client import Client
@@ -294,14 +292,11 @@ class ReplicaLink:
 
 def set_master(srv, host: str, port: int):
     """REPLICAOF host port."""
-    old = getattr(srv, "replica_link", None)
+    old = srv.replica_link
     if old is not None:
         old.stop()
     link = ReplicaLink(srv, host, port)
     srv.replica_link = link
-    if not hasattr(srv, "_master_replication_info"):
-        srv._master_replication_info = getattr(srv, "replication_info", None)
-    srv.replication_info = link.info
     srv.is_replica = True
     srv.update_server_slow()
     # clients blocked on lists etc. stay blocked; the master's stream serves them
@@ -310,11 +305,10 @@ def set_master(srv, host: str, port: int):
 
 def unset_master(srv):
     """REPLICAOF NO ONE."""
-    link = getattr(srv, "replica_link", None)
+    link = srv.replica_link
     if link is None:
         return
     link.stop()
     srv.replica_link = None
-    srv.replication_info = getattr(srv, "_master_replication_info", None)
     srv.is_replica = False
     srv.update_server_slow()

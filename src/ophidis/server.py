@@ -24,12 +24,21 @@ from . import __version__, log
 from . import client as client_mod
 from . import db as db_mod
 from . import notify
+from .blocking import BlockingHandler
 from .client import Client
-from .commands import ALL, SERVER_INIT, TABLE, load_all
+from .commands import ALL, TABLE, load_all
+from .commands.pubsub import PubSub
+from .commands.replication import ReplFeed
+from .commands.scripting import Functions
 from .config import Config
 from .db import Database, stats
 from .errors import NOAUTH, OOM, RedisError
+from .memory import Memory
+from .persistence.aof import Aof
+from .persistence.snapshot import Persistence
+from .propagate import Propagator
 from .protocol import QUEUED
+from .tracking import Tracking
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
 # Arguments that SLOWLOG and MONITOR never show (Redis's
@@ -130,62 +139,128 @@ class SlowlogEntry:
 
 
 class Server:
+    """The server contract: every piece of server-wide state and every
+    subsystem is a declared slot, set in ``__init__`` (``__slots__``: an
+    attribute nobody declared cannot be set from outside).  Subsystems are
+    created in one ordered list at the end of ``__init__``; one that is off
+    is a declared ``None``.  A subsystem writes only the state it owns
+    (the comments say who)."""
+
+    __slots__ = (
+        # configuration and values cached from it for hot paths
+        "config", "config_file", "executable", "requirepass", "client_query_buffer_limit",
+        "proto_max_bulk_len", "maxclients", "maxmemory", "hz", "min_replicas",
+        "obuf_check", "obuf_limits", "obuf_floor", "obuf_soft",
+        # event loop, listeners, clients
+        "loop", "listeners", "unix_path", "clients", "_next_id", "monitors",
+        "pause_type", "pause_end", "paused_clients", "paused_expire",
+        # keyspace
+        "dbs", "ready_keys", "command_table", "dirty", "active_expire_enabled",
+        # statistics, slowlog, latency
+        "start_time", "start_monotonic", "cron_loops", "pause_cron", "ops_samples",
+        "net_in_samples", "net_out_samples", "_last_sample", "slowlog", "slowlog_next_id",
+        "latency_events",
+        # persistence state (written by persistence/snapshot.py and aof.py)
+        "loading", "lastsave", "lastbgsave_ok", "last_bgsave_status_ok", "bgsave_in_progress",
+        "child_type", "latest_fork_usec", "rdb_aof_base", "write_denied",
+        # replication state (replica.py, commands/replication.py)
+        "run_id", "replid", "is_replica", "applying_master",
+        # memory state (memory.py)
+        "mem_track", "mem_oom", "used_memory_peak", "mem_clients_normal",
+        "lazyfree_pending", "lazyfreed_objects",
+        # scripting state (lua.py, commands/scripting.py)
+        "script_busy", "lua_eval", "lua_scripts", "cached_scripts", "lua_functions",
+        # DEBUG knobs
+        "quicklist_packed_threshold", "reply_buffer_peak_reset_time",
+        "reply_buffer_resizing_enabled", "skip_checksum_validation", "aof_flush_sleep",
+        "script_disable_deny_script",
+        # hooks that subsystems register on
+        "propagate_hooks", "cron_hooks", "startup_hooks", "shutdown_hooks", "shutdown_checks",
+        # shutdown
+        "shutdown_asap", "exit_code", "_stopping",
+        # subsystems, in install order
+        "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
+        "tracking", "memory", "lazyfree", "repl_feed", "replica_link",
+    )
+
     def __init__(self, config: Config):
         self.config = config
+        self.config_file = None        # set by main
+        self.executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
         self.loop = None
+        self.listeners = []
+        self.unix_path = None
         self.start_time = time.time()
         self.start_monotonic = time.monotonic()
         self.clients: dict[int, Client] = {}
         self._next_id = 0
-        self.dbs = []
-        self.ready_keys = []
-        client_mod.set_ready_list(self.ready_keys)
-        self.loading = False
-        self.is_replica = False
-        self.paused_expire = False
-        self.dirty = 0
-        self.lastsave = int(time.time())
-        self.lastbgsave_ok = True
-        self.bgsave_in_progress = False
-        self.last_bgsave_status_ok = True
-        self.script_busy = None        # set by scripting while a script runs too long
         self.monitors = []
         self.pause_type = None         # None, "all", "write"
         self.pause_end = 0.0
         self.paused_clients = deque()
-        self.slowlog = deque()
-        self.slowlog_next_id = 0
-        self.latency_events = {}       # name -> deque of (ts, ms), plus max
-        self.listeners = []
-        self.unix_path = None
-        self.shutdown_asap = None
+        self.paused_expire = False
+        self.dbs = []
+        self.ready_keys = []
+        client_mod.set_ready_list(self.ready_keys)
+        self.command_table = TABLE
+        self.dirty = 0
+        self.active_expire_enabled = True    # DEBUG SET-ACTIVE-EXPIRE
+        self.cron_loops = 0
+        self.pause_cron = 0                  # DEBUG PAUSE-CRON
         self.ops_samples = deque(maxlen=16)
         self.net_in_samples = deque(maxlen=16)
         self.net_out_samples = deque(maxlen=16)
         self._last_sample = None
+        self.slowlog = deque()
+        self.slowlog_next_id = 0
+        self.latency_events = {}       # name -> deque of (ts, ms), plus max
         self.obuf_check = False
         self.obuf_limits = {}
         self.obuf_floor = 0
         self.obuf_soft = {}            # client id -> client over a soft limit
-        self.cron_loops = 0
-        self.blocking_handler = None   # set by the blocking-commands module
-        self.evict_hook = None         # set by the eviction module (maxmemory)
-        self.mem_track = None          # memory.Memory while maxmemory is set
-        self.mem_oom = False           # over maxmemory with nothing to evict (general path on)
+        # persistence
+        self.loading = False
+        self.lastsave = int(time.time())
+        self.lastbgsave_ok = True
+        self.last_bgsave_status_ok = True
+        self.bgsave_in_progress = False
+        self.child_type = None         # "rdb" / "aof" while a forked child runs
+        self.latest_fork_usec = 0
+        self.rdb_aof_base = 0          # the aof-base aux field of the next RDB written
+        self.write_denied = None       # MISCONF error while the AOF cannot be written
+        # replication
+        self.run_id = os.urandom(20).hex()
+        self.replid = self.run_id
+        self.is_replica = False
         self.applying_master = False   # a replica running its master's stream
-        self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
         self.min_replicas = 0          # min-replicas-to-write (0: off, or max-lag 0)
-        self.lazyfree = None           # memory.LazyFree
-        self.propagate_hooks = []      # AOF / replication feeds
-        self.save_hook = None          # set by persistence: save(path) for shutdown
+        # memory
+        self.mem_track = None          # memory.Memory while maxmemory or an LRU/LFU policy is set
+        self.mem_oom = False           # over maxmemory with nothing to evict (general path on)
+        self.used_memory_peak = 0
+        self.mem_clients_normal = 0
+        self.lazyfree_pending = 0
+        self.lazyfreed_objects = 0
+        # scripting
+        self.script_busy = None        # the -BUSY error while a script runs too long
+        self.lua_eval = None           # the EVAL engine, created on first use
+        self.lua_scripts = {}          # sha -> Script (SCRIPT LOAD / EVAL)
+        self.cached_scripts = 0
+        self.lua_functions = None      # the FUNCTION engine, created on first use
+        # DEBUG knobs
+        self.quicklist_packed_threshold = 1 << 30
+        self.reply_buffer_peak_reset_time = 5000
+        self.reply_buffer_resizing_enabled = 1
+        self.skip_checksum_validation = 0
+        self.aof_flush_sleep = 0
+        self.script_disable_deny_script = 0
+        # hooks
+        self.propagate_hooks = []      # AOF / replication feeds (propagate.Propagator)
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
-        self.startup_hooks = []        # run before listening (RDB loading)
+        self.startup_hooks = []        # run before listening (RDB / AOF loading)
         self.shutdown_hooks = []
         self.shutdown_checks = []      # fn(force) -> None, or refuse (AOF being created)
-        self.write_denied = None       # MISCONF error while the AOF cannot be written
-        self.executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-        self.config_file = None
-        self.pubsub = None             # pub/sub registry, installed by the pubsub module
+        self.shutdown_asap = None
         self.exit_code = 0
         self._stopping = False
         # cached config values used on hot paths
@@ -196,21 +271,23 @@ class Server:
         self.maxmemory = 0
         self.hz = 10
         load_all()
-        from .blocking import BlockingHandler
-        BlockingHandler(self)
         self._bind_config()
         for i in range(config["databases"]):
             self.dbs.append(Database(i, self))
-        self.command_table = TABLE
-        for fn in SERVER_INIT:
-            fn(self)
-        from .persistence import aof, snapshot
-        snapshot.install(self)
-        aof.install(self)
-        from . import tracking
-        tracking.install(self)
-        from . import memory
-        memory.install(self)
+        # The subsystems, in dependency order.  Each constructor may register
+        # its own hooks (cron, startup, shutdown, config changes) but sets no
+        # attribute on the server: the server assigns what it returns.
+        self.blocking_handler = BlockingHandler(self)
+        self.pubsub = PubSub(self)
+        self.propagator = Propagator(self)
+        self.functions = Functions(self)
+        self.persistence = Persistence(self)
+        self.aof = Aof(self)
+        self.tracking = Tracking(self)
+        self.memory = Memory(self)
+        self.lazyfree = self.memory.lazyfree
+        self.repl_feed = ReplFeed(self)
+        self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
 
     # -- configuration hooks --------------------------------------------------------
     def _bind_config(self):
@@ -368,7 +445,7 @@ class Server:
             unwatch_all(c)
         if c.tracking:
             self.tracking.disable(c)
-        if c.blocked and self.blocking_handler is not None:
+        if c.blocked:
             self.blocking_handler.forget(c)
         if c.monitor:
             try:
@@ -376,7 +453,7 @@ class Server:
             except ValueError:
                 pass
             self.update_server_slow()
-        if self.pubsub is not None and (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard):
+        if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
             self.pubsub.unsubscribe_all(c)
         if c.paused_queue is not None:
             try:
@@ -475,8 +552,8 @@ class Server:
         if in_multi and cmd.nomulti:
             return self.reject(c, cmd, RedisError("ERR Command not allowed inside a transaction"))
         base = cmd.parent.name if cmd.parent is not None else cmd.name
-        if self.maxmemory and self.evict_hook is not None and not c.in_script:
-            oom = self.evict_hook()
+        if self.maxmemory and not c.in_script:
+            oom = self.memory.evict_hook()
             if oom:
                 reject = cmd.denyoom
                 if in_multi and base not in ("exec", "discard", "quit", "reset"):
@@ -522,8 +599,7 @@ class Server:
 
     def good_replicas(self) -> int:
         """Replicas attached to our feed (min-replicas-to-write)."""
-        feed = getattr(self, "_repl_feed", None)
-        return len(getattr(feed, "replicas", None) or ()) if feed is not None else 0
+        return len(self.repl_feed.replicas)
 
     def _debug_allowed(self, c) -> bool:
         v = self.config["enable-debug-command"]
@@ -612,11 +688,7 @@ class Server:
         return r
 
     def handle_ready_keys(self):
-        h = self.blocking_handler
-        if h is None:
-            self.ready_keys.clear()
-            return
-        h.handle_ready_keys()
+        self.blocking_handler.handle_ready_keys()
 
     def propagate_del(self, db, key):
         if self.propagate_hooks:
@@ -745,8 +817,6 @@ class Server:
                 import traceback
                 log.warning("cron error: %s" % traceback.format_exc().replace("\n", " | "))
 
-    pause_cron = 0                 # DEBUG PAUSE-CRON
-
     def cron_once(self):
         if self.pause_cron:
             return
@@ -774,7 +844,7 @@ class Server:
                     log.verbose("Closing idle client")
                     c.close()
         for c in list(self.clients.values()):
-            if c.blocked and self.blocking_handler is not None:
+            if c.blocked:
                 self.blocking_handler.check_timeouts(now)
                 break
         if self.pause_type is not None and now >= self.pause_end:
@@ -783,8 +853,6 @@ class Server:
             h()
         if self.shutdown_asap is not None:
             self._handle_signal_now()
-
-    active_expire_enabled = True
 
     def active_expire_cycle(self):
         if self.is_replica or self.paused_expire:
@@ -947,10 +1015,10 @@ class Server:
             if check(force):
                 log.warning("Errors trying to shut down the server. Check the logs for more information.")
                 return "Errors trying to SHUTDOWN. Check logs."
-        if do_save and self.save_hook is not None:
+        if do_save:
             log.notice("Saving the final RDB snapshot before exiting.")
             try:
-                self.save_hook()
+                self.persistence.shutdown_save()
             except Exception as e:  # noqa: BLE001
                 if force:
                     log.warning("Error trying to save the DB. Exit anyway.")
@@ -1040,7 +1108,7 @@ class Server:
         self.loop = asyncio.get_running_loop()
         self.os_warnings()
         log.notice("Server initialized")
-        for h in getattr(self, "startup_hooks", []):
+        for h in self.startup_hooks:
             h()
         await self.listen()
         self.banner()

@@ -61,7 +61,6 @@ class Tracking:
         self.bcast_scheduled = False
         self.wrap_active = False
         self.max_keys = srv.config["tracking-table-max-keys"]
-        srv.tracking = self
         srv.cron_hooks.append(self.cron)
         srv.config.on_change("tracking-table-max-keys", self._set_max)
         _commands.WRAPPERS.append(self)
@@ -319,7 +318,3 @@ class Tracking:
 
 def _array(keys) -> bytes:
     return b"*%d\r\n" % len(keys) + b"".join(b"$%d\r\n%s\r\n" % (len(k), k) for k in keys)
-
-
-def install(srv) -> Tracking:
-    return Tracking(srv)

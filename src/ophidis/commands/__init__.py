@@ -191,12 +191,6 @@ def command(name: str, flags=(), meta: dict | None = None):
     return deco
 
 
-# Callables ``fn(server)`` run once by ``Server.__init__`` (after the databases
-# exist): a family installs its per-server state here (e.g. scripting's
-# ``server.functions``) so that other subsystems can rely on it.
-SERVER_INIT: list = []
-
-
 def getkeys(name: str):
     """Register a custom key extractor for a command with movable keys."""
     def deco(fn):

@@ -175,8 +175,7 @@ _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
 
 
 def _client_type(c) -> bytes:
-    feed = getattr(c.server, "_repl_feed", None)
-    if feed is not None and c in feed.replicas:
+    if c in c.server.repl_feed.replicas:
         return b"replica"
     if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
         return b"pubsub"

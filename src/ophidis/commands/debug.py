@@ -8,6 +8,7 @@ RESTART) are not provided.
 from __future__ import annotations
 
 import hashlib
+import os
 import importlib
 import struct
 import time
@@ -321,13 +322,10 @@ def debug(c, argv):
         if v is None:
             raise _NO_SUCH_KEY
         enc = object_encoding(v, srv.config).decode()
-        lru_fn = getattr(srv, "lru_clock", None)
-        idle = 0
-        if lru_fn is not None and hasattr(lru_fn, "idle_seconds"):
-            try:
-                idle = lru_fn.idle_seconds(db, key)
-            except Exception:  # noqa: BLE001
-                idle = 0
+        try:
+            idle = srv.memory.idle_seconds(db, key)
+        except Exception:  # noqa: BLE001
+            idle = 0
         lru = int(time.time()) & ((1 << 24) - 1)
         extra = ""
         if enc == "quicklist":
@@ -409,11 +407,14 @@ def debug(c, argv):
     if sub in (b"set-skip-checksum-validation", b"aof-flush-sleep", b"set-disable-deny-scripts",
                b"pause-cron") and n == 3:
         val = _atoi(argv[2])
-        attr = {b"set-skip-checksum-validation": "skip_checksum_validation",
-                b"aof-flush-sleep": "aof_flush_sleep",
-                b"set-disable-deny-scripts": "script_disable_deny_script",
-                b"pause-cron": "pause_cron"}[sub]
-        setattr(srv, attr, val)
+        if sub == b"set-skip-checksum-validation":
+            srv.skip_checksum_validation = val
+        elif sub == b"aof-flush-sleep":
+            srv.aof_flush_sleep = val
+        elif sub == b"set-disable-deny-scripts":
+            srv.script_disable_deny_script = val
+        else:
+            srv.pause_cron = val
         return OK
     if sub == b"replicate" and n >= 3:
         return OK
@@ -422,9 +423,7 @@ def debug(c, argv):
         return OK
     if sub == b"change-repl-id" and n == 2:
         log.warning("Changing replication IDs after receiving DEBUG change-repl-id")
-        hook = getattr(srv, "change_repl_id", None)
-        if callable(hook):
-            hook()
+        srv.replid = os.urandom(20).hex()
         return OK
     if sub == b"stringmatch-test" and n == 2:
         return simple(b"Apparently Redis did not crash: test passed")

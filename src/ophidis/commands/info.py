@@ -11,6 +11,7 @@ import time
 
 from .. import __version__
 from ..db import stats
+from ..memory import STARTUP
 from ..protocol import verbatim
 from . import ALL, command
 
@@ -29,9 +30,6 @@ def human_bytes(n: float) -> str:
         if n < 1024 or unit == "P":
             return "%.2f%s" % (n, unit)
     return "%.2fP" % n
-
-
-_RUN_ID = os.urandom(20).hex()
 
 
 def rss_bytes() -> int:
@@ -70,7 +68,7 @@ def sec_server(srv):
         "python_version:%s" % sys.version.split()[0],
         "process_id:%d" % os.getpid(),
         "process_supervised:no",
-        "run_id:%s" % _RUN_ID,
+        "run_id:%s" % srv.run_id,
         "tcp_port:%d" % port,
         "server_time_usec:%d" % int(now * 1e6),
         "uptime_in_seconds:%d" % up,
@@ -89,7 +87,7 @@ def sec_clients(srv):
     blocked = sum(1 for c in clients if c.blocked)
     # Clients postponed by CLIENT PAUSE count as blocked (BLOCKED_POSTPONE),
     # though they are in no timeout table.
-    postponed = sum(1 for c in getattr(srv, "paused_clients", ()) if not c.closing)
+    postponed = sum(1 for c in srv.paused_clients if not c.closing)
     maxin = max((len(c.pend) for c in clients if c.pend is not None), default=0)
     return [
         "connected_clients:%d" % len(srv.clients),
@@ -104,31 +102,22 @@ def sec_clients(srv):
 
 
 def used_memory(srv) -> int:
-    fn = getattr(srv, "used_memory_fn", None)
-    if fn is not None:
-        return fn()
-    return rss_bytes()
+    return srv.memory.used_memory()
 
 
 def sec_memory(srv):
-    m = getattr(srv, "memory", None)
-    used = used_memory(srv)
+    m = srv.memory
+    used = m.used_memory()
     rss = rss_bytes()
-    peak = max(getattr(srv, "used_memory_peak", 0), used)
+    peak = max(srv.used_memory_peak, used)
     srv.used_memory_peak = peak
-    if m is not None:
-        from ..memory import STARTUP
-        startup = STARTUP
-        dataset = m.dataset_bytes()
-        clients = m.clients_mem
-    else:
-        startup = getattr(srv, "used_memory_startup", used)
-        dataset = max(0, used - startup)
-        clients = getattr(srv, "mem_clients_normal", 0)
+    startup = STARTUP
+    dataset = m.dataset_bytes()
+    clients = m.clients_mem
     overhead = max(0, used - dataset)
     tsm = total_system_memory()
     mm = srv.config["maxmemory"]
-    scripts = getattr(srv, "cached_scripts", 0)
+    scripts = srv.cached_scripts
     frag = rss / used if used else 1.0
     return [
         "used_memory:%d" % used,
@@ -153,8 +142,8 @@ def sec_memory(srv):
         "used_memory_lua_human:31.00K",
         "used_memory_scripts_eval:0",
         "number_of_cached_scripts:%d" % scripts,
-        "number_of_functions:%d" % len(getattr(getattr(srv, "functions", None), "functions", ())),
-        "number_of_libraries:%d" % len(getattr(getattr(srv, "functions", None), "libraries", ())),
+        "number_of_functions:%d" % len(srv.functions.functions),
+        "number_of_libraries:%d" % len(srv.functions.libraries),
         "used_memory_vm_functions:32768",
         "used_memory_vm_total:64512",
         "used_memory_vm_total_human:63.00K",
@@ -181,52 +170,17 @@ def sec_memory(srv):
         "mem_aof_buffer:%d" % _aof_buffer(srv),
         "mem_allocator:pymalloc",
         "active_defrag_running:0",
-        "lazyfree_pending_objects:%d" % getattr(srv, "lazyfree_pending", 0),
-        "lazyfreed_objects:%d" % getattr(srv, "lazyfreed_objects", 0),
+        "lazyfree_pending_objects:%d" % srv.lazyfree_pending,
+        "lazyfreed_objects:%d" % srv.lazyfreed_objects,
     ]
 
 
 def _aof_buffer(srv) -> int:
-    a = getattr(srv, "aof", None)
-    return sum(map(len, a.buf)) if a is not None else 0
+    return sum(map(len, srv.aof.buf))
 
 
 def sec_persistence(srv):
-    p = getattr(srv, "persistence_info", None)
-    if p is not None:
-        return p()
-    return [
-        "loading:%d" % int(srv.loading),
-        "async_loading:0",
-        "current_cow_peak:0",
-        "current_cow_size:0",
-        "current_cow_size_age:0",
-        "current_fork_perc:0.00",
-        "current_save_keys_processed:0",
-        "current_save_keys_total:0",
-        "rdb_changes_since_last_save:%d" % srv.dirty,
-        "rdb_bgsave_in_progress:0",
-        "rdb_last_save_time:%d" % srv.lastsave,
-        "rdb_last_bgsave_status:%s" % ("ok" if srv.lastbgsave_ok else "err"),
-        "rdb_last_bgsave_time_sec:-1",
-        "rdb_current_bgsave_time_sec:-1",
-        "rdb_saves:0",
-        "rdb_last_cow_size:0",
-        "rdb_last_load_keys_expired:0",
-        "rdb_last_load_keys_loaded:0",
-        "aof_enabled:%d" % int(srv.config["appendonly"]),
-        "aof_rewrite_in_progress:0",
-        "aof_rewrite_scheduled:0",
-        "aof_last_rewrite_time_sec:-1",
-        "aof_current_rewrite_time_sec:-1",
-        "aof_last_bgrewrite_status:ok",
-        "aof_rewrites:0",
-        "aof_rewrites_consecutive_failures:0",
-        "aof_last_write_status:ok",
-        "aof_last_cow_size:0",
-        "module_fork_in_progress:0",
-        "module_fork_last_cow_size:0",
-    ]
+    return srv.persistence.info_lines()
 
 
 def sec_stats(srv):
@@ -261,7 +215,7 @@ def sec_stats(srv):
         "pubsub_channels:%d" % (pubsub.num_channels() if pubsub is not None else 0),
         "pubsub_patterns:%d" % (pubsub.num_patterns() if pubsub is not None else 0),
         "pubsubshard_channels:%d" % (pubsub.num_shard_channels() if pubsub is not None else 0),
-        "latest_fork_usec:%d" % getattr(srv, "latest_fork_usec", 0),
+        "latest_fork_usec:%d" % srv.latest_fork_usec,
         "total_forks:%d" % s.total_forks,
         "migrate_cached_sockets:0",
         "slave_expires_tracked_keys:0",
@@ -289,22 +243,8 @@ def sec_stats(srv):
 
 
 def sec_replication(srv):
-    fn = getattr(srv, "replication_info", None)
-    if fn is not None:
-        return fn()
-    return [
-        "role:master",
-        "connected_slaves:0",
-        "master_failover_state:no-failover",
-        "master_replid:%s" % getattr(srv, "replid", _RUN_ID),
-        "master_replid2:0000000000000000000000000000000000000000",
-        "master_repl_offset:0",
-        "second_repl_offset:-1",
-        "repl_backlog_active:0",
-        "repl_backlog_size:%d" % srv.config["repl-backlog-size"],
-        "repl_backlog_first_byte_offset:0",
-        "repl_backlog_histlen:0",
-    ]
+    link = srv.replica_link
+    return link.info() if link is not None else srv.repl_feed.info()
 
 
 def sec_cpu(srv):
@@ -354,9 +294,6 @@ def sec_commandstats(srv):
 
 
 def sec_latencystats(srv):
-    fn = getattr(srv, "latencystats_fn", None)
-    if fn is not None:
-        return fn()
     if srv.config["latency-tracking"]:
         from .latency_cmd import latencystats_lines
         return latencystats_lines(srv)

@@ -479,10 +479,7 @@ def object_idletime(c, argv):
         raise RedisError("ERR An LFU maxmemory policy is selected, idle time not tracked. "
                          "Please note that when switching between policies at runtime LRU and LFU "
                          "data will take some time to adjust.")
-    lru = getattr(c.server, "lru_clock", None)
-    if lru is not None:
-        return integer(lru.idle_seconds(c.db, argv[2]))
-    return ZERO
+    return integer(c.server.memory.idle_seconds(c.db, argv[2]))
 
 
 @command("object|freq")
@@ -494,10 +491,7 @@ def object_freq(c, argv):
         raise RedisError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
                          "Please note that when switching between policies at runtime LRU and LFU "
                          "data will take some time to adjust.")
-    lru = getattr(c.server, "lru_clock", None)
-    if lru is not None:
-        return integer(lru.freq(c.db, argv[2]))
-    return ZERO
+    return integer(c.server.memory.freq(c.db, argv[2]))
 
 
 @command("object|help")

@@ -86,7 +86,7 @@ def _where(arg) -> bool:
 def _propagate(c, db, argv):
     """Feed a rewritten command (what Redis replicates instead of the
     blocking/multi-key form) to the AOF/replication hooks."""
-    hooks = getattr(c.server, "propagate_hooks", None)
+    hooks = c.server.propagate_hooks
     if hooks:
         cmd = ALL[argv[0].decode().lower()]
         for h in hooks:
@@ -95,7 +95,7 @@ def _propagate(c, db, argv):
 
 def _rewrite(c, argv, new):
     """Redis's rewriteClientCommandVector: the command propagates as ``new``."""
-    if getattr(c.server, "propagate_hooks", None):
+    if c.server.propagate_hooks:
         argv[:] = new
 
 

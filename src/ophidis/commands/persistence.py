@@ -131,12 +131,10 @@ def restore(c, argv):
         if not absttl:
             argv[2] = b"%d" % ttl
             argv.append(b"ABSTTL")
-    lru = getattr(srv, "lru_clock", None)
-    if lru is not None:
-        if lru_idle != -1 and hasattr(lru, "set_idle"):
-            lru.set_idle(db, key, lru_idle)
-        elif lfu_freq != -1 and hasattr(lru, "set_freq"):
-            lru.set_freq(db, key, lfu_freq)
+    if lru_idle != -1:
+        srv.memory.set_idle(db, key, lru_idle)
+    elif lfu_freq != -1:
+        srv.memory.set_freq(db, key, lfu_freq)
     db.signal(key)
     notify.notify(notify.GENERIC, b"restore", key, db.id)
     srv.dirty += 1

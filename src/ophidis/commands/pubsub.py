@@ -77,6 +77,7 @@ class PubSub:
         self.channels: dict = {}
         self.patterns: dict = {}      # pattern -> [matcher, {client: None}]
         self.shard: dict = {}
+        notify.set_publisher(self.publish)
 
     # -- INFO ----------------------------------------------------------------
     def num_channels(self) -> int:
@@ -224,18 +225,7 @@ class PubSub:
 
 
 def _registry(c) -> PubSub:
-    srv = c.server
-    ps = srv.pubsub
-    if ps is None:
-        ps = install(srv)
-    return ps
-
-
-def install(server) -> PubSub:
-    ps = PubSub(server)
-    server.pubsub = ps
-    notify.set_publisher(ps.publish)
-    return ps
+    return c.server.pubsub
 
 
 def _after(c):

@@ -11,11 +11,11 @@ from . import command
 def _replicaof(c, argv):
     srv = c.server
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
-        if getattr(srv, "replica_link", None) is not None:
+        if srv.replica_link is not None:
             replica.unset_master(srv)
             log.notice("MASTER MODE enabled (user request from '%s')" % c.info_string())
         return OK
-    if getattr(c, "is_master", False):
+    if c.is_master:
         raise RedisError("ERR Command is not valid when client is a replica.")
     try:
         port = int(argv[2])
@@ -24,7 +24,7 @@ def _replicaof(c, argv):
     if not 0 <= port <= 65535 or argv[2].strip() != argv[2] or not argv[2].lstrip(b"-").isdigit():
         raise RedisError("ERR Invalid master port")
     host = argv[1].decode("utf-8", "replace")
-    link = getattr(srv, "replica_link", None)
+    link = srv.replica_link
     if link is not None and link.host.lower() == host.lower() and link.port == port:
         log.notice("REPLICAOF would result into synchronization with the master we are already "
                    "connected with. No operation performed.")
@@ -47,14 +47,14 @@ def slaveof(c, argv):
 @command("role")
 def role(c, argv):
     srv = c.server
-    link = getattr(srv, "replica_link", None)
+    link = srv.replica_link
     if link is not None:
         return b"*5\r\n" + bulk(b"slave") + bulk(link.host.encode()) + integer(link.port) + \
             bulk(link.role()) + integer(link.offset)
-    feed = getattr(srv, "_repl_feed", None)
-    offset = getattr(feed, "offset", 0) if feed is not None else 0
+    feed = srv.repl_feed
+    offset = feed.offset
     replicas = []
-    for r in (getattr(feed, "replicas", None) or []):
+    for r in feed.replicas:
         host = (getattr(r, "addr", "") or "").rsplit(":", 1)[0].encode()
         port = getattr(r, "listening_port", 0) or 0
         replicas.append(b"*3\r\n" + bulk(host) + bulk(b"%d" % port) + bulk(b"%d" % offset))

@@ -17,7 +17,6 @@ the test-suite's replication-stream checks need; there is no replica side
 from __future__ import annotations
 
 import io
-import types
 
 from ..errors import RedisError
 from ..propagate import EXEC, MULTI, TO_REPL, propagator, select_cmd
@@ -36,14 +35,11 @@ class ReplFeed:
         self.replicas = []
         self.last_db = -1
         self.offset = 0          # bytes of replication stream produced
-        server.replication_info = self.info
 
     def flush(self):
         """Deliver what the current command propagated so far (EXEC flushes
         its transaction before serving the clients it unblocked)."""
-        p = getattr(self.server, "propagator", None)
-        if p is not None:
-            p.flush()
+        self.server.propagator.flush()
 
     # -- sending ---------------------------------------------------------------------
     def feed(self, ops, wrap):
@@ -87,7 +83,6 @@ class ReplFeed:
 
     def info(self):
         """INFO replication with the connected replicas (SYNC clients)."""
-        from .info import _RUN_ID
         srv = self.server
         self._prune()
         lines = ["role:master", "connected_slaves:%d" % len(self.replicas)]
@@ -98,7 +93,7 @@ class ReplFeed:
                 i, ip, port, self.offset))
         lines += [
             "master_failover_state:no-failover",
-            "master_replid:%s" % getattr(srv, "replid", _RUN_ID),
+            "master_replid:%s" % srv.replid,
             "master_replid2:0000000000000000000000000000000000000000",
             "master_repl_offset:%d" % self.offset,
             "second_repl_offset:-1",
@@ -117,11 +112,7 @@ class ReplFeed:
 
 
 def feed(server) -> ReplFeed:
-    f = getattr(server, "_repl_feed", None)
-    if f is None:
-        f = ReplFeed(server)
-        server._repl_feed = f
-    return f
+    return server.repl_feed
 
 
 # Per-client REPLCONF settings (Client has __slots__): client id -> dict.
@@ -130,14 +121,9 @@ _replconf: dict = {}
 
 def _snapshot(c) -> bytes:
     from ..persistence import rdb
-    srv = c.server
     conf = _replconf.get(c.id, {})
-    src = srv
-    if conf.get("filter") == b"functions":
-        src = types.SimpleNamespace(config=srv.config, dbs=[],
-                                    functions=getattr(srv, "functions", None))
     buf = io.BytesIO()
-    rdb.write_snapshot(buf, src)
+    rdb.write_snapshot(buf, c.server, functions_only=conf.get("filter") == b"functions")
     return buf.getvalue()
 
 
@@ -159,11 +145,7 @@ def sync_cmd(c, argv):
 @command("psync")
 def psync_cmd(c, argv):
     srv = c.server
-    replid = getattr(srv, "replid", None)
-    if replid is None:
-        from .info import _RUN_ID
-        replid = _RUN_ID
-    head = b"+FULLRESYNC %s 0\r\n" % (replid.encode() if isinstance(replid, str) else replid)
+    head = b"+FULLRESYNC %s 0\r\n" % srv.replid.encode()
     return head + sync_cmd(c, argv)
 
 

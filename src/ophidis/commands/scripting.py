@@ -17,7 +17,7 @@ from .. import lua as lua_mod
 from ..errors import NOSCRIPT, RedisError
 from ..protocol import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
 from ..util import parse_int, stringmatch
-from . import SERVER_INIT, command
+from . import command
 
 SCRIPT_FLAGS = lua_mod.SCRIPT_FLAGS
 _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
@@ -39,7 +39,8 @@ class Script:
 # -- engines --------------------------------------------------------------------------------
 
 def eval_engine(srv) -> lua_mod.LuaEngine:
-    eng = getattr(srv, "lua_eval", None)
+    """The EVAL engine, created on first use (SCRIPT FLUSH drops it)."""
+    eng = srv.lua_eval
     if eng is None:
         eng = srv.lua_eval = lua_mod.LuaEngine(srv, "eval")
         srv.lua_scripts = {}
@@ -48,19 +49,11 @@ def eval_engine(srv) -> lua_mod.LuaEngine:
 
 
 def functions_registry(srv) -> "Functions":
-    f = getattr(srv, "functions", None)
-    if f is None:
-        f = srv.functions = Functions(srv)
-    return f
-
-
-# every server gets its registry at start (RDB loading and INFO read it)
-SERVER_INIT.append(functions_registry)
+    return srv.functions
 
 
 def running_ctx(srv):
-    for name in ("lua_eval", "lua_functions"):
-        eng = getattr(srv, name, None)
+    for eng in (srv.lua_eval, srv.lua_functions):
         if eng is not None and eng.ctx is not None:
             return eng.ctx
     return None
@@ -121,10 +114,10 @@ def script_declares_no_writes(srv, name: str, argv) -> bool:
         return False
     try:
         if name == "eval":
-            s = getattr(srv, "lua_scripts", {}).get(lua_mod.sha1hex(argv[1]))
+            s = srv.lua_scripts.get(lua_mod.sha1hex(argv[1]))
             flags = s.flags if s is not None else extract_shebang(argv[1])[0]
         elif name == "evalsha":
-            s = getattr(srv, "lua_scripts", {}).get(argv[1].lower())
+            s = srv.lua_scripts.get(argv[1].lower())
             if s is None:
                 return False
             flags = s.flags
@@ -171,9 +164,8 @@ def prepare(c, flags, compat: bool, ro: bool):
                 raise RedisError("ERR Can not execute a script with write flag using *_ro command.")
             if not srv.is_replica and srv.min_replicas and srv.good_replicas() < srv.min_replicas:
                 raise RedisError("NOREPLICAS Not enough good replicas to write.")
-        if (srv.maxmemory and srv.evict_hook is not None
-                and "allow-oom" not in flags and "no-writes" not in flags):
-            if srv.evict_hook():
+        if srv.maxmemory and "allow-oom" not in flags and "no-writes" not in flags:
+            if srv.memory.evict_hook():
                 raise RedisError("OOM allow-oom flag is not set on the script, can not run it when "
                                  "used memory > 'maxmemory'")
     readonly = ro or (not compat and "no-writes" in flags)

@@ -29,8 +29,8 @@ def _flush_flags(argv, srv=None):
 
 
 def _tracking_flush(srv):
-    trk = getattr(srv, "tracking", None)
-    if trk is not None and (trk.nclients or trk.table):
+    trk = srv.tracking
+    if trk.nclients or trk.table:
         trk.on_flush()
 
 
@@ -38,7 +38,7 @@ def _flush_db(srv, db, lazy):
     """Empty db; with lazy, its old contents are freed incrementally."""
     d, exp = db.d, db.expires
     n = db.flush()
-    if lazy and srv.lazyfree is not None:
+    if lazy:
         srv.lazyfree.free_db(d, exp)
     return n
 
@@ -62,9 +62,7 @@ def flushall(c, argv):
         n += _flush_db(srv, db, lazy)
     _tracking_flush(srv)
     srv.dirty += n
-    hook = getattr(srv, "flushall_hook", None)
-    if hook is not None:
-        hook()
+    srv.persistence.flushall()
     srv.dirty += 1
     return OK
 
@@ -167,12 +165,8 @@ def config_resetstat(c, argv):
     srv.ops_samples.clear()
     srv._last_sample = None
     srv.latency_events.clear()
-    lf = getattr(srv, "lazyfree", None)
-    if lf is not None:            # lazyfreeResetStats
-        lf.freed = 0
-        srv.lazyfreed_objects = 0
-    for h in getattr(srv, "resetstat_hooks", []):
-        h()
+    srv.lazyfree.freed = 0        # lazyfreeResetStats
+    srv.lazyfreed_objects = 0
     return OK
 
 

@@ -111,9 +111,7 @@ def exec_(c, argv):
     if srv.ready_keys:
         # The transaction propagates before what serving blocked clients
         # propagates (Redis serves them after the EXEC call).
-        p = getattr(srv, "propagator", None)
-        if p is not None:
-            p.flush()
+        srv.propagator.flush()
         srv.handle_ready_keys()
     return b"".join(out)
 

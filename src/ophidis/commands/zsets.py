@@ -993,7 +993,7 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
     else:
         db.delete(key)
         notify.notify(_GENERIC, b"del", key, db.id)
-    if repl is not None and getattr(c.server, "propagate_hooks", None):
+    if repl is not None and c.server.propagate_hooks:
         new = [b"ZPOPMAX" if where == MAX_END else b"ZPOPMIN", key]
         if count_arg != -1:
             new.append(b"%d" % rangelen)

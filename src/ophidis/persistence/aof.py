@@ -491,12 +491,12 @@ def write_base(server, filename, progress=None) -> bool:
         with f:
             w = _SyncingWriter(f, cfg["aof-rewrite-incremental-fsync"])
             if cfg["aof-use-rdb-preamble"]:
-                old = getattr(server, "_rdb_aof_base", 0)
-                server._rdb_aof_base = 1
+                old = server.rdb_aof_base
+                server.rdb_aof_base = 1
                 try:
                     write_snapshot(w, server, progress=progress, key_delay=delay)
                 finally:
-                    server._rdb_aof_base = old
+                    server.rdb_aof_base = old
             else:
                 rewrite_resp(w.write, server, key_delay=delay, progress=progress)
             f.flush()
@@ -576,6 +576,10 @@ class Aof:
         cfg.on_change("aof-timestamp-enabled", self._set_ts)
         cfg.on_change("appendonly", self._on_appendonly)
         cfg.on_change("aof-disable-auto-gc", self._on_auto_gc)
+        server.startup_hooks.append(self.startup)
+        server.cron_hooks.append(self.cron)
+        server.shutdown_hooks.append(self.on_shutdown)
+        server.shutdown_checks.append(self.shutdown_check)
 
     # -- configuration ----------------------------------------------------------------------
     @property
@@ -609,7 +613,7 @@ class Aof:
 
     # -- children ----------------------------------------------------------------------------
     def child_active(self) -> bool:
-        return getattr(self.server, "child_type", None) is not None
+        return self.server.child_type is not None
 
     # -- propagation target ------------------------------------------------------------------
     def feed(self, ops, wrap):
@@ -903,7 +907,7 @@ class Aof:
         # writes propagate from now on: those after the fork go to the
         # temp incr file
         self._activate()
-        child = getattr(srv, "child_type", None)
+        child = srv.child_type
         if child is not None and child != "aof":
             self.rewrite_scheduled = True
             log.warning("AOF was enabled but there is already another background operation. An AOF "
@@ -1045,7 +1049,7 @@ class Aof:
             except (ValueError, OSError):
                 pass
             log.role = "C"
-            for _, lsrv in list(getattr(self.server, "listeners", [])):
+            for _, lsrv in list(self.server.listeners):
                 for sock in getattr(lsrv, "sockets", None) or ():
                     try:
                         os.close(sock.fileno())
@@ -1089,7 +1093,7 @@ class Aof:
         self.child_pipe = None
         self.child_pid = None
         srv = self.server
-        if getattr(srv, "child_type", None) == "aof":
+        if srv.child_type == "aof":
             srv.child_type = None
 
     def _remove_temp_files(self, pid):
@@ -1244,7 +1248,7 @@ class Aof:
     def bgrewriteaof(self, in_exec=False) -> str:
         """BGREWRITEAOF: 'started', 'scheduled', 'in-progress' or 'error'."""
         srv = self.server
-        if getattr(srv, "child_type", None) == "aof":
+        if srv.child_type == "aof":
             return "in-progress"
         if self.child_active() or in_exec:
             self.rewrite_scheduled = True
@@ -1413,10 +1417,9 @@ class Aof:
             return LOAD_EMPTY
         srv.loading = True
         srv.update_server_slow()
-        p = getattr(srv, "persistence", None)
-        if p is not None:
-            p.loading_start = time.time()
-            p.loading_total = total
+        p = srv.persistence
+        p.loading_start = time.time()
+        p.loading_total = total
         ret = LOAD_OK
         base_size = 0
         try:
@@ -1681,20 +1684,6 @@ def _key_delay(us):
 
 
 
-def install(server) -> Aof:
-    a = Aof(server)
-    server.aof = a
-    server.aof_info = a.info_lines
-    server.aof_info_extra = a.info_extra_lines
-    server.startup_hooks.append(a.startup)
-    server.cron_hooks.append(a.cron)
-    server.shutdown_hooks.append(a.on_shutdown)
-    server.shutdown_checks.append(a.shutdown_check)
-    if not hasattr(server, "child_type"):
-        server.child_type = None
-    return a
-
-
 def debug_loadaof(server):
     """DEBUG LOADAOF: write what is buffered, empty the dataset and load
     the AOF files again (the manifest is read from disk again)."""
@@ -1703,12 +1692,10 @@ def debug_loadaof(server):
         a.flush(True)
     for db in server.dbs:
         db.flush()
-    trk = getattr(server, "tracking", None)
-    if trk is not None and hasattr(trk, "on_flush") and (trk.nclients or trk.table):
+    trk = server.tracking
+    if trk.nclients or trk.table:
         trk.on_flush()          # tracking clients see the dataset emptied
-    fn = getattr(server, "functions", None)
-    if fn is not None and hasattr(fn, "clear"):
-        fn.clear()
+    server.functions.clear()
     a.load_manifest_from_disk()
     a.del_history_files()
     ret = a.load_files()

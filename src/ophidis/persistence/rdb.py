@@ -422,9 +422,11 @@ class RdbWriter:
         self.written += 8
 
 
-def write_snapshot(f, server, progress=None, key_delay=0):
-    """Write the whole keyspace of ``server`` as an RDB file to ``f``.
-    ``progress(keys_done)`` is called every 1024 keys."""
+def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
+    """Write the whole keyspace of ``server`` as an RDB file to ``f``
+    (only the function libraries with ``functions_only``: a replica's
+    rdb-filter-only functions).  ``progress(keys_done)`` is called every
+    1024 keys."""
     cfg = server.config
     if key_delay < 0:
         key_delay = 0
@@ -435,23 +437,16 @@ def write_snapshot(f, server, progress=None, key_delay=0):
     w.write(aux(b"redis-bits", b"64"))
     w.write(aux(b"ctime", b"%d" % int(time.time())))
     w.write(aux(b"used-mem", b"%d" % _used_memory()))
-    repl = getattr(server, "rdb_repl_info", None)
-    info = repl() if callable(repl) else None
-    if info is not None:
-        db, replid, offset = info
-        w.write(aux(b"repl-stream-db", b"%d" % db))
-        w.write(aux(b"repl-id", replid if isinstance(replid, bytes) else replid.encode()))
-        w.write(aux(b"repl-offset", b"%d" % offset))
-    w.write(aux(b"aof-base", b"%d" % int(getattr(server, "_rdb_aof_base", 0))))
+    w.write(aux(b"aof-base", b"%d" % int(server.rdb_aof_base)))
     for code in function_codes(server):
         w.write(b"\xf5" + enc_string(code))
     policy = cfg["maxmemory-policy"]
-    lru = getattr(server, "lru_clock", None)
+    lru = server.memory
     save_lru = "lru" in policy
     save_lfu = "lfu" in policy
     tv = enc.type_and_value
     done = 0
-    for db in server.dbs:
+    for db in () if functions_only else server.dbs:
         d = db.d
         if not d:
             continue
@@ -461,9 +456,8 @@ def write_snapshot(f, server, progress=None, key_delay=0):
         write = w.write
         plain = not (save_lru or save_lfu)
         idle_of = None
-        if save_lru and lru is not None:
-            f = getattr(lru, "idle_function", None)
-            idle_of = f(db) if f is not None else (lambda k, db=db: lru.idle_seconds(db, k))
+        if save_lru:
+            idle_of = lru.idle_function(db)
         for key, val in d.items():
             if plain and val.__class__ is bytes and not (exp and key in exp):
                 lk = len(key)
@@ -491,12 +485,10 @@ def write_snapshot(f, server, progress=None, key_delay=0):
                         idle = 0
                 parts.append(b"\xf8" + enc_len(idle))
             elif save_lfu:
-                freq = 5
-                if lru is not None:
-                    try:
-                        freq = int(lru.freq(db, key))
-                    except Exception:  # noqa: BLE001
-                        freq = 5
+                try:
+                    freq = int(lru.freq(db, key))
+                except Exception:  # noqa: BLE001
+                    freq = 5
                 parts.append(b"\xf9" + bytes((freq & 0xFF,)))
             t, data = tv(val)
             parts.append(bytes((t,)))
@@ -516,21 +508,8 @@ _NOT_INTLIKE = [not (48 <= i <= 57 or i == 45) for i in range(256)]
 
 
 def function_codes(server):
-    fn = getattr(server, "functions", None)
-    if fn is None:
-        return []
-    get = getattr(fn, "rdb_codes", None)
-    if callable(get):
-        return [c if isinstance(c, bytes) else c.encode() for c in get()]
-    libs = getattr(fn, "libraries", None)
-    if isinstance(libs, dict):
-        out = []
-        for lib in libs.values():
-            code = getattr(lib, "code", None)
-            if code is not None:
-                out.append(code if isinstance(code, bytes) else code.encode())
-        return out
-    return []
+    """The source of every function library (RDB opcode FUNCTION2)."""
+    return [c if isinstance(c, bytes) else c.encode() for c in server.functions.rdb_codes()]
 
 
 def _used_memory() -> int:

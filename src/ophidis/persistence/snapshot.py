@@ -1,14 +1,14 @@
 """Snapshots on disk: SAVE, BGSAVE in a forked child, save points checked
 by cron, loading at start-up, DEBUG RELOAD, INFO persistence.
 
-``install(server)`` wires this module into the server:
-  server.persistence      the Persistence instance
-  server.save_hook        synchronous save for SHUTDOWN / SIGTERM
-  server.flushall_hook    FLUSHALL saves when save points exist
-  server.startup_hooks    loading dump.rdb before accepting clients
-  server.cron_hooks       reaping the BGSAVE child, save points
-  server.shutdown_hooks   killing a BGSAVE child still running
-  server.persistence_info INFO persistence lines
+The server creates one ``Persistence`` (``server.persistence``); it
+registers on the server's hooks:
+  startup_hooks   loading dump.rdb before accepting clients
+  cron_hooks      reaping the BGSAVE child, save points
+  shutdown_hooks  killing a BGSAVE child still running
+and the server calls ``shutdown_save`` (SHUTDOWN / SIGTERM), ``flushall``
+(FLUSHALL saves when save points exist) and ``info_lines`` (INFO
+persistence).
 
 A save never leaves a torn ``dbfilename``: the snapshot goes to
 ``temp-<pid>.rdb``, is fsynced, renamed over the target and the directory
@@ -62,6 +62,11 @@ class Persistence:
         self.keys_loaded = 0
         self.keys_expired = 0
         self.last_fork_usec = 0
+        self.loading_start = 0.0     # while loading: INFO's loading_* fields
+        self.loading_total = 0
+        server.startup_hooks.append(self.load_at_startup)
+        server.cron_hooks.append(self.cron)
+        server.shutdown_hooks.append(self.on_shutdown)
 
     # -- helpers ------------------------------------------------------------------
     @property
@@ -69,7 +74,7 @@ class Persistence:
         return self.server.config["dbfilename"]
 
     def other_child_active(self) -> bool:
-        t = getattr(self.server, "child_type", None)
+        t = self.server.child_type
         return t is not None and t != "rdb"
 
     def _set_status(self, ok: bool):
@@ -186,7 +191,7 @@ class Persistence:
             except (ValueError, OSError):
                 pass
             log.role = "C"
-            for _, lsrv in list(getattr(self.server, "listeners", [])):
+            for _, lsrv in list(self.server.listeners):
                 for sock in getattr(lsrv, "sockets", None) or ():
                     try:
                         os.close(sock.fileno())
@@ -248,7 +253,7 @@ class Persistence:
         self.child_pipe = None
         self.child_pid = None
         srv.bgsave_in_progress = False
-        if getattr(srv, "child_type", None) == "rdb":
+        if srv.child_type == "rdb":
             srv.child_type = None
 
     def _read_cow(self):
@@ -359,19 +364,15 @@ class Persistence:
         A merge with ``allow_dup`` False fails on a library that already
         exists (DEBUG RELOAD NOFLUSH without MERGE)."""
         srv = self.server
-        fn = getattr(srv, "functions", None)
-        if not merge and fn is not None and hasattr(fn, "clear"):
+        fn = srv.functions
+        if not merge:
             # a full load replaces the libraries too (emptyData flushes them)
             fn.clear()
         if res.functions:
-            loader = getattr(fn, "rdb_load", None) if fn is not None else None
-            if loader is None:
-                log.warning("The RDB file contains %d function libraries that can't be loaded "
-                            "(functions are not available)" % len(res.functions))
-            elif merge:
-                loader(res.functions, replace=allow_dup)
+            if merge:
+                fn.rdb_load(res.functions, replace=allow_dup)
             else:
-                loader(res.functions, allow_dup)
+                fn.rdb_load(res.functions, allow_dup)
         for db, (d, exps) in zip(srv.dbs, res.dbs):
             if merge:
                 for k, v in d.items():
@@ -384,16 +385,11 @@ class Persistence:
             db.expires = exps
             db._expire_snapshot = None
             db._scan_cache = {}
-        lru = getattr(srv, "lru_clock", None)
-        if lru is not None:
-            for dbid, key, idle in res.lru:
-                f = getattr(lru, "set_idle", None)
-                if f is not None:
-                    f(srv.dbs[dbid], key, idle)
-            for dbid, key, freq in res.lfu:
-                f = getattr(lru, "set_freq", None)
-                if f is not None:
-                    f(srv.dbs[dbid], key, freq)
+        mem = srv.memory
+        for dbid, key, idle in res.lru:
+            mem.set_idle(srv.dbs[dbid], key, idle)
+        for dbid, key, freq in res.lfu:
+            mem.set_freq(srv.dbs[dbid], key, freq)
         self.keys_loaded = res.keys_loaded
         self.keys_expired = res.keys_expired
 
@@ -471,7 +467,7 @@ class Persistence:
 
     def load_at_startup(self):
         srv = self.server
-        if srv.config["appendonly"] and getattr(srv, "aof_loads_data", True):
+        if srv.config["appendonly"]:      # the AOF holds the data
             return
         t0 = time.time()
         try:
@@ -507,30 +503,13 @@ class Persistence:
             "rdb_last_load_keys_expired:%d" % self.keys_expired,
             "rdb_last_load_keys_loaded:%d" % self.keys_loaded,
         ]
-        aof = getattr(srv, "aof_info", None)
-        if callable(aof):
-            lines += aof()
-        else:
-            lines += [
-                "aof_enabled:%d" % int(srv.config["appendonly"]),
-                "aof_rewrite_in_progress:0",
-                "aof_rewrite_scheduled:0",
-                "aof_last_rewrite_time_sec:-1",
-                "aof_current_rewrite_time_sec:-1",
-                "aof_last_bgrewrite_status:ok",
-                "aof_rewrites:0",
-                "aof_rewrites_consecutive_failures:0",
-                "aof_last_write_status:ok",
-                "aof_last_cow_size:0",
-            ]
+        lines += srv.aof.info_lines()
         lines += ["module_fork_in_progress:0", "module_fork_last_cow_size:0"]
-        extra = getattr(srv, "aof_info_extra", None)
-        if callable(extra):
-            lines += extra()
+        lines += srv.aof.info_extra_lines()
         if srv.loading:
             lines += [
-                "loading_start_time:%d" % int(getattr(self, "loading_start", now)),
-                "loading_total_bytes:%d" % getattr(self, "loading_total", 0),
+                "loading_start_time:%d" % int(self.loading_start or now),
+                "loading_total_bytes:%d" % self.loading_total,
                 "loading_rdb_used_mem:0",
                 "loading_loaded_bytes:0",
                 "loading_loaded_perc:0.00",
@@ -544,23 +523,6 @@ def _unlink(path):
         os.unlink(path)
     except OSError:
         pass
-
-
-def install(server):
-    p = Persistence(server)
-    server.persistence = p
-    server.save_hook = p.shutdown_save
-    server.flushall_hook = p.flushall
-    hooks = getattr(server, "startup_hooks", None)
-    if hooks is None:
-        hooks = server.startup_hooks = []
-    hooks.append(p.load_at_startup)
-    server.cron_hooks.append(p.cron)
-    server.shutdown_hooks.append(p.on_shutdown)
-    server.persistence_info = p.info_lines
-    if not hasattr(server, "child_type"):
-        server.child_type = None
-    return p
 
 
 def debug_reload(server, merge=False, noflush=False, nosave=False):
