@@ -24,6 +24,7 @@ from itertools import islice
 
 from . import notify as _notify
 from .errors import RedisError
+from .watch import touch_all_watched_in_db
 
 _time = time.time
 _NEW = _notify.NEW
@@ -278,7 +279,6 @@ class Database:
         """Empty the database (FLUSHDB).  Returns the removed count."""
         n = len(self.d)
         if self.watched_keys:
-            from .commands.transactions import touch_all_watched_in_db
             touch_all_watched_in_db(self)
         if self.blocking_keys:
             d = self.d

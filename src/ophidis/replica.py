@@ -25,6 +25,7 @@ import time
 import hiredis
 
 from . import log
+from .client import Client
 
 _NOT_CONNECTED = ("connect", "connecting", "sync", "connected")
 
@@ -204,7 +205,6 @@ class ReplicaLink:
         aof.restart_after_sync()
 
     async def _stream(self, reader, writer):
-        from .client import Client
         srv = self.srv
         mc = Client(srv)
         mc.authenticated = True

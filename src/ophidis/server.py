@@ -39,6 +39,7 @@ from .persistence.snapshot import Persistence
 from .propagate import Propagator
 from .protocol import QUEUED
 from .tracking import Tracking
+from .watch import unwatch_all
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
 # Arguments that SLOWLOG and MONITOR never show (Redis's
@@ -441,7 +442,6 @@ class Server:
         if self.clients.pop(c.id, None) is None:
             return
         if c.watched:
-            from .commands.transactions import unwatch_all
             unwatch_all(c)
         if c.tracking:
             self.tracking.disable(c)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from itertools import islice
 
 from . import commands as _commands
+from .memory import keys_of
 
 INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
 PUBSUB_MSG = b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
@@ -102,7 +103,6 @@ class Tracking:
 
     # -- the per-command wrapper ------------------------------------------------------------
     def wrap(self, cmd, proc):
-        from .memory import keys_of
         t = self
         srv = self.srv
         write = cmd.write

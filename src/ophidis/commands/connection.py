@@ -8,7 +8,9 @@ from ..errors import SYNTAX, RedisError
 from ..protocol import (
     OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim,
 )
+from ..tracking import TrackState
 from ..util import parse_int
+from ..watch import unwatch_all
 from . import command
 
 
@@ -42,7 +44,6 @@ def clear_client_state(c):
         c.multi = None
         c.multi_error = False
     if c.watched:
-        from .transactions import unwatch_all
         unwatch_all(c)
     c.dirty_cas = False
     c.db = srv.dbs[0]
@@ -435,7 +436,6 @@ def _prefix_overlap(a, b) -> bool:
 
 @command("client|tracking")
 def client_tracking(c, argv):
-    from ..tracking import TrackState
     srv = c.server
     redirect = 0
     bcast = optin = optout = noloop = False

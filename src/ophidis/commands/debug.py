@@ -21,6 +21,8 @@ from ..protocol import (OK, bulk, boolean, double, integer, map_header, push_hea
 from ..util import parse_int
 from . import command
 from .keys import object_encoding
+from ..db import type_name
+from ..persistence.rdb import stream_body
 
 _NO_SUCH_KEY = RedisError("ERR no such key")
 _NOT_ALLOWED = RedisError(
@@ -61,7 +63,6 @@ def value_digest(v) -> bytes:
         return fn(v)
     if isinstance(v, (bytes, bytearray)):
         return _mix(b"string", bytes(v))
-    from ..db import type_name
     tname = type_name(v)
     if tname == b"list":
         d = _mix(_ZERO, b"list")
@@ -101,7 +102,6 @@ def dataset_digest(server) -> bytes:
 
 def _serialized_length(v) -> int:
     """Rough size of the value in an RDB file."""
-    from ..db import type_name
     if isinstance(v, (bytes, bytearray)):
         n = len(v)
         if n <= 11:
@@ -119,7 +119,6 @@ def _serialized_length(v) -> int:
         return n + (1 if n < 64 else 2 if n < 16384 else 5)
     t = type_name(v)
     if t == b"stream":
-        from ..persistence.rdb import stream_body
         return len(stream_body(v))
     total = 1
     try:

@@ -14,6 +14,8 @@ from ..db import stats
 from ..memory import STARTUP
 from ..protocol import verbatim
 from . import ALL, command
+from ..server import arch_bits, os_string
+from .latency_cmd import latencystats_lines
 
 SECTIONS = {}
 DEFAULT_SECTIONS = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
@@ -48,7 +50,6 @@ def total_system_memory() -> int:
 
 
 def sec_server(srv):
-    from ..server import arch_bits, os_string
     now = time.time()
     up = int(time.monotonic() - srv.start_monotonic)
     port = srv.config["port"]
@@ -295,7 +296,6 @@ def sec_commandstats(srv):
 
 def sec_latencystats(srv):
     if srv.config["latency-tracking"]:
-        from .latency_cmd import latencystats_lines
         return latencystats_lines(srv)
     out = []
     for name in sorted(ALL):

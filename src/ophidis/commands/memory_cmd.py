@@ -14,6 +14,12 @@ from ..errors import SYNTAX, RedisError
 from ..protocol import OK, bulk, integer, map_header, simple
 from ..util import parse_int
 from . import command
+from ..memory import DICT_ENTRY as E, EXPIRE_ENTRY as X
+from ..memory import STARTUP
+from ..types.containers import HashValue, ListValue, SetValue
+from ..types.stream import StreamValue, _rax_count, id_key
+from .info import rss_bytes
+from ..types.zset import ZSetValue
 
 ROBJ = 16
 DICT = 56
@@ -127,9 +133,6 @@ def _avg(it, samples, fn):
 
 
 def redis_usage(v, samples=5) -> int:
-    from ..types.containers import HashValue, ListValue, SetValue
-    from ..types.stream import StreamValue
-    from ..types.zset import ZSetValue
     cls = v.__class__
     if cls is bytes:
         n = len(v)
@@ -183,7 +186,6 @@ def _stream_usage(v, samples):
     """objectComputeSize of a stream: the radix tree, the listpacks (the
     first ``samples`` measured, the tail node with its 4096-byte initial
     allocation) and the consumer groups' PELs."""
-    from ..types.stream import _rax_count, id_key
     size = ROBJ + 80 + _rax_usage(len(v.nodes), v.rax_nodes())
     nodes = v.nodes
     if nodes:
@@ -235,8 +237,6 @@ def memory_stats(c, argv):
     srv = c.server
     m = _mem(srv)
     used = m.used_memory()
-    from ..commands.info import rss_bytes
-    from ..memory import STARTUP
     rss = rss_bytes()
     dataset = m.dataset_bytes()
     nkeys = sum(len(db.d) for db in srv.dbs)
@@ -255,7 +255,6 @@ def memory_stats(c, argv):
     ]
     for db in srv.dbs:
         if db.d:
-            from ..memory import DICT_ENTRY as E, EXPIRE_ENTRY as X
             fields.append((b"db.%d" % db.id, map_header(c.resp, 2)
                            + bulk(b"overhead.hashtable.main") + integer(len(db.d) * E)
                            + bulk(b"overhead.hashtable.expires") + integer(len(db.expires) * X)))
@@ -296,7 +295,6 @@ def memory_doctor(c, argv):
         text = ("Sam, I can't say much about this instance: it holds very little data "
                 "(%d bytes by my estimate). Come back once it stores more." % used)
     else:
-        from ..commands.info import rss_bytes
         rss = rss_bytes()
         notes = []
         if srv.maxmemory and used > srv.maxmemory * 0.95:

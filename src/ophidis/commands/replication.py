@@ -22,6 +22,7 @@ from ..errors import RedisError
 from ..propagate import EXEC, MULTI, TO_REPL, propagator, select_cmd
 from ..protocol import OK
 from . import command
+from ..persistence import rdb
 
 
 class ReplFeed:
@@ -120,7 +121,6 @@ _replconf: dict = {}
 
 
 def _snapshot(c) -> bytes:
-    from ..persistence import rdb
     conf = _replconf.get(c.id, {})
     buf = io.BytesIO()
     rdb.write_snapshot(buf, c.server, functions_only=conf.get("filter") == b"functions")

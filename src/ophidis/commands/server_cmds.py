@@ -12,7 +12,8 @@ from ..errors import SYNTAX, RedisError
 from ..protocol import OK, ZERO, bulk, bulk_array, integer, map_header, simple
 from ..util import parse_int
 from . import command
-from .transactions import touch_all_watched_in_db
+from ..watch import touch_all_watched_in_db
+from . import ALL
 
 
 def _flush_flags(argv, srv=None):
@@ -155,7 +156,6 @@ def config_set(c, argv):
 def config_resetstat(c, argv):
     srv = c.server
     stats.reset()
-    from . import ALL
     for cmd in ALL.values():
         cmd.calls = 0
         cmd.usec = 0

@@ -18,6 +18,7 @@ from ..types.zset import ZSetValue
 from ..util import parse_int
 from . import command
 from .numparse import sort_strtod
+from ..db import signal_key_ready
 
 SCORE_ERR = RedisError("ERR One or more scores can't be converted into double")
 
@@ -233,7 +234,6 @@ def _sort_generic(c, argv, readonly):
     if outputlen:
         if db.lookup_write(storekey) is not None:
             db.set_key(storekey, result)
-            from ..db import signal_key_ready
             signal_key_ready(db, storekey)
         else:
             db.add(storekey, result)

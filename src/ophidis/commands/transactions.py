@@ -16,6 +16,7 @@ import time
 
 from ..errors import EXECABORT, RedisError
 from ..protocol import OK
+from ..watch import logically_expired, unwatch_all, watch_key
 from . import command
 
 
@@ -45,30 +46,10 @@ def discard(c, argv):
     return OK
 
 
-class WatchedKey:
-    """One WATCHed key of one client; listed both in ``c.watched`` and in
-    ``db.watched_keys[key]``.  ``expired``: the key was already logically
-    expired (but not yet deleted) when WATCH ran, so its deletion is no
-    change."""
-
-    __slots__ = ("client", "db", "key", "expired")
-
-    def __init__(self, client, db, key, expired):
-        self.client = client
-        self.db = db
-        self.key = key
-        self.expired = expired
-
-
-def _is_expired(db, key, now_ms) -> bool:
-    when = db.expires.get(key)
-    return when is not None and when <= now_ms and key in db.d
-
-
 def _watched_key_expired(c) -> bool:
     now = time.time() * 1000
     for w in c.watched or ():
-        if not w.expired and _is_expired(w.db, w.key, now):
+        if not w.expired and logically_expired(w.db, w.key, now):
             return True
     return False
 
@@ -116,37 +97,6 @@ def exec_(c, argv):
     return b"".join(out)
 
 
-def watch_key(c, db, key):
-    if c.watched is None:
-        c.watched = []
-    for w in c.watched:
-        if w.db is db and w.key == key:
-            return
-    lst = db.watched_keys.get(key)
-    if lst is None:
-        lst = db.watched_keys[key] = []
-    w = WatchedKey(c, db, key, _is_expired(db, key, time.time() * 1000))
-    lst.append(w)
-    c.watched.append(w)
-
-
-def unwatch_all(c):
-    if not c.watched:
-        c.watched = None
-        return
-    for w in c.watched:
-        db = w.db
-        lst = db.watched_keys.get(w.key)
-        if lst is not None:
-            try:
-                lst.remove(w)
-            except ValueError:
-                pass
-            if not lst:
-                del db.watched_keys[w.key]
-    c.watched = None
-
-
 @command("watch")
 def watch(c, argv):
     if c.multi is not None:
@@ -163,29 +113,3 @@ def unwatch(c, argv):
     unwatch_all(c)
     c.dirty_cas = False
     return OK
-
-
-def touch_all_watched_in_db(db, other=None):
-    """The keyspace of ``db`` is emptied (FLUSHDB/FLUSHALL) or replaced by
-    ``other``'s (SWAPDB): dirty the clients watching keys whose logical
-    existence changes.  Keys watched while already expired stay untouched
-    when they are just removed, or replaced by another expired key."""
-    if not db.watched_keys:
-        return
-    now = time.time() * 1000
-    for key, entries in list(db.watched_keys.items()):
-        in_db = key in db.d
-        in_other = other is not None and key in other.d
-        if not (in_db or in_other):
-            continue
-        for w in entries:
-            if w.expired:
-                if not in_other:
-                    w.expired = False
-                    continue
-                if _is_expired(other, key, now):
-                    continue
-            elif not in_db and _is_expired(other, key, now):
-                w.expired = True
-                continue
-            w.client.dirty_cas = True

@@ -24,6 +24,7 @@ from collections import deque
 from random import choice, randrange
 
 from ..db import ENCODINGS, TYPE_NAMES
+from .. import notify
 
 
 class ListValue(deque):
@@ -144,7 +145,6 @@ def remove_members(c, key, v, members, discard, event_class, event) -> int:
     """HDEL / SREM: remove members from the hash or set v at key (the key
     goes once v is empty), with the WATCH signal, keyspace events and dirty
     count Redis gives.  Returns the number removed."""
-    from .. import notify
     db = c.db
     deleted = 0
     removed = False
