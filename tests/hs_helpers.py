@@ -139,13 +139,14 @@ if spec["hooks"]:
     srv.propagate_hooks.append(lambda *a, **kw: None)
 for args in spec["commands"]:
     argv = [a.encode() for a in args]
-    argvs.append(argv)
     cmd = TABLE[argv[0].lower()]
     Client.last_cmd = cmd
     try:
         replies.append(cmd.proc(Client, argv).decode())
     except RedisError as e:
         replies.append("-" + str(e))
+    argvs.append(srv.propagator.rewritten or argv)
+    srv.propagator.rewritten = None
 print(json.dumps({"events": events, "replies": replies, "dirty": srv.dirty,
                   "argvs": [[a.decode() for a in v] for v in argvs]}))
 '''
@@ -156,8 +157,9 @@ def run_inprocess(commands, hooks=False, full=False):
     interpreter with a stub client, capturing keyspace notifications (works
     without pub/sub).  Returns (events as (channel, message) bytes, replies),
     or the whole result dict with full=True.  hooks=True pretends a
-    propagation hook (AOF/replica) is installed: argvs are then what would
-    be propagated."""
+    propagation target (AOF/replica) is attached: argvs are then what would
+    be propagated (the argv as called, or as the command rewrote it with
+    propagate.rewrite_argv)."""
     import json
     import os
     import subprocess

@@ -24,6 +24,7 @@ from itertools import islice
 
 from . import notify as _notify
 from .errors import RedisError
+from .propagate import propagate_deletion
 from .watch import touch_all_watched_in_db
 
 _time = time.time
@@ -188,7 +189,7 @@ class Database:
         if trk.wrap_active:
             trk.invalidate(key, False)
         _notify.notify(_notify.EXPIRED, b"expired", key, self.id)
-        srv.propagate_del(self, key)
+        propagate_deletion(srv, self, key)
 
     # -- writes ---------------------------------------------------------------
     def set_key(self, key, value, keepttl=False):

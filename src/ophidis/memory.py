@@ -57,6 +57,7 @@ from . import client as client_mod
 from . import log
 from . import notify
 from .db import DELETE_SIGNALS, EmbStr, signal_key_ready, stats, touch_watched
+from .propagate import propagate_deletion, propagating
 
 getsizeof = sys.getsizeof
 # sys.getsizeof of a bytes object is this plus its length (sys.getsizeof parses
@@ -288,19 +289,6 @@ class LruQueue:
         self.times.extend(times)
 
 
-# Commands whose accounting needs more than their own keys (another db,
-# whole databases): measured by Memory.before/after.
-_SPECIAL = frozenset(("copy", "move", "flushdb", "flushall", "swapdb", "debug"))
-# Read-only commands that may change their key (PFCOUNT writes the cached
-# cardinality back): accounted like writes.
-_READS_THAT_WRITE = frozenset(("pfcount",))
-# Reads that leave the access time alone (Redis's LOOKUP_NOTOUCH, or no
-# lookup at all).
-_NOTOUCH = frozenset(("exists", "type", "ttl", "pttl", "expiretime", "pexpiretime", "watch",
-                      "object|encoding", "object|freq", "object|idletime", "object|refcount",
-                      "memory|usage"))
-
-
 class Memory:
     def __init__(self, srv):
         _types()
@@ -430,9 +418,12 @@ class Memory:
         if specs == 0:
             specs = _EXTRACT[cmd] = _simple_specs(cmd)
         single = specs is not None and len(specs) == 1 and specs[0][:2] == (1, 0)
-        if not cmd.write and cmd.fullname not in _READS_THAT_WRITE:
-            # performEvictions runs before every command, reads included
-            if (not cmd.key_specs or cmd.fullname in _NOTOUCH
+        # Read-only commands that may replicate may change their key
+        # (PFCOUNT writes the cached cardinality back): accounted like writes.
+        if not cmd.write and not (cmd.readonly and cmd.may_replicate):
+            # performEvictions runs before every command, reads included;
+            # no_touch commands leave the access time alone
+            if (not cmd.key_specs or "no_touch" in cmd.flags
                     or not (self.lru is not None or (self.indexes is not None and self.lfu_mode))):
                 def other(c, argv):
                     if m.dataset > m.budget and not (c.in_exec or c.in_script):
@@ -465,7 +456,9 @@ class Memory:
                 m.touch_keys(db, keys, m.present(db, keys))
                 return r
             return read
-        if single and cmd.fullname not in _SPECIAL:
+        # touches_dbs: the accounting needs more than the command's own keys
+        # (another db, whole databases): measured by before/after
+        if single and "touches_dbs" not in cmd.flags:
             return self._write1(cmd, proc)
 
         def write(c, argv):
@@ -1129,9 +1122,9 @@ class Memory:
             for k in batch:
                 notify.notify(notify.EVICTED, b"evicted", k, db.id)
         srv = self.srv
-        if srv.propagate_hooks:
+        if propagating(srv):
             for k in batch:
-                srv.propagate_del(db, k)
+                propagate_deletion(srv, db, k)
         if lazy:
             free = self.lazyfree.free
             for v in vals:
@@ -1152,8 +1145,7 @@ class Memory:
         if notify.flags & notify.EVICTED:
             notify.notify(notify.EVICTED, b"evicted", key, db.id)
         srv = self.srv
-        if srv.propagate_hooks:
-            srv.propagate_del(db, key)
+        propagate_deletion(srv, db, key)
         srv.dirty += 1
         if lazy:
             self.lazyfree.free(v)

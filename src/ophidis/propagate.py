@@ -1,47 +1,54 @@
 """Propagation of write commands to the AOF and to replicas (server.c's
-alsoPropagate / propagatePendingCommands).
+call / alsoPropagate / propagatePendingCommands).
 
 One ``Propagator`` per server collects what a command changed, as Redis
 7.0 propagates it, and hands each finished unit to its targets (the AOF,
-the replication feed):
+the replication feed): the one stream AOF and replicas read.
 
-* ``Server.call`` runs ``hook(c, cmd, argv)`` after a command that changed
-  the dataset (``server.dirty``); deletions of expired or evicted keys
-  arrive through ``Server.propagate_del`` with ``c`` None.  Commands that
-  Redis replicates in another form rewrite their argv first (SPOP -> SREM,
-  BLPOP -> LPOP, INCRBYFLOAT -> SET KEEPTTL ...) or feed the hooks directly
-  (a blocked client served later).
-* ``translate`` makes relative expire times absolute (SET ... PXAT,
-  PEXPIREAT, RESTORE ... ABSTTL) as Redis's propagation does.
-* A unit is what one top-level command produced: the effects of a
-  transaction or a script are wrapped in MULTI ... EXEC when they are more
-  than one command (not for commands touching arbitrary keys, nor for
-  effects produced outside any command, such as active expiry).
-* Each propagated command is encoded as RESP once; targets receive
-  ``feed(ops, wrap)`` with ops a list of ``(dbid, encoded, mask)`` and emit
-  their own SELECTs.  ``mask``: 1 = AOF, 2 = replicas (a script's
-  ``redis.set_repl``); a target's ``bit`` says which one it is.
+The API for commands (each a no-op while no target is attached):
 
-The hook is installed in ``server.propagate_hooks`` only while a target is
-attached, so a server without AOF and replicas pays nothing per command.
+* ``rewrite_argv(c, argv)`` -- rewriteClientCommandVector: the running
+  command propagates as ``argv`` instead of its own argv (SPOP -> SREM,
+  BLPOP -> LPOP, HINCRBYFLOAT -> HSET ...).  MONITOR and SLOWLOG still
+  see the command as it was sent (Redis's original_argv).
+* ``also_propagate(server, argv, db, target)`` -- alsoPropagate: one more
+  command in the unit being collected (effects of a command beyond its
+  own, a blocked client being served); delivered when the running command
+  ends, or by ``propagate_pending``.
+* ``propagate_deletion(server, db, key)`` -- propagateDeletion: a key
+  deleted by expiry or eviction.
+* ``propagate_pending(server)`` -- propagatePendingCommands: deliver what
+  was collected now (a blocked client served outside any command).
+* ``propagating(server)`` -- is any target attached (to skip building
+  argvs nobody reads).
+
+Per-command rules live on the command's registration (commands/__init__'s
+``@command(..., propagate=...)``): ``propagate=False`` for commands that
+are never propagated themselves (their effects are: EXEC, EVAL ...; or
+they have none a replica should see), or a function
+``fn(server, db, argv) -> argv | None`` returning the form the command
+propagates as after it ran (relative expire times made absolute: SET ...
+PXAT, PEXPIREAT, RESTORE ... ABSTTL; GETDEL -> DEL ...; None: nothing).
+
+``Server.call`` hands each command that changed the dataset
+(``server.dirty``) to ``Propagator.after_call``.  A unit is what one
+top-level command produced: the effects of a transaction or a script are
+wrapped in MULTI ... EXEC when they are more than one command (not for
+commands touching arbitrary keys, nor for effects produced outside any
+command, such as active expiry).  Each propagated command is encoded as
+RESP once; targets receive ``feed(ops, wrap)`` with ops a list of
+``(dbid, encoded, mask)`` and emit their own SELECTs.  ``mask``: 1 = AOF,
+2 = replicas (a script's ``redis.set_repl``); a target's ``bit`` says
+which one it is.
+
+``server.propagate_hooks`` is non-empty only while a target is attached,
+so a server without AOF and replicas pays nothing per command.
 """
 
 from __future__ import annotations
 
 TO_AOF = 1
 TO_REPL = 2
-
-# Commands that are never propagated themselves: their effects are (the
-# commands they run) or they have none a replica or the AOF should see.
-NOT_PROPAGATED = frozenset((
-    "exec", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro",
-    "script|load", "script|flush", "script|kill", "multi", "discard",
-    "sync", "psync", "replconf", "debug", "save", "bgsave", "bgrewriteaof", "config|set",
-))
-_PROPAGATED_FUNCTION = frozenset(("function|load", "function|delete", "function|flush", "function|restore"))
-
-_TTL_SET_OPTS = (b"ex", b"px", b"exat", b"pxat")
-
 
 def resp(argv) -> bytes:
     """A command as a RESP array of bulk strings."""
@@ -53,89 +60,6 @@ def resp(argv) -> bytes:
     return b"".join(out)
 
 
-def _is_get(a) -> bool:
-    return len(a) == 3 and a.lower() == b"get"
-
-
-def translate(server, name, argv, dbid):
-    """Redis 7.0's propagation rewrites (rewriteClientCommandVector and
-    rewriteClientCommandArgument in the commands): relative expire times
-    become absolute, and some commands propagate as their effect.
-    Returns the argv to propagate, or None for nothing."""
-    db = server.dbs[dbid]
-    if name in ("expire", "pexpire", "expireat", "pexpireat"):
-        key = argv[1]
-        if key not in db.d:
-            # the time was in the past: the key was deleted
-            return [b"UNLINK" if server.config["lazyfree-lazy-expire"] else b"DEL", key]
-        when = db.expires.get(key)
-        if when is None:
-            return list(argv)
-        if name == "pexpireat":
-            return list(argv)
-        return [b"PEXPIREAT", key, b"%d" % when] + list(argv[3:])
-    if name == "set" or name == "setex" or name == "psetex":
-        if name == "set":
-            key, val = argv[1], argv[2]
-            expire = False
-            get = False
-            i = 3
-            n = len(argv)
-            while i < n:
-                a = argv[i].lower()
-                if a in _TTL_SET_OPTS and i + 1 < n:
-                    expire = True
-                    i += 2
-                    continue
-                if a == b"get":
-                    get = True
-                i += 1
-        else:
-            key, val = argv[1], argv[3]
-            expire = True
-            get = False
-        if expire:
-            when = db.expires.get(key)
-            if when is not None:
-                return [b"SET", key, val, b"PXAT", b"%d" % when]
-            return list(argv)
-        if get:
-            return argv[:3] + [a for a in argv[3:] if not _is_get(a)]
-        return list(argv)
-    if name == "getset":
-        return [b"SET"] + list(argv[1:])
-    if name == "getex":
-        key = argv[1]
-        if key not in db.d:
-            return [b"UNLINK" if server.config["lazyfree-lazy-expire"] else b"DEL", key]
-        opts = [a.lower() for a in argv[2:]]
-        if b"persist" in opts:
-            return [b"PERSIST", key]
-        when = db.expires.get(key)
-        if when is not None and opts:
-            return [b"PEXPIREAT", key, b"%d" % when]
-        return None
-    if name == "getdel":
-        return [b"UNLINK" if server.config["lazyfree-lazy-user-del"] else b"DEL", argv[1]]
-    if name == "incrbyfloat":
-        # The result, not the float arithmetic (KEEPTTL: the TTL stays).
-        v = db.d.get(argv[1])
-        if v is not None and isinstance(v, (bytes, bytearray)):
-            return [b"SET", argv[1], bytes(v), b"KEEPTTL"]
-        return list(argv)
-    if name == "restore":
-        opts = [a.lower() for a in argv[4:]]
-        if b"absttl" not in opts and argv[2] not in (b"0",):
-            when = db.expires.get(argv[1])
-            if when is not None:
-                out = list(argv)
-                out[2] = b"%d" % when
-                out.append(b"ABSTTL")
-                return out
-        return list(argv)
-    return list(argv)
-
-
 class Propagator:
     def __init__(self, server):
         self.server = server
@@ -144,6 +68,7 @@ class Propagator:
         self.pending = []        # (dbid, argv, mask)
         self.flush_scheduled = False
         self.arbitrary = False   # a command touching arbitrary keys: no MULTI
+        self.rewritten = None    # rewrite_argv of the running command
 
     # -- targets -----------------------------------------------------------------------
     def attach(self, target):
@@ -151,8 +76,8 @@ class Propagator:
             self.targets.append(target)
         self.active |= target.bit
         srv = self.server
-        if self.hook not in srv.propagate_hooks:
-            srv.propagate_hooks.append(self.hook)
+        if self.after_call not in srv.propagate_hooks:
+            srv.propagate_hooks.append(self.after_call)
             srv.update_server_slow()
 
     def detach(self, target):
@@ -163,27 +88,39 @@ class Propagator:
             self.active |= t.bit
         if not self.targets:
             self.pending = []
+            self.rewritten = None
             srv = self.server
-            if self.hook in srv.propagate_hooks:
-                srv.propagate_hooks.remove(self.hook)
+            if self.after_call in srv.propagate_hooks:
+                srv.propagate_hooks.remove(self.after_call)
                 srv.update_server_slow()
 
     # -- collecting ----------------------------------------------------------------------
-    def hook(self, c, cmd, argv, db=None):
+    def after_call(self, c, cmd, argv, dirty):
+        """The end of ``Server.call`` while a target is attached: the
+        command propagates (in its rewritten form, if any) when it changed
+        the dataset; a top-level command's unit is delivered."""
+        rule = cmd.propagate
+        rw = self.rewritten
+        if rw is not None:
+            # the command's final form: no rule of the command applies to it
+            self.rewritten = None
+            argv = rw
+            if rule is not False:
+                rule = None
+        if not dirty:
+            return
         srv = self.server
         if srv.loading:
             return          # replaying a file: nothing is propagated (as Redis)
-        if db is None:
-            dbid = c.db.id if c is not None else 0
-        else:
-            dbid = getattr(db, "id", db)
-        name = cmd.fullname if cmd is not None else ""
-        in_script = c is not None and c.in_script
-        if name not in NOT_PROPAGATED and (not name.startswith("function|") or name in _PROPAGATED_FUNCTION):
-            out = translate(srv, name, argv, dbid)
+        dbid = c.db.id
+        in_script = c.in_script
+        if rule is not False:
+            out = list(argv) if rule is None else rule(srv, srv.dbs[dbid], argv)
             if out is not None:
                 mask = TO_AOF | TO_REPL
                 if in_script:
+                    # imported here: db.py and the command modules import
+                    # this module, and scripting imports them
                     from .commands.scripting import running_ctx
                     ctx = running_ctx(srv)
                     if ctx is not None:
@@ -192,13 +129,24 @@ class Propagator:
                 # make a transaction of a script's effects)
                 if mask & self.active:
                     self.pending.append((dbid, out, mask))
-        if c is not None and not c.in_exec and not in_script and cmd is not None:
-            if "touches_arbitrary_keys" in cmd.flags:
+        if not c.in_exec and not in_script:
+            if cmd.touches_arbitrary_keys:
                 self.arbitrary = True
             self.flush()
         elif not self.flush_scheduled:
             self.flush_scheduled = True
             srv.loop.call_soon(self._scheduled_flush)
+
+    def also(self, argv, db, target=TO_AOF | TO_REPL):
+        """alsoPropagate: ``argv`` joins the unit being collected."""
+        if self.server.loading:
+            return
+        if target & self.active:
+            self.pending.append((db if db.__class__ is int else db.id, list(argv), target))
+        if not self.flush_scheduled:
+            # delivered by the running command's end, else on its own
+            self.flush_scheduled = True
+            self.server.loop.call_soon(self._scheduled_flush)
 
     def _scheduled_flush(self):
         # What is left is from outside any command (active expire) or from a
@@ -222,6 +170,7 @@ class Propagator:
 
 
 def propagator(server) -> Propagator:
+    """The server's Propagator."""
     return server.propagator
 
 
@@ -232,3 +181,38 @@ EXEC = resp([b"EXEC"])
 def select_cmd(dbid: int) -> bytes:
     s = b"%d" % dbid
     return b"*2\r\n$6\r\nSELECT\r\n$%d\r\n%s\r\n" % (len(s), s)
+
+
+# -- the API for commands ------------------------------------------------------------------
+
+def propagating(server) -> bool:
+    """Whether anything is propagated (an AOF or replication target attached)."""
+    return bool(server.propagate_hooks)
+
+
+def rewrite_argv(c, argv):
+    """rewriteClientCommandVector: the command ``c`` is running propagates
+    as ``argv`` (a list of bytes) instead of the argv it was called with."""
+    srv = c.server
+    if srv.propagate_hooks:
+        srv.propagator.rewritten = argv
+
+
+def also_propagate(server, argv, db, target=TO_AOF | TO_REPL):
+    """alsoPropagate: propagate ``argv`` in database ``db`` (a Database or
+    its id) as part of the unit being collected; ``target`` TO_AOF and/or
+    TO_REPL."""
+    if server.propagate_hooks:
+        server.propagator.also(argv, db, target)
+
+
+def propagate_deletion(server, db, key):
+    """propagateDeletion: a key of ``db`` deleted by expiry or eviction."""
+    if server.propagate_hooks:
+        server.propagator.also([b"DEL", key], db)
+
+
+def propagate_pending(server):
+    """propagatePendingCommands: deliver the collected unit now."""
+    if server.propagate_hooks:
+        server.propagator.flush()

@@ -42,66 +42,6 @@ from .tracking import Tracking
 from .watch import unwatch_all
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
-# Arguments that SLOWLOG and MONITOR never show (Redis's
-# redactClientCommandArgument): passwords of AUTH, HELLO ... AUTH, MIGRATE
-# ... AUTH/AUTH2 and the values of sensitive directives in CONFIG SET.
-_REDACTED = frozenset(("auth", "hello", "migrate", "config|set"))
-_R = b"(redacted)"
-
-
-def _sensitive_directives():
-    from .config_table import DIRECTIVES
-    out = set()
-    for d in DIRECTIVES:
-        if "sensitive" in d[3]:
-            out.add(d[0].encode())
-            if d[1]:
-                out.add(d[1].encode())
-    return frozenset(out)
-
-
-_SENSITIVE = _sensitive_directives()
-
-
-def redact(cmd, argv):
-    name = cmd.fullname
-    out = list(argv)
-    n = len(out)
-    if name == "auth":
-        for i in range(1, n):
-            out[i] = _R
-    elif name == "hello":
-        i = 2
-        while i < n:
-            opt = out[i].lower()
-            if opt == b"auth" and i + 2 < n:
-                out[i + 1] = out[i + 2] = _R
-                i += 3
-            elif opt == b"setname" and i + 1 < n:
-                i += 2
-            else:
-                i += 1
-    elif name == "config|set":
-        for i in range(2, n - 1, 2):
-            if out[i].lower() in _SENSITIVE:
-                out[i + 1] = _R
-    elif name == "migrate":
-        i = 6
-        while i < n:
-            opt = out[i].lower()
-            if opt == b"auth" and i + 1 < n:
-                out[i + 1] = _R
-                i += 2
-            elif opt == b"auth2" and i + 2 < n:
-                out[i + 1] = out[i + 2] = _R
-                i += 3
-            elif opt == b"keys":
-                break
-            else:
-                i += 1
-    return out
-
-
 NOREPLICAS = RedisError("NOREPLICAS Not enough good replicas to write.")
 MASTERDOWN = RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 
@@ -127,13 +67,6 @@ DENIED = (
     b"4) Setup a an authentication password for the default user. "
     b"NOTE: You only need to do one of the above things in order for "
     b"the server to start accepting connections from the outside.\r\n")
-
-# Commands allowed while a RESP2 client is in subscriber mode.
-_PUBSUB_ALLOWED = {"ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
-                   "psubscribe", "punsubscribe", "quit", "reset"}
-# Commands executed immediately inside MULTI instead of being queued.
-_MULTI_IMMEDIATE = {"exec", "discard", "multi", "watch", "quit", "reset"}
-
 
 class SlowlogEntry:
     __slots__ = ("id", "time", "duration", "argv", "addr", "name")
@@ -556,7 +489,7 @@ class Server:
             oom = self.memory.evict_hook()
             if oom:
                 reject = cmd.denyoom
-                if in_multi and base not in ("exec", "discard", "quit", "reset"):
+                if in_multi and not cmd.ends_multi:
                     reject = True
                 if base == "exec" and c.multi and any(q[0].denyoom for q in c.multi):
                     reject = True
@@ -574,7 +507,7 @@ class Server:
             if self.is_replica and not c.is_master and self.config["replica-read-only"]:
                 return self.reject(c, cmd, READONLY)
         if c.resp == 2 and (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) \
-                and base not in _PUBSUB_ALLOWED:
+                and not cmd.pubsub_context:
             return self.reject(c, cmd, RedisError(
                 "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
                 "are allowed in this context" % cmd.fullname))
@@ -591,7 +524,7 @@ class Server:
                 and self._paused_for(cmd, c, argv):
             self.postpone(c, argv)
             return None
-        if in_multi and base not in _MULTI_IMMEDIATE:
+        if in_multi and not cmd.no_queue:
             if not (c.multi_error or c.dirty_cas):   # no memory for a doomed EXEC
                 c.multi.append((cmd, argv))
             return QUEUED
@@ -669,7 +602,7 @@ class Server:
         # MONITOR sees the command after it ran (the db after SELECT, the
         # queued commands of a transaction before its EXEC), as in Redis.
         if self.monitors and not cmd.skip_monitor and not cmd.admin:
-            self.feed_monitors(c, redact(cmd, argv) if cmd.fullname in _REDACTED else argv)
+            self.feed_monitors(c, cmd.redact(argv) if cmd.redact is not None else argv)
         if not c.blocked:
             cmd.calls += 1
         cmd.usec += dt
@@ -678,9 +611,8 @@ class Server:
             self.slow_call(c, cmd, argv, dt)
         if client_mod._LATENCY_TRACKING and not c.blocked:
             cmd.hist[int(dt * 976562.5).bit_length()] += 1
-        if self.propagate_hooks and self.dirty != dirty0:
-            for h in self.propagate_hooks:
-                h(c, cmd, argv)
+        if self.propagate_hooks:
+            self.propagator.after_call(c, cmd, argv, self.dirty != dirty0)
         if self.ready_keys and not c.in_exec and not c.in_script:
             self.handle_ready_keys()
         if c.reply_mode:
@@ -689,12 +621,6 @@ class Server:
 
     def handle_ready_keys(self):
         self.blocking_handler.handle_ready_keys()
-
-    def propagate_del(self, db, key):
-        if self.propagate_hooks:
-            from .commands import ALL as _ALL
-            for h in self.propagate_hooks:
-                h(None, _ALL["del"], [b"DEL", key], db=db)
 
     # -- pause --------------------------------------------------------------------------
     def _paused_for(self, cmd, c, argv=None) -> bool:
@@ -712,7 +638,7 @@ class Server:
             if script_declares_no_writes(self, base, argv):
                 return False
             return True
-        return cmd.write or cmd.may_replicate or base in ("eval", "evalsha", "fcall", "publish", "pfcount")
+        return cmd.write or cmd.may_replicate
 
     def postpone(self, c: Client, argv):
         c.paused_queue = argv
@@ -789,7 +715,7 @@ class Server:
         """A call took at least the slowlog or latency-monitor threshold."""
         th = client_mod._SLOWLOG_THRESHOLD
         if th is not None and dt >= th and not cmd.skip_slowlog:
-            self.slowlog_add(c, redact(cmd, argv) if cmd.fullname in _REDACTED else argv, dt)
+            self.slowlog_add(c, cmd.redact(argv) if cmd.redact is not None else argv, dt)
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and dt >= lt:
             self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))

@@ -29,9 +29,6 @@ from .memory import keys_of
 
 INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
 PUBSUB_MSG = b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
-# Read-only commands whose own keys are not remembered (scripts remember the
-# keys of the commands they run instead).
-_NOT_REMEMBERED = frozenset(("eval_ro", "evalsha_ro", "fcall_ro"))
 
 
 class TrackState:
@@ -106,7 +103,7 @@ class Tracking:
         t = self
         srv = self.srv
         write = cmd.write
-        remember = cmd.readonly and not cmd.pubsub and cmd.fullname not in _NOT_REMEMBERED
+        remember = cmd.readonly and not cmd.pubsub and "not_tracked" not in cmd.flags
         keyed = bool(cmd.key_specs) or cmd.getkeys_proc is not None
         is_client_cmd = cmd.parent is not None and cmd.parent.name == "client"
 

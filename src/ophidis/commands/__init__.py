@@ -4,8 +4,12 @@ Every command is a function ``proc(client, argv) -> bytes`` registered with
 ``@command("name")`` (subcommands as ``"container|sub"``).  Its interface facts
 (arity, flags, key specs, ACL categories, argument grammar) come from Redis
 7.0's command metadata shipped in ``ophidis/data/commands.json``; the
-decorator may add flags.  COMMAND, arity checks, key extraction and the
-dispatcher's flag checks are all derived from this one table.
+decorator adds the facts Redis keeps in code rather than in the metadata
+(``flags=``, see EXTRA_FLAGS) and the command's propagation and redaction
+rules (``propagate=``, ``redact=``).  COMMAND, arity checks, key extraction,
+the dispatcher's checks, the fast-path switch, propagation, memory
+accounting and client-side caching all read this one table: a command's
+rules are read from its registration, never from name lists elsewhere.
 
 Modules of command families are imported by ``load_all()``; each module only
 registers its functions, so families stay independent of each other.
@@ -50,12 +54,33 @@ def _acl_categories(meta) -> list:
     return out
 
 
-_NOT_FAST = {
-    "multi", "exec", "discard", "watch", "unwatch", "hello", "auth", "reset", "quit",
-    "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
-    "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function",
-    "client", "config", "debug", "monitor", "shutdown", "xread", "xreadgroup", "wait",
-}
+# Flags the decorator may add (facts Redis 7.0 keeps in code, not in the
+# command metadata):
+EXTRA_FLAGS = frozenset((
+    # processCommand: allowed while a RESP2 client is in subscriber mode
+    # ("only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET ...")
+    "pubsub_context",
+    # processCommand: run at once inside MULTI instead of being queued
+    "no_queue",
+    # processCommand: ends the transaction, so not refused inside MULTI when
+    # over maxmemory (EXEC, DISCARD, QUIT, RESET)
+    "ends_multi",
+    # the doc flag SYSCMD (COMMAND DOCS): an internal command
+    "syscmd",
+    # does not touch the access time of its keys (Redis's LOOKUP_NOTOUCH,
+    # or no lookup at all)
+    "no_touch",
+    # changes more than its keys: another database or whole databases
+    # (memory accounting measures the databases around it)
+    "touches_dbs",
+    # read-only, but CLIENT TRACKING does not remember its keys (scripts
+    # remember the keys of the commands they run instead; call()'s list)
+    "not_tracked",
+))
+
+
+# What SLOWLOG and MONITOR show in place of a secret (a ``redact=`` hook).
+REDACTED = b"(redacted)"
 
 
 class _CommandCore:
@@ -76,10 +101,21 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         "write", "readonly", "denyoom", "noauth", "loading", "stale",
         "nomulti", "noscript", "pubsub", "admin", "blocking", "fast",
         "skip_monitor", "skip_slowlog", "protected", "may_replicate", "allow_busy",
+        "touches_arbitrary_keys", "pubsub_context", "no_queue", "ends_multi",
         "getkeys_proc",
+        # propagation: None = as called (or as rewritten by the command with
+        # propagate.rewrite_argv), False = never propagated itself, or
+        # fn(server, db, argv) -> argv | None (see propagate.py)
+        "propagate",
+        # None, or fn(argv) -> argv with secrets replaced (SLOWLOG, MONITOR:
+        # Redis's redactClientCommandArgument)
+        "redact",
     )
 
-    def __init__(self, fullname: str, proc, meta: dict, extra_flags=()):
+    def __init__(self, fullname: str, proc, meta: dict, extra_flags=(), propagate=None, redact=None):
+        bad = set(extra_flags) - EXTRA_FLAGS
+        if bad:
+            raise ValueError("unknown command flags %r for %r" % (sorted(bad), fullname))
         self.fullname = fullname
         self.name = fullname.split("|")[-1]
         self.proc = proc
@@ -92,6 +128,8 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         self.subcommands: dict = {}
         self.parent = None
         self.getkeys_proc = None
+        self.propagate = propagate
+        self.redact = redact
         self.calls = 0
         self.usec = 0
         self.rejected_calls = 0
@@ -115,14 +153,21 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         self.protected = "protected" in f
         self.may_replicate = "may_replicate" in f
         self.allow_busy = "allow_busy" in f
+        self.touches_arbitrary_keys = "touches_arbitrary_keys" in f
+        self.pubsub_context = "pubsub_context" in f
+        self.no_queue = "no_queue" in f
+        self.ends_multi = "ends_multi" in f
         a = self.arity
         self.amin = a if a > 0 else -a
         self.amax = a if a > 0 else 1 << 30
         # May the client's fast path run it directly?  Not when it could
         # change the client's or server's state that the general path checks
-        # (or block, or not reply).
+        # (or block, or not reply): blocking, admin and pub/sub commands, and
+        # the noscript ones (transactions, AUTH/HELLO/RESET/QUIT, scripts,
+        # WAIT ...); nor containers (their subcommands are resolved by the
+        # general path; see command()).
         self.fastpath = (proc is not None and not self.blocking and not self.admin and not self.pubsub
-                         and not self.noscript and self.name not in _NOT_FAST)
+                         and not self.noscript)
 
     def __repr__(self):
         return "<Command %s>" % self.fullname
@@ -166,15 +211,20 @@ def _get_container(name: str) -> Command:
     return cmd
 
 
-def command(name: str, flags=(), meta: dict | None = None):
-    """Register ``proc`` as the implementation of ``name`` ("get", "client|kill")."""
+def command(name: str, flags=(), meta: dict | None = None, propagate=None, redact=None):
+    """Register ``proc`` as the implementation of ``name`` ("get", "client|kill").
+
+    ``flags``: names from EXTRA_FLAGS; ``propagate``: False (never
+    propagated itself) or ``fn(server, db, argv) -> argv | None`` (the form
+    it propagates as; None: nothing); ``redact``: ``fn(argv) -> argv`` for
+    SLOWLOG and MONITOR."""
     name = name.lower()
 
     def deco(proc):
         m = meta if meta is not None else META.get(name.upper())
         if m is None:
             raise KeyError("no Redis 7.0 metadata for command %r" % name)
-        cmd = Command(name, proc, m, flags)
+        cmd = Command(name, proc, m, flags, propagate, redact)
         ALL[name] = cmd
         if "|" in name:
             parent_name, sub = name.split("|", 1)

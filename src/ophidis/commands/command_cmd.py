@@ -35,9 +35,6 @@ ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash
                   "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
                   "blocking", "dangerous", "connection", "transaction", "scripting")
 
-# Commands Redis documents as internal ("syscmd").
-_SYSCMD = {"debug", "pfdebug", "pfselftest", "replconf", "restore-asking"}
-
 
 def _status_set(resp, names):
     return set_header(resp, len(names)) + b"".join(simple(n) for n in names)
@@ -227,7 +224,7 @@ def command_docs_reply(cmd, resp) -> bytes:
     doc_flags = []
     if m.get("deprecated_since"):
         doc_flags.append(b"deprecated")
-    if cmd.fullname in _SYSCMD:
+    if "syscmd" in cmd.flags:     # Redis's doc flag: an internal command
         doc_flags.append(b"syscmd")
     if doc_flags:
         fields.append((b"doc_flags", _status_set(resp, doc_flags)))

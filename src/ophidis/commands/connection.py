@@ -11,10 +11,10 @@ from ..protocol import (
 from ..tracking import TrackState
 from ..util import parse_int
 from ..watch import unwatch_all
-from . import command
+from . import REDACTED, command
 
 
-@command("ping")
+@command("ping", flags=("pubsub_context",))
 def ping(c, argv):
     if len(argv) > 2:
         raise RedisError("ERR wrong number of arguments for 'ping' command")
@@ -31,7 +31,7 @@ def echo(c, argv):
     return bulk(argv[1])
 
 
-@command("quit")
+@command("quit", flags=("pubsub_context", "no_queue", "ends_multi"))
 def quit_(c, argv):
     c.close_after_reply = True
     c.update_slow()
@@ -66,7 +66,7 @@ def clear_client_state(c):
     c.update_slow()
 
 
-@command("reset")
+@command("reset", flags=("pubsub_context", "no_queue", "ends_multi"))
 def reset(c, argv):
     clear_client_state(c)
     return b"+RESET\r\n"
@@ -98,7 +98,28 @@ def _check_password(c, user: bytes, password: bytes) -> bool:
     return password == rp.encode("utf-8", "surrogateescape")
 
 
-@command("auth")
+# SLOWLOG and MONITOR never show passwords (Redis's redactClientCommandArgument).
+def redact_auth(argv):
+    return [argv[0]] + [REDACTED] * (len(argv) - 1)
+
+
+def redact_hello(argv):
+    out = list(argv)
+    n = len(out)
+    i = 2
+    while i < n:
+        opt = out[i].lower()
+        if opt == b"auth" and i + 2 < n:
+            out[i + 1] = out[i + 2] = REDACTED
+            i += 3
+        elif opt == b"setname" and i + 1 < n:
+            i += 2
+        else:
+            i += 1
+    return out
+
+
+@command("auth", redact=redact_auth)
 def auth(c, argv):
     if len(argv) > 3:
         raise SYNTAX
@@ -121,7 +142,7 @@ def valid_client_name(name: bytes) -> bool:
     return all(33 <= ch <= 126 for ch in name)
 
 
-@command("hello")
+@command("hello", redact=redact_hello)
 def hello(c, argv):
     ver = 0
     j = 1

@@ -295,7 +295,7 @@ def _htstats(size: int) -> bytes:
             % (buckets, size))
 
 
-@command("debug")
+@command("debug", flags=("syscmd", "touches_dbs"), propagate=False)
 def debug(c, argv):
     srv = c.server
     # The client's fast path does not run process_command's checks, so the

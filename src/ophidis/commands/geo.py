@@ -18,6 +18,7 @@ from .. import notify
 from .. import geohash as gh
 from ..db import WRONGTYPE_ERR, signal_key_ready
 from ..errors import SYNTAX, RedisError
+from ..propagate import propagating, rewrite_argv
 from ..protocol import EMPTY_ARRAY, ZERO, integer
 from ..types.zset import ZSetValue
 from ..util import parse_int
@@ -183,13 +184,13 @@ def geoadd(c, argv):
             lon, lat = _lonlat(blon, blat)
         ap((float(encode52(lon, lat)), argv[j + 2]))
     reply = _zadd_pairs(c, argv[1], pairs, nx, xx, ch)
-    if c.server.propagate_hooks:
+    if propagating(c.server):
         # Replicated as the ZADD it is.
         zargv = [b"zadd"] + argv[1:i]
         for score, member in pairs:
             zargv.append(b"%d" % score)
             zargv.append(member)
-        argv[:] = zargv
+        rewrite_argv(c, zargv)
     return reply
 
 

@@ -15,6 +15,7 @@ import random
 from .. import notify
 from ..db import WRONGTYPE_ERR
 from ..errors import SYNTAX, RedisError
+from ..propagate import propagating, rewrite_argv
 from ..protocol import ONE, ZERO, integer
 from ..types.containers import (
     HashValue, SMALL_RANDOM, aux_added, random_member, remove_members, scan_step,
@@ -318,9 +319,9 @@ def hincrbyfloat(c, argv):
     _set_one(c, h, field, b)
     c.server.dirty += 1
     notify.notify(_HASH, b"hincrbyfloat", key, db.id)
-    if c.server.propagate_hooks:
+    if propagating(c.server):
         # Replicas and the AOF get the result, not the float arithmetic.
-        argv[:] = [b"HSET", key, field, b]
+        rewrite_argv(c, [b"HSET", key, field, b])
     return b"$%d\r\n%s\r\n" % (len(b), b)
 
 

@@ -288,7 +288,7 @@ def _merge_into_sparse(c, v, sp, regs):
 # ---------------------------------------------------------------------------
 # Debugging
 # ---------------------------------------------------------------------------
-@command("pfdebug")
+@command("pfdebug", flags=("syscmd",))
 def pfdebug(c, argv):
     db = c.db
     sub = argv[1]
@@ -328,7 +328,7 @@ def pfdebug(c, argv):
     raise RedisError("ERR Unknown PFDEBUG subcommand '%s'" % sub.decode("utf-8", "replace"))
 
 
-@command("pfselftest")
+@command("pfselftest", flags=("syscmd",))
 def pfselftest(c, argv):
     """A reduced version of Redis's self test: register access on a dense
     array, then the estimate of sparse and dense HLLs fed the same elements

@@ -45,7 +45,7 @@ def unlink(c, argv):
     return _del(c, argv, True)
 
 
-@command("exists")
+@command("exists", flags=("no_touch",))
 def exists(c, argv):
     lookup = c.db.lookup_read
     n = 0
@@ -65,7 +65,7 @@ def touch(c, argv):
     return integer(n)
 
 
-@command("type")
+@command("type", flags=("no_touch",))
 def type_(c, argv):
     v = c.db.lookup_read(argv[1])
     if v is None:
@@ -121,7 +121,7 @@ def _db_index(c, b):
     return c.server.dbs[idx]
 
 
-@command("move")
+@command("move", flags=("touches_dbs",))
 def move(c, argv):
     if c.server.config["cluster-enabled"]:
         raise RedisError("ERR MOVE is not allowed in cluster mode")
@@ -153,7 +153,7 @@ def move(c, argv):
     return ONE
 
 
-@command("copy")
+@command("copy", flags=("touches_dbs",))
 def copy(c, argv):
     src = dst = c.db
     replace = False
@@ -357,22 +357,41 @@ def _expire_generic(c, argv, basetime_ms, seconds):
     return ONE
 
 
-@command("expire")
+def propagate_expire(srv, db, argv):
+    """EXPIRE/PEXPIRE/EXPIREAT replicate as PEXPIREAT <absolute ms>, or as
+    the deletion when the time was in the past."""
+    key = argv[1]
+    if key not in db.d:
+        return [b"UNLINK" if srv.config["lazyfree-lazy-expire"] else b"DEL", key]
+    when = db.expires.get(key)
+    if when is None:
+        return list(argv)
+    return [b"PEXPIREAT", key, b"%d" % when] + list(argv[3:])
+
+
+def propagate_pexpireat(srv, db, argv):
+    key = argv[1]
+    if key not in db.d:
+        return [b"UNLINK" if srv.config["lazyfree-lazy-expire"] else b"DEL", key]
+    return list(argv)
+
+
+@command("expire", propagate=propagate_expire)
 def expire(c, argv):
     return _expire_generic(c, argv, int(_time() * 1000), True)
 
 
-@command("pexpire")
+@command("pexpire", propagate=propagate_expire)
 def pexpire(c, argv):
     return _expire_generic(c, argv, int(_time() * 1000), False)
 
 
-@command("expireat")
+@command("expireat", propagate=propagate_expire)
 def expireat(c, argv):
     return _expire_generic(c, argv, 0, True)
 
 
-@command("pexpireat")
+@command("pexpireat", propagate=propagate_pexpireat)
 def pexpireat(c, argv):
     return _expire_generic(c, argv, 0, False)
 
@@ -393,22 +412,22 @@ def _ttl(c, argv, ms, absolute):
     return integer(left if ms else (left + 500) // 1000)
 
 
-@command("ttl")
+@command("ttl", flags=("no_touch",))
 def ttl(c, argv):
     return _ttl(c, argv, False, False)
 
 
-@command("pttl")
+@command("pttl", flags=("no_touch",))
 def pttl(c, argv):
     return _ttl(c, argv, True, False)
 
 
-@command("expiretime")
+@command("expiretime", flags=("no_touch",))
 def expiretime(c, argv):
     return _ttl(c, argv, False, True)
 
 
-@command("pexpiretime")
+@command("pexpiretime", flags=("no_touch",))
 def pexpiretime(c, argv):
     return _ttl(c, argv, True, True)
 
@@ -452,7 +471,7 @@ def object_encoding(v, cfg) -> bytes:
     return fn(v, cfg)
 
 
-@command("object|encoding")
+@command("object|encoding", flags=("no_touch",))
 def object_encoding_cmd(c, argv):
     v = c.db.lookup_nostats(argv[2])
     if v is None:
@@ -460,7 +479,7 @@ def object_encoding_cmd(c, argv):
     return bulk(object_encoding(v, c.server.config))
 
 
-@command("object|refcount")
+@command("object|refcount", flags=("no_touch",))
 def object_refcount(c, argv):
     v = c.db.lookup_nostats(argv[2])
     if v is None:
@@ -470,7 +489,7 @@ def object_refcount(c, argv):
     return ONE
 
 
-@command("object|idletime")
+@command("object|idletime", flags=("no_touch",))
 def object_idletime(c, argv):
     v = c.db.lookup_nostats(argv[2])
     if v is None:
@@ -482,7 +501,7 @@ def object_idletime(c, argv):
     return integer(c.server.memory.idle_seconds(c.db, argv[2]))
 
 
-@command("object|freq")
+@command("object|freq", flags=("no_touch",))
 def object_freq(c, argv):
     v = c.db.lookup_nostats(argv[2])
     if v is None:

@@ -21,10 +21,11 @@ from .. import notify
 from ..blocking import parse_timeout
 from ..db import WRONGTYPE_ERR, signal_key_ready
 from ..errors import SYNTAX, RedisError
+from ..propagate import also_propagate, propagate_pending, rewrite_argv
 from ..protocol import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, integer
 from ..types.containers import ListValue
 from ..util import LLONG_MAX, LLONG_MIN, parse_int
-from . import ALL, command
+from . import command
 
 _LIST = notify.LIST
 _GENERIC = notify.GENERIC
@@ -83,20 +84,12 @@ def _where(arg) -> bool:
     raise SYNTAX
 
 
-def _propagate(c, db, argv):
-    """Feed a rewritten command (what Redis replicates instead of the
-    blocking/multi-key form) to the AOF/replication hooks."""
-    hooks = c.server.propagate_hooks
-    if hooks:
-        cmd = ALL[argv[0].decode().lower()]
-        for h in hooks:
-            h(c, cmd, argv, db=db)
-
-
-def _rewrite(c, argv, new):
-    """Redis's rewriteClientCommandVector: the command propagates as ``new``."""
-    if c.server.propagate_hooks:
-        argv[:] = new
+def _propagate_served(c, db, argv):
+    """A blocked client being served (outside any command) propagates as
+    ``argv`` (what Redis replicates instead of the blocking form)."""
+    srv = c.server
+    also_propagate(srv, argv, db)
+    propagate_pending(srv)
 
 
 # ---------------------------------------------------------------------------
@@ -628,7 +621,7 @@ def lmpop(c, argv):
         return c.null_array
     n = min(count, len(v))
     reply = _mpop_reply(c, db, key, v, left, count)
-    _rewrite(c, argv, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
+    rewrite_argv(c, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
     return reply
 
 
@@ -651,7 +644,7 @@ def _bpop(c, argv, left):
     if key is not None:
         x = v.popleft() if left else v.pop()
         _removed(c, db, key, v, left, 1)
-        _rewrite(c, argv, [b"LPOP" if left else b"RPOP", key])
+        rewrite_argv(c, [b"LPOP" if left else b"RPOP", key])
         return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
     if not _may_block(c):
         return c.null_array
@@ -661,7 +654,7 @@ def _bpop(c, argv, left):
         if v is None or v.__class__ is not ListValue or not v:
             return None
         x = v.popleft() if left else v.pop()
-        _propagate(c, db, [b"LPOP" if left else b"RPOP", key])
+        _propagate_served(c, db, [b"LPOP" if left else b"RPOP", key])
         notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
         if not v:
             db.delete(key)
@@ -691,7 +684,7 @@ def blmpop(c, argv):
     if key is not None:
         n = min(count, len(v))
         reply = _mpop_reply(c, db, key, v, left, count)
-        _rewrite(c, argv, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
+        rewrite_argv(c, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
         return reply
     if not _may_block(c):
         return c.null_array
@@ -700,7 +693,7 @@ def blmpop(c, argv):
         v = db.lookup_nostats(key)
         if v is None or v.__class__ is not ListValue or not v:
             return None
-        _propagate(c, db, [b"LPOP" if left else b"RPOP", key, b"%d" % min(count, len(v))])
+        _propagate_served(c, db, [b"LPOP" if left else b"RPOP", key, b"%d" % min(count, len(v))])
         return _mpop_reply(c, db, key, v, left, count)
 
     c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
@@ -715,9 +708,9 @@ def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
         if sv:
             reply = _lmove(c, src, dst, from_left, to_left)
             if brpoplpush:
-                _rewrite(c, argv, [b"RPOPLPUSH", src, dst])
+                rewrite_argv(c, [b"RPOPLPUSH", src, dst])
             else:
-                _rewrite(c, argv, [b"LMOVE", src, dst, _SIDE[from_left], _SIDE[to_left]])
+                rewrite_argv(c, [b"LMOVE", src, dst, _SIDE[from_left], _SIDE[to_left]])
             return reply
     if not _may_block(c):
         return c.null
@@ -732,9 +725,9 @@ def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
         x = sv.popleft() if from_left else sv.pop()
         _push_one(c, db, dst, dv, x, to_left)
         if brpoplpush:
-            _propagate(c, db, [b"RPOPLPUSH", key, dst])
+            _propagate_served(c, db, [b"RPOPLPUSH", key, dst])
         else:
-            _propagate(c, db, [b"LMOVE", key, dst, _SIDE[from_left], _SIDE[to_left]])
+            _propagate_served(c, db, [b"LMOVE", key, dst, _SIDE[from_left], _SIDE[to_left]])
         notify.notify(_LIST, b"lpop" if from_left else b"rpop", key, db.id)
         if not sv:
             db.delete(key)

@@ -209,7 +209,7 @@ def _stream_usage(v, samples):
     return size
 
 
-@command("memory|usage")
+@command("memory|usage", flags=("no_touch",))
 def memory_usage(c, argv):
     samples = 5
     i = 3

@@ -7,6 +7,7 @@ import time
 from .. import notify
 from ..errors import SYNTAX, RedisError
 from ..persistence.rdb import LoadSettings, RdbError, dump_payload, load_payload, verify_payload
+from ..propagate import rewrite_argv
 from ..protocol import OK, bulk, simple
 from ..util import parse_int
 from . import command
@@ -14,7 +15,7 @@ from . import command
 BUSYKEY = RedisError("BUSYKEY Target key name already exists.")
 
 
-@command("save")
+@command("save", propagate=False)
 def save(c, argv):
     srv = c.server
     p = srv.persistence
@@ -26,7 +27,7 @@ def save(c, argv):
     raise RedisError("ERR")
 
 
-@command("bgsave")
+@command("bgsave", propagate=False)
 def bgsave(c, argv):
     schedule = False
     if len(argv) > 1:
@@ -49,7 +50,7 @@ def bgsave(c, argv):
     raise RedisError("ERR")
 
 
-@command("bgrewriteaof")
+@command("bgrewriteaof", propagate=False)
 def bgrewriteaof(c, argv):
     r = c.server.aof.bgrewriteaof(in_exec=c.in_exec)
     if r == "started":
@@ -70,7 +71,20 @@ def dump(c, argv):
     return bulk(dump_payload(v, c.server.config))
 
 
-@command("restore")
+def propagate_restore(srv, db, argv):
+    """A relative TTL replicates as the absolute time with ABSTTL."""
+    opts = [a.lower() for a in argv[4:]]
+    if b"absttl" not in opts and argv[2] not in (b"0",):
+        when = db.expires.get(argv[1])
+        if when is not None:
+            out = list(argv)
+            out[2] = b"%d" % when
+            out.append(b"ABSTTL")
+            return out
+    return list(argv)
+
+
+@command("restore", propagate=propagate_restore)
 def restore(c, argv):
     srv = c.server
     db = c.db
@@ -120,17 +134,14 @@ def restore(c, argv):
         ttl += int(time.time() * 1000)
     if ttl and ttl <= int(time.time() * 1000) and not srv.loading and not srv.is_replica:
         if deleted:
-            argv[:] = [b"DEL", key]
+            rewrite_argv(c, [b"DEL", key])
             db.signal(key)
             notify.notify(notify.GENERIC, b"del", key, db.id)
             srv.dirty += 1
         return OK
     db.add(key, obj)
     if ttl:
-        db.set_expire(key, ttl)
-        if not absttl:
-            argv[2] = b"%d" % ttl
-            argv.append(b"ABSTTL")
+        db.set_expire(key, ttl)     # propagates with ABSTTL (propagate_restore)
     if lru_idle != -1:
         srv.memory.set_idle(db, key, lru_idle)
     elif lfu_freq != -1:

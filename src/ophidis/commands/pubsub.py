@@ -242,7 +242,7 @@ def _after(c):
     return b""
 
 
-@command("subscribe")
+@command("subscribe", flags=("pubsub_context",))
 def subscribe(c, argv):
     if c.in_script:
         raise RedisError("ERR SUBSCRIBE isn't allowed for a DENY BLOCKING client")
@@ -252,7 +252,7 @@ def subscribe(c, argv):
     return _after(c)
 
 
-@command("unsubscribe")
+@command("unsubscribe", flags=("pubsub_context",))
 def unsubscribe(c, argv):
     ps = _registry(c)
     if len(argv) == 1:
@@ -263,7 +263,7 @@ def unsubscribe(c, argv):
     return _after(c)
 
 
-@command("psubscribe")
+@command("psubscribe", flags=("pubsub_context",))
 def psubscribe(c, argv):
     if c.in_script:
         raise RedisError("ERR PSUBSCRIBE isn't allowed for a DENY BLOCKING client")
@@ -273,7 +273,7 @@ def psubscribe(c, argv):
     return _after(c)
 
 
-@command("punsubscribe")
+@command("punsubscribe", flags=("pubsub_context",))
 def punsubscribe(c, argv):
     ps = _registry(c)
     if len(argv) == 1:
@@ -284,7 +284,7 @@ def punsubscribe(c, argv):
     return _after(c)
 
 
-@command("ssubscribe")
+@command("ssubscribe", flags=("pubsub_context",))
 def ssubscribe(c, argv):
     if c.in_exec or c.in_script:
         raise RedisError("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
@@ -294,7 +294,7 @@ def ssubscribe(c, argv):
     return _after(c)
 
 
-@command("sunsubscribe")
+@command("sunsubscribe", flags=("pubsub_context",))
 def sunsubscribe(c, argv):
     ps = _registry(c)
     if len(argv) == 1:

@@ -127,7 +127,7 @@ def _snapshot(c) -> bytes:
     return buf.getvalue()
 
 
-@command("sync")
+@command("sync", propagate=False)
 def sync_cmd(c, argv):
     rdb_only = _replconf.get(c.id, {}).get("rdb_only", False)
     payload = _snapshot(c)
@@ -142,14 +142,14 @@ def sync_cmd(c, argv):
     return b"$%d\r\n%s" % (len(payload), payload)
 
 
-@command("psync")
+@command("psync", propagate=False)
 def psync_cmd(c, argv):
     srv = c.server
     head = b"+FULLRESYNC %s 0\r\n" % srv.replid.encode()
     return head + sync_cmd(c, argv)
 
 
-@command("replconf")
+@command("replconf", flags=("syscmd",), propagate=False)
 def replconf_cmd(c, argv):
     if len(argv) % 2 == 0:
         raise RedisError("ERR syntax error")

@@ -208,29 +208,29 @@ def _eval(c, argv, evalsha: bool, ro: bool):
     return eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
 
 
-@command("eval")
+@command("eval", propagate=False)
 def eval_cmd(c, argv):
     return _eval(c, argv, False, False)
 
 
-@command("eval_ro")
+@command("eval_ro", flags=("not_tracked",), propagate=False)
 def eval_ro_cmd(c, argv):
     return _eval(c, argv, False, True)
 
 
-@command("evalsha")
+@command("evalsha", propagate=False)
 def evalsha_cmd(c, argv):
     return _eval(c, argv, True, False)
 
 
-@command("evalsha_ro")
+@command("evalsha_ro", flags=("not_tracked",), propagate=False)
 def evalsha_ro_cmd(c, argv):
     return _eval(c, argv, True, True)
 
 
 # -- SCRIPT ---------------------------------------------------------------------------------------
 
-@command("script|load")
+@command("script|load", propagate=False)
 def script_load(c, argv):
     s = create_script(c.server, argv[2])
     return bulk(s.sha)
@@ -246,7 +246,7 @@ def script_exists(c, argv):
     return b"".join(out)
 
 
-@command("script|flush")
+@command("script|flush", propagate=False)
 def script_flush(c, argv):
     if len(argv) == 3 and argv[2].lower() in (b"sync", b"async"):
         pass
@@ -258,7 +258,7 @@ def script_flush(c, argv):
     return OK
 
 
-@command("script|kill")
+@command("script|kill", propagate=False)
 def script_kill_cmd(c, argv):
     return script_kill(c, True)
 
@@ -463,12 +463,12 @@ def _fcall(c, argv, ro):
     return reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
 
 
-@command("fcall")
+@command("fcall", propagate=False)
 def fcall_cmd(c, argv):
     return _fcall(c, argv, False)
 
 
-@command("fcall_ro")
+@command("fcall_ro", flags=("not_tracked",), propagate=False)
 def fcall_ro_cmd(c, argv):
     return _fcall(c, argv, True)
 
@@ -519,12 +519,12 @@ def function_flush(c, argv):
     return OK
 
 
-@command("function|kill")
+@command("function|kill", propagate=False)
 def function_kill(c, argv):
     return script_kill(c, False)
 
 
-@command("function|stats")
+@command("function|stats", propagate=False)
 def function_stats(c, argv):
     srv = c.server
     ctx = running_ctx(srv)
@@ -556,7 +556,7 @@ def function_stats(c, argv):
     return b"".join(out)
 
 
-@command("function|list")
+@command("function|list", propagate=False)
 def function_list(c, argv):
     with_code = False
     pattern = None
@@ -717,7 +717,7 @@ def dump_functions(srv) -> bytes:
     return bytes(out)
 
 
-@command("function|dump")
+@command("function|dump", propagate=False)
 def function_dump(c, argv):
     return bulk(dump_functions(c.server))
 
@@ -784,7 +784,7 @@ def function_restore(c, argv):
     return OK
 
 
-@command("function|help")
+@command("function|help", propagate=False)
 def function_help(c, argv):
     return _help("FUNCTION", [
         "LOAD [REPLACE] <FUNCTION CODE>",

@@ -7,11 +7,12 @@ import time
 
 from .. import log
 from ..config import ConfigError
+from ..config_table import DIRECTIVES
 from ..db import stats
 from ..errors import SYNTAX, RedisError
 from ..protocol import OK, ZERO, bulk, bulk_array, integer, map_header, simple
 from ..util import parse_int
-from . import command
+from . import REDACTED, command
 from ..watch import touch_all_watched_in_db
 from . import ALL
 
@@ -44,7 +45,7 @@ def _flush_db(srv, db, lazy):
     return n
 
 
-@command("flushdb")
+@command("flushdb", flags=("touches_dbs",))
 def flushdb(c, argv):
     lazy = _flush_flags(argv, c.server)
     db = c.db
@@ -54,7 +55,7 @@ def flushdb(c, argv):
     return OK
 
 
-@command("flushall")
+@command("flushall", flags=("touches_dbs",))
 def flushall(c, argv):
     srv = c.server
     lazy = _flush_flags(argv, srv)
@@ -68,7 +69,7 @@ def flushall(c, argv):
     return OK
 
 
-@command("swapdb")
+@command("swapdb", flags=("touches_dbs",))
 def swapdb(c, argv):
     srv = c.server
     if srv.config["cluster-enabled"]:
@@ -138,7 +139,29 @@ def config_get(c, argv):
     return b"".join(out)
 
 
-@command("config|set")
+def _sensitive_directives():
+    out = set()
+    for d in DIRECTIVES:
+        if "sensitive" in d[3]:
+            out.add(d[0].encode())
+            if d[1]:
+                out.add(d[1].encode())
+    return frozenset(out)
+
+
+_SENSITIVE = _sensitive_directives()
+
+
+def redact_config_set(argv):
+    """The values of sensitive directives never show in SLOWLOG/MONITOR."""
+    out = list(argv)
+    for i in range(2, len(out) - 1, 2):
+        if out[i].lower() in _SENSITIVE:
+            out[i + 1] = REDACTED
+    return out
+
+
+@command("config|set", propagate=False, redact=redact_config_set)
 def config_set(c, argv):
     if len(argv) % 2:
         raise SYNTAX

@@ -16,6 +16,7 @@ import random
 from .. import notify
 from ..db import WRONGTYPE_ERR
 from ..errors import SYNTAX, RedisError
+from ..propagate import propagating, rewrite_argv
 from ..protocol import ONE, ZERO, integer
 from ..types.containers import (
     SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member, remove_members, scan_step,
@@ -215,8 +216,8 @@ def spop(c, argv):
     else:
         db.signal(key)
     c.server.dirty += 1
-    if c.server.propagate_hooks:
-        argv[:] = [b"SREM", key, m]
+    if propagating(c.server):
+        rewrite_argv(c, [b"SREM", key, m])
     return b"$%d\r\n%s\r\n" % (len(m), m)
 
 
@@ -238,8 +239,8 @@ def _spop_count(c, argv):
         items = _result_order(c, s)
         db.delete(key)
         notify.notify(_GENERIC, b"del", key, db.id)
-        if srv.propagate_hooks:
-            argv[:] = [b"DEL", key]
+        if propagating(srv):
+            rewrite_argv(c, [b"DEL", key])
         return _set_reply(c, items, size)
     remaining = size - count
     if remaining * 5 > count:
@@ -257,8 +258,8 @@ def _spop_count(c, argv):
         kept = set(keep)
         popped = [m for m in ordered if m not in kept]
         db.set_key(key, new_set(c, keep), keepttl=True)
-    if srv.propagate_hooks:
-        argv[:] = [b"SREM", key] + popped
+    if propagating(srv):
+        rewrite_argv(c, [b"SREM", key] + popped)
     return _set_reply(c, popped, count)
 
 

@@ -23,11 +23,12 @@ from .. import notify
 from ..blocking import parse_timeout
 from ..db import WRONGTYPE_ERR, mstime, signal_key_ready
 from ..errors import SYNTAX, RedisError
+from ..propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..protocol import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
 from ..types.stream import (INVALID_READ, MASK64, MAX_ID, NACK, Consumer, Group,
                             StreamValue, id_bytes)
 from ..util import parse_int
-from . import ALL, command
+from . import command
 from .lists import bulk_items
 
 _STREAM = notify.STREAM
@@ -199,28 +200,15 @@ def _help(name: bytes, lines):
 # ---------------------------------------------------------------------------
 # Propagation
 # ---------------------------------------------------------------------------
-def _cmd_of(op):
-    name = op[0].decode().lower()
-    if name == "xgroup":
-        name = "xgroup|" + op[1].decode().lower()
-    return ALL[name]
-
-
-def _feed(c, db, op):
-    cmd = _cmd_of(op)
-    for h in c.server.propagate_hooks:
-        h(c, cmd, op, db=db)
-
-
 def _also_propagate(c, argv, ops, dirty0):
     """Redis's alsoPropagate + preventCommandPropagation for a command run
     by ``Server.call``: ``ops`` replicate instead of the command (in one
     MULTI/EXEC when there are several).  The last op takes the command's
-    place (``argv`` rewritten in place, as for BLPOP); earlier ones are
-    queued to the hooks first.  With no ops nothing may replicate, so the
-    dirty counter goes back to where it was."""
+    place (propagate.rewrite_argv, as for BLPOP); earlier ones join the
+    unit first.  With no ops nothing may replicate, so the dirty counter
+    goes back to where it was."""
     srv = c.server
-    if not srv.propagate_hooks:
+    if not propagating(srv):
         return
     if not ops:
         srv.dirty = dirty0
@@ -229,24 +217,18 @@ def _also_propagate(c, argv, ops, dirty0):
         srv.dirty += 1
     db = c.db
     for op in ops[:-1]:
-        _feed_queued(c, db, op)
-    argv[:] = ops[-1]
-
-
-def _feed_queued(c, db, op):
-    """Give op to the hooks as part of a larger unit (not flushed alone)."""
-    cmd = _cmd_of(op)
-    for h in c.server.propagate_hooks:
-        h(None, cmd, op, db=db)
+        also_propagate(srv, op, db)
+    rewrite_argv(c, ops[-1])
 
 
 def _propagate_served(c, db, ops):
-    """Ops of a blocked client being served (outside any command)."""
-    if not ops or not c.server.propagate_hooks:
+    """Ops of a blocked client being served (outside any command): one unit."""
+    srv = c.server
+    if not ops or not propagating(srv):
         return
-    for op in ops[:-1]:
-        _feed_queued(c, db, op)
-    _feed(c, db, ops[-1])
+    for op in ops:
+        also_propagate(srv, op, db)
+    propagate_pending(srv)
 
 
 def _xclaim_op(key, gname, g, idarg, nack):
@@ -366,7 +348,8 @@ def _trim(s, a):
 
 
 def _rewrite_trim(argv, s, a):
-    """MAXLEN/MINID ~ x replicate as = <what the stream ends with>."""
+    """MAXLEN/MINID ~ x replicate as = <what the stream ends with> (argv:
+    a copy of the command's, to be propagated)."""
     argv[a.arg_idx - 1] = b"="
     if a.strategy == "maxlen":
         argv[a.arg_idx] = b"%d" % s.length
@@ -422,14 +405,16 @@ def xadd(c, argv):
     notify.notify(_STREAM, b"xadd", key, db.id)
     srv = c.server
     srv.dirty += 1
-    hooks = srv.propagate_hooks
+    out = list(argv) if propagating(srv) else None    # as it propagates
     if a.strategy is not None:
         if _trim(s, a):
             notify.notify(_STREAM, b"xtrim", key, db.id)
-        if a.approx and hooks:
-            _rewrite_trim(argv, s, a)
-    if hooks and not (a.id_given and a.seq_given):
-        argv[idpos] = idb
+        if a.approx and out is not None:
+            _rewrite_trim(out, s, a)
+    if out is not None:
+        if not (a.id_given and a.seq_given):
+            out[idpos] = idb
+        rewrite_argv(c, out)
     if db.blocking_keys:
         signal_key_ready(db, key)
     return b"$%d\r\n%s\r\n" % (len(idb), idb)
@@ -447,8 +432,10 @@ def xtrim(c, argv):
     deleted = _trim(s, a)
     if deleted:
         notify.notify(_STREAM, b"xtrim", key, db.id)
-        if a.approx and c.server.propagate_hooks:
-            _rewrite_trim(argv, s, a)
+        if a.approx and propagating(c.server):
+            out = list(argv)
+            _rewrite_trim(out, s, a)
+            rewrite_argv(c, out)
         db.signal(key)
         c.server.dirty += deleted
     return integer(deleted)
@@ -741,7 +728,7 @@ def _xread(c, argv, group_mode):
 
     srv = c.server
     dirty0 = srv.dirty
-    ops = [] if srv.propagate_hooks else None
+    ops = [] if propagating(srv) else None
     resp2 = c.resp == 2
     parts = []
     served = 0
@@ -817,7 +804,7 @@ def _xread(c, argv, group_mode):
         head = b"*1\r\n*2\r\n" if c.resp == 2 else b"%1\r\n"
         if not group_mode:
             return head + _bulk(key) + _entries(s.range(start, MAX_ID, xcount))
-        ops = [] if c.server.propagate_hooks else None
+        ops = [] if propagating(c.server) else None
         cons = g.consumers.get(cname)
         if cons is None:
             cons = _create_consumer(c, g, cname, key, db)
@@ -1134,7 +1121,7 @@ def xclaim(c, argv):
         j += 1
     srv = c.server
     dirty0 = srv.dirty
-    ops = [] if srv.propagate_hooks else None
+    ops = [] if propagating(srv) else None
     gname = argv[2]
     propagate_last_id = False
     if last_id > g.last_id:
@@ -1243,7 +1230,7 @@ def xautoclaim(c, argv):
         raise RedisError("ERR Insufficient memory, failed allocating transient memory, COUNT too high.")
     srv = c.server
     dirty0 = srv.dirty
-    ops = [] if srv.propagate_hooks else None
+    ops = [] if propagating(srv) else None
     gname = argv[2]
     name = argv[3]
     pel = g.pel

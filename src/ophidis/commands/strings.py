@@ -81,6 +81,78 @@ def expire_ms(expire, flags, cmdname: str) -> int:
     return ms
 
 
+# -- propagation: the form each command replicates as (see propagate.py) ------------------
+
+_TTL_SET_OPTS = (b"ex", b"px", b"exat", b"pxat")
+
+
+def _is_get(a) -> bool:
+    return len(a) == 3 and a.lower() == b"get"
+
+
+def propagate_set(srv, db, argv):
+    """A relative TTL becomes SET key value PXAT <ms>; GET is dropped."""
+    expire = False
+    get = False
+    i = 3
+    n = len(argv)
+    while i < n:
+        a = argv[i].lower()
+        if a in _TTL_SET_OPTS and i + 1 < n:
+            expire = True
+            i += 2
+            continue
+        if a == b"get":
+            get = True
+        i += 1
+    if expire:
+        when = db.expires.get(argv[1])
+        if when is not None:
+            return [b"SET", argv[1], argv[2], b"PXAT", b"%d" % when]
+        return list(argv)
+    if get:
+        return argv[:3] + [a for a in argv[3:] if not _is_get(a)]
+    return list(argv)
+
+
+def propagate_setex(srv, db, argv):
+    """SETEX/PSETEX key ttl value -> SET key value PXAT <ms>."""
+    when = db.expires.get(argv[1])
+    if when is not None:
+        return [b"SET", argv[1], argv[3], b"PXAT", b"%d" % when]
+    return list(argv)
+
+
+def propagate_getset(srv, db, argv):
+    return [b"SET"] + list(argv[1:])
+
+
+def propagate_getex(srv, db, argv):
+    """GETEX's effect: DEL (a time in the past), PERSIST or PEXPIREAT."""
+    key = argv[1]
+    if key not in db.d:
+        return [b"UNLINK" if srv.config["lazyfree-lazy-expire"] else b"DEL", key]
+    opts = [a.lower() for a in argv[2:]]
+    if b"persist" in opts:
+        return [b"PERSIST", key]
+    when = db.expires.get(key)
+    if when is not None and opts:
+        return [b"PEXPIREAT", key, b"%d" % when]
+    return None
+
+
+def propagate_getdel(srv, db, argv):
+    return [b"UNLINK" if srv.config["lazyfree-lazy-user-del"] else b"DEL", argv[1]]
+
+
+def propagate_incrbyfloat(srv, db, argv):
+    """The result, not the float arithmetic (KEEPTTL: the TTL stays)."""
+    v = db.d.get(argv[1])
+    if v is not None and isinstance(v, (bytes, bytearray)):
+        return [b"SET", argv[1], bytes(v), b"KEEPTTL"]
+    return list(argv)
+
+
 @command("get")
 def get(c, argv):
     db = c.db
@@ -97,7 +169,7 @@ def get(c, argv):
     return b"$%d\r\n%s\r\n" % (len(v), v)
 
 
-@command("set")
+@command("set", propagate=propagate_set)
 def set_(c, argv):
     db = c.db
     key = argv[1]
@@ -162,21 +234,21 @@ def setnx(c, argv):
     return ONE if _set_generic(c, argv[1], argv[2], nx=True) else ZERO
 
 
-@command("setex")
+@command("setex", propagate=propagate_setex)
 def setex(c, argv):
     when = expire_ms(argv[2], EX, "setex")
     _set_generic(c, argv[1], argv[3], when)
     return OK
 
 
-@command("psetex")
+@command("psetex", propagate=propagate_setex)
 def psetex(c, argv):
     when = expire_ms(argv[2], PX, "psetex")
     _set_generic(c, argv[1], argv[3], when)
     return OK
 
 
-@command("getex")
+@command("getex", propagate=propagate_getex)
 def getex(c, argv):
     flags, expire = parse_ext_args(argv, 2, False)
     db = c.db
@@ -204,7 +276,7 @@ def getex(c, argv):
     return reply
 
 
-@command("getdel")
+@command("getdel", propagate=propagate_getdel)
 def getdel(c, argv):
     db = c.db
     v = db.lookup_read(argv[1])
@@ -217,7 +289,7 @@ def getdel(c, argv):
     return b"$%d\r\n%s\r\n" % (len(v), v)
 
 
-@command("getset")
+@command("getset", propagate=propagate_getset)
 def getset(c, argv):
     db = c.db
     v = db.lookup_read(argv[1])
@@ -352,7 +424,7 @@ def decrby(c, argv):
     return _incr(c, argv[1], -d)
 
 
-@command("incrbyfloat")
+@command("incrbyfloat", propagate=propagate_incrbyfloat)
 def incrbyfloat(c, argv):
     db = c.db
     key = argv[1]

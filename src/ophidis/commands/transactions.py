@@ -20,7 +20,7 @@ from ..watch import logically_expired, unwatch_all, watch_key
 from . import command
 
 
-@command("multi")
+@command("multi", flags=("no_queue",), propagate=False)
 def multi(c, argv):
     if c.multi is not None:
         raise RedisError("ERR MULTI calls can not be nested")
@@ -38,7 +38,7 @@ def discard_transaction(c):
     c.update_slow()
 
 
-@command("discard")
+@command("discard", flags=("no_queue", "ends_multi"), propagate=False)
 def discard(c, argv):
     if c.multi is None:
         raise RedisError("ERR DISCARD without MULTI")
@@ -54,7 +54,7 @@ def _watched_key_expired(c) -> bool:
     return False
 
 
-@command("exec")
+@command("exec", flags=("no_queue", "ends_multi"), propagate=False)
 def exec_(c, argv):
     if c.multi is None:
         raise RedisError("ERR EXEC without MULTI")
@@ -97,7 +97,7 @@ def exec_(c, argv):
     return b"".join(out)
 
 
-@command("watch")
+@command("watch", flags=("no_queue", "no_touch"))
 def watch(c, argv):
     if c.multi is not None:
         raise RedisError("ERR WATCH inside MULTI is not allowed")

@@ -16,6 +16,7 @@ from .. import notify
 from ..blocking import parse_timeout
 from ..db import WRONGTYPE_ERR, signal_key_ready
 from ..errors import SYNTAX, RedisError
+from ..propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..protocol import EMPTY_ARRAY, ZERO, integer
 from ..types.containers import SetValue
 from ..types.zset import TOP, ZSetValue
@@ -937,23 +938,13 @@ def zintercard(c, argv):
 MIN_END, MAX_END = 0, 1
 
 
-def _propagate(c, db, argv):
-    """Feed a command a blocked client's served pop replicates as to the
-    propagation hooks (the client is not running a command then)."""
-    from . import ALL
-    cmd = ALL[argv[0].decode().lower()]
-    for h in c.server.propagate_hooks:
-        h(c, cmd, argv, db=db)
-
-
 def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
     """genericZpopCommand.  count -1: single pop without count.
 
     ``repl``: how the pop replicates when it popped something (Redis's
     rewriteClientCommandVector): None leaves the command as it is; a list
-    (the command's argv) is rewritten in place to ZPOPMIN/ZPOPMAX; True
-    feeds that command to the propagation hooks directly (a blocked client
-    being served)."""
+    (the command's argv) means the command propagates as ZPOPMIN/ZPOPMAX;
+    True propagates that at once (a blocked client being served)."""
     db = c.db
     z = None
     key = None
@@ -993,14 +984,15 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
     else:
         db.delete(key)
         notify.notify(_GENERIC, b"del", key, db.id)
-    if repl is not None and c.server.propagate_hooks:
+    if repl is not None and propagating(c.server):
         new = [b"ZPOPMAX" if where == MAX_END else b"ZPOPMIN", key]
         if count_arg != -1:
             new.append(b"%d" % rangelen)
         if repl is True:
-            _propagate(c, db, new)
+            also_propagate(c.server, new, db)
+            propagate_pending(c.server)
         else:
-            repl[:] = new
+            rewrite_argv(c, new)
     resp3 = c.resp > 2
     parts = []
     ap = parts.append
