@@ -294,6 +294,10 @@ def _propagation_script(c, now_ms):
     x("PERSIST", "s1")
     x("SADD", "st", "only")
     x("SPOP", "st")
+    x("SET", "rs", "v")
+    payload = x("DUMP", "rs")
+    x("RESTORE", "rs2", "100000", payload)                   # -> absolute time, ABSTTL
+    x("RESTORE", "rs", "1", payload, "REPLACE", "ABSTTL")     # in the past: DEL
     x("XADD", "xs", "*", "f", "v")
     x("XADD", "xs", "MAXLEN", "~", "100", "9999999999999-1", "f", "v")
     x("XGROUP", "CREATE", "xs", "grp", "0")
@@ -362,6 +366,50 @@ def test_incr_file_matches_redis_server(start_server, tmp_path):
     assert [b"SET", b"s2", b"v", b"PXAT", b"<ms>"] in ours
     assert [b"PEXPIREAT", b"s1", b"<ms>"] in ours
     assert ours.count([b"MULTI"]) == 3            # 2 transactions, XREADGROUP's XCLAIM + SETID
+
+
+def _monitor_script(port, now_ms):
+    """Commands that propagate in another form, seen by MONITOR."""
+    mon = socket.create_connection(("127.0.0.1", port), timeout=10)
+    mon.sendall(b"*1\r\n$7\r\nMONITOR\r\n")
+    assert mon.recv(5) == b"+OK\r\n"
+    c = redis.Redis(port=port, single_connection_client=True, socket_timeout=10)
+    x = c.execute_command
+    x("SADD", "s", "a")
+    x("SPOP", "s")
+    x("RPUSH", "l", "a")
+    x("BLPOP", "l", "0")
+    x("HINCRBYFLOAT", "h", "f", "1.5")
+    x("SET", "k", "v", "EX", "100")
+    payload = x("DUMP", "k")
+    x("RESTORE", "k2", "100000", payload)
+    x("RESTORE", "k", "1", payload, "REPLACE", "ABSTTL")
+    x("PING")
+    seen = b""
+    while b'"PING"' not in seen:
+        seen += mon.recv(65536)
+    mon.close()
+    lines = [line.split(b"] ", 1)[1] for line in seen.split(b"\r\n") if b"] " in line]
+    return _mask([line.split(b" ", 1) for line in lines if not line.startswith(b'"DUMP"')], now_ms)
+
+
+@needs_redis
+def test_monitor_shows_commands_as_sent_while_propagating(start_server, tmp_path):
+    """A command that propagates rewritten (SPOP -> SREM, BLPOP -> LPOP,
+    RESTORE -> ABSTTL / DEL ...) shows in MONITOR as the client sent it, as
+    in redis-server (its original argv), while the AOF has the rewrite."""
+    now_ms = int(time.time() * 1000)
+    s = start_server(*AOF_NOW)
+    ours = _monitor_script(s.port, now_ms)
+    rp = RedisProc(str(tmp_path), "--appendonly", "yes", "--appendfsync", "no")
+    try:
+        theirs = _monitor_script(rp.port, now_ms)
+    finally:
+        rp.stop()
+    assert ours == theirs
+    assert [b'"SPOP"', b'"s"'] in ours and [b'"BLPOP"', b'"l" "0"'] in ours
+    aof = read_cmds(last_incr(aofdir(s)))
+    assert [b"SREM", b"s", b"a"] in aof and [b"LPOP", b"l"] in aof and [b"DEL", b"k"] in aof
 
 
 def test_expirations_stay_absolute(start_server):

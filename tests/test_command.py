@@ -358,3 +358,27 @@ def test_every_redis_command_has_its_own_summary():
         if m.get("group") != "sentinel":
             walk(k.lower(), m)
     assert not missing
+
+
+# -- the registration is where a command's rules are read from ----------------------------
+
+def test_registration_rejects_unknown_flags():
+    from ophidis.commands import META, Command
+    with pytest.raises(ValueError, match="no_such_flag"):
+        Command("get", lambda c, argv: b"", META["GET"], ("no_such_flag",))
+
+
+def test_state_changing_commands_never_take_the_fast_path():
+    """Commands that change what the general path checks (transactions,
+    authentication, protocol, subscriptions, scripts, blocking) are not
+    fast-path commands: Command.fastpath is derived from their flags."""
+    from ophidis.commands import ALL, load_all
+    load_all()
+    for name in ("multi", "exec", "discard", "watch", "unwatch", "hello", "auth", "reset", "quit",
+                 "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe",
+                 "sunsubscribe", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro",
+                 "script", "function", "client", "config", "debug", "monitor", "shutdown", "xread",
+                 "xreadgroup", "wait", "blpop"):
+        assert not ALL[name].fastpath, name
+    for name in ("get", "set", "incr", "lpush", "ping", "xadd", "zadd"):
+        assert ALL[name].fastpath, name
