@@ -28,6 +28,8 @@ attached, so a server without AOF and replicas pays nothing per command.
 
 from __future__ import annotations
 
+from .protocol import encode_argv
+
 TO_AOF = 1
 TO_REPL = 2
 
@@ -43,14 +45,8 @@ _PROPAGATED_FUNCTION = frozenset(("function|load", "function|delete", "function|
 _TTL_SET_OPTS = (b"ex", b"px", b"exat", b"pxat")
 
 
-def resp(argv) -> bytes:
-    """A command as a RESP array of bulk strings."""
-    out = [b"*%d\r\n" % len(argv)]
-    for a in argv:
-        if a.__class__ is not bytes:
-            a = bytes(a) if isinstance(a, (bytearray, memoryview)) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+# A command as a RESP array of bulk strings.
+resp = encode_argv
 
 
 def _is_get(a) -> bool:
