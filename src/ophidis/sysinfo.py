@@ -10,7 +10,7 @@ values Redis reports for a build outside a git checkout.
 
 from __future__ import annotations
 
-import platform
+import os
 import sys
 
 REDIS_VERSION = "7.0.15"
@@ -31,8 +31,8 @@ def arch_bits() -> int:
 
 
 def os_string() -> str:
-    u = platform.uname()
-    return "%s %s %s" % (u.system, u.release, u.machine)
+    u = os.uname()
+    return "%s %s %s" % (u.sysname, u.release, u.machine)
 
 
 def python_version() -> str:

@@ -53,33 +53,15 @@ def _need_conn(cli):
 
 
 def _run(cli, cfg, args):
-    if cfg.latency:
-        _need_conn(cli)
-        latency_mode(cli)
-    if cfg.latency_dist:
-        _need_conn(cli)
-        latency_dist_mode(cli)
-    if cfg.rdb is not None:
-        _need_conn(cli)
-        get_rdb(cli, cfg.rdb)
-    if cfg.pipe:
-        _need_conn(cli)
-        pipe_mode(cli)
-    if cfg.bigkeys:
-        _need_conn(cli)
-        bigkeys_mode(cli)
-    if cfg.memkeys:
-        _need_conn(cli)
-        bigkeys_mode(cli, True, cfg.memkeys_samples)
-    if cfg.hotkeys:
-        _need_conn(cli)
-        hotkeys_mode(cli)
-    if cfg.stat:
-        _need_conn(cli)
-        stat_mode(cli)
-    if cfg.scan:
-        _need_conn(cli)
-        scan_mode(cli)
+    # The modes that need a connection, in redis-cli's order; each one exits.
+    modes = ((cfg.latency, latency_mode), (cfg.latency_dist, latency_dist_mode),
+             (cfg.rdb is not None, lambda cli: get_rdb(cli, cfg.rdb)), (cfg.pipe, pipe_mode),
+             (cfg.bigkeys, bigkeys_mode), (cfg.memkeys, lambda cli: bigkeys_mode(cli, True, cfg.memkeys_samples)),
+             (cfg.hotkeys, hotkeys_mode), (cfg.stat, stat_mode), (cfg.scan, scan_mode))
+    for wanted, mode in modes:
+        if wanted:
+            _need_conn(cli)
+            mode(cli)
     if cfg.intrinsic is not None:
         intrinsic_latency_mode(cfg.intrinsic)
     if not args and cfg.eval is None:

@@ -74,6 +74,20 @@ TYPE_INFO = [("list", "LLEN", "items"), ("hash", "HLEN", "fields"), ("string", "
              ("stream", "XLEN", "entries"), ("set", "SCARD", "members"), ("zset", "ZCARD", "members")]
 
 
+def _pace(cli, loops, cur) -> bool:
+    """Sleep -i every 100 rounds; whether the scan is over (or Ctrl-C)."""
+    if cli.cfg.interval and loops % 100 == 0:
+        time.sleep(cli.cfg.interval)
+    return stop_requested() or cur == 0
+
+
+def _summary_head(pct, sampled):
+    out("\n-------- summary -------\n\n")
+    if stop_requested():
+        out("[%05.2f%%] " % pct)
+    out("Sampled %d keys in the keyspace!\n" % sampled)
+
+
 def bigkeys_mode(cli, memkeys=False, samples=0):
     stop_on_sigint()
     types = {}
@@ -144,14 +158,9 @@ def bigkeys_mode(cli, memkeys=False, samples=0):
             if sampled % 1000000 == 0:
                 out("[%05.2f%%] Sampled %d keys so far\n" % (pct, sampled))
         flush()
-        if cli.cfg.interval and loops % 100 == 0:
-            time.sleep(cli.cfg.interval)
-        if stop_requested() or cur == 0:
+        if _pace(cli, loops, cur):
             break
-    out("\n-------- summary -------\n\n")
-    if stop_requested():
-        out("[%05.2f%%] " % pct)
-    out("Sampled %d keys in the keyspace!\n" % sampled)
+    _summary_head(pct, sampled)
     out("Total key length in bytes is %d (avg len %.2f)\n\n" % (totlen, totlen / sampled if totlen else 0))
     for t in types.values():
         if t["key"] is not None:
@@ -208,14 +217,9 @@ def hotkeys_mode(cli):
             hot[i] = sdscatrepr(k)
             out(b"[%05.2f%%] Hot key '%s' found so far with counter %d\n" % (pct, hot[i], freq))
         flush()
-        if cli.cfg.interval and loops % 100 == 0:
-            time.sleep(cli.cfg.interval)
-        if stop_requested() or cur == 0:
+        if _pace(cli, loops, cur):
             break
-    out("\n-------- summary -------\n\n")
-    if stop_requested():
-        out("[%05.2f%%] " % pct)
-    out("Sampled %d keys in the keyspace!\n" % sampled)
+    _summary_head(pct, sampled)
     for i in range(NS - 1, -1, -1):
         if counters[i] > 0:
             out(b"hot key found with counter: %d\tkeyname: %s\n" % (counters[i], hot[i]))
