@@ -255,7 +255,7 @@ def memory_stats(c, argv):
     ]
     for db in srv.dbs:
         if db.d:
-            from ..memory import REDIS_DICT_ENTRY as E, EXPIRE_ENTRY as X
+            from ..memory import PY_DICT_ENTRY as E, EXPIRE_ENTRY as X
             fields.append((b"db.%d" % db.id, map_header(c.resp, 2)
                            + bulk(b"overhead.hashtable.main") + integer(len(db.d) * E)
                            + bulk(b"overhead.hashtable.expires") + integer(len(db.expires) * X)))
