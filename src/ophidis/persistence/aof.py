@@ -59,7 +59,7 @@ from .. import client as client_mod
 from .. import log
 from ..db import EmbStr, stats
 from ..propagate import EXEC, MULTI, TO_AOF, propagator, select_cmd
-from ..protocol import sdscatrepr, sds_needs_repr, split_args
+from ..protocol import bulk as _bulk, encode_argv, sdscatrepr, sds_needs_repr, split_args
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.zset import ZSetValue
 from .rdb import LoadSettings, RdbError, RdbReader, dump_payload, function_codes, write_snapshot
@@ -351,10 +351,6 @@ class Bio:
 
 # -- the rewrite: a dataset as RESP commands ------------------------------------------------
 
-def _bulk(b: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(b), b)
-
-
 def _score(s: float) -> bytes:
     return b"%.17g" % s
 
@@ -412,7 +408,7 @@ def rewrite_resp(w, server, key_delay=0, progress=None):
                 rw = getattr(val, "rewrite_commands", None)
                 if rw is not None:
                     for argv in rw(key):
-                        w(b"*%d\r\n" % len(argv) + b"".join(_bulk(a) for a in argv))
+                        w(encode_argv(argv))
                 else:
                     payload = dump_payload(val, cfg)
                     w(b"*4\r\n$7\r\nRESTORE\r\n" + _bulk(key) + b"$1\r\n0\r\n" + _bulk(payload))

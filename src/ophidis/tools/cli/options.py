@@ -138,6 +138,15 @@ and settings.
     sys.exit(code)
 
 
+# Options that only switch a setting on: option -> Config attribute.
+_FLAGS = {
+    "-x": "stdin_lastarg", "--no-auth-warning": "no_auth_warning", "--askpass": "askpass",
+    "--quoted-input": "quoted_input", "--latency": "latency", "--latency-dist": "latency_dist",
+    "--mono": "mono", "--stat": "stat", "--scan": "scan", "--pipe": "pipe", "--bigkeys": "bigkeys",
+    "--hotkeys": "hotkeys", "-c": "cluster", "-e": "set_errcode", "--verbose": "verbose",
+}
+
+
 def parse_options(argv, cfg):
     i = 0
     n = len(argv)
@@ -147,14 +156,14 @@ def parse_options(argv, cfg):
         if not a.startswith("-"):
             break
         nxt = (lambda: argv[i + 1])
-        if a == "-h" and not last:
+        if a in _FLAGS:
+            setattr(cfg, _FLAGS[a], True)
+        elif a == "-h" and not last:
             cfg.host = nxt(); i += 1
         elif a == "-h" and last:
             usage(0)
         elif a == "--help":
             usage(0)
-        elif a == "-x":
-            cfg.stdin_lastarg = True
         elif a == "-X" and not last:
             cfg.stdin_tag = nxt(); i += 1
         elif a == "-p" and not last:
@@ -167,10 +176,6 @@ def parse_options(argv, cfg):
             cfg.interval = atof(nxt()); i += 1
         elif a == "-n" and not last:
             cfg.input_dbnum = atoi(nxt()); i += 1
-        elif a == "--no-auth-warning":
-            cfg.no_auth_warning = True
-        elif a == "--askpass":
-            cfg.askpass = True
         elif a in ("-a", "--pass") and not last:
             cfg.auth = nxt(); i += 1
         elif a == "--user" and not last:
@@ -181,26 +186,14 @@ def parse_options(argv, cfg):
             cfg.output = OUT_RAW
         elif a == "--no-raw":
             cfg.output = OUT_STANDARD
-        elif a == "--quoted-input":
-            cfg.quoted_input = True
         elif a == "--csv":
             cfg.output = OUT_CSV
         elif a in ("--json", "--quoted-json"):
             if cfg.resp3 == 0:
                 cfg.resp3 = 2
             cfg.output = OUT_JSON if a == "--json" else OUT_QUOTED_JSON
-        elif a == "--latency":
-            cfg.latency = True
-        elif a == "--latency-dist":
-            cfg.latency_dist = True
-        elif a == "--mono":
-            cfg.mono = True
         elif a == "--latency-history":
             cfg.latency = cfg.latency_history = True
-        elif a == "--stat":
-            cfg.stat = True
-        elif a == "--scan":
-            cfg.scan = True
         elif a == "--pattern" and not last:
             cfg.pattern = nxt().encode("utf-8", "surrogateescape"); i += 1
         elif a == "--quoted-pattern" and not last:
@@ -213,32 +206,20 @@ def parse_options(argv, cfg):
             cfg.intrinsic = atoi(nxt()); i += 1
         elif a == "--rdb" and not last:
             cfg.rdb = nxt(); i += 1
-        elif a == "--pipe":
-            cfg.pipe = True
         elif a == "--pipe-timeout" and not last:
             cfg.pipe_timeout = atoi(nxt()); i += 1
-        elif a == "--bigkeys":
-            cfg.bigkeys = True
         elif a == "--memkeys":
             cfg.memkeys = True
             cfg.memkeys_samples = 0
         elif a == "--memkeys-samples" and not last:
             cfg.memkeys = True
             cfg.memkeys_samples = atoi(nxt()); i += 1
-        elif a == "--hotkeys":
-            cfg.hotkeys = True
         elif a == "--eval" and not last:
             cfg.eval = nxt(); i += 1
-        elif a == "-c":
-            cfg.cluster = True
         elif a == "-d" and not last:
             cfg.mb_delim = nxt().encode(); i += 1
         elif a == "-D" and not last:
             cfg.cmd_delim = nxt().encode(); i += 1
-        elif a == "-e":
-            cfg.set_errcode = True
-        elif a == "--verbose":
-            cfg.verbose = True
         elif a == "-2":
             cfg.resp3 = 0
         elif a == "-3":
