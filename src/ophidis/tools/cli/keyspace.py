@@ -74,18 +74,38 @@ TYPE_INFO = [("list", "LLEN", "items"), ("hash", "HLEN", "fields"), ("string", "
              ("stream", "XLEN", "entries"), ("set", "SCARD", "members"), ("zset", "ZCARD", "members")]
 
 
-def _pace(cli, loops, cur) -> bool:
-    """Sleep -i every 100 rounds; whether the scan is over (or Ctrl-C)."""
-    if cli.cfg.interval and loops % 100 == 0:
-        time.sleep(cli.cfg.interval)
-    return stop_requested() or cur == 0
+class _KeyspaceScan:
+    """The SCAN loop --bigkeys, --memkeys and --hotkeys share: the banner,
+    the batches of keys (paced by -i, ended by Ctrl-C) and the summary's first
+    lines.  The caller counts ``sampled``; ``pct`` is the progress when the
+    batch was fetched."""
 
+    def __init__(self, cli, what):
+        self.cli = cli
+        self.total = _dbsize(cli)
+        self.sampled = 0
+        self.pct = 0.0
+        out("\n# Scanning the entire keyspace to find %s as well as\n"
+            "# average sizes per key type.  You can use -i 0.1 to sleep 0.1 sec\n"
+            "# per 100 SCAN commands (not usually needed).\n\n" % what)
 
-def _summary_head(pct, sampled):
-    out("\n-------- summary -------\n\n")
-    if stop_requested():
-        out("[%05.2f%%] " % pct)
-    out("Sampled %d keys in the keyspace!\n" % sampled)
+    def batches(self):
+        cli = self.cli
+        cur = loops = 0
+        while True:
+            self.pct = 100 * self.sampled / self.total if self.total else 0.0
+            cur, keys = _send_scan(cli, cur)
+            loops += 1
+            yield keys
+            flush()
+            if cli.cfg.interval and loops % 100 == 0:
+                time.sleep(cli.cfg.interval)
+            if stop_requested() or cur == 0:
+                break
+        out("\n-------- summary -------\n\n")
+        if stop_requested():
+            out("[%05.2f%%] " % self.pct)
+        out("Sampled %d keys in the keyspace!\n" % self.sampled)
 
 
 def bigkeys_mode(cli, memkeys=False, samples=0):
@@ -94,18 +114,9 @@ def bigkeys_mode(cli, memkeys=False, samples=0):
     for name, cmd, unit in TYPE_INFO:
         types[name] = {"name": name, "cmd": cmd, "unit": unit, "biggest": 0, "count": 0,
                        "total": 0, "key": None}
-    total_keys = _dbsize(cli)
-    out("\n# Scanning the entire keyspace to find biggest keys as well as\n"
-        "# average sizes per key type.  You can use -i 0.1 to sleep 0.1 sec\n"
-        "# per 100 SCAN commands (not usually needed).\n\n")
-    sampled = totlen = 0
-    cur = 0
-    loops = 0
-    pct = 0.0
-    while True:
-        pct = 100 * sampled / total_keys if total_keys else 0.0
-        cur, keys = _send_scan(cli, cur)
-        loops += 1
+    scan = _KeyspaceScan(cli, "biggest keys")
+    totlen = 0
+    for keys in scan.batches():
         treplies = _pipeline(cli, [("TYPE", k) for k in keys])
         ktypes = []
         for k, tr in zip(keys, treplies):
@@ -148,20 +159,16 @@ def bigkeys_mode(cli, memkeys=False, samples=0):
             t["total"] += size
             t["count"] += 1
             totlen += len(k)
-            sampled += 1
+            scan.sampled += 1
             if t["biggest"] < size:
                 t["key"] = sdscatrepr(k)
                 out(b"[%05.2f%%] Biggest %-6s found so far '%s' with %d %s\n"
-                    % (pct, t["name"].encode(), t["key"], size,
+                    % (scan.pct, t["name"].encode(), t["key"], size,
                        b"bytes" if memkeys else t["unit"].encode()))
                 t["biggest"] = size
-            if sampled % 1000000 == 0:
-                out("[%05.2f%%] Sampled %d keys so far\n" % (pct, sampled))
-        flush()
-        if _pace(cli, loops, cur):
-            break
-    _summary_head(pct, sampled)
-    out("Total key length in bytes is %d (avg len %.2f)\n\n" % (totlen, totlen / sampled if totlen else 0))
+            if scan.sampled % 1000000 == 0:
+                out("[%05.2f%%] Sampled %d keys so far\n" % (scan.pct, scan.sampled))
+    out("Total key length in bytes is %d (avg len %.2f)\n\n" % (totlen, totlen / scan.sampled if totlen else 0))
     for t in types.values():
         if t["key"] is not None:
             out(b"Biggest %6s found '%s' has %d %s\n" % (t["name"].encode(), t["key"], t["biggest"],
@@ -170,7 +177,7 @@ def bigkeys_mode(cli, memkeys=False, samples=0):
     for t in types.values():
         out("%d %ss with %d %s (%05.2f%% of keys, avg size %.2f)\n"
             % (t["count"], t["name"], t["total"], "bytes" if memkeys else t["unit"],
-               100 * t["count"] / sampled if sampled else 0,
+               100 * t["count"] / scan.sampled if scan.sampled else 0,
                t["total"] / t["count"] if t["count"] else 0))
     flush()
     sys.exit(0)
@@ -181,27 +188,17 @@ def hotkeys_mode(cli):
     NS = 16
     counters = [0] * NS
     hot = [None] * NS
-    total_keys = _dbsize(cli)
-    out("\n# Scanning the entire keyspace to find hot keys as well as\n"
-        "# average sizes per key type.  You can use -i 0.1 to sleep 0.1 sec\n"
-        "# per 100 SCAN commands (not usually needed).\n\n")
-    sampled = 0
-    cur = 0
-    loops = 0
-    pct = 0.0
-    while True:
-        pct = 100 * sampled / total_keys if total_keys else 0.0
-        cur, keys = _send_scan(cli, cur)
-        loops += 1
+    scan = _KeyspaceScan(cli, "hot keys")
+    for keys in scan.batches():
         replies = _pipeline(cli, [("OBJECT", "FREQ", k) for k in keys])
         for k, r in zip(keys, replies):
             if r.is_error:
                 err("Error: %s\n" % r.value.decode(errors="replace"))
                 sys.exit(1)
             freq = r.value if r.kind == resp.INTEGER else 0
-            sampled += 1
-            if sampled % 1000000 == 0:
-                out("[%05.2f%%] Sampled %d keys so far\n" % (pct, sampled))
+            scan.sampled += 1
+            if scan.sampled % 1000000 == 0:
+                out("[%05.2f%%] Sampled %d keys so far\n" % (scan.pct, scan.sampled))
             i = 0
             while i < NS and freq > counters[i]:
                 i += 1
@@ -215,11 +212,7 @@ def hotkeys_mode(cli):
                 hot[:i] = hot[1:i + 1]
             counters[i] = freq
             hot[i] = sdscatrepr(k)
-            out(b"[%05.2f%%] Hot key '%s' found so far with counter %d\n" % (pct, hot[i], freq))
-        flush()
-        if _pace(cli, loops, cur):
-            break
-    _summary_head(pct, sampled)
+            out(b"[%05.2f%%] Hot key '%s' found so far with counter %d\n" % (scan.pct, hot[i], freq))
     for i in range(NS - 1, -1, -1):
         if counters[i] > 0:
             out(b"hot key found with counter: %d\tkeyname: %s\n" % (counters[i], hot[i]))
