@@ -9,7 +9,7 @@ import time
 from ophidis.protocol import encode_argv, sdscatrepr
 from ophidis.tools import resp
 from ophidis.tools.resp import ConnectionClosed
-from ophidis.tools.cli.output import OUT_STANDARD, err, flush, out
+from ophidis.tools.cli.output import OUT_STANDARD, err, fatal, flush, out
 from ophidis.tools.cli.session import stop_on_sigint, stop_requested
 
 
@@ -20,17 +20,13 @@ def _send_scan(cli, cursor):
     try:
         r = cli.conn.command(*args)
     except (OSError, ConnectionClosed):
-        err("\nI/O error\n")
-        sys.exit(1)
+        fatal("\nI/O error\n")
     if r.is_error:
-        err("SCAN error: %s\n" % r.value.decode(errors="replace"))
-        sys.exit(1)
+        fatal("SCAN error: %s\n" % r.value.decode(errors="replace"))
     if r.kind != resp.ARRAY:
-        err("Non ARRAY response from SCAN!\n")
-        sys.exit(1)
+        fatal("Non ARRAY response from SCAN!\n")
     if len(r.value) != 2:
-        err("Invalid element count from SCAN!\n")
-        sys.exit(1)
+        fatal("Invalid element count from SCAN!\n")
     return int(r.value[0].value), [e.value for e in r.value[1].value]
 
 
@@ -55,11 +51,9 @@ def scan_mode(cli):
 def _dbsize(cli):
     r = cli.conn.command("DBSIZE")
     if r.is_error:
-        err("Couldn't determine DBSIZE: %s\n" % r.value.decode(errors="replace"))
-        sys.exit(1)
+        fatal("Couldn't determine DBSIZE: %s\n" % r.value.decode(errors="replace"))
     if r.kind != resp.INTEGER:
-        err("Non INTEGER response from DBSIZE!\n")
-        sys.exit(1)
+        fatal("Non INTEGER response from DBSIZE!\n")
     return r.value
 
 
@@ -193,8 +187,7 @@ def hotkeys_mode(cli):
         replies = _pipeline(cli, [("OBJECT", "FREQ", k) for k in keys])
         for k, r in zip(keys, replies):
             if r.is_error:
-                err("Error: %s\n" % r.value.decode(errors="replace"))
-                sys.exit(1)
+                fatal("Error: %s\n" % r.value.decode(errors="replace"))
             freq = r.value if r.kind == resp.INTEGER else 0
             scan.sampled += 1
             if scan.sampled % 1000000 == 0:

@@ -10,7 +10,7 @@ import sys
 from ophidis import protocol
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.tools.resp import atof, atoi, parse_redis_uri
-from ophidis.tools.cli.output import OUT_CSV, OUT_JSON, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err
+from ophidis.tools.cli.output import OUT_CSV, OUT_JSON, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal
 
 
 HISTFILE_DEFAULT = ".ophidiscli_history"
@@ -199,8 +199,7 @@ def parse_options(argv, cfg):
         elif a == "--quoted-pattern" and not last:
             p = protocol.split_args(nxt().encode("utf-8", "surrogateescape"))
             if not p or len(p) != 1:
-                err("Invalid quoted string specified for --quoted-pattern.\n")
-                sys.exit(1)
+                fatal("Invalid quoted string specified for --quoted-pattern.\n")
             cfg.pattern = p[0]; i += 1
         elif a == "--intrinsic-latency" and not last:
             cfg.intrinsic = atoi(nxt()); i += 1
@@ -232,14 +231,12 @@ def parse_options(argv, cfg):
             sys.exit(0)
         else:
             if a.startswith("-") and len(a) > 1:
-                err('Unrecognized option or bad number of args for: \'%s\'\n' % a)
-                sys.exit(1)
+                fatal('Unrecognized option or bad number of args for: \'%s\'\n' % a)
             break
         i += 1
     if cfg.auth is not None and not cfg.no_auth_warning:
         err("Warning: Using a password with '-a' or '-u' option on the command line interface "
             "may not be safe.\n")
     if cfg.stdin_lastarg and cfg.stdin_tag:
-        err("Options -x and -X are mutually exclusive.\n")
-        sys.exit(1)
+        fatal("Options -x and -X are mutually exclusive.\n")
     return i

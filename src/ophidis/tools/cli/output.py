@@ -31,6 +31,12 @@ def err(s):
     sys.stderr.flush()
 
 
+def fatal(s):
+    """err(s), then exit with status 1."""
+    err(s)
+    sys.exit(1)
+
+
 def _is_multiline(r: Reply):
     if r.kind in (resp.ARRAY, resp.SET, resp.PUSH):
         if not r.value:

@@ -9,7 +9,7 @@ import sys
 import time
 
 from ophidis.tools import resp
-from ophidis.tools.cli.output import err, flush, out
+from ophidis.tools.cli.output import err, fatal, flush, out
 
 
 def pipe_mode(cli):
@@ -50,8 +50,7 @@ def pipe_mode(cli):
                 try:
                     r = parser.get()
                 except ValueError:
-                    err("Error reading replies from server\n")
-                    sys.exit(1)
+                    fatal("Error reading replies from server\n")
                 if r is None:
                     break
                 last_read = time.monotonic()
@@ -75,8 +74,7 @@ def pipe_mode(cli):
                     except BlockingIOError:
                         n = 0
                     except OSError as e:
-                        err("Error writing to the server: %s\n" % e.strerror)
-                        sys.exit(1)
+                        fatal("Error writing to the server: %s\n" % e.strerror)
                     obuf = obuf[n:]
                     written += n
                     if obuf:

@@ -8,7 +8,7 @@ import os
 import sys
 
 from ophidis.tools.resp import ConnectionClosed
-from ophidis.tools.cli.output import OUT_CSV, err, flush, format_csv, out
+from ophidis.tools.cli.output import OUT_CSV, err, fatal, flush, format_csv, out
 
 
 def _send_sync(cli):
@@ -19,8 +19,7 @@ def _send_sync(cli):
     while True:
         ch = conn.sock.recv(1)
         if not ch:
-            err("Error reading bulk length while SYNCing\n")
-            sys.exit(1)
+            fatal("Error reading bulk length while SYNCing\n")
         if ch == b"\n" and line:
             break
         if ch != b"\n":
@@ -69,8 +68,7 @@ def get_rdb(cli, filename):
         try:
             r = conn.command(*args)
         except (OSError, ConnectionClosed):
-            err("\nI/O error\n")
-            sys.exit(1)
+            fatal("\nI/O error\n")
         if r.is_error:
             err("REPLCONF %s error: %s\n" % (args[1], r.value.decode(errors="replace")))
     size, mark = _send_sync(cli)
@@ -85,8 +83,7 @@ def get_rdb(cli, filename):
         try:
             fd = os.open(filename, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
         except OSError as e:
-            err("Error opening '%s': %s\n" % (filename, e.strerror))
-            sys.exit(1)
+            fatal("Error opening '%s': %s\n" % (filename, e.strerror))
     sock = conn.sock
     total = 0
     tail = b""
@@ -95,8 +92,7 @@ def get_rdb(cli, filename):
         want = 65536 if remaining is None else min(65536, remaining)
         d = sock.recv(want)
         if not d:
-            err("I/O Error reading RDB payload from socket\n")
-            sys.exit(1)
+            fatal("I/O Error reading RDB payload from socket\n")
         os.write(fd, d)
         total += len(d)
         if remaining is not None:

@@ -15,8 +15,8 @@ from ophidis.tools import resp
 from ophidis.tools.resp import ConnectionClosed, Reply, atoi
 from ophidis.tools.cli.help import output_help
 from ophidis.tools.cli.options import Config
-from ophidis.tools.cli.output import (OUT_CSV, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, flush,
-                                      format_csv, format_json, format_raw, format_tty, out)
+from ophidis.tools.cli.output import (OUT_CSV, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal,
+                                      flush, format_csv, format_json, format_raw, format_tty, out)
 from ophidis.tools.cli.replication import replica_mode
 
 
@@ -160,8 +160,7 @@ class CLI:
                 self.send_asking = True
             return r
         if not c.interactive and c.set_errcode and r.is_error:
-            err(r.value.decode(errors="replace") + "\n")
-            sys.exit(1)
+            fatal(r.value.decode(errors="replace") + "\n")
         if output:
             out(self.format(r, output_raw))
             flush()
@@ -326,8 +325,7 @@ class CLI:
             with open(self.cfg.eval, "rb") as f:
                 script = f.read()
         except OSError as e:
-            err("Can't open file '%s': %s\n" % (self.cfg.eval, e.strerror))
-            sys.exit(1)
+            fatal("Can't open file '%s': %s\n" % (self.cfg.eval, e.strerror))
         keys, argvs, got_comma = [], [], False
         for a in args:
             b = a.encode("utf-8", "surrogateescape")

@@ -8,7 +8,7 @@ import math
 import sys
 import time
 
-from ophidis.tools.cli.output import OUT_CSV, OUT_RAW, OUT_STANDARD, err, flush, out
+from ophidis.tools.cli.output import OUT_CSV, OUT_RAW, OUT_STANDARD, fatal, flush, out
 from ophidis.tools.cli.session import Reconnecting, stop_on_sigint, stop_requested
 
 
@@ -200,8 +200,7 @@ def stat_mode(cli):
     while True:
         r = rc.command("INFO")
         if r.is_error:
-            err("ERROR: %s\n" % r.value.decode(errors="replace"))
-            sys.exit(1)
+            fatal("ERROR: %s\n" % r.value.decode(errors="replace"))
         info = r.value
         if i % 20 == 0:
             out("------- data ------ --------------------- load -------------------- - child -\n"
