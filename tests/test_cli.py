@@ -151,7 +151,7 @@ def test_resp3_formats_like_redis_cli(redis_server, ref):
 
 
 def test_nested_array_indentation():
-    from ophidis.tools.cli import format_tty
+    from ophidis.tools.cli.output import format_tty
     from ophidis.tools.resp import Parser
     p = Parser()
     p.feed(b"*2\r\n*2\r\n$1\r\na\r\n:1\r\n*11\r\n" + b"$1\r\nx\r\n" * 10 + b"*1\r\n$1\r\ny\r\n")

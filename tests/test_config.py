@@ -11,6 +11,7 @@ import pytest
 from redis.exceptions import ResponseError
 
 from conftest import ROOT, ServerProc, free_port, wait_port
+from ophidis.sysinfo import REDIS_VERSION
 
 SEED = """# seed configuration
 daemonize yes
@@ -145,7 +146,7 @@ def test_fatal_config_errors(tmp_path, line, msg):
     conf.write_text("# comment\nport 0\n%s\n" % line)
     p = run_server([str(conf)])
     assert p.returncode == 1
-    assert "*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***" in p.stderr
+    assert "*** FATAL CONFIG FILE ERROR (Redis %s) ***" % REDIS_VERSION in p.stderr
     assert "Reading the configuration file, at line 3" in p.stderr
     assert ">>> '%s'" % line in p.stderr
     assert p.stderr.rstrip().endswith(msg)
@@ -174,7 +175,7 @@ def test_command_line_options_and_stdin(tmp_path):
 def test_version_flag():
     p = run_server(["--version"])
     assert p.returncode == 0
-    assert "Redis 7.0.15" in p.stdout
+    assert "Redis %s" % REDIS_VERSION in p.stdout
 
 
 def test_config_get_patterns(r):

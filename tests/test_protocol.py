@@ -5,6 +5,7 @@ import socket
 import pytest
 
 from conftest import raw_connect, read_reply
+from ophidis.sysinfo import REDIS_VERSION
 
 
 def send(server, data: bytes) -> bytes:
@@ -202,7 +203,8 @@ def test_resp3_hello(server):
     s = raw_connect(server.port)
     s.sendall(b"HELLO 3\r\n")
     out = read_reply(s)
-    assert out.startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n")
+    assert out.startswith(b"%%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$%d\r\n%s\r\n" % (
+        len(REDIS_VERSION), REDIS_VERSION.encode()))
     s.sendall(b"GET nosuchkey\r\n")
     assert read_reply(s) == b"_\r\n"
 

@@ -24,6 +24,7 @@ from conftest import ROOT
 from ophidis.persistence import rdb as R  # noqa: E402
 from ophidis.persistence.listpack import (canonical_int, intset_decode, intset_encode, lp_decode,
                                           lp_encode, zl_decode)
+from ophidis.sysinfo import REDIS_VERSION  # noqa: E402
 from ophidis.types.containers import HashValue, ListValue, SetValue
 from ophidis.types.zset import ZSetValue
 
@@ -653,7 +654,7 @@ def test_check_rdb_tool_on_redis_file(tmp_path):
         rp.stop()
     out = _check(tmp_path / "dump.rdb")
     assert out.returncode == 0, out.stdout
-    assert "AUX FIELD redis-ver = '7.0.15'" in out.stdout
+    assert "AUX FIELD redis-ver = '%s'" % REDIS_VERSION in out.stdout
     assert "Selecting DB ID 15" in out.stdout
 
 

@@ -5,6 +5,8 @@ import time
 import pytest
 from redis.exceptions import ResponseError
 
+from ophidis.sysinfo import REDIS_VERSION
+
 
 def test_slowlog(r):
     r.config_set("slowlog-log-slower-than", 0)
@@ -73,7 +75,7 @@ def test_info_sections_and_fields(r):
         for f in fields:
             assert f in sec, (section, f)
             assert f in info
-    assert info["redis_version"] == "7.0.15"
+    assert info["redis_version"] == REDIS_VERSION
     assert info["redis_mode"] == "standalone"
     raw = raw_info(r, "server", "clients")
     assert raw.startswith(b"# Server\r\n") and b"\r\n\r\n# Clients\r\n" in raw

@@ -1,4 +1,3 @@
 """Ophidis: a Redis-compatible in-memory data store in Python."""
 
-__version__ = "0.1.0"
-REDIS_VERSION = "7.0.15"
+from .sysinfo import OPHIDIS_VERSION as __version__  # noqa: F401

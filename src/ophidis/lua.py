@@ -30,13 +30,13 @@ import time
 import lupa.lua51 as _lupa
 
 from . import db as _db_mod
-from . import log
+from . import log, sysinfo
 from .commands import TABLE
 from .db import stats
 from .errors import MISCONF, OOM
 
-REDIS_VERSION = b"7.0.15"
-REDIS_VERSION_NUM = 0x00070000 | (0 << 8) | 15
+REDIS_VERSION = sysinfo.REDIS_VERSION_BYTES
+REDIS_VERSION_NUM = sysinfo.REDIS_VERSION_NUM
 
 BUSY_EVAL = ("BUSY Redis is busy running a script. You can only call SCRIPT KILL "
              "or SHUTDOWN NOSAVE.")

@@ -10,9 +10,10 @@ import asyncio
 import os
 import sys
 
-from . import REDIS_VERSION, __version__, log
+from . import log
+from .sysinfo import OPHIDIS_VERSION, REDIS_VERSION, arch_bits, python_version
 from .config import Config, ConfigError
-from .protocol import split_args
+from .protocol import sdscatrepr
 
 
 def usage():
@@ -30,25 +31,6 @@ def usage():
     sys.exit(1)
 
 
-def _repr(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch in '\\"':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append("\\x%02x" % ord(ch))
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def build_options(args):
     """Turn ``--name value ...`` arguments into config lines, as redis-server."""
     lines = []
@@ -64,7 +46,7 @@ def build_options(args):
         else:
             if cur is None:
                 cur = ""
-            cur += " " + _repr(a)
+            cur += " " + sdscatrepr(os.fsencode(a)).decode("ascii")
     if cur is not None:
         if cur == "save":
             cur = 'save ""'
@@ -91,8 +73,8 @@ def load_config(argv):
     text = ""
     args = list(argv)
     if args and args[0] in ("-v", "--version"):
-        print("Ophidis server v=%s (Redis %s compatible) bits=64 python=%s" % (
-            __version__, REDIS_VERSION, sys.version.split()[0]))
+        print("Ophidis server v=%s (Redis %s compatible) bits=%d python=%s" % (
+            OPHIDIS_VERSION, REDIS_VERSION, arch_bits(), python_version()))
         sys.exit(0)
     if args and args[0] in ("-h", "--help"):
         usage()
@@ -145,8 +127,8 @@ def main(argv=None):
         daemonize()
     log.configure(cfg["loglevel"], cfg["logfile"] or None)
     log.warning("oO0OoO0OoO0Oo Ophidis is starting oO0OoO0OoO0Oo")
-    log.warning("Ophidis version=%s (Redis %s compatible), bits=64, pid=%d, just started" % (
-        __version__, REDIS_VERSION, os.getpid()))
+    log.warning("Ophidis version=%s (Redis %s compatible), bits=%d, pid=%d, just started" % (
+        OPHIDIS_VERSION, REDIS_VERSION, arch_bits(), os.getpid()))
     if config_file:
         log.warning("Configuration loaded")
     elif not had_config:

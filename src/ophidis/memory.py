@@ -6,7 +6,7 @@ CPython never tells how many bytes a value holds, and freed memory stays in
 pymalloc's arenas, so neither RSS nor allocator statistics follow deletes.
 Ophidis estimates instead, per key, in O(1):
 
-  cost(key) = sizeof(key) + DICT_ENTRY + pysize(value) [+ EXPIRE_ENTRY]
+  cost(key) = sizeof(key) + PY_DICT_ENTRY + pysize(value) [+ EXPIRE_ENTRY]
 
 ``pysize`` is ``sys.getsizeof`` for strings and the container's own table
 plus ``len * average element size`` for collections, the average taken on the
@@ -66,8 +66,8 @@ BYTES_BASE = sys.getsizeof(b"")
 _time = time.time
 _perf = time.perf_counter
 
-DICT_ENTRY = 42          # amortized bytes per entry of a big dict (measured)
-EXPIRE_ENTRY = DICT_ENTRY + 32
+PY_DICT_ENTRY = 42       # our keyspace: amortized bytes per entry of a big Python dict (measured)
+EXPIRE_ENTRY = PY_DICT_ENTRY + 32
 STARTUP = 1 << 20        # fixed server structures (interpreter code not counted)
 CLIENT_BASE = 2048       # per connection: objects, transport, parser
 INDEX_ENTRY = 96         # per key in an eviction index (sampling policies)
@@ -131,7 +131,7 @@ def pysize(v) -> int:
 
 # Per-key overheads: the main dict entry, plus the eviction structure's
 # entry while an evicting policy is active (set by Memory.configure).
-_KEY_EXTRA = DICT_ENTRY
+_KEY_EXTRA = PY_DICT_ENTRY
 _EXP_EXTRA = EXPIRE_ENTRY
 
 
@@ -336,7 +336,7 @@ class Memory:
         # The eviction structures' cost per key they hold is charged in
         # each key's cost.
         extra = (LRU_ENTRY if self.lru_mode else INDEX_ENTRY) if evicting else 0
-        kx = DICT_ENTRY + (0 if self.volatile else extra)
+        kx = PY_DICT_ENTRY + (0 if self.volatile else extra)
         ex = EXPIRE_ENTRY + (extra if self.volatile else 0)
         changed = kx != _KEY_EXTRA or ex != _EXP_EXTRA
         _KEY_EXTRA, _EXP_EXTRA = kx, ex

@@ -47,17 +47,13 @@ so a server without AOF and replicas pays nothing per command.
 
 from __future__ import annotations
 
+from .protocol import encode_argv
+
 TO_AOF = 1
 TO_REPL = 2
 
-def resp(argv) -> bytes:
-    """A command as a RESP array of bulk strings."""
-    out = [b"*%d\r\n" % len(argv)]
-    for a in argv:
-        if a.__class__ is not bytes:
-            a = bytes(a) if isinstance(a, (bytearray, memoryview)) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+# A command as a RESP array of bulk strings.
+resp = encode_argv
 
 
 class Propagator:
@@ -119,10 +115,7 @@ class Propagator:
             if out is not None:
                 mask = TO_AOF | TO_REPL
                 if in_script:
-                    # imported here: db.py and the command modules import
-                    # this module, and scripting imports them
-                    from .commands.scripting import running_ctx
-                    ctx = running_ctx(srv)
+                    ctx = srv.running_script()
                     if ctx is not None:
                         mask = ctx.repl_flags & (TO_AOF | TO_REPL)
                 # a command for no attached target does not count (nor

@@ -374,15 +374,67 @@ def request_size(req) -> int:
     return size
 
 
-def encode_request(*args) -> bytes:
-    """Encode a command as a RESP multibulk (used by tools and tests)."""
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = b"%d" % a
-        elif isinstance(a, float):
-            a = repr(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+def _arg_bytes(a) -> bytes:
+    """A request argument that is not ``bytes`` as the bytes sent for it."""
+    if isinstance(a, str):
+        return a.encode("utf-8", "surrogateescape")
+    if isinstance(a, (bytes, bytearray, memoryview)):
+        return bytes(a)
+    if isinstance(a, int):
+        return b"%d" % a
+    if isinstance(a, float):
+        return repr(a).encode()
+    return str(a).encode()
+
+
+def encode_argv(argv) -> bytes:
+    """A command as a RESP multibulk request (an array of bulk strings): the
+    one request encoder, used by propagation (AOF, replicas), the replica's
+    handshake, the tools and the tests.  ``bytes`` arguments take the fast
+    path; str (UTF-8, surrogateescape), int, float and buffers are converted."""
+    n = len(argv)
+    out = [_ARR_HDR[n] if n < 1025 else b"*%d\r\n" % n]
+    ap = out.append
+    for a in argv:
+        if a.__class__ is not bytes:
+            a = _arg_bytes(a)
+        la = len(a)
+        ap(_BULK_HDR[la] if la < 1025 else b"$%d\r\n" % la)
+        ap(a)
+        ap(CRLF)
     return b"".join(out)
+
+
+def encode_request(*args) -> bytes:
+    """``encode_argv(args)``, for callers that spell the arguments out."""
+    return encode_argv(args)
+
+
+# ---------------------------------------------------------------------------
+# sdscatrepr: the quoted form of a string Redis writes to MONITOR, the config
+# file (CONFIG REWRITE, command-line options), the AOF manifest and redis-cli's
+# output.  The inverse of split_args' quoting.
+# ---------------------------------------------------------------------------
+_REPR_ESCAPES = {0x5C: b"\\\\", 0x22: b'\\"', 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t",
+                 0x07: b"\\a", 0x08: b"\\b"}
+# C's isprint() in the C locale: 0x20 to 0x7e.
+_REPR_TABLE = tuple(_REPR_ESCAPES[i] if i in _REPR_ESCAPES else
+                    bytes((i,)) if 0x20 <= i <= 0x7E else b"\\x%02x" % i for i in range(256))
+_REPR_VERBATIM = bytes(i for i in range(256) if _REPR_TABLE[i] == bytes((i,)))
+# sdsneedsrepr: what needs quoting, which adds isspace() to what needs escapes.
+_REPR_BARE = bytes(i for i in _REPR_VERBATIM if i != 0x20)
+
+
+def sdscatrepr(s) -> bytes:
+    r"""``s`` (bytes-like) in double quotes with Redis's escapes: \\ \" \n
+    \r \t \a \b, and \xNN for every other byte outside 0x20-0x7e."""
+    s = bytes(s)
+    if not s.translate(None, _REPR_VERBATIM):
+        return b'"' + s + b'"'
+    return b'"' + b"".join(map(_REPR_TABLE.__getitem__, s)) + b'"'
+
+
+def sds_needs_repr(s) -> bool:
+    """sdsneedsrepr: whether ``s`` has a byte that needs quoting (a space,
+    a quote, a backslash or anything sdscatrepr escapes)."""
+    return bool(bytes(s).translate(None, _REPR_BARE))

@@ -26,26 +26,9 @@ import hiredis
 
 from . import log
 from .client import Client
+from .protocol import encode_request, request_size
 
 _NOT_CONNECTED = ("connect", "connecting", "sync", "connected")
-
-
-def _resp(*args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if a.__class__ is not bytes:
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-def _enc_len(argv) -> int:
-    """Bytes of argv's canonical multibulk encoding (the master's)."""
-    n = len(b"*%d\r\n" % len(argv))
-    for a in argv:
-        la = len(a)
-        n += len(b"$%d\r\n" % la) + la + 2
-    return n
 
 
 class ReplicaLink:
@@ -114,7 +97,7 @@ class ReplicaLink:
         log.notice("MASTER <-> REPLICA sync started")
 
         async def ask(*args):
-            writer.write(_resp(*args))
+            writer.write(encode_request(*args))
             await writer.drain()
             line = await reader.readline()
             if not line:
@@ -132,7 +115,7 @@ class ReplicaLink:
                 raise ConnectionError("Unable to AUTH to MASTER: %s" % r[1:].decode("utf-8", "replace"))
         await ask("REPLCONF", "listening-port", cfg["replica-announce-port"] or cfg["port"])
         await ask("REPLCONF", "capa", "eof", "capa", "psync2")
-        writer.write(_resp("PSYNC", "?", "-1"))
+        writer.write(encode_request("PSYNC", "?", "-1"))
         await writer.drain()
         while True:
             line = await reader.readline()
@@ -230,10 +213,10 @@ class ReplicaLink:
                             break
                         if req.__class__ is not list or not req:
                             continue
-                        self.read_offset += _enc_len(req)
+                        self.read_offset += request_size(req)
                         name = req[0].lower()
                         if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
-                            writer.write(_resp("REPLCONF", "ACK", self.read_offset))
+                            writer.write(encode_request("REPLCONF", "ACK", self.read_offset))
                         else:
                             srv.applying_master = True
                             try:
@@ -246,7 +229,7 @@ class ReplicaLink:
                 now = time.monotonic()
                 if now - acked >= 1.0:
                     acked = now
-                    writer.write(_resp("REPLCONF", "ACK", self.offset))
+                    writer.write(encode_request("REPLCONF", "ACK", self.offset))
                     await writer.drain()
         finally:
             self.client = None

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import platform
 import signal
 import socket
 import sys
@@ -20,7 +19,7 @@ import time
 from collections import deque
 from time import perf_counter
 
-from . import __version__, log
+from . import log
 from . import client as client_mod
 from . import db as db_mod
 from . import notify
@@ -37,15 +36,13 @@ from .memory import Memory
 from .persistence.aof import Aof
 from .persistence.snapshot import Persistence
 from .propagate import Propagator
-from .protocol import QUEUED
+from .protocol import QUEUED, sdscatrepr
 from .tracking import Tracking
 from .watch import unwatch_all
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
 NOREPLICAS = RedisError("NOREPLICAS Not enough good replicas to write.")
 MASTERDOWN = RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
-
-REDIS_VERSION = "7.0.15"
 
 DENIED = (
     b"-DENIED Redis is running in protected mode because protected "
@@ -222,6 +219,13 @@ class Server:
         self.lazyfree = self.memory.lazyfree
         self.repl_feed = ReplFeed(self)
         self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
+
+    def running_script(self):
+        """The context of the script or function running now, or None."""
+        for eng in (self.lua_eval, self.lua_functions):
+            if eng is not None and eng.ctx is not None:
+                return eng.ctx
+        return None
 
     # -- configuration hooks --------------------------------------------------------
     def _bind_config(self):
@@ -681,10 +685,9 @@ class Server:
             origin = "%d unix:%s" % (c.db.id, self.unix_path or "")
         else:
             origin = "%d %s" % (c.db.id, c.addr)
-        line = "+%d.%06d [%s] %s\r\n" % (
-            sec, min(int((now - sec) * 1e6), 999999), origin,
-            " ".join(['"%s"' % _repr_arg(a) for a in argv]))
-        line = line.encode("latin-1", "replace")
+        line = b"+%d.%06d [%s] %s\r\n" % (
+            sec, min(int((now - sec) * 1e6), 999999), origin.encode("latin-1", "replace"),
+            b" ".join([sdscatrepr(a) for a in argv]))
         for m in list(self.monitors):
             m.push(line)
 
@@ -1084,39 +1087,3 @@ def _is_loopback(host: str) -> bool:
 def _printable(b: bytes) -> str:
     s = b.decode("utf-8", "replace")
     return s.replace("\r", " ").replace("\n", " ")
-
-
-def _repr_arg(a: bytes) -> str:
-    out = []
-    for ch in a:
-        if ch == 92:
-            out.append("\\\\")
-        elif ch == 34:
-            out.append('\\"')
-        elif ch == 10:
-            out.append("\\n")
-        elif ch == 13:
-            out.append("\\r")
-        elif ch == 9:
-            out.append("\\t")
-        elif ch == 7:
-            out.append("\\a")
-        elif ch == 8:
-            out.append("\\b")
-        elif 32 <= ch < 127:
-            out.append(chr(ch))
-        else:
-            out.append("\\x%02x" % ch)
-    return "".join(out)
-
-
-def arch_bits() -> int:
-    return 64 if sys.maxsize > 2**32 else 32
-
-
-def os_string() -> str:
-    u = platform.uname()
-    return "%s %s %s" % (u.system, u.release, u.machine)
-
-
-_ = __version__

@@ -8,6 +8,7 @@ from ..errors import SYNTAX, RedisError
 from ..protocol import (
     OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim,
 )
+from .. import sysinfo
 from ..tracking import TrackState
 from ..util import parse_int
 from ..watch import unwatch_all
@@ -182,7 +183,7 @@ def hello(c, argv):
     srv = c.server
     parts = [map_header(c.resp, 7),
              bulk(b"server"), bulk(b"redis"),
-             bulk(b"version"), bulk(b"7.0.15"),
+             bulk(b"version"), bulk(sysinfo.REDIS_VERSION_BYTES),
              bulk(b"proto"), integer(c.resp),
              bulk(b"id"), integer(c.id),
              bulk(b"mode"), bulk(b"cluster" if srv.config["cluster-enabled"] else b"standalone"),

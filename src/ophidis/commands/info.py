@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import os
 import resource
-import sys
 import time
 
-from .. import __version__
+from .. import sysinfo
 from ..db import stats
 from ..memory import STARTUP
 from ..protocol import verbatim
 from . import ALL, command
-from ..server import arch_bits, os_string
 from .latency_cmd import latencystats_lines
 
 SECTIONS = {}
@@ -54,19 +52,19 @@ def sec_server(srv):
     up = int(time.monotonic() - srv.start_monotonic)
     port = srv.config["port"]
     return [
-        "redis_version:7.0.15",
-        "ophidis_version:%s" % __version__,
-        "redis_git_sha1:00000000",
-        "redis_git_dirty:0",
-        "redis_build_id:0",
+        "redis_version:%s" % sysinfo.REDIS_VERSION,
+        "ophidis_version:%s" % sysinfo.OPHIDIS_VERSION,
+        "redis_git_sha1:%s" % sysinfo.GIT_SHA1,
+        "redis_git_dirty:%d" % sysinfo.GIT_DIRTY,
+        "redis_build_id:%s" % sysinfo.BUILD_ID,
         "redis_mode:%s" % ("cluster" if srv.config["cluster-enabled"] else "standalone"),
-        "os:%s" % os_string(),
-        "arch_bits:%d" % arch_bits(),
+        "os:%s" % sysinfo.os_string(),
+        "arch_bits:%d" % sysinfo.arch_bits(),
         "monotonic_clock:POSIX clock_gettime",
         "multiplexing_api:epoll",
         "atomicvar_api:c11-builtin",
-        "gcc_version:0.0.0",
-        "python_version:%s" % sys.version.split()[0],
+        "gcc_version:%s" % sysinfo.GCC_VERSION,
+        "python_version:%s" % sysinfo.python_version(),
         "process_id:%d" % os.getpid(),
         "process_supervised:no",
         "run_id:%s" % srv.run_id,

@@ -14,7 +14,7 @@ from ..errors import SYNTAX, RedisError
 from ..protocol import OK, bulk, integer, map_header, simple
 from ..util import parse_int
 from . import command
-from ..memory import DICT_ENTRY as E, EXPIRE_ENTRY as X
+from ..memory import PY_DICT_ENTRY as E, EXPIRE_ENTRY as X
 from ..memory import STARTUP
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
@@ -23,7 +23,7 @@ from ..types.zset import ZSetValue
 
 ROBJ = 16
 DICT = 56
-DICT_ENTRY = 24
+REDIS_DICT_ENTRY = 24   # sizeof(dictEntry) in Redis: what MEMORY USAGE reports per entry
 
 
 def je(n: int) -> int:
@@ -152,20 +152,20 @@ def redis_usage(v, samples=5) -> int:
         if not v.ht:
             lp = 7 + sum(lp_entry(f) + lp_entry(x) for f, x in v.items())
             return ROBJ + je(lp)
-        a = _avg(v.items(), samples, lambda fx: sds_alloc(len(fx[0])) + sds_alloc(len(fx[1])) + DICT_ENTRY)
+        a = _avg(v.items(), samples, lambda fx: sds_alloc(len(fx[0])) + sds_alloc(len(fx[1])) + REDIS_DICT_ENTRY)
         return int(ROBJ + DICT + 8 * _slots(n) + a * n)
     if cls is SetValue:
         if v.enc == b"intset":
             mx = max((abs(int(m)) for m in v), default=0)
             w = 2 if mx < 32768 else 4 if mx < 2147483648 else 8
             return ROBJ + je(8 + w * n)
-        a = _avg(v, samples, lambda m: sds_alloc(len(m)) + DICT_ENTRY)
+        a = _avg(v, samples, lambda m: sds_alloc(len(m)) + REDIS_DICT_ENTRY)
         return int(ROBJ + DICT + 8 * _slots(n) + a * n)
     if cls is ZSetValue:
         if not v.skiplist:
             lp = 7 + sum(lp_entry(m) + lp_entry(_score_str(s)) for m, s in v.dict.items())
             return ROBJ + je(lp)
-        a = _avg(v.dict, samples, lambda m: sds_alloc(len(m)) + DICT_ENTRY + _ZNODE)
+        a = _avg(v.dict, samples, lambda m: sds_alloc(len(m)) + REDIS_DICT_ENTRY + _ZNODE)
         return int(ROBJ + 16 + 32 + DICT + 8 * _slots(n) + je(24 + 32 * 16) + a * n)
     if cls is ListValue:
         total = sum(lp_entry(bytes(x)) for x in v)
@@ -225,7 +225,7 @@ def memory_usage(c, argv):
     v = c.db.lookup_nostats(key)
     if v is None:
         return c.null
-    return integer(redis_usage(v, samples) + sds_alloc(len(key)) + DICT_ENTRY)
+    return integer(redis_usage(v, samples) + sds_alloc(len(key)) + REDIS_DICT_ENTRY)
 
 
 def _mem(srv):

@@ -11,10 +11,10 @@ The Lua engines live in ``ophidis.lua``.  Server attributes used:
 
 from __future__ import annotations
 
-import struct as _struct
-
 from .. import lua as lua_mod
 from ..errors import NOSCRIPT, RedisError
+from ..persistence.rdb import (NotAFunction, RdbError, functions_payload, load_functions_payload,
+                               verify_payload)
 from ..protocol import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
 from ..util import parse_int, stringmatch
 from . import command
@@ -53,10 +53,7 @@ def functions_registry(srv) -> "Functions":
 
 
 def running_ctx(srv):
-    for eng in (srv.lua_eval, srv.lua_functions):
-        if eng is not None and eng.ctx is not None:
-            return eng.ctx
-    return None
+    return srv.running_script()
 
 
 def script_kill(c, is_eval: bool):
@@ -605,116 +602,9 @@ def function_list(c, argv):
     return b"".join(out)
 
 
-# FUNCTION DUMP / RESTORE use Redis's payload format: for each library the
-# RDB_OPCODE_FUNCTION2 opcode and the code as an RDB string, then the RDB
-# version (2 bytes, little endian) and a CRC64 (8 bytes, little endian).
-RDB_OPCODE_FUNCTION2 = 245
-RDB_VERSION = 10
-
-
-def _crc64_table():
-    poly = 0x95AC9329AC4BC9B5
-    t = []
-    for i in range(256):
-        crc = i
-        for _ in range(8):
-            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
-        t.append(crc)
-    return t
-
-
-_CRC64 = _crc64_table()
-
-
-def crc64(data: bytes, crc: int = 0) -> int:
-    t = _CRC64
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc
-
-
-def _rdb_len(n: int) -> bytes:
-    if n < 64:
-        return bytes([n])
-    if n < 16384:
-        return bytes([0x40 | (n >> 8), n & 0xFF])
-    if n <= 0xFFFFFFFF:
-        return b"\x80" + _struct.pack(">I", n)
-    return b"\x81" + _struct.pack(">Q", n)
-
-
-def _read_len(data, pos):
-    b = data[pos]
-    kind = b >> 6
-    if kind == 0:
-        return b & 0x3F, pos + 1, False
-    if kind == 1:
-        return ((b & 0x3F) << 8) | data[pos + 1], pos + 2, False
-    if b == 0x80:
-        return _struct.unpack(">I", data[pos + 1:pos + 5])[0], pos + 5, False
-    if b == 0x81:
-        return _struct.unpack(">Q", data[pos + 1:pos + 9])[0], pos + 9, False
-    if kind == 3:
-        return b & 0x3F, pos + 1, True
-    raise ValueError("bad length")
-
-
-def lzf_decompress(src: bytes, outlen: int) -> bytes:
-    out = bytearray()
-    i = 0
-    n = len(src)
-    while i < n:
-        ctrl = src[i]
-        i += 1
-        if ctrl < 32:
-            out += src[i:i + ctrl + 1]
-            i += ctrl + 1
-        else:
-            ln = ctrl >> 5
-            ref = len(out) - ((ctrl & 0x1F) << 8) - 1
-            if ln == 7:
-                ln += src[i]
-                i += 1
-            ref -= src[i]
-            i += 1
-            if ref < 0:
-                raise ValueError("bad lzf data")
-            for _ in range(ln + 2):
-                out.append(out[ref])
-                ref += 1
-    if len(out) != outlen:
-        raise ValueError("bad lzf length")
-    return bytes(out)
-
-
-def _read_string(data, pos):
-    n, pos, enc = _read_len(data, pos)
-    if not enc:
-        if pos + n > len(data):
-            raise ValueError("short read")
-        return data[pos:pos + n], pos + n
-    if n == 0:
-        return b"%d" % _struct.unpack("<b", data[pos:pos + 1])[0], pos + 1
-    if n == 1:
-        return b"%d" % _struct.unpack("<h", data[pos:pos + 2])[0], pos + 2
-    if n == 2:
-        return b"%d" % _struct.unpack("<i", data[pos:pos + 4])[0], pos + 4
-    if n == 3:
-        clen, pos, _ = _read_len(data, pos)
-        ulen, pos, _ = _read_len(data, pos)
-        return lzf_decompress(data[pos:pos + clen], ulen), pos + clen
-    raise ValueError("unknown string encoding")
-
-
 def dump_functions(srv) -> bytes:
-    reg = functions_registry(srv)
-    out = bytearray()
-    for lib in reg.libraries.values():
-        out.append(RDB_OPCODE_FUNCTION2)
-        out += _rdb_len(len(lib.code)) + lib.code
-    out += _struct.pack("<H", RDB_VERSION)
-    out += _struct.pack("<Q", crc64(bytes(out)))
-    return bytes(out)
+    """FUNCTION DUMP's payload (Redis's format, built by persistence.rdb)."""
+    return functions_payload([lib.code for lib in functions_registry(srv).libraries.values()])
 
 
 @command("function|dump", propagate=False)
@@ -732,22 +622,14 @@ def function_restore(c, argv):
         if policy not in (b"append", b"replace", b"flush"):
             raise RedisError("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
     data = argv[2]
-    if (len(data) < 10 or _struct.unpack("<H", data[-10:-8])[0] > RDB_VERSION
-            or _struct.unpack("<Q", data[-8:])[0] != crc64(data[:-8])):
+    if not verify_payload(data):
         raise RedisError("ERR DUMP payload version or checksum are wrong")
-    codes = []
-    pos = 0
-    end = len(data) - 10
-    while pos < end:
-        t = data[pos]
-        pos += 1
-        if t != RDB_OPCODE_FUNCTION2:
-            raise RedisError("ERR given type is not a function")
-        try:
-            code, pos = _read_string(data, pos)
-        except (ValueError, IndexError, _struct.error):
-            raise RedisError("ERR failed loading the given functions payload")
-        codes.append(code)
+    try:
+        codes = load_functions_payload(data)
+    except NotAFunction:
+        raise RedisError("ERR given type is not a function")
+    except RdbError:
+        raise RedisError("ERR failed loading the given functions payload")
     srv = c.server
     reg = functions_registry(srv)
     # Build the new libraries in a scratch registry sharing the engine.

@@ -59,7 +59,7 @@ from .. import client as client_mod
 from .. import log
 from ..db import EmbStr, stats
 from ..propagate import EXEC, MULTI, TO_AOF, propagator, select_cmd
-from ..protocol import split_args
+from ..protocol import bulk as _bulk, encode_argv, sdscatrepr, sds_needs_repr, split_args
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.zset import ZSetValue
 from .rdb import LoadSettings, RdbError, RdbReader, dump_payload, function_codes, write_snapshot
@@ -105,36 +105,6 @@ class ManifestError(Exception):
         self.line = line
 
 
-def _needs_repr(name: bytes) -> bool:
-    for ch in name:
-        if ch in b'\\"' or ch <= 32 or ch >= 127:
-            return True
-    return False
-
-
-def _repr(name: bytes) -> bytes:
-    out = [b'"']
-    for ch in name:
-        if ch in (92, 34):
-            out.append(b"\\%c" % ch)
-        elif ch == 10:
-            out.append(b"\\n")
-        elif ch == 13:
-            out.append(b"\\r")
-        elif ch == 9:
-            out.append(b"\\t")
-        elif ch == 7:
-            out.append(b"\\a")
-        elif ch == 8:
-            out.append(b"\\b")
-        elif 32 <= ch < 127:
-            out.append(bytes((ch,)))
-        else:
-            out.append(b"\\x%02x" % ch)
-    out.append(b'"')
-    return b"".join(out)
-
-
 _LEADING_INT = re.compile(rb"\s*([+-]?\d+)")
 
 
@@ -157,8 +127,8 @@ class AofInfo:
 
     def line(self) -> bytes:
         name = os.fsencode(self.name)
-        if _needs_repr(name):
-            name = _repr(name)
+        if sds_needs_repr(name):
+            name = sdscatrepr(name)
         return b"file %s seq %d type %s\n" % (name, self.seq, self.type.encode())
 
 
@@ -381,10 +351,6 @@ class Bio:
 
 # -- the rewrite: a dataset as RESP commands ------------------------------------------------
 
-def _bulk(b: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(b), b)
-
-
 def _score(s: float) -> bytes:
     return b"%.17g" % s
 
@@ -442,7 +408,7 @@ def rewrite_resp(w, server, key_delay=0, progress=None):
                 rw = getattr(val, "rewrite_commands", None)
                 if rw is not None:
                     for argv in rw(key):
-                        w(b"*%d\r\n" % len(argv) + b"".join(_bulk(a) for a in argv))
+                        w(encode_argv(argv))
                 else:
                     payload = dump_payload(val, cfg)
                     w(b"*4\r\n$7\r\nRESTORE\r\n" + _bulk(key) + b"$1\r\n0\r\n" + _bulk(payload))

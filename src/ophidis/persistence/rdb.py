@@ -14,15 +14,15 @@ import math
 import struct
 import time
 
-import anycrc
-import lzf
-
+from .. import sysinfo
 from ..db import EmbStr
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MASK64, MAX_ID, NACK, Consumer, Group, Node, StreamValue, id_key
 from ..types.zset import ZSetValue
 from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build,
                        lp_decode, lp_entry, zipmap_decode, zl_decode)
+from .rdbcodec import (ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, enc_len, enc_string,
+                       lzf_decompress, redis_lzf)
 
 RDB_VERSION = 10
 MAX_READ_VERSION = 11
@@ -72,18 +72,8 @@ OP_EXPIRETIME = 253
 OP_SELECTDB = 254
 OP_EOF = 255
 
-ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF = 0, 1, 2, 3
 
 QL_PLAIN, QL_PACKED = 1, 2
-
-_CRC = anycrc.Model("CRC64-REDIS")
-
-
-def crc64(data, init=None) -> int:
-    if init is None:
-        return _CRC.calc(data)
-    return _CRC.calc(data, init)
-
 
 class RdbError(Exception):
     """A corrupt or truncated RDB (or DUMP payload)."""
@@ -101,91 +91,6 @@ class RdbError(Exception):
 
 
 # -- encoding ---------------------------------------------------------------------
-
-_LEN1 = [bytes((i,)) for i in range(64)]
-
-
-def enc_len(n: int) -> bytes:
-    if n < 64:
-        return _LEN1[n]
-    if n < 16384:
-        return bytes(((n >> 8) | 0x40, n & 0xFF))
-    if n <= 0xFFFFFFFF:
-        return b"\x80" + n.to_bytes(4, "big")
-    return b"\x81" + n.to_bytes(8, "big")
-
-
-def _enc_int(v):
-    if -128 <= v <= 127:
-        return b"\xc0" + (v & 0xFF).to_bytes(1, "little")
-    if -32768 <= v <= 32767:
-        return b"\xc1" + (v & 0xFFFF).to_bytes(2, "little")
-    if -2147483648 <= v <= 2147483647:
-        return b"\xc2" + (v & 0xFFFFFFFF).to_bytes(4, "little")
-    return None
-
-
-def redis_lzf(data, out_len):
-    """lzf_compress(data, len(data), out, out_len) as Redis's liblzf does it:
-    the compressed bytes, or None when they do not fit.  The python lzf
-    module produces the same bytes but accepts a result that ends within 3
-    bytes of out_len, which Redis's copy refuses (its last space check runs
-    before the final literal bytes are copied); that check is replayed
-    here so that payloads match Redis's byte for byte."""
-    n = len(data)
-    if not n or out_len <= 0:
-        return None
-    comp = lzf.compress(bytes(data), out_len + 8)
-    if comp is None:
-        return None
-    size = len(comp)
-    if size > out_len:
-        return None
-    if size + 4 <= out_len:
-        return comp
-    # Output position at liblzf's final check: before the last (at most 2)
-    # literal bytes, with the header of the open literal run reserved.
-    p = 0
-    tail = 0           # literal bytes at the end of the output
-    start = 0          # where those literal runs start
-    while p < size:
-        ctrl = comp[p]
-        if ctrl < 32:
-            if not tail:
-                start = p
-            tail += ctrl + 1
-            p += ctrl + 2
-        else:
-            p += 3 if ctrl >> 5 == 7 else 2
-            tail = 0
-    before = start if tail else size
-    r = tail if tail < 2 else 2
-    op = before + (tail - r) + (tail - r) // 32 + 1
-    if op + 3 > out_len:
-        return None
-    return comp
-
-
-def enc_string(s, compress=True) -> bytes:
-    """A string as rdbSaveRawString writes it: integer encoding when the
-    string is a canonical 32-bit integer, LZF when it saves space."""
-    n = len(s)
-    if n <= 11 and n:
-        c = s[0]
-        if 48 <= c <= 57 or c == 45:
-            v = canonical_int(s)
-            if v is not None:
-                e = _enc_int(v)
-                if e is not None:
-                    return e
-    if compress and n > 20:
-        comp = redis_lzf(s, n - 4)
-        if comp:
-            return b"\xc3" + enc_len(len(comp)) + enc_len(n) + comp
-    if n < 64:
-        return _LEN1[n] + s
-    return enc_len(n) + s
-
 
 def d2string(d: float) -> bytes:
     if math.isinf(d):
@@ -380,6 +285,31 @@ def verify_payload(p: bytes) -> bool:
     return crc64(p[:-8]) == int.from_bytes(p[-8:], "little")
 
 
+def functions_payload(codes) -> bytes:
+    """FUNCTION DUMP's payload: each library's code after OP_FUNCTION2 (as an
+    RDB string, not compressed), then the RDB version and the CRC-64."""
+    body = b"".join([b"\xf5" + enc_string(code, False) for code in codes])
+    body += RDB_VERSION.to_bytes(2, "little")
+    return body + crc64(body).to_bytes(8, "little")
+
+
+class NotAFunction(Exception):
+    """A FUNCTION RESTORE payload holding something other than libraries."""
+
+
+def load_functions_payload(p: bytes) -> list:
+    """The library codes of a FUNCTION RESTORE payload already checked by
+    ``verify_payload``; raises NotAFunction for another opcode, RdbError
+    when a string does not decode."""
+    r = RdbReader(memoryview(p)[:-10])
+    codes = []
+    while r.pos < r.n:
+        if r.byte() != OP_FUNCTION2:
+            raise NotAFunction()
+        codes.append(r.load_string())
+    return codes
+
+
 def aux(key: bytes, val: bytes) -> bytes:
     return b"\xfa" + enc_string(key) + enc_string(val)
 
@@ -433,8 +363,8 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
     w = RdbWriter(f, cfg["rdbchecksum"])
     enc = Encoder(cfg)
     w.write(b"REDIS%04d" % RDB_VERSION)
-    w.write(aux(b"redis-ver", b"7.0.15"))
-    w.write(aux(b"redis-bits", b"64"))
+    w.write(aux(b"redis-ver", sysinfo.REDIS_VERSION_BYTES))
+    w.write(aux(b"redis-bits", b"%d" % sysinfo.arch_bits()))
     w.write(aux(b"ctime", b"%d" % int(time.time())))
     w.write(aux(b"used-mem", b"%d" % _used_memory()))
     w.write(aux(b"aof-base", b"%d" % int(server.rdb_aof_base)))
@@ -635,11 +565,8 @@ class RdbReader:
             comp = self.read(clen)
             if ulen == 0:
                 self.fail("Invalid LZF compressed string", start)
-            try:
-                out = lzf.decompress(bytes(comp), ulen)
-            except Exception:  # noqa: BLE001
-                out = None
-            if out is None or len(out) != ulen:
+            out = lzf_decompress(comp, ulen)
+            if out is None:
                 self.fail("Invalid LZF compressed string", start)
             return out
         self.fail("Unknown RDB string encoding type %d" % v, start)

@@ -22,37 +22,20 @@ import multiprocessing as mp
 from multiprocessing import connection as mp_connection
 import random
 import signal
-import socket
 import sys
 import time
+import types
 
 import hiredis
 
+from ophidis.protocol import encode_argv
+from ophidis.sysinfo import REDIS_VERSION
+from ophidis.tools import memtier, resp
 from ophidis.tools.hdr import Histogram
+from ophidis.tools.resp import atoi, new_loop, parse_redis_uri
 
-try:
-    import uvloop
-except ImportError:  # pragma: no cover
-    uvloop = None
-
-VERSION = "7.0.15"
 RAND_PLACEHOLDER = b"__rand_int__"
 MAX_THREADS = 500
-
-
-def new_loop():
-    if uvloop is not None:
-        return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
-
-
-def encode(args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode("utf-8", "surrogateescape")
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 class Options:
@@ -158,24 +141,12 @@ def parse_options(argv, o: Options):
             usage(1)
         return argv[i + 1]
 
-    def atoi(s):
-        try:
-            return int(s)
-        except ValueError:
-            j = 0
-            while j < len(s) and (s[j].isdigit() or (j == 0 and s[j] in "+-")):
-                j += 1
-            try:
-                return int(s[:j])
-            except ValueError:
-                return 0
-
     while i < n:
         a = argv[i]
         if a == "-c":
             o.clients = atoi(need()); i += 1
         elif a in ("-v", "--version"):
-            print("ophidis-benchmark %s" % VERSION)
+            print("ophidis-benchmark %s" % REDIS_VERSION)
             sys.exit(0)
         elif a == "-n":
             o.requests = atoi(need()); i += 1
@@ -194,9 +165,7 @@ def parse_options(argv, o: Options):
         elif a == "--user":
             o.user = need(); i += 1
         elif a == "-u":
-            from ophidis.tools.cli import Config, parse_redis_uri
-            c = Config()
-            c.host, c.port = o.host, o.port
+            c = types.SimpleNamespace(host=o.host, port=o.port, auth=None, user=None, input_dbnum=0)
             parse_redis_uri(need(), c)
             o.host, o.port, o.auth, o.user, o.dbnum = c.host, c.port, c.auth, c.user, c.input_dbnum
             i += 1
@@ -303,13 +272,13 @@ class Worker:
         self.prefix = b""
         self.prefix_n = 0
         if opts.auth is not None:
-            self.prefix += encode(["AUTH", opts.user, opts.auth] if opts.user else ["AUTH", opts.auth])
+            self.prefix += encode_argv(["AUTH", opts.user, opts.auth] if opts.user else ["AUTH", opts.auth])
             self.prefix_n += 1
         if opts.dbnum:
-            self.prefix += encode(["SELECT", str(opts.dbnum)])
+            self.prefix += encode_argv(["SELECT", str(opts.dbnum)])
             self.prefix_n += 1
         if opts.resp3:
-            self.prefix += encode(["HELLO", "3"])
+            self.prefix += encode_argv(["HELLO", "3"])
             self.prefix_n += 1
         self.live = 0
         self.done = None
@@ -525,44 +494,24 @@ class Runner:
         """CONFIG GET save / appendonly, as redis-benchmark shows them."""
         o = self.o
         try:
-            if o.socket:
-                s = socket.socket(socket.AF_UNIX)
-                s.settimeout(5)
-                s.connect(o.socket)
-            else:
-                s = socket.create_connection((o.host, o.port), timeout=5)
+            conn = resp.Connection(o.host, o.port, unix=o.socket, timeout=5)
         except OSError:
             return None
         try:
-            req = b""
+            conn.sock.settimeout(5)
             if o.auth is not None:
-                req += encode(["AUTH", o.user, o.auth] if o.user else ["AUTH", o.auth])
-            req += encode(["CONFIG", "GET", "save"]) + encode(["CONFIG", "GET", "appendonly"])
-            s.sendall(req)
-            r = hiredis.Reader()
-            replies = []
-            want = 3 if o.auth is not None else 2
-            while len(replies) < want:
-                data = s.recv(65536)
-                if not data:
-                    return None
-                r.feed(data)
-                while True:
-                    x = r.gets()
-                    if x is False:
-                        break
-                    replies.append(x)
-            replies = replies[-2:]
+                conn.command(*(["AUTH", o.user, o.auth] if o.user else ["AUTH", o.auth]))
             vals = []
-            for x in replies:
-                if isinstance(x, hiredis.ReplyError) or not isinstance(x, list) or len(x) < 2:
+            for name in ("save", "appendonly"):
+                r = conn.command("CONFIG", "GET", name)
+                if r.kind != resp.ARRAY or len(r.value) < 2:
                     return None
-                vals.append(x[1].decode(errors="replace"))
+                vals.append(r.value[1].value.decode(errors="replace"))
             return {"save": vals[0], "appendonly": vals[1]}
-        except OSError:
+        except (OSError, resp.ConnectionClosed):
             return None
         finally:
-            s.close()
+            conn.close()
 
     def run(self, title, cmd):
         o = self.o
@@ -744,43 +693,43 @@ def default_tests(o: Options, data: bytes):
     if sel("ping_inline") or sel("ping"):
         tests.append(("PING_INLINE", b"PING\r\n"))
     if sel("ping_mbulk") or sel("ping"):
-        tests.append(("PING_MBULK", encode(["PING"])))
+        tests.append(("PING_MBULK", encode_argv(["PING"])))
     if sel("set"):
-        tests.append(("SET", encode([b"SET", b"key:__rand_int__", data])))
+        tests.append(("SET", encode_argv([b"SET", b"key:__rand_int__", data])))
     if sel("get"):
-        tests.append(("GET", encode([b"GET", b"key:__rand_int__"])))
+        tests.append(("GET", encode_argv([b"GET", b"key:__rand_int__"])))
     if sel("incr"):
-        tests.append(("INCR", encode([b"INCR", b"counter:__rand_int__"])))
+        tests.append(("INCR", encode_argv([b"INCR", b"counter:__rand_int__"])))
     if sel("lpush"):
-        tests.append(("LPUSH", encode([b"LPUSH", b"mylist", data])))
+        tests.append(("LPUSH", encode_argv([b"LPUSH", b"mylist", data])))
     if sel("rpush"):
-        tests.append(("RPUSH", encode([b"RPUSH", b"mylist", data])))
+        tests.append(("RPUSH", encode_argv([b"RPUSH", b"mylist", data])))
     if sel("lpop"):
-        tests.append(("LPOP", encode([b"LPOP", b"mylist"])))
+        tests.append(("LPOP", encode_argv([b"LPOP", b"mylist"])))
     if sel("rpop"):
-        tests.append(("RPOP", encode([b"RPOP", b"mylist"])))
+        tests.append(("RPOP", encode_argv([b"RPOP", b"mylist"])))
     if sel("sadd"):
-        tests.append(("SADD", encode([b"SADD", b"myset", b"element:__rand_int__"])))
+        tests.append(("SADD", encode_argv([b"SADD", b"myset", b"element:__rand_int__"])))
     if sel("hset"):
-        tests.append(("HSET", encode([b"HSET", b"myhash", b"element:__rand_int__", data])))
+        tests.append(("HSET", encode_argv([b"HSET", b"myhash", b"element:__rand_int__", data])))
     if sel("spop"):
-        tests.append(("SPOP", encode([b"SPOP", b"myset"])))
+        tests.append(("SPOP", encode_argv([b"SPOP", b"myset"])))
     if sel("zadd"):
         score = b"__rand_int__" if o.randomkeys else b"0"
-        tests.append(("ZADD", encode([b"ZADD", b"myzset", score, b"element:__rand_int__"])))
+        tests.append(("ZADD", encode_argv([b"ZADD", b"myzset", score, b"element:__rand_int__"])))
     if sel("zpopmin"):
-        tests.append(("ZPOPMIN", encode([b"ZPOPMIN", b"myzset"])))
+        tests.append(("ZPOPMIN", encode_argv([b"ZPOPMIN", b"myzset"])))
     if any(sel(x) for x in ("lrange", "lrange_100", "lrange_300", "lrange_500", "lrange_600")):
-        tests.append(("LPUSH (needed to benchmark LRANGE)", encode([b"LPUSH", b"mylist", data])))
+        tests.append(("LPUSH (needed to benchmark LRANGE)", encode_argv([b"LPUSH", b"mylist", data])))
     for n in (100, 300, 500, 600):
         if sel("lrange") or sel("lrange_%d" % n):
             tests.append(("LRANGE_%d (first %d elements)" % (n, n),
-                          encode([b"LRANGE", b"mylist", b"0", b"%d" % (n - 1)])))
+                          encode_argv([b"LRANGE", b"mylist", b"0", b"%d" % (n - 1)])))
     if sel("mset"):
         args = [b"MSET"]
         for _ in range(10):
             args += [b"key:__rand_int__", data]
-        tests.append(("MSET (10 keys)", encode(args)))
+        tests.append(("MSET (10 keys)", encode_argv(args)))
     return tests
 
 
@@ -788,7 +737,6 @@ def main(argv=None):
     if argv is None:
         argv = sys.argv[1:]
     if argv and argv[0] == "memtier":
-        from ophidis.tools import memtier
         return memtier.main(argv[1:])
     o = Options()
     first = parse_options(argv, o)
@@ -817,7 +765,7 @@ def main(argv=None):
             bargs = [a.encode("utf-8", "surrogateescape") for a in args]
             if o.stdinarg:
                 bargs.append(sys.stdin.buffer.read())
-            cmd = encode(bargs)
+            cmd = encode_argv(bargs)
             o.datasize = len(cmd)
             while True:
                 runner.run(title, cmd)

@@ -18,6 +18,7 @@ Options (memtier_benchmark's names):
 from __future__ import annotations
 
 import asyncio
+import math
 import multiprocessing as mp
 import random
 import signal
@@ -28,8 +29,9 @@ import zlib
 
 import hiredis
 
-from ophidis.tools.benchmark import encode, new_loop
+from ophidis.protocol import encode_argv
 from ophidis.tools.hdr import Histogram
+from ophidis.tools.resp import new_loop
 
 
 class MOpts:
@@ -212,11 +214,11 @@ class MClient(asyncio.Protocol):
             self.ratio_pos += 1
             if pos < s:
                 key = b"%s%d" % (w.prefix, self.keys.next(o.pattern[0]))
-                reqs.append(encode([b"SET", key, w.value]))
+                reqs.append(encode_argv([b"SET", key, w.value]))
                 self.ops.append((0, now))
             else:
                 key = b"%s%d" % (w.prefix, self.keys.next(o.pattern[1]))
-                reqs.append(encode([b"GET", key]))
+                reqs.append(encode_argv([b"GET", key]))
                 self.ops.append((1, now))
         if reqs:
             self.t.write(b"".join(reqs))
@@ -302,7 +304,7 @@ def _worker(o, idx, seed, shared, conn):
             c.keys = KeyGen(o, random.Random(w.rng.getrandbits(64)), idx, ci, o.threads * o.clients)
             if o.auth:
                 c.prefix_wait = loop.create_future()
-                c.t.write(encode(["AUTH", o.auth]))
+                c.t.write(encode_argv(["AUTH", o.auth]))
                 await c.prefix_wait
             clients.append(c)
     try:
@@ -340,7 +342,6 @@ def _worker(o, idx, seed, shared, conn):
 def write_png(path, hists, width=640, height=400):
     """A latency-by-percentile plot (x: 1/(1-percentile) on a log scale up to
     99.999%, y: latency, linear) without any plotting library."""
-    import math
     img = [[(255, 255, 255)] * width for _ in range(height)]
     colors = [(31, 119, 180), (214, 39, 40), (44, 160, 44)]
     ml, mb, mr, mt = 40, 30, 10, 10

@@ -1,14 +1,22 @@
-"""A small typed RESP2/RESP3 client connection for the operator tools.
+"""What the operator tools (cli, benchmark, memtier) share to talk to a
+server: where to connect (``parse_redis_uri``, redis-cli's ``atoi``), the
+request encoder (``ophidis.protocol.encode_argv``, the one for the whole
+code base), a small typed RESP2/RESP3 client connection, and the event loop
+of the load generators.
 
 hiredis folds status and bulk strings into the same Python type and loses the
 text of doubles; ophidis-cli must format each reply type as redis-cli does, so
 the CLI parses replies itself into :class:`Reply` nodes.  Performance does not
-matter here (the benchmark uses hiredis).
+matter here (the load generators parse with hiredis).
 """
 
 from __future__ import annotations
 
 import socket
+import sys
+from urllib.parse import unquote
+
+from ophidis.protocol import encode_argv
 
 # Reply kinds
 STATUS, ERROR, INTEGER, BULK, NIL, ARRAY, MAP, SET, PUSH, DOUBLE, BOOL, VERB, BIGNUM = (
@@ -46,17 +54,6 @@ class Reply:
 
 class ConnectionClosed(Exception):
     pass
-
-
-def encode_command(args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = b"%d" % a
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 class Parser:
@@ -167,7 +164,7 @@ class Connection:
             pass
 
     def send(self, args):
-        self.sock.sendall(encode_command(args))
+        self.sock.sendall(encode_argv(args))
 
     def send_raw(self, data: bytes):
         self.sock.sendall(data)
@@ -192,3 +189,81 @@ class Connection:
         self.parser.buf = bytearray()
         self.parser.pos = 0
         return d
+
+
+def new_loop():
+    """An event loop for the load generators (uvloop when installed).
+    asyncio is imported here, not at the top: ophidis-cli, which uses this
+    module too, does not need it and would pay ~0.1 s more at each start."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is optional
+        import asyncio
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def atoi(s) -> int:
+    """C's atoi, as redis-cli and redis-benchmark read numeric options:
+    leading blanks, a sign and digits; 0 when there are none."""
+    s = s.strip()
+    i = 0
+    if s[:1] in "+-":
+        i = 1
+    j = i
+    while j < len(s) and s[j].isdigit():
+        j += 1
+    try:
+        return int(s[:j]) if j > i else 0
+    except ValueError:
+        return 0
+
+
+def atof(s) -> float:
+    try:
+        return float(s)
+    except ValueError:
+        return 0.0
+
+
+def parse_redis_uri(uri, cfg):
+    """Apply ``redis://[[user]:password@]host[:port][/db]`` to ``cfg`` (its
+    host, port, user, auth and input_dbnum), as redis-cli's -u does; exits
+    with redis-cli's message for another scheme."""
+    low = uri.lower()
+    if low.startswith("rediss://"):
+        _fail("rediss:// is only supported when ophidis-cli is compiled with OpenSSL\n")
+    if not low.startswith("redis://"):
+        _fail("Invalid URI scheme\n")
+    cur = uri[len("redis://"):]
+    if not cur:
+        return
+    at = cur.find("@")
+    if at >= 0:
+        userinfo = cur[:at]
+        colon = userinfo.find(":")
+        if colon >= 0:
+            cfg.user = unquote(userinfo[:colon]) or None
+            userinfo = userinfo[colon + 1:]
+        cfg.auth = unquote(userinfo)
+        cur = cur[at + 1:]
+    if not cur:
+        return
+    slash = cur.find("/")
+    hostport = cur if slash < 0 else cur[:slash]
+    if hostport:
+        if ":" in hostport:
+            h, p = hostport.rsplit(":", 1)
+            cfg.port = atoi(p)
+            cfg.host = h
+        else:
+            cfg.host = hostport
+    if slash >= 0 and cur[slash + 1:]:
+        cfg.input_dbnum = atoi(cur[slash + 1:])
+
+
+def _fail(msg):
+    sys.stdout.flush()
+    sys.stderr.write(msg)
+    sys.stderr.flush()
+    sys.exit(1)
