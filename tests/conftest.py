@@ -11,7 +11,8 @@ Everything here is built from tests/support (see its modules):
   their own arguments, stopped at teardown.
 - ``redis_server``: Debian's redis-server (support.servers.RedisServerProc),
   one per session; tests needing it are skipped only when it is absent;
-  ``ref``: a redis-py client on it, flushed.
+  ``ref``: a redis-py client on it, flushed; ``ref_raw``: a RespConn to it
+  after the flush.
 - ``config``: CONFIG SET overrides restored at teardown
   (support.config.ConfigOverrides): ``config(r, maxmemory="1mb")``.
 
@@ -121,6 +122,11 @@ def ref(redis_server):
     c.flushall()
     yield c
     c.close()
+
+
+@pytest.fixture
+def ref_raw(ref, redis_server, connect):
+    return connect(redis_server.port)
 
 
 @pytest.fixture

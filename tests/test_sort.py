@@ -10,14 +10,6 @@ from support.inprocess import Events, FakeClient
 from support.resp import RespConn, array, error
 
 
-@pytest.fixture
-def ref_raw(redis_server):
-    c = RespConn(redis_server.port)
-    c.call("FLUSHALL")
-    yield c
-    c.close()
-
-
 # ---------------------------------------------------------------------------
 # On the server: sorted sets
 # ---------------------------------------------------------------------------
