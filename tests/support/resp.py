@@ -7,10 +7,12 @@ RESP3 reply, so a reader knows from the protocol when a reply is complete
 (never from a moment of silence); ``RespConn.read`` returns the exact bytes
 of one reply, ``read_reply`` the bytes and the decoded value.
 
-Only two helpers wait on purpose, and say so: ``read_until_closed`` (the
-server is expected to close the connection) and ``nothing_within`` /
-``assert_nothing_within`` (nothing may arrive for a while, e.g. a client
-that must stay blocked).
+To see *all* the replies to what was sent (extra ones included), send QUIT
+after it and read until the server closes: ``quit_and_read`` /
+``exchange``.  Only two helpers wait on purpose, and say so:
+``read_until_closed`` (the server is expected to close the connection) and
+``nothing_within`` / ``assert_nothing_within`` (nothing may arrive for a
+while, e.g. a client that must stay blocked).
 
 Expected replies are built with ``bulk``, ``array``, ``error``.
 """
@@ -302,11 +304,21 @@ class RespConn:
                 return data
             data += more
 
+    def quit_and_read(self, timeout=DEFAULT_TIMEOUT) -> bytes:
+        """Send QUIT and return every byte the server sent before QUIT's
+        +OK (and after the replies already read): the server closing the
+        connection marks the end, so a test sees all the replies to what it
+        sent, extra ones included, without waiting for a pause."""
+        self.send("QUIT")
+        data = self.read_until_closed(timeout)
+        assert data.endswith(b"+OK\r\n"), "no +OK for QUIT at the end of %r" % data[-300:]
+        return data[:-5]
+
     def nothing_within(self, seconds) -> bool:
         """True when no byte arrives for ``seconds`` (and none is unread)."""
         if self.buf:
             return False
-        self.sock.settimeout(seconds)
+        self.sock.settimeout(max(seconds, 0.001))
         try:
             more = self.sock.recv(1 << 20)
         except socket.timeout:
@@ -339,6 +351,14 @@ class RespConn:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def exchange(port, payload: bytes, timeout=DEFAULT_TIMEOUT) -> bytes:
+    """On a new connection: send payload (requests, as bytes), then QUIT;
+    everything the server replied to the payload (see quit_and_read)."""
+    with RespConn(port, timeout=timeout) as c:
+        c.send_raw(payload)
+        return c.quit_and_read(timeout)
 
 
 def command(port, *args, timeout=DEFAULT_TIMEOUT) -> bytes:
