@@ -12,8 +12,6 @@ import redis
 from support.config import overrides
 from support.inprocess import run_inprocess
 from support.notify import KeyspaceEvents
-from support.resp import RespConn
-from support.servers import port_of
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 

@@ -4,10 +4,8 @@ other branches), each compared with real Redis 7.0."""
 
 from __future__ import annotations
 
-import pytest
-
 from support.inprocess import Events, FakeClient
-from support.resp import RespConn, array, error
+from support.resp import array, error
 
 
 # ---------------------------------------------------------------------------

@@ -11,9 +11,7 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import zlib
 

@@ -3,9 +3,7 @@ big sets, blocking pops, and differential runs against real Redis 7.0."""
 
 from __future__ import annotations
 
-import os
 import random
-import sys
 import threading
 import time
 

@@ -272,6 +272,15 @@ class RespConn:
         """The exact bytes of the next n replies, concatenated."""
         return b"".join(self.read(timeout) for _ in range(n))
 
+    def expect(self, expected: bytes, timeout=None) -> bytes:
+        """Read whole replies until they are as long as expected, and assert
+        they are expected (for a known sequence of replies or pushes)."""
+        got = b""
+        while len(got) < len(expected):
+            got += self.read(timeout)
+        assert got == expected, "expected %r, got %r" % (expected[:300], got[:300])
+        return got
+
     def call(self, *args) -> bytes:
         self.send(*args)
         return self.read()
