@@ -18,21 +18,18 @@ import time
 
 import pytest
 
-from conftest import ROOT, ServerProc, free_port, wait_port
-
-# Import the tools of this checkout (the shared virtualenv may point elsewhere).
-sys.path.insert(0, os.path.join(ROOT, "src"))
-import ophidis  # noqa: E402
-if os.path.join(ROOT, "src", "ophidis") not in ophidis.__path__:
-    ophidis.__path__.insert(0, os.path.join(ROOT, "src", "ophidis"))
+from ophidis.protocol import encode_request
+from ophidis.tools.cli import format_tty
+from ophidis.tools.resp import Parser
+from support.servers import ServerProc, free_port, server_env
+from support.wait import wait_port
 
 REDIS_CLI = shutil.which("redis-cli")
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def cli_env(extra=None):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env = server_env()
     env.pop("FAKETTY", None)
     env.pop("REDISCLI_AUTH", None)
     if extra:
@@ -151,8 +148,6 @@ def test_resp3_formats_like_redis_cli(redis_server, ref):
 
 
 def test_nested_array_indentation():
-    from ophidis.tools.cli import format_tty
-    from ophidis.tools.resp import Parser
     p = Parser()
     p.feed(b"*2\r\n*2\r\n$1\r\na\r\n:1\r\n*11\r\n" + b"$1\r\nx\r\n" * 10 + b"*1\r\n$1\r\ny\r\n")
     r = p.get()
@@ -273,7 +268,6 @@ def test_memkeys_and_hotkeys_against_redis(redis_server, ref):
 
 def test_pipe_mode(target):
     port, c, _ = target
-    from ophidis.protocol import encode_request
     data = b"".join(encode_request("SET", "pk:%d" % i, "v%d" % i) for i in range(3000))
     data += encode_request("INCR", "pk:1")   # an error reply
     data += encode_request("GET", "pk:2999")

@@ -15,6 +15,10 @@ import subprocess
 import pytest
 import redis
 
+from ophidis.command_docs import SUMMARIES
+from ophidis.commands import ALL, META, Command, load_all
+from ophidis.commands.command_cmd import _KEY_FLAG_OUT, _KEY_FLAGS, get_keys, get_keys_with_flags
+
 
 def raw(client):
     """A client whose COMMAND replies are not post-processed by redis-py."""
@@ -242,10 +246,7 @@ def test_getkeys_errors_exact(rr):
 
 def test_get_keys_helper():
     import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    from ophidis.commands import ALL, load_all
     load_all()
-    from ophidis.commands.command_cmd import get_keys
     assert get_keys(ALL["mset"], [b"mset", b"a", b"1", b"b", b"2"]) == [b"a", b"b"]
     assert get_keys(ALL["set"], [b"set", b"k", b"v"]) == [b"k"]
     assert get_keys(ALL["bitop"], [b"bitop", b"or", b"d", b"x", b"y"]) == [b"d", b"x", b"y"]
@@ -282,9 +283,6 @@ def test_key_extraction_matches_redis_for_all_metadata(refr):
     commands other families have not registered yet (keynum, keyword and
     command-specific extractors), against COMMAND GETKEYSANDFLAGS of Redis."""
     import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    from ophidis.commands import META, Command
-    from ophidis.commands.command_cmd import get_keys_with_flags, _KEY_FLAG_OUT, _KEY_FLAGS
     extra = [
         ["eval", "s", "3", "a", "b", "c", "d"], ["fcall", "f", "1", "k", "arg"], ["evalsha_ro", "x", "0"],
         ["zinter", "2", "a", "b", "WITHSCORES"], ["zdiffstore", "d", "1", "a"], ["bzmpop", "1", "2", "a", "b", "MIN"],
@@ -344,9 +342,6 @@ def test_every_redis_command_has_its_own_summary():
     """Families register commands over time: every command of Redis 7.0's
     table (sentinel's own excepted) already has a written summary."""
     import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    from ophidis.command_docs import SUMMARIES
-    from ophidis.commands import META
     missing = []
 
     def walk(name, m):

@@ -10,6 +10,7 @@ import random
 import pytest
 import redis
 
+from ophidis.types import hll
 from support.config import overrides
 from support.notify import KeyspaceEvents
 from support.replication import propagated
@@ -513,7 +514,6 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
 def test_batch_hashing_equals_one_by_one():
     """pat_lens (all elements of one length hashed at once in the lanes of
     big integers) gives what MurmurHash64A gives element by element."""
-    from ophidis.types import hll
     rng = random.Random(10)
     # MurmurHash64A("a") = known value (seed 0xadc83b19), register 12711, run 2
     assert hll.pat_len(b"a") == (12711, 2)
@@ -534,7 +534,6 @@ def test_val_split_at_the_promotion_boundary(r, ref, where):
     """A hand-made sparse HLL with a run of 4 registers of value 1 around
     the register of an element whose run length is 2: splitting the run
     needs 1 or 2 more bytes, exactly at or just past hll-sparse-max-bytes."""
-    from ophidis.types import hll
     i = 0
     while True:
         ele = b"e%d" % i

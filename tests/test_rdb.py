@@ -17,10 +17,14 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ophidis.config import Config
+from ophidis.db import Database
 from ophidis.persistence import rdb as R
+from ophidis.persistence import snapshot
 from ophidis.persistence.listpack import (canonical_int, intset_decode, intset_encode, lp_decode,
                                           lp_encode, zl_decode)
 from ophidis.types.containers import HashValue, ListValue, SetValue
+from ophidis.server import Server
 from ophidis.types.zset import ZSetValue
 from support.rdb import build_dataset, canonical, order_dependent, payload_value
 from support.resp import RespConn
@@ -514,9 +518,6 @@ def test_wrong_signature_refused(start_server, tmp_path):
 
 def test_failed_load_leaves_keyspace_untouched(tmp_path):
     """A load that fails halfway (DEBUG RELOAD path) never swaps anything in."""
-    from ophidis.config import Config
-    from ophidis.persistence import snapshot
-    from ophidis.server import Server
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -727,8 +728,6 @@ def test_function_libraries_written_and_read(tmp_path):
     class Srv:
         pass
 
-    from ophidis.config import Config
-    from ophidis.db import Database
     srv = Srv()
     srv.config = Config()
     srv.functions = Functions()

@@ -18,11 +18,12 @@ import zlib
 import lzf
 import pytest
 
+from ophidis import memory
 from ophidis.commands.streams import _string2ull, parse_id
 from ophidis.errors import RedisError
 from ophidis.persistence import rdb as R
 from ophidis.persistence.listpack import lp_entry
-from ophidis.types.stream import MASK64, MAX_ID, StreamValue, str_size
+from ophidis.types.stream import MASK64, MAX_ID, NACK, Consumer, Group, StreamValue, str_size
 from support.notify import KeyspaceEvents
 from support.replication import SyncStream
 from support.resp import RespConn, error
@@ -1065,7 +1066,6 @@ def test_memory_accounting_sees_streams(raw):
     sv = StreamValue()
     for i in range(1, 101):
         sv.append(i << 64, [b"f", b"x" * 1000], 4096, 100)
-    from ophidis import memory
     memory._types()
     pysize = memory.pysize
     assert 100_000 < pysize(sv) < 400_000
@@ -1194,7 +1194,6 @@ def test_reader_refuses_inconsistent_streams():
             R.load_payload(payload(nodes, rest))
     # a consumer owning an entry the group's PEL does not have
     sv.groups = {}
-    from ophidis.types.stream import Consumer, Group
     g = sv.groups[b"g"] = Group(0, -1)
     cons = g.consumers[b"c"] = Consumer(b"c", 0)
     cons.pel[1 << 64] = None
@@ -1375,7 +1374,6 @@ def test_redis_replica_of_ophidis_follows_streams(start_server):
 
 def test_reader_loads_redis_72_streams():
     """RDB type 21 (Redis 7.2) adds each consumer's active time."""
-    from ophidis.types.stream import NACK, Consumer, Group
     sv = StreamValue()
     sv.append(5 << 64, [b"a", b"1"], 4096, 100)
     g = Group(5 << 64, 1)

@@ -12,7 +12,8 @@ after it and read until the server closes: ``quit_and_read`` /
 ``exchange``.  Only two helpers wait on purpose, and say so:
 ``read_until_closed`` (the server is expected to close the connection) and
 ``nothing_within`` / ``assert_nothing_within`` (nothing may arrive for a
-while, e.g. a client that must stay blocked).
+while, e.g. a client that must stay blocked); ``read_until_quiet`` is the
+last resort for input whose replies cannot be told in advance.
 
 Expected replies are built with ``bulk``, ``array``, ``error``.
 """
@@ -322,6 +323,25 @@ class RespConn:
         data = self.read_until_closed(timeout)
         assert data.endswith(b"+OK\r\n"), "no +OK for QUIT at the end of %r" % data[-300:]
         return data[:-5]
+
+    def read_until_quiet(self, seconds) -> bytes:
+        """Everything that arrives until the server closes the connection or
+        sends nothing for ``seconds``: only for input whose replies cannot
+        be told in advance (malformed or cut requests compared between two
+        servers); a pause is then the only end there is."""
+        data, self.buf = self.buf, b""
+        self.sock.settimeout(seconds)
+        try:
+            while True:
+                more = self.sock.recv(1 << 20)
+                if not more:
+                    break
+                data += more
+        except (socket.timeout, ConnectionResetError):
+            pass
+        finally:
+            self.sock.settimeout(self.timeout)
+        return data
 
     def nothing_within(self, seconds) -> bool:
         """True when no byte arrives for ``seconds`` (and none is unread)."""
