@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+from support.notify import KeyspaceEvents
+
 
 class Events:
     """A redis-py pubsub listening to every keyspace/keyevent channel."""
@@ -54,12 +56,11 @@ def events(server, r):
 @pytest.mark.parametrize("flags", ["K", "E", "g", "$", "l", "s", "h", "z", "x", "e", "t", "m", "d", "n",
                                    "A", "KEA", "AKE", "Kg$", "Elshzxetdn", "Ag", "gAm", "KEg$lshzxetd",
                                    "nKE", "mKE", "Km", "$lg", "KEA$n", ""])
-def test_config_roundtrip_matches_redis(r, ref, flags):
-    r.config_set("notify-keyspace-events", flags)
-    ref.config_set("notify-keyspace-events", flags)
+def test_config_roundtrip_matches_redis(r, ref, flags, config):
+    config(r, notify_keyspace_events=flags)
+    config(ref, notify_keyspace_events=flags)
     got = r.config_get("notify-keyspace-events")["notify-keyspace-events"]
     assert got == ref.config_get("notify-keyspace-events")["notify-keyspace-events"]
-    ref.config_set("notify-keyspace-events", "")
 
 
 def test_config_rendering_examples(r):
@@ -275,46 +276,36 @@ def test_overwriting_expired_key_sends_expired_then_new(events, r, start_server)
         restore()
 
 
-def test_events_match_redis(server, redis_server, r, ref):
+def test_events_match_redis(server, redis_server, r, ref, config):
     """The same command sequence yields the same events on Redis."""
     def run(srv, client):
-        client.config_set("notify-keyspace-events", "KEA")
-        c = srv.client()
-        p = c.pubsub()
-        p.psubscribe("__key*__:*")
-        p.get_message(timeout=2)
-        client.set("a", "1")
-        client.set("a", "2", ex=100)
-        client.append("a", "x")
-        client.setrange("a", 0, "q")
-        client.incr("n")
-        client.incrbyfloat("n", "0.5")
-        client.rename("a", "b")
-        client.persist("b")
-        client.expire("b", 10)
-        client.copy("b", "c")
-        client.getdel("c")
-        client.getex("b", persist=True)
-        client.delete("b", "n")
-        client.msetnx({"x": "1", "y": "2"})
-        client.unlink("x")
-        client.psetex("y", 100000, "z")
-        out = []
-        deadline = time.time() + 3
-        while time.time() < deadline:
-            m = p.get_message(timeout=0.3)
-            if m is None:
-                break
-            if m["type"] == "pmessage":
-                out.append((m["channel"], m["data"]))
-        client.config_set("notify-keyspace-events", "")
-        p.close()
-        c.close()
-        return out
+        config(client, notify_keyspace_events="KEA")
+        with KeyspaceEvents(srv.port) as ev:
+            _events_workload(client)
+            return ev.collect()
     ours = run(server, r)
     theirs = run(redis_server, ref)
     assert ours == theirs
     assert len(ours) > 30
+
+
+def _events_workload(client):
+    client.set("a", "1")
+    client.set("a", "2", ex=100)
+    client.append("a", "x")
+    client.setrange("a", 0, "q")
+    client.incr("n")
+    client.incrbyfloat("n", "0.5")
+    client.rename("a", "b")
+    client.persist("b")
+    client.expire("b", 10)
+    client.copy("b", "c")
+    client.getdel("c")
+    client.getex("b", persist=True)
+    client.delete("b", "n")
+    client.msetnx({"x": "1", "y": "2"})
+    client.unlink("x")
+    client.psetex("y", 100000, "z")
 
 
 # Key-creating commands of every family (each fires "new" through db.add/set_key).
@@ -338,30 +329,17 @@ _CREATING = [
 
 
 @pytest.mark.parametrize("flags", ["KEA", "KEAn", "En"])
-def test_new_event_every_type_matches_redis(server, redis_server, r, ref, flags):
+def test_new_event_every_type_matches_redis(server, redis_server, r, ref, flags, config):
     def run(srv, client):
-        client.config_set("notify-keyspace-events", flags)
-        c = srv.client()
-        p = c.pubsub()
-        p.psubscribe("__key*__:*")
-        p.get_message(timeout=2)
+        config(client, notify_keyspace_events=flags)
         out = []
-        for cmd in _CREATING + [["RESTORE", "rs", "0", None]]:
-            if cmd[0] == "RESTORE":
-                cmd[3] = client.dump("s")
-            client.execute_command(*cmd)
-            client.execute_command("PING")
-            got = []
-            while True:
-                m = p.get_message(timeout=0.2)
-                if m is None:
-                    break
-                if m["type"] == "pmessage":
-                    got.append((m["channel"], m["data"]))
-            out.append((cmd[0], got))
-        client.config_set("notify-keyspace-events", "")
-        p.close()
-        c.close()
+        with KeyspaceEvents(srv.port) as ev:
+            for cmd in _CREATING + [["RESTORE", "rs", "0", None]]:
+                if cmd[0] == "RESTORE":
+                    cmd[3] = client.dump("s")
+                client.execute_command(*cmd)
+                client.execute_command("PING")
+                out.append((cmd[0], ev.collect()))
         return out
     ours = run(server, r)
     theirs = run(redis_server, ref)

@@ -17,6 +17,7 @@ class ConfigOverrides:
 
         config(r, maxmemory="1mb", maxmemory_policy="allkeys-lru")
         config.set(r, "hash-max-listpack-entries", 1)
+        config.keep(r, "hz")          # the test sets it itself
 
     (underscores in keyword names become dashes)."""
 
@@ -24,16 +25,22 @@ class ConfigOverrides:
         self._saved = []   # (client, name, old value), in order of change
         self._seen = set()
 
+    def keep(self, client, *names):
+        """Restore these directives at the end, whatever sets them meanwhile
+        (the test's own CONFIG SET commands included)."""
+        for name in names:
+            name = _name(name)
+            key = (id(client), name)
+            if key not in self._seen:
+                got = client.config_get(name)
+                old = {(k.decode() if isinstance(k, bytes) else k): v for k, v in got.items()}
+                assert name in old, "CONFIG GET %s returned %r" % (name, got)
+                self._saved.append((client, name, old[name]))
+                self._seen.add(key)
+
     def set(self, client, name, value):
-        name = _name(name)
-        key = (id(client), name)
-        if key not in self._seen:
-            got = client.config_get(name)
-            old = {(k.decode() if isinstance(k, bytes) else k): v for k, v in got.items()}
-            assert name in old, "CONFIG GET %s returned %r" % (name, got)
-            self._saved.append((client, name, old[name]))
-            self._seen.add(key)
-        client.config_set(name, value)
+        self.keep(client, name)
+        client.config_set(_name(name), value)
 
     def __call__(self, client, **settings):
         for name, value in settings.items():
