@@ -16,11 +16,12 @@ import tempfile
 import threading
 import time
 
+import hiredis
 import pytest
 
-from ophidis.protocol import encode_request
 from ophidis.tools.cli import format_tty
 from ophidis.tools.resp import Parser
+from support.resp import encode
 from support.servers import ServerProc, free_port, server_env
 from support.wait import wait_port
 
@@ -268,9 +269,9 @@ def test_memkeys_and_hotkeys_against_redis(redis_server, ref):
 
 def test_pipe_mode(target):
     port, c, _ = target
-    data = b"".join(encode_request("SET", "pk:%d" % i, "v%d" % i) for i in range(3000))
-    data += encode_request("INCR", "pk:1")   # an error reply
-    data += encode_request("GET", "pk:2999")
+    data = b"".join(encode("SET", "pk:%d" % i, "v%d" % i) for i in range(3000))
+    data += encode("INCR", "pk:1")   # an error reply
+    data += encode("GET", "pk:2999")
     ours = run_cli(port, "--pipe", input=data)
     assert c.dbsize() == 3000
     assert c.get("pk:2999") == b"v2999"
@@ -281,7 +282,7 @@ def test_pipe_mode(target):
     assert b"All data transferred. Waiting for the last reply...\n" in ours.stdout
     assert ours.returncode == theirs.returncode == 1
     assert ours.stderr == theirs.stderr == b"ERR value is not an integer or out of range\n"
-    ok = run_cli(port, "--pipe", input=encode_request("SET", "a", "b"))
+    ok = run_cli(port, "--pipe", input=encode("SET", "a", "b"))
     assert ok.returncode == 0 and ok.stdout.endswith(b"errors: 0, replies: 1\n")
 
 
@@ -396,7 +397,6 @@ class FakeServer:
             threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
 
     def handle(self, conn):
-        import hiredis
         r = hiredis.Reader()
         while True:
             try:
