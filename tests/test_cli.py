@@ -353,9 +353,9 @@ def test_eval(redis_server, ref):
     shutil.rmtree(d)
 
 
-def test_rdb_transfer(redis_server, ref, server, tmp_path):
+def test_rdb_transfer(redis_server, ref, server, tmp_path, config):
     ref.set("persisted", "yes")
-    ref.config_set("repl-diskless-sync-delay", 0)
+    config(ref, repl_diskless_sync_delay=0)
     path = tmp_path / "dump.rdb"
     res = run_cli(redis_server.port, "--rdb", str(path))
     assert res.returncode == 0, res.stderr

@@ -943,9 +943,8 @@ def _repl_normalize(cmds):
 
 
 @needs_redis
-def test_replication_stream_matches_redis(server, r, redis_server, ref):
-    ref.config_set("repl-diskless-sync", "no")
-    ref.config_set("repl-ping-replica-period", 3600)
+def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
+    config(ref, repl_diskless_sync="no", repl_ping_replica_period=3600)
     theirs = _repl_normalize(_repl_run(redis_server.port))
     ours = _repl_normalize(_repl_run(server.port))
     assert ours == theirs
