@@ -18,6 +18,7 @@ import redis
 from ophidis.command_docs import SUMMARIES
 from ophidis.commands import ALL, META, Command, load_all
 from ophidis.commands.command_cmd import _KEY_FLAG_OUT, _KEY_FLAGS, get_keys, get_keys_with_flags
+from support.compare import outcomes
 
 
 def raw(client):
@@ -195,16 +196,6 @@ GETKEYS_ERRORS = [
 ]
 
 
-def _both(a, b, *args):
-    out = []
-    for c in (a, b):
-        try:
-            out.append(("ok", c.execute_command(*args)))
-        except redis.ResponseError as e:
-            out.append(("err", str(e)))
-    return out
-
-
 def test_getkeys_matches_redis(rr, refr):
     names = set(_our_names(rr))
     checked = 0
@@ -216,7 +207,7 @@ def test_getkeys_matches_redis(rr, refr):
         if sub and sub.split("|")[0] in ("object", "memory", "xinfo") and sub not in names:
             continue
         for which in ("GETKEYS", "GETKEYSANDFLAGS"):
-            ours, theirs = _both(rr, refr, "COMMAND", which, *line)
+            ours, theirs = outcomes(rr, refr, "COMMAND", which, *line)
             assert ours == theirs, (which, line)
             checked += 1
     assert checked >= 30

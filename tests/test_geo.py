@@ -374,11 +374,8 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
         c.execute_command("GEOSEARCH", "g", "FROMMEMBER", "Palermo", "BYRADIUS", "10", "km")
         c.set("last", "1")
 
-    def run(port, c):
-        return [[cmd[0].lower()] + cmd[1:] for cmd in propagated(port, c, workload)]
-
     config(ref, repl_diskless_sync="no", repl_ping_replica_period=3600)
-    theirs = run(redis_server.port, ref)
-    ours = run(server.port, r)
+    theirs = propagated(redis_server.port, ref, workload, lower=True)
+    ours = propagated(server.port, r, workload, lower=True)
     assert ours == theirs
     assert ours[1][0] == b"zadd" and ours[1][2] == b"3479099956230698"

@@ -501,12 +501,9 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
         c.execute_command("PFDEBUG", "ENCODING", "m")
         c.set("last", "1")
 
-    def run(port, c):
-        return [[cmd[0].lower()] + cmd[1:] for cmd in propagated(port, c, workload)]
-
     config(ref, repl_diskless_sync="no", repl_ping_replica_period=3600)
-    theirs = run(redis_server.port, ref)
-    ours = run(server.port, r)
+    theirs = propagated(redis_server.port, ref, workload, lower=True)
+    ours = propagated(server.port, r, workload, lower=True)
     assert ours == theirs
     assert [b"pfcount", b"h"] in ours and ours.count([b"pfcount", b"h"]) == 1
 

@@ -10,7 +10,8 @@ import time
 import pytest
 import redis
 
-from conftest import ServerProc
+from support.config import ConfigOverrides
+from support.servers import ServerProc
 
 MAXMEM = 20 << 20
 VAL = b"v" * 1000
@@ -20,8 +21,10 @@ OOM = "command not allowed when used memory > 'maxmemory'."
 @pytest.fixture(scope="module")
 def msrv():
     s = ServerProc(["--maxmemory", "20mb", "--enable-debug-command", "yes"])
-    yield s
-    s.stop()
+    try:
+        yield s
+    finally:
+        s.stop()
 
 
 @pytest.fixture
@@ -32,10 +35,17 @@ def m(msrv):
     c.config_set("maxmemory-policy", "noeviction")
     c.config_set("maxmemory", str(MAXMEM))
     c.config_resetstat()
-    yield c
-    c.config_set("maxmemory", "0")
-    c.flushall()
-    c.close()
+    # what the tests set themselves is set back after each, whatever happens
+    restore = ConfigOverrides()
+    restore.keep(c, "notify-keyspace-events", "latency-monitor-threshold", "lazyfree-lazy-server-del",
+                 "maxmemory-clients")
+    try:
+        yield c
+    finally:
+        c.config_set("maxmemory", "0")
+        restore.restore()
+        c.flushall()
+        c.close()
 
 
 def used(c):

@@ -62,14 +62,16 @@ class SyncStream:
         self.conn.close()
 
 
-def propagated(port, client, workload, last=b"set"):
+def propagated(port, client, workload, last=b"set", lower=False):
     """Flush, attach a SYNC stream to the server on port, run
     workload(client) and return the commands propagated up to and including
-    the first whose name is ``last`` (any case)."""
+    the first whose name is ``last`` (any case); lower=True: command names
+    lower-cased."""
     client.flushall()
     s = SyncStream(port)
     try:
         workload(client)
-        return s.read_until(last)
+        cmds = s.read_until(last)
+        return [[c[0].lower()] + c[1:] for c in cmds] if lower else cmds
     finally:
         s.close()

@@ -64,7 +64,23 @@ def _stop_process(proc, timeout=10):
             proc.wait()
 
 
-class ServerProc:
+class _Process:
+    """What both kinds of server share: the process, its pid, the wait for
+    its port (stopping it when it does not come)."""
+
+    def _wait_or_stop(self, timeout=15.0):
+        try:
+            wait_port(self.port, self.proc, timeout, log=self.output)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+class ServerProc(_Process):
     """One ophidis-server: ``python -m ophidis`` with --port (a free one),
     --dir (a new temporary directory unless cwd is given) and --save ""
     added unless args or config_text set them.  stdout and stderr go to
@@ -94,18 +110,11 @@ class ServerProc:
         self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=server_env(env))
         if wait:
-            try:
-                self.wait_ready()
-            except BaseException:
-                self.stop()
-                raise
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+            self._wait_or_stop()
 
     def wait_ready(self, timeout=15.0):
-        wait_port(self.port, self.proc, timeout, log=self.output)
+        """Wait for the port (a server started with wait=False)."""
+        self._wait_or_stop(timeout)
         return self
 
     def client(self, **kw) -> redis.Redis:
@@ -129,7 +138,7 @@ class ServerProc:
             self.log.close()
 
 
-class RedisServerProc:
+class RedisServerProc(_Process):
     """Debian's redis-server (7.0), the reference: --port, --save "",
     --appendonly no, --dir (a new temporary directory unless given),
     --enable-debug-command yes, then args.  Its log goes to redis.log in
@@ -149,15 +158,7 @@ class RedisServerProc:
         self.cmd = cmd + list(args)
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if wait:
-            try:
-                wait_port(self.port, self.proc, log=self.output)
-            except BaseException:
-                self.stop()
-                raise
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+            self._wait_or_stop()
 
     def client(self, db=0, **kw) -> redis.Redis:
         kw.setdefault("socket_timeout", 20)
