@@ -18,7 +18,7 @@ import redis
 from ophidis.command_docs import SUMMARIES
 from ophidis.commands import ALL, META, Command, load_all
 from ophidis.commands.command_cmd import _KEY_FLAG_OUT, _KEY_FLAGS, get_keys, get_keys_with_flags
-from support.compare import outcomes
+from support.clients import outcomes
 
 
 def raw(client):

@@ -309,9 +309,7 @@ def test_port_zero_unix_only(start_server, tmp_path):
     sock = str(tmp_path / "only.sock")
     s = ServerProc(["--port", "0", "--unixsocket", sock], wait=False)
     try:
-        deadline = time.time() + 10
-        while not os.path.exists(sock) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_port(None, s.proc, 10, unix=sock)
         c = redis.Redis(unix_socket_path=sock)
         assert c.ping()
         assert c.config_get("port") == {"port": "0"}

@@ -10,7 +10,7 @@ import redis
 from redis.exceptions import AuthenticationError, ResponseError
 
 from support.resp import RespConn, exchange
-from support.wait import wait_until
+from support.wait import wait_port, wait_until
 
 
 def err(fn, *a):
@@ -121,7 +121,7 @@ def test_idle_timeout(start_server):
 def test_unix_socket(start_server, tmp_path):
     path = str(tmp_path / "o.sock")
     s = start_server("--unixsocket", path, "--unixsocketperm", "700")
-    wait_until(lambda: os.path.exists(path), 10, 0.05, what="the unix socket")  # TCP listens first
+    wait_port(None, s.proc, 10, unix=path)  # TCP listens first
     c = redis.Redis(unix_socket_path=path)
     assert c.ping()
     assert oct(os.stat(path).st_mode & 0o777) == "0o700"

@@ -9,6 +9,7 @@ import random
 import pytest
 import redis
 
+from support.clients import scan_to_end
 from support.config import overrides
 from support.inprocess import run_inprocess
 from support.notify import KeyspaceEvents
@@ -366,20 +367,8 @@ def test_encoding_matches_redis(r, ref):
 # -- HSCAN -------------------------------------------------------------------------------
 
 def scan_all(r, key, count=10, match=None):
-    r.response_callbacks.pop("HSCAN", None)
-    cursor = 0
-    out = []
-    calls = 0
-    while True:
-        args = ["HSCAN", key, cursor, "COUNT", count]
-        if match is not None:
-            args += ["MATCH", match]
-        cursor, items = r.execute_command(*args)
-        cursor = int(cursor)
-        out += list(zip(items[::2], items[1::2]))
-        calls += 1
-        if cursor == 0:
-            return out, calls
+    items, calls = scan_to_end(r, "HSCAN", key, count, match)
+    return list(zip(items[::2], items[1::2])), calls
 
 
 def test_hscan_small_returns_everything(r, raw):

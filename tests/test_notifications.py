@@ -220,33 +220,24 @@ def test_keymiss_event(events, r):
     e.none()
 
 
-def _no_active_expiry(r, start_server):
-    """A client on a server whose active expiry will not interfere: DEBUG
-    SET-ACTIVE-EXPIRE 0 when available, else a server with hz 1 (the key
-    is then read long before the next cycle, most of the time)."""
+@pytest.fixture
+def no_active_expiry(r):
+    """The session server with active expiry off for the test (DEBUG
+    SET-ACTIVE-EXPIRE 0): an expired key is deleted by the lookup only."""
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
     try:
-        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
-        return r, lambda: r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
-    except Exception:  # noqa: BLE001 - DEBUG not implemented yet
-        srv = start_server("--hz", "1")
-        return srv, lambda: None
-
-
-def test_expired_event_lazy(events, server, r, start_server):
-    target, restore = _no_active_expiry(r, start_server)
-    try:
-        if hasattr(target, "port"):
-            c = target.client()
-            e = Events(target, "KEx", c)
-        else:
-            c = r
-            e = events("KEx")
-        c.set("lazy", "v", px=30)
-        time.sleep(0.06)
-        assert c.get("lazy") is None
-        assert e.get(2) == [("__keyspace@0__:lazy", "expired"), ("__keyevent@0__:expired", "lazy")]
+        yield r
     finally:
-        restore()
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+def test_expired_event_lazy(events, no_active_expiry):
+    c = no_active_expiry
+    e = events("KEx")
+    c.set("lazy", "v", px=30)
+    time.sleep(0.06)
+    assert c.get("lazy") is None
+    assert e.get(2) == [("__keyspace@0__:lazy", "expired"), ("__keyevent@0__:expired", "lazy")]
 
 
 def test_expired_event_active(events, r):
@@ -257,23 +248,15 @@ def test_expired_event_active(events, r):
     assert r.exists("active") == 0
 
 
-def test_overwriting_expired_key_sends_expired_then_new(events, r, start_server):
-    target, restore = _no_active_expiry(r, start_server)
-    try:
-        if hasattr(target, "port"):
-            c = target.client()
-            e = Events(target, "Ex$n", c)
-        else:
-            c = r
-            e = events("Ex$n")
-        c.set("k", "v", px=30)
-        assert e.get(2) == [("__keyevent@0__:new", "k"), ("__keyevent@0__:set", "k")]
-        time.sleep(0.06)
-        c.set("k", "w")
-        assert e.get(3) == [("__keyevent@0__:expired", "k"), ("__keyevent@0__:new", "k"),
-                            ("__keyevent@0__:set", "k")]
-    finally:
-        restore()
+def test_overwriting_expired_key_sends_expired_then_new(events, no_active_expiry):
+    c = no_active_expiry
+    e = events("Ex$n")
+    c.set("k", "v", px=30)
+    assert e.get(2) == [("__keyevent@0__:new", "k"), ("__keyevent@0__:set", "k")]
+    time.sleep(0.06)
+    c.set("k", "w")
+    assert e.get(3) == [("__keyevent@0__:expired", "k"), ("__keyevent@0__:new", "k"),
+                        ("__keyevent@0__:set", "k")]
 
 
 def test_events_match_redis(server, redis_server, r, ref, config):

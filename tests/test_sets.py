@@ -10,6 +10,7 @@ import time
 import pytest
 import redis
 
+from support.clients import scan_to_end
 from support.config import overrides
 from support.inprocess import run_inprocess
 from support.notify import KeyspaceEvents
@@ -413,20 +414,7 @@ def test_encoding_and_replies_match_redis(r, ref):
 # -- SSCAN --------------------------------------------------------------------------------
 
 def sscan_all(r, key, count=10, match=None):
-    r.response_callbacks.pop("SSCAN", None)
-    cursor = 0
-    out = []
-    calls = 0
-    while True:
-        args = ["SSCAN", key, cursor, "COUNT", count]
-        if match is not None:
-            args += ["MATCH", match]
-        cursor, items = r.execute_command(*args)
-        cursor = int(cursor)
-        out += items
-        calls += 1
-        if cursor == 0:
-            return out, calls
+    return scan_to_end(r, "SSCAN", key, count, match)
 
 
 def test_sscan_small(r, raw):
