@@ -21,7 +21,7 @@ from ophidis.commands.command_cmd import _KEY_FLAG_OUT, _KEY_FLAGS, get_keys, ge
 from support.clients import outcomes
 
 
-def raw(client):
+def unparsed(client):
     """A client whose COMMAND replies are not post-processed by redis-py."""
     client.response_callbacks.pop("COMMAND", None)
     return client
@@ -29,12 +29,12 @@ def raw(client):
 
 @pytest.fixture
 def rr(r):
-    return raw(r)
+    return unparsed(r)
 
 
 @pytest.fixture
 def refr(ref):
-    return raw(ref)
+    return unparsed(ref)
 
 
 def _norm(x):
@@ -68,8 +68,8 @@ def _our_names(c):
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_info_matches_redis_for_every_command(server, redis_server, proto):
-    a = raw(server.client(protocol=proto))
-    b = raw(redis_server.client(protocol=proto))
+    a = unparsed(server.client(protocol=proto))
+    b = unparsed(redis_server.client(protocol=proto))
     names = _our_names(a)
     assert len(names) > 20
     diffs = []
@@ -83,8 +83,8 @@ def test_info_matches_redis_for_every_command(server, redis_server, proto):
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_docs_match_redis_for_every_command(server, redis_server, proto):
-    a = raw(server.client(protocol=proto))
-    b = raw(redis_server.client(protocol=proto))
+    a = unparsed(server.client(protocol=proto))
+    b = unparsed(redis_server.client(protocol=proto))
     diffs = []
     for n in _our_names(a):
         x = _todict(a.execute_command("COMMAND", "DOCS", n))

@@ -14,7 +14,7 @@ from support.resp import RespConn, encode, exchange
 from support.wait import wait_until
 
 
-def raw(port, *cmds) -> bytes:
+def replies_to(port, *cmds) -> bytes:
     """Everything the server replies to the requests cmds, in one write."""
     return exchange(port, b"".join(cmds))
 
@@ -69,8 +69,8 @@ def test_subscribe_same_channel_twice_and_two_clients(server, r):
 
 
 def test_unsubscribe_without_subscriptions(server):
-    out = raw(server.port, encode("UNSUBSCRIBE"), encode("PUNSUBSCRIBE"), encode("SUNSUBSCRIBE"),
-              encode("UNSUBSCRIBE", "foo", "bar"), encode("PING"))
+    out = replies_to(server.port, encode("UNSUBSCRIBE"), encode("PUNSUBSCRIBE"), encode("SUNSUBSCRIBE"),
+                     encode("UNSUBSCRIBE", "foo", "bar"), encode("PING"))
     assert out == (msg(b"unsubscribe", None, 0) + msg(b"punsubscribe", None, 0)
                    + msg(b"sunsubscribe", None, 0)
                    + msg(b"unsubscribe", b"foo", 0) + msg(b"unsubscribe", b"bar", 0) + b"+PONG\r\n")
@@ -144,8 +144,8 @@ def test_binary_safe_channels_and_messages(server, r):
 
 
 def test_pubsub_ping(server):
-    out = raw(server.port, encode("SUBSCRIBE", "x"), encode("PING"), encode("PING", "foo"),
-              encode("UNSUBSCRIBE", "x"), encode("PING"))
+    out = replies_to(server.port, encode("SUBSCRIBE", "x"), encode("PING"), encode("PING", "foo"),
+                     encode("UNSUBSCRIBE", "x"), encode("PING"))
     assert out == (msg(b"subscribe", b"x", 1) + b"*2\r\n$4\r\npong\r\n$0\r\n\r\n"
                    + b"*2\r\n$4\r\npong\r\n$3\r\nfoo\r\n" + msg(b"unsubscribe", b"x", 0) + b"+PONG\r\n")
 
@@ -153,7 +153,7 @@ def test_pubsub_ping(server):
 @pytest.mark.parametrize("command", [("GET", "k"), ("SET", "k", "v"), ("PUBLISH", "a", "b"), ("MULTI",),
                                      ("CLIENT", "ID"), ("SELECT", "0")])
 def test_resp2_subscriber_mode_restrictions(server, command):
-    out = raw(server.port, encode("PSUBSCRIBE", "x*"), encode(*command))
+    out = replies_to(server.port, encode("PSUBSCRIBE", "x*"), encode(*command))
     name = command[0].lower() + ("|" + command[1].lower() if command[0] == "CLIENT" else "")
     assert out == msg(b"psubscribe", b"x*", 1) + (
         b"-ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
@@ -161,7 +161,7 @@ def test_resp2_subscriber_mode_restrictions(server, command):
 
 
 def test_resp2_subscriber_mode_reset_and_quit(server):
-    out = raw(server.port, encode("SSUBSCRIBE", "x"), encode("RESET"), encode("GET", "k"))
+    out = replies_to(server.port, encode("SSUBSCRIBE", "x"), encode("RESET"), encode("GET", "k"))
     assert out == msg(b"ssubscribe", b"x", 1) + b"+RESET\r\n$-1\r\n"
     s = RespConn(server.port)
     s.send_raw(encode("SUBSCRIBE", "x") + encode("QUIT"))
@@ -226,7 +226,8 @@ def test_resp3_push_messages(server, r):
 def test_resp3_publish_to_self_comes_before_reply(server):
     # Redis adds the push to the client's buffer while PUBLISH runs, so it
     # precedes the integer reply; pipelined replies keep their order.
-    out = raw(server.port, encode("HELLO", "3"), encode("SUBSCRIBE", "me"), encode("PUBLISH", "me", "x"), encode("PING"))
+    out = replies_to(server.port, encode("HELLO", "3"), encode("SUBSCRIBE", "me"), encode("PUBLISH", "me", "x"),
+                     encode("PING"))
     tail = msg(b"subscribe", b"me", 1, resp=3) + msg(b"message", b"me", b"x", resp=3) + b":1\r\n+PONG\r\n"
     assert out.endswith(tail)
 
@@ -272,17 +273,18 @@ def test_client_reply_off_still_gets_pushes(server, r):
 
 
 def test_client_reply_skip_then_subscribe(server):
-    out = raw(server.port, encode("CLIENT", "REPLY", "SKIP"), encode("SUBSCRIBE", "c"), encode("PING"))
+    out = replies_to(server.port, encode("CLIENT", "REPLY", "SKIP"), encode("SUBSCRIBE", "c"), encode("PING"))
     assert out == msg(b"subscribe", b"c", 1) + b"*2\r\n$4\r\npong\r\n$0\r\n\r\n"
-    out = raw(server.port, encode("CLIENT", "REPLY", "SKIP"), encode("ECHO", "a"), encode("ECHO", "b"))
+    out = replies_to(server.port, encode("CLIENT", "REPLY", "SKIP"), encode("ECHO", "a"), encode("ECHO", "b"))
     assert out == b"$1\r\nb\r\n"
 
 
 def test_subscribe_inside_multi(server):
-    out = raw(server.port, encode("MULTI"), encode("SUBSCRIBE", "c", "d"), encode("PING"), encode("EXEC"), encode("PING"))
+    out = replies_to(server.port, encode("MULTI"), encode("SUBSCRIBE", "c", "d"), encode("PING"), encode("EXEC"),
+                     encode("PING"))
     assert out == (b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n" + msg(b"subscribe", b"c", 1) + msg(b"subscribe", b"d", 2)
                    + b"*2\r\n$4\r\npong\r\n$0\r\n\r\n" * 2)
-    out = raw(server.port, encode("MULTI"), encode("SSUBSCRIBE", "c"), encode("EXEC"))
+    out = replies_to(server.port, encode("MULTI"), encode("SSUBSCRIBE", "c"), encode("EXEC"))
     assert out == b"+OK\r\n+QUEUED\r\n*1\r\n-ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client\r\n"
 
 
@@ -329,8 +331,9 @@ def test_pubsub_shard_introspection(server, r):
 
 
 def test_pubsub_errors(server):
-    out = raw(server.port, encode("PUBSUB", "FOO"), encode("PUBSUB", "NUMPAT", "x"), encode("PUBSUB", "CHANNELS", "a", "b"),
-              encode("PUBSUB", "shardchannels", "a", "b"), encode("PUBLISH", "a"), encode("SUBSCRIBE"), encode("PUBSUB"))
+    out = replies_to(server.port, encode("PUBSUB", "FOO"), encode("PUBSUB", "NUMPAT", "x"),
+                     encode("PUBSUB", "CHANNELS", "a", "b"), encode("PUBSUB", "shardchannels", "a", "b"),
+                     encode("PUBLISH", "a"), encode("SUBSCRIBE"), encode("PUBSUB"))
     assert out == (b"-ERR unknown subcommand 'FOO'. Try PUBSUB HELP.\r\n"
                    b"-ERR wrong number of arguments for 'pubsub|numpat' command\r\n"
                    b"-ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.\r\n"

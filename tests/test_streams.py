@@ -200,7 +200,8 @@ def test_xrange_count_and_exclusive(raw):
     r = raw.call("XRANGE", "s", "(2", "+", "COUNT", "2")
     assert r == (b"*2\r\n*2\r\n$3\r\n3-0\r\n*2\r\n$1\r\nn\r\n$1\r\n3\r\n"
                  b"*2\r\n$3\r\n4-0\r\n*2\r\n$1\r\nn\r\n$1\r\n4\r\n")
-    assert raw.call("XREVRANGE", "s", "+", "-", "COUNT", "1") == b"*1\r\n*2\r\n$3\r\n5-0\r\n*2\r\n$1\r\nn\r\n$1\r\n5\r\n"
+    assert raw.call("XREVRANGE", "s", "+", "-", "COUNT", "1") == \
+        b"*1\r\n*2\r\n$3\r\n5-0\r\n*2\r\n$1\r\nn\r\n$1\r\n5\r\n"
     assert raw.call("XRANGE", "s", "-", "+", "COUNT", "0") == b"*-1\r\n"
     assert raw.call("XRANGE", "s", "(-", "+") == error("ERR Invalid stream ID specified as stream command argument")
     assert raw.call("XRANGE", "s", "(18446744073709551615-18446744073709551615", "+") == error(
@@ -828,7 +829,8 @@ def test_xreadgroup_history_ignores_block(raw):
     raw.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     raw.call("XADD", "s", "666", "k", "v")
     raw.call("XDEL", "s", "666")
-    assert raw.call("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", "0") == b"*1\r\n*2\r\n$1\r\ns\r\n*0\r\n"
+    assert raw.call("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", "0") == \
+        b"*1\r\n*2\r\n$1\r\ns\r\n*0\r\n"
     raw.call("XADD", "s", "667", "k", "v")
     raw.call("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
     raw.call("XADD", "s", "MAXLEN", "0", "668", "k", "v")

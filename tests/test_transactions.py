@@ -10,7 +10,7 @@ from support.resp import RespConn, encode, exchange
 from support.servers import RedisServerProc
 
 
-def raw(port, *cmds) -> bytes:
+def replies_to(port, *cmds) -> bytes:
     """Everything the server replies to the commands cmds (argv tuples),
     sent in one write."""
     return exchange(port, b"".join(encode(*c) for c in cmds))
@@ -46,40 +46,40 @@ SEQUENCES = [
 
 @pytest.mark.parametrize("seq", SEQUENCES, ids=[" ".join(c[0] for c in s) for s in SEQUENCES])
 def test_sequences_match_redis(server, redis_server, r, ref, seq):
-    ours = raw(server.port, *seq)
-    theirs = raw(redis_server.port, *seq)
+    ours = replies_to(server.port, *seq)
+    theirs = replies_to(redis_server.port, *seq)
     ours = re.sub(rb"\$2\r\nid\r\n:\d+\r\n", b"ID", ours)
     theirs = re.sub(rb"\$2\r\nid\r\n:\d+\r\n", b"ID", theirs)
     assert ours == theirs
 
 
 def test_queued_replies_and_exec(server, r):
-    out = raw(server.port, ("MULTI",), ("SET", "a", "1"), ("INCR", "a"), ("GET", "a"), ("EXEC",))
+    out = replies_to(server.port, ("MULTI",), ("SET", "a", "1"), ("INCR", "a"), ("GET", "a"), ("EXEC",))
     assert out == b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n+OK\r\n:2\r\n$1\r\n2\r\n"
 
 
 def test_execabort_after_queue_errors(server, r):
-    out = raw(server.port, ("MULTI",), ("SET", "a", "1"), ("FOO",), ("EXEC",), ("GET", "a"))
+    out = replies_to(server.port, ("MULTI",), ("SET", "a", "1"), ("FOO",), ("EXEC",), ("GET", "a"))
     assert out == (b"+OK\r\n+QUEUED\r\n-ERR unknown command 'FOO', with args beginning with: \r\n"
                    b"-EXECABORT Transaction discarded because of previous errors.\r\n$-1\r\n")
-    out = raw(server.port, ("MULTI",), ("INCR",), ("EXEC",))
+    out = replies_to(server.port, ("MULTI",), ("INCR",), ("EXEC",))
     assert out == (b"+OK\r\n-ERR wrong number of arguments for 'incr' command\r\n"
                    b"-EXECABORT Transaction discarded because of previous errors.\r\n")
 
 
 def test_runtime_errors_do_not_abort(server, r):
-    out = raw(server.port, ("SET", "s", "x"), ("MULTI",), ("INCR", "s"), ("SET", "t", "1"), ("EXEC",))
+    out = replies_to(server.port, ("SET", "s", "x"), ("MULTI",), ("INCR", "s"), ("SET", "t", "1"), ("EXEC",))
     assert out == (b"+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n-ERR value is not an integer or out of range\r\n"
                    b"+OK\r\n")
     assert r.get("t") == b"1"
 
 
 def test_commands_not_allowed_in_multi(server):
-    out = raw(server.port, ("MULTI",), ("WATCH", "x"), ("MULTI",), ("PING",), ("EXEC",))
+    out = replies_to(server.port, ("MULTI",), ("WATCH", "x"), ("MULTI",), ("PING",), ("EXEC",))
     assert out == (b"+OK\r\n-ERR WATCH inside MULTI is not allowed\r\n-ERR MULTI calls can not be nested\r\n"
                    b"+QUEUED\r\n*1\r\n+PONG\r\n")
     # errors of MULTI/WATCH themselves do not abort the transaction
-    out = raw(server.port, ("EXEC",), ("DISCARD",))
+    out = replies_to(server.port, ("EXEC",), ("DISCARD",))
     assert out == b"-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n"
 
 
@@ -259,7 +259,7 @@ def test_redis_py_pipeline_error_inside(r):
 # -- NOAUTH / OOM ------------------------------------------------------------------------
 def test_noauth_inside_multi(start_server):
     srv = start_server("--requirepass", "secret")
-    out = raw(srv.port, ("MULTI",), ("AUTH", "secret"), ("MULTI",), ("SET", "a", "1"), ("EXEC",))
+    out = replies_to(srv.port, ("MULTI",), ("AUTH", "secret"), ("MULTI",), ("SET", "a", "1"), ("EXEC",))
     assert out == (b"-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
 
 
@@ -271,8 +271,8 @@ def test_oom_execabort(start_server, redis_server):
     ours = start_server("--maxmemory-policy", "noeviction")
     ref = RedisServerProc(["--maxmemory-policy", "noeviction"], debug=False)
     try:
-        a = raw(ours.port, *seq)
-        b = raw(ref.port, *seq)
+        a = replies_to(ours.port, *seq)
+        b = replies_to(ref.port, *seq)
     finally:
         ref.stop(remove=True)
     assert b"-OOM command not allowed when used memory > 'maxmemory'.\r\n" in b
