@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from support.config import ConfigOverrides
+from support.resp import RespConn
 from support.servers import ServerProc
 
 MAXMEM = 20 << 20
@@ -183,9 +184,9 @@ def test_raw_oom_error_text(m):
         load(m, "k", 23000)
     except redis.exceptions.ResponseError:
         pass
-    s = socket.create_connection(("127.0.0.1", m.connection_pool.connection_kwargs["port"]))
-    s.sendall(b"SET z 1\r\n")
-    buf = s.recv(1000)
+    s = RespConn(m.connection_pool.connection_kwargs["port"])
+    s.send_raw(b"SET z 1\r\n")
+    buf = s.read()
     s.close()
     assert buf == b"-OOM " + OOM.encode() + b"\r\n"
 
@@ -657,14 +658,14 @@ def test_maxmemory_clients_disconnects_the_biggest(m, msrv):
     m.config_set("maxmemory-clients", "4mb")
     try:
         before = m.info("stats")["evicted_clients"]
-        protected = socket.create_connection(("127.0.0.1", msrv.port))
-        protected.sendall(b"CLIENT NO-EVICT on\r\n")
-        assert protected.recv(100) == b"+OK\r\n"
-        hog = socket.create_connection(("127.0.0.1", msrv.port))
+        protected = RespConn(msrv.port)
+        protected.send_raw(b"CLIENT NO-EVICT on\r\n")
+        assert protected.read() == b"+OK\r\n"
+        hog = RespConn(msrv.port)
         # half-sent requests: 3 MB query buffers each, 6 MB in all
         head = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5000000\r\n"
-        protected.sendall(head + b"x" * (3 << 20))
-        hog.sendall(head + b"x" * ((3 << 20) + 1000))
+        protected.send_raw(head + b"x" * (3 << 20))
+        hog.send_raw(head + b"x" * ((3 << 20) + 1000))
         small = msrv.client()
         assert small.ping()
         deadline = time.time() + 5
@@ -672,12 +673,10 @@ def test_maxmemory_clients_disconnects_the_biggest(m, msrv):
             time.sleep(0.05)
         time.sleep(0.3)
         assert m.info("stats")["evicted_clients"] == before + 1
-        hog.settimeout(2)
-        assert hog.recv(100) == b""              # closed by the server
+        assert hog.read_until_closed(2) == b""   # closed by the server
         assert small.ping()                       # small clients stay
-        protected.sendall(b"x" * (5000000 - (3 << 20)) + b"\r\n")
-        protected.settimeout(5)
-        assert protected.recv(100) == b"+OK\r\n"  # the no-evict client survived
+        protected.send_raw(b"x" * (5000000 - (3 << 20)) + b"\r\n")
+        assert protected.read(5) == b"+OK\r\n"  # the no-evict client survived
         assert m.strlen("k") == 5000000
         hog.close()
         protected.close()
