@@ -182,24 +182,6 @@ def parse(buf: bytes, pos: int = 0):
     raise ValueError("not a RESP reply: %r" % bytes(buf[pos:pos + 40]))
 
 
-def reply_end(buf: bytes, pos: int = 0):
-    """Offset just past the reply starting at pos, None if it is incomplete."""
-    try:
-        return parse(buf, pos)[1]
-    except Incomplete:
-        return None
-
-
-def parse_all(data: bytes) -> list:
-    """Every reply (or request: a request is an array of bulk strings) in
-    data, decoded; data must end on a reply boundary."""
-    out, pos = [], 0
-    while pos < len(data):
-        v, pos = parse(data, pos)
-        out.append(v)
-    return out
-
-
 # -- the connection -----------------------------------------------------------------
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import subprocess
 import time
 
 
@@ -46,14 +45,6 @@ def wait_port(port, proc=None, timeout=15.0, unix=None, log=None):
         if time.monotonic() >= deadline:
             raise RuntimeError("server did not start on port %s%s" % (port, _tail(log)))
         time.sleep(0.05)
-
-
-def wait_exit(proc, timeout=15.0) -> int:
-    """Wait for a process to exit; its return code (AssertionError if not)."""
-    try:
-        return proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        raise AssertionError("process %s still running after %ss" % (proc.pid, timeout))
 
 
 def _tail(log):
