@@ -5,6 +5,7 @@ files."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -18,8 +19,11 @@ import time
 import pytest
 import redis
 
-from conftest import ROOT, ServerProc, raw_command, wait_port
-from rdb_helpers import REDIS_SERVER, RedisProc, build_dataset, payload_value, wait_for
+from ophidis.tools import check_aof
+from support.rdb import build_dataset, payload_value
+from support.resp import RespConn, command, encode, parse
+from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, port_of, server_env
+from support.wait import wait_until
 
 try:
     import resource
@@ -66,15 +70,7 @@ def parse_resp(data: bytes):
             pos = data.index(b"\n", pos) + 1
             continue
         assert data[pos:pos + 1] == b"*", data[pos:pos + 40]
-        e = data.index(b"\r\n", pos)
-        argc = int(data[pos + 1:e])
-        pos = e + 2
-        argv = []
-        for _ in range(argc):
-            e = data.index(b"\r\n", pos)
-            n = int(data[pos + 1:e])
-            argv.append(data[e + 2:e + 2 + n])
-            pos = e + 4 + n
+        argv, pos = parse(data, pos)
         out.append(argv)
     return out
 
@@ -100,48 +96,15 @@ def info(c):
 
 
 def wait_rewrite(c, timeout=20):
-    assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 0
+    assert wait_until(lambda: info(c)["aof_rewrite_in_progress"] == 0
                     and info(c)["aof_rewrite_scheduled"] == 0, timeout)
 
 
-def _parse_reply(data, pos=0):
-    """One RESP2 reply -> (value, next position): bytes, int, list, None."""
-    e = data.index(b"\r\n", pos)
-    t, line = data[pos:pos + 1], data[pos + 1:e]
-    pos = e + 2
-    if t == b"$":
-        n = int(line)
-        return (None, pos) if n < 0 else (data[pos:pos + n], pos + n + 2)
-    if t == b":":
-        return int(line), pos
-    if t in (b"+", b"-"):
-        return line, pos
-    assert t == b"*", data[pos - 10:pos + 10]
-    out = []
-    for _ in range(int(line)):
-        v, pos = _parse_reply(data, pos)
-        out.append(v)
-    return out, pos
-
-
 def _raw_replies(port, db, *cmds):
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    try:
-        sock.sendall(_resp(b"SELECT", b"%d" % db) + b"".join(_resp(*c) for c in cmds))
-        data = b""
-        while True:
-            try:
-                out, pos = [], 0
-                for _ in range(len(cmds) + 1):
-                    v, pos = _parse_reply(data, pos)
-                    out.append(v)
-                return out[1:]
-            except (ValueError, IndexError):
-                chunk = sock.recv(1 << 20)
-                assert chunk
-                data += chunk
-    finally:
-        sock.close()
+    """The decoded replies to cmds, run in db."""
+    with RespConn(port) as c:
+        c.call(b"SELECT", b"%d" % db)
+        return [c.call_value(*cmd) for cmd in cmds]
 
 
 _STREAM_KEEP = (b"length", b"last-generated-id", b"max-deleted-entry-id", b"entries-added",
@@ -168,10 +131,6 @@ def stream_canon(port, db, key):
     return ("stream", d)
 
 
-def _port(c):
-    return c.connection_pool.connection_kwargs["port"]
-
-
 def snapshot(c, dbs=(0, 1, 5, 15)):
     """{(db, key): (canonical value, has ttl)} through DUMP (XINFO for streams)."""
     out = {}
@@ -179,7 +138,7 @@ def snapshot(c, dbs=(0, 1, 5, 15)):
         c.execute_command("SELECT", db)
         for k in c.keys():
             if c.type(k) == b"stream":
-                v = stream_canon(_port(c), db, k)
+                v = stream_canon(port_of(c), db, k)
             else:
                 v = payload_value(c.dump(k))
             out[(db, k)] = (v, c.pttl(k) > 0)
@@ -227,15 +186,13 @@ def test_layout_on_empty_start_and_writes_before_replies(start_server):
     # A client blocked on BLPOP is answered while another client's
     # pipeline runs, before the loop sleeps in DEBUG SLEEP: its reply must
     # not leave before the AOF holds the push that served it.
-    waiter = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-    waiter.sendall(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n")
+    waiter = RespConn(s.port)
+    waiter.send_raw(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n")
     c = s.client()
-    assert wait_for(lambda: c.info("clients")["blocked_clients"] == 1)
-    pusher = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-    pusher.sendall(b"*3\r\n$5\r\nRPUSH\r\n$1\r\nq\r\n$2\r\nv1\r\n*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n2\r\n")
-    reply = b""
-    while not reply.endswith(b"v1\r\n"):
-        reply += waiter.recv(100)
+    assert wait_until(lambda: c.info("clients")["blocked_clients"] == 1)
+    pusher = RespConn(s.port)
+    pusher.send_raw(b"*3\r\n$5\r\nRPUSH\r\n$1\r\nq\r\n$2\r\nv1\r\n*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n2\r\n")
+    assert waiter.read().endswith(b"v1\r\n")
     t_reply = time.time()
     cmds = read_cmds(last_incr(d))        # the server is still sleeping
     assert time.time() - t_reply < 1.5
@@ -352,7 +309,7 @@ def test_incr_file_matches_redis_server(start_server, tmp_path):
     _propagation_script(c, now_ms)
     ours = _mask(read_cmds(last_incr(aofdir(s))), now_ms)
     our_sizes = (info(c)["aof_current_size"], info(c)["aof_base_size"])
-    rp = RedisProc(str(tmp_path), "--appendonly", "yes", "--appendfsync", "no")
+    rp = RedisServerProc(["--appendonly", "yes", "--appendfsync", "no"], dir=str(tmp_path))
     try:
         rc = redis.Redis(port=rp.port, single_connection_client=True, socket_timeout=10)
         _propagation_script(rc, now_ms)
@@ -401,7 +358,7 @@ def test_monitor_shows_commands_as_sent_while_propagating(start_server, tmp_path
     now_ms = int(time.time() * 1000)
     s = start_server(*AOF_NOW)
     ours = _monitor_script(s.port, now_ms)
-    rp = RedisProc(str(tmp_path), "--appendonly", "yes", "--appendfsync", "no")
+    rp = RedisServerProc(["--appendonly", "yes", "--appendfsync", "no"], dir=str(tmp_path))
     try:
         theirs = _monitor_script(rp.port, now_ms)
     finally:
@@ -465,7 +422,7 @@ def test_everysec_fsyncs_off_the_event_loop(start_server, mode):
     c.set(b"b", b"2")
     if mode == "everysec":
         # the fsync went to the background thread (started on first use)
-        assert wait_for(lambda: _threads(s.proc.pid) == n0 + 1, 5)
+        assert wait_until(lambda: _threads(s.proc.pid) == n0 + 1, 5)
     else:
         time.sleep(0.3)
         assert _threads(s.proc.pid) == n0
@@ -515,7 +472,7 @@ def test_every_type_round_trips_through_rewrite(start_server, preamble):
     suffix = "rdb" if preamble == "yes" else "aof"
     assert manifest_files(d) == [("appendonly.aof.2.base.%s" % suffix, 2, "b"),
                                  ("appendonly.aof.2.incr.aof", 2, "i")]
-    assert wait_for(lambda: sorted(os.listdir(d)) == sorted(
+    assert wait_until(lambda: sorted(os.listdir(d)) == sorted(
         ["appendonly.aof.2.base.%s" % suffix, "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]))
     if preamble == "no":
         with open(os.path.join(d, "appendonly.aof.2.base.aof"), "rb") as f:
@@ -555,7 +512,7 @@ def test_rewrite_under_write_load_loses_nothing(start_server):
     t.start()
     try:
         for _ in range(3):
-            assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 0)
+            assert wait_until(lambda: info(c)["aof_rewrite_in_progress"] == 0)
             assert c.bgrewriteaof()
             assert info(c)["aof_rewrite_in_progress"] == 1
             wait_rewrite(c)
@@ -586,7 +543,7 @@ def _limited_server(tmp_path, limit, *args):
         s = ServerProc(AOF + args, cwd=str(tmp_path), wait=False)
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-    wait_port(s.port, s.proc)
+    s.wait_ready()
     return s
 
 
@@ -611,7 +568,7 @@ def test_write_errors_refuse_writes_until_solved(tmp_path):
         assert "Short write while writing to the AOF file" in s.output()
         hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
         resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE, (hard, hard))
-        assert wait_for(lambda: info(c)["aof_last_write_status"] == "ok")
+        assert wait_until(lambda: info(c)["aof_last_write_status"] == "ok")
         assert "AOF write error looks solved, Redis can write again." in s.output()
         c.set(b"after", b"1")
         expected = c.execute_command("DEBUG", "DIGEST")
@@ -627,17 +584,13 @@ def test_write_errors_refuse_writes_until_solved(tmp_path):
     # with appendfsync always the server cannot go on
     (tmp_path / "b").mkdir()
     s3 = _limited_server(tmp_path / "b", 64 * 1024, "--appendfsync", "always")
-    sock = socket.create_connection(("127.0.0.1", s3.port), timeout=10)
+    sock = RespConn(s3.port)
     replies = b""
     for i in range(200):
         try:
-            sock.sendall(_resp(b"SET", b"k%d" % i, b"x" * 1000))
-            got = sock.recv(100)
-        except OSError:
+            replies += sock.call(b"SET", b"k%d" % i, b"x" * 1000)
+        except OSError:      # the server exited (ConnectionError included)
             break
-        if not got:
-            break
-        replies += got
     sock.close()
     assert 0 < replies.count(b"+OK\r\n") < 200 and b"-" not in replies
     assert wait_dead(s3.proc) == 1
@@ -657,23 +610,19 @@ def _write_dir(d, files, manifest_lines):
         f.write("".join(line + "\n" for line in manifest_lines))
 
 
-def _resp(*argv):
-    return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
-
-
 def _start_on(tmp_path, *args):
     return ServerProc(("--appendonly", "yes") + args, cwd=str(tmp_path), wait=False)
 
 
 def _wait_start(s):
-    wait_port(s.port, s.proc)
+    s.wait_ready()
     return s
 
 
 def test_truncated_tail_loaded_with_aof_load_truncated_yes(tmp_path):
     d = str(tmp_path / "appendonlydir")
-    good = _resp(b"SET", b"foo", b"hello") + _resp(b"SET", b"n", b"1")
-    _write_dir(d, {"appendonly.aof.1.incr.aof": good + _resp(b"SET", b"bar", b"world")[:-3]},
+    good = encode(b"SET", b"foo", b"hello") + encode(b"SET", b"n", b"1")
+    _write_dir(d, {"appendonly.aof.1.incr.aof": good + encode(b"SET", b"bar", b"world")[:-3]},
                ["file appendonly.aof.1.incr.aof seq 1 type i"])
     s = _wait_start(_start_on(tmp_path, "--appendfsync", "no"))
     try:
@@ -687,7 +636,7 @@ def test_truncated_tail_loaded_with_aof_load_truncated_yes(tmp_path):
         c.set(b"after", b"1")
         with open(os.path.join(d, "appendonly.aof.1.incr.aof"), "rb") as f:
             data = f.read()
-        assert data.startswith(good + _resp(b"SELECT", b"0"))
+        assert data.startswith(good + encode(b"SELECT", b"0"))
         assert parse_resp(data)[-1] == [b"SET", b"after", b"1"]
     finally:
         s.stop()
@@ -695,7 +644,7 @@ def test_truncated_tail_loaded_with_aof_load_truncated_yes(tmp_path):
 
 def test_truncated_tail_refused_with_aof_load_truncated_no(tmp_path):
     d = str(tmp_path / "appendonlydir")
-    data = _resp(b"SET", b"foo", b"hello") + _resp(b"SET", b"bar", b"world")[:-1]
+    data = encode(b"SET", b"foo", b"hello") + encode(b"SET", b"bar", b"world")[:-1]
     _write_dir(d, {"appendonly.aof.1.incr.aof": data}, ["file appendonly.aof.1.incr.aof seq 1 type i"])
     s = _start_on(tmp_path, "--aof-load-truncated", "no")
     assert wait_dead(s.proc) == 1
@@ -711,8 +660,8 @@ def test_truncated_tail_refused_with_aof_load_truncated_no(tmp_path):
 
 def test_unfinished_multi_is_reverted_and_truncated_base_is_fatal(tmp_path):
     d = str(tmp_path / "appendonlydir")
-    ok = _resp(b"SET", b"foo", b"hello")
-    _write_dir(d, {"appendonly.aof.1.incr.aof": ok + _resp(b"MULTI") + _resp(b"SET", b"bar", b"world")},
+    ok = encode(b"SET", b"foo", b"hello")
+    _write_dir(d, {"appendonly.aof.1.incr.aof": ok + encode(b"MULTI") + encode(b"SET", b"bar", b"world")},
                ["file appendonly.aof.1.incr.aof seq 1 type i"])
     s = _wait_start(_start_on(tmp_path))
     try:
@@ -745,8 +694,8 @@ def test_unfinished_multi_is_reverted_and_truncated_base_is_fatal(tmp_path):
 ])
 def test_bad_manifest_or_missing_file_is_fatal(tmp_path, lines, error):
     d = str(tmp_path / "appendonlydir")
-    _write_dir(d, {"appendonly.aof.1.incr.aof": _resp(b"SET", b"k", b"v"),
-                   "appendonly.aof.3.incr.aof": _resp(b"SET", b"k3", b"v")}, lines)
+    _write_dir(d, {"appendonly.aof.1.incr.aof": encode(b"SET", b"k", b"v"),
+                   "appendonly.aof.3.incr.aof": encode(b"SET", b"k3", b"v")}, lines)
     s = _start_on(tmp_path)
     assert wait_dead(s.proc) == 1
     assert error in s.output()
@@ -755,13 +704,13 @@ def test_bad_manifest_or_missing_file_is_fatal(tmp_path, lines, error):
 
 def test_unknown_command_and_bad_format(tmp_path):
     d = str(tmp_path / "appendonlydir")
-    _write_dir(d, {"appendonly.aof.1.incr.aof": _resp(b"SET", b"k", b"v") + _resp(b"bla", b"x")},
+    _write_dir(d, {"appendonly.aof.1.incr.aof": encode(b"SET", b"k", b"v") + encode(b"bla", b"x")},
                ["file appendonly.aof.1.incr.aof seq 1 type i"])
     s = _start_on(tmp_path)
     assert wait_dead(s.proc) == 1
     assert "Unknown command 'bla' reading the append only file appendonly.aof.1.incr.aof" in s.output()
     s.log.close()
-    _write_dir(d, {"appendonly.aof.1.incr.aof": _resp(b"SET", b"k", b"v") + b"!!!\r\n"},
+    _write_dir(d, {"appendonly.aof.1.incr.aof": encode(b"SET", b"k", b"v") + b"!!!\r\n"},
                ["file appendonly.aof.1.incr.aof seq 1 type i"])
     s = _start_on(tmp_path)
     assert wait_dead(s.proc) == 1
@@ -782,9 +731,9 @@ def test_old_single_file_aof_is_upgraded(tmp_path, preamble):
             src.stop()
         head = (tmp_path / "src" / "dump.rdb").read_bytes()
     else:
-        head = _resp(b"SET", b"k1", b"v1") + b"#TS:1628217470\r\n"
+        head = encode(b"SET", b"k1", b"v1") + b"#TS:1628217470\r\n"
     with open(tmp_path / "appendonly.aof", "wb") as f:
-        f.write(head + _resp(b"SET", b"k2", b"v2"))
+        f.write(head + encode(b"SET", b"k2", b"v2"))
     s = _wait_start(_start_on(tmp_path))
     try:
         c = s.client()
@@ -842,24 +791,22 @@ def test_bgrewriteaof_replies_and_scheduling_with_bgsave(start_server):
         c.set(b"k%d" % i, b"v")
     c.config_set("rdb-key-save-delay", "4000")       # ~1.6 s per child
     assert c.bgsave()
-    assert raw_command(s.port, "BGREWRITEAOF") == b"+Background append only file rewriting scheduled\r\n"
+    assert command(s.port, "BGREWRITEAOF") == b"+Background append only file rewriting scheduled\r\n"
     assert info(c)["aof_rewrite_scheduled"] == 1
     assert info(c)["aof_pending_rewrite"] == 1
     rewrites = info(c)["aof_rewrites"]
     # it starts once the BGSAVE child is gone
-    assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 1, 10)
+    assert wait_until(lambda: info(c)["aof_rewrite_in_progress"] == 1, 10)
     assert info(c)["rdb_bgsave_in_progress"] == 0
-    assert raw_command(s.port, "BGREWRITEAOF") == b"-ERR Background append only file rewriting already in progress\r\n"
-    assert raw_command(s.port, "BGSAVE").startswith(b"-ERR Another child process is active (AOF?): can't BGSAVE")
+    assert command(s.port, "BGREWRITEAOF") == b"-ERR Background append only file rewriting already in progress\r\n"
+    assert command(s.port, "BGSAVE").startswith(b"-ERR Another child process is active (AOF?): can't BGSAVE")
     wait_rewrite(c)
     assert info(c)["aof_rewrites"] == rewrites + 1
     assert info(c)["aof_last_rewrite_time_sec"] >= 0
     # inside a transaction: scheduled
-    sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-    sock.sendall(b"MULTI\r\nBGREWRITEAOF\r\nEXEC\r\n")
-    reply = b""
-    while not reply.endswith(b"scheduled\r\n"):
-        reply += sock.recv(1000)
+    sock = RespConn(s.port)
+    sock.send_raw(b"MULTI\r\nBGREWRITEAOF\r\nEXEC\r\n")
+    reply = sock.read_replies(3)
     assert reply == b"+OK\r\n+QUEUED\r\n*1\r\n+Background append only file rewriting scheduled\r\n"
     sock.close()
     wait_rewrite(c)
@@ -876,11 +823,11 @@ def test_killed_rewrite_keeps_files_and_reopens_incr(start_server):
         c.set(b"k%d" % i, b"v")
     c.config_set("rdb-key-save-delay", "100000")
     assert c.bgrewriteaof()
-    assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 1)
+    assert wait_until(lambda: info(c)["aof_rewrite_in_progress"] == 1)
     child = int(re.search(r"rewriting started by pid (\d+)", s.output()).group(1))
     c.set(b"during", b"1")
     os.kill(child, signal.SIGKILL)
-    assert wait_for(lambda: info(c)["aof_rewrite_in_progress"] == 0)
+    assert wait_until(lambda: info(c)["aof_rewrite_in_progress"] == 0)
     assert info(c)["aof_last_bgrewrite_status"] == "err"
     assert info(c)["aof_rewrites_consecutive_failures"] == 1
     assert not os.path.exists(os.path.join(s.dir, "temp-rewriteaof-bg-%d.aof" % child))
@@ -921,10 +868,10 @@ def test_config_set_appendonly_at_runtime(start_server):
     c.delete(b"not-in-aof")
     c.set(b"only-in-base", b"4")
     # with appendonly no, BGREWRITEAOF still writes a base and drops the incr files
-    assert raw_command(s.port, "BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+    assert command(s.port, "BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
     wait_rewrite(c)
     assert manifest_files(d) == [("appendonly.aof.2.base.rdb", 2, "b")]
-    assert wait_for(lambda: not os.path.exists(os.path.join(d, "appendonly.aof.1.incr.aof")))
+    assert wait_until(lambda: not os.path.exists(os.path.join(d, "appendonly.aof.1.incr.aof")))
     digest = c.execute_command("DEBUG", "DIGEST")
     s2 = restart(start_server, s, *AOF)
     assert s2.client().execute_command("DEBUG", "DIGEST") == digest
@@ -953,7 +900,7 @@ def test_automatic_rewrite_on_growth(start_server):
     assert info(c)["aof_rewrites"] == 0
     for i in range(60):
         c.set(b"k%d" % (i % 5), b"x" * 1000)
-    assert wait_for(lambda: info(c)["aof_rewrites"] >= 1)
+    assert wait_until(lambda: info(c)["aof_rewrites"] >= 1)
     wait_rewrite(c)
     assert re.search(r"Starting automatic rewriting of AOF on \d+% growth", s.output())
     st = info(c)
@@ -966,7 +913,7 @@ def test_automatic_rewrite_on_growth(start_server):
 def test_info_persistence_fields_as_redis(start_server, tmp_path):
     s = start_server(*AOF)
     ours = list(s.client().info("persistence"))
-    rp = RedisProc(str(tmp_path), "--appendonly", "yes")
+    rp = RedisServerProc(["--appendonly", "yes"], dir=str(tmp_path))
     try:
         theirs = list(rp.client().info("persistence"))
     finally:
@@ -1008,7 +955,7 @@ def test_redis_server_loads_ophidis_directory(start_server, tmp_path, preamble):
     c.execute_command("SELECT", 0)
     expected = snapshot(c)
     s.stop()
-    rp = RedisProc(str(tmp_path), "--appendonly", "yes")
+    rp = RedisServerProc(["--appendonly", "yes"], dir=str(tmp_path))
     try:
         assert snapshot(rp.client()) == expected
         assert rp.client().fcall("f1", 0) == 7
@@ -1019,13 +966,13 @@ def test_redis_server_loads_ophidis_directory(start_server, tmp_path, preamble):
 @needs_redis
 @pytest.mark.parametrize("preamble", ["yes", "no"])
 def test_ophidis_loads_redis_server_directory(start_server, tmp_path, preamble):
-    rp = RedisProc(str(tmp_path), "--appendonly", "yes", "--aof-use-rdb-preamble", preamble)
+    rp = RedisServerProc(["--appendonly", "yes", "--aof-use-rdb-preamble", preamble], dir=str(tmp_path))
     try:
         rc = rp.client()
         build_dataset(rc)
         add_streams(rc)
         rc.bgrewriteaof()
-        assert wait_for(lambda: rc.info("persistence")["aof_rewrite_in_progress"] == 0
+        assert wait_until(lambda: rc.info("persistence")["aof_rewrite_in_progress"] == 0
                         and rc.info("persistence")["aof_rewrite_scheduled"] == 0)
         rc.lpush(b"l:long", b"head")
         p = rc.pipeline(transaction=True)
@@ -1041,7 +988,7 @@ def test_ophidis_loads_redis_server_directory(start_server, tmp_path, preamble):
         rp.stop()           # SIGTERM: redis-server writes and fsyncs the AOF
     # what redis-server itself loads from its directory (a stream group's
     # entries-read is not replayed exactly by Redis's own commands)
-    rp = RedisProc(str(tmp_path), "--appendonly", "yes", "--aof-use-rdb-preamble", preamble)
+    rp = RedisServerProc(["--appendonly", "yes", "--aof-use-rdb-preamble", preamble], dir=str(tmp_path))
     try:
         expected = snapshot(rp.client())
     finally:
@@ -1058,7 +1005,7 @@ def test_replica_aof_restarts_after_full_sync(start_server, tmp_path):
     """A replica with appendonly yes rewrites its AOF from the dataset it
     received, then appends the master's stream: restarted alone, it has the
     master's data (not what it held before the sync)."""
-    rp = RedisProc(str(tmp_path), "--repl-diskless-sync-delay", "0")
+    rp = RedisServerProc(["--repl-diskless-sync-delay", "0"], dir=str(tmp_path))
     try:
         m = rp.client()
         m.set(b"before", b"1")
@@ -1072,12 +1019,12 @@ def test_replica_aof_restarts_after_full_sync(start_server, tmp_path):
             r = c.info("replication")
             return r.get("master_link_status") == "up" and \
                 r.get("slave_repl_offset") == m.info("replication")["master_repl_offset"]
-        assert wait_for(caught_up)
+        assert wait_until(caught_up)
         wait_rewrite(c)
         m.set(b"after", b"2", ex=1000)
         m.lpop(b"l")
         m.incr(b"n")
-        assert wait_for(caught_up)
+        assert wait_until(caught_up)
         expected = snapshot(m)
         assert snapshot(c) == expected
         assert "Background AOF rewrite finished successfully" in s.output()
@@ -1091,14 +1038,11 @@ def test_replica_aof_restarts_after_full_sync(start_server, tmp_path):
 # -- check tools --------------------------------------------------------------------------------------------
 
 def _ophidis_check(*args, stdin=None):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
     return subprocess.run([sys.executable, "-m", "ophidis.tools.check_aof", *args], capture_output=True,
-                          text=True, env=env, input=stdin)
+                          text=True, env=server_env(), input=stdin)
 
 
 def _ophidis_check_inproc(*args, stdin=""):
-    import io
-    from ophidis.tools import check_aof
     out = io.StringIO()
     rc = check_aof.main(list(args), out=out, stdin=io.StringIO(stdin))
     return subprocess.CompletedProcess(args, rc, out.getvalue(), "")
@@ -1133,15 +1077,15 @@ def _tool_cases(tmp_path):
     """(name, path, stdin, args) cases for both check tools."""
     d = tmp_path / "appendonlydir"
     d.mkdir()
-    ok = _resp(b"SET", b"foo", b"hello")
-    (d / "appendonly.aof.1.base.aof").write_bytes(b"#TS:1628217470\r\n" + ok + _resp(b"MULTI") + ok
-                                                  + _resp(b"EXEC") + b"#TS:1628217474\r\n" + ok)
-    (d / "appendonly.aof.1.incr.aof").write_bytes(ok + _resp(b"SET", b"bar", b"world")[:-4])
+    ok = encode(b"SET", b"foo", b"hello")
+    (d / "appendonly.aof.1.base.aof").write_bytes(b"#TS:1628217470\r\n" + ok + encode(b"MULTI") + ok
+                                                  + encode(b"EXEC") + b"#TS:1628217474\r\n" + ok)
+    (d / "appendonly.aof.1.incr.aof").write_bytes(ok + encode(b"SET", b"bar", b"world")[:-4])
     (d / "appendonly.aof.manifest").write_text("file appendonly.aof.1.base.aof seq 1 type b\n"
                                                "file appendonly.aof.1.incr.aof seq 1 type i\n")
     (tmp_path / "old.aof").write_bytes(ok + b"!!!")
-    (tmp_path / "multi.aof").write_bytes(ok + _resp(b"MULTI") + ok)
-    (tmp_path / "nested.aof").write_bytes(_resp(b"MULTI") + _resp(b"MULTI"))
+    (tmp_path / "multi.aof").write_bytes(ok + encode(b"MULTI") + ok)
+    (tmp_path / "nested.aof").write_bytes(encode(b"MULTI") + encode(b"MULTI"))
     return [
         ["%s/appendonlydir/appendonly.aof.manifest"],
         ["--fix", "%s/appendonlydir/appendonly.aof.manifest"],

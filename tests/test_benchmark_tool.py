@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 import shutil
 import subprocess
@@ -13,12 +12,9 @@ import sys
 
 import pytest
 
-from conftest import ROOT
-
-sys.path.insert(0, os.path.join(ROOT, "src"))
-import ophidis  # noqa: E402
-if os.path.join(ROOT, "src", "ophidis") not in ophidis.__path__:
-    ophidis.__path__.insert(0, os.path.join(ROOT, "src", "ophidis"))
+from ophidis.tools.benchmark import gen_data
+from ophidis.tools.hdr import Histogram
+from support.servers import free_port, server_env
 
 REDIS_BENCHMARK = shutil.which("redis-benchmark")
 
@@ -32,9 +28,7 @@ QUIET_LINE = re.compile(r"^(.+): (\d+\.\d\d) requests per second, p50=(\d+\.\d\d
 
 
 def env():
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.path.join(ROOT, "src") + os.pathsep + e.get("PYTHONPATH", "")
-    return e
+    return server_env()
 
 
 def bench(port, *args, timeout=60, cwd=None):
@@ -68,7 +62,6 @@ def test_default_suite_against_redis(redis_server, ref):
     assert [t for t, _, _ in got] == DEFAULT_TITLES
     assert all(rps > 0 for _, rps, _ in got)
     # The data-type tests really ran (no -r: one key each), with redis-benchmark's payload.
-    from ophidis.tools.benchmark import gen_data
     assert ref.get("key:__rand_int__") == gen_data(3)
     assert ref.llen("mylist") == 300          # LPUSH+RPUSH-LPOP-RPOP, then 300 more LPUSH
     assert ref.hlen("myhash") == 1 and ref.exists("myzset") == 0
@@ -196,7 +189,6 @@ def test_error_reply_stops_the_benchmark(target_port_client):
 
 
 def test_connection_refused():
-    from conftest import free_port
     res = bench(free_port(), "-q", "-n", "10", "-t", "ping")
     assert res.returncode == 1
     assert b"Could not connect to Redis at 127.0.0.1:" in res.stderr
@@ -252,7 +244,6 @@ def test_memtier_requests_against_ophidis(server, r):
 
 
 def test_hdr_histogram_matches_hdr_semantics():
-    from ophidis.tools.hdr import Histogram
     h = Histogram(10, 3_000_000, 3)
     for v in (100, 101, 103, 104, 16383, 16384, 16400, 1_000_000):
         h.record(v)

@@ -8,22 +8,14 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.clients import outcomes
+
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def both(a, b, *args):
-    out = []
-    for c in (a, b):
-        try:
-            out.append(("ok", c.execute_command(*args)))
-        except redis.ResponseError as e:
-            out.append(("err", str(e)))
-    return out
-
-
 def same(a, b, *args):
-    x, y = both(a, b, *args)
+    x, y = outcomes(a, b, *args)
     assert x == y, args
     return x
 

@@ -16,23 +16,21 @@ import tempfile
 import threading
 import time
 
+import hiredis
 import pytest
 
-from conftest import ROOT, ServerProc, free_port, wait_port
-
-# Import the tools of this checkout (the shared virtualenv may point elsewhere).
-sys.path.insert(0, os.path.join(ROOT, "src"))
-import ophidis  # noqa: E402
-if os.path.join(ROOT, "src", "ophidis") not in ophidis.__path__:
-    ophidis.__path__.insert(0, os.path.join(ROOT, "src", "ophidis"))
+from ophidis.tools.cli.output import format_tty
+from ophidis.tools.resp import Parser
+from support.resp import encode
+from support.servers import ServerProc, free_port, server_env
+from support.wait import wait_port
 
 REDIS_CLI = shutil.which("redis-cli")
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def cli_env(extra=None):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env = server_env()
     env.pop("FAKETTY", None)
     env.pop("REDISCLI_AUTH", None)
     if extra:
@@ -151,8 +149,6 @@ def test_resp3_formats_like_redis_cli(redis_server, ref):
 
 
 def test_nested_array_indentation():
-    from ophidis.tools.cli.output import format_tty
-    from ophidis.tools.resp import Parser
     p = Parser()
     p.feed(b"*2\r\n*2\r\n$1\r\na\r\n:1\r\n*11\r\n" + b"$1\r\nx\r\n" * 10 + b"*1\r\n$1\r\ny\r\n")
     r = p.get()
@@ -273,10 +269,9 @@ def test_memkeys_and_hotkeys_against_redis(redis_server, ref):
 
 def test_pipe_mode(target):
     port, c, _ = target
-    from ophidis.protocol import encode_request
-    data = b"".join(encode_request("SET", "pk:%d" % i, "v%d" % i) for i in range(3000))
-    data += encode_request("INCR", "pk:1")   # an error reply
-    data += encode_request("GET", "pk:2999")
+    data = b"".join(encode("SET", "pk:%d" % i, "v%d" % i) for i in range(3000))
+    data += encode("INCR", "pk:1")   # an error reply
+    data += encode("GET", "pk:2999")
     ours = run_cli(port, "--pipe", input=data)
     assert c.dbsize() == 3000
     assert c.get("pk:2999") == b"v2999"
@@ -287,7 +282,7 @@ def test_pipe_mode(target):
     assert b"All data transferred. Waiting for the last reply...\n" in ours.stdout
     assert ours.returncode == theirs.returncode == 1
     assert ours.stderr == theirs.stderr == b"ERR value is not an integer or out of range\n"
-    ok = run_cli(port, "--pipe", input=encode_request("SET", "a", "b"))
+    ok = run_cli(port, "--pipe", input=encode("SET", "a", "b"))
     assert ok.returncode == 0 and ok.stdout.endswith(b"errors: 0, replies: 1\n")
 
 
@@ -358,9 +353,9 @@ def test_eval(redis_server, ref):
     shutil.rmtree(d)
 
 
-def test_rdb_transfer(redis_server, ref, server, tmp_path):
+def test_rdb_transfer(redis_server, ref, server, tmp_path, config):
     ref.set("persisted", "yes")
-    ref.config_set("repl-diskless-sync-delay", 0)
+    config(ref, repl_diskless_sync_delay=0)
     path = tmp_path / "dump.rdb"
     res = run_cli(redis_server.port, "--rdb", str(path))
     assert res.returncode == 0, res.stderr
@@ -402,7 +397,6 @@ class FakeServer:
             threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
 
     def handle(self, conn):
-        import hiredis
         r = hiredis.Reader()
         while True:
             try:

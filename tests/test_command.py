@@ -15,8 +15,13 @@ import subprocess
 import pytest
 import redis
 
+from ophidis.command_docs import SUMMARIES
+from ophidis.commands import ALL, META, Command, load_all
+from ophidis.commands.command_cmd import _KEY_FLAG_OUT, _KEY_FLAGS, get_keys, get_keys_with_flags
+from support.clients import outcomes
 
-def raw(client):
+
+def unparsed(client):
     """A client whose COMMAND replies are not post-processed by redis-py."""
     client.response_callbacks.pop("COMMAND", None)
     return client
@@ -24,12 +29,12 @@ def raw(client):
 
 @pytest.fixture
 def rr(r):
-    return raw(r)
+    return unparsed(r)
 
 
 @pytest.fixture
 def refr(ref):
-    return raw(ref)
+    return unparsed(ref)
 
 
 def _norm(x):
@@ -63,8 +68,8 @@ def _our_names(c):
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_info_matches_redis_for_every_command(server, redis_server, proto):
-    a = raw(server.client(protocol=proto))
-    b = raw(redis_server.client(protocol=proto))
+    a = unparsed(server.client(protocol=proto))
+    b = unparsed(redis_server.client(protocol=proto))
     names = _our_names(a)
     assert len(names) > 20
     diffs = []
@@ -78,8 +83,8 @@ def test_info_matches_redis_for_every_command(server, redis_server, proto):
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_docs_match_redis_for_every_command(server, redis_server, proto):
-    a = raw(server.client(protocol=proto))
-    b = raw(redis_server.client(protocol=proto))
+    a = unparsed(server.client(protocol=proto))
+    b = unparsed(redis_server.client(protocol=proto))
     diffs = []
     for n in _our_names(a):
         x = _todict(a.execute_command("COMMAND", "DOCS", n))
@@ -191,16 +196,6 @@ GETKEYS_ERRORS = [
 ]
 
 
-def _both(a, b, *args):
-    out = []
-    for c in (a, b):
-        try:
-            out.append(("ok", c.execute_command(*args)))
-        except redis.ResponseError as e:
-            out.append(("err", str(e)))
-    return out
-
-
 def test_getkeys_matches_redis(rr, refr):
     names = set(_our_names(rr))
     checked = 0
@@ -212,7 +207,7 @@ def test_getkeys_matches_redis(rr, refr):
         if sub and sub.split("|")[0] in ("object", "memory", "xinfo") and sub not in names:
             continue
         for which in ("GETKEYS", "GETKEYSANDFLAGS"):
-            ours, theirs = _both(rr, refr, "COMMAND", which, *line)
+            ours, theirs = outcomes(rr, refr, "COMMAND", which, *line)
             assert ours == theirs, (which, line)
             checked += 1
     assert checked >= 30
@@ -242,10 +237,7 @@ def test_getkeys_errors_exact(rr):
 
 def test_get_keys_helper():
     import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    from ophidis.commands import ALL, load_all
     load_all()
-    from ophidis.commands.command_cmd import get_keys
     assert get_keys(ALL["mset"], [b"mset", b"a", b"1", b"b", b"2"]) == [b"a", b"b"]
     assert get_keys(ALL["set"], [b"set", b"k", b"v"]) == [b"k"]
     assert get_keys(ALL["bitop"], [b"bitop", b"or", b"d", b"x", b"y"]) == [b"d", b"x", b"y"]
@@ -282,9 +274,6 @@ def test_key_extraction_matches_redis_for_all_metadata(refr):
     commands other families have not registered yet (keynum, keyword and
     command-specific extractors), against COMMAND GETKEYSANDFLAGS of Redis."""
     import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    from ophidis.commands import META, Command
-    from ophidis.commands.command_cmd import get_keys_with_flags, _KEY_FLAG_OUT, _KEY_FLAGS
     extra = [
         ["eval", "s", "3", "a", "b", "c", "d"], ["fcall", "f", "1", "k", "arg"], ["evalsha_ro", "x", "0"],
         ["zinter", "2", "a", "b", "WITHSCORES"], ["zdiffstore", "d", "1", "a"], ["bzmpop", "1", "2", "a", "b", "MIN"],
@@ -344,9 +333,6 @@ def test_every_redis_command_has_its_own_summary():
     """Families register commands over time: every command of Redis 7.0's
     table (sentinel's own excepted) already has a written summary."""
     import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
-    from ophidis.command_docs import SUMMARIES
-    from ophidis.commands import META
     missing = []
 
     def walk(name, m):

@@ -1,24 +1,25 @@
 """Small server behaviours found by Redis's own test suite."""
 
-import socket
-import time
+from support.resp import RespConn
+from support.wait import wait_until
 
 
 def _info_blocked(r):
     return r.info("clients")["blocked_clients"]
 
 
+def _wait_one_blocked(r):
+    wait_until(lambda: _info_blocked(r) == 1, 5, 0.01, what="one blocked client")
+
+
 def test_clients_postponed_by_pause_count_as_blocked(server, r):
     r.execute_command("CLIENT", "PAUSE", 60000, "WRITE")
-    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    s = RespConn(server.port, timeout=5)
     try:
-        s.sendall(b"*3\r\n$3\r\nSET\r\n$3\r\nFOO\r\n$3\r\nBAR\r\n")
-        deadline = time.time() + 5
-        while _info_blocked(r) != 1 and time.time() < deadline:
-            time.sleep(0.01)
-        assert _info_blocked(r) == 1
+        s.send_raw(b"*3\r\n$3\r\nSET\r\n$3\r\nFOO\r\n$3\r\nBAR\r\n")
+        _wait_one_blocked(r)
         r.execute_command("CLIENT", "UNPAUSE")
-        assert s.recv(100) == b"+OK\r\n"
+        assert s.read() == b"+OK\r\n"
         assert _info_blocked(r) == 0
     finally:
         r.execute_command("CLIENT", "UNPAUSE")
@@ -26,21 +27,15 @@ def test_clients_postponed_by_pause_count_as_blocked(server, r):
 
 
 def test_pause_write_postpones_exec_of_a_write_transaction(server, r):
-    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    s = RespConn(server.port, timeout=5)
     try:
-        s.sendall(b"MULTI\r\nSET FOO BAR\r\n")
-        got = b""
-        while got.count(b"\r\n") < 2:
-            got += s.recv(100)
-        assert got == b"+OK\r\n+QUEUED\r\n"
+        s.send_raw(b"MULTI\r\nSET FOO BAR\r\n")
+        assert s.read_replies(2) == b"+OK\r\n+QUEUED\r\n"
         r.execute_command("CLIENT", "PAUSE", 60000, "WRITE")
-        s.sendall(b"EXEC\r\n")
-        deadline = time.time() + 5
-        while _info_blocked(r) != 1 and time.time() < deadline:
-            time.sleep(0.01)
-        assert _info_blocked(r) == 1
+        s.send_raw(b"EXEC\r\n")
+        _wait_one_blocked(r)
         r.execute_command("CLIENT", "UNPAUSE")
-        assert s.recv(100) == b"*1\r\n+OK\r\n"
+        assert s.read() == b"*1\r\n+OK\r\n"
     finally:
         r.execute_command("CLIENT", "UNPAUSE")
         s.close()
@@ -58,14 +53,11 @@ def test_pause_write_lets_no_writes_scripts_run(server, r):
         assert c.fcall("f1", 0) == b"hello"
         c.close()
         # A script without the flag waits for the end of the pause.
-        s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
-        s.sendall(b"EVAL \"return 1\" 0\r\n")
-        deadline = time.time() + 5
-        while _info_blocked(r) != 1 and time.time() < deadline:
-            time.sleep(0.01)
-        assert _info_blocked(r) == 1
+        s = RespConn(server.port, timeout=5)
+        s.send_raw(b"EVAL \"return 1\" 0\r\n")
+        _wait_one_blocked(r)
         r.execute_command("CLIENT", "UNPAUSE")
-        assert s.recv(100) == b":1\r\n"
+        assert s.read() == b":1\r\n"
         s.close()
     finally:
         r.execute_command("CLIENT", "UNPAUSE")

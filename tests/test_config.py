@@ -2,16 +2,19 @@
 process options (daemonize, pidfile, logfile, stdin), shutdown."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
+import redis
 from redis.exceptions import ResponseError
 
-from conftest import ROOT, ServerProc, free_port, wait_port
 from ophidis.sysinfo import REDIS_VERSION
+from support.servers import ServerProc, free_port, server_env
+from support.wait import wait_port
 
 SEED = """# seed configuration
 daemonize yes
@@ -73,8 +76,7 @@ cluster-announce-bus-port 16379
 
 
 def run_server(args, stdin=None, timeout=10):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "src")
+    env = server_env()
     return subprocess.run([sys.executable, "-m", "ophidis"] + args, input=stdin, capture_output=True,
                           text=True, timeout=timeout, env=env)
 
@@ -83,13 +85,11 @@ def test_seed_config_loads_and_daemonizes(tmp_path):
     port = free_port()
     conf = tmp_path / "redis.conf"
     conf.write_text(SEED.format(dir=tmp_path, port=port))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "src")
+    env = server_env()
     p = subprocess.run([sys.executable, "-m", "ophidis", str(conf)], env=env, timeout=20,
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     wait_port(port)
-    import redis
     c = redis.Redis(port=port)
     try:
         pid = int((tmp_path / "ophidis.pid").read_text())
@@ -114,7 +114,6 @@ def test_seed_config_loads_and_daemonizes(tmp_path):
         log = (tmp_path / "ophidis.log").read_text()
         assert "Ready to accept connections" in log
         line = [l for l in log.splitlines() if "Ready to accept" in l][0]
-        import re
         assert re.match(r"^\d+:M \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d\.\d{3} \* Ready to accept connections$",
                         line), line
     finally:
@@ -154,8 +153,7 @@ def test_fatal_config_errors(tmp_path, line, msg):
 
 def test_command_line_options_and_stdin(tmp_path):
     port = free_port()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "src")
+    env = server_env()
     proc = subprocess.Popen([sys.executable, "-m", "ophidis", "-", "--maxclients", "77", "--save", ""],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env, cwd=tmp_path)
@@ -163,7 +161,6 @@ def test_command_line_options_and_stdin(tmp_path):
     proc.stdin.close()
     try:
         wait_port(port, proc)
-        import redis
         c = redis.Redis(port=port)
         assert c.config_get("maxclients") == {"maxclients": "77"}
         assert c.config_get("save") == {"save": ""}
@@ -186,7 +183,8 @@ def test_config_get_patterns(r):
     assert r.config_get("slave-read-only") == {"slave-read-only": "yes"}
 
 
-def test_config_set_atomic_and_errors(r):
+def test_config_set_atomic_and_errors(r, config):
+    config.keep(r, "hz", "maxmemory-samples", "slowlog-max-len", "maxmemory", "save")
     assert r.config_set("hz", 20) is True
     assert r.config_get("hz") == {"hz": "20"}
     r.execute_command("CONFIG", "SET", "maxmemory-samples", "7", "slowlog-max-len", "99")
@@ -210,13 +208,8 @@ def test_config_set_atomic_and_errors(r):
     assert str(e.value) == "wrong number of arguments for 'config|set' command"
     r.config_set("maxmemory", "100mb")
     assert r.config_get("maxmemory") == {"maxmemory": "104857600"}
-    r.config_set("maxmemory", "0")
     r.config_set("save", "100 10 200 20")
     assert r.config_get("save") == {"save": "100 10 200 20"}
-    r.config_set("save", "")
-    r.config_set("hz", 10)
-    r.config_set("slowlog-max-len", 128)
-    r.config_set("maxmemory-samples", 5)
 
 
 def test_config_rewrite_round_trip(tmp_path):
@@ -227,13 +220,11 @@ def test_config_rewrite_round_trip(tmp_path):
     s = ServerProc([], cwd=str(tmp_path), config_text=None, wait=False)
     s.proc.terminate()
     s.proc.wait()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "src")
+    env = server_env()
     proc = subprocess.Popen([sys.executable, "-m", "ophidis", str(conf), "--dir", str(tmp_path)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(port, proc)
-        import redis
         c = redis.Redis(port=port)
         c.config_set("maxclients", 200)
         c.config_set("slowlog-max-len", 1000)
@@ -316,13 +307,10 @@ def test_shutdown_errors(r):
 
 
 def test_port_zero_unix_only(start_server, tmp_path):
-    import redis
     sock = str(tmp_path / "only.sock")
     s = ServerProc(["--port", "0", "--unixsocket", sock], wait=False)
     try:
-        deadline = time.time() + 10
-        while not os.path.exists(sock) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_port(None, s.proc, 10, unix=sock)
         c = redis.Redis(unix_socket_path=sock)
         assert c.ping()
         assert c.config_get("port") == {"port": "0"}

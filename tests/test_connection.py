@@ -2,13 +2,15 @@
 
 import os
 import socket
+import subprocess
 import time
 
 import pytest
 import redis
 from redis.exceptions import AuthenticationError, ResponseError
 
-from conftest import raw_connect, read_reply
+from support.resp import RespConn, exchange
+from support.wait import wait_port, wait_until
 
 
 def err(fn, *a):
@@ -32,26 +34,24 @@ def test_select(r, server, raw):
 
 
 def test_quit(server):
-    s = raw_connect(server.port)
-    s.sendall(b"QUIT\r\n")
-    assert read_reply(s) == b"+OK\r\n"
-    assert s.recv(10) == b""
+    s = RespConn(server.port)
+    s.send_raw(b"QUIT\r\n")
+    assert s.read_until_closed() == b"+OK\r\n"      # and closed
 
 
 def test_reset(server, raw):
-    s = raw_connect(server.port)
-    s.sendall(b"SELECT 2\r\nCLIENT SETNAME foo\r\nRESET\r\nCLIENT GETNAME\r\n")
-    assert read_reply(s) == b"+OK\r\n+OK\r\n+RESET\r\n$-1\r\n"
+    out = exchange(server.port, b"SELECT 2\r\nCLIENT SETNAME foo\r\nRESET\r\nCLIENT GETNAME\r\n")
+    assert out == b"+OK\r\n+OK\r\n+RESET\r\n$-1\r\n"
 
 
 def test_hello(server, raw):
-    s = raw_connect(server.port)
-    s.sendall(b"HELLO 3 SETNAME myname\r\n")
-    out = read_reply(s)
+    s = RespConn(server.port)
+    s.send_raw(b"HELLO 3 SETNAME myname\r\n")
+    out = s.read()
     assert out.startswith(b"%7\r\n")
     assert b"$5\r\nproto\r\n:3\r\n" in out
-    s.sendall(b"CLIENT GETNAME\r\n")
-    assert read_reply(s) == b"$6\r\nmyname\r\n"
+    s.send_raw(b"CLIENT GETNAME\r\n")
+    assert s.quit_and_read() == b"$6\r\nmyname\r\n"
     assert raw("HELLO", "4") == b"-NOPROTO unsupported protocol version\r\n"
     assert raw("HELLO", "x") == b"-ERR Protocol version is not an integer or out of range\r\n"
     assert raw("HELLO", "2", "FOO") == b"-ERR Syntax error in HELLO option 'FOO'\r\n"
@@ -65,9 +65,9 @@ def test_requirepass(start_server):
     with pytest.raises(AuthenticationError) as e:
         c.get("x")
     assert str(e.value) == "Authentication required."
-    raw0 = raw_connect(s.port)
-    raw0.sendall(b"GET x\r\n")
-    assert read_reply(raw0) == b"-NOAUTH Authentication required.\r\n"
+    raw0 = RespConn(s.port)
+    raw0.send_raw(b"GET x\r\n")
+    assert raw0.quit_and_read() == b"-NOAUTH Authentication required.\r\n"
     with pytest.raises(AuthenticationError):
         c.execute_command("AUTH", "wrong")
     assert c.execute_command("AUTH", "secret") is True
@@ -76,17 +76,18 @@ def test_requirepass(start_server):
     assert c2.get("x") == b"1"
     c3 = s.client(username="default", password="secret")
     assert c3.ping()
-    raw = raw_connect(s.port)
-    raw.sendall(b"HELLO 3\r\n")
-    assert read_reply(raw).startswith(b"-NOAUTH HELLO must be called with the client already authenticated")
-    raw.sendall(b"HELLO 3 AUTH default secret\r\n")
-    assert read_reply(raw).startswith(b"%7")
-    raw2 = raw_connect(s.port)
-    raw2.sendall(b"*11\r\n" + b"$1\r\nx\r\n" * 11)
-    assert read_reply(raw2) == b"-ERR Protocol error: unauthenticated multibulk length\r\n"
-    raw3 = raw_connect(s.port)
-    raw3.sendall(b"*2\r\n$4\r\nAUTH\r\n$20000\r\n")
-    assert read_reply(raw3) == b"-ERR Protocol error: unauthenticated bulk length\r\n"
+    raw = RespConn(s.port)
+    raw.send_raw(b"HELLO 3\r\n")
+    assert raw.read().startswith(b"-NOAUTH HELLO must be called with the client already authenticated")
+    raw.send_raw(b"HELLO 3 AUTH default secret\r\n")
+    assert raw.read().startswith(b"%7")
+    assert raw.quit_and_read() == b""
+    raw2 = RespConn(s.port)
+    raw2.send_raw(b"*11\r\n" + b"$1\r\nx\r\n" * 11)
+    assert raw2.read_until_closed() == b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    raw3 = RespConn(s.port)
+    raw3.send_raw(b"*2\r\n$4\r\nAUTH\r\n$20000\r\n")
+    assert raw3.read_until_closed() == b"-ERR Protocol error: unauthenticated bulk length\r\n"
 
 
 def test_auth_without_password(r, raw):
@@ -99,30 +100,28 @@ def test_auth_without_password(r, raw):
 
 def test_maxclients(start_server):
     s = start_server("--maxclients", "2")
-    a = raw_connect(s.port)
-    b = raw_connect(s.port)
+    a = RespConn(s.port)
+    b = RespConn(s.port)
     time.sleep(0.2)
-    c = raw_connect(s.port)
-    assert read_reply(c) == b"-ERR max number of clients reached\r\n"
-    a.sendall(b"PING\r\n")
-    assert read_reply(a) == b"+PONG\r\n"
+    c = RespConn(s.port)
+    assert c.read_until_closed() == b"-ERR max number of clients reached\r\n"
+    a.send_raw(b"PING\r\n")
+    assert a.quit_and_read() == b"+PONG\r\n"
+    b.close()
 
 
 def test_idle_timeout(start_server):
     s = start_server("--timeout", "1")
-    a = raw_connect(s.port)
-    a.sendall(b"PING\r\n")
-    assert read_reply(a) == b"+PONG\r\n"
-    a.settimeout(5)
-    assert a.recv(10) == b""
+    a = RespConn(s.port)
+    a.send_raw(b"PING\r\n")
+    assert a.read() == b"+PONG\r\n"
+    assert a.read_until_closed(5) == b""
 
 
 def test_unix_socket(start_server, tmp_path):
     path = str(tmp_path / "o.sock")
     s = start_server("--unixsocket", path, "--unixsocketperm", "700")
-    deadline = time.time() + 10
-    while not os.path.exists(path) and time.time() < deadline:  # TCP listens first
-        time.sleep(0.05)
+    wait_port(None, s.proc, 10, unix=path)  # TCP listens first
     c = redis.Redis(unix_socket_path=path)
     assert c.ping()
     assert oct(os.stat(path).st_mode & 0o777) == "0o700"
@@ -144,16 +143,13 @@ def test_protected_mode_refuses_non_loopback(start_server):
         pytest.skip("no non-loopback address on this machine")
     s = start_server("--bind", "127.0.0.1 " + addr)
     # start_server waits for 127.0.0.1; the second address listens a moment later
-    deadline = time.time() + 5
-    while True:
+    def connected():
         try:
-            c = socket.create_connection((addr, s.port), timeout=5)
-            break
+            return RespConn(s.port, addr, timeout=5)
         except ConnectionRefusedError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.05)
-    out = read_reply(c)
+            return None
+    c = wait_until(connected, 5, 0.05, what="the second address")
+    out = c.read_until_closed()
     assert out.startswith(b"-DENIED Redis is running in protected mode")
 
 
@@ -183,11 +179,11 @@ def test_client_commands(r, server):
 
 
 def test_client_reply(server):
-    s = raw_connect(server.port)
-    s.sendall(b"CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY ON\r\nPING\r\n")
-    assert read_reply(s) == b"+OK\r\n+PONG\r\n"
-    s.sendall(b"CLIENT REPLY SKIP\r\nPING\r\nECHO a\r\n")
-    assert read_reply(s) == b"$1\r\na\r\n"
+    s = RespConn(server.port)
+    s.send_raw(b"CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY ON\r\nPING\r\n")
+    assert s.read_replies(2) == b"+OK\r\n+PONG\r\n"
+    s.send_raw(b"CLIENT REPLY SKIP\r\nPING\r\nECHO a\r\n")
+    assert s.quit_and_read() == b"$1\r\na\r\n"    # nothing more from the first batch either
 
 
 def test_client_pause(r, server):
@@ -214,7 +210,6 @@ def test_many_pipelined_commands(r):
 
 
 def test_redis_cli_works(server):
-    import subprocess
     out = subprocess.run(["redis-cli", "-p", str(server.port), "SET", "clik", "v"], capture_output=True, text=True)
     assert out.stdout.strip() == "OK"
     out = subprocess.run(["redis-cli", "-p", str(server.port), "GET", "clik"], capture_output=True, text=True)

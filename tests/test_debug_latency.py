@@ -129,19 +129,10 @@ def test_debug_misc_and_errors(r):
     assert h[0].startswith(b"DEBUG <subcommand>") and h[-1] == b"    Prints this help."  # addReplyHelp's line in 7.0
 
 
-def test_debug_reload_without_persistence_or_with(r):
-    try:
-        import ophidis.persistence.rdb  # noqa: F401
-        has = True
-    except ImportError:
-        has = False
+def test_debug_reload_keeps_the_data(r):
     r.set("x", "1")
-    if has:
-        assert r.execute_command("DEBUG", "RELOAD") == b"OK"
-        assert r.get("x") == b"1"
-    else:
-        with pytest.raises(redis.ResponseError, match="not available"):
-            r.execute_command("DEBUG", "RELOAD")
+    assert r.execute_command("DEBUG", "RELOAD") == b"OK"
+    assert r.get("x") == b"1"
 
 
 def test_debug_pause_cron_stops_active_expire(r):

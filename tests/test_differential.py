@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import raw_connect
-from ophidis.protocol import encode_request
+from support.resp import Error, RespConn
 
 KEYS = st.sampled_from([b"a", b"b", b"c", b"k:1", b"\x00bin"])
 VALUES = st.one_of(
@@ -179,25 +178,9 @@ ALL_COMMANDS = st.one_of(COMMANDS, HASHES, SETS, ZSETS, LISTS)
 UNORDERED = {b"SMEMBERS", b"SINTER", b"SUNION", b"SDIFF", b"HKEYS", b"HVALS"}
 
 
-def read_one(sock, buf):
-    """Read exactly one RESP2 reply from sock (buf holds leftovers)."""
-    import hiredis
-    reader = hiredis.Reader()
-    reader.feed(buf[0])
-    buf[0] = b""
-    while True:
-        r = reader.gets()
-        if r is not False:
-            return r
-        data = sock.recv(65536)
-        if not data:
-            raise ConnectionError("closed")
-        reader.feed(data)
-
-
 def normalize(reply):
-    if isinstance(reply, Exception):
-        return ("error", str(reply))
+    if isinstance(reply, Error):
+        return ("error", bytes(reply))
     if isinstance(reply, list):
         return [normalize(x) for x in reply]
     return reply
@@ -205,23 +188,15 @@ def normalize(reply):
 
 @pytest.fixture(scope="module")
 def pair(server, redis_server):
-    a = raw_connect(server.port)
-    b = raw_connect(redis_server.port)
+    a = RespConn(server.port)
+    b = RespConn(redis_server.port)
     yield a, b
     a.close()
     b.close()
 
 
-def run(sock, argv):
-    sock.sendall(encode_request(*argv))
-    import hiredis
-    reader = hiredis.Reader()
-    while True:
-        data = sock.recv(65536)
-        reader.feed(data)
-        r = reader.gets()
-        if r is not False:
-            return normalize(r)
+def run(conn, argv):
+    return normalize(conn.call_value(*argv))
 
 
 def comparable(argv, reply):

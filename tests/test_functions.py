@@ -4,7 +4,7 @@ with redis-server), DUMP/RESTORE (interoperable with Redis), KILL/STATS."""
 from __future__ import annotations
 
 import os
-import socket
+import shutil
 import threading
 import time
 
@@ -12,66 +12,8 @@ import pytest
 import redis
 
 from ophidis.sysinfo import REDIS_VERSION
-
-
-def encode(*args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-def reply_end(buf, pos):
-    e = buf.find(b"\r\n", pos)
-    if e < 0:
-        return None
-    t = buf[pos:pos + 1]
-    line = buf[pos + 1:e]
-    pos = e + 2
-    if t in (b"$", b"="):
-        n = int(line)
-        if n < 0:
-            return pos
-        return pos + n + 2 if len(buf) >= pos + n + 2 else None
-    if t in (b"*", b"~", b">", b"%"):
-        n = int(line) * (2 if t == b"%" else 1)
-        for _ in range(max(n, 0)):
-            pos = reply_end(buf, pos)
-            if pos is None:
-                return None
-        return pos
-    return pos
-
-
-class Raw:
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buf = b""
-
-    def send(self, *args):
-        self.sock.sendall(encode(*args))
-
-    def read(self):
-        while True:
-            end = reply_end(self.buf, 0)
-            if end is not None:
-                out, self.buf = self.buf[:end], self.buf[end:]
-                return out
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError("closed")
-            self.buf += data
-
-    def call(self, *args):
-        self.send(*args)
-        return self.read()
-
-    def close(self):
-        self.sock.close()
+from support.resp import RespConn
+from support.servers import RedisServerProc
 
 
 @pytest.fixture
@@ -90,7 +32,7 @@ def fref(ref):
 
 @pytest.fixture
 def both(server, redis_server, fr, fref):
-    a, b = Raw(server.port), Raw(redis_server.port)
+    a, b = RespConn(server.port), RespConn(redis_server.port)
 
     def call(*args):
         x, y = a.call(*args), b.call(*args)
@@ -289,11 +231,11 @@ def test_function_kill_and_stats_while_busy(start_server):
     c.function_load("#!lua name=slow\nredis.register_function('spin', function() while true do end end)\n"
                     "redis.register_function('spinw', function() redis.call('set', 'a', 'b') "
                     "while true do end end)")
-    other = Raw(s.port)
+    other = RespConn(s.port)
     res = []
 
     def go():
-        cc = Raw(s.port)
+        cc = RespConn(s.port)
         res.append(cc.call("FCALL", "spin", "0"))
         cc.close()
     t = threading.Thread(target=go, daemon=True)
@@ -374,9 +316,6 @@ def test_functions_saved_and_loaded_at_start(start_server, tmp_path):
 
 def test_rdb_functions_interoperate_with_redis(start_server, redis_server, fref, tmp_path):
     # a file written by Redis loads here, and ours loads in Redis
-    import shutil
-    import subprocess
-    from conftest import free_port, wait_port
     fref.function_load(LIB)
     fref.set("k", "v")
     d = fref.config_get("dir")["dir"]
@@ -390,14 +329,10 @@ def test_rdb_functions_interoperate_with_redis(start_server, redis_server, fref,
     c.function_load("#!lua name=ours\nredis.register_function('ofn', function() return 'ours' end)")
     c.save()
     s.stop()
-    port = free_port()
-    p = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--dir", str(tmp_path),
-                          "--save", ""], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = RedisServerProc(dir=str(tmp_path), debug=False)
     try:
-        wait_port(port, p)
-        rc = redis.Redis(port=port)
+        rc = p.client()
         assert rc.fcall("ofn", 0) == b"ours"
         assert rc.fcall("myget", 1, "k") == b"v"
     finally:
-        p.terminate()
-        p.wait(10)
+        p.stop()

@@ -9,7 +9,10 @@ import random
 
 import pytest
 
-from hs_helpers import Events, Raw, port_of
+from support.notify import KeyspaceEvents
+from support.replication import propagated
+from support.resp import RespConn, bulk
+from support.servers import port_of
 
 SICILY = ["13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania"]
 
@@ -17,8 +20,8 @@ SICILY = ["13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catani
 @pytest.fixture
 def conns(r, ref):
     """(ours, theirs): raw connections returning exact reply bytes."""
-    ours = Raw(port_of(r))
-    theirs = Raw(port_of(ref))
+    ours = RespConn(port_of(r))
+    theirs = RespConn(port_of(ref))
     yield ours, theirs
     ours.close()
     theirs.close()
@@ -30,10 +33,6 @@ def same(conns, *args):
     b = theirs.call(*args)
     assert a == b, (args[:12], a[:400], b[:400])
     return a
-
-
-def bulk(s):
-    return b"$%d\r\n%s\r\n" % (len(s), s)
 
 
 def _random_points(rng, n, clustered):
@@ -55,7 +54,7 @@ def _random_points(rng, n, clustered):
 # Known values (Redis documentation examples)
 # ---------------------------------------------------------------------------
 def test_sicily_example(r):
-    raw = Raw(port_of(r))
+    raw = RespConn(port_of(r))
     try:
         assert raw.call("GEOADD", "Sicily", *SICILY) == b":2\r\n"
         assert raw.call("ZSCORE", "Sicily", "Palermo") == bulk(b"3479099956230698")
@@ -83,7 +82,7 @@ def test_small_distance_and_zero(r):
     r.geoadd("points", [-122.407107, 37.794300, "1", -122.227336, 37.794300, "2"])
     assert r.execute_command("GEORADIUS", "points", -122.407107, 37.794300, 30, "mi", "ASC", "WITHDIST") == \
         [[b"1", b"0.0001"], [b"2", b"9.8182"]]
-    raw = Raw(port_of(r))
+    raw = RespConn(port_of(r))
     try:
         assert raw.call("GEODIST", "points", "1", "1") == bulk(b"0.0000")
         assert raw.call("GEODIST", "points", "1", "2", "ft") == bulk(b"51839.5504")
@@ -230,23 +229,19 @@ def test_geoadd_options_match_redis(conns):
     same(conns, "OBJECT", "ENCODING", "k")
 
 
-def test_geoadd_encoding_follows_zset_limits(conns):
-    for c in conns:
-        c.call("CONFIG", "SET", "zset-max-listpack-entries", "4")
-    try:
-        same(conns, "GEOADD", "a", "1", "1", "x" * 70)
-        same(conns, "OBJECT", "ENCODING", "a")
-        same(conns, "GEOADD", "b", "1", "1", "m1", "2", "2", "m2", "3", "3", "m3", "4", "4", "m4")
-        same(conns, "OBJECT", "ENCODING", "b")
-        same(conns, "GEOADD", "b", "5", "5", "m5")
-        same(conns, "OBJECT", "ENCODING", "b")
-        same(conns, "GEORADIUS", "b", "3", "3", "1000", "km", "STORE", "c")
-        same(conns, "OBJECT", "ENCODING", "c")
-        same(conns, "GEORADIUS", "b", "3", "3", "1000", "km", "COUNT", "2", "STORE", "c")
-        same(conns, "OBJECT", "ENCODING", "c")
-    finally:
-        for c in conns:
-            c.call("CONFIG", "SET", "zset-max-listpack-entries", "128")
+def test_geoadd_encoding_follows_zset_limits(conns, r, ref, config):
+    for c in (r, ref):
+        config(c, zset_max_listpack_entries="4")
+    same(conns, "GEOADD", "a", "1", "1", "x" * 70)
+    same(conns, "OBJECT", "ENCODING", "a")
+    same(conns, "GEOADD", "b", "1", "1", "m1", "2", "2", "m2", "3", "3", "m3", "4", "4", "m4")
+    same(conns, "OBJECT", "ENCODING", "b")
+    same(conns, "GEOADD", "b", "5", "5", "m5")
+    same(conns, "OBJECT", "ENCODING", "b")
+    same(conns, "GEORADIUS", "b", "3", "3", "1000", "km", "STORE", "c")
+    same(conns, "OBJECT", "ENCODING", "c")
+    same(conns, "GEORADIUS", "b", "3", "3", "1000", "km", "COUNT", "2", "STORE", "c")
+    same(conns, "OBJECT", "ENCODING", "c")
 
 
 def test_big_geoadd(r, ref):
@@ -349,7 +344,7 @@ def test_store_and_storedist(r, ref):
 
 def test_notifications(r):
     r.config_set("notify-keyspace-events", "KEA")
-    ev = Events(r)
+    ev = KeyspaceEvents(r)
     try:
         r.geoadd("g", [1, 1, "a", 2, 2, "b"])
         r.geoadd("g", [1, 1, "a"])                      # no change: no event
@@ -368,9 +363,7 @@ def test_notifications(r):
     ]
 
 
-def test_replication_stream_matches_redis(server, r, redis_server, ref):
-    from test_replication import Stream
-
+def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
     def workload(c):
         c.geoadd("g", [13.361389, 38.115556, "Palermo", 15.087269, 37.502669, "Catania"])
         c.execute_command("GEOADD", "g", "CH", "XX", "13.5", "38.1", "Palermo", "1", "1", "nobody")
@@ -381,23 +374,8 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref):
         c.execute_command("GEOSEARCH", "g", "FROMMEMBER", "Palermo", "BYRADIUS", "10", "km")
         c.set("last", "1")
 
-    def run(port, c):
-        c.flushall()
-        s = Stream(port)
-        try:
-            workload(c)
-            out = []
-            while True:
-                cmd = s.read_command()
-                out.append([cmd[0].lower()] + cmd[1:])
-                if out[-1][0] == b"set":
-                    return out
-        finally:
-            s.close()
-
-    ref.config_set("repl-diskless-sync", "no")
-    ref.config_set("repl-ping-replica-period", 3600)
-    theirs = run(redis_server.port, ref)
-    ours = run(server.port, r)
+    config(ref, repl_diskless_sync="no", repl_ping_replica_period=3600)
+    theirs = propagated(redis_server.port, ref, workload, lower=True)
+    ours = propagated(server.port, r, workload, lower=True)
     assert ours == theirs
     assert ours[1][0] == b"zadd" and ours[1][2] == b"3479099956230698"

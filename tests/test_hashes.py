@@ -9,24 +9,12 @@ import random
 import pytest
 import redis
 
-from hs_helpers import Events, Raw, config, port_of, run_inprocess
+from support.clients import scan_to_end
+from support.config import overrides
+from support.inprocess import run_inprocess
+from support.notify import KeyspaceEvents
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
-
-
-@pytest.fixture
-def raw(r):
-    c = Raw(port_of(r))
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def raw3(r):
-    c = Raw(port_of(r))
-    assert c.call("HELLO", "3").startswith(b"%")
-    yield c
-    c.close()
 
 
 def enc(r, key):
@@ -292,7 +280,7 @@ def test_hrandfield_errors(r, raw):
 # -- encodings -------------------------------------------------------------------------
 
 def test_encoding_entries_threshold(r):
-    with config(r, hash_max_listpack_entries="4"):
+    with overrides(r, hash_max_listpack_entries="4"):
         r.hset("h", mapping={"a": "1", "b": "2", "c": "3", "d": "4"})
         assert enc(r, "h") == b"listpack"
         r.hset("h", "a", "updated")
@@ -307,13 +295,13 @@ def test_encoding_entries_threshold(r):
         for i in range(4):
             r.hincrby("h3", "n%d" % i, 1)
         assert enc(r, "h3") == b"hashtable"
-    with config(r, hash_max_listpack_entries="0"):
+    with overrides(r, hash_max_listpack_entries="0"):
         r.hset("h4", "a", "1")
         assert enc(r, "h4") == b"hashtable"
 
 
 def test_encoding_value_threshold_and_aliases(r):
-    with config(r, hash_max_ziplist_value="8"):
+    with overrides(r, hash_max_ziplist_value="8"):
         assert r.config_get("hash-max-listpack-value") == {"hash-max-listpack-value": "8"}
         r.hset("h", "f", "12345678")
         assert enc(r, "h") == b"listpack"
@@ -335,7 +323,7 @@ def test_encoding_value_threshold_and_aliases(r):
         assert enc(r, "fl") == b"hashtable"
         r.hincrby("i", "f", 10**12)
         assert enc(r, "i") == b"hashtable"
-    with config(r, hash_max_ziplist_entries="2"):
+    with overrides(r, hash_max_ziplist_entries="2"):
         assert r.config_get("hash-max-listpack-entries") == {"hash-max-listpack-entries": "2"}
         r.hset("z", mapping={"a": "1", "b": "2", "c": "3"})
         assert enc(r, "z") == b"hashtable"
@@ -379,20 +367,8 @@ def test_encoding_matches_redis(r, ref):
 # -- HSCAN -------------------------------------------------------------------------------
 
 def scan_all(r, key, count=10, match=None):
-    r.response_callbacks.pop("HSCAN", None)
-    cursor = 0
-    out = []
-    calls = 0
-    while True:
-        args = ["HSCAN", key, cursor, "COUNT", count]
-        if match is not None:
-            args += ["MATCH", match]
-        cursor, items = r.execute_command(*args)
-        cursor = int(cursor)
-        out += list(zip(items[::2], items[1::2]))
-        calls += 1
-        if cursor == 0:
-            return out, calls
+    items, calls = scan_to_end(r, "HSCAN", key, count, match)
+    return list(zip(items[::2], items[1::2])), calls
 
 
 def test_hscan_small_returns_everything(r, raw):
@@ -518,7 +494,7 @@ def test_notifications(request, target):
     # The expected events are checked against real Redis too.
     r = request.getfixturevalue("r" if target == "ophidis" else "ref")
     r.config_set("notify-keyspace-events", "KEA")
-    ev = Events(r)
+    ev = KeyspaceEvents(r)
     try:
         for args in NOTIFY_SEQ:
             try:
@@ -555,7 +531,7 @@ def test_dirty_counter(r):
 def test_encoding_after_lowering_threshold(r):
     r.hset("h", mapping={"a": "1", "b": "2", "c": "3"})
     r.hset("g", mapping={"a": "1", "b": "2", "c": "3"})
-    with config(r, hash_max_listpack_entries="2"):
+    with overrides(r, hash_max_listpack_entries="2"):
         assert enc(r, "h") == b"listpack"
         assert r.hsetnx("h", "a", "9") == 0       # nothing written: no conversion
         assert enc(r, "h") == b"listpack"

@@ -10,7 +10,12 @@ import random
 import pytest
 import redis
 
-from hs_helpers import Events, Raw, config, port_of
+from ophidis.types import hll
+from support.config import overrides
+from support.notify import KeyspaceEvents
+from support.replication import propagated
+from support.resp import RespConn
+from support.servers import port_of
 
 NOT_HLL = "WRONGTYPE Key is not a valid HyperLogLog string value."
 INVALID = "INVALIDOBJ Corrupted HLL object detected"
@@ -81,7 +86,7 @@ def test_known_element_registers(r):
 def test_sparse_bytes_match_redis_step_by_step(r, ref):
     rng = random.Random(1)
     for max_bytes in (3000, 300, 40):
-        with config(r, hll_sparse_max_bytes=max_bytes), config(ref, hll_sparse_max_bytes=max_bytes):
+        with overrides(r, hll_sparse_max_bytes=max_bytes), overrides(ref, hll_sparse_max_bytes=max_bytes):
             for k in ("a", "b"):
                 r.delete(k)
                 ref.delete(k)
@@ -116,7 +121,7 @@ def test_long_sparse_values_match_redis(r, ref):
     # With a high hll-sparse-max-bytes most registers end up in runs of
     # adjacent VAL opcodes: the split and merge rules all get exercised.
     rng = random.Random(7)
-    with config(r, hll_sparse_max_bytes=60000), config(ref, hll_sparse_max_bytes=60000):
+    with overrides(r, hll_sparse_max_bytes=60000), overrides(ref, hll_sparse_max_bytes=60000):
         for n in (3000, 12000, 30000):
             r.delete("h")
             ref.delete("h")
@@ -133,7 +138,7 @@ def test_long_sparse_values_match_redis(r, ref):
 def test_promotion_boundary_one_element_at_a_time(r, ref):
     rng = random.Random(8)
     for max_bytes in range(18, 48):
-        with config(r, hll_sparse_max_bytes=max_bytes), config(ref, hll_sparse_max_bytes=max_bytes):
+        with overrides(r, hll_sparse_max_bytes=max_bytes), overrides(ref, hll_sparse_max_bytes=max_bytes):
             r.delete("h")
             ref.delete("h")
             while True:
@@ -172,7 +177,7 @@ def test_estimator_on_crafted_dense_values(r, ref):
 
 
 def test_sparse_max_bytes_zero_promotes_on_first_add(r, ref):
-    with config(r, hll_sparse_max_bytes=0), config(ref, hll_sparse_max_bytes=0):
+    with overrides(r, hll_sparse_max_bytes=0), overrides(ref, hll_sparse_max_bytes=0):
         _both(r, ref, "PFADD", "h")
         assert r.execute_command("PFDEBUG", "ENCODING", "h") == b"sparse"
         _both(r, ref, "PFADD", "h", "x")
@@ -318,7 +323,7 @@ def test_pfmerge_into_existing_and_new_keys(r, ref):
 
 
 def test_pfmerge_sparse_destination_promoted_midway(r, ref):
-    with config(r, hll_sparse_max_bytes=200), config(ref, hll_sparse_max_bytes=200):
+    with overrides(r, hll_sparse_max_bytes=200), overrides(ref, hll_sparse_max_bytes=200):
         for c in (r, ref):
             c.pfadd("s1", *["a%d" % i for i in range(40)])
             c.pfadd("s2", *["b%d" % i for i in range(40)])
@@ -396,8 +401,8 @@ def test_corruption_fuzz_matches_redis(r, ref):
 
 
 def _raw_both(r, ref, *args):
-    ours = Raw(port_of(r))
-    theirs = Raw(port_of(ref))
+    ours = RespConn(port_of(r))
+    theirs = RespConn(port_of(ref))
     try:
         a = ours.call(*args)
         assert a == theirs.call(*args), args
@@ -448,8 +453,8 @@ def test_pfselftest(r):
 def test_resp3_replies(r, ref):
     for c in (r, ref):
         c.pfadd("h", "a", "b", "c")
-    ours = Raw(port_of(r))
-    theirs = Raw(port_of(ref))
+    ours = RespConn(port_of(r))
+    theirs = RespConn(port_of(ref))
     try:
         for c in (ours, theirs):
             c.call("HELLO", "3")
@@ -467,7 +472,7 @@ def test_resp3_replies(r, ref):
 # ---------------------------------------------------------------------------
 def test_keyspace_notifications(r):
     r.config_set("notify-keyspace-events", "KEA")
-    ev = Events(r)
+    ev = KeyspaceEvents(r)
     try:
         r.pfadd("h", "a")
         r.pfadd("h", "a")            # no change: no event
@@ -484,9 +489,7 @@ def test_keyspace_notifications(r):
     ]
 
 
-def test_replication_stream_matches_redis(server, r, redis_server, ref):
-    from test_replication import Stream
-
+def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
     def workload(c):
         c.pfadd("h", "a", "b")
         c.pfcount("h")               # stale cache: written back, propagated
@@ -498,24 +501,9 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref):
         c.execute_command("PFDEBUG", "ENCODING", "m")
         c.set("last", "1")
 
-    def run(port, c):
-        c.flushall()
-        s = Stream(port)
-        try:
-            workload(c)
-            out = []
-            while True:
-                cmd = s.read_command()
-                out.append([cmd[0].lower()] + cmd[1:])
-                if out[-1][0] == b"set":
-                    return out
-        finally:
-            s.close()
-
-    ref.config_set("repl-diskless-sync", "no")
-    ref.config_set("repl-ping-replica-period", 3600)
-    theirs = run(redis_server.port, ref)
-    ours = run(server.port, r)
+    config(ref, repl_diskless_sync="no", repl_ping_replica_period=3600)
+    theirs = propagated(redis_server.port, ref, workload, lower=True)
+    ours = propagated(server.port, r, workload, lower=True)
     assert ours == theirs
     assert [b"pfcount", b"h"] in ours and ours.count([b"pfcount", b"h"]) == 1
 
@@ -523,7 +511,6 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref):
 def test_batch_hashing_equals_one_by_one():
     """pat_lens (all elements of one length hashed at once in the lanes of
     big integers) gives what MurmurHash64A gives element by element."""
-    from ophidis.types import hll
     rng = random.Random(10)
     # MurmurHash64A("a") = known value (seed 0xadc83b19), register 12711, run 2
     assert hll.pat_len(b"a") == (12711, 2)
@@ -544,7 +531,6 @@ def test_val_split_at_the_promotion_boundary(r, ref, where):
     """A hand-made sparse HLL with a run of 4 registers of value 1 around
     the register of an element whose run length is 2: splitting the run
     needs 1 or 2 more bytes, exactly at or just past hll-sparse-max-bytes."""
-    from ophidis.types import hll
     i = 0
     while True:
         ele = b"e%d" % i
@@ -557,7 +543,7 @@ def test_val_split_at_the_promotion_boundary(r, ref, where):
     value = b"HYLL\x01\x00\x00\x00" + b"\x00" * 7 + b"\x80" + body
     delta = 2 if where == "middle" else 1
     for max_bytes in (len(value) + delta - 1, len(value) + delta):
-        with config(r, hll_sparse_max_bytes=max_bytes), config(ref, hll_sparse_max_bytes=max_bytes):
+        with overrides(r, hll_sparse_max_bytes=max_bytes), overrides(ref, hll_sparse_max_bytes=max_bytes):
             for c in (r, ref):
                 c.set("h", value)
             assert _both(r, ref, "PFADD", "h", ele) == 1

@@ -1,6 +1,6 @@
 """List commands and the blocking list commands, over real sockets.
 
-Replies are checked byte for byte through ``Raw`` connections (RESP2 and
+Replies are checked byte for byte through ``RespConn`` connections (RESP2 and
 RESP3), semantics against a Python model, and a random command sequence is
 compared with Debian's redis-server 7.0 (the ``ref`` fixture).
 """
@@ -8,137 +8,23 @@ compared with Debian's redis-server 7.0 (the ``ref`` fixture).
 from __future__ import annotations
 
 import random
-import socket
 import time
 
 import pytest
 
-from conftest import raw_connect
+from support.inprocess import Events, FakeClient
+from support.notify import KeyspaceEvents
+from support.resp import RespConn, array, bulk, encode
+from support.wait import wait_until
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 SYNTAX = b"-ERR syntax error\r\n"
 NOT_INT = b"-ERR value is not an integer or out of range\r\n"
 
 
-# ---------------------------------------------------------------------------
-# Raw RESP connection: exact reply bytes
-# ---------------------------------------------------------------------------
-def _line_end(buf, pos):
-    i = buf.find(b"\r\n", pos)
-    return None if i < 0 else i
-
-
-def _reply_end(buf, pos=0):
-    """End offset of the complete reply starting at pos, None if incomplete."""
-    if pos >= len(buf):
-        return None
-    t = buf[pos:pos + 1]
-    le = _line_end(buf, pos)
-    if le is None:
-        return None
-    if t in b"+-:_,#(":
-        return le + 2
-    if t in b"$=!":
-        n = int(buf[pos + 1:le])
-        if n < 0:
-            return le + 2
-        end = le + 2 + n + 2
-        return end if end <= len(buf) else None
-    if t in b"*~>%|":
-        n = int(buf[pos + 1:le])
-        if n < 0:
-            return le + 2
-        if t in b"%|":
-            n *= 2
-        p = le + 2
-        for _ in range(n):
-            p = _reply_end(buf, p)
-            if p is None:
-                return None
-        return p
-    raise AssertionError("bad reply %r" % buf[pos:pos + 40])
-
-
-def encode(*args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = b"%d" % a
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-class Raw:
-    def __init__(self, port):
-        self.sock = raw_connect(port)
-        self.buf = b""
-
-    def send(self, *args):
-        self.sock.sendall(encode(*args))
-
-    def read(self, timeout=10.0) -> bytes:
-        self.sock.settimeout(timeout)
-        while True:
-            end = _reply_end(self.buf)
-            if end is not None:
-                out, self.buf = self.buf[:end], self.buf[end:]
-                return out
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError("closed")
-            self.buf += data
-
-    def __call__(self, *args) -> bytes:
-        self.send(*args)
-        return self.read()
-
-    def pending(self, wait=0.3) -> bool:
-        """True if no reply arrives within wait seconds (still blocked)."""
-        try:
-            self.read(timeout=wait)
-        except socket.timeout:
-            return True
-        return False
-
-    def close(self):
-        self.sock.close()
-
-
-@pytest.fixture
-def raw(server, r):
-    conns = []
-
-    def make():
-        c = Raw(server.port)
-        conns.append(c)
-        return c
-
-    c = make()
-    c.new = make
-    yield c
-    for x in conns:
-        x.close()
-
-
-def bulk(x):
-    if isinstance(x, str):
-        x = x.encode()
-    return b"$%d\r\n%s\r\n" % (len(x), x)
-
-
-def barr(*items):
-    return b"*%d\r\n" % len(items) + b"".join(bulk(i) for i in items)
-
-
 def wait_blocked(r, n, timeout=5.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if r.info("clients")["blocked_clients"] == n:
-            return
-        time.sleep(0.01)
-    raise AssertionError("blocked_clients never reached %d (%s)" % (n, r.info("clients")["blocked_clients"]))
+    wait_until(lambda: r.info("clients")["blocked_clients"] == n, timeout, 0.01,
+               what="blocked_clients to reach %d" % n)
 
 
 # ---------------------------------------------------------------------------
@@ -205,16 +91,16 @@ def test_pop_single(r, raw):
 
 def test_pop_count(r, raw):
     r.rpush("l", *"abcdef")
-    assert raw("LPOP", "l", "2") == barr("a", "b")
-    assert raw("RPOP", "l", "2") == barr("f", "e")
+    assert raw("LPOP", "l", "2") == array("a", "b")
+    assert raw("RPOP", "l", "2") == array("f", "e")
     assert raw("LPOP", "l", "0") == b"*0\r\n"
     assert r.lrange("l", 0, -1) == [b"c", b"d"]
-    assert raw("RPOP", "l", "10") == barr("d", "c")
+    assert raw("RPOP", "l", "10") == array("d", "c")
     assert r.exists("l") == 0
     assert raw("LPOP", "l", "2") == b"*-1\r\n"
     assert raw("LPOP", "l", "0") == b"*-1\r\n"
     r.rpush("l", "x")
-    assert raw("LPOP", "l", "5") == barr("x")
+    assert raw("LPOP", "l", "5") == array("x")
     assert r.exists("l") == 0
 
 
@@ -241,7 +127,7 @@ def test_pop_resp3_nulls(r, raw):
     assert raw("BLPOP", "nokey", "0.01") == b"_\r\n"
     assert raw("BLMOVE", "nokey", "d", "LEFT", "LEFT", "0.01") == b"_\r\n"
     r.rpush("l", "a", "b")
-    assert raw("LPOP", "l", "2") == barr("a", "b")
+    assert raw("LPOP", "l", "2") == array("a", "b")
 
 
 # ---------------------------------------------------------------------------
@@ -474,10 +360,10 @@ def test_rpoplpush(r, raw):
 def test_lmpop(r, raw):
     r.rpush("k2", "a", "b", "c")
     r.rpush("k3", "x")
-    assert raw("LMPOP", "3", "k1", "k2", "k3", "LEFT") == b"*2\r\n" + bulk("k2") + barr("a")
-    assert raw("LMPOP", "2", "k2", "k3", "RIGHT", "COUNT", "10") == b"*2\r\n" + bulk("k2") + barr("c", "b")
+    assert raw("LMPOP", "3", "k1", "k2", "k3", "LEFT") == b"*2\r\n" + bulk("k2") + array("a")
+    assert raw("LMPOP", "2", "k2", "k3", "RIGHT", "COUNT", "10") == b"*2\r\n" + bulk("k2") + array("c", "b")
     assert r.exists("k2") == 0
-    assert raw("LMPOP", "2", "k2", "k3", "left", "count", "1") == b"*2\r\n" + bulk("k3") + barr("x")
+    assert raw("LMPOP", "2", "k2", "k3", "left", "count", "1") == b"*2\r\n" + bulk("k3") + array("x")
     assert raw("LMPOP", "2", "k2", "k3", "LEFT") == b"*-1\r\n"
 
 
@@ -565,8 +451,8 @@ def test_hundred_thousand_elements(r, raw):
 # ---------------------------------------------------------------------------
 def test_blpop_immediate(r, raw):
     r.rpush("k2", "a", "b")
-    assert raw("BLPOP", "k1", "k2", "0") == barr("k2", "a")
-    assert raw("BRPOP", "k1", "k2", "0") == barr("k2", "b")
+    assert raw("BLPOP", "k1", "k2", "0") == array("k2", "a")
+    assert raw("BRPOP", "k1", "k2", "0") == array("k2", "b")
     assert r.exists("k2") == 0
 
 
@@ -574,7 +460,7 @@ def test_blpop_served_by_push(r, raw):
     raw.send("BLPOP", "k1", "k2", "0")
     wait_blocked(r, 1)
     assert r.rpush("k2", "v1", "v2") == 2
-    assert raw.read() == barr("k2", "v1")
+    assert raw.read() == array("k2", "v1")
     assert r.lrange("k2", 0, -1) == [b"v2"]
     wait_blocked(r, 0)
 
@@ -583,21 +469,21 @@ def test_brpop_served_by_lpush(r, raw):
     raw.send("BRPOP", "k", "0")
     wait_blocked(r, 1)
     r.lpush("k", "a", "b", "c")     # list is c b a
-    assert raw.read() == barr("k", "a")
+    assert raw.read() == array("k", "a")
     assert r.lrange("k", 0, -1) == [b"c", b"b"]
 
 
-def test_blocked_clients_fifo(r, raw):
-    conns = [raw.new() for _ in range(3)]
+def test_blocked_clients_fifo(r, raw, connect):
+    conns = [connect() for _ in range(3)]
     for i, c in enumerate(conns):
         c.send("BLPOP", "q", "0")
         wait_blocked(r, i + 1)
     r.rpush("q", "1")
-    assert conns[0].read() == barr("q", "1")
-    assert conns[1].pending() and conns[2].pending()
+    assert conns[0].read() == array("q", "1")
+    assert conns[1].nothing_within(0.3) and conns[2].nothing_within(0.3)
     r.rpush("q", "2", "3", "4")
-    assert conns[1].read() == barr("q", "2")
-    assert conns[2].read() == barr("q", "3")
+    assert conns[1].read() == array("q", "2")
+    assert conns[2].read() == array("q", "3")
     assert r.lrange("q", 0, -1) == [b"4"]
     wait_blocked(r, 0)
 
@@ -621,11 +507,11 @@ def test_blpop_timeout(r, raw):
 def test_timeout_zero_blocks_forever(r, raw):
     raw.send("BLPOP", "k", "0")
     wait_blocked(r, 1)
-    assert raw.pending(1.2)
+    assert raw.nothing_within(1.2)
     assert r.info("clients")["blocked_clients"] == 1
     assert "b" in [c for c in r.client_list() if c["cmd"] == "blpop"][0]["flags"]
     r.rpush("k", "late")
-    assert raw.read() == barr("k", "late")
+    assert raw.read() == array("k", "late")
 
 
 def test_timeout_errors(r, raw):
@@ -647,35 +533,35 @@ def test_timeout_errors(r, raw):
     # the timeout is parsed first, even when data is available
     r.rpush("k", "a")
     assert raw("BLPOP", "k", "-1") == neg
-    assert raw("BLPOP", "k", "0x0.1") == barr("k", "a")
+    assert raw("BLPOP", "k", "0x0.1") == array("k", "a")
     wait_blocked(r, 0)
 
 
-def test_push_in_multi_serves_after_exec(r, raw):
+def test_push_in_multi_serves_after_exec(r, raw, connect):
     raw.send("BLPOP", "k", "0")
     wait_blocked(r, 1)
-    w = raw.new()
+    w = connect()
     assert w("MULTI") == b"+OK\r\n"
     assert w("RPUSH", "k", "a", "b") == b"+QUEUED\r\n"
     assert w("LRANGE", "k", "0", "-1") == b"+QUEUED\r\n"
     assert w("RPUSH", "k", "c") == b"+QUEUED\r\n"
     # the blocked client is not served in the middle of the transaction
-    assert w("EXEC") == b"*3\r\n:2\r\n" + barr("a", "b") + b":3\r\n"
-    assert raw.read() == barr("k", "a")
+    assert w("EXEC") == b"*3\r\n:2\r\n" + array("a", "b") + b":3\r\n"
+    assert raw.read() == array("k", "a")
     assert r.lrange("k", 0, -1) == [b"b", b"c"]
 
 
-def test_push_and_delete_in_multi_keeps_client_blocked(r, raw):
+def test_push_and_delete_in_multi_keeps_client_blocked(r, raw, connect):
     raw.send("BLPOP", "k", "0")
     wait_blocked(r, 1)
-    w = raw.new()
+    w = connect()
     w("MULTI")
     w("RPUSH", "k", "a")
     w("DEL", "k")
     assert w("EXEC") == b"*2\r\n:1\r\n:1\r\n"
-    assert raw.pending(0.3)
+    assert raw.nothing_within(0.3)
     r.rpush("k", "b")
-    assert raw.read() == barr("k", "b")
+    assert raw.read() == array("k", "b")
 
 
 def test_blocking_commands_inside_multi_do_not_block(r, raw):
@@ -688,7 +574,7 @@ def test_blocking_commands_inside_multi_do_not_block(r, raw):
     raw("MULTI")
     raw("BLPOP", "k", "0")
     raw("BLMOVE", "k", "d", "RIGHT", "LEFT", "0")
-    assert raw("EXEC") == b"*2\r\n" + barr("k", "a") + bulk("c")
+    assert raw("EXEC") == b"*2\r\n" + array("k", "a") + bulk("c")
     assert r.info("clients")["blocked_clients"] == 0
 
 
@@ -713,8 +599,8 @@ def test_client_unblock(r, raw):
     assert r.lrange("k", 0, -1) == [b"x"]
 
 
-def test_disconnect_while_blocked(r, raw):
-    c = raw.new()
+def test_disconnect_while_blocked(r, raw, connect):
+    c = connect()
     c.send("BLPOP", "k", "0")
     wait_blocked(r, 1)
     c.close()
@@ -728,22 +614,22 @@ def test_blmove_served_into_other_list(r, raw):
     raw.send("BLMOVE", "src", "dst", "RIGHT", "LEFT", "0")
     wait_blocked(r, 1)
     r.rpush("dst", "old")
-    assert raw.pending(0.2)     # waiting on src only
+    assert raw.nothing_within(0.2)     # waiting on src only
     r.rpush("src", "a", "b")
     assert raw.read() == bulk("b")
     assert r.lrange("src", 0, -1) == [b"a"]
     assert r.lrange("dst", 0, -1) == [b"b", b"old"]
 
 
-def test_brpoplpush_chain_wakes_client_on_destination(r, raw):
-    other = raw.new()
+def test_brpoplpush_chain_wakes_client_on_destination(r, raw, connect):
+    other = connect()
     raw.send("BRPOPLPUSH", "src", "dst", "0")
     wait_blocked(r, 1)
     other.send("BLPOP", "dst", "0")
     wait_blocked(r, 2)
     r.lpush("src", "v")
     assert raw.read() == bulk("v")
-    assert other.read() == barr("dst", "v")
+    assert other.read() == array("dst", "v")
     assert r.exists("src", "dst") == 0
 
 
@@ -761,9 +647,9 @@ def test_blmpop_served(r, raw):
     raw.send("BLMPOP", "0", "2", "a", "b", "RIGHT", "COUNT", "2")
     wait_blocked(r, 1)
     r.rpush("b", "1", "2", "3")
-    assert raw.read() == b"*2\r\n" + bulk("b") + barr("3", "2")
+    assert raw.read() == b"*2\r\n" + bulk("b") + array("3", "2")
     assert r.lrange("b", 0, -1) == [b"1"]
-    assert raw("BLMPOP", "0", "2", "a", "b", "LEFT", "COUNT", "5") == b"*2\r\n" + bulk("b") + barr("1")
+    assert raw("BLMPOP", "0", "2", "a", "b", "LEFT", "COUNT", "5") == b"*2\r\n" + bulk("b") + array("1")
     assert r.exists("b") == 0
 
 
@@ -771,17 +657,17 @@ def test_key_changes_type_while_blocked(r, raw):
     raw.send("BLPOP", "k", "0")
     wait_blocked(r, 1)
     r.set("k", "str")
-    assert raw.pending(0.2)
+    assert raw.nothing_within(0.2)
     r.delete("k")
     r.rpush("k", "v")
-    assert raw.read() == barr("k", "v")
+    assert raw.read() == array("k", "v")
 
 
 def test_same_key_twice_and_multiple_keys(r, raw):
     raw.send("BLPOP", "k", "k", "other", "0")
     wait_blocked(r, 1)
     r.rpush("other", "x")
-    assert raw.read() == barr("other", "x")
+    assert raw.read() == array("other", "x")
     r.rpush("k", "y")
     time.sleep(0.05)
     assert r.lrange("k", 0, -1) == [b"y"]
@@ -789,27 +675,27 @@ def test_same_key_twice_and_multiple_keys(r, raw):
 
 
 def test_pipelined_commands_after_blocking_command(r, raw):
-    raw.sock.sendall(encode("BLPOP", "k", "0") + encode("SET", "after", "1") + encode("GET", "after"))
+    raw.send_raw(encode("BLPOP", "k", "0") + encode("SET", "after", "1") + encode("GET", "after"))
     wait_blocked(r, 1)
     assert r.get("after") is None
     r.rpush("k", "v")
-    assert raw.read() == barr("k", "v")
+    assert raw.read() == array("k", "v")
     assert raw.read() == b"+OK\r\n"
     assert raw.read() == bulk("1")
 
 
-def test_blocked_clients_info_and_commandstats(r, raw):
+def test_blocked_clients_info_and_commandstats(r, raw, connect):
     r.config_resetstat()
-    conns = [raw.new() for _ in range(2)]
+    conns = [connect() for _ in range(2)]
     conns[0].send("BLPOP", "a", "0")
     conns[1].send("BRPOP", "b", "0")
     wait_blocked(r, 2)
     assert r.info("clients")["blocked_clients"] == 2
     r.rpush("a", "1")
-    assert conns[0].read() == barr("a", "1")
+    assert conns[0].read() == array("a", "1")
     wait_blocked(r, 1)
     r.rpush("b", "2")
-    assert conns[1].read() == barr("b", "2")
+    assert conns[1].read() == array("b", "2")
     wait_blocked(r, 0)
     stats = r.info("commandstats")
     assert stats["cmdstat_blpop"]["calls"] == 1
@@ -822,7 +708,7 @@ def test_resp3_blocking_timeout_reply(r, raw):
     raw.send("BLPOP", "k", "0")
     wait_blocked(r, 1)
     r.rpush("k", "v")
-    assert raw.read() == barr("k", "v")
+    assert raw.read() == array("k", "v")
 
 
 # ---------------------------------------------------------------------------
@@ -871,8 +757,8 @@ def _random_command(rnd):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_differential_against_redis(server, r, ref, redis_server, seed):
-    ours = Raw(server.port)
-    theirs = Raw(redis_server.port)
+    ours = RespConn(server.port)
+    theirs = RespConn(redis_server.port)
     try:
         for c in (ours, theirs):
             assert c("SET", "str", "string") == b"+OK\r\n"
@@ -894,35 +780,21 @@ def test_differential_against_redis(server, r, ref, redis_server, seed):
 # ---------------------------------------------------------------------------
 # Keyspace notifications and dirty counter, in-process, against redis-server
 # ---------------------------------------------------------------------------
-def _ref_events(ref, sub):
-    """Events received so far: a PUBLISH on a matching channel marks the end."""
-    ref.publish("__keyevent@0__:marker", "end")
-    out = []
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        m = sub.get_message(timeout=1.0)
-        if m is None or m["type"] != "pmessage":
-            continue
-        ev = (m["channel"].split(b":", 1)[1], m["data"])
-        if ev == (b"marker", b"end"):
-            return out
-        out.append(ev)
-    raise AssertionError("no marker")
+def _keyevents(sub):
+    """(event, key) of the keyevent messages received so far."""
+    return [(ch.split(b":", 1)[1], key) for ch, key in sub.collect()]
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_notifications_and_dirty_vs_redis(ref, seed):
-    from _inproc import Events, FakeClient
-
+def test_notifications_and_dirty_vs_redis(ref, redis_server, seed):
     fc = FakeClient()
     ref.config_set("notify-keyspace-events", "KEA")
-    sub = ref.pubsub()
-    sub.psubscribe("__keyevent@0__:*")
+    sub = KeyspaceEvents(redis_server.port, "__keyevent@0__:*")
     try:
         rnd = random.Random(1000 + seed)
         for c in (fc.run, ref.execute_command):
             c("SET", "str", "string")
-        assert _ref_events(ref, sub) == [(b"set", b"str")]
+        assert _keyevents(sub) == [(b"set", b"str")]
         for i in range(150):
             cmd = _random_command(rnd)
             if cmd[0].startswith("B"):
@@ -935,7 +807,7 @@ def test_notifications_and_dirty_vs_redis(ref, seed):
                 ref.execute_command(*cmd)
             except Exception:  # noqa: BLE001 - errors are compared elsewhere
                 pass
-            theirs = _ref_events(ref, sub)
+            theirs = _keyevents(sub)
             assert ev.events == theirs, (i, cmd, ev.events, theirs)
             after = ref.info("persistence")["rdb_changes_since_last_save"]
             assert fc.server.dirty - d0 == after - before, (i, cmd)
@@ -950,28 +822,12 @@ def test_notifications_when_serving_blocked_clients_vs_redis(server, r, ref, red
     results = []
     for client, port in ((r, server.port), (ref, redis_server.port)):
         client.config_set("notify-keyspace-events", "KEA")
-        sub = client.pubsub()
-        sub.psubscribe("__keyevent@0__:*")
+        sub = KeyspaceEvents(port, "__keyevent@0__:*")
         events = []
-
-        def collect():
-            client.publish("__keyevent@0__:marker", "end")
-            out = []
-            deadline = time.time() + 10
-            while time.time() < deadline:
-                m = sub.get_message(timeout=1.0)
-                if m is None or m["type"] != "pmessage":
-                    continue
-                ev = (m["channel"].split(b":", 1)[1], m["data"])
-                if ev == (b"marker", b"end"):
-                    return out
-                out.append(ev)
-            raise AssertionError("no marker")
-
-        waiter = Raw(port)
+        waiter = RespConn(port)
         replies = []
         try:
-            collect()
+            _keyevents(sub)
             for cmd, push in ((("BLPOP", "k", "0"), ("RPUSH", "k", "a", "b")),
                               (("BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"), ("RPUSH", "src", "v")),
                               (("BLMPOP", "0", "1", "m", "LEFT", "COUNT", "5"), ("RPUSH", "m", "1", "2"))):
@@ -979,7 +835,7 @@ def test_notifications_when_serving_blocked_clients_vs_redis(server, r, ref, red
                 wait_blocked(client, 1)
                 client.execute_command(*push)
                 replies.append(waiter.read())
-                events.append(collect())
+                events.append(_keyevents(sub))
         finally:
             waiter.close()
             sub.close()

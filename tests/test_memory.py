@@ -10,7 +10,9 @@ import time
 import pytest
 import redis
 
-from conftest import ServerProc
+from support.config import ConfigOverrides
+from support.resp import RespConn
+from support.servers import ServerProc
 
 MAXMEM = 20 << 20
 VAL = b"v" * 1000
@@ -20,8 +22,10 @@ OOM = "command not allowed when used memory > 'maxmemory'."
 @pytest.fixture(scope="module")
 def msrv():
     s = ServerProc(["--maxmemory", "20mb", "--enable-debug-command", "yes"])
-    yield s
-    s.stop()
+    try:
+        yield s
+    finally:
+        s.stop()
 
 
 @pytest.fixture
@@ -32,10 +36,17 @@ def m(msrv):
     c.config_set("maxmemory-policy", "noeviction")
     c.config_set("maxmemory", str(MAXMEM))
     c.config_resetstat()
-    yield c
-    c.config_set("maxmemory", "0")
-    c.flushall()
-    c.close()
+    # what the tests set themselves is set back after each, whatever happens
+    restore = ConfigOverrides()
+    restore.keep(c, "notify-keyspace-events", "latency-monitor-threshold", "lazyfree-lazy-server-del",
+                 "maxmemory-clients")
+    try:
+        yield c
+    finally:
+        c.config_set("maxmemory", "0")
+        restore.restore()
+        c.flushall()
+        c.close()
 
 
 def used(c):
@@ -173,9 +184,9 @@ def test_raw_oom_error_text(m):
         load(m, "k", 23000)
     except redis.exceptions.ResponseError:
         pass
-    s = socket.create_connection(("127.0.0.1", m.connection_pool.connection_kwargs["port"]))
-    s.sendall(b"SET z 1\r\n")
-    buf = s.recv(1000)
+    s = RespConn(m.connection_pool.connection_kwargs["port"])
+    s.send_raw(b"SET z 1\r\n")
+    buf = s.read()
     s.close()
     assert buf == b"-OOM " + OOM.encode() + b"\r\n"
 
@@ -647,14 +658,14 @@ def test_maxmemory_clients_disconnects_the_biggest(m, msrv):
     m.config_set("maxmemory-clients", "4mb")
     try:
         before = m.info("stats")["evicted_clients"]
-        protected = socket.create_connection(("127.0.0.1", msrv.port))
-        protected.sendall(b"CLIENT NO-EVICT on\r\n")
-        assert protected.recv(100) == b"+OK\r\n"
-        hog = socket.create_connection(("127.0.0.1", msrv.port))
+        protected = RespConn(msrv.port)
+        protected.send_raw(b"CLIENT NO-EVICT on\r\n")
+        assert protected.read() == b"+OK\r\n"
+        hog = RespConn(msrv.port)
         # half-sent requests: 3 MB query buffers each, 6 MB in all
         head = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5000000\r\n"
-        protected.sendall(head + b"x" * (3 << 20))
-        hog.sendall(head + b"x" * ((3 << 20) + 1000))
+        protected.send_raw(head + b"x" * (3 << 20))
+        hog.send_raw(head + b"x" * ((3 << 20) + 1000))
         small = msrv.client()
         assert small.ping()
         deadline = time.time() + 5
@@ -662,12 +673,10 @@ def test_maxmemory_clients_disconnects_the_biggest(m, msrv):
             time.sleep(0.05)
         time.sleep(0.3)
         assert m.info("stats")["evicted_clients"] == before + 1
-        hog.settimeout(2)
-        assert hog.recv(100) == b""              # closed by the server
+        assert hog.read_until_closed(2) == b""   # closed by the server
         assert small.ping()                       # small clients stay
-        protected.sendall(b"x" * (5000000 - (3 << 20)) + b"\r\n")
-        protected.settimeout(5)
-        assert protected.recv(100) == b"+OK\r\n"  # the no-evict client survived
+        protected.send_raw(b"x" * (5000000 - (3 << 20)) + b"\r\n")
+        assert protected.read(5) == b"+OK\r\n"  # the no-evict client survived
         assert m.strlen("k") == 5000000
         hog.close()
         protected.close()

@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+from support.notify import KeyspaceEvents
+
 
 class Events:
     """A redis-py pubsub listening to every keyspace/keyevent channel."""
@@ -54,12 +56,11 @@ def events(server, r):
 @pytest.mark.parametrize("flags", ["K", "E", "g", "$", "l", "s", "h", "z", "x", "e", "t", "m", "d", "n",
                                    "A", "KEA", "AKE", "Kg$", "Elshzxetdn", "Ag", "gAm", "KEg$lshzxetd",
                                    "nKE", "mKE", "Km", "$lg", "KEA$n", ""])
-def test_config_roundtrip_matches_redis(r, ref, flags):
-    r.config_set("notify-keyspace-events", flags)
-    ref.config_set("notify-keyspace-events", flags)
+def test_config_roundtrip_matches_redis(r, ref, flags, config):
+    config(r, notify_keyspace_events=flags)
+    config(ref, notify_keyspace_events=flags)
     got = r.config_get("notify-keyspace-events")["notify-keyspace-events"]
     assert got == ref.config_get("notify-keyspace-events")["notify-keyspace-events"]
-    ref.config_set("notify-keyspace-events", "")
 
 
 def test_config_rendering_examples(r):
@@ -219,33 +220,24 @@ def test_keymiss_event(events, r):
     e.none()
 
 
-def _no_active_expiry(r, start_server):
-    """A client on a server whose active expiry will not interfere: DEBUG
-    SET-ACTIVE-EXPIRE 0 when available, else a server with hz 1 (the key
-    is then read long before the next cycle, most of the time)."""
+@pytest.fixture
+def no_active_expiry(r):
+    """The session server with active expiry off for the test (DEBUG
+    SET-ACTIVE-EXPIRE 0): an expired key is deleted by the lookup only."""
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
     try:
-        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
-        return r, lambda: r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
-    except Exception:  # noqa: BLE001 - DEBUG not implemented yet
-        srv = start_server("--hz", "1")
-        return srv, lambda: None
-
-
-def test_expired_event_lazy(events, server, r, start_server):
-    target, restore = _no_active_expiry(r, start_server)
-    try:
-        if hasattr(target, "port"):
-            c = target.client()
-            e = Events(target, "KEx", c)
-        else:
-            c = r
-            e = events("KEx")
-        c.set("lazy", "v", px=30)
-        time.sleep(0.06)
-        assert c.get("lazy") is None
-        assert e.get(2) == [("__keyspace@0__:lazy", "expired"), ("__keyevent@0__:expired", "lazy")]
+        yield r
     finally:
-        restore()
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+def test_expired_event_lazy(events, no_active_expiry):
+    c = no_active_expiry
+    e = events("KEx")
+    c.set("lazy", "v", px=30)
+    time.sleep(0.06)
+    assert c.get("lazy") is None
+    assert e.get(2) == [("__keyspace@0__:lazy", "expired"), ("__keyevent@0__:expired", "lazy")]
 
 
 def test_expired_event_active(events, r):
@@ -256,65 +248,47 @@ def test_expired_event_active(events, r):
     assert r.exists("active") == 0
 
 
-def test_overwriting_expired_key_sends_expired_then_new(events, r, start_server):
-    target, restore = _no_active_expiry(r, start_server)
-    try:
-        if hasattr(target, "port"):
-            c = target.client()
-            e = Events(target, "Ex$n", c)
-        else:
-            c = r
-            e = events("Ex$n")
-        c.set("k", "v", px=30)
-        assert e.get(2) == [("__keyevent@0__:new", "k"), ("__keyevent@0__:set", "k")]
-        time.sleep(0.06)
-        c.set("k", "w")
-        assert e.get(3) == [("__keyevent@0__:expired", "k"), ("__keyevent@0__:new", "k"),
-                            ("__keyevent@0__:set", "k")]
-    finally:
-        restore()
+def test_overwriting_expired_key_sends_expired_then_new(events, no_active_expiry):
+    c = no_active_expiry
+    e = events("Ex$n")
+    c.set("k", "v", px=30)
+    assert e.get(2) == [("__keyevent@0__:new", "k"), ("__keyevent@0__:set", "k")]
+    time.sleep(0.06)
+    c.set("k", "w")
+    assert e.get(3) == [("__keyevent@0__:expired", "k"), ("__keyevent@0__:new", "k"),
+                        ("__keyevent@0__:set", "k")]
 
 
-def test_events_match_redis(server, redis_server, r, ref):
+def test_events_match_redis(server, redis_server, r, ref, config):
     """The same command sequence yields the same events on Redis."""
     def run(srv, client):
-        client.config_set("notify-keyspace-events", "KEA")
-        c = srv.client()
-        p = c.pubsub()
-        p.psubscribe("__key*__:*")
-        p.get_message(timeout=2)
-        client.set("a", "1")
-        client.set("a", "2", ex=100)
-        client.append("a", "x")
-        client.setrange("a", 0, "q")
-        client.incr("n")
-        client.incrbyfloat("n", "0.5")
-        client.rename("a", "b")
-        client.persist("b")
-        client.expire("b", 10)
-        client.copy("b", "c")
-        client.getdel("c")
-        client.getex("b", persist=True)
-        client.delete("b", "n")
-        client.msetnx({"x": "1", "y": "2"})
-        client.unlink("x")
-        client.psetex("y", 100000, "z")
-        out = []
-        deadline = time.time() + 3
-        while time.time() < deadline:
-            m = p.get_message(timeout=0.3)
-            if m is None:
-                break
-            if m["type"] == "pmessage":
-                out.append((m["channel"], m["data"]))
-        client.config_set("notify-keyspace-events", "")
-        p.close()
-        c.close()
-        return out
+        config(client, notify_keyspace_events="KEA")
+        with KeyspaceEvents(srv.port) as ev:
+            _events_workload(client)
+            return ev.collect()
     ours = run(server, r)
     theirs = run(redis_server, ref)
     assert ours == theirs
     assert len(ours) > 30
+
+
+def _events_workload(client):
+    client.set("a", "1")
+    client.set("a", "2", ex=100)
+    client.append("a", "x")
+    client.setrange("a", 0, "q")
+    client.incr("n")
+    client.incrbyfloat("n", "0.5")
+    client.rename("a", "b")
+    client.persist("b")
+    client.expire("b", 10)
+    client.copy("b", "c")
+    client.getdel("c")
+    client.getex("b", persist=True)
+    client.delete("b", "n")
+    client.msetnx({"x": "1", "y": "2"})
+    client.unlink("x")
+    client.psetex("y", 100000, "z")
 
 
 # Key-creating commands of every family (each fires "new" through db.add/set_key).
@@ -338,30 +312,17 @@ _CREATING = [
 
 
 @pytest.mark.parametrize("flags", ["KEA", "KEAn", "En"])
-def test_new_event_every_type_matches_redis(server, redis_server, r, ref, flags):
+def test_new_event_every_type_matches_redis(server, redis_server, r, ref, flags, config):
     def run(srv, client):
-        client.config_set("notify-keyspace-events", flags)
-        c = srv.client()
-        p = c.pubsub()
-        p.psubscribe("__key*__:*")
-        p.get_message(timeout=2)
+        config(client, notify_keyspace_events=flags)
         out = []
-        for cmd in _CREATING + [["RESTORE", "rs", "0", None]]:
-            if cmd[0] == "RESTORE":
-                cmd[3] = client.dump("s")
-            client.execute_command(*cmd)
-            client.execute_command("PING")
-            got = []
-            while True:
-                m = p.get_message(timeout=0.2)
-                if m is None:
-                    break
-                if m["type"] == "pmessage":
-                    got.append((m["channel"], m["data"]))
-            out.append((cmd[0], got))
-        client.config_set("notify-keyspace-events", "")
-        p.close()
-        c.close()
+        with KeyspaceEvents(srv.port) as ev:
+            for cmd in _CREATING + [["RESTORE", "rs", "0", None]]:
+                if cmd[0] == "RESTORE":
+                    cmd[3] = client.dump("s")
+                client.execute_command(*cmd)
+                client.execute_command("PING")
+                out.append((cmd[0], ev.collect()))
         return out
     ours = run(server, r)
     theirs = run(redis_server, ref)

@@ -1,19 +1,22 @@
 """RESP parsing, inline commands, pipelining and protocol errors over raw sockets."""
 
+import random
 import socket
+import subprocess
+import time
 
+import hiredis
 import pytest
 
-from conftest import raw_connect, read_reply
+from ophidis import client as client_mod
+from ophidis.protocol import ProtocolError, check_partial, parse_request
+from support.resp import RespConn, encode, exchange
 from ophidis.sysinfo import REDIS_VERSION
 
 
 def send(server, data: bytes) -> bytes:
-    s = raw_connect(server.port)
-    s.sendall(data)
-    out = read_reply(s)
-    s.close()
-    return out
+    """Everything the server replies to data on a new connection."""
+    return exchange(server.port, data)
 
 
 def test_ping_multibulk(server):
@@ -25,18 +28,15 @@ def test_inline_ping(server):
 
 
 def test_inline_quoted_arguments(server):
-    s = raw_connect(server.port)
-    s.sendall(b'SET "inline key" "a\\x41\\nb"\r\nGET "inline key"\r\nDEL "inline key"\r\n')
-    out = read_reply(s)
+    out = send(server, b'SET "inline key" "a\\x41\\nb"\r\nGET "inline key"\r\nDEL "inline key"\r\n')
     assert out == b"+OK\r\n$4\r\naA\nb\r\n:1\r\n"
 
 
 def test_inline_unbalanced_quotes_closes(server):
-    s = raw_connect(server.port)
-    s.sendall(b'SET "foo bar\r\n')
-    out = read_reply(s)
-    assert out == b"-ERR Protocol error: unbalanced quotes in request\r\n"
-    assert s.recv(10) == b""  # closed
+    s = RespConn(server.port)
+    s.send_raw(b'SET "foo bar\r\n')
+    out = s.read_until_closed()
+    assert out == b"-ERR Protocol error: unbalanced quotes in request\r\n"  # and closed
 
 
 def test_pipeline_many_in_one_write(server):
@@ -56,30 +56,11 @@ def test_mixed_multibulk_then_inline(server):
 
 
 def test_request_split_byte_by_byte(server):
-    s = raw_connect(server.port)
+    s = RespConn(server.port)
     req = b"*3\r\n$3\r\nSET\r\n$3\r\nabc\r\n$5\r\nhello\r\n*2\r\n$3\r\nGET\r\n$3\r\nabc\r\n"
     for i in range(len(req)):
-        s.sendall(req[i:i + 1])
-    out = b""
-    s.settimeout(5)
-    while len(out) < len(b"+OK\r\n$5\r\nhello\r\n"):
-        out += s.recv(100)
-    assert out == b"+OK\r\n$5\r\nhello\r\n"
-
-
-def _enc(*args):
-    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
-
-
-def _recv_exact(s, n):
-    s.settimeout(5)
-    out = b""
-    while len(out) < n:
-        more = s.recv(n - len(out))
-        if not more:
-            break
-        out += more
-    return out
+        s.send_raw(req[i:i + 1])
+    assert s.quit_and_read() == b"+OK\r\n$5\r\nhello\r\n"
 
 
 @pytest.mark.parametrize("cut_args", [3, 4, 5, 6])
@@ -88,16 +69,15 @@ def test_read_ending_inside_a_request_like_the_last_one(server, r, cut_args):
     the last argument of the previous (complete) request: the server must
     not take the read for a request boundary."""
     r.delete("pc:1", "pc:2")
-    first = _enc(b"HSET", b"pc:1", b"f", b"v")
+    first = encode(b"HSET", b"pc:1", b"f", b"v")
     second_args = [b"HSET", b"pc:2", b"a", b"v", b"b", b"v", b"c", b"v"]
-    second = _enc(*second_args)
-    cut = len(_enc(*second_args[:cut_args])) - len(b"*%d\r\n" % cut_args) + len(b"*%d\r\n" % len(second_args))
-    s = raw_connect(server.port)
-    s.sendall(first + second[:cut])
-    assert _recv_exact(s, 4) == b":1\r\n"      # the first chunk was read and run
-    s.sendall(second[cut:])
-    assert _recv_exact(s, 4) == b":3\r\n"
-    s.close()
+    second = encode(*second_args)
+    cut = len(encode(*second_args[:cut_args])) - len(b"*%d\r\n" % cut_args) + len(b"*%d\r\n" % len(second_args))
+    s = RespConn(server.port)
+    s.send_raw(first + second[:cut])
+    assert s.read() == b":1\r\n"      # the first chunk was read and run
+    s.send_raw(second[cut:])
+    assert s.quit_and_read() == b":3\r\n"
     assert r.hgetall("pc:2") == {b"a": b"v", b"b": b"v", b"c": b"v"}
 
 
@@ -105,8 +85,6 @@ def test_random_read_boundaries_in_big_pipelines(server, r):
     """Pipelines of multi-argument requests cut at random points (reads
     end anywhere, often after an argument equal to the last one of the
     previous request) give the same replies as one write."""
-    import random
-    import time
     rnd = random.Random(7)
     for trial in range(8):
         key = b"rb:%d" % trial
@@ -116,30 +94,29 @@ def test_random_read_boundaries_in_big_pipelines(server, r):
             args = [b"HSET", key]
             for i in range(rnd.randrange(1, 400)):
                 args += [b"f:%d:%d" % (j, i), b"v"]
-            reqs.append(_enc(*args))
+            reqs.append(encode(*args))
         data = b"".join(reqs)
-        s = raw_connect(server.port)
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s = RespConn(server.port)
+        s.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         pos = 0
         while pos < len(data):
             k = rnd.choice([1, 3, 7, 9, 100, 1000, 5000])
-            s.sendall(data[pos:pos + k])
+            s.send_raw(data[pos:pos + k])
             pos += k
             if rnd.random() < 0.2:
                 time.sleep(0.001)
-        out = read_reply(s)
-        s.close()
+        out = s.quit_and_read()
         assert out.count(b"\r\n") == 4 and not out.startswith(b"-") and b"-" not in out, out[:200]
         assert r.hlen(key) == sum(int(x[1:]) for x in out.split(b"\r\n")[:4])
 
 
 def test_large_value_in_pieces(server, r):
-    s = raw_connect(server.port)
+    s = RespConn(server.port)
     val = b"x" * 3_000_000
     req = b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n%s\r\n" % (len(val), val)
     for i in range(0, len(req), 65536):
-        s.sendall(req[i:i + 65536])
-    assert read_reply(s) == b"+OK\r\n"
+        s.send_raw(req[i:i + 65536])
+    assert s.quit_and_read() == b"+OK\r\n"
     assert r.strlen("big") == len(val)
 
 
@@ -153,29 +130,28 @@ def test_large_value_in_pieces(server, r):
     (b"*blabla\r\n", b"-ERR Protocol error: invalid multibulk length\r\n"),
 ])
 def test_protocol_errors_close_connection(server, data, err):
-    s = raw_connect(server.port)
-    s.sendall(data)
-    out = read_reply(s)
-    assert out == err
-    assert s.recv(10) == b""
+    s = RespConn(server.port)
+    s.send_raw(data)
+    out = s.read_until_closed()
+    assert out == err                       # and the connection is closed
     # the server is still fine
     assert send(server, b"PING\r\n") == b"+PONG\r\n"
 
 
 def test_too_big_inline_request(server):
-    s = raw_connect(server.port)
+    s = RespConn(server.port)
     try:
-        s.sendall(b"a" * (70 * 1024))
+        s.send_raw(b"a" * (70 * 1024))
     except OSError:
         pass
-    out = read_reply(s)
+    out = s.read()
     assert out == b"-ERR Protocol error: too big inline request\r\n"
 
 
 def test_too_big_mbulk_count_string(server):
-    s = raw_connect(server.port)
-    s.sendall(b"*" + b"1" * (70 * 1024))
-    assert read_reply(s) == b"-ERR Protocol error: too big mbulk count string\r\n"
+    s = RespConn(server.port)
+    s.send_raw(b"*" + b"1" * (70 * 1024))
+    assert s.read() == b"-ERR Protocol error: too big mbulk count string\r\n"
 
 
 def test_negative_and_empty_multibulk_ignored(server):
@@ -200,23 +176,21 @@ def test_unknown_subcommand(server):
 
 
 def test_resp3_hello(server):
-    s = raw_connect(server.port)
-    s.sendall(b"HELLO 3\r\n")
-    out = read_reply(s)
+    s = RespConn(server.port)
+    s.send_raw(b"HELLO 3\r\n")
+    out = s.read()
     assert out.startswith(b"%%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$%d\r\n%s\r\n" % (
         len(REDIS_VERSION), REDIS_VERSION.encode()))
-    s.sendall(b"GET nosuchkey\r\n")
-    assert read_reply(s) == b"_\r\n"
+    s.send_raw(b"GET nosuchkey\r\n")
+    assert s.quit_and_read() == b"_\r\n"
 
 
 def test_redis_cli_inline(server):
-    import subprocess
     out = subprocess.run(["redis-cli", "-p", str(server.port), "PING"], capture_output=True, text=True)
     assert out.stdout.strip() == "PONG"
 
 
 def _outcome(fn):
-    from ophidis.protocol import ProtocolError
     try:
         return fn()
     except ProtocolError as e:
@@ -226,9 +200,6 @@ def _outcome(fn):
 def test_check_partial_resumes_like_a_full_parse():
     """check_partial, fed a request in growing prefixes and resuming from
     its state, decides each prefix as parse_request decides it alone."""
-    import random
-
-    from ophidis.protocol import check_partial, parse_request
     rng = random.Random(11)
     pieces = [b"*3\r\n", b"$3\r\nSET\r\n", b"$1\r\nk\r\n", b"$5\r\nvalue\r\n", b"*2\r\n$4\r\nECHO\r\n",
               b"$20000\r\n" + b"x" * 20000 + b"\r\n", b"$-1\r\n", b"$+3\r\nabc\r\n", b"%3\r\n",
@@ -254,12 +225,11 @@ def test_check_partial_resumes_like_a_full_parse():
 
 def test_big_request_in_many_reads(server, r):
     args = [b"SADD", b"bigset"] + [b"%.15f" % (i * 1.2345) for i in range(60000)]
-    data = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
-    s = raw_connect(server.port)
+    data = encode(*args)
+    s = RespConn(server.port)
     for i in range(0, len(data), 8192):
-        s.sendall(data[i:i + 8192])
-    assert read_reply(s) == b":60000\r\n"
-    s.close()
+        s.send_raw(data[i:i + 8192])
+    assert s.quit_and_read() == b":60000\r\n"
     assert r.scard("bigset") == 60000
 
 
@@ -267,9 +237,6 @@ def test_partial_request_check_resumes(monkeypatch):
     """While hiredis holds an incomplete request, each read checks only what
     is new (a request arriving in many reads used to be parsed again from
     its first byte at every read: quadratic)."""
-    import hiredis
-
-    from ophidis import client as client_mod
     calls = []
     real = client_mod.check_partial
 
@@ -294,7 +261,7 @@ def test_partial_request_check_resumes(monkeypatch):
     c.close_after_reply = False
     c.authenticated = True
     args = [b"SADD", b"s"] + [b"m%d" % i for i in range(2000)]
-    data = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+    data = encode(*args)
     pieces = [data[i:i + 1000] for i in range(0, len(data) - 1, 1000)]
     for piece in pieces[:-1]:
         start = c.pend

@@ -8,62 +8,15 @@ import time
 import pytest
 import redis
 
-from conftest import raw_connect, read_reply
+from ophidis import util
+from support.servers import SRC
+from support.resp import RespConn, encode, exchange
+from support.wait import wait_until
 
 
-def cmd(*args) -> bytes:
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-def raw(port, *cmds, wait=0.2) -> bytes:
-    s = raw_connect(port)
-    s.sendall(b"".join(cmds))
-    time.sleep(wait)
-    out = read_reply(s, timeout=2)
-    s.close()
-    return out
-
-
-class Sub:
-    """A raw-socket subscriber for exact byte checks."""
-
-    def __init__(self, port):
-        self.s = raw_connect(port)
-        self.buf = b""
-
-    def send(self, *args):
-        self.s.sendall(cmd(*args))
-
-    def read_exact(self, expected: bytes, timeout=5.0):
-        deadline = time.time() + timeout
-        while len(self.buf) < len(expected) and time.time() < deadline:
-            self.s.settimeout(max(0.01, deadline - time.time()))
-            try:
-                d = self.s.recv(65536)
-            except socket.timeout:
-                break
-            if not d:
-                break
-            self.buf += d
-        got, self.buf = self.buf[:len(expected)], self.buf[len(expected):]
-        assert got == expected
-        return got
-
-    def nothing(self, wait=0.2):
-        time.sleep(wait)
-        self.s.settimeout(0.05)
-        try:
-            d = self.s.recv(65536)
-        except socket.timeout:
-            d = b""
-        assert self.buf + d == b""
-
-    def close(self):
-        self.s.close()
+def replies_to(port, *cmds) -> bytes:
+    """Everything the server replies to the requests cmds, in one write."""
+    return exchange(port, b"".join(cmds))
 
 
 def msg(kind, *items, resp=2):
@@ -81,52 +34,52 @@ def msg(kind, *items, resp=2):
 
 # -- basics ---------------------------------------------------------------------
 def test_subscribe_publish_basics(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("SUBSCRIBE", "chan1", "chan2")
-    s.read_exact(msg(b"subscribe", b"chan1", 1) + msg(b"subscribe", b"chan2", 2))
+    s.expect(msg(b"subscribe", b"chan1", 1) + msg(b"subscribe", b"chan2", 2))
     assert r.publish("chan1", "hello") == 1
     assert r.publish("chan2", "world") == 1
-    s.read_exact(msg(b"message", b"chan1", b"hello") + msg(b"message", b"chan2", b"world"))
+    s.expect(msg(b"message", b"chan1", b"hello") + msg(b"message", b"chan2", b"world"))
     s.send("UNSUBSCRIBE", "chan1")
-    s.read_exact(msg(b"unsubscribe", b"chan1", 1))
+    s.expect(msg(b"unsubscribe", b"chan1", 1))
     assert r.publish("chan1", "hello") == 0
     assert r.publish("chan2", "x") == 1
-    s.read_exact(msg(b"message", b"chan2", b"x"))
+    s.expect(msg(b"message", b"chan2", b"x"))
     s.send("UNSUBSCRIBE", "chan2")
-    s.read_exact(msg(b"unsubscribe", b"chan2", 0))
+    s.expect(msg(b"unsubscribe", b"chan2", 0))
     assert r.publish("chan2", "x") == 0
     # no longer in subscriber mode
     s.send("PING")
-    s.read_exact(b"+PONG\r\n")
+    s.expect(b"+PONG\r\n")
     s.close()
 
 
 def test_subscribe_same_channel_twice_and_two_clients(server, r):
-    a, b = Sub(server.port), Sub(server.port)
+    a, b = RespConn(server.port), RespConn(server.port)
     a.send("SUBSCRIBE", "c", "c", "c")
-    a.read_exact(msg(b"subscribe", b"c", 1) * 3)
+    a.expect(msg(b"subscribe", b"c", 1) * 3)
     b.send("SUBSCRIBE", "c")
-    b.read_exact(msg(b"subscribe", b"c", 1))
+    b.expect(msg(b"subscribe", b"c", 1))
     assert r.publish("c", "m") == 2
-    a.read_exact(msg(b"message", b"c", b"m"))
-    b.read_exact(msg(b"message", b"c", b"m"))
-    a.nothing()
+    a.expect(msg(b"message", b"c", b"m"))
+    b.expect(msg(b"message", b"c", b"m"))
+    a.assert_nothing_within(0.2)
     a.close()
     b.close()
 
 
 def test_unsubscribe_without_subscriptions(server):
-    out = raw(server.port, cmd("UNSUBSCRIBE"), cmd("PUNSUBSCRIBE"), cmd("SUNSUBSCRIBE"),
-              cmd("UNSUBSCRIBE", "foo", "bar"), cmd("PING"))
+    out = replies_to(server.port, encode("UNSUBSCRIBE"), encode("PUNSUBSCRIBE"), encode("SUNSUBSCRIBE"),
+                     encode("UNSUBSCRIBE", "foo", "bar"), encode("PING"))
     assert out == (msg(b"unsubscribe", None, 0) + msg(b"punsubscribe", None, 0)
                    + msg(b"sunsubscribe", None, 0)
                    + msg(b"unsubscribe", b"foo", 0) + msg(b"unsubscribe", b"bar", 0) + b"+PONG\r\n")
 
 
 def test_unsubscribe_all(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("SUBSCRIBE", "a", "b", "c")
-    s.read_exact(msg(b"subscribe", b"a", 1) + msg(b"subscribe", b"b", 2) + msg(b"subscribe", b"c", 3))
+    s.expect(msg(b"subscribe", b"a", 1) + msg(b"subscribe", b"b", 2) + msg(b"subscribe", b"c", 3))
     s.send("UNSUBSCRIBE")
     time.sleep(0.2)
     for ch in ("a", "b", "c"):
@@ -135,48 +88,45 @@ def test_unsubscribe_all(server, r):
 
 
 def test_counts_mix_channels_and_patterns(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("SUBSCRIBE", "a")
     s.send("PSUBSCRIBE", "p*", "q*")
     s.send("SSUBSCRIBE", "sh")
-    s.read_exact(msg(b"subscribe", b"a", 1) + msg(b"psubscribe", b"p*", 2) + msg(b"psubscribe", b"q*", 3)
+    s.expect(msg(b"subscribe", b"a", 1) + msg(b"psubscribe", b"p*", 2) + msg(b"psubscribe", b"q*", 3)
                  + msg(b"ssubscribe", b"sh", 1))
     s.send("PUNSUBSCRIBE", "p*", "nope")
-    s.read_exact(msg(b"punsubscribe", b"p*", 2) + msg(b"punsubscribe", b"nope", 2))
+    s.expect(msg(b"punsubscribe", b"p*", 2) + msg(b"punsubscribe", b"nope", 2))
     s.send("SUNSUBSCRIBE")
-    s.read_exact(msg(b"sunsubscribe", b"sh", 0))
+    s.expect(msg(b"sunsubscribe", b"sh", 0))
     s.close()
 
 
 def test_psubscribe_basics(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("PSUBSCRIBE", "foo.*", "bar.*")
-    s.read_exact(msg(b"psubscribe", b"foo.*", 1) + msg(b"psubscribe", b"bar.*", 2))
+    s.expect(msg(b"psubscribe", b"foo.*", 1) + msg(b"psubscribe", b"bar.*", 2))
     assert r.publish("foo.1", "hello") == 1
     assert r.publish("bar.1", "hello") == 1
     assert r.publish("foo1", "hello") == 0
     assert r.publish("barfoo.1", "hello") == 0
-    s.read_exact(msg(b"pmessage", b"foo.*", b"foo.1", b"hello") + msg(b"pmessage", b"bar.*", b"bar.1", b"hello"))
+    s.expect(msg(b"pmessage", b"foo.*", b"foo.1", b"hello") + msg(b"pmessage", b"bar.*", b"bar.1", b"hello"))
     s.send("PUNSUBSCRIBE", "foo.*")
-    s.read_exact(msg(b"punsubscribe", b"foo.*", 1))
+    s.expect(msg(b"punsubscribe", b"foo.*", 1))
     assert r.publish("foo.1", "hello") == 0
     s.close()
 
 
 def test_channel_and_pattern_both_receive(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("SUBSCRIBE", "news.it")
     s.send("PSUBSCRIBE", "news.*", "*")
-    s.read_exact(msg(b"subscribe", b"news.it", 1) + msg(b"psubscribe", b"news.*", 2)
+    s.expect(msg(b"subscribe", b"news.it", 1) + msg(b"psubscribe", b"news.*", 2)
                  + msg(b"psubscribe", b"*", 3))
     assert r.publish("news.it", "x") == 3
-    s.read_exact(msg(b"message", b"news.it", b"x"))
+    s.expect(msg(b"message", b"news.it", b"x"))
     p1 = msg(b"pmessage", b"news.*", b"news.it", b"x")
     p2 = msg(b"pmessage", b"*", b"news.it", b"x")
-    got, s.buf = s.buf, b""
-    s.s.settimeout(5)
-    while len(got) < len(p1) + len(p2):
-        got += s.s.recv(4096)
+    got = s.read_replies(2)
     assert got in (p1 + p2, p2 + p1)
     # a lone "*" needs at least one byte of channel name, as in Redis
     assert r.publish("", "x") == 0
@@ -184,18 +134,18 @@ def test_channel_and_pattern_both_receive(server, r):
 
 
 def test_binary_safe_channels_and_messages(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     ch = b"ch\x00\r\n\xff"
     s.send(b"SUBSCRIBE", ch)
-    s.read_exact(msg(b"subscribe", ch, 1))
+    s.expect(msg(b"subscribe", ch, 1))
     assert r.publish(ch, b"\x00\r\n") == 1
-    s.read_exact(msg(b"message", ch, b"\x00\r\n"))
+    s.expect(msg(b"message", ch, b"\x00\r\n"))
     s.close()
 
 
 def test_pubsub_ping(server):
-    out = raw(server.port, cmd("SUBSCRIBE", "x"), cmd("PING"), cmd("PING", "foo"),
-              cmd("UNSUBSCRIBE", "x"), cmd("PING"))
+    out = replies_to(server.port, encode("SUBSCRIBE", "x"), encode("PING"), encode("PING", "foo"),
+                     encode("UNSUBSCRIBE", "x"), encode("PING"))
     assert out == (msg(b"subscribe", b"x", 1) + b"*2\r\n$4\r\npong\r\n$0\r\n\r\n"
                    + b"*2\r\n$4\r\npong\r\n$3\r\nfoo\r\n" + msg(b"unsubscribe", b"x", 0) + b"+PONG\r\n")
 
@@ -203,7 +153,7 @@ def test_pubsub_ping(server):
 @pytest.mark.parametrize("command", [("GET", "k"), ("SET", "k", "v"), ("PUBLISH", "a", "b"), ("MULTI",),
                                      ("CLIENT", "ID"), ("SELECT", "0")])
 def test_resp2_subscriber_mode_restrictions(server, command):
-    out = raw(server.port, cmd("PSUBSCRIBE", "x*"), cmd(*command))
+    out = replies_to(server.port, encode("PSUBSCRIBE", "x*"), encode(*command))
     name = command[0].lower() + ("|" + command[1].lower() if command[0] == "CLIENT" else "")
     assert out == msg(b"psubscribe", b"x*", 1) + (
         b"-ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
@@ -211,29 +161,30 @@ def test_resp2_subscriber_mode_restrictions(server, command):
 
 
 def test_resp2_subscriber_mode_reset_and_quit(server):
-    out = raw(server.port, cmd("SSUBSCRIBE", "x"), cmd("RESET"), cmd("GET", "k"))
+    out = replies_to(server.port, encode("SSUBSCRIBE", "x"), encode("RESET"), encode("GET", "k"))
     assert out == msg(b"ssubscribe", b"x", 1) + b"+RESET\r\n$-1\r\n"
-    out = raw(server.port, cmd("SUBSCRIBE", "x"), cmd("QUIT"))
-    assert out == msg(b"subscribe", b"x", 1) + b"+OK\r\n"
+    s = RespConn(server.port)
+    s.send_raw(encode("SUBSCRIBE", "x") + encode("QUIT"))
+    assert s.read_until_closed() == msg(b"subscribe", b"x", 1) + b"+OK\r\n"
 
 
 def test_reset_drops_subscriptions(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("SUBSCRIBE", "rch")
-    s.read_exact(msg(b"subscribe", b"rch", 1))
+    s.expect(msg(b"subscribe", b"rch", 1))
     assert r.publish("rch", "m") == 1
-    s.read_exact(msg(b"message", b"rch", b"m"))
+    s.expect(msg(b"message", b"rch", b"m"))
     s.send("RESET")
-    s.read_exact(b"+RESET\r\n")
+    s.expect(b"+RESET\r\n")
     assert r.publish("rch", "m") == 0
     s.close()
 
 
 def test_disconnect_drops_subscriptions(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("SUBSCRIBE", "dch")
     s.send("PSUBSCRIBE", "dp*")
-    s.read_exact(msg(b"subscribe", b"dch", 1) + msg(b"psubscribe", b"dp*", 2))
+    s.expect(msg(b"subscribe", b"dch", 1) + msg(b"psubscribe", b"dp*", 2))
     s.close()
     deadline = time.time() + 5
     while time.time() < deadline and (r.pubsub_numsub("dch")[0][1] or r.pubsub_numpat()):
@@ -245,38 +196,38 @@ def test_disconnect_drops_subscriptions(server, r):
 
 # -- RESP3 ------------------------------------------------------------------------
 def test_resp3_push_messages(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("HELLO", "3")
-    time.sleep(0.2)
-    s.s.recv(65536)
+    s.read()
     s.send("SUBSCRIBE", "c3")
-    s.read_exact(msg(b"subscribe", b"c3", 1, resp=3))
+    s.expect(msg(b"subscribe", b"c3", 1, resp=3))
     # RESP3: no subscriber-mode restrictions
     s.send("GET", "nokey")
-    s.read_exact(b"_\r\n")
+    s.expect(b"_\r\n")
     assert r.publish("c3", "hi") == 1
-    s.read_exact(msg(b"message", b"c3", b"hi", resp=3))
+    s.expect(msg(b"message", b"c3", b"hi", resp=3))
     s.send("PSUBSCRIBE", "c*")
-    s.read_exact(msg(b"psubscribe", b"c*", 2, resp=3))
+    s.expect(msg(b"psubscribe", b"c*", 2, resp=3))
     assert r.publish("c3", "yo") == 2
-    s.read_exact(msg(b"message", b"c3", b"yo", resp=3) + msg(b"pmessage", b"c*", b"c3", b"yo", resp=3))
+    s.expect(msg(b"message", b"c3", b"yo", resp=3) + msg(b"pmessage", b"c*", b"c3", b"yo", resp=3))
     s.send("UNSUBSCRIBE", "c3")
-    s.read_exact(msg(b"unsubscribe", b"c3", 1, resp=3))
+    s.expect(msg(b"unsubscribe", b"c3", 1, resp=3))
     s.send("PUNSUBSCRIBE")
-    s.read_exact(msg(b"punsubscribe", b"c*", 0, resp=3))
+    s.expect(msg(b"punsubscribe", b"c*", 0, resp=3))
     s.send("PUNSUBSCRIBE")
-    s.read_exact(msg(b"punsubscribe", None, 0, resp=3))
+    s.expect(msg(b"punsubscribe", None, 0, resp=3))
     s.send("SSUBSCRIBE", "sh")
-    s.read_exact(msg(b"ssubscribe", b"sh", 1, resp=3))
+    s.expect(msg(b"ssubscribe", b"sh", 1, resp=3))
     assert r.spublish("sh", "m") == 1
-    s.read_exact(msg(b"smessage", b"sh", b"m", resp=3))
+    s.expect(msg(b"smessage", b"sh", b"m", resp=3))
     s.close()
 
 
 def test_resp3_publish_to_self_comes_before_reply(server):
     # Redis adds the push to the client's buffer while PUBLISH runs, so it
     # precedes the integer reply; pipelined replies keep their order.
-    out = raw(server.port, cmd("HELLO", "3"), cmd("SUBSCRIBE", "me"), cmd("PUBLISH", "me", "x"), cmd("PING"))
+    out = replies_to(server.port, encode("HELLO", "3"), encode("SUBSCRIBE", "me"), encode("PUBLISH", "me", "x"),
+                     encode("PING"))
     tail = msg(b"subscribe", b"me", 1, resp=3) + msg(b"message", b"me", b"x", resp=3) + b":1\r\n+PONG\r\n"
     assert out.endswith(tail)
 
@@ -304,50 +255,50 @@ def test_redis_py_pubsub_resp2(server, r):
 
 
 def test_client_reply_off_still_gets_pushes(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("HELLO", "3")
-    time.sleep(0.2)
-    s.s.recv(65536)
+    s.read()
     s.send("CLIENT", "REPLY", "OFF")
     s.send("SUBSCRIBE", "channel")
     s.send("PSUBSCRIBE", "ch*")
-    s.read_exact(msg(b"subscribe", b"channel", 1, resp=3) + msg(b"psubscribe", b"ch*", 2, resp=3))
+    s.expect(msg(b"subscribe", b"channel", 1, resp=3) + msg(b"psubscribe", b"ch*", 2, resp=3))
     assert r.publish("channel", "hello") == 2
-    s.read_exact(msg(b"message", b"channel", b"hello", resp=3)
+    s.expect(msg(b"message", b"channel", b"hello", resp=3)
                  + msg(b"pmessage", b"ch*", b"channel", b"hello", resp=3))
     s.send("UNSUBSCRIBE", "channel")
-    s.read_exact(msg(b"unsubscribe", b"channel", 1, resp=3))
+    s.expect(msg(b"unsubscribe", b"channel", 1, resp=3))
     s.send("PING")
-    s.nothing()
+    s.assert_nothing_within(0.2)
     s.close()
 
 
 def test_client_reply_skip_then_subscribe(server):
-    out = raw(server.port, cmd("CLIENT", "REPLY", "SKIP"), cmd("SUBSCRIBE", "c"), cmd("PING"))
+    out = replies_to(server.port, encode("CLIENT", "REPLY", "SKIP"), encode("SUBSCRIBE", "c"), encode("PING"))
     assert out == msg(b"subscribe", b"c", 1) + b"*2\r\n$4\r\npong\r\n$0\r\n\r\n"
-    out = raw(server.port, cmd("CLIENT", "REPLY", "SKIP"), cmd("ECHO", "a"), cmd("ECHO", "b"))
+    out = replies_to(server.port, encode("CLIENT", "REPLY", "SKIP"), encode("ECHO", "a"), encode("ECHO", "b"))
     assert out == b"$1\r\nb\r\n"
 
 
 def test_subscribe_inside_multi(server):
-    out = raw(server.port, cmd("MULTI"), cmd("SUBSCRIBE", "c", "d"), cmd("PING"), cmd("EXEC"), cmd("PING"))
+    out = replies_to(server.port, encode("MULTI"), encode("SUBSCRIBE", "c", "d"), encode("PING"), encode("EXEC"),
+                     encode("PING"))
     assert out == (b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n" + msg(b"subscribe", b"c", 1) + msg(b"subscribe", b"d", 2)
                    + b"*2\r\n$4\r\npong\r\n$0\r\n\r\n" * 2)
-    out = raw(server.port, cmd("MULTI"), cmd("SSUBSCRIBE", "c"), cmd("EXEC"))
+    out = replies_to(server.port, encode("MULTI"), encode("SSUBSCRIBE", "c"), encode("EXEC"))
     assert out == b"+OK\r\n+QUEUED\r\n*1\r\n-ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client\r\n"
 
 
 # -- PUBSUB introspection -------------------------------------------------------
 def test_pubsub_channels_numsub_numpat(server, r):
-    subs = [Sub(server.port) for _ in range(3)]
+    subs = [RespConn(server.port) for _ in range(3)]
     subs[0].send("SUBSCRIBE", "news.a", "news.b", "other")
     subs[1].send("SUBSCRIBE", "news.a")
     subs[2].send("PSUBSCRIBE", "foo*", "bar*")
     subs[1].send("PSUBSCRIBE", "foo*")
-    subs[0].read_exact(msg(b"subscribe", b"news.a", 1) + msg(b"subscribe", b"news.b", 2)
+    subs[0].expect(msg(b"subscribe", b"news.a", 1) + msg(b"subscribe", b"news.b", 2)
                        + msg(b"subscribe", b"other", 3))
-    subs[1].read_exact(msg(b"subscribe", b"news.a", 1) + msg(b"psubscribe", b"foo*", 2))
-    subs[2].read_exact(msg(b"psubscribe", b"foo*", 1) + msg(b"psubscribe", b"bar*", 2))
+    subs[1].expect(msg(b"subscribe", b"news.a", 1) + msg(b"psubscribe", b"foo*", 2))
+    subs[2].expect(msg(b"psubscribe", b"foo*", 1) + msg(b"psubscribe", b"bar*", 2))
     assert sorted(r.pubsub_channels()) == [b"news.a", b"news.b", b"other"]
     assert sorted(r.pubsub_channels("news.*")) == [b"news.a", b"news.b"]
     assert r.pubsub_channels("nomatch*") == []
@@ -364,9 +315,9 @@ def test_pubsub_channels_numsub_numpat(server, r):
 
 
 def test_pubsub_shard_introspection(server, r):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send("SSUBSCRIBE", "s1", "s2")
-    s.read_exact(msg(b"ssubscribe", b"s1", 1) + msg(b"ssubscribe", b"s2", 2))
+    s.expect(msg(b"ssubscribe", b"s1", 1) + msg(b"ssubscribe", b"s2", 2))
     assert sorted(r.execute_command("PUBSUB", "SHARDCHANNELS")) == [b"s1", b"s2"]
     assert r.execute_command("PUBSUB", "SHARDCHANNELS", "*1") == [b"s1"]
     assert r.execute_command("PUBSUB", "SHARDNUMSUB", "s1", "x") == [b"s1", 1, b"x", 0]
@@ -374,14 +325,15 @@ def test_pubsub_shard_introspection(server, r):
     # shard channels and global channels are separate namespaces
     assert r.publish("s1", "x") == 0
     assert r.spublish("s1", "x") == 1
-    s.read_exact(msg(b"smessage", b"s1", b"x"))
+    s.expect(msg(b"smessage", b"s1", b"x"))
     assert r.info("stats")["pubsubshard_channels"] == 2
     s.close()
 
 
 def test_pubsub_errors(server):
-    out = raw(server.port, cmd("PUBSUB", "FOO"), cmd("PUBSUB", "NUMPAT", "x"), cmd("PUBSUB", "CHANNELS", "a", "b"),
-              cmd("PUBSUB", "shardchannels", "a", "b"), cmd("PUBLISH", "a"), cmd("SUBSCRIBE"), cmd("PUBSUB"))
+    out = replies_to(server.port, encode("PUBSUB", "FOO"), encode("PUBSUB", "NUMPAT", "x"),
+                     encode("PUBSUB", "CHANNELS", "a", "b"), encode("PUBSUB", "shardchannels", "a", "b"),
+                     encode("PUBLISH", "a"), encode("SUBSCRIBE"), encode("PUBSUB"))
     assert out == (b"-ERR unknown subcommand 'FOO'. Try PUBSUB HELP.\r\n"
                    b"-ERR wrong number of arguments for 'pubsub|numpat' command\r\n"
                    b"-ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.\r\n"
@@ -409,19 +361,15 @@ GLOB_CASES = [
 
 @pytest.mark.parametrize("pattern,channel,expected", GLOB_CASES)
 def test_glob_semantics_via_psubscribe(server, r, pattern, channel, expected):
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send(b"PSUBSCRIBE", pattern)
-    s.read_exact(msg(b"psubscribe", pattern, 1))
+    s.expect(msg(b"psubscribe", pattern, 1))
     assert r.publish(channel, b"m") == (1 if expected else 0)
     s.close()
 
 
 def test_stringmatch_unit_cases():
-    import sys
-    import os
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
-    from ophidis import util
-    assert util.__file__.startswith(sys.path[0])
+    assert util.__file__.startswith(SRC)        # this checkout's code
     stringmatch = util.stringmatch
     for p, s, e in GLOB_CASES:
         assert stringmatch(p, s) is e, (p, s)
@@ -445,9 +393,9 @@ def test_glob_differential_against_redis(r, ref, server):
         pipe_r.set(n, 1)
     pipe_o.execute()
     pipe_r.execute()
-    s = Sub(server.port)
+    s = RespConn(server.port)
     s.send(b"SUBSCRIBE", *names)
-    s.read_exact(b"".join(msg(b"subscribe", n, i + 1) for i, n in enumerate(names)))
+    s.expect(b"".join(msg(b"subscribe", n, i + 1) for i, n in enumerate(names)))
     for _ in range(250):
         p = bytes(rnd.choice(alphabet) for _ in range(rnd.randint(1, 7)))
         if p == b"*":
@@ -460,41 +408,28 @@ def test_glob_differential_against_redis(r, ref, server):
 
 # -- fan-out -----------------------------------------------------------------------------
 def test_publish_fanout_50_subscribers(server, r):
-    subs = [Sub(server.port) for _ in range(50)]
+    subs = [RespConn(server.port) for _ in range(50)]
     for i, s in enumerate(subs):
         s.send("SUBSCRIBE", "fan")
         if i % 2:
             s.send("PSUBSCRIBE", "fa*")
     for i, s in enumerate(subs):
-        s.read_exact(msg(b"subscribe", b"fan", 1) + (msg(b"psubscribe", b"fa*", 2) if i % 2 else b""))
+        s.expect(msg(b"subscribe", b"fan", 1) + (msg(b"psubscribe", b"fa*", 2) if i % 2 else b""))
     assert r.publish("fan", "payload") == 75
     for i, s in enumerate(subs):
-        s.read_exact(msg(b"message", b"fan", b"payload")
+        s.expect(msg(b"message", b"fan", b"payload")
                      + (msg(b"pmessage", b"fa*", b"fan", b"payload") if i % 2 else b""))
         s.close()
 
 
 # -- output buffer limits -------------------------------------------------------------
 def _slow_subscriber(port, channel):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.connect(("127.0.0.1", port))
-    s.sendall(cmd("SUBSCRIBE", channel))
-    time.sleep(0.2)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    s = RespConn(sock=sock)
+    assert s.call("SUBSCRIBE", channel) == msg(b"subscribe", channel.encode(), 1)
     return s
-
-
-def _is_closed(s) -> bool:
-    s.settimeout(0.1)
-    try:
-        while True:
-            d = s.recv(1 << 20)
-            if not d:
-                return True
-    except socket.timeout:
-        return False
-    except ConnectionResetError:
-        return True
 
 
 def test_output_buffer_hard_limit_disconnects_slow_subscriber(start_server):
@@ -510,7 +445,7 @@ def test_output_buffer_hard_limit_disconnects_slow_subscriber(start_server):
     assert n < 2000          # disconnected well before everything was sent
     assert c.info("stats")["client_output_buffer_limit_disconnections"] == 1
     assert "scheduled to be closed ASAP for overcoming of output buffer limits" in srv.output()
-    assert _is_closed(s)
+    assert s.closed_within(5)
     # normal clients are not affected by the pubsub class
     assert c.ping()
     c.close()
@@ -526,9 +461,7 @@ def test_output_buffer_soft_limit_needs_time(start_server):
         c.publish("soft", payload)
     # over the soft limit, but not for more than 1 second yet
     assert c.pubsub_numsub("soft") == [(b"soft", 1)]
-    deadline = time.time() + 6
-    while time.time() < deadline and c.pubsub_numsub("soft")[0][1]:
-        time.sleep(0.1)
+    wait_until(lambda: not c.pubsub_numsub("soft")[0][1], 6, 0.1, what="the subscriber to be closed")
     # closed by the cron check even without more messages
     assert c.pubsub_numsub("soft") == [(b"soft", 0)]
     assert c.info("stats")["client_output_buffer_limit_disconnections"] == 1
@@ -537,11 +470,7 @@ def test_output_buffer_soft_limit_needs_time(start_server):
     c.close()
 
 
-def test_output_buffer_limit_config_roundtrip(r):
-    old = r.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
-    try:
-        r.config_set("client-output-buffer-limit", "pubsub 32mb 8mb 60")
-        v = r.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
-        assert "pubsub 33554432 8388608 60" in v
-    finally:
-        r.config_set("client-output-buffer-limit", old)
+def test_output_buffer_limit_config_roundtrip(r, config):
+    config(r, client_output_buffer_limit="pubsub 32mb 8mb 60")
+    v = r.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
+    assert "pubsub 33554432 8388608 60" in v

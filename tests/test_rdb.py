@@ -17,16 +17,20 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdb_helpers import (REDIS_CHECK_RDB, REDIS_SERVER, RedisProc, build_dataset, canonical,
-                         order_dependent, payload_value, wait_for)
-from conftest import ROOT
-
-from ophidis.persistence import rdb as R  # noqa: E402
+from ophidis.config import Config
+from ophidis.db import Database
+from ophidis.persistence import rdb as R
+from ophidis.persistence import snapshot
 from ophidis.persistence.listpack import (canonical_int, intset_decode, intset_encode, lp_decode,
                                           lp_encode, zl_decode)
-from ophidis.sysinfo import REDIS_VERSION  # noqa: E402
+from ophidis.sysinfo import REDIS_VERSION
 from ophidis.types.containers import HashValue, ListValue, SetValue
+from ophidis.server import Server
 from ophidis.types.zset import ZSetValue
+from support.rdb import build_dataset, canonical, order_dependent, payload_value
+from support.resp import RespConn
+from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, server_env
+from support.wait import wait_until
 
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -293,7 +297,7 @@ def test_bgsave_serves_clients_and_reports(start_server):
         c.set(b"during%d" % i, b"x")
     assert time.time() - t0 < 1.0
     assert c.info("persistence")["rdb_bgsave_in_progress"] == 1
-    assert wait_for(lambda: _bgsave_done(c))
+    assert wait_until(lambda: _bgsave_done(c))
     info = c.info("persistence")
     assert info["rdb_last_bgsave_status"] == "ok"
     assert info["rdb_saves"] == 1
@@ -315,13 +319,12 @@ def test_bgsave_syntax_and_multi(start_server):
     c = s.client()
     with pytest.raises(redis.ResponseError, match="syntax error"):
         c.execute_command("BGSAVE", "NOW")
-    from conftest import raw_connect, read_reply
-    sock = raw_connect(s.port)
-    sock.sendall(b"MULTI\r\nBGSAVE\r\nEXEC\r\n")
-    assert read_reply(sock) == b"+OK\r\n+QUEUED\r\n*1\r\n+Background saving scheduled\r\n"
+    sock = RespConn(s.port)
+    sock.send_raw(b"MULTI\r\nBGSAVE\r\nEXEC\r\n")
+    assert sock.quit_and_read() == b"+OK\r\n+QUEUED\r\n*1\r\n+Background saving scheduled\r\n"
     sock.close()
-    assert wait_for(lambda: os.path.exists(os.path.join(s.dir, "dump.rdb")))
-    assert wait_for(lambda: _bgsave_done(c))
+    assert wait_until(lambda: os.path.exists(os.path.join(s.dir, "dump.rdb")))
+    assert wait_until(lambda: _bgsave_done(c))
 
 
 def test_save_points_trigger_bgsave(start_server):
@@ -331,9 +334,9 @@ def test_save_points_trigger_bgsave(start_server):
     time.sleep(1.2)
     assert not os.path.exists(os.path.join(s.dir, "dump.rdb"))    # one change only
     c.set(b"b", b"2")
-    assert wait_for(lambda: "2 changes in 1 seconds. Saving..." in s.output(), timeout=5)
-    assert wait_for(lambda: "Background saving terminated with success" in s.output())
-    assert wait_for(lambda: c.info("persistence")["rdb_changes_since_last_save"] == 0)
+    assert wait_until(lambda: "2 changes in 1 seconds. Saving..." in s.output(), timeout=5)
+    assert wait_until(lambda: "Background saving terminated with success" in s.output())
+    assert wait_until(lambda: c.info("persistence")["rdb_changes_since_last_save"] == 0)
 
 
 def test_save_disabled_with_empty_string(start_server):
@@ -351,7 +354,7 @@ def test_failed_bgsave_sets_misconf(start_server):
     os.mkdir(os.path.join(s.dir, "isadir"))
     c.config_set("dbfilename", "isadir")       # rename onto a directory fails
     c.bgsave()
-    assert wait_for(lambda: c.info("persistence")["rdb_last_bgsave_status"] == "err")
+    assert wait_until(lambda: c.info("persistence")["rdb_last_bgsave_status"] == "err")
     assert "Background saving error" in s.output()
     with pytest.raises(redis.ResponseError, match="^MISCONF"):
         c.set(b"a", b"1")
@@ -361,7 +364,7 @@ def test_failed_bgsave_sets_misconf(start_server):
     c.config_set("stop-writes-on-bgsave-error", "yes")
     c.config_set("dbfilename", "dump.rdb")
     c.bgsave()
-    assert wait_for(lambda: c.info("persistence")["rdb_last_bgsave_status"] == "ok")
+    assert wait_until(lambda: c.info("persistence")["rdb_last_bgsave_status"] == "ok")
     assert c.set(b"b", b"2")
 
 
@@ -428,7 +431,7 @@ def test_kill9_during_bgsave_keeps_previous_dump(start_server):
     c.config_set("rdb-key-save-delay", "1000")
     c.bgsave()
     m = None
-    assert wait_for(lambda: re.search(r"Background saving started by pid (\d+)", s.output()))
+    assert wait_until(lambda: re.search(r"Background saving started by pid (\d+)", s.output()))
     m = re.search(r"Background saving started by pid (\d+)", s.output())
     child = int(m.group(1))
     time.sleep(0.5)
@@ -448,11 +451,11 @@ def test_bgsave_child_killed_by_signal(start_server):
     _fill(c, 3000)
     c.config_set("rdb-key-save-delay", "1000")
     c.bgsave()
-    assert wait_for(lambda: re.search(r"Background saving started by pid (\d+)", s.output()))
+    assert wait_until(lambda: re.search(r"Background saving started by pid (\d+)", s.output()))
     child = int(re.search(r"Background saving started by pid (\d+)", s.output()).group(1))
     time.sleep(0.3)
     os.kill(child, signal.SIGKILL)
-    assert wait_for(lambda: "Background saving terminated by signal 9" in s.output())
+    assert wait_until(lambda: "Background saving terminated by signal 9" in s.output())
     assert c.info("persistence")["rdb_last_bgsave_status"] == "err"
     assert not [f for f in os.listdir(s.dir) if f.startswith("temp-")]
     assert not os.path.exists(os.path.join(s.dir, "dump.rdb"))
@@ -516,9 +519,6 @@ def test_wrong_signature_refused(start_server, tmp_path):
 
 def test_failed_load_leaves_keyspace_untouched(tmp_path):
     """A load that fails halfway (DEBUG RELOAD path) never swaps anything in."""
-    from ophidis.config import Config
-    from ophidis.persistence import snapshot
-    from ophidis.server import Server
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -619,9 +619,8 @@ def test_info_persistence_fields(r):
 # -- ophidis-check-rdb ---------------------------------------------------------------
 
 def _check(path):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
     return subprocess.run([sys.executable, "-m", "ophidis.tools.check_rdb", str(path)],
-                          capture_output=True, text=True, env=env)
+                          capture_output=True, text=True, env=server_env())
 
 
 def test_check_rdb_tool(start_server, tmp_path):
@@ -645,7 +644,7 @@ def test_check_rdb_tool(start_server, tmp_path):
 
 @needs_redis
 def test_check_rdb_tool_on_redis_file(tmp_path):
-    rp = RedisProc(str(tmp_path))
+    rp = RedisServerProc(dir=str(tmp_path))
     try:
         c = rp.client()
         build_dataset(c)
@@ -722,8 +721,6 @@ def test_module_aux_skipped_and_module_value_refused():
 
 def test_function_libraries_written_and_read(tmp_path):
     code = b"#!lua name=mylib\nredis.register_function('f', function() return 1 end)"
-    from ophidis.config import Config
-    from ophidis.server import Server
     srv = Server(Config())
     srv.functions.rdb_load([code])
     srv.dbs[0].d[b"k"] = b"v"
@@ -739,7 +736,7 @@ def test_function_libraries_written_and_read(tmp_path):
 
 @needs_redis
 def test_reads_functions_from_redis_file(tmp_path):
-    rp = RedisProc(str(tmp_path))
+    rp = RedisServerProc(dir=str(tmp_path))
     code = "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)"
     try:
         c = rp.client()

@@ -4,46 +4,26 @@ replicas, ROLE / INFO replication, REPLICAOF NO ONE."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
-import time
-
 import pytest
 import redis
 
-from conftest import free_port, wait_port
-
-
-def wait_for(cond, timeout=15.0, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for %s" % what)
+from support.servers import REDIS_SERVER, RedisServerProc, free_port
+from support.wait import wait_until
 
 
 @pytest.fixture
 def real_master():
-    binpath = shutil.which("redis-server")
-    if binpath is None:
+    if REDIS_SERVER is None:
         pytest.skip("redis-server is not installed (make test installs it)")
-    d = tempfile.mkdtemp(prefix="redis-master-")
-    port = free_port()
     # no diskless delay: the test does not wait 5 s for the first sync
-    proc = subprocess.Popen([binpath, "--port", str(port), "--save", "", "--appendonly", "no",
-                             "--dir", d, "--repl-diskless-sync-delay", "0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port, proc)
-    c = redis.Redis(port=port, socket_timeout=10)
-    c.port = port
-    yield c
-    c.close()
-    proc.terminate()
-    proc.wait(10)
-    shutil.rmtree(d, ignore_errors=True)
+    proc = RedisServerProc(["--repl-diskless-sync-delay", "0"], debug=False)
+    c = proc.client(socket_timeout=10)
+    c.port = proc.port
+    try:
+        yield c
+    finally:
+        c.close()
+        proc.stop(remove=True)
 
 
 def linked(replica):
@@ -105,10 +85,10 @@ def test_replica_of_redis_server(real_master, start_server):
     r.set("local", "goes away at the full sync")
     assert r.execute_command("REPLICAOF", "127.0.0.1", str(m.port)) == b"OK"
     assert r.execute_command("REPLICAOF", "127.0.0.1", str(m.port)) == b"OK Already connected to specified master"
-    wait_for(lambda: linked(r), what="the link")
+    wait_until(lambda: linked(r), what="the link")
     assert r.get("before") == b"sync" and r.get("local") is None
     _workload(m)
-    wait_for(lambda: caught_up(m, r), what="the stream")
+    wait_until(lambda: caught_up(m, r), what="the stream")
     assert _dataset(r) == _dataset(m)
     # a read-only replica
     with pytest.raises(redis.exceptions.ReadOnlyError):
@@ -127,8 +107,8 @@ def test_replica_of_redis_server(real_master, start_server):
     # (the replica does not delete them itself: DBSIZE counts the key until then)
     n = r.dbsize()
     m.set("short", "x", px=300)
-    wait_for(lambda: r.dbsize() == n + 1, what="the short key")
-    wait_for(lambda: r.dbsize() == n, what="the master's DEL")
+    wait_until(lambda: r.dbsize() == n + 1, what="the short key")
+    wait_until(lambda: r.dbsize() == n, what="the master's DEL")
     # promotion keeps the data and accepts writes
     assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
     assert r.set("x", "1") and r.hgetall("h") == {b"a": b"1", b"b": b"2"}
@@ -143,15 +123,15 @@ def test_replica_of_ophidis_and_relink(start_server):
     s = start_server()
     r = s.client()
     assert r.execute_command("SLAVEOF", "127.0.0.1", str(master.port)) is True   # redis-py maps +OK
-    wait_for(lambda: linked(r), what="the link")
-    wait_for(lambda: r.get("n") == b"2", what="the dataset")
+    wait_until(lambda: linked(r), what="the link")
+    wait_until(lambda: r.get("n") == b"2", what="the dataset")
     assert _dataset(r) == _dataset(m)
     m.set("later", "1")
-    wait_for(lambda: r.get("later") == b"1", what="the stream")
+    wait_until(lambda: r.get("later") == b"1", what="the stream")
     # the master restarts: the replica reconnects and resynchronises
     m.close()
     master.stop()
-    wait_for(lambda: not linked(r), what="the link to drop")
+    wait_until(lambda: not linked(r), what="the link to drop")
     assert r.info("replication")["master_link_status"] == "down"
     assert r.get("later") == b"1"          # the data stays meanwhile
 
@@ -174,7 +154,7 @@ def test_replicaof_in_the_configuration(start_server):
     m.set("k", "from master")
     s = start_server("--replicaof", "127.0.0.1", str(master.port))
     r = s.client()
-    wait_for(lambda: linked(r), what="the link")
+    wait_until(lambda: linked(r), what="the link")
     assert r.get("k") == b"from master"
     assert r.config_get("replicaof") == {"replicaof": "127.0.0.1 %d" % master.port}
 

@@ -9,41 +9,9 @@ import pytest
 import redis
 from redis.exceptions import ResponseError
 
-from conftest import free_port
-
-
-class Stream:
-    """A SYNC connection: the RDB payload, then the propagated commands."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        self.sock.sendall(b"SYNC\r\n")
-        self.f = self.sock.makefile("rb")
-        while True:
-            line = self.f.readline()
-            if line.strip():
-                break
-        assert line[:1] == b"$", line
-        self.payload = self.f.read(int(line[1:]))
-
-    def read_command(self):
-        while True:
-            line = self.f.readline()
-            if line.strip():
-                break
-        assert line[:1] == b"*", line
-        out = []
-        for _ in range(int(line[1:])):
-            n = int(self.f.readline()[1:])
-            out.append(self.f.read(n + 2)[:-2])
-        return out
-
-    def commands(self, n):
-        return [self.read_command() for _ in range(n)]
-
-    def close(self):
-        self.f.close()
-        self.sock.close()
+from support.replication import SyncStream
+from support.servers import free_port
+from support.wait import wait_until
 
 
 def _normalize(cmds):
@@ -86,7 +54,7 @@ EXPECTED_LEN = 20
 
 def _run(port, client):
     client.flushall()
-    s = Stream(port)
+    s = SyncStream(port)
     try:
         assert s.payload.startswith(b"REDIS")
         _workload(client)
@@ -95,9 +63,8 @@ def _run(port, client):
         s.close()
 
 
-def test_sync_stream_matches_redis(server, r, redis_server, ref):
-    ref.config_set("repl-diskless-sync", "no")
-    ref.config_set("repl-ping-replica-period", 3600)
+def test_sync_stream_matches_redis(server, r, redis_server, ref, config):
+    config(ref, repl_diskless_sync="no", repl_ping_replica_period=3600)
     theirs = _run(redis_server.port, ref)
     ours = _run(server.port, r)
     assert ours == theirs
@@ -111,7 +78,7 @@ def test_sync_stream_matches_redis(server, r, redis_server, ref):
 
 def test_sync_payload_holds_the_dataset(server, r):
     r.set("persisted-key", "v")
-    s = Stream(server.port)
+    s = SyncStream(server.port)
     try:
         assert s.payload.startswith(b"REDIS") and b"persisted-key" in s.payload
         c2 = server.client(db=3)
@@ -167,7 +134,7 @@ def test_config_set_port_moves_the_listener(server, r):
 
 
 def test_sync_client_is_a_replica_in_info_and_client_kill(server, r):
-    s = Stream(server.port)
+    s = SyncStream(server.port)
     try:
         info = r.info("replication")
         assert info["connected_slaves"] == 1
@@ -175,11 +142,8 @@ def test_sync_client_is_a_replica_in_info_and_client_kill(server, r):
         listed = r.execute_command("CLIENT", "LIST", "TYPE", "replica").decode().splitlines()
         assert len(listed) == 1
         assert r.execute_command("CLIENT", "KILL", "TYPE", "slave") == 1
-        s.sock.settimeout(5)
-        assert s.f.read() == b""          # the server closed the stream
-        deadline = time.time() + 5
-        while r.info("replication")["connected_slaves"] and time.time() < deadline:
-            time.sleep(0.01)
+        assert s.read_until_closed(5) == b""          # the server closed the stream
+        wait_until(lambda: not r.info("replication")["connected_slaves"], 5, 0.01, what="the replica to go")
         assert r.info("replication")["connected_slaves"] == 0
     finally:
         s.close()

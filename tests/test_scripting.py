@@ -10,95 +10,12 @@ import time
 import pytest
 import redis
 
-
-# -- raw protocol helpers -------------------------------------------------------------
-
-def encode(*args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+from support.resp import RespConn, encode
 
 
-def reply_end(buf, pos):
-    """End offset of the RESP reply starting at pos, or None if incomplete."""
-    e = buf.find(b"\r\n", pos)
-    if e < 0:
-        return None
-    t = buf[pos:pos + 1]
-    line = buf[pos + 1:e]
-    pos = e + 2
-    if t in (b"$", b"="):
-        n = int(line)
-        if n < 0:
-            return pos
-        return pos + n + 2 if len(buf) >= pos + n + 2 else None
-    if t in (b"*", b"~", b">", b"%", b"|"):
-        n = int(line)
-        if t in (b"%", b"|"):
-            n *= 2
-        for _ in range(max(n, 0)):
-            pos = reply_end(buf, pos)
-            if pos is None:
-                return None
-        if t == b"|":
-            return reply_end(buf, pos)
-        return pos
-    return pos
-
-
-class Raw:
-    """A raw connection returning each reply's exact bytes."""
-
-    def __init__(self, port, resp3=False):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buf = b""
-        if resp3:
-            self.call("HELLO", "3")
-
-    def send(self, *args):
-        self.sock.sendall(encode(*args))
-
-    def read(self) -> bytes:
-        while True:
-            end = reply_end(self.buf, 0)
-            if end is not None:
-                out, self.buf = self.buf[:end], self.buf[end:]
-                return out
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError("closed")
-            self.buf += data
-
-    def call(self, *args) -> bytes:
-        self.send(*args)
-        return self.read()
-
-    def close(self):
-        self.sock.close()
-
-
-@pytest.fixture
-def raw(server, r):
-    c = Raw(server.port)
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def rawref(redis_server, ref):
-    c = Raw(redis_server.port)
-    yield c
-    c.close()
-
-
-def both(raw, rawref, *args):
+def both(raw, ref_raw, *args):
     a = raw.call(*args)
-    b = rawref.call(*args)
+    b = ref_raw.call(*args)
     assert a == b, (args, a, b)
     return a
 
@@ -139,12 +56,12 @@ def test_evalsha_and_script_cache(r):
     assert r.execute_command("SCRIPT", "FLUSH", "ASYNC") == b"OK"
 
 
-def test_numkeys_errors(raw, rawref):
-    both(raw, rawref, "EVAL", "return 1", "2", "a")
-    both(raw, rawref, "EVAL", "return 1", "-1")
-    both(raw, rawref, "EVAL", "return 1", "x")
-    both(raw, rawref, "EVALSHA", "x" * 40, "0")
-    both(raw, rawref, "EVAL", "return 1")
+def test_numkeys_errors(raw, ref_raw):
+    both(raw, ref_raw, "EVAL", "return 1", "2", "a")
+    both(raw, ref_raw, "EVAL", "return 1", "-1")
+    both(raw, ref_raw, "EVAL", "return 1", "x")
+    both(raw, ref_raw, "EVALSHA", "x" * 40, "0")
+    both(raw, ref_raw, "EVAL", "return 1")
 
 
 def test_select_in_script_does_not_change_caller_db(r):
@@ -242,19 +159,19 @@ ERROR_SCRIPTS = [
 
 
 @pytest.mark.parametrize("script", ERROR_SCRIPTS)
-def test_error_replies_match_redis(raw, rawref, script):
-    both(raw, rawref, "EVAL", script, "0")
+def test_error_replies_match_redis(raw, ref_raw, script):
+    both(raw, ref_raw, "EVAL", script, "0")
 
 
-def test_eval_ro(raw, rawref):
-    both(raw, rawref, "EVAL_RO", "return redis.call('set', 'a', 'b')", "0")
-    both(raw, rawref, "EVAL_RO", "return redis.call('get', 'a')", "0")
-    both(raw, rawref, "EVAL_RO", "return redis.call('del', 'a')", "0")
-    both(raw, rawref, "EVAL_RO", "#!lua\nreturn 1", "0")
-    both(raw, rawref, "EVAL_RO", "#!lua flags=no-writes\nreturn 1", "0")
-    sha = both(raw, rawref, "SCRIPT", "LOAD", "return redis.call('incr', 'a')").split(b"\r\n")[1].decode()
-    both(raw, rawref, "EVALSHA_RO", sha, "0")
-    both(raw, rawref, "EVALSHA", sha, "0")
+def test_eval_ro(raw, ref_raw):
+    both(raw, ref_raw, "EVAL_RO", "return redis.call('set', 'a', 'b')", "0")
+    both(raw, ref_raw, "EVAL_RO", "return redis.call('get', 'a')", "0")
+    both(raw, ref_raw, "EVAL_RO", "return redis.call('del', 'a')", "0")
+    both(raw, ref_raw, "EVAL_RO", "#!lua\nreturn 1", "0")
+    both(raw, ref_raw, "EVAL_RO", "#!lua flags=no-writes\nreturn 1", "0")
+    sha = both(raw, ref_raw, "SCRIPT", "LOAD", "return redis.call('incr', 'a')").split(b"\r\n")[1].decode()
+    both(raw, ref_raw, "EVALSHA_RO", sha, "0")
+    both(raw, ref_raw, "EVALSHA", sha, "0")
 
 
 def test_error_stats_counted_once(r):
@@ -353,8 +270,8 @@ VALUE_SCRIPTS = [
 
 
 @pytest.mark.parametrize("script", VALUE_SCRIPTS)
-def test_values_match_redis(raw, rawref, script):
-    both(raw, rawref, "EVAL", script, "0")
+def test_values_match_redis(raw, ref_raw, script):
+    both(raw, ref_raw, "EVAL", script, "0")
 
 
 @pytest.mark.parametrize("script", VALUE_SCRIPTS[:40] + [
@@ -367,7 +284,7 @@ def test_values_match_redis(raw, rawref, script):
     "return {true, false}",
 ])
 def test_values_match_redis_resp3(server, redis_server, r, ref, script):
-    a, b = Raw(server.port, resp3=True), Raw(redis_server.port, resp3=True)
+    a, b = RespConn(server.port, resp3=True), RespConn(redis_server.port, resp3=True)
     try:
         assert a.call("EVAL", script, "0") == b.call("EVAL", script, "0")
     finally:
@@ -500,8 +417,8 @@ LIB_SCRIPTS = [
 
 
 @pytest.mark.parametrize("script", LIB_SCRIPTS)
-def test_libraries_match_redis(raw, rawref, script):
-    both(raw, rawref, "EVAL", script, "0")
+def test_libraries_match_redis(raw, ref_raw, script):
+    both(raw, ref_raw, "EVAL", script, "0")
 
 
 def test_cjson_roundtrip(r):
@@ -515,7 +432,7 @@ def _run_async(port, *args):
     res = []
 
     def go():
-        c = Raw(port)
+        c = RespConn(port)
         try:
             res.append(c.call(*args))
         except Exception as e:  # noqa: BLE001
@@ -537,8 +454,7 @@ def _wait_busy(port, timeout=5.0):
     a fresh connection (accepted by the busy script's own poller)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        c = Raw(port)
-        c.sock.settimeout(1.0)
+        c = RespConn(port, timeout=1.0)
         try:
             while time.time() < deadline:
                 rep = c.call("PING")
@@ -557,7 +473,7 @@ BUSY_EVAL = b"-BUSY Redis is busy running a script. You can only call SCRIPT KIL
 
 def test_busy_script_and_script_kill(start_server):
     s = start_server("--busy-reply-threshold", "100")
-    other = Raw(s.port)               # connected before the script starts
+    other = RespConn(s.port)               # connected before the script starts
     assert other.call("SCRIPT", "KILL") == b"-NOTBUSY No scripts in execution right now.\r\n"
     t, res = _run_async(s.port, "EVAL", "local i = 0 while true do i = i + 1 end", "0")
     assert _wait_busy(s.port) == BUSY_EVAL   # a connection accepted while busy
@@ -578,7 +494,7 @@ def test_busy_script_and_script_kill(start_server):
 
 def test_script_kill_cannot_be_swallowed_by_pcall(start_server):
     s = start_server("--busy-reply-threshold", "50")
-    other = Raw(s.port)
+    other = RespConn(s.port)
     t, res = _run_async(s.port, "EVAL",
                         "local n = 0 while true do pcall(function() while true do n = n + 1 end end) end", "0")
     _wait_busy(s.port)
@@ -590,7 +506,7 @@ def test_script_kill_cannot_be_swallowed_by_pcall(start_server):
 
 def test_unkillable_script_and_shutdown_nosave(start_server):
     s = start_server("--busy-reply-threshold", "50")
-    other = Raw(s.port)
+    other = RespConn(s.port)
     t, res = _run_async(s.port, "EVAL", "redis.call('set', 'x', 'y') while true do end", "0")
     _wait_busy(s.port)
     assert other.call("SCRIPT", "KILL") == (
@@ -605,8 +521,8 @@ def test_unkillable_script_and_shutdown_nosave(start_server):
 
 def test_caller_pipeline_continues_after_busy_script(start_server):
     s = start_server("--busy-reply-threshold", "50")
-    c = Raw(s.port)
-    c.sock.sendall(encode("EVAL", "local t = redis.call('time') local s = tonumber(t[1]) "
+    c = RespConn(s.port)
+    c.send_raw(encode("EVAL", "local t = redis.call('time') local s = tonumber(t[1]) "
                           "while true do local n = redis.call('time') "
                           "if tonumber(n[1]) * 1000000 + tonumber(n[2]) > s * 1000000 + tonumber(t[2]) + 300000 "
                           "then break end end return 'done'", "0") + encode("PING"))

@@ -1,31 +1,19 @@
 """The one sdscatrepr (ophidis.protocol) against Redis's: MONITOR lines of
 the same command on both servers, and redis-cli's quoting of a value."""
 
-import socket
 import subprocess
 
-from conftest import raw_connect, read_reply
-from ophidis.protocol import encode_request, sdscatrepr, sds_needs_repr
+from ophidis.protocol import sds_needs_repr, sdscatrepr
+from support.resp import RespConn
 
 EVERY_BYTE = bytes(range(256))
 
 
 def _monitor_args(port, *argv) -> bytes:
-    mon = raw_connect(port)
-    mon.sendall(encode_request("MONITOR"))
-    assert read_reply(mon) == b"+OK\r\n"
-    c = raw_connect(port)
-    c.sendall(encode_request(*argv))
-    read_reply(c)
-    line = b""
-    mon.settimeout(5)
-    try:
-        while not line.endswith(b"\r\n"):
-            line += mon.recv(65536)
-    except socket.timeout:
-        pass
-    mon.close()
-    c.close()
+    with RespConn(port) as mon, RespConn(port) as c:
+        assert mon.call("MONITOR") == b"+OK\r\n"
+        c.call(*argv)
+        line = mon.read()       # a MONITOR line is a simple-string reply
     # +<time> [<db> <addr>] <args>\r\n
     return line[line.index(b"] ") + 2:-2]
 

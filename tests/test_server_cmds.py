@@ -1,11 +1,14 @@
 """SLOWLOG, INFO sections and counters, TIME/LASTSAVE/WAIT, start-up warnings."""
 
+import threading
 import time
 
 import pytest
 from redis.exceptions import ResponseError
 
 from ophidis.sysinfo import REDIS_VERSION
+from support.resp import RespConn, command
+from support.wait import wait_until
 
 
 def test_slowlog(r):
@@ -40,7 +43,8 @@ def test_slowlog(r):
         r.config_set("slowlog-max-len", 128)
 
 
-def test_slowlog_threshold_respected(r):
+def test_slowlog_threshold_respected(r, config):
+    config.keep(r, "slowlog-log-slower-than")
     r.config_set("slowlog-log-slower-than", 100000)
     r.slowlog_reset()
     r.set("x", 1)
@@ -48,7 +52,6 @@ def test_slowlog_threshold_respected(r):
     r.config_set("slowlog-log-slower-than", -1)
     r.execute_command("DEBUG", "SLEEP", "0.01")
     assert r.slowlog_len() == 0
-    r.config_set("slowlog-log-slower-than", 10000)
 
 
 EXPORTER_FIELDS = {
@@ -86,8 +89,7 @@ def test_info_sections_and_fields(r):
 
 
 def raw_info(r, *sections):
-    from conftest import raw_command
-    out = raw_command(r.connection_pool.connection_kwargs["port"], "INFO", *sections)
+    out = command(r.connection_pool.connection_kwargs["port"], "INFO", *sections)
     assert out.startswith(b"$")
     return out.split(b"\r\n", 1)[1]
 
@@ -155,28 +157,19 @@ def test_startup_log_and_warnings(start_server):
 def test_slowlog_and_monitor_redact_secrets(start_server):
     """Passwords never reach SLOWLOG or MONITOR: AUTH, HELLO ... AUTH and
     sensitive CONFIG SET values show as (redacted), as in Redis 7.0."""
-    import socket as _socket
-    import time as _time
     s = start_server("--requirepass", "pw")
     c = s.client(password="pw")
-    mon = _socket.create_connection(("127.0.0.1", s.port))
-    mon.sendall(b"AUTH pw\r\nMONITOR\r\n")
-    _time.sleep(0.2)
+    mon = RespConn(s.port)
+    mon.send_raw(b"AUTH pw\r\nMONITOR\r\n")
+    assert mon.read_replies(2) == b"+OK\r\n+OK\r\n"
     c.config_set("slowlog-log-slower-than", "0")
     c.config_set("masterauth", "topsecret")
     c.execute_command("HELLO", "2", "AUTH", "default", "pw", "SETNAME", "n1")
     c.execute_command("AUTH", "pw")
-    _time.sleep(0.3)
-    mon.settimeout(1)
+    c.execute_command("ECHO", "monitor-end")
     seen = b""
-    try:
-        while True:
-            more = mon.recv(65536)
-            if not more:
-                break
-            seen += more
-    except _socket.timeout:
-        pass
+    while b'"ECHO" "monitor-end"' not in seen:
+        seen += mon.read()
     mon.close()
     log = c.slowlog_get(20)
     args = [a for e in log for a in e["command"].split()]
@@ -187,16 +180,13 @@ def test_slowlog_and_monitor_redact_secrets(start_server):
 
 
 def test_slowlog_logs_a_served_blocked_command_as_sent(server, r):
-    import threading
     r.config_set("slowlog-log-slower-than", "0")
     try:
         other = server.client()
         got = []
         th = threading.Thread(target=lambda: got.append(other.blpop("bl", 0)))
         th.start()
-        deadline = time.time() + 5
-        while r.info("clients")["blocked_clients"] == 0 and time.time() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: r.info("clients")["blocked_clients"], 5, 0.01, what="BLPOP to block")
         r.slowlog_reset()
         r.lpush("bl", "foo")
         th.join(5)

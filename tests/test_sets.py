@@ -10,24 +10,14 @@ import time
 import pytest
 import redis
 
-from hs_helpers import Events, Raw, config, port_of, run_inprocess
+from support.clients import scan_to_end
+from support.config import overrides
+from support.inprocess import run_inprocess
+from support.notify import KeyspaceEvents
+from support.resp import RespConn
+from support.servers import port_of
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
-
-
-@pytest.fixture
-def raw(r):
-    c = Raw(port_of(r))
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def raw3(r):
-    c = Raw(port_of(r))
-    assert c.call("HELLO", "3").startswith(b"%")
-    yield c
-    c.close()
 
 
 def enc(r, key):
@@ -118,7 +108,7 @@ def test_smove_encodings(r):
     assert enc(r, "ints") == b"intset"
     r.smove("src", "ints", "x")
     assert enc(r, "ints") == b"hashtable"
-    with config(r, set_max_intset_entries="2"):
+    with overrides(r, set_max_intset_entries="2"):
         r.sadd("a", "1", "2")
         r.sadd("b", "3")
         r.smove("b", "a", "3")
@@ -294,7 +284,7 @@ def test_store_commands(r, raw):
 
 
 def test_store_encoding_thresholds(r):
-    with config(r, set_max_intset_entries="3"):
+    with overrides(r, set_max_intset_entries="3"):
         r.sadd("a", "1", "2", "3", "4")
         r.sadd("b", "1", "2", "3")
         assert enc(r, "a") == b"hashtable" and enc(r, "b") == b"intset"
@@ -345,7 +335,7 @@ def test_intset_integer_test(r):
 
 
 def test_intset_entries_threshold(r):
-    with config(r, set_max_intset_entries="4"):
+    with overrides(r, set_max_intset_entries="4"):
         r.sadd("s", 1, 2, 3, 4)
         assert enc(r, "s") == b"intset"
         r.sadd("s", 4)                       # nothing added
@@ -354,7 +344,7 @@ def test_intset_entries_threshold(r):
         assert enc(r, "s") == b"hashtable"
         r.srem("s", 1, 2, 3)
         assert enc(r, "s") == b"hashtable"   # one way
-    with config(r, set_max_intset_entries="0"):
+    with overrides(r, set_max_intset_entries="0"):
         r.sadd("z", 1)
         assert enc(r, "z") == b"hashtable"
     r.sadd("big", *range(512))
@@ -424,20 +414,7 @@ def test_encoding_and_replies_match_redis(r, ref):
 # -- SSCAN --------------------------------------------------------------------------------
 
 def sscan_all(r, key, count=10, match=None):
-    r.response_callbacks.pop("SSCAN", None)
-    cursor = 0
-    out = []
-    calls = 0
-    while True:
-        args = ["SSCAN", key, cursor, "COUNT", count]
-        if match is not None:
-            args += ["MATCH", match]
-        cursor, items = r.execute_command(*args)
-        cursor = int(cursor)
-        out += items
-        calls += 1
-        if cursor == 0:
-            return out, calls
+    return scan_to_end(r, "SSCAN", key, count, match)
 
 
 def test_sscan_small(r, raw):
@@ -620,7 +597,7 @@ def test_notifications(request, target):
     # The expected events are checked against real Redis too.
     r = request.getfixturevalue("r" if target == "ophidis" else "ref")
     r.config_set("notify-keyspace-events", "KEA")
-    ev = Events(r)
+    ev = KeyspaceEvents(r)
     try:
         for args in NOTIFY_SEQ:
             r.execute_command(*args)
@@ -653,7 +630,7 @@ def test_dirty_counter(r):
 
 def test_intset_after_lowering_threshold(r):
     r.sadd("s", 1, 2, 3)
-    with config(r, set_max_intset_entries="2"):
+    with overrides(r, set_max_intset_entries="2"):
         assert r.sadd("s", 1) == 0
         assert enc(r, "s") == b"intset"      # only a successful add converts
         assert r.sadd("s", 4) == 1
@@ -806,7 +783,7 @@ RAW_SCRIPT = [
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_raw_replies_match_redis(r, ref, proto):
-    ours, theirs = Raw(port_of(r)), Raw(port_of(ref))
+    ours, theirs = RespConn(port_of(r)), RespConn(port_of(ref))
     try:
         if proto == 3:
             ours.call("HELLO", "3")

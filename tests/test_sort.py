@@ -4,119 +4,82 @@ other branches), each compared with real Redis 7.0."""
 
 from __future__ import annotations
 
-import os
-import sys
-
-import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-from _inproc import Events, FakeClient  # noqa: E402
-from _rawresp import RawConn  # noqa: E402
-
-
-def E(msg):
-    return b"-" + msg.encode() + b"\r\n"
-
-
-def bulks(*items):
-    out = [b"*%d\r\n" % len(items)]
-    for i in items:
-        if i is None:
-            out.append(b"$-1\r\n")
-        else:
-            if isinstance(i, str):
-                i = i.encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(i), i))
-    return b"".join(out)
-
-
-@pytest.fixture
-def raw(server, r):
-    c = RawConn(server.port)
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def ref_raw(redis_server):
-    c = RawConn(redis_server.port)
-    c.cmd("FLUSHALL")
-    yield c
-    c.close()
+from support.inprocess import Events, FakeClient
+from support.resp import array, error
 
 
 # ---------------------------------------------------------------------------
 # On the server: sorted sets
 # ---------------------------------------------------------------------------
 def test_sort_zset_numeric_and_alpha(raw):
-    raw.cmd("ZADD", "z", "1", "10", "2", "9", "3", "100", "4", "-1.5")
-    assert raw.cmd("SORT", "z") == bulks("-1.5", "9", "10", "100")
-    assert raw.cmd("SORT", "z", "DESC") == bulks("100", "10", "9", "-1.5")
-    assert raw.cmd("SORT", "z", "ALPHA") == bulks("-1.5", "10", "100", "9")
-    assert raw.cmd("SORT", "z", "LIMIT", "1", "2") == bulks("9", "10")
-    assert raw.cmd("SORT", "z", "LIMIT", "-5", "2") == bulks("-1.5", "9")
-    assert raw.cmd("SORT", "z", "LIMIT", "10", "2") == b"*0\r\n"
-    assert raw.cmd("SORT", "z", "LIMIT", "2", "-1") == bulks("10", "100")
+    raw.call("ZADD", "z", "1", "10", "2", "9", "3", "100", "4", "-1.5")
+    assert raw.call("SORT", "z") == array("-1.5", "9", "10", "100")
+    assert raw.call("SORT", "z", "DESC") == array("100", "10", "9", "-1.5")
+    assert raw.call("SORT", "z", "ALPHA") == array("-1.5", "10", "100", "9")
+    assert raw.call("SORT", "z", "LIMIT", "1", "2") == array("9", "10")
+    assert raw.call("SORT", "z", "LIMIT", "-5", "2") == array("-1.5", "9")
+    assert raw.call("SORT", "z", "LIMIT", "10", "2") == b"*0\r\n"
+    assert raw.call("SORT", "z", "LIMIT", "2", "-1") == array("10", "100")
     # BY without '*': no sorting, rank order (reversed by DESC)
-    assert raw.cmd("SORT", "z", "BY", "nosort") == bulks("10", "9", "100", "-1.5")
-    assert raw.cmd("SORT", "z", "BY", "nosort", "DESC", "LIMIT", "1", "2") == bulks("100", "9")
-    assert raw.cmd("SORT_RO", "z", "BY", "nosort", "LIMIT", "3", "5") == bulks("-1.5")
-    assert raw.cmd("SORT", "nokey") == b"*0\r\n"
+    assert raw.call("SORT", "z", "BY", "nosort") == array("10", "9", "100", "-1.5")
+    assert raw.call("SORT", "z", "BY", "nosort", "DESC", "LIMIT", "1", "2") == array("100", "9")
+    assert raw.call("SORT_RO", "z", "BY", "nosort", "LIMIT", "3", "5") == array("-1.5")
+    assert raw.call("SORT", "nokey") == b"*0\r\n"
 
 
 def test_sort_by_get_patterns(raw):
-    raw.cmd("ZADD", "z", "0", "a", "0", "b", "0", "c")
-    raw.cmd("SET", "w_a", "3")
-    raw.cmd("SET", "w_b", "1")
-    raw.cmd("SET", "v_a", "A")
-    raw.cmd("SET", "v_c", "C")
+    raw.call("ZADD", "z", "0", "a", "0", "b", "0", "c")
+    raw.call("SET", "w_a", "3")
+    raw.call("SET", "w_b", "1")
+    raw.call("SET", "v_a", "A")
+    raw.call("SET", "v_c", "C")
     # c has no weight: 0, sorts first
-    assert raw.cmd("SORT", "z", "BY", "w_*") == bulks("c", "b", "a")
-    assert raw.cmd("SORT", "z", "BY", "w_*", "GET", "#", "GET", "v_*") == \
-        bulks("c", "C", "b", None, "a", "A")
-    assert raw.cmd("SORT", "z", "BY", "v_*", "ALPHA") == bulks("b", "a", "c")
-    assert raw.cmd("SORT", "z", "BY", "v_*", "ALPHA", "DESC") == bulks("c", "a", "b")
-    assert raw.cmd("SORT", "z", "ALPHA", "GET", "nostar") == bulks(None, None, None)
-    assert raw.cmd("SORT", "z", "ALPHA", "DESC", "GET", "#") == bulks("c", "b", "a")
-    raw.cmd("SET", "w_c", "x")
-    assert raw.cmd("SORT", "z", "BY", "w_*") == E("ERR One or more scores can't be converted into double")
-    assert raw.cmd("SORT", "z") == E("ERR One or more scores can't be converted into double")
+    assert raw.call("SORT", "z", "BY", "w_*") == array("c", "b", "a")
+    assert raw.call("SORT", "z", "BY", "w_*", "GET", "#", "GET", "v_*") == \
+        array("c", "C", "b", None, "a", "A")
+    assert raw.call("SORT", "z", "BY", "v_*", "ALPHA") == array("b", "a", "c")
+    assert raw.call("SORT", "z", "BY", "v_*", "ALPHA", "DESC") == array("c", "a", "b")
+    assert raw.call("SORT", "z", "ALPHA", "GET", "nostar") == array(None, None, None)
+    assert raw.call("SORT", "z", "ALPHA", "DESC", "GET", "#") == array("c", "b", "a")
+    raw.call("SET", "w_c", "x")
+    assert raw.call("SORT", "z", "BY", "w_*") == error("ERR One or more scores can't be converted into double")
+    assert raw.call("SORT", "z") == error("ERR One or more scores can't be converted into double")
 
 
 def test_sort_store(raw):
-    raw.cmd("ZADD", "z", "1", "3", "2", "1", "3", "2")
-    assert raw.cmd("SORT", "z", "STORE", "dst") == b":3\r\n"
-    assert raw.cmd("TYPE", "dst") == b"+list\r\n"
-    assert raw.cmd("OBJECT", "ENCODING", "dst") == b"$9\r\nquicklist\r\n"
-    assert raw.cmd("SORT", "dst", "BY", "nosort") == bulks("1", "2", "3")
-    raw.cmd("EXPIRE", "dst", "100")
-    assert raw.cmd("SORT", "z", "GET", "missing_*", "STORE", "dst") == b":3\r\n"
-    assert raw.cmd("TTL", "dst") == b":-1\r\n"
-    assert raw.cmd("SORT", "dst", "BY", "nosort", "ALPHA") == bulks("", "", "")
-    assert raw.cmd("SORT", "nokey", "STORE", "dst") == b":0\r\n"
-    assert raw.cmd("EXISTS", "dst") == b":0\r\n"
-    assert raw.cmd("SORT_RO", "z", "STORE", "dst") == E("ERR syntax error")
+    raw.call("ZADD", "z", "1", "3", "2", "1", "3", "2")
+    assert raw.call("SORT", "z", "STORE", "dst") == b":3\r\n"
+    assert raw.call("TYPE", "dst") == b"+list\r\n"
+    assert raw.call("OBJECT", "ENCODING", "dst") == b"$9\r\nquicklist\r\n"
+    assert raw.call("SORT", "dst", "BY", "nosort") == array("1", "2", "3")
+    raw.call("EXPIRE", "dst", "100")
+    assert raw.call("SORT", "z", "GET", "missing_*", "STORE", "dst") == b":3\r\n"
+    assert raw.call("TTL", "dst") == b":-1\r\n"
+    assert raw.call("SORT", "dst", "BY", "nosort", "ALPHA") == array("", "", "")
+    assert raw.call("SORT", "nokey", "STORE", "dst") == b":0\r\n"
+    assert raw.call("EXISTS", "dst") == b":0\r\n"
+    assert raw.call("SORT_RO", "z", "STORE", "dst") == error("ERR syntax error")
 
 
 def test_sort_errors(raw):
-    raw.cmd("ZADD", "z", "1", "1")
-    raw.cmd("SET", "s", "x")
-    assert raw.cmd("SORT", "s") == E("WRONGTYPE Operation against a key holding the wrong kind of value")
-    assert raw.cmd("SORT", "z", "FOO") == E("ERR syntax error")
-    assert raw.cmd("SORT", "z", "LIMIT", "1") == E("ERR syntax error")
-    assert raw.cmd("SORT", "z", "LIMIT", "a", "1") == E("ERR value is not an integer or out of range")
-    assert raw.cmd("SORT", "z", "BY") == E("ERR syntax error")
-    assert raw.cmd("SORT", "z", "GET") == E("ERR syntax error")
-    assert raw.cmd("SORT", "z", "STORE") == E("ERR syntax error")
+    raw.call("ZADD", "z", "1", "1")
+    raw.call("SET", "s", "x")
+    assert raw.call("SORT", "s") == error("WRONGTYPE Operation against a key holding the wrong kind of value")
+    assert raw.call("SORT", "z", "FOO") == error("ERR syntax error")
+    assert raw.call("SORT", "z", "LIMIT", "1") == error("ERR syntax error")
+    assert raw.call("SORT", "z", "LIMIT", "a", "1") == error("ERR value is not an integer or out of range")
+    assert raw.call("SORT", "z", "BY") == error("ERR syntax error")
+    assert raw.call("SORT", "z", "GET") == error("ERR syntax error")
+    assert raw.call("SORT", "z", "STORE") == error("ERR syntax error")
     # options are checked before the type
-    assert raw.cmd("SORT", "s", "FOO") == E("ERR syntax error")
+    assert raw.call("SORT", "s", "FOO") == error("ERR syntax error")
 
 
 def test_sort_converts_zset_to_skiplist(raw):
-    raw.cmd("ZADD", "z", "1", "1", "2", "2")
-    assert raw.cmd("OBJECT", "ENCODING", "z") == b"$8\r\nlistpack\r\n"
-    raw.cmd("SORT", "z")
-    assert raw.cmd("OBJECT", "ENCODING", "z") == b"$8\r\nskiplist\r\n"
+    raw.call("ZADD", "z", "1", "1", "2", "2")
+    assert raw.call("OBJECT", "ENCODING", "z") == b"$8\r\nlistpack\r\n"
+    raw.call("SORT", "z")
+    assert raw.call("OBJECT", "ENCODING", "z") == b"$8\r\nskiplist\r\n"
 
 
 ZSET_CASES = [
@@ -139,21 +102,21 @@ ZSET_CASES = [
 
 
 def _zset_data(conn):
-    conn.cmd("ZADD", "z", "5", "3", "1", "10", "2", "2.5", "4", "-7", "3", "0x10", "6", "1e2")
+    conn.call("ZADD", "z", "5", "3", "1", "10", "2", "2.5", "4", "-7", "3", "0x10", "6", "1e2")
     for m, w in (("3", "1"), ("10", "1"), ("2.5", "-3"), ("-7", "inf")):
-        conn.cmd("SET", "w_" + m, w)
+        conn.call("SET", "w_" + m, w)
     for m, v in (("3", "c"), ("10", "a"), ("0x10", "b")):
-        conn.cmd("SET", "v_" + m, v)
-    conn.cmd("ZADD", "bad", "1", "a", "2", "1")
-    conn.cmd("SET", "w_a", "1e-310")
-    conn.cmd("ZADD", "nums", "1", " 5", "2", "", "3", "1e400x")
+        conn.call("SET", "v_" + m, v)
+    conn.call("ZADD", "bad", "1", "a", "2", "1")
+    conn.call("SET", "w_a", "1e-310")
+    conn.call("ZADD", "nums", "1", " 5", "2", "", "3", "1e400x")
 
 
 def test_sort_zset_differential(raw, ref_raw):
     _zset_data(raw)
     _zset_data(ref_raw)
     for cmd in ZSET_CASES:
-        ra, rb = raw.cmd(*cmd), ref_raw.cmd(*cmd)
+        ra, rb = raw.call(*cmd), ref_raw.call(*cmd)
         if cmd[0] == "LRANGE" and ra.startswith(b"-ERR unknown command"):
             ra = _lrange_via_sort(raw, cmd[1])
         assert ra == rb, "%r: ophidis %r != redis %r" % (cmd, ra, rb)
@@ -161,7 +124,7 @@ def test_sort_zset_differential(raw, ref_raw):
 
 def _lrange_via_sort(conn, key):
     # without LRANGE in this branch, SORT BY nosort returns a list in order
-    return conn.cmd("SORT", key, "BY", "nosort")
+    return conn.call("SORT", key, "BY", "nosort")
 
 
 # ---------------------------------------------------------------------------
@@ -188,16 +151,16 @@ def _build_fake():
 
 
 def _build_ref(c):
-    c.cmd("RPUSH", "l", *LIST)
-    c.cmd("RPUSH", "wl", "b", "a", "c", "a")
-    c.cmd("SADD", "s", *SET_STR)
-    c.cmd("SADD", "is", *INTSET)
-    c.cmd("HSET", "h_pear", "w", "3", "name", "Pear")
-    c.cmd("HSET", "h_apple", "w", "1", "name", "Apple")
-    c.cmd("HSET", "h_fig", "w", "2")
-    c.cmd("HSET", "h_kiwi", "name", "Kiwi")
-    c.cmd("SET", "n_banana", "B")
-    c.cmd("SET", "h_banana", "notahash")
+    c.call("RPUSH", "l", *LIST)
+    c.call("RPUSH", "wl", "b", "a", "c", "a")
+    c.call("SADD", "s", *SET_STR)
+    c.call("SADD", "is", *INTSET)
+    c.call("HSET", "h_pear", "w", "3", "name", "Pear")
+    c.call("HSET", "h_apple", "w", "1", "name", "Apple")
+    c.call("HSET", "h_fig", "w", "2")
+    c.call("HSET", "h_kiwi", "name", "Kiwi")
+    c.call("SET", "n_banana", "B")
+    c.call("SET", "h_banana", "notahash")
 
 
 INPROC_CASES = [
@@ -226,25 +189,25 @@ def test_sort_lists_sets_hashes_vs_redis(ref_raw):
     _build_ref(ref_raw)
     for cmd in INPROC_CASES:
         ra = f.run(*cmd)
-        rb = ref_raw.cmd(*cmd)
+        rb = ref_raw.call(*cmd)
         assert ra == rb, "%r: ophidis %r != redis %r" % (cmd, ra, rb)
 
 
 def test_sort_list_exact():
     f = _build_fake()
-    assert f.run("SORT", "l") == bulks("-2.5", "1", "1", "2", "3", " 7", "0x8", "10")
-    assert f.run("SORT", "l", "BY", "nosort", "DESC", "LIMIT", "0", "2") == bulks(" 7", "0x8")
+    assert f.run("SORT", "l") == array("-2.5", "1", "1", "2", "3", " 7", "0x8", "10")
+    assert f.run("SORT", "l", "BY", "nosort", "DESC", "LIMIT", "0", "2") == array(" 7", "0x8")
     assert f.run("SORT", "s", "BY", "h_*->w", "GET", "h_*->name") == \
-        bulks(None, "Kiwi", "Apple", None, "Pear")  # banana (no hash) and kiwi (no w) first
+        array(None, "Kiwi", "Apple", None, "Pear")  # banana (no hash) and kiwi (no w) first
     # ALPHA BY: elements without a value sort first (their order is unspecified)
     rep = f.run("SORT", "s", "BY", "h_*->name", "ALPHA")
-    assert rep.endswith(bulks("apple", "kiwi", "pear")[4:])
+    assert rep.endswith(array("apple", "kiwi", "pear")[4:])
     assert set(rep.split(b"\r\n")[2:6:2]) == {b"banana", b"fig"}
-    assert f.run("SORT", "is", "BY", "nosort") == bulks("-4", "2", "7", "30", "100")
+    assert f.run("SORT", "is", "BY", "nosort") == array("-4", "2", "7", "30", "100")
     f.put_list("bad", ["1", "1e-310"])
-    assert f.run("SORT", "bad") == E("ERR One or more scores can't be converted into double")
+    assert f.run("SORT", "bad") == error("ERR One or more scores can't be converted into double")
     f.put("str", "x")
-    assert f.run("SORT", "str") == E("WRONGTYPE Operation against a key holding the wrong kind of value")
+    assert f.run("SORT", "str") == error("WRONGTYPE Operation against a key holding the wrong kind of value")
 
 
 def test_sort_store_notifications_and_dirty():
@@ -261,4 +224,4 @@ def test_sort_store_notifications_and_dirty():
 def test_sort_set_in_script_sorts_alpha():
     f = _build_fake()
     f.in_script = True
-    assert f.run("SORT", "s", "BY", "nosort") == bulks("apple", "banana", "fig", "kiwi", "pear")
+    assert f.run("SORT", "s", "BY", "nosort") == array("apple", "banana", "fig", "kiwi", "pear")

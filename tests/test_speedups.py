@@ -11,15 +11,16 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from _rawresp import encode
-from conftest import ROOT
+from ophidis import client, speedups
+from ophidis.commands import Command
+from support.resp import RespConn, command, encode
+from support.servers import SRC, ServerProc, server_env
 
 PURE = os.environ.get("OPHIDIS_PURE") == "1"
 
@@ -29,20 +30,17 @@ def test_compiled_loop_is_built_and_used():
     install (a silent fall-back to Python would hide a slow server)."""
     if PURE:
         pytest.skip("OPHIDIS_PURE=1: the Python loop is asked for")
-    from ophidis import client, speedups
     assert speedups.native is not None, "ophidis._speedups is not built: run `make venv` / `pip install -e .`"
     assert client._RUN is speedups.native.run
-    from ophidis.commands import Command
     assert issubclass(Command, speedups.native.CommandCore)
 
 
 def test_stale_build_is_ignored(tmp_path):
     """A build made from another version of the .pyx is not run."""
-    from ophidis import speedups
     if speedups.native is None:
         pytest.skip("no compiled module to go stale")
     pkg = tmp_path / "ophidis"
-    shutil.copytree(os.path.join(ROOT, "src", "ophidis"), pkg,
+    shutil.copytree(os.path.join(SRC, "ophidis"), pkg,
                     ignore=shutil.ignore_patterns("__pycache__"))
     with open(pkg / "_speedups.pyx", "a") as f:
         f.write("\n# changed after the build\n")
@@ -57,7 +55,6 @@ def test_stale_build_is_ignored(tmp_path):
 @given(st.binary(max_size=40) | st.lists(st.sampled_from([b"*", b"-", b"1", b"9", b"0", b"x", b"\r\n"]),
                                           max_size=30).map(b"".join))
 def test_long_header_guard_matches_regex(data):
-    from ophidis import client, speedups
     expected = client._LONG_HEADER(data) is not None
     if speedups.native is not None:
         assert speedups.native.long_header(data) is expected
@@ -65,80 +62,49 @@ def test_long_header_guard_matches_regex(data):
 
 
 def _start(pure: bool):
-    d = tempfile.mkdtemp(prefix="ophidis-speedups-")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "src")
+    env = server_env()
     if pure:
         env["OPHIDIS_PURE"] = "1"
     else:
         env.pop("OPHIDIS_PURE", None)
-    proc = subprocess.Popen([sys.executable, "-m", "ophidis", "--port", str(port), "--save", "",
-                             "--dir", d, "--enable-debug-command", "yes"],
-                            cwd=d, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    deadline = time.time() + 15
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if time.time() > deadline or proc.poll() is not None:
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
-    return proc, port, d
+    return ServerProc(["--enable-debug-command", "yes"], env=env)
 
 
 @pytest.fixture(scope="module")
 def pair():
-    from ophidis import speedups
     if speedups.native is None:
         pytest.skip("ophidis._speedups is not built")
-    servers = [_start(pure=False), _start(pure=True)]
-    yield [port for _, port, _ in servers]
-    for proc, _, d in servers:
-        proc.terminate()
-        proc.wait(10)
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def _exchange(port, chunks, settle=0.3) -> bytes:
-    """Send each chunk as its own write; return everything read until the
-    server has been quiet for `settle` seconds (or closed)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    out = bytearray()
+    servers = []
     try:
-        for c in chunks:
-            s.sendall(c)
-            time.sleep(0.01)
-        s.settimeout(settle)
-        while True:
-            try:
-                b = s.recv(1 << 16)
-            except socket.timeout:
-                break
-            if not b:
-                break
-            out += b
+        servers = [_start(pure=False), _start(pure=True)]
+        yield [s.port for s in servers]
     finally:
-        s.close()
-    return bytes(out)
+        for s in servers:
+            s.stop()
+            shutil.rmtree(s.dir, ignore_errors=True)
+
+
+def _exchange(port, chunks, settle=None) -> bytes:
+    """Send each chunk as its own write; return all the server replied: up
+    to the +OK of a QUIT sent after the chunks, or, with settle (odd input
+    whose replies cannot be told in advance), everything until the server
+    closes or stays quiet for settle seconds."""
+    with RespConn(port) as s:
+        s.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for c in chunks:
+            s.send_raw(c)
+            time.sleep(0.01)
+        return s.read_until_quiet(settle) if settle else s.quit_and_read()
 
 
 def _stats(port):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(encode("INFO", "commandstats"))
-    time.sleep(0.2)
-    info = s.recv(1 << 20).decode()
-    s.close()
+    info = command(port, "INFO", "commandstats").decode()
     return sorted(re.findall(r"cmdstat_([^:]+):calls=(\d+),usec=\d+,usec_per_call=[\d.]+,"
                              r"rejected_calls=(\d+),failed_calls=(\d+)", info))
 
 
-def _both(pair, chunks):
-    replies = [_exchange(p, chunks) for p in pair]
+def _both(pair, chunks, settle=None):
+    replies = [_exchange(p, chunks, settle) for p in pair]
     assert replies[0] == replies[1]
     return replies[0]
 
@@ -181,8 +147,8 @@ def test_same_handling_of_odd_requests(pair, redis_server, tail):
     bulk strings: the requests before them run and reply first, then what
     follows gets redis-server's reply (byte for byte), in both loops."""
     chunks = [encode("SET", "a", "1") + encode("GET", "a") + tail, encode("PING")]
-    out = _both(pair, chunks)
-    assert out == _exchange(redis_server.port, chunks)
+    out = _both(pair, chunks, settle=0.3)
+    assert out == _exchange(redis_server.port, chunks, settle=0.3)
     assert out.startswith(b"+OK\r\n$1\r\n1\r\n")
 
 
@@ -191,14 +157,16 @@ def test_same_slowlog_and_latency_histogram(pair):
             encode("CONFIG", "RESETSTAT")]
     reqs += [encode("SET", "s%d" % i, i) for i in range(50)] + [encode("DEBUG", "SLEEP", "0.01")]
     for p in pair:
-        _exchange(p, [b"".join(reqs)])
-    lens = [_exchange(p, [encode("SLOWLOG", "LEN")]) for p in pair]
+        with RespConn(p) as c:
+            c.send_raw(b"".join(reqs))
+            c.read_replies(len(reqs))
+    lens = [command(p, "SLOWLOG", "LEN") for p in pair]
     # SLOWLOG RESET, CONFIG RESETSTAT, 50 SETs and DEBUG SLEEP (as redis-server)
     assert lens[0] == lens[1] == b":53\r\n"
     for p in pair:
-        h = _exchange(p, [encode("LATENCY", "HISTOGRAM", "set")])
+        h = command(p, "LATENCY", "HISTOGRAM", "set")
         assert b"calls\r\n:50\r\n" in h
-        _exchange(p, [encode("CONFIG", "SET", "slowlog-log-slower-than", "10000")])
+        command(p, "CONFIG", "SET", "slowlog-log-slower-than", "10000")
 
 
 def _request_and_cut(draw_args, cut, prefix):
@@ -212,7 +180,6 @@ def _request_and_cut(draw_args, cut, prefix):
 def test_ends_with_request_matches_python(reqs, cut, prefix, other):
     """The compiled boundary check agrees with the Python one, for reads
     that end with the request, end inside it, or end with another one."""
-    from ophidis import client, speedups
     if speedups.native is None:
         pytest.skip("ophidis._speedups is not built")
     py = client._ends_with_request_py

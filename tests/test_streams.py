@@ -11,27 +11,24 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import zlib
 
 import lzf
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _rawresp import RawConn  # noqa: E402
-from conftest import ROOT  # noqa: E402
-from rdb_helpers import REDIS_CHECK_RDB, REDIS_SERVER, RedisProc  # noqa: E402
-from test_replication import Stream  # noqa: E402
-
-sys.path.insert(0, os.path.join(ROOT, "src"))
-from ophidis.commands.streams import _string2ull, parse_id  # noqa: E402
-from ophidis.errors import RedisError  # noqa: E402
-from ophidis.persistence import rdb as R  # noqa: E402
-from ophidis.types.stream import MASK64, MAX_ID, StreamValue, str_size  # noqa: E402
-from ophidis.persistence.listpack import lp_entry  # noqa: E402
+from ophidis import memory
+from ophidis.commands.streams import _string2ull, parse_id
+from ophidis.errors import RedisError
+from ophidis.persistence import rdb as R
+from ophidis.persistence.listpack import lp_entry
+from ophidis.types.stream import MASK64, MAX_ID, NACK, Consumer, Group, StreamValue, str_size
+from support.notify import KeyspaceEvents
+from support.replication import SyncStream
+from support.resp import RespConn, error
+from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc
+from support.wait import wait_until
 
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -41,29 +38,29 @@ _NODE_DEFAULTS = (("stream-node-max-entries", "100"), ("stream-node-max-bytes", 
 
 def _reset(conn):
     for k, v in _NODE_DEFAULTS:
-        conn.cmd("CONFIG", "SET", k, v)
+        conn.call("CONFIG", "SET", k, v)
 
 
 @pytest.fixture
-def raw(server, r):
-    c = RawConn(server.port)
-    yield c
-    _reset(c)
-    c.close()
+def raw(raw):
+    """conftest's raw, with the stream and notification directives reset
+    after the test."""
+    yield raw
+    _reset(raw)
 
 
 @pytest.fixture
 def both(server, redis_server, r):
     """(ophidis, redis-server) raw connections on flushed servers."""
-    a = RawConn(server.port)
-    b = RawConn(redis_server.port)
+    a = RespConn(server.port)
+    b = RespConn(redis_server.port)
     for conn in (a, b):
-        conn.cmd("FLUSHALL")
+        conn.call("FLUSHALL")
         _reset(conn)
     yield a, b
     for conn in (a, b):
         _reset(conn)
-        conn.cmd("FLUSHALL")
+        conn.call("FLUSHALL")
         conn.close()
 
 
@@ -86,14 +83,10 @@ def run_both(both, cmds, masked=True):
     for cmd in cmds:
         if isinstance(cmd, str):
             cmd = cmd.split()
-        ra, rb = a.cmd(*cmd), b.cmd(*cmd)
+        ra, rb = a.call(*cmd), b.call(*cmd)
         if masked:
             ra, rb = mask(ra), mask(rb)
         assert ra == rb, "%r:\n ophidis %r\n redis   %r" % (cmd, ra[:800], rb[:800])
-
-
-def E(msg):
-    return b"-" + msg.encode() + b"\r\n"
 
 
 # ---------------------------------------------------------------------------
@@ -167,53 +160,54 @@ def test_lzf_space_rule_of_redis():
 # Exact replies and errors
 # ---------------------------------------------------------------------------
 def test_xadd_replies_and_errors(raw):
-    assert raw.cmd("XADD", "s", "1-1", "f", "v") == b"$3\r\n1-1\r\n"
-    assert raw.cmd("XADD", "s", "1-*", "f", "v") == b"$3\r\n1-2\r\n"
-    assert raw.cmd("XADD", "s", "1", "f", "v") == E(
+    assert raw.call("XADD", "s", "1-1", "f", "v") == b"$3\r\n1-1\r\n"
+    assert raw.call("XADD", "s", "1-*", "f", "v") == b"$3\r\n1-2\r\n"
+    assert raw.call("XADD", "s", "1", "f", "v") == error(
         "ERR The ID specified in XADD is equal or smaller than the target stream top item")
-    assert raw.cmd("XADD", "t", "0-0", "f", "v") == E("ERR The ID specified in XADD must be greater than 0-0")
-    assert raw.cmd("EXISTS", "t") == b":0\r\n"
-    assert raw.cmd("XADD", "t", "0-*", "f", "v") == b"$3\r\n0-1\r\n"
-    assert raw.cmd("XADD", "s", "f", "v", "w") == E("ERR Invalid stream ID specified as stream command argument")
-    assert raw.cmd("XADD", "s", "*", "f") == E("ERR wrong number of arguments for 'xadd' command")
-    assert raw.cmd("XADD", "s", "MAXLEN", "-1", "*", "f", "v") == E("ERR The MAXLEN argument must be >= 0.")
-    assert raw.cmd("XADD", "s", "MAXLEN", "1", "MINID", "1", "*", "f", "v") == E(
+    assert raw.call("XADD", "t", "0-0", "f", "v") == error("ERR The ID specified in XADD must be greater than 0-0")
+    assert raw.call("EXISTS", "t") == b":0\r\n"
+    assert raw.call("XADD", "t", "0-*", "f", "v") == b"$3\r\n0-1\r\n"
+    assert raw.call("XADD", "s", "f", "v", "w") == error("ERR Invalid stream ID specified as stream command argument")
+    assert raw.call("XADD", "s", "*", "f") == error("ERR wrong number of arguments for 'xadd' command")
+    assert raw.call("XADD", "s", "MAXLEN", "-1", "*", "f", "v") == error("ERR The MAXLEN argument must be >= 0.")
+    assert raw.call("XADD", "s", "MAXLEN", "1", "MINID", "1", "*", "f", "v") == error(
         "ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
-    assert raw.cmd("XADD", "s", "MAXLEN", "1", "LIMIT", "1", "*", "f", "v") == E(
+    assert raw.call("XADD", "s", "MAXLEN", "1", "LIMIT", "1", "*", "f", "v") == error(
         "ERR syntax error, LIMIT cannot be used without the special ~ option")
-    assert raw.cmd("XADD", "s", "NOMKSTREAM", "*", "f", "v")[:1] == b"$"
-    assert raw.cmd("XADD", "nokey", "NOMKSTREAM", "*", "f", "v") == b"$-1\r\n"
-    assert raw.cmd("XADD", "m", "18446744073709551615-18446744073709551615", "f", "v")[:1] == b"$"
-    assert raw.cmd("XADD", "m", "*", "f", "v") == E(
+    assert raw.call("XADD", "s", "NOMKSTREAM", "*", "f", "v")[:1] == b"$"
+    assert raw.call("XADD", "nokey", "NOMKSTREAM", "*", "f", "v") == b"$-1\r\n"
+    assert raw.call("XADD", "m", "18446744073709551615-18446744073709551615", "f", "v")[:1] == b"$"
+    assert raw.call("XADD", "m", "*", "f", "v") == error(
         "ERR The stream has exhausted the last possible ID, unable to add more items")
-    raw.cmd("SET", "str", "x")
-    assert raw.cmd("XADD", "str", "*", "f", "v")[:10] == b"-WRONGTYPE"
-    assert raw.cmd("TYPE", "s") == b"+stream\r\n"
-    assert raw.cmd("OBJECT", "ENCODING", "s") == b"$6\r\nstream\r\n"
+    raw.call("SET", "str", "x")
+    assert raw.call("XADD", "str", "*", "f", "v")[:10] == b"-WRONGTYPE"
+    assert raw.call("TYPE", "s") == b"+stream\r\n"
+    assert raw.call("OBJECT", "ENCODING", "s") == b"$6\r\nstream\r\n"
 
 
 def test_auto_ids_follow_the_clock_and_never_go_back(raw):
     now = int(time.time() * 1000)
-    i = raw.cmd("XADD", "s", "*", "a", "1").split(b"\r\n")[1]
+    i = raw.call("XADD", "s", "*", "a", "1").split(b"\r\n")[1]
     ms, seq = map(int, i.split(b"-"))
     assert abs(ms - now) < 5000 and seq == 0
-    raw.cmd("XADD", "f", "%d-5" % (now + 10**9), "a", "1")
-    assert raw.cmd("XADD", "f", "*", "a", "1") == b"$%d\r\n%d-6\r\n" % (len(b"%d-6" % (now + 10**9)), now + 10**9)
+    raw.call("XADD", "f", "%d-5" % (now + 10**9), "a", "1")
+    assert raw.call("XADD", "f", "*", "a", "1") == b"$%d\r\n%d-6\r\n" % (len(b"%d-6" % (now + 10**9)), now + 10**9)
 
 
 def test_xrange_count_and_exclusive(raw):
     for i in range(1, 6):
-        raw.cmd("XADD", "s", str(i), "n", str(i))
-    r = raw.cmd("XRANGE", "s", "(2", "+", "COUNT", "2")
+        raw.call("XADD", "s", str(i), "n", str(i))
+    r = raw.call("XRANGE", "s", "(2", "+", "COUNT", "2")
     assert r == (b"*2\r\n*2\r\n$3\r\n3-0\r\n*2\r\n$1\r\nn\r\n$1\r\n3\r\n"
                  b"*2\r\n$3\r\n4-0\r\n*2\r\n$1\r\nn\r\n$1\r\n4\r\n")
-    assert raw.cmd("XREVRANGE", "s", "+", "-", "COUNT", "1") == b"*1\r\n*2\r\n$3\r\n5-0\r\n*2\r\n$1\r\nn\r\n$1\r\n5\r\n"
-    assert raw.cmd("XRANGE", "s", "-", "+", "COUNT", "0") == b"*-1\r\n"
-    assert raw.cmd("XRANGE", "s", "(-", "+") == E("ERR Invalid stream ID specified as stream command argument")
-    assert raw.cmd("XRANGE", "s", "(18446744073709551615-18446744073709551615", "+") == E(
+    assert raw.call("XREVRANGE", "s", "+", "-", "COUNT", "1") == \
+        b"*1\r\n*2\r\n$3\r\n5-0\r\n*2\r\n$1\r\nn\r\n$1\r\n5\r\n"
+    assert raw.call("XRANGE", "s", "-", "+", "COUNT", "0") == b"*-1\r\n"
+    assert raw.call("XRANGE", "s", "(-", "+") == error("ERR Invalid stream ID specified as stream command argument")
+    assert raw.call("XRANGE", "s", "(18446744073709551615-18446744073709551615", "+") == error(
         "ERR invalid start ID for the interval")
-    assert raw.cmd("XRANGE", "s", "-", "(0-0") == E("ERR invalid end ID for the interval")
-    assert raw.cmd("XRANGE", "nokey", "-", "+") == b"*0\r\n"
+    assert raw.call("XRANGE", "s", "-", "(0-0") == error("ERR invalid end ID for the interval")
+    assert raw.call("XRANGE", "nokey", "-", "+") == b"*0\r\n"
 
 
 ERROR_AND_EDGE_SCRIPT = """XADD s
@@ -311,7 +305,7 @@ XINFO STREAM e"""
 def test_errors_and_edges_match_redis(both, resp):
     if resp == 3:
         for c in both:
-            c.cmd("HELLO", "3")
+            c.call("HELLO", "3")
     run_both(both, ERROR_AND_EDGE_SCRIPT.split("\n"))
 
 
@@ -462,43 +456,43 @@ XINFO GROUPS s"""
 def test_consumer_groups_match_redis(both, resp):
     if resp == 3:
         for c in both:
-            c.cmd("HELLO", "3")
+            c.call("HELLO", "3")
     run_both(both, GROUP_SCRIPT.split("\n"))
 
 
 def test_xinfo_full_reply_resp3(raw):
-    raw.cmd("HELLO", "3")
-    raw.cmd("XADD", "x", "1", "a", "1")
-    raw.cmd("XGROUP", "CREATE", "x", "g", "0")
-    r = raw.cmd("XINFO", "STREAM", "x")
+    raw.call("HELLO", "3")
+    raw.call("XADD", "x", "1", "a", "1")
+    raw.call("XGROUP", "CREATE", "x", "g", "0")
+    r = raw.call("XINFO", "STREAM", "x")
     assert r.startswith(b"%10\r\n$6\r\nlength\r\n:1\r\n")
     assert r.endswith(b"$10\r\nlast-entry\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n")
-    r = raw.cmd("XINFO", "STREAM", "x", "FULL")
+    r = raw.call("XINFO", "STREAM", "x", "FULL")
     assert r.startswith(b"%9\r\n")
     assert b"$6\r\ngroups\r\n*1\r\n%7\r\n$4\r\nname\r\n$1\r\ng\r\n" in r
     assert b"$12\r\nentries-read\r\n_\r\n" in r
-    assert raw.cmd("XREAD", "STREAMS", "x", "0") == (
+    assert raw.call("XREAD", "STREAMS", "x", "0") == (
         b"%1\r\n$1\r\nx\r\n*1\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n")
-    assert raw.cmd("XPENDING", "x", "g") == b"*4\r\n:0\r\n_\r\n_\r\n_\r\n"
+    assert raw.call("XPENDING", "x", "g") == b"*4\r\n:0\r\n_\r\n_\r\n_\r\n"
 
 
 def test_lag_and_entries_read_follow_redis_rules(raw):
     for i in range(1, 6):
-        raw.cmd("XADD", "x", str(i), "data", str(i))
-    raw.cmd("XGROUP", "CREATE", "x", "g1", "0")
+        raw.call("XADD", "x", str(i), "data", str(i))
+    raw.call("XGROUP", "CREATE", "x", "g1", "0")
 
     def group():
-        r = raw.cmd("XINFO", "GROUPS", "x")
+        r = raw.call("XINFO", "GROUPS", "x")
         er = r.split(b"entries-read\r\n")[1].split(b"\r\n")[0]
         lag = r.split(b"lag\r\n")[1].split(b"\r\n")[0]
         return er, lag
     assert group() == (b"$-1", b":5")
-    raw.cmd("XREADGROUP", "GROUP", "g1", "c", "COUNT", "1", "STREAMS", "x", ">")
+    raw.call("XREADGROUP", "GROUP", "g1", "c", "COUNT", "1", "STREAMS", "x", ">")
     assert group() == (b":1", b":4")
-    raw.cmd("XDEL", "x", "4")
-    raw.cmd("XREADGROUP", "GROUP", "g1", "c", "COUNT", "1", "STREAMS", "x", ">")
+    raw.call("XDEL", "x", "4")
+    raw.call("XREADGROUP", "GROUP", "g1", "c", "COUNT", "1", "STREAMS", "x", ">")
     assert group() == (b"$-1", b"$-1")        # a tombstone ahead: unknown
-    raw.cmd("XREADGROUP", "GROUP", "g1", "c", "STREAMS", "x", ">")
+    raw.call("XREADGROUP", "GROUP", "g1", "c", "STREAMS", "x", ">")
     assert group() == (b":5", b":0")
 
 
@@ -634,7 +628,7 @@ def _group_workload(rnd, n=700):
 def test_consumer_group_fuzz_matches_redis(both, seed, resp):
     if resp == 3:
         for c in both:
-            c.cmd("HELLO", "3")
+            c.call("HELLO", "3")
     run_both(both, _group_workload(random.Random(seed)))
 
 
@@ -642,88 +636,77 @@ def test_consumer_group_fuzz_matches_redis(both, seed, resp):
 # Blocking reads
 # ---------------------------------------------------------------------------
 def _wait_blocked(raw, n=1, timeout=5.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        info = raw.cmd("INFO", "clients")
-        m = re.search(rb"blocked_clients:(\d+)", info)
-        if m and int(m.group(1)) >= n:
-            return
-        time.sleep(0.01)
-    raise AssertionError("client did not block")
+    def blocked():
+        m = re.search(rb"blocked_clients:(\d+)", raw.call("INFO", "clients"))
+        return m and int(m.group(1)) >= n
+    wait_until(blocked, timeout, 0.01, what="the client to block")
 
 
 @pytest.fixture
-def clients(server, r):
-    made = []
-
-    def make():
-        c = RawConn(server.port)
-        made.append(c)
-        return c
-    yield make
-    for c in made:
-        c.close()
+def clients(r, connect):
+    """Raw connections to the flushed server."""
+    return connect
 
 
 def test_xread_block_served_by_xadd(clients):
     a, b = clients(), clients()
-    b.cmd("XADD", "s2", "1", "old", "x")
+    b.call("XADD", "s2", "1", "old", "x")
     a.send("XREAD", "BLOCK", "5000", "STREAMS", "s1", "s2", "s3", "$", "$", "$")
     _wait_blocked(b)
-    b.cmd("XADD", "s2", "2", "new", "y")
+    b.call("XADD", "s2", "2", "new", "y")
     assert a.read(5) == b"*1\r\n*2\r\n$2\r\ns2\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$3\r\nnew\r\n$1\r\ny\r\n"
 
 
 def test_xread_block_timeout_and_old_data(clients):
     a, b = clients(), clients()
     t0 = time.time()
-    assert a.cmd("XREAD", "BLOCK", "100", "STREAMS", "s", "$") == b"*-1\r\n"
+    assert a.call("XREAD", "BLOCK", "100", "STREAMS", "s", "$") == b"*-1\r\n"
     assert time.time() - t0 >= 0.09
-    b.cmd("XADD", "s", "5", "f", "v")
-    b.cmd("XDEL", "s", "5")
+    b.call("XADD", "s", "5", "f", "v")
+    b.call("XDEL", "s", "5")
     # last ID 5-0 but nothing after 4: the client blocks, then times out
-    assert a.cmd("XREAD", "BLOCK", "50", "STREAMS", "s", "4") == b"*-1\r\n"
+    assert a.call("XREAD", "BLOCK", "50", "STREAMS", "s", "4") == b"*-1\r\n"
     a.send("XREAD", "BLOCK", "0", "STREAMS", "s", "4")
     _wait_blocked(b)
-    b.cmd("XADD", "s", "6", "k", "v")
+    b.call("XADD", "s", "6", "k", "v")
     assert a.read(5) == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n6-0\r\n*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
-    a.cmd("HELLO", "3")
-    assert a.cmd("XREAD", "BLOCK", "10", "STREAMS", "s", "$") == b"_\r\n"
+    a.call("HELLO", "3")
+    assert a.call("XREAD", "BLOCK", "10", "STREAMS", "s", "$") == b"_\r\n"
 
 
 def test_xread_block_multiple_xadd_in_transaction_and_del(clients):
     a, b = clients(), clients()
     a.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "s", "$", "$")
     _wait_blocked(b)
-    b.cmd("MULTI")
-    b.cmd("XADD", "s", "1", "field", "one")
-    b.cmd("XADD", "s", "2", "field", "two")
-    b.cmd("EXEC")
+    b.call("MULTI")
+    b.call("XADD", "s", "1", "field", "one")
+    b.call("XADD", "s", "2", "field", "two")
+    b.call("EXEC")
     r = a.read(5)
     assert r.count(b"field") == 2
     # XADD + DEL in a transaction does not wake the reader; LPUSH neither
     a.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
     _wait_blocked(b)
-    b.cmd("MULTI")
-    b.cmd("XADD", "s", "3", "old", "x")
-    b.cmd("DEL", "s")
-    b.cmd("LPUSH", "s", "a")
-    b.cmd("EXEC")
-    b.cmd("DEL", "s")
-    b.cmd("XADD", "s", "4", "new", "y")
+    b.call("MULTI")
+    b.call("XADD", "s", "3", "old", "x")
+    b.call("DEL", "s")
+    b.call("LPUSH", "s", "a")
+    b.call("EXEC")
+    b.call("DEL", "s")
+    b.call("XADD", "s", "4", "new", "y")
     assert b"new" in a.read(5)
 
 
 def test_xread_block_in_multi(raw):
-    raw.cmd("MULTI")
-    raw.cmd("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
-    raw.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
-    assert raw.cmd("EXEC") == (b"*2\r\n*-1\r\n-NOGROUP No such key 's' or consumer group 'g' in "
+    raw.call("MULTI")
+    raw.call("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    raw.call("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    assert raw.call("EXEC") == (b"*2\r\n*-1\r\n-NOGROUP No such key 's' or consumer group 'g' in "
                                b"XREADGROUP with GROUP option\r\n")
-    raw.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
-    raw.cmd("MULTI")
-    raw.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
-    assert raw.cmd("EXEC") == b"*1\r\n*-1\r\n"
+    raw.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    raw.call("MULTI")
+    raw.call("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    assert raw.call("EXEC") == b"*1\r\n*-1\r\n"
 
 
 @needs_redis
@@ -739,34 +722,34 @@ def test_xread_block_in_scripts_matches_redis(both):
 
 def test_xread_blocked_client_unblocked(clients):
     a, b = clients(), clients()
-    cid = a.cmd("CLIENT", "ID").strip()[1:]
+    cid = a.call("CLIENT", "ID").strip()[1:]
     a.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
     _wait_blocked(b)
-    assert b.cmd("CLIENT", "UNBLOCK", cid) == b":1\r\n"
+    assert b.call("CLIENT", "UNBLOCK", cid) == b":1\r\n"
     assert a.read(5) == b"*-1\r\n"
     a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
     assert a.read(5)[:8] == b"-NOGROUP"
-    b.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    b.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
     _wait_blocked(b)
-    assert b.cmd("CLIENT", "UNBLOCK", cid, "ERROR") == b":1\r\n"
+    assert b.call("CLIENT", "UNBLOCK", cid, "ERROR") == b":1\r\n"
     assert a.read(5) == b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
 
 
 def test_xreadgroup_block_served_and_ownership(clients):
     a, b = clients(), clients()
-    b.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    b.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
     _wait_blocked(b)
-    b.cmd("XADD", "s", "7", "f", "v")
+    b.call("XADD", "s", "7", "f", "v")
     assert a.read(5) == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n7-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
-    assert b.cmd("XPENDING", "s", "g", "-", "+", "10", "alice").startswith(b"*1\r\n*4\r\n$3\r\n7-0\r\n$5\r\nalice\r\n")
+    assert b.call("XPENDING", "s", "g", "-", "+", "10", "alice").startswith(b"*1\r\n*4\r\n$3\r\n7-0\r\n$5\r\nalice\r\n")
     # Two readers in the same group: the entry goes to the first only.
     c = clients()
     a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
     c.send("XREADGROUP", "GROUP", "g", "bob", "BLOCK", "300", "STREAMS", "s", ">")
     _wait_blocked(b, 2)
-    b.cmd("XADD", "s", "8", "f", "w")
+    b.call("XADD", "s", "8", "f", "w")
     assert b"8-0" in a.read(5)
     assert c.read(5) == b"*-1\r\n"
 
@@ -774,30 +757,30 @@ def test_xreadgroup_block_served_and_ownership(clients):
 @pytest.mark.parametrize("how", ["del", "set", "multi", "flushall", "expire", "destroy", "rename_nogroup"])
 def test_xreadgroup_block_ends_when_stream_or_group_goes(clients, how):
     a, b = clients(), clients()
-    b.cmd("XADD", "s", "666", "f", "v")
-    b.cmd("XGROUP", "CREATE", "s", "g", "$")
+    b.call("XADD", "s", "666", "f", "v")
+    b.call("XGROUP", "CREATE", "s", "g", "$")
     a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
     _wait_blocked(b)
     if how == "del":
-        b.cmd("DEL", "s")
+        b.call("DEL", "s")
     elif how == "set":
-        b.cmd("SET", "s", "val")
+        b.call("SET", "s", "val")
     elif how == "multi":
-        b.cmd("MULTI")
-        b.cmd("DEL", "s")
-        b.cmd("SADD", "s", "e1")
-        b.cmd("EXEC")
+        b.call("MULTI")
+        b.call("DEL", "s")
+        b.call("SADD", "s", "e1")
+        b.call("EXEC")
     elif how == "flushall":
-        b.cmd("FLUSHALL")
+        b.call("FLUSHALL")
     elif how == "expire":
-        b.cmd("PEXPIRE", "s", "1")
+        b.call("PEXPIRE", "s", "1")
         time.sleep(0.05)
-        b.cmd("EXISTS", "s")
+        b.call("EXISTS", "s")
     elif how == "destroy":
-        b.cmd("XGROUP", "DESTROY", "s", "g")
+        b.call("XGROUP", "DESTROY", "s", "g")
     else:
-        b.cmd("XADD", "s2", "100", "f", "v")
-        b.cmd("RENAME", "s2", "s")
+        b.call("XADD", "s2", "100", "f", "v")
+        b.call("RENAME", "s2", "s")
     r = a.read(5)
     if how in ("destroy", "rename_nogroup"):
         assert r == b"-NOGROUP the consumer group this client was blocked on no longer exists\r\n"
@@ -807,51 +790,52 @@ def test_xreadgroup_block_ends_when_stream_or_group_goes(clients, how):
 
 def test_xreadgroup_block_rename_with_data(clients):
     a, b = clients(), clients()
-    b.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    b.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
     _wait_blocked(b)
-    b.cmd("XGROUP", "CREATE", "s2", "g", "$", "MKSTREAM")
-    b.cmd("XADD", "s2", "100", "f1", "v1")
-    b.cmd("RENAME", "s2", "s")
+    b.call("XGROUP", "CREATE", "s2", "g", "$", "MKSTREAM")
+    b.call("XADD", "s2", "100", "f1", "v1")
+    b.call("RENAME", "s2", "s")
     assert a.read(5) == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$5\r\n100-0\r\n*2\r\n$2\r\nf1\r\n$2\r\nv1\r\n"
 
 
 def test_xreadgroup_swapdb_unblocks(server, clients):
     a, b = clients(), clients()
     for c in (a, b):
-        c.cmd("SELECT", "9")
-    b.cmd("XADD", "s", "1", "f", "v")
-    b.cmd("XGROUP", "CREATE", "s", "g", "$")
+        c.call("SELECT", "9")
+    b.call("XADD", "s", "1", "f", "v")
+    b.call("XGROUP", "CREATE", "s", "g", "$")
     a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
     _wait_blocked(b)
-    b.cmd("SWAPDB", "4", "9")
+    b.call("SWAPDB", "4", "9")
     assert a.read(5) == b"-UNBLOCKED the stream key no longer exists\r\n"
-    b.cmd("FLUSHALL")
+    b.call("FLUSHALL")
 
 
 def test_blocked_xreadgroup_error_is_counted(clients):
     a, b = clients(), clients()
-    b.cmd("CONFIG", "RESETSTAT")
-    b.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    b.call("CONFIG", "RESETSTAT")
+    b.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
     _wait_blocked(b)
-    b.cmd("XGROUP", "DESTROY", "s", "g")
+    b.call("XGROUP", "DESTROY", "s", "g")
     assert a.read(5).startswith(b"-NOGROUP")
-    info = b.cmd("INFO", "commandstats")
+    info = b.call("INFO", "commandstats")
     assert re.search(rb"cmdstat_xreadgroup:calls=1,.*rejected_calls=0,failed_calls=1", info)
-    assert b"errorstat_NOGROUP:count=1" in b.cmd("INFO", "errorstats")
+    assert b"errorstat_NOGROUP:count=1" in b.call("INFO", "errorstats")
 
 
 def test_xreadgroup_history_ignores_block(raw):
-    raw.cmd("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
-    raw.cmd("XADD", "s", "666", "k", "v")
-    raw.cmd("XDEL", "s", "666")
-    assert raw.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", "0") == b"*1\r\n*2\r\n$1\r\ns\r\n*0\r\n"
-    raw.cmd("XADD", "s", "667", "k", "v")
-    raw.cmd("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
-    raw.cmd("XADD", "s", "MAXLEN", "0", "668", "k", "v")
+    raw.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    raw.call("XADD", "s", "666", "k", "v")
+    raw.call("XDEL", "s", "666")
+    assert raw.call("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", "0") == \
+        b"*1\r\n*2\r\n$1\r\ns\r\n*0\r\n"
+    raw.call("XADD", "s", "667", "k", "v")
+    raw.call("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+    raw.call("XADD", "s", "MAXLEN", "0", "668", "k", "v")
     # a pending entry deleted meanwhile comes as [id, nil]
-    assert raw.cmd("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0") == (
+    assert raw.call("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0") == (
         b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$5\r\n667-0\r\n*-1\r\n")
 
 
@@ -860,25 +844,16 @@ def test_xreadgroup_history_ignores_block(raw):
 # ---------------------------------------------------------------------------
 def _events(port, cmds):
     """Keyspace/keyevent messages the commands produce, in order."""
-    sub = RawConn(port)
-    c = RawConn(port)
+    c = RespConn(port)
     try:
-        c.cmd("FLUSHALL")
-        c.cmd("CONFIG", "SET", "notify-keyspace-events", "KEA")
-        sub.cmd("PSUBSCRIBE", "__key*__:*")
-        sub.cmd("SUBSCRIBE", "marker")
-        for cmd in cmds:
-            c.cmd(*cmd.split())
-        c.cmd("PUBLISH", "marker", "end")
-        out = []
-        while True:
-            m = sub.read(5)
-            if m.startswith(b"*3\r\n$7\r\nmessage\r\n$6\r\nmarker"):
-                return out
-            out.append(m)
+        c.call("FLUSHALL")
+        c.call("CONFIG", "SET", "notify-keyspace-events", "KEA")
+        with KeyspaceEvents(port) as sub:
+            for cmd in cmds:
+                c.call(*cmd.split())
+            return sub.collect_raw()
     finally:
-        c.cmd("CONFIG", "SET", "notify-keyspace-events", "")
-        sub.close()
+        c.call("CONFIG", "SET", "notify-keyspace-events", "")
         c.close()
 
 
@@ -919,40 +894,35 @@ def test_notifications_match_redis(server, redis_server, r):
 # Replication: what streams propagate
 # ---------------------------------------------------------------------------
 def _repl_workload(c):
-    c.cmd("XADD", "a", "MAXLEN", "~", "2", "*", "f", "v")
-    c.cmd("XADD", "a", "*", "f", "v")
+    c.call("XADD", "a", "MAXLEN", "~", "2", "*", "f", "v")
+    c.call("XADD", "a", "*", "f", "v")
     for i in range(1, 13):
-        c.cmd("XADD", "s", str(i), "f", str(i))
-    c.cmd("XADD", "s", "MAXLEN", "~", "3", "13", "f", "v")
-    c.cmd("XTRIM", "s", "MINID", "~", "8")
-    c.cmd("XADD", "s", "14-*", "f", "v")
-    c.cmd("XGROUP", "CREATE", "s", "g", "0")
-    c.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
-    c.cmd("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0")
-    c.cmd("XREADGROUP", "GROUP", "g", "bob", "COUNT", "1", "NOACK", "STREAMS", "s", ">")
-    c.cmd("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">")
-    c.cmd("XDEL", "s", "12")
-    c.cmd("XCLAIM", "s", "g", "carol", "0", "11", "12", "RETRYCOUNT", "5", "TIME", "1000")
-    c.cmd("XAUTOCLAIM", "s", "g", "dave", "0", "0", "COUNT", "2", "JUSTID")
-    c.cmd("XCLAIM", "s", "g", "carol", "0", "99", "LASTID", "99")
-    c.cmd("XACK", "s", "g", "13")
-    c.cmd("XSETID", "s", "100", "ENTRIESADDED", "100")
-    c.cmd("SET", "last", "1")
+        c.call("XADD", "s", str(i), "f", str(i))
+    c.call("XADD", "s", "MAXLEN", "~", "3", "13", "f", "v")
+    c.call("XTRIM", "s", "MINID", "~", "8")
+    c.call("XADD", "s", "14-*", "f", "v")
+    c.call("XGROUP", "CREATE", "s", "g", "0")
+    c.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+    c.call("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0")
+    c.call("XREADGROUP", "GROUP", "g", "bob", "COUNT", "1", "NOACK", "STREAMS", "s", ">")
+    c.call("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">")
+    c.call("XDEL", "s", "12")
+    c.call("XCLAIM", "s", "g", "carol", "0", "11", "12", "RETRYCOUNT", "5", "TIME", "1000")
+    c.call("XAUTOCLAIM", "s", "g", "dave", "0", "0", "COUNT", "2", "JUSTID")
+    c.call("XCLAIM", "s", "g", "carol", "0", "99", "LASTID", "99")
+    c.call("XACK", "s", "g", "13")
+    c.call("XSETID", "s", "100", "ENTRIESADDED", "100")
+    c.call("SET", "last", "1")
 
 
 def _repl_run(port):
-    c = RawConn(port)
-    c.cmd("FLUSHALL")
-    c.cmd("CONFIG", "SET", "stream-node-max-entries", "4")
-    s = Stream(port)
+    c = RespConn(port)
+    c.call("FLUSHALL")
+    c.call("CONFIG", "SET", "stream-node-max-entries", "4")
+    s = SyncStream(port)
     try:
         _repl_workload(c)
-        out = []
-        while True:
-            cmd = s.read_command()
-            out.append(cmd)
-            if cmd[:2] == [b"SET", b"last"] or cmd[:2] == [b"set", b"last"]:
-                return out
+        return s.read_until(b"set")
     finally:
         s.close()
         _reset(c)
@@ -975,9 +945,8 @@ def _repl_normalize(cmds):
 
 
 @needs_redis
-def test_replication_stream_matches_redis(server, r, redis_server, ref):
-    ref.config_set("repl-diskless-sync", "no")
-    ref.config_set("repl-ping-replica-period", 3600)
+def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
+    config(ref, repl_diskless_sync="no", repl_ping_replica_period=3600)
     theirs = _repl_normalize(_repl_run(redis_server.port))
     ours = _repl_normalize(_repl_run(server.port))
     assert ours == theirs
@@ -1004,45 +973,45 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref):
 # Other commands on streams
 # ---------------------------------------------------------------------------
 def test_copy_rename_dump_restore_digest(raw):
-    raw.cmd("XADD", "s", "1", "a", "1")
-    raw.cmd("XADD", "s", "2", "b", "2")
-    raw.cmd("XGROUP", "CREATE", "s", "g", "0")
-    raw.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", ">")
-    assert raw.cmd("COPY", "s", "c") == b":1\r\n"
-    assert raw.cmd("XINFO", "STREAM", "c", "FULL") == raw.cmd("XINFO", "STREAM", "s", "FULL")
-    d1 = raw.cmd("DEBUG", "DIGEST-VALUE", "s")
-    assert raw.cmd("DEBUG", "DIGEST-VALUE", "c") == d1
-    raw.cmd("XACK", "c", "g", "1")
-    assert raw.cmd("XPENDING", "s", "g")[:8] == b"*4\r\n:1\r\n"   # the copy is independent
-    assert raw.cmd("DEBUG", "DIGEST-VALUE", "c") != d1
-    dump = raw.cmd("DUMP", "s")
+    raw.call("XADD", "s", "1", "a", "1")
+    raw.call("XADD", "s", "2", "b", "2")
+    raw.call("XGROUP", "CREATE", "s", "g", "0")
+    raw.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", ">")
+    assert raw.call("COPY", "s", "c") == b":1\r\n"
+    assert raw.call("XINFO", "STREAM", "c", "FULL") == raw.call("XINFO", "STREAM", "s", "FULL")
+    d1 = raw.call("DEBUG", "DIGEST-VALUE", "s")
+    assert raw.call("DEBUG", "DIGEST-VALUE", "c") == d1
+    raw.call("XACK", "c", "g", "1")
+    assert raw.call("XPENDING", "s", "g")[:8] == b"*4\r\n:1\r\n"   # the copy is independent
+    assert raw.call("DEBUG", "DIGEST-VALUE", "c") != d1
+    dump = raw.call("DUMP", "s")
     n = int(dump[1:dump.index(b"\r\n")])
     payload = dump[dump.index(b"\r\n") + 2:][:n]
     assert payload[0] == 19
     raw.send("RESTORE", "r", "0", payload)
     assert raw.read() == b"+OK\r\n"
-    assert raw.cmd("XINFO", "STREAM", "r", "FULL") == raw.cmd("XINFO", "STREAM", "s", "FULL")
-    assert raw.cmd("RENAME", "r", "r2") == b"+OK\r\n"
-    assert raw.cmd("XLEN", "r2") == b":2\r\n"
-    keys = raw.cmd("SCAN", "0", "TYPE", "stream", "COUNT", "100").split(b"\r\n")[5:-1:2]
+    assert raw.call("XINFO", "STREAM", "r", "FULL") == raw.call("XINFO", "STREAM", "s", "FULL")
+    assert raw.call("RENAME", "r", "r2") == b"+OK\r\n"
+    assert raw.call("XLEN", "r2") == b":2\r\n"
+    keys = raw.call("SCAN", "0", "TYPE", "stream", "COUNT", "100").split(b"\r\n")[5:-1:2]
     assert sorted(keys) == [b"c", b"r2", b"s"]
-    assert int(raw.cmd("MEMORY", "USAGE", "s")[1:]) > 100
+    assert int(raw.call("MEMORY", "USAGE", "s")[1:]) > 100
 
 
 def test_debug_reload_keeps_streams(raw):
-    raw.cmd("CONFIG", "SET", "stream-node-max-entries", "3")
+    raw.call("CONFIG", "SET", "stream-node-max-entries", "3")
     for i in range(1, 11):
-        raw.cmd("XADD", "s", str(i), "f", str(i))
-    raw.cmd("XDEL", "s", "2")
-    raw.cmd("XGROUP", "CREATE", "s", "g", "0")
-    raw.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "4", "STREAMS", "s", ">")
-    raw.cmd("XGROUP", "CREATECONSUMER", "s", "g", "bob")
-    raw.cmd("XADD", "empty", "MAXLEN", "0", "5", "f", "v")
-    before = [raw.cmd("XINFO", "STREAM", k, "FULL") for k in ("s", "empty")]
-    dumps = [raw.cmd("DUMP", k) for k in ("s", "empty")]
-    assert raw.cmd("DEBUG", "RELOAD") == b"+OK\r\n"
-    assert [raw.cmd("XINFO", "STREAM", k, "FULL") for k in ("s", "empty")] == before
-    assert [raw.cmd("DUMP", k) for k in ("s", "empty")] == dumps
+        raw.call("XADD", "s", str(i), "f", str(i))
+    raw.call("XDEL", "s", "2")
+    raw.call("XGROUP", "CREATE", "s", "g", "0")
+    raw.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "4", "STREAMS", "s", ">")
+    raw.call("XGROUP", "CREATECONSUMER", "s", "g", "bob")
+    raw.call("XADD", "empty", "MAXLEN", "0", "5", "f", "v")
+    before = [raw.call("XINFO", "STREAM", k, "FULL") for k in ("s", "empty")]
+    dumps = [raw.call("DUMP", k) for k in ("s", "empty")]
+    assert raw.call("DEBUG", "RELOAD") == b"+OK\r\n"
+    assert [raw.call("XINFO", "STREAM", k, "FULL") for k in ("s", "empty")] == before
+    assert [raw.call("DUMP", k) for k in ("s", "empty")] == dumps
 
 
 def test_restore_legacy_stream_from_redis_5(raw):
@@ -1064,15 +1033,15 @@ def test_restore_legacy_stream_from_redis_5(raw):
                b"\x00\x3D\x52\xEF\x68\x67\x52\x1D\xFA")
     raw.send("RESTORE", "x", "0", payload)
     assert raw.read() == b"+OK\r\n"
-    full = raw.cmd("XINFO", "STREAM", "x", "FULL")
+    full = raw.call("XINFO", "STREAM", "x", "FULL")
     assert b"$20\r\nmax-deleted-entry-id\r\n$3\r\n0-0\r\n$13\r\nentries-added\r\n:2\r\n" in full
     assert b"$4\r\nname\r\n$2\r\ng1\r\n$17\r\nlast-delivered-id\r\n$3\r\n5-0\r\n$12\r\nentries-read\r\n:1\r\n$3\r\nlag\r\n:1\r\n" in full
     assert b"$4\r\nname\r\n$2\r\ng2\r\n$17\r\nlast-delivered-id\r\n$3\r\n0-0\r\n$12\r\nentries-read\r\n:0\r\n$3\r\nlag\r\n:2\r\n" in full
 
 
 def test_corrupt_stream_payloads_refused(raw):
-    raw.cmd("XADD", "s", "1", "a", "1")
-    dump = raw.cmd("DUMP", "s")
+    raw.call("XADD", "s", "1", "a", "1")
+    dump = raw.call("DUMP", "s")
     payload = dump[dump.index(b"\r\n") + 2:-2]
     body = bytearray(payload[:-10])
     for pos in range(3, len(body)):
@@ -1083,22 +1052,21 @@ def test_corrupt_stream_payloads_refused(raw):
         raw.send("RESTORE", "bad%d" % pos, "0", full)
         r = raw.read()
         assert r == b"+OK\r\n" or r.startswith(b"-ERR Bad data format"), (pos, r)
-    assert raw.cmd("PING") == b"+PONG\r\n"
+    assert raw.call("PING") == b"+PONG\r\n"
 
 
 def test_memory_accounting_sees_streams(raw):
-    base = int(re.search(rb"used_memory:(\d+)", raw.cmd("INFO", "memory")).group(1))
-    raw.cmd("DEBUG", "POPULATE", "0")
+    base = int(re.search(rb"used_memory:(\d+)", raw.call("INFO", "memory")).group(1))
+    raw.call("DEBUG", "POPULATE", "0")
     for i in range(200):
         raw.send("XADD", "big", "*", "field", "x" * 1000)
     for i in range(200):
         raw.read()
-    after = int(re.search(rb"used_memory:(\d+)", raw.cmd("INFO", "memory")).group(1))
+    after = int(re.search(rb"used_memory:(\d+)", raw.call("INFO", "memory")).group(1))
     assert after - base > 150_000
     sv = StreamValue()
     for i in range(1, 101):
         sv.append(i << 64, [b"f", b"x" * 1000], 4096, 100)
-    from ophidis import memory
     memory._types()
     pysize = memory.pysize
     assert 100_000 < pysize(sv) < 400_000
@@ -1110,38 +1078,38 @@ def test_memory_accounting_sees_streams(raw):
 def _build_streams(c):
     """Streams with several nodes, tombstones, groups, consumers without
     pending entries, an empty stream and one with only a group."""
-    c.cmd("CONFIG", "SET", "stream-node-max-entries", "4")
+    c.call("CONFIG", "SET", "stream-node-max-entries", "4")
     for i in range(1, 30):
-        c.cmd("XADD", "s:big", str(i), "field", str(i), *(["extra", "x" * i] if i % 5 == 0 else []))
+        c.call("XADD", "s:big", str(i), "field", str(i), *(["extra", "x" * i] if i % 5 == 0 else []))
     for i in (3, 4, 9, 10, 11, 12, 20):
-        c.cmd("XDEL", "s:big", str(i))
-    c.cmd("XGROUP", "CREATE", "s:big", "g1", "0")
-    c.cmd("XGROUP", "CREATE", "s:big", "g2", "$", "ENTRIESREAD", "29")
-    c.cmd("XREADGROUP", "GROUP", "g1", "alice", "COUNT", "5", "STREAMS", "s:big", ">")
-    c.cmd("XREADGROUP", "GROUP", "g1", "bob", "COUNT", "3", "STREAMS", "s:big", ">")
-    c.cmd("XCLAIM", "s:big", "g1", "carol", "0", "2", "RETRYCOUNT", "9")
-    c.cmd("XGROUP", "CREATECONSUMER", "s:big", "g1", "dave")
-    c.cmd("XADD", "s:empty", "MAXLEN", "0", "7", "a", "b")
-    c.cmd("XGROUP", "CREATE", "s:grp", "g", "$", "MKSTREAM")
-    c.cmd("XADD", "s:lzf", "1", "payload", "abc" * 400)
-    c.cmd("XADD", "s:lzf", "2", "payload", "abc" * 400)
-    c.cmd("XADD", "s:ids", "18446744073709551615-0", "a", "1")
-    c.cmd("XADD", "s:ids", "18446744073709551615-18446744073709551614", "a", "2")
-    c.cmd("CONFIG", "SET", "stream-node-max-entries", "100")
+        c.call("XDEL", "s:big", str(i))
+    c.call("XGROUP", "CREATE", "s:big", "g1", "0")
+    c.call("XGROUP", "CREATE", "s:big", "g2", "$", "ENTRIESREAD", "29")
+    c.call("XREADGROUP", "GROUP", "g1", "alice", "COUNT", "5", "STREAMS", "s:big", ">")
+    c.call("XREADGROUP", "GROUP", "g1", "bob", "COUNT", "3", "STREAMS", "s:big", ">")
+    c.call("XCLAIM", "s:big", "g1", "carol", "0", "2", "RETRYCOUNT", "9")
+    c.call("XGROUP", "CREATECONSUMER", "s:big", "g1", "dave")
+    c.call("XADD", "s:empty", "MAXLEN", "0", "7", "a", "b")
+    c.call("XGROUP", "CREATE", "s:grp", "g", "$", "MKSTREAM")
+    c.call("XADD", "s:lzf", "1", "payload", "abc" * 400)
+    c.call("XADD", "s:lzf", "2", "payload", "abc" * 400)
+    c.call("XADD", "s:ids", "18446744073709551615-0", "a", "1")
+    c.call("XADD", "s:ids", "18446744073709551615-18446744073709551614", "a", "2")
+    c.call("CONFIG", "SET", "stream-node-max-entries", "100")
     return [b"s:big", b"s:empty", b"s:grp", b"s:lzf", b"s:ids"]
 
 
 def _snapshot(c, keys):
-    return {k: (c.cmd("XINFO", "STREAM", k, "FULL"), c.cmd("DUMP", k), c.cmd("XINFO", "GROUPS", k))
+    return {k: (c.call("XINFO", "STREAM", k, "FULL"), c.call("DUMP", k), c.call("XINFO", "GROUPS", k))
             for k in keys}
 
 
 @needs_redis
 def test_ophidis_rdb_loaded_by_redis(start_server, tmp_path):
     s = start_server(cwd=str(tmp_path))
-    c = RawConn(s.port)
+    c = RespConn(s.port)
     keys = _build_streams(c)
-    assert c.cmd("SAVE") == b"+OK\r\n"
+    assert c.call("SAVE") == b"+OK\r\n"
     mine = _snapshot(c, keys)
     c.close()
     path = tmp_path / "dump.rdb"
@@ -1151,9 +1119,9 @@ def test_ophidis_rdb_loaded_by_redis(start_server, tmp_path):
     d = str(tmp_path / "redis")
     os.mkdir(d)
     shutil.copy(str(path), os.path.join(d, "dump.rdb"))
-    rp = RedisProc(d)
+    rp = RedisServerProc(dir=d)
     try:
-        rc = RawConn(rp.port)
+        rc = RespConn(rp.port)
         theirs = _snapshot(rc, keys)
         rc.close()
     finally:
@@ -1163,12 +1131,12 @@ def test_ophidis_rdb_loaded_by_redis(start_server, tmp_path):
 
 @needs_redis
 def test_redis_rdb_loaded_by_ophidis(start_server, tmp_path):
-    rp = RedisProc()
+    rp = RedisServerProc()
     try:
-        rc = RawConn(rp.port)
+        rc = RespConn(rp.port)
         keys = _build_streams(rc)
-        rc.cmd("DEBUG", "RELOAD")
-        assert rc.cmd("SAVE") == b"+OK\r\n"
+        rc.call("DEBUG", "RELOAD")
+        assert rc.call("SAVE") == b"+OK\r\n"
         theirs = _snapshot(rc, keys)
         rc.close()
         shutil.copy(os.path.join(rp.dir, "dump.rdb"), str(tmp_path / "dump.rdb"))
@@ -1176,7 +1144,7 @@ def test_redis_rdb_loaded_by_ophidis(start_server, tmp_path):
         rp.stop()
         shutil.rmtree(rp.dir, ignore_errors=True)
     s = start_server(cwd=str(tmp_path))
-    c = RawConn(s.port)
+    c = RespConn(s.port)
     mine = _snapshot(c, keys)
     c.close()
     assert mine == theirs
@@ -1186,21 +1154,21 @@ def test_redis_rdb_loaded_by_ophidis(start_server, tmp_path):
 def test_dump_payloads_identical_to_redis(both):
     a, b = both
     for conn in both:
-        conn.cmd("CONFIG", "SET", "stream-node-max-entries", "4")
+        conn.call("CONFIG", "SET", "stream-node-max-entries", "4")
         for i in range(1, 30):
-            conn.cmd("XADD", "s", str(i), "field", str(i), *(["extra", "x" * i] if i % 5 == 0 else []))
+            conn.call("XADD", "s", str(i), "field", str(i), *(["extra", "x" * i] if i % 5 == 0 else []))
         for i in (3, 4, 9, 10, 11, 12, 20):
-            conn.cmd("XDEL", "s", str(i))
-        conn.cmd("XTRIM", "s", "MAXLEN", "20")
-        conn.cmd("XGROUP", "CREATE", "s", "g", "$")
-    assert a.cmd("DUMP", "s") == b.cmd("DUMP", "s")
+            conn.call("XDEL", "s", str(i))
+        conn.call("XTRIM", "s", "MAXLEN", "20")
+        conn.call("XGROUP", "CREATE", "s", "g", "$")
+    assert a.call("DUMP", "s") == b.call("DUMP", "s")
     # Redis's payload restores here into the same stream, and ours there.
-    dump = b.cmd("DUMP", "s")
+    dump = b.call("DUMP", "s")
     payload = dump[dump.index(b"\r\n") + 2:-2]
     for conn in both:
         conn.send("RESTORE", "copy", "0", payload)
         assert conn.read() == b"+OK\r\n"
-    assert a.cmd("XINFO", "STREAM", "copy", "FULL") == b.cmd("XINFO", "STREAM", "copy", "FULL")
+    assert a.call("XINFO", "STREAM", "copy", "FULL") == b.call("XINFO", "STREAM", "copy", "FULL")
 
 
 def test_reader_refuses_inconsistent_streams():
@@ -1227,7 +1195,6 @@ def test_reader_refuses_inconsistent_streams():
             R.load_payload(payload(nodes, rest))
     # a consumer owning an entry the group's PEL does not have
     sv.groups = {}
-    from ophidis.types.stream import Consumer, Group
     g = sv.groups[b"g"] = Group(0, -1)
     cons = g.consumers[b"c"] = Consumer(b"c", 0)
     cons.pel[1 << 64] = None
@@ -1240,33 +1207,33 @@ def test_reader_refuses_inconsistent_streams():
 # Blocked clients served: RESP3 and corner cases, against redis-server
 # ---------------------------------------------------------------------------
 def _blocked_scenario(port):
-    a, b = RawConn(port), RawConn(port)
+    a, b = RespConn(port), RespConn(port)
     try:
-        b.cmd("FLUSHALL")
-        a.cmd("HELLO", "3")
+        b.call("FLUSHALL")
+        a.call("HELLO", "3")
         out = []
         a.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
         _wait_blocked(b)
-        b.cmd("XADD", "s", "1", "f", "v")
+        b.call("XADD", "s", "1", "f", "v")
         out.append(a.read(5))
-        b.cmd("XGROUP", "CREATE", "s", "g", "$")
+        b.call("XGROUP", "CREATE", "s", "g", "$")
         a.send("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "BLOCK", "5000", "STREAMS", "s", ">")
         _wait_blocked(b)
-        b.cmd("XADD", "s", "2", "f", "v")
-        b.cmd("XADD", "s", "3", "f", "v")
+        b.call("XADD", "s", "2", "f", "v")
+        b.call("XADD", "s", "3", "f", "v")
         out.append(a.read(5))
-        out.append(b.cmd("XPENDING", "s", "g"))
-        out.append(a.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">"))
+        out.append(b.call("XPENDING", "s", "g"))
+        out.append(a.call("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">"))
         # An entry added and deleted in one transaction: the group reader is
         # served (the last ID moved) with an empty list, as Redis does.
         a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">")
         _wait_blocked(b)
-        b.cmd("MULTI")
-        b.cmd("XADD", "s", "4", "f", "v")
-        b.cmd("XDEL", "s", "4")
-        b.cmd("EXEC")
+        b.call("MULTI")
+        b.call("XADD", "s", "4", "f", "v")
+        b.call("XDEL", "s", "4")
+        b.call("EXEC")
         out.append(a.read(5))
-        out.append(mask(b.cmd("XINFO", "STREAM", "s", "FULL")))
+        out.append(mask(b.call("XINFO", "STREAM", "s", "FULL")))
         return out
     finally:
         a.close()
@@ -1286,102 +1253,96 @@ def test_blocked_readers_served_like_redis(server, redis_server, r):
 # Lazy freeing, the AOF rewrite helper
 # ---------------------------------------------------------------------------
 def test_unlink_frees_big_stream_lazily_and_copies_survive(raw):
-    raw.cmd("CONFIG", "SET", "lazyfree-lazy-user-del", "no")
-    raw.cmd("CONFIG", "SET", "stream-node-max-entries", "10")    # 300 nodes: worth freeing lazily
+    raw.call("CONFIG", "SET", "lazyfree-lazy-user-del", "no")
+    raw.call("CONFIG", "SET", "stream-node-max-entries", "10")    # 300 nodes: worth freeing lazily
     for i in range(1, 3001):
         raw.send("XADD", "big", str(i), "field", "value-%d" % i)
     for i in range(3000):
         raw.read()
-    raw.cmd("COPY", "big", "copy")
-    before = int(re.search(rb"lazyfreed_objects:(\d+)", raw.cmd("INFO", "memory")).group(1))
-    assert raw.cmd("UNLINK", "big") == b":1\r\n"
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        now = int(re.search(rb"lazyfreed_objects:(\d+)", raw.cmd("INFO", "memory")).group(1))
-        if now > before:
-            break
-        time.sleep(0.02)
-    assert now > before
-    assert raw.cmd("XLEN", "copy") == b":3000\r\n"
-    assert raw.cmd("XRANGE", "copy", "2999", "+") == (
+    raw.call("COPY", "big", "copy")
+    before = int(re.search(rb"lazyfreed_objects:(\d+)", raw.call("INFO", "memory")).group(1))
+    assert raw.call("UNLINK", "big") == b":1\r\n"
+
+    def lazyfreed():
+        return int(re.search(rb"lazyfreed_objects:(\d+)", raw.call("INFO", "memory")).group(1))
+    wait_until(lambda: lazyfreed() > before, 5, 0.02, what="the lazy free")
+    assert raw.call("XLEN", "copy") == b":3000\r\n"
+    assert raw.call("XRANGE", "copy", "2999", "+") == (
         b"*2\r\n*2\r\n$6\r\n2999-0\r\n*2\r\n$5\r\nfield\r\n$10\r\nvalue-2999\r\n"
         b"*2\r\n$6\r\n3000-0\r\n*2\r\n$5\r\nfield\r\n$10\r\nvalue-3000\r\n")
 
 
 def test_rewrite_commands_rebuild_the_stream(server, raw):
-    raw.cmd("CONFIG", "SET", "stream-node-max-entries", "3")
+    raw.call("CONFIG", "SET", "stream-node-max-entries", "3")
     for i in range(1, 12):
-        raw.cmd("XADD", "s", str(i), "f", str(i))
-    raw.cmd("XDEL", "s", "11")
-    raw.cmd("XDEL", "s", "2")
-    raw.cmd("XGROUP", "CREATE", "s", "g", "0")
-    raw.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
-    raw.cmd("XGROUP", "CREATECONSUMER", "s", "g", "bob")
-    raw.cmd("XGROUP", "CREATE", "s", "g2", "$", "ENTRIESREAD", "10")
-    raw.cmd("XADD", "e", "MAXLEN", "0", "5", "f", "v")
-    expected = {k: mask(raw.cmd("XINFO", "STREAM", k, "FULL")) for k in ("s", "e")}
+        raw.call("XADD", "s", str(i), "f", str(i))
+    raw.call("XDEL", "s", "11")
+    raw.call("XDEL", "s", "2")
+    raw.call("XGROUP", "CREATE", "s", "g", "0")
+    raw.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+    raw.call("XGROUP", "CREATECONSUMER", "s", "g", "bob")
+    raw.call("XGROUP", "CREATE", "s", "g2", "$", "ENTRIESREAD", "10")
+    raw.call("XADD", "e", "MAXLEN", "0", "5", "f", "v")
+    expected = {k: mask(raw.call("XINFO", "STREAM", k, "FULL")) for k in ("s", "e")}
     dumps = {}
     for k in ("s", "e"):
-        d = raw.cmd("DUMP", k)
+        d = raw.call("DUMP", k)
         dumps[k] = R.load_payload(d[d.index(b"\r\n") + 2:-2])
-    raw.cmd("FLUSHALL")
+    raw.call("FLUSHALL")
     for k, sv in dumps.items():
         for cmd in sv.rewrite_commands(k.encode()):
-            r = raw.cmd(*cmd)
+            r = raw.call(*cmd)
             assert not r.startswith(b"-"), (cmd, r)
     # Tombstones are not rebuilt (the node layout differs, as after Redis's
     # AOF rewrite) and seen times are the rebuild's; everything else matches.
     tree = re.compile(rb"radix-tree-(keys|nodes)\r\n:\d+")
-    got = {k: tree.sub(b"", mask(raw.cmd("XINFO", "STREAM", k, "FULL"))) for k in ("s", "e")}
+    got = {k: tree.sub(b"", mask(raw.call("XINFO", "STREAM", k, "FULL"))) for k in ("s", "e")}
     assert got == {k: tree.sub(b"", v) for k, v in expected.items()}
 
 
 def _replica_run(master_port):
     """A redis-server replica of the server on master_port, a stream
     workload on the master: (master's, replica's) XINFO STREAM FULL."""
-    c = RawConn(master_port)
-    c.cmd("FLUSHALL")
-    c.cmd("CONFIG", "SET", "stream-node-max-entries", "3")
-    c.cmd("XADD", "before", "1", "a", "1")
-    c.cmd("XGROUP", "CREATE", "before", "g", "0")
-    c.cmd("XREADGROUP", "GROUP", "g", "x", "STREAMS", "before", ">")
-    rp = RedisProc(None, "--replicaof", "127.0.0.1", str(master_port))
+    c = RespConn(master_port)
+    c.call("FLUSHALL")
+    c.call("CONFIG", "SET", "stream-node-max-entries", "3")
+    c.call("XADD", "before", "1", "a", "1")
+    c.call("XGROUP", "CREATE", "before", "g", "0")
+    c.call("XREADGROUP", "GROUP", "g", "x", "STREAMS", "before", ">")
+    rp = RedisServerProc(["--replicaof", "127.0.0.1", str(master_port)])
     try:
-        rc = RawConn(rp.port)
-        deadline = time.time() + 20
-        while b"master_link_status:up" not in rc.cmd("INFO", "replication"):
-            assert time.time() < deadline, "replica did not connect"
-            time.sleep(0.1)
-        rc.cmd("CONFIG", "SET", "stream-node-max-entries", "3")     # same node layout
+        rc = RespConn(rp.port)
+        wait_until(lambda: b"master_link_status:up" in rc.call("INFO", "replication"), 20, 0.1,
+                   what="the replica to connect")
+        rc.call("CONFIG", "SET", "stream-node-max-entries", "3")     # same node layout
         for i in range(1, 15):
-            c.cmd("XADD", "s", str(i), "f", str(i))
-        c.cmd("XADD", "s", "MAXLEN", "~", "8", "15", "f", "v")
-        c.cmd("XGROUP", "CREATE", "s", "g", "0")
-        c.cmd("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
-        c.cmd("XREADGROUP", "GROUP", "g", "bob", "COUNT", "2", "NOACK", "STREAMS", "s", ">")
-        c.cmd("XDEL", "s", "10")
-        c.cmd("XAUTOCLAIM", "s", "g", "carol", "0", "0", "COUNT", "2")
-        c.cmd("XCLAIM", "s", "g", "dave", "0", "11", "12", "FORCE", "LASTID", "13")
-        c.cmd("XACK", "s", "g", "9")
-        c.cmd("MULTI")
-        c.cmd("XREADGROUP", "GROUP", "g", "erin", "STREAMS", "s", ">")
-        c.cmd("XTRIM", "s", "MINID", "~", "12")
-        c.cmd("EXEC")
+            c.call("XADD", "s", str(i), "f", str(i))
+        c.call("XADD", "s", "MAXLEN", "~", "8", "15", "f", "v")
+        c.call("XGROUP", "CREATE", "s", "g", "0")
+        c.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+        c.call("XREADGROUP", "GROUP", "g", "bob", "COUNT", "2", "NOACK", "STREAMS", "s", ">")
+        c.call("XDEL", "s", "10")
+        c.call("XAUTOCLAIM", "s", "g", "carol", "0", "0", "COUNT", "2")
+        c.call("XCLAIM", "s", "g", "dave", "0", "11", "12", "FORCE", "LASTID", "13")
+        c.call("XACK", "s", "g", "9")
+        c.call("MULTI")
+        c.call("XREADGROUP", "GROUP", "g", "erin", "STREAMS", "s", ">")
+        c.call("XTRIM", "s", "MINID", "~", "12")
+        c.call("EXEC")
         # a blocked reader served two entries at once
-        b = RawConn(master_port)
+        b = RespConn(master_port)
         b.send("XREADGROUP", "GROUP", "g", "frank", "COUNT", "2", "BLOCK", "0", "STREAMS", "s", ">")
         _wait_blocked(c)
-        c.cmd("MULTI")
-        c.cmd("XADD", "s", "16", "f", "v")
-        c.cmd("XADD", "s", "17", "f", "v")
-        c.cmd("EXEC")
+        c.call("MULTI")
+        c.call("XADD", "s", "16", "f", "v")
+        c.call("XADD", "s", "17", "f", "v")
+        c.call("EXEC")
         assert b"17-0" in b.read(5)
         b.close()
-        c.cmd("SET", "done", "1")
-        while rc.cmd("GET", "done") != b"$1\r\n1\r\n":
-            assert time.time() < deadline, "replica did not catch up"
-            time.sleep(0.05)
-        out = [(mask(c.cmd("XINFO", "STREAM", k, "FULL")), mask(rc.cmd("XINFO", "STREAM", k, "FULL")))
+        c.call("SET", "done", "1")
+        wait_until(lambda: rc.call("GET", "done") == b"$1\r\n1\r\n", 20, 0.05,
+                   what="the replica to catch up")
+        out = [(mask(c.call("XINFO", "STREAM", k, "FULL")), mask(rc.call("XINFO", "STREAM", k, "FULL")))
                for k in ("before", "s")]
         rc.close()
         return out
@@ -1401,7 +1362,7 @@ def test_redis_replica_of_ophidis_follows_streams(start_server):
     replicas do the same."""
     s = start_server()
     ours = _replica_run(s.port)
-    m = RedisProc()
+    m = RedisServerProc()
     try:
         theirs = _replica_run(m.port)
     finally:
@@ -1414,7 +1375,6 @@ def test_redis_replica_of_ophidis_follows_streams(start_server):
 
 def test_reader_loads_redis_72_streams():
     """RDB type 21 (Redis 7.2) adds each consumer's active time."""
-    from ophidis.types.stream import NACK, Consumer, Group
     sv = StreamValue()
     sv.append(5 << 64, [b"a", b"1"], 4096, 100)
     g = Group(5 << 64, 1)

@@ -4,13 +4,13 @@ OPTIN/OPTOUT, NOLOOP, flushes, expiry, eviction, the table limit."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 import redis
 
-from conftest import ServerProc
+from support.resp import Error, Map, Push, RespConn, Simple
+from support.servers import ServerProc
 
 
 @pytest.fixture(scope="module")
@@ -30,76 +30,34 @@ def w(tsrv):
     c.close()
 
 
-class Conn:
+def _shape(v):
+    """A decoded reply in the shapes these tests compare with: simple
+    strings and errors as text with their sign, pushes as ("push", items),
+    maps flattened."""
+    if isinstance(v, Simple):
+        return "+" + v.decode()
+    if isinstance(v, Error):
+        return "-" + v.decode()
+    if isinstance(v, Push):
+        return ("push", [_shape(x) for x in v])
+    if isinstance(v, Map):
+        return [_shape(x) for kv in v.items() for x in kv]
+    if isinstance(v, list):
+        return [_shape(x) for x in v]
+    return v
+
+
+class Conn(RespConn):
     """A raw connection reading RESP2/RESP3 replies and pushes in order."""
 
     def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port))
-        self.s.settimeout(5)
-        self.buf = b""
+        super().__init__(port, timeout=5)
 
-    def send(self, *args):
-        self.s.sendall(b"*%d\r\n" % len(args) + b"".join(
-            b"$%d\r\n%s\r\n" % (len(a), a) for a in (x if isinstance(x, bytes) else str(x).encode()
-                                                     for x in args)))
-
-    def call(self, *args):
-        self.send(*args)
-        return self.read()
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            more = self.s.recv(65536)
-            if not more:
-                raise ConnectionError("closed")
-            self.buf += more
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _exact(self, n):
-        while len(self.buf) < n + 2:
-            more = self.s.recv(65536)
-            if not more:
-                raise ConnectionError("closed")
-            self.buf += more
-        data, self.buf = self.buf[:n], self.buf[n + 2:]
-        return data
-
-    def read(self):
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t in (b"+", b"-"):
-            return (t + rest).decode()
-        if t == b":":
-            return int(rest)
-        if t == b"$":
-            n = int(rest)
-            return None if n < 0 else self._exact(n)
-        if t == b"_":
-            return None
-        if t in (b"*", b">", b"~", b"%"):
-            n = int(rest)
-            if n < 0:
-                return None
-            if t == b"%":
-                n *= 2
-            items = [self.read() for _ in range(n)]
-            return ("push", items) if t == b">" else items
-        raise AssertionError("unexpected reply %r" % line)
+    def read(self, timeout=None):
+        return _shape(self.read_value(timeout))
 
     def nothing_pending(self, wait=0.2) -> bool:
-        self.s.settimeout(wait)
-        try:
-            more = self.s.recv(65536)
-        except socket.timeout:
-            more = b""
-        finally:
-            self.s.settimeout(5)
-        self.buf += more
-        return not self.buf
-
-    def close(self):
-        self.s.close()
+        return self.nothing_within(wait)
 
 
 def resp3(port):

@@ -1,30 +1,19 @@
 """MULTI / EXEC / DISCARD / WATCH / UNWATCH, and MONITOR's output format."""
 
 import re
-import socket
 import time
 
 import pytest
 import redis
 
-from conftest import raw_connect, read_reply
+from support.resp import RespConn, encode, exchange
+from support.servers import RedisServerProc
 
 
-def cmd(*args) -> bytes:
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-def raw(port, *cmds, wait=0.2) -> bytes:
-    s = raw_connect(port)
-    s.sendall(b"".join(cmd(*c) for c in cmds))
-    time.sleep(wait)
-    out = read_reply(s, timeout=2)
-    s.close()
-    return out
+def replies_to(port, *cmds) -> bytes:
+    """Everything the server replies to the commands cmds (argv tuples),
+    sent in one write."""
+    return exchange(port, b"".join(encode(*c) for c in cmds))
 
 
 # Sequences compared byte for byte with Redis.
@@ -57,48 +46,46 @@ SEQUENCES = [
 
 @pytest.mark.parametrize("seq", SEQUENCES, ids=[" ".join(c[0] for c in s) for s in SEQUENCES])
 def test_sequences_match_redis(server, redis_server, r, ref, seq):
-    ours = raw(server.port, *seq)
-    theirs = raw(redis_server.port, *seq)
+    ours = replies_to(server.port, *seq)
+    theirs = replies_to(redis_server.port, *seq)
     ours = re.sub(rb"\$2\r\nid\r\n:\d+\r\n", b"ID", ours)
     theirs = re.sub(rb"\$2\r\nid\r\n:\d+\r\n", b"ID", theirs)
     assert ours == theirs
 
 
 def test_queued_replies_and_exec(server, r):
-    out = raw(server.port, ("MULTI",), ("SET", "a", "1"), ("INCR", "a"), ("GET", "a"), ("EXEC",))
+    out = replies_to(server.port, ("MULTI",), ("SET", "a", "1"), ("INCR", "a"), ("GET", "a"), ("EXEC",))
     assert out == b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n+OK\r\n:2\r\n$1\r\n2\r\n"
 
 
 def test_execabort_after_queue_errors(server, r):
-    out = raw(server.port, ("MULTI",), ("SET", "a", "1"), ("FOO",), ("EXEC",), ("GET", "a"))
+    out = replies_to(server.port, ("MULTI",), ("SET", "a", "1"), ("FOO",), ("EXEC",), ("GET", "a"))
     assert out == (b"+OK\r\n+QUEUED\r\n-ERR unknown command 'FOO', with args beginning with: \r\n"
                    b"-EXECABORT Transaction discarded because of previous errors.\r\n$-1\r\n")
-    out = raw(server.port, ("MULTI",), ("INCR",), ("EXEC",))
+    out = replies_to(server.port, ("MULTI",), ("INCR",), ("EXEC",))
     assert out == (b"+OK\r\n-ERR wrong number of arguments for 'incr' command\r\n"
                    b"-EXECABORT Transaction discarded because of previous errors.\r\n")
 
 
 def test_runtime_errors_do_not_abort(server, r):
-    out = raw(server.port, ("SET", "s", "x"), ("MULTI",), ("INCR", "s"), ("SET", "t", "1"), ("EXEC",))
+    out = replies_to(server.port, ("SET", "s", "x"), ("MULTI",), ("INCR", "s"), ("SET", "t", "1"), ("EXEC",))
     assert out == (b"+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n-ERR value is not an integer or out of range\r\n"
                    b"+OK\r\n")
     assert r.get("t") == b"1"
 
 
 def test_commands_not_allowed_in_multi(server):
-    out = raw(server.port, ("MULTI",), ("WATCH", "x"), ("MULTI",), ("PING",), ("EXEC",))
+    out = replies_to(server.port, ("MULTI",), ("WATCH", "x"), ("MULTI",), ("PING",), ("EXEC",))
     assert out == (b"+OK\r\n-ERR WATCH inside MULTI is not allowed\r\n-ERR MULTI calls can not be nested\r\n"
                    b"+QUEUED\r\n*1\r\n+PONG\r\n")
     # errors of MULTI/WATCH themselves do not abort the transaction
-    out = raw(server.port, ("EXEC",), ("DISCARD",))
+    out = replies_to(server.port, ("EXEC",), ("DISCARD",))
     assert out == b"-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n"
 
 
 def test_multi_flag_in_client_list(server, r):
-    s = raw_connect(server.port)
-    s.sendall(cmd("CLIENT", "SETNAME", "txclient") + cmd("MULTI") + cmd("PING"))
-    time.sleep(0.2)
-    read_reply(s)
+    s = RespConn(server.port)
+    s.pipeline(("CLIENT", "SETNAME", "txclient"), ("MULTI",), ("PING",))
     entry = [c for c in r.client_list() if c["name"] == "txclient"][0]
     assert "x" in entry["flags"] and entry["multi"] == "1"
     s.close()
@@ -210,38 +197,30 @@ def test_watch_remembers_db(server, r):
 
 
 def test_discard_clears_watch(server, r):
-    s = raw_connect(server.port)
-    s.sendall(cmd("WATCH", "w"))
-    assert read_reply(s) == b"+OK\r\n"
+    s = RespConn(server.port)
+    s.send_raw(encode("WATCH", "w"))
+    assert s.read() == b"+OK\r\n"
     r.set("w", "1")
-    s.sendall(cmd("MULTI") + cmd("DISCARD") + cmd("MULTI") + cmd("PING") + cmd("EXEC"))
-    time.sleep(0.2)
-    assert read_reply(s) == b"+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n"
-    s.close()
+    s.send_raw(encode("MULTI") + encode("DISCARD") + encode("MULTI") + encode("PING") + encode("EXEC"))
+    assert s.quit_and_read() == b"+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n"
 
 
 def test_after_exec_key_no_longer_watched(server, r):
-    s = raw_connect(server.port)
-    s.sendall(cmd("WATCH", "w") + cmd("MULTI") + cmd("PING") + cmd("EXEC"))
-    time.sleep(0.2)
-    assert read_reply(s) == b"+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n"
+    s = RespConn(server.port)
+    s.send_raw(encode("WATCH", "w") + encode("MULTI") + encode("PING") + encode("EXEC"))
+    assert s.read_replies(4) == b"+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n"
     r.set("w", "x")
-    s.sendall(cmd("MULTI") + cmd("PING") + cmd("EXEC"))
-    time.sleep(0.2)
-    assert read_reply(s) == b"+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n"
-    s.close()
+    s.send_raw(encode("MULTI") + encode("PING") + encode("EXEC"))
+    assert s.quit_and_read() == b"+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n"     # nothing more before either
 
 
 def test_exec_with_dirty_watch_resp3_null(server, r):
-    s = raw_connect(server.port)
-    s.sendall(cmd("HELLO", "3") + cmd("WATCH", "w"))
-    time.sleep(0.2)
-    read_reply(s)
+    s = RespConn(server.port)
+    s.send_raw(encode("HELLO", "3") + encode("WATCH", "w"))
+    s.read_replies(2)
     r.set("w", "x")
-    s.sendall(cmd("MULTI") + cmd("PING") + cmd("EXEC"))
-    time.sleep(0.2)
-    assert read_reply(s) == b"+OK\r\n+QUEUED\r\n_\r\n"
-    s.close()
+    s.send_raw(encode("MULTI") + encode("PING") + encode("EXEC"))
+    assert s.quit_and_read() == b"+OK\r\n+QUEUED\r\n_\r\n"
 
 
 # -- redis-py -----------------------------------------------------------------------
@@ -280,28 +259,22 @@ def test_redis_py_pipeline_error_inside(r):
 # -- NOAUTH / OOM ------------------------------------------------------------------------
 def test_noauth_inside_multi(start_server):
     srv = start_server("--requirepass", "secret")
-    out = raw(srv.port, ("MULTI",), ("AUTH", "secret"), ("MULTI",), ("SET", "a", "1"), ("EXEC",))
+    out = replies_to(srv.port, ("MULTI",), ("AUTH", "secret"), ("MULTI",), ("SET", "a", "1"), ("EXEC",))
     assert out == (b"-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
 
 
 def test_oom_execabort(start_server, redis_server):
     """A denyoom command queued over maxmemory (noeviction) is refused with
     -OOM and EXEC aborts; reads are still queued.  Same bytes as Redis."""
-    import subprocess
-    from conftest import free_port, wait_port
     seq = (("SET", "pre", "x"), ("CONFIG", "SET", "maxmemory", "1"), ("MULTI",), ("GET", "pre"),
            ("SET", "a", "1"), ("EXEC",), ("CONFIG", "SET", "maxmemory", "0"), ("GET", "a"))
     ours = start_server("--maxmemory-policy", "noeviction")
-    port = free_port()
-    ref = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--maxmemory-policy",
-                            "noeviction"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ref = RedisServerProc(["--maxmemory-policy", "noeviction"], debug=False)
     try:
-        wait_port(port, ref)
-        a = raw(ours.port, *seq)
-        b = raw(port, *seq)
+        a = replies_to(ours.port, *seq)
+        b = replies_to(ref.port, *seq)
     finally:
-        ref.terminate()
-        ref.wait(10)
+        ref.stop(remove=True)
     assert b"-OOM command not allowed when used memory > 'maxmemory'.\r\n" in b
     assert b"-EXECABORT" in b
     assert a == b
@@ -312,20 +285,22 @@ _MON = re.compile(rb"^\+(\d+)\.(\d{6}) \[(\d+) ([^\]]+)\] (.*)$")
 
 
 def _monitor_lines(port, actions):
-    m = raw_connect(port)
-    m.sendall(cmd("MONITOR"))
-    assert read_reply(m) == b"+OK\r\n"
-    c = raw_connect(port)
-    c.sendall(b"".join(cmd(*a) for a in actions))
-    time.sleep(0.3)
-    read_reply(c)
-    data = read_reply(m)
+    """(db, command) of each line MONITOR shows for actions; a last ECHO of
+    a marker ends them (it is left out)."""
+    m = RespConn(port)
+    assert m.call("MONITOR") == b"+OK\r\n"
+    c = RespConn(port)
+    c.pipeline(*actions, ("ECHO", "monitor-end"))
+    shown = []
+    while True:
+        line = m.read()
+        if line.endswith(b'"ECHO" "monitor-end"\r\n'):
+            break
+        shown.append(line[:-2])
     m.close()
     c.close()
     lines = []
-    for line in data.split(b"\r\n"):
-        if not line:
-            continue
+    for line in shown:
         mm = _MON.match(line)
         assert mm, line
         lines.append((int(mm.group(3)), mm.group(5)))
@@ -347,15 +322,12 @@ def test_monitor_format_matches_redis(server, redis_server, r, ref):
 
 
 def test_monitor_line_shape(server, r):
-    m = raw_connect(server.port)
-    m.sendall(cmd("MONITOR"))
-    assert read_reply(m) == b"+OK\r\n"
-    c = raw_connect(server.port)
-    c.sendall(cmd("SET", "key", "va lue"))
-    local = c.getsockname()
-    time.sleep(0.2)
-    read_reply(c)
-    line = read_reply(m)
+    m = RespConn(server.port)
+    assert m.call("MONITOR") == b"+OK\r\n"
+    c = RespConn(server.port)
+    c.call("SET", "key", "va lue")
+    local = c.sock.getsockname()
+    line = m.read()
     t = time.time()
     mm = re.match(rb'^\+(\d+\.\d{6}) \[0 127\.0\.0\.1:(\d+)\] "SET" "key" "va lue"\r\n$', line)
     assert mm, line

@@ -15,14 +15,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from rdb_helpers import (REDIS_CHECK_RDB, REDIS_SERVER, RedisProc, build_dataset,  # noqa: E402
-                         order_dependent, payload_value)
+from support.rdb import build_dataset, order_dependent, payload_value
+from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -30,7 +27,7 @@ pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is no
 @pytest.fixture(scope="module")
 def reference():
     """redis-server holding the dataset, reloaded, with its dump.rdb."""
-    rp = RedisProc()
+    rp = RedisServerProc()
     c = rp.client()
     keys = build_dataset(c)
     c.execute_command("DEBUG", "RELOAD")
@@ -112,7 +109,7 @@ def test_ophidis_rdb_loaded_by_redis(reference, start_server, tmp_path):
     d = str(tmp_path / "redis")
     os.makedirs(d)
     shutil.copy(path, os.path.join(d, "dump.rdb"))
-    rp2 = RedisProc(d)
+    rp2 = RedisServerProc(dir=d)
     try:
         _compare(lambda db: rp2.client(db), keys, payloads, encodings)
         for (db, k), ttl in ttls.items():

@@ -1,48 +1,16 @@
 """Helpers shared by the RDB tests: a dataset with every type and encoding
-built in Debian's redis-server, private redis-server processes, decoding
-DUMP payloads for semantic comparison."""
+built in Debian's redis-server, decoding DUMP payloads for semantic
+comparison.  (Private redis-server processes: support.servers.RedisServerProc.)"""
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
 
 import redis
 
-from conftest import ROOT, free_port, wait_port
-
-sys.path.insert(0, os.path.join(ROOT, "src"))
-
-from ophidis.persistence.rdb import load_payload  # noqa: E402
-from ophidis.types.containers import HashValue, ListValue, SetValue  # noqa: E402
-from ophidis.types.zset import ZSetValue  # noqa: E402
-
-REDIS_SERVER = shutil.which("redis-server")
-REDIS_CHECK_RDB = shutil.which("redis-check-rdb")
-
-
-class RedisProc:
-    """A private redis-server (Debian's 7.0) with its own dir."""
-
-    def __init__(self, d=None, *args):
-        self.dir = d or tempfile.mkdtemp(prefix="redis-rdb-")
-        self.port = free_port()
-        cmd = [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
-               "--dir", self.dir, "--enable-debug-command", "yes", "--logfile", "redis.log"] + list(args)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(self.port, self.proc)
-
-    def client(self, db=0):
-        return redis.Redis(host="127.0.0.1", port=self.port, db=db, socket_timeout=20)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(20)
+from ophidis.persistence.rdb import load_payload
+from ophidis.types.containers import HashValue, ListValue, SetValue
+from ophidis.types.zset import ZSetValue
 
 
 def build_dataset(r: redis.Redis):
@@ -137,11 +105,3 @@ def order_dependent(p: bytes) -> bool:
     implementations: such payloads are compared semantically."""
     return p[0] in (2, 4)
 
-
-def wait_for(pred, timeout=20.0, interval=0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(interval)
-    return False

@@ -1,0 +1,218 @@
+"""Server processes for the tests: ophidis-server from this checkout
+(``ServerProc``) and Debian's redis-server, the reference implementation
+(``RedisServerProc``), each on a free port in its own directory.
+
+Every process is stopped by its own handle (terminate, then kill), never by
+name.  ``ServerProc`` runs *this checkout's* ``src`` (the worktrees share one
+virtualenv whose installed copy is another checkout): ``server_env`` puts it
+first on the child's PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+import redis
+
+from support.resp import RespConn
+from support.wait import wait_port
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SRC = os.path.join(ROOT, "src")
+
+REDIS_SERVER = shutil.which("redis-server")
+REDIS_CLI = shutil.which("redis-cli")
+REDIS_CHECK_RDB = shutil.which("redis-check-rdb")
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_of(client) -> int:
+    """The port of a redis-py client (or a port, returned as it is)."""
+    if isinstance(client, int):
+        return client
+    return client.connection_pool.connection_kwargs["port"]
+
+
+def server_env(env=None, **extra) -> dict:
+    """The environment for a child running ophidis code of this checkout:
+    env (default: ours) with SRC first on PYTHONPATH, plus extra
+    variables."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def _stop_process(proc, timeout=10):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class _Process:
+    """What both kinds of server share: the process, its pid, the wait for
+    its port (stopping it when it does not come)."""
+
+    def _wait_or_stop(self, timeout=15.0):
+        try:
+            wait_port(self.port, self.proc, timeout, log=self.output)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+class ServerProc(_Process):
+    """One ophidis-server: ``python -m ophidis`` with --port (a free one),
+    --dir (a new temporary directory unless cwd is given) and --save ""
+    added unless args or config_text set them.  stdout and stderr go to
+    ``logpath``; ``output()`` reads them."""
+
+    def __init__(self, args=(), cwd=None, config_text=None, wait=True, env=None):
+        self.dir = cwd or tempfile.mkdtemp(prefix="ophidis-test-")
+        self.port = free_port()
+        self.args = list(args)
+        cmd = [sys.executable, "-m", "ophidis"]
+        self.config_path = None
+        if config_text is not None:
+            self.config_path = os.path.join(self.dir, "redis.conf")
+            with open(self.config_path, "w") as f:
+                f.write(config_text)
+            cmd.append(self.config_path)
+        if "--port" not in self.args and not (config_text and "port " in config_text):
+            cmd += ["--port", str(self.port)]
+        if "--dir" not in self.args:
+            cmd += ["--dir", self.dir]
+        if "--save" not in self.args and not (config_text and "save " in config_text):
+            cmd += ["--save", ""]
+        cmd += self.args
+        self.cmd = cmd
+        self.logpath = os.path.join(self.dir, "stdout.log")
+        self.log = open(self.logpath, "w")
+        self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=server_env(env))
+        if wait:
+            self._wait_or_stop()
+
+    def wait_ready(self, timeout=15.0):
+        """Wait for the port (a server started with wait=False)."""
+        self._wait_or_stop(timeout)
+        return self
+
+    def client(self, **kw) -> redis.Redis:
+        kw.setdefault("socket_timeout", 10)
+        return redis.Redis(host="127.0.0.1", port=self.port, **kw)
+
+    def conn(self, **kw) -> RespConn:
+        """A byte-exact raw connection (support.resp.RespConn)."""
+        return RespConn(self.port, **kw)
+
+    def output(self) -> str:
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.logpath, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        try:
+            _stop_process(self.proc)
+        finally:
+            self.log.close()
+
+
+class RedisServerProc(_Process):
+    """Debian's redis-server (7.0), the reference: --port, --save "",
+    --appendonly no, --dir (a new temporary directory unless given),
+    --enable-debug-command yes, then args.  Its log goes to redis.log in
+    its directory."""
+
+    def __init__(self, args=(), dir=None, debug=True, wait=True):
+        if REDIS_SERVER is None:
+            raise RuntimeError("redis-server is not installed")
+        self.dir = dir or tempfile.mkdtemp(prefix="redis-ref-")
+        self.own_dir = dir is None
+        self.port = free_port()
+        self.logpath = os.path.join(self.dir, "redis.log")
+        cmd = [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
+               "--dir", self.dir, "--logfile", "redis.log"]
+        if debug:
+            cmd += ["--enable-debug-command", "yes"]
+        self.cmd = cmd + list(args)
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if wait:
+            self._wait_or_stop()
+
+    def client(self, db=0, **kw) -> redis.Redis:
+        kw.setdefault("socket_timeout", 20)
+        return redis.Redis(host="127.0.0.1", port=self.port, db=db, **kw)
+
+    def conn(self, **kw) -> RespConn:
+        return RespConn(self.port, **kw)
+
+    def output(self) -> str:
+        try:
+            with open(self.logpath, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self, remove=False):
+        try:
+            _stop_process(self.proc, 20)
+        finally:
+            if remove:
+                shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Starter:
+    """The start_server fixture: start(*args, **kw) is ServerProc(args, **kw);
+    every server it started is stopped at teardown (``started``)."""
+
+    def __init__(self):
+        self.started = []
+
+    def __call__(self, *args, **kw) -> ServerProc:
+        s = ServerProc(args, **kw)
+        self.started.append(s)
+        return s
+
+    def stop_all(self):
+        errors = []
+        for s in self.started:
+            try:
+                s.stop()
+            except Exception as e:  # stop the others anyway
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+
+def logs_of(objs) -> list:
+    """(title, output tail) for each server among objs: ServerProcs,
+    RedisServerProcs, Starters (for the failure report)."""
+    out = []
+    for o in objs:
+        servers = o.started if isinstance(o, Starter) else [o]
+        for s in servers:
+            if isinstance(s, (ServerProc, RedisServerProc)):
+                name = "ophidis" if isinstance(s, ServerProc) else "redis-server"
+                out.append(("%s on port %d (pid %d)" % (name, s.port, s.pid), s.output()[-6000:]))
+    return out

@@ -1,0 +1,57 @@
+"""Waiting for a condition, with a deadline (never a bare sleep)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+
+def wait_until(condition, timeout=20.0, interval=0.02, what=None):
+    """Call condition() until it returns something true; return that value.
+    AssertionError after timeout seconds (naming ``what`` when given)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %ss waiting for %s"
+                                 % (timeout, what or getattr(condition, "__name__", "condition")))
+        time.sleep(interval)
+
+
+def port_open(port, host="127.0.0.1", unix=None) -> bool:
+    try:
+        if unix:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(unix)
+        else:
+            socket.create_connection((host, port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_port(port, proc=None, timeout=15.0, unix=None, log=None):
+    """Wait until a server accepts connections on port (or the unix socket).
+    RuntimeError when proc exits first or the timeout passes; log (a
+    callable returning the server's output) goes into the message."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("server exited with %s%s" % (proc.returncode, _tail(log)))
+        if port_open(port, unix=unix):
+            return
+        if time.monotonic() >= deadline:
+            raise RuntimeError("server did not start on port %s%s" % (port, _tail(log)))
+        time.sleep(0.05)
+
+
+def _tail(log):
+    if log is None:
+        return ""
+    try:
+        text = log()
+    except OSError:
+        return ""
+    return "\n--- server output (tail) ---\n" + text[-4000:]
