@@ -18,7 +18,7 @@ import zlib
 import lzf
 import pytest
 
-from ophidis import memory
+from ophidis.memory.sizes import pysize
 from ophidis.commands.streams import _string2ull, parse_id
 from ophidis.errors import RedisError
 from ophidis.persistence import rdb as R
@@ -1067,8 +1067,6 @@ def test_memory_accounting_sees_streams(raw):
     sv = StreamValue()
     for i in range(1, 101):
         sv.append(i << 64, [b"f", b"x" * 1000], 4096, 100)
-    memory._types()
-    pysize = memory.pysize
     assert 100_000 < pysize(sv) < 400_000
 
 

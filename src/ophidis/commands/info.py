@@ -10,7 +10,7 @@ import time
 
 from .. import sysinfo
 from ..db import stats
-from ..memory import STARTUP
+from ..memory.sizes import STARTUP
 from ..protocol import verbatim
 from . import ALL, command
 from .latency_cmd import latencystats_lines

@@ -14,8 +14,7 @@ from ..errors import SYNTAX, RedisError
 from ..protocol import OK, bulk, integer, map_header, simple
 from ..util import parse_int
 from . import command
-from ..memory import PY_DICT_ENTRY as E, EXPIRE_ENTRY as X
-from ..memory import STARTUP
+from ..memory.sizes import EXPIRE_ENTRY as X, PY_DICT_ENTRY as E, STARTUP
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
 from .info import rss_bytes

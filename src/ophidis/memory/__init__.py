@@ -1,0 +1,500 @@
+"""Memory: accounting (``sizes``), maxmemory and eviction (``evict``), lazy
+freeing (``lazyfree``).  ``Memory`` is the server's subsystem
+(``server.memory``): the per-command accounting wrappers while maxmemory or
+an LRU/LFU policy is set, the totals, maxmemory-clients.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .. import commands
+from .. import db as dbm
+from .. import log, notify
+from ..db import stats
+from ..protocol import OK
+from . import sizes
+from .evict import Eviction, LruQueue, _oom_error
+from .lazyfree import LazyFree
+from .sizes import (_EXTRACT, BYTES_BASE, CLIENT_BASE, EXPIRE_ENTRY, INDEX_ENTRY, LRU_ENTRY, PY_DICT_ENTRY,
+                    STARTUP, _simple_specs, db_size, key_cost, keys_of, pysize)
+
+_time = time.time
+
+class Memory(Eviction):
+    def __init__(self, srv):
+        self.srv = srv
+        self.key_extra = sizes.KEY_EXTRA   # per-key overheads (sizes.KEY_EXTRA / EXP_EXTRA)
+        self.exp_extra = sizes.EXP_EXTRA
+        cfg = srv.config
+        self.dbmem = [0] * len(srv.dbs)
+        self.dataset = 0
+        self.clients_mem = 0
+        self.peak = 0
+        self.tracking = False
+        self.budget = 0            # dataset bytes allowed: maxmemory - STARTUP - clients
+        self.slack = 0             # evictions go this far below the limit
+        self.policy = cfg["maxmemory-policy"]
+        self.lru_mode = self.lfu_mode = self.volatile = False
+        self.indexes = None        # sampling policies (LFU, random, TTL): per-db Index
+        self.lru = None            # LRU policies: per-db LruQueue
+        self.clock = int(_time() * 1000)   # ms, refreshed by cron and eviction
+        self.pool = []
+        self.oom = False           # over the limit with nothing to evict
+        self.wrap_active = False
+        self.evicting_scheduled = False
+        self.next_db = 0
+        self.lazyfree = LazyFree(srv)
+        srv.cron_hooks.append(self.cron)
+        srv.startup_hooks.append(self._after_startup)
+        cfg.on_change("maxmemory", lambda v: self.configure())
+        cfg.on_change("maxmemory-policy", lambda v: self.configure(policy_changed=True))
+        cfg.on_change("maxmemory-clients", lambda v: self.update_clients())
+        self.configure()
+
+    # -- configuration --------------------------------------------------------------------
+    def configure(self, policy_changed=False):
+        srv = self.srv
+        cfg = srv.config
+        self.policy = pol = cfg["maxmemory-policy"]
+        self.lru_mode = "lru" in pol
+        self.lfu_mode = "lfu" in pol
+        # An LRU/LFU policy keeps access times even without a limit (OBJECT
+        # IDLETIME/FREQ, RESTORE IDLETIME/FREQ), as Redis always does; the
+        # accounting then runs too, with no limit to enforce.
+        on = bool(srv.maxmemory) or self.lru_mode or self.lfu_mode
+        self.volatile = pol.startswith("volatile")
+        evicting = on and pol != "noeviction"
+        # The eviction structures' cost per key they hold is charged in
+        # each key's cost.
+        extra = (LRU_ENTRY if self.lru_mode else INDEX_ENTRY) if evicting else 0
+        kx = PY_DICT_ENTRY + (0 if self.volatile else extra)
+        ex = EXPIRE_ENTRY + (extra if self.volatile else 0)
+        changed = kx != sizes.KEY_EXTRA or ex != sizes.EXP_EXTRA
+        sizes.KEY_EXTRA, sizes.EXP_EXTRA = kx, ex
+        self.key_extra, self.exp_extra = kx, ex
+        if on and (not self.tracking or changed):
+            self.recompute()
+        self.tracking = on
+        if policy_changed or not evicting:
+            self.indexes = None
+            self.lru = None
+            self.pool = []
+        if evicting:
+            if self.lru_mode:
+                if self.lru is None:
+                    self.lru = [LruQueue() for _ in srv.dbs]
+                    self._fill_lru()
+            elif self.indexes is None:
+                self.indexes = [None] * len(srv.dbs)
+        srv.mem_track = self if on else None
+        self._install(on)
+        if not on:
+            self._set_oom(False)
+        srv.update_server_slow()
+        if on:
+            self.update_clients()
+            if srv.maxmemory and self.over() > 0 and pol != "noeviction":
+                self.perform_evictions(unlimited=True)
+
+    def _reset_structures(self):
+        """After whole databases changed (FLUSHALL, SWAPDB, DEBUG RELOAD).
+        The lists are changed in place: the wrappers hold them."""
+        if self.lru is not None:
+            self.lru[:] = [LruQueue() for _ in self.srv.dbs]
+            self._fill_lru()
+        elif self.indexes is not None:
+            self.indexes[:] = [None] * len(self.srv.dbs)
+        self.pool = []
+
+    def _after_startup(self):
+        if self.tracking:
+            self.recompute()
+            if self.lru is not None:
+                # keys loaded with an idle time (RDB) were given to set_idle:
+                # queue everything by those times
+                loaded = [q.ref for q in self.lru]
+                self.lru[:] = [LruQueue() for _ in self.srv.dbs]
+                self._fill_lru(loaded)
+            else:
+                self._reset_structures()
+
+    def recompute(self):
+        dbs = self.srv.dbs
+        self.dbmem[:] = [db_size(db) for db in dbs]
+        self.dataset = sum(self.dbmem)
+
+    def _set_oom(self, v):
+        """Over the limit with nothing evictable: every command takes the
+        general path (which refuses denyoom commands) until memory is
+        back under the limit."""
+        if v != self.oom:
+            self.oom = v
+            self.srv.mem_oom = v
+            self.srv.update_server_slow()
+
+    # -- per-command accounting -------------------------------------------------------------
+    def _install(self, on):
+        """While maxmemory is set every command's proc is wrapped: writes
+        measure their keys before and after (and evict first when over the
+        limit), reads record the access of their keys.  The fast path stays
+        on: the wrappers are the commands (see commands.rewrap)."""
+        if self not in commands.WRAPPERS:
+            commands.WRAPPERS.insert(0, self)    # innermost
+        self.wrap_active = on
+        commands.rewrap()
+
+    def wrap(self, cmd, proc):
+        m = self
+        specs = _EXTRACT.get(cmd, 0)
+        if specs == 0:
+            specs = _EXTRACT[cmd] = _simple_specs(cmd)
+        single = specs is not None and len(specs) == 1 and specs[0][:2] == (1, 0)
+        # Read-only commands that may replicate may change their key
+        # (PFCOUNT writes the cached cardinality back): accounted like writes.
+        if not cmd.write and not (cmd.readonly and cmd.may_replicate):
+            # performEvictions runs before every command, reads included;
+            # no_touch commands leave the access time alone
+            if (not cmd.key_specs or "no_touch" in cmd.flags
+                    or not (self.lru is not None or (self.indexes is not None and self.lfu_mode))):
+                def other(c, argv):
+                    if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                        m.evict_for(c, cmd)
+                    return proc(c, argv)
+                return other
+            if single:
+                lru = self.lru
+                if lru is not None:
+                    volatile = self.volatile
+
+                    def read1_lru(c, argv):
+                        if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                            m.evict_for(c, cmd)
+                        r = proc(c, argv)
+                        if len(argv) > 1:
+                            db = c.db
+                            k = argv[1]
+                            if k in (db.expires if volatile else db.d):
+                                lru[db.id].ref[k] = m.clock
+                        return r
+                    return read1_lru
+
+            def read(c, argv):
+                if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                    m.evict_for(c, cmd)
+                r = proc(c, argv)
+                db = c.db
+                keys = keys_of(cmd, argv)
+                m.touch_keys(db, keys, m.present(db, keys))
+                return r
+            return read
+        # touches_dbs: the accounting needs more than the command's own keys
+        # (another db, whole databases): measured by before/after
+        if single and "touches_dbs" not in cmd.flags:
+            return self._write1(cmd, proc)
+
+        def write(c, argv):
+            if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                r = m.evict_for(c, cmd)
+                if r is not None:
+                    return r
+            tok = m.before(c, cmd, argv)
+            try:
+                return proc(c, argv)
+            finally:
+                m.after(c, cmd, argv, tok)
+        return write
+
+    def _write1(self, cmd, proc):
+        """The wrapper of a write command whose only key is argv[1] (most
+        of them): the hot path at the memory limit, so the common cases
+        (string values, the LRU queue) are inlined."""
+        m = self
+        key_cost_ = key_cost
+        dbmem = self.dbmem
+        lru = self.lru
+        volatile = self.volatile
+        indexed = self.indexes is not None
+
+        def write1(c, argv):
+            if m.dataset > m.budget and not (c.in_exec or c.in_script):
+                r = m.evict_for(c, cmd)
+                if r is not None:
+                    return r
+            db = c.db
+            d = db.d
+            k = argv[1]
+            v = d.get(k)
+            if v is None:
+                pre = 0
+                tracked = False
+            else:
+                exp = db.expires
+                if exp:
+                    v = db.lookup_write(k)   # an expired key goes first (see deleted)
+                if v is None:
+                    pre = 0
+                    tracked = False
+                else:
+                    pre = key_cost_(db, k, v)
+                    tracked = not volatile or k in exp
+            try:
+                return proc(c, argv)
+            finally:
+                v = d.get(k)
+                if v is None:
+                    delta = -pre
+                else:
+                    exp = db.expires
+                    if v.__class__ is bytes and not exp:
+                        delta = len(k) + len(v) + (2 * BYTES_BASE + sizes.KEY_EXTRA) - pre
+                    else:
+                        delta = key_cost_(db, k, v) - pre
+                    if lru is not None:
+                        if tracked:
+                            lru[db.id].ref[k] = m.clock
+                        elif not volatile or k in exp:
+                            q = lru[db.id]
+                            q.keys.append(k)
+                            q.times.append(m.clock)
+                    elif indexed:
+                        m.touch(db, (k,))
+                if delta:
+                    dbmem[db.id] += delta
+                    m.dataset += delta
+        if cmd.fullname != "set":
+            return write1
+
+        srv = self.srv
+        queue_new = lru is not None and not volatile
+
+        def set_plain(c, argv):
+            """Plain SET key value (the commonest write at the limit):
+            the command itself inlined, one lookup of the key."""
+            if len(argv) != 3 or notify.flags or dbm.lazy_server_del or c.in_exec or c.in_script:
+                return write1(c, argv)
+            if m.dataset > m.budget:
+                r = m.evict_for(c, cmd)
+                if r is not None:
+                    return r
+            _, k, v = argv
+            db = c.db
+            i = db.id
+            d = db.d
+            n = len(d)
+            old = d.setdefault(k, v)     # one probe of the table for a new key
+            if len(d) != n:
+                delta = len(k) + len(v) + (2 * BYTES_BASE + sizes.KEY_EXTRA)
+                if queue_new:
+                    q = lru[i]
+                    q.keys.append(k)
+                    q.times.append(m.clock)
+                elif indexed:
+                    m.touch(db, (k,))
+            else:
+                exp = db.expires
+                if exp and k in exp:
+                    return write1(c, argv)       # a TTL to drop, maybe expired: the general way
+                if db.blocking_keys and k in db.blocking_keys:
+                    db.overwrite_signal(k)   # a stream's blocked readers fail
+                d[k] = v
+                delta = len(v) - (len(old) if old.__class__ is bytes else pysize(old) - BYTES_BASE)
+                if lru is not None:
+                    if not volatile:
+                        lru[i].ref[k] = m.clock
+                elif indexed:
+                    m.touch(db, (k,))
+            wk = db.watched_keys
+            if wk and k in wk:
+                db.signal(k)
+            srv.dirty += 1
+            if delta:
+                dbmem[i] += delta
+                m.dataset += delta
+            return OK
+        return set_plain
+
+    def evict_for(self, c, cmd):
+        """performEvictions before a write of the fast path; the OOM reply
+        when nothing could be evicted and the command may grow memory."""
+        oom = self.evict_hook()
+        trk = self.srv.tracking
+        if trk.pending:
+            trk.push_pending()   # evicted keys' invalidations precede the reply
+        if oom and cmd.denyoom:
+            cmd.calls -= 1     # the fast path counts it: it was rejected instead
+            return self.srv.reject(c, cmd, _oom_error())
+        return None
+
+    # -- accounting -----------------------------------------------------------------------
+    def used_memory(self) -> int:
+        if self.tracking:
+            ds = self.dataset
+        else:
+            ds = sum(db_size(db, 2000) for db in self.srv.dbs)
+            self.update_clients()
+        used = STARTUP + ds + self.clients_mem
+        if used > self.peak:
+            self.peak = used
+        self.srv.used_memory_peak = self.peak
+        return used
+
+    def dataset_bytes(self) -> int:
+        if self.tracking:
+            return self.dataset
+        return sum(db_size(db, 2000) for db in self.srv.dbs)
+
+    def client_mem(self, c) -> int:
+        tot = CLIENT_BASE
+        if c.pend is not None:
+            tot += len(c.pend)
+        t = c.transport
+        if t is not None and not c.closing:
+            try:
+                tot += t.get_write_buffer_size()
+            except Exception:  # noqa: BLE001
+                pass
+        return tot
+
+    def update_clients(self):
+        srv = self.srv
+        tot = 0
+        cm = self.client_mem
+        for c in srv.clients.values():
+            tot += cm(c)
+        limit = srv.config["maxmemory-clients"]
+        if limit:
+            if limit < 0:     # a percentage of maxmemory
+                limit = srv.maxmemory * -limit // 100
+            if limit and tot > limit:
+                tot = self.evict_clients(tot, limit)
+        self.clients_mem = tot
+        srv.mem_clients_normal = tot
+        self.budget = srv.maxmemory - STARTUP - tot if srv.maxmemory else 1 << 62
+        s = srv.maxmemory >> 9
+        self.slack = s if s < (1 << 20) else (1 << 20)
+
+    def evict_clients(self, tot, limit) -> int:
+        """maxmemory-clients: disconnect the clients using the most memory
+        until the total is under the limit (CLIENT NO-EVICT clients and
+        replication links are exempt)."""
+        cands = []
+        for c in self.srv.clients.values():
+            if c.no_evict or c.closing or getattr(c, "is_replica_link", False):
+                continue
+            cands.append((self.client_mem(c), c.id, c))
+        cands.sort(reverse=True)
+        for mem, _, c in cands:
+            if tot <= limit:
+                break
+            log.verbose("Evicting client: %s" % c.info_string())
+            stats.evicted_clients += 1
+            c.closing = True
+            t = c.transport
+            if t is not None:
+                t.abort()
+            tot -= mem
+        return tot
+
+    def present(self, db, keys):
+        """The keys that exist and are eviction candidates."""
+        src = db.expires if self.volatile else db.d
+        return [k in src for k in keys]
+
+    def before(self, c, cmd, argv):
+        """Generic write accounting (multi-key and whole-db commands)."""
+        keys = keys_of(cmd, argv)
+        db = c.db
+        if cmd.name == "debug":
+            return (db, [], 0, None, ())
+        pre = 0
+        lookup = db.lookup_write
+        for k in keys:
+            v = lookup(k)
+            if v is not None:
+                pre += key_cost(db, k, v)
+        was = self.present(db, keys)
+        extra = None
+        name = cmd.name
+        if name == "copy" or name == "move":
+            odb = self._other_db(c, argv, name)
+            if odb is not None and odb is not db:
+                opre = 0
+                if name == "copy":
+                    v = odb.lookup_write(argv[2])
+                    if v is not None:
+                        opre = key_cost(odb, argv[2], v)
+                extra = (odb, opre)
+        return (db, keys, pre, extra, was)
+
+    def _other_db(self, c, argv, name):
+        try:
+            if name == "move":
+                return self.srv.dbs[int(argv[2])]
+            for i in range(3, len(argv) - 1):
+                if argv[i].lower() == b"db":
+                    return self.srv.dbs[int(argv[i + 1])]
+        except (ValueError, IndexError):
+            return None
+        return None
+
+    def after(self, c, cmd, argv, tok):
+        db, keys, pre, extra, was = tok
+        post = 0
+        d = db.d
+        for k in keys:
+            v = d.get(k)
+            if v is not None:
+                post += key_cost(db, k, v)
+        if extra is not None:
+            odb, opre = extra
+            key = argv[2] if cmd.name == "copy" else argv[1]
+            v = odb.d.get(key)
+            opost = key_cost(odb, key, v) if v is not None else 0
+            self.dbmem[odb.id] += opost - opre
+            self.dataset += opost - opre
+            if v is not None:
+                self.touch_keys(odb, (key,), (opre != 0,))
+        delta = post - pre
+        if delta:
+            self.dbmem[db.id] += delta
+            self.dataset += delta
+        if not keys:
+            name = cmd.name
+            if name == "flushdb":
+                self.dataset -= self.dbmem[db.id]
+                self.dbmem[db.id] = db_size(db)
+                self.dataset += self.dbmem[db.id]
+            elif name in ("flushall", "swapdb", "debug"):
+                self.recompute()
+            if name in ("flushdb", "flushall", "swapdb", "debug"):
+                self._reset_structures()
+        else:
+            self.touch_keys(db, keys, was)
+
+    def measure(self, db, keys):
+        """Bytes held by keys and which of them exist (blocked clients
+        served outside a command)."""
+        t = 0
+        d = db.d
+        for k in keys:
+            v = d.get(k)
+            if v is not None:
+                t += key_cost(db, k, v)
+        return (t, self.present(db, keys))
+
+    def account(self, db, keys, tok):
+        pre, was = tok
+        delta = self.measure(db, keys)[0] - pre
+        if delta:
+            self.dbmem[db.id] += delta
+            self.dataset += delta
+        self.touch_keys(db, keys, was)
+
+    def deleted(self, db, key, v):
+        """A key is being removed outside a measured command (expiry)."""
+        if self.tracking:
+            c = key_cost(db, key, v)
+            self.dbmem[db.id] -= c
+            self.dataset -= c
+

@@ -1,0 +1,139 @@
+"""Lazy freeing
+------------
+Dropping the last reference to a big dict/set frees it synchronously (even in
+another thread: deallocation holds the GIL), so big values given to
+``LazyFree.free`` are emptied in slices of a millisecond or so from the event
+loop instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from ..db import EmbStr
+from .sizes import LAZYFREE_THRESHOLD, _StreamValue, _ZSetValue
+
+_perf = time.perf_counter
+
+# -- lazy freeing ------------------------------------------------------------------------------
+
+def free_effort(v) -> int:
+    cls = v.__class__
+    if cls is bytes or cls is bytearray or cls is EmbStr:
+        return 1
+    if cls is _StreamValue:
+        # Redis counts the radix tree's nodes (about two per listpack)
+        # and the groups' PEL entries.
+        effort = 2 * len(v.nodes) + 1
+        for g in (v.groups or {}).values():
+            effort += 1 + len(g.pel)
+        return effort
+    try:
+        return len(v)
+    except TypeError:
+        return 1
+
+
+class LazyFree:
+    def __init__(self, srv):
+        self.srv = srv
+        self.queue = deque()
+        self.freed = 0
+        self.scheduled = False
+        srv.lazyfree_pending = 0
+        srv.lazyfreed_objects = 0
+
+    def free(self, v) -> bool:
+        """Take over the reference to v: big values are freed incrementally."""
+        if v is None or free_effort(v) <= LAZYFREE_THRESHOLD:
+            return False
+        self.queue.append(self._parts(v))
+        self.srv.lazyfree_pending = len(self.queue)
+        self.schedule()
+        return True
+
+    def free_db(self, d, expires):
+        """An emptied database's dicts (FLUSHALL/FLUSHDB ASYNC)."""
+        if len(d) > LAZYFREE_THRESHOLD:
+            self.queue.append([d, expires])
+        else:
+            return
+        self.srv.lazyfree_pending = len(self.queue)
+        self.schedule()
+
+    def _parts(self, v):
+        """The plain containers holding v's elements."""
+        if v.__class__ is _ZSetValue:
+            sl = v.sl
+            return [getattr(sl, "_lists", []), v.dict, v]
+        if v.__class__ is _StreamValue:
+            parts = [v]
+            for node in v.nodes:
+                parts.append(node.ids)
+                parts.append(node.fvs)
+            return parts
+        aux = getattr(v, "_aux", None)
+        if aux is not None:
+            v._aux = None
+            return [aux.arr or [], aux.items or [], aux.keys or [], v]
+        return [v]
+
+    def schedule(self):
+        if self.scheduled:
+            return
+        loop = self.srv.loop
+        if loop is None:
+            self.step(budget=1e9)
+            return
+        self.scheduled = True
+        loop.call_soon(self._run)
+
+    def _run(self):
+        self.scheduled = False
+        self.step()
+        if self.queue:
+            self.scheduled = True
+            self.srv.loop.call_soon(self._run)
+
+    def step(self, budget=0.001):
+        t0 = _perf()
+        q = self.queue
+        while q:
+            parts = q[0]
+            while parts:
+                o = parts[-1]
+                if not self._drain(o, 2048):
+                    parts.pop()
+                if _perf() - t0 > budget:
+                    break
+            if not parts:
+                q.popleft()
+                self.freed += 1
+                self.srv.lazyfreed_objects = self.freed
+            if _perf() - t0 > budget:
+                break
+        self.srv.lazyfree_pending = len(q)
+
+    def _drain(self, o, n) -> bool:
+        """Free up to n elements of o; False when o is empty."""
+        if not o.__len__():
+            return False
+        if isinstance(o, dict):
+            pop = o.popitem
+            big = []
+            for _ in range(min(n, len(o))):
+                k, v = pop()
+                if v.__class__ is not bytes and free_effort(v) > LAZYFREE_THRESHOLD:
+                    big.append(v)
+            for v in big:
+                self.queue.append(self._parts(v))
+            return True
+        if isinstance(o, (set, list, deque)):
+            pop = o.pop
+            if o.__class__ is list and o[-1].__class__ is list:
+                n = 2      # SortedList's sublists (up to ~2000 elements each)
+            for _ in range(min(n, len(o))):
+                pop()
+            return True
+        return False
