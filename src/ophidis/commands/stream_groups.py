@@ -1,0 +1,621 @@
+"""Consumer-group commands of streams (t_stream.c): XGROUP, XACK, XPENDING,
+XCLAIM, XAUTOCLAIM, and XINFO.  The stream type, parsing and the reading
+commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
+
+from __future__ import annotations
+
+from .. import notify
+from ..db import mstime, signal_key_ready
+from ..errors import SYNTAX, RedisError
+from ..propagate import propagating
+from ..protocol import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
+from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
+from ..util import parse_int
+from . import command
+from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, check_stream,
+                      create_consumer, entries_reply, entry_reply, help_reply, id_reply, parse_id,
+                      parse_interval, propagate_ops, range_args, setid_op, xclaim_op)
+
+_STREAM = notify.STREAM
+
+
+# ---------------------------------------------------------------------------
+# XGROUP
+# ---------------------------------------------------------------------------
+def _subcommand_error(argv):
+    return RedisError(b"ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP."
+                      % (argv[1][:128], argv[0].upper()))
+
+
+def _xgroup_prelude(c, argv, sub):
+    """The checks xgroupCommand runs before dispatching: options of
+    CREATE/SETID, the key (and group) existence.  Returns
+    (stream or None, group or None, mkstream, entries_read)."""
+    n = len(argv)
+    mkstream = False
+    entries_read = INVALID_READ
+    i = 5
+    while i < n:
+        a = argv[i].lower()
+        if sub == "create" and a == b"mkstream":
+            mkstream = True
+            i += 1
+        elif sub in ("create", "setid") and a == b"entriesread" and i + 1 < n:
+            entries_read = parse_int(argv[i + 1])
+            if entries_read < 0 and entries_read != INVALID_READ:
+                raise RedisError("ERR value for ENTRIESREAD must be positive or -1")
+            i += 2
+        else:
+            raise _subcommand_error(argv)
+    s = c.db.lookup_write(argv[2])
+    if s is not None:
+        check_stream(s)
+    gname = argv[3]
+    g = None
+    if not mkstream:
+        if s is None:
+            raise KEY_REQUIRED
+        g = s.groups.get(gname) if s.groups else None
+        if g is None and sub in ("setid", "createconsumer", "delconsumer"):
+            raise RedisError(b"NOGROUP No such consumer group '%s' for key name '%s'"
+                             % (gname, argv[2]))
+    return s, g, mkstream, entries_read
+
+
+@command("xgroup|create")
+def xgroup_create(c, argv):
+    s, g, mkstream, entries_read = _xgroup_prelude(c, argv, "create")
+    if not 5 <= len(argv) <= 8:
+        raise _subcommand_error(argv)
+    if argv[4] == b"$":
+        i = s.last_id if s is not None else 0
+    else:
+        i = parse_id(argv[4], 0, strict=True)[0]
+    db = c.db
+    key = argv[2]
+    if s is None:
+        s = StreamValue()
+        db.add(key, s)
+        db.signal(key)
+    if s.groups is None:
+        s.groups = {}
+    gname = argv[3]
+    if gname in s.groups:
+        raise BUSYGROUP
+    s.groups[gname] = Group(i, entries_read)
+    c.server.dirty += 1
+    notify.notify(_STREAM, b"xgroup-create", key, db.id)
+    return OK
+
+
+@command("xgroup|setid")
+def xgroup_setid(c, argv):
+    s, g, _, entries_read = _xgroup_prelude(c, argv, "setid")
+    if len(argv) not in (5, 7):
+        raise _subcommand_error(argv)
+    if argv[4] == b"$":
+        i = s.last_id
+    else:
+        i = parse_id(argv[4], 0)[0]
+    g.last_id = i
+    g.entries_read = entries_read
+    c.server.dirty += 1
+    notify.notify(_STREAM, b"xgroup-setid", argv[2], c.db.id)
+    return OK
+
+
+@command("xgroup|destroy")
+def xgroup_destroy(c, argv):
+    s, g, _, _ = _xgroup_prelude(c, argv, "destroy")
+    if g is None:
+        return ZERO
+    del s.groups[argv[3]]
+    db = c.db
+    key = argv[2]
+    c.server.dirty += 1
+    notify.notify(_STREAM, b"xgroup-destroy", key, db.id)
+    signal_key_ready(db, key)      # blocked XREADGROUP clients get -NOGROUP
+    return ONE
+
+
+@command("xgroup|createconsumer")
+def xgroup_createconsumer(c, argv):
+    s, g, _, _ = _xgroup_prelude(c, argv, "createconsumer")
+    name = argv[4]
+    if name in g.consumers:
+        return ZERO
+    create_consumer(c, g, name, argv[2], c.db)
+    return ONE
+
+
+@command("xgroup|delconsumer")
+def xgroup_delconsumer(c, argv):
+    s, g, _, _ = _xgroup_prelude(c, argv, "delconsumer")
+    cons = g.consumers.get(argv[4])
+    if cons is None:
+        return ZERO
+    pending = len(cons.pel)
+    pel = g.pel
+    for i in cons.pel:
+        del pel[i]
+    del g.consumers[argv[4]]
+    c.server.dirty += 1
+    notify.notify(_STREAM, b"xgroup-delconsumer", argv[2], c.db.id)
+    return integer(pending)
+
+
+@command("xgroup|help")
+def xgroup_help(c, argv):
+    return help_reply(b"XGROUP", [
+        b"CREATE <key> <groupname> <id|$> [option]",
+        b"    Create a new consumer group. Options are:",
+        b"    * MKSTREAM",
+        b"      Create the empty stream if it does not exist.",
+        b"    * ENTRIESREAD entries_read",
+        b"      Set the group's entries_read counter (internal use).",
+        b"CREATECONSUMER <key> <groupname> <consumer>",
+        b"    Create a new consumer in the specified group.",
+        b"DELCONSUMER <key> <groupname> <consumer>",
+        b"    Remove the specified consumer.",
+        b"DESTROY <key> <groupname>",
+        b"    Remove the specified group.",
+        b"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+        b"    Set the current group ID and entries_read counter.",
+    ])
+
+
+# ---------------------------------------------------------------------------
+# XACK / XPENDING / XCLAIM / XAUTOCLAIM
+# ---------------------------------------------------------------------------
+@command("xack")
+def xack(c, argv):
+    s = c.db.lookup_read(argv[1])
+    g = None
+    if s is not None:
+        check_stream(s)
+        g = s.groups.get(argv[2]) if s.groups else None
+    if g is None:
+        return ZERO
+    ids = [parse_id(a, 0, strict=True)[0] for a in argv[3:]]
+    acked = 0
+    pel = g.pel
+    for i in ids:
+        nack = pel.pop(i, None)
+        if nack is not None:
+            del nack.consumer.pel[i]
+            acked += 1
+    c.server.dirty += acked
+    return integer(acked)
+
+
+def _nogroup(argv):
+    return RedisError(b"NOGROUP No such key '%s' or consumer group '%s'" % (argv[1], argv[2]))
+
+
+@command("xpending")
+def xpending(c, argv):
+    n = len(argv)
+    justinfo = n == 3
+    if n != 3 and (n < 6 or n > 9):
+        raise SYNTAX
+    minidle = 0
+    consumer_name = None
+    if n >= 6:
+        si = 3
+        if argv[3].lower() == b"idle":
+            minidle = parse_int(argv[4])
+            if n < 8:
+                raise SYNTAX
+            si += 2
+        count = parse_int(argv[si + 2])
+        if count < 0:
+            count = 0
+        start, end = range_args(argv[si], argv[si + 1])
+        if si + 3 < n:
+            consumer_name = argv[si + 3]
+    s = c.db.lookup_read(argv[1])
+    if s is not None:
+        check_stream(s)
+    g = s.groups.get(argv[2]) if s is not None and s.groups else None
+    if g is None:
+        raise _nogroup(argv)
+    pel = g.pel
+    if justinfo:
+        if not pel:
+            return b"*4\r\n:0\r\n" + c.null + c.null + c.null_array
+        parts = [b"*4\r\n", integer(len(pel)), id_reply(pel.peekitem(0)[0]),
+                 id_reply(pel.peekitem(-1)[0])]
+        rows = []
+        for cons in g.sorted_consumers():
+            if cons.pel:
+                cnt = b"%d" % len(cons.pel)
+                rows.append(b"*2\r\n" + bulk_str(cons.name) + bulk_str(cnt))
+        parts.append(b"*%d\r\n" % len(rows))
+        parts += rows
+        return b"".join(parts)
+    if consumer_name is not None:
+        cons = g.consumers.get(consumer_name)
+        if cons is None:
+            return EMPTY_ARRAY
+        pel = cons.pel
+    now = mstime()
+    rows = []
+    if count and start <= end:
+        for i in pel.irange(start, end):
+            nack = pel[i]
+            if minidle and now - nack.delivery_time < minidle:
+                continue
+            elapsed = now - nack.delivery_time
+            if elapsed < 0:
+                elapsed = 0
+            rows.append(b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name) + integer(elapsed)
+                        + integer(nack.delivery_count))
+            if len(rows) >= count:
+                break
+    return b"*%d\r\n" % len(rows) + b"".join(rows)
+
+
+@command("xclaim")
+def xclaim(c, argv):
+    db = c.db
+    key = argv[1]
+    s = db.lookup_read(key)
+    g = None
+    if s is not None:
+        check_stream(s)
+        g = s.groups.get(argv[2]) if s.groups else None
+    if g is None:
+        raise _nogroup(argv)
+    minidle = parse_int(argv[4], RedisError("ERR Invalid min-idle-time argument for XCLAIM"))
+    if minidle < 0:
+        minidle = 0
+    n = len(argv)
+    ids = []
+    j = 5
+    while j < n:
+        try:
+            ids.append(parse_id(argv[j], 0, strict=True)[0])
+        except RedisError:
+            break
+        j += 1
+    now = mstime()
+    retrycount = -1
+    deliverytime = -1
+    force = justid = False
+    last_id = 0
+    while j < n:
+        more = n - 1 - j
+        opt = argv[j].lower()
+        if opt == b"force":
+            force = True
+        elif opt == b"justid":
+            justid = True
+        elif opt == b"idle" and more:
+            j += 1
+            deliverytime = now - parse_int(
+                argv[j], RedisError("ERR Invalid IDLE option argument for XCLAIM"))
+        elif opt == b"time" and more:
+            j += 1
+            deliverytime = parse_int(argv[j], RedisError("ERR Invalid TIME option argument for XCLAIM"))
+        elif opt == b"retrycount" and more:
+            j += 1
+            retrycount = parse_int(
+                argv[j], RedisError("ERR Invalid RETRYCOUNT option argument for XCLAIM"))
+        elif opt == b"lastid" and more:
+            j += 1
+            last_id = parse_id(argv[j], 0, strict=True)[0]
+        else:
+            raise RedisError(b"ERR Unrecognized XCLAIM option '%s'" % argv[j])
+        j += 1
+    srv = c.server
+    dirty0 = srv.dirty
+    ops = [] if propagating(srv) else None
+    gname = argv[2]
+    propagate_last_id = False
+    if last_id > g.last_id:
+        g.last_id = last_id
+        propagate_last_id = True
+    if deliverytime != -1:
+        if deliverytime < 0 or deliverytime > now:
+            deliverytime = now
+    else:
+        deliverytime = now
+    cons = None
+    name = argv[3]
+    pel = g.pel
+    out = []
+    for k in range(len(ids)):
+        i = ids[k]
+        nack = pel.get(i)
+        fv = s.get(i)
+        if fv is None:
+            if nack is not None:
+                if ops is not None:
+                    ops.append(xclaim_op(key, gname, g, argv[5 + k], nack))
+                propagate_last_id = False
+                srv.dirty += 1
+                del pel[i]
+                del nack.consumer.pel[i]
+            continue
+        if force and nack is None:
+            nack = NACK(None, now)
+            pel[i] = nack
+        if nack is None:
+            continue
+        if nack.consumer is not None and minidle:
+            if now - nack.delivery_time < minidle:
+                continue
+        if cons is None:
+            cons = g.consumers.get(name)
+            if cons is None:
+                cons = create_consumer(c, g, name, key, db)
+            else:
+                cons.seen_time = mstime()
+        if nack.consumer is not cons and nack.consumer is not None:
+            del nack.consumer.pel[i]
+        nack.delivery_time = deliverytime
+        if retrycount >= 0:
+            nack.delivery_count = retrycount
+        elif not justid:
+            nack.delivery_count += 1
+        if nack.consumer is not cons:
+            cons.pel[i] = nack
+            nack.consumer = cons
+        out.append(id_reply(i) if justid else entry_reply(i, fv))
+        if ops is not None:
+            ops.append(xclaim_op(key, gname, g, argv[5 + k], nack))
+        propagate_last_id = False
+        srv.dirty += 1
+    if propagate_last_id:
+        if ops is not None:
+            ops.append(setid_op(key, gname, g))
+        srv.dirty += 1
+    propagate_ops(c, argv, ops, dirty0)
+    return b"*%d\r\n" % len(out) + b"".join(out)
+
+
+_XAUTOCLAIM_MAX_COUNT = ((1 << 63) - 1) // 16
+
+
+@command("xautoclaim")
+def xautoclaim(c, argv):
+    minidle = parse_int(argv[4], RedisError("ERR Invalid min-idle-time argument for XAUTOCLAIM"))
+    if minidle < 0:
+        minidle = 0
+    start, sx = parse_interval(argv[5], 0)
+    if sx:
+        if start == MAX_ID:
+            raise BAD_START
+        start += 1
+    count = 100
+    justid = False
+    n = len(argv)
+    j = 6
+    while j < n:
+        more = n - 1 - j
+        opt = argv[j].lower()
+        if opt == b"count" and more:
+            err = RedisError("ERR COUNT must be > 0")
+            count = parse_int(argv[j + 1], err)
+            if count < 1 or count > _XAUTOCLAIM_MAX_COUNT:
+                raise err
+            j += 1
+        elif opt == b"justid":
+            justid = True
+        else:
+            raise SYNTAX
+        j += 1
+    db = c.db
+    key = argv[1]
+    s = db.lookup_read(key)
+    g = None
+    if s is not None:
+        check_stream(s)
+        g = s.groups.get(argv[2]) if s.groups else None
+    if g is None:
+        raise _nogroup(argv)
+    if count * 16 >= 1 << 40:
+        raise RedisError("ERR Insufficient memory, failed allocating transient memory, COUNT too high.")
+    srv = c.server
+    dirty0 = srv.dirty
+    ops = [] if propagating(srv) else None
+    gname = argv[2]
+    name = argv[3]
+    pel = g.pel
+    attempts = count * 10
+    now = mstime()
+    cons = None
+    claimed = []
+    deleted = []
+    idx = pel.bisect_left(start)
+    while attempts and count and idx < len(pel):
+        attempts -= 1
+        i, nack = pel.peekitem(idx)
+        fv = s.get(i)
+        if fv is None:
+            if ops is not None:
+                ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
+            srv.dirty += 1
+            del pel[i]
+            del nack.consumer.pel[i]
+            deleted.append(i)
+            count -= 1
+            continue
+        idx += 1
+        if minidle and now - nack.delivery_time < minidle:
+            continue
+        if cons is None:
+            cons = g.consumers.get(name)
+            if cons is None:
+                cons = create_consumer(c, g, name, key, db)
+            else:
+                cons.seen_time = mstime()
+        if nack.consumer is not cons and nack.consumer is not None:
+            del nack.consumer.pel[i]
+        nack.delivery_time = now
+        if not justid:
+            nack.delivery_count += 1
+        if nack.consumer is not cons:
+            cons.pel[i] = nack
+            nack.consumer = cons
+        claimed.append(id_reply(i) if justid else entry_reply(i, fv))
+        count -= 1
+        if ops is not None:
+            ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
+        srv.dirty += 1
+    cursor = pel.peekitem(idx)[0] if idx < len(pel) else 0
+    propagate_ops(c, argv, ops, dirty0)
+    return (b"*3\r\n" + id_reply(cursor) + b"*%d\r\n" % len(claimed) + b"".join(claimed)
+            + b"*%d\r\n" % len(deleted) + b"".join(id_reply(i) for i in deleted))
+
+
+# ---------------------------------------------------------------------------
+# XINFO
+# ---------------------------------------------------------------------------
+def _stream_info(c, argv, s):
+    full = True
+    count = 10
+    optc = len(argv) - 3
+    if optc == 0:
+        full = False
+    else:
+        if optc not in (1, 3):
+            raise _subcommand_error(argv)
+        if argv[3].lower() != b"full":
+            raise _subcommand_error(argv)
+        if optc == 3:
+            if argv[4].lower() != b"count":
+                raise _subcommand_error(argv)
+            count = parse_int(argv[5])
+            if count < 0:
+                count = 10
+    resp = c.resp
+    null = c.null
+    parts = [map_header(resp, 9 if full else 10),
+             b"$6\r\nlength\r\n", integer(s.length),
+             b"$15\r\nradix-tree-keys\r\n", integer(len(s.nodes)),
+             b"$16\r\nradix-tree-nodes\r\n", integer(s.rax_nodes()),
+             b"$17\r\nlast-generated-id\r\n", id_reply(s.last_id),
+             b"$20\r\nmax-deleted-entry-id\r\n", id_reply(s.max_deleted),
+             b"$13\r\nentries-added\r\n", integer(s.entries_added),
+             b"$23\r\nrecorded-first-entry-id\r\n", id_reply(s.first_id)]
+    ap = parts.append
+    if not full:
+        ap(b"$6\r\ngroups\r\n")
+        ap(integer(len(s.groups) if s.groups else 0))
+        first = s.range(0, MAX_ID, 1)
+        ap(b"$11\r\nfirst-entry\r\n")
+        ap(entry_reply(*first[0]) if first else null)
+        last = s.range(0, MAX_ID, 1, rev=True)
+        ap(b"$10\r\nlast-entry\r\n")
+        ap(entry_reply(*last[0]) if last else null)
+        return b"".join(parts)
+    ap(b"$7\r\nentries\r\n")
+    ap(entries_reply(s.range(0, MAX_ID, count)))
+    ap(b"$6\r\ngroups\r\n")
+    groups = s.sorted_groups()
+    ap(b"*%d\r\n" % len(groups))
+    for name, g in groups:
+        ap(map_header(resp, 7))
+        ap(b"$4\r\nname\r\n" + bulk_str(name))
+        ap(b"$17\r\nlast-delivered-id\r\n" + id_reply(g.last_id))
+        ap(b"$12\r\nentries-read\r\n")
+        ap(integer(g.entries_read) if g.entries_read != INVALID_READ else null)
+        ap(b"$3\r\nlag\r\n")
+        lag = s.group_lag(g)
+        ap(integer(lag) if lag is not None else null)
+        ap(b"$9\r\npel-count\r\n" + integer(len(g.pel)))
+        ap(b"$7\r\npending\r\n")
+        rows = []
+        for i, nack in g.pel.items():
+            if count and len(rows) >= count:
+                break
+            rows.append(b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name)
+                        + integer(nack.delivery_time) + integer(nack.delivery_count))
+        ap(b"*%d\r\n" % len(rows))
+        parts += rows
+        consumers = g.sorted_consumers()
+        ap(b"$9\r\nconsumers\r\n*%d\r\n" % len(consumers))
+        for cons in consumers:
+            ap(map_header(resp, 4))
+            ap(b"$4\r\nname\r\n" + bulk_str(cons.name))
+            ap(b"$9\r\nseen-time\r\n" + integer(cons.seen_time))
+            ap(b"$9\r\npel-count\r\n" + integer(len(cons.pel)))
+            ap(b"$7\r\npending\r\n")
+            rows = []
+            for i, nack in cons.pel.items():
+                if count and len(rows) >= count:
+                    break
+                rows.append(b"*3\r\n" + id_reply(i) + integer(nack.delivery_time)
+                            + integer(nack.delivery_count))
+            ap(b"*%d\r\n" % len(rows))
+            parts += rows
+    return b"".join(parts)
+
+
+def _xinfo_lookup(c, argv):
+    s = c.db.lookup_read(argv[2])
+    if s is None:
+        raise NO_SUCH_KEY
+    return check_stream(s)
+
+
+@command("xinfo|stream")
+def xinfo_stream(c, argv):
+    return _stream_info(c, argv, _xinfo_lookup(c, argv))
+
+
+@command("xinfo|groups")
+def xinfo_groups(c, argv):
+    s = _xinfo_lookup(c, argv)
+    groups = s.sorted_groups()
+    resp = c.resp
+    parts = [b"*%d\r\n" % len(groups)]
+    ap = parts.append
+    for name, g in groups:
+        ap(map_header(resp, 6))
+        ap(b"$4\r\nname\r\n" + bulk_str(name))
+        ap(b"$9\r\nconsumers\r\n" + integer(len(g.consumers)))
+        ap(b"$7\r\npending\r\n" + integer(len(g.pel)))
+        ap(b"$17\r\nlast-delivered-id\r\n" + id_reply(g.last_id))
+        ap(b"$12\r\nentries-read\r\n")
+        ap(integer(g.entries_read) if g.entries_read != INVALID_READ else c.null)
+        ap(b"$3\r\nlag\r\n")
+        lag = s.group_lag(g)
+        ap(integer(lag) if lag is not None else c.null)
+    return b"".join(parts)
+
+
+@command("xinfo|consumers")
+def xinfo_consumers(c, argv):
+    s = _xinfo_lookup(c, argv)
+    g = s.groups.get(argv[3]) if s.groups else None
+    if g is None:
+        raise RedisError(b"NOGROUP No such consumer group '%s' for key name '%s'"
+                         % (argv[3], argv[2]))
+    consumers = g.sorted_consumers()
+    now = mstime()
+    resp = c.resp
+    parts = [b"*%d\r\n" % len(consumers)]
+    ap = parts.append
+    for cons in consumers:
+        idle = now - cons.seen_time
+        if idle < 0:
+            idle = 0
+        ap(map_header(resp, 3))
+        ap(b"$4\r\nname\r\n" + bulk_str(cons.name))
+        ap(b"$7\r\npending\r\n" + integer(len(cons.pel)))
+        ap(b"$4\r\nidle\r\n" + integer(idle))
+    return b"".join(parts)
+
+
+@command("xinfo|help")
+def xinfo_help(c, argv):
+    return help_reply(b"XINFO", [
+        b"CONSUMERS <key> <groupname>",
+        b"    Show consumers of <groupname>.",
+        b"GROUPS <key>",
+        b"    Show the stream consumer groups.",
+        b"STREAM <key> [FULL [COUNT <count>]",
+        b"    Show information about the stream.",
+    ])
