@@ -587,8 +587,8 @@ def _georadius(c, argv, src_idx, flags):
             dist, score, lon, lat, member = found[k]
             d[member] = dist / conversion if storedist else score
         res.sl.update((s, m) for m, s in d.items())
-        zsets._finish_store_result(c, res)
-        zsets._store(c, db, storekey, res)
+        zsets.finish_store_result(c, res)
+        zsets.store_result(c, db, storekey, res)
         notify.notify(_ZSET, b"geosearchstore" if geosearch else b"georadiusstore", storekey, db.id)
         c.server.dirty += returned
     elif db.lookup_write(storekey) is not None and db.server_delete(storekey):
