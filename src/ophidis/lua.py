@@ -30,7 +30,8 @@ import time
 import lupa.lua51 as _lupa
 
 from . import db as _db_mod
-from . import log, sysinfo
+from . import log, lua_libs, sysinfo
+from .client import Client
 from .commands import TABLE
 from .db import stats
 from .errors import MISCONF, OOM
@@ -113,7 +114,6 @@ class LuaEngine:
         self.ctx: RunCtx | None = None
         self.load_deadline = None
         self.registering = None     # list collecting register_function calls
-        from .client import Client
         sc = Client(server)
         sc.in_script = True
         sc.authenticated = True
@@ -125,7 +125,6 @@ class LuaEngine:
         self.lua = lua = _lupa.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False,
             register_builtins=False, attribute_filter=_deny_attributes)
-        from . import lua_libs
         py = lua.table_from({
             b"raw": lua.table_from({b"call": self._redis_call, b"pcall": self._redis_pcall,
                                     b"sha1hex": self._sha1hex}),
@@ -623,7 +622,6 @@ def _accept_while_blocked(srv, lfd):
             return
     finally:
         lsock.close()
-    from .client import Client
     c = Client(srv)
     SockTransport(srv.loop, conn, c)
 

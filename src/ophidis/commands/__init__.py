@@ -273,8 +273,6 @@ def load_all():
         return
     _loaded = True
     pkg = __name__
-    from .. import types  # noqa: F401
-    from ..types import containers, stream, zset  # noqa: F401
     for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
         importlib.import_module("%s.%s" % (pkg, mod))
 
