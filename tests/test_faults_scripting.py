@@ -138,3 +138,26 @@ def test_endless_script_is_busy_and_killable(busy_server, name):
         other.close()
         t.join(30)
     assert "Slow script detected" in busy_server.output()
+
+
+STRUCT_WIDE = [
+    "return struct.pack('i17', -1)", "return struct.pack('>i17', 258)", "return struct.pack('<I9', 5)",
+    "return {struct.unpack('i17', struct.pack('i17', -2))}",
+    "return {struct.unpack('>i12', string.rep('\\255', 12))}",
+    "return {struct.unpack('<I10', string.rep('\\1', 10))}", "return struct.pack('i33', 1)",
+    "return struct.pack('i0', 1)", "return {struct.unpack('>i9', '\\128' .. string.rep('\\0', 8))}",
+    "return struct.size('i17')",
+]
+
+
+def test_struct_integers_wider_than_8_bytes_as_redis(busy_server, redis_server):
+    """lua_struct.c takes integer sizes up to 32 (a 64-bit value inside)."""
+    ours, ref = busy_server.client(), redis_server.client()
+    for script in STRUCT_WIDE:
+        got = []
+        for c in (ours, ref):
+            try:
+                got.append(c.eval(script, 0))
+            except Exception as e:  # noqa: BLE001
+                got.append("error: " + str(e).split(" script: ")[0])
+        assert got[0] == got[1], script
