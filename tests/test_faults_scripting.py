@@ -161,3 +161,13 @@ def test_struct_integers_wider_than_8_bytes_as_redis(busy_server, redis_server):
             except Exception as e:  # noqa: BLE001
                 got.append("error: " + str(e).split(" script: ")[0])
         assert got[0] == got[1], script
+
+
+def test_library_functions_print_as_lua_functions(busy_server, redis_server):
+    import re
+    for fn in ("cjson.decode", "cjson.encode", "redis.call", "redis.pcall", "bit.band", "cmsgpack.pack",
+               "struct.pack", "redis.sha1hex"):
+        script = "return {type(%s), tostring(%s)}" % (fn, fn)
+        for c in (busy_server.client(), redis_server.client()):
+            t, s = c.eval(script, 0)
+            assert t == b"function" and re.fullmatch(rb"function: (0x[0-9a-f]+|builtin)", s), (fn, s)

@@ -265,6 +265,15 @@ unwrap_error = function(e)
   return e
 end
 
+-- Python library functions print as Lua functions do ("function: 0x...").
+local _smatch = string.match
+local function s_tostring(v)
+  if pyfuncs[v] then
+    return "function: " .. (_smatch(_tostring(v), "0x%x+") or "builtin")
+  end
+  return _tostring(v)
+end
+
 local function s_type(v)
   local t = _type(v)
   if t == "userdata" and pyfuncs[v] then return "function" end
@@ -414,7 +423,7 @@ local G = {
   cmsgpack = pylib(py.cmsgpack),
   struct = pylib(py.struct),
   redis = redis_p,
-  xpcall = s_xpcall, tostring = _tostring, setmetatable = s_setmetatable,
+  xpcall = s_xpcall, tostring = s_tostring, setmetatable = s_setmetatable,
   next = s_next, assert = assert, tonumber = _tonumber, rawequal = rawequal,
   collectgarbage = collectgarbage, getmetatable = s_getmetatable, rawset = s_rawset,
   pcall = s_pcall, type = s_type, select = _select, unpack = s_unpack,
