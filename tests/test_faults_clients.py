@@ -143,3 +143,28 @@ def test_subscriber_that_never_reads_hits_the_pubsub_limit():
     finally:
         sub.close()
         s.stop()
+
+
+def test_replica_that_never_reads_hits_the_replica_limit():
+    s = ServerProc(["--client-output-buffer-limit", "replica 1mb 0 0", "--repl-backlog-size", "1mb"])
+    rep = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    try:
+        rep.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        rep.sendall(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+        c = s.client()
+        deadline = time.time() + 30
+        while c.info("replication")["connected_slaves"] == 0:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        rss0 = _rss(s.proc.pid)
+        value = b"v" * 100000
+        n = 0
+        while c.info("replication")["connected_slaves"] and n < 1000:
+            c.set(b"k", value)
+            n += 1
+        assert n < 1000, "the replica was never disconnected"
+        assert _rss(s.proc.pid) - rss0 < 60 * MB
+        assert "for overcoming of output buffer limits" in s.output()
+    finally:
+        rep.close()
+        s.stop()

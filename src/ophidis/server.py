@@ -412,8 +412,16 @@ class Server:
                 c.out_extra = None
                 self.obuf_soft.pop(c.id, None)
             return False
-        cls = "pubsub" if (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) else "normal"
-        hard, soft, secs = self.obuf_limits[cls]
+        feed = getattr(self, "_repl_feed", None)     # commands/replication.py, once a replica syncs
+        if feed is not None and c in feed.replicas:
+            # the replica class; a hard limit below repl-backlog-size is
+            # raised to it, as Redis does
+            hard, soft, secs = self.obuf_limits["slave"]
+            if hard and hard < self.config["repl-backlog-size"]:
+                hard = self.config["repl-backlog-size"]
+        else:
+            cls = "pubsub" if (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) else "normal"
+            hard, soft, secs = self.obuf_limits[cls]
         over = bool(hard and size >= hard)
         if soft and size >= soft:
             now = int(time.time())
