@@ -417,3 +417,18 @@ def test_kill9_during_bgrewriteaof_keeps_the_aof_loadable(tmp_path):
         assert c.dbsize() == 201 and c.get(b"during") == b"1" and c.get(b"k199") == b"v199"
     finally:
         s2.stop()
+
+
+def test_child_rename_refuses_once_the_parent_is_gone(tmp_path):
+    """The fallback where PR_SET_PDEATHSIG is missing: a child whose parent
+    pid is no longer its parent never publishes its file."""
+    from ophidis.persistence.child import ChildContext
+    src, dst = tmp_path / "temp-1.rdb", tmp_path / "dump.rdb"
+    dst.write_bytes(b"newer")
+    src.write_bytes(b"orphan")
+    orphan = ChildContext(os.getppid() + 1 if os.getppid() != 1 else 2, -1)
+    assert orphan.rename(str(src), str(dst)) is False
+    assert dst.read_bytes() == b"newer" and not src.exists()
+    src.write_bytes(b"fresh")
+    assert ChildContext(os.getppid(), -1).rename(str(src), str(dst)) is True
+    assert dst.read_bytes() == b"fresh"
