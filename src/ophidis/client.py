@@ -347,7 +347,10 @@ class Client(asyncio.Protocol):
         # the previous one (it includes taking the request off the parser,
         # a fraction of a microsecond), which is what commandstats, the
         # latency histograms and the slowlog see.
-        nreq, last = _RUN(self, reader.gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
+        gets = reader.gets
+        if self.server.obuf_normal_limit:
+            gets = _bounded_gets(self, gets, out, self.server.obuf_normal_limit)
+        nreq, last = _RUN(self, gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
         if nreq < 0:
             self._hiredis_error(data, pend, out, ~nreq)
             return
@@ -466,7 +469,9 @@ class Client(asyncio.Protocol):
         pos = 0
         n = len(buf)
         handback = True
-        if (buf is data and self.authenticated and not python_first and 42 not in buf
+        limit = srv.obuf_normal_limit
+        seen = gathered = 0
+        if (buf is data and self.authenticated and not python_first and not limit and 42 not in buf
                 and 34 not in buf and 39 not in buf):
             # Plain inline commands (telnet, redis-benchmark's PING_INLINE):
             # split lines and words at C speed.
@@ -505,6 +510,17 @@ class Client(asyncio.Protocol):
             if not argv:
                 continue
             self._run_parsed(argv, append)
+            if limit:
+                # replies reaching the normal class's limit are written (and
+                # the limit checked) before the next request runs
+                while seen < len(out):
+                    gathered += len(out[seen])
+                    seen += 1
+                if gathered >= limit:
+                    self.write(out)
+                    out = self.pending_writes = []
+                    append = out.append
+                    seen = gathered = 0
         if buf is pend:
             if pos:
                 del buf[:pos]
@@ -639,7 +655,7 @@ class Client(asyncio.Protocol):
             return
         if self.close_after_reply:
             self.close()
-        elif self.server.obuf_check and t.get_write_buffer_size():
+        elif (self.server.obuf_check or not self.authenticated) and t.get_write_buffer_size():
             self.server.check_output_limits(self)
 
     _plain_write = write
@@ -771,6 +787,33 @@ def set_before_reply(fn):
     global _BEFORE_REPLY
     _BEFORE_REPLY = fn
     Client.write = Client._plain_write if fn is None else Client._write_after_barrier
+
+
+def _bounded_gets(c, gets, out, limit):
+    """``gets`` for one batch of pipelined requests when the normal class
+    has an output limit: once the replies gathered reach ``limit`` they are
+    written (and the limits checked) before the next request is taken, and
+    no request is taken from a client being closed.  Redis checks the limit
+    after every reply; without this a single read of small requests with
+    big replies (GET of a large value) would build all of them first."""
+    state = [0, 0]
+
+    def bounded():
+        i, total = state
+        n = len(out)
+        while i < n:
+            total += len(out[i])
+            i += 1
+        if total >= limit:
+            c.write(out[:])
+            del out[:]
+            i = total = 0
+        state[0] = i
+        state[1] = total
+        if c.closing:
+            return False
+        return gets()
+    return bounded
 
 
 def flush_pushes():

@@ -621,8 +621,8 @@ def _parse_fmt(fmt: bytes):
             yield ch, 8, little
         elif ch in "iI":
             size = num if num is not None else 4
-            if size > 8 or size < 1:
-                raise ValueError("integral size %d is larger than limit of 8" % size)
+            if size > 32:           # lua_struct.c's MAXINTSIZE
+                raise ValueError("integral size %d is larger than limit of 32" % size)
             yield ch, size, little
         elif ch == "f":
             yield ch, 4, little
@@ -636,6 +636,22 @@ def _parse_fmt(fmt: bytes):
             yield ch, 0, little
         else:
             raise ValueError("invalid format option '%s'" % ch)
+
+
+_U64 = (1 << 64) - 1
+
+
+def _wide_int(chunk, little, signed):
+    """lua_struct.c's getinteger for sizes past 8 bytes: a 64-bit
+    accumulator keeps the last 8 bytes shifted in; the sign mask is shifted
+    by (size * 8 - 1) mod 64, as the x86 shift instruction does."""
+    v = int.from_bytes(chunk, "little" if little else "big") & _U64
+    if not signed:
+        return v
+    mask = (_U64 << ((len(chunk) * 8 - 1) & 63)) & _U64
+    if v & mask:
+        v |= mask
+    return v - (1 << 64) if v >> 63 else v
 
 
 def make_struct(lua):
@@ -652,8 +668,11 @@ def make_struct(lua):
             v = a[arg] if arg < len(a) else _NOVALUE
             if ch in "bBhHlLTiI":
                 n = _num(v, arg + 1, "pack")
-                n = int(n)
-                out += (n & ((1 << (8 * size)) - 1)).to_bytes(size, "little" if little else "big")
+                # a 64-bit value: the bytes of a wider integer past 8 are 0
+                n = int(n) & _U64
+                if size < 8:
+                    n &= (1 << (8 * size)) - 1
+                out += n.to_bytes(size, "little" if little else "big")
             elif ch in "fd":
                 n = float(_num(v, arg + 1, "pack"))
                 out += _struct.pack(("<" if little else ">") + ch, n)
@@ -702,7 +721,10 @@ def make_struct(lua):
                 continue
             if ch in "bBhHlLTiI":
                 signed = ch in "bhli"
-                res.append(int.from_bytes(chunk, "little" if little else "big", signed=signed))
+                if size <= 8:
+                    res.append(int.from_bytes(chunk, "little" if little else "big", signed=signed))
+                else:
+                    res.append(_wide_int(chunk, little, signed))
             elif ch in "fd":
                 res.append(_struct.unpack(("<" if little else ">") + ch, chunk)[0])
             elif ch == "c":

@@ -135,12 +135,23 @@ local function s_pcall(f, ...)
   return finish(_pcall(f, ...))
 end
 
+-- User code never gets the sandbox's chunk name: the interrupt hook and the
+-- error handler recognise the sandbox's own frames by it.  Lua keeps a chunk
+-- name up to its first NUL, so "=ophidis\0..." is the same name.
+local function user_chunkname(name)
+  if _type(name) ~= "string" then return name end
+  local z = _sfind(name, "\0", 1, true)
+  local eff = z and _ssub(name, 1, z - 1) or name
+  if eff == INTERNAL then return "=" .. eff end
+  return name
+end
+
 -- Binary chunks are refused, as in Redis.
 local function s_loadstring(s, name)
   if _type(s) == "string" and _ssub(s, 1, 1) == "\27" then
     return nil, "binary chunks are not allowed"
   end
-  return sandboxed(_loadstring(s, name))
+  return sandboxed(_loadstring(s, user_chunkname(name)))
 end
 
 local function s_load(f, name)
@@ -153,6 +164,7 @@ local function s_load(f, name)
     first = false
     return piece
   end
+  name = user_chunkname(name)
   if _type(f) ~= "function" then return sandboxed(load(f, name)) end
   return sandboxed(load(reader, name))
 end
@@ -161,19 +173,31 @@ end
 local hook
 local kill_msg = nil
 hook = function()
-  -- Never raise inside the sandbox's own code (only user code is stopped).
-  local info = dbg.getinfo(2, "S")
-  if info and info.source == INTERNAL then return end
-  if kill_msg then
-    -- Killed: raise again on every line of user code until the script ends.
-    _error({err = kill_msg})
-  end
-  local msg = pyinterrupt()
-  if msg then
+  -- The busy state, the other clients and SCRIPT KILL are served wherever
+  -- the hook fires; only the raise waits for a frame of user code (the
+  -- sandbox's own code is never interrupted half-way).
+  if not kill_msg then
+    local msg = pyinterrupt()
+    if not msg then return end
     kill_msg = msg
     dbg.sethook(hook, "l")
-    _error({err = msg})
   end
+  local info = dbg.getinfo(2, "S")
+  if info and info.source == INTERNAL then return end
+  -- Killed: raise again on every line of user code until the script ends.
+  _error({err = kill_msg})
+end
+
+-- The error that kills a script reaches an xpcall handler with Lua's hooks
+-- off (the handler is called from inside the hook that raised): a user
+-- handler would then run unstoppable, so it is skipped once the script is
+-- killed.  (redis-server 7.0 freezes on such a handler after SCRIPT KILL.)
+local function s_xpcall(f, handler)
+  if _type(handler) ~= "function" then return _xpcall(f, handler) end
+  return _xpcall(f, function(e)
+    if kill_msg then return e end
+    return handler(e)
+  end)
 end
 
 local function s_cocreate(f)
@@ -239,6 +263,15 @@ unwrap_error = function(e)
     if t ~= nil then return t end
   end
   return e
+end
+
+-- Python library functions print as Lua functions do ("function: 0x...").
+local _smatch = string.match
+local function s_tostring(v)
+  if pyfuncs[v] then
+    return "function: " .. (_smatch(_tostring(v), "0x%x+") or "builtin")
+  end
+  return _tostring(v)
 end
 
 local function s_type(v)
@@ -390,7 +423,7 @@ local G = {
   cmsgpack = pylib(py.cmsgpack),
   struct = pylib(py.struct),
   redis = redis_p,
-  xpcall = _xpcall, tostring = _tostring, setmetatable = s_setmetatable,
+  xpcall = s_xpcall, tostring = s_tostring, setmetatable = s_setmetatable,
   next = s_next, assert = assert, tonumber = _tonumber, rawequal = rawequal,
   collectgarbage = collectgarbage, getmetatable = s_getmetatable, rawset = s_rawset,
   pcall = s_pcall, type = s_type, select = _select, unpack = s_unpack,

@@ -41,6 +41,9 @@ from .tracking import Tracking
 from .watch import unwatch_all
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
+# Output a client that has not authenticated may leave unsent (Redis: its
+# 16 KB reply buffer plus 1 KB of reply list) before it is disconnected.
+UNAUTH_OUTPUT_LIMIT = 16 * 1024 + 1024
 NOREPLICAS = RedisError("NOREPLICAS Not enough good replicas to write.")
 MASTERDOWN = RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 
@@ -81,7 +84,7 @@ class Server:
         # configuration and values cached from it for hot paths
         "config", "config_file", "executable", "requirepass", "client_query_buffer_limit",
         "proto_max_bulk_len", "maxclients", "maxmemory", "hz", "min_replicas",
-        "obuf_check", "obuf_limits", "obuf_floor", "obuf_soft",
+        "obuf_check", "obuf_limits", "obuf_floor", "obuf_normal_limit", "obuf_soft",
         # event loop, listeners, clients
         "loop", "listeners", "unix_path", "clients", "_next_id", "monitors",
         "pause_type", "pause_end", "paused_clients", "paused_expire",
@@ -148,6 +151,7 @@ class Server:
         self.obuf_check = False
         self.obuf_limits = {}
         self.obuf_floor = 0
+        self.obuf_normal_limit = 0
         self.obuf_soft = {}            # client id -> client over a soft limit
         # persistence
         self.loading = False
@@ -303,6 +307,8 @@ class Server:
             self.obuf_limits = v
             # below the smallest limit of any class nothing can be over
             self.obuf_floor = min([x for (h, s, _) in v.values() for x in (h, s) if x] or [0])
+            # a batch of pipelined requests is cut at this much output
+            self.obuf_normal_limit = min([x for x in v["normal"][:2] if x] or [0])
         cfg.on_change("client-output-buffer-limit", upd_cobl)
         upd_cobl(cfg["client-output-buffer-limit"])
 
@@ -409,13 +415,26 @@ class Server:
         if t is None or c.closing:
             return False
         size = t.get_write_buffer_size()
+        if not c.authenticated and size > UNAUTH_OUTPUT_LIMIT:
+            # A client that has not authenticated gets no output buffer to
+            # speak of, whatever client-output-buffer-limit says: it could
+            # otherwise grow the server's memory without end (-NOAUTH to a
+            # pipeline it never reads).
+            return self._close_over_limit(c, t, from_cron)
         if size < self.obuf_floor or not size:
             if c.out_extra is not None:
                 c.out_extra = None
                 self.obuf_soft.pop(c.id, None)
             return False
-        cls = "pubsub" if (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) else "normal"
-        hard, soft, secs = self.obuf_limits[cls]
+        if c in self.repl_feed.replicas:
+            # the replica class; a hard limit below repl-backlog-size is
+            # raised to it, as Redis does
+            hard, soft, secs = self.obuf_limits["slave"]
+            if hard and hard < self.config["repl-backlog-size"]:
+                hard = self.config["repl-backlog-size"]
+        else:
+            cls = "pubsub" if (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) else "normal"
+            hard, soft, secs = self.obuf_limits[cls]
         over = bool(hard and size >= hard)
         if soft and size >= soft:
             now = int(time.time())
@@ -428,16 +447,20 @@ class Server:
             c.out_extra = None
             self.obuf_soft.pop(c.id, None)
         if over:
-            self.obuf_soft.pop(c.id, None)
-            if from_cron:
-                log.warning("Client %s closed for overcoming of output buffer limits." % c.info_string())
-            else:
-                log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits." % (
-                    c.info_string()))
-            stats.client_outbuf_limit_disconnections += 1
-            c.closing = True
-            t.abort()
+            self._close_over_limit(c, t, from_cron)
         return over
+
+    def _close_over_limit(self, c: Client, t, from_cron) -> bool:
+        self.obuf_soft.pop(c.id, None)
+        if from_cron:
+            log.warning("Client %s closed for overcoming of output buffer limits." % c.info_string())
+        else:
+            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits." % (
+                c.info_string()))
+        stats.client_outbuf_limit_disconnections += 1
+        c.closing = True
+        t.abort()
+        return True
 
     def _obuf_cron(self):
         """Soft limits also expire while no more output is produced."""

@@ -45,11 +45,9 @@ the last complete command with ``aof-load-truncated yes``.
 from __future__ import annotations
 
 import errno as errno_mod
-import gc
 import os
 import re
 import signal
-import sys
 import threading
 import time
 from collections import deque
@@ -57,11 +55,12 @@ from time import perf_counter
 
 from .. import client as client_mod
 from .. import log
-from ..db import EmbStr, stats
+from ..db import EmbStr
 from ..propagate import EXEC, MULTI, TO_AOF, propagator, select_cmd
 from ..protocol import bulk as _bulk, encode_argv, sdscatrepr, sds_needs_repr, split_args
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.zset import ZSetValue
+from . import child
 from .rdb import LoadSettings, RdbError, RdbReader, dump_payload, function_codes, write_snapshot
 
 AOF_OFF, AOF_ON, AOF_WAIT_REWRITE = 0, 1, 2
@@ -524,7 +523,7 @@ class Aof:
         self.cur_timestamp = 0
         # rewrite bookkeeping
         self.child_pid = None
-        self.child_pipe = None
+        self.child = None              # child.Child while a rewrite runs
         self.rewrite_scheduled = False
         self.rewrite_time_start = -1
         self.rewrite_time_last = -1
@@ -972,91 +971,48 @@ class Aof:
             self.lastbgrewrite_ok = False
             return False
         try:
-            rfd, wfd = os.pipe()
+            ch = child.fork(srv, self._child_main, what="AOF rewrite child")
         except OSError as e:
             log.warning("Can't rewrite append only file in background: fork: %s" % _strerror(e))
             self.lastbgrewrite_ok = False
             return False
-        sys.stdout.flush()
-        gc.collect(0)
-        gc.freeze()
-        t0 = perf_counter()
-        try:
-            pid = os.fork()
-        except OSError as e:
-            os.close(rfd)
-            os.close(wfd)
-            log.warning("Can't rewrite append only file in background: fork: %s" % _strerror(e))
-            self.lastbgrewrite_ok = False
-            return False
-        if pid == 0:
-            os.close(rfd)
-            self._child_main(wfd)        # never returns
-        os.close(wfd)
-        fork_usec = int((perf_counter() - t0) * 1e6)
-        srv.latest_fork_usec = fork_usec
-        stats.total_forks += 1
+        pid = ch.pid
+        self.child = ch
         self.child_pid = pid
-        self.child_pipe = rfd
         srv.child_type = "aof"
         log.notice("Background append only file rewriting started by pid %d" % pid)
         self.rewrite_scheduled = False
         self.rewrite_time_start = time.time()
         return True
 
-    def _child_main(self, wfd):
-        code = 1
-        try:
-            gc.disable()
-            for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
-                signal.signal(s, signal.SIG_DFL)
-            try:
-                signal.set_wakeup_fd(-1)
-            except (ValueError, OSError):
-                pass
-            log.role = "C"
-            for _, lsrv in list(self.server.listeners):
-                for sock in getattr(lsrv, "sockets", None) or ():
-                    try:
-                        os.close(sock.fileno())
-                    except OSError:
-                        pass
-            from .snapshot import _private_dirty
-            tmp = "temp-rewriteaof-bg-%d.aof" % os.getpid()
-            if write_base(self.server, tmp):
-                log.notice("Successfully created the temporary AOF base file %s" % tmp)
-                cow = _private_dirty()
-                log.notice("Fork CoW for AOF rewrite: current %d MB, peak %d MB, average %d MB" % (
-                    cow >> 20, cow >> 20, cow >> 20))
-                try:
-                    os.write(wfd, b"%d\n" % cow)
-                except OSError:
-                    pass
-                code = 0
-        except BaseException:  # noqa: BLE001
-            code = log.child_failed("AOF rewrite child")
-        finally:
-            log.flush_and_exit(code)
+    def _child_main(self, ctx) -> int:
+        """rewriteAppendOnlyFileBackground's child: the new base goes to a
+        temporary file that the parent renames (an orphan's file is never
+        installed)."""
+        tmp = "temp-rewriteaof-bg-%d.aof" % os.getpid()
+        if not write_base(self.server, tmp):
+            return 1
+        log.notice("Successfully created the temporary AOF base file %s" % tmp)
+        cow = child.private_dirty()
+        log.notice("Fork CoW for AOF rewrite: current %d MB, peak %d MB, average %d MB" % (
+            cow >> 20, cow >> 20, cow >> 20))
+        ctx.send_info(b"%d\n" % cow)
+        return 0
 
     def _read_cow(self):
-        fd = self.child_pipe
-        if fd is None:
+        if self.child is None:
             return
         try:
-            os.set_blocking(fd, False)
-            parts = os.read(fd, 256).split()
+            parts = self.child.read_info().split()
             if parts:
                 self.last_cow = int(parts[0])
-        except (OSError, ValueError):
+        except ValueError:
             pass
 
     def _child_gone(self):
-        if self.child_pipe is not None:
-            try:
-                os.close(self.child_pipe)
-            except OSError:
-                pass
-        self.child_pipe = None
+        if self.child is not None:
+            self.child.close()
+        self.child = None
         self.child_pid = None
         srv = self.server
         if srv.child_type == "aof":
@@ -1072,14 +1028,7 @@ class Aof:
         if pid is None:
             return
         log.notice("Killing running AOF rewrite child: %d" % pid)
-        try:
-            os.kill(pid, signal.SIGUSR1)
-        except OSError:
-            pass
-        try:
-            os.waitpid(pid, 0)
-        except OSError:
-            pass
+        self.child.kill(signal.SIGUSR1)
         self._remove_temp_files(pid)
         self._child_gone()
         self.rewrite_time_start = -1
@@ -1088,11 +1037,8 @@ class Aof:
         pid = self.child_pid
         if pid is None:
             return
-        try:
-            wpid, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            wpid, status = pid, 1 << 8
-        if wpid == 0:
+        status = self.child.poll()
+        if status is None:
             return
         self._read_cow()
         self._rewrite_done(pid, status)
@@ -1395,7 +1341,7 @@ class Aof:
                 if is_base:
                     base_size = _size(self.path(info.name))
                 t0 = time.time()
-                ret = self.load_single(info.name)
+                ret = self.load_single(info.name, last)
                 if ret == LOAD_OK or (ret == LOAD_TRUNCATED and last):
                     log.notice("DB loaded from %s file %s: %.3f seconds" % (
                         "base" if is_base else "incr", info.name, time.time() - t0))
@@ -1413,9 +1359,11 @@ class Aof:
             srv.loading = False
             srv.update_server_slow()
 
-    def load_single(self, name) -> int:
+    def load_single(self, name, last=True) -> int:
         """loadSingleAppendOnlyFile: replay one file (an RDB base, or RESP
-        commands, or an old RDB-preamble file: RDB then commands)."""
+        commands, or an old RDB-preamble file: RDB then commands).  Only
+        the ``last`` file of the manifest may be cut at its last complete
+        command (aof-load-truncated); no other file is ever written."""
         srv = self.server
         path = self.path(name)
         try:
@@ -1450,13 +1398,20 @@ class Aof:
                 except Exception as e:  # noqa: BLE001
                     raise RdbError("Internal error while parsing: %r" % e, reader.pos) from None
             except RdbError as e:
+                # An RDB part (preamble or base) that cannot be read whole
+                # is fatal and the file is left as it is: aof-load-truncated
+                # only ever cuts a RESP tail (see _unexpected_eof).
+                if e.offset in (0, 5) and ("signature" in e.msg or "version" in e.msg):
+                    log.warning(e.msg)
+                else:
+                    if e.truncated:
+                        log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
+                    log.warning("Internal error in RDB reading offset %d, function at rdb.py -> %s" % (
+                        e.offset or 0, e.msg))
                 if old_style:
                     log.warning("Error reading the RDB preamble of the AOF file %s, AOF loading aborted" % name)
                 else:
                     log.warning("Error reading the RDB base file %s, AOF loading aborted" % name)
-                if e.truncated:
-                    return self._unexpected_eof(name, path, 0, truncated_ok)
-                log.warning("Unrecoverable error reading the append only file %s: %s" % (name, e.msg))
                 return LOAD_FAILED
             p._log_aux(res)
             p.apply(res)
@@ -1464,9 +1419,9 @@ class Aof:
             pos = valid_up_to = reader.pos
             if old_style:
                 log.notice("Reading the remaining AOF tail...")
-        return self._replay(data, pos, valid_up_to, name, path, truncated_ok)
+        return self._replay(data, pos, valid_up_to, name, path, truncated_ok and last, truncated_ok)
 
-    def _replay(self, data, pos, valid_up_to, name, path, truncated_ok) -> int:
+    def _replay(self, data, pos, valid_up_to, name, path, truncated_ok, load_truncated) -> int:
         """Run the RESP commands of ``data`` from ``pos`` with Redis's AOF
         reader rules (lines read up to 1023 bytes, ``#`` annotations
         skipped, numbers read as atoi does, the CRLF after a bulk not
@@ -1495,7 +1450,7 @@ class Aof:
                     continue
                 return self._bad_format(name)
             if end == pos + 1 and end >= n:
-                return self._unexpected_eof(name, path, valid_up_to, truncated_ok)
+                return self._unexpected_eof(name, path, valid_up_to, truncated_ok, load_truncated)
             try:
                 argc = int(data[pos + 1:end])
             except ValueError:
@@ -1507,7 +1462,7 @@ class Aof:
             p = end
             for _ in range(argc):
                 if p >= n:
-                    return self._unexpected_eof(name, path, valid_up_to, truncated_ok)
+                    return self._unexpected_eof(name, path, valid_up_to, truncated_ok, load_truncated)
                 if data[p] != 36:        # '$'
                     return self._bad_format(name)
                 e = find(b"\n", p, p + lmax)
@@ -1520,7 +1475,7 @@ class Aof:
                     return self._bad_format(name)
                 q = end + ln
                 if q + 2 > n:
-                    return self._unexpected_eof(name, path, valid_up_to, truncated_ok)
+                    return self._unexpected_eof(name, path, valid_up_to, truncated_ok, load_truncated)
                 append(data[end:q])
                 p = q + 2
             ent = cache.get(argv[0])
@@ -1562,7 +1517,7 @@ class Aof:
                 _key_delay(delay)
         if c.multi is not None:
             log.warning("Revert incomplete MULTI/EXEC transaction in AOF file %s" % name)
-            return self._unexpected_eof(name, path, valid_before_multi, truncated_ok)
+            return self._unexpected_eof(name, path, valid_before_multi, truncated_ok, load_truncated)
         return LOAD_OK
 
     def _bad_format(self, name):
@@ -1570,7 +1525,14 @@ class Aof:
                     "./redis-check-aof --fix <filename.manifest>" % name)
         return LOAD_FAILED
 
-    def _unexpected_eof(self, name, path, valid_up_to, truncated_ok):
+    def _unexpected_eof(self, name, path, valid_up_to, truncated_ok, load_truncated):
+        """``truncated_ok``: the file may be cut at ``valid_up_to`` (the last
+        file of the manifest, aof-load-truncated yes).  ``load_truncated``:
+        aof-load-truncated is on (a file that is not the last one is then
+        reported truncated, left as it is, and loading fails)."""
+        if load_truncated and not truncated_ok:
+            log.warning("!!! Warning: short read while loading the AOF file %s!!!" % name)
+            return LOAD_TRUNCATED
         if truncated_ok:
             log.warning("!!! Warning: short read while loading the AOF file %s!!!" % name)
             log.warning("!!! Truncating the AOF %s at offset %d !!!" % (name, valid_up_to))

@@ -18,29 +18,15 @@ them in only when the file was read completely and its checksum matched.
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
-import sys
 import time
 
 from .. import log
-from ..db import stats
+from . import child
 from .rdb import LoadSettings, RdbError, RdbReader, write_snapshot
 
 BGSAVE_RETRY_DELAY = 5
-
-
-def _private_dirty() -> int:
-    """Bytes of private dirty memory of this process (copy-on-write after fork)."""
-    try:
-        with open("/proc/self/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Private_Dirty:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 class LoadError(Exception):
@@ -52,7 +38,7 @@ class Persistence:
         self.server = server
         self.child_pid = None
         self.child_start = 0.0
-        self.child_pipe = None
+        self.child = None              # child.Child while a BGSAVE runs
         self.dirty_before = 0
         self.last_bgsave_time = -1
         self.saves = 0
@@ -84,8 +70,10 @@ class Persistence:
         srv.update_server_slow()
 
     # -- saving ---------------------------------------------------------------------
-    def write_file(self, filename, in_child=False) -> bool:
-        """Write the snapshot to ``filename`` atomically.  Logs like rdbSave."""
+    def write_file(self, filename, in_child=False, rename=os.rename) -> bool:
+        """Write the snapshot to ``filename`` atomically.  Logs like rdbSave.
+        A forked child passes ``rename=ctx.rename`` (no rename once its
+        parent is gone)."""
         srv = self.server
         tmp = "temp-%d.rdb" % os.getpid()
         try:
@@ -111,7 +99,8 @@ class Persistence:
             _unlink(tmp)
             return False
         try:
-            os.rename(tmp, filename)
+            if rename(tmp, filename) is False:      # a child whose parent is gone
+                return False
         except OSError as e:
             log.warning("Error moving temp DB file %s on the final destination %s (in server root dir %s): %s" % (
                 tmp, filename, os.getcwd(), e.strerror))
@@ -147,82 +136,42 @@ class Persistence:
         self.dirty_before = srv.dirty
         self.last_try = int(time.time())
         try:
-            rfd, wfd = os.pipe()
+            ch = child.fork(srv, self._child_main, what="Background save child")
         except OSError as e:
             log.warning("Can't save in background: fork: %s" % e.strerror)
             self._set_status(False)
             return False
-        sys.stdout.flush()
-        gc.collect(0)
-        gc.freeze()
-        t0 = time.perf_counter()
-        try:
-            pid = os.fork()
-        except OSError as e:
-            os.close(rfd)
-            os.close(wfd)
-            log.warning("Can't save in background: fork: %s" % e.strerror)
-            self._set_status(False)
-            return False
-        if pid == 0:
-            os.close(rfd)
-            self._child_main(wfd)     # never returns
-        os.close(wfd)
-        self.last_fork_usec = int((time.perf_counter() - t0) * 1e6)
-        srv.latest_fork_usec = self.last_fork_usec
-        stats.total_forks += 1
-        self.child_pid = pid
-        self.child_pipe = rfd
+        self.last_fork_usec = ch.fork_usec
+        self.child = ch
+        self.child_pid = ch.pid
         self.child_start = time.time()
         srv.bgsave_in_progress = True
         srv.child_type = "rdb"
-        log.notice("Background saving started by pid %d" % pid)
+        log.notice("Background saving started by pid %d" % ch.pid)
         return True
 
-    def _child_main(self, wfd):
-        code = 1
-        try:
-            gc.disable()        # the child never needs a collection
-            for s in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(s, signal.SIG_DFL)
-            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
-            try:
-                signal.set_wakeup_fd(-1)
-            except (ValueError, OSError):
-                pass
-            log.role = "C"
-            for _, lsrv in list(self.server.listeners):
-                for sock in getattr(lsrv, "sockets", None) or ():
-                    try:
-                        os.close(sock.fileno())
-                    except OSError:
-                        pass
-            self._cow_peak = 0
-            self._cow_sum = 0
-            self._cow_samples = 0
-            self._cow_next = time.monotonic() + 1.0
-            ok = self.write_file(self.filename, in_child=True)
-            cow = _private_dirty()
-            self._cow_peak = max(self._cow_peak, cow)
-            if ok:
-                avg = (self._cow_sum + cow) // (self._cow_samples + 1)
-                log.notice("Fork CoW for RDB: current %d MB, peak %d MB, average %d MB" % (
-                    cow >> 20, self._cow_peak >> 20, avg >> 20))
-            try:
-                os.write(wfd, b"%d %d\n" % (cow, self._cow_peak))
-            except OSError:
-                pass
-            code = 0 if ok else 1
-        except BaseException:  # noqa: BLE001
-            code = log.child_failed("Background save child")
-        finally:
-            log.flush_and_exit(code)
+    def _child_main(self, ctx) -> int:
+        """rdbSaveBackground's child: write the snapshot, publish it only
+        while the parent lives (ctx.rename), report copy-on-write."""
+        self._cow_peak = 0
+        self._cow_sum = 0
+        self._cow_samples = 0
+        self._cow_next = time.monotonic() + 1.0
+        ok = self.write_file(self.filename, in_child=True, rename=ctx.rename)
+        cow = child.private_dirty()
+        self._cow_peak = max(self._cow_peak, cow)
+        if ok:
+            avg = (self._cow_sum + cow) // (self._cow_samples + 1)
+            log.notice("Fork CoW for RDB: current %d MB, peak %d MB, average %d MB" % (
+                cow >> 20, self._cow_peak >> 20, avg >> 20))
+        ctx.send_info(b"%d %d\n" % (cow, self._cow_peak))
+        return 0 if ok else 1
 
     def _child_progress(self, done):
         now = time.monotonic()
         if now >= self._cow_next:
             self._cow_next = now + 1.0
-            cow = _private_dirty()
+            cow = child.private_dirty()
             self._cow_sum += cow
             self._cow_samples += 1
             if cow > self._cow_peak:
@@ -232,38 +181,25 @@ class Persistence:
         pid = self.child_pid
         if pid is None:
             return
-        try:
-            os.kill(pid, signal.SIGUSR1)
-        except OSError:
-            pass
-        try:
-            os.waitpid(pid, 0)
-        except OSError:
-            pass
+        self.child.kill(signal.SIGUSR1)
         _unlink("temp-%d.rdb" % pid)
         self._child_gone()
 
     def _child_gone(self):
         srv = self.server
-        if self.child_pipe is not None:
-            try:
-                os.close(self.child_pipe)
-            except OSError:
-                pass
-        self.child_pipe = None
+        if self.child is not None:
+            self.child.close()
+        self.child = None
         self.child_pid = None
         srv.bgsave_in_progress = False
         if srv.child_type == "rdb":
             srv.child_type = None
 
     def _read_cow(self):
-        fd = self.child_pipe
-        if fd is None:
+        if self.child is None:
             return
         try:
-            os.set_blocking(fd, False)
-            data = os.read(fd, 256)
-            parts = data.split()
+            parts = self.child.read_info().split()
             if parts:
                 self.last_cow = int(parts[0])
                 if len(parts) > 1:
@@ -275,11 +211,8 @@ class Persistence:
         pid = self.child_pid
         if pid is None:
             return
-        try:
-            wpid, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            wpid, status = pid, 1 << 8
-        if wpid == 0:
+        status = self.child.poll()
+        if status is None:
             return
         srv = self.server
         self._read_cow()

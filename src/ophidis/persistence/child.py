@@ -1,0 +1,218 @@
+"""Forked children (redisFork): one place for the fork and the child's life.
+
+Every background job that forks (BGSAVE, the AOF rewrite, later a diskless
+replication transfer or a cluster job) goes through :func:`fork`:
+
+    child = fork(server, body, what="Background save child")
+    # in the parent: child.pid, child.read_info(), child.poll(), child.kill()
+
+``body(ctx)`` runs in the child and returns the exit code (0 = success);
+an exception is logged with ``log.child_failed(what)`` and gives exit code
+1.  The child always leaves through ``log.flush_and_exit`` (``os._exit``):
+the parent's atexit handlers, buffered files and asyncio loop never run in
+it.  ``ctx`` (a :class:`ChildContext`) offers:
+
+  ctx.send_info(bytes)    a line for the parent (copy-on-write figures),
+                          read by ``child.read_info()`` after the child exits
+  ctx.parent_alive()      False once the parent that forked is gone
+  ctx.rename(src, dst)    ``os.rename`` that refuses (and returns False,
+                          removing ``src``) when the parent is gone: an
+                          orphan never replaces a file the next server owns
+
+Life cycle in the child, in this order: the parent-death signal is asked
+for first (``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through ctypes on Linux;
+then the parent is checked once more, since it may have died between fork
+and prctl), SIGTERM/SIGINT/SIGUSR1 back to their defaults (SIGUSR1 is how
+the parent kills a child whose result it does not want), no wakeup fd, the
+log role ``C``, the listening sockets closed, the garbage collector off.
+Where prctl is missing (not Linux) the ``getppid()`` check of
+``ctx.rename`` is the only guard, so every child that publishes a file
+must publish it with ``ctx.rename``.  PR_SET_PDEATHSIG fires when the
+*thread* that forked exits: fork from the event-loop thread only.
+
+In the parent, :func:`fork` flushes stdout, freezes the garbage collector's
+current objects (fewer pages copied on write), times the fork
+(``server.latest_fork_usec``, ``total_forks``, the ``fork`` latency event)
+and raises ``OSError`` when the pipe or the fork fails; the caller logs it
+with its own wording.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import os
+import signal
+import sys
+from time import perf_counter
+
+from .. import client as client_mod
+from .. import log
+from ..db import stats
+
+PR_SET_PDEATHSIG = 1
+
+_prctl = None
+if sys.platform.startswith("linux"):
+    try:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        _prctl = _libc.prctl
+        _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        _prctl.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        _prctl = None
+
+
+def private_dirty() -> int:
+    """Bytes of private dirty memory of this process (copy-on-write after fork)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Private_Dirty:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def set_parent_death_signal(sig=signal.SIGKILL) -> bool:
+    """Ask the kernel to send ``sig`` to this process when its parent dies
+    (Linux); False where that is not available."""
+    if _prctl is None:
+        return False
+    return _prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+
+
+class ChildContext:
+    """What a child's body can use (see the module docstring)."""
+
+    def __init__(self, parent_pid, wfd):
+        self.parent_pid = parent_pid
+        self._wfd = wfd
+
+    def parent_alive(self) -> bool:
+        return os.getppid() == self.parent_pid
+
+    def send_info(self, data: bytes):
+        try:
+            os.write(self._wfd, data)
+        except OSError:
+            pass
+
+    def rename(self, src, dst) -> bool:
+        """Publish ``src`` as ``dst`` unless the parent is gone (then ``src``
+        is removed and False returned).  OSError from the rename propagates."""
+        if not self.parent_alive():
+            log.warning("The parent process %d is gone: not renaming %s into %s" % (self.parent_pid, src, dst))
+            try:
+                os.unlink(src)
+            except OSError:
+                pass
+            return False
+        os.rename(src, dst)
+        return True
+
+
+class Child:
+    """A running child, seen from the parent."""
+
+    def __init__(self, pid, rfd, fork_usec):
+        self.pid = pid
+        self.fork_usec = fork_usec
+        self._rfd = rfd
+
+    def poll(self):
+        """The wait status once the child has exited, else None.  A child
+        that was already reaped counts as exit code 1."""
+        try:
+            wpid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return 1 << 8
+        return status if wpid else None
+
+    def read_info(self) -> bytes:
+        """What the child sent with ``ctx.send_info`` (b"" if nothing)."""
+        if self._rfd is None:
+            return b""
+        try:
+            os.set_blocking(self._rfd, False)
+            return os.read(self._rfd, 4096)
+        except OSError:
+            return b""
+
+    def kill(self, sig=signal.SIGUSR1):
+        """Stop the child and reap it (killRDBChild / killAppendOnlyChild)."""
+        try:
+            os.kill(self.pid, sig)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+
+    def close(self):
+        if self._rfd is not None:
+            try:
+                os.close(self._rfd)
+            except OSError:
+                pass
+            self._rfd = None
+
+
+def _child_setup(server, parent_pid):
+    set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        # the parent died before prctl took effect
+        log.flush_and_exit(1)
+    gc.disable()
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+        signal.signal(s, signal.SIG_DFL)
+    try:
+        signal.set_wakeup_fd(-1)
+    except (ValueError, OSError):
+        pass
+    log.role = "C"
+    for _, lsrv in list(server.listeners):
+        for sock in getattr(lsrv, "sockets", None) or ():
+            try:
+                os.close(sock.fileno())
+            except OSError:
+                pass
+
+
+def fork(server, body, what="Background child") -> Child:
+    """Fork a child that runs ``body(ctx)`` and exits with its return value.
+    Returns the :class:`Child` in the parent; raises OSError when the pipe or
+    the fork fails."""
+    rfd, wfd = os.pipe()
+    sys.stdout.flush()
+    gc.collect(0)
+    gc.freeze()
+    parent_pid = os.getpid()
+    t0 = perf_counter()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(rfd)
+        os.close(wfd)
+        raise
+    if pid == 0:
+        code = 1
+        try:
+            os.close(rfd)
+            _child_setup(server, parent_pid)
+            code = body(ChildContext(parent_pid, wfd))
+        except BaseException:  # noqa: BLE001
+            code = log.child_failed(what)
+        finally:
+            log.flush_and_exit(code if isinstance(code, int) else 1)
+    os.close(wfd)
+    fork_usec = int((perf_counter() - t0) * 1e6)
+    server.latest_fork_usec = fork_usec
+    stats.total_forks += 1
+    lt = client_mod._LATENCY_MONITOR
+    if lt is not None and fork_usec / 1e6 >= lt:
+        server.latency_add("fork", fork_usec // 1000)
+    return Child(pid, rfd, fork_usec)
