@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ..persistence.aof import ANNOTATION_LINE_MAX, MANIFEST_MAX_LINE, Manifest, ManifestError
+from ..persistence.aof.common import ANNOTATION_LINE_MAX
+from ..persistence.aof.manifest import MANIFEST_MAX_LINE, Manifest, ManifestError
 from .check_rdb import check_data
 
 CHECK_OK, CHECK_EMPTY, CHECK_TRUNCATED, CHECK_TIMESTAMP_TRUNCATED = range(4)
