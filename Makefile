@@ -26,8 +26,11 @@ deps:
 run: $(STAMP)
 	$(VENV)/bin/ophidis-server --bind 127.0.0.1 --port 6379 --dir .
 
+# The suite runs twice: with the compiled request loop, and with its
+# pure-Python twin (OPHIDIS_PURE=1), which must behave the same.
 test: $(STAMP) deps
 	$(VPY) -m pytest -n 2 --dist loadfile tests
+	OPHIDIS_PURE=1 $(VPY) -m pytest -n 2 --dist loadfile tests
 
 # All suites (redis-benchmark rps, memory, collections, scripting, pubsub,
 # persistence); pick some with `make bench BENCH_ARGS="--suites pubsub"`.
