@@ -57,8 +57,8 @@ def test_stale_build_is_ignored(tmp_path):
 @given(st.binary(max_size=40) | st.lists(st.sampled_from([b"*", b"-", b"1", b"9", b"0", b"x", b"\r\n"]),
                                           max_size=30).map(b"".join))
 def test_long_header_guard_matches_regex(data):
-    from ophidis import client, speedups
-    expected = client._LONG_HEADER(data) is not None
+    from ophidis import reader, speedups
+    expected = reader._LONG_HEADER(data) is not None
     if speedups.native is not None:
         assert speedups.native.long_header(data) is expected
         assert speedups.native.long_header(bytearray(data)) is expected
@@ -212,10 +212,10 @@ def _request_and_cut(draw_args, cut, prefix):
 def test_ends_with_request_matches_python(reqs, cut, prefix, other):
     """The compiled boundary check agrees with the Python one, for reads
     that end with the request, end inside it, or end with another one."""
-    from ophidis import client, speedups
+    from ophidis import reader, speedups
     if speedups.native is None:
         pytest.skip("ophidis._speedups is not built")
-    py = client._ends_with_request_py
+    py = reader._ends_with_request_py
     data = _request_and_cut(reqs, cut, prefix)
     for req in (reqs[-1], other, reqs[-1] + [b"x"], [1] + reqs[-1]):
         expected = _py_ends_with_request(data, req)
