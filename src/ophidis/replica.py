@@ -25,6 +25,7 @@ import time
 import hiredis
 
 from . import log
+from .protocol import request_size
 
 _NOT_CONNECTED = ("connect", "connecting", "sync", "connected")
 
@@ -36,15 +37,6 @@ def _resp(*args) -> bytes:
             a = str(a).encode()
         out.append(b"$%d\r\n%s\r\n" % (len(a), a))
     return b"".join(out)
-
-
-def _enc_len(argv) -> int:
-    """Bytes of argv's canonical multibulk encoding (the master's)."""
-    n = len(b"*%d\r\n" % len(argv))
-    for a in argv:
-        la = len(a)
-        n += len(b"$%d\r\n" % la) + la + 2
-    return n
 
 
 class ReplicaLink:
@@ -232,7 +224,7 @@ class ReplicaLink:
                             break
                         if req.__class__ is not list or not req:
                             continue
-                        self.read_offset += _enc_len(req)
+                        self.read_offset += request_size(req)   # the master's canonical encoding
                         name = req[0].lower()
                         if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
                             writer.write(_resp("REPLCONF", "ACK", self.read_offset))
