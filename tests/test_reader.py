@@ -52,43 +52,45 @@ def feed(rd, c, data, auth=True, loop=client_mod._run_requests):
     if c.blocked:
         rd.hold(data)
         return
-    gets = rd.feed(data, auth)
-    if gets is not None:
-        nreq, last = loop(c, gets, [], {}, True, 0.0)
-        try:
-            st = rd.taken(data, nreq, last, c.blocked, auth)
-        except ProtocolError as e:
-            c.got.append(("error", str(e)))
-            c.closing = True
-            return
-        if st is None:
-            return
-        if st == QBUF_LIMIT:
-            c.got.append("limit")
-            c.closing = True
-            return
-        assert st == PYTHON
-    python(rd, c, auth, loop)
+    while data is not None:
+        gets = rd.feed(data, auth)
+        if gets is not None:
+            nreq, last = loop(c, gets, [], {}, True, 0.0)
+            try:
+                st = rd.taken(data, nreq, last, c.blocked, auth)
+            except ProtocolError as e:
+                c.got.append(("error", str(e)))
+                c.closing = True
+                return
+            if st is None:
+                return
+            if st == QBUF_LIMIT:
+                c.got.append("limit")
+                c.closing = True
+                return
+            assert st == PYTHON
+        data = python(rd, c, auth)
 
 
-def python(rd, c, auth=True, loop=client_mod._run_requests):
-    """The Python parser's loop, as Client._python_input."""
+def python(rd, c, auth=True):
+    """The Python parser's loop, as Client._python_input: returns the bytes
+    hiredis takes over from, or None."""
     while not c.blocked:
         try:
             argv = rd.next(auth)
         except ProtocolError as e:
             c.got.append(("error", str(e)))
             c.closing = True
-            return
+            return None
         if argv is None:
             break
         if argv.__class__ is bytes:
-            feed(rd, c, argv, auth, loop)
-            return
+            return argv
         c.process_request(argv)
     if rd.python_done(c.blocked, False) == QBUF_LIMIT:
         c.got.append("limit")
         c.closing = True
+    return None
 
 
 def run(chunks, auth=True, limits=None, loop=client_mod._run_requests):
@@ -233,10 +235,35 @@ def test_bytes_held_while_blocked_run_at_resume():
             assert bytes(rd.pend) == stream[len(encode("SET", "a", "1") + encode("BLOCK")):]
             c.blocked = False
             assert rd.resume()
-            python(rd, c, loop=loop)
+            data = python(rd, c)      # as Client.resume
+            if data is not None:
+                feed(rd, c, data, loop=loop)
             assert c.got[2:] == [[b"GET", b"a"], [b"PING"], [b"GET", b"b"]], cut
             assert rd.pend is None and not rd.py
             assert not rd.resume()
+
+
+def test_many_switches_in_one_read():
+    """A read that goes back and forth between the two parsers many times
+    ("*0" before each request: hiredis gives [], the Python parser skips
+    it and hands the rest back)."""
+    stream = (b"*0\r\n" + encode("PING")) * 3000
+    got, rd = run([stream])
+    assert got == [[b"PING"]] * 3000 and rd.pend is None
+
+
+def test_many_switches_in_one_read_live(server):
+    """The same through a server: no recursion per switch (it used to
+    reset the connection with a RecursionError)."""
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    s.sendall((b"*0\r\n" + encode("PING")) * 3000 + encode("ECHO", "end"))
+    out = b""
+    while not out.endswith(b"$3\r\nend\r\n"):
+        b = s.recv(65536)
+        assert b, out[-100:]
+        out += b
+    s.close()
+    assert out == b"+PONG\r\n" * 3000 + b"$3\r\nend\r\n"
 
 
 def test_back_to_hiredis_after_inline():

@@ -269,39 +269,46 @@ class Client(asyncio.Protocol):
         if self.blocked or self.paused_queue is not None:
             rd.hold(data)
             return
-        gets = rd.feed(data, self.authenticated)
-        if gets is None:
-            self._python_input()
-            return
-        out = self.pending_writes = []
-        # One clock read per command: a command's time runs from the end of
-        # the previous one (it includes taking the request off the parser,
-        # a fraction of a microsecond), which is what commandstats, the
-        # latency histograms and the slowlog see.
-        nreq, last = _RUN(self, gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
-        try:
-            st = rd.taken(data, nreq, last,
-                          self.blocked or self.close_after_reply or self.paused_queue is not None,
-                          self.authenticated)
-        except ProtocolError as e:
-            self.protocol_failure(str(e))     # after the replies in out
-            self.write(out)
-            return
-        if st is None:
-            if out:
-                self.write(out)
-        elif st is PYTHON:
-            if out:
-                self.write(out)
-            self._python_input()
-        else:
-            self._qbuf_limit()    # closes: the replies in out are not sent
+        while True:
+            gets = rd.feed(data, self.authenticated)
+            if gets is not None:
+                out = self.pending_writes = []
+                # One clock read per command: a command's time runs from the
+                # end of the previous one (it includes taking the request off
+                # the parser, a fraction of a microsecond), which is what
+                # commandstats, the latency histograms and the slowlog see.
+                nreq, last = _RUN(self, gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
+                try:
+                    st = rd.taken(data, nreq, last,
+                                  self.blocked or self.close_after_reply or self.paused_queue is not None,
+                                  self.authenticated)
+                except ProtocolError as e:
+                    self.protocol_failure(str(e))     # after the replies in out
+                    self.write(out)
+                    return
+                if st is None:
+                    if out:
+                        self.write(out)
+                    return
+                if st is not PYTHON:
+                    self._qbuf_limit()    # closes: the replies in out are not sent
+                    return
+                if out:
+                    self.write(out)
+            # The Python parser; what it hands back to hiredis is taken as a
+            # new read (a loop, not a recursion: a read may alternate many
+            # times, e.g. "*0" before each request).
+            data = self._python_input()
+            if data is None or self.closing:
+                return
 
     def _python_input(self):
         """Requests parsed in Python with Redis's rules (RequestReader.next):
         inline commands, unauthenticated clients, suspicious or malformed
         input, data that arrived while blocked.  Commands that qualify run
-        through the same direct call as the hiredis fast path."""
+        through the same direct call as the hiredis fast path.  Returns the
+        bytes hiredis takes over from (a multibulk request at a boundary),
+        or None."""
         rd = self.reader
         out = self.pending_writes = []
         append = out.append
@@ -311,23 +318,22 @@ class Client(asyncio.Protocol):
             except ProtocolError as e:
                 self.protocol_failure(str(e))     # after the replies in out
                 self.write(out)
-                return
+                return None
             if argv is None:
                 break
             if argv.__class__ is bytes:
-                # A multibulk request at a boundary: hiredis takes over.
                 if out:
                     self.write(out)
-                self._data_received(argv)
-                return
+                return argv
             self._run_parsed(argv, append)
         if rd.python_done(self.blocked, self.closing) is not None:
             if out:
                 self.write(out)
             self._qbuf_limit()
-            return
+            return None
         if out:
             self.write(out)
+        return None
 
     def _qbuf_limit(self):
         log.warning("Closing client that reached max query buffer length: %s" % self.info_string())
@@ -477,7 +483,9 @@ class Client(asyncio.Protocol):
         if not self.reader.resume():
             return
         try:
-            self._python_input()
+            data = self._python_input()
+            if data is not None:
+                self._data_received(data)
         finally:
             self.pending_writes = None
 
