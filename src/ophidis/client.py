@@ -25,7 +25,7 @@ from .db import stats
 from .errors import RedisError
 from .speedups import native
 from .protocol import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError, request_size
-from .reader import PYTHON, RequestReader
+from .reader import PYTHON, RequestReader, ends_with_request, suspicious
 
 _HiredisProtocolError = hiredis.ProtocolError
 # hiredis gives ints, lists, None ... for non-bulk elements of a request;
@@ -270,7 +270,13 @@ class Client(asyncio.Protocol):
             rd.hold(data)
             return
         while True:
-            gets = rd.feed(data, self.authenticated)
+            if rd.pend is None and data[0] == 42 and self.authenticated and not suspicious(data):
+                # RequestReader.feed's hiredis case, inlined (see reader.py)
+                h = rd.hiredis
+                h.feed(data)
+                gets = h.gets
+            else:
+                gets = rd.feed(data, self.authenticated)
             if gets is not None:
                 out = self.pending_writes = []
                 # One clock read per command: a command's time runs from the
@@ -278,6 +284,14 @@ class Client(asyncio.Protocol):
                 # the parser, a fraction of a microsecond), which is what
                 # commandstats, the latency histograms and the slowlog see.
                 nreq, last = _RUN(self, gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
+                if (nreq > 0 and rd.pend is None and last.__class__ is list and last
+                        and not (self.blocked or self.close_after_reply or self.paused_queue is not None)
+                        and ends_with_request(data, last)):
+                    # RequestReader.taken's boundary case, inlined: the
+                    # read ended with the last request; nothing is left.
+                    if out:
+                        self.write(out)
+                    return
                 try:
                     st = rd.taken(data, nreq, last,
                                   self.blocked or self.close_after_reply or self.paused_queue is not None,
