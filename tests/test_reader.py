@@ -75,18 +75,27 @@ def feed(rd, c, data, auth=True, loop=client_mod._run_requests):
 def python(rd, c, auth=True):
     """The Python parser's loop, as Client._python_input: returns the bytes
     hiredis takes over from, or None."""
-    while not c.blocked:
-        try:
-            argv = rd.next(auth)
-        except ProtocolError as e:
-            c.got.append(("error", str(e)))
-            c.closing = True
-            return None
-        if argv is None:
-            break
-        if argv.__class__ is bytes:
-            return argv
-        c.process_request(argv)
+    batch = rd.lines
+    if batch is not None:
+        rd.lines = None
+        for k, argv in enumerate(batch, 1):
+            c.process_request(argv)
+            if c.blocked:
+                rd.lines_stopped(k)
+                break
+    else:
+        while not c.blocked:
+            try:
+                argv = rd.next(auth)
+            except ProtocolError as e:
+                c.got.append(("error", str(e)))
+                c.closing = True
+                return None
+            if argv is None:
+                break
+            if argv.__class__ is bytes:
+                return argv
+            c.process_request(argv)
     if rd.python_done(c.blocked, False) == QBUF_LIMIT:
         c.got.append("limit")
         c.closing = True
@@ -264,6 +273,21 @@ def test_many_switches_in_one_read_live(server):
         out += b
     s.close()
     assert out == b"+PONG\r\n" * 3000 + b"$3\r\nend\r\n"
+
+
+def test_inline_lines_held_while_blocked():
+    for stream in (b"SET a 1\r\n\r\nBLOCK\r\n\r\nGET a\r\nPING\r\n", b"BLOCK\n", b"\nBLOCK\nPING\n"):
+        rd = RequestReader(Limits())
+        c = Recorder()
+        feed(rd, c, stream)
+        assert c.got[-1] == [b"BLOCK"]
+        rest = stream[stream.index(b"\n", stream.index(b"BLOCK")) + 1:]
+        assert bytes(rd.pend or b"") == rest
+        c.blocked = False
+        if rd.resume():
+            assert python(rd, c) is None
+        assert c.got == [a for a in map(bytes.split, stream.split(b"\n")) if a]
+        assert rd.pend is None and not rd.py
 
 
 def test_back_to_hiredis_after_inline():

@@ -326,20 +326,32 @@ class Client(asyncio.Protocol):
         rd = self.reader
         out = self.pending_writes = []
         append = out.append
-        while not (self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing):
-            try:
-                argv = rd.next(self.authenticated)
-            except ProtocolError as e:
-                self.protocol_failure(str(e))     # after the replies in out
-                self.write(out)
-                return None
-            if argv is None:
-                break
-            if argv.__class__ is bytes:
-                if out:
+        batch = rd.lines
+        if batch is not None:
+            # a read of plain inline lines, already split by the reader
+            rd.lines = None
+            k = 0
+            for argv in batch:
+                k += 1
+                self._run_parsed(argv, append)
+                if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
+                    rd.lines_stopped(k)
+                    break
+        else:
+            while not (self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing):
+                try:
+                    argv = rd.next(self.authenticated)
+                except ProtocolError as e:
+                    self.protocol_failure(str(e))     # after the replies in out
                     self.write(out)
-                return argv
-            self._run_parsed(argv, append)
+                    return None
+                if argv is None:
+                    break
+                if argv.__class__ is bytes:
+                    if out:
+                        self.write(out)
+                    return argv
+                self._run_parsed(argv, append)
         if rd.python_done(self.blocked, self.closing) is not None:
             if out:
                 self.write(out)

@@ -162,7 +162,7 @@ class RequestReader:
         self.pos = 0
         self.first = False      # the request at 0 must be parsed in Python
         self.handback = True    # a multibulk request may go back to hiredis
-        self.lines = None       # iterator over plain inline lines (fast split)
+        self.lines = None       # requests of a read of plain inline lines, split
 
     # -- input ------------------------------------------------------------------
     def feed(self, data, authenticated):
@@ -177,13 +177,22 @@ class RequestReader:
             # more than these checks.)
             if data[0] != 42 or not authenticated or suspicious(data):
                 self.py = True
-                self._python(data, False)
-                if authenticated and 42 not in data and 34 not in data and 39 not in data:
-                    # Plain inline commands (telnet, redis-benchmark's
-                    # PING_INLINE): split lines and words at C speed.
+                self.buf = data
+                self.first = False
+                self.handback = True
+                if (data[-1] == 10 and authenticated and 42 not in data and 34 not in data
+                        and 39 not in data):
+                    # Plain inline commands in whole lines (telnet,
+                    # redis-benchmark's PING_INLINE): split lines and words
+                    # at C speed; the caller runs the list ``lines``
+                    # instead of calling next().
                     lines = data.split(b"\n")
-                    lines.pop()  # the part after the last newline waits
-                    self.lines = iter(lines)
+                    lines.pop()  # the empty part after the last newline
+                    self.lines = list(filter(None, map(bytes.split, lines)))
+                    self.pos = len(data)
+                else:
+                    self.lines = None
+                    self.pos = 0
                 return None
         elif self.py:
             pend += data
@@ -310,20 +319,27 @@ class RequestReader:
         self.handback = True
         self.lines = None
 
+    def lines_stopped(self, k):
+        """The caller ran only the first k requests of ``lines`` (the client
+        blocked, or closes): the rest of the read is left from there."""
+        self.lines = None
+        pos = 0
+        for line in self.buf.split(b"\n"):
+            pos += len(line) + 1
+            if line.split():
+                k -= 1
+                if not k:
+                    break
+        self.pos = pos
+
     def next(self, authenticated):
         """The next request for the Python parser: a list of bytes, None
         when more bytes are needed, or bytes: hiredis takes over from here
         (feed them as a new read; the reader is back at a boundary).
         Raises ProtocolError with Redis's text (the connection then closes
-        after the replies before)."""
-        lines = self.lines
-        if lines is not None:
-            for line in lines:
-                self.pos += len(line) + 1
-                argv = line.split()
-                if argv:
-                    return argv
-            self.lines = None
+        after the replies before).  When feed() left a list in ``lines``,
+        the caller runs that instead (then ``lines_stopped`` if it stops
+        early) and goes to ``python_done``."""
         buf = self.buf
         pos = self.pos
         n = len(buf)
