@@ -81,8 +81,9 @@ def python(rd, c, auth=True):
         for k, argv in enumerate(batch, 1):
             c.process_request(argv)
             if c.blocked:
-                rd.lines_stopped(k)
+                assert rd.lines_stopped(k, True, False) is None
                 break
+        return None
     else:
         while not c.blocked:
             try:

@@ -335,8 +335,15 @@ class Client(asyncio.Protocol):
                 k += 1
                 self._run_parsed(argv, append)
                 if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
-                    rd.lines_stopped(k)
+                    if rd.lines_stopped(k, self.blocked, self.closing) is not None:
+                        if out:
+                            self.write(out)
+                        self._qbuf_limit()
+                        return None
                     break
+            if out:
+                self.write(out)
+            return None
         else:
             while not (self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing):
                 try:

@@ -176,23 +176,28 @@ class RequestReader:
             # (Client._data_received inlines the hiredis case: a call costs
             # more than these checks.)
             if data[0] != 42 or not authenticated or suspicious(data):
-                self.py = True
                 self.buf = data
-                self.first = False
-                self.handback = True
                 if (data[-1] == 10 and authenticated and 42 not in data and 34 not in data
                         and 39 not in data):
                     # Plain inline commands in whole lines (telnet,
                     # redis-benchmark's PING_INLINE): split lines and words
                     # at C speed; the caller runs the list ``lines``
-                    # instead of calling next().
+                    # instead of calling next(), and the reader is at a
+                    # boundary again (unless lines_stopped says otherwise).
                     lines = data.split(b"\n")
                     lines.pop()  # the empty part after the last newline
-                    self.lines = list(filter(None, map(bytes.split, lines)))
-                    self.pos = len(data)
-                else:
-                    self.lines = None
-                    self.pos = 0
+                    reqs = []
+                    for line in lines:
+                        argv = line.split()
+                        if argv:
+                            reqs.append(argv)
+                    self.lines = reqs
+                    return None
+                self.py = True
+                self.first = False
+                self.handback = True
+                self.lines = None
+                self.pos = 0
                 return None
         elif self.py:
             pend += data
@@ -319,18 +324,26 @@ class RequestReader:
         self.handback = True
         self.lines = None
 
-    def lines_stopped(self, k):
+    def lines_stopped(self, k, blocked, closing):
         """The caller ran only the first k requests of ``lines`` (the client
-        blocked, or closes): the rest of the read is left from there."""
+        blocked or was paused, or closes): the rest of the read waits in
+        ``pend``.  Returns None or QBUF_LIMIT (as python_done)."""
         self.lines = None
+        data = self.buf
         pos = 0
-        for line in self.buf.split(b"\n"):
+        for line in data.split(b"\n"):
             pos += len(line) + 1
             if line.split():
                 k -= 1
                 if not k:
                     break
-        self.pos = pos
+        self.buf = None
+        if pos < len(data) and not closing:
+            pend = self.pend = bytearray(data[pos:])
+            self.py = True
+            if len(pend) > self.limits.client_query_buffer_limit and not blocked:
+                return QBUF_LIMIT
+        return None
 
     def next(self, authenticated):
         """The next request for the Python parser: a list of bytes, None
@@ -338,8 +351,8 @@ class RequestReader:
         (feed them as a new read; the reader is back at a boundary).
         Raises ProtocolError with Redis's text (the connection then closes
         after the replies before).  When feed() left a list in ``lines``,
-        the caller runs that instead (then ``lines_stopped`` if it stops
-        early) and goes to ``python_done``."""
+        the caller runs that instead, and calls ``lines_stopped`` if it
+        stops before the end (not next() nor python_done)."""
         buf = self.buf
         pos = self.pos
         n = len(buf)
