@@ -24,13 +24,20 @@ One read goes like this (client.py's ``Client._data_received``)::
         # QBUF_LIMIT: close the client.  ProtocolError: Redis's error.
     else:                           # the Python parser (below)
 
-    while not stopped:
-        argv = reader.next(authenticated)   # ProtocolError: Redis's error
-        if argv is None: break              # needs more bytes
-        if argv.__class__ is bytes:         # hiredis takes over from here:
-            feed argv as a new read; break
-        run argv
-    st = reader.python_done(blocked, closing)   # None or QBUF_LIMIT
+    if reader.lines is not None:        # a read of plain inline lines,
+        run each request of the list;   # already split; if one stops the
+        reader.lines_stopped(k, blocked, closing)   # client after k of them
+    else:
+        while not stopped:
+            argv = reader.next(authenticated)   # ProtocolError: Redis's error
+            if argv is None: break              # needs more bytes
+            if argv.__class__ is bytes:         # hiredis takes over from here:
+                feed argv as a new read (a loop, not a recursion); break
+            run argv
+        st = reader.python_done(blocked, closing)   # None or QBUF_LIMIT
+
+    at resume (no longer blocked or paused): if reader.resume(), the
+    Python parser's loop above runs on the held bytes.
 
 The two common cases, a read at a boundary that goes to hiredis and a
 read that ends at a boundary, are inlined by the client (a Python call
