@@ -5,10 +5,9 @@ import socket
 import subprocess
 import time
 
-import hiredis
 import pytest
 
-from ophidis import client as client_mod
+from ophidis import reader as reader_mod
 from ophidis.protocol import ProtocolError, check_partial, parse_request
 from support.resp import RespConn, encode, exchange
 from ophidis.sysinfo import REDIS_VERSION
@@ -238,38 +237,26 @@ def test_partial_request_check_resumes(monkeypatch):
     is new (a request arriving in many reads used to be parsed again from
     its first byte at every read: quadratic)."""
     calls = []
-    real = client_mod.check_partial
+    real = reader_mod.check_partial
 
     def spy(buf, state, max_bulk, auth):
         calls.append(state)
         return real(buf, state, max_bulk, auth)
 
-    monkeypatch.setattr(client_mod, "check_partial", spy)
+    monkeypatch.setattr(reader_mod, "check_partial", spy)
 
-    class Srv:
+    class Limits:
         client_query_buffer_limit = 1 << 30
         proto_max_bulk_len = 512 << 20
 
-    c = client_mod.Client.__new__(client_mod.Client)
-    c.server = Srv()
-    c.reader = hiredis.Reader()
-    c.pend = None
-    c.pend_check = None
-    c.py_mode = False
-    c.blocked = False
-    c.paused_queue = None
-    c.close_after_reply = False
-    c.authenticated = True
+    rd = reader_mod.RequestReader(Limits())
     args = [b"SADD", b"s"] + [b"m%d" % i for i in range(2000)]
     data = encode(*args)
     pieces = [data[i:i + 1000] for i in range(0, len(data) - 1, 1000)]
     for piece in pieces[:-1]:
-        start = c.pend
-        if start is not None:
-            start += piece
-        c.reader.feed(piece)
-        assert c.reader.gets() is False
-        c._recompute_pending(piece, start, 0)
+        gets = rd.feed(piece, True)
+        assert gets is not None and gets() is False
+        assert rd.taken(piece, 0, None, False, True) is None
     assert len(calls) == len(pieces) - 1
     assert calls[0] is None and all(st is not None for st in calls[1:])
     # resumed from the last complete argument, never from the start

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ophidis import client, speedups
+from ophidis import client, reader, speedups
 from ophidis.commands import Command
 from support.resp import RespConn, command, encode
 from support.servers import SRC, ServerProc, server_env
@@ -55,7 +55,7 @@ def test_stale_build_is_ignored(tmp_path):
 @given(st.binary(max_size=40) | st.lists(st.sampled_from([b"*", b"-", b"1", b"9", b"0", b"x", b"\r\n"]),
                                           max_size=30).map(b"".join))
 def test_long_header_guard_matches_regex(data):
-    expected = client._LONG_HEADER(data) is not None
+    expected = reader._LONG_HEADER(data) is not None
     if speedups.native is not None:
         assert speedups.native.long_header(data) is expected
         assert speedups.native.long_header(bytearray(data)) is expected
@@ -182,7 +182,7 @@ def test_ends_with_request_matches_python(reqs, cut, prefix, other):
     that end with the request, end inside it, or end with another one."""
     if speedups.native is None:
         pytest.skip("ophidis._speedups is not built")
-    py = client._ends_with_request_py
+    py = reader._ends_with_request_py
     data = _request_and_cut(reqs, cut, prefix)
     for req in (reqs[-1], other, reqs[-1] + [b"x"], [1] + reqs[-1]):
         expected = _py_ends_with_request(data, req)

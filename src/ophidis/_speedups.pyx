@@ -1,10 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Compiled versions of the two per-read hot spots of client.py.
+"""Compiled versions of the per-read hot spots of client.py and reader.py.
 
 ``run`` is the request loop of ``Client._data_received`` (client.py's
 ``_run_requests`` is the same loop in Python, used when this module is not
 built or is stale, or with OPHIDIS_PURE=1); ``long_header`` is the guard
-against multibulk headers hiredis would pre-size (client.py's regex).
+against multibulk headers hiredis would pre-size (reader.py's regex) and
+``ends_with_request`` the read-boundary check of ``RequestReader.taken``.
 
 What the compiled loop saves is the interpreter's work around each command
 (about 4,000 of the ~19,000 instructions a pipelined SET at the memory
@@ -113,7 +114,7 @@ cdef inline Py_ssize_t _ends_with_header(const char *p, Py_ssize_t end, char kin
 
 
 def ends_with_request(data, list req):
-    """Does data end with the multibulk encoding of req (client.py's
+    """Does data end with the multibulk encoding of req (reader.py's
     _ends_with_request)?"""
     if type(data) is not bytes:
         data = bytes(data)
@@ -189,7 +190,7 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                 continue
             r = client.process_request(req)
         else:
-            return ~(nreq - 1), last     # Redis's parser takes over (see client.py)
+            return ~(nreq - 1), last     # Redis's parser takes over (RequestReader.taken)
         if r is not None:
             out.append(r)
         if client.blocked or client.close_after_reply or client.paused_queue is not None or client.closing:

@@ -1,17 +1,19 @@
 """One client connection: an asyncio Protocol.
 
-The hot path is ``data_received``: hiredis parses multibulk requests, each
-request is looked up in the command table and run, replies are collected in a
-list and written once per read.  Anything unusual (inline requests, partial
-requests, MULTI, unauthenticated clients, pub/sub mode, pauses, maxmemory,
-MONITOR ...) takes the general path ``process_request`` which performs all
-of Redis's processCommand checks.
+The hot path is ``data_received``: the connection's ``reader.RequestReader``
+turns the bytes into requests (hiredis for canonical multibulk traffic,
+Redis's rules in Python for the rest), each request is looked up in the
+command table and run, replies are collected in a list and written once per
+read.  Anything unusual (MULTI, unauthenticated clients, pub/sub mode,
+pauses, maxmemory, MONITOR ...) takes the general path ``process_request``
+which performs all of Redis's processCommand checks.  This module only runs
+requests: what is a request, and what is left for the next read, is the
+reader's business.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from time import perf_counter
 
@@ -22,64 +24,14 @@ from .commands import TABLE
 from .db import stats
 from .errors import RedisError
 from .speedups import native
-from .protocol import (
-    NULL3,
-    NULL_ARRAY,
-    NULL_BULK,
-    ProtocolError,
-    check_partial,
-    parse_request,
-    request_size,
-)
+from .protocol import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError, request_size
+from .reader import PYTHON, RequestReader, ends_with_request, suspicious
 
 _HiredisProtocolError = hiredis.ProtocolError
 # hiredis gives ints, lists, None ... for non-bulk elements of a request;
 # such requests are parsed again by Redis's rules (protocol.parse_request).
 _IS_BYTES = bytes.__instancecheck__
 _monotonic = time.monotonic
-_DIGITS = bytes.maketrans(b"0123456789-", b"00000000000")
-# "*" and seven digits (or "-"): a multibulk header hiredis would pre-size.
-_LONG_HEADER = re.compile(rb"\*[-0-9]{7}").search
-
-
-def _long_header(data) -> bool:
-    return _LONG_HEADER(data) is not None
-
-
-def _suspicious(data) -> bool:
-    """Could data hold a multibulk header of seven digits or more (or the
-    start of one at its end)?  hiredis pre-sizes arrays from the header and
-    freeing a reader that waits on a huge one costs seconds, so such input
-    goes through the Python parser (which applies Redis's limits) instead.
-    C-level operations only: this runs once per read."""
-    if _long_header(data):
-        return True
-    if not data.endswith(b"\r\n"):
-        j = data.rfind(b"*", len(data) - 8)
-        # a header starts a line: "*" at the start of the data or after "\n"
-        if j >= 0 and (j == 0 or data[j - 1] == 10) \
-                and not data[j + 1:].translate(_DIGITS).strip(b"0"):
-            return True
-    return False
-
-def _ends_with_request(data, req) -> bool:
-    """Does data end with the multibulk encoding of req?  Compared in
-    place from the end (no copy of big arguments)."""
-    end = len(data)
-    for a in reversed(req):
-        if a.__class__ is not bytes or not data.endswith(b"\r\n", 0, end):
-            return False
-        end -= 2
-        if not data.endswith(a, 0, end):
-            return False
-        end -= len(a)
-        h = b"$%d\r\n" % len(a)
-        if not data.endswith(h, 0, end):
-            return False
-        end -= len(h)
-    return data.endswith(b"*%d\r\n" % len(req), 0, end)
-
-
 # Server-wide "take the general path" switch (maxmemory, MONITOR, pauses,
 # busy scripts, loading, MISCONF ...).  Set through ``set_server_slow``.
 _SERVER_SLOW = False
@@ -135,13 +87,14 @@ def set_ready_list(lst):
 
 
 def _run_requests(self, gets, out, table, slow, t0):
-    """Run the requests hiredis has ready: the fast path calls the command
+    """Run the requests hiredis has ready (gets: the reader's hiredis
+    ``gets``, from RequestReader.feed): the fast path calls the command
     directly when no check of processCommand can apply, anything else goes
     through process_request.  Returns (nreq, last): how many requests were
     taken off the parser and the last one; nreq is ~n when the Python
     parser must take over after n requests (hiredis refused the stream, or
-    the request is not an array of bulk strings).  _speedups.run is the
-    same loop compiled."""
+    the request is not an array of bulk strings): RequestReader.taken
+    decides what follows.  _speedups.run is the same loop compiled."""
     append = out.append
     last = None
     nreq = 0
@@ -197,11 +150,8 @@ def _sync():
         native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY)
 
 
-_ends_with_request_py = _ends_with_request
 if native is not None:
     _RUN = native.run
-    _long_header = native.long_header
-    _ends_with_request = native.ends_with_request
 else:
     _RUN = _run_requests
 
@@ -211,14 +161,14 @@ class Client(asyncio.Protocol):
     """Per-connection state and the asyncio protocol callbacks."""
 
     __slots__ = (
-        "server", "transport", "reader", "pend", "db", "id", "name", "resp",
+        "server", "transport", "reader", "db", "id", "name", "resp",
         "authenticated", "slow", "closing", "close_after_reply", "blocked",
         "paused_queue", "addr", "laddr", "fd", "ctime", "last_time", "last_cmd",
         "multi", "multi_error", "dirty_cas", "watched", "pubsub_channels",
         "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
-        "killed", "in_script", "py_mode", "push_buf", "script_caller", "is_master", "pend_check",
+        "killed", "in_script", "push_buf", "script_caller", "is_master",
         "block_argv",
         "__weakref__",
     )
@@ -226,10 +176,7 @@ class Client(asyncio.Protocol):
     def __init__(self, server):
         self.server = server
         self.transport = None
-        self.reader = hiredis.Reader()
-        self.pend = None
-        self.pend_check = None      # (pend, state) of protocol.check_partial
-        self.py_mode = False
+        self.reader = RequestReader(server)   # the input: bytes -> requests
         self.db = server.dbs[0]
         self.id = server.next_client_id()
         self.name = None
@@ -289,8 +236,7 @@ class Client(asyncio.Protocol):
         # Break reference cycles (client <-> transport, parser state) so that
         # reference counting frees the connection even if the cyclic
         # collector no longer looks at it (see server.install_gc_guard).
-        self.reader = None
-        self.pend = None
+        self.reader.discard()
         self.pending_writes = None
         self.bstate = None
         self.multi = None
@@ -306,6 +252,8 @@ class Client(asyncio.Protocol):
         return False
 
     def data_received(self, data):
+        stats.net_input_bytes += len(data)
+        self.last_time = _monotonic()
         try:
             self._data_received(data)
         finally:
@@ -314,236 +262,144 @@ class Client(asyncio.Protocol):
             self.pending_writes = None
 
     def _data_received(self, data):
-        stats.net_input_bytes += len(data)
-        self.last_time = _monotonic()
+        """Run the requests of one read (see reader.py for the steps)."""
         if self.closing or self.close_after_reply:
             return
-        pend = self.pend
-        if pend is None:
-            # At a request boundary.  hiredis takes authenticated multibulk
-            # traffic; anything else goes through Redis's rules in Python.
-            # _suspicious catches multibulk counts hiredis would allocate
-            # eagerly (a "*3000000000" header must not cost gigabytes).
-            if (data[0] != 42 or not self.authenticated or self.blocked
-                    or self.paused_queue is not None or _suspicious(data)):
-                self._python_input(data)
+        rd = self.reader
+        if self.blocked or self.paused_queue is not None:
+            rd.hold(data)
+            return
+        while True:
+            if rd.pend is None and data[0] == 42 and self.authenticated and not suspicious(data):
+                # RequestReader.feed's hiredis case, inlined (see reader.py)
+                h = rd.hiredis
+                h.feed(data)
+                gets = h.gets
+            else:
+                gets = rd.feed(data, self.authenticated)
+            if gets is not None:
+                out = self.pending_writes = []
+                # One clock read per command: a command's time runs from the
+                # end of the previous one (it includes taking the request off
+                # the parser, a fraction of a microsecond), which is what
+                # commandstats, the latency histograms and the slowlog see.
+                limit = self.server.obuf_normal_limit
+                if limit:
+                    gets = _bounded_gets(self, gets, out, limit)
+                nreq, last = _RUN(self, gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
+                if (nreq > 0 and rd.pend is None and last.__class__ is list and last
+                        and not (self.blocked or self.close_after_reply or self.paused_queue is not None)
+                        and ends_with_request(data, last)):
+                    # RequestReader.taken's boundary case, inlined: the
+                    # read ended with the last request; nothing is left.
+                    if out:
+                        self.write(out)
+                    return
+                try:
+                    st = rd.taken(data, nreq, last,
+                                  self.blocked or self.close_after_reply or self.paused_queue is not None,
+                                  self.authenticated)
+                except ProtocolError as e:
+                    self.protocol_failure(str(e))     # after the replies in out
+                    self.write(out)
+                    return
+                if st is None:
+                    if out:
+                        self.write(out)
+                    return
+                if st is not PYTHON:
+                    self._qbuf_limit()    # closes: the replies in out are not sent
+                    return
+                if out:
+                    self.write(out)
+            # The Python parser; what it hands back to hiredis is taken as a
+            # new read (a loop, not a recursion: a read may alternate many
+            # times, e.g. "*0" before each request).
+            data = self._python_input()
+            if data is None or self.closing:
                 return
-        elif self.py_mode:
-            pend += data
-            self._python_input(None)
-            return
-        elif _suspicious(data):
-            pend += data
-            self.reader = hiredis.Reader()
-            self.py_mode = True
-            self._python_input(None)
-            return
-        else:
-            pend += data
-        reader = self.reader
-        reader.feed(data)
+
+    def _python_input(self):
+        """Requests parsed in Python with Redis's rules (RequestReader.next):
+        inline commands, unauthenticated clients, suspicious or malformed
+        input, data that arrived while blocked.  Commands that qualify run
+        through the same direct call as the hiredis fast path.  Returns the
+        bytes hiredis takes over from (a multibulk request at a boundary),
+        or None."""
+        rd = self.reader
         out = self.pending_writes = []
-        # One clock read per command: a command's time runs from the end of
-        # the previous one (it includes taking the request off the parser,
-        # a fraction of a microsecond), which is what commandstats, the
-        # latency histograms and the slowlog see.
-        gets = reader.gets
-        if self.server.obuf_normal_limit:
-            gets = _bounded_gets(self, gets, out, self.server.obuf_normal_limit)
-        nreq, last = _RUN(self, gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
-        if nreq < 0:
-            self._hiredis_error(data, pend, out, ~nreq)
-            return
-        # Does hiredis hold the start of an incomplete request?  The common
-        # case, the read ended with a whole request, is recognised by the
-        # data ending with that request's whole encoding (its last argument
-        # alone is not enough: the next request may end a read with an equal
-        # argument).  Anything else is worked out exactly in Python.
-        if last.__class__ is list and last and not (
-                self.blocked or self.close_after_reply or self.paused_queue is not None) \
-                and _ends_with_request(data, last):
-            self.pend = None
-            if pend is not None:
-                self.pend_check = None
+        append = out.append
+        # With an output limit for the normal class, replies reaching it are
+        # written (and the limit checked) before the next request runs.
+        limit = self.server.obuf_normal_limit
+        seen = gathered = 0
+        batch = rd.lines
+        if batch is not None:
+            # a read of plain inline lines, already split by the reader
+            rd.lines = None
+            k = 0
+            for argv in batch:
+                k += 1
+                self._run_parsed(argv, append)
+                if limit:
+                    out, seen, gathered = self._write_at_limit(out, seen, gathered, limit)
+                    append = out.append
+                if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
+                    if rd.lines_stopped(k, self.blocked, self.closing) is not None:
+                        if out:
+                            self.write(out)
+                        self._qbuf_limit()
+                        return None
+                    break
             if out:
                 self.write(out)
-            return
-        self._recompute_pending(data, pend, nreq)
+            return None
+        else:
+            while not (self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing):
+                try:
+                    argv = rd.next(self.authenticated)
+                except ProtocolError as e:
+                    self.protocol_failure(str(e))     # after the replies in out
+                    self.write(out)
+                    return None
+                if argv is None:
+                    break
+                if argv.__class__ is bytes:
+                    if out:
+                        self.write(out)
+                    return argv
+                self._run_parsed(argv, append)
+                if limit:
+                    out, seen, gathered = self._write_at_limit(out, seen, gathered, limit)
+                    append = out.append
+        if rd.python_done(self.blocked, self.closing) is not None:
+            if out:
+                self.write(out)
+            self._qbuf_limit()
+            return None
         if out:
             self.write(out)
+        return None
 
-    # -- partial requests / protocol errors ---------------------------------
-    def _skip_requests(self, buf, nreq):
-        pos = 0
-        for _ in range(nreq):
-            try:
-                argv, pos2 = parse_request(buf, pos, 2**63, False)
-            except ProtocolError:
-                break
-            if argv is None:
-                break
-            pos = pos2
-        return pos
-
-    def _recompute_pending(self, data, start_pend, nreq):
-        """Keep the raw bytes of the request hiredis has only partly seen (or
-        of requests left unprocessed by a block/pause/close), so that limits
-        are enforced and protocol errors get Redis's exact texts."""
-        base = start_pend if start_pend is not None else data
-        rest = base[self._skip_requests(base, nreq):] if nreq else base
-        if not rest:
-            self.pend = None
-            self.pend_check = None
-            return
-        self.pend = rest if rest.__class__ is bytearray else bytearray(rest)
-        if self.blocked or self.paused_queue is not None or self.close_after_reply:
-            # The rest waits; it will be parsed again in Python.
-            self.reader = hiredis.Reader()
-            self.py_mode = True
-            return
-        pend = self.pend
-        srv = self.server
-        if len(pend) > srv.client_query_buffer_limit:
-            self._qbuf_limit()
-            return
-        chk = self.pend_check
-        try:
-            complete, state = check_partial(pend, chk[1] if chk is not None and chk[0] is pend else None,
-                                            srv.proto_max_bulk_len, not self.authenticated)
-        except ProtocolError as e:
-            self.pend_check = None
-            self.protocol_failure(str(e))
-            return
-        self.pend_check = (pend, state) if state is not None else None
-        if complete:
-            self.pend_check = None
-            # hiredis still waits on what Redis takes as complete (input
-            # that is not canonical RESP): continue in Python.
-            self.reader = hiredis.Reader()
-            self.py_mode = True
-            self._python_input(None, python_first=True)
+    def _write_at_limit(self, out, seen, gathered, limit):
+        """Replies of a batch reaching the normal class's output limit are
+        written (and the limit checked) before the next request runs;
+        returns the list to go on with and the counts."""
+        n = len(out)
+        while seen < n:
+            gathered += len(out[seen])
+            seen += 1
+        if gathered < limit:
+            return out, seen, gathered
+        self.write(out)
+        out = self.pending_writes = []
+        return out, 0, 0
 
     def _qbuf_limit(self):
         log.warning("Closing client that reached max query buffer length: %s" % self.info_string())
         stats.client_qbuf_limit_disconnections += 1
-        self.pend = None
+        self.reader.pend = None
         self.close()
-
-    def _hiredis_error(self, data, start_pend, out, nreq):
-        """hiredis refused the stream, or gave a request that is not an
-        array of bulk strings: continue in Python from the first unprocessed
-        request (an inline command after multibulk ones, or a malformed
-        request that gets Redis's error)."""
-        base = start_pend if start_pend is not None else data
-        pos = self._skip_requests(base, nreq)
-        self.reader = hiredis.Reader()
-        self.pend = bytearray(base[pos:])
-        self.py_mode = True
-        if out:
-            self.write(out)
-        self._python_input(None, python_first=True)
-
-    def _python_input(self, data, python_first=False):
-        """Requests parsed in Python with Redis's rules (inline commands,
-        unauthenticated clients, suspicious or malformed input, data that
-        arrived while blocked).  A multibulk request at a boundary hands
-        the rest back to hiredis.  Commands that qualify run through the
-        same direct call as the hiredis fast path."""
-        pend = self.pend
-        if data is not None:
-            if pend is None:
-                buf = data          # parse the read itself; keep only leftovers
-            else:
-                pend += data
-                buf = pend
-        else:
-            buf = pend
-        self.py_mode = True
-        if self.blocked or self.paused_queue is not None:
-            if buf is not pend:
-                self.pend = bytearray(buf)
-            return
-        srv = self.server
-        out = self.pending_writes = []
-        append = out.append
-        pos = 0
-        n = len(buf)
-        handback = True
-        limit = srv.obuf_normal_limit
-        seen = gathered = 0
-        if (buf is data and self.authenticated and not python_first and not limit and 42 not in buf
-                and 34 not in buf and 39 not in buf):
-            # Plain inline commands (telnet, redis-benchmark's PING_INLINE):
-            # split lines and words at C speed.
-            pos = self._inline_lines(buf, out)
-            if pos < 0:
-                if out:
-                    self.write(out)
-                return
-        while pos < n:
-            if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
-                break
-            if (buf[pos] == 42 and handback and self.authenticated and not self.slow_input()
-                    and not (python_first and pos == 0)):
-                rest = bytes(buf[pos:])
-                if _suspicious(rest):
-                    # hiredis would send it straight back: stay in Python
-                    # for this whole buffer (no ping-pong, no recursion).
-                    handback = False
-                    continue
-                self.pend = None
-                self.py_mode = False
-                if out:
-                    self.write(out)
-                stats.net_input_bytes -= len(rest)
-                self.data_received(rest)
-                return
-            try:
-                argv, newpos = parse_request(buf, pos, srv.proto_max_bulk_len, not self.authenticated)
-            except ProtocolError as e:
-                self.protocol_failure(str(e))     # after the replies in out
-                self.write(out)
-                return
-            if argv is None:
-                break
-            pos = newpos
-            if not argv:
-                continue
-            self._run_parsed(argv, append)
-            if limit:
-                # replies reaching the normal class's limit are written (and
-                # the limit checked) before the next request runs
-                while seen < len(out):
-                    gathered += len(out[seen])
-                    seen += 1
-                if gathered >= limit:
-                    self.write(out)
-                    out = self.pending_writes = []
-                    append = out.append
-                    seen = gathered = 0
-        if buf is pend:
-            if pos:
-                del buf[:pos]
-            if not buf:
-                self.pend = None
-                self.py_mode = False
-            elif len(buf) > srv.client_query_buffer_limit and not self.blocked:
-                if out:
-                    self.write(out)
-                self._qbuf_limit()
-                return
-        elif self.pend is None and not self.closing:
-            if pos < n:
-                self.pend = bytearray(buf[pos:])
-                if len(self.pend) > srv.client_query_buffer_limit and not self.blocked:
-                    if out:
-                        self.write(out)
-                    self._qbuf_limit()
-                    return
-            else:
-                self.py_mode = False
-        if out:
-            self.write(out)
 
     def _run_parsed(self, argv, append):
         """Run one request parsed in Python: the direct call when the fast
@@ -575,28 +431,10 @@ class Client(asyncio.Protocol):
         if r is not None:
             append(r)
 
-    def _inline_lines(self, buf, out) -> int:
-        """Run the complete inline lines of buf (no quotes, no multibulk).
-        Returns the position after the last line run, or -1 when the
-        connection failed."""
-        lines = buf.split(b"\n")
-        lines.pop()  # the part after the last newline (maybe empty) waits
-        append = out.append
-        pos = 0
-        for line in lines:
-            pos += len(line) + 1
-            argv = line.split()
-            if not argv:
-                continue
-            self._run_parsed(argv, append)
-            if self.closing or self.close_after_reply:
-                return -1
-            if self.blocked or self.paused_queue is not None or self.close_after_reply:
-                break
-        return pos
-
-    def slow_input(self) -> bool:
-        return self.blocked or self.paused_queue is not None
+    @property
+    def pend(self):
+        """The query buffer: raw bytes not yet run (None when empty)."""
+        return self.reader.pend
 
     def protocol_failure(self, msg):
         if log.enabled(log.VERBOSE):
@@ -702,13 +540,12 @@ class Client(asyncio.Protocol):
         """Continue with requests that arrived while blocked or paused."""
         if self.closing or self.blocked or self.paused_queue is not None:
             return
-        if self.pend is None:
+        if not self.reader.resume():
             return
-        if not self.py_mode:
-            self.reader = hiredis.Reader()
-            self.py_mode = True
         try:
-            self._python_input(None)
+            data = self._python_input()
+            if data is not None:
+                self._data_received(data)
         finally:
             self.pending_writes = None
 
@@ -744,11 +581,11 @@ class Client(asyncio.Protocol):
         is running (CLIENT LIST / INFO itself): it is still in Redis's query
         buffer then (qbuf) and its arguments are argv-mem."""
         now = _monotonic()
-        qbuf = len(self.pend) if self.pend is not None else 0
+        pend = self.reader.pend
+        qbuf = len(pend) if pend is not None else 0
         argv_mem = 0
         if running_argv:
-            qbuf += len(b"*%d\r\n" % len(running_argv)) + sum(
-                len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in running_argv)
+            qbuf += request_size(running_argv)
             argv_mem = sum(len(a) for a in running_argv)
         t = self.transport
         omem = t.get_write_buffer_size() if t is not None and not self.closing else 0

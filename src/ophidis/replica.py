@@ -213,7 +213,7 @@ class ReplicaLink:
                             break
                         if req.__class__ is not list or not req:
                             continue
-                        self.read_offset += request_size(req)
+                        self.read_offset += request_size(req)   # the master's canonical encoding
                         name = req[0].lower()
                         if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
                             writer.write(encode_request("REPLCONF", "ACK", self.read_offset))
