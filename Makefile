@@ -6,9 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test bench bench-quick deps venv clean lint
 
-# The editable install also compiles src/ophidis/_speedups.pyx (the request
+# The editable install also compiles src/ophidis/net/_speedups.pyx (the request
 # loop) in place: editing it re-runs the install.
-$(STAMP): pyproject.toml setup.py src/ophidis/_speedups.pyx
+$(STAMP): pyproject.toml setup.py src/ophidis/net/_speedups.pyx
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
@@ -42,4 +42,4 @@ bench-quick: $(STAMP) deps
 	$(VPY) bench/run.py --quick $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache src/ophidis/_speedups.c src/ophidis/_speedups.*.so
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache src/ophidis/net/_speedups.c src/ophidis/net/_speedups.*.so

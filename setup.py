@@ -1,4 +1,4 @@
-"""Builds the optional compiled hot loop (src/ophidis/_speedups.pyx).
+"""Builds the optional compiled hot loop (src/ophidis/net/_speedups.pyx).
 
 Everything else is declared in pyproject.toml.  Without Cython or a C
 compiler the package installs as pure Python: client.py then runs the same
@@ -12,7 +12,7 @@ import sys
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-PYX = os.path.join("src", "ophidis", "_speedups.pyx")
+PYX = os.path.join("src", "ophidis", "net", "_speedups.pyx")
 
 
 class OptionalBuildExt(build_ext):
@@ -32,7 +32,7 @@ class OptionalBuildExt(build_ext):
 
     @staticmethod
     def _skip(e):
-        sys.stderr.write("warning: ophidis._speedups not built (%s); the pure-Python loop is used\n" % e)
+        sys.stderr.write("warning: ophidis.net._speedups not built (%s); the pure-Python loop is used\n" % e)
 
 
 def extensions():
@@ -46,7 +46,7 @@ def extensions():
     with open(PYX, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     from setuptools import Extension
-    ext = Extension("ophidis._speedups", [PYX], extra_compile_args=["-O2"])
+    ext = Extension("ophidis.net._speedups", [PYX], extra_compile_args=["-O2"])
     return cythonize([ext], compile_time_env={"PYX_HASH": digest}, quiet=True,
                      compiler_directives={"language_level": 3})
 

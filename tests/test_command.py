@@ -14,11 +14,11 @@ import subprocess
 
 import pytest
 import redis
+from support.clients import outcomes
 
-from ophidis.command_docs import SUMMARIES
 from ophidis.commands import ALL, META, Command, load_all
 from ophidis.commands.command_cmd import _KEY_FLAG_OUT, _KEY_FLAGS, get_keys, get_keys_with_flags
-from support.clients import outcomes
+from ophidis.commands.docs import SUMMARIES
 
 
 def unparsed(client):

@@ -8,11 +8,11 @@ import random
 import socket
 import time
 
+from conftest import ServerProc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ServerProc
-from ophidis.protocol import ProtocolError, encode_request, parse_request
+from ophidis.protocol.resp import ProtocolError, encode_request, parse_request
 
 MAX_BULK = 512 * 1024 * 1024
 

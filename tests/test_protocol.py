@@ -6,10 +6,10 @@ import subprocess
 import time
 
 import pytest
-
-from ophidis import reader as reader_mod
-from ophidis.protocol import ProtocolError, check_partial, parse_request
 from support.resp import RespConn, encode, exchange
+
+from ophidis.protocol import reader as reader_mod
+from ophidis.protocol.resp import ProtocolError, check_partial, parse_request
 from ophidis.sysinfo import REDIS_VERSION
 
 

@@ -16,21 +16,21 @@ import pytest
 import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from ophidis.config import Config
-from ophidis.db import Database
-from ophidis.persistence import rdb as R
-from ophidis.persistence import snapshot
-from ophidis.persistence.listpack import (canonical_int, intset_decode, intset_encode, lp_decode,
-                                          lp_encode, zl_decode)
-from ophidis.sysinfo import REDIS_VERSION
-from ophidis.types.containers import HashValue, ListValue, SetValue
-from ophidis.server import Server
-from ophidis.types.zset import ZSetValue
 from support.rdb import build_dataset, canonical, order_dependent, payload_value
 from support.resp import RespConn
 from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, server_env
 from support.wait import wait_until
+
+from ophidis.config import Config
+from ophidis.keyspace.db import Database
+from ophidis.persistence import rdb as R
+from ophidis.persistence import snapshot
+from ophidis.persistence.listpack import (canonical_int, intset_decode, intset_encode, lp_decode, lp_encode,
+                                          zl_decode)
+from ophidis.server import Server
+from ophidis.sysinfo import REDIS_VERSION
+from ophidis.types.containers import HashValue, ListValue, SetValue
+from ophidis.types.zset import ZSetValue
 
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 

@@ -12,12 +12,12 @@ import socket
 import time
 
 import pytest
-
 from support.resp import encode
-from ophidis import client as client_mod
-from ophidis import speedups
-from ophidis.protocol import ProtocolError, parse_request
-from ophidis.reader import PYTHON, QBUF_LIMIT, RequestReader
+
+from ophidis.net import client as client_mod
+from ophidis.net import speedups
+from ophidis.protocol.reader import PYTHON, QBUF_LIMIT, RequestReader
+from ophidis.protocol.resp import ProtocolError, parse_request
 
 LOOPS = [client_mod._run_requests] + ([speedups.native.run] if speedups.native is not None else [])
 

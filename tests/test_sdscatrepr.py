@@ -1,10 +1,11 @@
-"""The one sdscatrepr (ophidis.protocol) against Redis's: MONITOR lines of
+"""The one sdscatrepr (ophidis.protocol.resp) against Redis's: MONITOR lines of
 the same command on both servers, and redis-cli's quoting of a value."""
 
 import subprocess
 
-from ophidis.protocol import sds_needs_repr, sdscatrepr
 from support.resp import RespConn
+
+from ophidis.protocol.resp import sds_needs_repr, sdscatrepr
 
 EVERY_BYTE = bytes(range(256))
 

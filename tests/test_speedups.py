@@ -1,4 +1,4 @@
-"""The compiled request loop (src/ophidis/_speedups.pyx) against the Python
+"""The compiled request loop (src/ophidis/net/_speedups.pyx) against the Python
 one (client._run_requests): the same traffic through a server of each kind
 must give the same bytes back and the same statistics."""
 
@@ -16,11 +16,12 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from ophidis import client, reader, speedups
-from ophidis.commands import Command
 from support.resp import RespConn, command, encode
 from support.servers import SRC, ServerProc, server_env
+
+from ophidis.commands import Command
+from ophidis.net import client, speedups
+from ophidis.protocol import reader
 
 PURE = os.environ.get("OPHIDIS_PURE") == "1"
 
@@ -30,7 +31,7 @@ def test_compiled_loop_is_built_and_used():
     install (a silent fall-back to Python would hide a slow server)."""
     if PURE:
         pytest.skip("OPHIDIS_PURE=1: the Python loop is asked for")
-    assert speedups.native is not None, "ophidis._speedups is not built: run `make venv` / `pip install -e .`"
+    assert speedups.native is not None, "ophidis.net._speedups is not built: run `make venv` / `pip install -e .`"
     assert client._RUN is speedups.native.run
     assert issubclass(Command, speedups.native.CommandCore)
 
@@ -42,9 +43,9 @@ def test_stale_build_is_ignored(tmp_path):
     pkg = tmp_path / "ophidis"
     shutil.copytree(os.path.join(SRC, "ophidis"), pkg,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    with open(pkg / "_speedups.pyx", "a") as f:
+    with open(pkg / "net" / "_speedups.pyx", "a") as f:
         f.write("\n# changed after the build\n")
-    code = "import ophidis.speedups as s, ophidis.client as c; print(s.native is None, c._RUN.__name__)"
+    code = "import ophidis.net.speedups as s, ophidis.net.client as c; print(s.native is None, c._RUN.__name__)"
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     env.pop("OPHIDIS_PURE", None)
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
@@ -73,7 +74,7 @@ def _start(pure: bool):
 @pytest.fixture(scope="module")
 def pair():
     if speedups.native is None:
-        pytest.skip("ophidis._speedups is not built")
+        pytest.skip("ophidis.net._speedups is not built")
     servers = []
     try:
         servers = [_start(pure=False), _start(pure=True)]
@@ -181,7 +182,7 @@ def test_ends_with_request_matches_python(reqs, cut, prefix, other):
     """The compiled boundary check agrees with the Python one, for reads
     that end with the request, end inside it, or end with another one."""
     if speedups.native is None:
-        pytest.skip("ophidis._speedups is not built")
+        pytest.skip("ophidis.net._speedups is not built")
     py = reader._ends_with_request_py
     data = _request_and_cut(reqs, cut, prefix)
     for req in (reqs[-1], other, reqs[-1] + [b"x"], [1] + reqs[-1]):

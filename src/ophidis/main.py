@@ -11,9 +11,9 @@ import os
 import sys
 
 from . import log
-from .sysinfo import OPHIDIS_VERSION, REDIS_VERSION, arch_bits, python_version
 from .config import Config, ConfigError
-from .protocol import sdscatrepr
+from .protocol.resp import sdscatrepr
+from .sysinfo import OPHIDIS_VERSION, REDIS_VERSION, arch_bits, python_version
 
 
 def usage():

@@ -10,14 +10,14 @@ import json
 import subprocess
 import sys
 
-from ophidis import notify
+from support.servers import server_env
+
 from ophidis.commands import ALL, load_all, lookup
 from ophidis.config import Config
 from ophidis.errors import RedisError
+from ophidis.keyspace import notify
 from ophidis.server import Server
 from ophidis.types.containers import HashValue, ListValue, SetValue
-
-from support.servers import server_env
 
 load_all()
 
@@ -95,7 +95,7 @@ __all__ = ["FakeClient", "Events", "ALL", "run_inprocess"]
 
 _INPROCESS = r'''
 import json, sys
-from ophidis import notify
+from ophidis.keyspace import notify
 from ophidis.commands import TABLE, load_all
 from ophidis.config import Config
 from ophidis.errors import RedisError

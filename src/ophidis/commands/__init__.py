@@ -23,7 +23,7 @@ import os
 import pkgutil
 
 from ..errors import RedisError
-from ..speedups import native
+from ..net.speedups import native
 
 _META_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "commands.json")
 with open(_META_PATH, "rb") as _f:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-from .. import notify
-from ..db import WRONGTYPE_ERR, EmbStr
 from ..errors import SYNTAX, RedisError
-from ..protocol import MINUS_ONE, ONE, ZERO, integer
+from ..keyspace import notify
+from ..keyspace.db import WRONGTYPE_ERR, EmbStr
+from ..protocol.resp import MINUS_ONE, ONE, ZERO, integer
 from ..util import parse_int
 from . import command
 

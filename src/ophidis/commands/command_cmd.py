@@ -11,11 +11,11 @@ command-specific extractors for movable or variable-flag commands).
 
 from __future__ import annotations
 
-from ..command_docs import summary as _summary
 from ..errors import SYNTAX, RedisError
-from ..protocol import bulk, integer, map_header, set_header, simple
+from ..protocol.resp import bulk, integer, map_header, set_header, simple
 from ..util import stringmatch
 from . import ALL, TABLE, command
+from .docs import summary as _summary
 
 # -- flag tables (output order is Redis's) -------------------------------------------
 

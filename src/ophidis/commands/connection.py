@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import time
 
-from ..errors import SYNTAX, RedisError
-from ..protocol import (
-    OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim,
-)
 from .. import sysinfo
-from ..tracking import TrackState
+from ..errors import SYNTAX, RedisError
+from ..keyspace.tracking import TrackState
+from ..keyspace.watch import unwatch_all
+from ..protocol.resp import OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim
 from ..util import parse_int
-from ..watch import unwatch_all
 from . import REDACTED, command
 
 

@@ -8,21 +8,21 @@ RESTART) are not provided.
 from __future__ import annotations
 
 import hashlib
-import os
 import importlib
+import os
 import struct
 import time
 
 from .. import log
 from ..config import memtoull
 from ..errors import RedisError
-from ..protocol import (OK, bulk, boolean, double, integer, map_header, push_header, set_header,
-                        simple, verbatim)
+from ..keyspace.db import type_name
+from ..persistence.rdb import stream_body
+from ..protocol.resp import (OK, boolean, bulk, double, integer, map_header, push_header, set_header, simple,
+                             verbatim)
 from ..util import parse_int
 from . import command
 from .keys import object_encoding
-from ..db import type_name
-from ..persistence.rdb import stream_body
 
 _NO_SUCH_KEY = RedisError("ERR no such key")
 _NOT_ALLOWED = RedisError(

@@ -2,7 +2,7 @@
 GEORADIUSBYMEMBER (and their _RO forms), GEOSEARCH, GEOSEARCHSTORE.
 
 A geo set is a sorted set whose scores are 52-bit geohashes (see
-``ophidis.geohash``).  GEOADD is ZADD with computed scores (it replies,
+``ophidis.types.geohash``).  GEOADD is ZADD with computed scores (it replies,
 notifies and propagates as ZADD does).  Searches scan the score ranges of
 the nine cells around the centre, in Redis's order, filter by distance or
 box, then sort by distance: a full sort is stable (glibc's qsort is a merge
@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import re
 
-from .. import notify
-from .. import geohash as gh
-from ..db import WRONGTYPE_ERR, signal_key_ready
 from ..errors import SYNTAX, RedisError
-from ..propagate import propagating, rewrite_argv
-from ..protocol import EMPTY_ARRAY, ZERO, integer
+from ..keyspace import notify
+from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
+from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
+from ..replication.propagate import propagating, rewrite_argv
+from ..types import geohash as gh
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from . import command
-from . import zsets
+from . import command, zsets
 from .numparse import string2d
 
 _ZSET = notify.ZSET

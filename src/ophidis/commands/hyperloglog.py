@@ -15,10 +15,10 @@ import math
 import random
 import re
 
-from .. import notify
-from ..db import EmbStr, WRONGTYPE_ERR
 from ..errors import RedisError
-from ..protocol import ONE, OK, ZERO, integer
+from ..keyspace import notify
+from ..keyspace.db import WRONGTYPE_ERR, EmbStr
+from ..protocol.resp import OK, ONE, ZERO, integer
 from ..types import hll
 from . import command
 

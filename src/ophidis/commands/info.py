@@ -9,9 +9,9 @@ import resource
 import time
 
 from .. import sysinfo
-from ..db import stats
+from ..keyspace.db import stats
 from ..memory.sizes import STARTUP
-from ..protocol import verbatim
+from ..protocol.resp import verbatim
 from . import ALL, command
 from .latency_cmd import latencystats_lines
 

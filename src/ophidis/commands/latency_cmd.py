@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from ..errors import RedisError
-from ..protocol import bulk, integer, map_header, simple, verbatim
+from ..protocol.resp import bulk, integer, map_header, simple, verbatim
 from . import ALL, command
 from .command_cmd import lookup_by_name, top_level
 

@@ -10,9 +10,9 @@ same path as Redis's (same tie-breaking), so IDX output is identical.
 
 from __future__ import annotations
 
-from ..db import EmbStr
 from ..errors import SYNTAX, RedisError
-from ..protocol import bulk, integer, map_header
+from ..keyspace.db import EmbStr
+from ..protocol.resp import bulk, integer, map_header
 from ..util import parse_int
 from . import command
 

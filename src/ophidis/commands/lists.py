@@ -17,12 +17,12 @@ from __future__ import annotations
 from itertools import islice
 from operator import indexOf
 
-from .. import notify
-from ..blocking import parse_timeout
-from ..db import WRONGTYPE_ERR, signal_key_ready
 from ..errors import SYNTAX, RedisError
-from ..propagate import also_propagate, propagate_pending, rewrite_argv
-from ..protocol import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, integer
+from ..keyspace import notify
+from ..keyspace.blocking import parse_timeout
+from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
+from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, integer
+from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
 from ..types.containers import ListValue
 from ..util import LLONG_MAX, LLONG_MIN, parse_int
 from . import command

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import gc
 
-from ..db import EmbStr
 from ..errors import SYNTAX, RedisError
-from ..protocol import OK, bulk, integer, map_header, simple
-from ..util import parse_int
-from . import command
-from ..memory.sizes import EXPIRE_ENTRY as X, PY_DICT_ENTRY as E, STARTUP
+from ..keyspace.db import EmbStr
+from ..memory.sizes import EXPIRE_ENTRY as X
+from ..memory.sizes import PY_DICT_ENTRY as E
+from ..memory.sizes import STARTUP
+from ..protocol.resp import OK, bulk, integer, map_header, simple
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
-from .info import rss_bytes
 from ..types.zset import ZSetValue
+from ..util import parse_int
+from . import command
+from .info import rss_bytes
 
 ROBJ = 16
 DICT = 56

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from .. import notify
 from ..errors import SYNTAX, RedisError
+from ..keyspace import notify
 from ..persistence.rdb import LoadSettings, RdbError, dump_payload, load_payload, verify_payload
-from ..propagate import rewrite_argv
-from ..protocol import OK, bulk, simple
+from ..protocol.resp import OK, bulk, simple
+from ..replication.propagate import rewrite_argv
 from ..util import parse_int
 from . import command
 

@@ -14,10 +14,10 @@ are delivered even under CLIENT REPLY OFF, like Redis's CLIENT_PUSHING.
 
 from __future__ import annotations
 
-from .. import notify
-from ..db import stats
 from ..errors import RedisError
-from ..protocol import integer
+from ..keyspace import notify
+from ..keyspace.db import stats
+from ..protocol.resp import integer
 from ..util import compile_glob, stringmatch
 from . import command
 

@@ -1,10 +1,11 @@
-"""REPLICAOF / SLAVEOF and ROLE (the replica side lives in ophidis.replica)."""
+"""REPLICAOF / SLAVEOF and ROLE (the replica side lives in ophidis.replication.replica)."""
 
 from __future__ import annotations
 
-from .. import log, replica
+from .. import log
 from ..errors import RedisError
-from ..protocol import OK, bulk, integer
+from ..protocol.resp import OK, bulk, integer
+from ..replication import replica
 from . import command
 
 

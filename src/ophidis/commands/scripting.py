@@ -1,6 +1,6 @@
 """EVAL / EVALSHA / *_RO, SCRIPT, FCALL / FCALL_RO, FUNCTION (eval.c, functions.c).
 
-The Lua engines live in ``ophidis.lua``.  Server attributes used:
+The Lua engines live in ``ophidis.scripting.engine``.  Server attributes used:
 
 * ``server.lua_scripts``: sha (lowercase hex bytes) -> ``Script``;
   ``server.cached_scripts`` is its size (INFO's number_of_cached_scripts).
@@ -11,11 +11,11 @@ The Lua engines live in ``ophidis.lua``.  Server attributes used:
 
 from __future__ import annotations
 
-from .. import lua as lua_mod
 from ..errors import NOSCRIPT, RedisError
 from ..persistence.rdb import (NotAFunction, RdbError, functions_payload, load_functions_payload,
                                verify_payload)
-from ..protocol import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
+from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
+from ..scripting import engine as lua_mod
 from ..util import parse_int, stringmatch
 from . import command
 

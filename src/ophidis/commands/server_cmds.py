@@ -7,14 +7,13 @@ import time
 
 from .. import log
 from ..config import ConfigError
-from ..config_table import DIRECTIVES
-from ..db import stats
+from ..config.table import DIRECTIVES
 from ..errors import SYNTAX, RedisError
-from ..protocol import OK, ZERO, bulk, bulk_array, integer, map_header, simple
+from ..keyspace.db import stats
+from ..keyspace.watch import touch_all_watched_in_db
+from ..protocol.resp import OK, ZERO, bulk, bulk_array, integer, map_header, simple
 from ..util import parse_int
-from . import REDACTED, command
-from ..watch import touch_all_watched_in_db
-from . import ALL
+from . import ALL, REDACTED, command
 
 
 def _flush_flags(argv, srv=None):

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import random
 
-from .. import notify
-from ..db import WRONGTYPE_ERR
 from ..errors import SYNTAX, RedisError
-from ..propagate import propagating, rewrite_argv
-from ..protocol import ONE, ZERO, integer
-from ..types.containers import (
-    SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member, remove_members, scan_step,
-)
+from ..keyspace import notify
+from ..keyspace.db import WRONGTYPE_ERR
+from ..protocol.resp import ONE, ZERO, integer
+from ..replication.propagate import propagating, rewrite_argv
+from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member,
+                                remove_members, scan_step)
 from ..util import LLONG_MAX, compile_glob, parse_int, parse_range_long, try_int
 from . import command
 from .hashes import EMPTY_SCAN, random_picks, random_unique

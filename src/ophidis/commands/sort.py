@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from functools import cmp_to_key
 
-from .. import notify
-from ..db import WRONGTYPE_ERR, type_name
 from ..errors import SYNTAX, RedisError
-from ..protocol import ZERO, integer
+from ..keyspace import notify
+from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready, type_name
+from ..protocol.resp import ZERO, integer
 from ..types.containers import ListValue
 from ..types.zset import ZSetValue
 from ..util import parse_int
 from . import command
 from .numparse import sort_strtod
-from ..db import signal_key_ready
 
 SCORE_ERR = RedisError("ERR One or more scores can't be converted into double")
 

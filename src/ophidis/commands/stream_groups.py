@@ -4,11 +4,11 @@ commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
 
 from __future__ import annotations
 
-from .. import notify
-from ..db import mstime, signal_key_ready
 from ..errors import SYNTAX, RedisError
-from ..propagate import propagating
-from ..protocol import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
+from ..keyspace import notify
+from ..keyspace.db import mstime, signal_key_ready
+from ..protocol.resp import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
+from ..replication.propagate import propagating
 from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
 from ..util import parse_int
 from . import command

@@ -20,12 +20,12 @@ with -UNBLOCKED, and XGROUP DESTROY with -NOGROUP, as in Redis.
 
 from __future__ import annotations
 
-from .. import notify
-from ..blocking import parse_timeout
-from ..db import WRONGTYPE_ERR, mstime, signal_key_ready
 from ..errors import SYNTAX, RedisError
-from ..propagate import also_propagate, propagate_pending, propagating, rewrite_argv
-from ..protocol import EMPTY_ARRAY, OK, ZERO, integer
+from ..keyspace import notify
+from ..keyspace.blocking import parse_timeout
+from ..keyspace.db import WRONGTYPE_ERR, mstime, signal_key_ready
+from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, integer
+from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, StreamValue, id_bytes
 from ..util import parse_int
 from . import command

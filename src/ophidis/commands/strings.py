@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from .. import db as _dbm
-from .. import notify
-from ..db import WRONGTYPE_ERR, EmbStr, check_string, stats
 from ..errors import NOT_INT, SYNTAX, RedisError
-from ..protocol import NULL3, NULL_BULK, OK, ONE, ZERO, bulk_array, integer
+from ..keyspace import db as _dbm
+from ..keyspace import notify
+from ..keyspace.db import WRONGTYPE_ERR, EmbStr, check_string, stats
+from ..protocol.resp import NULL3, NULL_BULK, OK, ONE, ZERO, bulk_array, integer
 from ..util import LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld, try_int
 from . import command
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 
 from ..errors import EXECABORT, RedisError
-from ..protocol import OK
-from ..watch import logically_expired, unwatch_all, watch_key
+from ..keyspace.watch import logically_expired, unwatch_all, watch_key
+from ..protocol.resp import OK
 from . import command
 
 

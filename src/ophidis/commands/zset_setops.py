@@ -4,10 +4,10 @@ commands are in zsets.py."""
 
 from __future__ import annotations
 
-from .. import notify
-from ..db import WRONGTYPE_ERR
 from ..errors import SYNTAX, RedisError
-from ..protocol import ZERO, integer
+from ..keyspace import notify
+from ..keyspace.db import WRONGTYPE_ERR
+from ..protocol.resp import ZERO, integer
 from ..types.containers import SetValue
 from ..types.zset import ZSetValue
 from ..util import parse_int

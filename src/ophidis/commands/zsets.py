@@ -12,12 +12,12 @@ from __future__ import annotations
 import random
 from itertools import islice
 
-from .. import notify
-from ..blocking import parse_timeout
-from ..db import WRONGTYPE_ERR, signal_key_ready
 from ..errors import SYNTAX, RedisError
-from ..propagate import also_propagate, propagate_pending, propagating, rewrite_argv
-from ..protocol import EMPTY_ARRAY, ZERO, integer
+from ..keyspace import notify
+from ..keyspace.blocking import parse_timeout
+from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
+from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
+from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.zset import TOP, ZSetValue
 from ..util import compile_glob, parse_int
 from . import command

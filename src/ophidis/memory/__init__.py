@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import time
 
-from .. import commands
-from .. import db as dbm
-from .. import log, notify
-from ..db import stats
-from ..protocol import OK
+from .. import commands, log
+from ..keyspace import db as dbm
+from ..keyspace import notify
+from ..keyspace.db import stats
+from ..protocol.resp import OK
 from . import sizes
 from .evict import Eviction, LruQueue, _oom_error
 from .lazyfree import LazyFree

@@ -21,11 +21,11 @@ from itertools import compress, repeat
 from operator import is_not, not_
 from random import random
 
-from .. import client as client_mod
-from .. import notify
-from ..db import DELETE_SIGNALS, EmbStr, signal_key_ready, stats, touch_watched
 from ..errors import OOM
-from ..propagate import propagate_deletion, propagating
+from ..keyspace import notify
+from ..keyspace.db import DELETE_SIGNALS, EmbStr, signal_key_ready, stats, touch_watched
+from ..net import client as client_mod
+from ..replication.propagate import propagate_deletion, propagating
 from .sizes import BYTES_BASE, EVPOOL_SIZE, LFU_INIT_VAL, STARTUP, getsizeof, key_cost, pysize
 
 _time = time.time

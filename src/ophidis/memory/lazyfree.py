@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from ..db import EmbStr
+from ..keyspace.db import EmbStr
 from .sizes import LAZYFREE_THRESHOLD, _StreamValue, _ZSetValue
 
 _perf = time.perf_counter

@@ -30,7 +30,7 @@ import sys
 from itertools import islice
 
 from ..commands.command_cmd import get_keys
-from ..db import EmbStr
+from ..keyspace.db import EmbStr
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue
 from ..types.zset import ZSetValue

@@ -47,9 +47,9 @@ import signal
 import sys
 from time import perf_counter
 
-from .. import client as client_mod
 from .. import log
-from ..db import stats
+from ..keyspace.db import stats
+from ..net import client as client_mod
 
 PR_SET_PDEATHSIG = 1
 

@@ -15,14 +15,14 @@ import struct
 import time
 
 from .. import sysinfo
-from ..db import EmbStr
+from ..keyspace.db import EmbStr
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MASK64, MAX_ID, NACK, Consumer, Group, Node, StreamValue, id_key
 from ..types.zset import ZSetValue
-from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build,
-                       lp_decode, lp_entry, zipmap_decode, zl_decode)
-from .rdbcodec import (ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, enc_len, enc_string,
-                       lzf_decompress, redis_lzf)
+from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build, lp_decode,
+                       lp_entry, zipmap_decode, zl_decode)
+from .rdbcodec import (ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, enc_len, enc_string, lzf_decompress,
+                       redis_lzf)
 
 RDB_VERSION = 10
 MAX_READ_VERSION = 11

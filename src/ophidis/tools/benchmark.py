@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing as mp
-from multiprocessing import connection as mp_connection
 import random
 import signal
 import sys
 import time
 import types
+from multiprocessing import connection as mp_connection
 
 import hiredis
 
-from ophidis.protocol import encode_argv
+from ophidis.protocol.resp import encode_argv
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.tools import memtier, resp
 from ophidis.tools.hdr import Histogram

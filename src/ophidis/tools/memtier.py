@@ -29,7 +29,7 @@ import zlib
 
 import hiredis
 
-from ophidis.protocol import encode_argv
+from ophidis.protocol.resp import encode_argv
 from ophidis.tools.hdr import Histogram
 from ophidis.tools.resp import new_loop
 

@@ -1,6 +1,6 @@
 """What the operator tools (cli, benchmark, memtier) share to talk to a
 server: where to connect (``parse_redis_uri``, redis-cli's ``atoi``), the
-request encoder (``ophidis.protocol.encode_argv``, the one for the whole
+request encoder (``ophidis.protocol.resp.encode_argv``, the one for the whole
 code base), a small typed RESP2/RESP3 client connection, and the event loop
 of the load generators.
 
@@ -16,7 +16,7 @@ import socket
 import sys
 from urllib.parse import unquote
 
-from ophidis.protocol import encode_argv
+from ophidis.protocol.resp import encode_argv
 
 # Reply kinds
 STATUS, ERROR, INTEGER, BULK, NIL, ARRAY, MAP, SET, PUSH, DOUBLE, BOOL, VERB, BIGNUM = (

@@ -23,8 +23,8 @@ from bisect import bisect_left
 from collections import deque
 from random import choice, randrange
 
-from ..db import ENCODINGS, TYPE_NAMES
-from .. import notify
+from ..keyspace import notify
+from ..keyspace.db import ENCODINGS, TYPE_NAMES
 
 
 class ListValue(deque):

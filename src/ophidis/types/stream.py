@@ -45,7 +45,7 @@ from sys import getsizeof
 
 from sortedcontainers import SortedDict
 
-from ..db import DELETE_SIGNALS, ENCODINGS, TYPE_NAMES
+from ..keyspace.db import DELETE_SIGNALS, ENCODINGS, TYPE_NAMES
 from ..persistence.listpack import canonical_int, lp_build, lp_entry
 
 MASK64 = (1 << 64) - 1

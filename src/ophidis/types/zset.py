@@ -17,7 +17,7 @@ ranges and pops are O(log N).  ``dels`` counts removals (ZSCAN cursors).
 
 from sortedcontainers import SortedList
 
-from ..db import ENCODINGS, TYPE_NAMES
+from ..keyspace.db import ENCODINGS, TYPE_NAMES
 
 
 class _Top:

@@ -56,9 +56,9 @@ import os
 import time
 from time import perf_counter
 
-from ... import client as client_mod
 from ... import log
-from ...propagate import EXEC, MULTI, TO_AOF, propagator, select_cmd
+from ...net import client as client_mod
+from ...replication.propagate import EXEC, MULTI, TO_AOF, propagator, select_cmd
 from .common import (AOF_OFF, AOF_ON, AOF_WAIT_REWRITE, LOAD_EMPTY, LOAD_OK, WRITE_ERROR_LOG_RATE, fdatasync,
                      fsync_dir, strerror, unlink_quiet)
 from .fsync import Bio

@@ -193,9 +193,9 @@ class Loader:
         skipped, numbers read as atoi does, the CRLF after a bulk not
         checked)."""
         srv = self.server
-        from ...client import Client
         from ...commands import lookup
         from ...errors import RedisError
+        from ...net.client import Client
         c = Client(srv)
         c.authenticated = True
         c.slow = False

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from ...protocol import sds_needs_repr, sdscatrepr, split_args
+from ...protocol.resp import sds_needs_repr, sdscatrepr, split_args
 
 BASE_SUFFIX = ".base"
 

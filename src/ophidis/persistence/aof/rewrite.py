@@ -9,11 +9,11 @@ import signal
 import time
 from time import perf_counter
 
-from ... import client as client_mod
 from ... import log
-from ...db import EmbStr
-from ...protocol import bulk as _bulk
-from ...protocol import encode_argv
+from ...keyspace.db import EmbStr
+from ...net import client as client_mod
+from ...protocol.resp import bulk as _bulk
+from ...protocol.resp import encode_argv
 from ...types.containers import HashValue, ListValue, SetValue
 from ...types.zset import ZSetValue
 from .. import child

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 
-from ophidis import protocol
+from ophidis.protocol import resp as protocol
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.tools import resp
-from ophidis.tools.resp import ConnectionClosed, Reply
 from ophidis.tools.cli.output import flush, out
+from ophidis.tools.resp import ConnectionClosed, Reply
 
 
 class HelpEntry:

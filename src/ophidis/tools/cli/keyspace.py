@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 import time
 
-from ophidis.protocol import encode_argv, sdscatrepr
+from ophidis.protocol.resp import encode_argv, sdscatrepr
 from ophidis.tools import resp
-from ophidis.tools.resp import ConnectionClosed
 from ophidis.tools.cli.output import OUT_STANDARD, err, fatal, flush, out
 from ophidis.tools.cli.session import stop_on_sigint, stop_requested
+from ophidis.tools.resp import ConnectionClosed
 
 
 def _send_scan(cli, cursor):

@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 import sys
 
-from ophidis import protocol
+from ophidis.protocol import resp as protocol
 from ophidis.sysinfo import REDIS_VERSION
-from ophidis.tools.resp import atof, atoi, parse_redis_uri
 from ophidis.tools.cli.output import OUT_CSV, OUT_JSON, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal
-
+from ophidis.tools.resp import atof, atoi, parse_redis_uri
 
 HISTFILE_DEFAULT = ".ophidiscli_history"
 HISTFILE_ENV = "OPHIDISCLI_HISTFILE"

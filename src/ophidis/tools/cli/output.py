@@ -1,16 +1,15 @@
 """Output of ophidis-cli: stdout/stderr writes and the reply formats of
 redis-cli (TTY, raw, CSV, JSON).  Strings are quoted with Redis's
-sdscatrepr (ophidis.protocol).
+sdscatrepr (ophidis.protocol.resp).
 """
 
 from __future__ import annotations
 
 import sys
 
-from ophidis.protocol import sdscatrepr
+from ophidis.protocol.resp import sdscatrepr
 from ophidis.tools import resp
 from ophidis.tools.resp import Reply
-
 
 OUT_STANDARD, OUT_RAW, OUT_CSV, OUT_JSON, OUT_QUOTED_JSON = range(5)
 

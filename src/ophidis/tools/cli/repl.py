@@ -9,12 +9,12 @@ import os
 import sys
 import time
 
-from ophidis import protocol
-from ophidis.tools.lineedit import LineEditor
-from ophidis.tools.resp import atoi
+from ophidis.protocol import resp as protocol
 from ophidis.tools.cli.help import completions, hint, init_help
 from ophidis.tools.cli.options import HISTFILE_DEFAULT, HISTFILE_ENV
 from ophidis.tools.cli.output import OUT_STANDARD, flush, out
+from ophidis.tools.lineedit import LineEditor
+from ophidis.tools.resp import atoi
 
 
 def _is_sensitive(argv):

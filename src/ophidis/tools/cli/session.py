@@ -10,14 +10,14 @@ import signal
 import sys
 import time
 
-from ophidis import protocol
+from ophidis.protocol import resp as protocol
 from ophidis.tools import resp
-from ophidis.tools.resp import ConnectionClosed, Reply, atoi
 from ophidis.tools.cli.help import output_help
 from ophidis.tools.cli.options import Config
-from ophidis.tools.cli.output import (OUT_CSV, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal,
-                                      flush, format_csv, format_json, format_raw, format_tty, out)
+from ophidis.tools.cli.output import (OUT_CSV, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal, flush,
+                                      format_csv, format_json, format_raw, format_tty, out)
 from ophidis.tools.cli.replication import replica_mode
+from ophidis.tools.resp import ConnectionClosed, Reply, atoi
 
 
 def _wants_raw(argv):

@@ -19,13 +19,13 @@ from time import perf_counter
 
 import hiredis
 
-from . import log
-from .commands import TABLE
-from .db import stats
-from .errors import RedisError
+from .. import log
+from ..commands import TABLE
+from ..errors import RedisError
+from ..keyspace.db import stats
+from ..protocol.reader import PYTHON, RequestReader, ends_with_request, suspicious
+from ..protocol.resp import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError, request_size
 from .speedups import native
-from .protocol import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError, request_size
-from .reader import PYTHON, RequestReader, ends_with_request, suspicious
 
 _HiredisProtocolError = hiredis.ProtocolError
 # hiredis gives ints, lists, None ... for non-bulk elements of a request;

@@ -24,9 +24,9 @@ import time
 
 import hiredis
 
-from . import log
-from .client import Client
-from .protocol import encode_request, request_size
+from .. import log
+from ..net.client import Client
+from ..protocol.resp import encode_request, request_size
 
 _NOT_CONNECTED = ("connect", "connecting", "sync", "connected")
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 import time
 
-from . import client as client_mod
+from ..errors import RedisError
+from ..net import client as client_mod
+from ..util import parse_int
 from .db import stats
-from .errors import RedisError
-from .util import parse_int
 
 
 class BlockState:

@@ -47,7 +47,7 @@ so a server without AOF and replicas pays nothing per command.
 
 from __future__ import annotations
 
-from .protocol import encode_argv
+from ..protocol.resp import encode_argv
 
 TO_AOF = 1
 TO_REPL = 2

@@ -25,7 +25,7 @@ def _load():
         return _speedups            # installed without its source
     if digest != _speedups.SOURCE_HASH:
         import warnings
-        warnings.warn("ophidis._speedups was built from another version of _speedups.pyx: "
+        warnings.warn("ophidis.net._speedups was built from another version of _speedups.pyx: "
                       "using the pure-Python loop (rebuild with `pip install -e .`)")
         return None
     return _speedups

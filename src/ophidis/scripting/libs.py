@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import struct as _struct
+import sys
 
 import lupa.lua51 as _lupa
 

@@ -2,7 +2,7 @@
 
 lupa 2.8 offers Lua 5.1 (``lupa.lua51``), the version Redis embeds, so the
 language semantics match.  Redis patches its Lua with read-only tables; the
-sandbox (``lua_sandbox.lua``) emulates them with proxies, see that file.
+sandbox (``sandbox.lua``) emulates them with proxies, see that file.
 
 One ``LuaEngine`` per Lua state: the EVAL engine (scripts cached by SHA1,
 compiled once into Lua functions) and the FUNCTION engine (libraries).
@@ -29,12 +29,13 @@ import time
 
 import lupa.lua51 as _lupa
 
-from . import db as _db_mod
-from . import log, lua_libs, sysinfo
-from .client import Client
-from .commands import TABLE
-from .db import stats
-from .errors import MISCONF, OOM
+from .. import log, sysinfo
+from ..commands import TABLE
+from ..errors import MISCONF, OOM
+from ..keyspace import db as _db_mod
+from ..keyspace.db import stats
+from ..net.client import Client
+from . import libs as lua_libs
 
 REDIS_VERSION = sysinfo.REDIS_VERSION_BYTES
 REDIS_VERSION_NUM = sysinfo.REDIS_VERSION_NUM
@@ -49,7 +50,7 @@ LOAD_TIMEOUT = 0.5
 
 SCRIPT_FLAGS = ("no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys")
 
-_SANDBOX_PATH = os.path.join(os.path.dirname(__file__), "lua_sandbox.lua")
+_SANDBOX_PATH = os.path.join(os.path.dirname(__file__), "sandbox.lua")
 with open(_SANDBOX_PATH, "rb") as _f:
     _SANDBOX_SRC = _f.read()
 

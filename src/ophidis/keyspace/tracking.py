@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from itertools import islice
 
-from . import commands as _commands
-from .memory.sizes import keys_of
+from .. import commands as _commands
+from ..memory.sizes import keys_of
 
 INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
 PUBSUB_MSG = b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"

@@ -22,9 +22,9 @@ from __future__ import annotations
 import time
 from itertools import islice
 
+from ..errors import RedisError
+from ..replication.propagate import propagate_deletion
 from . import notify as _notify
-from .errors import RedisError
-from .propagate import propagate_deletion
 from .watch import touch_all_watched_in_db
 
 _time = time.time

@@ -23,7 +23,7 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import hiredis
 
-from .errors import RedisError
+from ..errors import RedisError
 
 # setup.py passes the SHA-256 of this file; speedups.py compares it with the
 # file next to it and ignores a stale build.

@@ -73,8 +73,8 @@ import re
 
 import hiredis
 
-from .protocol import ProtocolError, check_partial, parse_request
-from .speedups import native
+from ..net.speedups import native
+from .resp import ProtocolError, check_partial, parse_request
 
 # What taken() / python_done() return besides None (nothing more to do).
 PYTHON = 1        # the Python parser continues: call next()

@@ -1,0 +1,3 @@
+"""The keyspace: databases and expiry (db.py), keyspace events (notify.py),
+clients blocked on keys (blocking.py), WATCH (watch.py), client-side
+caching (tracking.py)."""

@@ -1,0 +1,126 @@
+"""Listening sockets: TCP addresses (bind, port, rebinding on CONFIG SET) and
+the unix socket."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+
+from .. import log
+from .client import Client
+
+
+class Listeners:
+    """Part of ``Server`` (a mixin: the state is declared there)."""
+
+    __slots__ = ()
+
+    async def listen(self):
+        loop = self.loop
+        cfg = self.config
+        port = cfg["port"]
+        backlog = cfg["tcp-backlog"]
+        if port:
+            await self._listen_tcp(port, backlog)
+        path = cfg["unixsocket"]
+        if path:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            srv = await loop.create_unix_server(lambda: Client(self), path, backlog=backlog)
+            perm = cfg["unixsocketperm"]
+            if perm:
+                os.chmod(path, perm)
+            self.unix_path = path
+            self.listeners.append(("unix", srv))
+            log.notice("The server is now ready to accept connections at %s" % path)
+
+    def _bind_tcp(self, port, backlog):
+        """Bind and listen on the configured TCP addresses (synchronously).
+        Returns the listening sockets; raises OSError when a mandatory
+        address cannot be bound (the sockets bound so far are closed)."""
+        addrs = self.config["bind"] or ["*", "-::*"]
+        socks = []
+        try:
+            for a in addrs:
+                optional = a.startswith("-")
+                host = a[1:] if optional else a
+                if host == "*":
+                    host = "0.0.0.0"
+                elif host == "::*":
+                    host = "::"
+                sock = None
+                try:
+                    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                                         socket.SOCK_STREAM)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    if ":" in host:
+                        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    sock.bind((host, port))
+                    sock.listen(backlog)
+                    sock.setblocking(False)
+                    socks.append(sock)
+                except OSError as e:
+                    if sock is not None:
+                        sock.close()
+                    if optional or (e.errno in (97, 99) and host in ("::", "::1")):
+                        log.warning("Could not create server TCP listening socket %s:%d: %s" % (
+                            host, port, e.strerror))
+                        continue
+                    log.warning("Warning: Could not create server TCP listening socket %s:%d: %s" % (
+                        host, port, e.strerror))
+                    raise
+            if not socks and addrs:
+                raise OSError(98, "no address could be bound")
+        except OSError:
+            for sk in socks:
+                sk.close()
+            raise
+        return socks
+
+    async def _serve_tcp(self, socks, backlog):
+        for sock in socks:
+            srv = await self.loop.create_server(lambda: Client(self), sock=sock, backlog=backlog)
+            self.listeners.append(("tcp", srv))
+
+    async def _listen_tcp(self, port, backlog):
+        try:
+            socks = self._bind_tcp(port, backlog)
+        except OSError:
+            raise SystemExit(1)
+        await self._serve_tcp(socks, backlog)
+
+    def _rebind_tcp(self, what="port"):
+        """port / bind changed (CONFIG SET): listen on the new addresses
+        first; when that fails the old listeners stay and CONFIG SET fails
+        (and is rolled back), as in Redis's changeListener."""
+        port = self.config["port"]
+        backlog = self.config["tcp-backlog"]
+        socks = []
+        if port:
+            try:
+                socks = self._bind_tcp(port, backlog)
+            except OSError:
+                from ..config import ConfigError
+                if what == "port":
+                    raise ConfigError("Unable to listen on this port")
+                raise ConfigError("Failed to bind to specified addresses.")
+        old = [l for l in self.listeners if l[0] == "tcp"]
+        self.listeners = [l for l in self.listeners if l[0] != "tcp"]
+        for _, srv in old:
+            srv.close()
+        if socks:
+            asyncio.ensure_future(self._serve_tcp(socks, backlog))
+
+    def close_listeners(self):
+        for _, srv in self.listeners:
+            srv.close()
+        self.listeners = []
+        if self.unix_path:
+            log.notice("Removing the unix socket file.")
+            try:
+                os.unlink(self.unix_path)
+            except OSError as e:
+                log.warning("Error removing the unix socket file: %s" % e.strerror)

@@ -1,0 +1,399 @@
+"""The Server: the contract of declared state and subsystems (see
+docs/ARCHITECTURE.md), the configuration bindings cached for hot paths, and
+start-up.  What the server does is in the mixins beside it: dispatch.py
+(processCommand's checks and call), clients.py (accepting, closing, output
+limits), pause.py, monitor.py (MONITOR, slowlog, latency events), cron.py,
+shutdown.py, and net/listeners.py (the listening sockets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import signal
+import sys
+import time
+from collections import deque
+
+from .. import log
+from ..commands import TABLE, load_all
+from ..commands.pubsub import PubSub
+from ..commands.scripting import Functions
+from ..config import Config
+from ..keyspace import db as db_mod
+from ..keyspace import notify
+from ..keyspace.blocking import BlockingHandler
+from ..keyspace.db import Database, stats
+from ..keyspace.tracking import Tracking
+from ..memory import Memory
+from ..net import client as client_mod
+from ..net.client import Client
+from ..net.listeners import Listeners
+from ..persistence.aof import Aof
+from ..persistence.snapshot import Persistence
+from ..replication.master import ReplFeed
+from ..replication.propagate import Propagator
+from .clients import Clients
+from .cron import Cron
+from .dispatch import Dispatch
+from .monitor import Monitor
+from .pause import Pause
+from .shutdown import Shutdown
+
+
+class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
+    """The server contract: every piece of server-wide state and every
+    subsystem is a declared slot, set in ``__init__`` (``__slots__``: an
+    attribute nobody declared cannot be set from outside).  Subsystems are
+    created in one ordered list at the end of ``__init__``; one that is off
+    is a declared ``None``.  A subsystem writes only the state it owns
+    (the comments say who)."""
+
+    __slots__ = (
+        # configuration and values cached from it for hot paths
+        "config", "config_file", "executable", "requirepass", "client_query_buffer_limit",
+        "proto_max_bulk_len", "maxclients", "maxmemory", "hz", "min_replicas",
+        "obuf_check", "obuf_limits", "obuf_floor", "obuf_normal_limit", "obuf_soft",
+        # event loop, listeners, clients
+        "loop", "listeners", "unix_path", "clients", "_next_id", "monitors",
+        "pause_type", "pause_end", "paused_clients", "paused_expire",
+        # keyspace
+        "dbs", "ready_keys", "command_table", "dirty", "active_expire_enabled",
+        # statistics, slowlog, latency
+        "start_time", "start_monotonic", "cron_loops", "pause_cron", "ops_samples",
+        "net_in_samples", "net_out_samples", "_last_sample", "slowlog", "slowlog_next_id",
+        "latency_events",
+        # persistence state (written by persistence/snapshot.py and aof.py)
+        "loading", "lastsave", "lastbgsave_ok", "last_bgsave_status_ok", "bgsave_in_progress",
+        "child_type", "latest_fork_usec", "rdb_aof_base", "write_denied",
+        # replication state (replica.py, commands/replication.py)
+        "run_id", "replid", "is_replica", "applying_master",
+        # memory state (memory.py)
+        "mem_track", "mem_oom", "used_memory_peak", "mem_clients_normal",
+        "lazyfree_pending", "lazyfreed_objects",
+        # scripting state (lua.py, commands/scripting.py)
+        "script_busy", "lua_eval", "lua_scripts", "cached_scripts", "lua_functions",
+        # DEBUG knobs
+        "quicklist_packed_threshold", "reply_buffer_peak_reset_time",
+        "reply_buffer_resizing_enabled", "skip_checksum_validation", "aof_flush_sleep",
+        "script_disable_deny_script",
+        # hooks that subsystems register on
+        "propagate_hooks", "cron_hooks", "startup_hooks", "shutdown_hooks", "shutdown_checks",
+        # shutdown
+        "shutdown_asap", "exit_code", "_stopping",
+        # subsystems, in install order
+        "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
+        "tracking", "memory", "lazyfree", "repl_feed", "replica_link",
+    )
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.config_file = None        # set by main
+        self.executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+        self.loop = None
+        self.listeners = []
+        self.unix_path = None
+        self.start_time = time.time()
+        self.start_monotonic = time.monotonic()
+        self.clients: dict[int, Client] = {}
+        self._next_id = 0
+        self.monitors = []
+        self.pause_type = None         # None, "all", "write"
+        self.pause_end = 0.0
+        self.paused_clients = deque()
+        self.paused_expire = False
+        self.dbs = []
+        self.ready_keys = []
+        client_mod.set_ready_list(self.ready_keys)
+        self.command_table = TABLE
+        self.dirty = 0
+        self.active_expire_enabled = True    # DEBUG SET-ACTIVE-EXPIRE
+        self.cron_loops = 0
+        self.pause_cron = 0                  # DEBUG PAUSE-CRON
+        self.ops_samples = deque(maxlen=16)
+        self.net_in_samples = deque(maxlen=16)
+        self.net_out_samples = deque(maxlen=16)
+        self._last_sample = None
+        self.slowlog = deque()
+        self.slowlog_next_id = 0
+        self.latency_events = {}       # name -> deque of (ts, ms), plus max
+        self.obuf_check = False
+        self.obuf_limits = {}
+        self.obuf_floor = 0
+        self.obuf_normal_limit = 0
+        self.obuf_soft = {}            # client id -> client over a soft limit
+        # persistence
+        self.loading = False
+        self.lastsave = int(time.time())
+        self.lastbgsave_ok = True
+        self.last_bgsave_status_ok = True
+        self.bgsave_in_progress = False
+        self.child_type = None         # "rdb" / "aof" while a forked child runs
+        self.latest_fork_usec = 0
+        self.rdb_aof_base = 0          # the aof-base aux field of the next RDB written
+        self.write_denied = None       # MISCONF error while the AOF cannot be written
+        # replication
+        self.run_id = os.urandom(20).hex()
+        self.replid = self.run_id
+        self.is_replica = False
+        self.applying_master = False   # a replica running its master's stream
+        self.min_replicas = 0          # min-replicas-to-write (0: off, or max-lag 0)
+        # memory
+        self.mem_track = None          # memory.Memory while maxmemory or an LRU/LFU policy is set
+        self.mem_oom = False           # over maxmemory with nothing to evict (general path on)
+        self.used_memory_peak = 0
+        self.mem_clients_normal = 0
+        self.lazyfree_pending = 0
+        self.lazyfreed_objects = 0
+        # scripting
+        self.script_busy = None        # the -BUSY error while a script runs too long
+        self.lua_eval = None           # the EVAL engine, created on first use
+        self.lua_scripts = {}          # sha -> Script (SCRIPT LOAD / EVAL)
+        self.cached_scripts = 0
+        self.lua_functions = None      # the FUNCTION engine, created on first use
+        # DEBUG knobs
+        self.quicklist_packed_threshold = 1 << 30
+        self.reply_buffer_peak_reset_time = 5000
+        self.reply_buffer_resizing_enabled = 1
+        self.skip_checksum_validation = 0
+        self.aof_flush_sleep = 0
+        self.script_disable_deny_script = 0
+        # hooks
+        self.propagate_hooks = []      # AOF / replication feeds (propagate.Propagator)
+        self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
+        self.startup_hooks = []        # run before listening (RDB / AOF loading)
+        self.shutdown_hooks = []
+        self.shutdown_checks = []      # fn(force) -> None, or refuse (AOF being created)
+        self.shutdown_asap = None
+        self.exit_code = 0
+        self._stopping = False
+        # cached config values used on hot paths
+        self.requirepass = None
+        self.client_query_buffer_limit = 1 << 30
+        self.proto_max_bulk_len = 512 << 20
+        self.maxclients = 10000
+        self.maxmemory = 0
+        self.hz = 10
+        load_all()
+        self._bind_config()
+        for i in range(config["databases"]):
+            self.dbs.append(Database(i, self))
+        # The subsystems, in dependency order.  Each constructor may register
+        # its own hooks (cron, startup, shutdown, config changes) but sets no
+        # attribute on the server: the server assigns what it returns.
+        self.blocking_handler = BlockingHandler(self)
+        self.pubsub = PubSub(self)
+        self.propagator = Propagator(self)
+        self.functions = Functions(self)
+        self.persistence = Persistence(self)
+        self.aof = Aof(self)
+        self.tracking = Tracking(self)
+        self.memory = Memory(self)
+        self.lazyfree = self.memory.lazyfree
+        self.repl_feed = ReplFeed(self)
+        self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
+
+    def running_script(self):
+        """The context of the script or function running now, or None."""
+        for eng in (self.lua_eval, self.lua_functions):
+            if eng is not None and eng.ctx is not None:
+                return eng.ctx
+        return None
+
+    # -- configuration hooks --------------------------------------------------------
+    def _bind_config(self):
+        cfg = self.config
+
+        def upd_pass(v):
+            self.requirepass = v
+        cfg.on_change("requirepass", upd_pass)
+        upd_pass(cfg["requirepass"])
+
+        def upd_qbuf(v):
+            self.client_query_buffer_limit = v
+        cfg.on_change("client-query-buffer-limit", upd_qbuf)
+        upd_qbuf(cfg["client-query-buffer-limit"])
+
+        def upd_bulk(v):
+            self.proto_max_bulk_len = v
+        cfg.on_change("proto-max-bulk-len", upd_bulk)
+        upd_bulk(cfg["proto-max-bulk-len"])
+
+        def upd_slowlog(v):
+            client_mod.set_slowlog_threshold(v)
+        cfg.on_change("slowlog-log-slower-than", upd_slowlog)
+        upd_slowlog(cfg["slowlog-log-slower-than"])
+
+        def upd_slowlog_len(v):
+            while len(self.slowlog) > v:
+                self.slowlog.pop()
+        cfg.on_change("slowlog-max-len", upd_slowlog_len)
+
+        cfg.on_change("latency-monitor-threshold", client_mod.set_latency_monitor)
+        client_mod.set_latency_monitor(cfg["latency-monitor-threshold"])
+        cfg.on_change("latency-tracking", client_mod.set_latency_tracking)
+        client_mod.set_latency_tracking(cfg["latency-tracking"])
+
+        def upd_notify(v):
+            notify.flags = v
+        cfg.on_change("notify-keyspace-events", upd_notify)
+        upd_notify(cfg["notify-keyspace-events"])
+
+        def upd_maxclients(v):
+            self.maxclients = v
+        cfg.on_change("maxclients", upd_maxclients)
+        upd_maxclients(cfg["maxclients"])
+
+        def upd_maxmemory(v):
+            self.maxmemory = v
+            self.update_server_slow()
+        cfg.on_change("maxmemory", upd_maxmemory)
+
+        def upd_min_replicas(v):
+            self.min_replicas = cfg["min-replicas-to-write"] if cfg["min-replicas-max-lag"] else 0
+            self.update_server_slow()
+        cfg.on_change("min-replicas-to-write", upd_min_replicas)
+        cfg.on_change("min-replicas-max-lag", upd_min_replicas)
+        self.min_replicas = cfg["min-replicas-to-write"] if cfg["min-replicas-max-lag"] else 0
+
+        def upd_lazy_server_del(v):
+            db_mod.lazy_server_del = bool(v)
+        cfg.on_change("lazyfree-lazy-server-del", upd_lazy_server_del)
+        upd_lazy_server_del(cfg["lazyfree-lazy-server-del"])
+        self.maxmemory = cfg["maxmemory"]
+
+        def upd_loglevel(v):
+            log.set_level(v)
+        cfg.on_change("loglevel", upd_loglevel)
+
+        def upd_hz(v):
+            self.hz = min(max(v, 1), 500)
+        cfg.on_change("hz", upd_hz)
+        upd_hz(cfg["hz"])
+
+        def upd_cobl(v):
+            self.obuf_check = any(h or s for (h, s, _) in v.values())
+            self.obuf_limits = v
+            # below the smallest limit of any class nothing can be over
+            self.obuf_floor = min([x for (h, s, _) in v.values() for x in (h, s) if x] or [0])
+            # a batch of pipelined requests is cut at this much output
+            self.obuf_normal_limit = min([x for x in v["normal"][:2] if x] or [0])
+        cfg.on_change("client-output-buffer-limit", upd_cobl)
+        upd_cobl(cfg["client-output-buffer-limit"])
+
+        def upd_port(v):
+            if self.loop is not None:
+                self._rebind_tcp()
+        cfg.on_change("port", upd_port)
+
+        def upd_bind(v):
+            if self.loop is not None:
+                self._rebind_tcp("bind")
+        cfg.on_change("bind", upd_bind)
+
+    def update_server_slow(self):
+        slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
+                    or self.loading or self.propagate_hooks
+                    or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
+        client_mod.set_server_slow(slow)
+
+    # -- clients ----------------------------------------------------------------------
+
+    def _close_over_limit(self, c: Client, t, from_cron) -> bool:
+        self.obuf_soft.pop(c.id, None)
+        if from_cron:
+            log.warning("Client %s closed for overcoming of output buffer limits." % c.info_string())
+        else:
+            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits." % (
+                c.info_string()))
+        stats.client_outbuf_limit_disconnections += 1
+        c.closing = True
+        t.abort()
+        return True
+
+    # -- start --------------------------------------------------------------------------
+    def os_warnings(self):
+        try:
+            with open("/proc/sys/vm/overcommit_memory") as f:
+                if f.read().strip() != "1":
+                    log.warning(
+                        "WARNING Memory overcommit must be enabled! Without it, a background save or "
+                        "replication may fail under low memory condition. To fix this issue add "
+                        "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
+                        "'sysctl vm.overcommit_memory=1' for this to take effect.")
+        except OSError:
+            pass
+        try:
+            with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+                if "[always]" in f.read():
+                    log.warning(
+                        "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. "
+                        "This will create latency and memory usage issues with background saving. "
+                        "To fix this issue run the command 'echo madvise > "
+                        "/sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your "
+                        "/etc/rc.local in order to retain the setting after a reboot.")
+        except OSError:
+            pass
+        try:
+            with open("/proc/sys/net/core/somaxconn") as f:
+                somax = int(f.read().strip())
+            if somax < self.config["tcp-backlog"]:
+                log.warning(
+                    "WARNING: The TCP backlog setting of %d cannot be enforced because "
+                    "/proc/sys/net/core/somaxconn is set to the lower value of %d." % (
+                        self.config["tcp-backlog"], somax))
+        except (OSError, ValueError):
+            pass
+
+    def banner(self):
+        port = self.config["port"]
+        log.notice("Running mode=standalone, port=%d." % port)
+
+    async def run(self):
+        self.loop = asyncio.get_running_loop()
+        self.os_warnings()
+        log.notice("Server initialized")
+        for h in self.startup_hooks:
+            h()
+        await self.listen()
+        self.banner()
+        log.notice("Ready to accept connections")
+        ro = self.config["replicaof"]
+        if ro:     # "replicaof <host> <port>" in the configuration
+            from ..replication import replica
+            replica.set_master(self, ro[0], int(ro[1]))
+        for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
+            try:
+                self.loop.add_signal_handler(sig, self._signal, name)
+            except (NotImplementedError, RuntimeError):
+                pass
+        asyncio.ensure_future(self.cron())
+        gc.freeze()
+        install_gc_guard()
+
+
+_gc_start = [0.0]
+
+
+def _gc_callback(phase, info):
+    """A full collection that had to walk a large keyspace (millions of
+    containers: hashes, sets, lists...) stalls every client.  When one takes
+    more than 20 ms, move everything that survived it to the permanent
+    generation (gc.freeze): later collections only look at new objects.
+    Keyspace values never form reference cycles; clients break theirs on
+    disconnect (Client.connection_lost), so little cyclic garbage can be
+    kept alive by this."""
+    if info.get("generation") != 2:
+        return
+    if phase == "start":
+        _gc_start[0] = time.perf_counter()
+    elif time.perf_counter() - _gc_start[0] > 0.02:
+        gc.freeze()
+
+
+def install_gc_guard():
+    if _gc_callback not in gc.callbacks:
+        gc.callbacks.append(_gc_callback)
+
+

@@ -1,0 +1,177 @@
+"""Accepting and closing connections (maxclients, protected mode, TCP options)
+and client-output-buffer-limit (checkClientOutputBufferLimits)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from .. import log
+from ..keyspace.db import stats
+from ..keyspace.watch import unwatch_all
+from ..net.client import Client
+
+DENIED = (
+    b"-DENIED Redis is running in protected mode because protected "
+    b"mode is enabled and no password is set for the default user. "
+    b"In this mode connections are only accepted from the loopback interface. "
+    b"If you want to connect from external computers to Redis you "
+    b"may adopt one of the following solutions: "
+    b"1) Just disable protected mode sending the command "
+    b"'CONFIG SET protected-mode no' from the loopback interface "
+    b"by connecting to Redis from the same host the server is "
+    b"running, however MAKE SURE Redis is not publicly accessible "
+    b"from internet if you do so. Use CONFIG REWRITE to make this "
+    b"change permanent. "
+    b"2) Alternatively you can just disable the protected mode by "
+    b"editing the Redis configuration file, and setting the protected "
+    b"mode option to 'no', and then restarting the server. "
+    b"3) If you started the server manually just for testing, restart "
+    b"it with the '--protected-mode no' option. "
+    b"4) Setup a an authentication password for the default user. "
+    b"NOTE: You only need to do one of the above things in order for "
+    b"the server to start accepting connections from the outside.\r\n")
+
+# Output a client that has not authenticated may leave unsent (Redis: its
+# 16 KB reply buffer plus 1 KB of reply list) before it is disconnected.
+UNAUTH_OUTPUT_LIMIT = 16 * 1024 + 1024
+
+
+def is_loopback(host: str) -> bool:
+    return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
+
+
+class Clients:
+    """Part of ``Server`` (a mixin: the state is declared there)."""
+
+    __slots__ = ()
+
+    def next_client_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def client_connected(self, c: Client, transport):
+        stats.connections_received += 1
+        sock = transport.get_extra_info("socket")
+        peer = transport.get_extra_info("peername")
+        local = transport.get_extra_info("sockname")
+        if sock is not None:
+            try:
+                c.fd = sock.fileno()
+            except (OSError, ValueError):
+                c.fd = -1
+        if isinstance(peer, tuple):
+            host = peer[0]
+            c.addr = ("[%s]:%d" if ":" in host else "%s:%d") % (host, peer[1])
+            c.laddr = ("[%s]:%d" if ":" in local[0] else "%s:%d") % (local[0], local[1])
+            if sock is not None:
+                try:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    ka = self.config["tcp-keepalive"]
+                    if ka > 0:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                        if hasattr(socket, "TCP_KEEPIDLE"):
+                            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, ka)
+                            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, ka // 3))
+                            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+                except OSError:
+                    pass
+        else:
+            c.is_unix = True
+            c.addr = "%s:0" % (self.unix_path or "")
+            c.laddr = c.addr
+            host = None
+        if len(self.clients) >= self.maxclients:
+            transport.write(b"-ERR max number of clients reached\r\n")
+            stats.rejected_connections += 1
+            c.closing = True
+            transport.close()
+            return
+        if (host is not None and self.config["protected-mode"] and not self.requirepass
+                and not is_loopback(host)):
+            transport.write(DENIED)
+            stats.rejected_connections += 1
+            c.closing = True
+            transport.close()
+            return
+        self.clients[c.id] = c
+        if log.enabled(log.DEBUG):
+            log.debug("Accepted %s" % c.addr)
+
+    def client_disconnected(self, c: Client):
+        if self.clients.pop(c.id, None) is None:
+            return
+        if c.watched:
+            unwatch_all(c)
+        if c.tracking:
+            self.tracking.disable(c)
+        if c.blocked:
+            self.blocking_handler.forget(c)
+        if c.monitor:
+            try:
+                self.monitors.remove(c)
+            except ValueError:
+                pass
+            self.update_server_slow()
+        if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
+            self.pubsub.unsubscribe_all(c)
+        if c.paused_queue is not None:
+            try:
+                self.paused_clients.remove(c)
+            except ValueError:
+                pass
+        if log.enabled(log.VERBOSE):
+            log.verbose("Client closed connection %s" % c.info_string())
+
+    def check_output_limits(self, c: Client, from_cron=False):
+        """client-output-buffer-limit (checkClientOutputBufferLimits): the
+        hard limit closes at once; the soft limit when it stays reached for
+        more than its seconds (whole seconds, as Redis's unixtime).  Checked
+        after writes and, for clients over a soft limit, from cron."""
+        t = c.transport
+        if t is None or c.closing:
+            return False
+        size = t.get_write_buffer_size()
+        if not c.authenticated and size > UNAUTH_OUTPUT_LIMIT:
+            # A client that has not authenticated gets no output buffer to
+            # speak of, whatever client-output-buffer-limit says: it could
+            # otherwise grow the server's memory without end (-NOAUTH to a
+            # pipeline it never reads).
+            return self._close_over_limit(c, t, from_cron)
+        if size < self.obuf_floor or not size:
+            if c.out_extra is not None:
+                c.out_extra = None
+                self.obuf_soft.pop(c.id, None)
+            return False
+        if c in self.repl_feed.replicas:
+            # the replica class; a hard limit below repl-backlog-size is
+            # raised to it, as Redis does
+            hard, soft, secs = self.obuf_limits["slave"]
+            if hard and hard < self.config["repl-backlog-size"]:
+                hard = self.config["repl-backlog-size"]
+        else:
+            cls = "pubsub" if (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) else "normal"
+            hard, soft, secs = self.obuf_limits[cls]
+        over = bool(hard and size >= hard)
+        if soft and size >= soft:
+            now = int(time.time())
+            if c.out_extra is None:
+                c.out_extra = now
+                self.obuf_soft[c.id] = c
+            elif now - c.out_extra > secs:
+                over = True
+        elif c.out_extra is not None:
+            c.out_extra = None
+            self.obuf_soft.pop(c.id, None)
+        if over:
+            self._close_over_limit(c, t, from_cron)
+        return over
+
+    def _obuf_cron(self):
+        """Soft limits also expire while no more output is produced."""
+        if self.obuf_soft:
+            for c in list(self.obuf_soft.values()):
+                if c.closing or c.id not in self.clients:
+                    self.obuf_soft.pop(c.id, None)
+                else:
+                    self.check_output_limits(c, from_cron=True)

@@ -1,0 +1,103 @@
+"""serverCron: the periodic work (instantaneous metrics, active expiry, client
+timeouts, blocked clients' timeouts, pauses, the subsystems' cron hooks)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from .. import log
+from ..commands import ALL
+from ..keyspace.db import stats
+from ..net import client as client_mod
+
+
+class Cron:
+    """Part of ``Server`` (a mixin: the state is declared there)."""
+
+    __slots__ = ()
+
+    async def cron(self):
+        while not self._stopping:
+            await asyncio.sleep(1.0 / self.hz)
+            try:
+                self.cron_once()
+            except Exception:  # noqa: BLE001
+                import traceback
+                log.warning("cron error: %s" % traceback.format_exc().replace("\n", " | "))
+
+    def cron_once(self):
+        if self.pause_cron:
+            return
+        self.cron_loops += 1
+        now = time.monotonic()
+        # instantaneous metrics every 100ms
+        ops = self.total_commands()
+        sample = (now, ops, stats.net_input_bytes, stats.net_output_bytes)
+        if self._last_sample is not None:
+            dt = now - self._last_sample[0]
+            if dt > 0:
+                self.ops_samples.append((ops - self._last_sample[1]) / dt)
+                self.net_in_samples.append((sample[2] - self._last_sample[2]) / dt)
+                self.net_out_samples.append((sample[3] - self._last_sample[3]) / dt)
+        self._last_sample = sample
+        # active expiry: 25% of the cycle time at most
+        if self.active_expire_enabled:
+            self.active_expire_cycle()
+        # client timeouts
+        tmo = self.config["timeout"]
+        if tmo and self.cron_loops % max(1, self.hz // 10 or 1) == 0:
+            for c in list(self.clients.values()):
+                if (not c.blocked and not c.monitor and not (c.pubsub_channels or c.pubsub_patterns)
+                        and now - c.last_time > tmo):
+                    log.verbose("Closing idle client")
+                    c.close()
+        for c in list(self.clients.values()):
+            if c.blocked:
+                self.blocking_handler.check_timeouts(now)
+                break
+        if self.pause_type is not None and now >= self.pause_end:
+            self.unpause()
+        for h in self.cron_hooks:
+            h()
+        if self.shutdown_asap is not None:
+            self._handle_signal_now()
+
+    def active_expire_cycle(self):
+        if self.is_replica or self.paused_expire:
+            return
+        effort = self.config["active-expire-effort"] - 1
+        keys_per_loop = 20 + 20 // 4 * effort
+        stale = 10 - effort
+        budget = (25 + 2 * effort) / 100.0 / self.hz
+        t0 = time.time()
+        deadline = t0 + budget
+        total_sampled = total_expired = 0
+        timed_out = False
+        for db in self.dbs:
+            if not db.expires:
+                continue
+            s, e, to = db.active_expire(deadline, keys_per_loop, stale)
+            total_sampled += s
+            total_expired += e
+            if to:
+                timed_out = True
+                break
+        elapsed = time.time() - t0
+        stats.expire_cycle_cpu_milliseconds += int(elapsed * 1000)
+        lt = client_mod._LATENCY_MONITOR
+        if lt is not None and elapsed >= lt:
+            self.latency_add("expire-cycle", int(elapsed * 1000))
+        if timed_out:
+            stats.expired_time_cap_reached_count += 1
+        if total_sampled:
+            cur = total_expired / total_sampled
+            stats.expired_stale_perc = cur * 0.05 + stats.expired_stale_perc * 0.95
+
+    def total_commands(self) -> int:
+        return sum(c.calls for c in ALL.values())
+
+    def instantaneous(self, samples) -> float:
+        if not samples:
+            return 0.0
+        return sum(samples) / len(samples)

@@ -1,0 +1,214 @@
+"""Command dispatch: ``process_command`` is Redis's processCommand (every check
+a request goes through before it runs: unknown command, arity, auth, MULTI
+queueing, pub/sub context, OOM, MISCONF, replicas, loading, busy scripts,
+pauses); ``call`` runs a command and accounts for it (commandstats,
+slowlog, latency, MONITOR, propagation, unblocked clients).  The client's
+fast path (net/client.py) skips it only when none of those checks can apply."""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+from ..commands import TABLE
+from ..errors import NOAUTH, OOM, RedisError
+from ..keyspace.db import stats
+from ..net import client as client_mod
+from ..net.client import Client
+from ..protocol.resp import QUEUED
+from .clients import is_loopback
+
+READONLY = RedisError("READONLY You can't write against a read only replica.")
+
+
+NOREPLICAS = RedisError("NOREPLICAS Not enough good replicas to write.")
+
+
+MASTERDOWN = RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
+
+
+def _printable(b: bytes) -> str:
+    s = b.decode("utf-8", "replace")
+    return s.replace("\r", " ").replace("\n", " ")
+
+
+class Dispatch:
+    """Part of ``Server`` (a mixin: the state is declared there)."""
+
+    __slots__ = ()
+
+    def process_command(self, c: Client, argv):
+        trk = self.tracking
+        if trk.wrap_active and trk.max_keys and len(trk.table) > trk.max_keys:
+            trk.limit()
+        name = argv[0]
+        cmd = TABLE.get(name)
+        if cmd is None:
+            cmd = TABLE.get(name.lower())
+        if cmd is not None and cmd.subcommands and len(argv) > 1:
+            sub = cmd.subcommands.get(argv[1].lower())
+            if sub is None:
+                return self.reject(c, None, RedisError(
+                    "ERR unknown subcommand '%s'. Try %s HELP." % (
+                        _printable(argv[1][:128]), cmd.name.upper())))
+            cmd = sub
+        if cmd is None:
+            args = ""
+            for a in argv[1:]:
+                if len(args) >= 128:
+                    break
+                args += "'%s' " % _printable(a)[:128 - len(args)]
+            return self.reject(c, None, RedisError(
+                "ERR unknown command '%s', with args beginning with: %s" % (
+                    _printable(name[:128]), args)))
+        a = cmd.arity
+        n = len(argv)
+        if (a > 0 and a != n) or n < -a:
+            return self.reject(c, cmd, RedisError(
+                "ERR wrong number of arguments for '%s' command" % cmd.fullname))
+        if cmd.protected and cmd.fullname == "debug" and not self._debug_allowed(c):
+            return self.reject(c, cmd, RedisError(
+                "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+                "you can run it from a local connection, otherwise you need to set this option in the "
+                "configuration file, and then restart the server."))
+        if not c.authenticated and not cmd.noauth:
+            return self.reject(c, cmd, NOAUTH)
+        in_multi = c.multi is not None
+        if in_multi and cmd.nomulti:
+            return self.reject(c, cmd, RedisError("ERR Command not allowed inside a transaction"))
+        base = cmd.parent.name if cmd.parent is not None else cmd.name
+        if self.maxmemory and not c.in_script:
+            oom = self.memory.evict_hook()
+            if oom:
+                reject = cmd.denyoom
+                if in_multi and not cmd.ends_multi:
+                    reject = True
+                if base == "exec" and c.multi and any(q[0].denyoom for q in c.multi):
+                    reject = True
+                if reject:
+                    return self.reject(c, cmd, OOM)
+        if (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]) \
+                or self.write_denied is not None:
+            if cmd.write or base == "ping" or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
+                from ..errors import MISCONF
+                rdb = not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]
+                return self.reject(c, cmd, MISCONF if rdb else self.write_denied)
+        if cmd.write or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
+            if not self.is_replica and self.min_replicas and self.good_replicas() < self.min_replicas:
+                return self.reject(c, cmd, NOREPLICAS)
+            if self.is_replica and not c.is_master and self.config["replica-read-only"]:
+                return self.reject(c, cmd, READONLY)
+        if c.resp == 2 and (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) \
+                and not cmd.pubsub_context:
+            return self.reject(c, cmd, RedisError(
+                "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+                "are allowed in this context" % cmd.fullname))
+        if self.is_replica and not self.config["replica-serve-stale-data"] and not c.is_master \
+                and self.replica_link is not None and self.replica_link.state != "connected" and (
+                    not cmd.stale or (base == "exec" and c.multi and not all(q[0].stale for q in c.multi))):
+            return self.reject(c, cmd, MASTERDOWN)
+        if self.loading and not cmd.loading:
+            from ..errors import LOADING
+            return self.reject(c, cmd, LOADING)
+        if self.script_busy is not None and not cmd.allow_busy:
+            return self.reject(c, cmd, RedisError(self.script_busy))
+        if self.pause_type is not None and (not in_multi or base == "exec") \
+                and self._paused_for(cmd, c, argv):
+            self.postpone(c, argv)
+            return None
+        if in_multi and not cmd.no_queue:
+            if not (c.multi_error or c.dirty_cas):   # no memory for a doomed EXEC
+                c.multi.append((cmd, argv))
+            return QUEUED
+        return self.call(c, cmd, argv)
+
+    def good_replicas(self) -> int:
+        """Replicas attached to our feed (min-replicas-to-write)."""
+        return len(self.repl_feed.replicas)
+
+    def _debug_allowed(self, c) -> bool:
+        v = self.config["enable-debug-command"]
+        if v == "yes":
+            return True
+        if v == "local":
+            return c.is_unix or is_loopback(c.addr.rsplit(":", 1)[0].strip("[]"))
+        return False
+
+    def protected_allowed(self, c, directive="enable-protected-configs") -> bool:
+        v = self.config[directive]
+        if v == "yes":
+            return True
+        if v == "local":
+            return c.is_unix or is_loopback(c.addr.rsplit(":", 1)[0].strip("[]"))
+        return False
+
+    def reject(self, c: Client, cmd, e: RedisError):
+        if c.multi is not None:
+            c.multi_error = True
+        if cmd is not None:
+            cmd.rejected_calls += 1
+        msg = e.msg
+        if cmd is not None and cmd.name == "exec" and c.multi is not None:
+            # EXEC itself refused (OOM, MISCONF ...): the transaction is over.
+            from ..commands.transactions import discard_transaction
+            discard_transaction(c)
+            msg = b"EXECABORT Transaction discarded because of: " + msg
+            if self.monitors:
+                self.feed_monitors(c, [b"exec"])
+        sp = msg.find(b" ", 0, 32)
+        code = msg[:sp].decode("utf-8", "replace") if sp > 0 else "ERR"
+        stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
+        stats.total_error_replies += 1
+        return self.filter_reply(c, b"-%s\r\n" % msg)
+
+    def filter_reply(self, c, r):
+        """CLIENT REPLY OFF (1) / SKIP: 2 = set by the current command,
+        becomes 3 = suppress the reply of the next command."""
+        m = c.reply_mode
+        if m == 0:
+            return r
+        if m == 3:
+            c.reply_mode = 0
+            c.update_slow()
+            return None
+        if m == 2:
+            c.reply_mode = 3
+            return None
+        return None
+
+    def call(self, c: Client, cmd, argv):
+        """Run a command and account for it (commandstats, slowlog, latency,
+        MONITOR, propagation)."""
+        c.last_cmd = cmd
+        if cmd.blocking:
+            c.block_argv = argv
+        dirty0 = self.dirty
+        t0 = perf_counter()
+        try:
+            r = cmd.proc(c, argv)
+        except RedisError as e:
+            r = c.error_reply(e, cmd)
+        except Exception as e:  # noqa: BLE001
+            r = c.internal_error(e, cmd, argv)
+        dt = perf_counter() - t0
+        # MONITOR sees the command after it ran (the db after SELECT, the
+        # queued commands of a transaction before its EXEC), as in Redis.
+        if self.monitors and not cmd.skip_monitor and not cmd.admin:
+            self.feed_monitors(c, cmd.redact(argv) if cmd.redact is not None else argv)
+        if not c.blocked:
+            cmd.calls += 1
+        cmd.usec += dt
+        th = client_mod._SLOW_CHECK
+        if th is not None and dt >= th:
+            self.slow_call(c, cmd, argv, dt)
+        if client_mod._LATENCY_TRACKING and not c.blocked:
+            cmd.hist[int(dt * 976562.5).bit_length()] += 1
+        if self.propagate_hooks:
+            self.propagator.after_call(c, cmd, argv, self.dirty != dirty0)
+        if self.ready_keys and not c.in_exec and not c.in_script:
+            self.handle_ready_keys()
+        if c.reply_mode:
+            r = self.filter_reply(c, r)
+        return r
+
+    def handle_ready_keys(self):
+        self.blocking_handler.handle_ready_keys()

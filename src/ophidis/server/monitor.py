@@ -1,0 +1,81 @@
+"""What the server records about the commands it runs: MONITOR lines, the
+slowlog, the latency monitor's events."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from ..net import client as client_mod
+from ..net.client import Client
+from ..protocol.resp import sdscatrepr
+
+
+class SlowlogEntry:
+    __slots__ = ("id", "time", "duration", "argv", "addr", "name")
+
+
+class Monitor:
+    """Part of ``Server`` (a mixin: the state is declared there)."""
+
+    __slots__ = ()
+
+    def feed_monitors(self, c: Client, argv):
+        now = time.time()
+        sec = int(now)
+        if c.in_script:
+            origin = "%d lua" % c.db.id
+        elif c.is_unix:
+            origin = "%d unix:%s" % (c.db.id, self.unix_path or "")
+        else:
+            origin = "%d %s" % (c.db.id, c.addr)
+        line = b"+%d.%06d [%s] %s\r\n" % (
+            sec, min(int((now - sec) * 1e6), 999999), origin.encode("latin-1", "replace"),
+            b" ".join([sdscatrepr(a) for a in argv]))
+        for m in list(self.monitors):
+            m.push(line)
+
+    def slowlog_add(self, c, argv, dt):
+        e = SlowlogEntry()
+        e.id = self.slowlog_next_id
+        self.slowlog_next_id += 1
+        e.time = int(time.time())
+        e.duration = int(dt * 1e6)
+        n = len(argv)
+        args = []
+        for i, a in enumerate(argv[:32]):
+            if i == 31 and n > 32:
+                args.append(b"... (%d more arguments)" % (n - 31))
+                break
+            if len(a) > 128:
+                a = a[:128] + b"... (%d more bytes)" % (len(a) - 128)
+            args.append(a)
+        e.argv = args
+        e.addr = c.addr.encode()
+        e.name = c.name or b""
+        self.slowlog.appendleft(e)
+        maxlen = self.config["slowlog-max-len"]
+        while len(self.slowlog) > maxlen:
+            self.slowlog.pop()
+
+    def slow_call(self, c, cmd, argv, dt):
+        """A call took at least the slowlog or latency-monitor threshold."""
+        th = client_mod._SLOWLOG_THRESHOLD
+        if th is not None and dt >= th and not cmd.skip_slowlog:
+            self.slowlog_add(c, cmd.redact(argv) if cmd.redact is not None else argv, dt)
+        lt = client_mod._LATENCY_MONITOR
+        if lt is not None and dt >= lt:
+            self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))
+
+    def latency_add(self, event: str, ms: int):
+        ev = self.latency_events.get(event)
+        now = int(time.time())
+        if ev is None:
+            ev = self.latency_events[event] = {"samples": deque(maxlen=160), "max": 0}
+        ev["max"] = max(ev["max"], ms)
+        s = ev["samples"]
+        if s and s[-1][0] == now:
+            if s[-1][1] < ms:
+                s[-1] = (now, ms)
+        else:
+            s.append((now, ms))
