@@ -151,6 +151,8 @@ def main(argv=None):
         use_uvloop = True
     except ImportError:
         use_uvloop = False
+    # imported here: --version, --help and a bad configuration answer
+    # without loading the whole server
     from .server import Server
     server = Server(cfg)
     server.config_file = cfg.config_file

@@ -8,6 +8,7 @@ import os
 import socket
 
 from .. import log
+from ..config import ConfigError
 from .client import Client
 
 
@@ -103,7 +104,6 @@ class Listeners:
             try:
                 socks = self._bind_tcp(port, backlog)
             except OSError:
-                from ..config import ConfigError
                 if what == "port":
                     raise ConfigError("Unable to listen on this port")
                 raise ConfigError("Failed to bind to specified addresses.")

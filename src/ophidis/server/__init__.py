@@ -32,6 +32,7 @@ from ..net.client import Client
 from ..net.listeners import Listeners
 from ..persistence.aof import Aof
 from ..persistence.snapshot import Persistence
+from ..replication import replica
 from ..replication.master import ReplFeed
 from ..replication.propagate import Propagator
 from .clients import Clients
@@ -361,7 +362,6 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         log.notice("Ready to accept connections")
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
-            from ..replication import replica
             replica.set_master(self, ro[0], int(ro[1]))
         for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
             try:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from time import perf_counter
 
 from ..commands import TABLE
-from ..errors import NOAUTH, OOM, RedisError
+from ..commands.transactions import discard_transaction
+from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
 from ..keyspace.db import stats
 from ..net import client as client_mod
 from ..net.client import Client
@@ -89,7 +90,6 @@ class Dispatch:
         if (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]) \
                 or self.write_denied is not None:
             if cmd.write or base == "ping" or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
-                from ..errors import MISCONF
                 rdb = not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]
                 return self.reject(c, cmd, MISCONF if rdb else self.write_denied)
         if cmd.write or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
@@ -107,7 +107,6 @@ class Dispatch:
                     not cmd.stale or (base == "exec" and c.multi and not all(q[0].stale for q in c.multi))):
             return self.reject(c, cmd, MASTERDOWN)
         if self.loading and not cmd.loading:
-            from ..errors import LOADING
             return self.reject(c, cmd, LOADING)
         if self.script_busy is not None and not cmd.allow_busy:
             return self.reject(c, cmd, RedisError(self.script_busy))
@@ -149,7 +148,6 @@ class Dispatch:
         msg = e.msg
         if cmd is not None and cmd.name == "exec" and c.multi is not None:
             # EXEC itself refused (OOM, MISCONF ...): the transaction is over.
-            from ..commands.transactions import discard_transaction
             discard_transaction(c)
             msg = b"EXECABORT Transaction discarded because of: " + msg
             if self.monitors:

@@ -57,6 +57,8 @@ import time
 from time import perf_counter
 
 from ... import log
+from ...config import ConfigError
+from ...errors import RedisError
 from ...net import client as client_mod
 from ...replication.propagate import EXEC, MULTI, TO_AOF, propagator, select_cmd
 from .common import (AOF_OFF, AOF_ON, AOF_WAIT_REWRITE, LOAD_EMPTY, LOAD_OK, WRITE_ERROR_LOG_RATE, fdatasync,
@@ -137,7 +139,6 @@ class Aof(Rewrite, Loader):
         self.ts_enabled = bool(v)
 
     def _on_appendonly(self, v):
-        from ...config import ConfigError
         if v and self.state == AOF_OFF:
             if not self.start():
                 raise ConfigError("Unable to turn on AOF. Check server logs.")
@@ -324,7 +325,6 @@ class Aof(Rewrite, Loader):
             return None
         if not self.last_write_ok or self.bio.fsync_errno:
             code = self.last_write_errno if not self.last_write_ok else self.bio.fsync_errno
-            from ...errors import RedisError
             return RedisError("MISCONF Errors writing to the AOF file: %s" % os.strerror(code))
         return None
 

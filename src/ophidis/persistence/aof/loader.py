@@ -9,6 +9,9 @@ import os
 import time
 
 from ... import log
+from ...commands import lookup
+from ...errors import RedisError
+from ...net.client import Client
 from ..rdb import LoadSettings, RdbError, RdbReader
 from .common import (ANNOTATION_LINE_MAX, AOF_OFF, AOF_ON, LOAD_EMPTY, LOAD_FAILED, LOAD_NOT_EXIST, LOAD_OK,
                      LOAD_OPEN_ERR, LOAD_TRUNCATED, file_size, key_delay, strerror)
@@ -193,9 +196,6 @@ class Loader:
         skipped, numbers read as atoi does, the CRLF after a bulk not
         checked)."""
         srv = self.server
-        from ...commands import lookup
-        from ...errors import RedisError
-        from ...net.client import Client
         c = Client(srv)
         c.authenticated = True
         c.slow = False
