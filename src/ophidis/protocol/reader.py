@@ -74,7 +74,7 @@ import re
 import hiredis
 
 from ..net.speedups import native
-from .resp import ProtocolError, check_partial, parse_request
+from .resp import INLINE_LINE_MAX, ProtocolError, check_partial, parse_request
 
 # What taken() / python_done() return besides None (nothing more to do).
 PYTHON = 1        # the Python parser continues: call next()
@@ -185,7 +185,7 @@ class RequestReader:
             if data[0] != 42 or not authenticated or suspicious(data):
                 self.buf = data
                 if (data[-1] == 10 and authenticated and 42 not in data and 34 not in data
-                        and 39 not in data):
+                        and 39 not in data and 0 not in data and len(data) < INLINE_LINE_MAX):
                     # Plain inline commands in whole lines (telnet,
                     # redis-benchmark's PING_INLINE): split lines and words
                     # at C speed; the caller runs the list ``lines``
