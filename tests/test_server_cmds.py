@@ -8,6 +8,7 @@ from redis.exceptions import ResponseError
 
 from ophidis.sysinfo import REDIS_VERSION
 from support.resp import RespConn, command
+from support.servers import RedisServerProc
 from support.wait import wait_until
 
 
@@ -135,6 +136,25 @@ def test_time_lastsave_wait(r):
     with pytest.raises(ResponseError) as e:
         r.execute_command("WAIT", 0, -1)
     assert str(e.value) == "timeout is negative"
+
+
+def test_startup_logo_has_redis_fields(start_server):
+    """always-show-logo yes: the logo's fields are redis-server's (Redis's
+    test suite finds a started server by its " PID: <pid>" line), not the
+    one-line "Running mode=" notice."""
+    s = start_server("--always-show-logo", "yes")
+    wait_until(lambda: "Ready to accept connections" in s.output(), 10, what="start-up")
+    out = s.output()
+    assert " PID: %d\n" % s.pid in out
+    assert "Port: %d\n" % s.port in out and "Running in standalone mode" in out
+    assert "Running mode=" not in out
+    ref = RedisServerProc(["--always-show-logo", "yes"])
+    try:
+        theirs = ref.output()
+    finally:
+        ref.stop(remove=True)
+    for field in ("PID: ", "Port: ", "Running in standalone mode", " 64 bit"):
+        assert field in theirs and field in out
 
 
 def test_startup_log_and_warnings(start_server):

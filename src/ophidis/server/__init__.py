@@ -16,7 +16,7 @@ import sys
 import time
 from collections import deque
 
-from .. import log
+from .. import log, sysinfo
 from ..commands import TABLE, load_all
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
@@ -41,6 +41,19 @@ from .dispatch import Dispatch
 from .monitor import Monitor
 from .pause import Pause
 from .shutdown import Shutdown
+
+
+# The start-up logo: our own art, Redis's fields (version, bits, mode, port,
+# PID), as redis-server's asciilogo.h lays them out.
+LOGO = r"""
+                 __
+        ______  / o\__         Ophidis %(version)s (Redis %(redis)s, %(sha)s/%(dirty)s) %(bits)s bit
+      /  __   \/   ___\>
+     /  /  \   \__/            Running in %(mode)s mode
+    (  (    \______\__         Port: %(port)d
+     \  \__________   \        PID: %(pid)d
+      \_______________/
+"""
 
 
 class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
@@ -348,8 +361,21 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
             pass
 
     def banner(self):
-        port = self.config["port"]
-        log.notice("Running mode=standalone, port=%d." % port)
+        """redisAsciiArt: the logo when the log goes to a terminal or
+        ``always-show-logo yes`` (Redis's test suite finds a started server
+        by its `` PID: <pid>`` line), else one line."""
+        cfg = self.config
+        port = cfg["port"]
+        mode = "cluster" if cfg["cluster-enabled"] else "standalone"
+        show = cfg["always-show-logo"] or (
+            not cfg["syslog-enabled"] and not cfg["logfile"] and sys.stdout.isatty())
+        if not show:
+            log.notice("Running mode=%s, port=%d." % (mode, port))
+            return
+        log.log(log.NOTICE, LOGO % {
+            "version": sysinfo.OPHIDIS_VERSION, "redis": sysinfo.REDIS_VERSION, "sha": sysinfo.GIT_SHA1,
+            "dirty": sysinfo.GIT_DIRTY, "bits": sysinfo.arch_bits(), "mode": mode, "port": port,
+            "pid": os.getpid()}, raw=True)
 
     async def run(self):
         self.loop = asyncio.get_running_loop()
