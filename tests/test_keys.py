@@ -3,7 +3,11 @@
 import time
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from redis.exceptions import ResponseError
+
+from ophidis.util import compile_glob, stringmatch
 
 
 def err(fn, *a):
@@ -250,3 +254,24 @@ def test_dbsize_and_keyspace_info(r):
     assert r.dbsize() == 2
     ks = r.info("keyspace")["db0"]
     assert ks["keys"] == 2 and ks["expires"] == 1
+
+
+_GLOB = st.lists(st.sampled_from([b"a", b"b", b"?", b"*"]), max_size=9).map(b"".join)
+_KEY = st.lists(st.sampled_from([b"a", b"b", b"A", b"B", b"\x00", b"\n"]), max_size=10).map(b"".join)
+
+
+@given(_GLOB, _KEY, st.booleans())
+def test_compiled_glob_agrees_with_stringmatch(pattern, key, nocase):
+    """The star-segment matcher (patterns of *, ? and literals) gives
+    stringmatchlen's answer, empty strings included."""
+    assume(pattern != b"*")      # KEYS / SCAN match everything for "*" themselves
+    assert compile_glob(pattern, nocase)(key) is stringmatch(pattern, key, nocase)
+
+
+def test_keys_with_many_stars_matches_redis(r, ref):
+    keys = [b"key:%d:user:%d:%s" % (i, i * 7, b"abcdefghijk"[: i % 12]) for i in range(300)]
+    for c in (r, ref):
+        c.mset({k: b"v" for k in keys})
+    for pattern in (b"*a*b*c*d*e*f*g*h*i*j*k*", b"k?y:*:user:*7*", b"*:1*:*"):
+        assert sorted(r.keys(pattern)) == sorted(ref.keys(pattern)), pattern
+
