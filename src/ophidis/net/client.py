@@ -332,7 +332,7 @@ class Client(asyncio.Protocol):
         # With an output limit for the normal class, replies reaching it are
         # written (and the limit checked) before the next request runs.
         limit = self.server.obuf_normal_limit
-        seen = gathered = 0
+        bound = _OutputBound(self, out, limit) if limit else None
         batch = rd.lines
         if batch is not None:
             # a read of plain inline lines, already split by the reader
@@ -341,9 +341,8 @@ class Client(asyncio.Protocol):
             for argv in batch:
                 k += 1
                 self._run_parsed(argv, append)
-                if limit:
-                    out, seen, gathered = self._write_at_limit(out, seen, gathered, limit)
-                    append = out.append
+                if bound is not None:
+                    bound.check()
                 if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
                     if rd.lines_stopped(k, self.blocked, self.closing) is not None:
                         if out:
@@ -369,9 +368,8 @@ class Client(asyncio.Protocol):
                         self.write(out)
                     return argv
                 self._run_parsed(argv, append)
-                if limit:
-                    out, seen, gathered = self._write_at_limit(out, seen, gathered, limit)
-                    append = out.append
+                if bound is not None:
+                    bound.check()
         if rd.python_done(self.blocked, self.closing) is not None:
             if out:
                 self.write(out)
@@ -380,20 +378,6 @@ class Client(asyncio.Protocol):
         if out:
             self.write(out)
         return None
-
-    def _write_at_limit(self, out, seen, gathered, limit):
-        """Replies of a batch reaching the normal class's output limit are
-        written (and the limit checked) before the next request runs;
-        returns the list to go on with and the counts."""
-        n = len(out)
-        while seen < n:
-            gathered += len(out[seen])
-            seen += 1
-        if gathered < limit:
-            return out, seen, gathered
-        self.write(out)
-        out = self.pending_writes = []
-        return out, 0, 0
 
     def _qbuf_limit(self):
         log.warning("Closing client that reached max query buffer length: %s" % self.info_string())
@@ -626,27 +610,42 @@ def set_before_reply(fn):
     Client.write = Client._plain_write if fn is None else Client._write_after_barrier
 
 
-def _bounded_gets(c, gets, out, limit):
-    """``gets`` for one batch of pipelined requests when the normal class
-    has an output limit: once the replies gathered reach ``limit`` they are
-    written (and the limits checked) before the next request is taken, and
-    no request is taken from a client being closed.  Redis checks the limit
-    after every reply; without this a single read of small requests with
-    big replies (GET of a large value) would build all of them first."""
-    state = [0, 0]
+class _OutputBound:
+    """The replies of one batch of requests when the normal class has an
+    output limit: ``check()`` after each request writes them out (and so
+    checks the limits) once they reach ``limit``, emptying ``out`` in place.
+    Redis checks the limit after every reply; without this a single read of
+    small requests with big replies (GET of a large value) would build all
+    of them first."""
+    __slots__ = ("c", "out", "limit", "seen", "total")
 
-    def bounded():
-        i, total = state
+    def __init__(self, c, out, limit):
+        self.c = c
+        self.out = out
+        self.limit = limit
+        self.seen = self.total = 0
+
+    def check(self):
+        out = self.out
         n = len(out)
+        i, total = self.seen, self.total
         while i < n:
             total += len(out[i])
             i += 1
-        if total >= limit:
-            c.write(out[:])
+        if total >= self.limit:
+            self.c.write(out[:])
             del out[:]
             i = total = 0
-        state[0] = i
-        state[1] = total
+        self.seen, self.total = i, total
+
+
+def _bounded_gets(c, gets, out, limit):
+    """``gets`` for one batch of pipelined requests under an output limit
+    (see _OutputBound); no request is taken from a client being closed."""
+    bound = _OutputBound(c, out, limit)
+
+    def bounded():
+        bound.check()
         if c.closing:
             return False
         return gets()
