@@ -100,10 +100,6 @@ def sec_clients(srv):
     ]
 
 
-def used_memory(srv) -> int:
-    return srv.memory.used_memory()
-
-
 def sec_memory(srv):
     m = srv.memory
     used = m.used_memory()

@@ -224,10 +224,6 @@ class PubSub:
         return n
 
 
-def _registry(c) -> PubSub:
-    return c.server.pubsub
-
-
 def _after(c):
     """Recompute the subscriber state (RESP2 subscriber mode, CLIENT LIST)."""
     if not c.pubsub_channels:
@@ -246,7 +242,7 @@ def _after(c):
 def subscribe(c, argv):
     if c.in_script:
         raise RedisError("ERR SUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = _registry(c)
+    ps = c.server.pubsub
     for ch in argv[1:]:
         ps.subscribe(c, ch)
     return _after(c)
@@ -254,7 +250,7 @@ def subscribe(c, argv):
 
 @command("unsubscribe", flags=("pubsub_context",))
 def unsubscribe(c, argv):
-    ps = _registry(c)
+    ps = c.server.pubsub
     if len(argv) == 1:
         ps.unsubscribe_all_channels(c)
     else:
@@ -267,7 +263,7 @@ def unsubscribe(c, argv):
 def psubscribe(c, argv):
     if c.in_script:
         raise RedisError("ERR PSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = _registry(c)
+    ps = c.server.pubsub
     for pat in argv[1:]:
         ps.psubscribe(c, pat)
     return _after(c)
@@ -275,7 +271,7 @@ def psubscribe(c, argv):
 
 @command("punsubscribe", flags=("pubsub_context",))
 def punsubscribe(c, argv):
-    ps = _registry(c)
+    ps = c.server.pubsub
     if len(argv) == 1:
         ps.unsubscribe_all_patterns(c)
     else:
@@ -288,7 +284,7 @@ def punsubscribe(c, argv):
 def ssubscribe(c, argv):
     if c.in_exec or c.in_script:
         raise RedisError("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = _registry(c)
+    ps = c.server.pubsub
     for ch in argv[1:]:
         ps.subscribe(c, ch, shard=True)
     return _after(c)
@@ -296,7 +292,7 @@ def ssubscribe(c, argv):
 
 @command("sunsubscribe", flags=("pubsub_context",))
 def sunsubscribe(c, argv):
-    ps = _registry(c)
+    ps = c.server.pubsub
     if len(argv) == 1:
         ps.unsubscribe_all_channels(c, shard=True)
     else:
@@ -307,12 +303,12 @@ def sunsubscribe(c, argv):
 
 @command("publish")
 def publish(c, argv):
-    return integer(_registry(c).publish(argv[1], argv[2]))
+    return integer(c.server.pubsub.publish(argv[1], argv[2]))
 
 
 @command("spublish")
 def spublish(c, argv):
-    return integer(_registry(c).publish(argv[1], argv[2], shard=True))
+    return integer(c.server.pubsub.publish(argv[1], argv[2], shard=True))
 
 
 def _channel_list(table, pat):
@@ -342,29 +338,29 @@ def _syntax(argv):
 def pubsub_channels(c, argv):
     if len(argv) > 3:
         raise _syntax(argv)
-    return _channel_list(_registry(c).channels, argv[2] if len(argv) > 2 else None)
+    return _channel_list(c.server.pubsub.channels, argv[2] if len(argv) > 2 else None)
 
 
 @command("pubsub|shardchannels")
 def pubsub_shardchannels(c, argv):
     if len(argv) > 3:
         raise _syntax(argv)
-    return _channel_list(_registry(c).shard, argv[2] if len(argv) > 2 else None)
+    return _channel_list(c.server.pubsub.shard, argv[2] if len(argv) > 2 else None)
 
 
 @command("pubsub|numsub")
 def pubsub_numsub(c, argv):
-    return _numsub(_registry(c).channels, argv[2:])
+    return _numsub(c.server.pubsub.channels, argv[2:])
 
 
 @command("pubsub|shardnumsub")
 def pubsub_shardnumsub(c, argv):
-    return _numsub(_registry(c).shard, argv[2:])
+    return _numsub(c.server.pubsub.shard, argv[2:])
 
 
 @command("pubsub|numpat")
 def pubsub_numpat(c, argv):
-    return integer(len(_registry(c).patterns))
+    return integer(len(c.server.pubsub.patterns))
 
 
 _HELP = [

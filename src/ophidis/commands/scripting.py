@@ -48,16 +48,8 @@ def eval_engine(srv) -> lua_mod.LuaEngine:
     return eng
 
 
-def functions_registry(srv) -> "Functions":
-    return srv.functions
-
-
-def running_ctx(srv):
-    return srv.running_script()
-
-
 def script_kill(c, is_eval: bool):
-    ctx = running_ctx(c.server)
+    ctx = c.server.running_script()
     if ctx is None:
         raise RedisError("NOTBUSY No scripts in execution right now.")
     if ctx.write_dirty:
@@ -119,7 +111,7 @@ def script_declares_no_writes(srv, name: str, argv) -> bool:
                 return False
             flags = s.flags
         else:
-            f = functions_registry(srv).functions.get(argv[1].lower())
+            f = srv.functions.functions.get(argv[1].lower())
             if f is None:
                 return False
             flags = f.flags
@@ -443,12 +435,12 @@ class Functions:
 
 def functions_load(srv, code: bytes, replace: bool = False) -> bytes:
     """Load a library (FUNCTION LOAD, RDB and AOF loading); raises RedisError."""
-    return functions_registry(srv).create(code, replace)
+    return srv.functions.create(code, replace)
 
 
 def _fcall(c, argv, ro):
     srv = c.server
-    reg = functions_registry(srv)
+    reg = srv.functions
     if srv.monitors:
         srv.feed_monitors(c, argv)
     f = reg.functions.get(argv[1].lower())
@@ -484,14 +476,14 @@ def function_load(c, argv):
         raise RedisError(b"ERR Unknown option given: " + a)
     if i >= n:
         raise RedisError("ERR Function code is missing")
-    name = functions_registry(c.server).create(argv[i], replace)
+    name = c.server.functions.create(argv[i], replace)
     c.server.dirty += 1
     return bulk(name)
 
 
 @command("function|delete")
 def function_delete(c, argv):
-    reg = functions_registry(c.server)
+    reg = c.server.functions
     lib = reg.libraries.get(argv[2])
     if lib is None:
         raise RedisError("ERR Library not found")
@@ -511,7 +503,7 @@ def function_flush(c, argv):
         raise _subcommand_syntax(argv, "FUNCTION")
     if len(argv) == 3 and argv[2].lower() not in (b"sync", b"async"):
         raise RedisError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-    functions_registry(c.server).clear()
+    c.server.functions.clear()
     c.server.dirty += 1
     return OK
 
@@ -524,10 +516,10 @@ def function_kill(c, argv):
 @command("function|stats", propagate=False)
 def function_stats(c, argv):
     srv = c.server
-    ctx = running_ctx(srv)
+    ctx = srv.running_script()
     if ctx is not None and ctx.eval_mode:
         raise RedisError(lua_mod.BUSY_EVAL)
-    reg = functions_registry(srv)
+    reg = srv.functions
     resp = c.resp
     out = [map_header(resp, 2), bulk(b"running_script")]
     if ctx is None:
@@ -572,7 +564,7 @@ def function_list(c, argv):
             i += 2
             continue
         raise RedisError(b"ERR Unknown argument " + a)
-    reg = functions_registry(c.server)
+    reg = c.server.functions
     resp = c.resp
     libs = [lib for lib in reg.libraries.values()
             if pattern is None or stringmatch(pattern, lib.name, True)]
@@ -604,7 +596,7 @@ def function_list(c, argv):
 
 def dump_functions(srv) -> bytes:
     """FUNCTION DUMP's payload (Redis's format, built by persistence.rdb)."""
-    return functions_payload([lib.code for lib in functions_registry(srv).libraries.values()])
+    return functions_payload([lib.code for lib in srv.functions.libraries.values()])
 
 
 @command("function|dump", propagate=False)
@@ -631,7 +623,7 @@ def function_restore(c, argv):
     except RdbError:
         raise RedisError("ERR failed loading the given functions payload")
     srv = c.server
-    reg = functions_registry(srv)
+    reg = srv.functions
     # Build the new libraries in a scratch registry sharing the engine.
     scratch = Functions.__new__(Functions)
     scratch.server = srv

@@ -6,7 +6,7 @@ commands/replication.py."""
 
 from __future__ import annotations
 
-from .propagate import EXEC, MULTI, TO_REPL, propagator, select_cmd
+from .propagate import EXEC, MULTI, TO_REPL, select_cmd
 
 # Per-client REPLCONF settings (Client has __slots__): client id -> dict.
 replconf_settings: dict = {}
@@ -66,7 +66,7 @@ class ReplFeed:
         if self.replicas and not live:
             # the last replica left: no more propagation work per command
             # for it (the fast path comes back if nothing else needs it)
-            propagator(self.server).detach(self)
+            self.server.propagator.detach(self)
         self.replicas = live
 
     def info(self):
@@ -96,4 +96,4 @@ class ReplFeed:
         if c not in self.replicas:
             self.replicas.append(c)
         self.last_db = -1
-        propagator(self.server).attach(self)
+        self.server.propagator.attach(self)

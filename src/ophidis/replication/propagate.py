@@ -162,11 +162,6 @@ class Propagator:
             t.feed(enc, wrap)
 
 
-def propagator(server) -> Propagator:
-    """The server's Propagator."""
-    return server.propagator
-
-
 MULTI = resp([b"MULTI"])
 EXEC = resp([b"EXEC"])
 

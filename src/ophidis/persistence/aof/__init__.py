@@ -60,7 +60,7 @@ from ... import log
 from ...config import ConfigError
 from ...errors import RedisError
 from ...net import client as client_mod
-from ...replication.propagate import EXEC, MULTI, TO_AOF, propagator, select_cmd
+from ...replication.propagate import EXEC, MULTI, TO_AOF, select_cmd
 from .common import (AOF_OFF, AOF_ON, AOF_WAIT_REWRITE, LOAD_EMPTY, LOAD_OK, WRITE_ERROR_LOG_RATE, fdatasync,
                      fsync_dir, strerror, unlink_quiet)
 from .fsync import Bio
@@ -430,11 +430,11 @@ class Aof(Rewrite, Loader):
 
     # -- start / stop at run time ------------------------------------------------------------
     def _activate(self):
-        propagator(self.server).attach(self)
+        self.server.propagator.attach(self)
         client_mod.set_before_reply(self.before_reply)
 
     def _deactivate(self):
-        propagator(self.server).detach(self)
+        self.server.propagator.detach(self)
         client_mod.set_before_reply(None)
 
     def start(self) -> bool:
