@@ -141,6 +141,14 @@ class Child:
         except OSError:
             return b""
 
+    def read_numbers(self) -> list:
+        """The integers of the child's info line (copy-on-write figures);
+        [] when it sent nothing readable."""
+        try:
+            return [int(x) for x in self.read_info().split()]
+        except ValueError:
+            return []
+
     def kill(self, sig=signal.SIGUSR1):
         """Stop the child and reap it (killRDBChild / killAppendOnlyChild)."""
         try:

@@ -198,14 +198,11 @@ class Persistence:
     def _read_cow(self):
         if self.child is None:
             return
-        try:
-            parts = self.child.read_info().split()
-            if parts:
-                self.last_cow = int(parts[0])
-                if len(parts) > 1:
-                    self.last_cow_peak = int(parts[1])
-        except (OSError, ValueError):
-            pass
+        nums = self.child.read_numbers()
+        if nums:
+            self.last_cow = nums[0]
+            if len(nums) > 1:
+                self.last_cow_peak = nums[1]
 
     def check_child(self):
         pid = self.child_pid

@@ -211,12 +211,9 @@ class Rewrite:
     def _read_cow(self):
         if self.child is None:
             return
-        try:
-            parts = self.child.read_info().split()
-            if parts:
-                self.last_cow = int(parts[0])
-        except ValueError:
-            pass
+        nums = self.child.read_numbers()
+        if nums:
+            self.last_cow = nums[0]
 
     def _child_gone(self):
         if self.child is not None:
