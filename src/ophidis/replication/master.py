@@ -12,6 +12,22 @@ from .propagate import EXEC, MULTI, TO_REPL, select_cmd
 replconf_settings: dict = {}
 
 
+def offset_lines(srv, replid, offset) -> list:
+    """INFO replication's fields after the role-specific ones: the
+    replication ids and offsets, and the backlog (none yet)."""
+    return [
+        "master_failover_state:no-failover",
+        "master_replid:%s" % replid,
+        "master_replid2:0000000000000000000000000000000000000000",
+        "master_repl_offset:%d" % offset,
+        "second_repl_offset:-1",
+        "repl_backlog_active:0",
+        "repl_backlog_size:%d" % srv.config["repl-backlog-size"],
+        "repl_backlog_first_byte_offset:0",
+        "repl_backlog_histlen:0",
+    ]
+
+
 class ReplFeed:
     """The replication target of the server's Propagator: the stream of
     propagated commands as a replica receives it."""
@@ -79,17 +95,7 @@ class ReplFeed:
             port = replconf_settings.get(r.id, {}).get("port", 0)
             lines.append("slave%d:ip=%s,port=%d,state=online,offset=%d,lag=0" % (
                 i, ip, port, self.offset))
-        lines += [
-            "master_failover_state:no-failover",
-            "master_replid:%s" % srv.replid,
-            "master_replid2:0000000000000000000000000000000000000000",
-            "master_repl_offset:%d" % self.offset,
-            "second_repl_offset:-1",
-            "repl_backlog_active:0",
-            "repl_backlog_size:%d" % srv.config["repl-backlog-size"],
-            "repl_backlog_first_byte_offset:0",
-            "repl_backlog_histlen:0",
-        ]
+        lines += offset_lines(srv, srv.replid, self.offset)
         return lines
 
     def add_replica(self, c):

@@ -27,6 +27,7 @@ import hiredis
 from .. import log
 from ..net.client import Client
 from ..protocol.resp import encode_request, request_size
+from .master import offset_lines
 
 _NOT_CONNECTED = ("connect", "connecting", "sync", "connected")
 
@@ -255,16 +256,8 @@ class ReplicaLink:
             "slave_read_only:%d" % (1 if srv.config["replica-read-only"] else 0),
             "replica_announced:%d" % (1 if srv.config["replica-announced"] else 0),
             "connected_slaves:0",
-            "master_failover_state:no-failover",
-            "master_replid:%s" % self.master_replid,
-            "master_replid2:0000000000000000000000000000000000000000",
-            "master_repl_offset:%d" % self.offset,
-            "second_repl_offset:-1",
-            "repl_backlog_active:0",
-            "repl_backlog_size:%d" % srv.config["repl-backlog-size"],
-            "repl_backlog_first_byte_offset:0",
-            "repl_backlog_histlen:0",
         ]
+        lines += offset_lines(srv, self.master_replid, self.offset)
         return lines
 
     def role(self):
