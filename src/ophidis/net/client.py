@@ -169,7 +169,7 @@ class Client(asyncio.Protocol):
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
         "killed", "in_script", "push_buf", "script_caller", "is_master",
-        "block_argv",
+        "block_argv", "repl",
         "__weakref__",
     )
 
@@ -208,6 +208,7 @@ class Client(asyncio.Protocol):
         self.no_evict = False
         self.script_caller = None  # the script client: (client running the script, its keys)
         self.is_master = False     # the replication link's client (replica side)
+        self.repl = None           # replication.master.ReplicaState when this client is a replica of ours
         self.block_argv = None     # argv of the blocking command being run (SLOWLOG)
         self.bstate = None
         self.out_extra = None
