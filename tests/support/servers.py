@@ -88,8 +88,8 @@ class ServerProc(_Process):
 
     def __init__(self, args=(), cwd=None, config_text=None, wait=True, env=None):
         self.dir = cwd or tempfile.mkdtemp(prefix="ophidis-test-")
-        self.port = free_port()
         self.args = list(args)
+        self.port = int(self.args[self.args.index("--port") + 1]) if "--port" in self.args else free_port()
         cmd = [sys.executable, "-m", "ophidis"]
         self.config_path = None
         if config_text is not None:

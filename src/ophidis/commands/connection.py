@@ -196,8 +196,10 @@ _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
 
 
 def _client_type(c) -> bytes:
-    if c in c.server.repl_feed.replicas:
+    if c.repl is not None:
         return b"replica"
+    if c.is_master:
+        return b"master"
     if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
         return b"pubsub"
     return b"normal"

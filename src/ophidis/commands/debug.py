@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import os
 import struct
 import time
 
@@ -422,7 +421,8 @@ def debug(c, argv):
         return OK
     if sub == b"change-repl-id" and n == 2:
         log.warning("Changing replication IDs after receiving DEBUG change-repl-id")
-        srv.replid = os.urandom(20).hex()
+        srv.repl_feed.change_replid()
+        srv.repl_feed.clear_replid2()
         return OK
     if sub == b"stringmatch-test" and n == 2:
         return simple(b"Apparently Redis did not crash: test passed")

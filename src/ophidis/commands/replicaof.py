@@ -53,10 +53,12 @@ def role(c, argv):
         return b"*5\r\n" + bulk(b"slave") + bulk(link.host.encode()) + integer(link.port) + \
             bulk(link.role()) + integer(link.offset)
     feed = srv.repl_feed
-    offset = feed.offset
+    feed.prune()
     replicas = []
     for r in feed.replicas:
-        host = (getattr(r, "addr", "") or "").rsplit(":", 1)[0].encode()
-        port = getattr(r, "listening_port", 0) or 0
-        replicas.append(b"*3\r\n" + bulk(host) + bulk(b"%d" % port) + bulk(b"%d" % offset))
-    return b"*3\r\n" + bulk(b"master") + integer(offset) + b"*%d\r\n" % len(replicas) + b"".join(replicas)
+        st = r.repl
+        if st.state != "online":
+            continue
+        host = (st.ip or r.addr.rsplit(":", 1)[0].strip("[]")).encode()
+        replicas.append(b"*3\r\n" + bulk(host) + bulk(b"%d" % st.port) + bulk(b"%d" % st.ack_off))
+    return b"*3\r\n" + bulk(b"master") + integer(feed.offset) + b"*%d\r\n" % len(replicas) + b"".join(replicas)

@@ -8,49 +8,112 @@ command / transaction / script wrapped in MULTI ... EXEC when they are more
 than one command, relative TTLs as absolute ones (SET ... PXAT, PEXPIREAT,
 RESTORE ... ABSTTL), as Redis 7.0 does.
 
-This is what ``redis-cli --rdb`` / ``--functions-rdb`` / ``--replica`` and
-the test-suite's replication-stream checks need; there is no backlog and no
-partial resynchronisation yet (issue 14).
+PSYNC <replid> <offset> first tries a partial resynchronisation from the
+backlog (ReplFeed.try_partial: ``+CONTINUE``).  Otherwise the replica gets
+``+FULLRESYNC <replid> <offset>`` and the snapshot, as ``$<len>`` or, with
+``repl-diskless-sync`` and a replica that has the ``eof`` capability, as
+``$EOF:<mark>`` ... ``<mark>``.  ``REPLCONF ACK <offset>`` records what a
+replica has applied (its lag, WAIT, min-replicas-to-write).
+
+This is also what ``redis-cli --rdb`` / ``--functions-rdb`` / ``--replica``
+use.
 """
 
 from __future__ import annotations
 
 import io
+import os
 
+from .. import log
 from ..errors import RedisError
+from ..keyspace.db import stats
 from ..persistence import rdb
 from ..protocol.resp import OK
 from ..replication.master import replconf_settings
+from ..util import parse_int
 from . import command
 
+_NOT_INT = RedisError("ERR value is not an integer or out of range")
 
-def _snapshot(c) -> bytes:
-    conf = replconf_settings.get(c.id, {})
+
+def _snapshot(c, functions_only) -> bytes:
     buf = io.BytesIO()
-    rdb.write_snapshot(buf, c.server, functions_only=conf.get("filter") == b"functions")
+    rdb.write_snapshot(buf, c.server, functions_only=functions_only)
     return buf.getvalue()
+
+
+def _check_can_sync(c):
+    srv = c.server
+    if srv.repl_feed.failover_state != "no-failover":
+        raise RedisError("NOMASTERLINK Can't SYNC while failing over")
+    link = srv.replica_link
+    if link is not None and link.state != "connected":
+        raise RedisError("NOMASTERLINK Can't SYNC while not connected with my master")
+
+
+def _full_sync(c, psync: bool):
+    """A replica that cannot continue: it waits for the next RDB child
+    (replication/fullsync.py), which sends ``+FULLRESYNC`` (PSYNC only)
+    and the payload, then the stream from its offset.  ``REPLCONF rdb-only
+    1`` (redis-cli --rdb / --functions-rdb) gets the snapshot at once and
+    nothing more."""
+    srv = c.server
+    feed = srv.repl_feed
+    conf = replconf_settings.get(c.id, {})
+    if not conf.get("rdb_only", False):
+        st = feed.new_replica(c)
+        st.pre_psync = not psync
+        feed.sync.request(c)
+        return None
+    replconf_settings.pop(c.id, None)
+    c.close_after_reply = True
+    functions_only = conf.get("filter") == b"functions"
+    eof = "eof" in conf.get("capa", ())
+    feed.flush()
+    payload = _snapshot(c, functions_only)
+    out = []
+    if psync:
+        out.append(b"+FULLRESYNC %s %d\r\n" % (srv.replid.encode(), feed.offset))
+    if (srv.config["repl-diskless-sync"] or functions_only) and eof:
+        mark = os.urandom(20).hex().encode()
+        out += [b"$EOF:%s\r\n" % mark, payload, mark]
+    else:
+        out += [b"$%d\r\n" % len(payload), payload]
+    return b"".join(out)
 
 
 @command("sync", propagate=False)
 def sync_cmd(c, argv):
-    rdb_only = replconf_settings.get(c.id, {}).get("rdb_only", False)
-    payload = _snapshot(c)
-    f = c.server.repl_feed
-    f.flush()
-    if rdb_only:
-        # REPLCONF rdb-only 1 (redis-cli --rdb): the snapshot and nothing more.
-        c.close_after_reply = True
-        replconf_settings.pop(c.id, None)
-    else:
-        f.add_replica(c)
-    return b"$%d\r\n%s" % (len(payload), payload)
+    if c.repl is not None:
+        return None          # already a replica
+    _check_can_sync(c)
+    log.notice("Replica %s asks for synchronization" % c.server.repl_feed.replica_name_pre(c))
+    stats.sync_full += 1
+    return _full_sync(c, False)
 
 
 @command("psync", propagate=False)
 def psync_cmd(c, argv):
+    if c.repl is not None:
+        return None
     srv = c.server
-    head = b"+FULLRESYNC %s 0\r\n" % srv.replid.encode()
-    return head + sync_cmd(c, argv)
+    feed = srv.repl_feed
+    _check_can_sync(c)
+    log.notice("Replica %s asks for synchronization" % feed.replica_name_pre(c))
+    try:
+        off = int(argv[2])
+    except ValueError:
+        log.warning("Replica %s asks for synchronization but with a wrong offset" % feed.replica_name_pre(c))
+        raise _NOT_INT from None
+    replid = argv[1].decode("utf-8", "replace")
+    cont = feed.try_partial(c, replid, off)
+    if cont is not None:
+        stats.sync_partial_ok += 1
+        return cont
+    if replid != "?":
+        stats.sync_partial_err += 1
+    stats.sync_full += 1
+    return _full_sync(c, True)
 
 
 @command("replconf", flags=("syscmd",), propagate=False)
@@ -60,16 +123,34 @@ def replconf_cmd(c, argv):
     conf = replconf_settings.setdefault(c.id, {})
     for i in range(1, len(argv), 2):
         opt = argv[i].lower()
-        if opt == b"rdb-filter-only":
-            conf["filter"] = argv[i + 1].lower()
-        elif opt == b"listening-port":
+        val = argv[i + 1]
+        if opt == b"listening-port":
+            conf["port"] = parse_int(val, _NOT_INT)
+        elif opt == b"ip-address":
+            if len(val) >= 46:
+                raise RedisError("ERR REPLCONF ip-address provided by replica instance is too long: "
+                                 "%d bytes" % len(val))
+            conf["ip"] = val.decode("utf-8", "replace")
+        elif opt == b"capa":
+            conf.setdefault("capa", set()).add(val.lower().decode("utf-8", "replace"))
+        elif opt == b"ack":
+            if c.repl is None:
+                return None
             try:
-                conf["port"] = int(argv[i + 1])
+                off = int(val)
             except ValueError:
-                conf["port"] = 0
-        elif opt == b"rdb-only":
-            conf["rdb_only"] = argv[i + 1] == b"1"
-        elif opt == b"ack" or opt == b"getack":
+                return None
+            c.server.repl_feed.ack(c, off)
             return None
+        elif opt == b"getack":
+            return None
+        elif opt == b"rdb-only":
+            v = parse_int(val, _NOT_INT)
+            if v not in (0, 1):
+                raise RedisError("ERR value is out of range, value must between 0 and 1")
+            conf["rdb_only"] = v == 1
+        elif opt == b"rdb-filter-only":
+            conf["filter"] = val.lower()
+        else:
+            raise RedisError("ERR Unrecognized REPLCONF option: %s" % argv[i].decode("utf-8", "replace"))
     return OK
-

@@ -11,7 +11,7 @@ from ..config.table import DIRECTIVES
 from ..errors import SYNTAX, RedisError
 from ..keyspace.db import stats
 from ..keyspace.watch import touch_all_watched_in_db
-from ..protocol.resp import OK, ZERO, bulk, bulk_array, integer, map_header, simple
+from ..protocol.resp import OK, bulk, bulk_array, integer, map_header, simple
 from ..util import parse_int
 from . import ALL, REDACTED, command
 
@@ -118,11 +118,30 @@ def lastsave(c, argv):
 
 @command("wait")
 def wait(c, argv):
-    parse_int(argv[1])
+    """WAIT numreplicas timeout: the replicas that acknowledged everything
+    written so far, blocking until enough did or the timeout passed."""
+    srv = c.server
+    if srv.replica_link is not None:
+        raise RedisError("ERR WAIT cannot be used with replica instances. Please also note that since "
+                         "Redis 4.0 if a replica is configured to be writable (which is not the default) "
+                         "writes to replicas are just local and are not propagated.")
+    num = parse_int(argv[1])
     t = parse_int(argv[2], RedisError("ERR timeout is not an integer or out of range"))
     if t < 0:
         raise RedisError("ERR timeout is negative")
-    return ZERO
+    feed = srv.repl_feed
+    off = feed.offset
+    n = feed.count_acks(off)
+    if n >= num or c.in_exec:
+        return integer(n)
+
+    def timed_out(c):
+        feed.drop_waiting(c)
+        return integer(feed.count_acks(off))
+
+    srv.blocking_handler.block(c, (), time.monotonic() + t / 1000.0 if t else 0, None, timed_out)
+    feed.add_waiting(c, off, num)
+    return None
 
 
 # -- CONFIG ---------------------------------------------------------------------------

@@ -184,6 +184,17 @@ class BlockingHandler:
             reply = st.on_timeout(c)
         self.finish(c, reply)
 
+    def disconnect_all_blocked(self):
+        """disconnectAllBlockedClients: the instance becomes a replica, the
+        blocked clients get an error and are closed after it."""
+        if not self.nblocked:
+            return
+        for c in list(self.server.clients.values()):
+            if c.bstate is not None and not c.closing:
+                c.close_after_reply = True
+                self.finish(c, b"-UNBLOCKED force unblock from blocking operation, "
+                               b"instance state changed (master -> replica?)\r\n")
+
     def check_timeouts(self, now=None):
         if not self.nblocked:
             return

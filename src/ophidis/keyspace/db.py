@@ -73,6 +73,8 @@ class Stats:
         self.dump_payload_sanitizations = 0
         self.total_forks = 0
         self.sync_full = 0
+        self.sync_partial_ok = 0
+        self.sync_partial_err = 0
 
 
 stats = Stats()

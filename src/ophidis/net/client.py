@@ -539,6 +539,10 @@ class Client(asyncio.Protocol):
         f = ""
         if self.monitor:
             f += "O"
+        elif self.repl is not None:
+            f += "S"
+        if self.is_master:
+            f += "M"
         if self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard:
             f += "P"
         if self.multi is not None:

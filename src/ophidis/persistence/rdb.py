@@ -367,6 +367,12 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
     w.write(aux(b"redis-bits", b"%d" % sysinfo.arch_bits()))
     w.write(aux(b"ctime", b"%d" % int(time.time())))
     w.write(aux(b"used-mem", b"%d" % _used_memory()))
+    info = server.repl_feed.save_info()
+    if info is not None:
+        # the replication history the file belongs to (a restart continues it)
+        w.write(aux(b"repl-stream-db", b"%d" % info[0]))
+        w.write(aux(b"repl-id", info[1].encode()))
+        w.write(aux(b"repl-offset", b"%d" % info[2]))
     w.write(aux(b"aof-base", b"%d" % int(server.rdb_aof_base)))
     for code in function_codes(server):
         w.write(b"\xf5" + enc_string(code))

@@ -39,6 +39,7 @@ class Persistence:
         self.child_pid = None
         self.child_start = 0.0
         self.child = None              # child.Child while a BGSAVE runs
+        self.child_socket = False      # the child writes to replicas (diskless), not the file
         self.dirty_before = 0
         self.last_bgsave_time = -1
         self.saves = 0
@@ -50,6 +51,7 @@ class Persistence:
         self.last_fork_usec = 0
         self.loading_start = 0.0     # while loading: INFO's loading_* fields
         self.loading_total = 0
+        self.loaded_aux = {}         # the aux fields of the last file loaded
         server.startup_hooks.append(self.load_at_startup)
         server.cron_hooks.append(self.cron)
         server.shutdown_hooks.append(self.on_shutdown)
@@ -128,27 +130,51 @@ class Persistence:
             return True
         return False
 
-    def bgsave(self) -> bool:
+    def bgsave(self, to_fd=None) -> bool:
+        """Fork a child writing the snapshot: to the RDB file, or (the
+        diskless replication transfer) to the pipe ``to_fd``, which the
+        caller closes on its side and reads from."""
         srv = self.server
         if self.child_pid is not None or self.other_child_active():
             return False
-        self.saves += 1
-        self.dirty_before = srv.dirty
-        self.last_try = int(time.time())
+        socket = to_fd is not None
+        if not socket:
+            self.saves += 1
+            self.dirty_before = srv.dirty
+            self.last_try = int(time.time())
         try:
-            ch = child.fork(srv, self._child_main, what="Background save child")
+            if socket:
+                ch = child.fork(srv, lambda ctx: self._child_to_pipe(ctx, to_fd), what="RDB transfer child")
+            else:
+                ch = child.fork(srv, self._child_main, what="Background save child")
         except OSError as e:
             log.warning("Can't save in background: fork: %s" % e.strerror)
-            self._set_status(False)
+            if not socket:
+                self._set_status(False)
             return False
         self.last_fork_usec = ch.fork_usec
         self.child = ch
         self.child_pid = ch.pid
+        self.child_socket = socket
         self.child_start = time.time()
         srv.bgsave_in_progress = True
         srv.child_type = "rdb"
-        log.notice("Background saving started by pid %d" % ch.pid)
+        if socket:
+            log.notice("Background RDB transfer started by pid %d" % ch.pid)
+        else:
+            log.notice("Background saving started by pid %d" % ch.pid)
         return True
+
+    def _child_to_pipe(self, ctx, fd) -> int:
+        """rdbSaveToSlavesSockets' child: the snapshot into the pipe."""
+        srv = self.server
+        try:
+            with os.fdopen(fd, "wb", buffering=1 << 16) as f:
+                write_snapshot(f, srv, key_delay=srv.config["rdb-key-save-delay"])
+        except (BrokenPipeError, OSError):
+            return 1
+        ctx.send_info(b"%d 0\n" % child.private_dirty())
+        return 0
 
     def _child_main(self, ctx) -> int:
         """rdbSaveBackground's child: write the snapshot, publish it only
@@ -183,7 +209,9 @@ class Persistence:
             return
         self.child.kill(signal.SIGUSR1)
         _unlink("temp-%d.rdb" % pid)
+        socket = self.child_socket
         self._child_gone()
+        self.server.repl_feed.bgsave_done(False, socket)
 
     def _child_gone(self):
         srv = self.server
@@ -215,6 +243,20 @@ class Persistence:
         self._read_cow()
         now = time.time()
         self.last_bgsave_time = int(now - self.child_start)
+        socket = self.child_socket
+        if socket:
+            # the diskless replication transfer (backgroundSaveDoneHandlerSocket)
+            ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            if ok:
+                log.notice("Background RDB transfer terminated with success")
+            elif os.WIFEXITED(status):
+                log.warning("Background transfer error")
+            else:
+                log.warning("Background transfer terminated by signal %d" % (
+                    os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0))
+            self._child_gone()
+            srv.repl_feed.bgsave_done(ok, True)
+            return
         if os.WIFEXITED(status):
             code = os.WEXITSTATUS(status)
             if code == 0:
@@ -234,6 +276,7 @@ class Persistence:
             self._child_gone()
             if sig != signal.SIGUSR1:
                 self._set_status(False)
+        srv.repl_feed.bgsave_done(srv.lastbgsave_ok, False)
 
     # -- cron ---------------------------------------------------------------------------
     def cron(self):
@@ -384,6 +427,7 @@ class Persistence:
                     e.offset or 0, e.msg))
                 raise LoadError(str(e)) from None
             self._log_aux(res)
+            self.loaded_aux = res.aux
             try:
                 self.apply(res, merge=merge, allow_dup=allow_dup)
             except Exception as e:  # noqa: BLE001
@@ -407,6 +451,7 @@ class Persistence:
             log.flush_and_exit(1)
         if loaded:
             log.notice("DB loaded from disk: %.3f seconds" % (time.time() - t0))
+            srv.repl_feed.restore(self.loaded_aux)
 
     # -- INFO ----------------------------------------------------------------------------
     def info_lines(self):

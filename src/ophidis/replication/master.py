@@ -1,54 +1,239 @@
-"""The master side of replication: the feed of the replicas attached to us
-(SYNC/PSYNC clients).  It is a target of the server's Propagator: the stream
-of propagated commands as a replica receives it, with a SELECT whenever the
-database changes.  The commands themselves (SYNC, PSYNC, REPLCONF) are in
-commands/replication.py."""
+"""The master side of replication (replication.c's master half).
+
+``ReplFeed`` is the server's replication stream and its history:
+
+* the **offset** (``master_repl_offset``): bytes of stream produced (on a
+  master) or processed from our own master (on a replica);
+* the **backlog**: the last ``repl-backlog-size`` bytes of that stream,
+  created when the first replica attaches (with a fresh replication id, as
+  Redis does), kept while replicas come and go, freed after
+  ``repl-backlog-ttl`` seconds without replicas (on a master only);
+* the **replication ids**: ``server.replid`` (the current history) and the
+  secondary ``replid2`` valid up to ``second_offset``, set when a replica is
+  promoted so that its former siblings can continue partially (PSYNC2);
+* the **replicas** attached (clients whose ``c.repl`` is a ``ReplicaState``):
+  their sync state, acknowledged offsets and lag, and WAIT's clients.
+
+On a master the feed is a target of the server's Propagator: every
+propagated unit is framed (SELECT when the database changes, MULTI/EXEC
+around a multi-command unit), appended to the backlog and written to each
+online replica.  On a replica the Propagator's units are not ours to send
+(writes of a writable replica stay local, as in Redis since 4.0): the
+replica link hands us the master's stream as it applies it
+(``feed_from_master``) and sub-replicas get it byte for byte.
+
+PSYNC (``try_partial``) continues a replica whose replication id is ours
+(or our secondary one up to its offset) and whose next byte is still in the
+backlog: ``+CONTINUE <replid>`` and the backlog from there.  Otherwise the
+replica gets a full synchronisation (commands/replication.py).
+"""
 
 from __future__ import annotations
 
+import os
+import time
+
+from .. import log
+from ..protocol.resp import encode_argv
+from .fullsync import ONLINE, SEND_BULK, STATE_NAMES, WAIT_BGSAVE, WAIT_BGSAVE_START, FullSync
 from .propagate import EXEC, MULTI, TO_REPL, select_cmd
 
-# Per-client REPLCONF settings (Client has __slots__): client id -> dict.
+# Per-client REPLCONF settings sent before SYNC/PSYNC (Client has
+# __slots__): client id -> dict.  SYNC/PSYNC moves them into c.repl.
 replconf_settings: dict = {}
 
+ZERO_ID = "0" * 40
+PING = encode_argv([b"PING"])
+GETACK = encode_argv([b"REPLCONF", b"GETACK", b"*"])
 
-def offset_lines(srv, replid, offset) -> list:
-    """INFO replication's fields after the role-specific ones: the
-    replication ids and offsets, and the backlog (none yet)."""
-    return [
-        "master_failover_state:no-failover",
-        "master_replid:%s" % replid,
-        "master_replid2:0000000000000000000000000000000000000000",
-        "master_repl_offset:%d" % offset,
-        "second_repl_offset:-1",
-        "repl_backlog_active:0",
-        "repl_backlog_size:%d" % srv.config["repl-backlog-size"],
-        "repl_backlog_first_byte_offset:0",
-        "repl_backlog_histlen:0",
-    ]
+__all__ = ["ReplFeed", "ReplicaState", "Backlog", "replconf_settings", "ONLINE", "SEND_BULK",
+           "WAIT_BGSAVE", "WAIT_BGSAVE_START"]
+
+
+def new_replid() -> str:
+    return os.urandom(20).hex()
+
+
+class Backlog:
+    """The last ``size`` bytes of the replication stream; ``offset`` is the
+    replication offset of its first byte (repl_backlog_first_byte_offset)."""
+
+    __slots__ = ("size", "buf", "offset")
+
+    def __init__(self, size: int, first: int):
+        self.size = size
+        self.buf = bytearray()
+        self.offset = first
+
+    def append(self, data):
+        buf = self.buf
+        buf += data
+        over = len(buf) - self.size
+        if over > 0:
+            # bytearray drops a prefix without moving the rest
+            del buf[:over]
+            self.offset += over
+
+    def resize(self, size: int):
+        self.size = size
+        over = len(self.buf) - size
+        if over > 0:
+            del self.buf[:over]
+            self.offset += over
+
+    @property
+    def histlen(self) -> int:
+        return len(self.buf)
+
+    def has(self, off: int) -> bool:
+        """Whether a replica wanting ``off`` as its next byte can continue."""
+        return self.offset <= off <= self.offset + len(self.buf)
+
+    def since(self, off: int) -> bytes:
+        return bytes(self.buf[off - self.offset:])
+
+
+class ReplicaState:
+    """What the master knows of one replica (Redis's slave fields of the
+    client): its sync state, listening address, capabilities, offsets."""
+
+    __slots__ = ("state", "port", "ip", "capa_eof", "capa_psync2", "rdb_only", "filter",
+                 "ack_off", "ack_time", "initial_offset", "pre_psync", "pending", "since", "socket")
+
+    def __init__(self, conf: dict):
+        self.state = WAIT_BGSAVE_START
+        self.port = conf.get("port", 0)
+        self.ip = conf.get("ip")
+        self.capa_eof = "eof" in conf.get("capa", ())
+        self.capa_psync2 = "psync2" in conf.get("capa", ())
+        self.rdb_only = conf.get("rdb_only", False)
+        self.filter = conf.get("filter")
+        self.ack_off = 0
+        self.ack_time = time.time()
+        self.initial_offset = 0
+        self.pre_psync = False        # plain SYNC: no ACKs expected
+        self.pending = None           # stream held until the payload is delivered (and ACKed)
+        self.since = time.time()
+        self.socket = False           # served by the diskless child
 
 
 class ReplFeed:
-    """The replication target of the server's Propagator: the stream of
-    propagated commands as a replica receives it."""
+    """The replication stream, its backlog and ids, and the replicas."""
 
     bit = TO_REPL
 
     def __init__(self, server):
         self.server = server
         self.replicas = []
-        self.last_db = -1
-        self.offset = 0          # bytes of replication stream produced
+        self.last_db = -1              # the stream's selected db (slaveseldb)
+        self.offset = 0                # master_repl_offset
+        self.backlog = None
+        self.replid2 = ZERO_ID
+        self.second_offset = -1
+        self.no_replicas_since = time.time()
+        self.waiting = []              # clients blocked in WAIT: (client, offset, numreplicas)
+        self.getack_pending = False
+        self.attached = False
+        self.cron_loops = 0
+        self.failover_state = "no-failover"
+        self.failover_end = 0.0
+        self.last_cron = 0.0
+        self.loaded_stream_db = 0      # repl-stream-db of the RDB file loaded at start-up
+        self.sync = FullSync(self)
+        server.cron_hooks.append(self._tick)
+
+    # -- ids and history -----------------------------------------------------------
+    def change_replid(self):
+        self.server.replid = new_replid()
+
+    def clear_replid2(self):
+        self.replid2 = ZERO_ID
+        self.second_offset = -1
+
+    def shift_replid(self):
+        """A replica becomes a master: its history so far stays valid for
+        PSYNC under the old id (shiftReplicationId)."""
+        srv = self.server
+        self.replid2 = srv.replid
+        self.second_offset = self.offset + 1
+        self.change_replid()
+        log.warning("Setting secondary replication ID to %s, valid up to offset: %d. "
+                    "New replication ID is %s" % (self.replid2, self.second_offset, srv.replid))
+
+    def create_backlog(self):
+        self.backlog = Backlog(self.server.config["repl-backlog-size"], self.offset + 1)
+        self._update_attach()
+
+    def free_backlog(self):
+        self.backlog = None
+        self._update_attach()
+
+    def rebase(self, replid, offset):
+        """A master restarted from an RDB file with replication info: its
+        old history is kept as the secondary id (loadDataFromDisk)."""
+        self.replid2 = replid
+        self.second_offset = offset + 1
+        self.offset = offset
+        if self.backlog is None:
+            self.create_backlog()
+        self.backlog.offset = offset + 1
+        self.backlog.buf = bytearray()
+        self.no_replicas_since = time.time()
+
+    def restore(self, aux: dict):
+        """The replication fields of the RDB file loaded at start-up: a
+        replica continues its master's history, a master keeps it as its
+        secondary id (loadDataFromDisk)."""
+        try:
+            rid = aux[b"repl-id"].decode("ascii")
+            off = int(aux[b"repl-offset"])
+            db = int(aux[b"repl-stream-db"])
+        except (KeyError, ValueError, UnicodeDecodeError):
+            return
+        if len(rid) != 40 or off == -1 or db == -1:
+            return
+        srv = self.server
+        if srv.config["replicaof"]:
+            srv.replid = rid
+            self.offset = off
+            self.loaded_stream_db = db
+        else:
+            self.rebase(rid, off)
+
+    def save_info(self):
+        """The replication fields of an RDB file (rdbPopulateSaveInfo):
+        (stream db, replid, offset) or None when there is no history."""
+        srv = self.server
+        link = srv.replica_link
+        if link is None:
+            if self.backlog is None:
+                return None
+            return (0 if self.last_db == -1 else self.last_db, srv.replid, self.offset)
+        if link.has_history():
+            return (link.stream_db, srv.replid, self.offset)
+        return None
+
+    def _update_attach(self):
+        want = self.backlog is not None and not self.server.is_replica
+        if want and not self.attached:
+            self.attached = True
+            self.server.propagator.attach(self)
+        elif not want and self.attached:
+            self.attached = False
+            self.server.propagator.detach(self)
+
+    def role_changed(self):
+        self._update_attach()
 
     def flush(self):
         """Deliver what the current command propagated so far (EXEC flushes
         its transaction before serving the clients it unblocked)."""
         self.server.propagator.flush()
 
-    # -- sending ---------------------------------------------------------------------
+    # -- the stream --------------------------------------------------------------------
     def feed(self, ops, wrap):
-        self._prune()
-        if not self.replicas:
+        """A unit from the Propagator (masters only)."""
+        if self.server.is_replica or self.backlog is None:
             return
         out = []
         if wrap:
@@ -60,46 +245,294 @@ class ReplFeed:
                 out.append(data)
         if wrap:
             out.append(EXEC)
-        if not out:
+        if out:
+            self._emit(b"".join(out))
+
+    def feed_from_master(self, data: bytes):
+        """A replica: bytes of our master's stream we have just applied."""
+        if self.backlog is None:
+            self.create_backlog()
+        self._emit(data)
+
+    def feed_command(self, data: bytes):
+        """A master's own command in the stream (PING, REPLCONF GETACK)."""
+        if self.backlog is None:
             return
-        data = b"".join(out)
+        self._emit(data)
+
+    def _emit(self, data):
         self.offset += len(data)
+        self.backlog.append(data)
         for r in self.replicas:
-            r.push(data)
+            st = r.repl
+            if st.pending is not None:
+                st.pending.append(data)
+            elif st.state == ONLINE and not r.closing:
+                r.push(data)
 
     def _select(self, out, dbid):
         if dbid != self.last_db:
             out.append(select_cmd(dbid))
             self.last_db = dbid
 
-    def _prune(self):
-        live = []
-        for r in self.replicas:
-            if r.closing:
-                replconf_settings.pop(r.id, None)
-            else:
-                live.append(r)
-        if self.replicas and not live:
-            # the last replica left: no more propagation work per command
-            # for it (the fast path comes back if nothing else needs it)
-            self.server.propagator.detach(self)
-        self.replicas = live
+    # -- replicas -----------------------------------------------------------------------
+    def prune(self):
+        if any(r.closing for r in self.replicas):
+            live = [r for r in self.replicas if not r.closing]
+            for r in self.replicas:
+                if r.closing:
+                    self._gone(r)
+            self.replicas = live
+            if not live:
+                self.no_replicas_since = time.time()
 
-    def info(self):
-        """INFO replication with the connected replicas (SYNC clients)."""
-        srv = self.server
-        self._prune()
-        lines = ["role:master", "connected_slaves:%d" % len(self.replicas)]
-        for i, r in enumerate(self.replicas):
-            ip = r.addr.rsplit(":", 1)[0].strip("[]") if r.addr else "?"
-            port = replconf_settings.get(r.id, {}).get("port", 0)
-            lines.append("slave%d:ip=%s,port=%d,state=online,offset=%d,lag=0" % (
-                i, ip, port, self.offset))
-        lines += offset_lines(srv, srv.replid, self.offset)
-        return lines
+    def _gone(self, r):
+        log.notice("Connection with replica %s lost." % self.replica_name(r))
 
-    def add_replica(self, c):
+    def remove(self, c):
+        """A replica client closed (called from the server's client cleanup)."""
+        if c in self.replicas:
+            self.replicas.remove(c)
+            self._gone(c)
+            if not self.replicas:
+                self.no_replicas_since = time.time()
+            self.check_waiting()
+
+    def replica_name(self, c) -> str:
+        st = c.repl
+        ip = (st.ip if st is not None and st.ip else None) or _host(c.addr)
+        port = st.port if st is not None else 0
+        if port:
+            return "%s:%d" % (ip, port)
+        return "%s:<unknown-replica-port>" % ip
+
+    def new_replica(self, c) -> ReplicaState:
+        st = ReplicaState(replconf_settings.pop(c.id, {}))
+        c.repl = st
         if c not in self.replicas:
             self.replicas.append(c)
-        self.last_db = -1
-        self.server.propagator.attach(self)
+        if len(self.replicas) == 1 and self.backlog is None:
+            # a fresh history: a new id and no secondary one
+            self.change_replid()
+            self.clear_replid2()
+            self.create_backlog()
+            log.notice("Replication backlog created, my new replication IDs are '%s' and '%s'" % (
+                self.server.replid, self.replid2))
+        return st
+
+    def try_partial(self, c, replid: str, off: int):
+        """masterTryPartialResynchronization: the reply head and backlog to
+        send when ``c`` can continue, else None (after logging why)."""
+        srv = self.server
+        name = self.replica_name_pre(c)
+        if replid != srv.replid and (replid != self.replid2 or off > self.second_offset):
+            if replid != "?":
+                if replid != srv.replid and replid != self.replid2:
+                    log.notice("Partial resynchronization not accepted: Replication ID mismatch "
+                               "(Replica asked for '%s', my replication IDs are '%s' and '%s')" % (
+                                   replid, srv.replid, self.replid2))
+                else:
+                    log.notice("Partial resynchronization not accepted: Requested offset for "
+                               "second ID was %d, but I can reply up to %d" % (off, self.second_offset))
+            else:
+                log.notice("Full resync requested by replica %s" % name)
+            return None
+        bl = self.backlog
+        if bl is None or not bl.has(off):
+            log.notice("Unable to partial resync with replica %s for lack of backlog "
+                       "(Replica request was: %d)." % (name, off))
+            if off > self.offset:
+                log.warning("Warning: replica %s tried to PSYNC with an offset that is greater "
+                            "than the master replication offset." % name)
+            return None
+        st = self.new_replica(c)
+        st.state = ONLINE
+        st.ack_time = time.time()
+        data = bl.since(off)
+        head = b"+CONTINUE %s\r\n" % srv.replid.encode() if st.capa_psync2 else b"+CONTINUE\r\n"
+        log.notice("Partial resynchronization request from %s accepted. Sending %d bytes of "
+                   "backlog starting from offset %d." % (name, len(data), off))
+        return head + data
+
+    def replica_name_pre(self, c) -> str:
+        conf = replconf_settings.get(c.id, {})
+        ip = conf.get("ip") or _host(c.addr)
+        port = conf.get("port", 0)
+        return "%s:%d" % (ip, port) if port else "%s:<unknown-replica-port>" % ip
+
+    def put_online(self, c, hold=False):
+        """replicaPutOnline: the payload is delivered; the held stream
+        follows now, or (``hold``: an EOF-marked payload) with the
+        replica's first ACK."""
+        st = c.repl
+        st.state = ONLINE
+        st.ack_time = time.time()
+        if not hold:
+            self._release(c)
+        log.notice("Synchronization with replica %s succeeded" % self.replica_name(c))
+
+    def _release(self, c):
+        st = c.repl
+        pending = st.pending
+        st.pending = None
+        if pending:
+            c.push(b"".join(pending))
+
+    def bgsave_done(self, ok: bool, socket: bool):
+        """The RDB child ended (Persistence calls this)."""
+        self.sync.done(ok, socket)
+
+    def disconnect_replicas(self):
+        """Every replica reconnects (and learns a new replication id)."""
+        for r in list(self.replicas):
+            r.close()
+        self.replicas = []
+        self.no_replicas_since = time.time()
+
+    # -- acknowledgements and WAIT ------------------------------------------------------------
+    def ack(self, c, off: int):
+        st = c.repl
+        if st is None:
+            return
+        if off > st.ack_off:
+            st.ack_off = off
+        st.ack_time = time.time()
+        if st.pending is not None and st.state == ONLINE:
+            self._release(c)       # the first ACK after an EOF-marked payload
+        if self.waiting:
+            self.check_waiting()
+
+    def count_acks(self, off: int) -> int:
+        n = 0
+        for r in self.replicas:
+            st = r.repl
+            if st.state == ONLINE and st.ack_off >= off:
+                n += 1
+        return n
+
+    def good_replicas(self) -> int:
+        """Online replicas whose lag is within min-replicas-max-lag."""
+        lag = self.server.config["min-replicas-max-lag"]
+        now = time.time()
+        n = 0
+        for r in self.replicas:
+            st = r.repl
+            if st.state == ONLINE and not r.closing and int(now - st.ack_time) <= lag:
+                n += 1
+        return n
+
+    def request_acks(self):
+        """Ask every replica for an ACK before the loop sleeps."""
+        if not self.getack_pending:
+            self.getack_pending = True
+            self.server.loop.call_soon(self._send_getack)
+
+    def _send_getack(self):
+        self.getack_pending = False
+        if self.replicas and not self.server.is_replica:
+            self.feed_command(GETACK)
+
+    def add_waiting(self, c, off, numreplicas):
+        self.waiting.append((c, off, numreplicas))
+        self.request_acks()
+
+    def drop_waiting(self, c):
+        self.waiting = [w for w in self.waiting if w[0] is not c]
+
+    def check_waiting(self):
+        """processClientsWaitingReplicas."""
+        if not self.waiting:
+            return
+        bh = self.server.blocking_handler
+        keep = []
+        for c, off, num in self.waiting:
+            if c.closing or c.bstate is None:
+                continue
+            n = self.count_acks(off)
+            if n >= num:
+                bh.finish(c, b":%d\r\n" % n)
+            else:
+                keep.append((c, off, num))
+        self.waiting = keep
+
+    # -- cron ---------------------------------------------------------------------------------
+    def _tick(self):
+        if self.replicas:
+            self.sync.cron()
+        now = time.monotonic()
+        if now - self.last_cron >= 1.0:
+            self.last_cron = now
+            self.cron()
+
+    def cron(self):
+        """replicationCron's master half, once a second."""
+        srv = self.server
+        cfg = srv.config
+        self.prune()
+        loops = self.cron_loops
+        self.cron_loops += 1
+        if self.replicas and not srv.is_replica and loops % cfg["repl-ping-replica-period"] == 0 \
+                and not (self.failover_end and srv.pause_type is not None):
+            self.feed_command(PING)
+        now = time.time()
+        timeout = cfg["repl-timeout"]
+        for r in list(self.replicas):
+            st = r.repl
+            if st.state != ONLINE:
+                if st.state == WAIT_BGSAVE_START or (st.state == WAIT_BGSAVE and not st.socket):
+                    r.push(b"\n")      # keep-alive while the payload is prepared
+                continue
+            if st.pre_psync:
+                continue
+            if now - st.ack_time > timeout:
+                log.warning("Disconnecting timedout replica (streaming sync): %s" % self.replica_name(r))
+                r.close()
+        self.prune()
+        ttl = cfg["repl-backlog-ttl"]
+        if not self.replicas and ttl and self.backlog is not None and srv.replica_link is None \
+                and now - self.no_replicas_since > ttl:
+            self.change_replid()
+            self.clear_replid2()
+            self.free_backlog()
+            log.notice("Replication backlog freed after %d seconds without connected replicas." % ttl)
+        if self.backlog is not None and self.backlog.size != cfg["repl-backlog-size"]:
+            self.backlog.resize(cfg["repl-backlog-size"])
+
+    # -- reports ------------------------------------------------------------------------------
+    def offset_lines(self) -> list:
+        """INFO replication's fields after the role-specific ones."""
+        srv = self.server
+        bl = self.backlog
+        return [
+            "master_failover_state:%s" % self.failover_state,
+            "master_replid:%s" % srv.replid,
+            "master_replid2:%s" % self.replid2,
+            "master_repl_offset:%d" % self.offset,
+            "second_repl_offset:%d" % self.second_offset,
+            "repl_backlog_active:%d" % (1 if bl is not None else 0),
+            "repl_backlog_size:%d" % srv.config["repl-backlog-size"],
+            "repl_backlog_first_byte_offset:%d" % (bl.offset if bl is not None else 0),
+            "repl_backlog_histlen:%d" % (bl.histlen if bl is not None else 0),
+        ]
+
+    def replica_lines(self) -> list:
+        self.prune()
+        lines = ["connected_slaves:%d" % len(self.replicas)]
+        cfg = self.server.config
+        if cfg["min-replicas-to-write"] and cfg["min-replicas-max-lag"]:
+            lines.append("min_slaves_good_slaves:%d" % self.good_replicas())
+        now = time.time()
+        for i, r in enumerate(self.replicas):
+            st = r.repl
+            ip = st.ip or _host(r.addr)
+            lines.append("slave%d:ip=%s,port=%d,state=%s,offset=%d,lag=%d" % (
+                i, ip, st.port, STATE_NAMES[st.state], st.ack_off, int(now - st.ack_time)))
+        return lines
+
+    def info(self):
+        """INFO replication of a master."""
+        return ["role:master"] + self.replica_lines() + self.offset_lines()
+
+
+def _host(addr) -> str:
+    return addr.rsplit(":", 1)[0].strip("[]") if addr else "?"

@@ -1,20 +1,32 @@
-"""The replica side of replication: REPLICAOF host port.
+"""The replica side of replication: REPLICAOF host port (replication.c's
+replica half).
 
 A task keeps a link to the master: PING, AUTH (masterauth/masteruser),
-REPLCONF listening-port and capa (eof, psync2), then PSYNC.  The master
-answers +FULLRESYNC <replid> <offset> and sends the RDB payload, either as
-``$<len>`` or, diskless, as ``$EOF:<40-byte mark>`` ... mark; the payload
-replaces the dataset (parsed and swapped in like a DEBUG RELOAD), then the
-command stream follows.  Each command runs through ``process_command`` on a
-master client (replies discarded; MULTI/EXEC and SELECT work as for any
-client), and the offset counts the stream's bytes.  ``REPLCONF GETACK``
-is answered and ``REPLCONF ACK <offset>`` sent every second.  A lost link
-is retried every second with a new full synchronisation (no backlog).
+REPLCONF listening-port / ip-address and capa (eof, psync2), then PSYNC.
+
+* With a history (our replication id and offset are valid: we were a
+  master, or the link dropped after a sync, or the RDB file we started from
+  had replication info) we ask ``PSYNC <replid> <offset+1>``; the master
+  answers ``+CONTINUE [<replid>]`` and sends the stream from there, or
+* ``+FULLRESYNC <replid> <offset>`` and the RDB payload (``$<len>`` or,
+  diskless, ``$EOF:<40-byte mark>`` ... mark), which replaces the dataset.
+
+The stream's commands run through ``process_command`` on a master client
+(replies discarded; MULTI/EXEC and SELECT work as for any client).  The
+replication offset (the feed's ``offset``) advances by each applied
+command's bytes, except inside MULTI ... EXEC, which counts when EXEC has
+run: a link lost in the middle of a transaction continues from before its
+MULTI.  The applied bytes go, unchanged, into our backlog and to our own
+replicas (chained replication).  ``REPLCONF GETACK`` is answered with
+``REPLCONF ACK <offset>`` and an ACK is sent every second; no data for
+``repl-timeout`` seconds drops the link.  A lost link is retried at once,
+then every second.
 
 While a replica, writes from other clients get READONLY (replica-read-only),
 keys do not expire on their own (the master's DELs remove them), and every
 command takes the general path.  REPLICAOF NO ONE turns the server back into
-a master with the data it has.
+a master with the data it has; its replication id becomes the secondary one
+(valid up to the current offset), so its former siblings continue with it.
 """
 
 from __future__ import annotations
@@ -27,9 +39,6 @@ import hiredis
 from .. import log
 from ..net.client import Client
 from ..protocol.resp import encode_request, request_size
-from .master import offset_lines
-
-_NOT_CONNECTED = ("connect", "connecting", "sync", "connected")
 
 
 class ReplicaLink:
@@ -40,14 +49,17 @@ class ReplicaLink:
         self.state = "connect"
         self.task = None
         self.writer = None
-        self.offset = 0              # processed stream bytes (master_repl_offset on our side)
-        self.read_offset = 0
-        self.master_replid = "?"
         self.last_io = time.time()
         self.sync_in_progress = False
         self.link_down_since = time.time()
         self.stopped = False
         self.client = None
+        self.history = False      # Redis's cached master: PSYNC <replid> <offset+1> possible
+        self.stream_db = 0        # the master stream's selected database
+        self.read_offset = 0      # stream bytes read (slave_read_repl_offset)
+        self.sync_total = -1
+        self.sync_read = 0
+        self.sync_last_io = 0.0
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self):
@@ -63,8 +75,21 @@ class ReplicaLink:
         if self.task is not None:
             self.task.cancel()
 
+    def has_history(self) -> bool:
+        return self.history
+
+    @property
+    def offset(self) -> int:
+        return self.srv.repl_feed.offset
+
     async def _run(self):
+        first = True
         while not self.stopped:
+            if not first:
+                await asyncio.sleep(1)
+                if self.stopped:
+                    break
+            first = False
             try:
                 await self._session()
             except asyncio.CancelledError:
@@ -79,35 +104,41 @@ class ReplicaLink:
                     except Exception:  # noqa: BLE001
                         pass
                     self.writer = None
-                if self.state == "connected":
-                    self.link_down_since = time.time()
-                    log.notice("Connection with master lost.")
+                was_up = self.state == "connected"
                 self.state = "connect"
                 self.sync_in_progress = False
-            if not self.stopped:
-                await asyncio.sleep(1)
+                if was_up and not self.stopped:
+                    self.link_down_since = time.time()
+                    log.notice("Connection with master lost.")
+                    log.notice("* Caching the disconnected master state.")
+                    log.notice("Reconnecting to MASTER %s:%d" % (self.host, self.port))
+                    first = True       # reconnect at once: the backlog may be recycled
 
     # -- one connection ---------------------------------------------------------------
     async def _session(self):
         srv = self.srv
         cfg = srv.config
+        feed = srv.repl_feed
         self.state = "connecting"
         log.notice("Connecting to MASTER %s:%d" % (self.host, self.port))
-        reader, writer = await asyncio.open_connection(self.host, self.port)
+        timeout = cfg["repl-timeout"]
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
         self.writer = writer
         log.notice("MASTER <-> REPLICA sync started")
 
         async def ask(*args):
             writer.write(encode_request(*args))
             await writer.drain()
-            line = await reader.readline()
+            line = await asyncio.wait_for(reader.readline(), cfg["repl-timeout"])
             if not line:
                 raise ConnectionError("connection lost")
             return line.rstrip(b"\r\n")
 
+        self.state = "handshake"
         r = await ask("PING")
         if r.startswith(b"-") and not r.startswith((b"-NOAUTH", b"-NOPERM", b"-ERR operation not permitted")):
             raise ConnectionError("Error reply to PING from master: '%s'" % r[1:].decode("utf-8", "replace"))
+        log.notice("Master replied to PING, replication can continue...")
         auth = cfg["masterauth"]
         if auth:
             user = cfg["masteruser"]
@@ -115,57 +146,119 @@ class ReplicaLink:
             if r.startswith(b"-"):
                 raise ConnectionError("Unable to AUTH to MASTER: %s" % r[1:].decode("utf-8", "replace"))
         await ask("REPLCONF", "listening-port", cfg["replica-announce-port"] or cfg["port"])
+        if cfg["replica-announce-ip"]:
+            await ask("REPLCONF", "ip-address", cfg["replica-announce-ip"])
         await ask("REPLCONF", "capa", "eof", "capa", "psync2")
-        writer.write(encode_request("PSYNC", "?", "-1"))
+        if self.history:
+            want_id, want_off = srv.replid, feed.offset + 1
+            log.notice("Trying a partial resynchronization (request %s:%d)." % (want_id, want_off))
+        else:
+            want_id, want_off = "?", -1
+            log.notice("Partial resynchronization not possible (no cached master)")
+        writer.write(encode_request("PSYNC", want_id, want_off))
         await writer.drain()
         while True:
-            line = await reader.readline()
+            line = await asyncio.wait_for(reader.readline(), cfg["repl-timeout"])
             if not line:
                 raise ConnectionError("connection lost during PSYNC")
             if line.strip():
                 break
         line = line.rstrip(b"\r\n")
+        if line.startswith(b"+CONTINUE"):
+            self._continued(line)
+            await self._stream(reader, writer)
+            return
         if not line.startswith(b"+FULLRESYNC"):
-            raise ConnectionError("Unexpected reply to PSYNC from master: %s" % line.decode("utf-8", "replace"))
+            if line.startswith((b"-NOMASTERLINK", b"-LOADING")):
+                log.notice("Master is currently unable to PSYNC but should be in the future: %s" %
+                           line.decode("utf-8", "replace"))
+            else:
+                log.warning("Unexpected reply to PSYNC from master: %s" % line.decode("utf-8", "replace"))
+            raise ConnectionError("PSYNC refused")
         parts = line.split()
-        self.master_replid = parts[1].decode() if len(parts) > 1 else "?"
+        master_replid = parts[1].decode() if len(parts) > 1 else "?"
         start = int(parts[2]) if len(parts) > 2 else 0
-        log.notice("Full resync from master: %s:%d" % (self.master_replid, start))
+        log.notice("Full resync from master: %s:%d" % (master_replid, start))
         self.state = "sync"
         self.sync_in_progress = True
         payload = await self._read_payload(reader)
+        # our old history is gone from here on (replicationAttachToNewMaster)
+        self.history = False
+        feed.disconnect_replicas()
+        feed.free_backlog()
         self._load(payload)
-        self.offset = self.read_offset = start
+        srv.replid = master_replid
+        feed.offset = start
+        feed.clear_replid2()
+        feed.create_backlog()
+        self.read_offset = start
+        self.stream_db = 0
+        self.history = True
         self.sync_in_progress = False
         self.state = "connected"
         self.last_io = time.time()
         log.notice("MASTER <-> REPLICA sync: Finished with success")
         await self._stream(reader, writer)
 
+    def _continued(self, line: bytes):
+        """+CONTINUE [<replid>]: the master continues our history."""
+        srv = self.srv
+        feed = srv.repl_feed
+        log.notice("Successful partial resynchronization with master.")
+        new = line[10:].strip().decode("ascii", "replace")
+        if len(new) == 40 and new != srv.replid:
+            log.warning("Master replication ID changed to %s" % new)
+            feed.replid2 = srv.replid
+            feed.second_offset = feed.offset + 1
+            srv.replid = new
+            feed.disconnect_replicas()
+        if feed.backlog is None:
+            feed.create_backlog()
+        self.read_offset = feed.offset
+        self.state = "connected"
+        self.last_io = time.time()
+        log.notice("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
+
     async def _read_payload(self, reader) -> bytes:
+        cfg = self.srv.config
         # newlines before the payload are keep-alives while the master saves
         while True:
-            line = await reader.readline()
+            line = await asyncio.wait_for(reader.readline(), cfg["repl-timeout"])
             if not line:
                 raise ConnectionError("connection lost before the RDB payload")
+            self.last_io = time.time()
             if line.strip():
                 break
         line = line.rstrip(b"\r\n")
         if not line.startswith(b"$"):
-            raise ConnectionError("Bad protocol from MASTER, the first byte is not '$'")
+            raise ConnectionError("Bad protocol from MASTER, the first byte is not '$' (we received '%s'), "
+                                  "are you sure the host and port are right?" % line.decode("utf-8", "replace"))
         if line.startswith(b"$EOF:"):
             mark = line[5:]
+            log.notice("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk")
             buf = bytearray()
+            self.sync_total = 0
             while True:
-                chunk = await reader.read(65536)
+                chunk = await asyncio.wait_for(reader.read(65536), cfg["repl-timeout"])
                 if not chunk:
                     raise ConnectionError("connection lost during the RDB payload")
+                self.last_io = time.time()
                 buf += chunk
+                self.sync_read = len(buf)
                 if buf.endswith(mark):
                     return bytes(buf[:-len(mark)])
         n = int(line[1:])
+        self.sync_total = n
         log.notice("MASTER <-> REPLICA sync: receiving %d bytes from master to disk" % n)
-        return await reader.readexactly(n)
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = await asyncio.wait_for(reader.read(min(65536, n - len(buf))), cfg["repl-timeout"])
+            if not chunk:
+                raise ConnectionError("connection lost during the RDB payload")
+            self.last_io = time.time()
+            buf += chunk
+            self.sync_read = len(buf)
+        return bytes(buf)
 
     def _load(self, payload: bytes):
         srv = self.srv
@@ -176,6 +269,7 @@ class ReplicaLink:
         srv.loading = True
         srv.update_server_slow()
         try:
+            log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
             res = p.parse(payload)
             p.apply(res)
         finally:
@@ -185,18 +279,35 @@ class ReplicaLink:
         if mem.tracking:
             mem.recompute()
             mem._reset_structures()
-        log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
         aof.restart_after_sync()
 
     async def _stream(self, reader, writer):
         srv = self.srv
+        feed = srv.repl_feed
+        cfg = srv.config
         mc = Client(srv)
         mc.authenticated = True
         mc.addr = "%s:%d" % (self.host, self.port)
         mc.is_master = True
+        mc.db = srv.dbs[self.stream_db] if 0 <= self.stream_db < len(srv.dbs) else srv.dbs[0]
+        # listed in CLIENT LIST (flag M); CLIENT KILL TYPE master closes the link
+        mc.transport = writer.transport
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            mc.fd = sock.fileno()
+            try:
+                mc.laddr = "%s:%d" % sock.getsockname()[:2]
+            except (OSError, TypeError):
+                pass
+        srv.clients[mc.id] = mc
         self.client = mc
         rd = hiredis.Reader()
-        acked = 0.0
+        raw = bytearray()           # read, not yet part of the applied offset
+        used = 0                    # bytes of raw that belong to commands already run
+        # the first ACK at once: a master holding the stream after an
+        # EOF-marked payload starts it on this ACK
+        writer.write(encode_request("REPLCONF", "ACK", feed.offset))
+        acked = time.monotonic()
         try:
             while not self.stopped:
                 try:
@@ -208,16 +319,19 @@ class ReplicaLink:
                         raise ConnectionError("connection lost")
                     self.last_io = time.time()
                     rd.feed(data)
+                    raw += data
+                    applied = 0         # bytes of raw applied as whole units
                     while True:
                         req = rd.gets()
                         if req is False:
                             break
                         if req.__class__ is not list or not req:
                             continue
-                        self.read_offset += request_size(req)   # the master's canonical encoding
+                        size = request_size(req)   # the master's canonical encoding
+                        self.read_offset += size
                         name = req[0].lower()
                         if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
-                            writer.write(encode_request("REPLCONF", "ACK", self.read_offset))
+                            writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
                         else:
                             srv.applying_master = True
                             try:
@@ -226,18 +340,34 @@ class ReplicaLink:
                                 log.warning("Error applying a command from the master: %r" % e)
                             finally:
                                 srv.applying_master = False
-                        self.offset = self.read_offset
+                        used += size
+                        if mc.multi is None:
+                            applied = used
+                    if applied:
+                        # what we applied joins our history and our replicas' stream
+                        feed.feed_from_master(bytes(raw[:applied]))
+                        del raw[:applied]
+                        used -= applied
+                    self.stream_db = mc.db.id
                 now = time.monotonic()
                 if now - acked >= 1.0:
                     acked = now
-                    writer.write(encode_request("REPLCONF", "ACK", self.offset))
+                    writer.write(encode_request("REPLCONF", "ACK", feed.offset))
                     await writer.drain()
+                if time.time() - self.last_io > cfg["repl-timeout"]:
+                    log.warning("MASTER timeout: no data nor PING received...")
+                    raise ConnectionError("master timeout")
         finally:
             self.client = None
+            srv.clients.pop(mc.id, None)
+            if mc.multi is not None:
+                mc.multi = None     # a transaction cut by the link: resent after PSYNC
+            self.read_offset = feed.offset
 
     # -- reports ----------------------------------------------------------------------
     def info(self):
         srv = self.srv
+        feed = srv.repl_feed
         up = self.state == "connected"
         lines = [
             "role:slave",
@@ -247,44 +377,70 @@ class ReplicaLink:
             "master_last_io_seconds_ago:%d" % (int(time.time() - self.last_io) if up else -1),
             "master_sync_in_progress:%d" % (1 if self.sync_in_progress else 0),
             "slave_read_repl_offset:%d" % self.read_offset,
-            "slave_repl_offset:%d" % self.offset,
+            "slave_repl_offset:%d" % feed.offset,
         ]
+        if self.sync_in_progress:
+            lines += [
+                "master_sync_total_bytes:%d" % self.sync_total,
+                "master_sync_read_bytes:%d" % self.sync_read,
+                "master_sync_left_bytes:%d" % (self.sync_total - self.sync_read),
+                "master_sync_perc:%.2f" % ((self.sync_read * 100.0 / self.sync_total) if self.sync_total > 0 else 0),
+                "master_sync_last_io_seconds_ago:%d" % int(time.time() - self.last_io),
+            ]
         if not up:
             lines.append("master_link_down_since_seconds:%d" % int(time.time() - self.link_down_since))
         lines += [
             "slave_priority:%d" % srv.config["replica-priority"],
             "slave_read_only:%d" % (1 if srv.config["replica-read-only"] else 0),
             "replica_announced:%d" % (1 if srv.config["replica-announced"] else 0),
-            "connected_slaves:0",
         ]
-        lines += offset_lines(srv, self.master_replid, self.offset)
-        return lines
+        return lines + feed.replica_lines() + feed.offset_lines()
 
     def role(self):
-        state = {"connect": b"connect", "connecting": b"connecting", "sync": b"sync",
-                 "connected": b"connected"}[self.state]
-        return state
+        return {"connect": b"connect", "connecting": b"connecting", "handshake": b"handshake",
+                "sync": b"sync", "connected": b"connected"}[self.state]
 
 
-def set_master(srv, host: str, port: int):
-    """REPLICAOF host port."""
+def set_master(srv, host: str, port: int, stream_db=None):
+    """REPLICAOF host port (replicationSetMaster)."""
     old = srv.replica_link
+    feed = srv.repl_feed
+    link = ReplicaLink(srv, host, port)
     if old is not None:
         old.stop()
-    link = ReplicaLink(srv, host, port)
+        link.history = old.history
+        link.stream_db = old.stream_db
+    else:
+        # a master turning into a replica: its own id and offset may let it
+        # continue with the new master (a former replica of ours, promoted)
+        log.notice("Before turning into a replica, using my own master parameters to synthesize a "
+                   "cached master: I may be able to synchronize with the new master with just a "
+                   "partial transfer.")
+        link.history = True
+        link.stream_db = stream_db if stream_db is not None else 0
     srv.replica_link = link
     srv.is_replica = True
+    feed.role_changed()
+    srv.blocking_handler.disconnect_all_blocked()
     srv.update_server_slow()
-    # clients blocked on lists etc. stay blocked; the master's stream serves them
     link.start()
 
 
 def unset_master(srv):
-    """REPLICAOF NO ONE."""
+    """REPLICAOF NO ONE (replicationUnsetMaster)."""
     link = srv.replica_link
     if link is None:
         return
     link.stop()
+    feed = srv.repl_feed
     srv.replica_link = None
     srv.is_replica = False
+    feed.shift_replid()
+    feed.disconnect_replicas()
+    feed.last_db = -1
+    feed.no_replicas_since = time.time()
+    if feed.backlog is None:
+        feed.create_backlog()
+    feed.role_changed()
     srv.update_server_slow()
+    srv.aof.restart_after_sync()

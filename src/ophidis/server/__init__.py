@@ -388,7 +388,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         log.notice("Ready to accept connections")
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
-            replica.set_master(self, ro[0], int(ro[1]))
+            replica.set_master(self, ro[0], int(ro[1]), stream_db=self.repl_feed.loaded_stream_db)
         for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
             try:
                 self.loop.add_signal_handler(sig, self._signal, name)

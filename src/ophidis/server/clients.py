@@ -10,6 +10,7 @@ from .. import log
 from ..keyspace.db import stats
 from ..keyspace.watch import unwatch_all
 from ..net.client import Client
+from ..replication.master import replconf_settings
 
 DENIED = (
     b"-DENIED Redis is running in protected mode because protected "
@@ -120,6 +121,11 @@ class Clients:
                 self.paused_clients.remove(c)
             except ValueError:
                 pass
+        if c.repl is not None:
+            self.repl_feed.remove(c)
+        if self.repl_feed.waiting:
+            self.repl_feed.drop_waiting(c)
+        replconf_settings.pop(c.id, None)
         if log.enabled(log.VERBOSE):
             log.verbose("Client closed connection %s" % c.info_string())
 
@@ -143,7 +149,7 @@ class Clients:
                 c.out_extra = None
                 self.obuf_soft.pop(c.id, None)
             return False
-        if c in self.repl_feed.replicas:
+        if c.repl is not None:
             # the replica class; a hard limit below repl-backlog-size is
             # raised to it, as Redis does
             hard, soft, secs = self.obuf_limits["slave"]

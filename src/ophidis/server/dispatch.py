@@ -121,8 +121,8 @@ class Dispatch:
         return self.call(c, cmd, argv)
 
     def good_replicas(self) -> int:
-        """Replicas attached to our feed (min-replicas-to-write)."""
-        return len(self.repl_feed.replicas)
+        """Online replicas within min-replicas-max-lag (min-replicas-to-write)."""
+        return self.repl_feed.good_replicas()
 
     def _debug_allowed(self, c) -> bool:
         v = self.config["enable-debug-command"]

@@ -1,0 +1,386 @@
+"""PSYNC2: the backlog, partial resynchronisation after a link drop, after a
+promotion and after a restart, chains, WAIT, with Ophidis and Debian's
+redis-server on either side.  Every scenario compares the datasets of master
+and replicas once their offsets are equal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+import redis
+
+from support.servers import REDIS_SERVER, RedisServerProc
+from support.wait import wait_until
+
+
+def info(c, section="replication"):
+    return c.info(section)
+
+
+def linked(c):
+    return info(c).get("master_link_status") == "up"
+
+
+def digest(c):
+    return c.execute_command("DEBUG", "DIGEST")
+
+
+def caught_up(master, *replicas):
+    off = info(master)["master_repl_offset"]
+    return all(info(r)["slave_repl_offset"] == off for r in replicas)
+
+
+def dataset(c):
+    """Every key of db 0 with its type and contents."""
+    out = {}
+    for k in c.keys("*"):
+        t = c.type(k)
+        if t == b"string":
+            v = c.get(k)
+        elif t == b"list":
+            v = c.lrange(k, 0, -1)
+        elif t == b"hash":
+            v = c.hgetall(k)
+        elif t == b"set":
+            v = c.smembers(k)
+        else:
+            v = c.zrange(k, 0, -1, withscores=True)
+        out[k] = (t, v)
+    return out
+
+
+def same_data(master, *replicas):
+    wait_until(lambda: caught_up(master, *replicas), what="the replicas to catch up")
+    d = dataset(master)
+    for r in replicas:
+        assert dataset(r) == d
+
+
+def sync_counts(c):
+    """sync_full, sync_partial_ok, sync_partial_err (a new replica first
+    asks PSYNC with its own id: one refused partial sync, as in Redis)."""
+    s = c.info("stats")
+    return s["sync_full"], s["sync_partial_ok"], s["sync_partial_err"]
+
+
+def replicate(replica, master_port):
+    replica.execute_command("REPLICAOF", "127.0.0.1", str(master_port))
+    wait_until(lambda: linked(replica), what="the link")
+
+
+def workload(c, tag, n=50):
+    p = c.pipeline(transaction=False)
+    for i in range(n):
+        p.set("%s:%d" % (tag, i), "v%d" % i)
+        p.rpush("list:" + tag, i)
+        p.hset("h:" + tag, str(i), i)
+    p.incrby("counter", n)
+    p.execute()
+    tx = c.pipeline(transaction=True)
+    tx.incr("counter")
+    tx.sadd("set:" + tag, "a", "b")
+    tx.execute()
+
+
+@pytest.fixture
+def real():
+    """Start Debian's redis-server processes; all stopped at teardown."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (make test installs it)")
+    started = []
+
+    def start(*args):
+        p = RedisServerProc(["--repl-diskless-sync-delay", "0"] + list(args), debug=True)
+        started.append(p)
+        return p
+
+    try:
+        yield start
+    finally:
+        for p in started:
+            p.stop(remove=True)
+
+
+def ophidis(start_server, *args):
+    s = start_server("--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0", *args)
+    c = s.client()
+    c.port = s.port
+    return s, c
+
+
+def kill_link_from_replica(r):
+    assert r.execute_command("CLIENT", "KILL", "TYPE", "master") == 1
+
+
+def test_link_drop_continues_from_the_backlog(start_server):
+    _, m = ophidis(start_server)
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    workload(m, "a")
+    same_data(m, r)
+    mi = info(m)
+    assert mi["repl_backlog_active"] == 1 and mi["repl_backlog_first_byte_offset"] == 1
+    assert mi["repl_backlog_histlen"] == mi["master_repl_offset"] > 0
+    assert info(r)["master_replid"] == mi["master_replid"]
+    kill_link_from_replica(r)
+    workload(m, "b")            # written while the replica may be disconnected
+    wait_until(lambda: linked(r), what="the link again")
+    same_data(m, r)
+    assert sync_counts(m) == (1, 1, 1)
+    # the replica's ACKs (every second) bring its offset to the master's INFO
+    wait_until(lambda: info(m)["slave0"]["offset"] == info(m)["master_repl_offset"], what="the ACK")
+    assert info(m)["slave0"]["state"] == "online"
+    # the master's side drops the link: the same
+    m.execute_command("CLIENT", "KILL", "TYPE", "replica")
+    workload(m, "c")
+    wait_until(lambda: sync_counts(m)[1] == 2, what="the second partial resync")
+    same_data(m, r)
+
+
+def test_backlog_overflow_needs_a_full_sync(start_server):
+    _, m = ophidis(start_server, "--repl-backlog-size", "16384")
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    workload(m, "a", 10)
+    same_data(m, r)
+    # the replica sleeps; meanwhile its link goes and 100 KB more than the
+    # backlog holds are written
+    r2 = redis.Redis(port=r.port, socket_timeout=30)
+    p = r2.pipeline(transaction=False)
+    p.execute_command("DEBUG", "SLEEP", "1.5")
+    t = threading.Thread(target=p.execute)
+    t.start()
+    try:
+        m.execute_command("CLIENT", "KILL", "TYPE", "replica")
+        m.set("big", "x" * 100000)
+        workload(m, "b", 20)
+    finally:
+        t.join()
+    wait_until(lambda: sync_counts(m)[0] == 2, what="the second full sync")
+    assert sync_counts(m)[2] == 2        # the PSYNC was refused
+    wait_until(lambda: linked(r), what="the link")
+    same_data(m, r)
+    assert info(m)["repl_backlog_histlen"] == 16384
+
+
+def test_promotion_keeps_the_history_for_the_other_replicas(start_server):
+    _, m = ophidis(start_server)
+    _, r1 = ophidis(start_server)
+    _, r2 = ophidis(start_server)
+    replicate(r1, m.port)
+    replicate(r2, m.port)
+    workload(m, "a")
+    same_data(m, r1, r2)
+    old_id = info(m)["master_replid"]
+    off = info(m)["master_repl_offset"]
+    # failover: r1 becomes the master, r2 and the old master follow it
+    r1.execute_command("REPLICAOF", "NO", "ONE")
+    i1 = info(r1)
+    assert i1["master_replid2"] == old_id and i1["second_repl_offset"] == off + 1
+    assert i1["master_replid"] != old_id
+    replicate(r2, r1.port)
+    m.execute_command("REPLICAOF", "127.0.0.1", str(r1.port))
+    wait_until(lambda: linked(m), what="the old master's link")
+    assert sync_counts(r1) == (0, 2, 0)     # both continued partially
+    workload(r1, "b")
+    same_data(r1, r2, m)
+    assert info(r2)["master_replid"] == info(r1)["master_replid"]
+    assert info(r2)["master_replid2"] == old_id
+
+
+def test_chain_of_three_gets_the_stream_byte_for_byte(start_server):
+    _, m = ophidis(start_server)
+    _, r1 = ophidis(start_server)
+    _, r2 = ophidis(start_server)
+    replicate(r1, m.port)
+    replicate(r2, r1.port)
+    workload(m, "a")
+    same_data(m, r1)
+    wait_until(lambda: info(r2)["slave_repl_offset"] == info(m)["master_repl_offset"],
+               what="the sub-replica's offset")
+    assert dataset(r2) == dataset(m)
+    assert info(r2)["master_replid"] == info(m)["master_replid"]
+    # the middle replica's link drops: both levels continue
+    kill_link_from_replica(r1)
+    workload(m, "b")
+    wait_until(lambda: linked(r1), what="the middle link")
+    wait_until(lambda: info(r2)["slave_repl_offset"] == info(m)["master_repl_offset"],
+               what="the sub-replica's offset")
+    assert dataset(r2) == dataset(m)
+    assert sync_counts(m) == (1, 1, 1) and sync_counts(r1)[0] == 1
+
+
+def test_restarts_resume_with_psync(start_server):
+    ms, m = ophidis(start_server)
+    rs, r = ophidis(start_server)
+    replicate(r, m.port)
+    workload(m, "a")
+    same_data(m, r)
+    # the replica restarts from its RDB file (replication id and offset in
+    # its aux fields) and continues
+    r.shutdown(save=True)
+    r.close()
+    rs.proc.wait(20)
+    workload(m, "b")
+    rs2, r = ophidis(start_server, "--replicaof", "127.0.0.1", str(m.port), "--dir", rs.dir)
+    wait_until(lambda: linked(r), what="the restarted replica's link")
+    same_data(m, r)
+    assert sync_counts(m) == (1, 1, 1)
+    # the master restarts: its old id is its secondary one; the replica continues
+    old = info(m)["master_replid"]
+    m.shutdown(save=True)
+    m.close()
+    ms.proc.wait(20)
+    ms2, m = ophidis(start_server, "--dir", ms.dir, "--port", str(ms.port))
+    assert info(m)["master_replid2"] == old
+    wait_until(lambda: linked(r), what="the link to the restarted master")
+    assert sync_counts(m) == (0, 1, 0)
+    workload(m, "c")
+    same_data(m, r)
+
+
+def test_wait_counts_acknowledgements(start_server):
+    _, m = ophidis(start_server)
+    _, r1 = ophidis(start_server)
+    s2, r2 = ophidis(start_server)
+    assert m.execute_command("WAIT", 0, 0) == 0
+    replicate(r1, m.port)
+    replicate(r2, m.port)
+    for i in range(20):
+        m.set("k%d" % i, i)
+        assert m.execute_command("WAIT", 2, 5000) == 2
+    # a stopped replica cannot acknowledge
+    os.kill(s2.pid, signal.SIGSTOP)
+    try:
+        m.incr("late")
+        assert m.execute_command("WAIT", 2, 300) == 1
+    finally:
+        os.kill(s2.pid, signal.SIGCONT)
+    assert m.execute_command("WAIT", 2, 5000) == 2
+    with pytest.raises(redis.ResponseError, match="WAIT cannot be used with replica instances"):
+        r1.execute_command("WAIT", 1, 0)
+    with pytest.raises(redis.ResponseError, match="timeout is negative"):
+        m.execute_command("WAIT", 1, -1)
+    lag = info(m)["slave0"]["lag"]
+    assert 0 <= lag <= 2
+    # min-replicas-to-write counts the replicas with a fresh ACK
+    m.config_set("min-replicas-to-write", 2)
+    m.set("ok", 1)
+    m.config_set("min-replicas-to-write", 3)
+    with pytest.raises(redis.ResponseError, match="NOREPLICAS"):
+        m.set("no", 1)
+    assert info(m)["min_slaves_good_slaves"] == 2
+
+
+@pytest.mark.parametrize("diskless", ["yes", "no"])
+def test_full_sync_of_two_replicas_by_one_child(start_server, diskless):
+    ms, m = ophidis(start_server, "--repl-diskless-sync", diskless,
+                    "--repl-diskless-sync-delay", "2", "--repl-diskless-sync-max-replicas", "2")
+    for i in range(2000):
+        m.set("k%d" % i, "v" * 100)
+    workload(m, "a")
+    _, r1 = ophidis(start_server)
+    _, r2 = ophidis(start_server)
+    r1.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    r2.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    wait_until(lambda: linked(r1) and linked(r2), what="both links")
+    workload(m, "b")           # the stream after the payload
+    same_data(m, r1, r2)
+    out = ms.output()
+    if diskless == "yes":
+        assert out.count("Background RDB transfer started") == 1
+        assert "done reading from pipe, 2 replicas still up" in out
+    else:
+        assert out.count("Background saving started") == 1
+        assert "target: disk" in out
+    assert sync_counts(m)[0] == 2
+    assert info(m, "persistence")["rdb_bgsave_in_progress"] == 0
+
+
+def test_sync_while_bgsave_runs_attaches_or_waits(start_server):
+    """A disk BGSAVE already running with another replica waiting for it is
+    shared; the master keeps serving while the child works."""
+    ms, m = ophidis(start_server, "--repl-diskless-sync", "no", "--rdb-key-save-delay", "200")
+    for i in range(3000):
+        m.set("k%d" % i, i)
+    _, r1 = ophidis(start_server)
+    r1.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    wait_until(lambda: info(m, "persistence")["rdb_bgsave_in_progress"] == 1, what="the BGSAVE")
+    assert info(m)["slave0"]["state"] == "wait_bgsave"
+    m.set("during", "the child")             # served meanwhile, held for the replica
+    with pytest.raises(redis.ResponseError, match="already in progress"):
+        m.bgsave()
+    _, r2 = ophidis(start_server)
+    r2.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    wait_until(lambda: "Waiting for end of BGSAVE for SYNC" in ms.output(), what="the attach")
+    m.config_set("rdb-key-save-delay", 0)
+    wait_until(lambda: linked(r1) and linked(r2), timeout=60, what="both links")
+    same_data(m, r1, r2)
+    assert r2.get("during") == b"the child"
+
+
+# -- with redis-server on the other side --------------------------------------------
+
+def test_ophidis_replica_of_redis_server_continues(real, start_server):
+    mp = real()
+    m = mp.client()
+    m.port = mp.port
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    workload(m, "a")
+    same_data(m, r)
+    kill_link_from_replica(r)
+    workload(m, "b")
+    wait_until(lambda: linked(r), what="the link again")
+    same_data(m, r)
+    assert sync_counts(m) == (1, 1, 1)
+
+
+def test_redis_server_replica_of_ophidis_continues(real, start_server):
+    _, m = ophidis(start_server)
+    rp = real()
+    r = rp.client()
+    replicate(r, m.port)
+    workload(m, "a")
+    same_data(m, r)
+    kill_link_from_replica(r)
+    workload(m, "b")
+    wait_until(lambda: linked(r), what="the link again")
+    same_data(m, r)
+    assert sync_counts(m) == (1, 1, 1)
+    assert "Successful partial resynchronization" in rp.output()
+
+
+def test_failover_between_the_two_kinds(real, start_server):
+    """redis-server master, Ophidis and redis-server replicas; the Ophidis
+    replica is promoted, the others follow it with partial resyncs; then
+    back to the redis-server replica."""
+    mp = real()
+    m = mp.client()
+    m.port = mp.port
+    rp = real()
+    rr = rp.client()
+    rr.port = rp.port
+    _, o = ophidis(start_server)
+    replicate(o, m.port)
+    replicate(rr, m.port)
+    workload(m, "a")
+    same_data(m, o, rr)
+    o.execute_command("REPLICAOF", "NO", "ONE")
+    replicate(rr, o.port)
+    m.execute_command("REPLICAOF", "127.0.0.1", str(o.port))
+    wait_until(lambda: linked(m), what="the old master's link")
+    assert sync_counts(o) == (0, 2, 0)
+    workload(o, "b")
+    same_data(o, rr, m)
+    # and back: the redis-server replica is promoted, Ophidis follows
+    rr.execute_command("REPLICAOF", "NO", "ONE")
+    replicate(o, rr.port)
+    m.execute_command("REPLICAOF", "127.0.0.1", str(rr.port))
+    wait_until(lambda: linked(m), what="the link")
+    assert sync_counts(rr)[1] == 2 and sync_counts(rr)[0] == 0
+    workload(rr, "c")
+    same_data(rr, o, m)
