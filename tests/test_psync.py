@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 
 import pytest
@@ -384,3 +385,129 @@ def test_failover_between_the_two_kinds(real, start_server):
     assert sync_counts(rr)[1] == 2 and sync_counts(rr)[0] == 0
     workload(rr, "c")
     same_data(rr, o, m)
+
+
+def test_failover_command_errors(start_server):
+    _, m = ophidis(start_server)
+    with pytest.raises(redis.ResponseError, match="^No failover in progress.$"):
+        m.execute_command("FAILOVER", "ABORT")
+    with pytest.raises(redis.ResponseError, match="^FAILOVER requires connected replicas.$"):
+        m.execute_command("FAILOVER")
+    with pytest.raises(redis.ResponseError, match="^FAILOVER timeout must be greater than 0$"):
+        m.execute_command("FAILOVER", "TIMEOUT", 0)
+    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+        m.execute_command("FAILOVER", "TO", "127.0.0.1")
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    with pytest.raises(redis.ResponseError, match="^FAILOVER with force option requires both a timeout"):
+        m.execute_command("FAILOVER", "TO", "127.0.0.1", r.port, "FORCE")
+    with pytest.raises(redis.ResponseError, match="^FAILOVER target HOST and PORT is not a replica.$"):
+        m.execute_command("FAILOVER", "TO", "127.0.0.1", 1)
+    with pytest.raises(redis.ResponseError, match="^FAILOVER is not valid when server is a replica.$"):
+        r.execute_command("FAILOVER")
+    # a replica that never catches up: the failover is aborted at its timeout
+    os.kill(_pid_of(start_server, r), signal.SIGSTOP)
+    try:
+        m.set("x", 1)
+        assert m.execute_command("FAILOVER", "TIMEOUT", 300) == b"OK"
+        assert info(m)["master_failover_state"] == "waiting-for-sync"
+        with pytest.raises(redis.ResponseError, match="^FAILOVER already in progress.$"):
+            m.execute_command("FAILOVER")
+        with pytest.raises(redis.ResponseError, match="^REPLICAOF not allowed while failing over.$"):
+            m.execute_command("REPLICAOF", "NO", "ONE")
+        wait_until(lambda: info(m)["master_failover_state"] == "no-failover", what="the abort")
+    finally:
+        os.kill(_pid_of(start_server, r), signal.SIGCONT)
+    assert info(m)["role"] == "master"
+    m.set("y", 1)                   # writes are no longer paused
+
+
+def _pid_of(starter, client):
+    for s in starter.started:
+        if s.port == client.port:
+            return s.pid
+    raise KeyError(client.port)
+
+
+def test_failover_to_either_kind(real, start_server):
+    ms, m = ophidis(start_server)
+    rp = real()
+    rr = rp.client()
+    rr.port = rp.port
+    _, o = ophidis(start_server)
+    replicate(rr, m.port)
+    replicate(o, m.port)
+    workload(m, "a")
+    same_data(m, rr, o)
+    # Ophidis master -> the redis-server replica
+    assert m.execute_command("FAILOVER", "TO", "127.0.0.1", rr.port) == b"OK"
+    wait_until(lambda: info(rr)["role"] == "master" and linked(m), what="the switch")
+    assert info(m)["master_failover_state"] == "no-failover"
+    assert "FAILOVER requested to 127.0.0.1:%d." % rr.port in ms.output()
+    replicate(o, rr.port)
+    workload(rr, "b")
+    same_data(rr, m, o)
+    assert sync_counts(rr)[0] == 0            # no full sync anywhere
+    # redis-server master -> the Ophidis replica
+    assert rr.execute_command("FAILOVER", "TO", "127.0.0.1", o.port) == b"OK"
+    wait_until(lambda: info(o)["role"] == "master" and linked(rr), what="the second switch")
+    replicate(m, o.port)
+    workload(o, "c")
+    same_data(o, rr, m)
+    assert sync_counts(o)[0] == 0
+
+
+def test_shutdown_waits_for_lagging_replicas(start_server):
+    ms, m = ophidis(start_server, "--shutdown-timeout", "20")
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    m.set("a", 1)
+    same_data(m, r)
+    pid = _pid_of(start_server, r)
+    os.kill(pid, signal.SIGSTOP)
+    done = []
+    try:
+        m.set("last", "write")
+        t = threading.Thread(target=lambda: done.append(_shutdown(m.port)))
+        t.start()
+        wait_until(lambda: "Waiting for replicas before shutting down." in ms.output(), what="the wait")
+        other = redis.Redis(port=m.port, socket_timeout=5)
+        assert 0 < other.info("server")["shutdown_in_milliseconds"] <= 20000
+        assert not done
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    t.join(30)
+    ms.proc.wait(30)
+    assert "1 of 1 replicas are in sync when shutting down." in ms.output()
+    assert r.get("last") == b"write"
+
+
+def test_shutdown_abort(start_server):
+    ms, m = ophidis(start_server, "--shutdown-timeout", "20")
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    pid = _pid_of(start_server, r)
+    os.kill(pid, signal.SIGSTOP)
+    result = []
+    try:
+        m.set("x", 1)
+        t = threading.Thread(target=lambda: result.append(_shutdown(m.port)))
+        t.start()
+        wait_until(lambda: "Waiting for replicas before shutting down." in ms.output(), what="the wait")
+        other = redis.Redis(port=m.port, socket_timeout=5)
+        assert other.execute_command("SHUTDOWN", "ABORT") is True     # +OK
+        t.join(10)
+        assert result == ["-ERR Errors trying to SHUTDOWN. Check logs."]
+        with pytest.raises(redis.ResponseError, match="No shutdown in progress"):
+            other.execute_command("SHUTDOWN", "ABORT")
+        other.set("y", 2)         # no longer paused
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "Shutdown manually aborted." in ms.output()
+
+
+def _shutdown(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"SHUTDOWN\r\n")
+        data = s.recv(1000)
+    return data.decode().strip()

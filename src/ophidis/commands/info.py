@@ -78,7 +78,8 @@ def sec_server(srv):
         "executable:%s" % srv.executable,
         "config_file:%s" % (srv.config.config_file or ""),
         "io_threads_active:0",
-    ]
+    ] + (["shutdown_in_milliseconds:%d" % max(0, int((srv.shutdown_wait[0] - now) * 1000))]
+         if srv.shutdown_wait is not None else [])
 
 
 def sec_clients(srv):

@@ -11,6 +11,8 @@ from . import command
 
 def _replicaof(c, argv):
     srv = c.server
+    if srv.repl_feed.failover.state != "no-failover":
+        raise RedisError("ERR REPLICAOF not allowed while failing over.")
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
         if srv.replica_link is not None:
             replica.unset_master(srv)
@@ -43,6 +45,11 @@ def replicaof(c, argv):
 @command("slaveof")
 def slaveof(c, argv):
     return _replicaof(c, argv)
+
+
+@command("failover")
+def failover(c, argv):
+    return c.server.repl_feed.failover.command(c, argv)
 
 
 @command("role")

@@ -29,6 +29,7 @@ from ..errors import RedisError
 from ..keyspace.db import stats
 from ..persistence import rdb
 from ..protocol.resp import OK
+from ..replication import replica
 from ..replication.master import replconf_settings
 from ..util import parse_int
 from . import command
@@ -44,7 +45,7 @@ def _snapshot(c, functions_only) -> bytes:
 
 def _check_can_sync(c):
     srv = c.server
-    if srv.repl_feed.failover_state != "no-failover":
+    if srv.repl_feed.failover.state != "no-failover":
         raise RedisError("NOMASTERLINK Can't SYNC while failing over")
     link = srv.replica_link
     if link is not None and link.state != "connected":
@@ -98,6 +99,15 @@ def psync_cmd(c, argv):
         return None
     srv = c.server
     feed = srv.repl_feed
+    if len(argv) > 3 and argv[3].lower() == b"failover":
+        # our master hands its role over (FAILOVER on its side)
+        log.warning("Failover request received for replid %s." % argv[1].decode("utf-8", "replace"))
+        if srv.replica_link is None:
+            raise RedisError("ERR PSYNC FAILOVER can't be sent to a master.")
+        if argv[1].decode("utf-8", "replace") != srv.replid:
+            raise RedisError("ERR PSYNC FAILOVER replid must match my replid.")
+        replica.unset_master(srv)
+        log.notice("MASTER MODE enabled (failover request from '%s')" % c.info_string())
     _check_can_sync(c)
     log.notice("Replica %s asks for synchronization" % feed.replica_name_pre(c))
     try:

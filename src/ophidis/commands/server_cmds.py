@@ -259,14 +259,22 @@ def shutdown(c, argv):
             raise SYNTAX
     if (abort and len(argv) != 2) or (nosave and save):
         raise SYNTAX
-    if abort:
-        raise RedisError("ERR No shutdown in progress.")
     srv = c.server
+    if abort:
+        if srv.abort_shutdown():
+            return OK
+        raise RedisError("ERR No shutdown in progress.")
     if srv.script_busy is not None and not nosave:
         raise RedisError(srv.script_busy)
     if c.multi is not None or c.in_script:
         pass
-    err = srv.request_shutdown(nosave=nosave, save=save, now=now, force=force)
+    err = srv.request_shutdown(nosave=nosave, save=save, now=now, force=force, waiter=c)
+    if err == "waiting":
+        # replicas are catching up: the reply comes when the shutdown ends
+        srv.blocking_handler.block(c, (), 0, None, lambda c: None)
+        return None
+    if err == "in-progress":
+        raise RedisError("ERR Errors trying to SHUTDOWN. Check logs.")
     if err:
         raise RedisError("ERR %s" % err)
     c.close_after_reply = True

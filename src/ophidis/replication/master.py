@@ -35,6 +35,7 @@ import time
 
 from .. import log
 from ..protocol.resp import encode_argv
+from .failover import NO_FAILOVER, Failover
 from .fullsync import ONLINE, SEND_BULK, STATE_NAMES, WAIT_BGSAVE, WAIT_BGSAVE_START, FullSync
 from .propagate import EXEC, MULTI, TO_REPL, select_cmd
 
@@ -135,8 +136,7 @@ class ReplFeed:
         self.getack_pending = False
         self.attached = False
         self.cron_loops = 0
-        self.failover_state = "no-failover"
-        self.failover_end = 0.0
+        self.failover = Failover(self)
         self.last_cron = 0.0
         self.loaded_stream_db = 0      # repl-stream-db of the RDB file loaded at start-up
         self.sync = FullSync(self)
@@ -399,6 +399,8 @@ class ReplFeed:
         st.ack_time = time.time()
         if st.pending is not None and st.state == ONLINE:
             self._release(c)       # the first ACK after an EOF-marked payload
+        if self.failover.state != NO_FAILOVER:
+            self.failover.update()
         if self.waiting:
             self.check_waiting()
 
@@ -429,7 +431,8 @@ class ReplFeed:
 
     def _send_getack(self):
         self.getack_pending = False
-        if self.replicas and not self.server.is_replica:
+        # not while writes are paused (the offsets stay where they are)
+        if self.replicas and not self.server.is_replica and self.server.pause_type is None:
             self.feed_command(GETACK)
 
     def add_waiting(self, c, off, numreplicas):
@@ -455,10 +458,38 @@ class ReplFeed:
                 keep.append((c, off, num))
         self.waiting = keep
 
+    # -- shutdown -----------------------------------------------------------------------------
+    def all_in_sync(self) -> bool:
+        """isReadyToShutdown: every replica acknowledged the whole stream."""
+        self.prune()
+        return all(r.repl.ack_off == self.offset for r in self.replicas)
+
+    def send_getack_now(self):
+        if self.replicas and not self.server.is_replica and self.server.pause_type is None:
+            self.feed_command(GETACK)
+
+    def log_lagging(self):
+        self.prune()
+        if not self.replicas:
+            return
+        now = time.time()
+        lagging = 0
+        for r in self.replicas:
+            st = r.repl
+            if st.ack_off != self.offset:
+                lagging += 1
+                lag = int(now - st.ack_time) if st.state == ONLINE else 0
+                log.warning("Lagging replica %s reported offset %d behind master, lag=%d, state=%s." % (
+                    self.replica_name(r), self.offset - st.ack_off, lag, STATE_NAMES[st.state]))
+        log.notice("%d of %d replicas are in sync when shutting down." % (
+            len(self.replicas) - lagging, len(self.replicas)))
+
     # -- cron ---------------------------------------------------------------------------------
     def _tick(self):
         if self.replicas:
             self.sync.cron()
+        if self.failover.state != NO_FAILOVER:
+            self.failover.update()
         now = time.monotonic()
         if now - self.last_cron >= 1.0:
             self.last_cron = now
@@ -472,7 +503,7 @@ class ReplFeed:
         loops = self.cron_loops
         self.cron_loops += 1
         if self.replicas and not srv.is_replica and loops % cfg["repl-ping-replica-period"] == 0 \
-                and not (self.failover_end and srv.pause_type is not None):
+                and self.failover.state == NO_FAILOVER:
             self.feed_command(PING)
         now = time.time()
         timeout = cfg["repl-timeout"]
@@ -504,7 +535,7 @@ class ReplFeed:
         srv = self.server
         bl = self.backlog
         return [
-            "master_failover_state:%s" % self.failover_state,
+            "master_failover_state:%s" % self.failover.state,
             "master_replid:%s" % srv.replid,
             "master_replid2:%s" % self.replid2,
             "master_repl_offset:%d" % self.offset,

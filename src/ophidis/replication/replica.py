@@ -155,7 +155,12 @@ class ReplicaLink:
         else:
             want_id, want_off = "?", -1
             log.notice("Partial resynchronization not possible (no cached master)")
-        writer.write(encode_request("PSYNC", want_id, want_off))
+        failover = feed.failover
+        if failover.state == "failover-in-progress":
+            # the target of our FAILOVER promotes itself on this request
+            writer.write(encode_request("PSYNC", want_id, want_off, "FAILOVER"))
+        else:
+            writer.write(encode_request("PSYNC", want_id, want_off))
         await writer.drain()
         while True:
             line = await asyncio.wait_for(reader.readline(), cfg["repl-timeout"])
@@ -164,6 +169,7 @@ class ReplicaLink:
             if line.strip():
                 break
         line = line.rstrip(b"\r\n")
+        failover.psync_reply(line.startswith((b"+CONTINUE", b"+FULLRESYNC")))
         if line.startswith(b"+CONTINUE"):
             self._continued(line)
             await self._stream(reader, writer)

@@ -95,7 +95,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # hooks that subsystems register on
         "propagate_hooks", "cron_hooks", "startup_hooks", "shutdown_hooks", "shutdown_checks",
         # shutdown
-        "shutdown_asap", "exit_code", "_stopping",
+        "shutdown_asap", "shutdown_wait", "exit_code", "_stopping",
         # subsystems, in install order
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link",
@@ -180,6 +180,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.shutdown_hooks = []
         self.shutdown_checks = []      # fn(force) -> None, or refuse (AOF being created)
         self.shutdown_asap = None
+        self.shutdown_wait = None      # (deadline, flags, clients) while waiting for replicas
         self.exit_code = 0
         self._stopping = False
         # cached config values used on hot paths

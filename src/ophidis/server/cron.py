@@ -62,6 +62,8 @@ class Cron:
             h()
         if self.shutdown_asap is not None:
             self._handle_signal_now()
+        if self.shutdown_wait is not None:
+            self.shutdown_cron()
 
     def active_expire_cycle(self):
         if self.is_replica or self.paused_expire:
