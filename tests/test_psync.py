@@ -511,3 +511,37 @@ def _shutdown(port):
         s.sendall(b"SHUTDOWN\r\n")
         data = s.recv(1000)
     return data.decode().strip()
+
+
+def test_empty_flushdb_propagates_and_divergence_is_logged(start_server):
+    ms, m = ophidis(start_server)
+    rs, r = ophidis(start_server)
+    replicate(r, m.port)
+    r.config_set("replica-read-only", "no")
+    r.set("n", "not a number")          # diverges on purpose
+    m.incrby("n", 1)
+    m.execute_command("WAIT", 1, 5000)
+    assert r.get("n") == b"not a number" and m.get("n") == b"1"
+    wait_until(lambda: "== CRITICAL == This replica is sending an error to its master: "
+               "'ERR value is not an integer or out of range' after processing the command 'incrby'"
+               in rs.output(), what="the critical log line")
+    assert r.info("stats")["unexpected_error_replies"] == 1
+    r5 = redis.Redis(port=r.port, db=5)
+    r5.set("local", 1)                   # only on the (writable) replica
+    m5 = redis.Redis(port=m.port, db=5)
+    assert m5.dbsize() == 0
+    m5.flushdb()                         # changes nothing here, still propagated
+    wait_until(lambda: r5.dbsize() == 0, what="FLUSHDB on the replica")
+
+
+def test_replica_timeout_during_handshake(start_server):
+    ms, m = ophidis(start_server, "--repl-diskless-sync-delay", "1000")
+    rs, r = ophidis(start_server, "--repl-timeout", "2")
+    r.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    wait_until(lambda: b"handshake" in r.execute_command("ROLE")[3], what="the handshake")
+    os.kill(_pid_of(start_server, m), signal.SIGSTOP)   # no keep-alive newlines
+    try:
+        wait_until(lambda: "Timeout connecting to the MASTER..." in rs.output(), timeout=30,
+                   what="the timeout")
+    finally:
+        os.kill(_pid_of(start_server, m), signal.SIGCONT)

@@ -12,6 +12,7 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace.db import stats
 from ..keyspace.watch import touch_all_watched_in_db
 from ..protocol.resp import OK, bulk, bulk_array, integer, map_header, simple
+from ..replication.propagate import force_propagation
 from ..util import parse_int
 from . import ALL, REDACTED, command
 
@@ -51,6 +52,7 @@ def flushdb(c, argv):
     n = _flush_db(c.server, db, lazy)
     _tracking_flush(c.server)
     c.server.dirty += n
+    force_propagation(c)          # even an empty db's FLUSHDB reaches AOF and replicas
     return OK
 
 

@@ -19,6 +19,8 @@ The API for commands (each a no-op while no target is attached):
   deleted by expiry or eviction.
 * ``propagate_pending(server)`` -- propagatePendingCommands: deliver what
   was collected now (a blocked client served outside any command).
+* ``force_propagation(c)`` -- forceCommandPropagation: the running command
+  propagates even though it changed nothing (FLUSHDB of an empty db).
 * ``propagating(server)`` -- is any target attached (to skip building
   argvs nobody reads).
 
@@ -65,6 +67,7 @@ class Propagator:
         self.flush_scheduled = False
         self.arbitrary = False   # a command touching arbitrary keys: no MULTI
         self.rewritten = None    # rewrite_argv of the running command
+        self.forced = False      # force_propagation of the running command
 
     # -- targets -----------------------------------------------------------------------
     def attach(self, target):
@@ -104,7 +107,9 @@ class Propagator:
             if rule is not False:
                 rule = None
         if not dirty:
-            return
+            if not self.forced:
+                return
+        self.forced = False
         srv = self.server
         if srv.loading:
             return          # replaying a file: nothing is propagated (as Redis)
@@ -184,6 +189,14 @@ def rewrite_argv(c, argv):
     srv = c.server
     if srv.propagate_hooks:
         srv.propagator.rewritten = argv
+
+
+def force_propagation(c):
+    """forceCommandPropagation: the command ``c`` is running propagates
+    even when it changed nothing."""
+    srv = c.server
+    if srv.propagate_hooks:
+        srv.propagator.forced = True
 
 
 def also_propagate(server, argv, db, target=TO_AOF | TO_REPL):

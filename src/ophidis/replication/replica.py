@@ -37,8 +37,27 @@ import time
 import hiredis
 
 from .. import log
+from ..keyspace.db import stats
 from ..net.client import Client
 from ..protocol.resp import encode_request, request_size
+
+
+_HANDSHAKE_TIMEOUT = "Timeout connecting to the MASTER..."
+_TRANSFER_TIMEOUT = ("Timeout receiving bulk data from MASTER... If the problem persists try to set the "
+                     "'repl-timeout' parameter in redis.conf to a larger value.")
+
+
+class ReplTimeout(ConnectionError):
+    pass
+
+
+async def _timed(aw, seconds, message):
+    """``aw`` within repl-timeout, else Redis's log line and a dropped link."""
+    try:
+        return await asyncio.wait_for(aw, seconds)
+    except asyncio.TimeoutError:
+        log.warning(message)
+        raise ReplTimeout(message) from None
 
 
 class ReplicaLink:
@@ -94,6 +113,8 @@ class ReplicaLink:
                 await self._session()
             except asyncio.CancelledError:
                 raise
+            except ReplTimeout:
+                pass                    # logged where it happened
             except Exception as e:  # noqa: BLE001
                 if not self.stopped:
                     log.warning("Error condition on socket for SYNC: %s" % (e or type(e).__name__))
@@ -122,14 +143,14 @@ class ReplicaLink:
         self.state = "connecting"
         log.notice("Connecting to MASTER %s:%d" % (self.host, self.port))
         timeout = cfg["repl-timeout"]
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
+        reader, writer = await _timed(asyncio.open_connection(self.host, self.port), timeout, _HANDSHAKE_TIMEOUT)
         self.writer = writer
         log.notice("MASTER <-> REPLICA sync started")
 
         async def ask(*args):
             writer.write(encode_request(*args))
             await writer.drain()
-            line = await asyncio.wait_for(reader.readline(), cfg["repl-timeout"])
+            line = await _timed(reader.readline(), cfg["repl-timeout"], _HANDSHAKE_TIMEOUT)
             if not line:
                 raise ConnectionError("connection lost")
             return line.rstrip(b"\r\n")
@@ -163,7 +184,7 @@ class ReplicaLink:
             writer.write(encode_request("PSYNC", want_id, want_off))
         await writer.drain()
         while True:
-            line = await asyncio.wait_for(reader.readline(), cfg["repl-timeout"])
+            line = await _timed(reader.readline(), cfg["repl-timeout"], _HANDSHAKE_TIMEOUT)
             if not line:
                 raise ConnectionError("connection lost during PSYNC")
             if line.strip():
@@ -229,7 +250,7 @@ class ReplicaLink:
         cfg = self.srv.config
         # newlines before the payload are keep-alives while the master saves
         while True:
-            line = await asyncio.wait_for(reader.readline(), cfg["repl-timeout"])
+            line = await _timed(reader.readline(), cfg["repl-timeout"], _TRANSFER_TIMEOUT)
             if not line:
                 raise ConnectionError("connection lost before the RDB payload")
             self.last_io = time.time()
@@ -245,7 +266,7 @@ class ReplicaLink:
             buf = bytearray()
             self.sync_total = 0
             while True:
-                chunk = await asyncio.wait_for(reader.read(65536), cfg["repl-timeout"])
+                chunk = await _timed(reader.read(65536), cfg["repl-timeout"], _TRANSFER_TIMEOUT)
                 if not chunk:
                     raise ConnectionError("connection lost during the RDB payload")
                 self.last_io = time.time()
@@ -258,7 +279,7 @@ class ReplicaLink:
         log.notice("MASTER <-> REPLICA sync: receiving %d bytes from master to disk" % n)
         buf = bytearray()
         while len(buf) < n:
-            chunk = await asyncio.wait_for(reader.read(min(65536, n - len(buf))), cfg["repl-timeout"])
+            chunk = await _timed(reader.read(min(65536, n - len(buf))), cfg["repl-timeout"], _TRANSFER_TIMEOUT)
             if not chunk:
                 raise ConnectionError("connection lost during the RDB payload")
             self.last_io = time.time()
@@ -341,7 +362,9 @@ class ReplicaLink:
                         else:
                             srv.applying_master = True
                             try:
-                                srv.process_command(mc, req)
+                                rep = srv.process_command(mc, req)
+                                if rep is not None and rep[:1] == b"-":
+                                    _critical(rep, req)
                             except Exception as e:  # noqa: BLE001
                                 log.warning("Error applying a command from the master: %r" % e)
                             finally:
@@ -405,6 +428,15 @@ class ReplicaLink:
     def role(self):
         return {"connect": b"connect", "connecting": b"connecting", "handshake": b"handshake",
                 "sync": b"sync", "connected": b"connected"}[self.state]
+
+
+def _critical(reply: bytes, req):
+    """Our master's command failed here: the data may diverge (Redis logs
+    the same and counts it)."""
+    stats.unexpected_error_replies += 1
+    log.warning("== CRITICAL == This replica is sending an error to its master: '%s' after processing "
+                "the command '%s'" % (reply[1:].rstrip(b"\r\n").decode("utf-8", "replace"),
+                                      req[0].lower().decode("utf-8", "replace")))
 
 
 def set_master(srv, host: str, port: int, stream_db=None):
