@@ -545,3 +545,24 @@ def test_replica_timeout_during_handshake(start_server):
                    what="the timeout")
     finally:
         os.kill(_pid_of(start_server, m), signal.SIGCONT)
+
+
+def test_writable_replica_expires_its_own_keys(start_server):
+    _, m = ophidis(start_server)
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    m.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 0)
+    m.set("from_master", 5, px=10)
+    wait_until(lambda: r.dbsize() == 1 and r.exists("from_master") == 0, what="the replicated key")
+    r.config_set("replica-read-only", "no")
+    assert r.dbsize() == 1                  # the master's key waits for its DEL
+    assert r.incr("from_master") == 1       # a write deletes it here first
+    assert r.ttl("from_master") == -1
+    r.set("own", 1, px=300)
+    wait_until(lambda: r.dbsize() == 1, what="the replica's own key to expire")
+    assert r.get("from_master") == b"1"
+    # PFCOUNT on a read-only replica is allowed
+    r.config_set("replica-read-only", "yes")
+    m.pfadd("hll", "a", "b", "c")
+    wait_until(lambda: caught_up(m, r), what="the replica")
+    assert r.pfcount("hll") == 3

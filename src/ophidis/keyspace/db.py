@@ -143,7 +143,7 @@ class Database:
             return None
         if self.expires:
             when = self.expires.get(key)
-            if when is not None and when <= _time() * 1000 and self.expire_if_needed(key):
+            if when is not None and when <= _time() * 1000 and self.expire_if_needed(key, True):
                 return None
         return v
 
@@ -153,8 +153,10 @@ class Database:
     def exists(self, key) -> bool:
         return self.lookup_write(key) is not None
 
-    def expire_if_needed(self, key) -> bool:
-        """Delete key if its TTL passed.  Returns True if it was deleted."""
+    def expire_if_needed(self, key, write=False) -> bool:
+        """Delete key if its TTL passed.  Returns True if it was deleted
+        (or, on a replica, is to be seen as gone).  ``write``: a write
+        command's lookup, which deletes it even on a writable replica."""
         when = self.expires.get(key)
         if when is None:
             return False
@@ -165,9 +167,15 @@ class Database:
             return False
         if srv is not None and (srv.is_replica or srv.paused_expire):
             # A replica waits for the master's DEL (and, running the
-            # master's commands, sees keys as the master does); paused
-            # clients freeze expiry.
-            return srv.is_replica and not srv.applying_master
+            # master's commands, sees keys as the master does), except for
+            # a write of its own on a writable replica; paused clients
+            # freeze expiry.
+            if not srv.is_replica:
+                return False
+            if srv.applying_master:
+                return False
+            if not (write and not srv.config["replica-read-only"]):
+                return True
         self._delete_expired(key)
         return True
 

@@ -37,6 +37,7 @@ import time
 import hiredis
 
 from .. import log
+from ..commands.command_cmd import get_keys
 from ..keyspace.db import stats
 from ..net.client import Client
 from ..protocol.resp import encode_request, request_size
@@ -79,6 +80,7 @@ class ReplicaLink:
         self.sync_total = -1
         self.sync_read = 0
         self.sync_last_io = 0.0
+        self.own_expires = {}     # (dbid, key) written here with a TTL (a writable replica)
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self):
@@ -214,6 +216,7 @@ class ReplicaLink:
         feed.disconnect_replicas()
         feed.free_backlog()
         self._load(payload)
+        self.own_expires = {}
         srv.replid = master_replid
         feed.offset = start
         feed.clear_replid2()
@@ -393,6 +396,34 @@ class ReplicaLink:
                 mc.multi = None     # a transaction cut by the link: resent after PSYNC
             self.read_offset = feed.offset
 
+    # -- a writable replica's own keys ------------------------------------------------
+    def remember_expires(self, c, cmd, argv):
+        """rememberSlaveKeyWithExpire: keys a client of ours wrote with a
+        TTL expire here (the master knows nothing of them)."""
+        db = c.db
+        if not db.expires:
+            return
+        for key in get_keys(cmd, argv):
+            if key in db.expires:
+                self.own_expires[(db.id, key)] = True
+
+    def expire_own_keys(self):
+        """expireSlaveKeys, from the cron."""
+        own = self.own_expires
+        if not own:
+            return
+        now = time.time() * 1000
+        dbs = self.srv.dbs
+        for k in list(own):
+            dbid, key = k
+            db = dbs[dbid]
+            when = db.expires.get(key)
+            if when is None:
+                del own[k]
+            elif when <= now:
+                db._delete_expired(key)
+                del own[k]
+
     # -- reports ----------------------------------------------------------------------
     def info(self):
         srv = self.srv
@@ -448,6 +479,7 @@ def set_master(srv, host: str, port: int, stream_db=None):
         old.stop()
         link.history = old.history
         link.stream_db = old.stream_db
+        link.own_expires = old.own_expires
     else:
         # a master turning into a replica: its own id and offset may let it
         # continue with the new master (a former replica of ours, promoted)

@@ -66,6 +66,8 @@ class Cron:
             self.shutdown_cron()
 
     def active_expire_cycle(self):
+        if self.is_replica and self.replica_link is not None and not self.paused_expire:
+            self.replica_link.expire_own_keys()
         if self.is_replica or self.paused_expire:
             return
         effort = self.config["active-expire-effort"] - 1

@@ -202,6 +202,8 @@ class Dispatch:
             cmd.hist[int(dt * 976562.5).bit_length()] += 1
         if self.propagate_hooks:
             self.propagator.after_call(c, cmd, argv, self.dirty != dirty0)
+        if self.is_replica and cmd.write and not c.is_master and self.replica_link is not None:
+            self.replica_link.remember_expires(c, cmd, argv)     # a writable replica's own keys
         if self.ready_keys and not c.in_exec and not c.in_script:
             self.handle_ready_keys()
         if c.reply_mode:
