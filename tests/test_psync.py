@@ -304,9 +304,9 @@ def test_full_sync_of_two_replicas_by_one_child(start_server, diskless):
 def test_sync_while_bgsave_runs_attaches_or_waits(start_server):
     """A disk BGSAVE already running with another replica waiting for it is
     shared; the master keeps serving while the child works."""
-    ms, m = ophidis(start_server, "--repl-diskless-sync", "no", "--rdb-key-save-delay", "200")
-    for i in range(3000):
-        m.set("k%d" % i, i)
+    ms, m = ophidis(start_server, "--repl-diskless-sync", "no", "--rdb-key-save-delay", "2000")
+    for i in range(2000):
+        m.set("k%d" % i, i)       # a 4 s snapshot
     _, r1 = ophidis(start_server)
     r1.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
     wait_until(lambda: info(m, "persistence")["rdb_bgsave_in_progress"] == 1, what="the BGSAVE")
@@ -317,7 +317,6 @@ def test_sync_while_bgsave_runs_attaches_or_waits(start_server):
     _, r2 = ophidis(start_server)
     r2.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
     wait_until(lambda: "Waiting for end of BGSAVE for SYNC" in ms.output(), what="the attach")
-    m.config_set("rdb-key-save-delay", 0)
     wait_until(lambda: linked(r1) and linked(r2), timeout=60, what="both links")
     same_data(m, r1, r2)
     assert r2.get("during") == b"the child"

@@ -8,7 +8,7 @@ import time
 from .. import log
 from ..config import ConfigError
 from ..config.table import DIRECTIVES
-from ..errors import SYNTAX, RedisError
+from ..errors import LOADING, SYNTAX, RedisError
 from ..keyspace.db import stats
 from ..keyspace.watch import touch_all_watched_in_db
 from ..protocol.resp import OK, bulk, bulk_array, integer, map_header, simple
@@ -181,6 +181,10 @@ def redact_config_set(argv):
     return out
 
 
+# directives CONFIG SET refuses while loading (DENY_LOADING_CONFIG)
+_DENY_LOADING = {d[0] for d in DIRECTIVES if "deny_loading" in d[3]}
+
+
 @command("config|set", propagate=False, redact=redact_config_set)
 def config_set(c, argv):
     if len(argv) % 2:
@@ -189,6 +193,10 @@ def config_set(c, argv):
              for i in range(2, len(argv), 2)]
     srv = c.server
     try:
+        if srv.loading or srv.async_loading:
+            for name, _ in pairs:
+                if name.lower() in _DENY_LOADING:
+                    raise LOADING
         srv.config.set_many_atomic(pairs, check_protected=lambda: srv.protected_allowed(c))
     except ConfigError as e:
         raise RedisError("ERR %s" % e)

@@ -459,8 +459,8 @@ class Persistence:
         now = time.time()
         inprog = self.child_pid is not None
         lines = [
-            "loading:%d" % int(srv.loading),
-            "async_loading:0",
+            "loading:%d" % int(srv.loading and not srv.async_loading),
+            "async_loading:%d" % int(srv.async_loading),
             "current_cow_peak:0",
             "current_cow_size:0",
             "current_cow_size_age:0",

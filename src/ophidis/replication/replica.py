@@ -210,7 +210,7 @@ class ReplicaLink:
         log.notice("Full resync from master: %s:%d" % (master_replid, start))
         self.state = "sync"
         self.sync_in_progress = True
-        payload = await self._read_payload(reader)
+        payload = await self._read_payload(reader, master_replid)
         # our old history is gone from here on (replicationAttachToNewMaster)
         self.history = False
         feed.disconnect_replicas()
@@ -249,7 +249,7 @@ class ReplicaLink:
         self.last_io = time.time()
         log.notice("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
 
-    async def _read_payload(self, reader) -> bytes:
+    async def _read_payload(self, reader, master_replid) -> bytes:
         cfg = self.srv.config
         # newlines before the payload are keep-alives while the master saves
         while True:
@@ -264,19 +264,7 @@ class ReplicaLink:
             raise ConnectionError("Bad protocol from MASTER, the first byte is not '$' (we received '%s'), "
                                   "are you sure the host and port are right?" % line.decode("utf-8", "replace"))
         if line.startswith(b"$EOF:"):
-            mark = line[5:]
-            log.notice("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk")
-            buf = bytearray()
-            self.sync_total = 0
-            while True:
-                chunk = await _timed(reader.read(65536), cfg["repl-timeout"], _TRANSFER_TIMEOUT)
-                if not chunk:
-                    raise ConnectionError("connection lost during the RDB payload")
-                self.last_io = time.time()
-                buf += chunk
-                self.sync_read = len(buf)
-                if buf.endswith(mark):
-                    return bytes(buf[:-len(mark)])
+            return await self._read_eof_payload(reader, line[5:], master_replid)
         n = int(line[1:])
         self.sync_total = n
         log.notice("MASTER <-> REPLICA sync: receiving %d bytes from master to disk" % n)
@@ -289,6 +277,45 @@ class ReplicaLink:
             buf += chunk
             self.sync_read = len(buf)
         return bytes(buf)
+
+    async def _read_eof_payload(self, reader, mark, master_replid) -> bytes:
+        """A diskless payload.  With repl-diskless-load swapdb (or
+        on-empty-db and no data) the replica loads from the socket as Redis
+        does: it is LOADING meanwhile, or, continuing the same history
+        (our replid is the master's), async_loading: the old data is served
+        until the new one replaces it.  A failed transfer keeps the old data."""
+        srv = self.srv
+        cfg = srv.config
+        mode = cfg["repl-diskless-load"]
+        socket_load = mode == "swapdb" or (mode == "on-empty-db" and not any(db.d for db in srv.dbs))
+        if socket_load:
+            log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
+            if mode == "swapdb" and srv.replid == master_replid:
+                log.notice("MASTER <-> REPLICA sync: Swapping active DB with loaded DB")
+                srv.async_loading = True
+            srv.loading = True
+            srv.update_server_slow()
+        else:
+            log.notice("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk")
+        buf = bytearray()
+        self.sync_total = 0
+        try:
+            while True:
+                chunk = await _timed(reader.read(65536), cfg["repl-timeout"], _TRANSFER_TIMEOUT)
+                if not chunk:
+                    if socket_load:
+                        log.warning("MASTER <-> REPLICA sync: Discarding the half-loaded data")
+                    raise ConnectionError("connection lost during the RDB payload")
+                self.last_io = time.time()
+                buf += chunk
+                self.sync_read = len(buf)
+                if buf.endswith(mark):
+                    return bytes(buf[:-len(mark)])
+        finally:
+            if socket_load:
+                srv.async_loading = False
+                srv.loading = False
+                srv.update_server_slow()
 
     def _load(self, payload: bytes):
         srv = self.srv

@@ -79,7 +79,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         "net_in_samples", "net_out_samples", "_last_sample", "slowlog", "slowlog_next_id",
         "latency_events",
         # persistence state (written by persistence/snapshot.py and aof.py)
-        "loading", "lastsave", "lastbgsave_ok", "last_bgsave_status_ok", "bgsave_in_progress",
+        "loading", "async_loading", "lastsave", "lastbgsave_ok", "last_bgsave_status_ok", "bgsave_in_progress",
         "child_type", "latest_fork_usec", "rdb_aof_base", "write_denied",
         # replication state (replica.py, commands/replication.py)
         "run_id", "replid", "is_replica", "applying_master",
@@ -139,6 +139,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.obuf_soft = {}            # client id -> client over a soft limit
         # persistence
         self.loading = False
+        self.async_loading = False     # a replica loading its master's payload while serving the old data
         self.lastsave = int(time.time())
         self.lastbgsave_ok = True
         self.last_bgsave_status_ok = True

@@ -106,7 +106,9 @@ class Dispatch:
                 and self.replica_link is not None and self.replica_link.state != "connected" and (
                     not cmd.stale or (base == "exec" and c.multi and not all(q[0].stale for q in c.multi))):
             return self.reject(c, cmd, MASTERDOWN)
-        if self.loading and not cmd.loading:
+        if self.loading and not cmd.loading and not self.async_loading:
+            return self.reject(c, cmd, LOADING)
+        if self.async_loading and "no_async_loading" in cmd.flags:
             return self.reject(c, cmd, LOADING)
         if self.script_busy is not None and not cmd.allow_busy:
             return self.reject(c, cmd, RedisError(self.script_busy))
