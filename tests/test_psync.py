@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import tempfile
 import threading
+import time
 
 import pytest
 import redis
 
-from support.servers import REDIS_SERVER, RedisServerProc
+from support.servers import REDIS_SERVER, RedisServerProc, free_port
 from support.wait import wait_until
 
 
@@ -565,3 +567,54 @@ def test_writable_replica_expires_its_own_keys(start_server):
     m.pfadd("hll", "a", "b", "c")
     wait_until(lambda: caught_up(m, r), what="the replica")
     assert r.pfcount("hll") == 3
+
+
+def test_replica_restart_after_config_rewrite_continues(start_server):
+    """REPLICAOF at run time, CONFIG REWRITE, restart: the replica comes
+    back as a replica and continues with PSYNC (psync2.tcl's restart)."""
+    _, m = ophidis(start_server)
+    d = tempfile.mkdtemp(prefix="ophidis-test-")
+    conf = os.path.join(d, "redis.conf")
+    with open(conf, "w") as f:
+        f.write("enable-debug-command yes\n")
+    port = free_port()
+    args = (conf, "--save", "3600 1", "--port", str(port), "--dir", d)
+    rs2 = start_server(*args)
+    r = rs2.client()
+    r.port = rs2.port
+    replicate(r, m.port)
+    workload(m, "a")
+    same_data(m, r)
+    r.config_rewrite()
+    assert "replicaof 127.0.0.1 %d" % m.port in open(conf).read()
+    r.shutdown(save=True)
+    rs2.proc.wait(20)
+    full, partial, _ = sync_counts(m)
+    start_server(*args)
+    r = rs2.client()
+    wait_until(lambda: linked(r), what="the restarted replica")
+    assert sync_counts(m)[:2] == (full, partial + 1)
+    same_data(m, r)
+
+
+def test_master_restart_deletes_expired_keys_in_the_history(start_server):
+    ms, m = ophidis(start_server)
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    m.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 0)
+    for i in range(10):
+        m.set("volatile%d" % i, i, px=1500)
+    m.set("stays", 1)
+    same_data(m, r)
+    m.shutdown(save=True)
+    m.close()
+    ms.proc.wait(20)
+    time.sleep(1.6)              # the keys expire while the master is down
+    start_server("--enable-debug-command", "yes", "--dir", ms.dir, "--port", str(ms.port))
+    m = redis.Redis(port=ms.port)
+    wait_until(lambda: linked(r), what="the link to the restarted master")
+    assert sync_counts(m)[:2] == (0, 1)
+    mi = info(m)
+    assert mi["master_repl_offset"] > mi["second_repl_offset"] - 1     # the DELs are history
+    wait_until(lambda: caught_up(m, r), what="the replica")
+    assert r.dbsize() == m.dbsize() == 1

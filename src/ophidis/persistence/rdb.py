@@ -482,6 +482,7 @@ class LoadResult:
         self.functions = []
         self.keys_loaded = 0
         self.keys_expired = 0
+        self.expired = []           # (dbid, key) of the keys skipped as expired
         self.empty_skipped = 0
         self.type_counts = {}
         self.checksum = None        # "ok", "disabled", "skipped"
@@ -1043,6 +1044,7 @@ class RdbReader:
                     self.log("warning", "rdbLoadObject skipping empty key: %s" % key.decode("utf-8", "replace"))
             elif self.skip_expired and expire != -1 and expire < self.now_ms:
                 res.keys_expired += 1
+                res.expired.append((dbid, key))
                 counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + 1
             else:
                 d, exps = cur

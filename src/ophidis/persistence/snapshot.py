@@ -52,6 +52,7 @@ class Persistence:
         self.loading_start = 0.0     # while loading: INFO's loading_* fields
         self.loading_total = 0
         self.loaded_aux = {}         # the aux fields of the last file loaded
+        self.loaded_expired = []     # and the (dbid, key) it held already expired
         server.startup_hooks.append(self.load_at_startup)
         server.cron_hooks.append(self.cron)
         server.shutdown_hooks.append(self.on_shutdown)
@@ -428,6 +429,7 @@ class Persistence:
                 raise LoadError(str(e)) from None
             self._log_aux(res)
             self.loaded_aux = res.aux
+            self.loaded_expired = res.expired
             try:
                 self.apply(res, merge=merge, allow_dup=allow_dup)
             except Exception as e:  # noqa: BLE001
@@ -451,7 +453,8 @@ class Persistence:
             log.flush_and_exit(1)
         if loaded:
             log.notice("DB loaded from disk: %.3f seconds" % (time.time() - t0))
-            srv.repl_feed.restore(self.loaded_aux)
+            srv.repl_feed.restore(self.loaded_aux, self.loaded_expired)
+            self.loaded_expired = []
 
     # -- INFO ----------------------------------------------------------------------------
     def info_lines(self):

@@ -180,7 +180,7 @@ class ReplFeed:
         self.backlog.buf = bytearray()
         self.no_replicas_since = time.time()
 
-    def restore(self, aux: dict):
+    def restore(self, aux: dict, expired=()):
         """The replication fields of the RDB file loaded at start-up: a
         replica continues its master's history, a master keeps it as its
         secondary id (loadDataFromDisk)."""
@@ -199,6 +199,14 @@ class ReplFeed:
             self.loaded_stream_db = db
         else:
             self.rebase(rid, off)
+            # the keys that expired while we were down are deleted in the
+            # history too, so that replicas continuing with us delete them
+            cmd = b"UNLINK" if srv.config["lazyfree-lazy-expire"] else b"DEL"
+            for dbid, key in expired:
+                out = []
+                self._select(out, dbid)
+                out.append(encode_argv([cmd, key]))
+                self._emit(b"".join(out))
 
     def save_info(self):
         """The replication fields of an RDB file (rdbPopulateSaveInfo):
@@ -500,8 +508,8 @@ class ReplFeed:
         srv = self.server
         cfg = srv.config
         self.prune()
-        loops = self.cron_loops
         self.cron_loops += 1
+        loops = self.cron_loops
         if self.replicas and not srv.is_replica and loops % cfg["repl-ping-replica-period"] == 0 \
                 and self.failover.state == NO_FAILOVER:
             self.feed_command(PING)

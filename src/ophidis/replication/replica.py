@@ -517,6 +517,7 @@ def set_master(srv, host: str, port: int, stream_db=None):
         link.stream_db = stream_db if stream_db is not None else 0
     srv.replica_link = link
     srv.is_replica = True
+    srv.config.values["replicaof"] = (host, port)     # CONFIG REWRITE writes it
     feed.role_changed()
     srv.blocking_handler.disconnect_all_blocked()
     srv.update_server_slow()
@@ -532,6 +533,7 @@ def unset_master(srv):
     feed = srv.repl_feed
     srv.replica_link = None
     srv.is_replica = False
+    srv.config.values["replicaof"] = None
     feed.shift_replid()
     feed.disconnect_replicas()
     feed.last_db = -1
