@@ -712,9 +712,100 @@ def persistence_suite(quick):
     return res
 
 
+def _until(cond, timeout=1800, interval=0.01):
+    t0 = time.time()
+    while not cond():
+        if time.time() - t0 > timeout:
+            raise RuntimeError("timed out")
+        time.sleep(interval)
+    return time.time() - t0
+
+
+def _linked(c):
+    return c.info("replication").get("master_link_status") == "up"
+
+
+def _caught_up(m, r):
+    return m.info("replication")["master_repl_offset"] == r.info("replication").get("slave_repl_offset")
+
+
+def replication_one(kind, n_str, n_each, quick):
+    out = {}
+    extra = ["--repl-diskless-sync-delay", "0"]
+    master = Server(kind, extra)
+    replicas = []
+    try:
+        mass_insert(master.port, mixed_commands(n_str, n_each))
+        m = master.client()
+        keys = m.dbsize()
+        for mode in ("yes", "no"):
+            m.config_set("repl-diskless-sync", mode)
+            r = Server(kind, extra)
+            replicas.append(r)
+            rc = r.client()
+            t0 = time.time()
+            rc.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
+            _until(lambda: _linked(rc) and rc.dbsize() == keys)
+            out["full_sync_%s_seconds" % ("diskless" if mode == "yes" else "disk")] = round(time.time() - t0, 3)
+        # a 1 s link drop while writes go on, then the partial resync
+        rc = replicas[0].client()
+        partial0 = m.info("stats")["sync_partial_ok"]
+        w = subprocess.Popen(["redis-benchmark", "-p", str(master.port), "-q", "-t", "set", "-r", "100000",
+                              "-n", "100000000", "-c", "10"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)
+            rc.execute_command("CLIENT", "KILL", "TYPE", "master")
+            time.sleep(1.0)
+        finally:
+            w.terminate()
+            w.wait(30)
+        t0 = time.time()
+        _until(lambda: m.info("stats")["sync_partial_ok"] > partial0 and _linked(rc) and _caught_up(m, rc))
+        out["partial_resync_seconds"] = round(time.time() - t0, 3)   # after the writes stopped
+        out["sync_partial_ok"] = m.info("stats")["sync_partial_ok"]
+        # writes with two replicas attached vs none
+        args = ["-q", "-t", "set", "-r", "100000", "-n", str(200_000 if quick else 1_000_000), "-P", "16"]
+        with_two = redis_benchmark(master.port, args)
+        for r in replicas:
+            r.client().execute_command("REPLICAOF", "NO", "ONE")
+        _until(lambda: m.info("replication")["connected_slaves"] == 0)
+        alone = redis_benchmark(master.port, args)
+        out["set_rps_two_replicas"] = max(with_two.values())
+        out["set_rps_no_replicas"] = max(alone.values())
+        out["write_ratio_with_replicas"] = round(out["set_rps_two_replicas"] / out["set_rps_no_replicas"], 3)
+    finally:
+        for r in replicas:
+            r.stop()
+        master.stop()
+    return out
+
+
+def replication_suite(quick):
+    n = 100_000 if quick else 1_000_000
+    n_each = n // 20
+    n_str = n - 4 * n_each
+    res = {"keys": n, "servers": {}}
+    for kind in ("redis", "ophidis"):
+        res["servers"][kind] = replication_one(kind, n_str, n_each, quick)
+    r, o = res["servers"]["redis"], res["servers"]["ophidis"]
+    print("\n== replication: %d keys (master and replicas of the same kind)" % n)
+    print("%-44s %12s %12s %14s" % ("", "redis", "ophidis", "ophidis/redis"))
+    for k, label in (("full_sync_diskless_seconds", "full sync, diskless, s"),
+                     ("full_sync_disk_seconds", "full sync, disk, s"),
+                     ("partial_resync_seconds", "partial resync after a 1 s drop, s"),
+                     ("set_rps_no_replicas", "SET -P 16 rps, no replica"),
+                     ("set_rps_two_replicas", "SET -P 16 rps, two replicas"),
+                     ("write_ratio_with_replicas", "rps with two replicas / without")):
+        a, b = r[k], o[k]
+        print("%-44s %12.3f %12.3f %14.2f" % (label, a, b, b / a if a else float("nan")))
+        res[k + "_ratio"] = round(b / a, 3) if a else None
+    return res
+
+
 EXTRA_SUITES = {"collections": collections_suite, "scripting": scripting_suite, "pubsub": pubsub_suite,
-                "persistence": persistence_suite}
-ALL_SUITES = "default,pipeline,bigvalues,manyclients,evict,memory,collections,scripting,pubsub,persistence"
+                "persistence": persistence_suite, "replication": replication_suite}
+ALL_SUITES = ("default,pipeline,bigvalues,manyclients,evict,memory,collections,scripting,pubsub,persistence,"
+              "replication")
 
 
 def _on_signal(signum, _frame):
