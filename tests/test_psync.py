@@ -618,3 +618,19 @@ def test_master_restart_deletes_expired_keys_in_the_history(start_server):
     assert mi["master_repl_offset"] > mi["second_repl_offset"] - 1     # the DELs are history
     wait_until(lambda: caught_up(m, r), what="the replica")
     assert r.dbsize() == m.dbsize() == 1
+
+
+def test_stuck_replica_is_dropped(start_server):
+    """A replica that stops taking data (SIGSTOP) during or after its
+    diskless transfer is disconnected after repl-timeout, then resyncs."""
+    ms, m = ophidis(start_server, "--repl-timeout", "2")
+    m.execute_command("DEBUG", "POPULATE", 3000, "key", 10000)     # a 30 MB payload
+    s1, r1 = ophidis(start_server)
+    r1.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    wait_until(lambda: info(m)["connected_slaves"] == 1, what="the replica")
+    os.kill(s1.pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: "Disconnecting timedout replica" in ms.output(), timeout=60, what="the drop")
+    finally:
+        os.kill(s1.pid, signal.SIGCONT)
+    wait_until(lambda: linked(r1) and r1.dbsize() == 3000, timeout=60, what="the replica after it woke up")

@@ -48,6 +48,7 @@ class FullSync:
         self.mark = b""
         self.targets = []          # replicas the diskless child is writing to
         self.reading = False
+        self.progress = {}         # client id -> (unsent bytes, time they last went down)
 
     # -- requests -------------------------------------------------------------------
     def request(self, c):
@@ -90,6 +91,8 @@ class FullSync:
         """replicationStartPendingFork: start the child for the replicas
         that wait, once the diskless delay has passed."""
         srv = self.server
+        if self.targets:
+            self.check_stuck()
         if srv.child_type is not None:
             return
         waiting = self._waiting()
@@ -199,6 +202,7 @@ class FullSync:
     def _check_drained(self):
         if self.rfd is None:
             return
+        self.check_stuck()
         for r in self.targets:
             t = r.transport
             if not r.closing and t is not None and t.get_write_buffer_size() > PIPE_PAUSE_BYTES:
@@ -206,8 +210,27 @@ class FullSync:
                 return
         self._resume_reading()
 
+    def check_stuck(self):
+        """A replica that takes nothing of the payload for repl-timeout
+        seconds is dropped, so it cannot hold the others back."""
+        now = time.time()
+        timeout = self.server.config["repl-timeout"]
+        for r in self.targets:
+            t = r.transport
+            if r.closing or t is None:
+                continue
+            size = t.get_write_buffer_size()
+            last = self.progress.get(r.id)
+            if last is None or size < last[0] or size == 0:
+                self.progress[r.id] = (size, now)
+            elif now - last[1] > timeout:
+                log.warning("Disconnecting timedout replica (full sync): %s" % self.feed.replica_name(r))
+                r.close()
+                t.abort()             # its unsent payload goes too
+
     def _close_pipe(self):
         self._pause_reading()
+        self.progress = {}
         if self.rfd is not None:
             try:
                 os.close(self.rfd)
