@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -634,3 +635,21 @@ def test_stuck_replica_is_dropped(start_server):
     finally:
         os.kill(s1.pid, signal.SIGCONT)
     wait_until(lambda: linked(r1) and r1.dbsize() == 3000, timeout=60, what="the replica after it woke up")
+
+
+def test_wait_under_write_load(start_server):
+    _, m = ophidis(start_server)
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    load = subprocess.Popen(["redis-benchmark", "-p", str(m.port), "-q", "-t", "set,lpush", "-r", "10000",
+                             "-n", "100000000", "-c", "8", "-P", "8"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for i in range(30):
+            m.set("mine:%d" % i, i)
+            assert m.execute_command("WAIT", 1, 10000) == 1
+            assert r.get("mine:%d" % i) == b"%d" % i      # acknowledged means applied
+    finally:
+        load.terminate()
+        load.wait(30)
+    same_data(m, r)
