@@ -653,3 +653,17 @@ def test_wait_under_write_load(start_server):
         load.terminate()
         load.wait(30)
     same_data(m, r)
+
+
+def test_useless_rdb_child_is_killed(start_server):
+    """The last replica waiting for a disk BGSAVE leaves and no save
+    points are set: the child stops (its snapshot is of no use)."""
+    _, m = ophidis(start_server, "--repl-diskless-sync", "no", "--rdb-key-save-delay", "100000")
+    for i in range(100):
+        m.set(i, i)
+    _, r = ophidis(start_server)
+    r.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    wait_until(lambda: info(m, "persistence")["rdb_bgsave_in_progress"] == 1
+               and info(m).get("slave0", {}).get("state") == "wait_bgsave", what="the child")
+    r.execute_command("REPLICAOF", "NO", "ONE")
+    wait_until(lambda: info(m, "persistence")["rdb_bgsave_in_progress"] == 0, what="the child killed")

@@ -302,6 +302,13 @@ class ReplFeed:
         if c in self.replicas:
             self.replicas.remove(c)
             self._gone(c)
+            srv = self.server
+            p = srv.persistence
+            if (not srv.config["save"] and c.repl.state == WAIT_BGSAVE and p.child_pid is not None
+                    and not p.child_socket
+                    and not any(r.repl.state == WAIT_BGSAVE for r in self.replicas)):
+                # nobody needs the snapshot being written any more
+                p.kill_child()
             if not self.replicas:
                 self.no_replicas_since = time.time()
             self.check_waiting()
