@@ -534,6 +534,13 @@ def test_empty_flushdb_propagates_and_divergence_is_logged(start_server):
     assert m5.dbsize() == 0
     m5.flushdb()                         # changes nothing here, still propagated
     wait_until(lambda: r5.dbsize() == 0, what="FLUSHDB on the replica")
+    # FLUSHALL with save points: its save resets the dirty count, it still propagates
+    m.config_set("save", "900 1")
+    m.set("x", 1)
+    m.flushall()
+    r5.set("again", 1)
+    m.flushall()
+    wait_until(lambda: r5.dbsize() == 0, what="the second FLUSHALL on the replica")
 
 
 def test_replica_timeout_during_handshake(start_server):

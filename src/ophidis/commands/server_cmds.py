@@ -67,6 +67,7 @@ def flushall(c, argv):
     srv.dirty += n
     srv.persistence.flushall()
     srv.dirty += 1
+    force_propagation(c)          # the save above may have reset the dirty count
     return OK
 
 
