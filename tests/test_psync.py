@@ -674,3 +674,17 @@ def test_useless_rdb_child_is_killed(start_server):
                and info(m).get("slave0", {}).get("state") == "wait_bgsave", what="the child")
     r.execute_command("REPLICAOF", "NO", "ONE")
     wait_until(lambda: info(m, "persistence")["rdb_bgsave_in_progress"] == 0, what="the child killed")
+
+
+def test_debug_replicate_reaches_replicas_only(start_server):
+    ms, m = ophidis(start_server)
+    rs, r = ophidis(start_server)
+    replicate(r, m.port)
+    m.execute_command("DEBUG", "REPLICATE", "SET", "only", "on-replicas")
+    m.execute_command("DEBUG", "REPLICATE", "fake-command-1")
+    m.set("after", 1)
+    assert m.execute_command("WAIT", 1, 5000) == 1
+    assert m.get("only") is None and r.get("only") == b"on-replicas"
+    wait_until(lambda: "fake-command-1" in rs.output() and "== CRITICAL ==" in rs.output(),
+               what="the replica's critical log line")
+    assert r.get("after") == b"1"

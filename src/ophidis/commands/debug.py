@@ -19,6 +19,7 @@ from ..keyspace.db import type_name
 from ..persistence.rdb import stream_body
 from ..protocol.resp import (OK, boolean, bulk, double, integer, map_header, push_header, set_header, simple,
                              verbatim)
+from ..replication.propagate import TO_REPL, also_propagate
 from ..util import parse_int
 from . import command
 from .keys import object_encoding
@@ -415,6 +416,8 @@ def debug(c, argv):
             srv.pause_cron = val
         return OK
     if sub == b"replicate" and n >= 3:
+        # a command for the replicas only, as it is (tests of divergence)
+        also_propagate(srv, list(argv[2:]), c.db, TO_REPL)
         return OK
     if sub == b"drop-cluster-packet-filter" and n == 3:
         parse_int(argv[2])
