@@ -168,6 +168,10 @@ def test_backlog_overflow_needs_a_full_sync(start_server):
     wait_until(lambda: linked(r), what="the link")
     same_data(m, r)
     assert info(m)["repl_backlog_histlen"] == 16384
+    # CONFIG SET resizes the backlog at once
+    m.set("more", "y" * 20000)
+    m.config_set("repl-backlog-size", 8192)
+    assert info(m)["repl_backlog_histlen"] == 8192
 
 
 def test_promotion_keeps_the_history_for_the_other_replicas(start_server):

@@ -140,6 +140,7 @@ class ReplFeed:
         self.last_cron = 0.0
         self.loaded_stream_db = 0      # repl-stream-db of the RDB file loaded at start-up
         self.sync = FullSync(self)
+        server.config.on_change("repl-backlog-size", self._resize_backlog)
         server.cron_hooks.append(self._tick)
 
     # -- ids and history -----------------------------------------------------------
@@ -159,6 +160,11 @@ class ReplFeed:
         self.change_replid()
         log.warning("Setting secondary replication ID to %s, valid up to offset: %d. "
                     "New replication ID is %s" % (self.replid2, self.second_offset, srv.replid))
+
+    def _resize_backlog(self, *_):
+        """CONFIG SET repl-backlog-size takes effect at once (resizeReplicationBacklog)."""
+        if self.backlog is not None:
+            self.backlog.resize(self.server.config["repl-backlog-size"])
 
     def create_backlog(self):
         self.backlog = Backlog(self.server.config["repl-backlog-size"], self.offset + 1)
@@ -541,8 +547,6 @@ class ReplFeed:
             self.clear_replid2()
             self.free_backlog()
             log.notice("Replication backlog freed after %d seconds without connected replicas." % ttl)
-        if self.backlog is not None and self.backlog.size != cfg["repl-backlog-size"]:
-            self.backlog.resize(cfg["repl-backlog-size"])
 
     # -- reports ------------------------------------------------------------------------------
     def offset_lines(self) -> list:
