@@ -692,3 +692,21 @@ def test_debug_replicate_reaches_replicas_only(start_server):
     wait_until(lambda: "fake-command-1" in rs.output() and "== CRITICAL ==" in rs.output(),
                what="the replica's critical log line")
     assert r.get("after") == b"1"
+
+
+def test_sub_replica_stays_linked_while_the_top_master_is_away(start_server):
+    ms, m = ophidis(start_server)
+    _, r1 = ophidis(start_server)
+    _, r2 = ophidis(start_server, "--repl-timeout", "3")
+    replicate(r1, m.port)
+    replicate(r2, r1.port)
+    m.set("k", 1)
+    wait_until(lambda: r2.get("k") == b"1", what="the chain")
+    m.close()
+    ms.stop()
+    wait_until(lambda: not linked(r1), what="the middle replica's link to drop")
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 5:          # longer than r2's repl-timeout
+        assert linked(r2)
+        time.sleep(0.5)
+    assert r2.get("k") == b"1"

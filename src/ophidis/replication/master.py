@@ -528,6 +528,13 @@ class ReplFeed:
             self.feed_command(PING)
         now = time.time()
         timeout = cfg["repl-timeout"]
+        link = srv.replica_link
+        if link is not None and link.state != "connected":
+            # our master is away: our replicas still hear from us (a newline
+            # is no part of the stream and moves no offset)
+            for r in self.replicas:
+                if r.repl.state == ONLINE and r.repl.pending is None and not r.closing:
+                    r.push(b"\n")
         for r in list(self.replicas):
             st = r.repl
             if st.state != ONLINE:

@@ -375,6 +375,12 @@ class ReplicaLink:
                     if not data:
                         raise ConnectionError("connection lost")
                     self.last_io = time.time()
+                    if len(raw) == used and data[:1] == b"\n":
+                        # a keep-alive between commands (a replica whose own
+                        # master is away sends these): not part of the stream
+                        data = data.lstrip(b"\n")
+                        if not data:
+                            continue
                     rd.feed(data)
                     raw += data
                     applied = 0         # bytes of raw applied as whole units
