@@ -983,7 +983,9 @@ def test_copy_rename_dump_restore_digest(raw):
     assert raw.call("DEBUG", "DIGEST-VALUE", "c") == d1
     raw.call("XACK", "c", "g", "1")
     assert raw.call("XPENDING", "s", "g")[:8] == b"*4\r\n:1\r\n"   # the copy is independent
-    assert raw.call("DEBUG", "DIGEST-VALUE", "c") != d1
+    assert raw.call("XPENDING", "c", "g")[:8] == b"*4\r\n:0\r\n"
+    # consumer groups are not part of Redis 7.0's digest
+    assert raw.call("DEBUG", "DIGEST-VALUE", "c") == d1
     dump = raw.call("DUMP", "s")
     n = int(dump[1:dump.index(b"\r\n")])
     payload = dump[dump.index(b"\r\n") + 2:][:n]

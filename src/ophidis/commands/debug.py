@@ -20,6 +20,7 @@ from ..persistence.rdb import stream_body
 from ..protocol.resp import (OK, boolean, bulk, double, integer, map_header, push_header, set_header, simple,
                              verbatim)
 from ..replication.propagate import TO_REPL, also_propagate
+from ..types.stream import FLAG_DELETED, MASK64
 from ..util import parse_int
 from . import command
 from .keys import object_encoding
@@ -30,73 +31,134 @@ _NOT_ALLOWED = RedisError(
     "you can run it from a local connection, otherwise you need to set this option in the "
     "configuration file, and then restart the server.")
 
-# Value digesters for DEBUG DIGEST: type -> fn(value) -> 20-byte digest.
-# Families whose values are not covered below may register theirs.
+# Value digesters for DEBUG DIGEST / DIGEST-VALUE, Redis's scheme (debug.c)
+# so that a digest taken here equals redis-server's for the same data.
+# Digests are 160-bit ints while being computed:
+#   xor(d, data) = d ^ SHA1(data)           for unordered elements
+#   mix(d, data) = SHA1(d ^ SHA1(data))     for ordered ones
+# A value's digest starts with its type code (4 bytes, big endian) mixed
+# in, then its contents; "!!expire!!" is xored in when the key has a TTL.
+# DIGESTERS: TYPE name -> (Redis's type code, fn(d, value) -> d).  Every
+# family of types/ is covered below (HyperLogLog is a string, geo a zset);
+# a new family registers its own.
 DIGESTERS: dict = {}
 
-
-def _mix(digest: bytes, data: bytes) -> bytes:
-    """Fold data into a running digest (order-sensitive)."""
-    return hashlib.sha1(digest + data).digest()
+_sha1 = hashlib.sha1
+_from_bytes = int.from_bytes
 
 
-
-_ZERO = bytes(20)
-
-
-def _unordered(items) -> bytes:
-    d = 0
-    for it in items:
-        d ^= int.from_bytes(hashlib.sha1(it).digest(), "big")
-    return d.to_bytes(20, "big")
+def _h(data) -> int:
+    """SHA1(data) as an int."""
+    return _from_bytes(_sha1(data).digest(), "big")
 
 
-def _fmt_score(s) -> bytes:
-    return b"%.17g" % s
+def _mixh(d: int, h: int) -> int:
+    """mix with the SHA1 of the data already taken (h)."""
+    return _from_bytes(_sha1((d ^ h).to_bytes(20, "big")).digest(), "big")
 
 
-def value_digest(v) -> bytes:
-    """A digest of one value: equal for equal contents, order-insensitive
-    where the type is unordered."""
-    fn = DIGESTERS.get(v.__class__)
-    if fn is not None:
-        return fn(v)
-    if isinstance(v, (bytes, bytearray)):
-        return _mix(b"string", bytes(v))
-    tname = type_name(v)
-    if tname == b"list":
-        d = _mix(_ZERO, b"list")
-        for e in v:
-            d = _mix(d, bytes(e))
-        return d
-    if tname == b"set":
-        return _mix(_unordered(bytes(e) for e in v), b"set")
-    if tname == b"hash":
-        return _mix(_unordered(b"%d:%s%s" % (len(k), k, x) for k, x in v.items()), b"hash")
-    if tname == b"zset":
-        return _mix(_unordered(b"%d:%s%s" % (len(m), m, _fmt_score(s)) for m, s in v.items()), b"zset")
-    dig = getattr(v, "digest", None)
-    if callable(dig):
-        return _mix(dig(), tname)
-    return _mix(repr(v).encode("utf-8", "replace"), tname)
+def _mix(d: int, data) -> int:
+    return _from_bytes(_sha1((d ^ _from_bytes(_sha1(data).digest(), "big")).to_bytes(20, "big")).digest(), "big")
 
 
-def key_digest(db, key, v) -> bytes:
-    d = _mix(bytes(key), value_digest(v))
-    if key in db.expires:
-        d = _mix(d, b"!!expire!!")
+def _mix0(data) -> int:
+    """mix into a zero digest: SHA1(SHA1(data))."""
+    return _from_bytes(_sha1(_sha1(data).digest()).digest(), "big")
+
+
+def _pair(a, b) -> int:
+    """What one field/value (or member/score) pair xors into its value's
+    digest: the SHA1 of the 20 bytes of mix(mix(0, a), b)."""
+    return _from_bytes(_sha1(_mix(_mix0(a), b).to_bytes(20, "big")).digest(), "big")
+
+
+def _list(d, v):
+    for e in v:
+        d = _mix(d, e)
     return d
 
 
+def _set(d, v):
+    for e in v:
+        d ^= _from_bytes(_sha1(e).digest(), "big")
+    return d
+
+
+def _hash(d, v):
+    for k, x in v.items():
+        d ^= _pair(k, x)
+    return d
+
+
+def _zset(d, v):
+    # "%.17g" is C's text for every double here, "inf"/"-inf" included
+    for m, s in v.dict.items():
+        d ^= _pair(m, b"%.17g" % s)
+    return d
+
+
+def _stream(d, v):
+    # live entries in ID order: "ms.seq", then each field and value;
+    # consumer groups are not part of Redis 7.0's digest
+    for node in v.nodes:
+        flags = node.flags
+        fvs = node.fvs
+        for j, i in enumerate(node.ids):
+            if flags[j] & FLAG_DELETED:
+                continue
+            d = _mix(d, b"%d.%d" % (i >> 64, i & MASK64))
+            for x in fvs[j]:
+                d = _mix(d, x)
+    return d
+
+
+DIGESTERS.update({
+    b"string": (0, _mix),
+    b"list": (1, _list),
+    b"set": (2, _set),
+    b"zset": (3, _zset),
+    b"hash": (4, _hash),
+    b"stream": (6, _stream),
+})
+
+_ZERO = bytes(20)
+_TYPE_HASHES: dict = {}     # type code -> SHA1 of its 4-byte form
+_EXPIRE_HASH = _h(b"!!expire!!")
+
+
+def _object_digest(db, key, v, d: int) -> int:
+    """xorObjectDigest: v's type and contents mixed into d, plus the expire
+    marker."""
+    code, fn = DIGESTERS[type_name(v)]
+    th = _TYPE_HASHES.get(code)
+    if th is None:
+        th = _TYPE_HASHES[code] = _h(struct.pack(">I", code))
+    d = fn(_mixh(d, th), v)
+    if key in db.expires:
+        d ^= _EXPIRE_HASH
+    return d
+
+
+def value_digest(db, key) -> bytes:
+    """DEBUG DIGEST-VALUE of one key (logically expired keys included; 20
+    zero bytes when missing)."""
+    v = db.d.get(key)
+    if v is None:
+        return _ZERO
+    return _object_digest(db, key, v, 0).to_bytes(20, "big")
+
+
 def dataset_digest(server) -> bytes:
+    """DEBUG DIGEST: per database holding keys, its id mixed into the
+    running result, then the digest of every key (its name mixed first, then
+    the value) xored in as an element (the SHA1 of those 20 bytes)."""
     final = 0
     for db in server.dbs:
         if not db.d:
             continue
-        acc = 0
+        final = _mix(final, struct.pack(">I", db.id))
         for key, v in db.d.items():
-            acc ^= int.from_bytes(key_digest(db, key, v), "big")
-        final ^= int.from_bytes(_mix(struct.pack(">I", db.id), acc.to_bytes(20, "big")), "big")
+            final ^= _h(_object_digest(db, key, v, _mix0(key)).to_bytes(20, "big"))
     return final.to_bytes(20, "big")
 
 
@@ -369,9 +431,7 @@ def debug(c, argv):
     if sub == b"digest-value" and n >= 2:
         out = [b"*%d\r\n" % (n - 2)]
         for key in argv[2:]:
-            v = db.d.get(key)
-            d = key_digest_value(db, key, v) if v is not None else _ZERO
-            out.append(simple(d.hex().encode()))
+            out.append(simple(value_digest(db, key).hex().encode()))
         return b"".join(out)
     if sub == b"populate" and 3 <= n <= 5:
         count = _positive(argv[2])
@@ -494,14 +554,6 @@ def debug(c, argv):
                              argv[1][:128].decode("utf-8", "replace"))
         return OK
     raise _syntax(argv)
-
-
-def key_digest_value(db, key, v) -> bytes:
-    """DEBUG DIGEST-VALUE: the value's digest plus the expire marker."""
-    d = value_digest(v)
-    if key in db.expires:
-        d = _mix(d, b"!!expire!!")
-    return d
 
 
 def _persistence_fn(module: str, name: str):

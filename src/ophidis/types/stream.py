@@ -39,7 +39,6 @@ Interface used by persistence (rdb.py): ``StreamValue()``, ``nodes`` and
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left, bisect_right
 from sys import getsizeof
 
@@ -674,28 +673,6 @@ class StreamValue:
             for grp in g.values():
                 s += 400 + len(grp.pel) * 220 + len(grp.consumers) * 300
         return s
-
-    def digest(self) -> bytes:
-        h = hashlib.sha1()
-        for node in self.nodes:
-            flags = node.flags
-            for j, i in enumerate(node.ids):
-                if flags[j] & FLAG_DELETED:
-                    continue
-                h.update(id_key(i))
-                for x in node.fvs[j]:
-                    h.update(b"%d:" % len(x))
-                    h.update(x)
-        h.update(b"%d|%d|%d|%d|%d" % (self.length, self.last_id, self.first_id,
-                                      self.max_deleted, self.entries_added))
-        for name, g in self.sorted_groups():
-            h.update(b"G%d:%s%d|%d" % (len(name), name, g.last_id, g.entries_read))
-            for i, nack in g.pel.items():
-                h.update(b"P%d|%d|%d|%s" % (i, nack.delivery_time, nack.delivery_count,
-                                            nack.consumer.name))
-            for cons in g.sorted_consumers():
-                h.update(b"C%d:%s%d" % (len(cons.name), cons.name, cons.seen_time))
-        return h.digest()
 
     def copy(self):
         n = StreamValue()
