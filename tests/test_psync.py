@@ -1,7 +1,8 @@
 """PSYNC2: the backlog, partial resynchronisation after a link drop, after a
 promotion and after a restart, chains, WAIT, with Ophidis and Debian's
-redis-server on either side.  Every scenario compares the datasets of master
-and replicas once their offsets are equal."""
+redis-server on either side.  Every scenario compares DEBUG DIGEST (Redis's
+digest, the same on both kinds of server) and the datasets of master and
+replicas once their offsets are equal."""
 
 from __future__ import annotations
 
@@ -57,9 +58,13 @@ def dataset(c):
 
 
 def same_data(master, *replicas):
+    """Offsets equal, then the same DEBUG DIGEST (Redis's digest on both
+    kinds of server) and the same keys and values."""
     wait_until(lambda: caught_up(master, *replicas), what="the replicas to catch up")
     d = dataset(master)
+    dg = digest(master)
     for r in replicas:
+        assert digest(r) == dg
         assert dataset(r) == d
 
 
