@@ -121,48 +121,49 @@ class TargetConn:
             pass
         return cls(sock)
 
-    def write(self, data, timeout_ms: int):
-        """syncWrite: all of data within timeout_ms, else SocketFailure."""
-        view = memoryview(data)
+    def _until(self, writable: bool, timeout_ms: int, step):
+        # syncio.c's loop: try step() (True when done), else wait for the
+        # socket; SocketFailure(timed out) when timeout_ms passed in all
         start = _mstime()
         remaining = timeout_ms
-        while True:
-            try:
-                n = self.sock.send(view)
-            except (BlockingIOError, InterruptedError):
-                n = 0
-            except OSError:
-                raise SocketFailure(False) from None
-            view = view[n:]
-            if not view:
-                return
-            _wait(self.sock, True, max(remaining, _RESOLUTION))
+        while not step():
+            _wait(self.sock, writable, max(remaining, _RESOLUTION))
             elapsed = _mstime() - start
             if elapsed >= timeout_ms:
                 raise SocketFailure(True)
             remaining = timeout_ms - elapsed
 
+    def write(self, data, timeout_ms: int):
+        """syncWrite: all of data within timeout_ms, else SocketFailure."""
+        view = memoryview(data)
+
+        def step():
+            nonlocal view
+            try:
+                n = self.sock.send(view)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError:
+                raise SocketFailure(False) from None
+            view = view[n:]
+            return not view
+        self._until(True, timeout_ms, step)
+
     def _fill(self, timeout_ms: int):
-        # syncRead: the next bytes within timeout_ms; end of stream fails
-        start = _mstime()
-        remaining = timeout_ms
-        while True:
+        # syncRead: more bytes within timeout_ms; the end of the stream fails
+
+        def step():
             try:
                 data = self.sock.recv(16384)
             except (BlockingIOError, InterruptedError):
-                data = None
+                return False
             except OSError:
                 raise SocketFailure(False) from None
-            if data is not None:
-                if not data:
-                    raise SocketFailure(False)
-                self.buf += data
-                return
-            _wait(self.sock, False, max(remaining, _RESOLUTION))
-            elapsed = _mstime() - start
-            if elapsed >= timeout_ms:
-                raise SocketFailure(True)
-            remaining = timeout_ms - elapsed
+            if not data:
+                raise SocketFailure(False)
+            self.buf += data
+            return True
+        self._until(False, timeout_ms, step)
 
     def readline(self, timeout_ms: int) -> bytes:
         """syncReadLine into a 1024-byte buffer: one reply line without its
@@ -260,63 +261,67 @@ def _atoi(b: bytes) -> int:
     return max(-(1 << 31), min((1 << 31) - 1, sign * n))
 
 
+class Options:
+    """MIGRATE's options after destination-db and timeout."""
+
+    __slots__ = ("copy", "replace", "username", "password", "first_key", "num_keys")
+
+    def __init__(self, argv, secrets=None):
+        """Parse argv[6:] (SYNTAX or KEYS_NEED_EMPTY on error); the indexes
+        of credentials are appended to ``secrets`` as they are parsed."""
+        self.copy = self.replace = False
+        self.username = self.password = None
+        self.first_key, self.num_keys = 3, 1
+        n = len(argv)
+        j = 6
+        while j < n:
+            opt = argv[j].lower()
+            more = n - 1 - j
+            if opt == b"copy":
+                self.copy = True
+            elif opt == b"replace":
+                self.replace = True
+            elif opt == b"auth":
+                if not more:
+                    raise SYNTAX
+                j += 1
+                self.password = argv[j]
+                if secrets is not None:
+                    secrets.append(j)
+            elif opt == b"auth2":
+                if more < 2:
+                    raise SYNTAX
+                self.username, self.password = argv[j + 1], argv[j + 2]
+                if secrets is not None:
+                    secrets += (j + 1, j + 2)
+                j += 2
+            elif opt == b"keys":
+                if argv[3]:
+                    raise KEYS_NEED_EMPTY
+                self.first_key, self.num_keys = j + 1, n - j - 1
+                break
+            else:
+                raise SYNTAX
+            j += 1
+
+
 def redact_migrate(argv):
     """SLOWLOG and MONITOR do not show AUTH's password nor AUTH2's
-    username and password (as far as the options were parsed)."""
+    username and password (those parsed before an error, as Redis)."""
+    secrets = []
+    try:
+        Options(argv, secrets)
+    except RedisError:
+        pass
     out = list(argv)
-    n = len(out)
-    j = 6
-    while j < n:
-        opt = out[j].lower()
-        more = n - 1 - j
-        if opt == b"auth":
-            if not more:
-                break
-            j += 1
-            out[j] = REDACTED
-        elif opt == b"auth2":
-            if more < 2:
-                break
-            out[j + 1] = out[j + 2] = REDACTED
-            j += 2
-        elif opt not in (b"copy", b"replace"):
-            break        # KEYS (the rest are keys) or a syntax error
-        j += 1
+    for i in secrets:
+        out[i] = REDACTED
     return out
 
 
 @command("migrate", redact=redact_migrate)
 def migrate(c, argv):
-    copy = replace = False
-    username = password = None
-    first_key, num_keys = 3, 1
-    n = len(argv)
-    j = 6
-    while j < n:
-        opt = argv[j].lower()
-        more = n - 1 - j
-        if opt == b"copy":
-            copy = True
-        elif opt == b"replace":
-            replace = True
-        elif opt == b"auth":
-            if not more:
-                raise SYNTAX
-            j += 1
-            password = argv[j]
-        elif opt == b"auth2":
-            if more < 2:
-                raise SYNTAX
-            username, password = argv[j + 1], argv[j + 2]
-            j += 2
-        elif opt == b"keys":
-            if argv[3]:
-                raise KEYS_NEED_EMPTY
-            first_key, num_keys = j + 1, n - j - 1
-            break
-        else:
-            raise SYNTAX
-        j += 1
+    opts = Options(argv)
     timeout = parse_int(argv[5])
     dbid = parse_int(argv[4])
     if timeout <= 0:
@@ -326,7 +331,7 @@ def migrate(c, argv):
     # have expired meanwhile).
     db = c.db
     keys = []
-    for key in argv[first_key:first_key + num_keys]:
+    for key in argv[opts.first_key:opts.first_key + opts.num_keys]:
         v = db.lookup_read(key)
         if v is not None:
             keys.append((key, v))
@@ -338,8 +343,9 @@ def migrate(c, argv):
     host, port = argv[1], argv[2]
     restore = b"RESTORE-ASKING" if srv.config["cluster-enabled"] else b"RESTORE"
     auth = None
-    if password is not None:
-        auth = encode_argv([b"AUTH", password] if username is None else [b"AUTH", username, password])
+    if opts.password is not None:
+        auth = encode_argv([b"AUTH", opts.password] if opts.username is None
+                           else [b"AUTH", opts.username, opts.password])
     may_retry = True
     while True:
         cs = sockets.get(host, port, timeout)
@@ -363,11 +369,11 @@ def migrate(c, argv):
                     ttl = 1
             alive.append((key, v))
             cmd = [restore, key, b"%d" % ttl, dump_payload(v, srv.config)]
-            if replace:
+            if opts.replace:
                 cmd.append(b"REPLACE")
             out.append(encode_argv(cmd))
         keys = alive
-        data = b"".join(out)
+        data = memoryview(b"".join(out))
         out = None
         write_error = False
         try:
@@ -382,8 +388,8 @@ def migrate(c, argv):
             except SocketFailure as e:
                 failure = e
             else:
-                error, failure, replies = _restore_replies(c, cs, keys, auth_line, select_line, copy,
-                                                           timeout)
+                error, failure, replies = _restore_replies(c, cs, keys, auth_line, select_line,
+                                                           opts.copy, timeout)
                 if failure is None or error is not None or replies:
                     if failure is not None:
                         sockets.close(host, port)
