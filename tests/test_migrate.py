@@ -505,3 +505,31 @@ def test_deletion_is_written_to_the_aof(start_server, target, tgt):
         c.close()
     finally:
         again.stop()
+
+
+def test_restore_asking_as_redis(raw, ref_raw, r):
+    """RESTORE-ASKING is RESTORE (what MIGRATE sends in cluster mode)."""
+    r.set("src", "v")
+    payload = r.dump("src")
+    for conn in (raw, ref_raw):
+        got = [conn.call("RESTORE-ASKING", "k", 0, payload),
+               conn.call("RESTORE-ASKING", "k", 0, payload),
+               conn.call("RESTORE-ASKING", "k", 0, payload, "REPLACE", "ABSTTL"),
+               conn.call("RESTORE-ASKING", "k", 0, b"bad payload"),
+               conn.call("GET", "k")]
+        if conn is raw:
+            ours = got
+    assert ours == got
+    assert ours == [b"+OK\r\n", b"-BUSYKEY Target key name already exists.\r\n", b"+OK\r\n",
+                    b"-BUSYKEY Target key name already exists.\r\n", b"$1\r\nv\r\n"]
+
+
+def test_cluster_mode_sends_restore_asking(start_server, target, tgt):
+    # (a cluster node serving no slots: once cluster routing exists this
+    # source needs its slots assigned first)
+    src = start_server("--cluster-enabled", "yes").client()
+    src.set("k", "v")
+    before = cmd_calls(tgt, "restore-asking")
+    assert src.execute_command("MIGRATE", "127.0.0.1", target.port, "k", 0, 5000) == b"OK"
+    assert cmd_calls(tgt, "restore-asking") == before + 1
+    assert tgt.get("k") == b"v"
