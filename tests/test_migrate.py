@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from support.notify import KeyspaceEvents
 from support.replication import SyncStream
 from support.resp import RespConn
 from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, free_port
@@ -533,3 +534,24 @@ def test_cluster_mode_sends_restore_asking(start_server, target, tgt):
     assert src.execute_command("MIGRATE", "127.0.0.1", target.port, "k", 0, 5000) == b"OK"
     assert cmd_calls(tgt, "restore-asking") == before + 1
     assert tgt.get("k") == b"v"
+
+
+def test_keyspace_events_as_redis(sources, tgt, target, config):
+    """The source announces "del" for each key it moved (none for COPY)."""
+    seen = []
+    for _, _, src in sources:
+        config(src, notify_keyspace_events="KEA")
+        src.mset({"a": 1, "b": 2, "c": 3})
+        tgt.set("b", "busy")
+        with KeyspaceEvents(src) as ev:
+            ev.collect()
+            try:
+                src.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", "a", "b")
+            except Exception:  # noqa: BLE001
+                pass
+            src.execute_command("MIGRATE", "127.0.0.1", target.port, "c", 0, 5000, "COPY")
+            seen.append(ev.collect())
+        config.restore()
+        tgt.flushall()
+    assert seen[0] == seen[1]
+    assert seen[0] == [(b"__keyspace@0__:a", b"del"), (b"__keyevent@0__:del", b"a")]
