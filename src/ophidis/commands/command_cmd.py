@@ -190,7 +190,10 @@ def _args_reply(resp, args) -> bytes:
         if "key_spec_index" in a:
             fields.append((b"key_spec_index", integer(a["key_spec_index"])))
         if "token" in a:
-            fields.append((b"token", bulk(a["token"].upper().encode())))
+            # Redis's generator pastes the token into a C string literal:
+            # MIGRATE's token '""' becomes """" there, the empty string
+            tok = a["token"]
+            fields.append((b"token", bulk(b"" if tok == '""' else tok.upper().encode())))
         if "summary" in a:
             fields.append((b"summary", bulk(a["summary"].encode())))
         if "since" in a:

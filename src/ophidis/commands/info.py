@@ -213,7 +213,7 @@ def sec_stats(srv):
         "pubsubshard_channels:%d" % (pubsub.num_shard_channels() if pubsub is not None else 0),
         "latest_fork_usec:%d" % srv.latest_fork_usec,
         "total_forks:%d" % s.total_forks,
-        "migrate_cached_sockets:0",
+        "migrate_cached_sockets:%d" % len(srv.migrate_sockets),
         "slave_expires_tracked_keys:0",
         "active_defrag_hits:0",
         "active_defrag_misses:0",

@@ -150,3 +150,8 @@ def restore(c, argv):
     notify.notify(notify.GENERIC, b"restore", key, db.id)
     srv.dirty += 1
     return OK
+
+
+# RESTORE-ASKING: RESTORE as MIGRATE sends it in cluster mode (the ASKING
+# flag lets it reach a slot being imported); the same command otherwise.
+command("restore-asking", flags=("syscmd",), propagate=propagate_restore)(restore)

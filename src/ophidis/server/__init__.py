@@ -18,6 +18,7 @@ from collections import deque
 
 from .. import log, sysinfo
 from ..commands import TABLE, load_all
+from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
 from ..config import Config
@@ -98,7 +99,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         "shutdown_asap", "shutdown_wait", "exit_code", "_stopping",
         # subsystems, in install order
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
-        "tracking", "memory", "lazyfree", "repl_feed", "replica_link",
+        "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
     )
 
     def __init__(self, config: Config):
@@ -209,6 +210,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.lazyfree = self.memory.lazyfree
         self.repl_feed = ReplFeed(self)
         self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
+        self.migrate_sockets = MigrateSockets(self)   # MIGRATE's connections to targets
 
     def running_script(self):
         """The context of the script or function running now, or None."""
