@@ -143,7 +143,7 @@ class FullSync:
             self.mark = os.urandom(20).hex().encode()
             self.targets = list(waiting)
             for r in waiting:
-                r.repl.state = SEND_BULK
+                # wait_bgsave_end until the payload is through (as Redis shows it)
                 r.push(b"$EOF:%s\r\n" % self.mark)
             os.set_blocking(rfd, False)
             self._resume_reading()
