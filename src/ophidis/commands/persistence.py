@@ -140,7 +140,7 @@ def restore(c, argv):
     try:
         obj = load_payload(payload, LoadSettings(srv.config, restore_deep(c)), _reader_log)
     except RdbError as e:
-        if not (e.truncated or e.empty):
+        if not (e.truncated or e.quiet):
             # rdbReportCorruptRDB in a RESTORE: logged at verbose, not fatal
             log.verbose("Internal error in RDB reading offset 0, function at rdb.py -> %s" % e.msg)
         raise BAD_DATA from None

@@ -78,12 +78,12 @@ QL_PLAIN, QL_PACKED = 1, 2
 class RdbError(Exception):
     """A corrupt or truncated RDB (or DUMP payload)."""
 
-    def __init__(self, msg, offset=None, truncated=False, empty=False):
+    def __init__(self, msg, offset=None, truncated=False, quiet=False):
         super().__init__(msg)
         self.msg = msg
         self.offset = offset
         self.truncated = truncated
-        self.empty = empty      # an empty value (RESTORE refuses it without a log line)
+        self.quiet = quiet      # refused by RESTORE without a log line (an unknown type, an empty value)
 
     def __str__(self):
         if self.offset is None:
@@ -1162,12 +1162,12 @@ def load_payload(payload: bytes, settings=None, log=None):
     r = RdbReader(memoryview(payload), settings, log=log)
     t = r.byte()
     if t not in TYPE_NAMES or t > T_STREAM_LISTPACKS_2:
-        raise RdbError("Unknown RDB encoding type %d" % t, 0)
+        raise RdbError("Unknown RDB encoding type %d" % t, 0, quiet=True)
     try:
         v = r.load_object(t)
     except UnsupportedType as e:
         raise RdbError("The RDB file contains module data I can't load: no matching module type %s"
                        % e.args[0].split(" ", 1)[-1], 0) from None
     if v is None:
-        raise RdbError("Empty key", r.pos, empty=True)
+        raise RdbError("Empty key", r.pos, quiet=True)
     return v
