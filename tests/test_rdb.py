@@ -116,7 +116,8 @@ def test_ziplist_decoding():
     # ziplist of "a", 12 (4-bit immediate), 1000 (int16), "hello"
     entries = [b"\x00\x01a", b"\x03\xfd", b"\x02\xc0\xe8\x03", b"\x04\x05hello"]
     body = b"".join(entries)
-    zl = struct.pack("<IIH", 10 + len(body) + 1, 0, 4) + body + b"\xff"
+    tail = 10 + len(body) - len(entries[-1])      # the last entry's offset
+    zl = struct.pack("<IIH", 10 + len(body) + 1, tail, 4) + body + b"\xff"
     assert zl_decode(zl) == [b"a", b"12", b"1000", b"hello"]
 
 
@@ -687,7 +688,7 @@ def test_reader_string_records_and_duplicates():
     # an old-format (version 9) file with a ziplist hash and seconds expiry
     ents = [b"\x00\x01f", b"\x03\x01v"]
     body = b"".join(ents)
-    zl = struct.pack("<IIH", 10 + len(body) + 1, 0, 2) + body + b"\xff"
+    zl = struct.pack("<IIH", 10 + len(body) + 1, 10 + len(ents[0]), 2) + body + b"\xff"
     v9 = b"\xfe\x00\xfd" + (2**31 - 1).to_bytes(4, "little") + b"\x0d\x01h" + R.enc_string(zl)
     res = R.RdbReader(_rdb_file(v9, 9)).load()
     h = res.dbs[0][0][b"h"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from .. import log
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..persistence.rdb import LoadSettings, RdbError, dump_payload, load_payload, verify_payload
@@ -13,6 +14,21 @@ from ..util import parse_int
 from . import command
 
 BUSYKEY = RedisError("BUSYKEY Target key name already exists.")
+BAD_DATA = RedisError("ERR Bad data format")
+
+
+def restore_deep(c):
+    """Whether RESTORE validates the payload deeply (sanitize-dump-payload:
+    yes always, clients for every client but our master's link and the AOF
+    being loaded)."""
+    mode = c.server.config["sanitize-dump-payload"]
+    if mode == "clients":
+        return not (c.server.loading or c.is_master)
+    return mode == "yes"
+
+
+def _reader_log(level, msg):
+    log.log(log.LEVELS[level], msg)
 
 
 @command("save", propagate=False)
@@ -119,14 +135,18 @@ def restore(c, argv):
     if ttl < 0:
         raise RedisError("ERR Invalid TTL value, must be >= 0")
     payload = argv[3]
-    if not verify_payload(payload):
+    if not verify_payload(payload, srv.skip_checksum_validation):
         raise RedisError("ERR DUMP payload version or checksum are wrong")
     try:
-        obj = load_payload(payload, LoadSettings(srv.config))
-    except RdbError:
-        raise RedisError("ERR Bad data format") from None
-    except Exception:  # noqa: BLE001
-        raise RedisError("ERR Bad data format") from None
+        obj = load_payload(payload, LoadSettings(srv.config, restore_deep(c)), _reader_log)
+    except RdbError as e:
+        if not (e.truncated or e.quiet):
+            # rdbReportCorruptRDB in a RESTORE: logged at verbose, not fatal
+            log.verbose("Internal error in RDB reading offset 0, function at rdb.py -> %s" % e.msg)
+        raise BAD_DATA from None
+    except Exception as e:  # noqa: BLE001 - a decoder bug must not take the server down
+        log.verbose("Internal error in RDB reading offset 0, function at rdb.py -> %r" % e)
+        raise BAD_DATA from None
     deleted = False
     if replace:
         deleted = db.lookup_write(key) is not None and db.server_delete(key)

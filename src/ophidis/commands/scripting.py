@@ -614,7 +614,7 @@ def function_restore(c, argv):
         if policy not in (b"append", b"replace", b"flush"):
             raise RedisError("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
     data = argv[2]
-    if not verify_payload(data):
+    if not verify_payload(data, c.server.skip_checksum_validation):
         raise RedisError("ERR DUMP payload version or checksum are wrong")
     try:
         codes = load_functions_payload(data)

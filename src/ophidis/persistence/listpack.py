@@ -183,29 +183,45 @@ def lp_decode(buf, strict_count=True, raw_ints=False) -> list:
 # -- ziplist (read only) ----------------------------------------------------------
 
 def zl_decode(buf) -> list:
+    """Elements of a ziplist, validated as ziplistValidateIntegrity does in
+    its deep mode (Redis always runs it on ziplists it loads): header size,
+    tail offset, every entry's header and length inside the buffer, each
+    entry's prevlen equal to the previous entry's size, the tail offset
+    pointing at the last entry and the header count."""
     n = len(buf)
     if n < 11:
         raise EncodingError("ziplist too short")
     total = _unpack_u32(buf, 0)[0]
     if total != n:
         raise EncodingError("ziplist size mismatch")
+    end = n - 1
+    if buf[end] != 0xFF:
+        raise EncodingError("ziplist not terminated")
+    tail = _unpack_u32(buf, 4)[0]
+    if tail > end:
+        raise EncodingError("ziplist tail offset out of range")
     count = _unpack_u16(buf, 8)[0]
     out = []
     append = out.append
     p = 10
-    end = n - 1
-    while p < end:
+    prev_size = 0
+    last = -1
+    while buf[p] != 0xFF:
+        start = p
         # previous entry length
         if buf[p] < 254:
+            prevlen = buf[p]
             p += 1
-        elif buf[p] == 254:
-            p += 5
         else:
-            raise EncodingError("invalid ziplist prevlen")
+            if p + 5 > end:
+                raise EncodingError("ziplist entry overflows")
+            prevlen = _unpack_u32(buf, p + 1)[0]
+            p += 5
         if p >= end:
             raise EncodingError("ziplist entry overflows")
         b = buf[p]
         top = b >> 6
+        value = None
         if top == 0:
             ln = b & 0x3F
             p += 1
@@ -222,31 +238,34 @@ def zl_decode(buf) -> list:
         else:
             p += 1
             if b == 0xC0:
-                w = 2
+                ln = 2
             elif b == 0xD0:
-                w = 4
+                ln = 4
             elif b == 0xE0:
-                w = 8
+                ln = 8
             elif b == 0xF0:
-                w = 3
+                ln = 3
             elif b == 0xFE:
-                w = 1
+                ln = 1
             elif 0xF1 <= b <= 0xFD:
-                append(b"%d" % ((b & 0x0F) - 1))
-                continue
+                ln = 0
+                value = b"%d" % ((b & 0x0F) - 1)
             else:
                 raise EncodingError("invalid ziplist encoding byte 0x%02x" % b)
-            if p + w > end:
-                raise EncodingError("ziplist entry overflows")
-            append(b"%d" % int.from_bytes(buf[p:p + w], "little", signed=True))
-            p += w
-            continue
+            if value is None and p + ln <= end:
+                value = b"%d" % int.from_bytes(buf[p:p + ln], "little", signed=True)
         if p + ln > end:
             raise EncodingError("ziplist entry overflows")
-        append(bytes(buf[p:p + ln]))
+        if prevlen != prev_size or start - prevlen < 10:
+            raise EncodingError("ziplist prevlen mismatch")
+        append(bytes(buf[p:p + ln]) if value is None else value)
         p += ln
-    if p != end or buf[end] != 0xFF:
+        prev_size = p - start
+        last = start
+    if p != end:
         raise EncodingError("ziplist not terminated")
+    if last != -1 and last != tail:
+        raise EncodingError("ziplist tail offset mismatch")
     if count != 65535 and count != len(out):
         raise EncodingError("ziplist count mismatch")
     return out
@@ -255,43 +274,40 @@ def zl_decode(buf) -> list:
 # -- zipmap (read only) -------------------------------------------------------------
 
 def zipmap_decode(buf) -> list:
-    """Flat [field, value, ...] of a zipmap (Redis 2.x hashes)."""
+    """Flat [field, value, ...] of a zipmap (Redis 2.x hashes), validated as
+    zipmapValidateIntegrity: every length inside the buffer, at least one
+    pair, the count byte (when under 254) equal to the pairs read."""
     n = len(buf)
-    if n < 2:
-        raise EncodingError("zipmap too short")
+    if n < 2 or buf[n - 1] != 0xFF:
+        raise EncodingError("zipmap not terminated")
+    last = n - 1
     out = []
     p = 1
-    while True:
-        if p >= n:
-            raise EncodingError("zipmap not terminated")
-        if buf[p] == 0xFF:
-            break
+    while buf[p] != 0xFF:
         for is_val in (False, True):
-            if p >= n:
-                raise EncodingError("zipmap entry overflows")
             b = buf[p]
             if b < 254:
                 ln = b
                 p += 1
-            elif b == 254:
-                if p + 5 > n:
+            else:       # 254 (and 255 as a value length): a 4-byte length
+                if p + 5 > last:
                     raise EncodingError("zipmap entry overflows")
                 ln = _unpack_u32(buf, p + 1)[0]
                 p += 5
-            else:
-                raise EncodingError("zipmap entry truncated")
             free = 0
             if is_val:
-                if p >= n:
+                if p > last:
                     raise EncodingError("zipmap entry overflows")
                 free = buf[p]
                 p += 1
-            if p + ln + free > n:
+            if p + ln + free > last:
                 raise EncodingError("zipmap entry overflows")
             out.append(bytes(buf[p:p + ln]))
             p += ln + free
-    if p != n - 1:
-        raise EncodingError("zipmap trailing bytes")
+    if not out:
+        raise EncodingError("empty zipmap")
+    if buf[0] < 254 and buf[0] != len(out) // 2:
+        raise EncodingError("zipmap count mismatch")
     return out
 
 
@@ -322,6 +338,8 @@ def intset_decode(buf) -> list:
         raise EncodingError("invalid intset encoding")
     if 8 + width * count != n:
         raise EncodingError("intset size mismatch")
+    if not count:
+        raise EncodingError("empty intset")
     fmt = {2: "h", 4: "i", 8: "q"}[width]
     vals = list(struct.unpack_from("<%d%s" % (count, fmt), buf, 8))
     for i in range(1, count):

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 from .. import log
+from ..tools import check_rdb
 from . import child
 from .rdb import LoadSettings, RdbError, RdbReader, write_snapshot
 
@@ -426,6 +428,12 @@ class Persistence:
                     log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
                 log.warning("Internal error in RDB reading offset %d, function at rdb.py -> %s" % (
                     e.offset or 0, e.msg))
+                if not e.truncated:
+                    # as rdbReportError: the file is corrupt, show the RDB
+                    # check's report of it (on stdout, as Redis prints it)
+                    sys.stdout.flush()
+                    check_rdb.check(path, sys.stdout)
+                    sys.stdout.flush()
                 raise LoadError(str(e)) from None
             self._log_aux(res)
             self.loaded_aux = res.aux

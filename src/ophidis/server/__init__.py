@@ -383,12 +383,12 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     async def run(self):
         self.loop = asyncio.get_running_loop()
+        self.banner()       # before loading, as Redis: a file that fails to load still shows the PID line
         self.os_warnings()
         log.notice("Server initialized")
         for h in self.startup_hooks:
             h()
         await self.listen()
-        self.banner()
         log.notice("Ready to accept connections")
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
