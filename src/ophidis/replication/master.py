@@ -555,6 +555,26 @@ class ReplFeed:
             self.free_backlog()
             log.notice("Replication backlog freed after %d seconds without connected replicas." % ttl)
 
+    # -- memory -------------------------------------------------------------------------------
+    def backlog_bytes(self) -> int:
+        bl = self.backlog
+        return bl.histlen if bl is not None else 0
+
+    def replica_output_bytes(self) -> int:
+        """What the replicas have not taken yet: written but unsent, and held."""
+        n = 0
+        for r in self.replicas:
+            t = r.transport
+            if t is not None and not r.closing:
+                n += t.get_write_buffer_size()
+            if r.repl.pending:
+                n += sum(len(x) for x in r.repl.pending)
+        return n
+
+    def buffer_bytes(self) -> int:
+        """mem_total_replication_buffers: the backlog and the replicas' output."""
+        return self.backlog_bytes() + self.replica_output_bytes()
+
     # -- reports ------------------------------------------------------------------------------
     def offset_lines(self) -> list:
         """INFO replication's fields after the role-specific ones."""
