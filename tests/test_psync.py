@@ -715,3 +715,17 @@ def test_sub_replica_stays_linked_while_the_top_master_is_away(start_server):
         assert linked(r2)
         time.sleep(0.5)
     assert r2.get("k") == b"1"
+
+
+def test_big_disk_sync_is_sent_in_chunks(start_server):
+    """A 30 MB RDB file goes to the replica as it takes it: the replica's
+    output buffer never holds the whole payload (it would cross the replica
+    class's output limit)."""
+    ms, m = ophidis(start_server, "--repl-diskless-sync", "no",
+                    "--client-output-buffer-limit", "replica 16mb 16mb 60")
+    m.execute_command("DEBUG", "POPULATE", 3000, "key", 10000)
+    _, r = ophidis(start_server)
+    replicate(r, m.port)
+    wait_until(lambda: r.dbsize() == 3000, timeout=60, what="the payload")
+    same_data(m, r)
+    assert "scheduled to be closed ASAP" not in ms.output()

@@ -249,6 +249,22 @@ class FullSync:
             # the stream starts with the replica's first ACK
             self.feed.put_online(r, hold=True)
 
+    def _send_file(self, r, f):
+        """sendBulkToSlave: the RDB file in chunks, as fast as the replica
+        takes them (its output buffer stays small), then the held stream."""
+        if r.closing:
+            f.close()
+            return
+        t = r.transport
+        while t is None or t.get_write_buffer_size() < PIPE_PAUSE_BYTES:
+            chunk = f.read(1 << 16)
+            if not chunk:
+                f.close()
+                self.feed.put_online(r, hold=False)
+                return
+            r.push(chunk)
+        self.server.loop.call_later(0.01, self._send_file, r, f)
+
     def done(self, ok: bool, socket: bool):
         """The RDB child ended (updateSlavesWaitingBgsave)."""
         feed = self.feed
@@ -266,26 +282,21 @@ class FullSync:
                     self.targets = []
         else:
             waiting = [r for r in feed.replicas if r.repl.state == WAIT_BGSAVE and not r.repl.socket]
-            if waiting:
-                payload = None
-                if ok:
-                    try:
-                        with open(self.server.persistence.filename, "rb") as f:
-                            payload = f.read()
-                    except OSError as e:
-                        log.warning("SYNC failed. Can't open/stat DB after BGSAVE: %s" % e.strerror)
-                for r in waiting:
-                    if payload is None:
-                        if ok:
-                            r.close()
-                        else:
-                            log.warning("SYNC failed. BGSAVE child returned an error")
-                            r.close()
-                        continue
-                    r.repl.state = SEND_BULK
-                    r.push(b"$%d\r\n" % len(payload))
-                    r.push(payload)
-                    feed.put_online(r, hold=False)
+            for r in waiting:
+                if not ok:
+                    log.warning("SYNC failed. BGSAVE child returned an error")
+                    r.close()
+                    continue
+                try:
+                    f = open(self.server.persistence.filename, "rb")
+                    size = os.fstat(f.fileno()).st_size
+                except OSError as e:
+                    log.warning("SYNC failed. Can't open/stat DB after BGSAVE: %s" % e.strerror)
+                    r.close()
+                    continue
+                r.repl.state = SEND_BULK
+                r.push(b"$%d\r\n" % size)
+                self._send_file(r, f)
         feed.prune()
         # replicas that arrived meanwhile get the next child
         if self._waiting() and self.server.child_type is None:
