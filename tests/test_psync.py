@@ -17,6 +17,7 @@ import time
 import pytest
 import redis
 
+from support.resp import encode
 from support.servers import REDIS_SERVER, RedisServerProc, free_port
 from support.wait import wait_until
 
@@ -729,3 +730,22 @@ def test_big_disk_sync_is_sent_in_chunks(start_server):
     wait_until(lambda: r.dbsize() == 3000, timeout=60, what="the payload")
     same_data(m, r)
     assert "scheduled to be closed ASAP" not in ms.output()
+
+
+def test_replica_connection_carries_the_stream_only(start_server):
+    ms, m = ophidis(start_server)
+    for first, then in (([b"SYNC"], [b"PING"]), ([b"PSYNC", b"replicationid", b"-1"], [b"GET", b"foo"])):
+        s = socket.create_connection(("127.0.0.1", m.port), timeout=10)
+        try:
+            s.sendall(encode(*first))
+            wait_until(lambda: info(m)["connected_slaves"] == 1, what="the replica")
+            s.sendall(encode(*then))
+            wait_until(lambda: info(m)["connected_slaves"] == 0, what="the disconnection")
+        finally:
+            s.close()
+    out = ms.output()
+    assert "Replica generated a reply to command 'ping', disconnecting it" in out
+    assert "Replica generated a reply to command 'get', disconnecting it" in out
+    assert "== CRITICAL == This master is sending an error to its replica: 'Replica can't interact " \
+           "with the keyspace' after processing the command 'get'" in out
+    assert m.ping()

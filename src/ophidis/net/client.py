@@ -224,7 +224,7 @@ class Client(asyncio.Protocol):
         self.slow = bool(
             not self.authenticated or self.multi is not None or self.reply_mode
             or (self.resp == 2 and (self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard))
-            or self.tracking or self.blocked or self.close_after_reply)
+            or self.tracking or self.blocked or self.close_after_reply or self.repl is not None)
 
     # -- asyncio.Protocol -------------------------------------------------------
     def connection_made(self, transport):

@@ -330,6 +330,7 @@ class ReplFeed:
     def new_replica(self, c) -> ReplicaState:
         st = ReplicaState(replconf_settings.pop(c.id, {}))
         c.repl = st
+        c.update_slow()            # its requests take the replica checks (dispatch)
         if c not in self.replicas:
             self.replicas.append(c)
         if len(self.replicas) == 1 and self.backlog is None:

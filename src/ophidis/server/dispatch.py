@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from time import perf_counter
 
+from .. import log
 from ..commands import TABLE
 from ..commands.transactions import discard_transaction
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
@@ -38,6 +39,8 @@ class Dispatch:
     __slots__ = ()
 
     def process_command(self, c: Client, argv):
+        if c.repl is not None:
+            return self._replica_request(c, argv)
         trk = self.tracking
         if trk.wrap_active and trk.max_keys and len(trk.table) > trk.max_keys:
             trk.limit()
@@ -121,6 +124,35 @@ class Dispatch:
                 c.multi.append((cmd, argv))
             return QUEUED
         return self.call(c, cmd, argv)
+
+    def _replica_request(self, c: Client, argv):
+        """A command from one of our replicas: only what produces no reply
+        (REPLCONF ACK) is fine; anything touching the keyspace is refused,
+        and a replica that gets a reply is disconnected (its link carries
+        the replication stream only)."""
+        cmd = TABLE.get(argv[0].lower())
+        if cmd is not None and cmd.subcommands and len(argv) > 1:
+            cmd = cmd.subcommands.get(argv[1].lower(), cmd)
+        name = cmd.fullname if cmd is not None else _printable(argv[0][:128]).lower()
+        if cmd is not None and (cmd.write or cmd.readonly or cmd.may_replicate):
+            log.warning("== CRITICAL == This master is sending an error to its replica: 'Replica can't "
+                        "interact with the keyspace' after processing the command '%s'" % name)
+            r = b"-ERR Replica can't interact with the keyspace\r\n"
+        elif cmd is not None and cmd.fullname == "replconf":
+            r = self.call(c, cmd, argv)   # ACKs: no reply
+        else:
+            st = c.repl
+            c.repl = None          # run it as any client's command
+            try:
+                r = self.process_command(c, argv)
+            finally:
+                c.repl = st
+                c.update_slow()
+        if r is None:
+            return None
+        log.warning("Replica generated a reply to command '%s', disconnecting it: %s" % (name, c.info_string()))
+        c.close()
+        return None
 
     def good_replicas(self) -> int:
         """Online replicas within min-replicas-max-lag (min-replicas-to-write)."""

@@ -23,7 +23,10 @@ class Shutdown:
         shutdown-timeout (the cron calls ``shutdown_cron``); ``waiter``, the
         client of SHUTDOWN, gets its reply then."""
         if self.shutdown_wait is not None:
-            return "in-progress"
+            if waiter is None:
+                return "in-progress"
+            self.shutdown_wait[2].append(waiter)    # it gets the same outcome
+            return WAITING
         if not from_signal:
             log.warning("User requested shutdown...")
         flags = (nosave, save, now, force)
