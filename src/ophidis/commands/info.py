@@ -87,13 +87,17 @@ def sec_clients(srv):
     # Clients postponed by CLIENT PAUSE count as blocked (BLOCKED_POSTPONE),
     # though they are in no timeout table.
     postponed = sum(1 for c in srv.paused_clients if not c.closing)
-    maxin = max((len(c.pend) for c in clients if c.pend is not None), default=0)
+    # the largest query and output buffers of the last seconds (cron's
+    # samples) or of now
+    cm = srv.memory.clients
+    cm.refresh()
+    maxin, maxout = cm.recent_peaks()
     return [
         "connected_clients:%d" % len(srv.clients),
         "cluster_connections:0",
         "maxclients:%d" % srv.maxclients,
         "client_recent_max_input_buffer:%d" % maxin,
-        "client_recent_max_output_buffer:0",
+        "client_recent_max_output_buffer:%d" % maxout,
         "blocked_clients:%d" % (blocked + postponed),
         "tracking_clients:%d" % srv.tracking.nclients,
         "clients_in_timeout_table:%d" % blocked,
@@ -159,8 +163,8 @@ def sec_memory(srv):
         "mem_not_counted_for_evict:0",
         "mem_replication_backlog:0",
         "mem_total_replication_buffers:0",
-        "mem_clients_slaves:0",
-        "mem_clients_normal:%d" % clients,
+        "mem_clients_slaves:%d" % m.clients.totals["slave"],
+        "mem_clients_normal:%d" % (clients - m.clients.totals["slave"]),
         "mem_cluster_links:0",
         "mem_aof_buffer:%d" % _aof_buffer(srv),
         "mem_allocator:pymalloc",
