@@ -8,37 +8,22 @@ with redis-server's."""
 from __future__ import annotations
 
 import re
-import socket
 import time
 
 import pytest
 
-from support.resp import RespConn
-from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
+from support.resp import RespConn, slow_reader
+from support.servers import REDIS_SERVER, RedisServerProc
 from support.wait import wait_until
 
 KB = 1024
 MB = 1024 * 1024
 
 
-@pytest.fixture(scope="module", params=["ophidis", "redis"])
-def srv(request):
-    if request.param == "redis":
-        if REDIS_SERVER is None:
-            pytest.skip("redis-server is not installed")
-        s = RedisServerProc()
-    else:
-        s = ServerProc(["--enable-debug-command", "yes"])
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
 @pytest.fixture
-def c(srv):
+def c(each_server):
     """The control client: never evicted."""
-    c = srv.client()
+    c = each_server.client()
     c.flushall()
     c.execute_command("CLIENT", "NO-EVICT", "on")
     yield c
@@ -47,14 +32,8 @@ def c(srv):
     c.close()
 
 
-def conn(srv, name) -> RespConn:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.settimeout(10)
-    sock.connect(("127.0.0.1", srv.port))
-    r = RespConn(sock=sock)
-    assert r.call("CLIENT", "SETNAME", name) == b"+OK\r\n"
-    return r
+def conn(each_server, name) -> RespConn:
+    return slow_reader(each_server.port, name)
 
 
 def field(c, name, f):
@@ -70,10 +49,10 @@ def partial(n) -> bytes:
     return b"*1\r\n$%d\r\n" % n + b"v" * n
 
 
-def test_client_list_memory_fields_as_redis(srv, c):
+def test_client_list_memory_fields_as_redis(each_server, c):
     """The big argument of an incomplete request is qbuf (its header is
     consumed); tot-mem counts it; the fields are Redis's, in its order."""
-    qb = conn(srv, "qb")
+    qb = conn(each_server, "qb")
     qb.send_raw(b"*2\r\n$3\r\nset\r\n$%d\r\n" % (200 * KB) + b"v" * (100 * KB))
     wait_until(lambda: field(c, "qb", "qbuf") == 100 * KB, 10)
     assert field(c, "qb", "argv-mem") == 3
@@ -87,8 +66,8 @@ def test_client_list_memory_fields_as_redis(srv, c):
     qb.close()
 
 
-def test_multi_mem_counts_the_queued_commands(srv, c):
-    m = conn(srv, "tx")
+def test_multi_mem_counts_the_queued_commands(each_server, c):
+    m = conn(each_server, "tx")
     assert m.call("MULTI") == b"+OK\r\n"
     assert m.call("SET", "k", b"v" * 100000) == b"+QUEUED\r\n"
     assert field(c, "tx", "multi-mem") >= 100000
@@ -98,7 +77,7 @@ def test_multi_mem_counts_the_queued_commands(srv, c):
     m.close()
 
 
-def test_info_fields(srv, c):
+def test_info_fields(each_server, c):
     clients = c.info("clients")
     for f in ("client_recent_max_input_buffer", "client_recent_max_output_buffer"):
         assert isinstance(clients[f], int)
@@ -108,20 +87,20 @@ def test_info_fields(srv, c):
     assert isinstance(c.info("stats")["evicted_clients"], int)
 
 
-def test_big_query_buffer_is_evicted_not_the_no_evict_one(srv, c):
+def test_big_query_buffer_is_evicted_not_the_no_evict_one(each_server, c):
     c.config_set("maxmemory-clients", 3 * MB)
     before = c.info("stats")["evicted_clients"]
-    keep = conn(srv, "keep")
+    keep = conn(each_server, "keep")
     assert keep.call("CLIENT", "NO-EVICT", "on") == b"+OK\r\n"
     keep.send_raw(partial(2 * MB))
     wait_until(lambda: field(c, "keep", "qbuf") == 2 * MB, 10)
-    hog = conn(srv, "hog")
+    hog = conn(each_server, "hog")
     hog.send_raw(partial(2 * MB))
     assert hog.read_until_closed(10) == b""
     assert field(c, "hog", "qbuf") is None
     assert field(c, "keep", "qbuf") == 2 * MB          # over the limit alone, but exempt
     assert c.info("stats")["evicted_clients"] == before + 1
-    small = conn(srv, "small")
+    small = conn(each_server, "small")
     assert small.call("PING") == b"+PONG\r\n"
     keep.send_raw(b"\r\n")
     assert keep.read().startswith(b"-ERR unknown command")
@@ -129,13 +108,13 @@ def test_big_query_buffer_is_evicted_not_the_no_evict_one(srv, c):
         x.close()
 
 
-def test_percentage_of_maxmemory(srv, c):
+def test_percentage_of_maxmemory(each_server, c):
     c.config_set("maxmemory", 10 * MB)
     c.config_set("maxmemory-clients", "10%")        # 1 MB
-    a = conn(srv, "under")
+    a = conn(each_server, "under")
     a.send_raw(partial(500 * KB))
     wait_until(lambda: field(c, "under", "qbuf") == 500 * KB, 10)
-    b = conn(srv, "over")
+    b = conn(each_server, "over")
     b.send_raw(partial(MB))
     assert b.read_until_closed(10) == b""
     assert field(c, "under", "qbuf") == 500 * KB
@@ -143,12 +122,12 @@ def test_percentage_of_maxmemory(srv, c):
     b.close()
 
 
-def test_output_buffer_counts(srv, c):
+def test_output_buffer_counts(each_server, c):
     """A client that never reads its GETs grows until evicted, never much
     beyond the limit."""
     c.config_set("maxmemory-clients", 2 * MB)
     c.set("k", b"x" * (100 * KB))
-    out = conn(srv, "out")
+    out = conn(each_server, "out")
     deadline = time.monotonic() + 30
     while True:
         assert time.monotonic() < deadline, "never evicted"
@@ -164,12 +143,12 @@ def test_output_buffer_counts(srv, c):
     out.close()
 
 
-def test_biggest_clients_go_first(srv, c):
+def test_biggest_clients_go_first(each_server, c):
     sizes = [64 * KB, 512 * KB, 2 * MB]
     conns = []
     for i, size in enumerate(sizes):
         for j in range(2):
-            x = conn(srv, "c%d-%d" % (i, j))
+            x = conn(each_server, "c%d-%d" % (i, j))
             x.send_raw(partial(size))
             wait_until(lambda: field(c, "c%d-%d" % (i, j), "qbuf") == size, 10)
             conns.append(x)
@@ -188,12 +167,12 @@ def test_biggest_clients_go_first(srv, c):
         x.close()
 
 
-def test_no_evict_off_evicts(srv, c):
+def test_no_evict_off_evicts(each_server, c):
     """A CLIENT NO-EVICT client keeps growing over the limit; once it turns
     NO-EVICT off it is evicted."""
     c.config_set("maxmemory-clients", 1)                  # taken as 128 KB
     c.set("k", b"x" * (100 * KB))
-    x = conn(srv, "flip")
+    x = conn(each_server, "flip")
     assert x.call("CLIENT", "NO-EVICT", "on") == b"+OK\r\n"
     deadline = time.monotonic() + 30
     while field(c, "flip", "tot-mem") < MB:
@@ -209,6 +188,8 @@ def test_no_evict_off_evicts(srv, c):
 
 def test_debug_client_eviction_and_logs(start_server):
     """DEBUG CLIENT-EVICTION and the log line, against redis-server's."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
     outputs = []
     for make in (lambda: start_server("--enable-debug-command", "yes"), RedisServerProc):
         s = make()

@@ -6,52 +6,27 @@ scenario runs against ophidis-server and Debian's redis-server alike."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 
-from support.resp import RespConn, encode
-from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
+from support.resp import RespConn, encode, slow_reader
 from support.wait import wait_until
 
 KB = 1024
 
 
-@pytest.fixture(scope="module", params=["ophidis", "redis"])
-def srv(request):
-    """A server of each kind for this module (its limits are changed)."""
-    if request.param == "redis":
-        if REDIS_SERVER is None:
-            pytest.skip("redis-server is not installed")
-        s = RedisServerProc()
-    else:
-        s = ServerProc(["--enable-debug-command", "yes"])
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
 @pytest.fixture
-def c(srv):
-    c = srv.client()
+def c(each_server):
+    c = each_server.client()
     c.flushall()
     yield c
     c.config_set("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60")
     c.close()
 
 
-def named(srv, name) -> RespConn:
-    """A raw connection with a small receive buffer (the kernel then holds
-    little of what the server sends), named for CLIENT LIST."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.settimeout(10)
-    sock.connect(("127.0.0.1", srv.port))
-    conn = RespConn(sock=sock)
-    assert conn.call("CLIENT", "SETNAME", name) == b"+OK\r\n"
-    return conn
+def named(each_server, name) -> RespConn:
+    return slow_reader(each_server.port, name)
 
 
 def listed(c, name):
@@ -62,31 +37,31 @@ def listed(c, name):
     return None
 
 
-def test_single_reply_over_the_hard_limit_is_never_sent(srv, c):
+def test_single_reply_over_the_hard_limit_is_never_sent(each_server, c):
     c.config_set("client-output-buffer-limit", "normal 100000 0 0")
     c.rpush("big", *[b"x" * 1000] * 150)
-    conn = named(srv, "biglist")
+    conn = named(each_server, "biglist")
     conn.send("LRANGE", "big", "0", "-1")
     assert conn.read_until_closed(10) == b""       # not one byte of it
     wait_until(lambda: listed(c, "biglist") is None, 10, what="the client to be gone")
     assert c.ping()
 
 
-def test_pipeline_over_the_hard_limit_gets_no_reply(srv, c):
+def test_pipeline_over_the_hard_limit_gets_no_reply(each_server, c):
     c.config_set("client-output-buffer-limit", "normal 100000 0 0")
     c.set("bigkey", b"x" * 10000)
-    conn = named(srv, "pipeline")
+    conn = named(each_server, "pipeline")
     reqs = b"".join(b"set %d %d\r\nget %d\r\ndel %d\r\nget bigkey\r\n" % (i, i, i, i) for i in range(15))
     conn.send_raw(reqs)
     assert conn.read_until_closed(10) == b""
     assert listed(c, "pipeline") is None
 
 
-def test_transaction_runs_to_the_end_over_the_limit(srv, c):
+def test_transaction_runs_to_the_end_over_the_limit(each_server, c):
     c.config_set("client-output-buffer-limit", "normal 100000 0 0")
     c.rpush("big", *[b"x" * 1000] * 150)
     c.set("k1", "v1")
-    conn = named(srv, "tx")
+    conn = named(each_server, "tx")
     assert conn.call("MULTI") == b"+OK\r\n"
     for argv in (("SET", "k2", "v2"), ("LRANGE", "big", "0", "-1"), ("SET", "k3", "v3"), ("DEL", "k1")):
         assert conn.call(*argv) == b"+QUEUED\r\n"
@@ -95,33 +70,33 @@ def test_transaction_runs_to_the_end_over_the_limit(srv, c):
     assert c.get("k1") is None and c.get("k2") == b"v2" and c.get("k3") == b"v3"
 
 
-def test_a_reply_under_the_limit_is_sent(srv, c):
+def test_a_reply_under_the_limit_is_sent(each_server, c):
     c.config_set("client-output-buffer-limit", "normal 100000 0 0")
     c.set("k", b"x" * 50000)
-    conn = named(srv, "small")
+    conn = named(each_server, "small")
     assert conn.call("GET", "k") == b"$50000\r\n" + b"x" * 50000 + b"\r\n"
     assert listed(c, "small") is not None
 
 
 @pytest.mark.parametrize("cmd", [("HRANDFIELD", "h", "-999999999"), ("SRANDMEMBER", "s", "-999999999"),
                                  ("ZRANDMEMBER", "z", "-999999999", "WITHSCORES")])
-def test_huge_random_replies_stop_at_the_limit(srv, c, cmd):
+def test_huge_random_replies_stop_at_the_limit(each_server, c, cmd):
     c.config_set("client-output-buffer-limit", "normal 1000000 0 0")
     c.hset("h", "a", "b")
     c.sadd("s", "a")
     c.zadd("z", {"a": 1})
-    conn = named(srv, "random")
+    conn = named(each_server, "random")
     conn.send(*cmd)
     # closed well before a billion picks: both stop once over the limit
     assert conn.read_until_closed(20) == b""
     assert c.ping()
 
 
-def test_soft_limit_closes_after_its_seconds(srv, c):
+def test_soft_limit_closes_after_its_seconds(each_server, c):
     """A subscriber over the pubsub soft limit stays connected for its
     seconds, then is closed, also with no more traffic (cron)."""
     c.config_set("client-output-buffer-limit", "pubsub 0 100000 2")
-    sub = named(srv, "softsub")
+    sub = named(each_server, "softsub")
     assert sub.call("SUBSCRIBE", "ch").startswith(b"*3\r\n")
     msg = b"x" * 1000
     deadline = time.monotonic() + 30
@@ -136,25 +111,25 @@ def test_soft_limit_closes_after_its_seconds(srv, c):
     sub.close()
 
 
-def test_each_class_has_its_limit(srv, c):
+def test_each_class_has_its_limit(each_server, c):
     """pubsub 100kb closes a subscriber that does not read, while a normal
     client (no normal limit) gets a bigger reply."""
     c.config_set("client-output-buffer-limit", "normal 0 0 0 pubsub 100000 0 0")
     c.set("k", b"x" * 300000)
-    normal = named(srv, "normal")
+    normal = named(each_server, "normal")
     normal.send("GET", "k")
-    sub = named(srv, "sub")
+    sub = named(each_server, "sub")
     assert sub.call("SUBSCRIBE", "ch").startswith(b"*3\r\n")
     c.publish("ch", b"y" * 300000)
     assert sub.read_until_closed(10) == b""
     assert normal.read(10) == b"$300000\r\n" + b"x" * 300000 + b"\r\n"
 
 
-def test_hard_limit_omem_in_client_list(srv, c):
+def test_hard_limit_omem_in_client_list(each_server, c):
     """What CLIENT LIST shows of a subscriber that does not read grows up to
     the hard limit, never beyond it."""
     c.config_set("client-output-buffer-limit", "pubsub 100000 0 0")
-    sub = named(srv, "hardsub")
+    sub = named(each_server, "hardsub")
     assert sub.call("SUBSCRIBE", "ch").startswith(b"*3\r\n")
     seen = 0
     deadline = time.monotonic() + 60
