@@ -516,20 +516,21 @@ class Client(asyncio.Protocol):
             out = self.push_buf + out
             self.push_buf = None
         data = b"".join(out) if len(out) != 1 else out[0]
-        if _OBUF_FLOOR:
-            # client-output-buffer-limit: the output still held plus this
-            # reply is what Redis's output buffer would hold now.  Over a
-            # hard limit the client is closed and the reply never sent.
-            held = t.get_write_buffer_size()
-            if (held + len(data) >= _OBUF_FLOOR or self.out_extra is not None) \
-                    and self.server.check_output_limits(self, held, len(data)):
-                return
-        stats.net_output_bytes += len(data)
+        n = len(data)
         try:
+            if _OBUF_FLOOR:
+                # client-output-buffer-limit: the output still held plus
+                # this reply is what Redis's output buffer would hold now.
+                # Over a hard limit the client is closed, the reply unsent.
+                held = t.get_write_buffer_size()
+                if (held + n >= _OBUF_FLOOR or self.out_extra is not None) \
+                        and self.server.check_output_limits(self, held, n):
+                    return
             t.write(data)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - no transport (internal clients), or a broken one
             self.closing = True
             return
+        stats.net_output_bytes += n
         if self.close_after_reply:
             self.close()
         elif not self.authenticated:
