@@ -44,6 +44,7 @@ class Memory(Eviction):
         self.oom = False           # over the limit with nothing to evict
         self.wrap_active = False
         self.evicting_scheduled = False
+        self.clients_at = 0.0      # when update_clients last ran for an eviction
         self.next_db = 0
         self.lazyfree = LazyFree(srv)
         self.clients = ClientMemory(srv)   # before the hook below: it evicts first

@@ -102,12 +102,16 @@ def measure(c, running_argv=None):
     u = c.mem_usage
     if u is None:
         u = c.mem_usage = Usage()
+    # held: the query buffer, the parsed arguments of an incomplete request
+    # included (we keep their bytes there, Redis in argv)
     qbuf, argv_len, argc, held = c.reader.layout()
     if running_argv:
+        # the running command is in Redis's query buffer and in its argv
         size = request_size(running_argv)
+        n = sum(map(len, running_argv))
         qbuf += size
-        held += size
-        argv_len += sum(map(len, running_argv))
+        held += size + n
+        argv_len += n
         argc += len(running_argv)
     multi = _queued(c, u)
     if c.watched:
@@ -120,7 +124,7 @@ def measure(c, running_argv=None):
     if trk:
         extra += TRACKING_PREFIX * len(trk.prefixes)
     omem = output_held(c)
-    tot = CLIENT_BASE + held + argv_len + 8 * argc + multi + extra + omem
+    tot = CLIENT_BASE + held + 8 * argc + multi + extra + omem
     return qbuf, argv_len, multi, omem, tot
 
 
