@@ -107,12 +107,13 @@ def sec_clients(srv):
 def sec_memory(srv):
     m = srv.memory
     used = m.used_memory()
+    if m.tracking:
+        m.clients.refresh()     # else used_memory just did
     rss = rss_bytes()
     peak = max(srv.used_memory_peak, used)
     srv.used_memory_peak = peak
     startup = STARTUP
     dataset = m.dataset_bytes()
-    clients = m.clients_mem
     overhead = max(0, used - dataset)
     tsm = total_system_memory()
     mm = srv.config["maxmemory"]
@@ -164,7 +165,7 @@ def sec_memory(srv):
         "mem_replication_backlog:0",
         "mem_total_replication_buffers:0",
         "mem_clients_slaves:%d" % m.clients.totals["slave"],
-        "mem_clients_normal:%d" % (clients - m.clients.totals["slave"]),
+        "mem_clients_normal:%d" % (m.clients.total - m.clients.totals["slave"]),
         "mem_cluster_links:0",
         "mem_aof_buffer:%d" % _aof_buffer(srv),
         "mem_allocator:pymalloc",

@@ -248,7 +248,7 @@ def memory_stats(c, argv):
         (b"startup.allocated", integer(STARTUP)),
         (b"replication.backlog", integer(0)),
         (b"clients.slaves", integer(m.clients.totals["slave"])),
-        (b"clients.normal", integer(m.clients_mem - m.clients.totals["slave"])),
+        (b"clients.normal", integer(m.clients.total - m.clients.totals["slave"])),
         (b"cluster.links", integer(0)),
         (b"aof.buffer", integer(0)),
         (b"lua.caches", integer(0)),

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import time
 
-from .. import commands, log
+from .. import commands
 from ..keyspace import db as dbm
 from ..keyspace import notify
-from ..keyspace.db import stats
 from ..protocol.resp import OK
 from . import sizes
 from .clients import ClientMemory
