@@ -13,6 +13,8 @@ Everything here is built from tests/support (see its modules):
   one per session; tests needing it are skipped only when it is absent;
   ``ref``: a redis-py client on it, flushed; ``ref_raw``: a RespConn to it
   after the flush.
+- ``each_server``: (module scope) an ophidis-server, then a redis-server,
+  for scenarios that must behave alike on both and change the config.
 - ``config``: CONFIG SET overrides restored at teardown
   (support.config.ConfigOverrides): ``config(r, maxmemory="1mb")``.
 
@@ -127,6 +129,23 @@ def ref(redis_server):
 @pytest.fixture
 def ref_raw(ref, redis_server, connect):
     return connect(redis_server.port)
+
+
+@pytest.fixture(scope="module", params=["ophidis", "redis"])
+def each_server(request):
+    """A server of each kind for the tests of one module that change its
+    configuration: ophidis-server (DEBUG allowed), then Debian's
+    redis-server (skipped when absent)."""
+    if request.param == "redis":
+        if REDIS_SERVER is None:
+            pytest.skip("redis-server is not installed")
+        s = RedisServerProc()
+    else:
+        s = ServerProc(["--enable-debug-command", "yes"])
+    try:
+        yield s
+    finally:
+        s.stop()
 
 
 @pytest.fixture

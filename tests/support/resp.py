@@ -364,6 +364,19 @@ class RespConn:
         self.close()
 
 
+def slow_reader(port, name, timeout=DEFAULT_TIMEOUT) -> RespConn:
+    """A connection with a small receive buffer (the kernel then holds
+    little of what the server sends: its output stays in the server), named
+    ``name`` with CLIENT SETNAME."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(timeout)
+    sock.connect(("127.0.0.1", port))
+    conn = RespConn(sock=sock, timeout=timeout)
+    assert conn.call("CLIENT", "SETNAME", name) == b"+OK\r\n"
+    return conn
+
+
 def exchange(port, payload: bytes, timeout=DEFAULT_TIMEOUT) -> bytes:
     """On a new connection: send payload (requests, as bytes), then QUIT;
     everything the server replied to the payload (see quit_and_read)."""

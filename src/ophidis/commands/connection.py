@@ -8,6 +8,7 @@ from .. import sysinfo
 from ..errors import SYNTAX, RedisError
 from ..keyspace.tracking import TrackState
 from ..keyspace.watch import unwatch_all
+from ..net.client import client_class
 from ..protocol.resp import OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim
 from ..util import parse_int
 from . import REDACTED, command
@@ -196,13 +197,9 @@ _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
 
 
 def _client_type(c) -> bytes:
-    if c.repl is not None:
-        return b"replica"
-    if c.is_master:
-        return b"master"
-    if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
-        return b"pubsub"
-    return b"normal"
+    """CLIENT LIST / CLIENT KILL's TYPE of a client (net.client.client_class)."""
+    t = client_class(c)
+    return b"replica" if t == "slave" else t.encode()
 
 
 @command("client|id")
@@ -217,7 +214,9 @@ def client_info(c, argv):
 
 @command("client|list")
 def client_list(c, argv):
-    clients = list(c.server.clients.values())
+    # a client being closed (evicted, over its output limit) is gone for
+    # Redis already: it frees such clients before the next command runs
+    clients = [x for x in c.server.clients.values() if not x.closing]
     n = len(argv)
     if n == 4 and argv[2].lower() == b"type":
         t = argv[3].lower()

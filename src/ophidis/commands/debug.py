@@ -534,9 +534,9 @@ def debug(c, argv):
             raise RedisError("ERR Not a quicklist encoded object.")
         return simple(b"Quicklist structure printed on stdout")
     if sub == b"client-eviction" and n == 2:
-        if not srv.config.get("maxmemory-clients", 0):
+        if not srv.config["maxmemory-clients"]:
             raise RedisError("ERR maxmemory-clients is disabled.")
-        return verbatim(c.resp, b"bucket          0 - 32767: tot-mem: 0, clients: 0\n")
+        return verbatim(c.resp, srv.memory.clients.buckets_text())
     if sub == b"replybuffer" and n == 4:
         what = argv[2].lower()
         if what == b"peak-reset-time":

@@ -338,12 +338,39 @@ def _header(c, count, withvalues):
     return b"*%d\r\n" % count
 
 
-def random_picks(v, count):
-    """count random members of v, with repetitions."""
+def random_picker(v, count):
+    """``pick(k)``: k random members of v, with repetitions (count of them
+    will be asked for in all)."""
     n = len(v)
     if n <= SMALL_RANDOM or count * 4 >= n:
-        return random.choices(tuple(v), k=count)
-    return [random_member(v) for _ in range(count)]
+        population = tuple(v)
+        return lambda k: random.choices(population, k=k)
+    return lambda k: [random_member(v) for _ in range(k)]
+
+
+REPLY_CHUNK = 1024
+
+
+def chunked_reply(c, head: bytes, count: int, encode) -> bytes:
+    """The reply of ``count`` random picks with repetitions (HRANDFIELD,
+    SRANDMEMBER, ZRANDMEMBER with a negative count: it may be far bigger
+    than the value), built REPLY_CHUNK picks at a time (``encode(n)``: n
+    picks encoded).  Between chunks the client's output limits are
+    checked, as Redis stops these loops once the client is to be closed:
+    then the reply is empty (it is never sent)."""
+    if count <= REPLY_CHUNK:
+        return head + encode(count)
+    parts = [head]
+    size = len(head)
+    while count:
+        n = count if count < REPLY_CHUNK else REPLY_CHUNK
+        b = encode(n)
+        parts.append(b)
+        size += len(b)
+        count -= n
+        if count and c.reply_over_limit(size):
+            return b""
+    return b"".join(parts)
 
 
 def random_unique(v, count):
@@ -373,8 +400,9 @@ def hrandfield(c, argv):
             return b"*0\r\n"
         if l < 0 or l == 1:
             count = -l if l < 0 else 1
-            fields = random_picks(h, count)
-            return _header(c, count, withvalues) + _pairs_reply(c, h, fields, withvalues)
+            pick = random_picker(h, count)
+            return chunked_reply(c, _header(c, count, withvalues), count,
+                                 lambda n: _pairs_reply(c, h, pick(n), withvalues))
         size = len(h)
         if l >= size:
             fields = list(h)

@@ -88,13 +88,17 @@ def sec_clients(srv):
     # Clients postponed by CLIENT PAUSE count as blocked (BLOCKED_POSTPONE),
     # though they are in no timeout table.
     postponed = sum(1 for c in srv.paused_clients if not c.closing)
-    maxin = max((len(c.pend) for c in clients if c.pend is not None), default=0)
+    # the largest query and output buffers of the last seconds (cron's
+    # samples) or of now
+    cm = srv.memory.clients
+    cm.refresh()
+    maxin, maxout = cm.recent_peaks()
     return [
         "connected_clients:%d" % len(srv.clients),
         "cluster_connections:0",
         "maxclients:%d" % srv.maxclients,
         "client_recent_max_input_buffer:%d" % maxin,
-        "client_recent_max_output_buffer:0",
+        "client_recent_max_output_buffer:%d" % maxout,
         "blocked_clients:%d" % (blocked + postponed),
         "tracking_clients:%d" % srv.tracking.nclients,
         "clients_in_timeout_table:%d" % blocked,
@@ -104,12 +108,13 @@ def sec_clients(srv):
 def sec_memory(srv):
     m = srv.memory
     used = m.used_memory()
+    if m.tracking:
+        m.clients.refresh()     # else used_memory just did
     rss = rss_bytes()
     peak = max(srv.used_memory_peak, used)
     srv.used_memory_peak = peak
     startup = STARTUP
     dataset = m.dataset_bytes()
-    clients = m.clients_mem
     overhead = max(0, used - dataset)
     tsm = total_system_memory()
     mm = srv.config["maxmemory"]
@@ -160,8 +165,8 @@ def sec_memory(srv):
         "mem_not_counted_for_evict:0",
         "mem_replication_backlog:%d" % srv.repl_feed.backlog_bytes(),
         "mem_total_replication_buffers:%d" % srv.repl_feed.buffer_bytes(),
-        "mem_clients_slaves:%d" % srv.repl_feed.replica_output_bytes(),
-        "mem_clients_normal:%d" % clients,
+        "mem_clients_slaves:%d" % m.clients.totals["slave"],
+        "mem_clients_normal:%d" % (m.clients.total - m.clients.totals["slave"]),
         "mem_cluster_links:0",
         "mem_aof_buffer:%d" % _aof_buffer(srv),
         "mem_allocator:pymalloc",

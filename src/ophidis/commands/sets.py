@@ -22,7 +22,7 @@ from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, 
                                 remove_members, scan_step)
 from ..util import LLONG_MAX, compile_glob, parse_int, parse_range_long, try_int
 from . import command
-from .hashes import EMPTY_SCAN, random_picks, random_unique
+from .hashes import EMPTY_SCAN, chunked_reply, random_picker, random_unique
 from .keys import parse_scan_cursor, parse_scan_options
 
 _SET = notify.SET
@@ -274,8 +274,8 @@ def srandmember(c, argv):
             return b"*0\r\n"
         if l < 0 or l == 1:
             count = -l if l < 0 else 1
-            picks = random_picks(s, count)
-            return b"*%d\r\n" % count + _bulks(picks)
+            pick = random_picker(s, count)
+            return chunked_reply(c, b"*%d\r\n" % count, count, lambda n: _bulks(pick(n)))
         size = len(s)
         if l >= size:
             return b"*%d\r\n" % size + _bulks(_ordered(s))

@@ -21,6 +21,7 @@ from ..replication.propagate import also_propagate, propagate_pending, propagati
 from ..types.zset import TOP, ZSetValue
 from ..util import compile_glob, parse_int
 from . import command
+from .hashes import chunked_reply
 from .keys import parse_scan_cursor, parse_scan_options
 from .numparse import range_strtod, string2d
 
@@ -986,8 +987,11 @@ def _zrandmember_count(c, z, cnt, withscores):
     if cnt < 0:
         count = -cnt
         rr = random.randrange
-        pairs = [sl[rr(size)] for _ in range(count)]
-        return reply_pairs(c, pairs, withscores)
+
+        def encode(n):
+            r = reply_pairs(c, [sl[rr(size)] for _ in range(n)], withscores)
+            return r[r.index(b"\n") + 1:]        # without the chunk's array header
+        return chunked_reply(c, b"*%d\r\n" % (2 * count if withscores and c.resp == 2 else count), count, encode)
     if cnt == 1:
         return reply_pairs(c, [sl[random.randrange(size)]], withscores)
     if cnt >= size:

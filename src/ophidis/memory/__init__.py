@@ -1,22 +1,22 @@
 """Memory: accounting (``sizes``), maxmemory and eviction (``evict``), lazy
-freeing (``lazyfree``).  ``Memory`` is the server's subsystem
-(``server.memory``): the per-command accounting wrappers while maxmemory or
-an LRU/LFU policy is set, the totals, maxmemory-clients.
+freeing (``lazyfree``), client memory and maxmemory-clients (``clients``).
+``Memory`` is the server's subsystem (``server.memory``): the per-command
+accounting wrappers while maxmemory or an LRU/LFU policy is set, the totals.
 """
 
 from __future__ import annotations
 
 import time
 
-from .. import commands, log
+from .. import commands
 from ..keyspace import db as dbm
 from ..keyspace import notify
-from ..keyspace.db import stats
 from ..protocol.resp import OK
 from . import sizes
+from .clients import ClientMemory
 from .evict import Eviction, LruQueue, _oom_error
 from .lazyfree import LazyFree
-from .sizes import (_EXTRACT, BYTES_BASE, CLIENT_BASE, EXPIRE_ENTRY, INDEX_ENTRY, LRU_ENTRY, PY_DICT_ENTRY,
+from .sizes import (_EXTRACT, BYTES_BASE, EXPIRE_ENTRY, INDEX_ENTRY, LRU_ENTRY, PY_DICT_ENTRY,
                     STARTUP, _simple_specs, db_size, key_cost, keys_of, pysize)
 
 _time = time.time
@@ -43,8 +43,10 @@ class Memory(Eviction):
         self.oom = False           # over the limit with nothing to evict
         self.wrap_active = False
         self.evicting_scheduled = False
+        self.clients_at = 0.0      # when update_clients last ran for an eviction
         self.next_db = 0
         self.lazyfree = LazyFree(srv)
+        self.clients = ClientMemory(srv)   # before the hook below: it evicts first
         srv.cron_hooks.append(self.cron)
         srv.startup_hooks.append(self._after_startup)
         cfg.on_change("maxmemory", lambda v: self.configure())
@@ -344,57 +346,19 @@ class Memory(Eviction):
             return self.dataset
         return sum(db_size(db, 2000) for db in self.srv.dbs)
 
-    def client_mem(self, c) -> int:
-        tot = CLIENT_BASE
-        if c.pend is not None:
-            tot += len(c.pend)
-        t = c.transport
-        if t is not None and not c.closing:
-            try:
-                tot += t.get_write_buffer_size()
-            except Exception:  # noqa: BLE001
-                pass
-        return tot
-
     def update_clients(self):
+        """Every client measured (client eviction when over
+        maxmemory-clients), the clients' total and the dataset budget."""
         srv = self.srv
-        tot = 0
-        cm = self.client_mem
-        for c in srv.clients.values():
-            tot += cm(c)
-        limit = srv.config["maxmemory-clients"]
-        if limit:
-            if limit < 0:     # a percentage of maxmemory
-                limit = srv.maxmemory * -limit // 100
-            if limit and tot > limit:
-                tot = self.evict_clients(tot, limit)
-        self.clients_mem = tot
-        srv.mem_clients_normal = tot
+        cm = self.clients
+        cm.refresh()
+        cm.evict()
+        t = cm.totals
+        self.clients_mem = tot = cm.total
+        srv.mem_clients_normal = tot - t["slave"]
         self.budget = srv.maxmemory - STARTUP - tot if srv.maxmemory else 1 << 62
         s = srv.maxmemory >> 9
         self.slack = s if s < (1 << 20) else (1 << 20)
-
-    def evict_clients(self, tot, limit) -> int:
-        """maxmemory-clients: disconnect the clients using the most memory
-        until the total is under the limit (CLIENT NO-EVICT clients and
-        replication links are exempt)."""
-        cands = []
-        for c in self.srv.clients.values():
-            if c.no_evict or c.closing or getattr(c, "is_replica_link", False):
-                continue
-            cands.append((self.client_mem(c), c.id, c))
-        cands.sort(reverse=True)
-        for mem, _, c in cands:
-            if tot <= limit:
-                break
-            log.verbose("Evicting client: %s" % c.info_string())
-            stats.evicted_clients += 1
-            c.closing = True
-            t = c.transport
-            if t is not None:
-                t.abort()
-            tot -= mem
-        return tot
 
     def present(self, db, keys):
         """The keys that exist and are eviction candidates."""

@@ -303,6 +303,16 @@ class Eviction:
             if self.oom:
                 self._set_oom(False)
             return False
+        now = _perf()
+        if now - self.clients_at > 0.01:
+            # the clients' figure is cron's: take it anew (clients gone,
+            # output sent) before evicting keys for it, at most every 10 ms
+            self.clients_at = now
+            self.update_clients()
+            if self.dataset <= self.budget:
+                if self.oom:
+                    self._set_oom(False)
+                return False
         srv = self.srv
         if srv.is_replica and srv.config["replica-ignore-maxmemory"]:
             return False

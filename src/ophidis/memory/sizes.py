@@ -44,6 +44,16 @@ PY_DICT_ENTRY = 42       # our keyspace: amortized bytes per entry of a big Pyth
 EXPIRE_ENTRY = PY_DICT_ENTRY + 32
 STARTUP = 1 << 20        # fixed server structures (interpreter code not counted)
 CLIENT_BASE = 2048       # per connection: objects, transport, parser
+# A client's bookkeeping beyond its buffers (what Redis's
+# getClientMemoryUsage counts besides them): per command queued in MULTI
+# (besides its arguments), and our structures' cost per watched key, per
+# pub/sub subscription and per tracking prefix (the client's own entries and
+# the server table's entry, measured for a name only this client uses: 250
+# to 420 bytes; Redis counts 24 to 56 for its smaller ones).
+MULTI_CMD = 24
+WATCHED_KEY = 256
+PUBSUB_ENTRY = 320
+TRACKING_PREFIX = 420
 INDEX_ENTRY = 96         # per key in an eviction index (sampling policies)
 LRU_ENTRY = 24           # per key in an LRU queue (two deque slots, some duplicates)
 SAMPLE = 4

@@ -24,7 +24,7 @@ from ..commands import TABLE
 from ..errors import RedisError
 from ..keyspace.db import stats
 from ..protocol.reader import PYTHON, RequestReader, ends_with_request, suspicious
-from ..protocol.resp import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError, request_size
+from ..protocol.resp import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError
 from .speedups import native
 
 _HiredisProtocolError = hiredis.ProtocolError
@@ -38,6 +38,18 @@ _SERVER_SLOW = False
 # Slowlog threshold in seconds (None when disabled); set by the server.
 _SLOWLOG_THRESHOLD = 0.01
 _READY = []   # the server's ready_keys list (blocked clients to serve)
+# Output a client that has not authenticated may leave unsent (Redis: its
+# 16 KB reply buffer plus 1 KB of reply list) before it is disconnected,
+# whatever client-output-buffer-limit says: it could otherwise grow the
+# server's memory without end (-NOAUTH to a pipeline it never reads).
+UNAUTH_OUTPUT_LIMIT = 16 * 1024 + 1024
+# The smallest output buffer limit of any class (0: none): a write whose
+# output (what is still held plus the new reply) stays below it needs no
+# check of client-output-buffer-limit.  Set through ``set_output_floor``.
+_OBUF_FLOOR = 0
+# maxmemory-clients: fn(client) accounting a client's memory after a read
+# or a write and evicting clients over the limit (None while it is off).
+_CLIENT_MEM = None
 
 
 def set_server_slow(v: bool):
@@ -78,6 +90,33 @@ def set_latency_tracking(v):
     global _LATENCY_TRACKING
     _LATENCY_TRACKING = bool(v)
     _sync()
+
+
+def set_output_floor(n: int):
+    global _OBUF_FLOOR
+    _OBUF_FLOOR = n
+
+
+def set_client_memory(fn):
+    """Install ``fn(client)``, run after each read of a client and after
+    writes outside its reads (pushes, unblocked replies), or None."""
+    global _CLIENT_MEM
+    _CLIENT_MEM = fn
+
+
+def client_class(c) -> str:
+    """The client's class (Redis's getClientType) for
+    client-output-buffer-limit, the memory figures and client eviction:
+    "slave" for a replica of ours, "master" for our master's link (limited
+    as a normal client, never evicted), "pubsub" for a client subscribed to
+    anything, else "normal" (MONITOR clients included, as Redis)."""
+    if c.repl is not None:
+        return "slave"
+    if c.is_master:
+        return "master"
+    if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
+        return "pubsub"
+    return "normal"
 
 
 def set_ready_list(lst):
@@ -169,7 +208,7 @@ class Client(asyncio.Protocol):
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
         "killed", "in_script", "push_buf", "script_caller", "is_master",
-        "block_argv", "repl",
+        "block_argv", "repl", "mem_usage",
         "__weakref__",
     )
 
@@ -210,6 +249,7 @@ class Client(asyncio.Protocol):
         self.is_master = False     # the replication link's client (replica side)
         self.repl = None           # replication.master.ReplicaState when this client is a replica of ours
         self.block_argv = None     # argv of the blocking command being run (SLOWLOG)
+        self.mem_usage = None      # memory.clients.Usage: what the totals count for this client
         self.bstate = None
         self.out_extra = None
         self.in_exec = False
@@ -261,6 +301,8 @@ class Client(asyncio.Protocol):
             # Pushes (pub/sub, notifications) for this client go into the
             # pending reply list only while its requests are being run.
             self.pending_writes = None
+        if _CLIENT_MEM is not None:
+            _CLIENT_MEM(self)    # after the read's requests and replies
 
     def _data_received(self, data):
         """Run the requests of one read (see reader.py for the steps)."""
@@ -470,18 +512,47 @@ class Client(asyncio.Protocol):
             out = self.push_buf + out
             self.push_buf = None
         data = b"".join(out) if len(out) != 1 else out[0]
-        stats.net_output_bytes += len(data)
+        n = len(data)
         try:
+            if _OBUF_FLOOR:
+                # client-output-buffer-limit: the output still held plus
+                # this reply is what Redis's output buffer would hold now.
+                # Over a hard limit the client is closed, the reply unsent.
+                held = t.get_write_buffer_size()
+                if (held + n >= _OBUF_FLOOR or self.out_extra is not None) \
+                        and self.server.check_output_limits(self, held, n):
+                    return
             t.write(data)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - no transport (internal clients), or a broken one
             self.closing = True
             return
+        stats.net_output_bytes += n
         if self.close_after_reply:
             self.close()
-        elif (self.server.obuf_check or not self.authenticated) and t.get_write_buffer_size():
-            self.server.check_output_limits(self)
+        elif not self.authenticated:
+            if t.get_write_buffer_size() > UNAUTH_OUTPUT_LIMIT:
+                self.server.close_over_limit(self, False)
+        elif _CLIENT_MEM is not None and self.pending_writes is None:
+            _CLIENT_MEM(self)    # a write outside the client's reads (pushes, unblocking)
 
     _plain_write = write
+
+    def reply_over_limit(self, nbytes: int) -> bool:
+        """For a command whose reply grows in many steps (HRANDFIELD,
+        SRANDMEMBER, ZRANDMEMBER with huge negative counts): ``nbytes`` is
+        what it built so far.  True once the client is closed for its output
+        limits (Redis's CLIENT_CLOSE_ASAP test inside those loops): the
+        command stops, and its reply is never sent."""
+        if self.closing:
+            return True
+        t = self.transport
+        if not _OBUF_FLOOR or nbytes < _OBUF_FLOOR or t is None:
+            return False
+        held = t.get_write_buffer_size()
+        pw = self.pending_writes
+        if pw:
+            held += sum(map(len, pw))     # the replies before it in this read
+        return self.server.check_output_limits(self, held, nbytes)
 
     def _write_after_barrier(self, out):
         _BEFORE_REPLY()
@@ -568,26 +639,20 @@ class Client(asyncio.Protocol):
     def info_string(self, running_argv=None) -> str:
         """CLIENT LIST / INFO line.  ``running_argv``: the command this client
         is running (CLIENT LIST / INFO itself): it is still in Redis's query
-        buffer then (qbuf) and its arguments are argv-mem."""
+        buffer then (qbuf) and its arguments are argv-mem.  The memory
+        fields are memory.clients.measure's."""
         now = _monotonic()
-        pend = self.reader.pend
-        qbuf = len(pend) if pend is not None else 0
-        argv_mem = 0
-        if running_argv:
-            qbuf += request_size(running_argv)
-            argv_mem = sum(len(a) for a in running_argv)
-        t = self.transport
-        omem = t.get_write_buffer_size() if t is not None and not self.closing else 0
+        qbuf, argv_mem, multi_mem, omem, tot = self.server.memory.clients.measure(self, running_argv)
         cmd = self.last_cmd.fullname if self.last_cmd is not None else "NULL"
         return (
             "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d "
-            "ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=0 rbs=1024 rbp=0 obl=0 oll=%d "
+            "ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=1024 rbp=0 obl=0 oll=%d "
             "omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d" % (
                 self.id, self.addr, self.laddr, self.fd, self.name.decode("utf-8", "replace") if self.name else "",
                 int(now - self.ctime), int(now - self.last_time), self.flags_string(), self.db.id,
                 len(self.pubsub_channels or ()), len(self.pubsub_patterns or ()), len(self.pubsub_shard or ()),
                 len(self.multi) if self.multi is not None else -1, qbuf, max(0, 16384 - qbuf), argv_mem,
-                1 if omem else 0, omem, 1024 + qbuf + omem + 16384, cmd, self.user, self.resp))
+                multi_mem, (omem + 16383) // 16384, omem, tot, cmd, self.user, self.resp))
 
     @property
     def null(self):

@@ -81,6 +81,17 @@ PYTHON = 1        # the Python parser continues: call next()
 QBUF_LIMIT = 2    # the query buffer is over client-query-buffer-limit: close
 
 _Reader = hiredis.Reader
+# Redis's PROTO_MBULK_BIG_ARG: an argument this big gets a query buffer of
+# its whole announced length as soon as its length line is read.
+BIG_ARG = 32 * 1024
+
+
+def _length(b) -> int:
+    """The number of a length line already validated by check_partial."""
+    try:
+        return int(b)
+    except ValueError:
+        return -1
 _DIGITS = bytes.maketrans(b"0123456789-", b"00000000000")
 # "*" and seven digits (or "-"): a multibulk header hiredis would pre-size.
 _LONG_HEADER = re.compile(rb"\*[-0-9]{7}").search
@@ -245,6 +256,56 @@ class RequestReader:
             self.py = True
         self._python(pend, False)
         return True
+
+    def layout(self):
+        """Redis's view of the query buffer (for CLIENT LIST and the client's
+        memory): ``(qbuf, argv_len, argc, held)``.  Of an incomplete
+        multibulk request, the arguments already whole are Redis's argv
+        (argv_len bytes, argc of them) and qbuf is the rest from the data of
+        the incomplete argument on (its header is consumed once read);
+        ``held`` is the memory the query buffer stands for: the bytes kept,
+        or for a big argument (BIG_ARG) the whole length it announced, which
+        Redis allocates at once.  Anything else in ``pend`` is all qbuf."""
+        pend = self.pend
+        if pend is None:
+            return 0, 0, 0, 0
+        n = len(pend)
+        if not n or pend[0] != 42:
+            return n, 0, 0, n
+        chk = self.check
+        if chk is not None and chk[0] is pend:
+            state = chk[1]
+        else:
+            try:
+                state = check_partial(pend, None, 1 << 62, False)[1]
+            except ProtocolError:
+                state = None
+        if state is None:
+            return n, 0, 0, n
+        p, left = state
+        h = pend.find(b"\r\n")
+        ll = _length(pend[1:h])
+        if ll < left:
+            return n, 0, 0, n
+        argc = ll - left
+        argv_len = 0
+        if argc <= 64:
+            i = h + 2
+            for _ in range(argc):
+                cr = pend.find(b"\r\n", i)
+                bl = max(0, _length(pend[i + 1:cr]))
+                argv_len += bl
+                i = cr + 2 + bl + 2
+        else:
+            # many arguments: their framing ("$<len>" and two CRLFs) estimated
+            argv_len = max(0, p - h - 2 - 8 * argc)
+        cr = pend.find(b"\r\n", p)
+        if cr < 0:
+            return n - p, argv_len, argc, n
+        q = cr + 2
+        bl = max(0, _length(pend[p + 1:cr]))
+        held = q + bl + 2 if bl >= BIG_ARG and q + bl + 2 > n else n
+        return n - q, argv_len, argc, held
 
     def discard(self):
         """The connection is gone: drop the buffers."""

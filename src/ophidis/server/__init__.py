@@ -25,7 +25,7 @@ from ..config import Config
 from ..keyspace import db as db_mod
 from ..keyspace import notify
 from ..keyspace.blocking import BlockingHandler
-from ..keyspace.db import Database, stats
+from ..keyspace.db import Database
 from ..keyspace.tracking import Tracking
 from ..memory import Memory
 from ..net import client as client_mod
@@ -69,7 +69,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # configuration and values cached from it for hot paths
         "config", "config_file", "executable", "requirepass", "client_query_buffer_limit",
         "proto_max_bulk_len", "maxclients", "maxmemory", "hz", "min_replicas",
-        "obuf_check", "obuf_limits", "obuf_floor", "obuf_normal_limit", "obuf_soft",
+        "obuf_limits", "obuf_normal_limit", "obuf_soft",
         # event loop, listeners, clients
         "loop", "listeners", "unix_path", "clients", "_next_id", "monitors",
         "pause_type", "pause_end", "paused_clients", "paused_expire",
@@ -133,9 +133,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.slowlog = deque()
         self.slowlog_next_id = 0
         self.latency_events = {}       # name -> deque of (ts, ms), plus max
-        self.obuf_check = False
         self.obuf_limits = {}
-        self.obuf_floor = 0
         self.obuf_normal_limit = 0
         self.obuf_soft = {}            # client id -> client over a soft limit
         # persistence
@@ -291,10 +289,9 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         upd_hz(cfg["hz"])
 
         def upd_cobl(v):
-            self.obuf_check = any(h or s for (h, s, _) in v.values())
             self.obuf_limits = v
             # below the smallest limit of any class nothing can be over
-            self.obuf_floor = min([x for (h, s, _) in v.values() for x in (h, s) if x] or [0])
+            client_mod.set_output_floor(min([x for (h, s, _) in v.values() for x in (h, s) if x] or [0]))
             # a batch of pipelined requests is cut at this much output
             self.obuf_normal_limit = min([x for x in v["normal"][:2] if x] or [0])
         cfg.on_change("client-output-buffer-limit", upd_cobl)
@@ -315,20 +312,6 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
                     or self.loading or self.propagate_hooks
                     or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
         client_mod.set_server_slow(slow)
-
-    # -- clients ----------------------------------------------------------------------
-
-    def _close_over_limit(self, c: Client, t, from_cron) -> bool:
-        self.obuf_soft.pop(c.id, None)
-        if from_cron:
-            log.warning("Client %s closed for overcoming of output buffer limits." % c.info_string())
-        else:
-            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits." % (
-                c.info_string()))
-        stats.client_outbuf_limit_disconnections += 1
-        c.closing = True
-        t.abort()
-        return True
 
     # -- start --------------------------------------------------------------------------
     def os_warnings(self):

@@ -9,7 +9,7 @@ import time
 from .. import log
 from ..keyspace.db import stats
 from ..keyspace.watch import unwatch_all
-from ..net.client import Client
+from ..net.client import Client, client_class
 from ..replication.master import replconf_settings
 
 DENIED = (
@@ -32,11 +32,6 @@ DENIED = (
     b"4) Setup a an authentication password for the default user. "
     b"NOTE: You only need to do one of the above things in order for "
     b"the server to start accepting connections from the outside.\r\n")
-
-# Output a client that has not authenticated may leave unsent (Redis: its
-# 16 KB reply buffer plus 1 KB of reply list) before it is disconnected.
-UNAUTH_OUTPUT_LIMIT = 16 * 1024 + 1024
-
 
 def is_loopback(host: str) -> bool:
     return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
@@ -102,6 +97,7 @@ class Clients:
     def client_disconnected(self, c: Client):
         if self.clients.pop(c.id, None) is None:
             return
+        self.memory.clients.forget(c)
         if c.watched:
             unwatch_all(c)
         if c.tracking:
@@ -129,37 +125,30 @@ class Clients:
         if log.enabled(log.VERBOSE):
             log.verbose("Client closed connection %s" % c.info_string())
 
-    def check_output_limits(self, c: Client, from_cron=False):
-        """client-output-buffer-limit (checkClientOutputBufferLimits): the
-        hard limit closes at once; the soft limit when it stays reached for
-        more than its seconds (whole seconds, as Redis's unixtime).  Checked
-        after writes and, for clients over a soft limit, from cron."""
+    def check_output_limits(self, c: Client, held: int, new: int = 0, from_cron=False) -> bool:
+        """client-output-buffer-limit (checkClientOutputBufferLimits) for
+        the class of ``c`` (net.client.client_class): ``held`` is the
+        output still unsent, ``new`` the reply about to be written.  The
+        hard limit counts both and closes the client at once, the reply
+        unsent (Redis frees a client over it before writing anything more);
+        the soft limit counts what is held and closes when it stays reached
+        for more than its seconds (whole seconds, as Redis's unixtime).
+        Returns True when the client was closed.  Checked before writes
+        that could reach a limit and, for clients over a soft limit, from
+        cron."""
         t = c.transport
         if t is None or c.closing:
             return False
-        size = t.get_write_buffer_size()
-        if not c.authenticated and size > UNAUTH_OUTPUT_LIMIT:
-            # A client that has not authenticated gets no output buffer to
-            # speak of, whatever client-output-buffer-limit says: it could
-            # otherwise grow the server's memory without end (-NOAUTH to a
-            # pipeline it never reads).
-            return self._close_over_limit(c, t, from_cron)
-        if size < self.obuf_floor or not size:
-            if c.out_extra is not None:
-                c.out_extra = None
-                self.obuf_soft.pop(c.id, None)
-            return False
-        if c.repl is not None:
-            # the replica class; a hard limit below repl-backlog-size is
-            # raised to it, as Redis does
-            hard, soft, secs = self.obuf_limits["slave"]
-            if hard and hard < self.config["repl-backlog-size"]:
-                hard = self.config["repl-backlog-size"]
-        else:
-            cls = "pubsub" if (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard) else "normal"
-            hard, soft, secs = self.obuf_limits[cls]
-        over = bool(hard and size >= hard)
-        if soft and size >= soft:
+        cls = client_class(c)
+        if cls == "master":
+            cls = "normal"      # our master's link is limited as a normal client
+        hard, soft, secs = self.obuf_limits[cls]
+        if cls == "slave" and hard and hard < self.config["repl-backlog-size"]:
+            # a replica's hard limit below repl-backlog-size is raised to it,
+            # as Redis does
+            hard = self.config["repl-backlog-size"]
+        over = bool(hard and held + new >= hard)
+        if soft and held >= soft:
             now = int(time.time())
             if c.out_extra is None:
                 c.out_extra = now
@@ -170,8 +159,25 @@ class Clients:
             c.out_extra = None
             self.obuf_soft.pop(c.id, None)
         if over:
-            self._close_over_limit(c, t, from_cron)
+            self.close_over_limit(c, from_cron)
         return over
+
+    def close_over_limit(self, c: Client, from_cron=False) -> bool:
+        """Close a client over its output limit (or, not authenticated,
+        over UNAUTH_OUTPUT_LIMIT) with Redis's log line: at once, what it
+        has not read is dropped."""
+        self.obuf_soft.pop(c.id, None)
+        if from_cron:
+            log.warning("Client %s closed for overcoming of output buffer limits." % c.info_string())
+        else:
+            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits." % (
+                c.info_string()))
+        stats.client_outbuf_limit_disconnections += 1
+        c.closing = True
+        t = c.transport
+        if t is not None:
+            t.abort()
+        return True
 
     def _obuf_cron(self):
         """Soft limits also expire while no more output is produced."""
@@ -180,4 +186,4 @@ class Clients:
                 if c.closing or c.id not in self.clients:
                     self.obuf_soft.pop(c.id, None)
                 else:
-                    self.check_output_limits(c, from_cron=True)
+                    self.check_output_limits(c, c.transport.get_write_buffer_size(), 0, from_cron=True)
