@@ -176,7 +176,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # hooks
         self.propagate_hooks = []      # AOF / replication feeds (propagate.Propagator)
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
-        self.startup_hooks = []        # run before listening (RDB / AOF loading)
+        self.startup_hooks = []        # run after listening, before serving (RDB / AOF loading)
         self.shutdown_hooks = []
         self.shutdown_checks = []      # fn(force) -> None, or refuse (AOF being created)
         self.shutdown_asap = None
@@ -379,12 +379,16 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     async def run(self):
         self.loop = asyncio.get_running_loop()
-        self.os_warnings()
-        log.notice("Server initialized")
-        for h in self.startup_hooks:
-            h()
+        # Redis's order (main): listen, the logo (its " PID: " line is how
+        # Redis's test suite sees a started server, even one that then
+        # fails to load its files), "Server initialized", the OS warnings,
+        # loading; clients connecting meanwhile wait for the load to end.
         await self.listen()
         self.banner()
+        log.warning("Server initialized")
+        self.os_warnings()
+        for h in self.startup_hooks:
+            h()
         log.notice("Ready to accept connections")
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
