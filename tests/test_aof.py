@@ -283,6 +283,15 @@ def _propagation_script(c, now_ms):
     x("SET", "back0", "v")
     x("SWAPDB", "0", "3")
     x("FLUSHDB")
+    # an empty database's FLUSHDB / FLUSHALL still propagates
+    x("FLUSHDB")
+    x("FLUSHDB", "ASYNC")
+    x("MULTI")
+    x("FLUSHDB")
+    x("EXEC")
+    x("FLUSHALL")
+    x("FLUSHALL")
+    x("SET", "after-flush", "v")
 
 
 def _mask(cmds, now_ms):
@@ -716,6 +725,46 @@ def test_unknown_command_and_bad_format(tmp_path):
     assert wait_dead(s.proc) == 1
     assert "Bad file format reading the append only file appendonly.aof.1.incr.aof" in s.output()
     s.log.close()
+
+
+def _bad_format_dir(d):
+    _write_dir(d, {"appendonly.aof.1.incr.aof": encode(b"SET", b"k", b"v") + b"!!!\r\n"},
+               ["file appendonly.aof.1.incr.aof seq 1 type i"])
+
+
+def _pid_line_before(out, pid, error):
+    """The logo's PID line is in ``out`` and comes before ``error``."""
+    lines = out.splitlines()
+    at_pid = [i for i, line in enumerate(lines) if re.search(r" PID: %d\b" % pid, line)]
+    at_err = [i for i, line in enumerate(lines) if error in line]
+    assert at_pid and at_err and at_pid[0] < at_err[0], out
+    init = [i for i, line in enumerate(lines) if line.endswith("# Server initialized")]
+    assert init and at_pid[0] < init[0] < at_err[0], out
+
+
+def test_logo_is_logged_before_loading(tmp_path):
+    """As redis-server, the logo (with its " PID: " line, how Redis's test
+    suite recognises a started server) and "Server initialized" come
+    before the files are loaded: a server that then fails to load has
+    logged them."""
+    d = str(tmp_path / "appendonlydir")
+    _bad_format_dir(d)
+    s = _start_on(tmp_path, "--always-show-logo", "yes")
+    assert wait_dead(s.proc) == 1
+    _pid_line_before(s.output(), s.pid, "Bad file format reading the append only file")
+    s.log.close()
+
+
+@needs_redis
+def test_redis_server_logs_logo_before_loading_too(tmp_path):
+    d = str(tmp_path / "appendonlydir")
+    _bad_format_dir(d)
+    rp = RedisServerProc(["--appendonly", "yes", "--always-show-logo", "yes"], dir=str(tmp_path), wait=False)
+    try:
+        assert wait_dead(rp.proc) == 1
+        _pid_line_before(rp.output(), rp.pid, "Bad file format reading the append only file")
+    finally:
+        rp.stop()
 
 
 @pytest.mark.parametrize("preamble", [False, True])

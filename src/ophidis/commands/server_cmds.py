@@ -12,6 +12,7 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace.db import stats
 from ..keyspace.watch import touch_all_watched_in_db
 from ..protocol.resp import OK, ZERO, bulk, bulk_array, integer, map_header, simple
+from ..replication.propagate import also_propagate, propagate_pending
 from ..util import parse_int
 from . import ALL, REDACTED, command
 
@@ -49,8 +50,17 @@ def flushdb(c, argv):
     lazy = _flush_flags(argv, c.server)
     db = c.db
     n = _flush_db(c.server, db, lazy)
-    _tracking_flush(c.server)
-    c.server.dirty += n
+    srv = c.server
+    _tracking_flush(srv)
+    srv.dirty += n
+    if not n:
+        # An empty database's FLUSHDB changes nothing, yet it is propagated
+        # (Redis's forceCommandPropagation): a replica or the AOF may hold
+        # keys we do not.  Delivered now unless a transaction or script
+        # collects it.
+        also_propagate(srv, argv, db)
+        if not c.in_exec and not c.in_script:
+            propagate_pending(srv)
     return OK
 
 
