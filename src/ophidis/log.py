@@ -64,6 +64,18 @@ def log(lvl: int, msg: str, raw: bool = False):
         pass
 
 
+def stream():
+    """The file the log goes to (the log file, else stdout)."""
+    return _file if _file is not None else sys.stdout
+
+
+def flush():
+    try:
+        stream().flush()
+    except (OSError, ValueError):
+        pass
+
+
 def debug(msg):
     log(DEBUG, msg)
 

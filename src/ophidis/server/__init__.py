@@ -16,7 +16,7 @@ import sys
 import time
 from collections import deque
 
-from .. import log, sysinfo
+from .. import crash, log, sysinfo
 from ..commands import TABLE, load_all
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
@@ -379,6 +379,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     async def run(self):
         self.loop = asyncio.get_running_loop()
+        crash.install(self)
         # Redis's order (main): listen, the logo (its " PID: " line is how
         # Redis's test suite sees a started server, even one that then
         # fails to load its files), "Server initialized", the OS warnings,
