@@ -251,7 +251,9 @@ def shutdown(c, argv):
     if (abort and len(argv) != 2) or (nosave and save):
         raise SYNTAX
     if abort:
-        raise RedisError("ERR No shutdown in progress.")
+        if not c.server.abort_shutdown():
+            raise RedisError("ERR No shutdown in progress.")
+        return OK
     srv = c.server
     if srv.script_busy is not None and not nosave:
         raise RedisError(srv.script_busy)

@@ -394,11 +394,8 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
             replica.set_master(self, ro[0], int(ro[1]))
-        for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
-            try:
-                self.loop.add_signal_handler(sig, self._signal, name)
-            except (NotImplementedError, RuntimeError):
-                pass
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.on_shutdown_signal)
         asyncio.ensure_future(self.cron())
         gc.freeze()
         install_gc_guard()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 from .. import log
 
@@ -54,22 +55,47 @@ class Shutdown:
         self.loop.call_soon(self.loop.stop)
         return None
 
-    def _signal(self, signame):
+    def on_shutdown_signal(self, sig, frame=None):
+        """sigShutdownHandler: SIGTERM / SIGINT ask for a shutdown, which
+        the cron performs (not while DEBUG PAUSE-CRON holds it; SHUTDOWN
+        ABORT can still cancel it).  A Python signal handler: it runs in
+        the main thread as soon as Python regains control, even in the
+        middle of a long synchronous task (a SAVE on shutdown), so a
+        second SIGINT can exit at once, removing the temp file of a save
+        in progress."""
         if self._stopping:
             return
-        if self.shutdown_asap == signame:
+        name = "SIGINT" if sig == signal.SIGINT else "SIGTERM" if sig == signal.SIGTERM else None
+        if self.shutdown_asap is not None and sig == signal.SIGINT:
             log.warning("You insist... exiting now.")
-            os._exit(1)
-        self.shutdown_asap = signame
-        # handle promptly rather than waiting for the cron tick
-        self.loop.call_soon(self._handle_signal_now)
+            try:
+                os.unlink("temp-%d.rdb" % os.getpid())
+            except OSError:
+                pass
+            log.flush_and_exit(1)   # not a clean shutdown
+        if self.loading:
+            msg = "Received shutdown signal during loading, scheduling shutdown."
+        elif name is None:
+            msg = "Received shutdown signal, scheduling shutdown..."
+        else:
+            msg = "Received %s scheduling shutdown..." % name
+        log.warning(msg)
+        self.shutdown_asap = name or "signal"
 
-    def _handle_signal_now(self):
-        sig = self.shutdown_asap
-        if sig is None or self._stopping:
+    def shutdown_from_cron(self):
+        """serverCron's part: perform the shutdown a signal asked for."""
+        if self.shutdown_asap is None or self._stopping:
             return
-        self.shutdown_asap = None
-        log.warning("Received %s scheduling shutdown..." % sig)
         err = self.request_shutdown(from_signal=True)
         if err:
+            # prepareForShutdown failed: keep serving (Redis clears the flag)
             self.shutdown_asap = None
+
+    def abort_shutdown(self) -> bool:
+        """abortShutdown: cancel a shutdown a signal asked for and the cron
+        has not performed yet.  False: none is pending."""
+        if self.shutdown_asap is None:
+            return False
+        self.shutdown_asap = None
+        log.warning("Shutdown manually aborted.")
+        return True
