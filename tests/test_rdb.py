@@ -747,3 +747,54 @@ def test_reads_functions_from_redis_file(tmp_path):
         rp.stop()
     res = R.RdbReader((tmp_path / "dump.rdb").read_bytes()).load()
     assert res.functions == [code.encode()]
+
+
+# -- a running child's progress in INFO (CHILD_INFO_TYPE_CURRENT_INFO) ------------------------
+
+_CURRENT = ("current_cow_peak", "current_cow_size", "current_cow_size_age", "current_fork_perc",
+            "current_save_keys_processed", "current_save_keys_total")
+
+
+def _progress_seen(c, start, in_progress_field):
+    """Run ``start`` (BGSAVE / BGREWRITEAOF) on 4000 keys written 1 ms
+    apart; returns the INFO samples taken while the child ran."""
+    c.config_set("rdb-key-save-delay", "1000")
+    start()
+    samples = []
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        i = c.info("persistence")
+        if not i[in_progress_field]:
+            break
+        samples.append(i)
+        time.sleep(0.2)
+    c.config_set("rdb-key-save-delay", "0")
+    return samples, c.info("persistence")
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
+@pytest.mark.parametrize("what", ["bgsave", "bgrewriteaof"])
+def test_child_progress_in_info(start_server, tmp_path, kind, what):
+    """While a BGSAVE / AOF rewrite child runs, INFO shows the keys it
+    wrote out of the keys at the fork and its copy-on-write size, as
+    redis-server does; all back to 0 when it is done."""
+    s = start_server("--enable-debug-command", "yes") if kind == "ours" else RedisServerProc(dir=str(tmp_path))
+    try:
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        c.execute_command("DEBUG", "POPULATE", "4000", "key", "100")
+        if what == "bgsave":
+            samples, after = _progress_seen(c, c.bgsave, "rdb_bgsave_in_progress")
+        else:
+            samples, after = _progress_seen(c, c.bgrewriteaof, "aof_rewrite_in_progress")
+        assert len(samples) >= 3
+        assert all(x["current_save_keys_total"] == 4000 for x in samples)
+        done = [x["current_save_keys_processed"] for x in samples]
+        assert done == sorted(done) and 0 < done[-1] < 4000 and len(set(done)) >= 2
+        late = samples[-1]
+        assert late["current_cow_size"] > 0 and late["current_cow_peak"] >= late["current_cow_size"]
+        assert 0 < late["current_fork_perc"] < 100
+        assert abs(late["current_fork_perc"] - late["current_save_keys_processed"] * 100 / 4000) < 0.01
+        assert late["current_cow_size_age"] <= 2
+        assert all(after[f] == 0 for f in _CURRENT), after
+    finally:
+        s.stop()

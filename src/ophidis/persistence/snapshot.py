@@ -70,10 +70,10 @@ class Persistence:
         srv.update_server_slow()
 
     # -- saving ---------------------------------------------------------------------
-    def write_file(self, filename, in_child=False, rename=os.rename) -> bool:
+    def write_file(self, filename, ctx=None, rename=os.rename) -> bool:
         """Write the snapshot to ``filename`` atomically.  Logs like rdbSave.
-        A forked child passes ``rename=ctx.rename`` (no rename once its
-        parent is gone)."""
+        A forked child passes its ``ctx`` (progress reports) and
+        ``rename=ctx.rename`` (no rename once its parent is gone)."""
         srv = self.server
         tmp = "temp-%d.rdb" % os.getpid()
         try:
@@ -85,9 +85,7 @@ class Persistence:
         op = "rdbSaveRio"
         try:
             with f:
-                progress = None
-                if in_child:
-                    progress = self._child_progress
+                progress = ctx.progress if ctx is not None else None
                 write_snapshot(f, srv, progress=progress, key_delay=srv.config["rdb-key-save-delay"])
                 op = "fflush"
                 f.flush()
@@ -153,29 +151,14 @@ class Persistence:
     def _child_main(self, ctx) -> int:
         """rdbSaveBackground's child: write the snapshot, publish it only
         while the parent lives (ctx.rename), report copy-on-write."""
-        self._cow_peak = 0
-        self._cow_sum = 0
-        self._cow_samples = 0
-        self._cow_next = time.monotonic() + 1.0
-        ok = self.write_file(self.filename, in_child=True, rename=ctx.rename)
+        ok = self.write_file(self.filename, ctx=ctx, rename=ctx.rename)
         cow = child.private_dirty()
-        self._cow_peak = max(self._cow_peak, cow)
+        peak, avg = ctx.cow_summary(cow)
         if ok:
-            avg = (self._cow_sum + cow) // (self._cow_samples + 1)
             log.notice("Fork CoW for RDB: current %d MB, peak %d MB, average %d MB" % (
-                cow >> 20, self._cow_peak >> 20, avg >> 20))
-        ctx.send_info(b"%d %d\n" % (cow, self._cow_peak))
+                cow >> 20, peak >> 20, avg >> 20))
+        ctx.send_info(b"%d %d\n" % (cow, peak))
         return 0 if ok else 1
-
-    def _child_progress(self, done):
-        now = time.monotonic()
-        if now >= self._cow_next:
-            self._cow_next = now + 1.0
-            cow = child.private_dirty()
-            self._cow_sum += cow
-            self._cow_samples += 1
-            if cow > self._cow_peak:
-                self._cow_peak = cow
 
     def kill_child(self):
         pid = self.child_pid
@@ -413,15 +396,18 @@ class Persistence:
         srv = self.server
         now = time.time()
         inprog = self.child_pid is not None
+        cur = self.child if self.child is not None else srv.aof.child     # the running child
+        if cur is not None:
+            cur.update()
         lines = [
             "loading:%d" % int(srv.loading),
             "async_loading:0",
-            "current_cow_peak:0",
-            "current_cow_size:0",
-            "current_cow_size_age:0",
-            "current_fork_perc:0.00",
-            "current_save_keys_processed:0",
-            "current_save_keys_total:0",
+            "current_cow_peak:%d" % (cur.cow_peak if cur else 0),
+            "current_cow_size:%d" % (cur.cow if cur else 0),
+            "current_cow_size_age:%d" % (int(time.monotonic() - cur.cow_time) if cur and cur.cow_time else 0),
+            "current_fork_perc:%.2f" % (cur.fork_perc() if cur else 0.0),
+            "current_save_keys_processed:%d" % (cur.keys_processed if cur else 0),
+            "current_save_keys_total:%d" % (cur.keys_total if cur else 0),
             "rdb_changes_since_last_save:%d" % srv.dirty,
             "rdb_bgsave_in_progress:%d" % int(inprog),
             "rdb_last_save_time:%d" % srv.lastsave,
