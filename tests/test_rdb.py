@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.rdb import build_dataset, canonical, order_dependent, payload_value
 from support.resp import RespConn
-from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, server_env
+from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, ServerProc, server_env
 from support.wait import wait_until
 
 from ophidis.config import Config
@@ -798,3 +799,78 @@ def test_child_progress_in_info(start_server, tmp_path, kind, what):
         assert all(after[f] == 0 for f in _CURRENT), after
     finally:
         s.stop()
+
+
+# -- serving clients while dump.rdb loads --------------------------------------------------------
+
+def _big_rdb(start_server_or_dir, kind, tmp_path):
+    """A dump.rdb of 60000 keys of 1000 bytes in a fresh directory."""
+    d = str(tmp_path / ("rdb-" + kind))
+    os.makedirs(d)
+    s = RedisServerProc(dir=d) if REDIS_SERVER else start_server_or_dir("--enable-debug-command", "yes", cwd=d)
+    try:
+        c = redis.Redis(port=s.port, socket_timeout=60)
+        c.config_set("rdbcompression", "no")
+        c.execute_command("DEBUG", "POPULATE", "60000", "key", "1000")
+        c.save()
+    finally:
+        s.stop()
+    return d
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
+def test_clients_are_served_while_loading(start_server, tmp_path, kind):
+    """As redis-server processes events while it loads: INFO says
+    loading:1 (with the bytes loaded so far), commands without the
+    "loading" flag get -LOADING, DEBUG LOG runs, clients that disconnect
+    are freed, a SIGTERM ends the server without saving; after the load
+    every key is there."""
+    d = _big_rdb(start_server, kind, tmp_path)
+    args = ["--key-load-delay", "50", "--loading-process-events-interval-bytes", "1024"]
+    if kind == "ours":
+        s = ServerProc(["--enable-debug-command", "yes"] + args, cwd=d, wait=False)
+    else:
+        s = RedisServerProc(args, dir=d, wait=False)
+    try:
+        assert wait_until(lambda: _connects(s.port), 30)
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        i = c.info("persistence")
+        assert i["loading"] == 1 and i["loading_total_bytes"] > 60_000_000
+        with RespConn(s.port) as raw:
+            assert raw.call(b"GET", b"key:1") == b"-LOADING Redis is loading the dataset in memory\r\n"
+        others = [RespConn(s.port) for _ in range(5)]
+        for o in others:
+            assert o.call(b"DEBUG", b"LOG", b"bla") == b"+OK\r\n"
+        for o in others:
+            o.close()
+        assert wait_until(lambda: c.info("clients")["connected_clients"] < 3, 10)
+        i = c.info("persistence")
+        assert i["loading"] == 1 and 0 < i["loading_loaded_bytes"] <= i["loading_total_bytes"]
+        assert "DEBUG LOG: bla" in s.output()
+        os.kill(s.pid, signal.SIGTERM)
+        assert s.proc.wait(30) == 0
+        assert "Received shutdown signal during loading, scheduling shutdown." in s.output()
+        assert "Saving the final RDB snapshot" not in s.output()
+    finally:
+        s.stop()
+
+
+def test_every_key_is_there_after_loading_while_serving(start_server, tmp_path):
+    d = _big_rdb(start_server, "ours", tmp_path)
+    s = ServerProc(["--key-load-delay", "5"], cwd=d, wait=False)
+    try:
+        assert wait_until(lambda: _connects(s.port), 30)
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        assert wait_until(lambda: c.info("persistence")["loading"] == 0, 120)
+        assert c.dbsize() == 60000
+        assert c.get(b"key:59999").startswith(b"value:59999")
+    finally:
+        s.stop()
+
+
+def _connects(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False

@@ -18,6 +18,7 @@ them in only when the file was read completely and its checksum matched.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -50,6 +51,7 @@ class Persistence:
         self.last_fork_usec = 0
         self.loading_start = 0.0     # while loading: INFO's loading_* fields
         self.loading_total = 0
+        self.loading_reader = None   # the RdbReader at work (its position: loading_loaded_bytes)
         server.startup_hooks.append(self.load_at_startup)
         server.cron_hooks.append(self.cron)
         server.shutdown_hooks.append(self.on_shutdown)
@@ -265,12 +267,15 @@ class Persistence:
                            skip_expired=skip_expired,
                            verify_checksum=srv.config["rdbchecksum"],
                            log=lambda lvl, msg: getattr(log, lvl)(msg))
+        self.loading_reader = reader
         try:
             return reader.load()
         except RdbError:
             raise
         except Exception as e:  # noqa: BLE001
             raise RdbError("Internal error while parsing: %r" % e, reader.pos) from None
+        finally:
+            self.loading_reader = None
 
     def apply(self, res, merge=False, allow_dup=True):
         """Swap the parsed databases in (or merge them into the live ones).
@@ -337,54 +342,94 @@ class Persistence:
         if res.checksum == "disabled":
             log.warning("RDB file was saved with checksum disabled: no check performed.")
 
-    def load_file(self, path, merge=False, allow_dup=True):
-        """Load ``path`` into the keyspace.  Returns True when loaded, False
-        when the file does not exist; raises LoadError (logged) otherwise."""
-        srv = self.server
+    def _read_for_load(self, path):
+        """The file's bytes, None when it does not exist; LoadError (logged)."""
         try:
             with open(path, "rb") as f:
-                data = f.read()
+                return f.read()
         except FileNotFoundError:
-            return False
+            return None
         except OSError as e:
             log.warning("Fatal error loading the DB: %s. Exiting." % e.strerror)
             raise LoadError(e.strerror) from None
-        srv.loading = True
+
+    def _set_loading(self, on, total=0):
+        srv = self.server
+        srv.loading = on
         srv.update_server_slow()
-        self.loading_start = time.time()
-        self.loading_total = len(data)
+        if on:
+            self.loading_start = time.time()
+            self.loading_total = total
+
+    def _parse_checked(self, data):
+        """parse, with Redis's log lines for a file that cannot be read
+        (LoadError).  Touches no server state: it may run in a thread."""
         try:
-            try:
-                res = self.parse(data)
-            except RdbError as e:
-                if e.offset in (0, 5) and ("signature" in e.msg or "version" in e.msg):
-                    log.warning(e.msg)
-                    log.warning("Fatal error loading the DB: Invalid argument. Exiting.")
-                    raise LoadError(e.msg) from None
-                if e.truncated:
-                    log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
-                log.warning("Internal error in RDB reading offset %d, function at rdb.py -> %s" % (
-                    e.offset or 0, e.msg))
-                raise LoadError(str(e)) from None
-            self._log_aux(res)
-            try:
-                self.apply(res, merge=merge, allow_dup=allow_dup)
-            except Exception as e:  # noqa: BLE001
-                log.warning("Failed loading the RDB: %s" % e)
-                raise LoadError(str(e)) from None
-            self._log_done(res)
-            return True
+            return self.parse(data)
+        except RdbError as e:
+            if e.offset in (0, 5) and ("signature" in e.msg or "version" in e.msg):
+                log.warning(e.msg)
+                log.warning("Fatal error loading the DB: Invalid argument. Exiting.")
+                raise LoadError(e.msg) from None
+            if e.truncated:
+                log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
+            log.warning("Internal error in RDB reading offset %d, function at rdb.py -> %s" % (
+                e.offset or 0, e.msg))
+            raise LoadError(str(e)) from None
+
+    def _install(self, res, merge, allow_dup):
+        self._log_aux(res)
+        try:
+            self.apply(res, merge=merge, allow_dup=allow_dup)
+        except Exception as e:  # noqa: BLE001
+            log.warning("Failed loading the RDB: %s" % e)
+            raise LoadError(str(e)) from None
+        self._log_done(res)
+        return True
+
+    def load_file(self, path, merge=False, allow_dup=True):
+        """Load ``path`` into the keyspace.  Returns True when loaded, False
+        when the file does not exist; raises LoadError (logged) otherwise."""
+        data = self._read_for_load(path)
+        if data is None:
+            return False
+        self._set_loading(True, len(data))
+        try:
+            return self._install(self._parse_checked(data), merge, allow_dup)
         finally:
-            srv.loading = False
-            srv.update_server_slow()
+            self._set_loading(False)
+
+    async def _load_serving(self, path):
+        """load_file at start-up while the event loop serves clients (as
+        Redis processes events while loading): the file is parsed in a
+        thread, commands without the ``loading`` flag get -LOADING
+        meanwhile, a SIGTERM/SIGINT ends the server without saving
+        (whileBlockedCron); the parsed dataset is installed by the loop."""
+        srv = self.server
+        data = self._read_for_load(path)
+        if data is None:
+            return False
+        self._set_loading(True, len(data))
+        try:
+            fut = srv.loop.run_in_executor(None, self._parse_checked, data)
+            while not fut.done():
+                await asyncio.wait([fut], timeout=0.1)
+                if not fut.done():
+                    srv.shutdown_while_loading()
+            return self._install(fut.result(), False, True)
+        finally:
+            self._set_loading(False)
 
     def load_at_startup(self):
-        srv = self.server
-        if srv.config["appendonly"]:      # the AOF holds the data
-            return
+        """A startup hook: the loading coroutine, None with appendonly yes."""
+        if self.server.config["appendonly"]:      # the AOF holds the data
+            return None
+        return self._load_at_startup()
+
+    async def _load_at_startup(self):
         t0 = time.time()
         try:
-            loaded = self.load_file(self.filename)
+            loaded = await self._load_serving(self.filename)
         except LoadError:
             log.warning("Terminating server after rdb file reading failure.")
             log.flush_and_exit(1)
@@ -423,13 +468,18 @@ class Persistence:
         lines += ["module_fork_in_progress:0", "module_fork_last_cow_size:0"]
         lines += srv.aof.info_extra_lines()
         if srv.loading:
+            reader = self.loading_reader
+            loaded = reader.pos if reader is not None else 0
+            total = self.loading_total
+            remaining = total - loaded if total else 1
+            elapsed = int(now) - int(self.loading_start or now)
             lines += [
                 "loading_start_time:%d" % int(self.loading_start or now),
                 "loading_total_bytes:%d" % self.loading_total,
                 "loading_rdb_used_mem:0",
-                "loading_loaded_bytes:0",
-                "loading_loaded_perc:0.00",
-                "loading_eta_seconds:1",
+                "loading_loaded_bytes:%d" % loaded,
+                "loading_loaded_perc:%.2f" % (loaded * 100.0 / total if total else 0.0),
+                "loading_eta_seconds:%d" % (elapsed * remaining // (loaded + 1) if elapsed else 1),
             ]
         return lines
 

@@ -176,7 +176,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # hooks
         self.propagate_hooks = []      # AOF / replication feeds (propagate.Propagator)
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
-        self.startup_hooks = []        # run after listening, before serving (RDB / AOF loading)
+        self.startup_hooks = []        # after listening (RDB / AOF loading); a coroutine returned is awaited
         self.shutdown_hooks = []
         self.shutdown_checks = []      # fn(force) -> None, or refuse (AOF being created)
         self.shutdown_asap = None
@@ -388,14 +388,16 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.banner()
         log.warning("Server initialized")
         self.os_warnings()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.on_shutdown_signal)
         for h in self.startup_hooks:
-            h()
+            r = h()
+            if r is not None:       # a coroutine: loading while serving clients
+                await r
         log.notice("Ready to accept connections")
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
             replica.set_master(self, ro[0], int(ro[1]))
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self.on_shutdown_signal)
         asyncio.ensure_future(self.cron())
         gc.freeze()
         install_gc_guard()

@@ -82,6 +82,17 @@ class Shutdown:
         log.warning(msg)
         self.shutdown_asap = name or "signal"
 
+    def shutdown_while_loading(self):
+        """whileBlockedCron's part: a signal asked for a shutdown while the
+        dataset is being loaded: exit now, without saving."""
+        if self.shutdown_asap is None or self._stopping:
+            return
+        if self.request_shutdown(nosave=True, from_signal=True) is None:
+            log.flush_and_exit(0)
+        log.warning("SIGTERM received but errors trying to shut down the server, check the logs for more "
+                    "information")
+        self.shutdown_asap = None
+
     def shutdown_from_cron(self):
         """serverCron's part: perform the shutdown a signal asked for."""
         if self.shutdown_asap is None or self._stopping:
