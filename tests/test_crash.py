@@ -7,30 +7,20 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 
 import pytest
 import redis
 
-from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
+from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, wait_exit
 
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+KINDS = ["ours", pytest.param("redis", marks=needs_redis)]
 
 START = "=== REDIS BUG REPORT START: Cut & paste starting from here ==="
 END = "=== REDIS BUG REPORT END. Make sure to include from START to END. ==="
 SECTIONS = ("------ STACK TRACE ------", "------ INFO OUTPUT ------", "------ CLIENT LIST OUTPUT ------",
             "------ CONFIG DEBUG OUTPUT ------")
-
-
-def _dies(proc, timeout=30):
-    """The exit status of proc (killing it when it does not exit)."""
-    try:
-        return proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
 
 
 def _crash(server, *cmd):
@@ -67,7 +57,7 @@ def test_debug_segfault_logs_the_report_and_dies_by_sigsegv():
     s = _ours()
     try:
         _crash(s, "DEBUG", "SEGFAULT")
-        assert _dies(s.proc) == -signal.SIGSEGV
+        assert wait_exit(s.proc) == -signal.SIGSEGV
         out = s.output()
         _check_segfault(out)
         assert "debug.py" in out.split("------ STACK TRACE ------")[1]    # where it crashed
@@ -80,21 +70,19 @@ def test_redis_server_debug_segfault_report_has_the_same_markers(tmp_path):
     r = _theirs(tmp_path)
     try:
         _crash(r, "DEBUG", "SEGFAULT")
-        assert _dies(r.proc) == -signal.SIGSEGV
+        assert wait_exit(r.proc) == -signal.SIGSEGV
         _check_segfault(r.output())
     finally:
         r.stop()
 
 
-@pytest.mark.parametrize("kind", ["ours", "redis"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_sigabrt_logs_the_report_and_dies_by_it(tmp_path, kind):
-    if kind == "redis" and REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed")
     s = _ours() if kind == "ours" else _theirs(tmp_path)
     try:
         redis.Redis(port=s.port, socket_timeout=20).ping()
         os.kill(s.pid, signal.SIGABRT)
-        assert _dies(s.proc) == -signal.SIGABRT
+        assert wait_exit(s.proc) == -signal.SIGABRT
         out = s.output()
         _in_order(out, START, "Redis 7.0.15 crashed by signal: 6, si_code: 0", *SECTIONS)
         _in_order(out, "------ CONFIG DEBUG OUTPUT ------", END)
@@ -102,10 +90,8 @@ def test_sigabrt_logs_the_report_and_dies_by_it(tmp_path, kind):
         s.stop()
 
 
-@pytest.mark.parametrize("kind", ["ours", "redis"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_debug_assert_and_panic(tmp_path, kind):
-    if kind == "redis" and REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed")
     for sub, lines in (("ASSERT", ["=== ASSERTION FAILED CLIENT CONTEXT ===", "client->argc = 2",
                                    "client->argv[1] = \"ASSERT\" (refcount: 1)",
                                    "=== ASSERTION FAILED OBJECT CONTEXT ===", "Object type: 0",
@@ -118,7 +104,7 @@ def test_debug_assert_and_panic(tmp_path, kind):
         try:
             t0 = int(time.time())
             _crash(s, "DEBUG", sub)
-            assert _dies(s.proc) == -signal.SIGABRT
+            assert wait_exit(s.proc) == -signal.SIGABRT
             out = s.output()
             _in_order(out, START, *lines)
             _in_order(out, lines[-1], *SECTIONS[:3])
@@ -137,7 +123,7 @@ def test_crash_log_disabled_means_no_report():
         c = s.client()
         c.ping()
         os.kill(s.pid, signal.SIGABRT)
-        assert _dies(s.proc) == -signal.SIGABRT
+        assert wait_exit(s.proc) == -signal.SIGABRT
         assert START not in s.output()
     finally:
         s.stop()
@@ -147,7 +133,7 @@ def test_crash_log_disabled_means_no_report():
         c = s.client()
         c.config_set("crash-log-enabled", "no")
         os.kill(s.pid, signal.SIGABRT)
-        assert _dies(s.proc) == -signal.SIGABRT
+        assert wait_exit(s.proc) == -signal.SIGABRT
         assert START not in s.output()
     finally:
         s.stop()
@@ -163,7 +149,7 @@ def test_report_during_a_long_command():
         conn.send_raw(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n3\r\n")
         time.sleep(1)
         os.kill(s.pid, signal.SIGABRT)
-        assert _dies(s.proc) == -signal.SIGABRT
+        assert wait_exit(s.proc) == -signal.SIGABRT
         conn.close()
         trace = s.output().split("------ STACK TRACE ------")[1].split("------ INFO OUTPUT ------")[0]
         assert "debug.py" in trace and "time.sleep" in trace

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 
 import pytest
 import redis
 
-from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
+from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, wait_exit
 from support.wait import wait_until
 
 KINDS = ["ours", pytest.param("redis", marks=pytest.mark.skipif(REDIS_SERVER is None,
@@ -25,15 +24,6 @@ def _start(kind, tmp_path, *args):
     if kind == "ours":
         return ServerProc(("--enable-debug-command", "yes") + args)
     return RedisServerProc(list(args), dir=str(tmp_path))
-
-
-def _exit_code(proc, timeout=30):
-    try:
-        return proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -57,7 +47,7 @@ def test_shutdown_abort_cancels_a_pending_sigterm(kind, tmp_path):
             c.execute_command("SHUTDOWN", "ABORT")
         # without the pause the cron performs it
         os.kill(s.pid, signal.SIGTERM)
-        assert _exit_code(s.proc) == 0
+        assert wait_exit(s.proc) == 0
         assert "ready to exit, bye bye" in s.output()
     finally:
         s.stop()
@@ -72,38 +62,30 @@ def _slow_save_server(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_second_sigint_during_the_final_save_exits_at_once(kind, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_second_signal_during_the_final_save(kind, tmp_path, sig):
+    """A second SIGINT exits at once (status 1) and removes the save's
+    temp file; a second SIGTERM lets the save finish and every
+    acknowledged write is in the snapshot."""
     s = _slow_save_server(kind, tmp_path)
+    name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
     try:
         temp = os.path.join(s.dir, "temp-%d.rdb" % s.pid)
-        os.kill(s.pid, signal.SIGINT)
+        os.kill(s.pid, sig)
         assert wait_until(lambda: os.path.exists(temp), 10)
-        os.kill(s.pid, signal.SIGINT)
-        assert _exit_code(s.proc) == 1
-        assert not os.path.exists(temp)
-        assert not os.path.exists(os.path.join(s.dir, "dump.rdb"))
+        os.kill(s.pid, sig)
+        assert wait_exit(s.proc) == (1 if sig == signal.SIGINT else 0)
         out = s.output()
-        assert "Received SIGINT scheduling shutdown..." in out
-        assert "You insist... exiting now." in out
-    finally:
-        s.stop()
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_second_sigterm_lets_the_final_save_finish(kind, tmp_path):
-    s = _slow_save_server(kind, tmp_path)
-    try:
-        temp = os.path.join(s.dir, "temp-%d.rdb" % s.pid)
-        os.kill(s.pid, signal.SIGTERM)
-        assert wait_until(lambda: os.path.exists(temp), 10)
-        os.kill(s.pid, signal.SIGTERM)
-        assert _exit_code(s.proc) == 0
-        out = s.output()
+        assert "Received %s scheduling shutdown..." % name in out
+        dump = os.path.join(s.dir, "dump.rdb")
+        if sig == signal.SIGINT:
+            assert "You insist... exiting now." in out
+            assert not os.path.exists(temp) and not os.path.exists(dump)
+            return
         assert "You insist" not in out and "DB saved on disk" in out
-        assert os.path.getsize(os.path.join(s.dir, "dump.rdb")) > 0
+        assert os.path.getsize(dump) > 0
     finally:
         s.stop()
-    # every acknowledged write is in the snapshot
     s2 = _start(kind, tmp_path) if kind == "redis" else ServerProc(cwd=s.dir)
     try:
         assert s2.client().dbsize() == 20
