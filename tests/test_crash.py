@@ -104,7 +104,10 @@ def test_debug_assert_and_panic(tmp_path, kind):
         try:
             t0 = int(time.time())
             _crash(s, "DEBUG", sub)
-            assert wait_exit(s.proc) == -signal.SIGABRT
+            status = wait_exit(s.proc)
+            # redis-server aborts, though Debian's build sometimes faults in
+            # its own report first (SIGSEGV)
+            assert status == -signal.SIGABRT or (kind == "redis" and status == -signal.SIGSEGV)
             out = s.output()
             _in_order(out, START, *lines)
             _in_order(out, lines[-1], *SECTIONS[:3])
