@@ -60,7 +60,9 @@ def log(lvl: int, msg: str, raw: bool = False):
     try:
         f.write(line + "\n")
         f.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):
+        # RuntimeError: a signal handler logging while the interrupted code
+        # was writing to the same buffered file (a reentrant call)
         pass
 
 
