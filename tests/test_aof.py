@@ -1182,3 +1182,24 @@ def test_check_aof_tool_on_rdb_preamble_directory(start_server):
     assert "Start to check BASE AOF (RDB format)." in out.stdout
     assert "RDB preamble is OK, proceeding with AOF tail..." in out.stdout
     assert "All AOF files and manifest are valid" in out.stdout
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
+def test_flushall_with_save_points_always_propagates(start_server, tmp_path, kind):
+    """FLUSHALL saves when save points exist, which resets the change
+    counter: every FLUSHALL still reaches the AOF, as with redis-server."""
+    args = ["--appendonly", "yes", "--appendfsync", "always", "--save", "3600 1"]
+    s = start_server(*args) if kind == "ours" else RedisServerProc(args, dir=str(tmp_path))
+    d = aofdir(s) if kind == "ours" else str(tmp_path / "appendonlydir")
+    try:
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        c.set(b"key", b"v")
+        for _ in range(4):
+            c.flushall()
+        c.set(b"key", b"v2")
+        c.flushdb()
+        c.flushdb()
+        assert read_cmds(last_incr(d)) == [[b"SELECT", b"0"], [b"SET", b"key", b"v"]] + [[b"FLUSHALL"]] * 4 + [
+            [b"SET", b"key", b"v2"], [b"FLUSHDB"], [b"FLUSHDB"]]
+    finally:
+        s.stop()

@@ -45,28 +45,36 @@ def _flush_db(srv, db, lazy):
     return n
 
 
+def _force_propagation(c, argv, dirty_before):
+    """FLUSHDB / FLUSHALL propagate even when ``server.dirty`` ends where
+    it was (Redis's forceCommandPropagation): an empty database, or
+    FLUSHALL's save resetting the counter.  A replica or the AOF may hold
+    keys we do not.  Delivered now unless a transaction or script collects
+    it; a changed counter propagates the command the usual way."""
+    srv = c.server
+    if srv.dirty != dirty_before:
+        return
+    also_propagate(srv, argv, c.db)
+    if not c.in_exec and not c.in_script:
+        propagate_pending(srv)
+
+
 @command("flushdb", flags=("touches_dbs",))
 def flushdb(c, argv):
-    lazy = _flush_flags(argv, c.server)
-    db = c.db
-    n = _flush_db(c.server, db, lazy)
     srv = c.server
+    before = srv.dirty
+    lazy = _flush_flags(argv, srv)
+    n = _flush_db(srv, c.db, lazy)
     _tracking_flush(srv)
     srv.dirty += n
-    if not n:
-        # An empty database's FLUSHDB changes nothing, yet it is propagated
-        # (Redis's forceCommandPropagation): a replica or the AOF may hold
-        # keys we do not.  Delivered now unless a transaction or script
-        # collects it.
-        also_propagate(srv, argv, db)
-        if not c.in_exec and not c.in_script:
-            propagate_pending(srv)
+    _force_propagation(c, argv, before)
     return OK
 
 
 @command("flushall", flags=("touches_dbs",))
 def flushall(c, argv):
     srv = c.server
+    before = srv.dirty
     lazy = _flush_flags(argv, srv)
     n = 0
     for db in srv.dbs:
@@ -75,6 +83,7 @@ def flushall(c, argv):
     srv.dirty += n
     srv.persistence.flushall()
     srv.dirty += 1
+    _force_propagation(c, argv, before)
     return OK
 
 
