@@ -855,6 +855,28 @@ def test_clients_are_served_while_loading(start_server, tmp_path, kind):
         s.stop()
 
 
+@pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
+def test_shutdown_command_while_loading(start_server, tmp_path, kind):
+    """SHUTDOWN during the load exits at once without saving (status 0)."""
+    d = _big_rdb(start_server, kind, tmp_path)
+    size = os.path.getsize(os.path.join(d, "dump.rdb"))
+    args = ["--key-load-delay", "50", "--save", "3600 1"]
+    if kind == "ours":
+        s = ServerProc(args, cwd=d, wait=False)
+    else:
+        s = RedisServerProc(args, dir=d, wait=False)
+    try:
+        assert wait_until(lambda: _connects(s.port), 30)
+        with RespConn(s.port) as raw:
+            assert b"loading:1" in raw.call(b"INFO", b"persistence")
+            raw.send_raw(b"*1\r\n$8\r\nSHUTDOWN\r\n")
+            assert s.proc.wait(30) == 0
+        assert os.path.getsize(os.path.join(d, "dump.rdb")) == size
+        assert "Saving the final RDB snapshot" not in s.output()
+    finally:
+        s.stop()
+
+
 def test_every_key_is_there_after_loading_while_serving(start_server, tmp_path):
     d = _big_rdb(start_server, "ours", tmp_path)
     s = ServerProc(["--key-load-delay", "5"], cwd=d, wait=False)

@@ -49,6 +49,10 @@ class Shutdown:
                 pass
         self.close_listeners()
         log.warning("Redis is now ready to exit, bye bye...")
+        if self.loading:
+            # SHUTDOWN or a signal while the dataset loads (a thread may be
+            # parsing it, start-up is not finished): exit now, as Redis
+            log.flush_and_exit(self.exit_code or 0)
         self._stopping = True
         for c in list(self.clients.values()):
             c.close()
@@ -88,7 +92,7 @@ class Shutdown:
         if self.shutdown_asap is None or self._stopping:
             return
         if self.request_shutdown(nosave=True, from_signal=True) is None:
-            log.flush_and_exit(0)
+            log.flush_and_exit(0)          # (request_shutdown exits first while loading)
         log.warning("SIGTERM received but errors trying to shut down the server, check the logs for more "
                     "information")
         self.shutdown_asap = None
