@@ -46,7 +46,13 @@ def _in_order(out, *parts):
         at = i
 
 
-def _check_segfault(out):
+def _check_segfault(out, full=True):
+    """``full``: the whole report.  Debian's redis-server sometimes faults
+    again inside its own report (after the INFO section has begun): its
+    side is checked up to there."""
+    if not full:
+        _in_order(out, START, "Redis 7.0.15 crashed by signal: 11, si_code: 2", *SECTIONS[:2])
+        return
     _in_order(out, START, "Redis 7.0.15 crashed by signal: 11, si_code: 2", *SECTIONS[:3])
     _in_order(out, "------ CURRENT CLIENT INFO ------", "argv[0]: '\"DEBUG\"'", "argv[1]: '\"SEGFAULT\"'")
     _in_order(out, "------ CONFIG DEBUG OUTPUT ------", "lazyfree-lazy-eviction no", END)
@@ -71,7 +77,7 @@ def test_redis_server_debug_segfault_report_has_the_same_markers(tmp_path):
     try:
         _crash(r, "DEBUG", "SEGFAULT")
         assert wait_exit(r.proc) == -signal.SIGSEGV
-        _check_segfault(r.output())
+        _check_segfault(r.output(), full=False)
     finally:
         r.stop()
 
@@ -84,6 +90,9 @@ def test_sigabrt_logs_the_report_and_dies_by_it(tmp_path, kind):
         os.kill(s.pid, signal.SIGABRT)
         assert wait_exit(s.proc) == -signal.SIGABRT
         out = s.output()
+        if kind == "redis":       # see _check_segfault
+            _in_order(out, START, "Redis 7.0.15 crashed by signal: 6, si_code: 0", *SECTIONS[:2])
+            return
         _in_order(out, START, "Redis 7.0.15 crashed by signal: 6, si_code: 0", *SECTIONS)
         _in_order(out, "------ CONFIG DEBUG OUTPUT ------", END)
     finally:
@@ -110,12 +119,15 @@ def test_debug_assert_and_panic(tmp_path, kind):
             assert status == -signal.SIGABRT or (kind == "redis" and status == -signal.SIGSEGV)
             out = s.output()
             _in_order(out, START, *lines)
-            _in_order(out, lines[-1], *SECTIONS[:3])
-            _in_order(out, "------ CONFIG DEBUG OUTPUT ------", END)
-            assert out.count(START) == 1 and "crashed by signal" not in out     # one report, no second one
             if sub == "PANIC":
                 at = int(out.split("called at Unix time ")[1].split()[0])
                 assert t0 <= at <= t0 + 60
+            if kind == "redis":       # see _check_segfault
+                _in_order(out, lines[-1], *SECTIONS[:2])
+                continue
+            _in_order(out, lines[-1], *SECTIONS[:3])
+            _in_order(out, "------ CONFIG DEBUG OUTPUT ------", END)
+            assert out.count(START) == 1 and "crashed by signal" not in out     # one report, no second one
         finally:
             s.stop()
 
