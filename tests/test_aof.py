@@ -283,6 +283,15 @@ def _propagation_script(c, now_ms):
     x("SET", "back0", "v")
     x("SWAPDB", "0", "3")
     x("FLUSHDB")
+    # an empty database's FLUSHDB / FLUSHALL still propagates
+    x("FLUSHDB")
+    x("FLUSHDB", "ASYNC")
+    x("MULTI")
+    x("FLUSHDB")
+    x("EXEC")
+    x("FLUSHALL")
+    x("FLUSHALL")
+    x("SET", "after-flush", "v")
 
 
 def _mask(cmds, now_ms):
@@ -718,6 +727,46 @@ def test_unknown_command_and_bad_format(tmp_path):
     s.log.close()
 
 
+def _bad_format_dir(d):
+    _write_dir(d, {"appendonly.aof.1.incr.aof": encode(b"SET", b"k", b"v") + b"!!!\r\n"},
+               ["file appendonly.aof.1.incr.aof seq 1 type i"])
+
+
+def _pid_line_before(out, pid, error):
+    """The logo's PID line is in ``out`` and comes before ``error``."""
+    lines = out.splitlines()
+    at_pid = [i for i, line in enumerate(lines) if re.search(r" PID: %d\b" % pid, line)]
+    at_err = [i for i, line in enumerate(lines) if error in line]
+    assert at_pid and at_err and at_pid[0] < at_err[0], out
+    init = [i for i, line in enumerate(lines) if line.endswith("# Server initialized")]
+    assert init and at_pid[0] < init[0] < at_err[0], out
+
+
+def test_logo_is_logged_before_loading(tmp_path):
+    """As redis-server, the logo (with its " PID: " line, how Redis's test
+    suite recognises a started server) and "Server initialized" come
+    before the files are loaded: a server that then fails to load has
+    logged them."""
+    d = str(tmp_path / "appendonlydir")
+    _bad_format_dir(d)
+    s = _start_on(tmp_path, "--always-show-logo", "yes")
+    assert wait_dead(s.proc) == 1
+    _pid_line_before(s.output(), s.pid, "Bad file format reading the append only file")
+    s.log.close()
+
+
+@needs_redis
+def test_redis_server_logs_logo_before_loading_too(tmp_path):
+    d = str(tmp_path / "appendonlydir")
+    _bad_format_dir(d)
+    rp = RedisServerProc(["--appendonly", "yes", "--always-show-logo", "yes"], dir=str(tmp_path), wait=False)
+    try:
+        assert wait_dead(rp.proc) == 1
+        _pid_line_before(rp.output(), rp.pid, "Bad file format reading the append only file")
+    finally:
+        rp.stop()
+
+
 @pytest.mark.parametrize("preamble", [False, True])
 def test_old_single_file_aof_is_upgraded(tmp_path, preamble):
     if preamble:
@@ -1133,3 +1182,24 @@ def test_check_aof_tool_on_rdb_preamble_directory(start_server):
     assert "Start to check BASE AOF (RDB format)." in out.stdout
     assert "RDB preamble is OK, proceeding with AOF tail..." in out.stdout
     assert "All AOF files and manifest are valid" in out.stdout
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
+def test_flushall_with_save_points_always_propagates(start_server, tmp_path, kind):
+    """FLUSHALL saves when save points exist, which resets the change
+    counter: every FLUSHALL still reaches the AOF, as with redis-server."""
+    args = ["--appendonly", "yes", "--appendfsync", "always", "--save", "3600 1"]
+    s = start_server(*args) if kind == "ours" else RedisServerProc(args, dir=str(tmp_path))
+    d = aofdir(s) if kind == "ours" else str(tmp_path / "appendonlydir")
+    try:
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        c.set(b"key", b"v")
+        for _ in range(4):
+            c.flushall()
+        c.set(b"key", b"v2")
+        c.flushdb()
+        c.flushdb()
+        assert read_cmds(last_incr(d)) == [[b"SELECT", b"0"], [b"SET", b"key", b"v"]] + [[b"FLUSHALL"]] * 4 + [
+            [b"SET", b"key", b"v2"], [b"FLUSHDB"], [b"FLUSHDB"]]
+    finally:
+        s.stop()

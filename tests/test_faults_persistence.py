@@ -37,15 +37,6 @@ def _resp(*argv):
     return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
 
 
-def _wait_dead(proc, timeout=20):
-    try:
-        return proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
-
-
 def _wait_for(pred, timeout=20.0, interval=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:

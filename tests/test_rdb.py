@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.rdb import build_dataset, canonical, order_dependent, payload_value
 from support.resp import RespConn
-from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, server_env
+from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, ServerProc, server_env
 from support.wait import wait_until
 
 from ophidis.config import Config
@@ -748,3 +749,151 @@ def test_reads_functions_from_redis_file(tmp_path):
         rp.stop()
     res = R.RdbReader((tmp_path / "dump.rdb").read_bytes()).load()
     assert res.functions == [code.encode()]
+
+
+# -- a running child's progress in INFO (CHILD_INFO_TYPE_CURRENT_INFO) ------------------------
+
+_CURRENT = ("current_cow_peak", "current_cow_size", "current_cow_size_age", "current_fork_perc",
+            "current_save_keys_processed", "current_save_keys_total")
+
+
+def _progress_seen(c, start, in_progress_field):
+    """Run ``start`` (BGSAVE / BGREWRITEAOF) on 4000 keys written 1 ms
+    apart; returns the INFO samples taken while the child ran."""
+    c.config_set("rdb-key-save-delay", "1000")
+    start()
+    samples = []
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        i = c.info("persistence")
+        if not i[in_progress_field]:
+            break
+        samples.append(i)
+        time.sleep(0.2)
+    c.config_set("rdb-key-save-delay", "0")
+    return samples, c.info("persistence")
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
+@pytest.mark.parametrize("what", ["bgsave", "bgrewriteaof"])
+def test_child_progress_in_info(start_server, tmp_path, kind, what):
+    """While a BGSAVE / AOF rewrite child runs, INFO shows the keys it
+    wrote out of the keys at the fork and its copy-on-write size, as
+    redis-server does; all back to 0 when it is done."""
+    s = start_server("--enable-debug-command", "yes") if kind == "ours" else RedisServerProc(dir=str(tmp_path))
+    try:
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        c.execute_command("DEBUG", "POPULATE", "4000", "key", "100")
+        if what == "bgsave":
+            samples, after = _progress_seen(c, c.bgsave, "rdb_bgsave_in_progress")
+        else:
+            samples, after = _progress_seen(c, c.bgrewriteaof, "aof_rewrite_in_progress")
+        assert len(samples) >= 3
+        assert all(x["current_save_keys_total"] == 4000 for x in samples)
+        done = [x["current_save_keys_processed"] for x in samples]
+        assert done == sorted(done) and 0 < done[-1] < 4000 and len(set(done)) >= 2
+        late = samples[-1]
+        assert late["current_cow_size"] > 0 and late["current_cow_peak"] >= late["current_cow_size"]
+        assert 0 < late["current_fork_perc"] < 100
+        assert abs(late["current_fork_perc"] - late["current_save_keys_processed"] * 100 / 4000) < 0.01
+        assert late["current_cow_size_age"] <= 2
+        assert all(after[f] == 0 for f in _CURRENT), after
+    finally:
+        s.stop()
+
+
+# -- serving clients while dump.rdb loads --------------------------------------------------------
+
+def _big_rdb(start_server_or_dir, kind, tmp_path):
+    """A dump.rdb of 60000 keys of 1000 bytes in a fresh directory."""
+    d = str(tmp_path / ("rdb-" + kind))
+    os.makedirs(d)
+    s = RedisServerProc(dir=d) if REDIS_SERVER else start_server_or_dir("--enable-debug-command", "yes", cwd=d)
+    try:
+        c = redis.Redis(port=s.port, socket_timeout=60)
+        c.config_set("rdbcompression", "no")
+        c.execute_command("DEBUG", "POPULATE", "60000", "key", "1000")
+        c.save()
+    finally:
+        s.stop()
+    return d
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
+def test_clients_are_served_while_loading(start_server, tmp_path, kind):
+    """As redis-server processes events while it loads: INFO says
+    loading:1 (with the bytes loaded so far), commands without the
+    "loading" flag get -LOADING, DEBUG LOG runs, clients that disconnect
+    are freed, a SIGTERM ends the server without saving; after the load
+    every key is there."""
+    d = _big_rdb(start_server, kind, tmp_path)
+    args = ["--key-load-delay", "50", "--loading-process-events-interval-bytes", "1024"]
+    if kind == "ours":
+        s = ServerProc(["--enable-debug-command", "yes"] + args, cwd=d, wait=False)
+    else:
+        s = RedisServerProc(args, dir=d, wait=False)
+    try:
+        assert wait_until(lambda: _connects(s.port), 30)
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        i = c.info("persistence")
+        assert i["loading"] == 1 and i["loading_total_bytes"] > 60_000_000
+        with RespConn(s.port) as raw:
+            assert raw.call(b"GET", b"key:1") == b"-LOADING Redis is loading the dataset in memory\r\n"
+        others = [RespConn(s.port) for _ in range(5)]
+        for o in others:
+            assert o.call(b"DEBUG", b"LOG", b"bla") == b"+OK\r\n"
+        for o in others:
+            o.close()
+        assert wait_until(lambda: c.info("clients")["connected_clients"] < 3, 10)
+        i = c.info("persistence")
+        assert i["loading"] == 1 and 0 < i["loading_loaded_bytes"] <= i["loading_total_bytes"]
+        assert "DEBUG LOG: bla" in s.output()
+        os.kill(s.pid, signal.SIGTERM)
+        assert s.proc.wait(30) == 0
+        assert "Received shutdown signal during loading, scheduling shutdown." in s.output()
+        assert "Saving the final RDB snapshot" not in s.output()
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
+def test_shutdown_command_while_loading(start_server, tmp_path, kind):
+    """SHUTDOWN during the load exits at once without saving (status 0)."""
+    d = _big_rdb(start_server, kind, tmp_path)
+    size = os.path.getsize(os.path.join(d, "dump.rdb"))
+    args = ["--key-load-delay", "50", "--save", "3600 1"]
+    if kind == "ours":
+        s = ServerProc(args, cwd=d, wait=False)
+    else:
+        s = RedisServerProc(args, dir=d, wait=False)
+    try:
+        assert wait_until(lambda: _connects(s.port), 30)
+        with RespConn(s.port) as raw:
+            assert b"loading:1" in raw.call(b"INFO", b"persistence")
+            raw.send_raw(b"*1\r\n$8\r\nSHUTDOWN\r\n")
+            assert s.proc.wait(30) == 0
+        assert os.path.getsize(os.path.join(d, "dump.rdb")) == size
+        assert "Saving the final RDB snapshot" not in s.output()
+    finally:
+        s.stop()
+
+
+def test_every_key_is_there_after_loading_while_serving(start_server, tmp_path):
+    d = _big_rdb(start_server, "ours", tmp_path)
+    s = ServerProc(["--key-load-delay", "5"], cwd=d, wait=False)
+    try:
+        assert wait_until(lambda: _connects(s.port), 30)
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        assert wait_until(lambda: c.info("persistence")["loading"] == 0, 120)
+        assert c.dbsize() == 60000
+        assert c.get(b"key:59999").startswith(b"value:59999")
+    finally:
+        s.stop()
+
+
+def _connects(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False

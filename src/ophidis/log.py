@@ -60,6 +60,20 @@ def log(lvl: int, msg: str, raw: bool = False):
     try:
         f.write(line + "\n")
         f.flush()
+    except (OSError, ValueError, RuntimeError):
+        # RuntimeError: a signal handler logging while the interrupted code
+        # was writing to the same buffered file (a reentrant call)
+        pass
+
+
+def stream():
+    """The file the log goes to (the log file, else stdout)."""
+    return _file if _file is not None else sys.stdout
+
+
+def flush():
+    try:
+        stream().flush()
     except (OSError, ValueError):
         pass
 

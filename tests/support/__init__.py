@@ -7,7 +7,7 @@
 - servers: ServerProc (ophidis-server of this checkout), RedisServerProc
   (Debian's redis-server), Starter (the start_server fixture), free_port,
   server_env, port_of, ROOT/SRC;
-- wait: wait_until, wait_port, port_open;
+- wait: wait_until, wait_port (open and done loading), port_open, serving;
 - config: ConfigOverrides (the config fixture), overrides (a with-block);
 - notify: KeyspaceEvents (keyspace notifications up to a marker);
 - replication: SyncStream (SYNC payload and command stream), propagated;

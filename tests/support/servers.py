@@ -54,6 +54,17 @@ def server_env(env=None, **extra) -> dict:
     return env
 
 
+def wait_exit(proc, timeout=30):
+    """The exit status of ``proc``, a process expected to exit by itself
+    (killed, and the timeout raised, when it does not)."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+
+
 def _stop_process(proc, timeout=10):
     if proc.poll() is None:
         proc.terminate()

@@ -32,15 +32,43 @@ def port_open(port, host="127.0.0.1", unix=None) -> bool:
     return True
 
 
+def serving(port, host="127.0.0.1", unix=None) -> bool:
+    """The server on port answers a PING with anything but -LOADING (it
+    listens while it loads its files, as redis-server does)."""
+    try:
+        if unix:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(2)
+            s.connect(unix)
+        else:
+            s = socket.create_connection((host, port), timeout=2)
+    except OSError:
+        return False
+    try:
+        s.sendall(b"*1\r\n$4\r\nPING\r\n")
+        data = b""
+        while not data.endswith(b"\r\n"):
+            chunk = s.recv(256)
+            if not chunk:
+                break
+            data += chunk
+        return not data.startswith(b"-LOADING")
+    except OSError:
+        return False        # still loading past the timeout, or gone
+    finally:
+        s.close()
+
+
 def wait_port(port, proc=None, timeout=15.0, unix=None, log=None):
-    """Wait until a server accepts connections on port (or the unix socket).
-    RuntimeError when proc exits first or the timeout passes; log (a
-    callable returning the server's output) goes into the message."""
+    """Wait until a server accepts connections on port (or the unix socket)
+    and has loaded its files.  RuntimeError when proc exits first or the
+    timeout passes; log (a callable returning the server's output) goes
+    into the message."""
     deadline = time.monotonic() + timeout
     while True:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError("server exited with %s%s" % (proc.returncode, _tail(log)))
-        if port_open(port, unix=unix):
+        if port_open(port, unix=unix) and serving(port, unix=unix):
             return
         if time.monotonic() >= deadline:
             raise RuntimeError("server did not start on port %s%s" % (port, _tail(log)))

@@ -1,18 +1,21 @@
 """DEBUG: the testing helpers of Redis's debug.c that make sense here.
 
 DEBUG is protected (``enable-debug-command``); Server.process_command
-checks that before we run.  Crash helpers (SEGFAULT, PANIC, ASSERT, OOM,
-RESTART) are not provided.
+checks that before we run.  SEGFAULT, PANIC and ASSERT write Redis's crash
+report (crash.py) and kill the server; OOM and RESTART are not provided.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import os
+import signal
 import struct
+import sys
 import time
 
-from .. import log
+from .. import crash, log
 from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import type_name
@@ -203,6 +206,8 @@ def _help():
         "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "AOF-FLUSH-SLEEP <microsec>",
         "    Accepted for compatibility; does nothing.",
+        "ASSERT",
+        "    Crash the server with a failed assertion (crash report in the log).",
         "CHANGE-REPL-ID",
         "    Accepted for compatibility; does nothing.",
         "CONFIG-REWRITE-FORCE-ALL",
@@ -227,6 +232,8 @@ def _help():
         "    Reload the dataset from the append only file.",
         "OBJECT <key>",
         "    Low level details about the value of <key>.",
+        "PANIC",
+        "    Crash the server with a panic (crash report in the log).",
         "POPULATE <count> [<prefix>] [<size>]",
         "    Create <count> string keys <prefix>:<n> (prefix defaults to 'key').",
         "PROTOCOL <type>",
@@ -236,6 +243,8 @@ def _help():
         "    Save the dataset to the RDB file and load it back.",
         "REPLICATE <string>",
         "    Accepted for compatibility; does nothing.",
+        "SEGFAULT",
+        "    Crash the server as by a segmentation fault (crash report in the log).",
         "SET-ACTIVE-EXPIRE <0|1>",
         "    Turn the background expiry cycle off (0) or on (1).",
         "QUICKLIST-PACKED-THRESHOLD <size>",
@@ -369,6 +378,13 @@ def debug(c, argv):
     db = c.db
     if sub == b"help" and n == 2:
         return _help()
+    if sub == b"segfault":
+        # Redis writes to a read-only page: SIGSEGV, SEGV_ACCERR (2)
+        crash.report_signal(srv, signal.SIGSEGV, 2, c, argv)
+    if sub == b"panic":
+        crash.panic(srv, "DEBUG PANIC called at Unix time %d" % int(time.time()), _where(), c, argv)
+    if sub == b"assert":
+        crash.assert_failed(srv, "1 == 2", _where(), c, argv, obj=argv[0])
     if sub == b"sleep" and n == 3:
         secs = _strtod(argv[2])
         if secs > 0:
@@ -554,6 +570,12 @@ def debug(c, argv):
                              argv[1][:128].decode("utf-8", "replace"))
         return OK
     raise _syntax(argv)
+
+
+def _where() -> str:
+    """file:line of the caller, for an assertion's or a panic's report."""
+    f = sys._getframe(1)
+    return "%s:%d" % (os.path.basename(f.f_code.co_filename), f.f_lineno)
 
 
 def _persistence_fn(module: str, name: str):

@@ -14,6 +14,14 @@ it.  ``ctx`` (a :class:`ChildContext`) offers:
 
   ctx.send_info(bytes)    a line for the parent (copy-on-write figures),
                           read by ``child.read_info()`` after the child exits
+  ctx.progress(done)      ``done`` keys written so far, sent with the
+                          copy-on-write size, measured at most once a second
+                          (Redis's CHILD_INFO_TYPE_CURRENT_INFO); the
+                          parent's ``child.poll()`` reads these reports, INFO
+                          shows them (current_cow_size, current_fork_perc,
+                          current_save_keys_processed ...)
+  ctx.cow_summary(cow)    (peak, average) of the sizes measured, ``cow``
+                          (the final one) included
   ctx.parent_alive()      False once the parent that forked is gone
   ctx.rename(src, dst)    ``os.rename`` that refuses (and returns False,
                           removing ``src``) when the parent is gone: an
@@ -45,13 +53,14 @@ import gc
 import os
 import signal
 import sys
-from time import perf_counter
+from time import monotonic, perf_counter
 
 from .. import log
 from ..keyspace.db import stats
 from ..net import client as client_mod
 
 PR_SET_PDEATHSIG = 1
+_PROGRESS = b"P"          # a progress report's first word on the info pipe
 
 _prctl = None
 if sys.platform.startswith("linux"):
@@ -90,6 +99,8 @@ class ChildContext:
     def __init__(self, parent_pid, wfd):
         self.parent_pid = parent_pid
         self._wfd = wfd
+        self._cow = self._cow_peak = self._cow_sum = self._cow_samples = 0
+        self._cow_next = monotonic() + 1.0
 
     def parent_alive(self) -> bool:
         return os.getppid() == self.parent_pid
@@ -99,6 +110,21 @@ class ChildContext:
             os.write(self._wfd, data)
         except OSError:
             pass
+
+    def progress(self, done):
+        now = monotonic()
+        if now >= self._cow_next:
+            self._cow_next = now + 1.0
+            cow = self._cow = private_dirty()
+            self._cow_sum += cow
+            self._cow_samples += 1
+            if cow > self._cow_peak:
+                self._cow_peak = cow
+        self.send_info(b"%s %d %d %d\n" % (_PROGRESS, self._cow, done, self._cow_samples))
+
+    def cow_summary(self, cow):
+        peak = max(self._cow_peak, cow)
+        return peak, (self._cow_sum + cow) // (self._cow_samples + 1)
 
     def rename(self, src, dst) -> bool:
         """Publish ``src`` as ``dst`` unless the parent is gone (then ``src``
@@ -117,14 +143,62 @@ class ChildContext:
 class Child:
     """A running child, seen from the parent."""
 
-    def __init__(self, pid, rfd, fork_usec):
+    def __init__(self, pid, rfd, fork_usec, keys_total=0):
         self.pid = pid
         self.fork_usec = fork_usec
         self._rfd = rfd
+        self._pending = b""          # bytes read, not a whole line yet
+        self._final = []             # the lines of send_info
+        # the last progress report (INFO's current_* fields)
+        self.keys_total = keys_total
+        self.keys_processed = 0
+        self.cow = 0
+        self.cow_peak = 0
+        self.cow_time = 0.0          # monotonic time of the last measure (0: none)
+        self._samples = 0
+
+    def update(self):
+        """Read what the child sent so far (never blocks)."""
+        if self._rfd is None:
+            return
+        try:
+            os.set_blocking(self._rfd, False)
+            while True:
+                data = os.read(self._rfd, 65536)
+                if not data:
+                    break
+                self._pending += data
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            return
+        *lines, self._pending = self._pending.split(b"\n")
+        for line in lines:
+            if line.startswith(_PROGRESS + b" "):
+                try:
+                    cow, done, samples = (int(x) for x in line.split()[1:4])
+                except ValueError:
+                    continue
+                self.keys_processed = done
+                if samples != self._samples:     # a new measure of copy-on-write
+                    self._samples = samples
+                    self.cow = cow
+                    self.cow_peak = max(self.cow_peak, cow)
+                    self.cow_time = monotonic()
+            else:
+                self._final.append(line + b"\n")
+
+    def fork_perc(self) -> float:
+        """current_fork_perc: keys written / keys at the fork, in percent."""
+        if not self.keys_total:
+            return 0.0
+        return min(100.0, self.keys_processed * 100.0 / self.keys_total)
 
     def poll(self):
-        """The wait status once the child has exited, else None.  A child
-        that was already reaped counts as exit code 1."""
+        """The wait status once the child has exited, else None (its
+        progress reports are read meanwhile).  A child that was already
+        reaped counts as exit code 1."""
+        self.update()
         try:
             wpid, status = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:
@@ -133,13 +207,8 @@ class Child:
 
     def read_info(self) -> bytes:
         """What the child sent with ``ctx.send_info`` (b"" if nothing)."""
-        if self._rfd is None:
-            return b""
-        try:
-            os.set_blocking(self._rfd, False)
-            return os.read(self._rfd, 4096)
-        except OSError:
-            return b""
+        self.update()
+        return b"".join(self._final) + (self._pending if self._pending[:2] != _PROGRESS + b" " else b"")
 
     def read_numbers(self) -> list:
         """The integers of the child's info line (copy-on-write figures);
@@ -223,4 +292,4 @@ def fork(server, body, what="Background child") -> Child:
     lt = client_mod._LATENCY_MONITOR
     if lt is not None and fork_usec / 1e6 >= lt:
         server.latency_add("fork", fork_usec // 1000)
-    return Child(pid, rfd, fork_usec)
+    return Child(pid, rfd, fork_usec, sum(len(db.d) for db in server.dbs))

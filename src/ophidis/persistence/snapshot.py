@@ -18,6 +18,7 @@ them in only when the file was read completely and its checksum matched.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -55,6 +56,7 @@ class Persistence:
         self.loading_total = 0
         self.loaded_aux = {}         # the aux fields of the last file loaded
         self.loaded_expired = []     # and the (dbid, key) it held already expired
+        self.loading_reader = None   # the RdbReader at work (its position: loading_loaded_bytes)
         server.startup_hooks.append(self.load_at_startup)
         server.cron_hooks.append(self.cron)
         server.shutdown_hooks.append(self.on_shutdown)
@@ -75,10 +77,10 @@ class Persistence:
         srv.update_server_slow()
 
     # -- saving ---------------------------------------------------------------------
-    def write_file(self, filename, in_child=False, rename=os.rename) -> bool:
+    def write_file(self, filename, ctx=None, rename=os.rename) -> bool:
         """Write the snapshot to ``filename`` atomically.  Logs like rdbSave.
-        A forked child passes ``rename=ctx.rename`` (no rename once its
-        parent is gone)."""
+        A forked child passes its ``ctx`` (progress reports) and
+        ``rename=ctx.rename`` (no rename once its parent is gone)."""
         srv = self.server
         tmp = "temp-%d.rdb" % os.getpid()
         try:
@@ -90,9 +92,7 @@ class Persistence:
         op = "rdbSaveRio"
         try:
             with f:
-                progress = None
-                if in_child:
-                    progress = self._child_progress
+                progress = ctx.progress if ctx is not None else None
                 write_snapshot(f, srv, progress=progress, key_delay=srv.config["rdb-key-save-delay"])
                 op = "fflush"
                 f.flush()
@@ -182,29 +182,14 @@ class Persistence:
     def _child_main(self, ctx) -> int:
         """rdbSaveBackground's child: write the snapshot, publish it only
         while the parent lives (ctx.rename), report copy-on-write."""
-        self._cow_peak = 0
-        self._cow_sum = 0
-        self._cow_samples = 0
-        self._cow_next = time.monotonic() + 1.0
-        ok = self.write_file(self.filename, in_child=True, rename=ctx.rename)
+        ok = self.write_file(self.filename, ctx=ctx, rename=ctx.rename)
         cow = child.private_dirty()
-        self._cow_peak = max(self._cow_peak, cow)
+        peak, avg = ctx.cow_summary(cow)
         if ok:
-            avg = (self._cow_sum + cow) // (self._cow_samples + 1)
             log.notice("Fork CoW for RDB: current %d MB, peak %d MB, average %d MB" % (
-                cow >> 20, self._cow_peak >> 20, avg >> 20))
-        ctx.send_info(b"%d %d\n" % (cow, self._cow_peak))
+                cow >> 20, peak >> 20, avg >> 20))
+        ctx.send_info(b"%d %d\n" % (cow, peak))
         return 0 if ok else 1
-
-    def _child_progress(self, done):
-        now = time.monotonic()
-        if now >= self._cow_next:
-            self._cow_next = now + 1.0
-            cow = child.private_dirty()
-            self._cow_sum += cow
-            self._cow_samples += 1
-            if cow > self._cow_peak:
-                self._cow_peak = cow
 
     def kill_child(self):
         pid = self.child_pid
@@ -328,12 +313,15 @@ class Persistence:
                            skip_expired=skip_expired,
                            verify_checksum=srv.config["rdbchecksum"],
                            log=lambda lvl, msg: getattr(log, lvl)(msg))
+        self.loading_reader = reader
         try:
             return reader.load()
         except RdbError:
             raise
         except Exception as e:  # noqa: BLE001
             raise RdbError("Internal error while parsing: %r" % e, reader.pos) from None
+        finally:
+            self.loading_reader = None
 
     def apply(self, res, merge=False, allow_dup=True):
         """Swap the parsed databases in (or merge them into the live ones).
@@ -400,68 +388,108 @@ class Persistence:
         if res.checksum == "disabled":
             log.warning("RDB file was saved with checksum disabled: no check performed.")
 
-    def load_file(self, path, merge=False, allow_dup=True):
-        """Load ``path`` into the keyspace.  Returns True when loaded, False
-        when the file does not exist; raises LoadError (logged) otherwise."""
-        srv = self.server
+    def _read_for_load(self, path):
+        """The file's bytes, None when it does not exist; LoadError (logged)."""
         try:
             with open(path, "rb") as f:
-                data = f.read()
+                return f.read()
         except FileNotFoundError:
-            return False
+            return None
         except OSError as e:
             log.warning("Fatal error loading the DB: %s. Exiting." % e.strerror)
             raise LoadError(e.strerror) from None
-        srv.loading = True
+
+    def _set_loading(self, on, total=0):
+        srv = self.server
+        srv.loading = on
         srv.update_server_slow()
-        self.loading_start = time.time()
-        self.loading_total = len(data)
+        if on:
+            self.loading_start = time.time()
+            self.loading_total = total
+
+    def _parse_checked(self, data, path=None):
+        """parse, with Redis's log lines for a file that cannot be read
+        (LoadError).  Touches no server state: it may run in a thread."""
         try:
-            try:
-                res = self.parse(data)
-            except RdbError as e:
-                if e.offset in (0, 5) and ("signature" in e.msg or "version" in e.msg):
-                    log.warning(e.msg)
-                    log.warning("Fatal error loading the DB: Invalid argument. Exiting.")
-                    raise LoadError(e.msg) from None
-                if e.truncated:
-                    log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
-                log.warning("Internal error in RDB reading offset %d, function at rdb.py -> %s" % (
-                    e.offset or 0, e.msg))
-                if not e.truncated:
-                    # as rdbReportError: the file is corrupt, show the RDB
-                    # check's report of it (on stdout, as Redis prints it)
-                    sys.stdout.flush()
-                    check_rdb.check(path, sys.stdout)
-                    sys.stdout.flush()
-                raise LoadError(str(e)) from None
-            self._log_aux(res)
-            self.loaded_aux = res.aux
-            self.loaded_expired = res.expired
-            try:
-                self.apply(res, merge=merge, allow_dup=allow_dup)
-            except Exception as e:  # noqa: BLE001
-                log.warning("Failed loading the RDB: %s" % e)
-                raise LoadError(str(e)) from None
-            self._log_done(res)
-            return True
+            return self.parse(data)
+        except RdbError as e:
+            if e.offset in (0, 5) and ("signature" in e.msg or "version" in e.msg):
+                log.warning(e.msg)
+                log.warning("Fatal error loading the DB: Invalid argument. Exiting.")
+                raise LoadError(e.msg) from None
+            if e.truncated:
+                log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
+            log.warning("Internal error in RDB reading offset %d, function at rdb.py -> %s" % (
+                e.offset or 0, e.msg))
+            if not e.truncated and path is not None:
+                # as rdbReportError: the file is corrupt, show the RDB
+                # check's report of it (on stdout, as Redis prints it)
+                sys.stdout.flush()
+                check_rdb.check(path, sys.stdout)
+                sys.stdout.flush()
+            raise LoadError(str(e)) from None
+
+    def _install(self, res, merge, allow_dup):
+        self._log_aux(res)
+        self.loaded_aux = res.aux
+        self.loaded_expired = res.expired
+        try:
+            self.apply(res, merge=merge, allow_dup=allow_dup)
+        except Exception as e:  # noqa: BLE001
+            log.warning("Failed loading the RDB: %s" % e)
+            raise LoadError(str(e)) from None
+        self._log_done(res)
+        return True
+
+    def load_file(self, path, merge=False, allow_dup=True):
+        """Load ``path`` into the keyspace.  Returns True when loaded, False
+        when the file does not exist; raises LoadError (logged) otherwise."""
+        data = self._read_for_load(path)
+        if data is None:
+            return False
+        self._set_loading(True, len(data))
+        try:
+            return self._install(self._parse_checked(data, path), merge, allow_dup)
         finally:
-            srv.loading = False
-            srv.update_server_slow()
+            self._set_loading(False)
+
+    async def _load_serving(self, path):
+        """load_file at start-up while the event loop serves clients (as
+        Redis processes events while loading): the file is parsed in a
+        thread, commands without the ``loading`` flag get -LOADING
+        meanwhile, a SIGTERM/SIGINT ends the server without saving
+        (whileBlockedCron); the parsed dataset is installed by the loop."""
+        srv = self.server
+        data = self._read_for_load(path)
+        if data is None:
+            return False
+        self._set_loading(True, len(data))
+        try:
+            fut = srv.loop.run_in_executor(None, self._parse_checked, data, path)
+            while not fut.done():
+                await asyncio.wait([fut], timeout=0.1)
+                if not fut.done():
+                    srv.shutdown_while_loading()
+            return self._install(fut.result(), False, True)
+        finally:
+            self._set_loading(False)
 
     def load_at_startup(self):
-        srv = self.server
-        if srv.config["appendonly"]:      # the AOF holds the data
-            return
+        """A startup hook: the loading coroutine, None with appendonly yes."""
+        if self.server.config["appendonly"]:      # the AOF holds the data
+            return None
+        return self._load_at_startup()
+
+    async def _load_at_startup(self):
         t0 = time.time()
         try:
-            loaded = self.load_file(self.filename)
+            loaded = await self._load_serving(self.filename)
         except LoadError:
             log.warning("Terminating server after rdb file reading failure.")
             log.flush_and_exit(1)
         if loaded:
             log.notice("DB loaded from disk: %.3f seconds" % (time.time() - t0))
-            srv.repl_feed.restore(self.loaded_aux, self.loaded_expired)
+            self.server.repl_feed.restore(self.loaded_aux, self.loaded_expired)
             self.loaded_expired = []
 
     # -- INFO ----------------------------------------------------------------------------
@@ -469,15 +497,18 @@ class Persistence:
         srv = self.server
         now = time.time()
         inprog = self.child_pid is not None
+        cur = self.child if self.child is not None else srv.aof.child     # the running child
+        if cur is not None:
+            cur.update()
         lines = [
             "loading:%d" % int(srv.loading and not srv.async_loading),
             "async_loading:%d" % int(srv.async_loading),
-            "current_cow_peak:0",
-            "current_cow_size:0",
-            "current_cow_size_age:0",
-            "current_fork_perc:0.00",
-            "current_save_keys_processed:0",
-            "current_save_keys_total:0",
+            "current_cow_peak:%d" % (cur.cow_peak if cur else 0),
+            "current_cow_size:%d" % (cur.cow if cur else 0),
+            "current_cow_size_age:%d" % (int(time.monotonic() - cur.cow_time) if cur and cur.cow_time else 0),
+            "current_fork_perc:%.2f" % (cur.fork_perc() if cur else 0.0),
+            "current_save_keys_processed:%d" % (cur.keys_processed if cur else 0),
+            "current_save_keys_total:%d" % (cur.keys_total if cur else 0),
             "rdb_changes_since_last_save:%d" % srv.dirty,
             "rdb_bgsave_in_progress:%d" % int(inprog),
             "rdb_last_save_time:%d" % srv.lastsave,
@@ -493,13 +524,18 @@ class Persistence:
         lines += ["module_fork_in_progress:0", "module_fork_last_cow_size:0"]
         lines += srv.aof.info_extra_lines()
         if srv.loading:
+            reader = self.loading_reader
+            loaded = reader.pos if reader is not None else 0
+            total = self.loading_total
+            remaining = total - loaded if total else 1
+            elapsed = int(now) - int(self.loading_start or now)
             lines += [
                 "loading_start_time:%d" % int(self.loading_start or now),
                 "loading_total_bytes:%d" % self.loading_total,
                 "loading_rdb_used_mem:0",
-                "loading_loaded_bytes:0",
-                "loading_loaded_perc:0.00",
-                "loading_eta_seconds:1",
+                "loading_loaded_bytes:%d" % loaded,
+                "loading_loaded_perc:%.2f" % (loaded * 100.0 / total if total else 0.0),
+                "loading_eta_seconds:%d" % (elapsed * remaining // (loaded + 1) if elapsed else 1),
             ]
         return lines
 

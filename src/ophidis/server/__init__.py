@@ -16,7 +16,7 @@ import sys
 import time
 from collections import deque
 
-from .. import log, sysinfo
+from .. import crash, log, sysinfo
 from ..commands import TABLE, load_all
 from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
@@ -176,7 +176,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # hooks
         self.propagate_hooks = []      # AOF / replication feeds (propagate.Propagator)
         self.cron_hooks = [self._obuf_cron]   # extra per-cron callables
-        self.startup_hooks = []        # run before listening (RDB / AOF loading)
+        self.startup_hooks = []        # after listening (RDB / AOF loading); a coroutine returned is awaited
         self.shutdown_hooks = []
         self.shutdown_checks = []      # fn(force) -> None, or refuse (AOF being created)
         self.shutdown_asap = None
@@ -366,21 +366,25 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     async def run(self):
         self.loop = asyncio.get_running_loop()
-        self.banner()       # before loading, as Redis: a file that fails to load still shows the PID line
-        self.os_warnings()
-        log.notice("Server initialized")
-        for h in self.startup_hooks:
-            h()
+        crash.install(self)
+        # Redis's order (main): listen, the logo (its " PID: " line is how
+        # Redis's test suite sees a started server, even one that then
+        # fails to load its files), "Server initialized", the OS warnings,
+        # loading; clients connecting meanwhile wait for the load to end.
         await self.listen()
+        self.banner()
+        log.warning("Server initialized")
+        self.os_warnings()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.on_shutdown_signal)
+        for h in self.startup_hooks:
+            r = h()
+            if r is not None:       # a coroutine: loading while serving clients
+                await r
         log.notice("Ready to accept connections")
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
             replica.set_master(self, ro[0], int(ro[1]), stream_db=self.repl_feed.loaded_stream_db)
-        for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
-            try:
-                self.loop.add_signal_handler(sig, self._signal, name)
-            except (NotImplementedError, RuntimeError):
-                pass
         asyncio.ensure_future(self.cron())
         gc.freeze()
         install_gc_guard()

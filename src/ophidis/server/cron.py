@@ -61,7 +61,7 @@ class Cron:
         for h in self.cron_hooks:
             h()
         if self.shutdown_asap is not None:
-            self._handle_signal_now()
+            self.shutdown_from_cron()
         if self.shutdown_wait is not None:
             self.shutdown_cron()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from .. import log
@@ -56,7 +57,9 @@ class Shutdown:
                     self.blocking_handler.finish(c, b"-ERR %s\r\n" % err.encode())
 
     def abort_shutdown(self) -> bool:
-        """SHUTDOWN ABORT (abortShutdown)."""
+        """SHUTDOWN ABORT (abortShutdown): cancel a shutdown waiting for
+        replicas, or one a signal asked for that the cron has not performed
+        yet.  False: none is pending."""
         w = self.shutdown_wait
         if w is not None:
             self.shutdown_wait = None
@@ -107,28 +110,59 @@ class Shutdown:
                 pass
         self.close_listeners()
         log.warning("Redis is now ready to exit, bye bye...")
+        if self.loading:
+            # SHUTDOWN or a signal while the dataset loads (a thread may be
+            # parsing it, start-up is not finished): exit now, as Redis
+            log.flush_and_exit(self.exit_code or 0)
         self._stopping = True
         for c in list(self.clients.values()):
             c.close()
         self.loop.call_soon(self.loop.stop)
         return None
 
-    def _signal(self, signame):
+    def on_shutdown_signal(self, sig, frame=None):
+        """sigShutdownHandler: SIGTERM / SIGINT ask for a shutdown, which
+        the cron performs (not while DEBUG PAUSE-CRON holds it; SHUTDOWN
+        ABORT can still cancel it).  A Python signal handler: it runs in
+        the main thread as soon as Python regains control, even in the
+        middle of a long synchronous task (a SAVE on shutdown), so a
+        second SIGINT can exit at once, removing the temp file of a save
+        in progress."""
         if self._stopping:
             return
-        if self.shutdown_asap == signame:
+        name = "SIGINT" if sig == signal.SIGINT else "SIGTERM" if sig == signal.SIGTERM else None
+        if self.shutdown_asap is not None and sig == signal.SIGINT:
             log.warning("You insist... exiting now.")
-            os._exit(1)
-        self.shutdown_asap = signame
-        # handle promptly rather than waiting for the cron tick
-        self.loop.call_soon(self._handle_signal_now)
+            try:
+                os.unlink("temp-%d.rdb" % os.getpid())
+            except OSError:
+                pass
+            log.flush_and_exit(1)   # not a clean shutdown
+        if self.loading:
+            msg = "Received shutdown signal during loading, scheduling shutdown."
+        elif name is None:
+            msg = "Received shutdown signal, scheduling shutdown..."
+        else:
+            msg = "Received %s scheduling shutdown..." % name
+        log.warning(msg)
+        self.shutdown_asap = name or "signal"
 
-    def _handle_signal_now(self):
-        sig = self.shutdown_asap
-        if sig is None or self._stopping:
+    def shutdown_while_loading(self):
+        """whileBlockedCron's part: a signal asked for a shutdown while the
+        dataset is being loaded: exit now, without saving."""
+        if self.shutdown_asap is None or self._stopping:
             return
+        if self.request_shutdown(nosave=True, from_signal=True) is None:
+            log.flush_and_exit(0)          # (request_shutdown exits first while loading)
+        log.warning("SIGTERM received but errors trying to shut down the server, check the logs for more "
+                    "information")
         self.shutdown_asap = None
-        log.warning("Received %s scheduling shutdown..." % sig)
+
+    def shutdown_from_cron(self):
+        """serverCron's part: perform the shutdown a signal asked for."""
+        if self.shutdown_asap is None or self._stopping:
+            return
         err = self.request_shutdown(from_signal=True)
         if err and err is not WAITING:
+            # prepareForShutdown failed: keep serving (Redis clears the flag)
             self.shutdown_asap = None

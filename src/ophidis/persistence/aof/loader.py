@@ -281,6 +281,8 @@ class Loader:
                 valid_up_to = pos
             if delay:
                 key_delay(delay)
+            if srv.shutdown_asap is not None:
+                srv.shutdown_while_loading()     # a SIGTERM meanwhile
         if c.multi is not None:
             log.warning("Revert incomplete MULTI/EXEC transaction in AOF file %s" % name)
             return self._unexpected_eof(name, path, valid_before_multi, truncated_ok, load_truncated)

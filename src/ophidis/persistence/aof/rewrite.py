@@ -199,12 +199,13 @@ class Rewrite:
         temporary file that the parent renames (an orphan's file is never
         installed)."""
         tmp = "temp-rewriteaof-bg-%d.aof" % os.getpid()
-        if not write_base(self.server, tmp):
+        if not write_base(self.server, tmp, progress=ctx.progress):
             return 1
         log.notice("Successfully created the temporary AOF base file %s" % tmp)
         cow = child.private_dirty()
+        peak, avg = ctx.cow_summary(cow)
         log.notice("Fork CoW for AOF rewrite: current %d MB, peak %d MB, average %d MB" % (
-            cow >> 20, cow >> 20, cow >> 20))
+            cow >> 20, peak >> 20, avg >> 20))
         ctx.send_info(b"%d\n" % cow)
         return 0
 

@@ -1,0 +1,253 @@
+"""Crash reports: what Redis's debug.c logs when the server dies by a fatal
+signal, a failed assertion or a panic (the "bug report"), with Redis's
+markers and section titles, so that tools and Redis's test suite that grep
+a log for them ("crashed by signal", "ASSERTION FAILED", "STACK TRACE",
+"Guru Meditation") find them.
+
+What differs from a C server:
+
+* A fatal signal *sent* to the process (``kill -ABRT``) runs a Python
+  handler that writes the full report, then the process dies by the same
+  signal (default action), as Redis's bugReportEnd does.  Python handlers
+  get no siginfo: the header's ``si_code`` is 0 (SI_USER, what a signal
+  from kill(2) carries) and there is no "Killed by PID" line.
+* A real fault in C code (SIGSEGV, SIGBUS, SIGFPE, SIGILL) cannot run
+  Python code (a Python handler would return to the faulting instruction
+  forever): ``faulthandler`` writes the Python traceback of every thread to
+  the log instead, then the process dies by the signal.
+* The STACK TRACE section holds the Python stacks of the threads; there is
+  no REGISTERS section, no code dump and no memory test.
+
+``crash-log-enabled no`` leaves the signals' default actions (no report);
+an assertion or a panic then logs its header lines only, as Redis.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+import threading
+import traceback
+
+from . import log, sysinfo
+from .commands.info import gen_info
+from .keyspace.db import type_name
+from .protocol.resp import sdscatrepr
+
+# Signals that get the full report when they are sent to us.
+_HANDLED = (signal.SIGABRT,)
+# Faults that only faulthandler can report (no Python code can run).
+_FAULTS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)
+
+_state = {"server": None, "started": False}
+
+# Redis's object type numbers (OBJ_STRING ...), as its reports print them
+_OBJ_TYPES = {b"string": 0, b"list": 1, b"set": 2, b"zset": 3, b"hash": 4, b"stream": 6}
+
+
+def _obj_type(v) -> str:
+    n = _OBJ_TYPES.get(type_name(v))
+    return "%d" % n if n is not None else type(v).__name__
+
+
+def install(server):
+    """setupSignalHandlers' crash half; follows ``crash-log-enabled``."""
+    _state["server"] = server
+    _apply(server.config["crash-log-enabled"])
+    server.config.on_change("crash-log-enabled", _apply)
+
+
+def _apply(enabled):
+    if enabled:
+        for sig in _HANDLED:
+            signal.signal(sig, _on_signal)
+        out = log.stream()
+        try:
+            faulthandler.enable(file=out, all_threads=True)
+        except (ValueError, OSError, AttributeError):
+            pass                                # no usable descriptor
+        for sig in _HANDLED:                    # faulthandler took SIGABRT too
+            signal.signal(sig, _on_signal)
+    else:
+        _remove_handlers()
+
+
+def _remove_handlers():
+    """removeSignalHandlers: the default actions again."""
+    faulthandler.disable()
+    for sig in _HANDLED + _FAULTS:
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _on_signal(sig, frame):
+    server = _state["server"]
+    report_signal(server, sig, 0)
+
+
+# -- the report ------------------------------------------------------------------------------
+
+def _raw(text):
+    """serverLogRaw: text as it is (log.log adds the final newline)."""
+    log.log(log.WARNING, text[:-1] if text.endswith("\n") else text, raw=True)
+
+
+def _start():
+    """bugReportStart: the START marker, once."""
+    if not _state["started"]:
+        _state["started"] = True
+        _raw("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n")
+
+
+def _stack_trace():
+    _raw("\n------ STACK TRACE ------\n")
+    _raw("\nBacktrace:\n")
+    names = {t.ident: t.name for t in threading.enumerate()}
+    me = threading.get_ident()
+    frames = sys._current_frames()
+    # the crashing thread first, as Redis's backtrace is of the crashing thread
+    for ident in sorted(frames, key=lambda i: i != me):
+        _raw("Thread %s (%d)%s:\n" % (names.get(ident, "?"), ident, " (crashed)" if ident == me else ""))
+        stack = [fs for fs in traceback.extract_stack(frames[ident]) if fs.filename != __file__]
+        _raw("".join(traceback.format_list(stack)))
+
+
+def _server_info(server):
+    """logServerInfo: INFO all and CLIENT LIST."""
+    _raw("\n------ INFO OUTPUT ------\n")
+    try:
+        _raw(gen_info(server, [b"all"]) + "\r\n")
+    except Exception as e:  # noqa: BLE001 -- the report must go on
+        _raw("(INFO failed: %r)\n" % e)
+    _raw("\n------ CLIENT LIST OUTPUT ------\n")
+    try:
+        _raw("".join(c.info_string() + "\n" for c in list(server.clients.values())))
+    except Exception as e:  # noqa: BLE001
+        _raw("(CLIENT LIST failed: %r)\n" % e)
+
+
+def _current_client(server, client, argv):
+    """logCurrentClient: the client whose command was running, its
+    arguments and what its first key holds."""
+    if client is None:
+        return
+    _raw("\n------ CURRENT CLIENT INFO ------\n")
+    try:
+        _raw(client.info_string() + "\n")
+    except Exception as e:  # noqa: BLE001
+        _raw("(client info failed: %r)\n" % e)
+    argv = argv or []
+    for j, a in enumerate(argv):
+        _raw("argv[%d]: '%s'\n" % (j, sdscatrepr(a[:128]).decode("latin-1")))
+    if len(argv) > 1:
+        db = client.db
+        key = argv[1]
+        if key in db.d:
+            log.warning("key '%s' found in DB containing the following object:" % key.decode("utf-8", "replace"))
+            log.warning("Object type: %s" % _obj_type(db.d[key]))
+
+
+def _config_debug(server):
+    """logConfigDebugInfo: the directives flagged "debug", as CONFIG
+    REWRITE would write them."""
+    _raw("\n------ CONFIG DEBUG OUTPUT ------\n")
+    cfg = server.config
+    lines = []
+    for name in sorted(cfg.directives):
+        if "debug" in cfg.directives[name].flags:
+            try:
+                lines += cfg.render_rewrite(name)[0]
+            except Exception:  # noqa: BLE001
+                continue
+    _raw("".join(line + "\n" for line in lines))
+
+
+def _crash_report(server, client=None, argv=None):
+    """printCrashReport."""
+    if server is None:
+        return
+    _server_info(server)
+    _current_client(server, client, argv)
+    _raw("\n------ MODULES INFO OUTPUT ------\n")
+    _config_debug(server)
+
+
+def _end():
+    """bugReportEnd's text."""
+    _raw("\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n"
+         "       This is Ophidis %s (Redis %s compatible): please report the crash\n"
+         "       to the Ophidis project, with this log from START to END.\n"
+         % (sysinfo.OPHIDIS_VERSION, sysinfo.REDIS_VERSION))
+    _unlink_pidfile()
+    log.flush()
+
+
+def _unlink_pidfile():
+    server = _state["server"]
+    if server is None:
+        return
+    cfg = server.config
+    if cfg["daemonize"] and cfg["pidfile"]:
+        try:
+            os.unlink(cfg["pidfile"])
+        except OSError:
+            pass
+
+
+def _die(sig):
+    """Exit by ``sig`` with its default action (a core dump when enabled)."""
+    _remove_handlers()
+    os.kill(os.getpid(), sig)
+    os._exit(128 + sig)
+
+
+def report_signal(server, sig, si_code, client=None, argv=None):
+    """sigsegvHandler: the report of a fatal signal, then death by it."""
+    _start()
+    log.warning("Redis %s crashed by signal: %d, si_code: %d" % (sysinfo.REDIS_VERSION, sig, si_code))
+    _stack_trace()
+    _crash_report(server, client, argv)
+    _end()
+    _die(sig)
+
+
+def _crashlog_enabled(server):
+    return server is None or server.config["crash-log-enabled"]
+
+
+def assert_failed(server, expr, where, client=None, argv=None, obj=None):
+    """_serverAssertWithInfo: an internal invariant is broken; ``where``
+    is "file:line".  Logs the client and object context when given, the
+    report, then aborts."""
+    _start()
+    if client is not None:
+        log.warning("=== ASSERTION FAILED CLIENT CONTEXT ===")
+        log.warning("client->conn = fd=%d" % client.fd)
+        argv = argv or []
+        log.warning("client->argc = %d" % len(argv))
+        for j, a in enumerate(argv):
+            log.warning("client->argv[%d] = \"%s\" (refcount: 1)" % (j, a.decode("utf-8", "replace")))
+    if obj is not None:
+        log.warning("=== ASSERTION FAILED OBJECT CONTEXT ===")
+        log.warning("Object type: %s" % _obj_type(obj))
+    log.warning("=== ASSERTION FAILED ===")
+    log.warning("==> %s '%s' is not true" % (where, expr))
+    _fail(server, client, argv)
+
+
+def panic(server, msg, where, client=None, argv=None):
+    """_serverPanic: a state the server cannot go on from."""
+    _start()
+    log.warning("------------------------------------------------")
+    log.warning("!!! Software Failure. Press left mouse button to continue")
+    log.warning("Guru Meditation: %s #%s" % (msg, where))
+    _fail(server, client, argv)
+
+
+def _fail(server, client, argv):
+    if _crashlog_enabled(server):
+        _stack_trace()
+        _crash_report(server, client, argv)
+    _end()
+    _die(signal.SIGABRT)         # abort() with the handlers removed
