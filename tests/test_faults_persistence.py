@@ -423,3 +423,35 @@ def test_child_rename_refuses_once_the_parent_is_gone(tmp_path):
     src.write_bytes(b"fresh")
     assert ChildContext(os.getppid(), -1).rename(str(src), str(dst)) is True
     assert dst.read_bytes() == b"fresh"
+
+
+def _nice_of(pid) -> int:
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[16])      # field 19 of proc(5): nice
+
+
+@pytest.mark.parametrize("job", ["BGSAVE", "BGREWRITEAOF"])
+def test_forked_children_run_at_a_lower_cpu_priority(job):
+    """A forked child (BGSAVE, the AOF rewrite) lowers its priority, so the
+    event loop gets the CPU first when both want it (save 1 1 under writes)."""
+    srv = ServerProc(["--enable-debug-command", "yes"])
+    try:
+        c = srv.client()
+        c.execute_command("DEBUG", "POPULATE", 200)
+        c.config_set("rdb-key-save-delay", "20000")     # ~4 s per child
+        c.execute_command(job)
+        deadline = time.time() + 30
+        pid = None
+        while pid is None:
+            assert time.time() < deadline, srv.output()
+            for line in srv.output().splitlines():
+                for mark in ("Background saving started by pid ", "Background append only file rewriting started by pid "):
+                    if mark in line:
+                        pid = int(line.split(mark)[1].split()[0])
+            time.sleep(0.05)
+        assert _nice_of(pid) >= _nice_of(srv.pid) + 5
+        c.config_set("rdb-key-save-delay", "0")
+    finally:
+        srv.stop()
+        shutil.rmtree(srv.dir, ignore_errors=True)

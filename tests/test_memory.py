@@ -3,6 +3,7 @@ client output limits."""
 
 from __future__ import annotations
 
+import resource
 import socket
 import threading
 import time
@@ -12,7 +13,7 @@ import redis
 
 from support.config import ConfigOverrides
 from support.resp import RespConn
-from support.servers import ServerProc
+from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
 
 MAXMEM = 20 << 20
 VAL = b"v" * 1000
@@ -704,3 +705,60 @@ def test_lru_lfu_policy_without_limit_tracks_access(m):
     load(m, "k", 3000)
     assert m.dbsize() == 3001 and m.info()["evicted_keys"] == 0
     m.config_set("maxmemory-policy", "noeviction")
+
+
+def _rss_kb(pid) -> int:
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def _idle_connection_cost(srv, n) -> float:
+    """RSS growth (KB) per idle connection: n connections that never send."""
+    probe = RespConn(srv.port)
+    try:
+        assert probe.call("PING") == b"+PONG\r\n"
+        time.sleep(0.3)
+        before = _rss_kb(srv.pid)
+        socks = []
+        try:
+            for _ in range(n):
+                socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=30))
+            # every connection is accepted once the probe's next reply comes
+            # back after the clients count reached n
+            deadline = time.time() + 60
+            while int(dict(line.split(":", 1) for line in probe.call("INFO", "clients").decode().split("\r\n")
+                           if ":" in line)["connected_clients"]) < n + 1:
+                assert time.time() < deadline, "the connections were not all accepted"
+                time.sleep(0.1)
+            return (_rss_kb(srv.pid) - before) / n
+        finally:
+            for s in socks:
+                s.close()
+    finally:
+        probe.close()
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+def test_idle_connections_cost_about_what_they_cost_redis():
+    """An idle connection holds no parser state (the hiredis reader is made
+    at the first multibulk read): ~1.2 KB of RSS each, as redis-server's
+    ~1.4 KB (2.3 KB before)."""
+    n = 2000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2 * n + 200:
+        pytest.skip("needs %d file descriptors" % (2 * n + 200))
+    if soft != resource.RLIM_INFINITY and soft < 2 * n + 200:
+        # for this process's sockets and the servers' (inherited)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4 * n), hard))
+    ours = ServerProc(["--maxclients", "10000"])
+    ref = RedisServerProc(["--maxclients", "10000"])
+    try:
+        cost_ours = _idle_connection_cost(ours, n)
+        cost_ref = _idle_connection_cost(ref, n)
+    finally:
+        ours.stop()
+        ref.stop(remove=True)
+    assert cost_ours < 1.25 * cost_ref + 0.1, (cost_ours, cost_ref)

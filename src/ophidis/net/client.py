@@ -315,7 +315,7 @@ class Client(asyncio.Protocol):
         while True:
             if rd.pend is None and data[0] == 42 and self.authenticated and not suspicious(data):
                 # RequestReader.feed's hiredis case, inlined (see reader.py)
-                h = rd.hiredis
+                h = rd.hiredis or rd.new_hiredis()
                 h.feed(data)
                 gets = h.gets
             else:

@@ -32,7 +32,14 @@ for first (``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through ctypes on Linux;
 then the parent is checked once more, since it may have died between fork
 and prctl), SIGTERM/SIGINT/SIGUSR1 back to their defaults (SIGUSR1 is how
 the parent kills a child whose result it does not want), no wakeup fd, the
-log role ``C``, the listening sockets closed, the garbage collector off.
+log role ``C``, the listening sockets closed, the garbage collector off,
+and the child's CPU priority lowered by ``CHILD_NICE``: a Python child
+serialising the keyspace keeps a core busy far longer than Redis's C
+child, and under ``save 1 1`` with writes one save follows the other, so
+on a busy machine the event loop (and the clients it answers) competed
+with it for the CPU; with the child niced, the scheduler runs the event
+loop first whenever both are runnable (PING's tail latency under that load,
+docs/PERFORMANCE.md) and the child takes the idle time.
 Where prctl is missing (not Linux) the ``getppid()`` check of
 ``ctx.rename`` is the only guard, so every child that publishes a file
 must publish it with ``ctx.rename``.  PR_SET_PDEATHSIG fires when the
@@ -61,6 +68,7 @@ from ..net import client as client_mod
 
 PR_SET_PDEATHSIG = 1
 _PROGRESS = b"P"          # a progress report's first word on the info pipe
+CHILD_NICE = 10     # added to a forked child's nice value (see the docstring)
 
 _prctl = None
 if sys.platform.startswith("linux"):
@@ -244,6 +252,10 @@ def _child_setup(server, parent_pid):
         # the parent died before prctl took effect
         log.flush_and_exit(1)
     gc.disable()
+    try:
+        os.nice(CHILD_NICE)
+    except OSError:
+        pass
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
         signal.signal(s, signal.SIG_DFL)
     try:

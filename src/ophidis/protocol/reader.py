@@ -161,7 +161,9 @@ class RequestReader:
     """One connection's input: see the module's docstring.
 
     Attributes the request loop uses directly: ``hiredis`` (the parser
-    whose ``gets`` ``feed`` returns).  ``pend`` is the query buffer: None
+    whose ``gets`` ``feed`` returns; None until the connection's first
+    multibulk read, and again whenever its state is thrown away: an idle
+    connection costs no hiredis reader, about 1 KB).  ``pend`` is the query buffer: None
     at a request boundary, else a bytearray of the raw bytes not yet run
     (a request hiredis holds partly, or input for the Python parser).
     """
@@ -170,7 +172,7 @@ class RequestReader:
                  "buf", "pos", "first", "handback", "lines")
 
     def __init__(self, limits):
-        self.hiredis = _Reader()
+        self.hiredis = None     # made by the first read that needs it (new_hiredis)
         self.pend = None        # bytearray of unprocessed bytes, or None
         self.check = None       # (pend, state) of protocol.check_partial
         self.py = False         # pend is parsed in Python (hiredis is empty)
@@ -223,15 +225,23 @@ class RequestReader:
             return None
         elif suspicious(data):
             pend += data
-            self.hiredis = _Reader()
+            self.hiredis = None
             self.py = True
             self._python(pend, False)
             return None
         else:
             pend += data
         h = self.hiredis
+        if h is None:
+            h = self.hiredis = _Reader()
         h.feed(data)
         return h.gets
+
+    def new_hiredis(self):
+        """The hiredis reader, made now (Client._data_received's inlined
+        hiredis case, on a connection's first multibulk read)."""
+        h = self.hiredis = _Reader()
+        return h
 
     def hold(self, data):
         """Keep a read that arrives while nothing may run (the client is
@@ -243,7 +253,7 @@ class RequestReader:
         else:
             pend += data
             if not self.py:
-                self.hiredis = _Reader()
+                self.hiredis = None
                 self.py = True
 
     def resume(self) -> bool:
@@ -252,7 +262,7 @@ class RequestReader:
         if pend is None:
             return False
         if not self.py:
-            self.hiredis = _Reader()
+            self.hiredis = None
             self.py = True
         self._python(pend, False)
         return True
@@ -328,7 +338,7 @@ class RequestReader:
             # that gets Redis's error).
             pend = self.pend
             base = pend if pend is not None else data
-            self.hiredis = _Reader()
+            self.hiredis = None
             self.pend = bytearray(base[_skip_requests(base, ~nreq):])
             self.py = True
             self._python(self.pend, True)
@@ -360,7 +370,7 @@ class RequestReader:
         pend = self.pend = rest if rest.__class__ is bytearray else bytearray(rest)
         if stopped:
             # The rest waits; it will be parsed again in Python.
-            self.hiredis = _Reader()
+            self.hiredis = None
             self.py = True
             return None
         limits = self.limits
@@ -378,7 +388,7 @@ class RequestReader:
             # hiredis still waits on what Redis takes as complete (input
             # that is not canonical RESP): continue in Python.
             self.check = None
-            self.hiredis = _Reader()
+            self.hiredis = None
             self.py = True
             self._python(pend, True)
             return PYTHON

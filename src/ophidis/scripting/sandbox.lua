@@ -48,14 +48,20 @@ local function lib(t)
   return p, real
 end
 
--- Python library functions are exposed as they are (C functions to Lua, so
--- "return lib.f(...)" keeps the caller's frame); errors raise LuaError.
-local pyfuncs = {}
+-- Python library functions become real Lua functions: lupa's as_function
+-- wraps each callable in a C closure, so type() says "function", indexing
+-- one fails with Lua's own error ("attempt to index field 'encode' (a
+-- function value)"), tostring prints "function: 0x...", and a C function in
+-- "return lib.f(...)" keeps the caller's frame for error positions.  The
+-- closure's upvalue is not visible to debug.getupvalue: no Python object is
+-- reachable from user code.  Errors still arrive as LuaError userdata.
+local as_function = python.as_function
+python = nil
 local function pylib(t)
   local real = {}
   for k, v in _pairs(t) do
+    if _type(v) == "userdata" and k ~= "null" then v = as_function(v) end
     real[k] = v
-    if _type(v) == "userdata" and k ~= "null" then pyfuncs[v] = true end
   end
   return (proxy(real, false))
 end
@@ -249,13 +255,10 @@ end
 
 -- redis.* API --------------------------------------------------------------------
 
--- redis.call / redis.pcall are the Python callables themselves (C functions
--- to Lua), so that "return redis.call(...)" keeps the caller's frame for
--- error positions; Python raises errors as LuaError(table).
-local redis_call, redis_pcall = py.raw.call, py.raw.pcall
-pyfuncs[redis_call] = true
-pyfuncs[redis_pcall] = true
-pyfuncs[py.raw.sha1hex] = true
+-- redis.call / redis.pcall: the Python callables as C functions (see pylib)
+-- so that "return redis.call(...)" keeps the caller's frame for error
+-- positions; Python raises errors as LuaError(table).
+local redis_call, redis_pcall = as_function(py.raw.call), as_function(py.raw.pcall)
 
 unwrap_error = function(e)
   if _type(e) == "userdata" then
@@ -263,21 +266,6 @@ unwrap_error = function(e)
     if t ~= nil then return t end
   end
   return e
-end
-
--- Python library functions print as Lua functions do ("function: 0x...").
-local _smatch = string.match
-local function s_tostring(v)
-  if pyfuncs[v] then
-    return "function: " .. (_smatch(_tostring(v), "0x%x+") or "builtin")
-  end
-  return _tostring(v)
-end
-
-local function s_type(v)
-  local t = _type(v)
-  if t == "userdata" and pyfuncs[v] then return "function" end
-  return t
 end
 
 local function s_getmetatable(v)
@@ -384,7 +372,7 @@ local redis_real = {
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
   REDIS_VERSION = py.version, REDIS_VERSION_NUM = py.version_num,
   setresp = setresp,
-  sha1hex = py.raw.sha1hex,
+  sha1hex = as_function(py.raw.sha1hex),
   error_reply = error_reply,
   status_reply = status_reply,
   set_repl = set_repl,
@@ -423,10 +411,10 @@ local G = {
   cmsgpack = pylib(py.cmsgpack),
   struct = pylib(py.struct),
   redis = redis_p,
-  xpcall = s_xpcall, tostring = s_tostring, setmetatable = s_setmetatable,
+  xpcall = s_xpcall, tostring = _tostring, setmetatable = s_setmetatable,
   next = s_next, assert = assert, tonumber = _tonumber, rawequal = rawequal,
   collectgarbage = collectgarbage, getmetatable = s_getmetatable, rawset = s_rawset,
-  pcall = s_pcall, type = s_type, select = _select, unpack = s_unpack,
+  pcall = s_pcall, type = _type, select = _select, unpack = s_unpack,
   gcinfo = gcinfo, pairs = s_pairs, rawget = s_rawget, loadstring = s_loadstring,
   ipairs = s_ipairs, _VERSION = _VERSION, load = s_load, error = _error,
 }
