@@ -749,3 +749,31 @@ def test_replica_connection_carries_the_stream_only(start_server):
     assert "== CRITICAL == This master is sending an error to its replica: 'Replica can't interact " \
            "with the keyspace' after processing the command 'get'" in out
     assert m.ping()
+
+
+def test_forced_failover_to_a_replica_that_lags(start_server):
+    """failover.tcl's FORCE case: the target never acknowledged the last
+    write (stopped), yet it has it in its socket buffer; when it wakes up it
+    applies it before promoting itself, and both others continue partially."""
+    _, m = ophidis(start_server)
+    s0, r0 = ophidis(start_server)
+    _, r1 = ophidis(start_server)
+    replicate(r0, m.port)
+    replicate(r1, m.port)
+    m.set("case", 1)
+    same_data(m, r0, r1)
+    psyncs, fulls = sync_counts(r0)[1], sync_counts(r0)[0]
+    os.kill(s0.pid, signal.SIGSTOP)
+    try:
+        m.set("case", 2)
+        assert m.execute_command("FAILOVER", "TO", "127.0.0.1", r0.port, "TIMEOUT", 100, "FORCE") == b"OK"
+        wait_until(lambda: info(m)["master_failover_state"] == "failover-in-progress", what="the forced switch")
+    finally:
+        os.kill(s0.pid, signal.SIGCONT)
+    wait_until(lambda: info(m)["master_failover_state"] == "no-failover", what="the end of the failover")
+    replicate(r1, r0.port)
+    wait_until(lambda: linked(m), what="the old master's link")
+    assert info(r0)["role"] == "master"
+    assert sync_counts(r0)[1] - psyncs == 2 and sync_counts(r0)[0] == fulls
+    same_data(r0, m, r1)
+    assert r0.get("case") == b"2"

@@ -81,6 +81,10 @@ class ReplicaLink:
         self.sync_read = 0
         self.sync_last_io = 0.0
         self.own_expires = {}     # (dbid, key) written here with a TTL (a writable replica)
+        self.rd = None            # the stream's parser state while connected
+        self.raw = bytearray()
+        self.used = 0
+        self.reader = None
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self):
@@ -358,9 +362,11 @@ class ReplicaLink:
                 pass
         srv.clients[mc.id] = mc
         self.client = mc
-        rd = hiredis.Reader()
-        raw = bytearray()           # read, not yet part of the applied offset
-        used = 0                    # bytes of raw that belong to commands already run
+        self.rd = hiredis.Reader()
+        self.raw = bytearray()      # read, not yet part of the applied offset
+        self.used = 0               # bytes of raw that belong to commands already run
+        self.reader = reader
+        self.writer = writer
         # the first ACK at once: a master holding the stream after an
         # EOF-marked payload starts it on this ACK
         writer.write(encode_request("REPLCONF", "ACK", feed.offset))
@@ -375,45 +381,7 @@ class ReplicaLink:
                     if not data:
                         raise ConnectionError("connection lost")
                     self.last_io = time.time()
-                    if len(raw) == used and data[:1] == b"\n":
-                        # a keep-alive between commands (a replica whose own
-                        # master is away sends these): not part of the stream
-                        data = data.lstrip(b"\n")
-                        if not data:
-                            continue
-                    rd.feed(data)
-                    raw += data
-                    applied = 0         # bytes of raw applied as whole units
-                    while True:
-                        req = rd.gets()
-                        if req is False:
-                            break
-                        if req.__class__ is not list or not req:
-                            continue
-                        size = request_size(req)   # the master's canonical encoding
-                        self.read_offset += size
-                        name = req[0].lower()
-                        if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
-                            writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
-                        else:
-                            srv.applying_master = True
-                            try:
-                                rep = srv.process_command(mc, req)
-                                if rep is not None and rep[:1] == b"-":
-                                    _critical(rep, req)
-                            except Exception as e:  # noqa: BLE001
-                                log.warning("Error applying a command from the master: %r" % e)
-                            finally:
-                                srv.applying_master = False
-                        used += size
-                        if mc.multi is None:
-                            applied = used
-                    if applied:
-                        # what we applied joins our history and our replicas' stream
-                        feed.feed_from_master(bytes(raw[:applied]))
-                        del raw[:applied]
-                        used -= applied
-                    self.stream_db = mc.db.id
+                    self._apply(data)
                 now = time.monotonic()
                 if now - acked >= 1.0:
                     acked = now
@@ -424,10 +392,73 @@ class ReplicaLink:
                     raise ConnectionError("master timeout")
         finally:
             self.client = None
+            self.rd = None
             srv.clients.pop(mc.id, None)
             if mc.multi is not None:
                 mc.multi = None     # a transaction cut by the link: resent after PSYNC
             self.read_offset = feed.offset
+
+    def _apply(self, data: bytes):
+        """Run the master's commands in ``data`` (whole units advance the
+        offset and go, unchanged, to our backlog and replicas)."""
+        srv = self.srv
+        feed = srv.repl_feed
+        mc = self.client
+        raw = self.raw
+        if len(raw) == self.used and data[:1] == b"\n":
+            # a keep-alive between commands (a replica whose own master is
+            # away sends these): not part of the stream
+            data = data.lstrip(b"\n")
+            if not data:
+                return
+        rd = self.rd
+        rd.feed(data)
+        raw += data
+        used = self.used
+        applied = 0         # bytes of raw applied as whole units
+        while True:
+            req = rd.gets()
+            if req is False:
+                break
+            if req.__class__ is not list or not req:
+                continue
+            size = request_size(req)   # the master's canonical encoding
+            self.read_offset += size
+            name = req[0].lower()
+            if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
+                self.writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
+            else:
+                srv.applying_master = True
+                try:
+                    rep = srv.process_command(mc, req)
+                    if rep is not None and rep[:1] == b"-":
+                        _critical(rep, req)
+                except Exception as e:  # noqa: BLE001
+                    log.warning("Error applying a command from the master: %r" % e)
+                finally:
+                    srv.applying_master = False
+            used += size
+            if mc.multi is None:
+                applied = used
+        if applied:
+            # what we applied joins our history and our replicas' stream
+            feed.feed_from_master(bytes(raw[:applied]))
+            del raw[:applied]
+            used -= applied
+        self.used = used
+        self.stream_db = mc.db.id
+
+    def apply_buffered(self):
+        """What our master sent that we have not run yet (already read from
+        the socket into the stream reader's buffer): run it now.  Before a
+        PSYNC FAILOVER promotes us, so our offset is the old master's."""
+        if self.client is None or self.rd is None or self.reader is None:
+            return
+        buf = getattr(self.reader, "_buffer", None)
+        if buf:
+            data = bytes(buf)
+            buf.clear()
+            self._apply(data)
 
     # -- a writable replica's own keys ------------------------------------------------
     def remember_expires(self, c, cmd, argv):
