@@ -777,3 +777,11 @@ def test_forced_failover_to_a_replica_that_lags(start_server):
     assert sync_counts(r0)[1] - psyncs == 2 and sync_counts(r0)[0] == fulls
     same_data(r0, m, r1)
     assert r0.get("case") == b"2"
+
+
+def test_bind_source_addr_for_the_master_link(start_server):
+    _, m = ophidis(start_server, "--bind", "127.0.0.1 127.0.0.2")
+    _, r = ophidis(start_server)
+    r.config_set("bind-source-addr", "127.0.0.2")
+    replicate(r, m.port)
+    wait_until(lambda: info(m).get("slave0", {}).get("ip") == "127.0.0.2", what="the replica's address")

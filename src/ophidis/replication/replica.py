@@ -149,7 +149,10 @@ class ReplicaLink:
         self.state = "connecting"
         log.notice("Connecting to MASTER %s:%d" % (self.host, self.port))
         timeout = cfg["repl-timeout"]
-        reader, writer = await _timed(asyncio.open_connection(self.host, self.port), timeout, _HANDSHAKE_TIMEOUT)
+        src = cfg["bind-source-addr"]
+        reader, writer = await _timed(
+            asyncio.open_connection(self.host, self.port, local_addr=(src, 0) if src else None),
+            timeout, _HANDSHAKE_TIMEOUT)
         self.writer = writer
         log.notice("MASTER <-> REPLICA sync started")
 
