@@ -121,6 +121,16 @@ def ophidis(start_server, *args):
     return s, c
 
 
+def _server(kind, real, start_server):
+    """(process, client with .port) of one kind of server."""
+    if kind == "redis":
+        p = real()
+        c = p.client()
+        c.port = p.port
+        return p, c
+    return ophidis(start_server)
+
+
 def kill_link_from_replica(r):
     assert r.execute_command("CLIENT", "KILL", "TYPE", "master") == 1
 
@@ -337,25 +347,10 @@ def test_sync_while_bgsave_runs_attaches_or_waits(start_server):
 
 # -- with redis-server on the other side --------------------------------------------
 
-def test_ophidis_replica_of_redis_server_continues(real, start_server):
-    mp = real()
-    m = mp.client()
-    m.port = mp.port
-    _, r = ophidis(start_server)
-    replicate(r, m.port)
-    workload(m, "a")
-    same_data(m, r)
-    kill_link_from_replica(r)
-    workload(m, "b")
-    wait_until(lambda: linked(r), what="the link again")
-    same_data(m, r)
-    assert sync_counts(m) == (1, 1, 1)
-
-
-def test_redis_server_replica_of_ophidis_continues(real, start_server):
-    _, m = ophidis(start_server)
-    rp = real()
-    r = rp.client()
+@pytest.mark.parametrize("master_kind,replica_kind", [("redis", "ophidis"), ("ophidis", "redis")])
+def test_link_drop_continues_between_the_two_kinds(real, start_server, master_kind, replica_kind):
+    _, m = _server(master_kind, real, start_server)
+    rp, r = _server(replica_kind, real, start_server)
     replicate(r, m.port)
     workload(m, "a")
     same_data(m, r)
@@ -371,12 +366,8 @@ def test_failover_between_the_two_kinds(real, start_server):
     """redis-server master, Ophidis and redis-server replicas; the Ophidis
     replica is promoted, the others follow it with partial resyncs; then
     back to the redis-server replica."""
-    mp = real()
-    m = mp.client()
-    m.port = mp.port
-    rp = real()
-    rr = rp.client()
-    rr.port = rp.port
+    mp, m = _server("redis", real, start_server)
+    rp, rr = _server("redis", real, start_server)
     _, o = ophidis(start_server)
     replicate(o, m.port)
     replicate(rr, m.port)
@@ -443,9 +434,7 @@ def _pid_of(starter, client):
 
 def test_failover_to_either_kind(real, start_server):
     ms, m = ophidis(start_server)
-    rp = real()
-    rr = rp.client()
-    rr.port = rp.port
+    rp, rr = _server("redis", real, start_server)
     _, o = ophidis(start_server)
     replicate(rr, m.port)
     replicate(o, m.port)
