@@ -215,10 +215,12 @@ def test_promotion_keeps_the_history_for_the_other_replicas(start_server):
     assert info(r2)["master_replid2"] == old_id
 
 
-def test_chain_of_three_gets_the_stream_byte_for_byte(start_server):
-    _, m = ophidis(start_server)
-    _, r1 = ophidis(start_server)
-    _, r2 = ophidis(start_server)
+@pytest.mark.parametrize("kinds", ["ophidis ophidis ophidis", "ophidis redis ophidis", "redis ophidis redis",
+                                   "ophidis ophidis redis"])
+def test_chain_of_three_gets_the_stream_byte_for_byte(real, start_server, kinds):
+    """master -> replica -> sub-replica, each of either kind: the
+    sub-replica's offset and data are the top master's."""
+    m, r1, r2 = [_server(k, real, start_server)[1] for k in kinds.split()]
     replicate(r1, m.port)
     replicate(r2, r1.port)
     workload(m, "a")
@@ -233,7 +235,7 @@ def test_chain_of_three_gets_the_stream_byte_for_byte(start_server):
     wait_until(lambda: linked(r1), what="the middle link")
     wait_until(lambda: info(r2)["slave_repl_offset"] == info(m)["master_repl_offset"],
                what="the sub-replica's offset")
-    assert dataset(r2) == dataset(m)
+    assert dataset(r2) == dataset(m) and digest(r2) == digest(m)
     assert sync_counts(m) == (1, 1, 1) and sync_counts(r1)[0] == 1
 
 
