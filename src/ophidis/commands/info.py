@@ -94,7 +94,8 @@ def sec_clients(srv):
     cm.refresh()
     maxin, maxout = cm.recent_peaks()
     return [
-        "connected_clients:%d" % len(srv.clients),
+        # replicas are not counted (Redis: clients minus slaves)
+        "connected_clients:%d" % (len(srv.clients) - len(srv.repl_feed.replicas)),
         "cluster_connections:0",
         "maxclients:%d" % srv.maxclients,
         "client_recent_max_input_buffer:%d" % maxin,
