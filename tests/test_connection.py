@@ -214,3 +214,17 @@ def test_redis_cli_works(server):
     assert out.stdout.strip() == "OK"
     out = subprocess.run(["redis-cli", "-p", str(server.port), "GET", "clik"], capture_output=True, text=True)
     assert out.stdout.strip() == "v"
+
+
+def test_config_set_bind_on_the_same_port(start_server):
+    """New addresses on the same port replace the listeners (the old ones
+    are closed first, as Redis's changeBindAddr); addresses that cannot be
+    bound give the error and the old listeners come back."""
+    s = start_server("--bind", "* -::*")
+    c = s.client()
+    assert c.config_set("bind", "127.0.0.1 -::1")
+    assert c.config_get("bind") == {"bind": "127.0.0.1 -::1"}
+    with pytest.raises(redis.ResponseError, match="Failed to bind to specified addresses"):
+        c.config_set("bind", "192.0.2.1")
+    assert c.config_get("bind") == {"bind": "127.0.0.1 -::1"}
+    assert redis.Redis(port=s.port).ping()      # a new connection is served

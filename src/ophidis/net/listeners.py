@@ -38,11 +38,13 @@ class Listeners:
             self.listeners.append(("unix", srv))
             log.notice("The server is now ready to accept connections at %s" % path)
 
-    def _bind_tcp(self, port, backlog):
-        """Bind and listen on the configured TCP addresses (synchronously).
-        Returns the listening sockets; raises OSError when a mandatory
-        address cannot be bound (the sockets bound so far are closed)."""
-        addrs = self.config["bind"] or ["*", "-::*"]
+    def _bind_tcp(self, port, backlog, addrs=None):
+        """Bind and listen on the configured TCP addresses (or ``addrs``),
+        synchronously.  Returns the listening sockets; raises OSError when a
+        mandatory address cannot be bound (the sockets bound so far are
+        closed)."""
+        if addrs is None:
+            addrs = self.config["bind"] or ["*", "-::*"]
         socks = []
         try:
             for a in addrs:
@@ -94,11 +96,23 @@ class Listeners:
         await self._serve_tcp(socks, backlog)
 
     def _rebind_tcp(self, what="port"):
-        """port / bind changed (CONFIG SET): listen on the new addresses
-        first; when that fails the old listeners stay and CONFIG SET fails
-        (and is rolled back), as in Redis's changeListener."""
+        """port / bind changed (CONFIG SET), as Redis's changeListener: a
+        new port is listened on first (the old listeners stay when that
+        fails); new addresses on the same port replace the old listeners,
+        which come back when the new ones cannot be bound.  Either way
+        CONFIG SET then fails (and is rolled back)."""
         port = self.config["port"]
         backlog = self.config["tcp-backlog"]
+        old = [l for l in self.listeners if l[0] == "tcp"]
+        old_addrs = []
+        if what == "bind":
+            for _, srv in old:
+                for sk in getattr(srv, "sockets", None) or ():
+                    old_addrs.append(sk.getsockname()[0])
+            self.listeners = [l for l in self.listeners if l[0] != "tcp"]
+            for _, srv in old:
+                srv.close()
+            old = []
         socks = []
         if port:
             try:
@@ -106,8 +120,14 @@ class Listeners:
             except OSError:
                 if what == "port":
                     raise ConfigError("Unable to listen on this port")
+                if old_addrs:
+                    try:
+                        socks = self._bind_tcp(port, backlog, old_addrs)
+                    except OSError:
+                        socks = []
+                    if socks:
+                        asyncio.ensure_future(self._serve_tcp(socks, backlog))
                 raise ConfigError("Failed to bind to specified addresses.")
-        old = [l for l in self.listeners if l[0] == "tcp"]
         self.listeners = [l for l in self.listeners if l[0] != "tcp"]
         for _, srv in old:
             srv.close()
