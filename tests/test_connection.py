@@ -228,3 +228,15 @@ def test_config_set_bind_on_the_same_port(start_server):
         c.config_set("bind", "192.0.2.1")
     assert c.config_get("bind") == {"bind": "127.0.0.1 -::1"}
     assert redis.Redis(port=s.port).ping()      # a new connection is served
+
+
+def test_config_set_bind_empty_stops_listening(start_server):
+    s = start_server("--unixsocket", "ophidis.sock")
+    c = s.client()
+    assert c.config_set("bind", "")
+    assert c.config_get("bind") == {"bind": ""}
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis(port=s.port, socket_connect_timeout=2).ping()
+    u = redis.Redis(unix_socket_path=os.path.join(s.dir, "ophidis.sock"))
+    assert u.ping()                  # the unix socket still serves
+    assert c.ping()                  # and so do the connections already open

@@ -44,7 +44,9 @@ class Listeners:
         mandatory address cannot be bound (the sockets bound so far are
         closed)."""
         if addrs is None:
-            addrs = self.config["bind"] or ["*", "-::*"]
+            addrs = self.config["bind"]
+            if addrs is None:
+                addrs = ["*", "-::*"]
         socks = []
         try:
             for a in addrs:
@@ -77,6 +79,7 @@ class Listeners:
                     raise
             if not socks and addrs:
                 raise OSError(98, "no address could be bound")
+            # bind "" (no address at all): no TCP listener, as Redis
         except OSError:
             for sk in socks:
                 sk.close()
