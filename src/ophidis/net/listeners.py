@@ -109,8 +109,8 @@ class Listeners:
         old = [l for l in self.listeners if l[0] == "tcp"]
         old_addrs = []
         if what == "bind":
-            for _, srv in old:
-                for sk in getattr(srv, "sockets", None) or ():
+            for _, lsrv in old:
+                for sk in lsrv.sockets or ():      # an asyncio (or uvloop) Server
                     old_addrs.append(sk.getsockname()[0])
             self.listeners = [l for l in self.listeners if l[0] != "tcp"]
             for _, srv in old:
