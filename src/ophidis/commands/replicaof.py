@@ -66,6 +66,6 @@ def role(c, argv):
         st = r.repl
         if st.state != "online":
             continue
-        host = (st.ip or r.addr.rsplit(":", 1)[0].strip("[]")).encode()
+        host = st.ip.encode()
         replicas.append(b"*3\r\n" + bulk(host) + bulk(b"%d" % st.port) + bulk(b"%d" % st.ack_off))
     return b"*3\r\n" + bulk(b"master") + integer(feed.offset) + b"*%d\r\n" % len(replicas) + b"".join(replicas)

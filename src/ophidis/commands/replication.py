@@ -88,7 +88,7 @@ def sync_cmd(c, argv):
     if c.repl is not None:
         return None          # already a replica
     _check_can_sync(c)
-    log.notice("Replica %s asks for synchronization" % c.server.repl_feed.replica_name_pre(c))
+    log.notice("Replica %s asks for synchronization" % c.server.repl_feed.replica_name(c))
     stats.sync_full += 1
     return _full_sync(c, False)
 
@@ -110,11 +110,11 @@ def psync_cmd(c, argv):
         replica.unset_master(srv)
         log.notice("MASTER MODE enabled (failover request from '%s')" % c.info_string())
     _check_can_sync(c)
-    log.notice("Replica %s asks for synchronization" % feed.replica_name_pre(c))
+    log.notice("Replica %s asks for synchronization" % feed.replica_name(c))
     try:
         off = int(argv[2])
     except ValueError:
-        log.warning("Replica %s asks for synchronization but with a wrong offset" % feed.replica_name_pre(c))
+        log.warning("Replica %s asks for synchronization but with a wrong offset" % feed.replica_name(c))
         raise _NOT_INT from None
     replid = argv[1].decode("utf-8", "replace")
     cont = feed.try_partial(c, replid, off)

@@ -94,8 +94,7 @@ class Failover:
     def _find(self, host, port):
         for r in self.feed.replicas:
             st = r.repl
-            ip = st.ip or r.addr.rsplit(":", 1)[0].strip("[]")
-            if ip == host and st.port == port and not r.closing:
+            if st.ip == host and st.port == port and not r.closing:
                 return r
         return None
 
@@ -119,7 +118,7 @@ class Failover:
             for x in feed.replicas:
                 if x.repl.ack_off == feed.offset and not x.closing:
                     r = x
-                    self.host = x.repl.ip or x.addr.rsplit(":", 1)[0].strip("[]")
+                    self.host = x.repl.ip
                     self.port = x.repl.port
                     break
         if r is not None and r.repl.ack_off == feed.offset:

@@ -67,18 +67,17 @@ class Backlog:
         self.offset = first
 
     def append(self, data):
-        buf = self.buf
-        buf += data
-        over = len(buf) - self.size
-        if over > 0:
-            # bytearray drops a prefix without moving the rest
-            del buf[:over]
-            self.offset += over
+        self.buf += data
+        self._trim()
 
     def resize(self, size: int):
         self.size = size
-        over = len(self.buf) - size
+        self._trim()
+
+    def _trim(self):
+        over = len(self.buf) - self.size
         if over > 0:
+            # bytearray drops a prefix without moving the rest
             del self.buf[:over]
             self.offset += over
 
@@ -101,10 +100,10 @@ class ReplicaState:
     __slots__ = ("state", "port", "ip", "capa_eof", "capa_psync2", "rdb_only", "filter",
                  "ack_off", "ack_time", "initial_offset", "pre_psync", "pending", "since", "socket")
 
-    def __init__(self, conf: dict):
+    def __init__(self, conf: dict, addr: str):
         self.state = WAIT_BGSAVE_START
         self.port = conf.get("port", 0)
-        self.ip = conf.get("ip")
+        self.ip = conf.get("ip") or _host(addr)     # REPLCONF ip-address, else the connection's
         self.capa_eof = "eof" in conf.get("capa", ())
         self.capa_psync2 = "psync2" in conf.get("capa", ())
         self.rdb_only = conf.get("rdb_only", False)
@@ -320,15 +319,20 @@ class ReplFeed:
             self.check_waiting()
 
     def replica_name(self, c) -> str:
+        """replicationGetSlaveName: ip:port, the port as REPLCONF told it
+        (before SYNC/PSYNC the settings are still in replconf_settings)."""
         st = c.repl
-        ip = (st.ip if st is not None and st.ip else None) or _host(c.addr)
-        port = st.port if st is not None else 0
+        if st is not None:
+            ip, port = st.ip, st.port
+        else:
+            conf = replconf_settings.get(c.id, {})
+            ip, port = conf.get("ip") or _host(c.addr), conf.get("port", 0)
         if port:
             return "%s:%d" % (ip, port)
         return "%s:<unknown-replica-port>" % ip
 
     def new_replica(self, c) -> ReplicaState:
-        st = ReplicaState(replconf_settings.pop(c.id, {}))
+        st = ReplicaState(replconf_settings.pop(c.id, {}), c.addr)
         c.repl = st
         c.update_slow()            # its requests take the replica checks (dispatch)
         if c not in self.replicas:
@@ -346,7 +350,7 @@ class ReplFeed:
         """masterTryPartialResynchronization: the reply head and backlog to
         send when ``c`` can continue, else None (after logging why)."""
         srv = self.server
-        name = self.replica_name_pre(c)
+        name = self.replica_name(c)
         if replid != srv.replid and (replid != self.replid2 or off > self.second_offset):
             if replid != "?":
                 if replid != srv.replid and replid != self.replid2:
@@ -375,12 +379,6 @@ class ReplFeed:
         log.notice("Partial resynchronization request from %s accepted. Sending %d bytes of "
                    "backlog starting from offset %d." % (name, len(data), off))
         return head + data
-
-    def replica_name_pre(self, c) -> str:
-        conf = replconf_settings.get(c.id, {})
-        ip = conf.get("ip") or _host(c.addr)
-        port = conf.get("port", 0)
-        return "%s:%d" % (ip, port) if port else "%s:<unknown-replica-port>" % ip
 
     def put_online(self, c, hold=False):
         """replicaPutOnline: the payload is delivered; the held stream
@@ -453,9 +451,7 @@ class ReplFeed:
 
     def _send_getack(self):
         self.getack_pending = False
-        # not while writes are paused (the offsets stay where they are)
-        if self.replicas and not self.server.is_replica and self.server.pause_type is None:
-            self.feed_command(GETACK)
+        self.send_getack_now()
 
     def add_waiting(self, c, off, numreplicas):
         self.waiting.append((c, off, numreplicas))
@@ -487,6 +483,8 @@ class ReplFeed:
         return all(r.repl.ack_off == self.offset for r in self.replicas)
 
     def send_getack_now(self):
+        """REPLCONF GETACK * to every replica; not while writes are paused
+        (the offsets stay where they are)."""
         if self.replicas and not self.server.is_replica and self.server.pause_type is None:
             self.feed_command(GETACK)
 
@@ -602,9 +600,8 @@ class ReplFeed:
         now = time.time()
         for i, r in enumerate(self.replicas):
             st = r.repl
-            ip = st.ip or _host(r.addr)
             lines.append("slave%d:ip=%s,port=%d,state=%s,offset=%d,lag=%d" % (
-                i, ip, st.port, STATE_NAMES[st.state], st.ack_off, int(now - st.ack_time)))
+                i, st.ip, st.port, STATE_NAMES[st.state], st.ack_off, int(now - st.ack_time)))
         return lines
 
     def info(self):

@@ -277,13 +277,17 @@ class ReplicaLink:
         log.notice("MASTER <-> REPLICA sync: receiving %d bytes from master to disk" % n)
         buf = bytearray()
         while len(buf) < n:
-            chunk = await _timed(reader.read(min(65536, n - len(buf))), cfg["repl-timeout"], _TRANSFER_TIMEOUT)
-            if not chunk:
-                raise ConnectionError("connection lost during the RDB payload")
-            self.last_io = time.time()
-            buf += chunk
+            buf += await self._payload_chunk(reader, min(65536, n - len(buf)))
             self.sync_read = len(buf)
         return bytes(buf)
+
+    async def _payload_chunk(self, reader, n=65536) -> bytes:
+        """The next bytes of the payload, within repl-timeout."""
+        chunk = await _timed(reader.read(n), self.srv.config["repl-timeout"], _TRANSFER_TIMEOUT)
+        if not chunk:
+            raise ConnectionError("connection lost during the RDB payload")
+        self.last_io = time.time()
+        return chunk
 
     async def _read_eof_payload(self, reader, mark, master_replid) -> bytes:
         """A diskless payload.  With repl-diskless-load swapdb (or
@@ -308,13 +312,14 @@ class ReplicaLink:
         self.sync_total = 0
         try:
             while True:
-                chunk = await _timed(reader.read(65536), cfg["repl-timeout"], _TRANSFER_TIMEOUT)
-                if not chunk:
+                try:
+                    buf += await self._payload_chunk(reader)
+                except ReplTimeout:
+                    raise
+                except ConnectionError:
                     if socket_load:
                         log.warning("MASTER <-> REPLICA sync: Discarding the half-loaded data")
-                    raise ConnectionError("connection lost during the RDB payload")
-                self.last_io = time.time()
-                buf += chunk
+                    raise
                 self.sync_read = len(buf)
                 if buf.endswith(mark):
                     return bytes(buf[:-len(mark)])

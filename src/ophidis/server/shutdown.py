@@ -44,29 +44,28 @@ class Shutdown:
         w = self.shutdown_wait
         if w is None:
             return
-        deadline, flags, waiters = w
+        deadline, flags, _ = w
         if time.time() < deadline and not self.repl_feed.all_in_sync():
             return
         err = self.finish_shutdown(flags)
         if err:
-            # cancelShutdown: the clients of SHUTDOWN get the error
-            self.shutdown_wait = None
-            self.unpause()
-            for c in waiters:
-                if not c.closing and c.bstate is not None:
-                    self.blocking_handler.finish(c, b"-ERR %s\r\n" % err.encode())
+            self._cancel_shutdown_wait(err)
+
+    def _cancel_shutdown_wait(self, err: str):
+        """cancelShutdown: writes resume, the clients of SHUTDOWN get err."""
+        waiters = self.shutdown_wait[2]
+        self.shutdown_wait = None
+        self.unpause()
+        for c in waiters:
+            if not c.closing and c.bstate is not None:
+                self.blocking_handler.finish(c, b"-ERR %s\r\n" % err.encode())
 
     def abort_shutdown(self) -> bool:
         """SHUTDOWN ABORT (abortShutdown): cancel a shutdown waiting for
         replicas, or one a signal asked for that the cron has not performed
         yet.  False: none is pending."""
-        w = self.shutdown_wait
-        if w is not None:
-            self.shutdown_wait = None
-            self.unpause()
-            for c in w[2]:
-                if not c.closing and c.bstate is not None:
-                    self.blocking_handler.finish(c, b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n")
+        if self.shutdown_wait is not None:
+            self._cancel_shutdown_wait("Errors trying to SHUTDOWN. Check logs.")
         elif self.shutdown_asap is not None:
             self.shutdown_asap = None
         else:
