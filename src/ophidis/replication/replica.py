@@ -32,6 +32,8 @@ a master with the data it has; its replication id becomes the secondary one
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 
 import hiredis
@@ -462,10 +464,25 @@ class ReplicaLink:
         PSYNC FAILOVER promotes us, so our offset is the old master's."""
         if self.client is None or self.rd is None or self.reader is None:
             return
+        data = b""
         buf = getattr(self.reader, "_buffer", None)
         if buf:
             data = bytes(buf)
             buf.clear()
+        # and what is still in the kernel's buffer: the link is torn down
+        # right after this, so nothing else reads the socket any more
+        sock = self.writer.get_extra_info("socket") if self.writer is not None else None
+        if sock is not None:
+            with socket.socket(fileno=os.dup(sock.fileno())) as s:
+                while True:
+                    try:
+                        more = s.recv(1 << 16, socket.MSG_DONTWAIT)
+                    except OSError:
+                        break
+                    if not more:
+                        break
+                    data += more
+        if data:
             self._apply(data)
 
     # -- a writable replica's own keys ------------------------------------------------
