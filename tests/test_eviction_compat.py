@@ -26,6 +26,16 @@ def c(each_server):
     cl.close()
 
 
+def _commands(repl, n):
+    """The next n commands of the replication stream, PINGs left out."""
+    out = []
+    while len(out) < n:
+        a = repl.read_command()
+        if a[0].lower() != b"ping":
+            out.append(a)
+    return out
+
+
 def _refcount(c, key):
     return c.execute_command("OBJECT", "REFCOUNT", key)
 
@@ -62,13 +72,9 @@ def test_evictions_propagate_as_single_dels(each_server, c):
         c.config_set("maxmemory", 0)
         c.config_set("maxmemory-policy", "noeviction")
         c.set("asdf4", 4)
-        got = repl.read_until(b"set")
-        assert got[0][0].lower() == b"select"
-        got = got[1:]
-        while len(got) < 3 + 3 + 1:
-            got += repl.read_until(b"set")
-        names = [a[0].lower() for a in got if a[0].lower() != b"ping"]
-        assert names == [b"set"] * 3 + [b"del"] * 3 + [b"set"]
+        got = _commands(repl, 1 + 3 + 3 + 1)
+        names = [a[0].lower() for a in got]
+        assert names == [b"select"] + [b"set"] * 3 + [b"del"] * 3 + [b"set"]
         assert sorted(a[1] for a in got if a[0].lower() == b"del") == [b"asdf1", b"asdf2", b"asdf3"]
     finally:
         repl.conn.close()
@@ -84,11 +90,7 @@ def test_config_set_maxmemory_in_multi_evicts_after_the_transaction(each_server,
         p.execute_command("INCR", "x")
         assert p.execute() == [1, True, 2]
         wait_until(lambda: c.dbsize() == 0, timeout=20)
-        cmds = [a for a in repl.commands(6) if a[0].lower() != b"ping"]
-        while len(cmds) < 6:
-            a = repl.read_command()
-            if a[0].lower() != b"ping":
-                cmds.append(a)
+        cmds = _commands(repl, 6)
         assert [a[0].lower() for a in cmds] == [b"select", b"multi", b"incr", b"incr", b"exec", b"del"]
         assert cmds[-1][1] == b"x"
     finally:
