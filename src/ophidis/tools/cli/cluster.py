@@ -932,8 +932,9 @@ class Manager:
             slot_list(none)
             if self.confirm("Fix these slots by covering with a random node?", True):
                 for s in none:
+                    # srand(time(NULL)); rand(): one node per second.
                     masters = self.masters()
-                    n = masters[random.randrange(len(masters))]
+                    n = masters[random.Random(int(time.time())).randrange(len(masters))]
                     self.info(">>> Covering slot %d with %s:%d\n" % (s, n.ip, n.port))
                     if not self.set_slot_owner(n, s, False):
                         return -1
