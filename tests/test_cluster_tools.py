@@ -442,7 +442,7 @@ def test_cli_follows_redirections(clusters):
                            env=server_env(), timeout=60)
         assert r.returncode == 0
         outs.append(c.normalise(r.stdout.decode()))
-    assert outs[0] == outs[1]
+    assert outs[0] == outs[1], outs
     assert "-> Redirected to slot [" in outs[0]
     r = subprocess.run([sys.executable, "-m", "ophidis.tools.cli", "-c", "-p", str(ours.ports[0]), "get", "k3"],
                        capture_output=True, env=server_env(), timeout=60)
