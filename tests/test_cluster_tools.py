@@ -149,6 +149,31 @@ class Cluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def run_both(ours, ref, args):
+    """Wait until both clusters are settled, run args(c) with each one's
+    tool (it must succeed); the normalised outputs."""
+    outs = []
+    for c in (ours, ref):
+        wait_until(c.settled, timeout=60, what="a settled cluster")
+        rc, out = c.run(*args(c))
+        assert rc == 0, out
+        outs.append(c.normalise(out))
+    return outs
+
+
+def assert_all_keys(c):
+    rcl = RedisCluster(host="127.0.0.1", port=c.ports[2], socket_timeout=20)
+    try:
+        assert all(rcl.get("key:%d" % i) == b"value:%d" % i for i in range(300))
+    finally:
+        rcl.close()
+
+
+def settle(clusters):
+    for c in clusters[:2]:
+        wait_until(c.settled, timeout=60, what="a settled cluster")
+
+
 def sorted_lines(text):
     """The lines but the empty ones and the waiting dots, sorted."""
     return sorted(line for line in text.split("\n") if line.strip() and set(line) != {"."})
@@ -257,21 +282,14 @@ def test_reshard_moves_slots_and_keys(clusters):
     # Every key is still there.
     for c in (ours, ref):
         wait_until(c.settled, what="agreement after reshard")
-        rcl = RedisCluster(host="127.0.0.1", port=c.ports[2], socket_timeout=20)
-        try:
-            assert all(rcl.get("key:%d" % i) == b"value:%d" % i for i in range(300))
-        finally:
-            rcl.close()
+        assert_all_keys(c)
 
 
 def test_add_node_master(clusters):
     ours, ref, _ = clusters
-    outs = []
-    for c in (ours, ref):
-        rc, out = c.run("--cluster", "add-node", c.addr(6), c.addr(0))
-        assert rc == 0, out
-        outs.append(c.normalise(out))
-        c.members.append(6)
+    outs = run_both(ours, ref, lambda c: ["--cluster", "add-node", c.addr(6), c.addr(0)])
+    ours.members.append(6)
+    ref.members.append(6)
     assert sorted_lines(outs[0]) == sorted_lines(outs[1])
     assert outs[0].endswith(">>> Send CLUSTER MEET to node 127.0.0.1:P6 to make it join the cluster.\n"
                             "[OK] New node added correctly.\n")
@@ -285,29 +303,16 @@ def test_rebalance_onto_the_empty_master(clusters):
     rc, out = ours.run("--cluster", "rebalance", ours.addr(0), "--cluster-threshold", "5")
     assert rc == 0
     assert out.endswith("*** No rebalancing needed! All nodes are within the 5.00% threshold.\n")
-    outs = []
-    for c in (ours, ref):
-        wait_until(c.settled, timeout=60, what="agreement")
-        rc, out = c.run("--cluster", "rebalance", c.addr(0), "--cluster-use-empty-masters", "--cluster-simulate")
-        assert rc == 0, out
-        outs.append(c.normalise(out))
-    assert outs[0] == outs[1] or sorted_lines(outs[0]) == sorted_lines(outs[1])
+    outs = run_both(ours, ref, lambda c: ["--cluster", "rebalance", c.addr(0), "--cluster-use-empty-masters",
+                                          "--cluster-simulate"])
+    assert sorted_lines(outs[0]) == sorted_lines(outs[1])
     assert ours.slots_of(6) == 0
-    outs = []
-    for c in (ours, ref):
-        rc, out = c.run("--cluster", "rebalance", c.addr(0), "--cluster-use-empty-masters")
-        assert rc == 0, out
-        outs.append(c.normalise(out))
+    outs = run_both(ours, ref, lambda c: ["--cluster", "rebalance", c.addr(0), "--cluster-use-empty-masters"])
     assert sorted_lines(outs[0]) == sorted_lines(outs[1])
     assert ">>> Rebalancing across 4 nodes. Total weight = 4.00" in outs[0]
     assert sorted(ours.slots_of(i) for i in (0, 1, 2, 6)) == [4096] * 4
     wait_until(ours.settled, timeout=60, what="agreement after rebalance")
-    wait_until(ref.settled, timeout=60, what="agreement after rebalance")
-    rcl = RedisCluster(host="127.0.0.1", port=ours.ports[0], socket_timeout=20)
-    try:
-        assert all(rcl.get("key:%d" % i) == b"value:%d" % i for i in range(300))
-    finally:
-        rcl.close()
+    assert_all_keys(ours)
 
 
 def test_add_node_replica(clusters):
@@ -315,13 +320,9 @@ def test_add_node_replica(clusters):
     replica waits until it knows that master (a master without slots is not
     part of what redis-cli's wait compares)."""
     ours, ref, _ = clusters
-    outs = []
-    for c in (ours, ref):
-        wait_until(c.settled, timeout=60, what="agreement after add-node")
-        rc, out = c.run("--cluster", "add-node", c.addr(7), c.addr(0), "--cluster-slave")
-        assert rc == 0, out
-        outs.append(c.normalise(out))
-        c.members.append(7)
+    outs = run_both(ours, ref, lambda c: ["--cluster", "add-node", c.addr(7), c.addr(0), "--cluster-slave"])
+    ours.members.append(7)
+    ref.members.append(7)
     assert "Automatically selected master 127.0.0.1:P6" in outs[0]
     assert ">>> Configure node as replica of 127.0.0.1:P6." in outs[0]
     # The dots while waiting for the join may differ.
@@ -402,6 +403,7 @@ def test_fix_uncovered_slots(clusters):
 
 def test_call(clusters):
     ours, ref, _ = clusters
+    settle(clusters)
     for args in (["config", "get", "cluster-enabled"], ["dbsize", "--cluster-only-masters"]):
         res = []
         for c in (ours, ref):
@@ -419,6 +421,7 @@ def test_call(clusters):
 
 def test_set_timeout(clusters):
     ours, ref, _ = clusters
+    settle(clusters)
     res = []
     for c in (ours, ref):
         rc, out = c.run("--cluster", "set-timeout", c.addr(0), "50")
@@ -435,6 +438,7 @@ def test_set_timeout(clusters):
 
 def test_cli_follows_redirections(clusters):
     ours, ref, _ = clusters
+    settle(clusters)
     script = b"".join(b"set k%d v%d\nget k%d\n" % (i, i, i) for i in range(10))
     outs = []
     for c, cmd in ((ours, [sys.executable, "-m", "ophidis.tools.cli"]), (ref, [REDIS_CLI])):
@@ -451,6 +455,7 @@ def test_cli_follows_redirections(clusters):
 
 def test_benchmark_cluster_mode(clusters):
     ours, _, _ = clusters
+    settle(clusters)
     env = server_env()
     r = subprocess.run([sys.executable, "-m", "ophidis.tools.benchmark", "--cluster", "-p", str(ours.ports[0]),
                         "-t", "set,get,lpush", "-n", "2000", "-c", "8", "-q"],

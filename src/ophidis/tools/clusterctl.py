@@ -301,11 +301,17 @@ def alive(pid):
         return True
 
 
-def stop(o):
+def existing_nodes(o):
+    """node_dirs of --dir; exits 1 when there is none."""
     nodes = node_dirs(o.dir)
     if not nodes:
         sys.stderr.write("No nodes in %s\n" % o.dir)
-        return 1
+        sys.exit(1)
+    return nodes
+
+
+def stop(o):
+    nodes = existing_nodes(o)
     pids = []
     for port, ndir in nodes:
         pid = read_pid(ndir)
@@ -324,10 +330,7 @@ def stop(o):
 
 
 def status(o):
-    nodes = node_dirs(o.dir)
-    if not nodes:
-        sys.stderr.write("No nodes in %s\n" % o.dir)
-        return 1
+    nodes = existing_nodes(o)
     rc = 0
     for port, ndir in nodes:
         host = node_host(ndir)

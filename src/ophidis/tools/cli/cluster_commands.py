@@ -16,8 +16,9 @@ import sys
 import time
 
 from ophidis.tools import resp
-from ophidis.tools.cli.cluster import (INVALID_HOST_ARG, OPT_QUIET, OPT_UPDATE, OPT_VERBOSE, SLOTS, Manager,
-                                       Node, decode, f32, host_from_args, info_field, lround, parse_address)
+from ophidis.tools.cli.cluster import (INVALID_HOST_ARG, OPT_QUIET, OPT_UPDATE, OPT_VERBOSE, SLOTS, Node, decode,
+                                       f32, host_from_args, info_field, lround, parse_address)
+from ophidis.tools.cli.cluster_check import Manager
 from ophidis.tools.cli.output import err, flush, format_raw, out
 from ophidis.tools.hashslot import key_hash_slot
 from ophidis.tools.resp import ConnectionClosed, atof, atoi
@@ -100,20 +101,7 @@ def cmd_create(m, argv):
             err("Invalid address format: %s\n" % addr)
             return False
         node = Node(a[0], a[1])
-        if not m.connect(node):
-            return False
-        ok, e = m.is_cluster(node)
-        if not ok:
-            m.print_not_cluster(node, e)
-            return False
-        ok, e = m.load_node_info(node, 0)
-        if not ok:
-            if e:
-                m.print_reply_error(node, e)
-            return False
-        ok, e = m.is_empty(node)
-        if not ok:
-            m.print_not_empty(node, e)
+        if not m.connect(node) or not m.check_new_node(node):
             return False
         m.nodes.append(node)
     node_len = len(m.nodes)
@@ -280,18 +268,7 @@ def cmd_add_node(m, argv):
     if not m.connect(new_node):
         m.error("[ERR] Sorry, can't connect to node %s:%d\n" % (ip, port))
         return False
-    ok, e = m.is_cluster(new_node)
-    if not ok:
-        m.print_not_cluster(new_node, e)
-        return False
-    ok, e = m.load_node_info(new_node, 0)
-    if not ok:
-        if e:
-            m.print_reply_error(new_node, e)
-        return False
-    ok, e = m.is_empty(new_node)
-    if not ok:
-        m.print_not_empty(new_node, e)
+    if not m.check_new_node(new_node):
         return False
     first = m.nodes[0]
     m.nodes.append(new_node)
