@@ -23,7 +23,7 @@ import tempfile
 
 import pytest
 import redis
-from redis.cluster import RedisCluster
+from redis.cluster import RedisCluster, key_slot
 
 from support.servers import REDIS_SERVER, server_env
 from support.wait import wait_port, wait_until
@@ -399,6 +399,41 @@ def test_fix_uncovered_slots(clusters):
     assert outs["ours"] == outs["ref"]
     assert "The following uncovered slots have no keys across the cluster:" in outs["ours"]
     assert "[16000-16001]" in outs["ours"]
+
+
+def test_fix_with_keys_on_both_sides(clusters):
+    """An importing node holds keys of the slot that its owner has too: the
+    fix moves them to the owner; a key with another value stops it unless
+    --cluster-replace."""
+    ours, ref, _ = clusters
+    outs = {}
+    for c in (ours, ref):
+        wait_until(c.settled, timeout=60, what="a settled cluster")
+        owner = c.client(0)
+        slots = owner.execute_command("CLUSTER", "SLOTS")
+        lo, hi = next((r[0], r[1]) for r in slots if r[2][1] == c.ports[0])
+        keys = [k for k in ("busy:%d" % i for i in range(100000)) if key_slot(k.encode()) == lo][:2]
+        other = redis.Redis(port=c.ports[1], single_connection_client=True, socket_timeout=20)
+        other.execute_command("CLUSTER", "SETSLOT", lo, "IMPORTING", c.node_id(0))
+        for k, v in zip(keys, ("same", "theirs")):
+            owner.set(k, "same" if v == "same" else "ours")
+            other.execute_command("ASKING")
+            other.set(k, v)
+        other.close()
+        res = []
+        for extra in ([], ["--cluster-replace"]):
+            rc, out = c.run("--cluster", "fix", c.addr(0), *extra)
+            res.append((rc, [x for x in sorted_lines(c.normalise(out)) if "busy:" not in x or "- busy" in x]))
+        outs[c.tool] = res
+        assert owner.get(keys[1]) == b"theirs"
+        assert c.client(1).execute_command("CLUSTER", "COUNTKEYSINSLOT", lo) == 0
+        wait_until(c.settled, timeout=60, what="a settled cluster")
+        assert c.run("--cluster", "check", c.addr(0))[0] == 0
+    assert outs["ours"] == outs["ref"]
+    (rc1, first), (rc2, second) = outs["ours"]
+    assert (rc1, rc2) == (1, 0)
+    assert "*** Found 1 key(s) in both source node and target node having different values." in first
+    assert "*** Replacing target keys..." in second
 
 
 def test_call(clusters):

@@ -169,6 +169,24 @@ def host_from_args(args):
     return ip, port
 
 
+def read_answer(size):
+    """An answer typed on stdin: redis-cli reads ``size`` bytes and drops
+    the rest of the line; on a terminal that is one line, and reading a byte
+    at a time keeps it one line when stdin is a pipe too.  b"" at EOF."""
+    buf = b""
+    while True:
+        try:
+            c = os.read(0, 1)
+        except OSError:
+            c = b""
+        if not c:
+            return buf
+        if len(buf) < size:
+            buf += c
+        if c == b"\n":
+            return buf
+
+
 def decode(b):
     return b.decode("utf-8", "surrogateescape") if isinstance(b, bytes) else b
 
@@ -879,11 +897,7 @@ class ManagerBase:
             return True
         out("%s (type 'yes' to accept): " % msg)
         flush()
-        try:
-            buf = os.read(0, 4)
-        except OSError:
-            buf = b""
-        return buf[:3] == b"yes"
+        return read_answer(4)[:3] == b"yes"
 
     def close(self):
         for n in self.nodes:

@@ -17,7 +17,7 @@ import time
 
 from ophidis.tools import resp
 from ophidis.tools.cli.cluster import (INVALID_HOST_ARG, OPT_QUIET, OPT_UPDATE, OPT_VERBOSE, SLOTS, Node, decode,
-                                       f32, host_from_args, info_field, lround, parse_address)
+                                       f32, host_from_args, info_field, lround, parse_address, read_answer)
 from ophidis.tools.cli.cluster_check import Manager
 from ophidis.tools.cli.output import err, flush, format_raw, out
 from ophidis.tools.hashslot import key_hash_slot
@@ -412,19 +412,13 @@ def reshard_table(sources, numslots):
 
 
 def _read_line(size):
-    """read(0, size) up to a newline, as redis-cli's prompts read."""
-    try:
-        buf = os.read(0, size)
-    except OSError:
-        return None
+    """A line typed at a prompt, or None at EOF (redis-cli asks again, so
+    does this: at EOF it gives up with an error instead of looping)."""
+    buf = read_answer(size)
     if not buf:
-        return None
-    if not buf.endswith(b"\n"):
-        while True:
-            c = os.read(0, 1)
-            if not c or c == b"\n":
-                break
-    return decode(buf[:-1])
+        err("\n*** EOF on standard input\n")
+        sys.exit(1)
+    return decode(buf[:-1] if buf.endswith(b"\n") else buf[:size - 1])
 
 
 def cmd_reshard(m, argv):
@@ -507,11 +501,7 @@ def cmd_reshard(m, argv):
     if not o.yes:
         out("Do you want to proceed with the proposed reshard plan (yes/no)? ")
         flush()
-        try:
-            buf = os.read(0, 4)
-        except OSError:
-            buf = b""
-        if buf[:3] != b"yes":
+        if read_answer(4)[:3] != b"yes":
             return False
     for src, slot in table:
         ok, e = m.move_slot(src, target, slot, OPT_VERBOSE)
