@@ -337,7 +337,10 @@ def status(o):
         pid = read_pid(ndir)
         r = query(host, port, "CLUSTER", "NODES")
         if r is None or r.is_error:
-            print("%s:%d  not running%s" % (host, port, "" if r is None else " (%s)" % r.value.decode()))
+            if r is None:
+                print("%s:%d  not running" % (host, port))
+            else:
+                print("%s:%d  pid %d  CLUSTER NODES: %s" % (host, port, pid, r.value.decode(errors="replace")))
             rc = 1
             continue
         me = next((line.split(" ") for line in r.value.decode(errors="replace").split("\n")
@@ -361,7 +364,10 @@ def status(o):
 
 def main(argv=None):
     o = parse(sys.argv[1:] if argv is None else argv)
-    return {"start": start, "stop": stop, "status": status}[o.action](o)
+    rc = {"start": start, "stop": stop, "status": status}[o.action](o)
+    if rc and o.action == "start" and node_dirs(o.dir):
+        sys.stderr.write("The nodes that started are still running: ophidis-cluster stop --dir %s\n" % o.dir)
+    return rc
 
 
 if __name__ == "__main__":
