@@ -527,13 +527,11 @@ class ReplFeed:
             self.feed_command(PING)
         now = time.time()
         timeout = cfg["repl-timeout"]
-        link = srv.replica_link
-        if link is not None and link.state != "connected":
-            # our master is away: our replicas still hear from us (a newline
-            # is no part of the stream and moves no offset)
-            for r in self.replicas:
-                if r.repl.state == ONLINE and r.repl.pending is None and not r.closing:
-                    r.push(b"\n")
+        # Online replicas get nothing but the stream: no newline keep-alive
+        # while our own master is away either (Redis stopped that in PSYNC2,
+        # a newline can land in the middle of the stream's bytes); a
+        # sub-replica times out then and hears NOMASTERLINK until we are
+        # linked again.
         for r in list(self.replicas):
             st = r.repl
             if st.state != ONLINE:

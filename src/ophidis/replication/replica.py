@@ -32,8 +32,6 @@ a master with the data it has; its replication id becomes the secondary one
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import time
 
 import hiredis
@@ -86,7 +84,6 @@ class ReplicaLink:
         self.rd = None            # the stream's parser state while connected
         self.raw = bytearray()
         self.used = 0
-        self.reader = None
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self):
@@ -375,7 +372,6 @@ class ReplicaLink:
         self.rd = hiredis.Reader()
         self.raw = bytearray()      # read, not yet part of the applied offset
         self.used = 0               # bytes of raw that belong to commands already run
-        self.reader = reader
         self.writer = writer
         # the first ACK at once: a master holding the stream after an
         # EOF-marked payload starts it on this ACK
@@ -410,14 +406,16 @@ class ReplicaLink:
 
     def _apply(self, data: bytes):
         """Run the master's commands in ``data`` (whole units advance the
-        offset and go, unchanged, to our backlog and replicas)."""
+        offset and go, unchanged, to our backlog and replicas).  What ran
+        is accounted even when the rest of ``data`` cannot be parsed (the
+        link then drops and PSYNC continues after the last applied unit)."""
         srv = self.srv
         feed = srv.repl_feed
         mc = self.client
         raw = self.raw
         if len(raw) == self.used and data[:1] == b"\n":
-            # a keep-alive between commands (a replica whose own master is
-            # away sends these): not part of the stream
+            # an empty line between commands (masters before PSYNC2 sent
+            # these as keep-alives): skipped, no part of the stream
             data = data.lstrip(b"\n")
             if not data:
                 return
@@ -426,64 +424,39 @@ class ReplicaLink:
         raw += data
         used = self.used
         applied = 0         # bytes of raw applied as whole units
-        while True:
-            req = rd.gets()
-            if req is False:
-                break
-            if req.__class__ is not list or not req:
-                continue
-            size = request_size(req)   # the master's canonical encoding
-            self.read_offset += size
-            name = req[0].lower()
-            if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
-                self.writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
-            else:
-                srv.applying_master = True
-                try:
-                    rep = srv.process_command(mc, req)
-                    if rep is not None and rep[:1] == b"-":
-                        _critical(rep, req)
-                except Exception as e:  # noqa: BLE001
-                    log.warning("Error applying a command from the master: %r" % e)
-                finally:
-                    srv.applying_master = False
-            used += size
-            if mc.multi is None:
-                applied = used
-        if applied:
-            # what we applied joins our history and our replicas' stream
-            feed.feed_from_master(bytes(raw[:applied]))
-            del raw[:applied]
-            used -= applied
-        self.used = used
-        self.stream_db = mc.db.id
-
-    def apply_buffered(self):
-        """What our master sent that we have not run yet (already read from
-        the socket into the stream reader's buffer): run it now.  Before a
-        PSYNC FAILOVER promotes us, so our offset is the old master's."""
-        if self.client is None or self.rd is None or self.reader is None:
-            return
-        data = b""
-        buf = getattr(self.reader, "_buffer", None)
-        if buf:
-            data = bytes(buf)
-            buf.clear()
-        # and what is still in the kernel's buffer: the link is torn down
-        # right after this, so nothing else reads the socket any more
-        sock = self.writer.get_extra_info("socket") if self.writer is not None else None
-        if sock is not None:
-            with socket.socket(fileno=os.dup(sock.fileno())) as s:
-                while True:
+        try:
+            while True:
+                req = rd.gets()
+                if req is False:
+                    break
+                if req.__class__ is not list or not req:
+                    continue
+                size = request_size(req)   # the master's canonical encoding
+                self.read_offset += size
+                name = req[0].lower()
+                if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
+                    self.writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
+                else:
+                    srv.applying_master = True
                     try:
-                        more = s.recv(1 << 16, socket.MSG_DONTWAIT)
-                    except OSError:
-                        break
-                    if not more:
-                        break
-                    data += more
-        if data:
-            self._apply(data)
+                        rep = srv.process_command(mc, req)
+                        if rep is not None and rep[:1] == b"-":
+                            _critical(rep, req)
+                    except Exception as e:  # noqa: BLE001
+                        log.warning("Error applying a command from the master: %r" % e)
+                    finally:
+                        srv.applying_master = False
+                used += size
+                if mc.multi is None:
+                    applied = used
+        finally:
+            if applied:
+                # what we applied joins our history and our replicas' stream
+                feed.feed_from_master(bytes(raw[:applied]))
+                del raw[:applied]
+                used -= applied
+            self.used = used
+            self.stream_db = mc.db.id
 
     # -- a writable replica's own keys ------------------------------------------------
     def remember_expires(self, c, cmd, argv):
