@@ -183,11 +183,57 @@ def test_backlog_overflow_needs_a_full_sync(start_server):
     assert sync_counts(m)[2] == 2        # the PSYNC was refused
     wait_until(lambda: linked(r), what="the link")
     same_data(m, r)
-    assert info(m)["repl_backlog_histlen"] == 16384
-    # CONFIG SET resizes the backlog at once
-    m.set("more", "y" * 20000)
-    m.config_set("repl-backlog-size", 8192)
-    assert info(m)["repl_backlog_histlen"] == 8192
+    # whole blocks go: the history is longer than repl-backlog-size by less
+    # than a block (a block is at least 16 KB)
+    assert 16384 < info(m)["repl_backlog_histlen"] < 16384 + 20480
+
+
+def _buffer_figures(c):
+    i = c.info("replication")
+    mem = c.info("memory")
+    return (i["repl_backlog_histlen"], i["repl_backlog_first_byte_offset"], i["master_repl_offset"],
+            mem["mem_total_replication_buffers"], mem["mem_replication_backlog"])
+
+
+def test_shared_buffer_figures_as_redis_server(real, start_server):
+    """The same stream on an Ophidis and a redis-server master (each with
+    a replica): the backlog's length, first offset and the replication
+    buffer's memory are the same figures (Redis 7.0's blocks: trimmed a
+    whole block at a time, sized by jemalloc's classes), also after a
+    CONFIG SET of repl-backlog-size (never below 16 KB)."""
+    masters = []
+    for kind in ("ophidis", "redis"):
+        _, m = _server(kind, real, start_server)
+        m.config_set("repl-backlog-size", 16384)
+        m.config_set("repl-ping-replica-period", 3600)     # no PING in either stream
+        _, r = ophidis(start_server)
+        replicate(r, m.port)
+        masters.append((m, r))
+
+    def both(*args):
+        for m, _ in masters:
+            m.execute_command(*args)
+
+    def figures():
+        for m, r in masters:
+            wait_until(lambda: caught_up(m, r), what="the replica to catch up")
+        return [_buffer_figures(m) for m, _ in masters]
+
+    both("SET", "big", "x" * 100000)
+    for i in range(200):
+        both("SET", "k%d" % i, "v" * 50)
+    ours, theirs = figures()
+    assert ours == theirs
+    assert ours[0] > 16384
+    both("SET", "more", "y" * 20000)
+    both("CONFIG", "SET", "repl-backlog-size", 8192)
+    ours, theirs = figures()
+    assert ours == theirs
+    assert [m.config_get("repl-backlog-size") for m, _ in masters] == [{"repl-backlog-size": "16384"}] * 2
+    both("CONFIG", "SET", "repl-backlog-size", 1000000)
+    both("SET", "more", "y" * 200000)
+    ours, theirs = figures()
+    assert ours == theirs
 
 
 def test_promotion_keeps_the_history_for_the_other_replicas(start_server):
@@ -861,3 +907,43 @@ def test_unparsable_stream_keeps_what_ran_in_the_offset(start_server):
         assert r.get("x") == b"1"
     finally:
         fake.close()
+
+
+def test_replica_waiting_for_its_payload_keeps_the_history(start_server):
+    """Redis 7.0's shared replication buffer: a replica waiting for its
+    payload still references the stream since its fork, so the backlog
+    grows past repl-backlog-size and another replica that reconnects
+    meanwhile continues partially from it; once the waiting replica is
+    dropped (its share counted against client-output-buffer-limit replica)
+    the backlog shrinks back."""
+    ms, m = ophidis(start_server, "--repl-backlog-size", "16384", "--client-output-buffer-limit",
+                    "replica 0 0 0")
+    _, r1 = ophidis(start_server)
+    _, r2 = ophidis(start_server)
+    replicate(r1, m.port)
+    for i in range(20):
+        m.set("slow:%d" % i, i)
+    m.config_set("rdb-key-save-delay", 1000000)      # the payload's child takes 20 s
+    r2.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    wait_until(lambda: r2.execute_command("ROLE")[3] == b"sync", what="r2 waiting for its payload")
+    wait_until(lambda: caught_up(m, r1), what="r1")
+    psyncs = sync_counts(m)[1]
+    # r1 leaves (for r2, which cannot serve it yet: its payload is on its
+    # way); meanwhile the stream grows by 200 KB
+    r1.execute_command("REPLICAOF", "127.0.0.1", str(r2.port))
+    wait_until(lambda: info(m)["connected_slaves"] == 1, what="r1 gone")
+    for i in range(20):
+        m.set("big:%d" % i, "x" * 10000)
+    assert info(m)["repl_backlog_histlen"] > 200000
+    r1.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+    wait_until(lambda: linked(r1) and caught_up(m, r1), what="r1 back")
+    assert sync_counts(m)[1] == psyncs + 1
+    assert r1.get("big:19") == b"x" * 10000
+    # now the waiting replica is over a 128 KB limit: dropped, and the
+    # backlog gives its blocks back
+    m.config_set("client-output-buffer-limit", "replica 128k 0 0")
+    m.set("trigger", "y" * 65536)
+    wait_until(lambda: info(m)["connected_slaves"] == 1, what="r2 dropped")
+    assert "scheduled to be closed ASAP for overcoming of output buffer limits" in ms.output()
+    assert info(m)["repl_backlog_histlen"] < 100000
+    m.config_set("rdb-key-save-delay", 0)
