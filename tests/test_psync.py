@@ -572,9 +572,15 @@ def test_empty_flushdb_propagates_and_divergence_is_logged(start_server):
     m.execute_command("WAIT", 1, 5000)
     assert r.get("n") == b"not a number" and m.get("n") == b"1"
     wait_until(lambda: "== CRITICAL == This replica is sending an error to its master: "
-               "'ERR value is not an integer or out of range' after processing the command 'incrby'"
+               "'value is not an integer or out of range' after processing the command 'incrby'"
                in rs.output(), what="the critical log line")
     assert r.info("stats")["unexpected_error_replies"] == 1
+    # an error with its own code keeps its dash (Redis's shared error object)
+    r.set("s", "abc")
+    m.lpush("s", "x")
+    wait_until(lambda: "== CRITICAL == This replica is sending an error to its master: '-WRONGTYPE "
+               "Operation against a key holding the wrong kind of value' after processing the command 'lpush'"
+               in rs.output(), what="the WRONGTYPE line")
     r5 = redis.Redis(port=r.port, db=5)
     r5.set("local", 1)                   # only on the (writable) replica
     m5 = redis.Redis(port=m.port, db=5)
@@ -947,3 +953,35 @@ def test_replica_waiting_for_its_payload_keeps_the_history(start_server):
     assert "scheduled to be closed ASAP for overcoming of output buffer limits" in ms.output()
     assert info(m)["repl_backlog_histlen"] < 100000
     m.config_set("rdb-key-save-delay", 0)
+
+
+@pytest.mark.parametrize("behavior,read_only,panics", [
+    ("ignore", "yes", False), ("panic", "yes", True), ("panic-on-replicas", "yes", True),
+    ("panic", "no", False)])
+def test_propagation_error_behavior(start_server, behavior, read_only, panics):
+    """A command from the master that fails on the replica: Redis's
+    CRITICAL line and the last bytes of the replica's backlog; with
+    propagation-error-behavior panic or panic-on-replicas a read-only
+    replica panics (Guru Meditation, the process ends), a writable one
+    goes on."""
+    _, m = ophidis(start_server)
+    rs, r = ophidis(start_server, "--propagation-error-behavior", behavior, "--replica-read-only", read_only)
+    replicate(r, m.port)
+    m.set("before", 1)
+    wait_until(lambda: caught_up(m, r), what="the replica")
+    m.execute_command("DEBUG", "REPLICATE", "fake-command-1")
+    critical = ("== CRITICAL == This replica is sending an error to its master: 'unknown command "
+                "'fake-command-1', with args beginning with: ' after processing the command '<unknown>'")
+    wait_until(lambda: critical in rs.output(), what="the replica's critical log line")
+    wait_until(lambda: "Latest backlog is: '\"" in rs.output(), what="the backlog's last bytes")
+    assert "before" in rs.output().split("Latest backlog is: ")[1].splitlines()[0]
+    if panics:
+        wait_until(lambda: rs.proc.poll() is not None, what="the replica's panic")
+        out = rs.output()
+        assert ("Guru Meditation: This replica panicked sending an error to its master after processing "
+                "the command '<unknown>' #") in out
+        assert "=== REDIS BUG REPORT END." in out
+    else:
+        m.set("after", 1)
+        wait_until(lambda: r.get("after") == b"1", what="the stream after the error")
+        assert r.info("stats")["unexpected_error_replies"] == 1

@@ -38,7 +38,7 @@ import time
 from bisect import bisect_right
 
 from .. import log
-from ..protocol.resp import encode_argv
+from ..protocol.resp import encode_argv, sdscatrepr
 from .failover import NO_FAILOVER, Failover
 from .fullsync import ONLINE, SEND_BULK, STATE_NAMES, WAIT_BGSAVE, WAIT_BGSAVE_START, FullSync
 from .propagate import EXEC, MULTI, TO_REPL, select_cmd
@@ -168,6 +168,19 @@ class ReplBuffer:
             self.first_id += i
             self.offset = starts[0]
             self.histlen = hist
+
+    def latest_repr(self, n=256) -> bytes:
+        """showLatestBacklog: the last ``n`` bytes, each block's part quoted
+        as sdscatrepr does."""
+        out = []
+        i = len(self.blocks) - 1
+        while n and i >= 0:
+            b = self.blocks[i]
+            take = len(b) if len(b) < n else n
+            out.append(sdscatrepr(b[len(b) - take:]))
+            n -= take
+            i -= 1
+        return b"".join(reversed(out))
 
     def index_bytes(self) -> int:
         """The block index's memory (a rax of every 64th block; its nodes

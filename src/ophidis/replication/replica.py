@@ -32,11 +32,13 @@ a master with the data it has; its replication id becomes the secondary one
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 
 import hiredis
 
-from .. import log
+from .. import crash, log
+from ..commands import lookup_fullname
 from ..commands.command_cmd import get_keys
 from ..keyspace.db import stats
 from ..net.client import Client
@@ -441,7 +443,7 @@ class ReplicaLink:
                     try:
                         rep = srv.process_command(mc, req)
                         if rep is not None and rep[:1] == b"-":
-                            _critical(rep, req)
+                            _critical(srv, rep, req)
                     except Exception as e:  # noqa: BLE001
                         log.warning("Error applying a command from the master: %r" % e)
                     finally:
@@ -523,13 +525,39 @@ class ReplicaLink:
                 "sync": b"sync", "connected": b"connected"}[self.state]
 
 
-def _critical(reply: bytes, req):
-    """Our master's command failed here: the data may diverge (Redis logs
-    the same and counts it)."""
+# Redis's shared error objects keep their "-ERR " in the CRITICAL line;
+# the other ERR errors are formatted without it (addReplyError).
+_SHARED_ERR = frozenset((b"ERR", b"ERR syntax error", b"ERR no such key", b"ERR index out of range"))
+
+
+def _error_text(reply: bytes) -> bytes:
+    """The error as afterErrorReply logs it: a message of code ERR without
+    its code, other codes (and the shared ERR objects) with their dash."""
+    msg = reply[1:].rstrip(b"\r\n")
+    if msg.startswith(b"ERR ") and msg not in _SHARED_ERR:
+        msg = msg[4:]
+    else:
+        msg = b"-" + msg
+    return msg[:4096]
+
+
+def _critical(srv, reply: bytes, req):
+    """Our master's command failed here: the data may diverge.  Redis's
+    afterErrorReply for a master client: the CRITICAL line, the last bytes
+    of our backlog, the count, and with propagation-error-behavior panic or
+    panic-on-replicas (a read-only replica) a panic."""
+    cmd = lookup_fullname(req)
+    name = cmd.fullname if cmd is not None else "<unknown>"
     stats.unexpected_error_replies += 1
     log.warning("== CRITICAL == This replica is sending an error to its master: '%s' after processing "
-                "the command '%s'" % (reply[1:].rstrip(b"\r\n").decode("utf-8", "replace"),
-                                      req[0].lower().decode("utf-8", "replace")))
+                "the command '%s'" % (_error_text(reply).decode("utf-8", "replace"), name))
+    bl = srv.repl_feed.backlog
+    if bl is not None and bl.histlen > 0:
+        log.warning("Latest backlog is: '%s'" % bl.latest_repr().decode("utf-8", "replace"))
+    cfg = srv.config
+    if cfg["replica-read-only"] and cfg["propagation-error-behavior"] in ("panic", "panic-on-replicas"):
+        crash.panic(srv, "This replica panicked sending an error to its master after processing the "
+                    "command '%s'" % name, "replica.py:%d" % sys._getframe().f_lineno)
 
 
 def set_master(srv, host: str, port: int, stream_db=None):
