@@ -102,8 +102,8 @@ def real():
         pytest.skip("redis-server is not installed (make test installs it)")
     started = []
 
-    def start(*args):
-        p = RedisServerProc(["--repl-diskless-sync-delay", "0"] + list(args), debug=True)
+    def start(*args, dir=None, port=None):
+        p = RedisServerProc(["--repl-diskless-sync-delay", "0"] + list(args), debug=True, dir=dir, port=port)
         started.append(p)
         return p
 
@@ -985,3 +985,70 @@ def test_propagation_error_behavior(start_server, behavior, read_only, panics):
         m.set("after", 1)
         wait_until(lambda: r.get("after") == b"1", what="the stream after the error")
         assert r.info("stats")["unexpected_error_replies"] == 1
+
+
+def _log_count(proc, text):
+    return proc.output().count(text)
+
+
+def test_redis_server_master_restart_continues_an_ophidis_replica(real, start_server):
+    """redis-server master restarted from its RDB file: the Ophidis replica
+    reconnects and continues with PSYNC (+CONTINUE, no full sync)."""
+    rp = real()
+    m = rp.client()
+    rs, r = ophidis(start_server)
+    replicate(r, rp.port)
+    workload(m, "a")
+    same_data(m, r)
+    old = info(m)["master_replid"]
+    m.shutdown(save=True)
+    rp.proc.wait(20)
+    rp2 = real(dir=rp.dir, port=rp.port)
+    m = rp2.client()
+    assert info(m)["master_replid2"] == old
+    wait_until(lambda: linked(r) and sync_counts(m)[1] == 1, timeout=30, what="the link to the restarted master")
+    assert sync_counts(m)[0] == 0
+    assert "Successful partial resynchronization with master." in rs.output().split("Connection with master lost.")[-1]
+    workload(m, "b")
+    same_data(m, r)
+
+
+def test_ophidis_master_restart_continues_a_redis_server_replica(real, start_server):
+    """An Ophidis master restarted from its RDB file: Debian's
+    redis-server replica continues with PSYNC."""
+    ms, m = ophidis(start_server)
+    rp = real()
+    r = rp.client()
+    replicate(r, ms.port)
+    workload(m, "a")
+    same_data(m, r)
+    assert _log_count(rp, "Master accepted a Partial Resynchronization") == 0
+    m.shutdown(save=True)
+    ms.proc.wait(20)
+    ms2, m = ophidis(start_server, "--dir", ms.dir, "--port", str(ms.port))
+    wait_until(lambda: linked(r) and sync_counts(m)[1] == 1, timeout=30, what="the link to the restarted master")
+    assert sync_counts(m)[0] == 0
+    assert _log_count(rp, "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.") == 1
+    workload(m, "b")
+    same_data(m, r)
+
+
+def test_ophidis_replica_restart_continues_with_a_redis_server_master(real, start_server):
+    """An Ophidis replica restarted from its own RDB file (replication id
+    and offset in its aux fields) continues partially with redis-server,
+    including what the master wrote while it was down."""
+    rp = real()
+    m = rp.client()
+    rs, r = ophidis(start_server)
+    replicate(r, rp.port)
+    workload(m, "a")
+    same_data(m, r)
+    assert sync_counts(m)[:2] == (1, 0)
+    r.shutdown(save=True)
+    rs.proc.wait(20)
+    workload(m, "b")
+    rs2, r = ophidis(start_server, "--replicaof", "127.0.0.1", str(rp.port), "--dir", rs.dir)
+    wait_until(lambda: linked(r), timeout=30, what="the restarted replica's link")
+    assert sync_counts(m)[:2] == (1, 1)
+    assert "Successful partial resynchronization with master." in rs2.output()
+    same_data(m, r)
