@@ -991,15 +991,22 @@ def _log_count(proc, text):
     return proc.output().count(text)
 
 
-def test_redis_server_master_restart_continues_an_ophidis_replica(real, start_server):
-    """redis-server master restarted from its RDB file: the Ophidis replica
-    reconnects and continues with PSYNC (+CONTINUE, no full sync)."""
+def _redis_master_and_ophidis_replica(real, start_server):
+    """A redis-server master, an Ophidis replica in sync with it after a
+    workload: (master process, its client, replica process, its client)."""
     rp = real()
     m = rp.client()
     rs, r = ophidis(start_server)
     replicate(r, rp.port)
     workload(m, "a")
     same_data(m, r)
+    return rp, m, rs, r
+
+
+def test_redis_server_master_restart_continues_an_ophidis_replica(real, start_server):
+    """redis-server master restarted from its RDB file: the Ophidis replica
+    reconnects and continues with PSYNC (+CONTINUE, no full sync)."""
+    rp, m, rs, r = _redis_master_and_ophidis_replica(real, start_server)
     old = info(m)["master_replid"]
     m.shutdown(save=True)
     rp.proc.wait(20)
@@ -1037,12 +1044,7 @@ def test_ophidis_replica_restart_continues_with_a_redis_server_master(real, star
     """An Ophidis replica restarted from its own RDB file (replication id
     and offset in its aux fields) continues partially with redis-server,
     including what the master wrote while it was down."""
-    rp = real()
-    m = rp.client()
-    rs, r = ophidis(start_server)
-    replicate(r, rp.port)
-    workload(m, "a")
-    same_data(m, r)
+    rp, m, rs, r = _redis_master_and_ophidis_replica(real, start_server)
     assert sync_counts(m)[:2] == (1, 0)
     r.shutdown(save=True)
     rs.proc.wait(20)
