@@ -152,15 +152,16 @@ class ServerProc(_Process):
 class RedisServerProc(_Process):
     """Debian's redis-server (7.0), the reference: --port, --save "",
     --appendonly no, --dir (a new temporary directory unless given),
-    --enable-debug-command yes, then args.  Its log goes to redis.log in
+    --enable-debug-command yes, then args; ``port`` (a free one unless
+    given: a restart on the same directory and port).  Its log goes to redis.log in
     its directory."""
 
-    def __init__(self, args=(), dir=None, debug=True, wait=True):
+    def __init__(self, args=(), dir=None, debug=True, wait=True, port=None):
         if REDIS_SERVER is None:
             raise RuntimeError("redis-server is not installed")
         self.dir = dir or tempfile.mkdtemp(prefix="redis-ref-")
         self.own_dir = dir is None
-        self.port = free_port()
+        self.port = port or free_port()
         self.logpath = os.path.join(self.dir, "redis.log")
         cmd = [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
                "--dir", self.dir, "--logfile", "redis.log"]

@@ -106,7 +106,6 @@ def psync_cmd(c, argv):
             raise RedisError("ERR PSYNC FAILOVER can't be sent to a master.")
         if argv[1].decode("utf-8", "replace") != srv.replid:
             raise RedisError("ERR PSYNC FAILOVER replid must match my replid.")
-        srv.replica_link.apply_buffered()     # the old master's last bytes are ours
         replica.unset_master(srv)
         log.notice("MASTER MODE enabled (failover request from '%s')" % c.info_string())
     _check_can_sync(c)

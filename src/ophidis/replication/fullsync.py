@@ -17,8 +17,9 @@ for the next snapshot child; several replicas can share one:
   sent as ``$<len>`` and the held stream right after.
 
 ``+FULLRESYNC <replid> <offset>`` goes out when the child forks: the offset
-is the stream's at that moment, and everything after it is held for the
-replica until its payload is delivered.
+is the stream's at that moment, and everything after it stays in the shared
+replication buffer for the replica (the backlog grows past its size
+meanwhile) until its payload is delivered.
 """
 
 from __future__ import annotations
@@ -69,8 +70,7 @@ class FullSync:
                     other = r
                     break
             if other is not None:
-                self._setup(c, other.repl.initial_offset, False)
-                st.pending = list(other.repl.pending or ())
+                self._setup(c, other.repl.initial_offset, False)    # the same stream from its fork
                 log.notice("Waiting for end of BGSAVE for SYNC")
             else:
                 log.notice("Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC")
@@ -156,7 +156,7 @@ class FullSync:
         st.initial_offset = off
         st.ack_off = off
         st.socket = socket
-        st.pending = []
+        st.hold = off + 1           # the stream from here waits in the shared buffer
         self.feed.last_db = -1
         if not st.pre_psync:
             c.push(b"+FULLRESYNC %s %d\r\n" % (self.server.replid.encode(), off))

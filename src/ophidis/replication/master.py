@@ -4,9 +4,12 @@
 
 * the **offset** (``master_repl_offset``): bytes of stream produced (on a
   master) or processed from our own master (on a replica);
-* the **backlog**: the last ``repl-backlog-size`` bytes of that stream,
-  created when the first replica attaches (with a fresh replication id, as
-  Redis does), kept while replicas come and go, freed after
+* the **backlog**: the recent bytes of that stream in the shared
+  replication buffer (``ReplBuffer``, Redis 7.0's blocks: the backlog and
+  the replicas read the same bytes; ``repl-backlog-size`` bounds what the
+  backlog keeps for itself, a replica still owed older bytes keeps them
+  too), created when the first replica attaches (with a fresh replication
+  id, as Redis does), kept while replicas come and go, freed after
   ``repl-backlog-ttl`` seconds without replicas (on a master only);
 * the **replication ids**: ``server.replid`` (the current history) and the
   secondary ``replid2`` valid up to ``second_offset``, set when a replica is
@@ -32,9 +35,10 @@ from __future__ import annotations
 
 import os
 import time
+from bisect import bisect_right
 
 from .. import log
-from ..protocol.resp import encode_argv
+from ..protocol.resp import encode_argv, sdscatrepr
 from .failover import NO_FAILOVER, Failover
 from .fullsync import ONLINE, SEND_BULK, STATE_NAMES, WAIT_BGSAVE, WAIT_BGSAVE_START, FullSync
 from .propagate import EXEC, MULTI, TO_REPL, select_cmd
@@ -47,7 +51,7 @@ ZERO_ID = "0" * 40
 PING = encode_argv([b"PING"])
 GETACK = encode_argv([b"REPLCONF", b"GETACK", b"*"])
 
-__all__ = ["ReplFeed", "ReplicaState", "Backlog", "replconf_settings", "ONLINE", "SEND_BULK",
+__all__ = ["ReplFeed", "ReplicaState", "ReplBuffer", "replconf_settings", "ONLINE", "SEND_BULK",
            "WAIT_BGSAVE", "WAIT_BGSAVE_START"]
 
 
@@ -55,42 +59,166 @@ def new_replid() -> str:
     return os.urandom(20).hex()
 
 
-class Backlog:
-    """The last ``size`` bytes of the replication stream; ``offset`` is the
-    replication offset of its first byte (repl_backlog_first_byte_offset)."""
+# Redis 7.0's replication buffer blocks: at least PROTO_REPLY_CHUNK_BYTES,
+# at most a sixteenth of repl-backlog-size (a big write spans several); a
+# block takes the whole allocation jemalloc gives for it and its header,
+# and its list node is counted too.
+BLOCK_MIN = 16 * 1024
+BLOCK_HEADER = 40           # sizeof(replBufBlock)
+LIST_NODE = 24              # sizeof(listNode)
+BLOCK_OVERHEAD = BLOCK_HEADER + LIST_NODE
+BACKLOG_MIN = 16 * 1024     # CONFIG_REPL_BACKLOG_MIN_SIZE
+INDEX_EVERY = 64            # REPL_BACKLOG_INDEX_PER_BLOCKS: one block in 64 is indexed
+RAX_NODE = 4                # sizeof(raxNode), the index's empty head
 
-    __slots__ = ("size", "buf", "offset")
+
+def alloc_size(n: int) -> int:
+    """jemalloc's size class for ``n`` bytes (zmalloc_usable): four
+    classes per doubling (16-byte steps up to 128)."""
+    if n <= 8:
+        return 8
+    if n <= 128:
+        return (n + 15) & ~15
+    step = 1 << ((n - 1).bit_length() - 3)
+    return (n + step - 1) // step * step
+
+
+class ReplBuffer:
+    """The shared replication buffer (Redis 7.0's list of replBufBlock):
+    the stream's recent bytes in blocks, read by the backlog (partial
+    resyncs) and by every replica that has not taken them yet.
+
+    ``offset`` is the replication offset of its first byte
+    (repl_backlog_first_byte_offset) and ``histlen`` its length.  The
+    front is freed a whole block at a time while the history is longer
+    than ``size`` (repl-backlog-size), but never a block a replica still
+    needs (``trim(hold)``): a slow replica or one waiting for its payload
+    lets the backlog grow past its size, and a replica reconnecting
+    meanwhile continues from it.  ``mem`` is mem_total_replication_buffers.
+    """
+
+    __slots__ = ("size", "blocks", "starts", "caps", "offset", "histlen", "mem", "first_id", "made")
 
     def __init__(self, size: int, first: int):
-        self.size = size
-        self.buf = bytearray()
+        self.size = max(size, BACKLOG_MIN)
+        self.blocks = []        # bytearrays; every one but the last is full
+        self.starts = []        # the offset of each block's first byte
+        self.caps = []          # each block's capacity
         self.offset = first
+        self.histlen = 0
+        self.mem = 0
+        self.first_id = 0       # ordinal of the first live block
+        self.made = 0           # blocks made since the backlog was created
 
-    def append(self, data):
-        self.buf += data
-        self._trim()
+    def append(self, data) -> bool:
+        """Add stream bytes; True when a new block was made (Redis checks
+        the replicas' output limits then)."""
+        n = len(data)
+        pos = 0
+        if self.blocks:
+            tail = self.blocks[-1]
+            room = self.caps[-1] - len(tail)
+            if room > 0:
+                pos = room if room < n else n
+                tail += data[:pos] if pos < n else data
+        added = pos < n
+        while pos < n:
+            left = n - pos
+            limit = self.size >> 4
+            if limit < BLOCK_MIN:
+                limit = BLOCK_MIN
+            want = left if left > BLOCK_MIN else BLOCK_MIN
+            if want > limit:
+                want = limit
+            usable = alloc_size(want + BLOCK_HEADER)
+            cap = usable - BLOCK_HEADER
+            self.starts.append(self.offset + self.histlen + pos)
+            self.blocks.append(bytearray(data[pos:pos + cap]))
+            self.caps.append(cap)
+            self.mem += usable + LIST_NODE
+            self.made += 1
+            pos += cap
+        self.histlen += n
+        return added
 
-    def resize(self, size: int):
-        self.size = size
-        self._trim()
+    def resize(self, size: int, hold=None):
+        self.size = max(size, BACKLOG_MIN)
+        self.trim(hold)
 
-    def _trim(self):
-        over = len(self.buf) - self.size
-        if over > 0:
-            # bytearray drops a prefix without moving the rest
-            del self.buf[:over]
-            self.offset += over
+    def trim(self, hold=None):
+        """incrementalTrimReplicationBacklog: free whole blocks at the front
+        while the history stays longer than ``size`` without them; ``hold``
+        is the first offset a replica still needs (None: none)."""
+        starts = self.starts
+        caps = self.caps
+        nb = len(starts)
+        i = 0
+        hist = self.histlen
+        size = self.size
+        while hist > size and nb - i > 1:
+            if hold is not None and hold < starts[i + 1]:
+                break               # a replica reads this block
+            if hist - caps[i] <= size:
+                break
+            hist -= caps[i]
+            self.mem -= caps[i] + BLOCK_OVERHEAD
+            i += 1
+        if i:
+            del self.blocks[:i], starts[:i], caps[:i]
+            self.first_id += i
+            self.offset = starts[0]
+            self.histlen = hist
 
-    @property
-    def histlen(self) -> int:
-        return len(self.buf)
+    def latest_repr(self, n=256) -> bytes:
+        """showLatestBacklog: the last ``n`` bytes, each block's part quoted
+        as sdscatrepr does."""
+        out = []
+        i = len(self.blocks) - 1
+        while n and i >= 0:
+            b = self.blocks[i]
+            take = len(b) if len(b) < n else n
+            out.append(sdscatrepr(b[len(b) - take:]))
+            n -= take
+            i -= 1
+        return b"".join(reversed(out))
+
+    def index_bytes(self) -> int:
+        """The block index's memory (a rax of every 64th block; its nodes
+        estimated at two per entry)."""
+        n = self.made // INDEX_EVERY - self.first_id // INDEX_EVERY
+        return RAX_NODE * (1 + 2 * n) + 8 * n
+
+    def clear(self, first: int):
+        self.first_id = self.made = 0
+        self.blocks, self.starts, self.caps = [], [], []
+        self.offset = first
+        self.histlen = 0
+        self.mem = 0
 
     def has(self, off: int) -> bool:
         """Whether a replica wanting ``off`` as its next byte can continue."""
-        return self.offset <= off <= self.offset + len(self.buf)
+        return self.offset <= off <= self.offset + self.histlen
+
+    def _index(self, off: int) -> int:
+        i = bisect_right(self.starts, off) - 1
+        return i if i > 0 else 0
 
     def since(self, off: int) -> bytes:
-        return bytes(self.buf[off - self.offset:])
+        if not self.blocks or off >= self.offset + self.histlen:
+            return b""
+        i = self._index(off)
+        head = self.blocks[i][off - self.starts[i]:]
+        return b"".join([head] + self.blocks[i + 1:])
+
+    def usage_from(self, off: int) -> int:
+        """getClientOutputBufferMemoryUsage of a replica whose next byte
+        to send is ``off``: the blocks from the one holding it to the last,
+        the last counted whole."""
+        if not self.blocks:
+            return 0
+        i = self._index(off)
+        n = len(self.blocks) - i
+        return self.starts[-1] + self.caps[-1] - self.starts[i] + n * BLOCK_OVERHEAD
 
 
 class ReplicaState:
@@ -98,7 +226,8 @@ class ReplicaState:
     client): its sync state, listening address, capabilities, offsets."""
 
     __slots__ = ("state", "port", "ip", "capa_eof", "capa_psync2", "rdb_only", "filter",
-                 "ack_off", "ack_time", "initial_offset", "pre_psync", "pending", "since", "socket")
+                 "ack_off", "ack_time", "initial_offset", "pre_psync", "hold", "base", "sent",
+                 "since", "socket")
 
     def __init__(self, conf: dict, addr: str):
         self.state = WAIT_BGSAVE_START
@@ -112,7 +241,12 @@ class ReplicaState:
         self.ack_time = time.time()
         self.initial_offset = 0
         self.pre_psync = False        # plain SYNC: no ACKs expected
-        self.pending = None           # stream held until the payload is delivered (and ACKed)
+        # the stream owed to it stays in the shared buffer: while its payload
+        # is on its way (and ACKed), from ``hold``; once online, what its
+        # connection has not taken of the bytes from ``base`` to ``sent``
+        self.hold = None
+        self.base = 0
+        self.sent = 0
         self.since = time.time()
         self.socket = False           # served by the diskless child
 
@@ -161,12 +295,16 @@ class ReplFeed:
                     "New replication ID is %s" % (self.replid2, self.second_offset, srv.replid))
 
     def _resize_backlog(self, *_):
-        """CONFIG SET repl-backlog-size takes effect at once (resizeReplicationBacklog)."""
+        """CONFIG SET repl-backlog-size takes effect at once
+        (resizeReplicationBacklog), never below 16 KB."""
+        cfg = self.server.config
+        if cfg["repl-backlog-size"] < BACKLOG_MIN:
+            cfg.values["repl-backlog-size"] = BACKLOG_MIN
         if self.backlog is not None:
-            self.backlog.resize(self.server.config["repl-backlog-size"])
+            self.backlog.resize(self.server.config["repl-backlog-size"], self.hold())
 
     def create_backlog(self):
-        self.backlog = Backlog(self.server.config["repl-backlog-size"], self.offset + 1)
+        self.backlog = ReplBuffer(self.server.config["repl-backlog-size"], self.offset + 1)
         self._update_attach()
 
     def free_backlog(self):
@@ -181,8 +319,7 @@ class ReplFeed:
         self.offset = offset
         if self.backlog is None:
             self.create_backlog()
-        self.backlog.offset = offset + 1
-        self.backlog.buf = bytearray()
+        self.backlog.clear(offset + 1)
         self.no_replicas_since = time.time()
 
     def restore(self, aux: dict, expired=()):
@@ -275,13 +412,58 @@ class ReplFeed:
 
     def _emit(self, data):
         self.offset += len(data)
-        self.backlog.append(data)
+        off = self.offset
+        grown = self.backlog.append(data)
         for r in self.replicas:
             st = r.repl
-            if st.pending is not None:
-                st.pending.append(data)
-            elif st.state == ONLINE and not r.closing:
+            if st.hold is None and st.state == ONLINE and not r.closing:
+                st.sent = off
                 r.push(data)
+        if grown:
+            # a new block: the replicas' output limits, then the backlog's trim
+            self.check_limits()
+            self.backlog.trim(self.hold())
+
+    # -- the shared buffer ------------------------------------------------------------
+    def position(self, r):
+        """The first stream offset replica ``r`` still needs from the
+        shared buffer, or None (it reads nothing of it)."""
+        st = r.repl
+        if st.hold is not None:
+            return st.hold
+        if st.state != ONLINE or r.closing:
+            return None
+        t = r.transport
+        unsent = t.get_write_buffer_size() if t is not None else 0
+        pos = st.sent + 1 - unsent
+        return pos if pos > st.base else st.base
+
+    def hold(self):
+        """The oldest offset any replica still needs (None: none)."""
+        low = None
+        for r in self.replicas:
+            pos = self.position(r)
+            if pos is not None and (low is None or pos < low):
+                low = pos
+        return low
+
+    def replica_usage(self, r) -> int:
+        """A replica's output buffer figure: the shared blocks it references."""
+        pos = self.position(r)
+        return 0 if pos is None or self.backlog is None else self.backlog.usage_from(pos)
+
+    def check_limits(self):
+        """client-output-buffer-limit replica, counted on the shared blocks
+        each replica references (a replica waiting for its payload too)."""
+        srv = self.server
+        for r in list(self.replicas):
+            pos = self.position(r)
+            if pos is not None:
+                srv.check_output_limits(r, self.backlog.usage_from(pos))
+
+    def trim(self):
+        if self.backlog is not None:
+            self.backlog.trim(self.hold())
 
     def _select(self, out, dbid):
         if dbid != self.last_db:
@@ -307,6 +489,7 @@ class ReplFeed:
         if c in self.replicas:
             self.replicas.remove(c)
             self._gone(c)
+            self.trim()          # the blocks it held go, down to repl-backlog-size
             srv = self.server
             p = srv.persistence
             if (not srv.config["save"] and c.repl.state == WAIT_BGSAVE and p.child_pid is not None
@@ -374,6 +557,8 @@ class ReplFeed:
         st = self.new_replica(c)
         st.state = ONLINE
         st.ack_time = time.time()
+        st.base = off
+        st.sent = self.offset
         data = bl.since(off)
         head = b"+CONTINUE %s\r\n" % srv.replid.encode() if st.capa_psync2 else b"+CONTINUE\r\n"
         log.notice("Partial resynchronization request from %s accepted. Sending %d bytes of "
@@ -392,11 +577,15 @@ class ReplFeed:
         log.notice("Synchronization with replica %s succeeded" % self.replica_name(c))
 
     def _release(self, c):
+        """The stream held for ``c`` since its payload's fork goes out."""
         st = c.repl
-        pending = st.pending
-        st.pending = None
-        if pending:
-            c.push(b"".join(pending))
+        start = st.hold
+        st.hold = None
+        st.base = start
+        st.sent = self.offset
+        data = self.backlog.since(start)
+        if data:
+            c.push(data)
 
     def bgsave_done(self, ok: bool, socket: bool):
         """The RDB child ended (Persistence calls this)."""
@@ -417,7 +606,7 @@ class ReplFeed:
         if off > st.ack_off:
             st.ack_off = off
         st.ack_time = time.time()
-        if st.pending is not None and st.state == ONLINE:
+        if st.hold is not None and st.state == ONLINE:
             self._release(c)       # the first ACK after an EOF-marked payload
         if self.failover.state != NO_FAILOVER:
             self.failover.update()
@@ -527,13 +716,11 @@ class ReplFeed:
             self.feed_command(PING)
         now = time.time()
         timeout = cfg["repl-timeout"]
-        link = srv.replica_link
-        if link is not None and link.state != "connected":
-            # our master is away: our replicas still hear from us (a newline
-            # is no part of the stream and moves no offset)
-            for r in self.replicas:
-                if r.repl.state == ONLINE and r.repl.pending is None and not r.closing:
-                    r.push(b"\n")
+        # Online replicas get nothing but the stream: no newline keep-alive
+        # while our own master is away either (Redis stopped that in PSYNC2,
+        # a newline can land in the middle of the stream's bytes); a
+        # sub-replica times out then and hears NOMASTERLINK until we are
+        # linked again.
         for r in list(self.replicas):
             st = r.repl
             if st.state != ONLINE:
@@ -546,6 +733,7 @@ class ReplFeed:
                 log.warning("Disconnecting timedout replica (streaming sync): %s" % self.replica_name(r))
                 r.close()
         self.prune()
+        self.trim()              # replicas that caught up release their blocks
         ttl = cfg["repl-backlog-ttl"]
         if not self.replicas and ttl and self.backlog is not None and srv.replica_link is None \
                 and now - self.no_replicas_since > ttl:
@@ -556,23 +744,29 @@ class ReplFeed:
 
     # -- memory -------------------------------------------------------------------------------
     def backlog_bytes(self) -> int:
+        """mem_replication_backlog: the shared buffer, but with replicas
+        attached only up to repl-backlog-size (the rest is theirs)."""
         bl = self.backlog
-        return bl.histlen if bl is not None else 0
+        if bl is None:
+            return 0
+        size = self.server.config["repl-backlog-size"]
+        if self.replicas and bl.mem > size:
+            return size + bl.index_bytes()
+        return bl.mem + bl.index_bytes()
 
-    def replica_output_bytes(self) -> int:
-        """What the replicas have not taken yet: written but unsent, and held."""
-        n = 0
-        for r in self.replicas:
-            t = r.transport
-            if t is not None and not r.closing:
-                n += t.get_write_buffer_size()
-            if r.repl.pending:
-                n += sum(len(x) for x in r.repl.pending)
-        return n
+    def replicas_share(self) -> int:
+        """What the replicas hold of the shared buffer beyond the backlog
+        (Redis's mem_clients_slaves)."""
+        bl = self.backlog
+        if bl is None or not self.replicas:
+            return 0
+        over = bl.mem - self.server.config["repl-backlog-size"]
+        return over if over > 0 else 0
 
     def buffer_bytes(self) -> int:
-        """mem_total_replication_buffers: the backlog and the replicas' output."""
-        return self.backlog_bytes() + self.replica_output_bytes()
+        """mem_total_replication_buffers: the shared buffer's blocks."""
+        bl = self.backlog
+        return bl.mem if bl is not None else 0
 
     # -- reports ------------------------------------------------------------------------------
     def offset_lines(self) -> list:

@@ -32,13 +32,13 @@ a master with the data it has; its replication id becomes the secondary one
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
+import sys
 import time
 
 import hiredis
 
-from .. import log
+from .. import crash, log
+from ..commands import lookup_fullname
 from ..commands.command_cmd import get_keys
 from ..keyspace.db import stats
 from ..net.client import Client
@@ -86,7 +86,6 @@ class ReplicaLink:
         self.rd = None            # the stream's parser state while connected
         self.raw = bytearray()
         self.used = 0
-        self.reader = None
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self):
@@ -375,7 +374,6 @@ class ReplicaLink:
         self.rd = hiredis.Reader()
         self.raw = bytearray()      # read, not yet part of the applied offset
         self.used = 0               # bytes of raw that belong to commands already run
-        self.reader = reader
         self.writer = writer
         # the first ACK at once: a master holding the stream after an
         # EOF-marked payload starts it on this ACK
@@ -410,14 +408,16 @@ class ReplicaLink:
 
     def _apply(self, data: bytes):
         """Run the master's commands in ``data`` (whole units advance the
-        offset and go, unchanged, to our backlog and replicas)."""
+        offset and go, unchanged, to our backlog and replicas).  What ran
+        is accounted even when the rest of ``data`` cannot be parsed (the
+        link then drops and PSYNC continues after the last applied unit)."""
         srv = self.srv
         feed = srv.repl_feed
         mc = self.client
         raw = self.raw
         if len(raw) == self.used and data[:1] == b"\n":
-            # a keep-alive between commands (a replica whose own master is
-            # away sends these): not part of the stream
+            # an empty line between commands (masters before PSYNC2 sent
+            # these as keep-alives): skipped, no part of the stream
             data = data.lstrip(b"\n")
             if not data:
                 return
@@ -426,64 +426,39 @@ class ReplicaLink:
         raw += data
         used = self.used
         applied = 0         # bytes of raw applied as whole units
-        while True:
-            req = rd.gets()
-            if req is False:
-                break
-            if req.__class__ is not list or not req:
-                continue
-            size = request_size(req)   # the master's canonical encoding
-            self.read_offset += size
-            name = req[0].lower()
-            if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
-                self.writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
-            else:
-                srv.applying_master = True
-                try:
-                    rep = srv.process_command(mc, req)
-                    if rep is not None and rep[:1] == b"-":
-                        _critical(rep, req)
-                except Exception as e:  # noqa: BLE001
-                    log.warning("Error applying a command from the master: %r" % e)
-                finally:
-                    srv.applying_master = False
-            used += size
-            if mc.multi is None:
-                applied = used
-        if applied:
-            # what we applied joins our history and our replicas' stream
-            feed.feed_from_master(bytes(raw[:applied]))
-            del raw[:applied]
-            used -= applied
-        self.used = used
-        self.stream_db = mc.db.id
-
-    def apply_buffered(self):
-        """What our master sent that we have not run yet (already read from
-        the socket into the stream reader's buffer): run it now.  Before a
-        PSYNC FAILOVER promotes us, so our offset is the old master's."""
-        if self.client is None or self.rd is None or self.reader is None:
-            return
-        data = b""
-        buf = getattr(self.reader, "_buffer", None)
-        if buf:
-            data = bytes(buf)
-            buf.clear()
-        # and what is still in the kernel's buffer: the link is torn down
-        # right after this, so nothing else reads the socket any more
-        sock = self.writer.get_extra_info("socket") if self.writer is not None else None
-        if sock is not None:
-            with socket.socket(fileno=os.dup(sock.fileno())) as s:
-                while True:
+        try:
+            while True:
+                req = rd.gets()
+                if req is False:
+                    break
+                if req.__class__ is not list or not req:
+                    continue
+                size = request_size(req)   # the master's canonical encoding
+                self.read_offset += size
+                name = req[0].lower()
+                if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
+                    self.writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
+                else:
+                    srv.applying_master = True
                     try:
-                        more = s.recv(1 << 16, socket.MSG_DONTWAIT)
-                    except OSError:
-                        break
-                    if not more:
-                        break
-                    data += more
-        if data:
-            self._apply(data)
+                        rep = srv.process_command(mc, req)
+                        if rep is not None and rep[:1] == b"-":
+                            _critical(srv, rep, req)
+                    except Exception as e:  # noqa: BLE001
+                        log.warning("Error applying a command from the master: %r" % e)
+                    finally:
+                        srv.applying_master = False
+                used += size
+                if mc.multi is None:
+                    applied = used
+        finally:
+            if applied:
+                # what we applied joins our history and our replicas' stream
+                feed.feed_from_master(bytes(raw[:applied]))
+                del raw[:applied]
+                used -= applied
+            self.used = used
+            self.stream_db = mc.db.id
 
     # -- a writable replica's own keys ------------------------------------------------
     def remember_expires(self, c, cmd, argv):
@@ -550,13 +525,39 @@ class ReplicaLink:
                 "sync": b"sync", "connected": b"connected"}[self.state]
 
 
-def _critical(reply: bytes, req):
-    """Our master's command failed here: the data may diverge (Redis logs
-    the same and counts it)."""
+# Redis's shared error objects keep their "-ERR " in the CRITICAL line;
+# the other ERR errors are formatted without it (addReplyError).
+_SHARED_ERR = frozenset((b"ERR", b"ERR syntax error", b"ERR no such key", b"ERR index out of range"))
+
+
+def _error_text(reply: bytes) -> bytes:
+    """The error as afterErrorReply logs it: a message of code ERR without
+    its code, other codes (and the shared ERR objects) with their dash."""
+    msg = reply[1:].rstrip(b"\r\n")
+    if msg.startswith(b"ERR ") and msg not in _SHARED_ERR:
+        msg = msg[4:]
+    else:
+        msg = b"-" + msg
+    return msg[:4096]
+
+
+def _critical(srv, reply: bytes, req):
+    """Our master's command failed here: the data may diverge.  Redis's
+    afterErrorReply for a master client: the CRITICAL line, the last bytes
+    of our backlog, the count, and with propagation-error-behavior panic or
+    panic-on-replicas (a read-only replica) a panic."""
+    cmd = lookup_fullname(req)
+    name = cmd.fullname if cmd is not None else "<unknown>"
     stats.unexpected_error_replies += 1
     log.warning("== CRITICAL == This replica is sending an error to its master: '%s' after processing "
-                "the command '%s'" % (reply[1:].rstrip(b"\r\n").decode("utf-8", "replace"),
-                                      req[0].lower().decode("utf-8", "replace")))
+                "the command '%s'" % (_error_text(reply).decode("utf-8", "replace"), name))
+    bl = srv.repl_feed.backlog
+    if bl is not None and bl.histlen > 0:
+        log.warning("Latest backlog is: '%s'" % bl.latest_repr().decode("utf-8", "replace"))
+    cfg = srv.config
+    if cfg["replica-read-only"] and cfg["propagation-error-behavior"] in ("panic", "panic-on-replicas"):
+        crash.panic(srv, "This replica panicked sending an error to its master after processing the "
+                    "command '%s'" % name, "replica.py:%d" % sys._getframe().f_lineno)
 
 
 def set_master(srv, host: str, port: int, stream_db=None):

@@ -186,4 +186,7 @@ class Clients:
                 if c.closing or c.id not in self.clients:
                     self.obuf_soft.pop(c.id, None)
                 else:
-                    self.check_output_limits(c, c.transport.get_write_buffer_size(), 0, from_cron=True)
+                    # a replica's figure is the shared replication blocks it references
+                    held = self.repl_feed.replica_usage(c) if c.repl is not None \
+                        else c.transport.get_write_buffer_size()
+                    self.check_output_limits(c, held, 0, from_cron=True)
