@@ -208,7 +208,7 @@ class Client(asyncio.Protocol):
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
         "killed", "in_script", "push_buf", "script_caller", "is_master",
-        "block_argv", "repl", "mem_usage",
+        "block_argv", "repl", "mem_usage", "cluster_asking", "cluster_readonly",
         "__weakref__",
     )
 
@@ -224,6 +224,8 @@ class Client(asyncio.Protocol):
         self.closing = False
         self.close_after_reply = False
         self.blocked = False
+        self.cluster_asking = False     # ASKING (for the next command)
+        self.cluster_readonly = False   # READONLY
         self.paused_queue = None
         self.addr = "?"
         self.laddr = "?"

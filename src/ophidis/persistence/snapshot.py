@@ -345,7 +345,7 @@ class Persistence:
                 db.expires.update(exps)
                 continue
             db.flush()
-            db.d = d
+            db.d = d if db.d.__class__ is dict else db.d.__class__(d)
             db.expires = exps
             db._expire_snapshot = None
             db._scan_cache = {}

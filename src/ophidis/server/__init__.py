@@ -18,6 +18,7 @@ from collections import deque
 
 from .. import crash, log, sysinfo
 from ..commands import TABLE, load_all
+from ..cluster import Cluster
 from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
@@ -100,6 +101,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # subsystems, in install order
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
+        "cluster",
     )
 
     def __init__(self, config: Config):
@@ -206,9 +208,12 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.tracking = Tracking(self)
         self.memory = Memory(self)
         self.lazyfree = self.memory.lazyfree
+        self.cluster = None
         self.repl_feed = ReplFeed(self)
         self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
         self.migrate_sockets = MigrateSockets(self)   # MIGRATE's connections to targets
+        # cluster.Cluster with cluster-enabled yes, else None
+        self.cluster = Cluster(self) if config["cluster-enabled"] else None
 
     def running_script(self):
         """The context of the script or function running now, or None."""
@@ -309,7 +314,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     def update_server_slow(self):
         slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
-                    or self.loading or self.propagate_hooks
+                    or self.loading or self.propagate_hooks or self.cluster is not None
                     or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
         client_mod.set_server_slow(slow)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from time import perf_counter
 
 from .. import log
+from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
 from ..commands import TABLE
 from ..commands.transactions import discard_transaction
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
@@ -80,6 +81,21 @@ class Dispatch:
         if in_multi and cmd.nomulti:
             return self.reject(c, cmd, RedisError("ERR Command not allowed inside a transaction"))
         base = cmd.parent.name if cmd.parent is not None else cmd.name
+        cl = self.cluster
+        if cl is not None:
+            asking = c.cluster_asking
+            if asking and (c.multi is None or base == "exec") and base != "asking":
+                c.cluster_asking = False     # ASKING is for the next command (or transaction)
+            if not c.is_master and may_have_keys(cmd):
+                node, slot, code = get_node_by_query(cl, c, cmd, argv, asking)
+                if node is None or node is not cl.myself:
+                    if base == "exec":
+                        discard_transaction(c)
+                    elif in_multi:
+                        c.multi_error = True
+                    cmd.rejected_calls += 1
+                    e = redirect_error(cl, c, node, slot, code)
+                    return self.filter_reply(c, c.error_reply(e))
         if self.maxmemory and not c.in_script:
             oom = self.memory.evict_hook()
             if oom:
