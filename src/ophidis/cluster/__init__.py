@@ -117,7 +117,7 @@ class Cluster(Gossip, Failover, Links):
             log.notice("No cluster configuration found, I'm %s" % self.myself.name.decode())
             self.add_node(self.myself)
             self.save_config_or_die(True)
-        port = cfg["tls-port"] if cfg["tls-cluster"] else cfg["port"]
+        port = cfg["port"]
         if not cfg["cluster-port"] and port > 65535 - 10000:
             log.warning("Redis port number too high. Cluster communication port is 10,000 port numbers "
                         "higher than your Redis port. Your Redis port number must be 55535 or less.")
@@ -300,14 +300,12 @@ class Cluster(Gossip, Failover, Links):
     def announced_ports(self):
         """deriveAnnouncedPorts: (port, pport, cport)."""
         cfg = self.srv.config
-        tls = cfg["tls-cluster"]
-        port = cfg["tls-port"] if tls else cfg["port"]
-        pport = cfg["port"] if tls else 0
+        # (TLS, issue 16, adds tls-cluster: the TLS port announced, the
+        # plaintext one as pport)
+        port = cfg["port"]
+        pport = 0
         cport = cfg["cluster-port"] or port + 10000
-        if tls and cfg["cluster-announce-tls-port"]:
-            port = cfg["cluster-announce-tls-port"]
-            pport = cfg["cluster-announce-port"]
-        elif cfg["cluster-announce-port"]:
+        if cfg["cluster-announce-port"]:
             port = cfg["cluster-announce-port"]
         if cfg["cluster-announce-bus-port"]:
             cport = cfg["cluster-announce-bus-port"]

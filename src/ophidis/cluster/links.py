@@ -101,7 +101,7 @@ class Links:
     async def listen_bus(self):
         srv = self.srv
         cfg = srv.config
-        port = cfg["tls-port"] if cfg["tls-cluster"] else cfg["port"]
+        port = cfg["port"]
         cport = cfg["cluster-port"] or port + 10000
         try:
             socks = srv._bind_tcp(cport, cfg["tcp-backlog"])

@@ -199,7 +199,7 @@ def cluster_slots(c, argv):
 
 
 def _shard_node(c, cl, n) -> bytes:
-    tls = c.server.config["tls-cluster"]
+    tls = False      # tls-cluster (issue 16)
     fields = [(b"id", bulk(n.name))]
     plain = n.pport if tls else n.port
     tlsport = n.port if tls else 0
@@ -418,8 +418,7 @@ def cluster_info(c, argv):
 
 @command("cluster|saveconfig")
 def cluster_saveconfig(c, argv):
-    cl = _cluster(c)
-    if cl.save_config(True):
+    if _cluster(c).save_config(True):
         return OK
     raise RedisError("ERR error saving the cluster node config: %s" % os.strerror(2))
 

@@ -185,6 +185,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.shutdown_wait = None      # (deadline, flags, clients) while waiting for replicas
         self.exit_code = 0
         self._stopping = False
+        self.cluster = None            # set at the end of the install list
         # cached config values used on hot paths
         self.requirepass = None
         self.client_query_buffer_limit = 1 << 30
@@ -208,12 +209,12 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.tracking = Tracking(self)
         self.memory = Memory(self)
         self.lazyfree = self.memory.lazyfree
-        self.cluster = None
         self.repl_feed = ReplFeed(self)
         self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
         self.migrate_sockets = MigrateSockets(self)   # MIGRATE's connections to targets
         # cluster.Cluster with cluster-enabled yes, else None
         self.cluster = Cluster(self) if config["cluster-enabled"] else None
+        self.update_server_slow()      # every command routed in cluster mode
 
     def running_script(self):
         """The context of the script or function running now, or None."""
