@@ -38,11 +38,12 @@ def may_have_keys(cmd) -> bool:
 
 def get_node_by_query(cluster, c, cmd, argv, asking: bool):
     """(node, slot, error code): node is None on an error, else the node
-    that must serve the command (ours: no redirection)."""
+    that must serve the command (ours: no redirection); slot is -1 when
+    the command has no keys."""
     myself = cluster.myself
     if cmd.fullname == "exec":
         if c.multi is None:
-            return myself, 0, REDIR_NONE
+            return myself, -1, REDIR_NONE
         commands = c.multi
     else:
         commands = ((cmd, argv),)
@@ -87,7 +88,7 @@ def get_node_by_query(cluster, c, cmd, argv, asking: bool):
                 else:
                     missing += 1
     if n is None:
-        return myself, 0, REDIR_NONE
+        return myself, -1, REDIR_NONE
     write = cmd.write or (cmd.fullname == "exec" and any(q[0].write for q in commands))
     if cluster.state != 0:
         cfg = c.server.config
@@ -111,6 +112,25 @@ def get_node_by_query(cluster, c, cmd, argv, asking: bool):
     if (c.cluster_readonly or pubsubshard) and not write and myself.is_slave and myself.slaveof is n:
         return myself, slot, REDIR_NONE
     return n, slot, (REDIR_MOVED if n is not myself else REDIR_NONE)
+
+
+def script_cluster_check(cluster, ctx, cmd, argv):
+    """scriptVerifyClusterState: the error text (bytes) for a command a
+    script may not run here, else None."""
+    node, slot, code = get_node_by_query(cluster, ctx.caller, cmd, argv, False)
+    if node is not cluster.myself:
+        if code == REDIR_DOWN_RO_STATE:
+            return b"ERR Script attempted to execute a write command while the cluster is down and readonly"
+        if code == REDIR_DOWN_STATE:
+            return b"ERR Script attempted to execute a command while the cluster is down"
+        name = ctx.name if isinstance(ctx.name, bytes) else ctx.name.encode()
+        return b"ERR Script attempted to access a non local key in a cluster node script: " + name
+    if slot != -1 and not ctx.cross_slot:
+        if ctx.slot == -1:
+            ctx.slot = slot
+        elif ctx.slot != slot:
+            return b"ERR Script attempted to access keys that do not hash to the same slot"
+    return None
 
 
 def redirect_error(cluster, c, node, slot: int, code: int) -> RedisError:
