@@ -155,15 +155,19 @@ class RedisServerProc(_Process):
     --enable-debug-command yes, then args.  Its log goes to redis.log in
     its directory."""
 
-    def __init__(self, args=(), dir=None, debug=True, wait=True):
+    def __init__(self, args=(), dir=None, debug=True, wait=True, port=None):
         if REDIS_SERVER is None:
             raise RuntimeError("redis-server is not installed")
         self.dir = dir or tempfile.mkdtemp(prefix="redis-ref-")
         self.own_dir = dir is None
-        self.port = free_port()
+        self.port = port or free_port()
         self.logpath = os.path.join(self.dir, "redis.log")
         cmd = [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
                "--dir", self.dir, "--logfile", "redis.log"]
+        args = list(args)
+        if "--port" in args:       # the port given twice (the caller's list has it too)
+            i = args.index("--port")
+            del args[i:i + 2]
         if debug:
             cmd += ["--enable-debug-command", "yes"]
         self.cmd = cmd + list(args)

@@ -72,7 +72,7 @@ class Cluster(Gossip, Failover, Links):
         "failover_auth_epoch", "cant_failover_reason", "cant_failover_logged", "mf_end", "mf_slave",
         "mf_master_offset", "mf_can_start", "cron_iteration", "pings_sent", "_cron_handle",
         # links (links.py)
-        "bus_servers", "inbound_links",
+        "bus_servers", "inbound_links", "connecting",
     )
 
     def __init__(self, srv):

@@ -97,6 +97,7 @@ class Links:
     def init_links(self):
         self.bus_servers = []
         self.inbound_links = set()     # inbound links not yet tied to a node
+        self.connecting = set()        # connection attempts under way (tasks)
 
     async def listen_bus(self):
         srv = self.srv
@@ -129,6 +130,8 @@ class Links:
                     link.free()
         for link in list(self.inbound_links):
             link.free()
+        for t in list(self.connecting):
+            t.cancel()
 
     def set_inbound_link(self, node, link):
         """setClusterNodeToInboundClusterLink: a node keeps one inbound link."""
@@ -158,7 +161,9 @@ class Links:
                     log.verbose("Connection with Node %s at %s:%d failed: %s" % (
                         node.name.decode(), node.ip, node.cport, getattr(e, "strerror", None) or e))
                     link.free()
-        srv.loop.create_task(go())
+        t = srv.loop.create_task(go())
+        self.connecting.add(t)
+        t.add_done_callback(self.connecting.discard)
         return link
 
     def link_connected(self, link):

