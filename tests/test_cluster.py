@@ -104,3 +104,87 @@ def test_six_ophidis_nodes_form_serve_and_fail_over():
         cl.wait_ok(timeout=60)
     finally:
         cl.stop()
+
+
+def _fill(rc, tag, n):
+    """Keys of every type under hash tags; returns {key: (type, value)}."""
+    data = {}
+    for i in range(n):
+        t = "%s%d" % (tag, i)
+        rc.set("s:{%s}" % t, "v%d" % i)
+        rc.rpush("l:{%s}" % t, *[b"a", b"b", str(i).encode()])
+        rc.hset("h:{%s}" % t, mapping={"f1": i, "f2": "x" * 100})
+        rc.sadd("set:{%s}" % t, 1, 2, i)
+        rc.zadd("z:{%s}" % t, {"m1": 1.5, "m%d" % i: i})
+        rc.xadd("x:{%s}" % t, {"f": i})
+        rc.pfadd("hll:{%s}" % t, "a", "b", i)
+        rc.set("ttl:{%s}" % t, i, ex=1000)
+    return n * 8
+
+
+def _dump_all(rc, tag, n):
+    """The logical value of every key _fill made (DUMP payloads of hash
+    tables differ in field order between implementations)."""
+    read = {"s": rc.get, "l": lambda k: rc.lrange(k, 0, -1), "h": rc.hgetall, "set": rc.smembers,
+            "z": lambda k: rc.zrange(k, 0, -1, withscores=True), "x": lambda k: rc.xrange(k),
+            "hll": rc.pfcount, "ttl": rc.get}
+    out = {}
+    for i in range(n):
+        t = "%s%d" % (tag, i)
+        for k, fn in read.items():
+            key = "%s:{%s}" % (k, t)
+            out[key] = (rc.type(key), fn(key), rc.ttl(key) > 0)
+    return out
+
+
+def test_mixed_cluster_of_ophidis_and_redis_server_nodes():
+    """Three Ophidis and three redis-server nodes in one cluster: masters
+    and replicas of both kinds, slot migration with keys of every type in
+    both directions, a manual failover to an Ophidis replica of a
+    redis-server master."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    kinds = ["ophidis", "redis", "ophidis", "redis", "ophidis", "redis"]
+    cl = Cluster(kinds)
+    try:
+        cl.create(replicas=1)
+        masters = cl.masters()
+        assert sorted(masters) == sorted(cl.ports[:3])
+        ids = {p: cl.myid(cl.index_of(p)) for p in cl.ports}
+        rc = cl.redis_cluster()
+        nkeys = _fill(rc, "k", 300)
+        before = _dump_all(rc, "k", 300)
+        o0, r1, o2 = cl.ports[0], cl.ports[1], cl.ports[2]
+        # Ophidis -> redis-server, then redis-server -> Ophidis
+        for src, dst in ((o0, r1), (r1, o2)):
+            cl.cli("--cluster", "reshard", "127.0.0.1:%d" % src, "--cluster-from", ids[src],
+                   "--cluster-to", ids[dst], "--cluster-slots", 500, "--cluster-yes", timeout=300)
+            cl.wait_ok()
+            check = cl.cli("--cluster", "check", "127.0.0.1:%d" % src)
+            assert "[OK] All 16384 slots covered." in check and "[WARNING]" not in check, check
+        rc = cl.redis_cluster()
+        assert _dump_all(rc, "k", 300) == before
+        total = sum(cl.client(cl.index_of(p)).dbsize() for p in cl.masters())
+        assert total == nkeys
+        # the replicas of each kind follow their masters
+        for m in cl.masters():
+            mi = cl.index_of(m)
+            reps = [f for f in cl.nodes_view(mi) if "slave" in f[2] and f[3] == ids[m]]
+            assert len(reps) == 1
+            rport = int(reps[0][1].split("@")[0].split(":")[1])
+            wait_until(lambda: cl.client(cl.index_of(rport)).dbsize() == cl.client(mi).dbsize(), 60,
+                       interval=0.2, what="replica of %d in sync" % m)
+        # manual failover: the Ophidis replica of the redis-server master r1 takes over
+        rep_of_r1 = next(int(f[1].split("@")[0].split(":")[1]) for f in cl.nodes_view(1)
+                         if "slave" in f[2] and f[3] == ids[r1])
+        ri = cl.index_of(rep_of_r1)
+        assert cl.cli("-p", rep_of_r1, "cluster", "failover").strip() == "OK"
+        wait_until(lambda: cl.client(ri).execute_command("ROLE")[0] == b"master", 60, interval=0.2,
+                   what="the replica promoted")
+        wait_until(lambda: cl.client(1).execute_command("ROLE")[0] == b"slave", 60, interval=0.2,
+                   what="the old master demoted")
+        cl.wait_ok()
+        rc = cl.redis_cluster()
+        assert _dump_all(rc, "k", 300) == before
+    finally:
+        cl.stop()
