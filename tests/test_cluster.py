@@ -188,3 +188,97 @@ def test_mixed_cluster_of_ophidis_and_redis_server_nodes():
         assert _dump_all(rc, "k", 300) == before
     finally:
         cl.stop()
+
+
+def _two_nodes(kind):
+    """Two nodes of one kind in one cluster: node 0 serves 0-8191, node 1
+    8192-16383 (CLUSTER MEET and ADDSLOTSRANGE, no tool)."""
+    cl = Cluster([kind, kind])
+    try:
+        a, b = cl.client(0), cl.client(1)
+        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 8191)
+        b.execute_command("CLUSTER", "ADDSLOTSRANGE", 8192, 16383)
+        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
+        cl.wait_ok(timeout=30)
+    except BaseException:
+        cl.stop()
+        raise
+    return cl
+
+
+# (commands sent on node 0; the replies of both kinds must be equal byte
+# for byte once ports and node ids are replaced by names)
+ERROR_SCRIPT = [
+    ("GET", "foo"),                                  # slot 12182: node 1's
+    ("SET", "bar", "1"),                             # slot 5061: ours
+    ("MSET", "bar", "1", "foo", "2"),
+    ("MGET", "{bar}1", "{bar}2"),
+    ("MULTI",), ("SET", "foo", "1"), ("SET", "bar", "2"), ("EXEC",),
+    ("MULTI",), ("SET", "bar", "1"), ("SET", "{bar}x", "2"), ("EXEC",),
+    ("EVAL", "return redis.call('get', KEYS[1])", "2", "bar", "foo"),
+    ("EVAL", "#!lua\nreturn redis.call('get', 'foo')", "0"),
+    ("EVAL", "#!lua\nredis.call('set', 'bar', 1) return redis.call('set', 'zap', 1)", "0"),
+    ("EVAL", "redis.call('set', 'bar', 1) return redis.call('set', 'zap', 1)", "0"),
+    ("EVAL", "#!lua flags=no-cluster\nreturn 1", "0"),
+    ("SELECT", "1"), ("SWAPDB", "0", "1"), ("MOVE", "bar", "1"), ("REPLICAOF", "127.0.0.1", "1"),
+    ("CLUSTER", "ADDSLOTS", "0"), ("CLUSTER", "ADDSLOTS", "16384"), ("CLUSTER", "ADDSLOTS", "x"),
+    ("CLUSTER", "ADDSLOTSRANGE", "10", "5"), ("CLUSTER", "ADDSLOTSRANGE", "1", "2", "3"),
+    ("CLUSTER", "DELSLOTS", "9000"), ("CLUSTER", "DELSLOTSRANGE", "100", "99"),
+    ("CLUSTER", "SETSLOT", "9000", "MIGRATING", "$ID1"), ("CLUSTER", "SETSLOT", "100", "IMPORTING", "$ID1"),
+    ("CLUSTER", "SETSLOT", "100", "MIGRATING", "0000000000000000000000000000000000000000"),
+    ("CLUSTER", "SETSLOT", "100", "NODE", "nope"), ("CLUSTER", "SETSLOT", "100", "BOGUS"),
+    ("CLUSTER", "SETSLOT", "5061", "NODE", "$ID1"),
+    ("CLUSTER", "FORGET", "$ID0"), ("CLUSTER", "FORGET", "abc"),
+    ("CLUSTER", "REPLICATE", "$ID0"), ("CLUSTER", "REPLICATE", "$ID1"),
+    ("CLUSTER", "COUNTKEYSINSLOT", "-1"), ("CLUSTER", "COUNTKEYSINSLOT", "5061"),
+    ("CLUSTER", "COUNTKEYSINSLOT", "x"),
+    ("CLUSTER", "GETKEYSINSLOT", "5061", "-1"), ("CLUSTER", "GETKEYSINSLOT", "5061", "10"),
+    ("CLUSTER", "KEYSLOT", "{user1000}.following"), ("CLUSTER", "KEYSLOT", "foo{}{bar}"),
+    ("CLUSTER", "MEET", "nohost", "1"), ("CLUSTER", "MEET", "127.0.0.1", "x"),
+    ("CLUSTER", "MEET", "127.0.0.1", "1", "2", "3"),
+    ("CLUSTER", "FAILOVER"), ("CLUSTER", "FAILOVER", "bogus"), ("CLUSTER", "RESET", "bogus"),
+    ("CLUSTER", "RESET"), ("CLUSTER", "SET-CONFIG-EPOCH", "5"), ("CLUSTER", "SET-CONFIG-EPOCH", "-1"),
+    ("CLUSTER", "COUNT-FAILURE-REPORTS", "$ID1"), ("CLUSTER", "SLAVES", "$ID0"),
+    ("CLUSTER", "REPLICAS", "nope"), ("CLUSTER", "FLUSHSLOTS"), ("CLUSTER", "BOGUS"),
+    ("CLUSTER", "HELP"), ("CLUSTER", "MYID"), ("READONLY",), ("READWRITE",), ("ASKING",),
+    ("CLUSTER", "SETSLOT", "5061", "MIGRATING", "$ID1"),
+    ("GET", "bar"), ("GET", "{bar}missing"), ("MGET", "bar", "{bar}missing"), ("ASKING",), ("GET", "{bar}missing"),
+    ("CLUSTER", "SETSLOT", "5061", "STABLE"),
+    ("CLUSTER", "SETSLOT", "12182", "IMPORTING", "$ID1"),
+    ("GET", "foo"), ("ASKING",), ("GET", "foo"), ("ASKING",), ("MGET", "foo", "{foo}2"),
+    ("ASKING",), ("SET", "foo", "1"), ("GET", "foo"),
+    ("CLUSTER", "SETSLOT", "12182", "STABLE"),
+]
+
+
+def _run_script(cl, script):
+    ids = [cl.myid(0), cl.myid(1)]
+    out = []
+    with cl.nodes[0].conn() as raw:
+        for cmd in script:
+            args = [ids[int(a[3])] if a.startswith("$ID") else a for a in cmd]
+            r = raw.call(*args)
+            for j, p in enumerate(cl.ports):
+                r = r.replace(b"127.0.0.1:%d" % p, b"<node%d>" % j)
+            for j, i in enumerate(ids):
+                r = r.replace(i.encode(), b"<id%d>" % j)
+            out.append((cmd, r))
+    return out
+
+
+def test_cluster_errors_and_redirections_as_redis_server():
+    """Routing (-MOVED, -ASK, -CROSSSLOT, -TRYAGAIN, transactions, scripts)
+    and CLUSTER's argument errors, byte for byte against redis-server."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    results = {}
+    for kind in ("redis", "ophidis"):
+        cl = _two_nodes(kind)
+        try:
+            results[kind] = _run_script(cl, ERROR_SCRIPT)
+        finally:
+            cl.stop()
+    diffs = [(cmd, o, r) for (cmd, o), (_, r) in zip(results["ophidis"], results["redis"]) if o != r]
+    for d in diffs:
+        print("DIFF", d)
+    assert not diffs

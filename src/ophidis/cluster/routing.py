@@ -123,8 +123,7 @@ def script_cluster_check(cluster, ctx, cmd, argv):
             return b"ERR Script attempted to execute a write command while the cluster is down and readonly"
         if code == REDIR_DOWN_STATE:
             return b"ERR Script attempted to execute a command while the cluster is down"
-        name = ctx.name if isinstance(ctx.name, bytes) else ctx.name.encode()
-        return b"ERR Script attempted to access a non local key in a cluster node script: " + name
+        return b"ERR Script attempted to access a non local key in a cluster node"
     if slot != -1 and not ctx.cross_slot:
         if ctx.slot == -1:
             ctx.slot = slot

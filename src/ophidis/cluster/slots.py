@@ -88,11 +88,12 @@ class SlotKeys(dict):
         return 0 if ks is None else len(ks)
 
     def keys_in_slot(self, slot: int, count: int) -> list:
+        """The newest keys first, as Redis's per-slot lists."""
         ks = self.by_slot[slot]
         if ks is None or count <= 0:
             return []
         out = []
-        for k in ks:
+        for k in reversed(ks):
             out.append(k)
             if len(out) >= count:
                 break

@@ -11,7 +11,7 @@ from ..cluster import SLOTS, key_hash_slot
 from ..cluster.node import MYSELF
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..protocol.resp import OK, array_header, bulk, integer, map_header, null, verbatim
-from ..util import parse_int
+from ..util import parse_int, try_int
 from . import command
 from .persistence import restore
 from .streams import help_reply
@@ -36,14 +36,11 @@ def _syntax(argv):
 
 
 def _ll(b: bytes) -> int:
-    v = parse_int(b)
-    if v is None:
-        raise NOT_INT
-    return v
+    return parse_int(b, NOT_INT)
 
 
 def _slot(b: bytes) -> int:
-    v = parse_int(b)
+    v = try_int(b)
     if v is None or not 0 <= v < SLOTS:
         raise RedisError("ERR Invalid or out of range slot")
     return v
@@ -118,11 +115,11 @@ def cluster_meet(c, argv):
     cl = _cluster(c)
     if len(argv) not in (4, 5):
         raise _syntax(argv)
-    port = parse_int(argv[3])
+    port = try_int(argv[3])
     if port is None:
         raise RedisError("ERR Invalid TCP base port specified: %s" % argv[3].decode("utf-8", "replace"))
     if len(argv) == 5:
-        cport = parse_int(argv[4])
+        cport = try_int(argv[4])
         if cport is None:
             raise RedisError("ERR Invalid TCP bus port specified: %s" % argv[4].decode("utf-8", "replace"))
     else:

@@ -498,7 +498,7 @@ def debug(c, argv):
         also_propagate(srv, list(argv[2:]), c.db, TO_REPL)
         return OK
     if sub == b"drop-cluster-packet-filter" and n == 3:
-        t = parse_int(argv[2])
+        t = parse_int(argv[2])      # (getLongFromObjectOrReply)
         if srv.cluster is not None:
             srv.cluster.drop_filter = t
         return OK
