@@ -91,6 +91,27 @@ class Cluster:
         self.wait_ok()
         return r.stdout
 
+    def form(self, masters: int, timeout=60):
+        """Without redis-cli: the first ``masters`` nodes share the slots
+        evenly, every node meets node 0, the others replicate the masters
+        in turn."""
+        per = 16384 // masters
+        for i in range(masters):
+            end = 16383 if i == masters - 1 else (i + 1) * per - 1
+            self.client(i).execute_command("CLUSTER", "ADDSLOTSRANGE", i * per, end)
+        for i in range(1, len(self.nodes)):
+            self.client(0).execute_command("CLUSTER", "MEET", "127.0.0.1", self.ports[i])
+        n = len(self.nodes)
+        wait_until(lambda: all(self.info(i)["cluster_known_nodes"] == str(n) for i in range(n)), timeout,
+                   interval=0.2, what="every node knows every other")
+        ids = [self.myid(i) for i in range(masters)]
+        for i in range(masters, n):
+            master = ids[(i - masters) % masters]
+            wait_until(lambda: any(f[0] == master and "master" in f[2] for f in self.nodes_view(i)), timeout,
+                       interval=0.2, what="node %d sees its master" % i)
+            self.client(i).execute_command("CLUSTER", "REPLICATE", master)
+        self.wait_ok(timeout=timeout)
+
     def cli(self, *args, timeout=120, check=True) -> str:
         r = subprocess.run([REDIS_CLI] + [str(a) for a in args], capture_output=True, text=True,
                            timeout=timeout)
