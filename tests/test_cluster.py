@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import struct
 import subprocess
 import threading
-import time
 
 import pytest
 import redis
 
 from support.cluster import Cluster
-from support.servers import REDIS_CLI, REDIS_SERVER, RedisServerProc, ServerProc
+from support.servers import REDIS_CLI, REDIS_SERVER
 from support.wait import wait_until
 
 pytestmark = pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
@@ -107,8 +104,7 @@ def test_six_ophidis_nodes_form_serve_and_fail_over():
 
 
 def _fill(rc, tag, n):
-    """Keys of every type under hash tags; returns {key: (type, value)}."""
-    data = {}
+    """Keys of every type under hash tags; returns how many."""
     for i in range(n):
         t = "%s%d" % (tag, i)
         rc.set("s:{%s}" % t, "v%d" % i)

@@ -12,8 +12,8 @@ import traceback
 from .. import log
 from ..replication import replica as replica_mod
 from . import bus
-from .routing import redirect_blocked_clients
 from .node import FAIL, HANDSHAKE, MIGRATE_TO, MYSELF, NOADDR, NOFAILOVER, PFAIL, mstime
+from .routing import redirect_blocked_clients
 
 TODO_HANDLE_FAILOVER = 1
 TODO_UPDATE_STATE = 2

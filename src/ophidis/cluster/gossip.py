@@ -11,8 +11,8 @@ import time
 
 from .. import log
 from . import bus
-from .node import FAIL, HANDSHAKE, MASTER, MEET, MIGRATE_TO, MYSELF, NOADDR, NOFAILOVER, PFAIL, SLAVE, Node, \
-    flags_string, mstime, valid_name
+from .node import (FAIL, HANDSHAKE, MASTER, MEET, MIGRATE_TO, MYSELF, NOADDR, NOFAILOVER, PFAIL, SLAVE, Node,
+                   flags_string, mstime, valid_name)
 
 TYPE_NAMES = ("ping", "pong", "meet", "fail", "publish", "auth-req", "auth-ack", "update", "mfstart",
               "module", "publishshard")

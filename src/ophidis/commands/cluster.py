@@ -437,7 +437,7 @@ def cluster_countkeysinslot(c, argv):
 
 @command("cluster|getkeysinslot")
 def cluster_getkeysinslot(c, argv):
-    cl = _cluster(c)
+    _cluster(c)
     slot = _ll(argv[2])
     count = _ll(argv[3])
     if not 0 <= slot < SLOTS or count < 0:

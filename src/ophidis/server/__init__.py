@@ -18,7 +18,7 @@ from collections import deque
 
 from .. import crash, log, sysinfo
 from ..commands import TABLE, load_all
-from ..cluster import Cluster
+from ..cluster.state import Cluster
 from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
