@@ -11,6 +11,7 @@ import os
 from .. import log
 from ..keyspace import db as db_mod
 from ..keyspace import notify
+from ..net import client as client_mod
 from ..replication import replica as replica_mod
 from ..replication.propagate import propagate_deletion, propagate_pending
 from .failover import Failover
@@ -47,7 +48,7 @@ class Cluster(Gossip, Failover, Links):
         "owner_not_claiming", "current_epoch", "last_vote_epoch", "state", "size", "todo",
         "_todo_scheduled", "stats_sent", "stats_received", "stats_pfail_nodes",
         "links_buffer_limit_exceeded", "blacklist", "first_state_call", "among_minority_time",
-        "drop_filter",
+        "drop_filter", "_fast_valid",
         # failover (failover.py)
         "failover_auth_time", "failover_auth_count", "failover_auth_sent", "failover_auth_rank",
         "failover_auth_epoch", "cant_failover_reason", "cant_failover_logged", "mf_end", "mf_slave",
@@ -81,6 +82,8 @@ class Cluster(Gossip, Failover, Links):
         self.first_state_call = 0
         self.among_minority_time = 0
         self.drop_filter = -1                 # DEBUG DROP-CLUSTER-PACKET-FILTER
+        self._fast_valid = False              # the fast path's map of our slots is current
+        client_mod.set_cluster(None)
         Failover.init_failover(self)
         Links.init_links(self)
         # clusterInit: lock, load or create nodes.conf
@@ -254,9 +257,33 @@ class Cluster(Gossip, Failover, Links):
             log.flush_and_exit(1)
 
     # -- before sleep -----------------------------------------------------------------------------
+    def invalidate_fast(self):
+        """Something the fast path's map depends on changed: until it is
+        recomputed (before sleep), every command with keys is routed by
+        the general path."""
+        if self._fast_valid:
+            self._fast_valid = False
+            client_mod.set_cluster(None)
+        self.do_before_sleep(0)
+
+    def recompute_fast(self):
+        """The slots whose single-key commands the fast path may run:
+        ours, neither migrating nor importing, the cluster ok, a master."""
+        m = self.myself
+        owned = bytearray(SLOTS)
+        if self.state == STATE_OK and m.is_master:
+            for s in m.slot_list():
+                if s not in self.migrating and s not in self.importing:
+                    owned[s] = 1
+        client_mod.set_cluster(bytes(owned))
+        self._fast_valid = True
+
     def do_before_sleep(self, flags: int):
         """clusterDoBeforeSleep: the work runs once the current event is
         handled (before the loop waits again)."""
+        if self._fast_valid:
+            self._fast_valid = False
+            client_mod.set_cluster(None)
         self.todo |= flags
         if not self._todo_scheduled and self.srv.loop is not None:
             self._todo_scheduled = True
@@ -276,6 +303,8 @@ class Cluster(Gossip, Failover, Links):
             self.update_state()
         if flags & TODO_SAVE_CONFIG:
             self.save_config_or_die(bool(flags & TODO_FSYNC_CONFIG))
+        if not self._fast_valid and not self._todo_scheduled:
+            self.recompute_fast()
 
     # -- myself -----------------------------------------------------------------------------------
     def announced_ports(self):
@@ -423,6 +452,7 @@ class Cluster(Gossip, Failover, Links):
     def add_slot(self, n: Node, slot: int) -> bool:
         if self.slots[slot] is not None:
             return False
+        self.invalidate_fast()
         if not n.set_slot_bit(slot) and n.numslots == 1 and self.masters_have_slaves():
             n.flags |= MIGRATE_TO
         self.slots[slot] = n
@@ -432,6 +462,7 @@ class Cluster(Gossip, Failover, Links):
         n = self.slots[slot]
         if n is None:
             return False
+        self.invalidate_fast()
         if self.myself in self.nodes_serving_slots_of(n):
             self.remove_channels_in_slot(slot)
         n.clear_slot_bit(slot)
@@ -446,6 +477,7 @@ class Cluster(Gossip, Failover, Links):
         return k
 
     def close_all_slots(self):
+        self.invalidate_fast()
         self.migrating.clear()
         self.importing.clear()
 
@@ -510,6 +542,7 @@ class Cluster(Gossip, Failover, Links):
                 return
             log.warning("Cluster state changed: %s" % ("ok" if new == STATE_OK else "fail"))
             self.state = new
+            self.invalidate_fast()
             if new == STATE_FAIL:
                 redirect_blocked_clients(self)
 
@@ -529,6 +562,7 @@ class Cluster(Gossip, Failover, Links):
     def set_master(self, n: Node):
         """clusterSetMaster: replicate n."""
         m = self.myself
+        self.invalidate_fast()
         if m.is_master:
             m.flags &= ~(MASTER | MIGRATE_TO)
             m.flags |= SLAVE

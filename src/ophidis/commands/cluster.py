@@ -595,6 +595,7 @@ def cluster_links(c, argv):
 def asking(c, argv):
     _cluster(c)
     c.cluster_asking = True
+    c.update_slow()          # the next command takes the general path (which clears the flag)
     return OK
 
 

@@ -86,6 +86,7 @@ class Dispatch:
             asking = c.cluster_asking
             if asking and (c.multi is None or base == "exec") and base != "asking":
                 c.cluster_asking = False     # ASKING is for the next command (or transaction)
+                c.update_slow()
             if not c.is_master and may_have_keys(cmd):
                 node, slot, code = get_node_by_query(cl, c, cmd, argv, asking)
                 if node is None or node is not cl.myself:
