@@ -461,15 +461,17 @@ def slots_to_bitmap(slots) -> bytes:
     return bytes(bm)
 
 
+_BITS = [tuple(bit for bit in range(8) if byte >> bit & 1) for byte in range(256)]
+
+
 def bitmap_to_slots(bitmap: bytes) -> list:
     """The slots set in a bitmap, in increasing order."""
     out = []
+    bits = _BITS
     for i, byte in enumerate(bitmap):
         if byte:
             base = i << 3
-            for bit in range(8):
-                if byte >> bit & 1:
-                    out.append(base + bit)
+            out.extend([base + bit for bit in bits[byte]])
     return out
 
 
