@@ -8,6 +8,7 @@ log lines, which are our BusError texts."""
 
 from __future__ import annotations
 
+import random
 import secrets
 import selectors
 import socket
@@ -736,6 +737,19 @@ def test_redis_gossip_matches_its_view(cluster):
             if g.nodename == x.name:
                 assert (g.ip, g.port, g.cport) == ("127.0.0.1", x.port, x.cport)
     assert not x.errors
+
+
+@needs_redis
+def test_key_hash_slot_matches_cluster_keyslot(cluster):
+    a, b, x = cluster
+    rnd = random.Random(15)
+    keys = [b"", b"{", b"}", b"{}", b"{}{a}", b"a{b}c{d}", b"{{a}}", b"}{a}", b"\xff{\x00}", b"foo"]
+    keys += [bytes(rnd.choice(b"ab{}\x00\xff") for _ in range(rnd.randrange(12))) for _ in range(300)]
+    r = a.client()
+    with r.pipeline(transaction=False) as p:
+        for k in keys:
+            p.execute_command("CLUSTER", "KEYSLOT", k)
+        assert p.execute() == [key_hash_slot(k) for k in keys]
 
 
 @needs_redis
