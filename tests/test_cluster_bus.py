@@ -8,7 +8,7 @@ log lines, which are our BusError texts."""
 
 from __future__ import annotations
 
-import os
+import random
 import secrets
 import selectors
 import socket
@@ -233,7 +233,9 @@ def expect_error(frame, text):
 def test_length_rules_with_redis_texts():
     ping = encode(header_msg(PING, gossip=GOSSIP))
     expect_error(ping[:4] + be(len(ping) - 104, 4) + ping[8:-104],
-                 "Received invalid ping packet of length 2360 but expected length 2464")
+                 "Received invalid ping packet with gossip count 2 that exceeds total packet length (2360)")
+    expect_error(ping[:4] + be(len(ping) + 8, 4) + ping[8:] + b"12345678",
+                 "Received invalid ping packet of length 2472 but expected length 2464")
     fail = encode(header_msg(FAIL, fail_nodename=NAME_B))
     expect_error(fail[:4] + be(2297, 4) + fail[8:] + b"!",
                  "Received invalid fail packet of length 2297 but expected length 2296")
@@ -278,16 +280,25 @@ def test_extension_rules_with_redis_texts():
 
 
 def test_extension_inconsistencies():
-    for ext in (be(0, 4) + be(0, 2) + b"\0\0",                        # no room for its own header
-                be(16, 4) + be(0, 2) + b"\0\0" + b"abcdefgh",         # hostname without its NUL
-                be(16, 4) + be(2, 2) + b"\0\0" + b"\0" * 8,           # forgotten node too short
-                be(16, 4) + be(3, 2) + b"\0\0" + b"\0" * 8):          # shard id too short
-        with pytest.raises(BusError):
-            decode(with_extensions([], [ext]))
-    # extensions counted without the extension-data flag
-    frame = header_by_hand(HEADER_SIZE, PING, extensions=1)
+    expect_error(with_extensions([], [be(0, 4) + be(0, 2) + b"\0\0"]),
+                 "Received a ping packet without proper padding (0 bytes)")
+    # a hostname must end with its NUL (the last byte of the extension)
+    for payload in (b"", b"abcdefgh", b"ab\0cdefg"):
+        expect_error(with_extensions([], [be(8 + len(payload), 4) + be(0, 2) + b"\0\0" + payload]),
+                     "Received ping packet with missing null terminator in extension type 0")
+    assert decode(with_extensions([], [be(16, 4) + be(0, 2) + b"\0\0" + b"abcdefg\0"])).hostname == "abcdefg"
+    # a length over 16 bits: Redis checks its low 16 bits only; refused
     with pytest.raises(BusError):
-        decode(frame)
+        decode(with_extensions([], [be(65536 + 16, 4) + be(0, 2) + b"\0\0" + b"ab" + b"\0" * 6]))
+    # 7.2's extensions when malformed are skipped, as a 7.0 node skips them
+    d = decode(with_extensions([], [be(16, 4) + be(2, 2) + b"\0\0" + b"\0" * 8,
+                                    be(16, 4) + be(3, 2) + b"\0\0" + b"\0" * 8,
+                                    be(16, 4) + be(1, 2) + b"\0\0" + b"abcdefgh"]))
+    assert d.unknown_extensions == [2, 3, 1] and d.forgotten == [] and d.shard_id is None
+    assert d.human_nodename is None
+    # extensions counted without the extension-data flag: none is read
+    m = decode(header_by_hand(HEADER_SIZE, PING, extensions=1))
+    assert m.hostname is None and m.unknown_extensions == []
     # the flag with no extension is fine
     assert decode(header_by_hand(HEADER_SIZE, PING, mflags=bus.MSGFLAG_EXT_DATA)).gossip == []
 
@@ -436,3 +447,434 @@ def test_fuzz_frame_reader_stream(chunks):
     except BusError as e:
         got += e.frames
     assert got[:7] == real_frames()
+
+
+# -- against redis-server: a node made of this codec in a real cluster ------------------
+
+needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+
+
+class FakeNode:
+    """A cluster node made of the codec: a bus listener (its cport), links
+    served by one thread that decodes every frame and answers PING and MEET
+    with a PONG of its current state, as a node does.  Nothing is mocked:
+    real sockets, redis-server on the other side."""
+
+    def __init__(self, hostname=None, shard_id=None, slots=range(1000, 1100), flags=bus.NODE_MASTER,
+                 slaveof=NULL_NAME, epoch=10):
+        self.name = secrets.token_hex(20).encode()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.cport = self.listener.getsockname()[1]
+        self.port = free_port()
+        self.slots = set(slots)
+        self.flags = flags
+        self.slaveof = slaveof
+        self.current_epoch = self.config_epoch = epoch
+        self.hostname = hostname
+        self.shard_id = shard_id
+        self.frames = []            # (socket, Message, frame) in arrival order
+        self.errors = []            # what the codec refused (redis-server must never send it)
+        self.lock = threading.Lock()
+        self.readers = {}
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.listener, selectors.EVENT_READ)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def message(self, type_, **kw) -> Message:
+        with self.lock:
+            return Message(type=type_, sender=self.name, myslots=slots_to_bitmap(self.slots),
+                           slaveof=self.slaveof, port=self.port, cport=self.cport, flags=self.flags,
+                           current_epoch=self.current_epoch, config_epoch=self.config_epoch,
+                           hostname=self.hostname, shard_id=self.shard_id, **kw)
+
+    def connect(self, port) -> socket.socket:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        with self.lock:
+            self.readers[s] = FrameReader()
+        self.sel.register(s, selectors.EVENT_READ)
+        return s
+
+    def send(self, sock, msg_or_bytes):
+        data = msg_or_bytes if isinstance(msg_or_bytes, bytes) else encode(msg_or_bytes)
+        with self.lock:
+            sock.sendall(data)
+
+    def _serve(self):
+        while not self.stopping.is_set():
+            for key, _ in self.sel.select(0.05):
+                s = key.fileobj
+                if s is self.listener:
+                    conn, _ = s.accept()
+                    conn.settimeout(10)
+                    with self.lock:
+                        self.readers[conn] = FrameReader()
+                    self.sel.register(conn, selectors.EVENT_READ)
+                    continue
+                try:
+                    data = s.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    self.sel.unregister(s)
+                    s.close()
+                    continue
+                try:
+                    frames = self.readers[s].feed(data)
+                except BusError as e:
+                    self.errors.append(e)
+                    frames = e.frames
+                for f in frames:
+                    try:
+                        m = decode(f)
+                    except BusError as e:
+                        self.errors.append(e)
+                        continue
+                    with self.lock:
+                        self.frames.append((s, m, f))
+                    if m.type in (PING, MEET):
+                        self.send(s, self.message(PONG))
+
+    def wait_frame(self, pred, what, timeout=30):
+        def found():
+            with self.lock:
+                return next((m for _, m, _ in self.frames if pred(m)), None)
+        return wait_until(found, timeout, what=what)
+
+    def close(self):
+        self.stopping.set()
+        self.thread.join(10)
+        for key in list(self.sel.get_map().values()):
+            key.fileobj.close()
+        self.sel.close()
+
+
+def cluster_node(hostname=None):
+    args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-port", str(free_port()), "--cluster-node-timeout", "15000"]
+    if hostname:
+        args += ["--cluster-announce-hostname", hostname]
+    node = RedisServerProc(args)
+    node.cport = int(node.client().config_get("cluster-port")["cluster-port"])
+    return node
+
+
+def nodes_of(proc) -> dict:
+    """CLUSTER NODES of proc: {id: fields}, fields as cluster.c writes them."""
+    text = proc.client().execute_command("CLUSTER NODES")
+    if isinstance(text, dict):          # redis-py's parsed form: ask again raw
+        text = proc.conn().call_value("CLUSTER", "NODES")
+    if isinstance(text, bytes):
+        text = text.decode()
+    out = {}
+    for line in text.splitlines():
+        f = line.split(" ")
+        addr, _, hostname = f[1].partition(",")
+        hostport, _, cport = addr.partition("@")
+        out[f[0].encode()] = dict(ip=hostport.rsplit(":", 1)[0], port=int(hostport.rsplit(":", 1)[1]),
+                                  cport=int(cport), hostname=hostname, flags=f[2].split(","),
+                                  master=f[3], ping_sent=int(f[4]), pong_recv=int(f[5]),
+                                  config_epoch=int(f[6]), link=f[7], slots=f[8:])
+    return out
+
+
+def slot_ranges(slots) -> list:
+    """Sorted slots as CLUSTER NODES writes them: "a-b" or "a"."""
+    out = []
+    slots = sorted(slots)
+    i = 0
+    while i < len(slots):
+        j = i
+        while j + 1 < len(slots) and slots[j + 1] == slots[j] + 1:
+            j += 1
+        out.append("%d-%d" % (slots[i], slots[j]) if j > i else str(slots[i]))
+        i = j + 1
+    return out
+
+
+def cluster_info(proc) -> dict:
+    text = proc.conn().call_value("CLUSTER", "INFO").decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+
+def current_epoch(proc) -> int:
+    return int(cluster_info(proc)["cluster_current_epoch"])
+
+
+SHARD_CHANNEL = b"shardnews"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """redis-server A (with an announced hostname) and B in one cluster, A
+    with slots 0-99 and SHARD_CHANNEL's, B with 200-299; then the codec's
+    node X joined to A by a MEET."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    a = b = x = None
+    try:
+        a = cluster_node("node-a.test")
+        b = cluster_node()
+        ra, rb = a.client(), b.client()
+        ra.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 99)
+        ra.execute_command("CLUSTER", "ADDSLOTS", key_hash_slot(SHARD_CHANNEL))
+        rb.execute_command("CLUSTER", "ADDSLOTSRANGE", 200, 299)
+        a.id = ra.execute_command("CLUSTER", "MYID")
+        b.id = rb.execute_command("CLUSTER", "MYID")
+        ra.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port, b.cport)
+
+        def joined():
+            na, nb = nodes_of(a), nodes_of(b)
+            return (b.id in na and a.id in nb and "handshake" not in na[b.id]["flags"]
+                    and na[b.id]["link"] == nb[a.id]["link"] == "connected"
+                    and na[a.id]["config_epoch"] != na[b.id]["config_epoch"])   # collision solved
+        wait_until(joined, 30, what="A and B in one cluster")
+        # A's view before X: X's epochs (10) raise A's current epoch once X is known
+        a.before = dict(nodes=nodes_of(a), info=cluster_info(a),
+                        offset=a.client().info("replication")["master_repl_offset"])
+        x = FakeNode(hostname="fake-x.test", shard_id=secrets.token_hex(20).encode())
+        x.out = x.connect(a.cport)
+        x.send(x.out, x.message(MEET))
+        yield a, b, x
+    finally:
+        if x is not None:
+            x.close()
+        for p in (a, b):
+            if p is not None:
+                p.stop(remove=True)
+
+
+@needs_redis
+def test_redis_pong_to_our_meet(cluster):
+    """redis-server answers our MEET with a PONG on our link; every header
+    field is what its CLUSTER MYID / NODES / INFO say."""
+    a, b, x = cluster
+    pong = x.wait_frame(lambda m: m.type == PONG and m.sender == a.id, "A's PONG")
+    assert not x.errors
+    me = a.before["nodes"][a.id]
+    info = a.before["info"]
+    assert pong.myip == ""                          # no cluster-announce-ip: receivers use the socket's
+    assert (pong.port, pong.cport, pong.pport) == (a.port, a.cport, 0)
+    assert pong.flags == bus.NODE_MYSELF | bus.NODE_MASTER and me["flags"] == ["myself", "master"]
+    assert pong.slaveof == NULL_NAME
+    assert slot_ranges(bitmap_to_slots(pong.myslots)) == me["slots"] == nodes_of(a)[a.id]["slots"]
+    assert pong.config_epoch == me["config_epoch"]
+    assert pong.current_epoch == int(info["cluster_current_epoch"])
+    assert pong.state == (bus.STATE_OK if info["cluster_state"] == "ok" else bus.STATE_FAIL)
+    assert pong.offset == a.before["offset"]
+    # 7.0's one extension: the announced hostname, padded to 8 bytes
+    assert pong.hostname == "node-a.test" == me["hostname"]
+    assert pong.mflags & bus.MSGFLAG_EXT_DATA and pong.unknown_extensions == []
+    assert pong.shard_id is None and pong.forgotten == []     # 7.2's, not sent by 7.0
+
+
+@needs_redis
+def test_redis_links_to_us_and_takes_our_pong(cluster):
+    """redis-server opens its own link to the cport we announced, PINGs; our
+    PONGs finish the handshake: CLUSTER NODES shows X connected, a master,
+    with the slots, epoch and hostname our PONG claims."""
+    a, b, x = cluster
+    ping = x.wait_frame(lambda m: m.type == PING and m.sender == a.id, "A's PING on its own link")
+    assert ping.hostname == "node-a.test"
+
+    def seen():
+        n = nodes_of(a).get(x.name)
+        return n if n and n["slots"] == ["1000-1099"] and n["hostname"] else None
+    n = wait_until(seen, 30, what="X with its slots in A's CLUSTER NODES")
+    assert n["flags"] == ["master"] and n["link"] == "connected"
+    assert (n["ip"], n["port"], n["cport"]) == ("127.0.0.1", x.port, x.cport)
+    assert n["config_epoch"] == 10 and n["hostname"] == "fake-x.test"
+    assert n["master"] == "-"
+    # CLUSTER SHARDS: the same, from the shard's side
+    shards = a.client().execute_command("CLUSTER", "SHARDS")
+    ours = [s for s in shards if any(nd[b"id"] == x.name for nd in _nodes_of_shard(s))]
+    assert len(ours) == 1
+    shard = _as_dict(ours[0])
+    assert shard[b"slots"] == [1000, 1099]
+    node = _as_dict(_nodes_of_shard(ours[0])[0])
+    assert (node[b"port"], node[b"ip"], node[b"hostname"]) == (x.port, b"127.0.0.1", b"fake-x.test")
+    # 7.0 skips 7.2's shard id extension, logging its type
+    wait_until(lambda: "Received unknown extension type 3" in a.output(), 10, what="A's log line")
+    assert not x.errors
+    # what redis-server wrote, our encoder writes byte for byte
+    with x.lock:
+        frames = list(x.frames)
+    assert {m.type for _, m, _ in frames} >= {PING, PONG}
+    for _, m, raw in frames:
+        assert encode(m) == raw
+
+
+def _as_dict(flat):
+    if isinstance(flat, dict):
+        return flat
+    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+def _nodes_of_shard(shard):
+    return [_as_dict(n) for n in _as_dict(shard)[b"nodes"]]
+
+
+@needs_redis
+def test_redis_gossip_matches_its_view(cluster):
+    """The gossip entries of redis-server's PING/PONG about B (and X) are what
+    its CLUSTER NODES says of them."""
+    a, b, x = cluster
+    about_b = x.wait_frame(lambda m: m.sender == a.id and any(g.nodename == b.id for g in m.gossip),
+                           "a gossip entry about B", timeout=60)
+    g = next(g for g in about_b.gossip if g.nodename == b.id)
+    nb = nodes_of(a)[b.id]
+    assert (g.ip, g.port, g.cport, g.pport) == (nb["ip"], b.port, b.cport, 0) == ("127.0.0.1", b.port,
+                                                                                    b.cport, 0)
+    assert g.flags == bus.NODE_MASTER and nb["flags"] == ["master"]
+    now = time.time()
+    assert now - 60 < g.pong_received <= nb["pong_recv"] / 1000 + 1
+    assert g.ping_sent == 0 or now - 60 < g.ping_sent <= now + 1
+    for m in [m for _, m, _ in list(x.frames) if m.sender == a.id]:
+        for g in m.gossip:
+            if g.nodename == x.name:
+                assert (g.ip, g.port, g.cport) == ("127.0.0.1", x.port, x.cport)
+    assert not x.errors
+
+
+@needs_redis
+def test_key_hash_slot_matches_cluster_keyslot(cluster):
+    a, b, x = cluster
+    rnd = random.Random(15)
+    keys = [b"", b"{", b"}", b"{}", b"{}{a}", b"a{b}c{d}", b"{{a}}", b"}{a}", b"\xff{\x00}", b"foo"]
+    keys += [bytes(rnd.choice(b"ab{}\x00\xff") for _ in range(rnd.randrange(12))) for _ in range(300)]
+    r = a.client()
+    with r.pipeline(transaction=False) as p:
+        for k in keys:
+            p.execute_command("CLUSTER", "KEYSLOT", k)
+        assert p.execute() == [key_hash_slot(k) for k in keys]
+
+
+@needs_redis
+def test_our_publish_reaches_redis_subscribers(cluster):
+    a, b, x = cluster
+    wait_until(lambda: x.name in nodes_of(a) and "handshake" not in nodes_of(a)[x.name]["flags"],
+               30, what="X known to A")
+    sub = a.client().pubsub()
+    try:
+        sub.subscribe("news")
+        sub.ssubscribe(SHARD_CHANNEL)
+        for _ in range(2):
+            assert sub.get_message(timeout=5)["type"] in ("subscribe", "ssubscribe")
+        x.send(x.out, x.message(PUBLISH, channel=b"news", message=b"hello \0 bus"))
+        x.send(x.out, x.message(PUBLISHSHARD, channel=SHARD_CHANNEL, message=b"sharded"))
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 2 and time.monotonic() < deadline:
+            m = sub.get_message(timeout=1)
+            if m:
+                got.append((m["type"], m["channel"], m["data"]))
+        assert got == [("message", b"news", b"hello \0 bus"), ("smessage", SHARD_CHANNEL, b"sharded")]
+    finally:
+        sub.close()
+
+
+@needs_redis
+def test_our_update_moves_slots_on_redis(cluster):
+    """An UPDATE about X with a newer config epoch: redis-server takes its
+    slot bitmap and epoch."""
+    a, b, x = cluster
+    wait_until(lambda: nodes_of(a).get(x.name, {}).get("slots") == ["1000-1099"], 30,
+               what="X's slots on A")
+    with x.lock:       # our PONGs from now on say the same
+        x.slots = set(range(1000, 1200)) | {5000}
+        x.config_epoch = x.current_epoch = 20
+    x.send(x.out, x.message(UPDATE, update_config_epoch=20, update_nodename=x.name,
+                            update_slots=slots_to_bitmap(x.slots)))
+    n = wait_until(lambda: (lambda n: n if n["slots"] == ["1000-1199", "5000"] else None)(nodes_of(a)[x.name]),
+                   20, what="the UPDATE applied")
+    assert n["config_epoch"] == 20
+
+
+@needs_redis
+def test_our_fail_marks_the_node_failed_on_redis(cluster):
+    """A FAIL about B from X: redis-server flags B as failed (B has slots, so
+    the flag stays for 2 node timeouts) and logs it."""
+    a, b, x = cluster
+    wait_until(lambda: x.name in nodes_of(a) and "handshake" not in nodes_of(a)[x.name]["flags"],
+               30, what="X known to A")
+    x.send(x.out, x.message(FAIL, fail_nodename=b.id))
+    wait_until(lambda: "fail" in nodes_of(a)[b.id]["flags"], 10, what="B flagged fail")
+    assert ("FAIL message received from %s about %s" % (x.name.decode(), b.id.decode())) in a.output()
+
+
+@needs_redis
+def test_redis_votes_for_our_replica(cluster):
+    """A second codec node Y, a replica of B (failed by our FAIL), asks for a
+    failover vote: redis-server grants it with a FAILOVER_AUTH_ACK on its
+    link to Y."""
+    a, b, x = cluster
+    x.send(x.out, x.message(FAIL, fail_nodename=b.id))
+    wait_until(lambda: "fail" in nodes_of(a)[b.id]["flags"], 10, what="B flagged fail")
+    b_epoch = nodes_of(a)[b.id]["config_epoch"]
+    y = FakeNode(slots=range(200, 300), flags=bus.NODE_SLAVE, slaveof=b.id, epoch=b_epoch)
+    try:
+        y.out = y.connect(a.cport)
+        y.send(y.out, y.message(MEET))
+        wait_until(lambda: (lambda n: n and n["flags"] == ["slave"] and n["master"] == b.id.decode()
+                            and n["link"] == "connected")(nodes_of(a).get(y.name)),
+                   30, what="Y a replica of B on A")
+        epoch = current_epoch(a) + 1
+        with y.lock:
+            y.current_epoch = epoch
+        # B failed again if its flag was cleared meanwhile (2 node timeouts)
+        y.send(y.out, y.message(FAIL, fail_nodename=b.id))     # same link: before the request
+        y.send(y.out, y.message(FAILOVER_AUTH_REQUEST))
+        ack = y.wait_frame(lambda m: m.type == FAILOVER_AUTH_ACK, "A's vote", timeout=20)
+        assert ack.sender == a.id and ack.current_epoch == epoch
+        assert ("Failover auth granted to %s for epoch %d" % (y.name.decode(), epoch)) in a.output()
+        assert not y.errors
+    finally:
+        y.close()
+
+
+@needs_redis
+def test_malformed_frames_give_redis_log_lines(cluster):
+    """What decode refuses with a text, redis-server refuses with the same log
+    line (and stays up; the link is kept, as Redis keeps it); a bad signature
+    closes the link."""
+    a, b, x = cluster
+    stranger = dict(sender=secrets.token_hex(20).encode(), port=1, cport=1)
+    good_ping = encode(Message(type=PING, **stranger, gossip=GOSSIP))
+    cases = [good_ping[:4] + be(len(good_ping) - 104, 4) + good_ping[8:14] + be(3, 2)
+             + good_ping[16:-104],
+             with_extensions([], [be(12, 4) + be(0, 2) + b"\0\0" + b"ab\0\0"]),
+             with_extensions([], [be(32, 4) + be(0, 2) + b"\0\0" + b"ab\0\0\0\0\0\0"]),
+             with_extensions([], [b"\0\0\0\x10"]),
+             with_extensions([], [be(0, 4) + be(0, 2) + b"\0\0"]),
+             with_extensions([], [be(16, 4) + be(0, 2) + b"\0\0" + b"ab\0cdefg"]),
+             header_by_hand(HEADER_SIZE + 16, PING, extensions=1) + be(16, 4) + be(0, 2) + b"\0" * 10,
+             encode(Message(type=FAIL, **stranger)) + b"xx",
+             encode(Message(type=PUBLISH, **stranger, channel=b"c", message=b"m")) + b"!",
+             encode(Message(type=MODULE, **stranger, module_payload=b"abc"))[:-1],
+             encode(Message(type=UPDATE, **stranger))[:-8],
+             encode(Message(type=FAILOVER_AUTH_REQUEST, **stranger)) + b"12345678"]
+    s = x.connect(a.cport)
+    for frame in cases:
+        frame = frame[:4] + be(len(frame), 4) + frame[8:]     # consistent framing
+        frame = frame[:40] + stranger["sender"] + frame[80:]  # an unknown sender: no effect
+        with pytest.raises(BusError) as e:
+            decode(frame)
+        text = e.value.text
+        before = a.output().count(text)
+        x.send(s, frame)
+        wait_until(lambda: a.output().count(text) > before, 10, what="redis-server's log line " + text)
+    assert a.client().ping()
+    bad = socket.create_connection(("127.0.0.1", a.cport), timeout=10)
+    try:
+        bad.sendall(b"RCmb" + be(100, 4) + b"\0" * 100)
+        try:
+            assert bad.recv(100) == b""            # redis-server closed the link
+        except ConnectionResetError:               # ... with our bytes unread
+            pass
+    finally:
+        bad.close()
+    wait_until(lambda: "Bad message length or signature received from Cluster bus." in a.output(), 10)
+    assert a.client().ping()

@@ -24,8 +24,10 @@ CLUSTERMSG_MIN_LEN) then the body of the message type:
 - Any other type: Redis ignores the body; ``decode`` returns the header.
 
 ``decode`` raises ``BusError`` for what clusterProcessPacket's length and
-version checks refuse, and for anything truncated or inconsistent that Redis
-would read past the buffer for.  Redis drops such a packet and keeps the
+version checks refuse (as Debian's 7.0.15 package does them: its security
+fixes add the gossip count and hostname terminator checks and their log
+lines), and for anything truncated or inconsistent that Redis would read
+past the buffer for.  Redis drops such a packet and keeps the
 link; ``BusError.text`` is its log line where Redis logs one (``None`` where
 it drops the packet silently: a protocol version other than 1).
 ``FrameReader`` splits a link's byte stream into frames as
@@ -298,42 +300,39 @@ def _length_error(t: int, totlen: int, explen: int) -> BusError:
 
 
 def _decode_extensions(msg: Message, frame: bytes, pos: int, n: int, totlen: int) -> int:
-    """Read n ping extensions from pos (clusterProcessPacket's validation,
-    then clusterProcessPingExtensions); the position after them."""
+    """Read n ping extensions from pos (the validation of clusterProcessPacket
+    as Debian's 7.0.15 does it, then clusterProcessPingExtensions); the
+    position after them."""
     t = msg.type
     for _ in range(n):
         if totlen - pos < EXT_HEADER_SIZE:
             raise BusError("Received invalid %s packet with extension data that exceeds "
                            "total packet length (%d)" % (type_name(t), totlen))
         length, ext_type, _unused = EXT_HEADER.unpack_from(frame, pos)
-        if length % 8 != 0:
+        # Redis checks the length as a 16-bit number (so do its log lines)
+        short = length & 0xFFFF
+        if short % 8 != 0 or short < EXT_HEADER_SIZE:
             raise BusError("Received a %s packet without proper padding (%d bytes)"
-                           % (type_name(t), length))
-        if totlen - pos < length:
+                           % (type_name(t), short))
+        if totlen - pos < short:
             raise BusError("Received invalid %s packet with extension data that exceeds "
                            "total packet length (%d)" % (type_name(t), totlen))
-        if length < EXT_HEADER_SIZE:
+        if ext_type == EXT_HOSTNAME and (short == EXT_HEADER_SIZE or frame[pos + short - 1] != 0):
+            raise BusError("Received %s packet with missing null terminator in extension type %d"
+                           % (type_name(t), ext_type))
+        if length != short:
             raise BusError("Received a %s packet with an extension of %d bytes"
                            % (type_name(t), length))
         body = frame[pos + EXT_HEADER_SIZE:pos + length]
-        if ext_type == EXT_HOSTNAME or ext_type == EXT_HUMAN_NODENAME:
-            if b"\0" not in body:
-                raise BusError("Received a %s packet with an unterminated %s extension"
-                               % (type_name(t), "hostname" if ext_type == EXT_HOSTNAME
-                                  else "human nodename"))
-            if ext_type == EXT_HOSTNAME:
-                msg.hostname = _cstr(body)
-            else:
-                msg.human_nodename = _cstr(body)
-        elif ext_type == EXT_FORGOTTEN_NODE:
-            if len(body) < FORGOTTEN.size:
-                raise BusError("Received a %s packet with a short forgotten node extension"
-                               % type_name(t))
+        # 7.2's types, read when well formed; a 7.0 node skips them (so do we
+        # when they are not)
+        if ext_type == EXT_HOSTNAME:
+            msg.hostname = _cstr(body)
+        elif ext_type == EXT_HUMAN_NODENAME and body[-1:] == b"\0":
+            msg.human_nodename = _cstr(body)
+        elif ext_type == EXT_FORGOTTEN_NODE and len(body) >= FORGOTTEN.size:
             msg.forgotten.append(FORGOTTEN.unpack_from(body))
-        elif ext_type == EXT_SHARDID:
-            if len(body) < NAMELEN:
-                raise BusError("Received a %s packet with a short shard id extension"
-                               % type_name(t))
+        elif ext_type == EXT_SHARDID and len(body) >= NAMELEN:
             msg.shard_id = body[:NAMELEN]
         else:
             msg.unknown_extensions.append(ext_type)
@@ -362,14 +361,14 @@ def decode(frame: bytes) -> Message:
     if t == PING or t == PONG or t == MEET:
         end = pos + GOSSIP_SIZE * count
         if end > totlen:
-            raise _length_error(t, totlen, end)
+            raise BusError("Received invalid %s packet with gossip count %d that exceeds total "
+                           "packet length (%d)" % (type_name(t), count, totlen))
         msg.gossip = [Gossip(name, ps, pr, _cstr(ip), p, cp, fl, pp)
                       for name, ps, pr, ip, p, cp, fl, pp in GOSSIP.iter_unpack(frame[pos:end])]
+        # without the extension data flag there is no extension, whatever
+        # the count says (Redis validates and reads them only with the flag)
         if mflags & MSGFLAG_EXT_DATA:
             end = _decode_extensions(msg, frame, end, extensions, totlen)
-        elif extensions:
-            raise BusError("Received a %s packet with %d extensions but no extension data flag"
-                           % (type_name(t), extensions))
         explen = end
     elif t == FAIL:
         explen = HEADER_SIZE + FAIL_BODY_SIZE
@@ -462,15 +461,17 @@ def slots_to_bitmap(slots) -> bytes:
     return bytes(bm)
 
 
+_BITS = [tuple(bit for bit in range(8) if byte >> bit & 1) for byte in range(256)]
+
+
 def bitmap_to_slots(bitmap: bytes) -> list:
     """The slots set in a bitmap, in increasing order."""
     out = []
+    bits = _BITS
     for i, byte in enumerate(bitmap):
         if byte:
             base = i << 3
-            for bit in range(8):
-                if byte >> bit & 1:
-                    out.append(base + bit)
+            out.extend([base + bit for bit in bits[byte]])
     return out
 
 
