@@ -40,11 +40,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-try:
-    import anycrc
-except ImportError:  # a pure-Python install
-    anycrc = None
-
 # -- constants (cluster.h) ------------------------------------------------------------
 
 SLOTS = 16384
@@ -473,43 +468,3 @@ def bitmap_to_slots(bitmap: bytes) -> list:
             base = i << 3
             out.extend([base + bit for bit in bits[byte]])
     return out
-
-
-def _crc16_table():
-    t = []
-    for i in range(256):
-        crc = i << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
-        t.append(crc)
-    return t
-
-
-_CRC16_TABLE = _crc16_table()
-
-
-def crc16_py(data: bytes) -> int:
-    """CRC16-XMODEM (Redis's crc16.c), in Python."""
-    crc = 0
-    t = _CRC16_TABLE
-    for b in data:
-        crc = ((crc << 8) & 0xFFFF) ^ t[(crc >> 8) ^ b]
-    return crc
-
-
-if anycrc is not None:
-    crc16 = anycrc.Model("CRC16-XMODEM").calc
-else:
-    crc16 = crc16_py
-
-
-def key_hash_slot(key: bytes) -> int:
-    """keyHashSlot: CRC16 of the key modulo 16384; when the key has a
-    non-empty {...} (the first '{' and the first '}' after it), only what is
-    between them is hashed."""
-    start = key.find(b"{")
-    if start >= 0:
-        end = key.find(b"}", start + 1)
-        if end > start + 1:
-            key = key[start + 1:end]
-    return crc16(key) & 0x3FFF
