@@ -259,12 +259,13 @@ class Failover:
                 (cfg["cluster-replica-no-failover"] and not manual) or m.slaveof.numslots == 0:
             self.cant_failover_reason = CANT_NONE
             return
+        # the age of our data: since the last bytes from the master (Redis:
+        # its last interaction, or when the link went down; the link's
+        # close is noticed late here when the loop was blocked, so the last
+        # bytes are the better measure)
         link = srv.replica_link
-        if link is not None and link.state == "connected":
-            data_age = int((time.time() - link.last_io) * 1000)
-        else:
-            since = link.link_down_since if link is not None else time.time()
-            data_age = int((time.time() - since) * 1000)
+        last = link.last_io if link is not None else time.time()
+        data_age = int((time.time() - last) * 1000)
         if data_age > timeout:
             data_age -= timeout
         vf = cfg["cluster-replica-validity-factor"]
