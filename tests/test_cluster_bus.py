@@ -409,7 +409,7 @@ def decode_or_bus_error(frame):
     return m
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=5000))
 def test_fuzz_random_bytes(data):
     decode_or_bus_error(data)
@@ -420,7 +420,7 @@ def test_fuzz_random_bytes(data):
         pass
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 6), st.data())
 def test_fuzz_truncated_and_corrupted_frames(which, data):
     frame = bytearray(real_frames()[which])
@@ -440,7 +440,7 @@ def test_fuzz_truncated_and_corrupted_frames(which, data):
     decode_or_bus_error(bytes(frame))
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.binary(max_size=300), max_size=20))
 def test_fuzz_frame_reader_stream(chunks):
     good = b"".join(real_frames())

@@ -37,6 +37,7 @@ the header's) means Redis closes the link.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -459,12 +460,44 @@ def slots_to_bitmap(slots) -> bytes:
 _BITS = [tuple(bit for bit in range(8) if byte >> bit & 1) for byte in range(256)]
 
 
+_NONZERO = re.compile(rb"[^\x00]+")
+_FULL = re.compile(rb"\xff+")
+
+
 def bitmap_to_slots(bitmap: bytes) -> list:
-    """The slots set in a bitmap, in increasing order."""
+    """The slots set in a bitmap, in increasing order (runs of zero and of
+    full bytes are taken whole: a node's slots are mostly ranges)."""
+    out = []
+    for a, b in bitmap_ranges(bitmap):
+        out.extend(range(a, b + 1))
+    return out
+
+
+def bitmap_ranges(bitmap: bytes) -> list:
+    """[(first, last)] of the runs of set bits in a slot bitmap."""
     out = []
     bits = _BITS
-    for i, byte in enumerate(bitmap):
-        if byte:
-            base = i << 3
-            out.extend([base + bit for bit in bits[byte]])
+    for m in _NONZERO.finditer(bitmap):
+        seg_start = m.start()
+        pos = seg_start
+        seg = m.group()
+        for f in _FULL.finditer(seg):
+            for i in range(pos, seg_start + f.start()):
+                _add_bits(out, i << 3, bits[bitmap[i]])
+            _add_range(out, (seg_start + f.start()) << 3, ((seg_start + f.end()) << 3) - 1)
+            pos = seg_start + f.end()
+        for i in range(pos, m.end()):
+            _add_bits(out, i << 3, bits[bitmap[i]])
     return out
+
+
+def _add_range(out, a, b):
+    if out and out[-1][1] == a - 1:
+        out[-1] = (out[-1][0], b)
+    else:
+        out.append((a, b))
+
+
+def _add_bits(out, base, bits):
+    for bit in bits:
+        _add_range(out, base + bit, base + bit)

@@ -8,6 +8,7 @@ import os
 import time
 
 from ..protocol.resp import split_args
+from .bus import bitmap_ranges, bitmap_to_slots
 from .slots import SLOTS
 
 # node flags (the bus carries them as these bits)
@@ -48,22 +49,6 @@ def valid_name(name: bytes) -> bool:
 def flags_string(flags: int) -> str:
     names = [n for f, n in FLAG_NAMES if flags & f]
     return ",".join(names) if names else "noflags"
-
-
-def slot_ranges(slots) -> list:
-    """[(start, end)] of the set bits of a node's slot bitmap."""
-    out = []
-    start = -1
-    prev = -2
-    for s in slots:
-        if s != prev + 1:
-            if start >= 0:
-                out.append((start, prev))
-            start = s
-        prev = s
-    if start >= 0:
-        out.append((start, prev))
-    return out
 
 
 class Node:
@@ -147,15 +132,7 @@ class Node:
     def slot_list(self) -> list:
         if not self.numslots:
             return []
-        out = []
-        bm = self.slots
-        for i, byte in enumerate(bm):
-            if byte:
-                base = i << 3
-                for bit in range(8):
-                    if byte & (1 << bit):
-                        out.append(base + bit)
-        return out
+        return bitmap_to_slots(self.slots)
 
     # -- replicas ---------------------------------------------------------------------------------
     def add_slave(self, n: "Node") -> bool:
@@ -191,7 +168,7 @@ class Node:
                  self.slaveof.name.decode() if self.slaveof is not None else "-",
                  str(self.ping_sent), str(self.pong_received), str(epoch),
                  "connected" if (self.link is not None or self.flags & MYSELF) else "disconnected"]
-        for a, b in slot_ranges(self.slot_list()):
+        for a, b in bitmap_ranges(self.slots):
             parts.append(str(a) if a == b else "%d-%d" % (a, b))
         if self.flags & MYSELF:
             for s in sorted(set(cluster.migrating) | set(cluster.importing)):

@@ -14,6 +14,7 @@ from ..keyspace import notify
 from ..net import client as client_mod
 from ..replication import replica as replica_mod
 from ..replication.propagate import propagate_deletion, propagate_pending
+from .bus import bitmap_ranges
 from .failover import Failover
 from .gossip import Gossip, type_name
 from .links import Links
@@ -272,9 +273,10 @@ class Cluster(Gossip, Failover, Links):
         m = self.myself
         owned = bytearray(SLOTS)
         if self.state == STATE_OK and m.is_master:
-            for s in m.slot_list():
-                if s not in self.migrating and s not in self.importing:
-                    owned[s] = 1
+            for a, b in bitmap_ranges(m.slots):
+                owned[a:b + 1] = b"\x01" * (b - a + 1)
+            for s in list(self.migrating) + list(self.importing):
+                owned[s] = 0
         client_mod.set_cluster(bytes(owned))
         self._fast_valid = True
 
@@ -521,10 +523,16 @@ class Cluster(Gossip, Failover, Links):
             return
         new = STATE_OK
         if self.srv.config["cluster-require-full-coverage"]:
-            for n in self.slots:
-                if n is None or n.flags & FAIL:
-                    new = STATE_FAIL
-                    break
+            # every slot served by a node not in FAIL (the owners' slot
+            # counts add up to the assigned slots)
+            covered = 0
+            for n in self.nodes.values():
+                if n.numslots:
+                    if n.flags & FAIL:
+                        new = STATE_FAIL
+                    covered += n.numslots
+            if covered != SLOTS:
+                new = STATE_FAIL
         size = 0
         reachable = 0
         for n in self.nodes.values():

@@ -385,16 +385,17 @@ def cluster_bumpepoch(c, argv):
 def cluster_info(c, argv):
     cl = _cluster(c)
     assigned = ok = pfail = fail = 0
-    for n in cl.slots:
-        if n is None:
+    for n in cl.nodes.values():      # the owners' counts add up to the slots' (add_slot keeps both)
+        k = n.numslots
+        if not k:
             continue
-        assigned += 1
+        assigned += k
         if n.failed:
-            fail += 1
+            fail += k
         elif n.timed_out:
-            pfail += 1
+            pfail += k
         else:
-            ok += 1
+            ok += k
     m = cl.myself
     myepoch = m.slaveof.config_epoch if (m.is_slave and m.slaveof is not None) else m.config_epoch
     lines = [
