@@ -36,7 +36,7 @@ def may_have_keys(cmd) -> bool:
     return bool(cmd.key_specs) or cmd.fullname == "exec" or cmd.getkeys_proc is not None
 
 
-def get_node_by_query(cluster, c, cmd, argv, asking: bool):
+def get_node_by_query(cluster, c, cmd, argv, asking: bool, write=None):
     """(node, slot, error code): node is None on an error, else the node
     that must serve the command (ours: no redirection); slot is -1 when
     the command has no keys."""
@@ -89,7 +89,8 @@ def get_node_by_query(cluster, c, cmd, argv, asking: bool):
                     missing += 1
     if n is None:
         return myself, -1, REDIR_NONE
-    write = cmd.write or (cmd.fullname == "exec" and any(q[0].write for q in commands))
+    if write is None:       # (the caller knows better for scripts: their declared flags)
+        write = cmd.write or (cmd.fullname == "exec" and any(q[0].write for q in commands))
     if cluster.state != 0:
         cfg = c.server.config
         if pubsubshard:

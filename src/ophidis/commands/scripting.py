@@ -121,6 +121,34 @@ def script_declares_no_writes(srv, name: str, argv) -> bool:
     return "no-writes" in flags
 
 
+def script_writes(srv, name: str, argv):
+    """getCommandFlags for scripts: True when EVAL / EVALSHA / FCALL argv
+    runs a script that declares its flags (a shebang, a function) without
+    no-writes, False with no-writes, None when the command's own flags
+    apply (no shebang, or a script not found)."""
+    if len(argv) < 2:
+        return None
+    try:
+        if name in ("eval", "eval_ro"):
+            s = srv.lua_scripts.get(lua_mod.sha1hex(argv[1]))
+            flags, compat = (s.flags, s.compat) if s is not None else extract_shebang(argv[1])[:2]
+        elif name in ("evalsha", "evalsha_ro"):
+            s = srv.lua_scripts.get(argv[1].lower())
+            if s is None:
+                return None
+            flags, compat = s.flags, s.compat
+        else:
+            f = srv.functions.functions.get(argv[1].lower())
+            if f is None:
+                return None
+            flags, compat = f.flags, False
+    except (RedisError, UnicodeDecodeError):
+        return None
+    if compat:
+        return None
+    return "no-writes" not in flags
+
+
 def create_script(srv, body: bytes) -> Script:
     eng = eval_engine(srv)
     sha = lua_mod.sha1hex(body)

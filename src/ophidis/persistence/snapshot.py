@@ -308,7 +308,7 @@ class Persistence:
     def parse(self, data, skip_expired=None):
         srv = self.server
         if skip_expired is None:
-            skip_expired = not srv.is_replica
+            skip_expired = srv.i_am_master()
         reader = RdbReader(data, LoadSettings(srv.config), ndbs=len(srv.dbs),
                            skip_expired=skip_expired,
                            verify_checksum=srv.config["rdbchecksum"],

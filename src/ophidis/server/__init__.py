@@ -216,6 +216,13 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.cluster = Cluster(self) if config["cluster-enabled"] else None
         self.update_server_slow()      # every command routed in cluster mode
 
+    def i_am_master(self) -> bool:
+        """iAmMaster: not a replica (in a cluster: myself a master, as
+        nodes.conf says even before the link to the master is up)."""
+        if self.cluster is not None:
+            return self.cluster.myself.is_master
+        return not self.is_replica
+
     def running_script(self):
         """The context of the script or function running now, or None."""
         for eng in (self.lua_eval, self.lua_functions):

@@ -12,6 +12,7 @@ from time import perf_counter
 from .. import log
 from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
 from ..commands import TABLE
+from ..commands.scripting import script_writes
 from ..commands.transactions import discard_transaction
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
 from ..keyspace.db import stats
@@ -19,6 +20,8 @@ from ..net import client as client_mod
 from ..net.client import Client
 from ..protocol.resp import QUEUED
 from .clients import is_loopback
+
+_SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
 
@@ -88,7 +91,8 @@ class Dispatch:
                 c.cluster_asking = False     # ASKING is for the next command (or transaction)
                 c.update_slow()
             if not c.is_master and may_have_keys(cmd):
-                node, slot, code = get_node_by_query(cl, c, cmd, argv, asking)
+                write = script_writes(self, base, argv) if base in _SCRIPT_CALLS else None
+                node, slot, code = get_node_by_query(cl, c, cmd, argv, asking, write)
                 if node is None or node is not cl.myself:
                     if base == "exec":
                         discard_transaction(c)
