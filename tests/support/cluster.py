@@ -110,6 +110,11 @@ class Cluster:
             wait_until(lambda: any(f[0] == master and "master" in f[2] for f in self.nodes_view(i)), timeout,
                        interval=0.2, what="node %d sees its master" % i)
             self.client(i).execute_command("CLUSTER", "REPLICATE", master)
+        for i in range(masters, n):
+            me, master = self.myid(i), ids[(i - masters) % masters]
+            wait_until(lambda: all(any(f[0] == me and "slave" in f[2] and f[3] == master for f in self.nodes_view(j))
+                                   for j in range(n)), timeout, interval=0.2,
+                       what="every node sees node %d as a replica" % i)
         self.wait_ok(timeout=timeout)
 
     def cli(self, *args, timeout=120, check=True) -> str:

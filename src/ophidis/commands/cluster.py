@@ -614,6 +614,6 @@ def readwrite(c, argv):
     return OK
 
 
-@command("restore-asking")
+@command("restore-asking", flags=("syscmd",))
 def restore_asking(c, argv):
     return restore(c, argv)
