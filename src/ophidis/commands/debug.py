@@ -26,7 +26,7 @@ from ..replication.propagate import TO_REPL, also_propagate
 from ..types.stream import FLAG_DELETED, MASK64
 from ..util import parse_int
 from . import command
-from .keys import object_encoding
+from .keys import object_encoding, refcount
 
 _NO_SUCH_KEY = RedisError("ERR no such key")
 _NOT_ALLOWED = RedisError(
@@ -412,8 +412,8 @@ def debug(c, argv):
                      "ql_uncompressed_size:%d" % (
                          1, float(len(v)), srv.config["list-max-listpack-size"],
                          1 if srv.config["list-compress-depth"] else 0, _serialized_length(v)))
-        return simple(("Value at:0x%x refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s" % (
-            _address(db, key, v), enc, _serialized_length(v), lru, idle, extra)).encode())
+        return simple(("Value at:0x%x refcount:%d encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s" % (
+            _address(db, key, v), refcount(v, srv.config), enc, _serialized_length(v), lru, idle, extra)).encode())
     if sub == b"reload":
         opts = {}
         for o in argv[2:]:

@@ -108,9 +108,7 @@ def sec_clients(srv):
 
 def sec_memory(srv):
     m = srv.memory
-    used = m.used_memory()
-    if m.tracking:
-        m.clients.refresh()     # else used_memory just did
+    used = m.used_memory()      # the clients measured anew
     rss = rss_bytes()
     peak = max(srv.used_memory_peak, used)
     srv.used_memory_peak = peak
@@ -163,22 +161,18 @@ def sec_memory(srv):
         "rss_overhead_bytes:0",
         "mem_fragmentation_ratio:%.2f" % frag,
         "mem_fragmentation_bytes:%d" % (rss - used),
-        "mem_not_counted_for_evict:0",
+        "mem_not_counted_for_evict:%d" % m.not_counted(),
         "mem_replication_backlog:%d" % srv.repl_feed.backlog_bytes(),
         "mem_total_replication_buffers:%d" % srv.repl_feed.buffer_bytes(),
         "mem_clients_slaves:%d" % m.clients.totals["slave"],
         "mem_clients_normal:%d" % (m.clients.total - m.clients.totals["slave"]),
         "mem_cluster_links:0",
-        "mem_aof_buffer:%d" % _aof_buffer(srv),
+        "mem_aof_buffer:%d" % m.aof_buffer(),
         "mem_allocator:pymalloc",
         "active_defrag_running:0",
         "lazyfree_pending_objects:%d" % srv.lazyfree_pending,
         "lazyfreed_objects:%d" % srv.lazyfreed_objects,
     ]
-
-
-def _aof_buffer(srv) -> int:
-    return sum(map(len, srv.aof.buf))
 
 
 def sec_persistence(srv):
@@ -296,15 +290,11 @@ def sec_commandstats(srv):
 
 
 def sec_latencystats(srv):
+    # the section is empty while latency-tracking is off, as in Redis (the
+    # histograms are kept)
     if srv.config["latency-tracking"]:
         return latencystats_lines(srv)
-    out = []
-    for name in sorted(ALL):
-        cmd = ALL[name]
-        if cmd.calls:
-            us = cmd.usec * 1e6 / cmd.calls
-            out.append("latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f" % (name, us, us, us))
-    return out
+    return []
 
 
 SECTIONS.update({

@@ -479,14 +479,28 @@ def object_encoding_cmd(c, argv):
     return bulk(object_encoding(v, c.server.config))
 
 
+SHARED_INTEGERS = 10000       # Redis's OBJ_SHARED_INTEGERS: 0 .. 9999
+SHARED_REFCOUNT = 2147483647  # OBJ_SHARED_REFCOUNT
+
+
+def refcount(v, cfg) -> int:
+    """OBJECT REFCOUNT / DEBUG OBJECT's refcount.  Redis stores the integers
+    0 .. 9999 as shared objects, except while maxmemory is set with an LRU or
+    LFU policy (each key then has its own object, for its access time).
+    Values are not shared objects here: the answer follows the configuration
+    of the moment the value is asked for."""
+    if (v.__class__ is bytes and len(v) <= 4 and try_int(v) is not None and 0 <= int(v) < SHARED_INTEGERS
+            and not (cfg["maxmemory"] and ("lru" in cfg["maxmemory-policy"] or "lfu" in cfg["maxmemory-policy"]))):
+        return SHARED_REFCOUNT
+    return 1
+
+
 @command("object|refcount", flags=("no_touch",))
 def object_refcount(c, argv):
     v = c.db.lookup_nostats(argv[2])
     if v is None:
         return c.null
-    if v.__class__ is bytes and len(v) <= 5 and try_int(v) is not None and 0 <= int(v) < 10000:
-        return integer(2147483647)
-    return ONE
+    return integer(refcount(v, c.server.config))
 
 
 @command("object|idletime", flags=("no_touch",))

@@ -250,7 +250,7 @@ def memory_stats(c, argv):
         (b"clients.slaves", integer(m.clients.totals["slave"])),
         (b"clients.normal", integer(m.clients.total - m.clients.totals["slave"])),
         (b"cluster.links", integer(0)),
-        (b"aof.buffer", integer(0)),
+        (b"aof.buffer", integer(m.aof_buffer())),
         (b"lua.caches", integer(0)),
         (b"functions.caches", integer(0)),
     ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from time import perf_counter
 
 from ..errors import RedisError
 from ..net import client as client_mod
@@ -31,7 +32,7 @@ from .db import stats
 
 class BlockState:
     __slots__ = ("db", "keys", "deadline", "on_ready", "on_timeout", "since", "also",
-                 "serve_missing", "argv")
+                 "serve_missing", "argv", "duration")
 
     def __init__(self, db, keys, deadline, on_ready, on_timeout, also=(), serve_missing=False):
         self.db = db
@@ -43,6 +44,7 @@ class BlockState:
         self.on_ready = on_ready
         self.on_timeout = on_timeout
         self.since = time.monotonic()
+        self.duration = 0.0  # seconds the blocking call itself ran (Server.call sets it)
 
 
 def _strtold(b):
@@ -152,13 +154,24 @@ class BlockingHandler:
         c.update_slow()
         self.nblocked -= 1
 
-    def finish(self, c, reply):
-        """Unblock c, send reply and continue with its pending requests."""
-        argv = c.bstate.argv if c.bstate is not None else None
+    def finish(self, c, reply, served=None, failed=False):
+        """Unblock c, send reply and continue with its pending requests.
+        ``served``: the seconds serving it took (the client was served or
+        unblocked by CLIENT UNBLOCK, not timed out): Redis's
+        updateStatsOnUnblock then records the call's latency (the blocking
+        call's own time plus that), and ``failed`` counts a failed call."""
+        st = c.bstate
+        argv = st.argv if st is not None else None
         self._remove(c)
         st_cmd = c.last_cmd
         if st_cmd is not None:
             st_cmd.calls += 1
+            if served is not None:
+                if failed:
+                    st_cmd.failed_calls += 1
+                if client_mod._LATENCY_TRACKING:
+                    dt = served + (st.duration if st is not None else 0.0)
+                    st_cmd.hist[int(dt * 976562.5).bit_length()] += 1
             # the command is logged when it completes, as it was sent
             # (Redis's updateStatsOnUnblock; its execution time is tiny)
             if argv is not None and client_mod._SLOWLOG_THRESHOLD == 0 and not st_cmd.skip_slowlog:
@@ -182,7 +195,9 @@ class BlockingHandler:
             reply = b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
         else:
             reply = st.on_timeout(c)
-        self.finish(c, reply)
+        # Redis 7.0 counts a call unblocked this way as failed, with either
+        # reason (updateStatsOnUnblock(target, 0, 0, 1))
+        self.finish(c, reply, served=0.0, failed=True)
 
     def disconnect_all_blocked(self):
         """disconnectAllBlockedClients: the instance becomes a replica, the
@@ -233,14 +248,15 @@ class BlockingHandler:
                     if mt is not None:
                         mtok = mt.measure(db, mkeys)
                     dirty = srv.dirty
+                    t0 = perf_counter()
                     try:
                         reply = c.bstate.on_ready(c, db, key)
                     except RedisError as e:
-                        reply = c.error_reply(e, c.last_cmd)
+                        reply = c.error_reply(e, c.last_cmd)   # counts the failed call
                     if mt is not None:
                         mt.account(db, mkeys, mtok)
                     if reply is not None:
-                        self.finish(c, reply)
+                        self.finish(c, reply, served=perf_counter() - t0)
                     trk = srv.tracking
                     if trk.wrap_active and (reply is not None or srv.dirty != dirty):
                         for k in mkeys:

@@ -8,24 +8,21 @@ from __future__ import annotations
 
 import time
 
-from .. import commands
+from .. import commands, log
 from ..keyspace import db as dbm
 from ..keyspace import notify
 from ..protocol.resp import OK
-from . import sizes
 from .clients import ClientMemory
 from .evict import Eviction, LruQueue, _oom_error
 from .lazyfree import LazyFree
-from .sizes import (_EXTRACT, BYTES_BASE, EXPIRE_ENTRY, INDEX_ENTRY, LRU_ENTRY, PY_DICT_ENTRY,
-                    STARTUP, _simple_specs, db_size, key_cost, keys_of, pysize)
+from .sizes import (_EXTRACT, BYTES_BASE, PY_DICT_ENTRY, STARTUP, _simple_specs, db_size, key_cost, keys_of,
+                    pysize)
 
 _time = time.time
 
 class Memory(Eviction):
     def __init__(self, srv):
         self.srv = srv
-        self.key_extra = sizes.KEY_EXTRA   # per-key overheads (sizes.KEY_EXTRA / EXP_EXTRA)
-        self.exp_extra = sizes.EXP_EXTRA
         cfg = srv.config
         self.dbmem = [0] * len(srv.dbs)
         self.dataset = 0
@@ -49,7 +46,7 @@ class Memory(Eviction):
         self.clients = ClientMemory(srv)   # before the hook below: it evicts first
         srv.cron_hooks.append(self.cron)
         srv.startup_hooks.append(self._after_startup)
-        cfg.on_change("maxmemory", lambda v: self.configure())
+        cfg.on_change("maxmemory", lambda v: self._maxmemory_changed())
         cfg.on_change("maxmemory-policy", lambda v: self.configure(policy_changed=True))
         cfg.on_change("maxmemory-clients", lambda v: self.update_clients())
         self.configure()
@@ -67,15 +64,7 @@ class Memory(Eviction):
         on = bool(srv.maxmemory) or self.lru_mode or self.lfu_mode
         self.volatile = pol.startswith("volatile")
         evicting = on and pol != "noeviction"
-        # The eviction structures' cost per key they hold is charged in
-        # each key's cost.
-        extra = (LRU_ENTRY if self.lru_mode else INDEX_ENTRY) if evicting else 0
-        kx = PY_DICT_ENTRY + (0 if self.volatile else extra)
-        ex = EXPIRE_ENTRY + (extra if self.volatile else 0)
-        changed = kx != sizes.KEY_EXTRA or ex != sizes.EXP_EXTRA
-        sizes.KEY_EXTRA, sizes.EXP_EXTRA = kx, ex
-        self.key_extra, self.exp_extra = kx, ex
-        if on and (not self.tracking or changed):
+        if on and not self.tracking:
             self.recompute()
         self.tracking = on
         if policy_changed or not evicting:
@@ -96,8 +85,22 @@ class Memory(Eviction):
         srv.update_server_slow()
         if on:
             self.update_clients()
-            if srv.maxmemory and self.over() > 0 and pol != "noeviction":
-                self.perform_evictions(unlimited=True)
+
+    def _maxmemory_changed(self):
+        """CONFIG SET maxmemory (Redis's updateMaxmemory): a warning when the
+        new limit is under the memory in use, and eviction starts from the
+        event loop, in cycles bounded by maxmemory-eviction-tenacity (a
+        transaction setting it runs to its end first)."""
+        self.configure()
+        srv = self.srv
+        if srv.maxmemory:
+            used = self.used_memory() - self.not_counted()
+            if srv.maxmemory < used:
+                log.warning("WARNING: the new maxmemory value set via CONFIG SET (%d) is smaller than the "
+                            "current memory usage (%d). This will result in key eviction and/or the "
+                            "inability to accept new write commands depending on the maxmemory-policy."
+                            % (srv.maxmemory, used))
+            self.schedule_eviction()
 
     def _reset_structures(self):
         """After whole databases changed (FLUSHALL, SWAPDB, DEBUG RELOAD).
@@ -249,7 +252,7 @@ class Memory(Eviction):
                 else:
                     exp = db.expires
                     if v.__class__ is bytes and not exp:
-                        delta = len(k) + len(v) + (2 * BYTES_BASE + sizes.KEY_EXTRA) - pre
+                        delta = len(k) + len(v) + (2 * BYTES_BASE + PY_DICT_ENTRY) - pre
                     else:
                         delta = key_cost_(db, k, v) - pre
                     if lru is not None:
@@ -286,7 +289,7 @@ class Memory(Eviction):
             n = len(d)
             old = d.setdefault(k, v)     # one probe of the table for a new key
             if len(d) != n:
-                delta = len(k) + len(v) + (2 * BYTES_BASE + sizes.KEY_EXTRA)
+                delta = len(k) + len(v) + (2 * BYTES_BASE + PY_DICT_ENTRY)
                 if queue_new:
                     q = lru[i]
                     q.keys.append(k)
@@ -330,12 +333,9 @@ class Memory(Eviction):
 
     # -- accounting -----------------------------------------------------------------------
     def used_memory(self) -> int:
-        if self.tracking:
-            ds = self.dataset
-        else:
-            ds = sum(db_size(db, 2000) for db in self.srv.dbs)
-            self.update_clients()
-        used = STARTUP + ds + self.clients_mem
+        """INFO's used_memory (the clients measured anew)."""
+        self.update_clients()
+        used = STARTUP + self.dataset_bytes() + self.clients_mem + self.aof_buffer()
         if used > self.peak:
             self.peak = used
         self.srv.used_memory_peak = self.peak
@@ -345,6 +345,16 @@ class Memory(Eviction):
         if self.tracking:
             return self.dataset
         return sum(db_size(db, 2000) for db in self.srv.dbs)
+
+    def aof_buffer(self) -> int:
+        """The AOF's buffer, not yet written (mem_aof_buffer)."""
+        return sum(map(len, self.srv.aof.buf))
+
+    def not_counted(self) -> int:
+        """mem_not_counted_for_evict (Redis's freeMemoryGetNotCountedMemory):
+        the replicas' output and the AOF buffer are in used_memory but do
+        not make keys go (evicting for them would only feed them more DELs)."""
+        return self.clients.replica_out + self.aof_buffer()
 
     def update_clients(self):
         """Every client measured (client eviction when over
@@ -356,7 +366,9 @@ class Memory(Eviction):
         t = cm.totals
         self.clients_mem = tot = cm.total
         srv.mem_clients_normal = tot - t["slave"]
-        self.budget = srv.maxmemory - STARTUP - tot if srv.maxmemory else 1 << 62
+        # the budget leaves out the replicas' output; the AOF buffer is not
+        # in the dataset either
+        self.budget = srv.maxmemory - STARTUP - (tot - cm.replica_out) if srv.maxmemory else 1 << 62
         s = srv.maxmemory >> 9
         self.slack = s if s < (1 << 20) else (1 << 20)
 

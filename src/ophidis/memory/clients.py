@@ -42,10 +42,11 @@ EVICTABLE = ("normal", "pubsub")
 
 class Usage:
     """What the totals count for one client (``Client.mem_usage``)."""
-    __slots__ = ("mem", "cls", "bucket", "seq", "multi", "multi_n", "multi_sum")
+    __slots__ = ("mem", "out", "cls", "bucket", "seq", "multi", "multi_n", "multi_sum")
 
     def __init__(self):
         self.mem = 0
+        self.out = 0             # its output held, part of mem (for replicas: not counted for eviction)
         self.cls = None          # the class it is counted in (None: not counted)
         self.bucket = -1
         self.seq = 0             # when it entered its bucket
@@ -65,12 +66,17 @@ def bucket_of(mem: int) -> int:
 
 def output_held(c) -> int:
     """The output not yet sent: the transport's buffer and the pushes
-    queued for this loop iteration."""
+    queued for this loop iteration; for a replica also the stream held
+    until its payload is delivered (Redis's replica refers to that part of
+    the shared replication buffer)."""
     t = c.transport
     n = t.get_write_buffer_size() if t is not None and not c.closing else 0
     pb = c.push_buf
     if pb:
         n += sum(map(len, pb))
+    r = c.repl
+    if r is not None and r.pending:
+        n += sum(map(len, r.pending))
     return n
 
 
@@ -135,6 +141,9 @@ class ClientMemory:
     def __init__(self, srv):
         self.srv = srv
         self.totals = {"normal": 0, "pubsub": 0, "slave": 0, "master": 0}
+        # the replicas' output held (part of totals["slave"]): Redis's
+        # freeMemoryGetNotCountedMemory leaves it out of the maxmemory check
+        self.replica_out = 0
         self.limit = 0              # maxmemory-clients in bytes (0: no eviction)
         self.seq = 0
         self.warned = 0.0           # when "Over client maxmemory ..." was last logged
@@ -172,14 +181,19 @@ class ClientMemory:
     def update(self, c) -> Usage:
         """Measure one client and move its figure in the totals (and in the
         buckets)."""
-        tot = measure(c)[4]
+        _, _, _, omem, tot = measure(c)
         u = c.mem_usage
         cls = client_class(c)
         t = self.totals
         if u.cls is not None:
             t[u.cls] -= u.mem
+            if u.cls == "slave":
+                self.replica_out -= u.out
         t[cls] += tot
+        if cls == "slave":
+            self.replica_out += omem
         u.mem = tot
+        u.out = omem
         u.cls = cls
         b = bucket_of(tot)
         if b != u.bucket:
@@ -193,8 +207,10 @@ class ClientMemory:
         u = c.mem_usage
         if u is not None and u.cls is not None:
             self.totals[u.cls] -= u.mem
+            if u.cls == "slave":
+                self.replica_out -= u.out
             u.cls = None
-            u.mem = 0
+            u.mem = u.out = 0
 
     def changed(self, c):
         """After a read of ``c`` or a write to it (while maxmemory-clients is
@@ -213,6 +229,7 @@ class ClientMemory:
         t = self.totals
         for k in t:
             t[k] = 0
+        self.replica_out = 0
         slot = int(time.time()) % PEAK_SLOTS
         nxt = (slot + 1) % PEAK_SLOTS
         self.peak_in[nxt] = self.peak_out[nxt] = 0
@@ -229,9 +246,8 @@ class ClientMemory:
             qin = len(pend) if pend is not None else 0
             if qin > pin:
                 pin = qin
-            out = output_held(c)
-            if out > pout:
-                pout = out
+            if u.out > pout:
+                pout = u.out
         self.peak_in[slot] = pin
         self.peak_out[slot] = pout
 

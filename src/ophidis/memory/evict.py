@@ -25,8 +25,9 @@ from ..errors import OOM
 from ..keyspace import notify
 from ..keyspace.db import DELETE_SIGNALS, EmbStr, signal_key_ready, stats, touch_watched
 from ..net import client as client_mod
-from ..replication.propagate import propagate_deletion, propagating
-from .sizes import BYTES_BASE, EVPOOL_SIZE, LFU_INIT_VAL, STARTUP, getsizeof, key_cost, pysize
+from ..replication.propagate import propagate_deletion, propagate_pending, propagating
+from .sizes import (BYTES_BASE, EVPOOL_SIZE, EXPIRE_ENTRY, LFU_INIT_VAL, PY_DICT_ENTRY, STARTUP, getsizeof,
+                    key_cost, pysize)
 
 _time = time.time
 _perf = time.perf_counter
@@ -288,11 +289,10 @@ class Eviction:
             idx.info[i] = val
 
     # -- eviction -----------------------------------------------------------------------
-    def over(self) -> int:
+    def note_peak(self):
         used = STARTUP + self.dataset + self.clients_mem
         if used > self.peak:
             self.peak = used
-        return used - self.srv.maxmemory
 
     def evict_hook(self) -> bool:
         """performEvictions: True when still over the limit and nothing could
@@ -314,7 +314,10 @@ class Eviction:
                     self._set_oom(False)
                 return False
         srv = self.srv
-        if srv.is_replica and srv.config["replica-ignore-maxmemory"]:
+        # isSafeToPerformEvictions: not while loading or while clients are
+        # paused (the dataset stays still), nor on a replica ignoring maxmemory
+        if srv.loading or srv.pause_type is not None or (
+                srv.is_replica and srv.config["replica-ignore-maxmemory"]):
             return False
         fail = self.perform_evictions()
         self._set_oom(fail)
@@ -328,15 +331,17 @@ class Eviction:
             return 500e-6 * 1.15 ** (t - 10)
         return 1e9
 
-    def perform_evictions(self, unlimited=False) -> bool:
-        """Evict until the dataset is a little (``slack``) under the limit.
-        True when still over the limit with nothing left to evict."""
+    def perform_evictions(self) -> bool:
+        """Evict until the dataset is a little (``slack``) under the limit,
+        for at most maxmemory-eviction-tenacity's time (then the rest from
+        the event loop).  True when still over the limit with nothing left
+        to evict."""
         if self.policy == "noeviction":
             return True
-        self.over()      # peak
+        self.note_peak()
         t0 = _perf()
         self.clock = int(_time() * 1000)
-        limit = 1e9 if unlimited else self.time_limit()
+        limit = self.time_limit()
         lazy = self.srv.config["lazyfree-lazy-eviction"]
         target = self.budget - self.slack
         if self.lru is not None:
@@ -404,7 +409,6 @@ class Eviction:
                     return False
         finally:
             stats.evicted_keys += evicted
-            srv.dirty += evicted
         return False
 
     def _evict_batch(self, db, q, batch, lazy) -> int:
@@ -451,7 +455,7 @@ class Eviction:
         else:
             vsize = sum(map(pysize, vals))
         # keys are always bytes
-        freed = sum(map(len, batch)) + n * (BYTES_BASE + self.key_extra) + vsize + nexp * self.exp_extra
+        freed = sum(map(len, batch)) + n * (BYTES_BASE + PY_DICT_ENTRY) + vsize + nexp * EXPIRE_ENTRY
         self.dataset -= freed
         self.dbmem[db.id] -= freed
         db.dels += n
@@ -476,6 +480,7 @@ class Eviction:
         if propagating(srv):
             for k in batch:
                 propagate_deletion(srv, db, k)
+                propagate_pending(srv)     # each DEL on its own, never in a MULTI (as Redis)
         if lazy:
             free = self.lazyfree.free
             for v in vals:
@@ -497,11 +502,13 @@ class Eviction:
             notify.notify(notify.EVICTED, b"evicted", key, db.id)
         srv = self.srv
         propagate_deletion(srv, db, key)
-        srv.dirty += 1
+        propagate_pending(srv)
         if lazy:
             self.lazyfree.free(v)
 
     def schedule_eviction(self):
+        """startEvictionTimeProc: evict from the event loop, a cycle per
+        iteration, until under the limit or nothing is left to evict."""
         if self.evicting_scheduled:
             return
         loop = self.srv.loop
@@ -511,8 +518,8 @@ class Eviction:
 
         def step():
             self.evicting_scheduled = False
-            if self.tracking and self.over() > 0:
-                self.perform_evictions()
+            if self.tracking and self.dataset > self.budget:
+                self.evict_hook()
         loop.call_soon(step)
 
     def evict_one(self, lazy) -> bool:

@@ -21,7 +21,7 @@ directly.  Nothing of this runs while ``maxmemory`` is 0: INFO then computes
 the estimate on demand (exactly for small databases, by stride sampling for
 big ones).
 
-used_memory = STARTUP + dataset + client buffers + eviction index.
+used_memory = STARTUP + dataset + client buffers + AOF buffer.
 """
 
 from __future__ import annotations
@@ -54,8 +54,6 @@ MULTI_CMD = 24
 WATCHED_KEY = 256
 PUBSUB_ENTRY = 320
 TRACKING_PREFIX = 420
-INDEX_ENTRY = 96         # per key in an eviction index (sampling policies)
-LRU_ENTRY = 24           # per key in an LRU queue (two deque slots, some duplicates)
 SAMPLE = 4
 LAZYFREE_THRESHOLD = 64
 EVPOOL_SIZE = 16
@@ -104,17 +102,17 @@ def pysize(v) -> int:
     return getsizeof(v)
 
 
-# Per-key overheads: the main dict entry, plus the eviction structure's
-# entry while an evicting policy is active (set by Memory.configure).
-KEY_EXTRA = PY_DICT_ENTRY
-EXP_EXTRA = EXPIRE_ENTRY
+# The eviction structures (memory/evict.py: the LRU queues, the sampling
+# index) are not charged per key: Redis keeps its access information in the
+# object and samples its dict, so its used_memory does not move when a policy
+# or a limit is set, and neither does ours (their cost is in the RSS).
 
 
 def key_cost(db, key, v) -> int:
-    c = getsizeof(key) + KEY_EXTRA + pysize(v)
+    c = getsizeof(key) + PY_DICT_ENTRY + pysize(v)
     exp = db.expires
     if exp and key in exp:
-        c += EXP_EXTRA
+        c += EXPIRE_ENTRY
     return c
 
 

@@ -249,6 +249,8 @@ class Dispatch:
             self.feed_monitors(c, cmd.redact(argv) if cmd.redact is not None else argv)
         if not c.blocked:
             cmd.calls += 1
+        elif c.bstate is not None:
+            c.bstate.duration = dt     # its latency is recorded when it is unblocked
         cmd.usec += dt
         th = client_mod._SLOW_CHECK
         if th is not None and dt >= th:

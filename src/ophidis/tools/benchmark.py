@@ -31,6 +31,7 @@ import hiredis
 from ophidis.protocol.resp import encode_argv
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.tools import memtier, resp
+from ophidis.tools.hashslot import tag_for_slot
 from ophidis.tools.hdr import Histogram
 from ophidis.tools.resp import atoi, new_loop, parse_redis_uri
 
@@ -63,6 +64,8 @@ class Options:
         self.seed = None
         self.resp3 = False
         self.stdinarg = False
+        self.cluster = False
+        self.cluster_nodes = None    # [ClusterNode] of the masters in cluster mode
 
 
 def usage(code=0):
@@ -82,6 +85,10 @@ Options:
  --dbnum <db>       SELECT the specified db number (default 0)
  -3                 Start session in RESP3 protocol mode.
  --threads <num>    Enable multi-thread mode (worker processes here).
+ --cluster          Enable cluster mode.
+                    If the command is supplied on the command line in cluster
+                    mode, the key must contain "{tag}". Otherwise, the
+                    command will not be sent to the right cluster node.
  -k <boolean>       1=keep alive 0=reconnect (default 1)
  -r <keyspacelen>   Use random keys for SET/GET/INCR, random values for SADD,
                     random members and scores for ZADD.
@@ -208,6 +215,8 @@ def parse_options(argv, o: Options):
             o.threads = max(0, t)
         elif a == "--seed":
             o.seed = atoi(need()); i += 1
+        elif a == "--cluster":
+            o.cluster = True
         elif a == "--help":
             usage(0)
         elif a.startswith("-"):
@@ -217,6 +226,110 @@ def parse_options(argv, o: Options):
             break
         i += 1
     return i
+
+
+# ---------------------------------------------------------------------------
+# Cluster mode
+# ---------------------------------------------------------------------------
+TAG_PLACEHOLDER = b"{tag}"
+
+
+class ClusterNode:
+    """A master of the cluster: where its clients connect, and its slots
+    (the keys' ``{tag}`` is the first slot's tag, as redis-benchmark's)."""
+
+    def __init__(self, ip, port, name=None):
+        self.ip, self.port, self.name = ip, port, name
+        self.slots = []
+        self.version = 0
+        self.config = None
+
+    def tag(self) -> bytes:
+        """The 5 bytes replacing ``{tag}``: the tag padded with '}'."""
+        t = tag_for_slot(self.slots[0])
+        return b"{" + t + b"}" * (4 - len(t))
+
+
+def fetch_cluster_nodes(o):
+    """The masters with slots, from CLUSTER NODES of -h/-p (None on errors,
+    after redis-benchmark's messages)."""
+    try:
+        conn = resp.Connection(o.host, o.port, unix=o.socket, timeout=5)
+    except OSError as e:
+        where = o.socket or "%s:%d" % (o.host, o.port)
+        sys.stderr.write("Could not connect to Redis at %s: %s\n" % (where, e.strerror or e))
+        sys.exit(1)
+    try:
+        if o.auth is not None:
+            conn.command(*(["AUTH", o.user, o.auth] if o.user else ["AUTH", o.auth]))
+        r = conn.command("CLUSTER", "NODES")
+    except (OSError, resp.ConnectionClosed):
+        return None
+    finally:
+        conn.close()
+    if r.is_error:
+        where = o.socket or "%s:%d" % (o.host, o.port)
+        sys.stderr.write("Cluster node %s replied with error:\n%s\n" % (where, r.value.decode(errors="replace")))
+        return None
+    nodes = []
+    for line in r.value.decode(errors="replace").split("\n")[:-1]:
+        f = line.split(" ")
+        if len(f) < 3:
+            sys.stderr.write("Invalid CLUSTER NODES reply: missing flags.\n")
+            return None
+        if "slave" in f[2] or (len(f) > 3 and not f[3].startswith("-")):
+            continue
+        ip, _, port = f[1].rpartition(":")
+        port = atoi(port.split("@")[0])
+        if "myself" in f[2]:
+            node = ClusterNode(o.host, o.port, f[0])
+            if ip and ip != o.host:
+                node.ip, node.port = ip, port
+        else:
+            node = ClusterNode(ip, port, f[0])
+        for d in f[8:]:
+            if not d or d.startswith("["):
+                continue
+            a, _, b = d.partition("-")
+            node.slots.extend(range(atoi(a), atoi(b) + 1) if b else [atoi(a)])
+        if not node.slots:
+            sys.stderr.write("WARNING: Master node %s:%d has no slots, skipping...\n" % (node.ip, node.port))
+            continue
+        nodes.append(node)
+    return nodes
+
+
+def fetch_cluster_slots(o, nodes):
+    """Update the nodes' slots from CLUSTER SLOTS (after a MOVED/ASK)."""
+    sys.stderr.write("WARNING: Cluster slots configuration changed, fetching new one...\n")
+    errmsg = "Failed to update cluster slots configuration"
+    first = nodes[0]
+    try:
+        conn = resp.Connection(first.ip, first.port, timeout=5)
+        try:
+            if o.auth is not None:
+                conn.command(*(["AUTH", o.user, o.auth] if o.user else ["AUTH", o.auth]))
+            r = conn.command("CLUSTER", "SLOTS")
+        finally:
+            conn.close()
+    except (OSError, resp.ConnectionClosed):
+        return False
+    if r.is_error:
+        sys.stderr.write("%s\nCLUSTER SLOTS ERROR: %s\n" % (errmsg, r.value.decode(errors="replace")))
+        return False
+    by_name = {n.name: n for n in nodes}
+    updated = {}
+    for rng in r.value:
+        name = rng.value[2].value[2].value.decode(errors="replace")
+        if name not in by_name:
+            sys.stderr.write("%s: could not find node with ID %s in current configuration.\n" % (errmsg, name))
+            return False
+        updated.setdefault(name, []).extend(range(rng.value[0].value, rng.value[1].value + 1))
+    for n in nodes:
+        if n.name in updated:
+            n.slots = updated[n.name]
+            n.version += 1
+    return True
 
 
 # ---------------------------------------------------------------------------
@@ -259,8 +372,12 @@ class BenchError(Exception):
 
 
 class Worker:
-    def __init__(self, opts, cmd, nclients, quota, seed):
+    def __init__(self, opts, cmd, nclients, quota, seed, first_client=0, idx=0):
         self.o = opts
+        self.cmd = cmd
+        self.first_client = first_client
+        self.idx = idx
+        self.connected = 0
         self.nclients = nclients
         self.remaining = quota          # requests still to issue
         self.finished = 0
@@ -286,10 +403,50 @@ class Worker:
         self.loop = None
         self.keepalive = bool(opts.keepalive)
 
+    def client_node(self):
+        """The cluster node of the next client (redis-benchmark's choice:
+        by thread when there are enough threads, else by client)."""
+        o = self.o
+        nodes = o.cluster_nodes
+        if o.threads < len(nodes):
+            return nodes[(self.first_client + self.connected) % len(nodes)]
+        return nodes[self.idx % len(nodes)]
+
+    def cluster_template(self, node):
+        o = self.o
+        return RequestTemplate(self.cmd.replace(TAG_PLACEHOLDER, node.tag()), o.pipeline, o.randomkeys,
+                               o.keyspacelen, self.tmpl.rng)
+
+    def cluster_error(self, c, e):
+        """An error reply in cluster mode: MOVED/ASK/CLUSTERDOWN refresh the
+        slots when the keys carry the {tag} (True: go on), else fail."""
+        msg = str(e)
+        node = c.node
+        if TAG_PLACEHOLDER in self.cmd:
+            if msg.startswith("CLUSTERDOWN"):
+                sys.stderr.write("Error from server %s:%d: %s.\n" % (node.ip, node.port, msg))
+                time.sleep(1)
+            elif not (msg.startswith("MOVED") or msg.startswith("ASK")):
+                self.fail("Error from server %s:%d: %s" % (node.ip, node.port, msg))
+                return False
+            if not fetch_cluster_slots(self.o, self.o.cluster_nodes):
+                self.fail("")
+                return False
+            return True
+        self.fail("Error from server %s:%d: %s" % (node.ip, node.port, msg))
+        return False
+
     async def connect_one(self):
         o = self.o
         loop = self.loop
-        if o.socket:
+        node = self.client_node() if o.cluster else None
+        self.connected += 1
+        if node is not None:
+            _t, p = await loop.create_connection(lambda: BenchClient(self), node.ip, node.port)
+            p.node = node
+            p.tmpl = self.cluster_template(node)
+            p.node_version = node.version
+        elif o.socket:
             _t, p = await loop.create_unix_connection(lambda: BenchClient(self), o.socket)
         else:
             _t, p = await loop.create_connection(lambda: BenchClient(self), o.host, o.port)
@@ -313,10 +470,14 @@ class Worker:
 
 
 class BenchClient(asyncio.Protocol):
-    __slots__ = ("w", "t", "reader", "pending", "batch", "start", "latency", "prefix_wait")
+    __slots__ = ("w", "t", "reader", "pending", "batch", "start", "latency", "prefix_wait", "tmpl", "node",
+                 "node_version")
 
     def __init__(self, w):
         self.w = w
+        self.tmpl = w.tmpl
+        self.node = None
+        self.node_version = 0
         self.t = None
         self.reader = hiredis.Reader()
         self.pending = 0
@@ -350,7 +511,7 @@ class BenchClient(asyncio.Protocol):
         self.pending = self.batch = k
         self.latency = -1
         self.start = time.perf_counter_ns()
-        self.t.write(w.tmpl.batch(k))
+        self.t.write(self.tmpl.batch(k))
 
     def data_received(self, data, _now=time.perf_counter_ns, _err=hiredis.ReplyError):
         # The hot path: one call per read.  Latency is taken at the first
@@ -371,8 +532,11 @@ class BenchClient(asyncio.Protocol):
                 if self.prefix_wait is not None and not self.prefix_wait.done():
                     self.prefix_wait.set_exception(BenchError("Error from server: %s" % x))
                     return
-                self.w.fail("Error from server: %s" % x)
-                return
+                if self.node is None:
+                    self.w.fail("Error from server: %s" % x)
+                    return
+                if not self.w.cluster_error(self, x):
+                    return
             n += 1
         pending -= n
         self.pending = pending
@@ -400,7 +564,11 @@ class BenchClient(asyncio.Protocol):
             else:
                 self.send()
             return
-        tmpl = w.tmpl
+        node = self.node
+        if node is not None and node.version != self.node_version:
+            self.tmpl = w.cluster_template(node)
+            self.node_version = node.version
+        tmpl = self.tmpl
         k = tmpl.pipeline
         if k > r:
             k = r
@@ -421,12 +589,12 @@ async def _reconnect(w):
     p.send()
 
 
-def worker_main(idx, opts, cmd, nclients, quota, seed, shared, ready, go, conn):
+def worker_main(idx, opts, cmd, nclients, quota, seed, shared, ready, go, conn, first_client=0):
     """Entry point of a worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     loop = new_loop()
     asyncio.set_event_loop(loop)
-    w = Worker(opts, cmd, nclients, quota, seed)
+    w = Worker(opts, cmd, nclients, quota, seed, first_client, idx)
     w.loop = loop
     clients = []
     try:
@@ -490,11 +658,15 @@ class Runner:
         self.redis_config = None
         self.seed_rng = random.Random(opts.seed)
 
-    def fetch_config(self):
-        """CONFIG GET save / appendonly, as redis-benchmark shows them."""
+    def fetch_config(self, host=None, port=None):
+        """CONFIG GET save / appendonly, as redis-benchmark shows them (of
+        -h/-p, or of host:port)."""
         o = self.o
         try:
-            conn = resp.Connection(o.host, o.port, unix=o.socket, timeout=5)
+            if host is None:
+                conn = resp.Connection(o.host, o.port, unix=o.socket, timeout=5)
+            else:
+                conn = resp.Connection(host, port, timeout=5)
         except OSError:
             return None
         try:
@@ -531,7 +703,8 @@ class Runner:
             a, b = self.ctx.Pipe(duplex=False)
             p = self.ctx.Process(target=worker_main,
                                  args=(i, o, cmd, per_clients[i], quotas[i],
-                                       self.seed_rng.getrandbits(64), shared, ready, go, b),
+                                       self.seed_rng.getrandbits(64), shared, ready, go, b,
+                                       sum(per_clients[:i])),
                                  daemon=True)
             p.start()
             b.close()
@@ -547,7 +720,8 @@ class Runner:
                     go.set()
                     for p in procs:
                         p.terminate()
-                    sys.stderr.write(msg[1] + "\n")
+                    if msg[1]:
+                        sys.stderr.write(msg[1] + "\n")
                     sys.exit(1)
         if o.idle:
             sys.stdout.write("Creating %d idle connections and waiting forever (Ctrl+C when done)\n" % o.clients)
@@ -579,7 +753,8 @@ class Runner:
                         for p in procs:
                             p.terminate()
                         sys.stdout.flush()
-                        sys.stderr.write(results[i][1] + "\n")
+                        if results[i][1]:
+                            sys.stderr.write(results[i][1] + "\n")
                         sys.exit(1)
                 if results[i] is None:
                     alive = True
@@ -639,7 +814,15 @@ class Runner:
             w("  %d parallel clients\n" % o.clients)
             w("  %d bytes payload\n" % o.datasize)
             w("  keep alive: %d\n" % o.keepalive)
-            if self.redis_config:
+            if o.cluster:
+                w("  cluster mode: yes (%d masters)\n" % len(o.cluster_nodes))
+                for i, node in enumerate(o.cluster_nodes):
+                    if node.config is None:
+                        continue
+                    w("  node [%d] configuration:\n" % i)
+                    w("    save: %s\n" % (node.config["save"] or "NONE"))
+                    w("    appendonly: %s\n" % node.config["appendonly"])
+            elif self.redis_config:
                 w('  host configuration "save": %s\n' % self.redis_config["save"])
                 w('  host configuration "appendonly": %s\n' % self.redis_config["appendonly"])
             w("  multi-thread: %s\n" % ("yes" if o.threads else "no"))
@@ -685,8 +868,9 @@ def gen_data(n):
     return bytes(out)
 
 
-def default_tests(o: Options, data: bytes):
-    """(title, request bytes) for the selected default tests, in redis-benchmark's order."""
+def default_tests(o: Options, data: bytes, tag=b""):
+    """(title, request bytes) for the selected default tests, in redis-benchmark's
+    order; ``tag`` (":{tag}" in cluster mode) follows each key's name."""
     def sel(name):
         return o.tests is None or ("," + name + ",") in o.tests
     tests = []
@@ -695,40 +879,40 @@ def default_tests(o: Options, data: bytes):
     if sel("ping_mbulk") or sel("ping"):
         tests.append(("PING_MBULK", encode_argv(["PING"])))
     if sel("set"):
-        tests.append(("SET", encode_argv([b"SET", b"key:__rand_int__", data])))
+        tests.append(("SET", encode_argv([b"SET", b"key" + tag + b":__rand_int__", data])))
     if sel("get"):
-        tests.append(("GET", encode_argv([b"GET", b"key:__rand_int__"])))
+        tests.append(("GET", encode_argv([b"GET", b"key" + tag + b":__rand_int__"])))
     if sel("incr"):
-        tests.append(("INCR", encode_argv([b"INCR", b"counter:__rand_int__"])))
+        tests.append(("INCR", encode_argv([b"INCR", b"counter" + tag + b":__rand_int__"])))
     if sel("lpush"):
-        tests.append(("LPUSH", encode_argv([b"LPUSH", b"mylist", data])))
+        tests.append(("LPUSH", encode_argv([b"LPUSH", b"mylist" + tag, data])))
     if sel("rpush"):
-        tests.append(("RPUSH", encode_argv([b"RPUSH", b"mylist", data])))
+        tests.append(("RPUSH", encode_argv([b"RPUSH", b"mylist" + tag, data])))
     if sel("lpop"):
-        tests.append(("LPOP", encode_argv([b"LPOP", b"mylist"])))
+        tests.append(("LPOP", encode_argv([b"LPOP", b"mylist" + tag])))
     if sel("rpop"):
-        tests.append(("RPOP", encode_argv([b"RPOP", b"mylist"])))
+        tests.append(("RPOP", encode_argv([b"RPOP", b"mylist" + tag])))
     if sel("sadd"):
-        tests.append(("SADD", encode_argv([b"SADD", b"myset", b"element:__rand_int__"])))
+        tests.append(("SADD", encode_argv([b"SADD", b"myset" + tag, b"element:__rand_int__"])))
     if sel("hset"):
-        tests.append(("HSET", encode_argv([b"HSET", b"myhash", b"element:__rand_int__", data])))
+        tests.append(("HSET", encode_argv([b"HSET", b"myhash" + tag, b"element:__rand_int__", data])))
     if sel("spop"):
-        tests.append(("SPOP", encode_argv([b"SPOP", b"myset"])))
+        tests.append(("SPOP", encode_argv([b"SPOP", b"myset" + tag])))
     if sel("zadd"):
         score = b"__rand_int__" if o.randomkeys else b"0"
-        tests.append(("ZADD", encode_argv([b"ZADD", b"myzset", score, b"element:__rand_int__"])))
+        tests.append(("ZADD", encode_argv([b"ZADD", b"myzset" + tag, score, b"element:__rand_int__"])))
     if sel("zpopmin"):
-        tests.append(("ZPOPMIN", encode_argv([b"ZPOPMIN", b"myzset"])))
+        tests.append(("ZPOPMIN", encode_argv([b"ZPOPMIN", b"myzset" + tag])))
     if any(sel(x) for x in ("lrange", "lrange_100", "lrange_300", "lrange_500", "lrange_600")):
-        tests.append(("LPUSH (needed to benchmark LRANGE)", encode_argv([b"LPUSH", b"mylist", data])))
+        tests.append(("LPUSH (needed to benchmark LRANGE)", encode_argv([b"LPUSH", b"mylist" + tag, data])))
     for n in (100, 300, 500, 600):
         if sel("lrange") or sel("lrange_%d" % n):
             tests.append(("LRANGE_%d (first %d elements)" % (n, n),
-                          encode_argv([b"LRANGE", b"mylist", b"0", b"%d" % (n - 1)])))
+                          encode_argv([b"LRANGE", b"mylist" + tag, b"0", b"%d" % (n - 1)])))
     if sel("mset"):
         args = [b"MSET"]
         for _ in range(10):
-            args += [b"key:__rand_int__", data]
+            args += [b"key" + tag + b":__rand_int__", data]
         tests.append(("MSET (10 keys)", encode_argv(args)))
     return tests
 
@@ -743,9 +927,31 @@ def main(argv=None):
     args = argv[first:]
     runner = Runner(o)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    runner.redis_config = runner.fetch_config()
-    if runner.redis_config is None:
-        sys.stderr.write("WARNING: Could not fetch server CONFIG\n")
+    tag = b""
+    if o.cluster:
+        tag = b":{tag}"
+        o.cluster_nodes = fetch_cluster_nodes(o)
+        if not o.cluster_nodes:
+            where = o.socket or "%s:%d" % (o.host, o.port)
+            sys.stderr.write("Failed to fetch cluster configuration from %s\n" % where)
+            return 1
+        if len(o.cluster_nodes) <= 1:
+            sys.stderr.write("Invalid cluster: %d node(s).\n" % len(o.cluster_nodes))
+            return 1
+        w = sys.stdout.write
+        w("Cluster has %d master nodes:\n\n" % len(o.cluster_nodes))
+        for i, node in enumerate(o.cluster_nodes):
+            w("Master %d: %s %s:%d\n" % (i, node.name, node.ip, node.port))
+            node.config = runner.fetch_config(node.ip, node.port)
+            if node.config is None:
+                sys.stderr.write("WARNING: Could not fetch node CONFIG %s:%d\n" % (node.ip, node.port))
+        w("\n")
+        if o.threads == 0:
+            o.threads = len(o.cluster_nodes)
+    else:
+        runner.redis_config = runner.fetch_config()
+        if runner.redis_config is None:
+            sys.stderr.write("WARNING: Could not fetch server CONFIG\n")
     if o.keepalive == 0:
         sys.stderr.write("WARNING: Keepalive disabled. You probably need "
                          "'echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse' for Linux and "
@@ -774,7 +980,7 @@ def main(argv=None):
             return 0
         while True:
             data = gen_data(o.datasize)
-            for title, cmd in default_tests(o, data):
+            for title, cmd in default_tests(o, data, tag):
                 runner.run(title, cmd)
             if not o.csv:
                 sys.stdout.write("\n")

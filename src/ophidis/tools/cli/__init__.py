@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 
+from ophidis.tools.cli import cluster_commands
 from ophidis.tools.cli.keyspace import bigkeys_mode, hotkeys_mode, scan_mode
 from ophidis.tools.cli.options import AUTH_ENV, Config, parse_options
 from ophidis.tools.cli.pipe import pipe_mode
@@ -34,6 +35,8 @@ def main(argv=None):
         cfg.auth = os.environ[AUTH_ENV]
     if cfg.askpass:
         cfg.auth = getpass.getpass("Please input password: ")
+    if cfg.cluster_manager.name is not None:
+        return cluster_commands.run(cfg)
     cli = CLI(cfg)
     try:
         return _run(cli, cfg, args)

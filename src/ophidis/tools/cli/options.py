@@ -9,6 +9,7 @@ import sys
 
 from ophidis.protocol import resp as protocol
 from ophidis.sysinfo import REDIS_VERSION
+from ophidis.tools.cli.cluster import ManagerOptions, parse_manager_option
 from ophidis.tools.cli.output import OUT_CSV, OUT_JSON, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal
 from ophidis.tools.resp import atof, atoi, parse_redis_uri
 
@@ -56,6 +57,7 @@ class Config:
         self.in_multi = False
         self.pre_multi_dbnum = 0
         self.hints = True
+        self.cluster_manager = ManagerOptions()
 
 
 def usage(code=0):
@@ -115,10 +117,15 @@ Usage: %(p)s [OPTIONS] [cmd [arg [arg ...]]]
   --intrinsic-latency <sec> Run a test to measure intrinsic system latency.
                      The test will run for the specified amount of seconds.
   --eval <file>      Send an EVAL command using the Lua script at <file>.
+  --cluster <command> [args...] [opts...]
+                     Cluster Manager command and arguments (see below).
   --no-auth-warning  Don't show warning message when using password on command
                      line interface.
   --help             Output this help and exit.
   --version          Output version and exit.
+
+Cluster Manager Commands:
+  Use --cluster help to list all available cluster manager commands.
 
 Examples:
   cat /etc/passwd | %(p)s -x set mypasswd
@@ -152,6 +159,10 @@ def parse_options(argv, cfg):
     while i < n:
         a = argv[i]
         last = i == n - 1
+        j = parse_manager_option(argv, i, cfg, usage)
+        if j is not None:
+            i = j + 1
+            continue
         if not a.startswith("-"):
             break
         nxt = (lambda: argv[i + 1])
