@@ -352,7 +352,7 @@ class Cluster(Gossip, Failover, Links):
         srv = self.srv
         if srv.is_replica:
             link = srv.replica_link
-            if link is None or (not link.history and link.state != "connected"):
+            if link is None or srv.loading or (not link.history and link.state != "connected"):
                 return 0
         return srv.repl_feed.offset
 
