@@ -191,11 +191,7 @@ def _two_nodes(kind):
     8192-16383 (CLUSTER MEET and ADDSLOTSRANGE, no tool)."""
     cl = Cluster([kind, kind])
     try:
-        a, b = cl.client(0), cl.client(1)
-        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 8191)
-        b.execute_command("CLUSTER", "ADDSLOTSRANGE", 8192, 16383)
-        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
-        cl.wait_ok(timeout=30)
+        cl.form(masters=2)
     except BaseException:
         cl.stop()
         raise

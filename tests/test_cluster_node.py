@@ -26,11 +26,8 @@ def _conf_lines(path):
 def test_nodes_conf_survives_a_restart():
     cl = Cluster(["ophidis", "ophidis"])
     try:
-        a, b = cl.client(0), cl.client(1)
-        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 100)
-        b.execute_command("CLUSTER", "ADDSLOTSRANGE", 101, 16383)
-        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
-        cl.wait_ok(timeout=30)
+        cl.form(masters=2)
+        a = cl.client(0)
         a.execute_command("CLUSTER", "SETSLOT", 50, "MIGRATING", cl.myid(1))
         myid = cl.myid(0)
         before = sorted(l[:3] + l[8:] for l in cl.nodes_view(0))
@@ -75,11 +72,8 @@ def test_corrupt_nodes_conf_and_a_second_process_stop_start_up(tmp_path):
 def test_garbage_on_the_bus_port_leaves_the_node_up_and_in_its_cluster():
     cl = Cluster(["ophidis", "ophidis"])
     try:
-        a, b = cl.client(0), cl.client(1)
-        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 8191)
-        b.execute_command("CLUSTER", "ADDSLOTSRANGE", 8192, 16383)
-        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
-        cl.wait_ok(timeout=30)
+        cl.form(masters=2)
+        a = cl.client(0)
         good = bus.encode(bus.Message(type=bus.PING, sender=b"f" * 40, port=1, cport=2,
                                       gossip=[bus.Gossip(nodename=b"e" * 40, ip="1.2.3.4", port=5, cport=6)]))
         rnd = random.Random(1234)

@@ -268,8 +268,11 @@ def _update_slots(cl, slots, delete):
     cl.do_before_sleep(TODO_UPDATE_STATE | TODO_SAVE_CONFIG)
 
 
-def _addslots(c, argv, delete):
+@command("cluster|addslots")
+@command("cluster|delslots")
+def cluster_addslots(c, argv):
     cl = _cluster(c)
+    delete = argv[1].lower() == b"delslots"
     slots = [_slot(a) for a in argv[2:]]
     seen = set()
     for s in slots:
@@ -278,18 +281,11 @@ def _addslots(c, argv, delete):
     return OK
 
 
-@command("cluster|addslots")
-def cluster_addslots(c, argv):
-    return _addslots(c, argv, False)
-
-
-@command("cluster|delslots")
-def cluster_delslots(c, argv):
-    return _addslots(c, argv, True)
-
-
-def _addslotsrange(c, argv, delete):
+@command("cluster|addslotsrange")
+@command("cluster|delslotsrange")
+def cluster_addslotsrange(c, argv):
     cl = _cluster(c)
+    delete = argv[1].lower() == b"delslotsrange"
     if len(argv) % 2 == 1:
         raise RedisError("ERR wrong number of arguments for '%s' command" % ("cluster|" + argv[1].decode(
             "utf-8", "replace").lower()))
@@ -302,16 +298,6 @@ def _addslotsrange(c, argv, delete):
         _check_assign(cl, seen, delete, start, end)
     _update_slots(cl, seen, delete)
     return OK
-
-
-@command("cluster|addslotsrange")
-def cluster_addslotsrange(c, argv):
-    return _addslotsrange(c, argv, False)
-
-
-@command("cluster|delslotsrange")
-def cluster_delslotsrange(c, argv):
-    return _addslotsrange(c, argv, True)
 
 
 @command("cluster|setslot")
