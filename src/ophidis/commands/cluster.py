@@ -46,6 +46,13 @@ def _slot(b: bytes) -> int:
     return v
 
 
+def _known(cl, name: bytes):
+    n = cl.lookup(name)
+    if n is None:
+        raise RedisError("ERR Unknown node %s" % name.decode("utf-8", "replace"))
+    return n
+
+
 def _text(s: str) -> bytes:
     return s.encode("utf-8", "surrogateescape")
 
@@ -436,10 +443,8 @@ def cluster_getkeysinslot(c, argv):
 @command("cluster|forget")
 def cluster_forget(c, argv):
     cl = _cluster(c)
-    n = cl.lookup(argv[2])
+    n = _known(cl, argv[2])
     m = cl.myself
-    if n is None:
-        raise RedisError("ERR Unknown node %s" % argv[2].decode("utf-8", "replace"))
     if n is m:
         raise RedisError("ERR I tried hard but I can't forget myself...")
     if m.is_slave and m.slaveof is n:
@@ -453,10 +458,8 @@ def cluster_forget(c, argv):
 @command("cluster|replicate")
 def cluster_replicate(c, argv):
     cl = _cluster(c)
-    n = cl.lookup(argv[2])
+    n = _known(cl, argv[2])
     m = cl.myself
-    if n is None:
-        raise RedisError("ERR Unknown node %s" % argv[2].decode("utf-8", "replace"))
     if n is m:
         raise RedisError("ERR Can't replicate myself")
     if n.is_slave:
@@ -470,9 +473,7 @@ def cluster_replicate(c, argv):
 
 def _replicas(c, argv):
     cl = _cluster(c)
-    n = cl.lookup(argv[2])
-    if n is None:
-        raise RedisError("ERR Unknown node %s" % argv[2].decode("utf-8", "replace"))
+    n = _known(cl, argv[2])
     if n.is_slave:
         raise RedisError("ERR The specified node is not a master")
     return array_header(len(n.slaves)) + b"".join(bulk(_text(s.describe(cl))) for s in n.slaves)
@@ -491,9 +492,7 @@ def cluster_slaves(c, argv):
 @command("cluster|count-failure-reports")
 def cluster_count_failure_reports(c, argv):
     cl = _cluster(c)
-    n = cl.lookup(argv[2])
-    if n is None:
-        raise RedisError("ERR Unknown node %s" % argv[2].decode("utf-8", "replace"))
+    n = _known(cl, argv[2])
     return integer(cl.failure_reports_count(n))
 
 
