@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import os
+import random
 import re
 import selectors
 import shutil
@@ -106,9 +107,9 @@ class Server:
     dir: data directory (a fresh temporary one, removed at stop, if None).
     log: send the server's log to <dir>/log.txt instead of /dev/null."""
 
-    def __init__(self, kind, extra=(), dir=None, log=False, ready_timeout=60):
+    def __init__(self, kind, extra=(), dir=None, log=False, ready_timeout=60, port=None):
         self.kind = kind
-        self.port = free_port()
+        self.port = port or free_port()
         self.own_dir = dir is None
         self.dir = dir or tempfile.mkdtemp(prefix="bench-%s-" % kind)
         self.logpath = os.path.join(self.dir, "log.txt") if log else None
@@ -802,10 +803,133 @@ def replication_suite(quick):
     return res
 
 
+def cluster_port():
+    """A free port whose bus port (+10000) is free too, below the ephemeral range."""
+    while True:
+        p = random.randint(10000, 22000)
+        ok = True
+        for q in (p, p + 10000):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", q))
+                except OSError:
+                    ok = False
+        if ok:
+            return p
+
+
+def start_cluster(kind, masters, replicas=0):
+    n = masters * (1 + replicas)
+    nodes = [Server(kind, ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                           "--cluster-node-timeout", "5000"], port=cluster_port()) for _ in range(n)]
+    if masters < 3 and not replicas:     # redis-cli --cluster create wants 3 masters
+        per = 16384 // masters
+        for i, x in enumerate(nodes):
+            x.cli("cluster", "addslotsrange", str(i * per), str(16383 if i == masters - 1 else (i + 1) * per - 1))
+            if i:
+                nodes[0].cli("cluster", "meet", "127.0.0.1", str(x.port))
+    else:
+        subprocess.run(["redis-cli", "--cluster", "create"] + ["127.0.0.1:%d" % x.port for x in nodes] +
+                       ["--cluster-replicas", str(replicas), "--cluster-yes"], capture_output=True, timeout=120)
+    _until(lambda: all("cluster_state:ok" in x.cli("cluster", "info") for x in nodes))
+    return nodes
+
+
+def _cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _migrate_slot(src, dst, slot, batch=100):
+    """What redis-cli --cluster reshard does for one slot (batches of keys)."""
+    sid, did = src.cli("cluster", "myid").strip(), dst.cli("cluster", "myid").strip()
+    dst.cli("cluster", "setslot", str(slot), "importing", sid)
+    src.cli("cluster", "setslot", str(slot), "migrating", did)
+    c = src.client()
+    while True:
+        keys = c.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch)
+        if not keys:
+            break
+        c.execute_command("MIGRATE", "127.0.0.1", dst.port, "", 0, 60000, "KEYS", *keys)
+    for x in (dst, src):
+        x.cli("cluster", "setslot", str(slot), "node", did)
+
+
+def cluster_suite(quick):
+    n = 100_000 if quick else 1_000_000
+    res = {"servers": {}}
+    for kind in ("redis", "ophidis"):
+        out = res["servers"][kind] = {}
+        nodes = start_cluster(kind, 3)
+        try:
+            for label, extra in (("", []), ("_p16", ["-P", "16"])):
+                r = subprocess.run(["redis-benchmark", "--cluster", "-p", str(nodes[0].port), "-t", "set,get",
+                                    "-n", str(n), "-r", "100000", "-q", "--csv"] + extra,
+                                   capture_output=True, text=True, timeout=1800).stdout
+                for row in csv.reader(io.StringIO(r)):
+                    if row and row[0] in ("SET", "GET"):
+                        out["%s%s_rps" % (row[0].lower(), label)] = float(row[1])
+        finally:
+            for x in nodes:
+                x.stop()
+        # an idle cluster of 6 (3 masters, 3 replicas): CPU of each node
+        nodes = start_cluster(kind, 3, 1)
+        try:
+            time.sleep(2)
+            t0 = [_cpu_seconds(x.proc.pid) for x in nodes]
+            time.sleep(10)
+            t1 = [_cpu_seconds(x.proc.pid) for x in nodes]
+            out["idle_cpu_percent_max"] = round(max(b - a for a, b in zip(t0, t1)) / 10 * 100, 2)
+        finally:
+            for x in nodes:
+                x.stop()
+        # slot migration of 100,000 keys between two masters
+        nodes = start_cluster(kind, 2)
+        try:
+            slot = int(nodes[0].cli("cluster", "keyslot", "{t0}").strip())
+            src = nodes[0] if slot < 8192 else nodes[1]
+            dst = nodes[1] if src is nodes[0] else nodes[0]
+            mass_insert(src.port, (b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n1\r\n" % (len(k), k)
+                                   for k in (b"{t0}:%d" % i for i in range(100_000))))
+            t = time.time()
+            _migrate_slot(src, dst, slot)
+            dt = time.time() - t
+            out["migrate_100k_keys_seconds"] = round(dt, 3)
+            out["migrate_keys_per_second"] = round(100_000 / dt)
+        finally:
+            for x in nodes:
+                x.stop()
+    # scaling: one standalone Ophidis vs a cluster of two Ophidis masters, -P 16
+    one = Server("ophidis")
+    try:
+        single = redis_benchmark(one.port, ["-t", "set,get", "-n", str(n), "-r", "100000", "-P", "16", "-q"])
+    finally:
+        one.stop()
+    nodes = start_cluster("ophidis", 2)
+    try:
+        r = subprocess.run(["redis-benchmark", "--cluster", "-p", str(nodes[0].port), "-t", "set,get", "-n", str(n),
+                            "-r", "100000", "-P", "16", "-q", "--csv"], capture_output=True, text=True,
+                           timeout=1800).stdout
+        two = {row[0]: float(row[1]) for row in csv.reader(io.StringIO(r)) if row and row[0] in ("SET", "GET")}
+    finally:
+        for x in nodes:
+            x.stop()
+    res["scaling_two_masters_over_one_node"] = {k: round(two.get(k, 0) / single[k], 2) for k in single if k in two}
+    r, o = res["servers"]["redis"], res["servers"]["ophidis"]
+    print("\n== cluster: 3 masters (redis-benchmark --cluster), idle 6-node cluster, slot migration")
+    print("%-44s %12s %12s %14s" % ("", "redis", "ophidis", "ophidis/redis"))
+    for k in sorted(r):
+        a, b = r[k], o.get(k, 0)
+        print("%-44s %12.2f %12.2f %14.2f" % (k, a, b, b / a if a else float("nan")))
+    print("two Ophidis masters / one Ophidis node, -P 16: %s" % res["scaling_two_masters_over_one_node"])
+    return res
+
+
 EXTRA_SUITES = {"collections": collections_suite, "scripting": scripting_suite, "pubsub": pubsub_suite,
-                "persistence": persistence_suite, "replication": replication_suite}
+                "persistence": persistence_suite, "replication": replication_suite, "cluster": cluster_suite}
 ALL_SUITES = ("default,pipeline,bigvalues,manyclients,evict,memory,collections,scripting,pubsub,persistence,"
-              "replication")
+              "replication,cluster")
 
 
 def _on_signal(signum, _frame):

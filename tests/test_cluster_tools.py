@@ -542,14 +542,21 @@ def test_help_and_argument_errors(clusters):
     assert ours.run("--cluster", "help")[1].startswith("Cluster Manager Commands:\n  create         host1:port1")
 
 
-def test_ophidis_cluster_start_status_stop(tmp_path):
+@pytest.mark.parametrize("kind", ["redis-server", "ophidis"])
+def test_ophidis_cluster_start_status_stop(tmp_path, kind):
     base = port_block(6)
     d = str(tmp_path / "cluster")
     env = server_env()
     cmd = [sys.executable, "-m", "ophidis.tools.clusterctl"]
+    server = kind
+    if kind == "ophidis":      # this checkout's server (PYTHONPATH from server_env)
+        server = str(tmp_path / "ophidis-server")
+        with open(server, "w") as f:
+            f.write('#!/bin/sh\nexec %s -m ophidis "$@"\n' % sys.executable)
+        os.chmod(server, 0o755)
     try:
         r = subprocess.run(cmd + ["start", "--nodes", "6", "--replicas", "1", "--port", str(base), "--dir", d,
-                                  "--server", "redis-server", "--node-timeout", str(NODE_TIMEOUT)],
+                                  "--server", server, "--node-timeout", str(NODE_TIMEOUT)],
                            capture_output=True, env=env, timeout=120)
         out = r.stdout.decode()
         assert r.returncode == 0, out + r.stderr.decode()

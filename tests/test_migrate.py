@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from support.cluster import cluster_ports
 from support.notify import KeyspaceEvents
 from support.replication import SyncStream
 from support.resp import RespConn
@@ -526,9 +527,10 @@ def test_restore_asking_as_redis(raw, ref_raw, r):
 
 
 def test_cluster_mode_sends_restore_asking(start_server, target, tgt):
-    # (a cluster node serving no slots: once cluster routing exists this
-    # source needs its slots assigned first)
-    src = start_server("--cluster-enabled", "yes").client()
+    port, = cluster_ports(1)
+    src = start_server("--port", str(port), "--cluster-enabled", "yes").client()
+    src.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+    wait_until(lambda: b"cluster_state:ok" in src.execute_command("CLUSTER", "INFO"), 30, what="cluster ok")
     src.set("k", "v")
     before = cmd_calls(tgt, "restore-asking")
     assert src.execute_command("MIGRATE", "127.0.0.1", target.port, "k", 0, 5000) == b"OK"

@@ -169,6 +169,14 @@ def main(argv=None):
         return e.code or 1
     try:
         loop.run_forever()
+        # what is still under way (connection attempts of the cluster bus,
+        # a replica's link ...) is cancelled and given a moment to end, so
+        # nothing runs on (or complains about) a closed loop
+        pending = asyncio.all_tasks(loop)
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.wait(pending, timeout=1))
     finally:
         try:
             loop.close()

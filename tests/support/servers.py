@@ -165,6 +165,10 @@ class RedisServerProc(_Process):
         self.logpath = os.path.join(self.dir, "redis.log")
         cmd = [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
                "--dir", self.dir, "--logfile", "redis.log"]
+        args = list(args)
+        if "--port" in args:       # the port given twice (the caller's list has it too)
+            i = args.index("--port")
+            del args[i:i + 2]
         if debug:
             cmd += ["--enable-debug-command", "yes"]
         self.cmd = cmd + list(args)

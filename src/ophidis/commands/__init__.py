@@ -89,7 +89,21 @@ class _CommandCore:
     __slots__ = (
         "proc", "fastpath", "amin", "amax", "calls", "usec",
         "hist",            # latency histogram: hist[k] = calls taking <= 1.024us * 2^k
+        "cluster_key",     # cluster mode: see Command.__init__
     )
+
+
+def _cluster_key(cmd) -> int:
+    specs = cmd.key_specs
+    if not specs:
+        return 0 if cmd.fullname != "exec" else -1
+    if len(specs) == 1:
+        s = specs[0]
+        bs, fk = s["begin_search"], s["find_keys"]
+        if "index" in bs and "range" in fk and fk["range"]["lastkey"] == 0 and "NOT_KEY" not in s.get(
+                "flags", ()):
+            return bs["index"]["pos"]
+    return -1
 
 
 class Command(native.CommandCore if native is not None else _CommandCore):
@@ -168,6 +182,11 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         # general path; see command()).
         self.fastpath = (proc is not None and not self.blocking and not self.admin and not self.pubsub
                          and not self.noscript)
+        # In cluster mode the fast path also needs the command's keys to be
+        # served here: cluster_key is the position of its one key (the loop
+        # checks that slot), 0 for a command without keys, -1 when the
+        # general path must route it (several keys, movable keys).
+        self.cluster_key = _cluster_key(self)
 
     def __repr__(self):
         return "<Command %s>" % self.fullname

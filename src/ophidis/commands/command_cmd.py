@@ -547,6 +547,25 @@ def get_keys_with_flags(cmd, argv):
     return None
 
 
+def cluster_keys(cmd, argv) -> list:
+    """The keys getKeysFromCommand gives (what cluster routing hashes):
+    the command's key extractor, else its legacy (first, last, step)
+    range, which also counts channel arguments (SPUBLISH, SSUBSCRIBE)."""
+    proc = _getkeys_proc(cmd)
+    if proc is not None:
+        r = proc(cmd, argv)
+        return [argv[p] for p, _ in r] if r else []
+    first, last, step, _ = _legacy_range(cmd)
+    if not first or not step:
+        return []
+    argc = len(argv)
+    if last < 0:
+        last = argc + last
+    if last >= argc:
+        return []
+    return argv[first:last + 1:step]
+
+
 def get_keys(cmd, argv):
     """Key names (bytes) in argv for cmd (an empty list when none)."""
     r = get_keys_with_flags(cmd, argv)

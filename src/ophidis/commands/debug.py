@@ -268,7 +268,9 @@ def _help():
         "CLIENT-EVICTION",
         "    Client eviction pools (needs maxmemory-clients).",
         "DROP-CLUSTER-PACKET-FILTER <packet-type>",
-        "    Accepted for compatibility.",
+        "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
+        "CLUSTERLINK KILL <to|from|all> <node-id>",
+        "    Kills the link based on the direction to/from (both) with the provided node.",
         "HELP",
         "    Prints this help.",
     ]
@@ -496,7 +498,25 @@ def debug(c, argv):
         also_propagate(srv, list(argv[2:]), c.db, TO_REPL)
         return OK
     if sub == b"drop-cluster-packet-filter" and n == 3:
-        parse_int(argv[2])
+        t = parse_int(argv[2])      # (getLongFromObjectOrReply)
+        if srv.cluster is not None:
+            srv.cluster.drop_filter = t
+        return OK
+    if sub == b"clusterlink" and n == 5 and argv[2].lower() == b"kill":
+        cl = srv.cluster
+        if cl is None:
+            raise RedisError("ERR Debug option only available for cluster mode enabled setup!")
+        node = cl.lookup(argv[4])
+        if node is None:
+            raise RedisError("ERR Unknown node %s" % argv[4].decode("utf-8", "replace"))
+        d = argv[3].lower()
+        links = {b"from": (node.inbound_link,), b"to": (node.link,),
+                 b"all": (node.link, node.inbound_link)}.get(d)
+        if links is None:
+            raise RedisError("ERR Unknown direction %s" % argv[3].decode("utf-8", "replace"))
+        for link in links:
+            if link is not None:
+                link.free()
         return OK
     if sub == b"change-repl-id" and n == 2:
         log.warning("Changing replication IDs after receiving DEBUG change-repl-id")

@@ -96,7 +96,7 @@ def sec_clients(srv):
     return [
         # replicas are not counted (Redis: clients minus slaves)
         "connected_clients:%d" % (len(srv.clients) - len(srv.repl_feed.replicas)),
-        "cluster_connections:0",
+        "cluster_connections:%d" % (srv.cluster.connections() if srv.cluster is not None else 0),
         "maxclients:%d" % srv.maxclients,
         "client_recent_max_input_buffer:%d" % maxin,
         "client_recent_max_output_buffer:%d" % maxout,

@@ -156,6 +156,14 @@ class PubSub:
             _confirm(c, _PUNSUBSCRIBE2, _PUNSUBSCRIBE3, pattern, _count(c))
         return found
 
+    def unsubscribe_shard_channels(self, channels):
+        """pubsubUnsubscribeShardChannels: every subscriber of these shard
+        channels is unsubscribed (and told so); the cluster does this for a
+        slot that moved away."""
+        for ch in channels:
+            for c in list(self.shard.get(ch) or ()):
+                self.unsubscribe(c, ch, True, shard=True)
+
     def unsubscribe_all_channels(self, c, notify_client=True, shard=False) -> int:
         mine = c.pubsub_shard if shard else c.pubsub_channels
         n = 0
@@ -303,12 +311,20 @@ def sunsubscribe(c, argv):
 
 @command("publish")
 def publish(c, argv):
-    return integer(c.server.pubsub.publish(argv[1], argv[2]))
+    srv = c.server
+    n = srv.pubsub.publish(argv[1], argv[2])
+    if srv.cluster is not None:
+        srv.cluster.propagate_publish(argv[1], argv[2], False)
+    return integer(n)
 
 
 @command("spublish")
 def spublish(c, argv):
-    return integer(c.server.pubsub.publish(argv[1], argv[2], shard=True))
+    srv = c.server
+    n = srv.pubsub.publish(argv[1], argv[2], shard=True)
+    if srv.cluster is not None:
+        srv.cluster.propagate_publish(argv[1], argv[2], True)
+    return integer(n)
 
 
 def _channel_list(table, pat):

@@ -11,6 +11,8 @@ from . import command
 
 def _replicaof(c, argv):
     srv = c.server
+    if srv.cluster is not None:
+        raise RedisError("ERR REPLICAOF not allowed in cluster mode.")
     if srv.repl_feed.failover.state != "no-failover":
         raise RedisError("ERR REPLICAOF not allowed while failing over.")
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":

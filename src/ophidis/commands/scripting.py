@@ -11,6 +11,7 @@ The Lua engines live in ``ophidis.scripting.engine``.  Server attributes used:
 
 from __future__ import annotations
 
+from ..cluster.slots import key_hash_slot
 from ..errors import NOSCRIPT, RedisError
 from ..persistence.rdb import (NotAFunction, RdbError, functions_payload, load_functions_payload,
                                verify_payload)
@@ -120,6 +121,34 @@ def script_declares_no_writes(srv, name: str, argv) -> bool:
     return "no-writes" in flags
 
 
+def script_writes(srv, name: str, argv):
+    """getCommandFlags for scripts: True when EVAL / EVALSHA / FCALL argv
+    runs a script that declares its flags (a shebang, a function) without
+    no-writes, False with no-writes, None when the command's own flags
+    apply (no shebang, or a script not found)."""
+    if len(argv) < 2:
+        return None
+    try:
+        if name in ("eval", "eval_ro"):
+            s = srv.lua_scripts.get(lua_mod.sha1hex(argv[1]))
+            flags, compat = (s.flags, s.compat) if s is not None else extract_shebang(argv[1])[:2]
+        elif name in ("evalsha", "evalsha_ro"):
+            s = srv.lua_scripts.get(argv[1].lower())
+            if s is None:
+                return None
+            flags, compat = s.flags, s.compat
+        else:
+            f = srv.functions.functions.get(argv[1].lower())
+            if f is None:
+                return None
+            flags, compat = f.flags, False
+    except (RedisError, UnicodeDecodeError):
+        return None
+    if compat:
+        return None
+    return "no-writes" not in flags
+
+
 def create_script(srv, body: bytes) -> Script:
     eng = eval_engine(srv)
     sha = lua_mod.sha1hex(body)
@@ -140,6 +169,8 @@ def prepare(c, flags, compat: bool, ro: bool):
     """scriptPrepareForRun's checks; returns (readonly, allow_oom)."""
     srv = c.server
     if not compat:
+        if "no-cluster" in flags and srv.cluster is not None:
+            raise RedisError("ERR Can not run script on cluster, 'no-cluster' flag is set.")
         if "no-writes" not in flags:
             if srv.is_replica and srv.config["replica-read-only"]:
                 raise RedisError("READONLY Can not run script with write flag on readonly replica")
@@ -174,6 +205,13 @@ def _numkeys(c, argv, bad=None):
     return n
 
 
+def _cluster_ctx(ctx, cross_slot: bool, argv, numkeys: int):
+    """A script in cluster mode: may it touch keys of several slots, and
+    the slot of its declared keys (processCommand routed it by them)."""
+    ctx.cross_slot = cross_slot
+    ctx.slot = key_hash_slot(argv[3]) if numkeys else -1
+
+
 # -- EVAL ---------------------------------------------------------------------------------------
 
 def _eval(c, argv, evalsha: bool, ro: bool):
@@ -194,6 +232,8 @@ def _eval(c, argv, evalsha: bool, ro: bool):
             s = create_script(srv, argv[1])
     readonly, allow_oom = prepare(c, s.flags, s.compat, ro)
     ctx = lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv)
+    if srv.cluster is not None:
+        _cluster_ctx(ctx, s.compat or "allow-cross-slot-keys" in s.flags, argv, numkeys)
     return eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
 
 
@@ -449,6 +489,8 @@ def _fcall(c, argv, ro):
     numkeys = _numkeys(c, argv, "ERR Bad number of keys provided")
     readonly, allow_oom = prepare(c, f.flags, False, ro)
     ctx = lua_mod.RunCtx(c, f.name, False, readonly, allow_oom, argv)
+    if srv.cluster is not None:
+        _cluster_ctx(ctx, "allow-cross-slot-keys" in f.flags, argv, numkeys)
     return reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
 
 

@@ -298,6 +298,11 @@ class Config:
                     raise ConfigError("appenddirname can't be empty")
                 if "/" in v or "\\" in v:
                     raise ConfigError("appenddirname can't be a path, just a dirname")
+            if d.name == "cluster-announce-hostname" and v:     # isValidAnnouncedHostname
+                if len(v.encode("utf-8", "surrogateescape")) >= 256:
+                    raise ConfigError("Hostnames must be less than 256 characters")
+                if any(not (ch.isascii() and (ch.isalnum() or ch in "-.")) for ch in v):
+                    raise ConfigError("Hostnames may only contain alphanumeric characters, hyphens or dots")
             return v
         if t == "enum":
             v = s.lower()

@@ -296,7 +296,7 @@ class Database:
             for key in self.blocking_keys:
                 if d.get(key).__class__ in DELETE_SIGNALS:
                     signal_key_ready(self, key)
-        self.d = {}
+        self.d = self.d.__class__()      # the cluster's SlotKeys stays one
         self.expires = {}
         self.dels += n
         self._expire_snapshot = None

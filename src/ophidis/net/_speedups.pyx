@@ -59,6 +59,69 @@ cdef class CommandCore:
     cdef public long long calls
     cdef public double usec
     cdef public list hist
+    cdef public Py_ssize_t cluster_key
+
+
+# Cluster mode (client.set_cluster): the fast path runs a command with keys
+# only when the slot of its one key is served here (_owned[slot] == 1:
+# ours, stable, the cluster ok); _owned is None while that map is being
+# recomputed (then every command with keys takes the general path).
+cdef bint _cluster = False
+cdef object _owned = None
+cdef unsigned short _crc16tab[256]
+
+
+cdef void _crc16_init() noexcept:
+    cdef unsigned int i, j, c
+    for i in range(256):
+        c = i << 8
+        for j in range(8):
+            c = ((c << 1) ^ 0x1021) if (c & 0x8000) else (c << 1)
+        _crc16tab[i] = c & 0xFFFF
+
+
+_crc16_init()
+
+
+def sync_cluster(bint on, owned):
+    global _cluster, _owned
+    _cluster = on
+    _owned = owned
+
+
+cdef inline unsigned int _key_slot(bytes key) noexcept:
+    # keyHashSlot: CRC16-XMODEM of the key, or of its {tag}
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(key)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(key), s, e
+    cdef unsigned int crc = 0
+    s = 0
+    while s < n and p[s] != 123:
+        s += 1
+    if s < n:
+        e = s + 1
+        while e < n and p[e] != 125:
+            e += 1
+        if e < n and e > s + 1:
+            p = p + s + 1
+            n = e - s - 1
+    for s in range(n):
+        crc = ((crc << 8) & 0xFFFF) ^ _crc16tab[((crc >> 8) ^ p[s]) & 0xFF]
+    return crc & 0x3FFF
+
+
+cdef inline bint _cluster_local(CommandCore cmd, list req):
+    # the fast path may run cmd in cluster mode
+    cdef Py_ssize_t k = cmd.cluster_key
+    if k == 0:
+        return True
+    if k < 0 or _owned is None or k >= len(req):
+        return False
+    return (<bytes>_owned)[_key_slot(<bytes>req[k])] == 1
+
+
+def key_slot(bytes key):
+    """The hash slot of key (the loop's C version of cluster.slots.key_hash_slot)."""
+    return _key_slot(key)
 
 
 cdef inline double _now() noexcept nogil:
@@ -164,7 +227,8 @@ def run(client, gets, list out, dict table, bint slow, double t0):
             c = table.get((<list>req)[0])
             n = len(<list>req)
             if c is not None and not slow and (<CommandCore>c).fastpath \
-                    and (<CommandCore>c).amin <= n <= (<CommandCore>c).amax:
+                    and (<CommandCore>c).amin <= n <= (<CommandCore>c).amax \
+                    and (not _cluster or _cluster_local(<CommandCore>c, <list>req)):
                 cmd = <CommandCore>c
                 # The fast path: no check of processCommand can apply.
                 client.last_cmd = cmd

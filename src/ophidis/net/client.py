@@ -20,6 +20,7 @@ from time import perf_counter
 import hiredis
 
 from .. import log
+from ..cluster.slots import key_hash_slot
 from ..commands import TABLE
 from ..errors import RedisError
 from ..keyspace.db import stats
@@ -50,6 +51,34 @@ _OBUF_FLOOR = 0
 # maxmemory-clients: fn(client) accounting a client's memory after a read
 # or a write and evicting clients over the limit (None while it is off).
 _CLIENT_MEM = None
+
+
+# Cluster mode: the fast path runs a command with keys only when the slot of
+# its one key (Command.cluster_key) is served here: _CLUSTER_OWNED[slot] == 1
+# (ours, stable, the cluster ok).  _OFF when the server is not a cluster
+# node; None while the map is being recomputed (the general path then
+# routes every command with keys).  Set through ``set_cluster``.
+_OFF = object()
+_CLUSTER_OWNED = _OFF
+
+
+def set_cluster(owned):
+    """The cluster's map of the slots the fast path may serve (bytes of
+    16384), None (none for now), or _OFF."""
+    global _CLUSTER_OWNED
+    _CLUSTER_OWNED = owned
+    if native is not None:
+        native.sync_cluster(owned is not _OFF, None if owned is _OFF else owned)
+
+
+def _cluster_local(cmd, req) -> bool:
+    k = cmd.cluster_key
+    if k == 0:
+        return True
+    owned = _CLUSTER_OWNED
+    if k < 0 or owned is None or k >= len(req):
+        return False
+    return owned[key_hash_slot(req[k])] == 1
 
 
 def set_server_slow(v: bool):
@@ -148,7 +177,8 @@ def _run_requests(self, gets, out, table, slow, t0):
         last = req
         if req.__class__ is list and req and all(map(_IS_BYTES, req)):
             cmd = table.get(req[0])
-            if not slow and cmd is not None and cmd.fastpath and cmd.amin <= len(req) <= cmd.amax:
+            if not slow and cmd is not None and cmd.fastpath and cmd.amin <= len(req) <= cmd.amax \
+                    and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, req)):
                 # The fast path: no check of processCommand can apply.
                 self.last_cmd = cmd
                 try:
@@ -208,7 +238,7 @@ class Client(asyncio.Protocol):
         "user", "monitor", "tracking", "no_evict",
         "bstate", "out_extra", "in_exec", "pending_writes",
         "killed", "in_script", "push_buf", "script_caller", "is_master",
-        "block_argv", "repl", "mem_usage",
+        "block_argv", "repl", "mem_usage", "cluster_asking", "cluster_readonly",
         "__weakref__",
     )
 
@@ -224,6 +254,8 @@ class Client(asyncio.Protocol):
         self.closing = False
         self.close_after_reply = False
         self.blocked = False
+        self.cluster_asking = False     # ASKING (for the next command)
+        self.cluster_readonly = False   # READONLY
         self.paused_queue = None
         self.addr = "?"
         self.laddr = "?"
@@ -264,7 +296,8 @@ class Client(asyncio.Protocol):
         self.slow = bool(
             not self.authenticated or self.multi is not None or self.reply_mode
             or (self.resp == 2 and (self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard))
-            or self.tracking or self.blocked or self.close_after_reply or self.repl is not None)
+            or self.tracking or self.blocked or self.close_after_reply or self.repl is not None
+            or self.cluster_asking)
 
     # -- asyncio.Protocol -------------------------------------------------------
     def connection_made(self, transport):
@@ -434,7 +467,8 @@ class Client(asyncio.Protocol):
         check."""
         cmd = TABLE.get(argv[0])
         if (cmd is not None and cmd.fastpath and not self.slow and not _SERVER_SLOW
-                and cmd.amin <= len(argv) <= cmd.amax):
+                and cmd.amin <= len(argv) <= cmd.amax
+                and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, argv))):
             srv = self.server
             self.last_cmd = cmd
             t0 = perf_counter()

@@ -308,7 +308,7 @@ class Persistence:
     def parse(self, data, skip_expired=None):
         srv = self.server
         if skip_expired is None:
-            skip_expired = not srv.is_replica
+            skip_expired = srv.i_am_master()
         reader = RdbReader(data, LoadSettings(srv.config), ndbs=len(srv.dbs),
                            skip_expired=skip_expired,
                            verify_checksum=srv.config["rdbchecksum"],
@@ -345,7 +345,7 @@ class Persistence:
                 db.expires.update(exps)
                 continue
             db.flush()
-            db.d = d
+            db.d = d if db.d.__class__ is dict else db.d.__class__(d)
             db.expires = exps
             db._expire_snapshot = None
             db._scan_cache = {}

@@ -30,6 +30,7 @@ import time
 import lupa.lua51 as _lupa
 
 from .. import log, sysinfo
+from ..cluster.routing import script_cluster_check
 from ..commands import TABLE
 from ..errors import MISCONF, OOM
 from ..keyspace import db as _db_mod
@@ -85,7 +86,7 @@ def _resp_int(v) -> bytes:
 class RunCtx:
     __slots__ = ("caller", "name", "start", "readonly", "write_dirty", "allow_oom",
                  "oom_at_start", "killed", "timedout", "repl_flags", "eval_mode",
-                 "argv", "last_poll", "threshold")
+                 "argv", "last_poll", "threshold", "cross_slot", "slot")
 
     def __init__(self, caller, name, eval_mode, readonly, allow_oom, argv):
         self.caller = caller
@@ -102,6 +103,8 @@ class RunCtx:
         self.repl_flags = 3
         self.argv = argv
         self.threshold = 1e9
+        self.cross_slot = True    # may access keys of several slots (cluster)
+        self.slot = -1            # the slot of the keys accessed so far (cluster)
 
 
 class ScriptError(Exception):
@@ -403,6 +406,10 @@ class LuaEngine:
             return self._reject(cmd, OOM.msg)
         if cmd.write:
             ctx.write_dirty = True
+        if srv.cluster is not None and not ctx.caller.is_master:
+            e = script_cluster_check(srv.cluster, ctx, cmd, argv)
+            if e is not None:
+                return self._reject(cmd, e)
         try:
             r = srv.call(self.client, cmd, argv)
         except Exception as e:  # noqa: BLE001

@@ -18,6 +18,7 @@ from collections import deque
 
 from .. import crash, log, sysinfo
 from ..commands import TABLE, load_all
+from ..cluster.state import Cluster
 from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
@@ -100,6 +101,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # subsystems, in install order
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
+        "cluster",
     )
 
     def __init__(self, config: Config):
@@ -183,6 +185,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.shutdown_wait = None      # (deadline, flags, clients) while waiting for replicas
         self.exit_code = 0
         self._stopping = False
+        self.cluster = None            # set at the end of the install list
         # cached config values used on hot paths
         self.requirepass = None
         self.client_query_buffer_limit = 1 << 30
@@ -209,6 +212,16 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.repl_feed = ReplFeed(self)
         self.replica_link = None       # replica.ReplicaLink while REPLICAOF host port
         self.migrate_sockets = MigrateSockets(self)   # MIGRATE's connections to targets
+        # cluster.Cluster with cluster-enabled yes, else None
+        self.cluster = Cluster(self) if config["cluster-enabled"] else None
+        self.update_server_slow()      # every command routed in cluster mode
+
+    def i_am_master(self) -> bool:
+        """iAmMaster: not a replica (in a cluster: myself a master, as
+        nodes.conf says even before the link to the master is up)."""
+        if self.cluster is not None:
+            return self.cluster.myself.is_master
+        return not self.is_replica
 
     def running_script(self):
         """The context of the script or function running now, or None."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 from time import perf_counter
 
 from .. import log
+from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
 from ..commands import TABLE
+from ..commands.scripting import script_writes
 from ..commands.transactions import discard_transaction
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
 from ..keyspace.db import stats
@@ -18,6 +20,8 @@ from ..net import client as client_mod
 from ..net.client import Client
 from ..protocol.resp import QUEUED
 from .clients import is_loopback
+
+_SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
 
@@ -80,6 +84,23 @@ class Dispatch:
         if in_multi and cmd.nomulti:
             return self.reject(c, cmd, RedisError("ERR Command not allowed inside a transaction"))
         base = cmd.parent.name if cmd.parent is not None else cmd.name
+        cl = self.cluster
+        if cl is not None:
+            asking = c.cluster_asking
+            if asking and (c.multi is None or base == "exec") and base != "asking":
+                c.cluster_asking = False     # ASKING is for the next command (or transaction)
+                c.update_slow()
+            if not c.is_master and may_have_keys(cmd):
+                write = script_writes(self, base, argv) if base in _SCRIPT_CALLS else None
+                node, slot, code = get_node_by_query(cl, c, cmd, argv, asking, write)
+                if node is None or node is not cl.myself:
+                    if base == "exec":
+                        discard_transaction(c)
+                    elif in_multi:
+                        c.multi_error = True
+                    cmd.rejected_calls += 1
+                    e = redirect_error(cl, c, node, slot, code)
+                    return self.filter_reply(c, c.error_reply(e))
         if self.maxmemory and not c.in_script:
             oom = self.memory.evict_hook()
             if oom:

@@ -1,0 +1,26 @@
+"""Redis Cluster (cluster.c): this node's view of the cluster and its part in
+it.  ``Cluster`` is the server's ``cluster`` subsystem (None unless
+``cluster-enabled yes``):
+
+  state.py     the state (``Cluster``): nodes, slot owners, importing/migrating slots,
+               epochs, the cluster state (ok/fail), nodes.conf (locked,
+               written atomically), CLUSTER RESET, the work to do "before
+               sleep" (save the config, update the state)
+  node.py      a node (clusterNode), its CLUSTER NODES line, nodes.conf's parser
+  slots.py     key -> hash slot, the per-slot key index of database 0
+  bus.py       the cluster bus messages, byte for byte (pure functions)
+  links.py     the bus connections (listener, outbound links, framing)
+  gossip.py    what a received message does (clusterProcessPacket) and the
+               messages we send (PING/PONG/MEET gossip, FAIL, UPDATE, PUBLISH)
+  failover.py  failure detection, replica elections, manual failover,
+               replica migration, the 100 ms cron
+  routing.py   which node serves a command (getNodeByQuery), the redirections
+
+The CLUSTER command family is commands/cluster.py.
+"""
+
+from __future__ import annotations
+
+from .slots import SLOTS, key_hash_slot
+
+__all__ = ["SLOTS", "key_hash_slot"]

@@ -1,0 +1,191 @@
+"""Clusters of real server processes for the tests: Ophidis nodes
+(``ServerProc``) and Debian's redis-server nodes (``RedisServerProc``) on
+ports that are free together with their bus ports (port + 10000), joined
+with the real ``redis-cli --cluster create``.  Every process is stopped by
+its own handle in ``Cluster.stop`` (the tests call it in ``finally``)."""
+
+from __future__ import annotations
+
+import random
+import socket
+import subprocess
+
+import redis
+from redis.cluster import RedisCluster
+
+from support.servers import REDIS_CLI, RedisServerProc, ServerProc
+from support.wait import wait_until
+
+
+def _free(port: int) -> bool:
+    for p in (port, port + 10000):
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True
+
+
+def cluster_ports(n: int) -> list:
+    """n ports, each free together with its bus port, both below the range
+    the kernel picks outgoing ports from (32768 and up)."""
+    out = []
+    while len(out) < n:
+        p = random.randint(10000, 22000)     # port and port + 10000 below the ephemeral range
+        if p not in out and all(abs(p - q) != 10000 for q in out) and _free(p):
+            out.append(p)
+    return out
+
+
+def cluster_args(node_timeout: int, extra=()) -> list:
+    return ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", str(node_timeout), "--appendonly", "no"] + list(extra)
+
+
+class Cluster:
+    """The nodes of one test cluster, in the order they were given
+    ("ophidis" or "redis" each); ``nodes[i]`` is a ServerProc or a
+    RedisServerProc."""
+
+    def __init__(self, kinds, node_timeout=2000, extra=()):
+        self.kinds = list(kinds)
+        self.node_timeout = node_timeout
+        self.extra = list(extra)
+        self.ports = cluster_ports(len(self.kinds))
+        self.nodes = []
+        try:
+            for kind, port in zip(self.kinds, self.ports):
+                self.nodes.append(self._start(kind, port))
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, kind, port, dir=None):
+        args = ["--port", str(port)] + cluster_args(self.node_timeout, self.extra)
+        if kind == "ophidis":
+            return ServerProc(args + ["--enable-debug-command", "yes"], cwd=dir)
+        return RedisServerProc(args, dir=dir, port=port)
+
+    def restart(self, i):
+        """Start node i again in its directory (after a kill)."""
+        old = self.nodes[i]
+        old.stop()
+        self.nodes[i] = self._start(self.kinds[i], self.ports[i], dir=old.dir)
+        return self.nodes[i]
+
+    def client(self, i, **kw) -> redis.Redis:
+        return self.nodes[i].client(**kw)
+
+    def addrs(self) -> list:
+        return ["127.0.0.1:%d" % p for p in self.ports]
+
+    def create(self, replicas=0, timeout=60):
+        """redis-cli --cluster create (its output returned), then wait for
+        every node to report cluster_state:ok and to agree on the slots."""
+        r = subprocess.run([REDIS_CLI, "--cluster", "create"] + self.addrs() +
+                           ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                           capture_output=True, text=True, timeout=timeout)
+        assert r.returncode == 0, r.stdout + r.stderr
+        self.wait_ok()
+        return r.stdout
+
+    def form(self, masters: int, timeout=60):
+        """Without redis-cli: the first ``masters`` nodes share the slots
+        evenly, every node meets node 0, the others replicate the masters
+        in turn."""
+        per = 16384 // masters
+        for i in range(masters):
+            end = 16383 if i == masters - 1 else (i + 1) * per - 1
+            self.client(i).execute_command("CLUSTER", "ADDSLOTSRANGE", i * per, end)
+        for i in range(1, len(self.nodes)):
+            self.client(0).execute_command("CLUSTER", "MEET", "127.0.0.1", self.ports[i])
+        n = len(self.nodes)
+        wait_until(lambda: all(self.info(i)["cluster_known_nodes"] == str(n) for i in range(n)), timeout,
+                   interval=0.2, what="every node knows every other")
+        ids = [self.myid(i) for i in range(masters)]
+        for i in range(masters, n):
+            master = ids[(i - masters) % masters]
+            wait_until(lambda: any(f[0] == master and "master" in f[2] for f in self.nodes_view(i)), timeout,
+                       interval=0.2, what="node %d sees its master" % i)
+            self.client(i).execute_command("CLUSTER", "REPLICATE", master)
+        for i in range(masters, n):
+            me, master = self.myid(i), ids[(i - masters) % masters]
+            wait_until(lambda: all(any(f[0] == me and "slave" in f[2] and f[3] == master for f in self.nodes_view(j))
+                                   for j in range(n)), timeout, interval=0.2,
+                       what="every node sees node %d as a replica" % i)
+        self.wait_ok(timeout=timeout)
+
+    def cli(self, *args, timeout=120, check=True) -> str:
+        r = subprocess.run([REDIS_CLI] + [str(a) for a in args], capture_output=True, text=True,
+                           timeout=timeout)
+        if check:
+            assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    def info(self, i) -> dict:
+        text = self.client(i).execute_command("CLUSTER", "INFO")
+        if isinstance(text, bytes):
+            text = text.decode()
+        return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+    def wait_ok(self, nodes=None, timeout=60):
+        idx = range(len(self.nodes)) if nodes is None else nodes
+
+        def ok():
+            for i in idx:
+                try:
+                    if self.info(i).get("cluster_state") != "ok":
+                        return False
+                except redis.RedisError:
+                    return False
+            return self.agree(idx)
+        wait_until(ok, timeout, interval=0.2, what="cluster_state:ok on every node")
+
+    def agree(self, idx) -> bool:
+        """Every node gives the same slot owners (CLUSTER SLOTS)."""
+        views = set()
+        for i in idx:
+            slots = self.client(i).execute_command("CLUSTER", "SLOTS")
+            views.add(tuple(sorted((s[0], s[1], s[2][1]) for s in slots)))
+        return len(views) == 1
+
+    def myid(self, i) -> str:
+        return self.client(i).execute_command("CLUSTER", "MYID").decode()
+
+    def nodes_view(self, i) -> list:
+        text = self.client(i).execute_command("CLUSTER", "NODES")
+        if isinstance(text, bytes):
+            text = text.decode()
+        return [line.split() for line in text.strip().split("\n")]
+
+    def masters(self, i=0) -> list:
+        """Ports of the masters serving slots, as node i sees them."""
+        return sorted(int(f[1].split("@")[0].split(":")[1]) for f in self.nodes_view(i)
+                      if "master" in f[2] and "fail" not in f[2] and len(f) > 8)
+
+    def owner_of(self, slot: int, i=0) -> int:
+        """The port of the master serving slot, as node i sees it."""
+        for s in self.client(i).execute_command("CLUSTER", "SLOTS"):
+            if s[0] <= slot <= s[1]:
+                return s[2][1]
+        return 0
+
+    def index_of(self, port) -> int:
+        return self.ports.index(port)
+
+    def redis_cluster(self, **kw):
+        kw.setdefault("socket_timeout", 10)
+        return RedisCluster(host="127.0.0.1", port=self.ports[0], **kw)
+
+    def stop(self):
+        errors = []
+        for n in self.nodes:
+            try:
+                n.stop()
+            except Exception as e:  # noqa: BLE001 - stop the others anyway
+                errors.append(e)
+        if errors:
+            raise errors[0]
+

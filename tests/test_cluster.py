@@ -1,0 +1,276 @@
+"""Redis Cluster with real processes and real tools: Ophidis nodes (and
+Debian's redis-server nodes beside them) joined by ``redis-cli --cluster
+create``, used through redis-py's RedisCluster, ``redis-cli -c``,
+``redis-benchmark --cluster``, resharded with ``redis-cli --cluster
+reshard``, surviving a kill -9 of a master.  Every process is stopped in
+``finally`` by its own handle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+
+import pytest
+import redis
+
+from support.cluster import Cluster
+from support.servers import REDIS_CLI, REDIS_SERVER
+from support.wait import wait_until
+
+pytestmark = pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+
+BENCH = "/usr/bin/redis-benchmark"
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def test_six_ophidis_nodes_form_serve_and_fail_over():
+    cl = Cluster(["ophidis"] * 6)
+    try:
+        out = cl.create(replicas=1)
+        assert "[OK] All nodes agree about slots configuration." in out
+        assert "[OK] All 16384 slots covered." in out
+        check = cl.cli("--cluster", "check", cl.addrs()[0])
+        assert "[OK] All 16384 slots covered." in check
+        assert len(cl.masters()) == 3
+        for i in range(6):
+            info = cl.info(i)
+            assert info["cluster_known_nodes"] == "6" and info["cluster_size"] == "3"
+        rc = cl.redis_cluster()
+        for i in range(500):
+            rc.set("key:%d" % i, i)
+        assert [rc.get("key:%d" % i) for i in range(500)] == [str(i).encode() for i in range(500)]
+        # redis-cli -c follows the MOVED redirections
+        assert cl.cli("-c", "-p", cl.ports[0], "get", "key:77").strip() == "77"
+        # a plain client gets Redis's redirection
+        slot = rc.keyslot("key:77")
+        owner = cl.owner_of(slot)
+        other = next(p for p in cl.masters() if p != owner)
+        with cl.nodes[cl.index_of(other)].conn() as raw:
+            assert raw.call("GET", "key:77") == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, owner)
+        # redis-benchmark in cluster mode
+        r = subprocess.run([BENCH, "--cluster", "-p", str(cl.ports[0]), "-t", "set,get", "-n", "2000", "-q"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "SET" in r.stdout and "GET" in r.stdout, r.stdout + r.stderr
+
+        # kill -9 a master under a write load acknowledged with WAIT 1 0:
+        # its replica takes over and no acknowledged write is lost
+        victim = cl.masters()[0]
+        vi = cl.index_of(victim)
+        ranges = [(s[0], s[1]) for s in cl.client(0).execute_command("CLUSTER", "SLOTS") if s[2][1] == victim]
+        tag = next(t for t in ("t%d" % i for i in range(100000))
+                   if any(a <= rc.keyslot(t) <= b for a, b in ranges))
+        acked = []
+        stop = threading.Event()
+
+        def writer():
+            c = redis.Redis(host="127.0.0.1", port=victim, socket_timeout=2)
+            n = 0
+            while not stop.is_set():
+                k = "w:{%s}:%d" % (tag, n)
+                try:
+                    if cl.nodes[vi].proc.poll() is not None:
+                        break
+                    c.set(k, n)
+                    if c.execute_command("WAIT", 1, 0) >= 1:
+                        acked.append(k)
+                except (redis.RedisError, OSError):
+                    break
+                n += 1
+        t = threading.Thread(target=writer)
+        t.start()
+        wait_until(lambda: len(acked) >= 20 or not t.is_alive(), 30, what="acknowledged writes")
+        os.kill(cl.nodes[vi].pid, signal.SIGKILL)
+        stop.set()
+        t.join(10)
+        alive = [i for i in range(6) if i != vi]
+        wait_until(lambda: victim not in cl.masters(alive[0]) and len(cl.masters(alive[0])) == 3, 60,
+                   interval=0.2, what="the victim's replica promoted")
+        cl.wait_ok(alive, timeout=60)
+        rc = cl.redis_cluster()
+        missing = [k for k in acked if rc.get(k) is None]
+        assert not missing and acked
+        # the old master comes back (from its nodes.conf) as a replica
+        cl.restart(vi)
+        wait_until(lambda: cl.client(vi).execute_command("ROLE")[0] == b"slave", 60, interval=0.2,
+                   what="the restarted master becomes a replica")
+        cl.wait_ok(timeout=60)
+    finally:
+        cl.stop()
+
+
+def _fill(rc, tag, n):
+    """Keys of every type under hash tags; returns how many."""
+    for i in range(n):
+        t = "%s%d" % (tag, i)
+        rc.set("s:{%s}" % t, "v%d" % i)
+        rc.rpush("l:{%s}" % t, *[b"a", b"b", str(i).encode()])
+        rc.hset("h:{%s}" % t, mapping={"f1": i, "f2": "x" * 100})
+        rc.sadd("set:{%s}" % t, 1, 2, i)
+        rc.zadd("z:{%s}" % t, {"m1": 1.5, "m%d" % i: i})
+        rc.xadd("x:{%s}" % t, {"f": i})
+        rc.pfadd("hll:{%s}" % t, "a", "b", i)
+        rc.set("ttl:{%s}" % t, i, ex=1000)
+    return n * 8
+
+
+def _dump_all(rc, tag, n):
+    """The logical value of every key _fill made (DUMP payloads of hash
+    tables differ in field order between implementations)."""
+    read = {"s": rc.get, "l": lambda k: rc.lrange(k, 0, -1), "h": rc.hgetall, "set": rc.smembers,
+            "z": lambda k: rc.zrange(k, 0, -1, withscores=True), "x": lambda k: rc.xrange(k),
+            "hll": rc.pfcount, "ttl": rc.get}
+    out = {}
+    for i in range(n):
+        t = "%s%d" % (tag, i)
+        for k, fn in read.items():
+            key = "%s:{%s}" % (k, t)
+            out[key] = (rc.type(key), fn(key), rc.ttl(key) > 0)
+    return out
+
+
+def test_mixed_cluster_of_ophidis_and_redis_server_nodes():
+    """Three Ophidis and three redis-server nodes in one cluster: masters
+    and replicas of both kinds, slot migration with keys of every type in
+    both directions, a manual failover to an Ophidis replica of a
+    redis-server master."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    kinds = ["ophidis", "redis", "ophidis", "redis", "ophidis", "redis"]
+    cl = Cluster(kinds)
+    try:
+        cl.create(replicas=1)
+        masters = cl.masters()
+        assert sorted(masters) == sorted(cl.ports[:3])
+        ids = {p: cl.myid(cl.index_of(p)) for p in cl.ports}
+        rc = cl.redis_cluster()
+        nkeys = _fill(rc, "k", 300)
+        before = _dump_all(rc, "k", 300)
+        o0, r1, o2 = cl.ports[0], cl.ports[1], cl.ports[2]
+        # Ophidis -> redis-server, then redis-server -> Ophidis
+        for src, dst in ((o0, r1), (r1, o2)):
+            cl.cli("--cluster", "reshard", "127.0.0.1:%d" % src, "--cluster-from", ids[src],
+                   "--cluster-to", ids[dst], "--cluster-slots", 500, "--cluster-yes", timeout=300)
+            cl.wait_ok()
+            check = cl.cli("--cluster", "check", "127.0.0.1:%d" % src)
+            assert "[OK] All 16384 slots covered." in check and "[WARNING]" not in check, check
+        rc = cl.redis_cluster()
+        assert _dump_all(rc, "k", 300) == before
+        total = sum(cl.client(cl.index_of(p)).dbsize() for p in cl.masters())
+        assert total == nkeys
+        # the replicas of each kind follow their masters
+        for m in cl.masters():
+            mi = cl.index_of(m)
+            reps = [f for f in cl.nodes_view(mi) if "slave" in f[2] and f[3] == ids[m]]
+            assert len(reps) == 1
+            rport = int(reps[0][1].split("@")[0].split(":")[1])
+            wait_until(lambda: cl.client(cl.index_of(rport)).dbsize() == cl.client(mi).dbsize(), 60,
+                       interval=0.2, what="replica of %d in sync" % m)
+        # manual failover: the Ophidis replica of the redis-server master r1 takes over
+        rep_of_r1 = next(int(f[1].split("@")[0].split(":")[1]) for f in cl.nodes_view(1)
+                         if "slave" in f[2] and f[3] == ids[r1])
+        ri = cl.index_of(rep_of_r1)
+        assert cl.cli("-p", rep_of_r1, "cluster", "failover").strip() == "OK"
+        wait_until(lambda: cl.client(ri).execute_command("ROLE")[0] == b"master", 60, interval=0.2,
+                   what="the replica promoted")
+        wait_until(lambda: cl.client(1).execute_command("ROLE")[0] == b"slave", 60, interval=0.2,
+                   what="the old master demoted")
+        cl.wait_ok()
+        rc = cl.redis_cluster()
+        assert _dump_all(rc, "k", 300) == before
+    finally:
+        cl.stop()
+
+
+def _two_nodes(kind):
+    """Two nodes of one kind in one cluster: node 0 serves 0-8191, node 1
+    8192-16383 (CLUSTER MEET and ADDSLOTSRANGE, no tool)."""
+    cl = Cluster([kind, kind])
+    try:
+        cl.form(masters=2)
+    except BaseException:
+        cl.stop()
+        raise
+    return cl
+
+
+# (commands sent on node 0; the replies of both kinds must be equal byte
+# for byte once ports and node ids are replaced by names)
+ERROR_SCRIPT = [
+    ("GET", "foo"),                                  # slot 12182: node 1's
+    ("SET", "bar", "1"),                             # slot 5061: ours
+    ("MSET", "bar", "1", "foo", "2"),
+    ("MGET", "{bar}1", "{bar}2"),
+    ("MULTI",), ("SET", "foo", "1"), ("SET", "bar", "2"), ("EXEC",),
+    ("MULTI",), ("SET", "bar", "1"), ("SET", "{bar}x", "2"), ("EXEC",),
+    ("EVAL", "return redis.call('get', KEYS[1])", "2", "bar", "foo"),
+    ("EVAL", "#!lua\nreturn redis.call('get', 'foo')", "0"),
+    ("EVAL", "#!lua\nredis.call('set', 'bar', 1) return redis.call('set', 'zap', 1)", "0"),
+    ("EVAL", "redis.call('set', 'bar', 1) return redis.call('set', 'zap', 1)", "0"),
+    ("EVAL", "#!lua flags=no-cluster\nreturn 1", "0"),
+    ("SELECT", "1"), ("SWAPDB", "0", "1"), ("MOVE", "bar", "1"), ("REPLICAOF", "127.0.0.1", "1"),
+    ("CLUSTER", "ADDSLOTS", "0"), ("CLUSTER", "ADDSLOTS", "16384"), ("CLUSTER", "ADDSLOTS", "x"),
+    ("CLUSTER", "ADDSLOTSRANGE", "10", "5"), ("CLUSTER", "ADDSLOTSRANGE", "1", "2", "3"),
+    ("CLUSTER", "DELSLOTS", "9000"), ("CLUSTER", "DELSLOTSRANGE", "100", "99"),
+    ("CLUSTER", "SETSLOT", "9000", "MIGRATING", "$ID1"), ("CLUSTER", "SETSLOT", "100", "IMPORTING", "$ID1"),
+    ("CLUSTER", "SETSLOT", "100", "MIGRATING", "0000000000000000000000000000000000000000"),
+    ("CLUSTER", "SETSLOT", "100", "NODE", "nope"), ("CLUSTER", "SETSLOT", "100", "BOGUS"),
+    ("CLUSTER", "SETSLOT", "5061", "NODE", "$ID1"),
+    ("CLUSTER", "FORGET", "$ID0"), ("CLUSTER", "FORGET", "abc"),
+    ("CLUSTER", "REPLICATE", "$ID0"), ("CLUSTER", "REPLICATE", "$ID1"),
+    ("CLUSTER", "COUNTKEYSINSLOT", "-1"), ("CLUSTER", "COUNTKEYSINSLOT", "5061"),
+    ("CLUSTER", "COUNTKEYSINSLOT", "x"),
+    ("CLUSTER", "GETKEYSINSLOT", "5061", "-1"), ("CLUSTER", "GETKEYSINSLOT", "5061", "10"),
+    ("CLUSTER", "KEYSLOT", "{user1000}.following"), ("CLUSTER", "KEYSLOT", "foo{}{bar}"),
+    ("CLUSTER", "MEET", "nohost", "1"), ("CLUSTER", "MEET", "127.0.0.1", "x"),
+    ("CLUSTER", "MEET", "127.0.0.1", "1", "2", "3"),
+    ("CLUSTER", "FAILOVER"), ("CLUSTER", "FAILOVER", "bogus"), ("CLUSTER", "RESET", "bogus"),
+    ("CLUSTER", "RESET"), ("CLUSTER", "SET-CONFIG-EPOCH", "5"), ("CLUSTER", "SET-CONFIG-EPOCH", "-1"),
+    ("CLUSTER", "COUNT-FAILURE-REPORTS", "$ID1"), ("CLUSTER", "SLAVES", "$ID0"),
+    ("CLUSTER", "REPLICAS", "nope"), ("CLUSTER", "FLUSHSLOTS"), ("CLUSTER", "BOGUS"),
+    ("CLUSTER", "HELP"), ("CLUSTER", "MYID"), ("READONLY",), ("READWRITE",), ("ASKING",),
+    ("CLUSTER", "SETSLOT", "5061", "MIGRATING", "$ID1"),
+    ("GET", "bar"), ("GET", "{bar}missing"), ("MGET", "bar", "{bar}missing"), ("ASKING",), ("GET", "{bar}missing"),
+    ("CLUSTER", "SETSLOT", "5061", "STABLE"),
+    ("CLUSTER", "SETSLOT", "12182", "IMPORTING", "$ID1"),
+    ("GET", "foo"), ("ASKING",), ("GET", "foo"), ("ASKING",), ("MGET", "foo", "{foo}2"),
+    ("ASKING",), ("SET", "foo", "1"), ("GET", "foo"),
+    ("CLUSTER", "SETSLOT", "12182", "STABLE"),
+]
+
+
+def _run_script(cl, script):
+    ids = [cl.myid(0), cl.myid(1)]
+    out = []
+    with cl.nodes[0].conn() as raw:
+        for cmd in script:
+            args = [ids[int(a[3])] if a.startswith("$ID") else a for a in cmd]
+            r = raw.call(*args)
+            for j, p in enumerate(cl.ports):
+                r = r.replace(b"127.0.0.1:%d" % p, b"<node%d>" % j)
+            for j, i in enumerate(ids):
+                r = r.replace(i.encode(), b"<id%d>" % j)
+            out.append((cmd, r))
+    return out
+
+
+def test_cluster_errors_and_redirections_as_redis_server():
+    """Routing (-MOVED, -ASK, -CROSSSLOT, -TRYAGAIN, transactions, scripts)
+    and CLUSTER's argument errors, byte for byte against redis-server."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    results = {}
+    for kind in ("redis", "ophidis"):
+        cl = _two_nodes(kind)
+        try:
+            results[kind] = _run_script(cl, ERROR_SCRIPT)
+        finally:
+            cl.stop()
+    diffs = [(cmd, o, r) for (cmd, o), (_, r) in zip(results["ophidis"], results["redis"]) if o != r]
+    for d in diffs:
+        print("DIFF", d)
+    assert not diffs

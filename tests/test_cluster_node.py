@@ -1,0 +1,156 @@
+"""One cluster node's own life, against real processes: nodes.conf (the
+same node after a restart; a corrupt file and a second process on the same
+file stop start-up with Redis's messages), bytes that are not bus messages
+on the bus port (the node stays up and in its cluster), pub/sub across
+nodes, clients blocked on a slot that moves away."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+
+from ophidis.cluster import bus
+from support.cluster import Cluster, cluster_args, cluster_ports
+from support.servers import ServerProc, server_env, wait_exit
+from support.wait import wait_until
+
+
+def _conf_lines(path):
+    with open(path) as f:
+        return [line.split() for line in f.read().strip().split("\n")]
+
+
+def test_nodes_conf_survives_a_restart():
+    cl = Cluster(["ophidis", "ophidis"])
+    try:
+        cl.form(masters=2)
+        a = cl.client(0)
+        a.execute_command("CLUSTER", "SETSLOT", 50, "MIGRATING", cl.myid(1))
+        myid = cl.myid(0)
+        before = sorted(l[:3] + l[8:] for l in cl.nodes_view(0))
+        conf = os.path.join(cl.nodes[0].dir, "nodes.conf")
+        lines = _conf_lines(conf)
+        assert lines[-1][:1] == ["vars"] and lines[-1][1] == "currentEpoch"
+        assert any(l[0] == myid and "myself" in l[2] and "[50->-%s]" % cl.myid(1) in l for l in lines)
+        cl.restart(0)
+        assert cl.myid(0) == myid
+        cl.wait_ok(timeout=30)
+        assert sorted(l[:3] + l[8:] for l in cl.nodes_view(0)) == before
+    finally:
+        cl.stop()
+
+
+def _start_fails(args, cwd):
+    p = subprocess.Popen([sys.executable, "-m", "ophidis"] + args, cwd=cwd, env=server_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    rc = wait_exit(p, 30)
+    return rc, p.stdout.read()
+
+
+def test_corrupt_nodes_conf_and_a_second_process_stop_start_up(tmp_path):
+    port, = cluster_ports(1)
+    (tmp_path / "nodes.conf").write_text("this is not a nodes.conf line\n")
+    rc, out = _start_fails(["--port", str(port)] + cluster_args(2000), str(tmp_path))
+    assert rc == 1 and "Unrecoverable error: corrupted cluster config file." in out
+    (tmp_path / "nodes.conf").unlink()
+    s = ServerProc(["--port", str(port)] + cluster_args(2000), cwd=str(tmp_path))
+    try:
+        other, = cluster_ports(1)
+        rc, out = _start_fails(["--port", str(other)] + cluster_args(2000), str(tmp_path))
+        assert rc == 1
+        assert ("Sorry, the cluster configuration file nodes.conf is already used by a different Redis "
+                "Cluster node. Please make sure that different nodes use different cluster configuration "
+                "files.") in out
+        assert s.client().ping()
+    finally:
+        s.stop()
+
+
+def test_garbage_on_the_bus_port_leaves_the_node_up_and_in_its_cluster():
+    cl = Cluster(["ophidis", "ophidis"])
+    try:
+        cl.form(masters=2)
+        a = cl.client(0)
+        good = bus.encode(bus.Message(type=bus.PING, sender=b"f" * 40, port=1, cport=2,
+                                      gossip=[bus.Gossip(nodename=b"e" * 40, ip="1.2.3.4", port=5, cport=6)]))
+        rnd = random.Random(1234)
+        payloads = [b"", b"RCmb", b"RCmb\xff\xff\xff\xff", os.urandom(3000), good[:100], good[:-1],
+                    good[:8] + os.urandom(len(good) - 8)]
+        for _ in range(40):
+            f = bytearray(good)
+            for _ in range(rnd.randint(1, 20)):
+                f[rnd.randrange(len(f))] = rnd.randrange(256)
+            payloads.append(bytes(f))
+        for p in payloads:
+            with socket.create_connection(("127.0.0.1", cl.ports[0] + 10000), timeout=5) as s:
+                try:
+                    s.sendall(p)
+                except OSError:
+                    pass
+        assert a.ping()
+        wait_until(lambda: cl.info(0)["cluster_state"] == "ok" and cl.info(0)["cluster_known_nodes"] in ("2", "3"),
+                   30, interval=0.2, what="the node still in its cluster")
+        assert cl.agree([0, 1])
+    finally:
+        cl.stop()
+
+
+def test_publish_reaches_every_node_and_spublish_the_shard():
+    cl = Cluster(["ophidis"] * 4)
+    try:
+        cl.form(masters=2)
+        subs = []
+        for i in range(4):
+            p = cl.client(i).pubsub()
+            p.subscribe("news")
+            subs.append(p)
+        for p in subs:
+            wait_until(lambda: p.get_message(timeout=0.1), 10, what="subscribe confirmation")
+        assert cl.client(0).publish("news", "hello") == 1
+        for p in subs:
+            m = wait_until(lambda: p.get_message(timeout=0.1), 10, what="the message on every node")
+            assert m["data"] == b"hello"
+        # SPUBLISH: the shard serving the channel's slot (master and replica)
+        rc = cl.redis_cluster()
+        slot = rc.keyslot("chan")
+        owner = cl.owner_of(slot)
+        oi = cl.index_of(owner)
+        rep = next(int(f[1].split("@")[0].split(":")[1]) for f in cl.nodes_view(oi)
+                   if "slave" in f[2] and f[3] == cl.myid(oi))
+        ri = cl.index_of(rep)
+        with cl.nodes[ri].conn() as raw:
+            raw.call("READONLY")
+            assert raw.call("SSUBSCRIBE", "chan") == b"*3\r\n$10\r\nssubscribe\r\n$4\r\nchan\r\n:1\r\n"
+            with cl.nodes[oi].conn() as pub:
+                assert pub.call("SPUBLISH", "chan", "x") == b":0\r\n"
+            assert raw.read(timeout=10) == b"*3\r\n$8\r\nsmessage\r\n$4\r\nchan\r\n$1\r\nx\r\n"
+        other = next(p for p in cl.masters() if p != owner)
+        with cl.nodes[cl.index_of(other)].conn() as raw:
+            assert raw.call("SPUBLISH", "chan", "x") == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, owner)
+    finally:
+        cl.stop()
+
+
+def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected():
+    cl = Cluster(["ophidis", "ophidis"])
+    try:
+        a, b = cl.client(0), cl.client(1)
+        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
+        wait_until(lambda: cl.info(1)["cluster_known_nodes"] == "2", 30, interval=0.2, what="meet")
+        cl.wait_ok(timeout=30)
+        slot = 12182     # "foo"
+        with cl.nodes[0].conn() as raw:
+            raw.send("BLPOP", "foo", "0")
+            wait_until(lambda: a.info("clients")["blocked_clients"] == 1, 10, what="blocked")
+            id0, id1 = cl.myid(0), cl.myid(1)
+            b.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", id0)
+            a.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", id1)
+            a.execute_command("CLUSTER", "SETSLOT", slot, "NODE", id1)
+            b.execute_command("CLUSTER", "SETSLOT", slot, "NODE", id1)
+            assert raw.read(timeout=10) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, cl.ports[1])
+    finally:
+        cl.stop()
