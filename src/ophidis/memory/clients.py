@@ -66,17 +66,15 @@ def bucket_of(mem: int) -> int:
 
 def output_held(c) -> int:
     """The output not yet sent: the transport's buffer and the pushes
-    queued for this loop iteration; for a replica also the stream held
-    until its payload is delivered (Redis's replica refers to that part of
-    the shared replication buffer)."""
+    queued for this loop iteration; for a replica also the blocks of the
+    shared replication buffer it has still to be sent (Redis's figure)."""
     t = c.transport
     n = t.get_write_buffer_size() if t is not None and not c.closing else 0
     pb = c.push_buf
     if pb:
         n += sum(map(len, pb))
-    r = c.repl
-    if r is not None and r.pending:
-        n += sum(map(len, r.pending))
+    if c.repl is not None:
+        n += c.server.repl_feed.replica_usage(c)
     return n
 
 

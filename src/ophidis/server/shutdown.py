@@ -114,6 +114,8 @@ class Shutdown:
             # parsing it, start-up is not finished): exit now, as Redis
             log.flush_and_exit(self.exit_code or 0)
         self._stopping = True
+        if self.replica_link is not None:
+            self.replica_link.stop()      # no reconnection while the loop winds down
         for c in list(self.clients.values()):
             c.close()
         self.loop.call_soon(self.loop.stop)
