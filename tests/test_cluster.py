@@ -7,6 +7,7 @@ reshard``, surviving a kill -9 of a master.  Every process is stopped in
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -14,7 +15,9 @@ import threading
 
 import pytest
 import redis
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
+from redis.cluster import RedisCluster
 from support.cluster import Cluster
 from support.servers import REDIS_CLI, REDIS_SERVER
 from support.wait import wait_until
@@ -44,6 +47,17 @@ def test_six_ophidis_nodes_form_serve_and_fail_over():
         for i in range(500):
             rc.set("key:%d" % i, i)
         assert [rc.get("key:%d" % i) for i in range(500)] == [str(i).encode() for i in range(500)]
+        # redis-py's asyncio RedisCluster too
+        async def async_round():
+            arc = AsyncRedisCluster(host="127.0.0.1", port=cl.ports[1])
+            try:
+                await arc.set("async:{x}", "1")
+                got = [await arc.get("key:%d" % i) for i in range(0, 500, 50)]
+                got.append(await arc.get("async:{x}"))
+                return got
+            finally:
+                await arc.aclose()
+        assert asyncio.run(async_round()) == [str(i).encode() for i in range(0, 500, 50)] + [b"1"]
         # redis-cli -c follows the MOVED redirections
         assert cl.cli("-c", "-p", cl.ports[0], "get", "key:77").strip() == "77"
         # a plain client gets Redis's redirection
@@ -274,3 +288,52 @@ def test_cluster_errors_and_redirections_as_redis_server():
     for d in diffs:
         print("DIFF", d)
     assert not diffs
+
+
+def test_redis_cli_manages_an_ophidis_cluster():
+    """redis-cli --cluster add-node, reshard to the new node and back,
+    del-node, fix of an open slot, call: on Ophidis nodes."""
+    cl = Cluster(["ophidis"] * 4)
+    try:
+        r = subprocess.run([REDIS_CLI, "--cluster", "create"] + cl.addrs()[:3] + ["--cluster-yes"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        cl.wait_ok([0, 1, 2])
+        rc = RedisCluster(host="127.0.0.1", port=cl.ports[0], socket_timeout=10)
+        for i in range(300):
+            rc.set("k%d" % i, i)
+        out = cl.cli("--cluster", "add-node", cl.addrs()[3], cl.addrs()[0])
+        assert "[OK] New node added correctly." in out
+        new_id = cl.myid(3)
+        wait_until(lambda: all(cl.info(i)["cluster_known_nodes"] == "4" for i in range(4)), 60, interval=0.2,
+                   what="every node knows the new one")
+        cl.wait_ok()       # the new node too (a master rejoining waits a moment before it says ok)
+        cl.cli("--cluster", "reshard", cl.addrs()[0], "--cluster-from", "all", "--cluster-to", new_id,
+               "--cluster-slots", 100, "--cluster-yes", timeout=300)
+        cl.wait_ok()
+        assert cl.client(3).execute_command("CLUSTER", "INFO").count(b"cluster_state:ok") == 1
+        assert len(cl.client(3).execute_command("CLUSTER", "SLOTS")) >= 1
+        cl.cli("--cluster", "reshard", cl.addrs()[0], "--cluster-from", new_id, "--cluster-to", cl.myid(0),
+               "--cluster-slots", 100, "--cluster-yes", timeout=300)
+        cl.wait_ok()
+        assert cl.client(3).dbsize() == 0
+        out = cl.cli("--cluster", "del-node", cl.addrs()[0], new_id)
+        assert ">>> Sending CLUSTER RESET SOFT to the deleted node." in out
+        wait_until(lambda: all(cl.info(i)["cluster_known_nodes"] == "3" for i in range(3)), 60, interval=0.2,
+                   what="the node forgotten")
+        # an open slot (MIGRATING left behind) fixed by redis-cli --cluster fix
+        slot = rc.keyslot("k1")
+        owner = cl.owner_of(slot)
+        other = next(p for p in cl.ports[:3] if p != owner)
+        cl.client(cl.index_of(owner)).execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING",
+                                                      cl.myid(cl.index_of(other)))
+        check = cl.cli("--cluster", "check", cl.addrs()[0], check=False)
+        assert "[WARNING] Node 127.0.0.1:%d has slots in migrating state %d." % (owner, slot) in check
+        cl.cli("--cluster", "fix", cl.addrs()[0], "--cluster-yes", timeout=120)
+        check = cl.cli("--cluster", "check", cl.addrs()[0])
+        assert "[OK] All 16384 slots covered." in check and "[WARNING]" not in check, check
+        assert cl.cli("--cluster", "call", cl.addrs()[0], "DBSIZE").count("127.0.0.1:") == 3
+        rc = RedisCluster(host="127.0.0.1", port=cl.ports[0], socket_timeout=10)
+        assert [rc.get("k%d" % i) for i in range(300)] == [str(i).encode() for i in range(300)]
+    finally:
+        cl.stop()
