@@ -560,17 +560,16 @@ def normalize_ip(ip: str):
         return None
 
 
-def link_local_ip(link):
+def _link_ip(link, which: str):
     t = link.transport
-    if t is None:
-        return None
-    s = t.get_extra_info("sockname")
+    s = t.get_extra_info(which) if t is not None else None
     return s[0] if s else None
+
+
+def link_local_ip(link):
+    """Our address on the link (how the other node reached us)."""
+    return _link_ip(link, "sockname")
 
 
 def link_peer_ip(link):
-    t = link.transport
-    if t is None:
-        return None
-    s = t.get_extra_info("peername")
-    return s[0] if s else None
+    return _link_ip(link, "peername")
