@@ -105,7 +105,7 @@ def test_six_ophidis_nodes_form_serve_and_fail_over():
         wait_until(lambda: victim not in cl.masters(alive[0]) and len(cl.masters(alive[0])) == 3, 60,
                    interval=0.2, what="the victim's replica promoted")
         cl.wait_ok(alive, timeout=60)
-        rc = cl.redis_cluster()
+        rc = cl.redis_cluster(alive[0])
         missing = [k for k in acked if rc.get(k) is None]
         assert not missing and acked
         # the old master comes back (from its nodes.conf) as a replica

@@ -175,9 +175,10 @@ class Cluster:
     def index_of(self, port) -> int:
         return self.ports.index(port)
 
-    def redis_cluster(self, **kw):
+    def redis_cluster(self, i=0, **kw):
+        """redis-py's RedisCluster, starting from node i."""
         kw.setdefault("socket_timeout", 10)
-        return RedisCluster(host="127.0.0.1", port=self.ports[0], **kw)
+        return RedisCluster(host="127.0.0.1", port=self.ports[i], **kw)
 
     def stop(self):
         errors = []
