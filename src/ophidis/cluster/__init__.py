@@ -24,3 +24,13 @@ from __future__ import annotations
 from .slots import SLOTS, key_hash_slot
 
 __all__ = ["SLOTS", "key_hash_slot"]
+
+# the "before sleep" work (clusterDoBeforeSleep's flags), asked for by the
+# state, the message handlers, the cron and the CLUSTER commands
+TODO_HANDLE_FAILOVER = 1
+TODO_UPDATE_STATE = 2
+TODO_SAVE_CONFIG = 4
+TODO_FSYNC_CONFIG = 8
+TODO_HANDLE_MANUALFAILOVER = 16
+
+MF_TIMEOUT = 5000       # a manual failover's time limit (ms)

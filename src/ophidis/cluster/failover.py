@@ -11,15 +11,10 @@ import traceback
 
 from .. import log
 from ..replication import replica as replica_mod
-from . import bus
+from . import (MF_TIMEOUT, TODO_FSYNC_CONFIG, TODO_HANDLE_FAILOVER, TODO_HANDLE_MANUALFAILOVER, TODO_SAVE_CONFIG,
+               TODO_UPDATE_STATE, bus)
 from .node import FAIL, HANDSHAKE, MIGRATE_TO, MYSELF, NOADDR, NOFAILOVER, PFAIL, mstime
 from .routing import redirect_blocked_clients
-
-TODO_HANDLE_FAILOVER = 1
-TODO_UPDATE_STATE = 2
-TODO_SAVE_CONFIG = 4
-TODO_FSYNC_CONFIG = 8
-TODO_HANDLE_MANUALFAILOVER = 16
 
 CANT_NONE = 0
 CANT_DATA_AGE = 1
@@ -28,7 +23,6 @@ CANT_EXPIRED = 3
 CANT_WAITING_VOTES = 4
 CANT_RELOG_PERIOD = 10    # seconds
 SLAVE_MIGRATION_DELAY = 5000
-MF_TIMEOUT = 5000
 
 _CANT_TEXT = {
     CANT_DATA_AGE: "Disconnected from master for longer than allowed. Please check the "
@@ -154,7 +148,7 @@ class Failover:
             if orphaned and max_slaves >= 2 and this_slaves == max_slaves and \
                     srv.config["cluster-allow-replica-migration"]:
                 self.handle_slave_migration(max_slaves)
-        if update or self.state == 1:
+        if update or self.state == bus.STATE_FAIL:
             self.update_state()
         redirect_blocked_clients(self)
 
@@ -324,7 +318,7 @@ class Failover:
     def handle_slave_migration(self, max_slaves: int):
         m = self.myself
         mymaster = m.slaveof
-        if self.state != 0 or mymaster is None:
+        if self.state != bus.STATE_OK or mymaster is None:
             return
         ok = sum(1 for s in mymaster.slaves if not s.failed and not s.timed_out)
         if ok <= self.srv.config["cluster-migration-barrier"]:

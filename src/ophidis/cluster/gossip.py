@@ -10,18 +10,10 @@ import struct
 import time
 
 from .. import log
-from . import bus
-from .node import (FAIL, HANDSHAKE, MASTER, MEET, MIGRATE_TO, MYSELF, NOADDR, NOFAILOVER, PFAIL, SLAVE, Node,
-                   flags_string, mstime, valid_name)
-
-TYPE_NAMES = ("ping", "pong", "meet", "fail", "publish", "auth-req", "auth-ack", "update", "mfstart",
-              "module", "publishshard")
-
-TODO_HANDLE_FAILOVER = 1
-TODO_UPDATE_STATE = 2
-TODO_SAVE_CONFIG = 4
-TODO_FSYNC_CONFIG = 8
-TODO_HANDLE_MANUALFAILOVER = 16
+from . import (MF_TIMEOUT, TODO_FSYNC_CONFIG, TODO_HANDLE_FAILOVER, TODO_HANDLE_MANUALFAILOVER, TODO_SAVE_CONFIG,
+               TODO_UPDATE_STATE, bus)
+from .node import (FAIL, HANDSHAKE, MASTER, MIGRATE_TO, MYSELF, NOADDR, NOFAILOVER, PFAIL, SLAVE, Node, flags_string,
+                   mstime, valid_name)
 
 _TYPE = struct.Struct(">H")
 
@@ -30,12 +22,7 @@ BROADCAST_LOCAL_SLAVES = 1
 
 FAIL_REPORT_VALIDITY_MULT = 2
 FAIL_UNDO_TIME_MULT = 2
-MF_TIMEOUT = 5000
 MF_PAUSE_MULT = 2
-
-
-def type_name(t: int) -> str:
-    return TYPE_NAMES[t] if 0 <= t < len(TYPE_NAMES) else "unknown"
 
 
 class Gossip:
@@ -110,7 +97,7 @@ class Gossip:
         for n in self.nodes.values():
             if n.in_handshake and n.ip.lower() == norm.lower() and n.port == port and n.cport == cport:
                 return "EAGAIN"
-        n = Node(None, HANDSHAKE | MEET)
+        n = Node(None, HANDSHAKE | bus.NODE_MEET)
         n.ip = norm
         n.port = port
         n.cport = cport
@@ -125,7 +112,7 @@ class Gossip:
         try:
             msg = bus.decode(frame)
         except bus.BusError as e:
-            log.warning("Received invalid %s packet: %s" % (type_name(t), e))
+            log.warning("Received invalid %s packet: %s" % (bus.type_name(t), e))
             link.free()
             return
         if msg.type == self.drop_filter:

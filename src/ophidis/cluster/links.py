@@ -10,7 +10,7 @@ import asyncio
 
 from .. import log
 from . import bus
-from .node import MEET, mstime
+from .node import mstime
 
 
 class Link(asyncio.Protocol):
@@ -171,8 +171,8 @@ class Links:
         were told to meet) goes out at once."""
         node = link.node
         old = node.ping_sent
-        self.send_ping(link, bus.MEET if node.flags & MEET else bus.PING)
+        self.send_ping(link, bus.MEET if node.flags & bus.NODE_MEET else bus.PING)
         if old:
             node.ping_sent = old
-        node.flags &= ~MEET
+        node.flags &= ~bus.NODE_MEET
         log.debug("Connecting with Node %s at %s:%d" % (node.name.decode(), node.ip, node.cport))

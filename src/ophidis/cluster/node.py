@@ -8,20 +8,19 @@ import os
 import time
 
 from ..protocol.resp import split_args
+from .bus import NODE_FAIL as FAIL
+from .bus import NODE_HANDSHAKE as HANDSHAKE
+from .bus import NODE_MASTER as MASTER
+from .bus import NODE_MIGRATE_TO as MIGRATE_TO
+from .bus import NODE_MYSELF as MYSELF
+from .bus import NODE_NOADDR as NOADDR
+from .bus import NODE_NOFAILOVER as NOFAILOVER
+from .bus import NODE_PFAIL as PFAIL
+from .bus import NODE_SLAVE as SLAVE
 from .bus import bitmap_ranges, bitmap_to_slots
 from .slots import SLOTS
 
-# node flags (the bus carries them as these bits)
-MASTER = 1
-SLAVE = 2
-PFAIL = 4
-FAIL = 8
-MYSELF = 16
-HANDSHAKE = 32
-NOADDR = 64
-MEET = 128
-MIGRATE_TO = 256
-NOFAILOVER = 512
+# (node flags: the bits the bus carries, under short names)
 
 FLAG_NAMES = ((MYSELF, "myself"), (MASTER, "master"), (SLAVE, "slave"), (PFAIL, "fail?"),
               (FAIL, "fail"), (HANDSHAKE, "handshake"), (NOADDR, "noaddr"),

@@ -10,6 +10,7 @@ import time
 
 from ..commands.command_cmd import cluster_keys
 from ..errors import RedisError
+from .bus import STATE_OK
 from .slots import key_hash_slot
 
 REDIR_NONE = 0
@@ -91,7 +92,7 @@ def get_node_by_query(cluster, c, cmd, argv, asking: bool, write=None):
         return myself, -1, REDIR_NONE
     if write is None:       # (the caller knows better for scripts: their declared flags)
         write = cmd.write or (cmd.fullname == "exec" and any(q[0].write for q in commands))
-    if cluster.state != 0:
+    if cluster.state != STATE_OK:
         cfg = c.server.config
         if pubsubshard:
             if not cfg["cluster-allow-pubsubshard-when-down"]:
@@ -153,7 +154,7 @@ def blocked_redirect(cluster, c):
     """clusterRedirectBlockedClientIfNeeded: the error a client blocked on
     keys gets when their slot is no longer ours (or the cluster is down),
     else None."""
-    if cluster.state != 0:
+    if cluster.state != STATE_OK:
         return DOWN
     key = c.bstate.keys[0]
     slot = key_hash_slot(key)

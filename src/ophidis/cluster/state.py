@@ -14,30 +14,20 @@ from ..keyspace import notify
 from ..net import client as client_mod
 from ..replication import replica as replica_mod
 from ..replication.propagate import propagate_deletion, propagate_pending
-from .bus import bitmap_ranges
+from . import TODO_FSYNC_CONFIG, TODO_HANDLE_FAILOVER, TODO_HANDLE_MANUALFAILOVER, TODO_SAVE_CONFIG, TODO_UPDATE_STATE
+from .bus import STATE_FAIL, STATE_OK, TYPE_COUNT, bitmap_ranges, type_name
 from .failover import Failover
-from .gossip import Gossip, type_name
+from .gossip import Gossip
 from .links import Links
 from .node import (FAIL, HANDSHAKE, MASTER, MIGRATE_TO, MYSELF, NOFAILOVER, PFAIL, SLAVE, ConfigFormatError, Node,
                    mstime, parse_config, random_name, valid_name)
 from .routing import redirect_blocked_clients
 from .slots import SLOTS, SlotKeys, key_hash_slot
 
-STATE_OK = 0
-STATE_FAIL = 1
-
-# the "before sleep" work (clusterDoBeforeSleep flags)
-TODO_HANDLE_FAILOVER = 1
-TODO_UPDATE_STATE = 2
-TODO_SAVE_CONFIG = 4
-TODO_FSYNC_CONFIG = 8
-TODO_HANDLE_MANUALFAILOVER = 16
-
 MAX_REJOIN_DELAY = 5000
 MIN_REJOIN_DELAY = 500
 WRITABLE_DELAY = 2000
 BLACKLIST_TTL = 60
-MESSAGE_TYPES = 11
 
 
 class Cluster(Gossip, Failover, Links):
@@ -75,8 +65,8 @@ class Cluster(Gossip, Failover, Links):
         self.size = 1
         self.todo = 0
         self._todo_scheduled = False
-        self.stats_sent = [0] * MESSAGE_TYPES
-        self.stats_received = [0] * MESSAGE_TYPES
+        self.stats_sent = [0] * TYPE_COUNT
+        self.stats_received = [0] * TYPE_COUNT
         self.stats_pfail_nodes = 0
         self.links_buffer_limit_exceeded = 0
         self.blacklist: dict = {}             # name -> unix time when it may come back
@@ -261,10 +251,7 @@ class Cluster(Gossip, Failover, Links):
     def invalidate_fast(self):
         """Something the fast path's map depends on changed: until it is
         recomputed (before sleep), every command with keys is routed by
-        the general path."""
-        if self._fast_valid:
-            self._fast_valid = False
-            client_mod.set_cluster(None)
+        the general path (do_before_sleep drops the map)."""
         self.do_before_sleep(0)
 
     def recompute_fast(self):

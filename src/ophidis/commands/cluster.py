@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 
 from .. import log
-from ..cluster import SLOTS, key_hash_slot
+from ..cluster import SLOTS, TODO_FSYNC_CONFIG, TODO_SAVE_CONFIG, TODO_UPDATE_STATE, key_hash_slot
+from ..cluster.bus import STATE_OK
 from ..cluster.node import MYSELF
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..protocol.resp import OK, array_header, bulk, integer, map_header, null, verbatim
@@ -18,9 +19,6 @@ from .streams import help_reply
 
 DISABLED = RedisError("ERR This instance has cluster support disabled")
 
-TODO_UPDATE_STATE = 2
-TODO_SAVE_CONFIG = 4
-TODO_FSYNC_CONFIG = 8
 
 
 def _cluster(c):
@@ -307,6 +305,17 @@ def cluster_addslotsrange(c, argv):
     return OK
 
 
+def _open_slot_peer(cl, name: bytes):
+    """The master a slot migrates to or is imported from (SETSLOT
+    MIGRATING / IMPORTING)."""
+    node = cl.lookup(name)
+    if node is None:
+        raise RedisError("ERR I don't know about node %s" % name.decode("utf-8", "replace"))
+    if node.is_slave:
+        raise RedisError("ERR Target node is not a master")
+    return node
+
+
 @command("cluster|setslot")
 def cluster_setslot(c, argv):
     cl = _cluster(c)
@@ -319,21 +328,11 @@ def cluster_setslot(c, argv):
     if action == b"migrating" and n == 5:
         if cl.slots[slot] is not m:
             raise RedisError("ERR I'm not the owner of hash slot %d" % slot)
-        node = cl.lookup(argv[4])
-        if node is None:
-            raise RedisError("ERR I don't know about node %s" % argv[4].decode("utf-8", "replace"))
-        if node.is_slave:
-            raise RedisError("ERR Target node is not a master")
-        cl.migrating[slot] = node
+        cl.migrating[slot] = _open_slot_peer(cl, argv[4])
     elif action == b"importing" and n == 5:
         if cl.slots[slot] is m:
             raise RedisError("ERR I'm already the owner of hash slot %d" % slot)
-        node = cl.lookup(argv[4])
-        if node is None:
-            raise RedisError("ERR I don't know about node %s" % argv[4].decode("utf-8", "replace"))
-        if node.is_slave:
-            raise RedisError("ERR Target node is not a master")
-        cl.importing[slot] = node
+        cl.importing[slot] = _open_slot_peer(cl, argv[4])
     elif action == b"stable" and n == 4:
         cl.importing.pop(slot, None)
         cl.migrating.pop(slot, None)
@@ -392,7 +391,7 @@ def cluster_info(c, argv):
     m = cl.myself
     myepoch = m.slaveof.config_epoch if (m.is_slave and m.slaveof is not None) else m.config_epoch
     lines = [
-        "cluster_state:%s" % ("ok" if cl.state == 0 else "fail"),
+        "cluster_state:%s" % ("ok" if cl.state == STATE_OK else "fail"),
         "cluster_slots_assigned:%d" % assigned,
         "cluster_slots_ok:%d" % ok,
         "cluster_slots_pfail:%d" % pfail,
