@@ -97,30 +97,6 @@ def extract_shebang(body: bytes):
     return flags, False, end
 
 
-def script_declares_no_writes(srv, name: str, argv) -> bool:
-    """Whether EVAL / EVALSHA / FCALL argv runs a script flagged no-writes
-    (a script not found, or without a shebang, may write)."""
-    if len(argv) < 2:
-        return False
-    try:
-        if name == "eval":
-            s = srv.lua_scripts.get(lua_mod.sha1hex(argv[1]))
-            flags = s.flags if s is not None else extract_shebang(argv[1])[0]
-        elif name == "evalsha":
-            s = srv.lua_scripts.get(argv[1].lower())
-            if s is None:
-                return False
-            flags = s.flags
-        else:
-            f = srv.functions.functions.get(argv[1].lower())
-            if f is None:
-                return False
-            flags = f.flags
-    except (RedisError, UnicodeDecodeError):
-        return False
-    return "no-writes" in flags
-
-
 def script_writes(srv, name: str, argv):
     """getCommandFlags for scripts: True when EVAL / EVALSHA / FCALL argv
     runs a script that declares its flags (a shebang, a function) without

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..commands.scripting import script_declares_no_writes
+from ..commands.scripting import script_writes
 from ..net.client import Client
 
 
@@ -24,7 +24,7 @@ class Pause:
             return bool(c.multi) and any(q[0].write or q[0].may_replicate for q in c.multi)
         if base in ("eval", "evalsha", "fcall") and argv is not None:
             # A script declaring no-writes is not a write (evalGetCommandFlags).
-            if script_declares_no_writes(self, base, argv):
+            if script_writes(self, base, argv) is False:
                 return False
             return True
         return cmd.write or cmd.may_replicate
