@@ -13,6 +13,19 @@ LLONG_MIN = -(2**63)
 LLONG_MAX = 2**63 - 1
 
 
+def atoi(b: bytes) -> int:
+    """C's atoi without its int bound: leading blanks, a sign, the leading
+    digits; 0 when there are none (callers bound it as their C code does)."""
+    s = b.lstrip(b" \t\n\v\f\r")
+    i = 1 if s[:1] in (b"-", b"+") else 0
+    j = i
+    while j < len(s) and 48 <= s[j] <= 57:
+        j += 1
+    if j == i:
+        return 0
+    return int(s[:j])
+
+
 def parse_int(b, err=NOT_INT) -> int:
     """Redis's string2ll: canonical decimal within a signed 64-bit range."""
     try:

@@ -8,6 +8,7 @@ import os
 import time
 
 from ..protocol.resp import split_args
+from ..util import atoi
 from .bus import NODE_FAIL as FAIL
 from .bus import NODE_HANDSHAKE as HANDSHAKE
 from .bus import NODE_MASTER as MASTER
@@ -226,8 +227,8 @@ def parse_config(text: bytes, cluster):
         bus = None
         if "@" in port:
             port, bus = port.split("@", 1)
-        n.port = _atoi(port)
-        n.cport = _atoi(bus) if bus is not None else n.port + 10000
+        n.port = atoi(port.encode())
+        n.cport = atoi(bus.encode()) if bus is not None else n.port + 10000
         for fl in argv[2].decode("utf-8", "replace").split(","):
             f = _FLAG_BY_NAME.get(fl.lower())
             if f is None:
@@ -248,9 +249,9 @@ def parse_config(text: bytes, cluster):
                 cluster.add_node(m)
             n.slaveof = m
             m.add_slave(n)
-        if _atoi(argv[4]):
+        if atoi(argv[4]):
             n.ping_sent = now
-        if _atoi(argv[5]):
+        if atoi(argv[5]):
             n.pong_received = now
         n.config_epoch = 0 if (n.is_slave and n.slaveof is not None) else _ull(argv[6])
         for a in argv[8:]:
@@ -259,7 +260,7 @@ def parse_config(text: bytes, cluster):
                 dash = body.find(b"-")
                 if dash < 0:
                     raise ConfigFormatError()
-                slot = _atoi(body[:dash])
+                slot = atoi(body[:dash])
                 direction = body[dash + 1:dash + 2]
                 rest = body[dash + 3:]
                 end = rest.find(b"]")
@@ -276,9 +277,9 @@ def parse_config(text: bytes, cluster):
                 continue
             if b"-" in a:
                 x, y = a.split(b"-", 1)
-                start, stop = _atoi(x), _atoi(y)
+                start, stop = atoi(x), atoi(y)
             else:
-                start = stop = _atoi(a)
+                start = stop = atoi(a)
             if not (0 <= start < SLOTS and 0 <= stop < SLOTS):
                 raise ConfigFormatError()
             for s in range(start, stop + 1):
@@ -287,22 +288,5 @@ def parse_config(text: bytes, cluster):
         raise ConfigFormatError()
 
 
-def _atoi(b) -> int:
-    """C's atoi: leading digits, 0 when there are none."""
-    if isinstance(b, str):
-        b = b.encode()
-    b = b.strip()
-    i = 0
-    neg = False
-    if b[:1] in (b"-", b"+"):
-        neg = b[:1] == b"-"
-        i = 1
-    j = i
-    while j < len(b) and 48 <= b[j] <= 57:
-        j += 1
-    v = int(b[i:j]) if j > i else 0
-    return -v if neg else v
-
-
 def _ull(b) -> int:
-    return max(_atoi(b), 0)
+    return max(atoi(b), 0)

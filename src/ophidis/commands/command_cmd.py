@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import SYNTAX, RedisError
 from ..protocol.resp import bulk, integer, map_header, set_header, simple
-from ..util import stringmatch
+from ..util import atoi, stringmatch
 from . import ALL, TABLE, command
 from .docs import summary as _summary
 
@@ -282,18 +282,8 @@ def lookup_argv(argv):
 # -- key extraction -----------------------------------------------------------------------------
 
 def _atoi(b: bytes) -> int:
-    """C atoi: leading spaces, sign, digits; 0 when nothing parses."""
-    s = b.lstrip(b" \t\n\v\f\r")
-    i = 0
-    if s[:1] in (b"-", b"+"):
-        i = 1
-    j = i
-    while j < len(s) and 48 <= s[j] <= 57:
-        j += 1
-    if j == i:
-        return 0
-    v = int(s[:j])
-    return ((v + 2**31) % 2**32) - 2**31
+    """C atoi, wrapped to an int of 32 bits."""
+    return ((atoi(b) + 2**31) % 2**32) - 2**31
 
 
 def _string2ll(b: bytes):

@@ -24,7 +24,7 @@ from ..protocol.resp import (OK, boolean, bulk, double, integer, map_header, pus
                              verbatim)
 from ..replication.propagate import TO_REPL, also_propagate
 from ..types.stream import FLAG_DELETED, MASK64
-from ..util import parse_int
+from ..util import atoi, parse_int
 from . import command
 from .keys import object_encoding, refcount
 
@@ -277,15 +277,6 @@ def _help():
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
 
 
-def _atoi(b: bytes) -> int:
-    s = b.strip()
-    i = 1 if s[:1] in (b"-", b"+") else 0
-    j = i
-    while j < len(s) and 48 <= s[j] <= 57:
-        j += 1
-    return int(s[:j]) if j > i else 0
-
-
 def _address(db, key, v) -> int:
     """DEBUG OBJECT's "at:": Python replaces a string or number value on
     every change (INCR makes a new object) where Redis modifies its object in
@@ -393,7 +384,7 @@ def debug(c, argv):
             time.sleep(secs)
         return OK
     if sub == b"set-active-expire" and n == 3:
-        srv.active_expire_enabled = bool(_atoi(argv[2]))
+        srv.active_expire_enabled = bool(atoi(argv[2]))
         return OK
     if sub == b"object" and n == 3:
         key = argv[2]
@@ -483,7 +474,7 @@ def debug(c, argv):
         return OK
     if sub in (b"set-skip-checksum-validation", b"aof-flush-sleep", b"set-disable-deny-scripts",
                b"pause-cron") and n == 3:
-        val = _atoi(argv[2])
+        val = atoi(argv[2])
         if sub == b"set-skip-checksum-validation":
             srv.skip_checksum_validation = val
         elif sub == b"aof-flush-sleep":
@@ -584,7 +575,7 @@ def debug(c, argv):
             else:
                 srv.reply_buffer_peak_reset_time = parse_int(argv[3])
         elif what == b"resizing":
-            srv.reply_buffer_resizing_enabled = _atoi(argv[3])
+            srv.reply_buffer_resizing_enabled = atoi(argv[3])
         else:
             raise RedisError("ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP." %
                              argv[1][:128].decode("utf-8", "replace"))

@@ -34,7 +34,7 @@ from ..keyspace import notify
 from ..persistence.rdb import dump_payload
 from ..protocol.resp import OK, encode_argv, simple
 from ..replication.propagate import rewrite_argv
-from ..util import parse_int
+from ..util import atoi, parse_int
 from . import REDACTED, command
 
 CACHE_ITEMS = 64          # MIGRATE_SOCKET_CACHE_ITEMS
@@ -247,18 +247,8 @@ class MigrateSockets:
 
 
 def _atoi(b: bytes) -> int:
-    """C's atoi: optional blanks and sign, then the leading digits (0 if none)."""
-    s = b.lstrip(b" \t\n\v\f\r")
-    sign = 1
-    if s[:1] in (b"+", b"-"):
-        sign = -1 if s[:1] == b"-" else 1
-        s = s[1:]
-    n = 0
-    for ch in s:
-        if not 48 <= ch <= 57:
-            break
-        n = n * 10 + ch - 48
-    return max(-(1 << 31), min((1 << 31) - 1, sign * n))
+    """C's atoi, clamped to an int of 32 bits."""
+    return max(-(1 << 31), min((1 << 31) - 1, atoi(b)))
 
 
 class Options:
