@@ -40,9 +40,9 @@ def test_six_ophidis_nodes_form_serve_and_fail_over():
         check = cl.cli("--cluster", "check", cl.addrs()[0])
         assert "[OK] All 16384 slots covered." in check
         assert len(cl.masters()) == 3
-        for i in range(6):
-            info = cl.info(i)
-            assert info["cluster_known_nodes"] == "6" and info["cluster_size"] == "3"
+        # gossip tells every node of every other one (create returns once the slots agree)
+        wait_until(lambda: all(cl.info(i)["cluster_known_nodes"] == "6" and cl.info(i)["cluster_size"] == "3"
+                               for i in range(6)), 60, interval=0.2, what="every node knows the six")
         rc = cl.redis_cluster()
         for i in range(500):
             rc.set("key:%d" % i, i)
