@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 import redis
@@ -250,7 +251,8 @@ ERROR_SCRIPT = [
     ("SELECT", "1"), ("SWAPDB", "0", "1"), ("MOVE", "bar", "1"), ("REPLICAOF", "127.0.0.1", "1"),
     ("CLUSTER", "ADDSLOTS", "0"), ("CLUSTER", "ADDSLOTS", "16384"), ("CLUSTER", "ADDSLOTS", "x"),
     ("CLUSTER", "ADDSLOTSRANGE", "10", "5"), ("CLUSTER", "ADDSLOTSRANGE", "1", "2", "3"),
-    ("CLUSTER", "DELSLOTS", "9000"), ("CLUSTER", "DELSLOTSRANGE", "100", "99"),
+    ("CLUSTER", "DELSLOTS", "100"), ("CLUSTER", "DELSLOTS", "100"), ("CLUSTER", "ADDSLOTS", "100"),
+    ("CLUSTER", "DELSLOTSRANGE", "100", "99"),
     ("CLUSTER", "SETSLOT", "9000", "MIGRATING", "$ID1"), ("CLUSTER", "SETSLOT", "100", "IMPORTING", "$ID1"),
     ("CLUSTER", "SETSLOT", "100", "MIGRATING", "0000000000000000000000000000000000000000"),
     ("CLUSTER", "SETSLOT", "100", "NODE", "nope"), ("CLUSTER", "SETSLOT", "100", "BOGUS"),
@@ -268,8 +270,10 @@ ERROR_SCRIPT = [
     ("CLUSTER", "COUNT-FAILURE-REPORTS", "$ID1"), ("CLUSTER", "SLAVES", "$ID0"),
     ("CLUSTER", "REPLICAS", "nope"), ("CLUSTER", "FLUSHSLOTS"), ("CLUSTER", "BOGUS"),
     ("CLUSTER", "HELP"), ("CLUSTER", "MYID"), ("READONLY",), ("READWRITE",), ("ASKING",),
+    ("SET", "{bar}exp", "1", "PX", "1"), ("SLEEP", "0.02"),       # an expired key counts as missing
     ("CLUSTER", "SETSLOT", "5061", "MIGRATING", "$ID1"),
     ("GET", "bar"), ("GET", "{bar}missing"), ("MGET", "bar", "{bar}missing"), ("ASKING",), ("GET", "{bar}missing"),
+    ("GET", "{bar}exp"), ("MGET", "bar", "{bar}exp"),
     ("CLUSTER", "SETSLOT", "5061", "STABLE"),
     ("CLUSTER", "SETSLOT", "12182", "IMPORTING", "$ID1"),
     ("GET", "foo"), ("ASKING",), ("GET", "foo"), ("ASKING",), ("MGET", "foo", "{foo}2"),
@@ -283,6 +287,9 @@ def _run_script(cl, script):
     out = []
     with cl.nodes[0].conn() as raw:
         for cmd in script:
+            if cmd[0] == "SLEEP":
+                time.sleep(float(cmd[1]))
+                continue
             args = [ids[int(a[3])] if a.startswith("$ID") else a for a in cmd]
             r = raw.call(*args)
             for j, p in enumerate(cl.ports):
