@@ -16,10 +16,10 @@ does still runs in Python.  Keep the two loops identical in behaviour:
 tests/test_speedups.py runs the same traffic through both.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Contains, PyDict_DelItem, PyDict_SetItem
 from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcmp
+from libc.string cimport memchr, memcmp, memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import hiredis
@@ -224,6 +224,53 @@ cdef inline bint _all_bytes(list req):
         if type(req[i]) is not bytes:
             return False
     return True
+
+
+cdef inline Py_ssize_t _ndigits(Py_ssize_t v) noexcept:
+    cdef Py_ssize_t d = 1
+    while v >= 10:
+        v //= 10
+        d += 1
+    return d
+
+
+cdef inline char *_put_len(char *p, char kind, Py_ssize_t v) noexcept:
+    # "<kind><v>\r\n"
+    cdef Py_ssize_t d = _ndigits(v), i
+    p[0] = kind
+    for i in range(d, 0, -1):
+        p[i] = <char>(48 + v % 10)
+        v //= 10
+    p[d + 1] = 13
+    p[d + 2] = 10
+    return p + d + 3
+
+
+def bulk_items(items):
+    """commands.lists.bulk_items compiled: the RESP array of bulk strings
+    of a sequence of bytes (or other buffers), written into one bytes object."""
+    cdef list parts = items if type(items) is list else list(items)
+    cdef Py_ssize_t n = len(parts), i, ln, total
+    cdef char *p
+    for i in range(n):
+        if not PyBytes_Check(parts[i]):
+            parts = [x if PyBytes_Check(x) else bytes(x) for x in parts]
+            break
+    total = 3 + _ndigits(n)
+    for i in range(n):
+        ln = PyBytes_GET_SIZE(<bytes>parts[i])
+        total += ln + 5 + _ndigits(ln)
+    out = PyBytes_FromStringAndSize(NULL, total)
+    p = _put_len(PyBytes_AS_STRING(out), 42, n)
+    for i in range(n):
+        x = <bytes>parts[i]
+        ln = PyBytes_GET_SIZE(x)
+        p = _put_len(p, 36, ln)
+        memcpy(p, PyBytes_AS_STRING(x), ln)
+        p[ln] = 13
+        p[ln + 1] = 10
+        p += ln + 2
+    return out
 
 
 def long_header(data):
