@@ -29,6 +29,7 @@ from ..keyspace.blocking import BlockingHandler
 from ..keyspace.db import Database
 from ..keyspace.tracking import Tracking
 from ..memory import Memory
+from ..metrics import Metrics
 from ..net import client as client_mod
 from ..net.client import Client
 from ..net.listeners import Listeners
@@ -101,7 +102,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # subsystems, in install order
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
-        "cluster",
+        "cluster", "metrics",
     )
 
     def __init__(self, config: Config):
@@ -186,6 +187,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.exit_code = 0
         self._stopping = False
         self.cluster = None            # set at the end of the install list
+        self.metrics = None            # metrics.Metrics while metrics-port is set (the install list's last)
         # cached config values used on hot paths
         self.requirepass = None
         self.client_query_buffer_limit = 1 << 30
@@ -214,6 +216,8 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.migrate_sockets = MigrateSockets(self)   # MIGRATE's connections to targets
         # cluster.Cluster with cluster-enabled yes, else None
         self.cluster = Cluster(self) if config["cluster-enabled"] else None
+        # /metrics (an Ophidis extension) with metrics-port set, else None
+        self.metrics = Metrics(self) if config["metrics-port"] else None
         self.update_server_slow()      # every command routed in cluster mode
 
     def i_am_master(self) -> bool:
