@@ -16,7 +16,7 @@ import sys
 import time
 from collections import deque
 
-from .. import crash, log, sysinfo
+from .. import crash, doctor, log, sysinfo
 from ..commands import TABLE, load_all
 from ..cluster.state import Cluster
 from ..commands.migrate import MigrateSockets
@@ -332,37 +332,26 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     # -- start --------------------------------------------------------------------------
     def os_warnings(self):
-        try:
-            with open("/proc/sys/vm/overcommit_memory") as f:
-                if f.read().strip() != "1":
-                    log.warning(
-                        "WARNING Memory overcommit must be enabled! Without it, a background save or "
-                        "replication may fail under low memory condition. To fix this issue add "
-                        "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
-                        "'sysctl vm.overcommit_memory=1' for this to take effect.")
-        except OSError:
-            pass
-        try:
-            with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-                if "[always]" in f.read():
-                    log.warning(
-                        "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. "
-                        "This will create latency and memory usage issues with background saving. "
-                        "To fix this issue run the command 'echo madvise > "
-                        "/sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your "
-                        "/etc/rc.local in order to retain the setting after a reboot.")
-        except OSError:
-            pass
-        try:
-            with open("/proc/sys/net/core/somaxconn") as f:
-                somax = int(f.read().strip())
-            if somax < self.config["tcp-backlog"]:
-                log.warning(
-                    "WARNING: The TCP backlog setting of %d cannot be enforced because "
-                    "/proc/sys/net/core/somaxconn is set to the lower value of %d." % (
-                        self.config["tcp-backlog"], somax))
-        except (OSError, ValueError):
-            pass
+        """Redis's start-up warnings (doctor.py has the checks with their fixes)."""
+        if doctor.read_value(doctor.OVERCOMMIT) not in (None, "1"):
+            log.warning(
+                "WARNING Memory overcommit must be enabled! Without it, a background save or "
+                "replication may fail under low memory condition. To fix this issue add "
+                "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
+                "'sysctl vm.overcommit_memory=1' for this to take effect.")
+        if "[always]" in (doctor.read_value(doctor.THP) or ""):
+            log.warning(
+                "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. "
+                "This will create latency and memory usage issues with background saving. "
+                "To fix this issue run the command 'echo madvise > "
+                "/sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your "
+                "/etc/rc.local in order to retain the setting after a reboot.")
+        somax = doctor.read_value(doctor.SOMAXCONN)
+        if somax is not None and somax.isdigit() and int(somax) < self.config["tcp-backlog"]:
+            log.warning(
+                "WARNING: The TCP backlog setting of %d cannot be enforced because "
+                "/proc/sys/net/core/somaxconn is set to the lower value of %d." % (
+                    self.config["tcp-backlog"], int(somax)))
 
     def banner(self):
         """redisAsciiArt: the logo when the log goes to a terminal or
