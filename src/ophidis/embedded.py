@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 
-__all__ = ["Server", "ServerStartError", "free_port"]
+__all__ = ["Server", "ServerStartError", "free_port", "ping_reply"]
 
 # the directory holding this copy of the ophidis package: the child runs it
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,8 +79,10 @@ def _words(value) -> list:
     return str(value).split() or [""]
 
 
-def _ping(host, port, path, timeout=1.0) -> bytes | None:
-    """The first line the server answers to PING, or None (no connection)."""
+def ping_reply(host, port, path=None, timeout=1.0) -> bytes | None:
+    """The first line a server answers to PING (b"" when it closes the
+    connection first), or None when it cannot be reached or does not answer
+    within timeout.  ``path``: a unix socket instead of host and port."""
     try:
         if path:
             s = socket.socket(socket.AF_UNIX)
@@ -96,7 +98,7 @@ def _ping(host, port, path, timeout=1.0) -> bytes | None:
         while not data.endswith(b"\r\n"):
             chunk = s.recv(256)
             if not chunk:
-                return None
+                break
             data += chunk
         return data
     except OSError:
@@ -193,8 +195,8 @@ class Server:
             code = self.proc.poll()
             if code is not None:
                 raise ServerStartError("ophidis-server exited with status %d at start-up" % code, self.output())
-            reply = _ping(self.host, self.port, self.unix_path)
-            if reply is not None and not reply.startswith(b"-LOADING"):
+            reply = ping_reply(self.host, self.port, self.unix_path)
+            if reply and not reply.startswith(b"-LOADING"):
                 return self
             if time.monotonic() >= deadline:
                 self._terminate(5)
