@@ -13,10 +13,13 @@ import subprocess
 import sys
 
 import pytest
+from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from support.cluster import cluster_ports
 from support.servers import ROOT, ServerProc, free_port, server_env, wait_exit
 from support.wait import serving, wait_until
+
+from ophidis.metrics import families
 
 DASHBOARD = os.path.join(ROOT, "contrib", "grafana", "ophidis.json")
 
@@ -217,3 +220,35 @@ def test_without_prometheus_client():
         wait_exit(p)
         p.stdout.close()
 
+
+
+def test_replication_lines_as_redis_exporter_labels_them():
+    """families() on a replica's and a master's replication sections (the
+    INFO text redis-server 7.0 writes): redis_exporter's labelled metrics."""
+    info = ("# Server\r\nuptime_in_seconds:10\r\n"
+            "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6379\r\n"
+            "master_link_status:up\r\nmaster_last_io_seconds_ago:3\r\nmaster_sync_in_progress:0\r\n"
+            "slave_read_repl_offset:140\r\nslave_repl_offset:140\r\nslave_read_only:1\r\n"
+            "connected_slaves:1\r\nslave0:ip=10.0.0.2,port=6380,state=online,offset=140,lag=1\r\n"
+            "master_repl_offset:140\r\n")
+    text = generate_latest(_Registry(families.families(families.Snapshot(info=info, now=100.0)))).decode()
+    smp = samples(text)
+    ml = {"master_host": "10.0.0.1", "master_port": "6379"}
+    assert value(smp, "redis_master_link_up", **ml) == 1
+    assert value(smp, "redis_master_last_io_seconds_ago", **ml) == 3
+    assert value(smp, "redis_master_sync_in_progress", **ml) == 0
+    assert value(smp, "redis_slave_repl_offset", **ml) == 140
+    sl = {"slave_ip": "10.0.0.2", "slave_port": "6380", "slave_state": "online"}
+    assert value(smp, "redis_connected_slave_offset_bytes", **sl) == 140
+    assert value(smp, "redis_connected_slave_lag_seconds", **sl) == 1
+    assert value(smp, "redis_slave_info", master_host="10.0.0.1", master_port="6379", read_only="1") == 1
+    assert value(smp, "redis_start_time_seconds") == 90
+    assert value(smp, "redis_connected_slaves") == 1 and value(smp, "redis_master_repl_offset") == 140
+
+
+class _Registry:
+    def __init__(self, fams):
+        self.fams = fams
+
+    def collect(self):
+        return self.fams
