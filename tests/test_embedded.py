@@ -81,6 +81,14 @@ def test_server_start_failure_shows_the_log():
         Server({"port": 1})
 
 
+def test_client_without_redis_py():
+    code = ("import sys; sys.modules['redis'] = None; import ophidis\n"
+            "try:\n    ophidis.Server().client()\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=SRC),
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    assert out.startswith("Server.client() needs redis-py: pip install redis")
+
+
 def test_entry_point_declared():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         eps = tomllib.load(f)["project"]["entry-points"]["pytest11"]

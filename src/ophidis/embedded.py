@@ -269,8 +269,9 @@ class Server:
             # an optional dependency, and a costly import: loaded on first use
             redis = importlib.import_module("redis")
         except ImportError:
+            where = self.url if self.port is not None else "the server's url"
             raise ImportError("Server.client() needs redis-py: pip install redis "
-                              "(or connect any client to %s)" % self.url) from None
+                              "(or connect any client to %s)" % where) from None
         if "requirepass" in self.directives:
             kw.setdefault("password", str(self.directives["requirepass"]))
         kw.setdefault("socket_timeout", 30)
