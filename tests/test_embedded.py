@@ -9,13 +9,14 @@ import os
 import subprocess
 import sys
 import tomllib
+import urllib.request
 
 import pytest
 import redis
 from support.servers import ROOT, SRC
 
 import ophidis
-from ophidis.embedded import Server, ServerStartError
+from ophidis.embedded import Server, ServerStartError, free_port
 
 pytest_plugins = ["pytester"]
 
@@ -155,3 +156,11 @@ def test_plugin_start_failure_shows_the_server_log(pytester, monkeypatch, tmp_pa
     res.assert_outcomes(errors=1, deselected=2)
     res.stdout.fnmatch_lines(["*ServerStartError*exited with status 1*", "*FATAL CONFIG FILE ERROR*",
                               "*no-such-directive*", "*Bad directive or wrong number of arguments*"])
+
+
+def test_server_with_metrics_is_ready_when_metrics_listen():
+    port = free_port()
+    with Server(metrics_port=port) as srv:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as resp:
+            assert b"redis_up 1.0" in resp.read()
+        assert srv.running

@@ -17,7 +17,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from support.cluster import cluster_ports
 from support.servers import ROOT, ServerProc, free_port, server_env, wait_exit
-from support.wait import serving, wait_until
+from support.wait import port_open, serving, wait_until
 
 from ophidis.metrics import families
 
@@ -54,6 +54,7 @@ def msrv():
                     "--latency-monitor-threshold", "5", "--slowlog-log-slower-than", "5000"])
     s.metrics_port = port
     try:
+        wait_until(lambda: port_open(port), 10, what="the metrics listener")
         yield s
     finally:
         s.stop()
@@ -186,6 +187,7 @@ def test_dashboard_uses_only_exported_metrics(msrv, workload, tmp_path):
     cl = ServerProc(["--port", str(cport), "--metrics-port", str(port), "--cluster-enabled", "yes",
                      "--appendonly", "yes"], cwd=str(tmp_path))
     try:
+        wait_until(lambda: port_open(port), 10, what="the metrics listener")
         wait_until(lambda: cl.client().info("persistence")["aof_rewrite_in_progress"] == 0, 30)
         smp = samples(scrape(port)[2])
         assert value(smp, "redis_aof_enabled") == 1

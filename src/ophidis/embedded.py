@@ -196,12 +196,25 @@ class Server:
             if code is not None:
                 raise ServerStartError("ophidis-server exited with status %d at start-up" % code, self.output())
             reply = ping_reply(self.host, self.port, self.unix_path)
-            if reply and not reply.startswith(b"-LOADING"):
+            if reply and not reply.startswith(b"-LOADING") and self._metrics_listening():
                 return self
             if time.monotonic() >= deadline:
                 self._terminate(5)
                 raise ServerStartError("ophidis-server did not answer within %gs" % timeout, self.output())
             time.sleep(0.02)
+
+    def _metrics_listening(self) -> bool:
+        """With metrics-port set, /metrics accepts connections too (its
+        listener starts just after the server's own)."""
+        port = int(self.directives.get("metrics-port", 0) or 0)
+        if not port:
+            return True
+        host = str(self.directives.get("metrics-bind", "127.0.0.1"))
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+        except OSError:
+            return False
+        return True
 
     def _terminate(self, timeout):
         if self.proc is not None and self.proc.poll() is None:
