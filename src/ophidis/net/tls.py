@@ -55,6 +55,12 @@ DIRECTIVES = ("tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-client-
               "tls-session-cache-timeout", "tls-cluster", "tls-replication")
 
 
+def is_tls(c) -> bool:
+    """The client's connection is a TLS one (connGetType == CONN_TYPE_TLS)."""
+    t = c.transport
+    return t is not None and t.get_extra_info("sslcontext") is not None
+
+
 class TlsError(Exception):
     """A configuration that cannot be used; the text is Redis's log line."""
 
@@ -304,10 +310,12 @@ class TlsListener:
 
     MAX_ACCEPTS = 1000      # per readable event (MAX_ACCEPTS_PER_CALL)
 
-    def __init__(self, server, socks, make_client):
+    def __init__(self, server, socks, make_client, context=None, admit=True):
         self.server = server
         self.sockets = list(socks)
         self.make_client = make_client
+        self.context = context or server.tls.server_context    # the context of the moment
+        self.admit = admit            # client connections count against maxclients
         loop = server.loop
         for sk in self.sockets:
             loop.add_reader(sk.fileno(), self._accept, sk)
@@ -333,13 +341,13 @@ class TlsListener:
                 log.warning("Accepting client connection: %s" % e.strerror)
                 return
             conn.setblocking(False)
-            if not srv.admit(conn):
+            if self.admit and not srv.admit(conn):
                 continue
             srv.loop.create_task(self._handshake(conn))
 
     async def _handshake(self, conn):
         srv = self.server
-        ctx = srv.tls.server_context()
+        ctx = self.context()
         fd = conn.fileno()
         try:
             await srv.loop.connect_accepted_socket(self.make_client, conn, ssl=ctx,
