@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import _ssl
 import asyncio
-import ctypes
 import os
 import ssl
-import sys
 
 from .. import log
 from ..config import ConfigError
+from .sslnative import native, set_ciphersuites
 
 # tls-protocols words -> versions (Redis's default: TLSv1.2 and TLSv1.3)
 PROTOCOLS = {"tlsv1": ssl.TLSVersion.TLSv1, "tlsv1.1": ssl.TLSVersion.TLSv1_1,
@@ -96,54 +95,6 @@ def parse_protocols(s):
     return out
 
 
-# -- what Python's ssl has no API for -------------------------------------------------------------
-class _Native:
-    """SSL_CTX functions of the libssl that _ssl is linked with, on the
-    SSL_CTX of an SSLContext (CPython's PySSLContext keeps it right after
-    the object header; ``ok`` says whether that was verified)."""
-
-    def __init__(self):
-        self.ok = False
-        try:
-            lib = ctypes.CDLL(_ssl.__file__)
-            self.get_options = lib.SSL_CTX_get_options
-            self.get_options.restype = ctypes.c_uint64
-            self.get_options.argtypes = [ctypes.c_void_p]
-            self.set_ciphersuites = lib.SSL_CTX_set_ciphersuites
-            self.set_ciphersuites.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-            self.ctrl = lib.SSL_CTX_ctrl
-            self.ctrl.restype = ctypes.c_long
-            self.ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
-            self.set_timeout = lib.SSL_CTX_set_timeout
-            self.set_timeout.restype = ctypes.c_long
-            self.set_timeout.argtypes = [ctypes.c_void_p, ctypes.c_long]
-            self.set_sid_ctx = lib.SSL_CTX_set_session_id_context
-            self.set_sid_ctx.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint]
-        except (OSError, AttributeError):
-            return
-        probe = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        probe.options |= ssl.OP_NO_TICKET
-        p = self.pointer(probe)
-        self.ok = p is not None and self.get_options(p) == int(probe.options)
-
-    @staticmethod
-    def pointer(ctx):
-        if sys.implementation.name != "cpython":
-            return None
-        p = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
-        return p or None
-
-
-_native = None
-
-
-def native():
-    global _native
-    if _native is None:
-        _native = _Native()
-    return _native
-
-
 _SSL_CTRL_SET_SESS_CACHE_SIZE = 42
 _SSL_CTRL_SET_SESS_CACHE_MODE = 44
 _SSL_SESS_CACHE_OFF = 0
@@ -189,9 +140,7 @@ def _base_context(cfg, versions, client: bool, verify: str = "yes"):
         raise TlsError("Failed to configure ciphers: %s" % ciphers)
     suites = cfg["tls-ciphersuites"]
     if suites:
-        n = native()
-        p = n.pointer(ctx) if n.ok else None
-        if p is None or not n.set_ciphersuites(p, suites.encode()):
+        if not set_ciphersuites(ctx, suites):
             raise TlsError("Failed to configure ciphersuites: %s" % suites)
     return ctx
 
