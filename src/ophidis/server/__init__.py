@@ -374,7 +374,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         ``always-show-logo yes`` (Redis's test suite finds a started server
         by its `` PID: <pid>`` line), else one line."""
         cfg = self.config
-        port = cfg["port"]
+        port = cfg["port"] or cfg["tls-port"]
         mode = "cluster" if cfg["cluster-enabled"] else "standalone"
         show = cfg["always-show-logo"] or (
             not cfg["syslog-enabled"] and not cfg["logfile"] and sys.stdout.isatty())
