@@ -32,6 +32,17 @@ def certs():
         c.remove()
 
 
+@pytest.fixture(scope="module")
+def srv(certs):
+    """One ophidis-server with a TLS port for the tests that restore what
+    they change."""
+    s = start(certs)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
 def tls_sock(certs, port, cert="client", ca="ca", timeout=10):
     """A TLS connection (the handshake done) to port, with ``cert`` as
     the client certificate (None: none)."""
@@ -101,33 +112,30 @@ OPHIDIS_BENCH = [sys.executable, "-m", "ophidis.tools.benchmark"]
 
 # -- clients ------------------------------------------------------------------------------------------
 @pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
-def test_redis_cli_and_redis_py_over_tls(certs):
-    s = start(certs)
-    try:
-        p = cli(certs, s.tls_port, "SET", "k", "v")
-        assert p.stdout == b"OK\n", p.stderr
-        assert cli(certs, s.tls_port, "GET", "k").stdout == b"v\n"
-        r = tls_client(certs, s.tls_port)
-        big = os.urandom(3 << 20)          # many TLS records each way
-        r.set("big", big)
-        assert r.get("big") == big
-        pipe = r.pipeline(transaction=False)
-        for i in range(2000):
-            pipe.incr("n")
-        assert pipe.execute()[-1] == 2000
-        assert s.client().get("k") == b"v"          # the plaintext port serves the same data
-        info = r.client_info()
-        assert info["laddr"].endswith(":%d" % s.tls_port)
-        # pub/sub pushes over TLS
-        sub = tls_client(certs, s.tls_port).pubsub()
-        sub.subscribe("ch")
-        assert sub.get_message(timeout=5)["type"] == "subscribe"
-        assert r.publish("ch", "hello") == 1
-        assert wait_until(lambda: sub.get_message(timeout=0.2), 5)["data"] == b"hello"
-        sub.close()
-        r.close()
-    finally:
-        s.stop()
+def test_redis_cli_and_redis_py_over_tls(certs, srv):
+    s = srv
+    p = cli(certs, s.tls_port, "SET", "k", "v")
+    assert p.stdout == b"OK\n", p.stderr
+    assert cli(certs, s.tls_port, "GET", "k").stdout == b"v\n"
+    r = tls_client(certs, s.tls_port)
+    big = os.urandom(3 << 20)          # many TLS records each way
+    r.set("big", big)
+    assert r.get("big") == big
+    pipe = r.pipeline(transaction=False)
+    for i in range(2000):
+        pipe.incr("n")
+    assert pipe.execute()[-1] == 2000
+    assert s.client().get("k") == b"v"          # the plaintext port serves the same data
+    info = r.client_info()
+    assert info["laddr"].endswith(":%d" % s.tls_port)
+    # pub/sub pushes over TLS
+    sub = tls_client(certs, s.tls_port).pubsub()
+    sub.subscribe("ch")
+    assert sub.get_message(timeout=5)["type"] == "subscribe"
+    assert r.publish("ch", "hello") == 1
+    assert wait_until(lambda: sub.get_message(timeout=0.2), 5)["data"] == b"hello"
+    sub.close()
+    r.close()
 
 
 def test_tls_only_server(certs):
@@ -146,8 +154,8 @@ def test_tls_only_server(certs):
         s.stop()
 
 
-def test_tls_auth_clients_yes_optional_no(certs):
-    s = start(certs)
+def test_tls_auth_clients_yes_optional_no(certs, srv):
+    s = srv
     try:
         r = tls_client(certs, s.tls_port)
         # yes (the default): no certificate, or one our CA did not sign, is refused
@@ -165,49 +173,46 @@ def test_tls_auth_clients_yes_optional_no(certs):
         assert r.ping()           # the connection made under "yes" is untouched
         r.close()
     finally:
-        s.stop()
+        s.client().config_set("tls-auth-clients", "yes")
 
 
-def test_bad_handshakes_never_hurt_other_clients(certs):
-    s = start(certs)
-    try:
-        good = tls_conn(certs, s.tls_port)
-        good.send(b"SET", b"a", b"1")
-        assert good.read() == b"+OK\r\n"
-        # plaintext RESP to the TLS port
-        plain = RespConn(s.tls_port)
-        plain.send_raw(b"*1\r\n$4\r\nPING\r\n")
-        assert plain.read_until_closed() == b""
-        # a connection that never finishes its handshake, half a ClientHello, garbage
-        idle = socket.create_connection(("127.0.0.1", s.tls_port))
-        half = socket.create_connection(("127.0.0.1", s.tls_port))
-        half.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
-        junk = socket.create_connection(("127.0.0.1", s.tls_port))
-        junk.sendall(os.urandom(4096))
-        # a client that closes in the middle of its handshake
-        raw = socket.create_connection(("127.0.0.1", s.tls_port))
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        outgoing = ssl.MemoryBIO()
-        obj = ctx.wrap_bio(ssl.MemoryBIO(), outgoing)
-        with pytest.raises(ssl.SSLWantReadError):
-            obj.do_handshake()
-        raw.sendall(outgoing.read())        # the ClientHello, then nothing
-        raw.close()
-        for _ in range(3):
-            good.send(b"INCR", b"a")
-            good.read()
-        good.send(b"GET", b"a")
-        assert good.read() == b"$1\r\n4\r\n"
-        assert s.client().ping()
-        wait_until(lambda: "SSL routines::wrong version number (conn: fd=" in s.output(), 5)
-        for sk in (idle, half, junk):
-            sk.close()
-        good.close()
-        assert s.proc.poll() is None
-    finally:
-        s.stop()
+def test_bad_handshakes_never_hurt_other_clients(certs, srv):
+    s = srv
+    good = tls_conn(certs, s.tls_port)
+    good.send(b"SET", b"a", b"1")
+    assert good.read() == b"+OK\r\n"
+    # plaintext RESP to the TLS port
+    plain = RespConn(s.tls_port)
+    plain.send_raw(b"*1\r\n$4\r\nPING\r\n")
+    assert plain.read_until_closed() == b""
+    # a connection that never finishes its handshake, half a ClientHello, garbage
+    idle = socket.create_connection(("127.0.0.1", s.tls_port))
+    half = socket.create_connection(("127.0.0.1", s.tls_port))
+    half.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+    junk = socket.create_connection(("127.0.0.1", s.tls_port))
+    junk.sendall(os.urandom(4096))
+    # a client that closes in the middle of its handshake
+    raw = socket.create_connection(("127.0.0.1", s.tls_port))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    outgoing = ssl.MemoryBIO()
+    obj = ctx.wrap_bio(ssl.MemoryBIO(), outgoing)
+    with pytest.raises(ssl.SSLWantReadError):
+        obj.do_handshake()
+    raw.sendall(outgoing.read())        # the ClientHello, then nothing
+    raw.close()
+    for _ in range(3):
+        good.send(b"INCR", b"a")
+        good.read()
+    good.send(b"GET", b"a")
+    assert good.read() == b"$1\r\n4\r\n"
+    assert s.client().ping()
+    wait_until(lambda: "SSL routines::wrong version number (conn: fd=" in s.output(), 5)
+    for sk in (idle, half, junk):
+        sk.close()
+    good.close()
+    assert s.proc.poll() is None
 
 
 # -- configuration --------------------------------------------------------------------------------------
@@ -224,8 +229,8 @@ def _config_errors(r, certs):
 
 
 @pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
-def test_config_set_errors_and_log_lines_as_redis(certs):
-    s = start(certs)
+def test_config_set_errors_and_log_lines_as_redis(certs, srv):
+    s = srv
     ref = start_ref(certs)
     try:
         ours = _config_errors(s.client(), certs)
@@ -250,12 +255,11 @@ def test_config_set_errors_and_log_lines_as_redis(certs):
         assert s.client().config_get("tls-cert-file")["tls-cert-file"] == certs.path("redis.crt")
         assert not refused(certs, s.tls_port, "client")
     finally:
-        s.stop()
         ref.stop()
 
 
-def test_config_set_cert_file_reloads_for_new_connections(certs):
-    s = start(certs)
+def test_config_set_cert_file_reloads_for_new_connections(certs, srv):
+    s = srv
     try:
         r = s.client()
         old = tls_sock(certs, s.tls_port)
@@ -278,8 +282,10 @@ def test_config_set_cert_file_reloads_for_new_connections(certs):
         assert tls_client(certs, p2).ping()
         wait_until(lambda: not port_open(s.tls_port), 5)
         assert r.config_get("tls-port")["tls-port"] == str(p2)
+        s.tls_port = p2
     finally:
-        s.stop()
+        s.client().execute_command("CONFIG", "SET", "tls-cert-file", certs.path("redis.crt"),
+                                   "tls-key-file", certs.path("redis.key"))
 
 
 def test_bad_tls_configuration_at_start(certs):
@@ -297,28 +303,25 @@ def test_bad_tls_configuration_at_start(certs):
 
 
 # -- the tools ------------------------------------------------------------------------------------------
-def test_ophidis_cli_and_benchmark_tls(certs):
-    s = start(certs)
-    try:
-        p = cli(certs, s.tls_port, "SET", "k", "v", tool=OPHIDIS_CLI)
-        assert p.stdout == b"OK\n", p.stderr
-        p = subprocess.run(OPHIDIS_CLI + ["-u", "rediss://127.0.0.1:%d" % s.tls_port, "--cacert",
-                                          certs.path("ca.crt"), "--cert", certs.path("client.crt"),
-                                          "--key", certs.path("client.key"), "GET", "k"],
-                           capture_output=True, timeout=30, env=server_env())
-        assert p.stdout == b"v\n", p.stderr
-        p = subprocess.run(OPHIDIS_CLI + ["-p", str(s.tls_port), "--tls", "--cacert", certs.path("other-ca.crt"),
-                                          "PING"], capture_output=True, timeout=30, env=server_env())
-        assert b"Could not connect to Redis at 127.0.0.1:%d: SSL_connect failed: certificate verify failed" \
-               % s.tls_port in p.stderr
-        p = subprocess.run(OPHIDIS_CLI + ["-p", str(s.tls_port), "--tls", "--cacert", "/nonexistent", "PING"],
-                           capture_output=True, timeout=30, env=server_env())
-        assert b"Could not negotiate a TLS connection: Invalid CA Certificate File/Directory" in p.stderr
-        p = cli(certs, s.tls_port, "-n", "300", "-c", "5", "-t", "set,get", "-q", tool=OPHIDIS_BENCH)
-        assert p.returncode == 0, p.stderr
-        assert b"SET: " in p.stdout and b"GET: " in p.stdout
-    finally:
-        s.stop()
+def test_ophidis_cli_and_benchmark_tls(certs, srv):
+    s = srv
+    p = cli(certs, s.tls_port, "SET", "k", "v", tool=OPHIDIS_CLI)
+    assert p.stdout == b"OK\n", p.stderr
+    p = subprocess.run(OPHIDIS_CLI + ["-u", "rediss://127.0.0.1:%d" % s.tls_port, "--cacert",
+                                      certs.path("ca.crt"), "--cert", certs.path("client.crt"),
+                                      "--key", certs.path("client.key"), "GET", "k"],
+                       capture_output=True, timeout=30, env=server_env())
+    assert p.stdout == b"v\n", p.stderr
+    p = subprocess.run(OPHIDIS_CLI + ["-p", str(s.tls_port), "--tls", "--cacert", certs.path("other-ca.crt"),
+                                      "PING"], capture_output=True, timeout=30, env=server_env())
+    assert b"Could not connect to Redis at 127.0.0.1:%d: SSL_connect failed: certificate verify failed" \
+           % s.tls_port in p.stderr
+    p = subprocess.run(OPHIDIS_CLI + ["-p", str(s.tls_port), "--tls", "--cacert", "/nonexistent", "PING"],
+                       capture_output=True, timeout=30, env=server_env())
+    assert b"Could not negotiate a TLS connection: Invalid CA Certificate File/Directory" in p.stderr
+    p = cli(certs, s.tls_port, "-n", "300", "-c", "5", "-t", "set,get", "-q", tool=OPHIDIS_BENCH)
+    assert p.returncode == 0, p.stderr
+    assert b"SET: " in p.stdout and b"GET: " in p.stdout
 
 
 # -- replication ----------------------------------------------------------------------------------------
