@@ -5,11 +5,10 @@ project (the tools use it too)."""
 
 from __future__ import annotations
 
+import _ssl
 import ctypes
 import ssl
 import sys
-
-import _ssl
 
 
 class _Native:
