@@ -901,18 +901,27 @@ def cluster_suite(quick):
         finally:
             for x in nodes:
                 x.stop()
-    # scaling: one standalone Ophidis vs a cluster of two Ophidis masters, -P 16
+    # scaling: one standalone Ophidis vs a cluster of two Ophidis masters, -P 16;
+    # a first round fills the 100,000 keys, then the best of the next rounds
+    args = ["-t", "set,get", "-n", str(n), "-r", "100000", "-P", "16", "-q"]
+    rounds = 3 if quick else 4
+
+    def best(run):
+        out = {}
+        for _ in range(rounds):
+            for k, v in run().items():
+                if k in ("SET", "GET"):
+                    out[k] = max(out.get(k, 0), v)
+        return out
+
     one = Server("ophidis")
     try:
-        single = redis_benchmark(one.port, ["-t", "set,get", "-n", str(n), "-r", "100000", "-P", "16", "-q"])
+        single = best(lambda: redis_benchmark(one.port, args))
     finally:
         one.stop()
     nodes = start_cluster("ophidis", 2)
     try:
-        r = subprocess.run(["redis-benchmark", "--cluster", "-p", str(nodes[0].port), "-t", "set,get", "-n", str(n),
-                            "-r", "100000", "-P", "16", "-q", "--csv"], capture_output=True, text=True,
-                           timeout=1800).stdout
-        two = {row[0]: float(row[1]) for row in csv.reader(io.StringIO(r)) if row and row[0] in ("SET", "GET")}
+        two = best(lambda: redis_benchmark(nodes[0].port, ["--cluster"] + args))
     finally:
         for x in nodes:
             x.stop()

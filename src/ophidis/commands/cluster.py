@@ -375,7 +375,11 @@ def cluster_bumpepoch(c, argv):
 
 @command("cluster|info")
 def cluster_info(c, argv):
-    cl = _cluster(c)
+    return verbatim(c.resp, info_text(_cluster(c)).encode())
+
+
+def info_text(cl) -> str:
+    """CLUSTER INFO's text (also read by /metrics)."""
     assigned = ok = pfail = fail = 0
     for n in cl.nodes.values():      # the owners' counts add up to the slots' (add_slot keeps both)
         k = n.numslots
@@ -403,7 +407,7 @@ def cluster_info(c, argv):
     ]
     lines += cl.stats_lines()
     lines.append("total_cluster_links_buffer_limit_exceeded:%d" % cl.links_buffer_limit_exceeded)
-    return verbatim(c.resp, ("\r\n".join(lines) + "\r\n").encode())
+    return "\r\n".join(lines) + "\r\n"
 
 
 @command("cluster|saveconfig")

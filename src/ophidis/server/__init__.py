@@ -16,7 +16,7 @@ import sys
 import time
 from collections import deque
 
-from .. import crash, log, sysinfo
+from .. import crash, doctor, log, sysinfo
 from ..cluster.state import Cluster
 from ..commands import TABLE, load_all
 from ..commands.migrate import MigrateSockets
@@ -29,6 +29,7 @@ from ..keyspace.blocking import BlockingHandler
 from ..keyspace.db import Database
 from ..keyspace.tracking import Tracking
 from ..memory import Memory
+from ..metrics import Metrics
 from ..net import client as client_mod
 from ..net.client import Client
 from ..net.listeners import Listeners
@@ -101,7 +102,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # subsystems, in install order
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
-        "cluster", "tls",
+        "cluster", "metrics", "tls",
     )
 
     def __init__(self, config: Config):
@@ -186,6 +187,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.exit_code = 0
         self._stopping = False
         self.cluster = None            # set at the end of the install list
+        self.metrics = None            # metrics.Metrics while metrics-port is set (the install list's last)
         self.tls = None                # set first in the install list
         # cached config values used on hot paths
         self.requirepass = None
@@ -216,6 +218,8 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.migrate_sockets = MigrateSockets(self)   # MIGRATE's connections to targets
         # cluster.Cluster with cluster-enabled yes, else None
         self.cluster = Cluster(self) if config["cluster-enabled"] else None
+        # /metrics (an Ophidis extension) with metrics-port set, else None
+        self.metrics = Metrics(self) if config["metrics-port"] else None
         self.update_server_slow()      # every command routed in cluster mode
 
     def i_am_master(self) -> bool:
@@ -337,37 +341,26 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     # -- start --------------------------------------------------------------------------
     def os_warnings(self):
-        try:
-            with open("/proc/sys/vm/overcommit_memory") as f:
-                if f.read().strip() != "1":
-                    log.warning(
-                        "WARNING Memory overcommit must be enabled! Without it, a background save or "
-                        "replication may fail under low memory condition. To fix this issue add "
-                        "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
-                        "'sysctl vm.overcommit_memory=1' for this to take effect.")
-        except OSError:
-            pass
-        try:
-            with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-                if "[always]" in f.read():
-                    log.warning(
-                        "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. "
-                        "This will create latency and memory usage issues with background saving. "
-                        "To fix this issue run the command 'echo madvise > "
-                        "/sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your "
-                        "/etc/rc.local in order to retain the setting after a reboot.")
-        except OSError:
-            pass
-        try:
-            with open("/proc/sys/net/core/somaxconn") as f:
-                somax = int(f.read().strip())
-            if somax < self.config["tcp-backlog"]:
-                log.warning(
-                    "WARNING: The TCP backlog setting of %d cannot be enforced because "
-                    "/proc/sys/net/core/somaxconn is set to the lower value of %d." % (
-                        self.config["tcp-backlog"], somax))
-        except (OSError, ValueError):
-            pass
+        """Redis's start-up warnings (doctor.py has the checks with their fixes)."""
+        if doctor.read_value(doctor.OVERCOMMIT) not in (None, "1"):
+            log.warning(
+                "WARNING Memory overcommit must be enabled! Without it, a background save or "
+                "replication may fail under low memory condition. To fix this issue add "
+                "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
+                "'sysctl vm.overcommit_memory=1' for this to take effect.")
+        if "[always]" in (doctor.read_value(doctor.THP) or ""):
+            log.warning(
+                "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. "
+                "This will create latency and memory usage issues with background saving. "
+                "To fix this issue run the command 'echo madvise > "
+                "/sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your "
+                "/etc/rc.local in order to retain the setting after a reboot.")
+        somax = doctor.read_value(doctor.SOMAXCONN)
+        if somax is not None and somax.isdigit() and int(somax) < self.config["tcp-backlog"]:
+            log.warning(
+                "WARNING: The TCP backlog setting of %d cannot be enforced because "
+                "/proc/sys/net/core/somaxconn is set to the lower value of %d." % (
+                    self.config["tcp-backlog"], int(somax)))
 
     def banner(self):
         """redisAsciiArt: the logo when the log goes to a terminal or

@@ -45,6 +45,7 @@ class Config:
         self.latency = self.latency_history = self.latency_dist = False
         self.intrinsic = None
         self.stat = self.scan = self.bigkeys = self.memkeys = self.hotkeys = False
+        self.doctor = False
         self.memkeys_samples = 0
         self.pattern = None
         self.rdb = None
@@ -95,6 +96,9 @@ Usage: %(p)s [OPTIONS] [cmd [arg [arg ...]]]
   --show-pushes <yn> Whether to print RESP3 PUSH messages.  Enabled by default
                      when STDOUT is a tty but can be overridden with --show-pushes no.
   --stat             Print rolling stats about server: mem, clients, ...
+  --doctor           Check the server's settings and this machine's against the
+                     production advice, with the fix for each finding (exit
+                     status 1 when something is wrong).
   --latency          Enter a special mode continuously sampling latency.
   --latency-history  Like --latency but tracking latency changes over time.
                      Default time interval is 15 sec. Change it using -i.
@@ -150,6 +154,7 @@ _FLAGS = {
     "--quoted-input": "quoted_input", "--latency": "latency", "--latency-dist": "latency_dist",
     "--mono": "mono", "--stat": "stat", "--scan": "scan", "--pipe": "pipe", "--bigkeys": "bigkeys",
     "--hotkeys": "hotkeys", "-c": "cluster", "-e": "set_errcode", "--verbose": "verbose",
+    "--doctor": "doctor",
 }
 
 
