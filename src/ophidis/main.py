@@ -177,8 +177,7 @@ def main(argv=None):
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(server.run())
-    except SystemExit as e:
-        log.warning("Failed listening on port %d (tcp), aborting." % cfg["port"])
+    except SystemExit as e:        # a port could not be listened on (logged)
         return e.code or 1
     try:
         loop.run_forever()

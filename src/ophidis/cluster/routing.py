@@ -135,7 +135,8 @@ def redirect_error(cluster, c, node, slot: int, code: int) -> RedisError:
     if code == REDIR_DOWN_UNBOUND:
         return DOWN_UNBOUND
     return RedisError("%s %d %s:%d" % ("ASK" if code == REDIR_ASK else "MOVED", slot,
-                                       cluster.preferred_endpoint(node), node.port))
+                                       cluster.preferred_endpoint(node),
+                                       node.pport if node.pport and cluster.use_pport(c) else node.port))
 
 
 def blocked_redirect(cluster, c):

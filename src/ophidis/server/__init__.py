@@ -17,8 +17,8 @@ import time
 from collections import deque
 
 from .. import crash, doctor, log, sysinfo
-from ..commands import TABLE, load_all
 from ..cluster.state import Cluster
+from ..commands import TABLE, load_all
 from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
@@ -33,6 +33,7 @@ from ..metrics import Metrics
 from ..net import client as client_mod
 from ..net.client import Client
 from ..net.listeners import Listeners
+from ..net.tls import Tls
 from ..persistence.aof import Aof
 from ..persistence.snapshot import Persistence
 from ..replication import replica
@@ -44,7 +45,6 @@ from .dispatch import Dispatch
 from .monitor import Monitor
 from .pause import Pause
 from .shutdown import Shutdown
-
 
 # The start-up logo: our own art, Redis's fields (version, bits, mode, port,
 # PID), as redis-server's asciilogo.h lays them out.
@@ -102,7 +102,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # subsystems, in install order
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
-        "cluster", "metrics",
+        "cluster", "metrics", "tls",
     )
 
     def __init__(self, config: Config):
@@ -188,6 +188,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self._stopping = False
         self.cluster = None            # set at the end of the install list
         self.metrics = None            # metrics.Metrics while metrics-port is set (the install list's last)
+        self.tls = None                # set first in the install list
         # cached config values used on hot paths
         self.requirepass = None
         self.client_query_buffer_limit = 1 << 30
@@ -202,6 +203,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # The subsystems, in dependency order.  Each constructor may register
         # its own hooks (cron, startup, shutdown, config changes) but sets no
         # attribute on the server: the server assigns what it returns.
+        self.tls = Tls(self)           # the TLS contexts (configured when a tls-* feature is on)
         self.blocking_handler = BlockingHandler(self)
         self.pubsub = PubSub(self)
         self.propagator = Propagator(self)
@@ -322,7 +324,14 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         def upd_bind(v):
             if self.loop is not None:
                 self._rebind_tcp("bind")
+                if cfg["tls-port"]:
+                    self._rebind_tls(close_first=True)
         cfg.on_change("bind", upd_bind)
+
+        def upd_tls_port(v):
+            if self.loop is not None:
+                self._rebind_tls()
+        cfg.on_change("tls-port", upd_tls_port)
 
     def update_server_slow(self):
         slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
@@ -358,7 +367,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         ``always-show-logo yes`` (Redis's test suite finds a started server
         by its `` PID: <pid>`` line), else one line."""
         cfg = self.config
-        port = cfg["port"]
+        port = cfg["port"] or cfg["tls-port"]
         mode = "cluster" if cfg["cluster-enabled"] else "standalone"
         show = cfg["always-show-logo"] or (
             not cfg["syslog-enabled"] and not cfg["logfile"] and sys.stdout.isatty())
