@@ -107,7 +107,7 @@ class Links:
         port = cfg["tls-port"] if tls else cfg["port"]
         cport = cfg["cluster-port"] or port + 10000
         try:
-            socks = srv._bind_tcp(cport, cfg["tcp-backlog"])
+            socks = srv.bind_tcp(cport, cfg["tcp-backlog"])
         except OSError:
             socks = None
         if not socks:

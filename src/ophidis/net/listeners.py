@@ -43,11 +43,11 @@ class Listeners:
             self.listeners.append(("unix", srv))
             log.notice("The server is now ready to accept connections at %s" % path)
 
-    def _bind_tcp(self, port, backlog, addrs=None):
+    def bind_tcp(self, port, backlog, addrs=None):
         """Bind and listen on the configured TCP addresses (or ``addrs``),
         synchronously.  Returns the listening sockets; raises OSError when a
         mandatory address cannot be bound (the sockets bound so far are
-        closed)."""
+        closed).  The cluster bus listens on the same addresses with it."""
         if addrs is None:
             addrs = self.config["bind"]
             if addrs is None:
@@ -101,7 +101,7 @@ class Listeners:
 
     async def _listen_tcp(self, port, backlog, kind="tcp"):
         try:
-            socks = self._bind_tcp(port, backlog)
+            socks = self.bind_tcp(port, backlog)
         except OSError:
             log.warning("Failed listening on port %d (%s), aborting." % (port, kind.upper()))
             raise SystemExit(1)
@@ -120,7 +120,7 @@ class Listeners:
             self.listeners = [l for l in self.listeners if l[0] != "tls"]
         if port:
             try:
-                socks = self._bind_tcp(port, self.config["tcp-backlog"])
+                socks = self.bind_tcp(port, self.config["tcp-backlog"])
             except OSError:
                 raise ConfigError("Unable to listen on this port. Check server logs.")
         old = [l for l in self.listeners if l[0] == "tls"]
@@ -151,13 +151,13 @@ class Listeners:
         socks = []
         if port:
             try:
-                socks = self._bind_tcp(port, backlog)
+                socks = self.bind_tcp(port, backlog)
             except OSError:
                 if what == "port":
                     raise ConfigError("Unable to listen on this port")
                 if old_addrs:
                     try:
-                        socks = self._bind_tcp(port, backlog, old_addrs)
+                        socks = self.bind_tcp(port, backlog, old_addrs)
                     except OSError:
                         socks = []
                     if socks:
