@@ -402,6 +402,23 @@ def test_tls_cluster_bus_with_redis_server(certs):
         assert ta.execute_command("CLUSTER", "SHARDS") and \
             sorted(_shard_ports(ta)) == sorted(_shard_ports(tb)) == sorted(
                 [(ours.port, tp_ours), (ref.port, tp_ref)])
+        # MIGRATE between the two over TLS (tls-cluster: to the target's TLS port)
+        ta.set("b", "v1")
+        ta.set("{b}2", "v2")
+        ida, idb = (c.execute_command("CLUSTER", "MYID").decode() for c in (ta, tb))
+        tb.execute_command("CLUSTER", "SETSLOT", 3300, "IMPORTING", ida)
+        ta.execute_command("CLUSTER", "SETSLOT", 3300, "MIGRATING", idb)
+        assert ta.execute_command("MIGRATE", "127.0.0.1", tp_ref, "", 0, 5000, "KEYS", "b", "{b}2") == b"OK"
+        assert ta.execute_command("CLUSTER", "COUNTKEYSINSLOT", 3300) == 0
+        assert tb.execute_command("CLUSTER", "COUNTKEYSINSLOT", 3300) == 2
+        for c in (tb, ta):
+            c.execute_command("CLUSTER", "SETSLOT", 3300, "NODE", idb)
+        # and back: redis-server's MIGRATE to our TLS port
+        ta.execute_command("CLUSTER", "SETSLOT", 3300, "IMPORTING", idb)
+        tb.execute_command("CLUSTER", "SETSLOT", 3300, "MIGRATING", ida)
+        assert tb.execute_command("MIGRATE", "127.0.0.1", tp_ours, "b", 0, 5000) == b"OK"
+        assert ta.execute_command("CLUSTER", "COUNTKEYSINSLOT", 3300) == 1
+        assert tb.execute_command("CLUSTER", "COUNTKEYSINSLOT", 3300) == 1
         for c in (ta, tb):
             c.close()
     finally:

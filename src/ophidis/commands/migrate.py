@@ -27,6 +27,7 @@ import errno
 import random
 import select
 import socket
+import ssl
 import time
 
 from ..errors import SYNTAX, RedisError
@@ -66,6 +67,32 @@ else:  # pragma: no cover - platforms without poll (Windows)
         return bool(r or w or x)
 
 
+def _handshake(sock, tls, timeout_ms: int):
+    """The TLS client handshake on a connected non-blocking socket within
+    timeout_ms: the SSL socket, or None (the socket closed)."""
+    try:
+        ssock = tls.wrap_socket(sock, do_handshake_on_connect=False)
+    except (OSError, ValueError):
+        sock.close()
+        return None
+    deadline = _mstime() + timeout_ms
+    while True:
+        try:
+            ssock.do_handshake()
+            return ssock
+        except ssl.SSLWantReadError:
+            writable = False
+        except ssl.SSLWantWriteError:
+            writable = True
+        except (OSError, ValueError):
+            break
+        left = deadline - _mstime()
+        if left <= 0 or not _wait(ssock, writable, left):
+            break
+    ssock.close()
+    return None
+
+
 class SocketFailure(Exception):
     """A write or read on a target connection failed; ``timed_out`` is
     Redis's ``errno == ETIMEDOUT`` (a timeout is never retried)."""
@@ -88,11 +115,13 @@ class TargetConn:
         self.buf = bytearray()     # reply bytes read and not consumed yet
 
     @classmethod
-    def connect(cls, host: bytes, port: int, timeout_ms: int):
+    def connect(cls, host: bytes, port: int, timeout_ms: int, tls=None):
         """A connection to host:port, or None when no address could even
         be tried (connBlockingConnect).  As in Redis, a connection that is
         refused or not established within the timeout is still returned:
-        the first write reports it."""
+        the first write reports it.  With tls (an SSLContext: tls-cluster),
+        the handshake is part of connecting: None when it fails or does not
+        end within the timeout."""
         try:
             addrs = socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
         except (OSError, UnicodeError, ValueError, OverflowError):
@@ -119,6 +148,10 @@ class TargetConn:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
+        if tls is not None:
+            sock = _handshake(sock, tls, timeout_ms)
+            if sock is None:
+                return None
         return cls(sock)
 
     def _until(self, writable: bool, timeout_ms: int, step):
@@ -141,7 +174,7 @@ class TargetConn:
             nonlocal view
             try:
                 n = self.sock.send(view)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 return False
             except OSError:
                 raise SocketFailure(False) from None
@@ -155,7 +188,7 @@ class TargetConn:
         def step():
             try:
                 data = self.sock.recv(16384)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 return False
             except OSError:
                 raise SocketFailure(False) from None
@@ -195,9 +228,10 @@ class TargetConn:
 class MigrateSockets:
     """The cache of connections to targets (``host:port`` -> TargetConn)."""
 
-    __slots__ = ("cache", "next_check")
+    __slots__ = ("server", "cache", "next_check")
 
     def __init__(self, server):
+        self.server = server
         self.cache: dict = {}
         self.next_check = 0.0
         server.cron_hooks.append(self.cron)
@@ -217,7 +251,9 @@ class MigrateSockets:
         if len(self.cache) >= CACHE_ITEMS:
             victim = random.choice(list(self.cache))
             self.cache.pop(victim).close()
-        cs = TargetConn.connect(host, _atoi(port), timeout_ms)
+        srv = self.server
+        tls = srv.tls.client_context() if srv.config["tls-cluster"] else None
+        cs = TargetConn.connect(host, _atoi(port), timeout_ms, tls)
         if cs is None:
             return None
         self.cache[name] = cs
