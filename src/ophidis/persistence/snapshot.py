@@ -272,8 +272,8 @@ class Persistence:
         if self.child_pid is not None:
             self.check_child()
             return
-        if self.other_child_active():
-            return
+        if self.other_child_active() or srv.loading:
+            return          # no save of a dataset being replaced (Redis's cron waits for the load)
         now = int(time.time())
         for secs, changes in srv.config["save"]:
             if (srv.dirty >= changes and now - srv.lastsave > secs

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import io
+import socket
 import sys
 import threading
 import time
@@ -227,6 +228,26 @@ class ReplicaLink:
                     log.notice("* Caching the disconnected master state.")
                     log.notice("Reconnecting to MASTER %s:%d" % (self.host, self.port))
                     first = True       # reconnect at once: the backlog may be recycled
+
+    def _link_up(self) -> bool:
+        """Connected, and the master has not closed the link: its FIN or
+        RST is looked for in the socket itself (without reading), so INFO
+        and ROLE see the link down as soon as the kernel does, not when
+        the session's coroutine next runs (Redis handles the event in the
+        same turn as the other clients' ones)."""
+        if self.state != "connected":
+            return False
+        w = self.writer
+        sock = w.get_extra_info("socket") if w is not None else None
+        if sock is None:
+            return True
+        try:
+            with socket.fromfd(sock.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
+                return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return False
 
     # -- one connection ---------------------------------------------------------------
     async def _session(self):
@@ -683,7 +704,7 @@ class ReplicaLink:
     def info(self):
         srv = self.srv
         feed = srv.repl_feed
-        up = self.state == "connected"
+        up = self._link_up()
         lines = [
             "role:slave",
             "master_host:%s" % self.host,
