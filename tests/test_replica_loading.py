@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from support.servers import REDIS_SERVER, RedisServerProc
+from support.servers import REDIS_SERVER, redis_server_client
 from support.wait import wait_until
 
 KEYS = 20000
@@ -76,14 +76,8 @@ def test_disk_based_load_serves_loading(start_server):
 def redis_master():
     if REDIS_SERVER is None:
         pytest.skip("redis-server is not installed (make test installs it)")
-    proc = RedisServerProc(["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"])
-    c = proc.client()
-    c.port = proc.port
-    try:
+    with redis_server_client(["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]) as c:
         yield c
-    finally:
-        c.close()
-        proc.stop(remove=True)
 
 
 def test_swapdb_load_from_redis_server(redis_master, start_server):
