@@ -33,6 +33,8 @@ def _check_loading(server, r, total_known):
     with server.conn() as c:
         assert c.call("GET", "key:1") == b"-LOADING Redis is loading the dataset in memory\r\n"
         assert c.call("PING") == b"-LOADING Redis is loading the dataset in memory\r\n"
+        # REPLICAOF has no loading flag either: the load is not cut short
+        assert c.call("REPLICAOF", "NO", "ONE") == b"-LOADING Redis is loading the dataset in memory\r\n"
     assert r.config_get("key-load-delay") == {"key-load-delay": "50"}
     info = _info(r)
     assert info["loading"] == 1 and info["async_loading"] == 0
