@@ -15,12 +15,13 @@ $(STAMP): pyproject.toml setup.py src/ophidis/net/_speedups.pyx
 
 venv: $(STAMP)
 
-# Debian's redis-server / redis-tools are the reference and the real clients in tests.
+# Debian's redis-server / redis-tools are the reference and the real clients in
+# tests; openssl makes the TLS tests' certificates.
 deps:
-	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then \
-		echo "Installing Debian's redis-server and redis-tools..."; \
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1; then \
+		echo "Installing Debian's redis-server, redis-tools and openssl..."; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools openssl >/dev/null; \
 	fi
 
 run: $(STAMP)

@@ -12,7 +12,8 @@ table as JSON to bench/results/<timestamp>.json.  Run with `make bench`.
 Suites: default, pipeline, bigvalues, manyclients (redis-benchmark rps),
 memory (1M string keys), collections (memory of 1M-element list/hash/set/
 zset), scripting (EVALSHA), pubsub (PUBLISH fan-out to 50 subscribers),
-persistence (SAVE / load / BGSAVE latency and copy-on-write).
+persistence (SAVE / load / BGSAVE latency and copy-on-write), tls (SET/GET
+with redis-benchmark --tls).
 """
 
 from __future__ import annotations
@@ -900,18 +901,27 @@ def cluster_suite(quick):
         finally:
             for x in nodes:
                 x.stop()
-    # scaling: one standalone Ophidis vs a cluster of two Ophidis masters, -P 16
+    # scaling: one standalone Ophidis vs a cluster of two Ophidis masters, -P 16;
+    # a first round fills the 100,000 keys, then the best of the next rounds
+    args = ["-t", "set,get", "-n", str(n), "-r", "100000", "-P", "16", "-q"]
+    rounds = 3 if quick else 4
+
+    def best(run):
+        out = {}
+        for _ in range(rounds):
+            for k, v in run().items():
+                if k in ("SET", "GET"):
+                    out[k] = max(out.get(k, 0), v)
+        return out
+
     one = Server("ophidis")
     try:
-        single = redis_benchmark(one.port, ["-t", "set,get", "-n", str(n), "-r", "100000", "-P", "16", "-q"])
+        single = best(lambda: redis_benchmark(one.port, args))
     finally:
         one.stop()
     nodes = start_cluster("ophidis", 2)
     try:
-        r = subprocess.run(["redis-benchmark", "--cluster", "-p", str(nodes[0].port), "-t", "set,get", "-n", str(n),
-                            "-r", "100000", "-P", "16", "-q", "--csv"], capture_output=True, text=True,
-                           timeout=1800).stdout
-        two = {row[0]: float(row[1]) for row in csv.reader(io.StringIO(r)) if row and row[0] in ("SET", "GET")}
+        two = best(lambda: redis_benchmark(nodes[0].port, ["--cluster"] + args))
     finally:
         for x in nodes:
             x.stop()
@@ -926,10 +936,46 @@ def cluster_suite(quick):
     return res
 
 
-EXTRA_SUITES = {"collections": collections_suite, "scripting": scripting_suite, "pubsub": pubsub_suite,
+def tls_suite(quick):
+    """SET/GET over TLS: redis-benchmark --tls against both servers on
+    their tls-port (certificates made with openssl as the tests make
+    them; client certificates required, as by default)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from support.tls import Certs  # the tests' certificate maker
+    certs = Certs()
+    n = 20_000 if quick else 100_000
+    variants = [("SET/GET -c 50", ["-n", str(n), "-c", "50", "-t", "set,get"]),
+                ("SET/GET -c 50 -P 16", ["-n", str(n * 4), "-c", "50", "-P", "16", "-t", "set,get"])]
+    got = {"redis": {}, "ophidis": {}}
+    try:
+        for kind in ("redis", "ophidis"):
+            tls_port = free_port()
+            s = Server(kind, ["--tls-port", str(tls_port)] + certs.server_args())
+            try:
+                for name, args in variants:
+                    r = redis_benchmark(tls_port, certs.cli_args() + args)
+                    for test, v in r.items():
+                        got[kind]["%s %s" % (name, test)] = v
+            finally:
+                s.stop()
+    finally:
+        certs.remove()
+    res = {"rows": []}
+    print("\n== tls: redis-benchmark --tls --cert --key --cacert, SET/GET")
+    print("%-28s %14s %14s %7s" % ("test", "redis rps", "ophidis rps", "ratio"))
+    for test, rv in got["redis"].items():
+        ov = got["ophidis"].get(test, 0.0)
+        ratio = ov / rv if rv else 0.0
+        res["rows"].append({"test": test, "redis": rv, "ophidis": ov, "ratio": round(ratio, 3)})
+        print("%-28s %14.0f %14.0f %7.2f" % (test, rv, ov, ratio))
+    print("(target ratio >= 0.7)")
+    return res
+
+
+EXTRA_SUITES = {"tls": tls_suite, "collections": collections_suite, "scripting": scripting_suite, "pubsub": pubsub_suite,
                 "persistence": persistence_suite, "replication": replication_suite, "cluster": cluster_suite}
 ALL_SUITES = ("default,pipeline,bigvalues,manyclients,evict,memory,collections,scripting,pubsub,persistence,"
-              "replication,cluster")
+              "replication,cluster,tls")
 
 
 def _on_signal(signum, _frame):

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 import redis
@@ -196,6 +197,27 @@ def test_mixed_cluster_of_ophidis_and_redis_server_nodes():
         cl.wait_ok()
         rc = cl.redis_cluster()
         assert _dump_all(rc, "k", 300) == before
+        # kill -9 of an Ophidis master whose replica is a redis-server: the
+        # redis-server replica is elected with the votes of the masters left
+        reps = {f[3]: int(f[1].split("@")[0].split(":")[1]) for f in cl.nodes_view(1) if "slave" in f[2]}
+        victim = next(m for m in cl.masters(1) if cl.kinds[cl.index_of(m)] == "ophidis"
+                      and cl.kinds[cl.index_of(reps[ids[m]])] == "redis")
+        vi, heir = cl.index_of(victim), reps[ids[victim]]
+        os.kill(cl.nodes[vi].pid, signal.SIGKILL)
+        alive = [i for i in range(6) if i != vi]
+        wait_until(lambda: cl.client(cl.index_of(heir)).execute_command("ROLE")[0] == b"master", 60,
+                   interval=0.2, what="the redis-server replica elected")
+        cl.wait_ok(alive, timeout=60)
+        rc = cl.redis_cluster(alive[0])
+        assert _dump_all(rc, "k", 300) == before
+        # restarted from its nodes.conf, the Ophidis node replicates the redis-server master
+        cl.restart(vi)
+        wait_until(lambda: cl.client(vi).execute_command("ROLE")[:2] == [b"slave", b"127.0.0.1"]
+                   and cl.client(vi).execute_command("ROLE")[2] == heir, 60, interval=0.2,
+                   what="the restarted master replicates its heir")
+        cl.wait_ok(timeout=60)
+        wait_until(lambda: cl.client(vi).dbsize() == cl.client(cl.index_of(heir)).dbsize(), 60, interval=0.2,
+                   what="the restarted node in sync")
     finally:
         cl.stop()
 
@@ -229,7 +251,8 @@ ERROR_SCRIPT = [
     ("SELECT", "1"), ("SWAPDB", "0", "1"), ("MOVE", "bar", "1"), ("REPLICAOF", "127.0.0.1", "1"),
     ("CLUSTER", "ADDSLOTS", "0"), ("CLUSTER", "ADDSLOTS", "16384"), ("CLUSTER", "ADDSLOTS", "x"),
     ("CLUSTER", "ADDSLOTSRANGE", "10", "5"), ("CLUSTER", "ADDSLOTSRANGE", "1", "2", "3"),
-    ("CLUSTER", "DELSLOTS", "9000"), ("CLUSTER", "DELSLOTSRANGE", "100", "99"),
+    ("CLUSTER", "DELSLOTS", "100"), ("CLUSTER", "DELSLOTS", "100"), ("CLUSTER", "ADDSLOTS", "100"),
+    ("CLUSTER", "DELSLOTSRANGE", "100", "99"),
     ("CLUSTER", "SETSLOT", "9000", "MIGRATING", "$ID1"), ("CLUSTER", "SETSLOT", "100", "IMPORTING", "$ID1"),
     ("CLUSTER", "SETSLOT", "100", "MIGRATING", "0000000000000000000000000000000000000000"),
     ("CLUSTER", "SETSLOT", "100", "NODE", "nope"), ("CLUSTER", "SETSLOT", "100", "BOGUS"),
@@ -247,8 +270,10 @@ ERROR_SCRIPT = [
     ("CLUSTER", "COUNT-FAILURE-REPORTS", "$ID1"), ("CLUSTER", "SLAVES", "$ID0"),
     ("CLUSTER", "REPLICAS", "nope"), ("CLUSTER", "FLUSHSLOTS"), ("CLUSTER", "BOGUS"),
     ("CLUSTER", "HELP"), ("CLUSTER", "MYID"), ("READONLY",), ("READWRITE",), ("ASKING",),
+    ("SET", "{bar}exp", "1", "PX", "1"), ("SLEEP", "0.02"),       # an expired key counts as missing
     ("CLUSTER", "SETSLOT", "5061", "MIGRATING", "$ID1"),
     ("GET", "bar"), ("GET", "{bar}missing"), ("MGET", "bar", "{bar}missing"), ("ASKING",), ("GET", "{bar}missing"),
+    ("GET", "{bar}exp"), ("MGET", "bar", "{bar}exp"),
     ("CLUSTER", "SETSLOT", "5061", "STABLE"),
     ("CLUSTER", "SETSLOT", "12182", "IMPORTING", "$ID1"),
     ("GET", "foo"), ("ASKING",), ("GET", "foo"), ("ASKING",), ("MGET", "foo", "{foo}2"),
@@ -262,6 +287,9 @@ def _run_script(cl, script):
     out = []
     with cl.nodes[0].conn() as raw:
         for cmd in script:
+            if cmd[0] == "SLEEP":
+                time.sleep(float(cmd[1]))
+                continue
             args = [ids[int(a[3])] if a.startswith("$ID") else a for a in cmd]
             r = raw.call(*args)
             for j, p in enumerate(cl.ports):
@@ -290,49 +318,63 @@ def test_cluster_errors_and_redirections_as_redis_server():
     assert not diffs
 
 
-def test_redis_cli_manages_an_ophidis_cluster():
-    """redis-cli --cluster add-node, reshard to the new node and back,
-    del-node, fix of an open slot, call: on Ophidis nodes."""
+@pytest.mark.parametrize("tool", ["redis-cli", "ophidis-cli"])
+def test_cluster_manager_on_ophidis_nodes(tool):
+    """redis-cli --cluster (and ophidis-cli --cluster, the same manager of
+    ours) on Ophidis nodes: create, add-node, reshard to the new node and
+    back, rebalance, del-node, fix of an open slot, call."""
     cl = Cluster(["ophidis"] * 4)
+
+    def cli(*args, **kw):
+        return cl.cli(*args, tool=tool, **kw)
     try:
-        r = subprocess.run([REDIS_CLI, "--cluster", "create"] + cl.addrs()[:3] + ["--cluster-yes"],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stdout + r.stderr
+        out = cli("--cluster", "create", *cl.addrs()[:3], "--cluster-yes", timeout=60)
+        assert "[OK] All 16384 slots covered." in out
         cl.wait_ok([0, 1, 2])
         rc = RedisCluster(host="127.0.0.1", port=cl.ports[0], socket_timeout=10)
         for i in range(300):
             rc.set("k%d" % i, i)
-        out = cl.cli("--cluster", "add-node", cl.addrs()[3], cl.addrs()[0])
+        out = cli("--cluster", "add-node", cl.addrs()[3], cl.addrs()[0])
         assert "[OK] New node added correctly." in out
         new_id = cl.myid(3)
         wait_until(lambda: all(cl.info(i)["cluster_known_nodes"] == "4" for i in range(4)), 60, interval=0.2,
                    what="every node knows the new one")
         cl.wait_ok()       # the new node too (a master rejoining waits a moment before it says ok)
-        cl.cli("--cluster", "reshard", cl.addrs()[0], "--cluster-from", "all", "--cluster-to", new_id,
-               "--cluster-slots", 100, "--cluster-yes", timeout=300)
+        cli("--cluster", "reshard", cl.addrs()[0], "--cluster-from", "all", "--cluster-to", new_id,
+            "--cluster-slots", 100, "--cluster-yes", timeout=300)
         cl.wait_ok()
         assert cl.client(3).execute_command("CLUSTER", "INFO").count(b"cluster_state:ok") == 1
         assert len(cl.client(3).execute_command("CLUSTER", "SLOTS")) >= 1
-        cl.cli("--cluster", "reshard", cl.addrs()[0], "--cluster-from", new_id, "--cluster-to", cl.myid(0),
-               "--cluster-slots", 100, "--cluster-yes", timeout=300)
+        cli("--cluster", "reshard", cl.addrs()[0], "--cluster-from", new_id, "--cluster-to", cl.myid(0),
+            "--cluster-slots", 100, "--cluster-yes", timeout=300)
         cl.wait_ok()
         assert cl.client(3).dbsize() == 0
-        out = cl.cli("--cluster", "del-node", cl.addrs()[0], new_id)
+        out = cli("--cluster", "del-node", cl.addrs()[0], new_id)
         assert ">>> Sending CLUSTER RESET SOFT to the deleted node." in out
         wait_until(lambda: all(cl.info(i)["cluster_known_nodes"] == "3" for i in range(3)), 60, interval=0.2,
                    what="the node forgotten")
-        # an open slot (MIGRATING left behind) fixed by redis-cli --cluster fix
+        # unbalance the three masters by 300 slots, then rebalance them
+        cli("--cluster", "reshard", cl.addrs()[0], "--cluster-from", cl.myid(0), "--cluster-to", cl.myid(1),
+            "--cluster-slots", 300, "--cluster-yes", timeout=300)
+        cl.wait_ok([0, 1, 2])
+        out = cli("--cluster", "rebalance", cl.addrs()[0], timeout=300)
+        assert ">>> Rebalancing across 3 nodes. Total weight = 3.00" in out, out
+        cl.wait_ok([0, 1, 2])
+        counts = [sum(s[1] - s[0] + 1 for s in cl.client(i).execute_command("CLUSTER", "SLOTS")
+                      if s[2][1] == cl.ports[i]) for i in range(3)]
+        assert max(counts) - min(counts) <= 2 and sum(counts) == 16384, counts
+        # an open slot (MIGRATING left behind) fixed by --cluster fix
         slot = rc.keyslot("k1")
         owner = cl.owner_of(slot)
         other = next(p for p in cl.ports[:3] if p != owner)
         cl.client(cl.index_of(owner)).execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING",
                                                       cl.myid(cl.index_of(other)))
-        check = cl.cli("--cluster", "check", cl.addrs()[0], check=False)
+        check = cli("--cluster", "check", cl.addrs()[0], check=False)
         assert "[WARNING] Node 127.0.0.1:%d has slots in migrating state %d." % (owner, slot) in check
-        cl.cli("--cluster", "fix", cl.addrs()[0], "--cluster-yes", timeout=120)
-        check = cl.cli("--cluster", "check", cl.addrs()[0])
+        cli("--cluster", "fix", cl.addrs()[0], "--cluster-yes", timeout=120)
+        check = cli("--cluster", "check", cl.addrs()[0])
         assert "[OK] All 16384 slots covered." in check and "[WARNING]" not in check, check
-        assert cl.cli("--cluster", "call", cl.addrs()[0], "DBSIZE").count("127.0.0.1:") == 3
+        assert cli("--cluster", "call", cl.addrs()[0], "DBSIZE").count("127.0.0.1:") == 3
         rc = RedisCluster(host="127.0.0.1", port=cl.ports[0], socket_timeout=10)
         assert [rc.get("k%d" % i) for i in range(300)] == [str(i).encode() for i in range(300)]
     finally:

@@ -26,7 +26,7 @@ from ophidis.cluster.bus import (FAIL, FAILOVER_AUTH_ACK, FAILOVER_AUTH_REQUEST,
                                  MODULE, NULL_NAME, PING, PONG, PUBLISH, PUBLISHSHARD, UPDATE, BusError,
                                  FrameReader, Gossip, Message, bitmap_to_slots, decode, encode,
                                  slots_to_bitmap)
-from ophidis.cluster.slots import key_hash_slot
+from ophidis.cluster.slots import PySlotKeys, key_hash_slot
 from ophidis.net.speedups import native
 from support.servers import REDIS_SERVER, RedisServerProc, free_port
 from support.wait import wait_until
@@ -384,6 +384,49 @@ def test_compiled_key_slot_matches(data):
     if native is None:
         pytest.skip("the compiled loop is not built")
     assert native.key_slot(data) == key_hash_slot(data)
+
+
+_OPS = st.lists(st.tuples(st.sampled_from(["set", "del", "pop", "popitem", "setdefault", "update", "clear"]),
+                          st.sampled_from([b"a", b"b", b"{a}c", b"{b}a", b"x{a}", b"k1", b"k2"])), max_size=40)
+
+
+@given(_OPS)
+def test_slot_key_index_classes_agree(ops):
+    """The compiled SlotKeys and the Python one keep the same per-slot index
+    (newest key first) through every way a key enters or leaves the dict."""
+    if native is None:
+        pytest.skip("the compiled loop is not built")
+    ds = [native.SlotKeys({b"seed": 0}), PySlotKeys({b"seed": 0})]
+    for i, (op, key) in enumerate(ops):
+        outs = []
+        for d in ds:
+            try:
+                if op == "set":
+                    d[key] = i
+                    outs.append(None)
+                elif op == "del":
+                    del d[key]
+                    outs.append(None)
+                elif op == "pop":
+                    outs.append(d.pop(key, -1))
+                elif op == "popitem":
+                    outs.append(d.popitem())
+                elif op == "setdefault":
+                    outs.append(d.setdefault(key, i))
+                elif op == "update":
+                    outs.append(d.update({key: i, b"k2": i}))
+                else:
+                    outs.append(d.clear())
+            except KeyError as e:
+                outs.append(("KeyError", e.args))
+        assert outs[0] == outs[1], (op, key)
+    a, b = ds
+    assert dict(a) == dict(b)
+    for key in (b"a", b"b", b"k1", b"k2", b"seed"):
+        s = key_hash_slot(key)
+        assert a.count_in_slot(s) == b.count_in_slot(s) == sum(key_hash_slot(k) == s for k in b)
+        assert a.keys_in_slot(s, 3) == b.keys_in_slot(s, 3)
+    assert [x is None for x in a.by_slot] == [x is None for x in b.by_slot]
 
 
 # -- fuzzing ------------------------------------------------------------------------

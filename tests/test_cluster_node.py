@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -152,5 +153,34 @@ def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected():
             a.execute_command("CLUSTER", "SETSLOT", slot, "NODE", id1)
             b.execute_command("CLUSTER", "SETSLOT", slot, "NODE", id1)
             assert raw.read(timeout=10) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, cl.ports[1])
+    finally:
+        cl.stop()
+
+
+def _replicas_of(cl, i, master_id):
+    """Ids of the replicas of master_id, as node i sees them (not failed)."""
+    return sorted(f[0] for f in cl.nodes_view(i) if "slave" in f[2] and f[3] == master_id and "fail" not in f[2])
+
+
+def test_replica_migrates_to_an_orphaned_master():
+    """Replica migration (cluster-migration-barrier 1): master 0 has two
+    replicas; when master 1's only replica fails, one of master 0's moves
+    to master 1 after the migration delay."""
+    cl = Cluster(["ophidis"] * 6)
+    try:
+        cl.form(masters=3)          # 3, 4, 5 replicate 0, 1, 2
+        m0, m1 = cl.myid(0), cl.myid(1)
+        cl.client(5).execute_command("CLUSTER", "REPLICATE", m0)
+        wait_until(lambda: all(_replicas_of(cl, i, m0) == sorted([cl.myid(3), cl.myid(5)]) for i in range(6)), 30,
+                   interval=0.2, what="master 0 with two replicas")
+        os.kill(cl.nodes[4].pid, signal.SIGKILL)
+        alive = [0, 1, 2, 3, 5]
+        wait_until(lambda: len(_replicas_of(cl, 2, m1)) == 1 and len(_replicas_of(cl, 2, m0)) == 1, 60,
+                   interval=0.3, what="a replica migrated to the orphaned master")
+        moved = _replicas_of(cl, 2, m1)[0]
+        mi = next(i for i in (3, 5) if cl.myid(i) == moved)
+        wait_until(lambda: cl.client(mi).execute_command("ROLE")[2] == cl.ports[1], 30, interval=0.2,
+                   what="the migrated replica replicating master 1")
+        cl.wait_ok(alive, timeout=30)
     finally:
         cl.stop()

@@ -153,6 +153,45 @@ def test_protected_mode_refuses_non_loopback(start_server):
     assert out.startswith(b"-DENIED Redis is running in protected mode")
 
 
+def _from_127_0_0_2(port) -> bytes:
+    """What a server on 127.0.0.1:port sends a client whose address is
+    127.0.0.2 (loopback for Linux, not for Redis's islocalClient) before
+    it closes."""
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    s.connect(("127.0.0.1", port))
+    return RespConn(sock=s).read_until_closed()
+
+
+def test_protected_mode_denied_text_as_redis_server(start_server, redis_server):
+    """Protected mode (no password for the default user): a connection
+    from 127.0.0.2 gets Redis's DENIED text, byte for byte, and is closed;
+    it is counted as rejected, not as received; 127.0.0.1 is served."""
+    ours = start_server()
+    replies = []
+    for port in (ours.port, redis_server.port):
+        c = redis.Redis(port=port)
+        before = c.info("stats")
+        replies.append(_from_127_0_0_2(port))
+        after = c.info("stats")
+        assert after["rejected_connections"] == before["rejected_connections"] + 1
+        # the INFO connection counts, the refused one does not
+        assert after["total_connections_received"] == before["total_connections_received"]
+        assert c.ping()
+        c.close()
+    assert replies[0] == replies[1]
+    assert replies[0].startswith(b"-DENIED Redis is running in protected mode because protected mode is enabled")
+    # a password, or protected-mode no: served
+    ours.client().config_set("protected-mode", "no")
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    s.connect(("127.0.0.1", ours.port))
+    c = RespConn(sock=s)
+    c.send(b"PING")
+    assert c.read() == b"+PONG\r\n"
+    c.close()
+
+
 def test_client_commands(r, server):
     cid = r.client_id()
     assert isinstance(cid, int)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -282,3 +283,34 @@ def test_expire_cycle_event(lat):
         time.sleep(0.05)
     events = {e[0] for e in lat.execute_command("LATENCY", "LATEST")}
     assert b"expire-cycle" in events
+
+
+def _doctor_report(c, threshold, slower, sleep):
+    """LATENCY DOCTOR's text on c for: no events (threshold 0), then after a
+    DEBUG SLEEP with the given thresholds; numbers masked (ms and periods
+    differ from run to run)."""
+    c.execute_command("LATENCY", "RESET")
+    c.config_set("latency-monitor-threshold", 0)
+    out = [c.execute_command("LATENCY", "DOCTOR")]
+    c.config_set("latency-monitor-threshold", threshold)
+    c.config_set("slowlog-log-slower-than", slower)
+    out.append(c.execute_command("LATENCY", "DOCTOR"))
+    c.execute_command("DEBUG", "SLEEP", sleep)
+    out.append(c.execute_command("LATENCY", "DOCTOR"))
+    c.execute_command("LATENCY", "RESET")
+    c.config_set("latency-monitor-threshold", 0)
+    c.config_set("slowlog-log-slower-than", 10000)
+    return [re.sub(rb"\d+(\.\d+)?", b"N", t) for t in out]
+
+
+def test_latency_doctor_reports_as_redis(r, ref):
+    """The same events give redis-server's report (advice texts included)."""
+    for slower in (100000, -1):
+        ours = _doctor_report(r, 10, slower, "0.03")
+        theirs = _doctor_report(ref, 10, slower, "0.03")
+        assert ours == theirs
+    assert ours[0].startswith(b"I'm sorry, Dave, I can't do that.")
+    assert ours[1].startswith(b"Dave, no latency spike was observed")
+    assert b"N. command: N latency spikes" in ours[2] and b"I have a few advices for you:" in ours[2]
+    assert b"- Check your Slow Log to understand" in ours[2]
+    assert b"Try to enable the Slow Log Redis feature using the command 'CONFIG SET slowlog-log-slower-than N'" in ours[2]

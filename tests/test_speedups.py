@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from support.resp import RespConn, command, encode
 from support.servers import SRC, ServerProc, server_env
 
-from ophidis.commands import Command
+from ophidis.commands import Command, lists
 from ophidis.net import client, speedups
 from ophidis.protocol import reader
 
@@ -60,6 +60,16 @@ def test_long_header_guard_matches_regex(data):
     if speedups.native is not None:
         assert speedups.native.long_header(data) is expected
         assert speedups.native.long_header(bytearray(data)) is expected
+
+
+@given(st.lists(st.binary(max_size=30) | st.binary(min_size=9990, max_size=10010), max_size=40))
+def test_compiled_bulk_items_matches(items):
+    """LRANGE's reply encoder: the compiled one gives the Python one's bytes."""
+    if speedups.native is None:
+        pytest.skip("the compiled loop is not built")
+    assert speedups.native.bulk_items(items) == lists._py_bulk_items(items)
+    assert speedups.native.bulk_items([bytearray(x) for x in items]) == lists._py_bulk_items(items)
+    assert speedups.native.bulk_items(tuple(items)) == lists._py_bulk_items(tuple(items))
 
 
 def _start(pure: bool):

@@ -2,6 +2,8 @@
 
     ophidis-server [/path/to/redis.conf] [--directive value ...]
     ophidis-server -            (configuration from standard input)
+    ophidis-server --check-system [/path/to/redis.conf] [--directive value ...]
+                                (the system doctor, doctor.py, for that configuration)
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import asyncio
 import os
 import sys
 
-from . import log
+from . import doctor, log
 from .config import Config, ConfigError
 from .protocol.resp import sdscatrepr
 from .sysinfo import OPHIDIS_VERSION, REDIS_VERSION, arch_bits, python_version
@@ -21,7 +23,8 @@ def usage():
         "Usage: ./ophidis-server [/path/to/redis.conf] [options] [-]\n"
         "       ./ophidis-server - (read config from stdin)\n"
         "       ./ophidis-server -v or --version\n"
-        "       ./ophidis-server -h or --help\n\n"
+        "       ./ophidis-server -h or --help\n"
+        "       ./ophidis-server --check-system [/path/to/redis.conf] [options]\n\n"
         "Examples:\n"
         "       ./ophidis-server (run the server with default conf)\n"
         "       ./ophidis-server /etc/redis/6379.conf\n"
@@ -119,9 +122,19 @@ def daemonize():
         os.close(fd)
 
 
+def check_system(argv) -> int:
+    """--check-system: the machine against the advice for this configuration."""
+    cfg = load_config(argv)[0]
+    text, code = doctor.report(doctor.system_findings(cfg["tcp-backlog"], cfg["maxclients"]))
+    sys.stdout.write(text)
+    return code
+
+
 def main(argv=None):
     if argv is None:
         argv = sys.argv[1:]
+    if argv and argv[0] == "--check-system":
+        return check_system(argv[1:])
     cfg, config_file, had_config = load_config(argv)
     if cfg["daemonize"]:
         daemonize()
@@ -164,8 +177,7 @@ def main(argv=None):
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(server.run())
-    except SystemExit as e:
-        log.warning("Failed listening on port %d (tcp), aborting." % cfg["port"])
+    except SystemExit as e:        # a port could not be listened on (logged)
         return e.code or 1
     try:
         loop.run_forever()

@@ -9,11 +9,12 @@ from __future__ import annotations
 import random
 import socket
 import subprocess
+import sys
 
 import redis
 from redis.cluster import RedisCluster
 
-from support.servers import REDIS_CLI, RedisServerProc, ServerProc
+from support.servers import REDIS_CLI, RedisServerProc, ServerProc, server_env
 from support.wait import wait_until
 
 
@@ -117,9 +118,12 @@ class Cluster:
                        what="every node sees node %d as a replica" % i)
         self.wait_ok(timeout=timeout)
 
-    def cli(self, *args, timeout=120, check=True) -> str:
-        r = subprocess.run([REDIS_CLI] + [str(a) for a in args], capture_output=True, text=True,
-                           timeout=timeout)
+    def cli(self, *args, timeout=120, check=True, tool="redis-cli") -> str:
+        """Run redis-cli (or, with tool="ophidis-cli", this checkout's
+        ophidis-cli) with args; its output."""
+        exe = [REDIS_CLI] if tool == "redis-cli" else [sys.executable, "-m", "ophidis.tools.cli"]
+        r = subprocess.run(exe + [str(a) for a in args], capture_output=True, text=True,
+                           timeout=timeout, env=server_env())
         if check:
             assert r.returncode == 0, r.stdout + r.stderr
         return r.stdout

@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import time
 
+from ophidis.embedded import ping_reply
+
 
 def wait_until(condition, timeout=20.0, interval=0.02, what=None):
     """Call condition() until it returns something true; return that value.
@@ -35,28 +37,8 @@ def port_open(port, host="127.0.0.1", unix=None) -> bool:
 def serving(port, host="127.0.0.1", unix=None) -> bool:
     """The server on port answers a PING with anything but -LOADING (it
     listens while it loads its files, as redis-server does)."""
-    try:
-        if unix:
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(2)
-            s.connect(unix)
-        else:
-            s = socket.create_connection((host, port), timeout=2)
-    except OSError:
-        return False
-    try:
-        s.sendall(b"*1\r\n$4\r\nPING\r\n")
-        data = b""
-        while not data.endswith(b"\r\n"):
-            chunk = s.recv(256)
-            if not chunk:
-                break
-            data += chunk
-        return not data.startswith(b"-LOADING")
-    except OSError:
-        return False        # still loading past the timeout, or gone
-    finally:
-        s.close()
+    reply = ping_reply(host, port, unix, timeout=2)
+    return reply is not None and not reply.startswith(b"-LOADING")
 
 
 def wait_port(port, proc=None, timeout=15.0, unix=None, log=None):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from .. import log
+from ..net.tls import TlsListener
 from . import bus
 from .node import mstime
 
@@ -102,15 +103,20 @@ class Links:
     async def listen_bus(self):
         srv = self.srv
         cfg = srv.config
-        port = cfg["port"]
+        tls = cfg["tls-cluster"]
+        port = cfg["tls-port"] if tls else cfg["port"]
         cport = cfg["cluster-port"] or port + 10000
         try:
-            socks = srv._bind_tcp(cport, cfg["tcp-backlog"])
+            socks = srv.bind_tcp(cport, cfg["tcp-backlog"])
         except OSError:
             socks = None
         if not socks:
             log.warning("Failed listening on port %d (cluster), aborting." % cport)
             log.flush_and_exit(1)
+        if tls:
+            # tls-cluster: the bus requires a client certificate of every node
+            self.bus_servers.append(TlsListener(srv, socks, self._accepted, srv.tls.bus_context, admit=False))
+            return
         for s in socks:
             self.bus_servers.append(await srv.loop.create_server(lambda: self._accepted(), sock=s))
 
@@ -153,9 +159,10 @@ class Links:
 
         async def go():
             try:
+                tls = srv.tls.client_context() if srv.config["tls-cluster"] else None
                 await srv.loop.create_connection(
                     lambda: link, node.ip, node.cport,
-                    local_addr=(src, 0) if src else None)
+                    local_addr=(src, 0) if src else None, ssl=tls)
             except (OSError, ValueError) as e:
                 if not link.closed:
                     log.verbose("Connection with Node %s at %s:%d failed: %s" % (

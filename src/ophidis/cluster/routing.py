@@ -6,8 +6,6 @@ queued)."""
 
 from __future__ import annotations
 
-import time
-
 from ..commands.command_cmd import cluster_keys
 from ..errors import RedisError
 from .bus import STATE_OK
@@ -56,9 +54,6 @@ def get_node_by_query(cluster, c, cmd, argv, asking: bool, write=None):
     migrating = importing = False
     missing = existing = 0
     db = c.server.dbs[0]
-    d = db.d
-    exps = db.expires
-    now = None
     for mcmd, margv in commands:
         for key in cluster_keys(mcmd, margv):
             this = key_hash_slot(key)
@@ -77,14 +72,7 @@ def get_node_by_query(cluster, c, cmd, argv, asking: bool, write=None):
                     return None, slot, REDIR_CROSS_SLOT
                 multiple = True
             if (migrating or importing) and not pubsubshard:
-                present = key in d
-                if present and exps:
-                    t = exps.get(key)
-                    if t is not None:
-                        if now is None:
-                            now = int(time.time() * 1000)
-                        present = t > now
-                if present:
+                if db.is_live(key):
                     existing += 1
                 else:
                     missing += 1
@@ -147,7 +135,8 @@ def redirect_error(cluster, c, node, slot: int, code: int) -> RedisError:
     if code == REDIR_DOWN_UNBOUND:
         return DOWN_UNBOUND
     return RedisError("%s %d %s:%d" % ("ASK" if code == REDIR_ASK else "MOVED", slot,
-                                       cluster.preferred_endpoint(node), node.port))
+                                       cluster.preferred_endpoint(node),
+                                       node.pport if node.pport and cluster.use_pport(c) else node.port))
 
 
 def blocked_redirect(cluster, c):

@@ -1,11 +1,15 @@
 """Hash slots: a key's slot (CRC16-XMODEM of the key or of its {hash tag},
 modulo 16384, as Redis's keyHashSlot) and the per-slot key index of the
 cluster's one database (``SlotKeys``), which CLUSTER COUNTKEYSINSLOT and
-GETKEYSINSLOT and slot migration read."""
+GETKEYSINSLOT and slot migration read.  ``SlotKeys`` is the compiled class
+(net/_speedups.pyx: the index kept in C) when the request loop is compiled,
+the Python class ``PySlotKeys`` otherwise; both behave the same."""
 
 from __future__ import annotations
 
 from binascii import crc_hqx
+
+from ..net.speedups import native
 
 SLOTS = 16384
 
@@ -21,7 +25,7 @@ def key_hash_slot(key: bytes) -> int:
     return crc_hqx(key, 0) & 0x3FFF
 
 
-class SlotKeys(dict):
+class PySlotKeys(dict):
     """Database 0's key -> value dict in cluster mode: the same dict, that
     also keeps the keys of every hash slot in insertion order
     (``by_slot[slot]``: key -> None, or None for an empty slot).  Every
@@ -98,3 +102,6 @@ class SlotKeys(dict):
             if len(out) >= count:
                 break
         return out
+
+
+SlotKeys = native.SlotKeys if native is not None else PySlotKeys

@@ -12,6 +12,7 @@ from .. import log
 from ..keyspace import db as db_mod
 from ..keyspace import notify
 from ..net import client as client_mod
+from ..net.tls import is_tls
 from ..replication import replica as replica_mod
 from ..replication.propagate import propagate_deletion, propagate_pending
 from . import TODO_FSYNC_CONFIG, TODO_HANDLE_FAILOVER, TODO_HANDLE_MANUALFAILOVER, TODO_SAVE_CONFIG, TODO_UPDATE_STATE
@@ -92,7 +93,7 @@ class Cluster(Gossip, Failover, Links):
             log.notice("No cluster configuration found, I'm %s" % self.myself.name.decode())
             self.add_node(self.myself)
             self.save_config_or_die(True)
-        port = cfg["port"]
+        port = cfg["tls-port"] if cfg["tls-cluster"] else cfg["port"]
         if not cfg["cluster-port"] and port > 65535 - 10000:
             log.warning("Redis port number too high. Cluster communication port is 10,000 port numbers "
                         "higher than your Redis port. Your Redis port number must be 55535 or less.")
@@ -202,6 +203,11 @@ class Cluster(Gossip, Failover, Links):
             self.current_epoch = mx
         return True
 
+    def use_pport(self, c) -> bool:
+        """A TLS cluster answers a plaintext client with the nodes'
+        plaintext ports."""
+        return self.srv.config["tls-cluster"] and c.transport is not None and not is_tls(c)
+
     def describe_nodes(self, filter_flags=0, use_pport=False) -> str:
         out = []
         for n in self.nodes.values():
@@ -299,12 +305,15 @@ class Cluster(Gossip, Failover, Links):
     def announced_ports(self):
         """deriveAnnouncedPorts: (port, pport, cport)."""
         cfg = self.srv.config
-        # (TLS, issue 16, adds tls-cluster: the TLS port announced, the
-        # plaintext one as pport)
-        port = cfg["port"]
-        pport = 0
+        # tls-cluster: the TLS port is announced, the plaintext one as pport
+        tls = cfg["tls-cluster"]
+        port = cfg["tls-port"] if tls else cfg["port"]
+        pport = cfg["port"] if tls else 0
         cport = cfg["cluster-port"] or port + 10000
-        if cfg["cluster-announce-port"]:
+        if tls and cfg["cluster-announce-tls-port"]:
+            port = cfg["cluster-announce-tls-port"]
+            pport = cfg["cluster-announce-port"]
+        elif cfg["cluster-announce-port"]:
             port = cfg["cluster-announce-port"]
         if cfg["cluster-announce-bus-port"]:
             cport = cfg["cluster-announce-bus-port"]

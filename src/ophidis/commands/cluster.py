@@ -138,7 +138,7 @@ def cluster_meet(c, argv):
 @command("cluster|nodes")
 def cluster_nodes(c, argv):
     cl = _cluster(c)
-    return verbatim(c.resp, _text(cl.describe_nodes()))
+    return verbatim(c.resp, _text(cl.describe_nodes(use_pport=cl.use_pport(c))))
 
 
 @command("cluster|myid")
@@ -162,7 +162,7 @@ def _node_reply(c, cl, n) -> bytes:
         out = [bulk(_text(n.hostname or "?"))]
     else:
         out = [null(c.resp)]
-    out.append(integer(n.port))
+    out.append(integer(n.pport if n.pport and cl.use_pport(c) else n.port))
     out.append(bulk(n.name))
     extra = []
     if t != "ip":
@@ -201,7 +201,7 @@ def cluster_slots(c, argv):
 
 
 def _shard_node(c, cl, n) -> bytes:
-    tls = False      # tls-cluster (issue 16)
+    tls = c.server.config["tls-cluster"]
     fields = [(b"id", bulk(n.name))]
     plain = n.pport if tls else n.port
     tlsport = n.port if tls else 0
@@ -375,7 +375,11 @@ def cluster_bumpepoch(c, argv):
 
 @command("cluster|info")
 def cluster_info(c, argv):
-    cl = _cluster(c)
+    return verbatim(c.resp, info_text(_cluster(c)).encode())
+
+
+def info_text(cl) -> str:
+    """CLUSTER INFO's text (also read by /metrics)."""
     assigned = ok = pfail = fail = 0
     for n in cl.nodes.values():      # the owners' counts add up to the slots' (add_slot keeps both)
         k = n.numslots
@@ -403,7 +407,7 @@ def cluster_info(c, argv):
     ]
     lines += cl.stats_lines()
     lines.append("total_cluster_links_buffer_limit_exceeded:%d" % cl.links_buffer_limit_exceeded)
-    return verbatim(c.resp, ("\r\n".join(lines) + "\r\n").encode())
+    return "\r\n".join(lines) + "\r\n"
 
 
 @command("cluster|saveconfig")
@@ -475,7 +479,8 @@ def _replicas(c, argv):
     n = _known(cl, argv[2])
     if n.is_slave:
         raise RedisError("ERR The specified node is not a master")
-    return array_header(len(n.slaves)) + b"".join(bulk(_text(s.describe(cl))) for s in n.slaves)
+    pp = cl.use_pport(c)
+    return array_header(len(n.slaves)) + b"".join(bulk(_text(s.describe(cl, pp))) for s in n.slaves)
 
 
 @command("cluster|replicas")

@@ -50,7 +50,7 @@ def total_system_memory() -> int:
 def sec_server(srv):
     now = time.time()
     up = int(time.monotonic() - srv.start_monotonic)
-    port = srv.config["port"]
+    port = srv.config["port"] or srv.config["tls-port"]
     return [
         "redis_version:%s" % sysinfo.REDIS_VERSION,
         "ophidis_version:%s" % sysinfo.OPHIDIS_VERSION,

@@ -108,47 +108,165 @@ def _graph(name: str, ev) -> bytes:
     return (head + "\n".join(lines) + "\n").encode()
 
 
+# LATENCY DOCTOR: the advice each recorded event calls for, and the texts
+# (createLatencyReport's replies, in its order).  A flag counts as advice
+# even when its text is then left out (fsync policy not "always", hz
+# already >= 100), as Redis counts it.
+_EVENT_ADVICE = {
+    "command": ("slowlog_inspect", "large_objects"),
+    "fast-command": ("scheduler",),
+    "aof-write-pending-fsync": ("local_disk", "disk_contention", "ssd", "data_writeback"),
+    "aof-write-active-child": ("no_appendfsync", "data_writeback", "ssd"),
+    "aof-write-alone": ("local_disk", "data_writeback", "ssd"),
+    "aof-fsync-always": ("relax_fsync_policy",),
+    "aof-fstat": ("disk_contention", "local_disk"),
+    "rdb-unlink-temp-file": ("disk_contention", "local_disk"),
+    "aof-rewrite-diff-write": ("write_load_info", "data_writeback", "ssd", "local_disk"),
+    "aof-rename": ("write_load_info", "data_writeback", "ssd", "local_disk"),
+    "expire-cycle": ("hz", "large_objects"),
+    "eviction-del": ("large_objects",),
+    "eviction-cycle": ("mass_eviction",),
+}
+
+_ADVICE_TEXT = [
+    ("better_vm", "- If you are using a virtual machine, consider upgrading it with a faster one using a hypervisior "
+     "that provides less latency during fork() calls. Xen is known to have poor fork() performance. Even in the "
+     "context of the same VM provider, certain kinds of instances can execute fork faster than others.\n"),
+    ("slowlog_enabled", "- There are latency issues with potentially slow commands you are using. Try to enable the "
+     "Slow Log Redis feature using the command 'CONFIG SET slowlog-log-slower-than %(usec)d'. If the Slow log is "
+     "disabled Redis is not able to log slow commands execution for you.\n"),
+    ("slowlog_tuning", "- Your current Slow Log configuration only logs events that are slower than your configured "
+     "latency monitor threshold. Please use 'CONFIG SET slowlog-log-slower-than %(usec)d'.\n"),
+    ("slowlog_inspect", "- Check your Slow Log to understand what are the commands you are running which are too "
+     "slow to execute. Please check https://redis.io/commands/slowlog for more information.\n"),
+    ("scheduler", "- The system is slow to execute Redis code paths not containing system calls. This usually means "
+     "the system does not provide Redis CPU time to run for long periods. You should try to:\n"
+     "  1) Lower the system load.\n"
+     "  2) Use a computer / VM just for Redis if you are running other software in the same system.\n"
+     "  3) Check if you have a \"noisy neighbour\" problem.\n"
+     "  4) Check with 'redis-cli --intrinsic-latency 100' what is the intrinsic latency in your system.\n"
+     "  5) Check if the problem is allocator-related by recompiling Redis with MALLOC=libc, if you are using "
+     "Jemalloc. However this may create fragmentation problems.\n"),
+    ("local_disk", "- It is strongly advised to use local disks for persistence, especially if you are using AOF. "
+     "Remote disks provided by platform-as-a-service providers are known to be slow.\n"),
+    ("ssd", "- SSD disks are able to reduce fsync latency, and total time needed for snapshotting and AOF log "
+     "rewriting (resulting in smaller memory usage). With extremely high write load SSD disks can be a good option. "
+     "However Redis should perform reasonably with high load using normal disks. Use this advice as a last "
+     "resort.\n"),
+    ("data_writeback", "- Mounting ext3/4 filesystems with data=writeback can provide a performance boost compared "
+     "to data=ordered, however this mode of operation provides less guarantees, and sometimes it can happen that "
+     "after a hard crash the AOF file will have a half-written command at the end and will require to be repaired "
+     "before Redis restarts.\n"),
+    ("disk_contention", "- Try to lower the disk contention. This is often caused by other disk intensive processes "
+     "running in the same computer (including other Redis instances).\n"),
+    ("no_appendfsync", "- Assuming from the point of view of data safety this is viable in your environment, you "
+     "could try to enable the 'no-appendfsync-on-rewrite' option, so that fsync will not be performed while there "
+     "is a child rewriting the AOF file or producing an RDB file (the moment where there is high disk "
+     "contention).\n"),
+    ("relax_fsync_policy", "- Your fsync policy is set to 'always'. It is very hard to get good performances with "
+     "such a setup, if possible try to relax the fsync policy to 'onesec'.\n"),
+    ("write_load_info", "- Latency during the AOF atomic rename operation or when the final difference is flushed "
+     "to the AOF file at the end of the rewrite, sometimes is caused by very high write load, causing the AOF "
+     "buffer to get very large. If possible try to send less commands to accomplish the same work, or use Lua "
+     "scripts to group multiple operations into a single EVALSHA call.\n"),
+    ("hz", "- In order to make the Redis keys expiring process more incremental, try to set the 'hz' configuration "
+     "parameter to 100 using 'CONFIG SET hz 100'.\n"),
+    ("large_objects", "- Deleting, expiring or evicting (because of maxmemory policy) large objects is a blocking "
+     "operation. If you have very large objects that are often deleted, expired, or evicted, try to fragment "
+     "those objects into multiple smaller objects.\n"),
+    ("mass_eviction", "- Sudden changes to the 'maxmemory' setting via 'CONFIG SET', or allocation of large objects "
+     "via sets or sorted sets intersections, STORE option of SORT, Redis Cluster large keys migrations (RESTORE "
+     "command), may create sudden memory pressure forcing the server to block trying to evict keys. \n"),
+    ("disable_thp", "- I detected a non zero amount of anonymous huge pages used by your process. This creates very "
+     "serious latency events in different conditions, especially when Redis is persisting on disk. To disable THP "
+     "support use the command 'echo never > /sys/kernel/mm/transparent_hugepage/enabled', make sure to also add "
+     "it into /etc/rc.local so that the command will be executed again after a reboot. Note that even if you have "
+     "already disabled THP, you still need to restart the Redis process to get rid of the huge pages already "
+     "created.\n"),
+]
+
+
+def anon_huge_pages_kb() -> int:
+    """AnonHugePages of this process (transparent huge pages in use)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _event_stats(ev):
+    """(samples, avg, mad, period) of an event's samples, as Redis computes them."""
+    vals = [ms for t, ms in ev["samples"] if t]
+    if not vals:
+        return 0, 0, 0, 0
+    avg = sum(vals) // len(vals)
+    mad = sum(abs(avg - v) for v in vals) // len(vals)
+    period = int(time.time()) - min(t for t, _ in ev["samples"] if t)
+    return len(vals), avg, mad, period or 1
+
+
 def _doctor(srv) -> bytes:
     events = srv.latency_events
     thr = srv.config["latency-monitor-threshold"]
-    if not events:
-        if not thr:
-            text = ("The latency monitor is disabled (latency-monitor-threshold is 0), so no "
-                    "latency events are recorded. Enable it with CONFIG SET "
-                    "latency-monitor-threshold <milliseconds> to collect samples.\n")
-        else:
-            text = ("No latency spike above %d milliseconds has been recorded since the "
-                    "monitor was enabled or last reset. Nothing to report.\n" % thr)
-        return text.encode()
-    out = ["Latency report of this Ophidis instance (threshold %d ms).\n\n" % thr]
+    if not events and not thr:
+        return (b"I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may "
+                b"use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't "
+                b"in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n")
+    out = []
     advice = set()
+    count = 0
     for i, (name, ev) in enumerate(sorted(events.items()), 1):
-        vals = [ms for _, ms in ev["samples"]]
-        if not vals:
-            continue
-        avg = sum(vals) / len(vals)
-        mad = sum(abs(v - avg) for v in vals) / len(vals)
-        first = ev["samples"][0][0]
-        period = max(1, int(time.time()) - first)
-        out.append("%d. %s: %d latency spikes (average %dms, mean deviation %dms, period %.2f sec). "
-                   "Worst all time event %dms.\n" % (i, name, len(vals), int(avg), int(mad),
-                                                     period / len(vals), ev["max"]))
-        if name in ("command", "fast-command"):
-            advice.add("slow")
-        elif name.startswith("expire"):
-            advice.add("expire")
-        elif name.startswith("aof") or name.startswith("rdb") or name == "fork":
-            advice.add("disk")
-    out.append("\nSuggestions:\n")
-    if "slow" in advice:
-        out.append("- Commands are slow: look for them with SLOWLOG GET and avoid O(N) commands "
-                   "on large values (KEYS, SMEMBERS, LRANGE 0 -1, ...).\n")
-    if "expire" in advice:
-        out.append("- Many keys expire at the same time: spread the expiry times a little.\n")
-    if "disk" in advice:
-        out.append("- Persistence is slowing the server: check the disk and fsync settings.\n")
-    if not advice:
-        out.append("- No specific advice for these events.\n")
+        if i == 1:
+            out.append("Dave, I have observed latency spikes in this Redis instance. You don't mind talking about "
+                       "it, do you Dave?\n\n")
+        n, avg, mad, period = _event_stats(ev)
+        out.append("%d. %s: %d latency spikes (average %dms, mean deviation %dms, period %.2f sec). Worst all time "
+                   "event %dms." % (i, name, n, avg, mad, period / n if n else float("nan"), ev["max"]))
+        low = name.lower()
+        if low == "fork":
+            usec = srv.latest_fork_usec
+            rate = srv.memory.used_memory() * 1e6 / usec / (1 << 30) if usec else 0.0
+            quality = ("terrible" if rate < 10 else "poor" if rate < 25 else "good" if rate < 100
+                       else "excellent")
+            if rate < 25:
+                advice.add("better_vm")
+                count += 1
+            out.append(" Fork rate is %.2f GB/sec (%s)." % (rate, quality))
+        if low == "command":
+            slower = srv.config["slowlog-log-slower-than"]
+            if slower < 0:
+                advice.add("slowlog_enabled")
+                count += 1
+            elif slower // 1000 > thr:
+                advice.add("slowlog_tuning")
+                count += 1
+        for a in _EVENT_ADVICE.get(low, ()):
+            advice.add(a)
+            count += 1
+        out.append("\n")
+    if anon_huge_pages_kb() > 0:
+        advice.add("disable_thp")
+        count += 1
+    if not events and not count:
+        out.append("Dave, no latency spike was observed during the lifetime of this Redis instance, not in the "
+                   "slightest bit. I honestly think you ought to sit down calmly, take a stress pill, and think "
+                   "things over.\n")
+    elif not count:
+        out.append("\nWhile there are latency events logged, I'm not able to suggest any easy fix. Please use the "
+                   "Redis community to get some help, providing this report in your help request.\n")
+    else:
+        out.append("\nI have a few advices for you:\n\n")
+        if srv.config["appendfsync"] != "always":
+            advice.discard("relax_fsync_policy")
+        if srv.hz >= 100:
+            advice.discard("hz")
+        for key, text in _ADVICE_TEXT:
+            if key in advice:
+                out.append(text % {"usec": thr * 1000} if "%(" in text else text)
     return "".join(out).encode()
 
 

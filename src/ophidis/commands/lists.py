@@ -21,6 +21,7 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
+from ..net.speedups import native
 from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
 from ..types.containers import ListValue
@@ -47,7 +48,7 @@ _HDR = [b"$%d" % _i for _i in range(16384)]
 _hdr = _HDR.__getitem__
 
 
-def bulk_items(items) -> bytes:
+def _py_bulk_items(items) -> bytes:
     """RESP array of bulk strings from a list of bytes, built in C: the
     ``$len`` headers and the elements are interleaved by slice assignment
     and joined with CRLF once."""
@@ -62,6 +63,11 @@ def bulk_items(items) -> bytes:
         out[1:-1:2] = [b"$%d" % len(x) for x in items]
     out[2:-1:2] = items
     return b"\r\n".join(out)
+
+
+# compiled (net/_speedups.pyx) when the request loop is: one bytes object
+# written in place, no list of parts
+bulk_items = native.bulk_items if native is not None else _py_bulk_items
 
 
 def _bulk(x) -> bytes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import os
 
+from .. import log
 from ..keyspace import notify
 from ..protocol.resp import sdscatrepr, split_args
 from .table import DIRECTIVES
@@ -471,8 +472,8 @@ class Config:
             except ConfigError as e:
                 self.values.update(old)
                 raise ConfigError("CONFIG SET failed (possibly related to argument '%s') - %s" % (d.name, e))
-            if v != self.values[d.name]:
-                changed.append(d.name)
+            if v != self.values[d.name] or "volatile" in d.flags:
+                changed.append(d.name)     # a volatile file name: the file is read again
             self.values[d.name] = v
         applied = []
         try:
@@ -481,6 +482,8 @@ class Config:
                 applied.append(name)
         except ConfigError as e:
             failed = name
+            log.warning("Failed applying new configuration. Possibly related to new %s setting. "
+                        "Restoring previous settings." % name)
             self.values.update(old)
             for name in applied:
                 try:

@@ -153,6 +153,14 @@ class Database:
     def exists(self, key) -> bool:
         return self.lookup_write(key) is not None
 
+    def is_live(self, key) -> bool:
+        """key is present and its TTL has not passed; no stats, no
+        notification, no deletion (cluster routing counts keys so)."""
+        if key not in self.d:
+            return False
+        when = self.expires.get(key) if self.expires else None
+        return when is None or when > _time() * 1000
+
     def expire_if_needed(self, key, write=False) -> bool:
         """Delete key if its TTL passed.  Returns True if it was deleted
         (or, on a replica, is to be seen as gone).  ``write``: a write

@@ -16,9 +16,10 @@ does still runs in Python.  Keep the two loops identical in behaviour:
 tests/test_speedups.py runs the same traffic through both.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Contains, PyDict_DelItem, PyDict_SetItem
 from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcmp
+from libc.string cimport memchr, memcmp, memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import hiredis
@@ -124,6 +125,89 @@ def key_slot(bytes key):
     return _key_slot(key)
 
 
+cdef class SlotKeys(dict):
+    """cluster.slots.SlotKeys (database 0's dict with its per-slot key
+    index) with the index kept in C: a SET of an existing key costs one
+    dict lookup more than a plain dict, not a Python call.  The same
+    methods and behaviour as the Python class, which documents them."""
+
+    cdef public list by_slot
+
+    def __cinit__(self, *args, **kw):
+        self.by_slot = [None] * 16384
+
+    def __init__(self, src=None):
+        if src:
+            for k, v in src.items():
+                self[k] = v
+
+    cdef inline void _index(self, bytes key):
+        cdef unsigned int s = _key_slot(key)
+        ks = self.by_slot[s]
+        if ks is None:
+            ks = self.by_slot[s] = {}
+        PyDict_SetItem(ks, key, None)
+
+    cdef inline void _forget(self, bytes key):
+        cdef unsigned int s = _key_slot(key)
+        ks = self.by_slot[s]
+        if ks is not None:
+            (<dict>ks).pop(key, None)
+            if not ks:
+                self.by_slot[s] = None
+
+    def __setitem__(self, bytes key, value):
+        if not PyDict_Contains(self, key):
+            self._index(key)
+        PyDict_SetItem(self, key, value)
+
+    def __delitem__(self, bytes key):
+        PyDict_DelItem(self, key)
+        self._forget(key)
+
+    def pop(self, key, *default):
+        if PyDict_Contains(self, key):
+            v = dict.pop(self, key)
+            self._forget(key)
+            return v
+        if default:
+            return default[0]
+        raise KeyError(key)
+
+    def popitem(self):
+        k, v = dict.popitem(self)
+        self._forget(k)
+        return k, v
+
+    def setdefault(self, key, default=None):
+        if not PyDict_Contains(self, key):
+            self[key] = default
+        return dict.__getitem__(self, key)
+
+    def update(self, *args, **kw):
+        for k, v in dict(*args, **kw).items():
+            self[k] = v
+
+    def clear(self):
+        dict.clear(self)
+        self.by_slot = [None] * 16384
+
+    def count_in_slot(self, int slot):
+        ks = self.by_slot[slot]
+        return 0 if ks is None else len(ks)
+
+    def keys_in_slot(self, int slot, int count):
+        ks = self.by_slot[slot]
+        if ks is None or count <= 0:
+            return []
+        out = []
+        for k in reversed(ks):
+            out.append(k)
+            if len(out) >= count:
+                break
+        return out
+
+
 cdef inline double _now() noexcept nogil:
     # time.perf_counter() is CLOCK_MONOTONIC on Linux: the loop's times and
     # the t0 client.py passes in come from the same clock.
@@ -140,6 +224,53 @@ cdef inline bint _all_bytes(list req):
         if type(req[i]) is not bytes:
             return False
     return True
+
+
+cdef inline Py_ssize_t _ndigits(Py_ssize_t v) noexcept:
+    cdef Py_ssize_t d = 1
+    while v >= 10:
+        v //= 10
+        d += 1
+    return d
+
+
+cdef inline char *_put_len(char *p, char kind, Py_ssize_t v) noexcept:
+    # "<kind><v>\r\n"
+    cdef Py_ssize_t d = _ndigits(v), i
+    p[0] = kind
+    for i in range(d, 0, -1):
+        p[i] = <char>(48 + v % 10)
+        v //= 10
+    p[d + 1] = 13
+    p[d + 2] = 10
+    return p + d + 3
+
+
+def bulk_items(items):
+    """commands.lists.bulk_items compiled: the RESP array of bulk strings
+    of a sequence of bytes (or other buffers), written into one bytes object."""
+    cdef list parts = items if type(items) is list else list(items)
+    cdef Py_ssize_t n = len(parts), i, ln, total
+    cdef char *p
+    for i in range(n):
+        if not PyBytes_Check(parts[i]):
+            parts = [x if PyBytes_Check(x) else bytes(x) for x in parts]
+            break
+    total = 3 + _ndigits(n)
+    for i in range(n):
+        ln = PyBytes_GET_SIZE(<bytes>parts[i])
+        total += ln + 5 + _ndigits(ln)
+    out = PyBytes_FromStringAndSize(NULL, total)
+    p = _put_len(PyBytes_AS_STRING(out), 42, n)
+    for i in range(n):
+        x = <bytes>parts[i]
+        ln = PyBytes_GET_SIZE(x)
+        p = _put_len(p, 36, ln)
+        memcpy(p, PyBytes_AS_STRING(x), ln)
+        p[ln] = 13
+        p[ln + 1] = 10
+        p += ln + 2
+    return out
 
 
 def long_header(data):

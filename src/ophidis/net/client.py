@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from itertools import chain as _chain
 from time import perf_counter
 
 import hiredis
@@ -214,6 +215,9 @@ def _run_requests(self, gets, out, table, slow, t0):
     return nreq, last
 
 
+_NO_MORE = (False,)     # what ends a batch of requests for the request loop (as hiredis's gets)
+
+
 def _sync():
     """Hand the switches above to the compiled loop."""
     if native is not None:
@@ -409,28 +413,26 @@ class Client(asyncio.Protocol):
         # With an output limit for the normal class, replies reaching it are
         # written (and the limit checked) before the next request runs.
         limit = self.server.obuf_normal_limit
-        bound = _OutputBound(self, out, limit) if limit else None
         batch = rd.lines
         if batch is not None:
-            # a read of plain inline lines, already split by the reader
+            # a read of plain inline lines, already split by the reader: the
+            # request loop runs them as it runs hiredis's requests
             rd.lines = None
-            k = 0
-            for argv in batch:
-                k += 1
-                self._run_parsed(argv, append)
-                if bound is not None:
-                    bound.check()
-                if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
-                    if rd.lines_stopped(k, self.blocked, self.closing) is not None:
-                        if out:
-                            self.write(out)
-                        self._qbuf_limit()
-                        return None
-                    break
+            gets = _chain(batch, _NO_MORE).__next__
+            if limit:
+                gets = _bounded_gets(self, gets, out, limit)
+            nreq, _ = _RUN(self, gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
+            if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
+                if rd.lines_stopped(nreq, self.blocked, self.closing) is not None:
+                    if out:
+                        self.write(out)
+                    self._qbuf_limit()
+                    return None
             if out:
                 self.write(out)
             return None
         else:
+            bound = _OutputBound(self, out, limit) if limit else None
             while not (self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing):
                 try:
                     argv = rd.next(self.authenticated)

@@ -1,5 +1,6 @@
-"""Listening sockets: TCP addresses (bind, port, rebinding on CONFIG SET) and
-the unix socket."""
+"""Listening sockets: TCP addresses (bind, port, rebinding on CONFIG SET),
+the TLS port (tls-port: the same addresses, each connection upgraded by
+net/tls.py before its Client serves it) and the unix socket."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import socket
 from .. import log
 from ..config import ConfigError
 from .client import Client
+from .tls import TlsListener
 
 
 class Listeners:
@@ -24,6 +26,9 @@ class Listeners:
         backlog = cfg["tcp-backlog"]
         if port:
             await self._listen_tcp(port, backlog)
+        tls_port = cfg["tls-port"]
+        if tls_port:
+            await self._listen_tcp(tls_port, backlog, "tls")
         path = cfg["unixsocket"]
         if path:
             try:
@@ -38,11 +43,11 @@ class Listeners:
             self.listeners.append(("unix", srv))
             log.notice("The server is now ready to accept connections at %s" % path)
 
-    def _bind_tcp(self, port, backlog, addrs=None):
+    def bind_tcp(self, port, backlog, addrs=None):
         """Bind and listen on the configured TCP addresses (or ``addrs``),
         synchronously.  Returns the listening sockets; raises OSError when a
         mandatory address cannot be bound (the sockets bound so far are
-        closed)."""
+        closed).  The cluster bus listens on the same addresses with it."""
         if addrs is None:
             addrs = self.config["bind"]
             if addrs is None:
@@ -86,17 +91,44 @@ class Listeners:
             raise
         return socks
 
-    async def _serve_tcp(self, socks, backlog):
+    async def _serve_tcp(self, socks, backlog, kind="tcp"):
+        if kind == "tls":
+            self.listeners.append((kind, TlsListener(self, socks, lambda: Client(self))))
+            return
         for sock in socks:
             srv = await self.loop.create_server(lambda: Client(self), sock=sock, backlog=backlog)
-            self.listeners.append(("tcp", srv))
+            self.listeners.append((kind, srv))
 
-    async def _listen_tcp(self, port, backlog):
+    async def _listen_tcp(self, port, backlog, kind="tcp"):
         try:
-            socks = self._bind_tcp(port, backlog)
+            socks = self.bind_tcp(port, backlog)
         except OSError:
+            log.warning("Failed listening on port %d (%s), aborting." % (port, kind.upper()))
             raise SystemExit(1)
-        await self._serve_tcp(socks, backlog)
+        await self._serve_tcp(socks, backlog, kind)
+
+    def _rebind_tls(self, close_first=False):
+        """CONFIG SET tls-port (applyTLSPort): TLS configured first, then
+        the new port listened on (the old listeners stay when that
+        fails); a new bind closes them first."""
+        self.tls.ensure()
+        port = self.config["tls-port"]
+        socks = []
+        if close_first:
+            for _, srv in [l for l in self.listeners if l[0] == "tls"]:
+                srv.close()
+            self.listeners = [l for l in self.listeners if l[0] != "tls"]
+        if port:
+            try:
+                socks = self.bind_tcp(port, self.config["tcp-backlog"])
+            except OSError:
+                raise ConfigError("Unable to listen on this port. Check server logs.")
+        old = [l for l in self.listeners if l[0] == "tls"]
+        self.listeners = [l for l in self.listeners if l[0] != "tls"]
+        for _, srv in old:
+            srv.close()
+        if socks:
+            asyncio.ensure_future(self._serve_tcp(socks, self.config["tcp-backlog"], "tls"))
 
     def _rebind_tcp(self, what="port"):
         """port / bind changed (CONFIG SET), as Redis's changeListener: a
@@ -119,13 +151,13 @@ class Listeners:
         socks = []
         if port:
             try:
-                socks = self._bind_tcp(port, backlog)
+                socks = self.bind_tcp(port, backlog)
             except OSError:
                 if what == "port":
                     raise ConfigError("Unable to listen on this port")
                 if old_addrs:
                     try:
-                        socks = self._bind_tcp(port, backlog, old_addrs)
+                        socks = self.bind_tcp(port, backlog, old_addrs)
                     except OSError:
                         socks = []
                     if socks:

@@ -258,8 +258,12 @@ class ReplicaLink:
         log.notice("Connecting to MASTER %s:%d" % (self.host, self.port))
         timeout = cfg["repl-timeout"]
         src = cfg["bind-source-addr"]
+        # tls-replication: the master's port is its TLS port (the handshake
+        # is part of connecting)
+        tls = srv.tls.client_context() if cfg["tls-replication"] else None
         reader, writer = await _timed(
-            asyncio.open_connection(self.host, self.port, local_addr=(src, 0) if src else None),
+            asyncio.open_connection(self.host, self.port, local_addr=(src, 0) if src else None, ssl=tls,
+                                    ssl_handshake_timeout=timeout if tls else None),
             timeout, _HANDSHAKE_TIMEOUT)
         self.writer = writer
         log.notice("MASTER <-> REPLICA sync started")
@@ -283,7 +287,8 @@ class ReplicaLink:
             r = await (ask("AUTH", user, auth) if user else ask("AUTH", auth))
             if r.startswith(b"-"):
                 raise ConnectionError("Unable to AUTH to MASTER: %s" % r[1:].decode("utf-8", "replace"))
-        await ask("REPLCONF", "listening-port", cfg["replica-announce-port"] or cfg["port"])
+        await ask("REPLCONF", "listening-port", cfg["replica-announce-port"] or (
+            cfg["tls-port"] if cfg["tls-replication"] and cfg["tls-port"] else cfg["port"]))
         if cfg["replica-announce-ip"]:
             await ask("REPLCONF", "ip-address", cfg["replica-announce-ip"])
         await ask("REPLCONF", "capa", "eof", "capa", "psync2")

@@ -16,9 +16,9 @@ import sys
 import time
 from collections import deque
 
-from .. import crash, log, sysinfo
-from ..commands import TABLE, load_all
+from .. import crash, doctor, log, sysinfo
 from ..cluster.state import Cluster
+from ..commands import TABLE, load_all
 from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
@@ -29,9 +29,11 @@ from ..keyspace.blocking import BlockingHandler
 from ..keyspace.db import Database
 from ..keyspace.tracking import Tracking
 from ..memory import Memory
+from ..metrics import Metrics
 from ..net import client as client_mod
 from ..net.client import Client
 from ..net.listeners import Listeners
+from ..net.tls import Tls
 from ..persistence.aof import Aof
 from ..persistence.snapshot import Persistence
 from ..replication import replica
@@ -43,7 +45,6 @@ from .dispatch import Dispatch
 from .monitor import Monitor
 from .pause import Pause
 from .shutdown import Shutdown
-
 
 # The start-up logo: our own art, Redis's fields (version, bits, mode, port,
 # PID), as redis-server's asciilogo.h lays them out.
@@ -101,7 +102,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # subsystems, in install order
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
-        "cluster",
+        "cluster", "metrics", "tls",
     )
 
     def __init__(self, config: Config):
@@ -186,6 +187,8 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.exit_code = 0
         self._stopping = False
         self.cluster = None            # set at the end of the install list
+        self.metrics = None            # metrics.Metrics while metrics-port is set (the install list's last)
+        self.tls = None                # set first in the install list
         # cached config values used on hot paths
         self.requirepass = None
         self.client_query_buffer_limit = 1 << 30
@@ -200,6 +203,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # The subsystems, in dependency order.  Each constructor may register
         # its own hooks (cron, startup, shutdown, config changes) but sets no
         # attribute on the server: the server assigns what it returns.
+        self.tls = Tls(self)           # the TLS contexts (configured when a tls-* feature is on)
         self.blocking_handler = BlockingHandler(self)
         self.pubsub = PubSub(self)
         self.propagator = Propagator(self)
@@ -214,6 +218,8 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.migrate_sockets = MigrateSockets(self)   # MIGRATE's connections to targets
         # cluster.Cluster with cluster-enabled yes, else None
         self.cluster = Cluster(self) if config["cluster-enabled"] else None
+        # /metrics (an Ophidis extension) with metrics-port set, else None
+        self.metrics = Metrics(self) if config["metrics-port"] else None
         self.update_server_slow()      # every command routed in cluster mode
 
     def i_am_master(self) -> bool:
@@ -318,7 +324,14 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         def upd_bind(v):
             if self.loop is not None:
                 self._rebind_tcp("bind")
+                if cfg["tls-port"]:
+                    self._rebind_tls(close_first=True)
         cfg.on_change("bind", upd_bind)
+
+        def upd_tls_port(v):
+            if self.loop is not None:
+                self._rebind_tls()
+        cfg.on_change("tls-port", upd_tls_port)
 
     def update_server_slow(self):
         slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
@@ -328,44 +341,33 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     # -- start --------------------------------------------------------------------------
     def os_warnings(self):
-        try:
-            with open("/proc/sys/vm/overcommit_memory") as f:
-                if f.read().strip() != "1":
-                    log.warning(
-                        "WARNING Memory overcommit must be enabled! Without it, a background save or "
-                        "replication may fail under low memory condition. To fix this issue add "
-                        "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
-                        "'sysctl vm.overcommit_memory=1' for this to take effect.")
-        except OSError:
-            pass
-        try:
-            with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-                if "[always]" in f.read():
-                    log.warning(
-                        "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. "
-                        "This will create latency and memory usage issues with background saving. "
-                        "To fix this issue run the command 'echo madvise > "
-                        "/sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your "
-                        "/etc/rc.local in order to retain the setting after a reboot.")
-        except OSError:
-            pass
-        try:
-            with open("/proc/sys/net/core/somaxconn") as f:
-                somax = int(f.read().strip())
-            if somax < self.config["tcp-backlog"]:
-                log.warning(
-                    "WARNING: The TCP backlog setting of %d cannot be enforced because "
-                    "/proc/sys/net/core/somaxconn is set to the lower value of %d." % (
-                        self.config["tcp-backlog"], somax))
-        except (OSError, ValueError):
-            pass
+        """Redis's start-up warnings (doctor.py has the checks with their fixes)."""
+        if doctor.read_value(doctor.OVERCOMMIT) not in (None, "1"):
+            log.warning(
+                "WARNING Memory overcommit must be enabled! Without it, a background save or "
+                "replication may fail under low memory condition. To fix this issue add "
+                "'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command "
+                "'sysctl vm.overcommit_memory=1' for this to take effect.")
+        if "[always]" in (doctor.read_value(doctor.THP) or ""):
+            log.warning(
+                "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. "
+                "This will create latency and memory usage issues with background saving. "
+                "To fix this issue run the command 'echo madvise > "
+                "/sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your "
+                "/etc/rc.local in order to retain the setting after a reboot.")
+        somax = doctor.read_value(doctor.SOMAXCONN)
+        if somax is not None and somax.isdigit() and int(somax) < self.config["tcp-backlog"]:
+            log.warning(
+                "WARNING: The TCP backlog setting of %d cannot be enforced because "
+                "/proc/sys/net/core/somaxconn is set to the lower value of %d." % (
+                    self.config["tcp-backlog"], int(somax)))
 
     def banner(self):
         """redisAsciiArt: the logo when the log goes to a terminal or
         ``always-show-logo yes`` (Redis's test suite finds a started server
         by its `` PID: <pid>`` line), else one line."""
         cfg = self.config
-        port = cfg["port"]
+        port = cfg["port"] or cfg["tls-port"]
         mode = "cluster" if cfg["cluster-enabled"] else "standalone"
         show = cfg["always-show-logo"] or (
             not cfg["syslog-enabled"] and not cfg["logfile"] and sys.stdout.isatty())

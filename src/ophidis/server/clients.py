@@ -33,8 +33,12 @@ DENIED = (
     b"NOTE: You only need to do one of the above things in order for "
     b"the server to start accepting connections from the outside.\r\n")
 
+
+
 def is_loopback(host: str) -> bool:
-    return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
+    """islocalClient: the peer's address is 127.0.0.1 or ::1 (Redis
+    compares the text: 127.0.0.2 and ::ffff:127.0.0.1 are not local)."""
+    return host in ("127.0.0.1", "::1")
 
 
 class Clients:
@@ -46,8 +50,17 @@ class Clients:
         self._next_id += 1
         return self._next_id
 
+    def admit(self, sock) -> bool:
+        """acceptCommonHandler's admission of a TLS connection, before its
+        handshake: over maxclients it is closed (nothing is written: no
+        handshake was done)."""
+        if len(self.clients) >= self.maxclients:
+            stats.rejected_connections += 1
+            sock.close()
+            return False
+        return True
+
     def client_connected(self, c: Client, transport):
-        stats.connections_received += 1
         sock = transport.get_extra_info("socket")
         peer = transport.get_extra_info("peername")
         local = transport.get_extra_info("sockname")
@@ -90,6 +103,7 @@ class Clients:
             c.closing = True
             transport.close()
             return
+        stats.connections_received += 1     # stat_numconnections: accepted ones
         self.clients[c.id] = c
         if log.enabled(log.DEBUG):
             log.debug("Accepted %s" % c.addr)

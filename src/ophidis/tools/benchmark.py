@@ -104,7 +104,7 @@ Options:
                     names are the same as the ones produced as output.
  -I                 Idle mode. Just open N idle connections and wait.
  -x                 Read last argument from STDIN.
- --seed <num>       Seed of the random generator (__rand_int__ values).
+%(tls)s --seed <num>       Seed of the random generator (__rand_int__ values).
  -e                 (no effect: errors always stop the benchmark)
  --help             Output this help and exit.
  --version          Output version and exit.
@@ -134,7 +134,7 @@ Examples:
 
  On user specified command lines __rand_int__ is replaced with a random integer
  with a range of values selected by the -r option.
-""" % {"p": p})
+""" % {"p": p, "tls": "".join(line[1:] + "\n" for line in resp.TLS.HELP.splitlines())})
     sys.exit(code)
 
 
@@ -150,7 +150,10 @@ def parse_options(argv, o: Options):
 
     while i < n:
         a = argv[i]
-        if a == "-c":
+        j = resp.TLS.parse(argv, i)
+        if j is not None:
+            i = j
+        elif a == "-c":
             o.clients = atoi(need()); i += 1
         elif a in ("-v", "--version"):
             print("ophidis-benchmark %s" % REDIS_VERSION)
@@ -442,14 +445,16 @@ class Worker:
         node = self.client_node() if o.cluster else None
         self.connected += 1
         if node is not None:
-            _t, p = await loop.create_connection(lambda: BenchClient(self), node.ip, node.port)
+            _t, p = await loop.create_connection(lambda: BenchClient(self), node.ip, node.port,
+                                                 **resp.TLS.connect_kwargs(node.ip))
             p.node = node
             p.tmpl = self.cluster_template(node)
             p.node_version = node.version
         elif o.socket:
             _t, p = await loop.create_unix_connection(lambda: BenchClient(self), o.socket)
         else:
-            _t, p = await loop.create_connection(lambda: BenchClient(self), o.host, o.port)
+            _t, p = await loop.create_connection(lambda: BenchClient(self), o.host, o.port,
+                                                 **resp.TLS.connect_kwargs(o.host))
         if self.prefix_n:
             p.prefix_wait = loop.create_future()
             p.pending = self.prefix_n
@@ -924,6 +929,12 @@ def main(argv=None):
         return memtier.main(argv[1:])
     o = Options()
     first = parse_options(argv, o)
+    if resp.TLS.enabled:
+        try:
+            resp.TLS.context()
+        except resp.TlsSetupError as e:
+            sys.stderr.write("Could not negotiate a TLS connection: %s\n" % e)
+            sys.exit(1)
     args = argv[first:]
     runner = Runner(o)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)

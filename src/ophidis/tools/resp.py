@@ -1,5 +1,6 @@
 """What the operator tools (cli, benchmark, memtier) share to talk to a
-server: where to connect (``parse_redis_uri``, redis-cli's ``atoi``), the
+server: where to connect (``parse_redis_uri``, redis-cli's ``atoi``), TLS
+(``TLS``: redis-cli's --tls options, the context of the whole run), the
 request encoder (``ophidis.protocol.resp.encode_argv``, the one for the whole
 code base), a small typed RESP2/RESP3 client connection, and the event loop
 of the load generators.
@@ -13,9 +14,11 @@ matter here (the load generators parse with hiredis).
 from __future__ import annotations
 
 import socket
+import ssl
 import sys
 from urllib.parse import unquote
 
+from ophidis.net.sslnative import set_ciphersuites
 from ophidis.protocol.resp import encode_argv
 
 # Reply kinds
@@ -140,8 +143,132 @@ class Parser:
         raise ValueError("Protocol error, got %r as reply type byte" % chr(t))
 
 
+class TlsSetupError(OSError):
+    """The TLS options cannot be used (redis-cli: "Could not negotiate a
+    TLS connection: <text>")."""
+
+
+class TlsOptions:
+    """redis-cli's and redis-benchmark's TLS options (cliSSLconfig) and
+    the one client context they make (cliSecureConnection): the peer's
+    chain verified unless --insecure, never its name."""
+
+    VALUED = {"--sni": "sni", "--cacert": "cacert", "--cacertdir": "cacertdir", "--cert": "cert",
+              "--key": "key", "--tls-ciphers": "ciphers", "--tls-ciphersuites": "ciphersuites"}
+    HELP = """  --tls              Establish a secure TLS connection.
+  --sni <host>       Server name indication for TLS.
+  --cacert <file>    CA Certificate file to verify with.
+  --cacertdir <dir>  Directory where trusted CA certificates are stored.
+                     If neither cacert nor cacertdir are specified, the default
+                     system-wide trusted root certs configuration will apply.
+  --insecure         Allow insecure TLS connection by skipping cert validation.
+  --cert <file>      Client certificate to authenticate with.
+  --key <file>       Private key file to authenticate with.
+  --tls-ciphers <list> Sets the list of preferred ciphers (TLSv1.2 and below)
+                     in order of preference from highest to lowest separated by colon (":").
+                     See the ciphers(1ssl) manpage for more information about the syntax of this string.
+  --tls-ciphersuites <list> Sets the list of preferred ciphersuites (TLSv1.3)
+                     in order of preference from highest to lowest separated by colon (":").
+                     See the ciphers(1ssl) manpage for more information about the syntax of this string,
+                     and specifically for TLSv1.3 ciphersuites.
+"""
+
+    def __init__(self):
+        self.enabled = False
+        self.insecure = False
+        self.sni = self.cacert = self.cacertdir = self.cert = self.key = None
+        self.ciphers = self.ciphersuites = None
+        self._ctx = None
+
+    def parse(self, argv, i):
+        """The option at argv[i]: the index of its last argument, or None
+        when it is not a TLS option (or its value is missing)."""
+        a = argv[i]
+        if a == "--tls":
+            self.enabled = True
+            return i
+        if a == "--insecure":
+            self.insecure = True
+            return i
+        attr = self.VALUED.get(a)
+        if attr is None or i + 1 >= len(argv):
+            return None
+        setattr(self, attr, argv[i + 1])
+        return i + 1
+
+    def context(self) -> ssl.SSLContext:
+        if self._ctx is not None:
+            return self._ctx
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE if self.insecure else ssl.CERT_REQUIRED
+        try:
+            if self.cacert or self.cacertdir:
+                ctx.load_verify_locations(cafile=self.cacert, capath=self.cacertdir)
+            else:
+                ctx.load_default_certs()
+        except (ssl.SSLError, OSError):
+            raise TlsSetupError("Invalid CA Certificate File/Directory"
+                                if self.cacert or self.cacertdir else "Failed to use default CA paths")
+        if self.cert:
+            try:
+                ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=self.cert)
+            except (ssl.SSLError, OSError):
+                raise TlsSetupError("Invalid client certificate")
+        if self.cert or self.key:
+            try:
+                ctx.load_cert_chain(self.cert or self.key, keyfile=self.key)
+            except (ssl.SSLError, OSError):
+                raise TlsSetupError("Invalid private key" if self.key else "Invalid client certificate")
+        if self.ciphers:
+            try:
+                ctx.set_ciphers(self.ciphers)
+            except ssl.SSLError:
+                raise TlsSetupError("Error while configuring ciphers")
+        if self.ciphersuites and not set_ciphersuites(ctx, self.ciphersuites):
+            raise TlsSetupError("Error while setting cypher suites")
+        self._ctx = ctx
+        return ctx
+
+    def connect_kwargs(self, host) -> dict:
+        """The event loop's create_connection arguments for TLS (none
+        when it is off)."""
+        if not self.enabled:
+            return {}
+        return {"ssl": self.context(), "server_hostname": self.sni or host}
+
+    def wrap(self, sock, host):
+        """The TLS connection over ``sock`` (the handshake done)."""
+        return self.context().wrap_socket(sock, server_hostname=self.sni or host)
+
+
+def connect_error(e: OSError) -> str:
+    """hiredis's errstr of a failed connection (a failed handshake:
+    "SSL_connect failed: <reason>")."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return "SSL_connect failed: certificate verify failed"
+    if isinstance(e, ssl.SSLError):
+        text = str(e.args[1]) if len(e.args) > 1 else str(e)
+        if "] " in text:
+            text = text.split("] ", 1)[1]
+        return "SSL_connect failed: " + text.rsplit(" (_ssl.c", 1)[0]
+    return e.strerror or str(e)
+
+
+# The TLS options of this run (set by the tools' option parsers); every
+# TCP Connection uses them.
+TLS = TlsOptions()
+
+
+# the peer closed a TLS connection without a close_notify (a server that
+# refused our certificate after the handshake): what hiredis reports
+def _reset():
+    return ConnectionResetError(104, "Connection reset by peer")
+
+
 class Connection:
-    """A blocking connection speaking RESP."""
+    """A blocking connection speaking RESP (over TLS when the run's
+    ``TLS`` options ask for it and this is a TCP connection)."""
 
     def __init__(self, host="127.0.0.1", port=6379, unix=None, timeout=None):
         self.host, self.port, self.unix = host, port, unix
@@ -153,6 +280,12 @@ class Connection:
             s = socket.create_connection((host, port), timeout=timeout)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if TLS.enabled:
+                try:
+                    s = TLS.wrap(s, host)
+                except BaseException:
+                    s.close()
+                    raise
         s.settimeout(None)
         self.sock = s
         self.parser = Parser()
@@ -164,17 +297,23 @@ class Connection:
             pass
 
     def send(self, args):
-        self.sock.sendall(encode_argv(args))
+        self.send_raw(encode_argv(args))
 
     def send_raw(self, data: bytes):
-        self.sock.sendall(data)
+        try:
+            self.sock.sendall(data)
+        except ssl.SSLEOFError:
+            raise _reset()
 
     def read_reply(self):
         while True:
             r = self.parser.get()
             if r is not None:
                 return r
-            data = self.sock.recv(65536)
+            try:
+                data = self.sock.recv(65536)
+            except ssl.SSLEOFError:
+                raise _reset()
             if not data:
                 raise ConnectionClosed("Server closed the connection")
             self.parser.feed(data)
@@ -232,10 +371,12 @@ def parse_redis_uri(uri, cfg):
     with redis-cli's message for another scheme."""
     low = uri.lower()
     if low.startswith("rediss://"):
-        _fail("rediss:// is only supported when ophidis-cli is compiled with OpenSSL\n")
-    if not low.startswith("redis://"):
+        TLS.enabled = True
+        cur = uri[len("rediss://"):]
+    elif low.startswith("redis://"):
+        cur = uri[len("redis://"):]
+    else:
         _fail("Invalid URI scheme\n")
-    cur = uri[len("redis://"):]
     if not cur:
         return
     at = cur.find("@")

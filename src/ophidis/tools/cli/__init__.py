@@ -16,6 +16,7 @@ import signal
 import sys
 
 from ophidis.tools.cli import cluster_commands
+from ophidis.tools.cli.doctor import doctor_mode
 from ophidis.tools.cli.keyspace import bigkeys_mode, hotkeys_mode, scan_mode
 from ophidis.tools.cli.options import AUTH_ENV, Config, parse_options
 from ophidis.tools.cli.pipe import pipe_mode
@@ -60,7 +61,8 @@ def _run(cli, cfg, args):
     modes = ((cfg.latency, latency_mode), (cfg.latency_dist, latency_dist_mode),
              (cfg.rdb is not None, lambda cli: get_rdb(cli, cfg.rdb)), (cfg.pipe, pipe_mode),
              (cfg.bigkeys, bigkeys_mode), (cfg.memkeys, lambda cli: bigkeys_mode(cli, True, cfg.memkeys_samples)),
-             (cfg.hotkeys, hotkeys_mode), (cfg.stat, stat_mode), (cfg.scan, scan_mode))
+             (cfg.hotkeys, hotkeys_mode), (cfg.stat, stat_mode), (cfg.scan, scan_mode),
+             (cfg.doctor, doctor_mode))
     for wanted, mode in modes:
         if wanted:
             _need_conn(cli)

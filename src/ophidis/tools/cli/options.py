@@ -11,7 +11,7 @@ from ophidis.protocol import resp as protocol
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.tools.cli.cluster import ManagerOptions, parse_manager_option
 from ophidis.tools.cli.output import OUT_CSV, OUT_JSON, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal
-from ophidis.tools.resp import atof, atoi, parse_redis_uri
+from ophidis.tools.resp import TLS, atof, atoi, parse_redis_uri
 
 HISTFILE_DEFAULT = ".ophidiscli_history"
 HISTFILE_ENV = "OPHIDISCLI_HISTFILE"
@@ -45,6 +45,7 @@ class Config:
         self.latency = self.latency_history = self.latency_dist = False
         self.intrinsic = None
         self.stat = self.scan = self.bigkeys = self.memkeys = self.hotkeys = False
+        self.doctor = False
         self.memkeys_samples = 0
         self.pattern = None
         self.rdb = None
@@ -85,7 +86,7 @@ Usage: %(p)s [OPTIONS] [cmd [arg [arg ...]]]
   -D <delimiter>     Delimiter between responses for raw formatting (default: \\n).
   -c                 Enable cluster mode (follow -ASK and -MOVED redirections).
   -e                 Return exit error code when command execution fails.
-  --raw              Use raw formatting for replies (default when STDOUT is
+%(tls)s  --raw              Use raw formatting for replies (default when STDOUT is
                      not a tty).
   --no-raw           Force formatted output even when STDOUT is not a tty.
   --quoted-input     Force input to be handled as quoted strings.
@@ -95,6 +96,9 @@ Usage: %(p)s [OPTIONS] [cmd [arg [arg ...]]]
   --show-pushes <yn> Whether to print RESP3 PUSH messages.  Enabled by default
                      when STDOUT is a tty but can be overridden with --show-pushes no.
   --stat             Print rolling stats about server: mem, clients, ...
+  --doctor           Check the server's settings and this machine's against the
+                     production advice, with the fix for each finding (exit
+                     status 1 when something is wrong).
   --latency          Enter a special mode continuously sampling latency.
   --latency-history  Like --latency but tracking latency changes over time.
                      Default time interval is 15 sec. Change it using -i.
@@ -139,7 +143,7 @@ Examples:
 When no command is given, %(p)s starts in interactive mode.
 Type "help" in interactive mode for information on available commands
 and settings.
-""" % {"p": prog, "v": REDIS_VERSION}
+""" % {"p": prog, "v": REDIS_VERSION, "tls": TLS.HELP}
     (sys.stderr if code else sys.stdout).write(text)
     sys.exit(code)
 
@@ -150,6 +154,7 @@ _FLAGS = {
     "--quoted-input": "quoted_input", "--latency": "latency", "--latency-dist": "latency_dist",
     "--mono": "mono", "--stat": "stat", "--scan": "scan", "--pipe": "pipe", "--bigkeys": "bigkeys",
     "--hotkeys": "hotkeys", "-c": "cluster", "-e": "set_errcode", "--verbose": "verbose",
+    "--doctor": "doctor",
 }
 
 
@@ -166,7 +171,10 @@ def parse_options(argv, cfg):
         if not a.startswith("-"):
             break
         nxt = (lambda: argv[i + 1])
-        if a in _FLAGS:
+        j = TLS.parse(argv, i)
+        if j is not None:
+            i = j
+        elif a in _FLAGS:
             setattr(cfg, _FLAGS[a], True)
         elif a == "-h" and not last:
             cfg.host = nxt(); i += 1

@@ -86,10 +86,13 @@ class CLI:
                 conn = resp.Connection(unix=c.socket)
             else:
                 conn = resp.Connection(c.host, c.port)
+        except resp.TlsSetupError as e:
+            err("Could not negotiate a TLS connection: %s\n" % e)
+            return False
         except OSError as e:
             if not quiet:
                 where = c.socket if (c.socket and not (c.cluster and self.reissue)) else "%s:%d" % (c.host, c.port)
-                err("Could not connect to Redis at %s: %s\n" % (where, e.strerror or str(e)))
+                err("Could not connect to Redis at %s: %s\n" % (where, resp.connect_error(e)))
             return False
         self.conn = conn
         try:
