@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from support.servers import REDIS_SERVER, RedisServerProc, free_port
+from support.servers import REDIS_SERVER, free_port, redis_server_client
 from support.wait import wait_until
 
 
@@ -16,14 +16,8 @@ def real_master():
     if REDIS_SERVER is None:
         pytest.skip("redis-server is not installed (make test installs it)")
     # no diskless delay: the test does not wait 5 s for the first sync
-    proc = RedisServerProc(["--repl-diskless-sync-delay", "0"], debug=False)
-    c = proc.client(socket_timeout=10)
-    c.port = proc.port
-    try:
+    with redis_server_client(["--repl-diskless-sync-delay", "0"], debug=False) as c:
         yield c
-    finally:
-        c.close()
-        proc.stop(remove=True)
 
 
 def linked(replica):

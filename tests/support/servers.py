@@ -10,6 +10,7 @@ first on the child's PYTHONPATH.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -196,6 +197,20 @@ class RedisServerProc(_Process):
         finally:
             if remove:
                 shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def redis_server_client(args=(), debug=True):
+    """A RedisServerProc and a client of it (its ``port`` set), both ended
+    (and its directory removed) on exit."""
+    proc = RedisServerProc(args, debug=debug)
+    c = proc.client(socket_timeout=10)
+    c.port = proc.port
+    try:
+        yield c
+    finally:
+        c.close()
+        proc.stop(remove=True)
 
 
 class Starter:

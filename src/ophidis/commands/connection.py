@@ -346,7 +346,7 @@ def _kill(me, target):
         me.update_slow()
     else:
         target.killed = True
-        target.close()
+        target.drop()
 
 
 @command("client|unblock")

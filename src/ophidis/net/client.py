@@ -14,6 +14,7 @@ reader's business.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from itertools import chain as _chain
 from time import perf_counter
@@ -627,6 +628,23 @@ class Client(asyncio.Protocol):
             else:
                 t.close()
         self.closing = True
+
+    def drop(self):
+        """freeClient of another client (CLIENT KILL): the connection ends
+        now, what it had not sent is dropped.  The socket is shut down at
+        once (uvloop closes a transport's socket only in its next loop
+        iteration: the killer's reply would leave first)."""
+        t = self.transport
+        if t is not None and not t.is_closing():
+            sock = t.get_extra_info("socket")
+            if sock is not None:
+                try:
+                    with socket.fromfd(sock.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
+                        s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            t.abort()
+        self.close()
 
     def resume(self):
         """Continue with requests that arrived while blocked or paused."""

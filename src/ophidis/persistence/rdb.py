@@ -11,6 +11,7 @@ so the caller can refuse the file without touching the live keyspace.
 from __future__ import annotations
 
 import math
+import random
 import struct
 import time
 
@@ -487,12 +488,30 @@ class LoadSettings:
 
     def __init__(self, config=None, deep=None):
         g = (lambda k, d: config[k]) if config is not None else (lambda k, d: d)
+        self.config = config
         self.deep = (g("sanitize-dump-payload", "no") == "yes") if deep is None else deep
         self.set_max_intset = g("set-max-intset-entries", 512)
         self.hash_entries = g("hash-max-listpack-entries", 128)
         self.hash_value = g("hash-max-listpack-value", 64)
         self.zset_entries = g("zset-max-listpack-entries", 128)
         self.zset_value = g("zset-max-listpack-value", 64)
+
+    def key_delay(self) -> int:
+        """key-load-delay, read again while a load runs (a test may change it)."""
+        return self.config["key-load-delay"] if self.config is not None else 0
+
+
+class LoadAborted(Exception):
+    """A streamed load stopped from outside (the replication link went away)."""
+
+
+def debug_delay(usec):
+    """debugDelay: sleep ``usec`` microseconds; a negative value sleeps one
+    microsecond with a probability of 1/-usec (short delays, statistically)."""
+    if usec < 0:
+        usec = 1 if random.randrange(-usec) == 0 else 0
+    if usec:
+        time.sleep(usec / 1e6)
 
 
 class LoadResult:
@@ -516,15 +535,29 @@ class LoadResult:
 
 
 class RdbReader:
-    """Parses one buffer.  ``check_only`` decodes values without building
-    the containers' extra indexes where that is not needed (still fully
-    validates)."""
+    """Parses one buffer, or a stream: with ``source`` (a callable giving
+    the next bytes, at most its argument, b"" at the end) ``buf`` is only
+    a window that refills as the parse goes (the bytes already parsed are
+    dropped, their CRC kept), ``chunk`` bytes at a time; ``progress`` is
+    then the count of bytes taken from the source (updated each time it
+    passes a multiple of ``chunk``), and a load can be
+    stopped from another thread with ``abort`` (LoadAborted).  Offsets in
+    errors are file offsets (``base`` is the window's)."""
 
     def __init__(self, buf, settings=None, ndbs=16, now_ms=None, skip_expired=True,
-                 verify_checksum=True, log=None, trace=None):
+                 verify_checksum=True, log=None, trace=None, source=None, chunk=1 << 16):
         self.buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
+        self.data = None            # the window as bytes (load's fast path)
         self.n = len(self.buf)
         self.pos = 0
+        self.base = 0               # offset of buf[0] in the stream
+        self.source = source
+        self.chunk = chunk
+        self.crc = None             # CRC-64 of the bytes before base
+        self.progress = self.fetched = self.n
+        self.aborted = False
+        self.key_delay = 0
+        self.used_mem = 0           # the used-mem aux field (INFO's loading_rdb_used_mem)
         self.s = settings or LoadSettings()
         self.ndbs = ndbs
         self.now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
@@ -537,22 +570,75 @@ class RdbReader:
 
     # primitives
     def fail(self, msg, offset=None):
-        raise RdbError(msg, self.pos if offset is None else offset)
+        raise RdbError(msg, self.base + (self.pos if offset is None else offset))
+
+    def _eof(self):
+        return RdbError("Unexpected EOF reading RDB file", self.base + self.n, truncated=True)
 
     def read(self, k):
         p = self.pos
         e = p + k
         if e > self.n:
-            raise RdbError("Unexpected EOF reading RDB file", self.n, truncated=True)
+            if self.source is None or not self._refill(k):
+                raise self._eof()
+            p = 0
+            e = k
         self.pos = e
         return self.buf[p:e]
 
     def byte(self):
         p = self.pos
         if p >= self.n:
-            raise RdbError("Unexpected EOF reading RDB file", self.n, truncated=True)
+            if self.source is None or not self._refill(1):
+                raise self._eof()
+            p = 0
         self.pos = p + 1
         return self.buf[p]
+
+    def _refill(self, k) -> bool:
+        """Make the window start at pos and hold at least ``k`` bytes
+        (False: the source ended first)."""
+        if self.aborted:
+            raise LoadAborted()
+        p = self.pos
+        old = self.buf
+        if p and self.verify_checksum:
+            self.crc = crc64(old[:p], self.crc)
+        parts = [bytes(old[p:])]
+        have = self.n - p
+        source = self.source
+        while have < k:
+            got = source(max(self.chunk, k - have))
+            if self.aborted:
+                raise LoadAborted()
+            if not got:
+                break
+            parts.append(got)
+            have += len(got)
+            self.fetched += len(got)
+            if self.fetched // self.chunk != self.progress // self.chunk:
+                self.progress = self.fetched        # as Redis, once per chunk
+        self.base += p
+        self.data = b"".join(parts)
+        self.buf = memoryview(self.data)
+        self.n = len(self.data)
+        self.pos = 0
+        if self.key_delay == 0:
+            self.key_delay = self.s.key_delay()
+        return have >= k
+
+    @property
+    def offset(self) -> int:
+        return self.base + self.pos
+
+    def _delay(self):
+        """key-load-delay after each key (read again each time: a test
+        speeds a slow load up by setting it to 0)."""
+        d = self.key_delay = self.s.key_delay()
+        if d:
+            debug_delay(d)
+            if self.aborted:
+                raise LoadAborted()
 
     def load_len_enc(self):
         """(value, is_encoded)."""
@@ -970,18 +1056,18 @@ class RdbReader:
     # the file
     def load(self, result=None, unsupported_ok=False):
         """Parse a whole RDB file.  Returns a LoadResult."""
-        buf = self.buf
-        if self.n < 9:
+        self.key_delay = self.s.key_delay()
+        head = bytes(self.read(9)) if self.n >= 9 or self.source is not None else b""
+        if len(head) < 9:
             raise RdbError("Unexpected EOF reading RDB file", self.n, truncated=True)
-        if bytes(buf[:5]) != b"REDIS":
+        if head[:5] != b"REDIS":
             raise RdbError("Wrong signature trying to load DB from file", 0)
         try:
-            ver = int(bytes(buf[5:9]))
+            ver = int(head[5:9])
         except ValueError:
             raise RdbError("Wrong signature trying to load DB from file", 0) from None
         if ver < 1 or ver > MAX_READ_VERSION:
             raise RdbError("Can't handle RDB format version %d" % ver, 5)
-        self.pos = 9
         res = result or LoadResult(self.ndbs)
         res.version = ver
         dbid = 0
@@ -992,13 +1078,18 @@ class RdbReader:
         # Fast path for the common record: a string key and a plain string
         # value with short (6-bit) lengths, no expire; anything else takes
         # the general path below.
-        data = bytes(buf)
+        if self.data is None:
+            self.data = bytes(self.buf)
+        data = self.data
         n = self.n
         fast = self.trace is None
         nstrings = 0
         while True:
+            if self.data is not data:       # the window moved on
+                data = self.data
+                n = self.n
             op_pos = p = self.pos
-            if fast and expire == -1 and lru_idle == -1 and lfu_freq == -1:
+            if fast and expire == -1 and lru_idle == -1 and lfu_freq == -1 and not self.key_delay:
                 while p < n and data[p] == 0:
                     kl = data[p + 1] if p + 1 < n else 255
                     if kl >= 64:
@@ -1049,6 +1140,11 @@ class RdbReader:
                 k = self.load_string()
                 v = self.load_string()
                 res.aux[k] = v
+                if k == b"used-mem":
+                    try:
+                        self.used_mem = int(v)
+                    except ValueError:
+                        pass
                 if self.trace is not None:
                     self.trace("aux", op_pos, (k, v))
                 continue
@@ -1118,25 +1214,29 @@ class RdbReader:
                     res.lfu.append((dbid, key, lfu_freq))
                 res.keys_loaded += 1
                 counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + 1
+            if self.key_delay:
+                self._delay()
             expire = -1
             lru_idle = lfu_freq = -1
         res.keys_loaded += nstrings
         if nstrings:
             counts["string"] = counts.get("string", 0) + nstrings
-        res.end_offset = self.pos
+        res.end_offset = end = self.offset
         if ver >= 5:
-            end = self.pos
+            if self.n - self.pos < 8 and self.source is not None:
+                self._refill(8)
+            body = self.pos
             stored = int.from_bytes(self.read(8), "little")
             if not self.verify_checksum:
                 res.checksum = "skipped"
             elif stored == 0:
                 res.checksum = "disabled"
             else:
-                actual = crc64(buf[:end])
+                actual = crc64(self.buf[:body], self.crc)
                 if actual != stored:
                     raise RdbError("RDB CRC error: expected %016x but got %016x" % (actual, stored), end)
                 res.checksum = "ok"
-        if self.pos != self.n:
+        if self.source is None and self.pos != self.n:
             self.log("warning", "%d trailing bytes after the RDB end" % (self.n - self.pos))
         return res
 

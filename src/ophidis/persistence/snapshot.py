@@ -27,7 +27,7 @@ import time
 from .. import log
 from ..tools import check_rdb
 from . import child
-from .rdb import LoadSettings, RdbError, RdbReader, write_snapshot
+from .rdb import LoadAborted, LoadSettings, RdbError, RdbReader, write_snapshot
 
 BGSAVE_RETRY_DELAY = 5
 
@@ -272,8 +272,8 @@ class Persistence:
         if self.child_pid is not None:
             self.check_child()
             return
-        if self.other_child_active():
-            return
+        if self.other_child_active() or srv.loading:
+            return          # no save of a dataset being replaced (Redis's cron waits for the load)
         now = int(time.time())
         for secs, changes in srv.config["save"]:
             if (srv.dirty >= changes and now - srv.lastsave > secs
@@ -305,23 +305,27 @@ class Persistence:
             self.save()
 
     # -- loading --------------------------------------------------------------------------
-    def parse(self, data, skip_expired=None):
+    def reader(self, data=b"", source=None):
+        """An RdbReader for a load into this server: over ``data``, or
+        streaming from ``source`` (loading-process-events-interval-bytes
+        at a time)."""
         srv = self.server
-        if skip_expired is None:
-            skip_expired = srv.i_am_master()
-        reader = RdbReader(data, LoadSettings(srv.config), ndbs=len(srv.dbs),
-                           skip_expired=skip_expired,
-                           verify_checksum=srv.config["rdbchecksum"],
-                           log=lambda lvl, msg: getattr(log, lvl)(msg))
-        self.loading_reader = reader
+        cfg = srv.config
+        return RdbReader(data, LoadSettings(cfg), ndbs=len(srv.dbs), skip_expired=srv.i_am_master(),
+                         verify_checksum=cfg["rdbchecksum"], log=lambda lvl, msg: getattr(log, lvl)(msg),
+                         source=source, chunk=cfg["loading-process-events-interval-bytes"])
+
+    def parse(self, data):
+        return self._run_reader(self.reader(data))
+
+    @staticmethod
+    def _run_reader(reader):
         try:
             return reader.load()
-        except RdbError:
+        except (RdbError, LoadAborted):
             raise
         except Exception as e:  # noqa: BLE001
-            raise RdbError("Internal error while parsing: %r" % e, reader.pos) from None
-        finally:
-            self.loading_reader = None
+            raise RdbError("Internal error while parsing: %r" % e, reader.offset) from None
 
     def apply(self, res, merge=False, allow_dup=True):
         """Swap the parsed databases in (or merge them into the live ones).
@@ -388,16 +392,23 @@ class Persistence:
         if res.checksum == "disabled":
             log.warning("RDB file was saved with checksum disabled: no check performed.")
 
-    def _read_for_load(self, path):
-        """The file's bytes, None when it does not exist; LoadError (logged)."""
+    def _open_for_load(self, path):
+        """The file opened, None when it does not exist; LoadError (logged)."""
         try:
-            with open(path, "rb") as f:
-                return f.read()
+            return open(path, "rb")
         except FileNotFoundError:
             return None
         except OSError as e:
             log.warning("Fatal error loading the DB: %s. Exiting." % e.strerror)
             raise LoadError(e.strerror) from None
+
+    def _read_for_load(self, path):
+        """The file's bytes, None when it does not exist; LoadError (logged)."""
+        f = self._open_for_load(path)
+        if f is None:
+            return None
+        with f:
+            return f.read()
 
     def _set_loading(self, on, total=0):
         srv = self.server
@@ -407,20 +418,34 @@ class Persistence:
             self.loading_start = time.time()
             self.loading_total = total
 
-    def _parse_checked(self, data, path=None):
-        """parse, with Redis's log lines for a file that cannot be read
-        (LoadError).  Touches no server state: it may run in a thread."""
+    def _parse_checked(self, reader, path=None, socket=False, then=None):
+        """reader.load(), with Redis's log lines for a file that cannot be
+        read (LoadError); ``then(reader)`` after a good parse (the EOF mark
+        of a diskless payload).  Touches no server state: it may run in a
+        thread.  A payload read from the master's ``socket`` that is cut
+        short is only logged; a corrupt one ends the server, as Redis."""
         try:
-            return self.parse(data)
+            res = self._run_reader(reader)
+            if then is not None:
+                then(reader)
+            return res
         except RdbError as e:
-            if e.offset in (0, 5) and ("signature" in e.msg or "version" in e.msg):
+            if e.offset in (0, 5) and ("signature" in e.msg or "version" in e.msg) and not socket:
                 log.warning(e.msg)
                 log.warning("Fatal error loading the DB: Invalid argument. Exiting.")
                 raise LoadError(e.msg) from None
             if e.truncated:
                 log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
-            log.warning("Internal error in RDB reading offset %d, function at rdb.py -> %s" % (
-                e.offset or 0, e.msg))
+            msg = "Internal error in RDB reading offset %d, function at rdb.py -> %s" % (e.offset or 0, e.msg)
+            if socket:
+                if e.truncated:
+                    log.warning(msg + ". Failure loading rdb format from socket, assuming connection error, "
+                                "resuming operation.")
+                    raise LoadError(str(e)) from None
+                log.warning(msg + ". Failure loading rdb format")
+                log.warning("Terminating server after rdb file reading failure.")
+                log.flush_and_exit(1)
+            log.warning(msg)
             if not e.truncated and path is not None:
                 # as rdbReportError: the file is corrupt, show the RDB
                 # check's report of it (on stdout, as Redis prints it)
@@ -447,32 +472,55 @@ class Persistence:
         data = self._read_for_load(path)
         if data is None:
             return False
+        reader = self.reader(data)
         self._set_loading(True, len(data))
+        self.loading_reader = reader
         try:
-            return self._install(self._parse_checked(data, path), merge, allow_dup)
+            return self._install(self._parse_checked(reader, path), merge, allow_dup)
         finally:
+            self.loading_reader = None
             self._set_loading(False)
 
-    async def _load_serving(self, path):
-        """load_file at start-up while the event loop serves clients (as
-        Redis processes events while loading): the file is parsed in a
-        thread, commands without the ``loading`` flag get -LOADING
-        meanwhile, a SIGTERM/SIGINT ends the server without saving
-        (whileBlockedCron); the parsed dataset is installed by the loop."""
+    async def load_serving(self, reader, total, path=None, socket=False, then=None, tick=None):
+        """Parse with ``reader`` while the event loop serves clients (as
+        Redis processes events while loading): the parse runs in a thread,
+        commands without the ``loading`` flag get -LOADING meanwhile (INFO
+        shows the progress), a SIGTERM/SIGINT ends the server without
+        saving (whileBlockedCron), ``tick()`` runs every 100 ms.  Returns
+        the LoadResult for the loop to install; LoadError (logged) when it
+        cannot be read.  Cancelled, it stops the parse (LoadAborted)."""
         srv = self.server
-        data = self._read_for_load(path)
-        if data is None:
-            return False
-        self._set_loading(True, len(data))
+        self._set_loading(True, total)
+        self.loading_reader = reader
+        fut = srv.loop.run_in_executor(None, self._parse_checked, reader, path, socket, then)
         try:
-            fut = srv.loop.run_in_executor(None, self._parse_checked, data, path)
             while not fut.done():
                 await asyncio.wait([fut], timeout=0.1)
                 if not fut.done():
                     srv.shutdown_while_loading()
-            return self._install(fut.result(), False, True)
+                    if tick is not None:
+                        tick()
+            return fut.result()
         finally:
+            if not fut.done():
+                reader.aborted = True
+                fut.add_done_callback(_retrieved)
+            if self.loading_reader is reader:
+                self.loading_reader = None
             self._set_loading(False)
+
+    async def _load_serving(self, path):
+        """The file at start-up, streamed from disk while serving."""
+        f = self._open_for_load(path)
+        if f is None:
+            return False
+        with f:
+            try:
+                total = os.fstat(f.fileno()).st_size
+            except OSError:
+                total = 0
+            res = await self.load_serving(self.reader(source=f.read), total, path=path)
+        return self._install(res, False, True)
 
     def load_at_startup(self):
         """A startup hook: the loading coroutine, None with appendonly yes."""
@@ -525,19 +573,34 @@ class Persistence:
         lines += srv.aof.info_extra_lines()
         if srv.loading:
             reader = self.loading_reader
-            loaded = reader.pos if reader is not None else 0
+            loaded = reader.progress if reader is not None else 0
+            used_mem = reader.used_mem if reader is not None else 0
             total = self.loading_total
-            remaining = total - loaded if total else 1
+            perc = 0.0
+            remaining = 1
+            if total:
+                perc = loaded * 100.0 / total
+                remaining = total - loaded
+            elif used_mem:
+                # the creator's used memory: a (bad) guess of the size
+                perc = min(99.99, loaded * 100.0 / used_mem)
+                remaining = max(1, used_mem - loaded)
             elapsed = int(now) - int(self.loading_start or now)
             lines += [
                 "loading_start_time:%d" % int(self.loading_start or now),
-                "loading_total_bytes:%d" % self.loading_total,
-                "loading_rdb_used_mem:0",
+                "loading_total_bytes:%d" % total,
+                "loading_rdb_used_mem:%d" % used_mem,
                 "loading_loaded_bytes:%d" % loaded,
-                "loading_loaded_perc:%.2f" % (loaded * 100.0 / total if total else 0.0),
+                "loading_loaded_perc:%.2f" % perc,
                 "loading_eta_seconds:%d" % (elapsed * remaining // (loaded + 1) if elapsed else 1),
             ]
         return lines
+
+
+def _retrieved(fut):
+    """A parse given up on: its end (LoadAborted, most likely) is nobody's."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _unlink(path):

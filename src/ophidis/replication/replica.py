@@ -32,7 +32,11 @@ a master with the data it has; its replication id becomes the secondary one
 from __future__ import annotations
 
 import asyncio
+import collections
+import io
+import socket
 import sys
+import threading
 import time
 
 import hiredis
@@ -42,6 +46,8 @@ from ..commands import lookup_fullname
 from ..commands.command_cmd import get_keys
 from ..keyspace.db import stats
 from ..net.client import Client
+from ..persistence.rdb import LoadAborted, RdbError
+from ..persistence.snapshot import LoadError
 from ..protocol.resp import encode_request, request_size
 
 
@@ -50,8 +56,88 @@ _TRANSFER_TIMEOUT = ("Timeout receiving bulk data from MASTER... If the problem 
                      "'repl-timeout' parameter in redis.conf to a larger value.")
 
 
-class ReplTimeout(ConnectionError):
+class LinkDone(ConnectionError):
+    """The link ends for a reason already logged."""
+
+
+class ReplTimeout(LinkDone):
     pass
+
+
+class _MarkBroken(LoadError):
+    pass
+
+
+def _check_mark(reader, mark):
+    """After a diskless payload's RDB: its EOF mark (in the parsing thread)."""
+    try:
+        ok = bytes(reader.read(len(mark))) == mark
+    except RdbError:
+        ok = False
+    if not ok:
+        log.warning("Replication stream EOF marker is broken")
+        raise _MarkBroken("EOF mark")
+
+
+class _Pipe:
+    """Payload bytes from the loop (put) to the parsing thread (take),
+    at most ``limit`` of them waiting: the loop stops reading the socket
+    until the parser has taken them."""
+
+    def __init__(self, loop, limit):
+        self.loop = loop
+        self.limit = limit
+        self.cond = threading.Condition()
+        self.chunks = collections.deque()
+        self.queued = 0
+        self.closed = False
+        self.aborted = False
+        self.reason = "Success"
+        self.space = asyncio.Event()
+
+    async def room(self):
+        while self.queued >= self.limit and not self.aborted:
+            self.space.clear()
+            await self.space.wait()
+
+    def put(self, data):
+        with self.cond:
+            self.chunks.append(data)
+            self.queued += len(data)
+            self.cond.notify()
+
+    def close(self, reason):
+        """No more data: the parser sees the end once it has taken the rest."""
+        with self.cond:
+            if not self.closed:
+                self.closed = True
+                self.reason = reason
+            self.cond.notify()
+
+    def abort(self):
+        with self.cond:
+            self.closed = self.aborted = True
+            self.cond.notify()
+
+    def take(self, n) -> bytes:
+        """(thread) Up to ``n`` bytes, waiting for them; b"" at the end."""
+        with self.cond:
+            while not self.chunks and not self.closed:
+                self.cond.wait()
+            if self.aborted:
+                raise LoadAborted()
+            if not self.chunks:
+                return b""
+            data = self.chunks.popleft()
+            if len(data) > n:
+                self.chunks.appendleft(data[n:])
+                data = data[:n]
+            self.queued -= len(data)
+        try:
+            self.loop.call_soon_threadsafe(self.space.set)
+        except RuntimeError:        # the loop is closed: the server is exiting
+            pass
+        return data
 
 
 async def _timed(aw, seconds, message):
@@ -86,6 +172,7 @@ class ReplicaLink:
         self.rd = None            # the stream's parser state while connected
         self.raw = bytearray()
         self.used = 0
+        self.newline_sent = 0     # the second of the last keep-alive newline sent while loading
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self):
@@ -120,7 +207,7 @@ class ReplicaLink:
                 await self._session()
             except asyncio.CancelledError:
                 raise
-            except ReplTimeout:
+            except LinkDone:
                 pass                    # logged where it happened
             except Exception as e:  # noqa: BLE001
                 if not self.stopped:
@@ -141,6 +228,26 @@ class ReplicaLink:
                     log.notice("* Caching the disconnected master state.")
                     log.notice("Reconnecting to MASTER %s:%d" % (self.host, self.port))
                     first = True       # reconnect at once: the backlog may be recycled
+
+    def _link_up(self) -> bool:
+        """Connected, and the master has not closed the link: its FIN or
+        RST is looked for in the socket itself (without reading), so INFO
+        and ROLE see the link down as soon as the kernel does, not when
+        the session's coroutine next runs (Redis handles the event in the
+        same turn as the other clients' ones)."""
+        if self.state != "connected":
+            return False
+        w = self.writer
+        sock = w.get_extra_info("socket") if w is not None else None
+        if sock is None:
+            return True
+        try:
+            with socket.fromfd(sock.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
+                return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return False
 
     # -- one connection ---------------------------------------------------------------
     async def _session(self):
@@ -223,12 +330,7 @@ class ReplicaLink:
         log.notice("Full resync from master: %s:%d" % (master_replid, start))
         self.state = "sync"
         self.sync_in_progress = True
-        payload = await self._read_payload(reader, master_replid)
-        # our old history is gone from here on (replicationAttachToNewMaster)
-        self.history = False
-        feed.disconnect_replicas()
-        feed.free_backlog()
-        self._load(payload)
+        await self._sync(reader, master_replid)
         self.own_expires = {}
         srv.replid = master_replid
         feed.offset = start
@@ -262,7 +364,18 @@ class ReplicaLink:
         self.last_io = time.time()
         log.notice("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
 
-    async def _read_payload(self, reader, master_replid) -> bytes:
+    # -- the full sync's payload (readSyncBulkPayload) --------------------------------
+    def _socket_load(self) -> bool:
+        """useDisklessLoad: parse the payload as it arrives."""
+        srv = self.srv
+        mode = srv.config["repl-diskless-load"]
+        return mode == "swapdb" or (mode == "on-empty-db" and not any(db.d for db in srv.dbs))
+
+    async def _sync(self, reader, master_replid):
+        """Receive and load the payload: ``$<len>`` or ``$EOF:<mark>``.
+        Parsed from the socket (repl-diskless-load swapdb, or on-empty-db
+        and no data) or, received in full first, from memory; either way
+        the loop serves clients while a thread parses (LOADING)."""
         cfg = self.srv.config
         # newlines before the payload are keep-alives while the master saves
         while True:
@@ -273,19 +386,46 @@ class ReplicaLink:
             if line.strip():
                 break
         line = line.rstrip(b"\r\n")
+        if line.startswith(b"-"):
+            log.warning("MASTER aborted replication with an error: %s" % line[1:].decode("utf-8", "replace"))
+            raise LinkDone("master error")
         if not line.startswith(b"$"):
-            raise ConnectionError("Bad protocol from MASTER, the first byte is not '$' (we received '%s'), "
-                                  "are you sure the host and port are right?" % line.decode("utf-8", "replace"))
-        if line.startswith(b"$EOF:"):
-            return await self._read_eof_payload(reader, line[5:], master_replid)
-        n = int(line[1:])
-        self.sync_total = n
-        log.notice("MASTER <-> REPLICA sync: receiving %d bytes from master to disk" % n)
+            log.warning("Bad protocol from MASTER, the first byte is not '$' (we received '%s'), are you sure "
+                        "the host and port are right?" % line.decode("utf-8", "replace"))
+            raise LinkDone("bad protocol")
+        socket_load = self._socket_load()
+        to = "to parser" if socket_load else "to disk"
+        if line.startswith(b"$EOF:") and len(line) >= 45:
+            mark, size = line[5:45], 0
+            log.notice("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF %s" % to)
+        else:
+            mark = None
+            try:
+                size = int(line[1:])
+            except ValueError:
+                size = 0
+            log.notice("MASTER <-> REPLICA sync: receiving %d bytes from master %s" % (size, to))
+        self.sync_total = size
+        self.sync_read = 0
+        if socket_load:
+            await self._load_from_socket(reader, mark, size, master_replid)
+        else:
+            payload = await self._receive(reader, mark, size)
+            await self._load_payload(payload)
+
+    async def _receive(self, reader, mark, size) -> bytes:
+        """The whole payload, before any of it is loaded."""
         buf = bytearray()
-        while len(buf) < n:
-            buf += await self._payload_chunk(reader, min(65536, n - len(buf)))
+        if mark is None:
+            while len(buf) < size:
+                buf += await self._payload_chunk(reader, min(65536, size - len(buf)))
+                self.sync_read = len(buf)
+            return bytes(buf)
+        while True:
+            buf += await self._payload_chunk(reader)
             self.sync_read = len(buf)
-        return bytes(buf)
+            if buf.endswith(mark):
+                return bytes(buf[:-len(mark)])
 
     async def _payload_chunk(self, reader, n=65536) -> bytes:
         """The next bytes of the payload, within repl-timeout."""
@@ -295,66 +435,138 @@ class ReplicaLink:
         self.last_io = time.time()
         return chunk
 
-    async def _read_eof_payload(self, reader, mark, master_replid) -> bytes:
-        """A diskless payload.  With repl-diskless-load swapdb (or
-        on-empty-db and no data) the replica loads from the socket as Redis
-        does: it is LOADING meanwhile, or, continuing the same history
-        (our replid is the master's), async_loading: the old data is served
-        until the new one replaces it.  A failed transfer keeps the old data."""
-        srv = self.srv
-        cfg = srv.config
-        mode = cfg["repl-diskless-load"]
-        socket_load = mode == "swapdb" or (mode == "on-empty-db" and not any(db.d for db in srv.dbs))
-        if socket_load:
-            log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
-            if mode == "swapdb" and srv.replid == master_replid:
-                log.notice("MASTER <-> REPLICA sync: Swapping active DB with loaded DB")
-                srv.async_loading = True
-            srv.loading = True
-            srv.update_server_slow()
-        else:
-            log.notice("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk")
-        buf = bytearray()
-        self.sync_total = 0
-        try:
-            while True:
-                try:
-                    buf += await self._payload_chunk(reader)
-                except ReplTimeout:
-                    raise
-                except ConnectionError:
-                    if socket_load:
-                        log.warning("MASTER <-> REPLICA sync: Discarding the half-loaded data")
-                    raise
-                self.sync_read = len(buf)
-                if buf.endswith(mark):
-                    return bytes(buf[:-len(mark)])
-        finally:
-            if socket_load:
-                srv.async_loading = False
-                srv.loading = False
-                srv.update_server_slow()
+    def _attach_to_new_master(self):
+        """replicationAttachToNewMaster: our old history is gone, and our
+        own replicas must sync again (no PSYNC from our backlog)."""
+        self.history = False
+        feed = self.srv.repl_feed
+        feed.disconnect_replicas()
+        feed.free_backlog()
 
-    def _load(self, payload: bytes):
+    def _begin_load(self, swap, socket):
+        """Before the parse: no AOF nor RDB child writing the old data;
+        unless the old data stays until the new one is loaded (swapdb),
+        it is flushed now."""
         srv = self.srv
         p = srv.persistence
-        log.notice("MASTER <-> REPLICA sync: Flushing old data")
-        aof = srv.aof
-        aof.stop_for_sync()
-        srv.loading = True
-        srv.update_server_slow()
+        srv.aof.stop_for_sync()
+        if p.child_pid is not None:
+            if not socket:
+                log.notice("Replica is about to load the RDB file received from the master, but there is a "
+                           "pending RDB child running. Killing process %d and removing its temp file to avoid "
+                           "any race" % p.child_pid)
+            p.kill_child()
+        if not swap:
+            self._attach_to_new_master()
+            log.notice("MASTER <-> REPLICA sync: Flushing old data")
+            for db in srv.dbs:
+                db.flush()
+            srv.functions.clear()
+        log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
+
+    def _keepalive(self):
+        """replicationSendNewlineToMaster: a newline a second while loading
+        (the master refreshes our ACK time)."""
+        now = int(time.time())
+        w = self.writer
+        if now != self.newline_sent and w is not None and not w.is_closing():
+            self.newline_sent = now
+            try:
+                w.write(b"\n")
+            except (RuntimeError, OSError):     # the link is going: the load sees its end
+                pass
+
+    async def _load_payload(self, payload: bytes):
+        """A payload received in full (to disk, in Redis): loaded while
+        serving."""
+        p = self.srv.persistence
+        self._begin_load(False, False)
         try:
-            log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
-            res = p.parse(payload)
-            p.apply(res)
+            res = await p.load_serving(p.reader(source=io.BytesIO(payload).read), len(payload),
+                                       tick=self._keepalive)
+        except LoadError:
+            log.warning("Failed trying to load the MASTER synchronization DB from disk, check server logs.")
+            raise LinkDone("load failed") from None
+        self._loaded(res)
+
+    async def _load_from_socket(self, reader, mark, size, master_replid):
+        """A payload parsed as it arrives: the loop reads the socket into a
+        pipe that the parsing thread drains (the master is held back when
+        we parse slowly).  swapdb keeps the old data until the new one is
+        complete (and serves it, async_loading, when the master continues
+        our history); a failed load then leaves it in place."""
+        srv = self.srv
+        p = srv.persistence
+        swap = srv.config["repl-diskless-load"] == "swapdb"
+        self._begin_load(swap, True)
+        srv.async_loading = swap and srv.replid == master_replid
+        pipe = _Pipe(srv.loop, 1 << 16)
+        pump = srv.loop.create_task(self._pump(reader, pipe, mark, size))
+        ok = False
+        try:
+            res = await p.load_serving(p.reader(source=pipe.take), size, socket=True,
+                                       then=(lambda r: _check_mark(r, mark)) if mark is not None else None,
+                                       tick=self._keepalive)
+            ok = True
+        except _MarkBroken:
+            raise LinkDone("bad EOF mark") from None
+        except LoadError:
+            log.warning("Failed trying to load the MASTER synchronization DB from socket: %s" % pipe.reason)
+            raise LinkDone("load failed") from None
         finally:
-            srv.loading = False
-            srv.update_server_slow()
+            pipe.abort()
+            pump.cancel()
+            srv.async_loading = False
+            if not ok and swap:
+                log.notice("MASTER <-> REPLICA sync: Discarding temporary DB in background")
+        if swap:
+            self._attach_to_new_master()
+            log.notice("MASTER <-> REPLICA sync: Swapping active DB with loaded DB")
+        self._loaded(res)
+        if swap:
+            log.notice("MASTER <-> REPLICA sync: Discarding old DB in background")
+        srv.dirty += 1
+
+    async def _pump(self, reader, pipe, mark, size):
+        """The payload from the socket into ``pipe``: ``size`` bytes, or up
+        to the EOF mark (the master sends nothing after it before our
+        first ACK).  A lost link or repl-timeout ends the pipe early."""
+        got = 0
+        tail = b""
+        try:
+            while mark is not None or got < size:
+                await pipe.room()
+                chunk = await self._payload_chunk(reader, 65536 if mark is not None else min(65536, size - got))
+                got += len(chunk)
+                self.sync_read = got
+                pipe.put(chunk)
+                if mark is not None:
+                    tail = (tail + chunk)[-len(mark):]
+                    if tail == mark:
+                        break
+        except ReplTimeout:
+            pipe.close("Connection timed out")
+            return
+        except (ConnectionError, OSError) as e:
+            pipe.close(getattr(e, "strerror", None) or "Connection reset by peer")
+            return
+        pipe.close("Success")
+
+    def _loaded(self, res):
+        """Install the parsed dataset (the loop does, between commands)."""
+        srv = self.srv
+        p = srv.persistence
+        try:
+            p._install(res, False, True)
+        except LoadError:
+            raise LinkDone("install failed") from None
+        finally:
+            p.loaded_expired = []
         mem = srv.memory
         if mem.tracking:
             mem.recompute()
             mem._reset_structures()
-        aof.restart_after_sync()
+        srv.aof.restart_after_sync()
 
     async def _stream(self, reader, writer):
         srv = self.srv
@@ -497,7 +709,7 @@ class ReplicaLink:
     def info(self):
         srv = self.srv
         feed = srv.repl_feed
-        up = self.state == "connected"
+        up = self._link_up()
         lines = [
             "role:slave",
             "master_host:%s" % self.host,

@@ -4,7 +4,6 @@ limits of rewrites and annotations, and small file helpers."""
 from __future__ import annotations
 
 import os
-import time
 
 from ... import log
 
@@ -49,11 +48,3 @@ def file_size(path) -> int:
     except OSError as e:
         log.warning("Unable to obtain the AOF file %s length. stat: %s" % (os.path.basename(path), strerror(e)))
         return 0
-
-
-def key_delay(us):
-    if us < 0:
-        # negative: nanoseconds (debugDelay)
-        time.sleep(-us / 1e9)
-    else:
-        time.sleep(us / 1e6)

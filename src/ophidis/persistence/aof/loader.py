@@ -12,9 +12,9 @@ from ... import log
 from ...commands import lookup
 from ...errors import RedisError
 from ...net.client import Client
-from ..rdb import LoadSettings, RdbError, RdbReader
+from ..rdb import LoadSettings, RdbError, RdbReader, debug_delay
 from .common import (ANNOTATION_LINE_MAX, AOF_OFF, AOF_ON, LOAD_EMPTY, LOAD_FAILED, LOAD_NOT_EXIST, LOAD_OK,
-                     LOAD_OPEN_ERR, LOAD_TRUNCATED, file_size, key_delay, strerror)
+                     LOAD_OPEN_ERR, LOAD_TRUNCATED, file_size, strerror)
 from .manifest import TYPE_BASE, AofInfo, Manifest, ManifestError, _atol, manifest_name
 from .rewrite import write_base
 
@@ -280,7 +280,7 @@ class Loader:
             if truncated_ok:
                 valid_up_to = pos
             if delay:
-                key_delay(delay)
+                debug_delay(delay)
             if srv.shutdown_asap is not None:
                 srv.shutdown_while_loading()     # a SIGTERM meanwhile
         if c.multi is not None:
