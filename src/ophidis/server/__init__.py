@@ -17,6 +17,7 @@ import time
 from collections import deque
 
 from .. import crash, log, sysinfo
+from ..acl import Acl
 from ..commands import TABLE, load_all
 from ..cluster.state import Cluster
 from ..commands.migrate import MigrateSockets
@@ -99,6 +100,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # shutdown
         "shutdown_asap", "shutdown_wait", "exit_code", "_stopping",
         # subsystems, in install order
+        "acl",                         # acl.Acl: users, ACL LOG, the ACL file (first: every client has a user)
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
         "cluster",
@@ -200,6 +202,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # The subsystems, in dependency order.  Each constructor may register
         # its own hooks (cron, startup, shutdown, config changes) but sets no
         # attribute on the server: the server assigns what it returns.
+        self.acl = Acl(self)
         self.blocking_handler = BlockingHandler(self)
         self.pubsub = PubSub(self)
         self.propagator = Propagator(self)
