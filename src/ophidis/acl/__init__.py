@@ -12,7 +12,7 @@ default user with all rights costs nothing.
 
 from __future__ import annotations
 
-from .. import log
+from .. import log as serverlog     # (``log`` is also this package's log.py)
 from ..config import ConfigError
 from .check import DENIED_AUTH, channel_allowed
 from .file import parse_acl_file, save_acl_file, user_line, validate_user_line
@@ -67,7 +67,7 @@ class Acl:
                 raise ConfigError(linenum, line, "Error in user declaration '%s': %s" % (
                     argv[j].decode("utf-8", "replace") if j < len(argv) else "", reason))
         if cfg["aclfile"] and pending:
-            log.warning("Configuring Redis with users defined in redis.conf and at the same setting an ACL file "
+            serverlog.warning("Configuring Redis with users defined in redis.conf and at the same setting an ACL file "
                         "path is invalid. This setup is very likely to lead to configuration errors and security "
                         "holes, please define either an ACL file or declare users directly in your redis.conf, "
                         "but not both.")
@@ -75,8 +75,8 @@ class Acl:
         for linenum, line, argv in pending:
             name = argv[1]
             if has_spaces(name):
-                log.warning("Spaces not allowed in ACL usernames")
-                log.warning("Critical error while loading ACLs. Exiting.")
+                serverlog.warning("Spaces not allowed in ACL usernames")
+                serverlog.warning("Critical error while loading ACLs. Exiting.")
                 raise SystemExit(1)
             u = self.users.get(name)
             if u is None:
@@ -88,17 +88,17 @@ class Acl:
                 try:
                     u.apply(op, self.pubsub_all)
                 except RuleError as e:
-                    log.warning("Error loading ACL rule '%s' for the user named '%s': %s" % (
+                    serverlog.warning("Error loading ACL rule '%s' for the user named '%s': %s" % (
                         op.decode("utf-8", "replace"), name.decode("utf-8", "replace"), e.reason))
-                    log.warning("Critical error while loading ACLs. Exiting.")
+                    serverlog.warning("Critical error while loading ACLs. Exiting.")
                     raise SystemExit(1)
             if not u.enabled:
-                log.notice("The user '%s' is disabled (there is no 'on' modifier in the user description). Make "
+                serverlog.notice("The user '%s' is disabled (there is no 'on' modifier in the user description). Make "
                            "sure this is not a configuration error." % name.decode("utf-8", "replace"))
         if cfg["aclfile"]:
             err = self.load_file()
             if err is not None:
-                log.warning("Aborting Redis startup because of ACL errors: %s" % err)
+                serverlog.warning("Aborting Redis startup because of ACL errors: %s" % err)
                 raise SystemExit(1)
         self.changed()
 
