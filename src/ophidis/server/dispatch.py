@@ -1,5 +1,5 @@
 """Command dispatch: ``process_command`` is Redis's processCommand (every check
-a request goes through before it runs: unknown command, arity, auth, MULTI
+a request goes through before it runs: unknown command, arity, auth, ACL, MULTI
 queueing, pub/sub context, OOM, MISCONF, replicas, loading, busy scripts,
 pauses); ``call`` runs a command and accounts for it (commandstats,
 slowlog, latency, MONITOR, propagation, unblocked clients).  The client's
