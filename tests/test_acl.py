@@ -458,3 +458,21 @@ def test_first_args_and_subcommands_logic(both, pair):
     finally:
         f.close()
     _same_rules(both, "ACL", "LIST")
+
+
+def test_replica_authenticates_with_masteruser(start_server):
+    master = start_server("--repl-diskless-sync-delay", "0")
+    m = master.client()
+    m.execute_command("ACL", "SETUSER", "repl", "on", ">rpw", "-@all", "+psync", "+replconf", "+ping")
+    m.execute_command("ACL", "SETUSER", "default", "resetpass", ">adminpw")
+    m.close()
+    m = master.client(password="adminpw")
+    replica = start_server("--masteruser", "repl", "--masterauth", "rpw", "--replicaof", "127.0.0.1",
+                           str(master.port))
+    r = replica.client()
+    wait_until(lambda: r.info("replication")["master_link_status"] == "up", timeout=30)
+    m.set("k", "v")
+    wait_until(lambda: r.get("k") == b"v", timeout=10)
+    assert b"user=repl" in m.execute_command("CLIENT", "LIST", "TYPE", "replica")
+    r.close()
+    m.close()
