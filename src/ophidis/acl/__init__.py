@@ -12,7 +12,7 @@ default user with all rights costs nothing.
 
 from __future__ import annotations
 
-from .. import log as serverlog     # (``log`` is also this package's log.py)
+from .. import log as serverlog  # (``log`` is also this package's log.py)
 from ..config import ConfigError
 from .check import DENIED_AUTH, channel_allowed
 from .file import parse_acl_file, save_acl_file, user_line, validate_user_line

@@ -115,6 +115,17 @@ def valid_hash(h: bytes) -> bool:
     return len(h) == 64 and all(48 <= c <= 57 or 97 <= c <= 102 for c in h)
 
 
+def _password_hash(op: bytes) -> bytes:
+    """The hash a password rule names: >pw and <pw hash the clear text,
+    #hash and !hash give it (64 lowercase hex digits)."""
+    if op[:1] in (b">", b"<"):
+        return hash_password(op[1:])
+    h = op[1:]
+    if not valid_hash(h):
+        raise RuleError(ERR_BAD_HASH)
+    return h
+
+
 def has_spaces(s: bytes) -> bool:
     """ACLStringHasSpaces: a blank (isspace) or a NUL byte."""
     return any(c in b" \t\n\v\f\r\x00" for c in s)
@@ -380,6 +391,13 @@ def _pattern_string(p) -> bytes:
 
 # -- users ---------------------------------------------------------------------------
 
+# Flags that exclude each other: rule -> (flag set, flag cleared).
+_EXCLUSIVE = {
+    b"on": ("on", "off"), b"off": ("off", "on"),
+    b"skip-sanitize-payload": ("skip-sanitize-payload", "sanitize-payload"),
+    b"sanitize-payload": ("sanitize-payload", "skip-sanitize-payload"),
+}
+
 # User flags in the order descriptions give them.
 USER_FLAGS = ("on", "off", "nopass", "skip-sanitize-payload", "sanitize-payload")
 
@@ -440,18 +458,10 @@ class User:
         if not op:
             return
         low = op.lower()
-        if low == b"on":
-            self.flags.discard("off")
-            self.flags.add("on")
-        elif low == b"off":
-            self.flags.discard("on")
-            self.flags.add("off")
-        elif low == b"skip-sanitize-payload":
-            self.flags.discard("sanitize-payload")
-            self.flags.add("skip-sanitize-payload")
-        elif low == b"sanitize-payload":
-            self.flags.discard("skip-sanitize-payload")
-            self.flags.add("sanitize-payload")
+        pair = _EXCLUSIVE.get(low)
+        if pair is not None:
+            self.flags.discard(pair[1])
+            self.flags.add(pair[0])
         elif low == b"nopass":
             self.flags.add("nopass")
             self.passwords = []
@@ -459,22 +469,12 @@ class User:
             self.flags.discard("nopass")
             self.passwords = []
         elif op[:1] in (b">", b"#"):
-            if op[:1] == b">":
-                h = hash_password(op[1:])
-            else:
-                h = op[1:]
-                if not valid_hash(h):
-                    raise RuleError(ERR_BAD_HASH)
+            h = _password_hash(op)
             if h not in self.passwords:
                 self.passwords.append(h)
             self.flags.discard("nopass")
         elif op[:1] in (b"<", b"!"):
-            if op[:1] == b"<":
-                h = hash_password(op[1:])
-            else:
-                h = op[1:]
-                if not valid_hash(h):
-                    raise RuleError(ERR_BAD_HASH)
+            h = _password_hash(op)
             if h not in self.passwords:
                 raise RuleError(ERR_NO_SUCH_PASS)
             self.passwords.remove(h)
@@ -488,17 +488,14 @@ class User:
             del self.selectors[1:]
         elif low == b"reset":
             pa = self.pubsub_all if pubsub_all is None else pubsub_all
-            self.flags.discard("nopass")
-            self.passwords = []
+            self._apply(b"resetpass", pa)
             r = self.selectors[0]
             r.apply(b"resetkeys")
             r.apply(b"resetchannels")
             if pa:
                 r.apply(b"allchannels")
-            self.flags.discard("on")
-            self.flags.add("off")
-            self.flags.discard("skip-sanitize-payload")
-            self.flags.add("sanitize-payload")
+            self._apply(b"off", pa)
+            self._apply(b"sanitize-payload", pa)
             del self.selectors[1:]
             r.apply(b"-@all")
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cmp_to_key
 
+from ..acl.check import check_unrestricted_keys
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready, type_name
@@ -16,7 +17,6 @@ from ..protocol.resp import ZERO, integer
 from ..types.containers import ListValue
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from ..acl.check import check_unrestricted_keys
 from . import ALL, command
 from .numparse import sort_strtod
 
