@@ -476,3 +476,24 @@ def test_replica_authenticates_with_masteruser(start_server):
     assert b"user=repl" in m.execute_command("CLIENT", "LIST", "TYPE", "replica")
     r.close()
     m.close()
+
+
+def test_hello_options_in_order(both, pair):
+    """HELLO applies AUTH and SETNAME as it meets them (Redis 7.0.15)."""
+    both.same("ACL", "SETUSER", "h", "on", ">pw", "+@all", "~*")
+    both.same("HELLO", "2", "AUTH", "h", "pw", "BADOPT")
+    both.same("ACL", "WHOAMI")
+    both.same("HELLO", "2", "AUTH", "h", "wrong", "SETNAME", "bad name")
+    both.same("CONFIG", "SET", "requirepass", "rp")
+    try:
+        fresh = Both(*pair)
+        try:
+            fresh.same("HELLO", "2", "SETNAME", "bad name")
+            fresh.same("HELLO", "2", "SETNAME", "early")
+            fresh.same("HELLO", "2", "AUTH", "h", "pw", "SETNAME", "bad name")
+            fresh.same("ACL", "WHOAMI")
+            fresh.same("CLIENT", "GETNAME")
+        finally:
+            fresh.close()
+    finally:
+        both.same("CONFIG", "SET", "requirepass", "")

@@ -141,7 +141,6 @@ def hello(c, argv):
         j = 2
         if ver < 2 or ver > 3:
             raise RedisError("NOPROTO unsupported protocol version")
-    setname = None
     while j < n:
         more = n - 1 - j
         opt = argv[j].lower()
@@ -150,9 +149,10 @@ def hello(c, argv):
                 raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
             j += 3
         elif opt == b"setname" and more:
+            # set at once, as Redis's (a later bad option or NOAUTH keeps it)
             if not valid_client_name(argv[j + 1]):
                 raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
-            setname = argv[j + 1]
+            c.name = argv[j + 1] or None
             j += 2
         else:
             raise RedisError("ERR Syntax error in HELLO option '%s'" % argv[j].decode("utf-8", "replace"))
@@ -160,8 +160,6 @@ def hello(c, argv):
         raise RedisError("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
                          "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
                          "the RESP protocol version at the same time")
-    if setname is not None:
-        c.name = setname or None
     if ver:
         c.resp = ver
         c.update_slow()
