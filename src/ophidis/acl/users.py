@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 
 from ..commands import TABLE
+from ..commands.command_cmd import lookup_by_name
 from ..protocol.resp import split_args
 
 # The categories in Redis's order (ACL CAT, COMMAND INFO, descriptions).
@@ -92,19 +93,6 @@ def category_commands(cat: str) -> list:
         lst = [c for c in all_commands() if cat in c.acl]
         _CACHE[key] = lst
     return lst
-
-
-def lookup_command(name: bytes):
-    """ACLLookupCommand: ``cmd`` or ``cmd|sub`` (case-insensitive), or None."""
-    parts = name.lower().split(b"|")
-    if len(parts) > 2:
-        return None
-    cmd = TABLE.get(parts[0])
-    if cmd is None or len(parts) == 1:
-        return cmd
-    if not cmd.subcommands:
-        return None
-    return cmd.subcommands.get(parts[1])
 
 
 def hash_password(pw: bytes) -> bytes:
@@ -261,13 +249,13 @@ class Selector:
             self.allchannels = False
         elif op[:1] == b"+" and op[1:2] != b"@":
             if b"|" not in op:
-                cmd = lookup_command(op[1:])
+                cmd = lookup_by_name(op[1:])
                 if cmd is None:
                     raise RuleError(ERR_UNKNOWN)
                 self.change_perm(cmd, True)
             else:
                 base, _, sub = op[1:].rpartition(b"|")
-                cmd = lookup_command(base)
+                cmd = lookup_by_name(base)
                 if cmd is None:
                     raise RuleError(ERR_UNKNOWN)
                 if cmd.parent is not None:
@@ -275,7 +263,7 @@ class Selector:
                 if not sub:
                     raise RuleError(ERR_SYNTAX)
                 if cmd.subcommands:
-                    subcmd = lookup_command(op[1:])
+                    subcmd = lookup_by_name(op[1:])
                     if subcmd is None:
                         raise RuleError(ERR_UNKNOWN)
                     self.change_perm(subcmd, True)
@@ -286,7 +274,7 @@ class Selector:
                     if sub.lower() not in (x.lower() for x in lst):
                         lst.append(sub)
         elif op[:1] == b"-" and op[1:2] != b"@":
-            cmd = lookup_command(op[1:])
+            cmd = lookup_by_name(op[1:])
             if cmd is None:
                 raise RuleError(ERR_UNKNOWN)
             self.change_perm(cmd, False)

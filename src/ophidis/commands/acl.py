@@ -11,7 +11,8 @@ from ..acl.users import CATEGORIES, all_commands, has_spaces
 from ..errors import NOT_INT, RedisError
 from ..protocol.resp import OK, array_header, bulk, bulk_array, integer, map_header, null, set_header
 from ..util import parse_int
-from . import REDACTED, TABLE, command
+from . import REDACTED, command
+from .command_cmd import lookup_argv
 from .streams import help_reply
 
 
@@ -156,20 +157,13 @@ def acl_log(c, argv):
     return log.reply(c.resp, count)
 
 
-def _lookup(argv):
-    cmd = TABLE.get(argv[0]) or TABLE.get(argv[0].lower())
-    if cmd is not None and cmd.subcommands and len(argv) > 1:
-        cmd = cmd.subcommands.get(argv[1].lower())
-    return cmd
-
-
 @command("acl|dryrun")
 def acl_dryrun(c, argv):
     u = c.server.acl.get(argv[2])
     if u is None:
         raise RedisError("ERR User '%s' not found" % argv[2].decode("utf-8", "replace"))
     args = argv[3:]
-    cmd = _lookup(args)
+    cmd = lookup_argv(args)
     if cmd is None:
         raise RedisError("ERR Command '%s' not found" % argv[3].decode("utf-8", "replace"))
     a = cmd.arity
