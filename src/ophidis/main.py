@@ -167,7 +167,10 @@ def main(argv=None):
     # imported here: --version, --help and a bad configuration answer
     # without loading the whole server
     from .server import Server
-    server = Server(cfg)
+    try:
+        server = Server(cfg)           # ``user`` lines are checked as the ACL subsystem starts
+    except ConfigError as e:
+        fatal_config(e)
     server.config_file = cfg.config_file
     if use_uvloop:
         import uvloop

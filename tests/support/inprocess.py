@@ -32,6 +32,7 @@ class FakeClient:
         self.in_exec = False
         self.in_script = False
         self.multi = None
+        self.user = self.server.acl.default
 
     @property
     def null(self):

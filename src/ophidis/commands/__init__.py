@@ -79,6 +79,12 @@ EXTRA_FLAGS = frozenset((
 ))
 
 
+# Channel argument kinds (``channels=`` on a registration; Redis's CMD_CHANNEL_*).
+CHANNEL_PUBLISH = 1
+CHANNEL_SUBSCRIBE = 2
+CHANNEL_UNSUBSCRIBE = 4
+CHANNEL_PATTERN = 8
+
 # What SLOWLOG and MONITOR show in place of a secret (a ``redact=`` hook).
 REDACTED = b"(redacted)"
 
@@ -124,9 +130,13 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         # None, or fn(argv) -> argv with secrets replaced (SLOWLOG, MONITOR:
         # Redis's redactClientCommandArgument)
         "redact",
+        # None, or (flags, first, count) of the channel arguments ACL checks
+        # (db.c's commands_with_channels; CHANNEL_* bits, count -1: all the rest)
+        "channels",
     )
 
-    def __init__(self, fullname: str, proc, meta: dict, extra_flags=(), propagate=None, redact=None):
+    def __init__(self, fullname: str, proc, meta: dict, extra_flags=(), propagate=None, redact=None,
+                 channels=None):
         bad = set(extra_flags) - EXTRA_FLAGS
         if bad:
             raise ValueError("unknown command flags %r for %r" % (sorted(bad), fullname))
@@ -144,6 +154,7 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         self.getkeys_proc = None
         self.propagate = propagate
         self.redact = redact
+        self.channels = channels
         self.calls = 0
         self.usec = 0
         self.rejected_calls = 0
@@ -230,20 +241,21 @@ def _get_container(name: str) -> Command:
     return cmd
 
 
-def command(name: str, flags=(), meta: dict | None = None, propagate=None, redact=None):
+def command(name: str, flags=(), meta: dict | None = None, propagate=None, redact=None, channels=None):
     """Register ``proc`` as the implementation of ``name`` ("get", "client|kill").
 
     ``flags``: names from EXTRA_FLAGS; ``propagate``: False (never
     propagated itself) or ``fn(server, db, argv) -> argv | None`` (the form
     it propagates as; None: nothing); ``redact``: ``fn(argv) -> argv`` for
-    SLOWLOG and MONITOR."""
+    SLOWLOG and MONITOR; ``channels``: ``(CHANNEL_* flags, first, count)``,
+    the arguments that are pub/sub channels (ACL's channel check)."""
     name = name.lower()
 
     def deco(proc):
         m = meta if meta is not None else META.get(name.upper())
         if m is None:
             raise KeyError("no Redis 7.0 metadata for command %r" % name)
-        cmd = Command(name, proc, m, flags, propagate, redact)
+        cmd = Command(name, proc, m, flags, propagate, redact, channels)
         ALL[name] = cmd
         if "|" in name:
             parent_name, sub = name.split("|", 1)

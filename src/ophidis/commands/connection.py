@@ -62,7 +62,8 @@ def clear_client_state(c):
     if c.tracking:
         srv.tracking.disable(c)
     c.no_evict = False
-    c.authenticated = not srv.requirepass
+    c.user = srv.acl.default
+    c.authenticated = srv.acl.auth_free
     c.update_slow()
 
 
@@ -86,16 +87,6 @@ def select(c, argv):
         raise RedisError("ERR DB index is out of range")
     c.db = c.server.dbs[idx]
     return OK
-
-
-def _check_password(c, user: bytes, password: bytes) -> bool:
-    srv = c.server
-    if user != b"default":
-        return False
-    rp = srv.requirepass
-    if not rp:
-        return True
-    return password == rp.encode("utf-8", "surrogateescape")
 
 
 # SLOWLOG and MONITOR never show passwords (Redis's redactClientCommandArgument).
@@ -123,17 +114,15 @@ def redact_hello(argv):
 def auth(c, argv):
     if len(argv) > 3:
         raise SYNTAX
+    acl = c.server.acl
     if len(argv) == 2:
-        if not c.server.requirepass:
+        if acl.default.nopass:
             raise RedisError("ERR AUTH <password> called without any password configured for the default "
                              "user. Are you sure your configuration is correct?")
         user, password = b"default", argv[1]
     else:
         user, password = argv[1], argv[2]
-    if _check_password(c, user, password):
-        c.authenticated = True
-        c.user = user.decode("utf-8", "replace")
-        c.update_slow()
+    if acl.authenticate(c, user, password, argv[0]):
         return OK
     raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
 
@@ -152,21 +141,18 @@ def hello(c, argv):
         j = 2
         if ver < 2 or ver > 3:
             raise RedisError("NOPROTO unsupported protocol version")
-    setname = None
     while j < n:
         more = n - 1 - j
         opt = argv[j].lower()
         if opt == b"auth" and more >= 2:
-            if not _check_password(c, argv[j + 1], argv[j + 2]):
+            if not c.server.acl.authenticate(c, argv[j + 1], argv[j + 2], argv[0]):
                 raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
-            c.authenticated = True
-            c.user = argv[j + 1].decode("utf-8", "replace")
-            c.update_slow()
             j += 3
         elif opt == b"setname" and more:
+            # set at once, as Redis's (a later bad option or NOAUTH keeps it)
             if not valid_client_name(argv[j + 1]):
                 raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
-            setname = argv[j + 1]
+            c.name = argv[j + 1] or None
             j += 2
         else:
             raise RedisError("ERR Syntax error in HELLO option '%s'" % argv[j].decode("utf-8", "replace"))
@@ -174,8 +160,6 @@ def hello(c, argv):
         raise RedisError("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
                          "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
                          "the RESP protocol version at the same time")
-    if setname is not None:
-        c.name = setname or None
     if ver:
         c.resp = ver
         c.update_slow()
@@ -307,9 +291,9 @@ def client_kill(c, argv):
         elif opt == b"laddr":
             laddr = val.decode("utf-8", "replace")
         elif opt == b"user":
-            user = val.decode("utf-8", "replace")
-            if user != "default":
-                raise RedisError("ERR No such user '%s'" % user)
+            user = srv.acl.get(val)
+            if user is None:
+                raise RedisError("ERR No such user '%s'" % val.decode("utf-8", "replace"))
         elif opt == b"skipme":
             v = val.lower()
             if v == b"yes":
@@ -331,7 +315,7 @@ def client_kill(c, argv):
             continue
         if laddr is not None and x.laddr != laddr:
             continue
-        if user is not None and x.user != user:
+        if user is not None and x.user is not user:
             continue
         if x is c and skipme:
             continue

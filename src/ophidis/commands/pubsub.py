@@ -19,7 +19,7 @@ from ..keyspace import notify
 from ..keyspace.db import stats
 from ..protocol.resp import integer
 from ..util import compile_glob, stringmatch
-from . import command
+from . import CHANNEL_PATTERN, CHANNEL_PUBLISH, CHANNEL_SUBSCRIBE, CHANNEL_UNSUBSCRIBE, command
 
 _SUBSCRIBE2 = b"*3\r\n$9\r\nsubscribe\r\n"
 _SUBSCRIBE3 = b">3\r\n$9\r\nsubscribe\r\n"
@@ -246,7 +246,7 @@ def _after(c):
     return b""
 
 
-@command("subscribe", flags=("pubsub_context",))
+@command("subscribe", flags=("pubsub_context",), channels=(CHANNEL_SUBSCRIBE, 1, -1))
 def subscribe(c, argv):
     if c.in_script:
         raise RedisError("ERR SUBSCRIBE isn't allowed for a DENY BLOCKING client")
@@ -256,7 +256,7 @@ def subscribe(c, argv):
     return _after(c)
 
 
-@command("unsubscribe", flags=("pubsub_context",))
+@command("unsubscribe", flags=("pubsub_context",), channels=(CHANNEL_UNSUBSCRIBE, 1, -1))
 def unsubscribe(c, argv):
     ps = c.server.pubsub
     if len(argv) == 1:
@@ -267,7 +267,7 @@ def unsubscribe(c, argv):
     return _after(c)
 
 
-@command("psubscribe", flags=("pubsub_context",))
+@command("psubscribe", flags=("pubsub_context",), channels=(CHANNEL_PATTERN | CHANNEL_SUBSCRIBE, 1, -1))
 def psubscribe(c, argv):
     if c.in_script:
         raise RedisError("ERR PSUBSCRIBE isn't allowed for a DENY BLOCKING client")
@@ -277,7 +277,7 @@ def psubscribe(c, argv):
     return _after(c)
 
 
-@command("punsubscribe", flags=("pubsub_context",))
+@command("punsubscribe", flags=("pubsub_context",), channels=(CHANNEL_PATTERN | CHANNEL_UNSUBSCRIBE, 1, -1))
 def punsubscribe(c, argv):
     ps = c.server.pubsub
     if len(argv) == 1:
@@ -288,7 +288,7 @@ def punsubscribe(c, argv):
     return _after(c)
 
 
-@command("ssubscribe", flags=("pubsub_context",))
+@command("ssubscribe", flags=("pubsub_context",), channels=(CHANNEL_SUBSCRIBE, 1, -1))
 def ssubscribe(c, argv):
     if c.in_exec or c.in_script:
         raise RedisError("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
@@ -298,7 +298,7 @@ def ssubscribe(c, argv):
     return _after(c)
 
 
-@command("sunsubscribe", flags=("pubsub_context",))
+@command("sunsubscribe", flags=("pubsub_context",), channels=(CHANNEL_UNSUBSCRIBE, 1, -1))
 def sunsubscribe(c, argv):
     ps = c.server.pubsub
     if len(argv) == 1:
@@ -309,7 +309,7 @@ def sunsubscribe(c, argv):
     return _after(c)
 
 
-@command("publish")
+@command("publish", channels=(CHANNEL_PUBLISH, 1, 1))
 def publish(c, argv):
     srv = c.server
     n = srv.pubsub.publish(argv[1], argv[2])
@@ -318,7 +318,7 @@ def publish(c, argv):
     return integer(n)
 
 
-@command("spublish")
+@command("spublish", channels=(CHANNEL_PUBLISH, 1, 1))
 def spublish(c, argv):
     srv = c.server
     n = srv.pubsub.publish(argv[1], argv[2], shard=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cmp_to_key
 
+from ..acl.check import check_unrestricted_keys
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready, type_name
@@ -16,7 +17,7 @@ from ..protocol.resp import ZERO, integer
 from ..types.containers import ListValue
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from . import command
+from . import ALL, command
 from .numparse import sort_strtod
 
 SCORE_ERR = RedisError("ERR One or more scores can't be converted into double")
@@ -74,6 +75,9 @@ def _sort_generic(c, argv, readonly):
     storekey = None
     gets = []
     j = 2
+    user = c.user
+    full_access = user.unrestricted or check_unrestricted_keys(user, ALL["sort_ro" if readonly else "sort"], argv)
+    cluster = c.server.cluster is not None
     while j < n:
         opt = argv[j].lower()
         left = n - j - 1
@@ -96,8 +100,16 @@ def _sort_generic(c, argv, readonly):
             # override earlier ones, but the flag sticks as in Redis).
             if b"*" not in sortby:
                 dontsort = True
+            elif cluster:
+                raise RedisError("ERR BY option of SORT denied in Cluster mode.")
+            elif not full_access:
+                raise RedisError("ERR BY option of SORT denied due to insufficient ACL permissions.")
             j += 1
         elif opt == b"get" and left >= 1:
+            if cluster:
+                raise RedisError("ERR GET option of SORT denied in Cluster mode.")
+            if not full_access:
+                raise RedisError("ERR GET option of SORT denied due to insufficient ACL permissions.")
             gets.append(argv[j + 1])
             j += 1
         else:

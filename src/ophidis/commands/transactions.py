@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 
+from ..acl.check import DENIED_CMD, check_command, exec_noperm_text
+from ..acl.log import CTX_MULTI
 from ..errors import EXECABORT, RedisError
 from ..keyspace.watch import logically_expired, unwatch_all, watch_key
 from ..protocol.resp import OK
@@ -79,6 +81,13 @@ def exec_(c, argv):
     try:
         for cmd, qargv in queued:
             c.pending_writes = out
+            if not c.user.unrestricted:
+                # the rules may have changed since the command was queued
+                res, idx = check_command(c.user, cmd, qargv)
+                if res:
+                    srv.acl.log_denial(c, res, CTX_MULTI, cmd.fullname.encode() if res == DENIED_CMD else qargv[idx])
+                    out.append(c.error_reply(RedisError(exec_noperm_text(res))))
+                    continue
             r = srv.call(c, cmd, qargv)
             if r is None:
                 r = c.null

@@ -233,6 +233,8 @@ class Config:
         self._save_loaded = False
         self.reading_file = False
         self.pending_renames = []
+        self.pending_users = []        # (line number, line, argv as bytes) of ``user`` lines (acl/ applies them)
+        self.rewrite_providers = {}    # pseudo-directive -> fn() -> its CONFIG REWRITE lines
         for row in DIRECTIVES:
             d = Directive(*row)
             self.directives[d.name] = d
@@ -254,6 +256,11 @@ class Config:
 
     def on_change(self, name, fn):
         self.listeners.setdefault(name, []).append(fn)
+
+    def set_rewrite_provider(self, name: str, fn):
+        """CONFIG REWRITE writes ``fn()``'s lines for ``name`` (a directive
+        kept outside the table, such as ``user``) in place of the old ones."""
+        self.rewrite_providers[name] = fn
 
     def lookup(self, name: str):
         return self.names.get(name.lower())
@@ -526,6 +533,7 @@ class Config:
                     raise ConfigError(i + 1, line, "Unbalanced quotes in configuration line")
                 if not argv:
                     continue
+                raw_argv = argv
                 argv = [a.decode("utf-8", "surrogateescape") for a in argv]
                 name = argv[0].lower()
                 d = self.lookup(name)
@@ -553,6 +561,9 @@ class Config:
                             argv[1], e.strerror))
                     self.load_text(sub)
                     self.reading_file = True
+                    continue
+                if name == "user" and len(argv) >= 2:
+                    self.pending_users.append((i + 1, line, raw_argv))
                     continue
                 if name == "rename-command" and len(argv) == 3:
                     self.pending_renames.append((argv[1], argv[2], i + 1, line))
@@ -620,6 +631,15 @@ class Config:
                     tail.append(nl)
             for s in slots:
                 lines[s] = None  # orphaned older lines of this option
+        for name, fn in self.rewrite_providers.items():
+            slots = option_lines.get(name, [])
+            for nl in fn():
+                if slots:
+                    lines[slots.pop(0)] = nl
+                else:
+                    tail.append(nl)
+            for s in slots:
+                lines[s] = None
         out = [l for l in lines if l is not None]
         if tail:
             if not has_signature:

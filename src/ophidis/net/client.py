@@ -255,7 +255,8 @@ class Client(asyncio.Protocol):
         self.id = server.next_client_id()
         self.name = None
         self.resp = 2
-        self.authenticated = not server.requirepass
+        acl = server.acl
+        self.authenticated = acl.auth_free
         self.closing = False
         self.close_after_reply = False
         self.blocked = False
@@ -278,7 +279,7 @@ class Client(asyncio.Protocol):
         self.reply_mode = 0        # 0 on, 1 off, 2 skip-next, 3 skip-this
         self.subcmd = None
         self.is_unix = False
-        self.user = "default"
+        self.user = acl.default     # acl.users.User
         self.monitor = False
         self.tracking = False      # tracking.TrackState while CLIENT TRACKING is on
         self.no_evict = False
@@ -294,7 +295,7 @@ class Client(asyncio.Protocol):
         self.push_buf = None
         self.killed = False
         self.in_script = False
-        self.slow = not self.authenticated
+        self.slow = not self.authenticated or not self.user.unrestricted
 
     # -- state ----------------------------------------------------------------
     def update_slow(self):
@@ -302,7 +303,7 @@ class Client(asyncio.Protocol):
             not self.authenticated or self.multi is not None or self.reply_mode
             or (self.resp == 2 and (self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard))
             or self.tracking or self.blocked or self.close_after_reply or self.repl is not None
-            or self.cluster_asking)
+            or self.cluster_asking or not self.user.unrestricted)
 
     # -- asyncio.Protocol -------------------------------------------------------
     def connection_made(self, transport):
@@ -706,7 +707,8 @@ class Client(asyncio.Protocol):
                 int(now - self.ctime), int(now - self.last_time), self.flags_string(), self.db.id,
                 len(self.pubsub_channels or ()), len(self.pubsub_patterns or ()), len(self.pubsub_shard or ()),
                 len(self.multi) if self.multi is not None else -1, qbuf, max(0, 16384 - qbuf), argv_mem,
-                multi_mem, (omem + 16383) // 16384, omem, tot, cmd, self.user, self.resp))
+                multi_mem, (omem + 16383) // 16384, omem, tot, cmd,
+                self.user.name.decode("utf-8", "surrogateescape"), self.resp))
 
     @property
     def null(self):

@@ -574,6 +574,7 @@ class ReplicaLink:
         cfg = srv.config
         mc = Client(srv)
         mc.authenticated = True
+        mc.user = srv.acl.superuser    # our master may run anything
         mc.addr = "%s:%d" % (self.host, self.port)
         mc.is_master = True
         mc.db = srv.dbs[self.stream_db] if 0 <= self.stream_db < len(srv.dbs) else srv.dbs[0]

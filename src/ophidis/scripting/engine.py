@@ -30,6 +30,8 @@ import time
 import lupa.lua51 as _lupa
 
 from .. import log, sysinfo
+from ..acl.check import DENIED_CMD, check_command, script_noperm_text
+from ..acl.log import CTX_LUA
 from ..cluster.routing import script_cluster_check
 from ..commands import TABLE
 from ..errors import MISCONF, OOM
@@ -311,7 +313,9 @@ class LuaEngine:
         cmd = _lookup(argv)
         if cmd is None:
             return 3, b"ERR Invalid command passed to redis.acl_check_cmd()"
-        return 0, True
+        ctx = self.ctx
+        user = ctx.caller.user if ctx is not None else self.client.user
+        return 0, check_command(user, cmd, argv)[0] == 0
 
     def _redis_call(self, *args):
         kind, v = self._call(*args)
@@ -387,8 +391,15 @@ class LuaEngine:
         if (a > 0 and a != n) or n < -a:
             return self._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
         srv = self.server
+        sc = self.client
         if cmd.noscript and not srv.script_disable_deny_script:
             return self._reject(cmd, b"ERR This Redis command is not allowed from script")
+        user = sc.user
+        if not user.unrestricted:
+            res, idx = check_command(user, cmd, argv)
+            if res:
+                srv.acl.log_denial(sc, res, CTX_LUA, cmd.fullname.encode() if res == DENIED_CMD else argv[idx])
+                return self._reject(cmd, b"ERR " + script_noperm_text(res).encode())
         if cmd.write or cmd.may_replicate:
             if ctx.readonly:
                 return self._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")

@@ -17,6 +17,7 @@ import time
 from collections import deque
 
 from .. import crash, doctor, log, sysinfo
+from ..acl import Acl
 from ..cluster.state import Cluster
 from ..commands import TABLE, load_all
 from ..commands.migrate import MigrateSockets
@@ -69,7 +70,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     __slots__ = (
         # configuration and values cached from it for hot paths
-        "config", "config_file", "executable", "requirepass", "client_query_buffer_limit",
+        "config", "config_file", "executable", "client_query_buffer_limit",
         "proto_max_bulk_len", "maxclients", "maxmemory", "hz", "min_replicas",
         "obuf_limits", "obuf_normal_limit", "obuf_soft",
         # event loop, listeners, clients
@@ -100,6 +101,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # shutdown
         "shutdown_asap", "shutdown_wait", "exit_code", "_stopping",
         # subsystems, in install order
+        "acl",                         # acl.Acl: users, ACL LOG, the ACL file (first: every client has a user)
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
         "cluster", "metrics", "tls",
@@ -190,7 +192,6 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.metrics = None            # metrics.Metrics while metrics-port is set (the install list's last)
         self.tls = None                # set first in the install list
         # cached config values used on hot paths
-        self.requirepass = None
         self.client_query_buffer_limit = 1 << 30
         self.proto_max_bulk_len = 512 << 20
         self.maxclients = 10000
@@ -204,6 +205,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # its own hooks (cron, startup, shutdown, config changes) but sets no
         # attribute on the server: the server assigns what it returns.
         self.tls = Tls(self)           # the TLS contexts (configured when a tls-* feature is on)
+        self.acl = Acl(self)
         self.blocking_handler = BlockingHandler(self)
         self.pubsub = PubSub(self)
         self.propagator = Propagator(self)
@@ -239,11 +241,6 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
     # -- configuration hooks --------------------------------------------------------
     def _bind_config(self):
         cfg = self.config
-
-        def upd_pass(v):
-            self.requirepass = v
-        cfg.on_change("requirepass", upd_pass)
-        upd_pass(cfg["requirepass"])
 
         def upd_qbuf(v):
             self.client_query_buffer_limit = v

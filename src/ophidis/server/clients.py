@@ -96,7 +96,7 @@ class Clients:
             c.closing = True
             transport.close()
             return
-        if (host is not None and self.config["protected-mode"] and not self.requirepass
+        if (host is not None and self.config["protected-mode"] and self.acl.default.nopass
                 and not is_loopback(host)):
             transport.write(DENIED)
             stats.rejected_connections += 1

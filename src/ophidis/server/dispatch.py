@@ -1,5 +1,5 @@
 """Command dispatch: ``process_command`` is Redis's processCommand (every check
-a request goes through before it runs: unknown command, arity, auth, MULTI
+a request goes through before it runs: unknown command, arity, auth, ACL, MULTI
 queueing, pub/sub context, OOM, MISCONF, replicas, loading, busy scripts,
 pauses); ``call`` runs a command and accounts for it (commandstats,
 slowlog, latency, MONITOR, propagation, unblocked clients).  The client's
@@ -10,6 +10,8 @@ from __future__ import annotations
 from time import perf_counter
 
 from .. import log
+from ..acl.check import DENIED_CMD, check_command, noperm_text
+from ..acl.log import CTX_MULTI, CTX_TOPLEVEL
 from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
 from ..commands import TABLE
 from ..commands.scripting import script_writes
@@ -83,6 +85,13 @@ class Dispatch:
         in_multi = c.multi is not None
         if in_multi and cmd.nomulti:
             return self.reject(c, cmd, RedisError("ERR Command not allowed inside a transaction"))
+        if not c.user.unrestricted:
+            res, idx = check_command(c.user, cmd, argv)
+            if res:
+                c.last_cmd = cmd       # the client info ACL LOG keeps names it (Redis's lastcmd)
+                self.acl.log_denial(c, res, CTX_MULTI if in_multi else CTX_TOPLEVEL,
+                                    cmd.fullname.encode() if res == DENIED_CMD else argv[idx])
+                return self.reject(c, cmd, RedisError(noperm_text(res, cmd)))
         base = cmd.parent.name if cmd.parent is not None else cmd.name
         cl = self.cluster
         if cl is not None:

@@ -198,6 +198,7 @@ class Loader:
         srv = self.server
         c = Client(srv)
         c.authenticated = True
+        c.user = srv.acl.superuser     # no ACL checks on the AOF's commands
         c.slow = False
         c.addr = c.laddr = ""
         n = len(data)

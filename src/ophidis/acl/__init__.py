@@ -1,0 +1,242 @@
+"""Access control lists (Redis 7.0's acl.c): users, their rules, the
+permission check, the ACL LOG, the ACL file.
+
+``Acl`` is the server's ``acl`` slot: the users by name (the default user
+always among them, the same object for the server's life), the log, and the
+operations the ACL command, AUTH/HELLO, CONFIG and dispatch use.  Every
+client has a ``user`` (a users.User); a client whose user is not
+``unrestricted`` takes the general request path, where process_command
+runs check.check_command right after the authentication check, so the
+default user with all rights costs nothing.
+"""
+
+from __future__ import annotations
+
+from .. import log as serverlog  # (``log`` is also this package's log.py)
+from ..config import ConfigError
+from .check import DENIED_AUTH, channel_allowed
+from .file import parse_acl_file, save_acl_file, user_line, validate_user_line
+from .log import CTX_MULTI, CTX_TOPLEVEL, AclLog
+from .users import RuleError, User, has_spaces, merge_selector_args
+
+
+class Acl:
+    def __init__(self, server):
+        self.server = server
+        cfg = server.config
+        self.pubsub_all = cfg["acl-pubsub-default"] == "allchannels"
+        self.users = {}
+        self.default = self._make_default()
+        self.users[b"default"] = self.default
+        # internal clients (AOF loading, our master's link): no user, all rights
+        self.superuser = self._make_default(b"(superuser)")
+        self.log = AclLog(cfg["acllog-max-len"])
+        self.auth_free = True        # new connections are authenticated (default: on, nopass)
+
+        def upd_pubsub(v):
+            self.pubsub_all = v == "allchannels"
+        cfg.on_change("acl-pubsub-default", upd_pubsub)
+
+        def upd_loglen(v):
+            self.log.max_len = v
+            self.log.trim()
+        cfg.on_change("acllog-max-len", upd_loglen)
+
+        def upd_pass(v):
+            self.set_default_password(v)
+        cfg.on_change("requirepass", upd_pass)
+        cfg.set_rewrite_provider("user", self._rewrite_lines)
+        self.set_default_password(cfg["requirepass"])
+        self._load_at_startup(cfg)
+
+    def _make_default(self, name=b"default") -> User:
+        u = User(name, self.pubsub_all)
+        for op in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
+            u.apply(op)
+        return u
+
+    # -- start-up and configuration --------------------------------------------
+    def _load_at_startup(self, cfg):
+        pending = cfg.pending_users
+        seen = set()
+        for linenum, line, argv in pending:
+            bad = validate_user_line(argv, seen, self.pubsub_all)
+            if bad is not None:
+                # Redis names argv[j], j counting the rules (its quirk)
+                j, reason = bad
+                raise ConfigError(linenum, line, "Error in user declaration '%s': %s" % (
+                    argv[j].decode("utf-8", "replace") if j < len(argv) else "", reason))
+        if cfg["aclfile"] and pending:
+            serverlog.warning("Configuring Redis with users defined in redis.conf and at the same setting an ACL file "
+                        "path is invalid. This setup is very likely to lead to configuration errors and security "
+                        "holes, please define either an ACL file or declare users directly in your redis.conf, "
+                        "but not both.")
+            raise SystemExit(1)
+        for linenum, line, argv in pending:
+            name = argv[1]
+            if has_spaces(name):
+                serverlog.warning("Spaces not allowed in ACL usernames")
+                serverlog.warning("Critical error while loading ACLs. Exiting.")
+                raise SystemExit(1)
+            u = self.users.get(name)
+            if u is None:
+                u = self.users[name] = User(name, self.pubsub_all)
+            else:
+                u.apply(b"reset", self.pubsub_all)
+            merged, _ = merge_selector_args(argv[2:])
+            for op in merged:
+                try:
+                    u.apply(op, self.pubsub_all)
+                except RuleError as e:
+                    serverlog.warning("Error loading ACL rule '%s' for the user named '%s': %s" % (
+                        op.decode("utf-8", "replace"), name.decode("utf-8", "replace"), e.reason))
+                    serverlog.warning("Critical error while loading ACLs. Exiting.")
+                    raise SystemExit(1)
+            if not u.enabled:
+                serverlog.notice("The user '%s' is disabled (there is no 'on' modifier in the user description). Make "
+                           "sure this is not a configuration error." % name.decode("utf-8", "replace"))
+        if cfg["aclfile"]:
+            err = self.load_file()
+            if err is not None:
+                serverlog.warning("Aborting Redis startup because of ACL errors: %s" % err)
+                raise SystemExit(1)
+        self.changed()
+
+    def _rewrite_lines(self):
+        """CONFIG REWRITE's ``user`` lines (none while an ACL file is used)."""
+        if self.server.config["aclfile"]:
+            return []
+        return [user_line(self.users[n]).decode("utf-8", "surrogateescape") for n in sorted(self.users)]
+
+    def set_default_password(self, pw):
+        """requirepass: the default user's only password (None: nopass)."""
+        d = self.default
+        d.apply(b"resetpass")
+        if pw:
+            d.apply(b">" + pw.encode("utf-8", "surrogateescape"))
+        else:
+            d.apply(b"nopass")
+        self.changed()
+
+    # -- users ---------------------------------------------------------------
+    def get(self, name: bytes):
+        return self.users.get(name)
+
+    def set_user(self, name: bytes, rules) -> str | None:
+        """ACLStringSetUser: all rules or none; the error text or None."""
+        merged, bad = merge_selector_args(list(rules))
+        if merged is None:
+            return "Unmatched parenthesis in acl selector starting at '%s'." % rules[bad].decode(
+                "utf-8", "replace")
+        u = self.users.get(name)
+        temp = u.clone() if u is not None else User(name, self.pubsub_all)
+        for op in merged:
+            try:
+                temp.apply(op, self.pubsub_all)
+            except RuleError as e:
+                return "Error in ACL SETUSER modifier '%s': %s" % (op.decode("utf-8", "replace"), e.reason)
+        if u is not None:
+            self._kill_pubsub_if_needed(temp, u)
+            u.copy_from(temp)
+        else:
+            self.users[name] = temp
+        self.changed()
+        return None
+
+    def delete_users(self, names, current) -> int:
+        n = 0
+        for name in names:
+            u = self.users.pop(name, None)
+            if u is not None:
+                self._kill_clients_of(u, current)
+                n += 1
+        if n:
+            self.changed()
+        return n
+
+    def _kill_clients_of(self, u, current):
+        """ACLFreeUserAndKillClients."""
+        for c in list(self.server.clients.values()):
+            if c.user is u:
+                c.user = self.default
+                c.authenticated = False
+                if c is current:
+                    c.close_after_reply = True
+                    c.update_slow()
+                else:
+                    c.close()
+
+    def _kill_pubsub_if_needed(self, new, orig):
+        """ACLKillPubsubClientsIfNeeded: subscribers of ``orig`` whose
+        channels the new rules no longer allow are disconnected."""
+        if any(s.allchannels for s in new.selectors):
+            return
+        upcoming = [p for s in new.selectors for p in s.channels]
+        match = True
+        for s in orig.selectors:
+            if s.allchannels or any(p not in upcoming for p in s.channels):
+                match = False
+                break
+        if match:
+            return
+        for c in list(self.server.clients.values()):
+            if c.user is not orig or not (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard):
+                continue
+            kill = any(not channel_allowed(upcoming, p, True) for p in (c.pubsub_patterns or ()))
+            if not kill:
+                kill = any(not channel_allowed(upcoming, ch, False) for ch in (c.pubsub_channels or ()))
+            if not kill:
+                kill = any(not channel_allowed(upcoming, ch, False) for ch in (c.pubsub_shard or ()))
+            if kill:
+                c.close()
+
+    def changed(self):
+        """After any change of users: who needs to authenticate, which
+        clients must take the checking (general) path."""
+        d = self.default
+        self.auth_free = d.nopass and d.enabled
+        srv = self.server
+        for c in srv.clients.values():
+            if self.auth_free and not c.authenticated:
+                c.authenticated = True
+            c.update_slow()
+
+    # -- authentication ------------------------------------------------------
+    def authenticate(self, c, name: bytes, password: bytes, command: bytes) -> bool:
+        """ACLAuthenticateUser: on success the client is that user's
+        (``command``: AUTH or HELLO as sent, what ACL LOG names)."""
+        u = self.users.get(name)
+        if u is not None and u.enabled and u.check_password(password):
+            c.authenticated = True
+            c.user = u
+            c.update_slow()
+            return True
+        self.log_denial(c, DENIED_AUTH, CTX_MULTI if c.multi is not None else CTX_TOPLEVEL, command, name)
+        return False
+
+    def log_denial(self, c, reason, context, obj: bytes, username=None):
+        real = c
+        if c.in_script and c.script_caller is not None:
+            real = c.script_caller[0]
+        self.log.add(reason, context, obj, username if username is not None else c.user.name,
+                     real.info_string().encode("utf-8", "surrogateescape"))
+
+    # -- the ACL file ----------------------------------------------------------
+    def load_file(self, current=None) -> str | None:
+        """ACLLoadFromFile: all users from the file, or nothing (errors)."""
+        path = self.server.config["aclfile"]
+        users, err = parse_acl_file(path, path, self.pubsub_all, self._make_default)
+        if err is not None:
+            return err
+        old = self.users
+        self.default.copy_from(users[b"default"])
+        users[b"default"] = self.default
+        self.users = users
+        for name, u in old.items():
+            if u is not self.default:
+                self._kill_clients_of(u, current)
+        self.changed()
+        return None
+
+    def save_file(self) -> bool:
+        return save_acl_file(self.server.config["aclfile"], self.users)

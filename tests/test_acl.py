@@ -1,0 +1,499 @@
+"""ACL (users, rules, checks, ACL LOG, ACL file, redaction), differential
+against Debian's redis-server where practical: the same sequence runs on
+both servers and the replies are compared byte for byte (rule lists whose
+single-command part follows Redis's hash order are compared as sets)."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from support.resp import RespConn, parse
+from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
+from support.wait import wait_until
+
+pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+
+
+@pytest.fixture(scope="module")
+def pair():
+    ours = ServerProc(["--enable-debug-command", "yes"])
+    try:
+        ref = RedisServerProc()
+    except BaseException:
+        ours.stop()
+        raise
+    try:
+        yield ours, ref
+    finally:
+        ours.stop()
+        ref.stop(remove=True)
+
+
+class Both:
+    """One raw connection to each server; ``call`` runs a command on both
+    and returns the two replies."""
+
+    def __init__(self, ours, ref, user=None, password=None):
+        self.a = RespConn(ours.port)
+        self.b = RespConn(ref.port)
+        if user is not None:
+            assert self.same("AUTH", user, password) == b"+OK\r\n"
+
+    def call(self, *args):
+        return self.a.call(*args), self.b.call(*args)
+
+    def same(self, *args) -> bytes:
+        ra, rb = self.call(*args)
+        assert ra == rb, "%r: ours %r, redis %r" % (args, ra[:400], rb[:400])
+        return ra
+
+    def close(self):
+        for c in (self.a, self.b):
+            c.sock.close()
+
+
+# The commands of Redis's table that we lack (MODULE, LOLWUT): Redis's rule
+# lists and categories may name them.
+MISSING = (b"lolwut", b"module")
+
+
+def _rules_set(line: bytes):
+    return sorted(t for t in line.split(b" ") if t.lstrip(b"+-").split(b"|")[0] not in MISSING)
+
+
+def _same_rules(both, *args):
+    ra, rb = both.call(*args)
+    va, vb = parse(ra)[0], parse(rb)[0]
+    norm = (lambda v: [_rules_set(x) for x in v]) if isinstance(va, list) else _rules_set
+    assert norm(va) == norm(vb), (args, va, vb)
+
+
+def _norm_user(v):
+    """A parsed ACL GETUSER reply with its command rules as sets."""
+    if isinstance(v, dict):
+        v = [x for kv in v.items() for x in kv]
+    out = list(v)
+    for i in range(0, len(out) - 1, 2):
+        if out[i] == b"commands":
+            out[i + 1] = _rules_set(out[i + 1])
+        elif out[i] == b"selectors":
+            out[i + 1] = [_norm_user(x) for x in out[i + 1]]
+    return out
+
+
+def _same_user(both, name):
+    ra, rb = both.call("ACL", "GETUSER", name)
+    assert ra[:1] == rb[:1]
+    va, vb = parse(ra)[0], parse(rb)[0]
+    if va is None or vb is None:
+        assert ra == rb
+        return
+    assert _norm_user(va) == _norm_user(vb), (name, va, vb)
+
+
+@pytest.fixture
+def both(pair):
+    b = Both(*pair)
+    try:
+        yield b
+    finally:
+        b.close()
+        b = Both(*pair)       # the test's connection may be gone (a user it deleted)
+        for u in b.a.call_value("ACL", "USERS"):
+            if u != b"default":
+                b.call("ACL", "DELUSER", u)
+        b.call("ACL", "SETUSER", "default", "reset", "on", "nopass", "~*", "&*", "+@all")
+        b.call("ACL", "LOG", "RESET")
+        b.call("FLUSHALL")
+        b.close()
+
+
+RULE_ERRORS = [
+    ("bob", "<nonexist"), ("bob", "#abc"), ("bob", "!" + "0" * 64), ("bob", "+nosuchcmd"),
+    ("bob", "+@nosuchcat"), ("bob", "allkeys", "~foo"), ("bob", "allchannels", "&foo"),
+    ("bob", "+config|get|x"), ("bob", "+get|"), ("bob", "(+get"), ("bob", "%Z~a"), ("bob", "%RR~a"),
+    ("bob", "%~a"), ("a b",), ("bob", "~a b"), ("bob", "-select|0"), ("bob", "nonsense"),
+    ("bob", "(+get ~x", "&y"),
+]
+
+
+def test_rule_errors(both):
+    for args in RULE_ERRORS:
+        both.same("ACL", "SETUSER", *args)
+    both.same("ACL", "USERS")
+
+
+def test_rules_and_descriptions(both):
+    both.same("ACL", "SETUSER", "alice")
+    both.same("ACL", "SETUSER", "bob", "on", ">p1", ">p2", "~a*", "%R~r*", "%W~w*", "%RW~x*", "&ch*", "+get",
+              "+set", "-set", "+@hash", "-hset", "+config|get", "+select|0", "+select|1")
+    both.same("ACL", "SETUSER", "bob", "<p1", "#" + "a" * 64, "!" + "a" * 64)
+    both.same("ACL", "SETUSER", "bob", "(~x +get)", "(", "+set", "~y", "&z)")
+    _same_user(both, "bob")
+    both.same("ACL", "SETUSER", "carol", "on", "nopass", "+@all", "-@dangerous", "~*", "skip-sanitize-payload")
+    both.same("ACL", "SETUSER", "dave", "on", "+@read", "+@write", "-@keyspace", "resetchannels", "allchannels")
+    both.same("ACL", "SETUSER", "erin", "on", "+@all", "-@slow", "+client|id")
+    both.same("ACL", "SETUSER", "fred", "on", "-@all", "+client", "+@slow", "-client|kill", "+acl|whoami")
+    _same_rules(both, "ACL", "LIST")
+    for u in ("alice", "bob", "carol", "erin", "fred"):
+        _same_user(both, u)
+    both.same("ACL", "SETUSER", "bob", "clearselectors")
+    _same_user(both, "bob")
+    both.same("ACL", "SETUSER", "bob", "reset")
+    _same_user(both, "bob")
+    both.same("ACL", "USERS")
+    both.same("ACL", "DELUSER", "alice", "nosuch")
+    both.same("ACL", "DELUSER", "default")
+    both.same("ACL", "WHOAMI")
+    _same_user(both, "nosuch")
+    both.call("HELLO", "3")          # (the client ids differ)
+    _same_user(both, "bob")
+    both.call("HELLO", "2")
+
+
+def test_cat_help_genpass_errors(both):
+    both.same("ACL", "CAT")
+    for cat in ("keyspace", "read", "write", "dangerous", "pubsub", "scripting", "connection"):
+        ra, rb = both.call("ACL", "CAT", cat)
+        sa = {x for x in parse(ra)[0] if x.split(b"|")[0] not in MISSING}
+        sb = {x for x in parse(rb)[0] if x.split(b"|")[0] not in MISSING}
+        assert sa == sb, cat
+    for args in (("CAT", "nosuch"), ("CAT", "a", "b"), ("GENPASS", "0"), ("GENPASS", "5000"), ("GENPASS", "x"),
+                 ("LOG", "x"), ("LOAD",), ("SAVE",), ("HELP",), ("FOO",), ("GETUSER",), ("DRYRUN", "default")):
+        both.same("ACL", *args)
+    for bits, n in ((None, 64), ("1", 1), ("5", 2), ("4096", 1024)):
+        ra = both.a.call_value("ACL", "GENPASS", *([bits] if bits else []))
+        assert len(ra) == n and all(c in b"0123456789abcdef" for c in ra)
+
+
+def test_dryrun(both):
+    both.same("ACL", "SETUSER", "gina", "on", "~k*", "&c*", "+get", "+publish", "+subscribe", "+psubscribe",
+              "+select|0", "(%R~r* +set)")
+    for args in (("gina", "get", "k1"), ("gina", "get", "z1"), ("gina", "publish", "c1", "m"),
+                 ("gina", "publish", "z1", "m"), ("gina", "psubscribe", "c*"), ("gina", "psubscribe", "c1*"),
+                 ("gina", "subscribe", "c1", "x"), ("gina", "set", "k1", "v"), ("gina", "set", "r1", "v"),
+                 ("gina", "select", "0"), ("gina", "select", "1"), ("nobody", "get", "x"),
+                 ("gina", "nosuchcmd", "x"), ("gina", "get"), ("gina", "config", "get", "x"),
+                 ("gina", "config", "nosuch")):
+        both.same("ACL", "DRYRUN", *args)
+
+
+def test_checks_differential(both, pair):
+    both.same("ACL", "SETUSER", "u", "on", ">pw", "~k*", "%R~ro*", "%W~wo*", "&ch*", "-@all", "+@string",
+              "+@keyspace", "+multi", "+exec", "+eval", "+fcall", "+function|load", "+subscribe", "+psubscribe",
+              "+publish", "+sort", "+lpush", "+select|0", "+ping", "+unsubscribe", "+acl|log")
+    u = Both(*pair, user="u", password="pw")
+    try:
+        for args in (("SET", "k1", "v"), ("SET", "x1", "v"), ("GET", "ro1"), ("SET", "ro1", "v"),
+                     ("SET", "wo1", "v"), ("GET", "wo1"), ("COPY", "ro1", "wo1"), ("COPY", "wo1", "ro1"),
+                     ("HSET", "k1", "f", "v"), ("SELECT", "0"), ("SELECT", "1"), ("CONFIG", "GET", "x"),
+                     ("MSET", "k1", "a", "x", "b"), ("PUBLISH", "ch1", "m"), ("PUBLISH", "zz", "m"),
+                     ("SUBSCRIBE", "zz"), ("PSUBSCRIBE", "ch*x"),
+                     ("EVAL", "return redis.call('get', 'x1')", "0"),
+                     ("EVAL", "return redis.call('hset', 'k1', 'f', 'v')", "0"),
+                     ("EVAL", "return redis.call('set', 'k1', 'v')", "0"),
+                     ("EVAL", "return redis.acl_check_cmd('set', 'k1', 'v')", "0"),
+                     ("EVAL", "return redis.acl_check_cmd('set', 'x1', 'v')", "0"),
+                     ("EVAL", "return redis.acl_check_cmd('hset', 'k1', 'f', 'v')", "0"),
+                     ("FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() "
+                                          "return redis.call('get', 'x9') end)"),
+                     ("FCALL", "f", "0"),
+                     ("LPUSH", "k2", "a", "b"), ("SORT", "k2", "ALPHA"), ("SORT", "k2", "BY", "k*"),
+                     ("SORT", "k2", "GET", "k*"), ("SORT", "k2", "BY", "nosort")):
+            u.same(*args)
+        u.same("MULTI")
+        u.same("SET", "k1", "1")
+        u.same("SET", "x1", "1")
+        u.same("HGET", "k1", "f")
+        u.same("EXEC")
+        # rules changed between queueing and EXEC
+        u.same("MULTI")
+        u.same("SET", "k3", "1")
+        u.same("GET", "k3")
+        both.same("ACL", "SETUSER", "u", "-set")
+        u.same("EXEC")
+        ra, rb = u.call("ACL", "LOG")
+        la, lb = parse(ra)[0], parse(rb)[0]
+        assert len(la) == len(lb)
+        for ea, eb in zip(la, lb):
+            for e in (ea, eb):
+                del e[10:14]            # age-seconds, client-info (its memory figures differ)
+            assert ea == eb
+    finally:
+        u.close()
+
+
+def test_acl_log(both, pair):
+    both.same("ACL", "SETUSER", "v", "on", ">pw", "~k*", "+get", "+acl|log", "+multi", "+discard")
+    v = Both(*pair, user="v", password="pw")
+    try:
+        for _ in range(3):
+            v.same("GET", "zz")
+        v.same("SET", "k1", "v")
+        both.same("AUTH", "v", "wrong")
+        both.same("HELLO", "2", "AUTH", "nosuch", "x")
+        v.same("MULTI")
+        v.same("GET", "zz")
+        v.same("DISCARD")
+        ra, rb = both.call("ACL", "LOG")
+        la, lb = parse(ra)[0], parse(rb)[0]
+        assert [e[1] for e in la] == [e[1] for e in lb], (la, lb)
+        assert [e[1] for e in la] == [1, 1, 1, 1, 3]   # counts: merged GET zz
+        for ea, eb in zip(la, lb):
+            ia, ib = ea[13], eb[13]
+            del ea[13], eb[13], ea[11], eb[11]    # client-info, age-seconds
+            assert ea == eb
+            fa = dict(x.split(b"=", 1) for x in ia.split(b" "))
+            fb = dict(x.split(b"=", 1) for x in ib.split(b" "))
+            for f in (b"cmd", b"user", b"db", b"multi", b"flags", b"name"):
+                assert fa[f] == fb[f], (f, ia, ib)
+        ra, rb = both.call("ACL", "LOG", "2")
+        assert len(parse(ra)[0]) == len(parse(rb)[0]) == 2
+        both.same("CONFIG", "SET", "acllog-max-len", "2")
+        ra, _ = both.call("ACL", "LOG")
+        assert len(parse(ra)[0]) == 2
+        both.same("ACL", "LOG", "RESET")
+        both.same("ACL", "LOG")
+        both.same("CONFIG", "SET", "acllog-max-len", "128")
+    finally:
+        v.close()
+
+
+def test_auth_hello_requirepass(both, pair):
+    both.same("AUTH", "nopass")
+    both.same("AUTH", "a", "b", "c")
+    both.same("ACL", "SETUSER", "w", "on", ">secret", "+@all", "~*")
+    both.same("AUTH", "w", "bad")
+    both.same("AUTH", "w", "secret")
+    both.same("ACL", "WHOAMI")
+    both.same("ACL", "SETUSER", "off1", "off", ">x", "+@all")
+    both.same("AUTH", "off1", "x")
+    ra, rb = both.call("HELLO", "3", "AUTH", "w", "secret")
+    assert ra.startswith(b"%7") and rb.startswith(b"%7")
+    both.same("HELLO", "2", "AUTH", "w", "nope")
+    both.same("RESET")
+    both.same("ACL", "WHOAMI")
+    both.same("CONFIG", "SET", "requirepass", "rp")
+    try:
+        fresh = Both(*pair)
+        try:
+            fresh.same("GET", "x")
+            fresh.same("HELLO", "3")
+            fresh.same("AUTH", "wrong")
+            fresh.same("AUTH", "rp")
+            fresh.same("ACL", "WHOAMI")
+        finally:
+            fresh.close()
+        _same_rules(both, "ACL", "LIST")
+    finally:
+        both.same("CONFIG", "SET", "requirepass", "")
+    _same_user(both, "default")
+
+
+def test_deluser_disconnects_and_client_kill(pair):
+    ours, _ = pair
+    admin = ours.client()
+    admin.execute_command("ACL", "SETUSER", "k", "on", ">pw", "+@all", "~*")
+    try:
+        c1 = RespConn(ours.port)
+        assert c1.call("AUTH", "k", "pw") == b"+OK\r\n"
+        assert b"user=k " in c1.call("CLIENT", "INFO")
+        listed = admin.execute_command("CLIENT", "LIST")
+        assert b"user=k " in listed
+        assert admin.execute_command("ACL", "DELUSER", "k") == 1
+        assert c1.read_until_closed() == b""
+        # a client deleting its own user gets the reply, then is closed
+        admin.execute_command("ACL", "SETUSER", "k", "on", ">pw", "+@all", "~*")
+        c2 = RespConn(ours.port)
+        c2.call("AUTH", "k", "pw")
+        assert c2.call("ACL", "DELUSER", "k") == b":1\r\n"
+        assert c2.read_until_closed() == b""
+        admin.execute_command("ACL", "SETUSER", "k", "on", ">pw", "+@all", "~*")
+        c3 = RespConn(ours.port)
+        c3.call("AUTH", "k", "pw")
+        with pytest.raises(redis.ResponseError, match="No such user 'nobody'"):
+            admin.execute_command("CLIENT", "KILL", "USER", "nobody")
+        assert admin.execute_command("CLIENT", "KILL", "USER", "k") == 1
+        assert c3.read_until_closed() == b""
+        # subscribers lose the connection when their channels are revoked
+        admin.execute_command("ACL", "SETUSER", "k", "resetchannels", "&news*")
+        c4 = RespConn(ours.port)
+        c4.call("AUTH", "k", "pw")
+        c4.call("SUBSCRIBE", "news1")
+        admin.execute_command("ACL", "SETUSER", "k", "&news*", "&other")     # a superset: kept
+        assert c4.call("PING")[:1] == b"*"
+        admin.execute_command("ACL", "SETUSER", "k", "resetchannels", "&other")
+        assert c4.read_until_closed() == b""
+    finally:
+        admin.execute_command("ACL", "DELUSER", "k")
+        admin.close()
+
+
+def test_default_user_restricted_takes_checks(pair):
+    """Restricting the default user moves its open connections to the
+    checking path at once (both request loops)."""
+    ours, _ = pair
+    c = RespConn(ours.port)
+    admin = RespConn(ours.port)
+    try:
+        assert c.call("SET", "a", "1") == b"+OK\r\n"
+        assert admin.call("ACL", "SETUSER", "default", "-set") == b"+OK\r\n"
+        assert c.call("SET", "a", "1") == b"-NOPERM this user has no permissions to run the 'set' command\r\n"
+        assert c.pipeline(("GET", "a"), ("SET", "a", "2")) == (
+            b"$1\r\n1\r\n-NOPERM this user has no permissions to run the 'set' command\r\n")
+    finally:
+        admin.call("ACL", "SETUSER", "default", "+@all")
+        assert c.call("SET", "a", "2") == b"+OK\r\n"
+        c.sock.close()
+        admin.sock.close()
+
+
+def test_slowlog_redaction(both):
+    both.same("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    try:
+        both.same("SLOWLOG", "RESET")
+        both.call("ACL", "SETUSER", "sl", "on", ">secretpw", "~*", "+@all")
+        both.call("AUTH", "sl", "secretpw")
+        both.call("AUTH", "secretpw")
+        both.call("HELLO", "2", "AUTH", "sl", "secretpw")
+        both.call("MIGRATE", "127.0.0.1", "1", "k", "0", "10", "AUTH2", "u", "secretpw")
+        ra, rb = both.call("SLOWLOG", "GET", "10")
+        args_a = [e[3] for e in parse(ra)[0]]
+        args_b = [e[3] for e in parse(rb)[0]]
+        assert args_a == args_b
+        assert b"secretpw" not in ra
+    finally:
+        both.same("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+
+
+def test_aclfile_load_save(tmp_path):
+    path_a = tmp_path / "a.acl"
+    path_b = tmp_path / "b.acl"
+    text = ("user alice on >pw ~k* &c* -@all +get +@hash\n\nuser default on nopass ~* &* +@all\n"
+            "user sel on (~x +set) nopass\n")
+    path_a.write_text(text)
+    path_b.write_text(text)
+    ours = ServerProc(["--aclfile", str(path_a)])
+    try:
+        ref = RedisServerProc(["--aclfile", str(path_b)])
+    except BaseException:
+        ours.stop()
+        raise
+    try:
+        b = Both(ours, ref)
+        _same_rules(b, "ACL", "LIST")
+        b.same("ACL", "SETUSER", "bob", "on", ">x", "+@all", "-@dangerous")
+        b.same("ACL", "SAVE")
+        la = sorted(path_a.read_bytes().split(b"\n"))
+        lb = sorted(path_b.read_bytes().split(b"\n"))
+        assert [_rules_set(x) for x in la] == [_rules_set(x) for x in lb]
+        # a client of a loaded user is disconnected by ACL LOAD
+        c = RespConn(ours.port)
+        assert c.call("AUTH", "alice", "pw") == b"+OK\r\n"
+        b.same("ACL", "LOAD")
+        assert c.read_until_closed() == b""
+        _same_rules(b, "ACL", "LIST")
+        for bad in ("user x on +nosuch\nuser x on\n", "foo bar\n", "user y %Q~x\n", "user z (+get\n",
+                    "user w on nopass +@all ~*\nnotuser\n"):
+            path_a.write_text(bad)
+            path_b.write_text(bad)
+            ra, rb = b.call("ACL", "LOAD")
+            assert ra == rb.replace(str(path_b).encode(), str(path_a).encode()), (bad, ra, rb)
+        b.same("ACL", "USERS")
+        b.close()
+    finally:
+        ours.stop()
+        ref.stop(remove=True)
+
+
+def test_config_user_lines_and_rewrite(start_server):
+    conf = ("user default on nopass ~* &* +@all\nuser cfg on >pw ~a* +get\n"
+            "user cfg2 on nopass (+set ~b*) &*\n")
+    s = start_server(config_text=conf)
+    c = s.client()
+    assert sorted(c.execute_command("ACL", "USERS")) == [b"cfg", b"cfg2", b"default"]
+    r = redis.Redis(port=s.port, username="cfg", password="pw")
+    assert r.get("a1") is None
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        r.get("b1")
+    r.close()
+    c.execute_command("ACL", "SETUSER", "new", "on", "+@all", "~*", "nopass")
+    c.execute_command("ACL", "DELUSER", "cfg2")
+    assert c.config_rewrite()
+    with open(s.config_path) as f:
+        lines = [x for x in f.read().split("\n") if x.startswith("user ")]
+    assert sorted(x.split(" ")[1] for x in lines) == ["cfg", "default", "new"]
+    assert any(x.startswith("user cfg on #") and "~a*" in x and "+get" in x for x in lines)
+    c.close()
+
+
+def test_config_user_line_errors(tmp_path):
+    for conf, msg in (("user bad on +@nosuch\nuser bad on\n", "Duplicate user found"),
+                      ("user bad on %Q~x\n", "Syntax error")):
+        s = ServerProc(config_text=conf, wait=False)
+        try:
+            wait_until(lambda: s.proc.poll() is not None, timeout=20)
+            assert msg in s.output()
+        finally:
+            s.stop()
+    acl = tmp_path / "users.acl"
+    acl.write_text("")
+    s = ServerProc(config_text="user x on\naclfile %s\n" % acl, wait=False)
+    try:
+        wait_until(lambda: s.proc.poll() is not None, timeout=20)
+        assert "please define either an ACL file or declare users" in s.output()
+    finally:
+        s.stop()
+
+
+def test_first_args_and_subcommands_logic(both, pair):
+    both.same("ACL", "SETUSER", "f", "on", ">pw", "~*", "-@all", "+select|0", "+config|get", "+client",
+              "-client|kill", "+debug|object")
+    f = Both(*pair, user="f", password="pw")
+    try:
+        for args in (("SELECT", "0"), ("SELECT", "1"), ("CONFIG", "GET", "maxmemory"),
+                     ("CONFIG", "SET", "maxmemory", "0"), ("CLIENT", "GETNAME"), ("CLIENT", "KILL", "1.1.1.1:1"),
+                     ("DEBUG", "OBJECT", "nokey"), ("DEBUG", "SLEEP", "0")):
+            f.same(*args)
+    finally:
+        f.close()
+    _same_rules(both, "ACL", "LIST")
+
+
+def test_replica_authenticates_with_masteruser(start_server):
+    master = start_server("--repl-diskless-sync-delay", "0")
+    m = master.client()
+    m.execute_command("ACL", "SETUSER", "repl", "on", ">rpw", "-@all", "+psync", "+replconf", "+ping")
+    m.execute_command("ACL", "SETUSER", "default", "resetpass", ">adminpw")
+    m.close()
+    m = master.client(password="adminpw")
+    replica = start_server("--masteruser", "repl", "--masterauth", "rpw", "--replicaof", "127.0.0.1",
+                           str(master.port))
+    r = replica.client()
+    wait_until(lambda: r.info("replication")["master_link_status"] == "up", timeout=30)
+    m.set("k", "v")
+    wait_until(lambda: r.get("k") == b"v", timeout=10)
+    assert b"user=repl" in m.execute_command("CLIENT", "LIST", "TYPE", "replica")
+    r.close()
+    m.close()
+
+
+def test_hello_options_in_order(both, pair):
+    """HELLO applies AUTH and SETNAME as it meets them (Redis 7.0.15)."""
+    both.same("ACL", "SETUSER", "h", "on", ">pw", "+@all", "~*")
+    both.same("HELLO", "2", "AUTH", "h", "pw", "BADOPT")
+    both.same("ACL", "WHOAMI")
+    both.same("HELLO", "2", "AUTH", "h", "wrong", "SETNAME", "bad name")
+    both.same("CONFIG", "SET", "requirepass", "rp")
+    try:
+        fresh = Both(*pair)
+        try:
+            fresh.same("HELLO", "2", "SETNAME", "bad name")
+            fresh.same("HELLO", "2", "SETNAME", "early")
+            fresh.same("HELLO", "2", "AUTH", "h", "pw", "SETNAME", "bad name")
+            fresh.same("ACL", "WHOAMI")
+            fresh.same("CLIENT", "GETNAME")
+        finally:
+            fresh.close()
+    finally:
+        both.same("CONFIG", "SET", "requirepass", "")
