@@ -181,7 +181,18 @@ def test_protected_mode_denied_text_as_redis_server(start_server, redis_server):
         c.close()
     assert replies[0] == replies[1]
     assert replies[0].startswith(b"-DENIED Redis is running in protected mode because protected mode is enabled")
-    # a password, or protected-mode no: served
+    # a password for the default user (ACL SETUSER as well as requirepass),
+    # or protected-mode no: served
+    for port in (ours.port, redis_server.port):
+        redis.Redis(port=port).execute_command("ACL", "SETUSER", "default", ">pw")
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        s.connect(("127.0.0.1", port))
+        c = RespConn(sock=s)
+        c.send(b"PING")
+        assert c.read() == b"-NOAUTH Authentication required.\r\n"
+        c.close()
+        redis.Redis(port=port, password="pw").execute_command("ACL", "SETUSER", "default", "nopass")
     ours.client().config_set("protected-mode", "no")
     s = socket.socket()
     s.bind(("127.0.0.2", 0))
