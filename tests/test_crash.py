@@ -170,3 +170,25 @@ def test_report_during_a_long_command():
         assert "debug.py" in trace and "time.sleep" in trace
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_software_watchdog(tmp_path, kind):
+    """watchdog-period: a command that keeps the server from its cron
+    longer than the period logs WATCHDOG TIMER EXPIRED from the signal
+    handler (with a stack trace) and the server goes on; 0 turns it off."""
+    s = _ours() if kind == "ours" else _theirs(tmp_path, "--enable-debug-command", "yes")
+    try:
+        c = redis.Redis(port=s.port, socket_timeout=20)
+        assert c.config_set("watchdog-period", 200)
+        c.execute_command("DEBUG", "SLEEP", "1")
+        assert c.ping()
+        out = s.output()
+        _in_order(out, ":signal-handler (", "--- WATCHDOG TIMER EXPIRED ---", "--------")
+        n = out.count("WATCHDOG TIMER EXPIRED")
+        assert c.config_set("watchdog-period", 0)
+        c.execute_command("DEBUG", "SLEEP", "0.6")
+        assert c.ping()
+        assert s.output().count("WATCHDOG TIMER EXPIRED") == n
+    finally:
+        s.stop()

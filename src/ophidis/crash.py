@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 
 from . import log, sysinfo
@@ -53,10 +54,56 @@ def _obj_type(v) -> str:
 
 
 def install(server):
-    """setupSignalHandlers' crash half; follows ``crash-log-enabled``."""
+    """setupSignalHandlers' crash half; follows ``crash-log-enabled``; the
+    software watchdog follows ``watchdog-period``."""
     _state["server"] = server
     _apply(server.config["crash-log-enabled"])
     server.config.on_change("crash-log-enabled", _apply)
+    watchdog_apply(server.config["watchdog-period"])
+    server.config.on_change("watchdog-period", watchdog_apply)
+
+
+# -- the software watchdog (debug.c) ----------------------------------------------------------
+# With watchdog-period N (ms), SIGALRM is scheduled N ms ahead by every cron
+# run (watchdog_schedule); when the event loop does not get back to its cron
+# in time, or while a payload or file loads (Redis's cron does not run then
+# either), the signal logs WATCHDOG TIMER EXPIRED with the main thread's
+# stack.  A signal interrupting a system call is retried (EINTR, PEP 475).
+
+_watchdog = {"period": 0}
+
+
+def watchdog_apply(period):
+    """applyWatchdogPeriod: 0 stops the timer and ignores SIGALRM; a
+    period below two cron ticks is raised to that."""
+    if not period:
+        _watchdog["period"] = 0
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        return
+    server = _state["server"]
+    signal.signal(signal.SIGALRM, _on_watchdog)
+    _watchdog["period"] = max(period, (1000 // server.hz) * 2 if server is not None else 0)
+    watchdog_schedule()
+
+
+def watchdog_schedule():
+    """watchdogScheduleSignal: SIGALRM one period from now (nothing when off)."""
+    p = _watchdog["period"]
+    if p:
+        signal.setitimer(signal.ITIMER_REAL, p / 1000.0)
+
+
+def _from_handler(msg):
+    """serverLogFromHandler's line: pid:signal-handler (unix time) msg."""
+    _raw("%d:signal-handler (%d) %s\n" % (os.getpid(), int(time.time()), msg))
+
+
+def _on_watchdog(sig, frame):
+    _from_handler("\n--- WATCHDOG TIMER EXPIRED ---")
+    _raw("\n------ STACK TRACE ------\n")
+    _raw("".join(traceback.format_stack(frame)) if frame is not None else "(no frame)\n")
+    _from_handler("--------\n")
 
 
 def _apply(enabled):

@@ -7,6 +7,7 @@ import asyncio
 import time
 
 from .. import log
+from ..crash import watchdog_schedule
 from ..commands import ALL
 from ..keyspace.db import stats
 from ..net import client as client_mod
@@ -30,6 +31,8 @@ class Cron:
         if self.pause_cron:
             return
         self.cron_loops += 1
+        if not self.loading:
+            watchdog_schedule()     # the software watchdog (watchdog-period)
         now = time.monotonic()
         # instantaneous metrics every 100ms
         ops = self.total_commands()
