@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import pytest
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
 from support.resp import RespConn, parse
 from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
 from support.wait import wait_until
+
+from ophidis.acl.check import _matcher
+from ophidis.util import stringmatch
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -497,3 +502,11 @@ def test_hello_options_in_order(both, pair):
             fresh.close()
     finally:
         both.same("CONFIG", "SET", "requirepass", "")
+
+
+@given(st.lists(st.sampled_from([b"*", b"?", b"k", b"e", b"y", b"\\", b"[", b"]", b"^"]), max_size=6).map(b"".join),
+       st.lists(st.sampled_from([b"k", b"e", b"y", b"*", b"\\"]), max_size=5).map(b"".join))
+def test_key_pattern_shortcuts_match_as_stringmatch(pat, key):
+    """The check's matchers (equality, prefix, "*") decide as Redis's glob."""
+    assert bool(_matcher(pat)(key)) == bool(stringmatch(pat, key))
+    assert bool(_matcher(pat + b"*")(key)) == bool(stringmatch(pat + b"*", key))

@@ -29,21 +29,59 @@ MESSAGES = {
 }
 
 
+_PERMS = {}      # id of a key spec's flag list (the table's, static) -> (flags, permission)
+
+
 def _key_perm(flags) -> int:
+    got = _PERMS.get(id(flags))
+    if got is not None and got[0] is flags:
+        return got[1]
     need = 0
     for f in flags:
         if f == "ACCESS":
             need |= READ
         elif f in ("INSERT", "DELETE", "UPDATE"):
             need |= WRITE
+    _PERMS[id(flags)] = (flags, need)
     return need
+
+
+_MATCHERS = {}   # key pattern -> a function matching a key as stringmatch does
+_GLOB = b"*?[\\"
+
+
+def _matcher(pat: bytes):
+    """The pattern's matcher, as stringmatch decides: equality, a prefix
+    test (``abc*``) or ``*`` without the glob engine, stringmatch for
+    anything else."""
+    m = _MATCHERS.get(pat)
+    if m is None:
+        body = pat[:-1] if pat.endswith(b"*") else pat
+        if any(c in _GLOB for c in body):
+            def m(k, p=pat):
+                return stringmatch(p, k)
+        elif pat == b"*":
+            m = bool            # (stringmatch's "*" does not match an empty key)
+        elif body is not pat:
+            m = _prefix(body)
+        else:
+            m = pat.__eq__
+        if len(_MATCHERS) < 65536:
+            _MATCHERS[pat] = m
+    return m
+
+
+def _prefix(p):
+    def m(k):
+        return k.startswith(p)
+    return m
 
 
 def _check_key(sel, key: bytes, need: int) -> bool:
     if sel.allkeys:
         return True
     for pat, fl in sel.patterns:
-        if fl & need == need and stringmatch(pat, key):
+        if fl & need == need and _matcher(pat)(key):
             return True
     return False
 
@@ -57,6 +95,16 @@ def channel_allowed(patterns, channel: bytes, is_pattern: bool) -> bool:
     return False
 
 
+_HAS_KEYS = {}   # command -> doesCommandHaveKeys
+
+
+def _has_keys(cmd) -> bool:
+    r = _HAS_KEYS.get(cmd)
+    if r is None:
+        r = _HAS_KEYS[cmd] = has_keys(cmd)
+    return r
+
+
 def _check_selector(sel, cmd, argv, keys_cache):
     """ACLSelectorCheckCmd -> (result, argument index)."""
     if not sel.allcommands and not cmd.noauth and cmd not in sel.allowed:
@@ -67,7 +115,7 @@ def _check_selector(sel, cmd, argv, keys_cache):
         arg = argv[2 if cmd.parent is not None else 1].lower()
         if not any(a.lower() == arg for a in lst):
             return DENIED_CMD, 0
-    if not sel.allkeys and has_keys(cmd):
+    if not sel.allkeys and _has_keys(cmd):
         keys = keys_cache[0]
         if keys is None:
             keys = keys_cache[0] = get_keys_with_flags(cmd, argv) or ()

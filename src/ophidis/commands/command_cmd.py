@@ -520,13 +520,19 @@ def has_keys(cmd) -> bool:
     return any("NOT_KEY" not in s.get("flags", ()) for s in cmd.key_specs)
 
 
+_SPEC_KINDS = {}     # command -> (its key specs, has a key spec, has VARIABLE_FLAGS)
+
+
 def get_keys_with_flags(cmd, argv):
     """Keys of a command line as [(pos, flags)], or None when the arguments
     are invalid for the key specs and no extractor applies (Redis then
     returns no keys)."""
-    specs = cmd.key_specs
-    has_keyspec = any("NOT_KEY" not in s.get("flags", ()) for s in specs)
-    varflags = any("VARIABLE_FLAGS" in s.get("flags", ()) for s in specs)
+    kinds = _SPEC_KINDS.get(cmd)
+    if kinds is None or kinds[0] is not cmd.key_specs:
+        specs = cmd.key_specs
+        kinds = _SPEC_KINDS[cmd] = (specs, any("NOT_KEY" not in s.get("flags", ()) for s in specs),
+                                    any("VARIABLE_FLAGS" in s.get("flags", ()) for s in specs))
+    _, has_keyspec, varflags = kinds
     if has_keyspec and not varflags:
         r = keys_from_specs(cmd, argv)
         if r is not None:
