@@ -23,7 +23,7 @@ from ophidis.tools.cli.output import format_tty
 from ophidis.tools.resp import Parser
 from support.resp import encode
 from support.servers import ServerProc, free_port, server_env
-from support.wait import wait_port
+from support.wait import wait_port, wait_until
 
 REDIS_CLI = shutil.which("redis-cli")
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
@@ -295,21 +295,46 @@ def test_latency_modes(target):
     assert re.fullmatch(rb"\d+,\d+,\d+\.\d\d,\d+\n", res.stdout), res.stdout
 
 
+def _run_until_sigint(port, args, seconds):
+    """Run the CLI with args until it has pinged the server (its latency mode
+    is running: a client newer than ours with cmd=ping), `seconds` more,
+    then SIGINT; its output."""
+    rd = hiredis.Reader()
+    with socket.create_connection(("127.0.0.1", port)) as probe:
+        def call(*argv):
+            probe.sendall(encode(*argv))
+            while True:
+                r = rd.gets()
+                if r is not False:
+                    return r
+                rd.feed(probe.recv(1 << 16))
+        me = call(b"CLIENT", b"ID")
+        p = subprocess.Popen([sys.executable, "-m", "ophidis.tools.cli", "-p", str(port)] + args,
+                             stdout=subprocess.PIPE, env=cli_env())
+        try:
+            def pinging():
+                for line in call(b"CLIENT", b"LIST").split(b"\n"):
+                    f = dict(x.split(b"=", 1) for x in line.split() if b"=" in x)
+                    if f and int(f[b"id"]) > me and f.get(b"cmd") == b"ping":
+                        return True
+                return False
+            wait_until(pinging, 30, interval=0.05, what="the CLI pinging")
+            time.sleep(seconds)
+            p.send_signal(signal.SIGINT)
+            return p.communicate(timeout=30)[0]
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def test_latency_history_and_dist(server):
     port = server.port
     # --latency-history prints a " -- N seconds range" line per interval.
-    p = subprocess.Popen([sys.executable, "-m", "ophidis.tools.cli", "-p", str(port), "--latency-history",
-                          "-i", "0.3", "--no-raw"], stdout=subprocess.PIPE, env=cli_env())
-    time.sleep(1.3)
-    p.send_signal(signal.SIGINT)
-    out = p.communicate(timeout=10)[0]
+    out = _run_until_sigint(port, ["--latency-history", "-i", "0.3", "--no-raw"], 1.0)
     ranges = re.findall(rb"min: \d+, max: \d+, avg: \d+\.\d\d \(\d+ samples\) -- 0\.\d\d seconds range\n", out)
     assert len(ranges) >= 2, out
-    p = subprocess.Popen([sys.executable, "-m", "ophidis.tools.cli", "-p", str(port), "--latency-dist",
-                          "-i", "0.2"], stdout=subprocess.PIPE, env=cli_env())
-    time.sleep(1.0)
-    p.send_signal(signal.SIGINT)
-    out = p.communicate(timeout=10)[0]
+    out = _run_until_sigint(port, ["--latency-dist", "-i", "0.2"], 0.8)
     assert b"1,2,3,...,9      from 1 to 9     milliseconds" in out
     assert out.count(b"\x1b[38;5;0m") >= 2
 

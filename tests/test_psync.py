@@ -833,7 +833,8 @@ def test_forced_failover_to_a_replica_that_lags(start_server):
 
 
 def test_bind_source_addr_for_the_master_link(start_server):
-    _, m = ophidis(start_server, "--bind", "127.0.0.1 127.0.0.2")
+    # (a client from 127.0.0.2 is not local for protected mode, as in Redis)
+    _, m = ophidis(start_server, "--bind", "127.0.0.1 127.0.0.2", "--protected-mode", "no")
     _, r = ophidis(start_server)
     r.config_set("bind-source-addr", "127.0.0.2")
     replicate(r, m.port)
