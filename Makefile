@@ -28,7 +28,8 @@ run: $(STAMP)
 	$(VENV)/bin/ophidis-server --bind 127.0.0.1 --port 6379 --dir .
 
 # The suite runs twice: with the compiled request loop, and with its
-# pure-Python twin (OPHIDIS_PURE=1), which must behave the same.
+# pure-Python twin (OPHIDIS_PURE=1), which must behave the same (multi-process
+# scenarios that do not depend on the loop run once: support.servers.compiled_run_only).
 test: $(STAMP) deps
 	$(VPY) -m pytest -n 2 --dist loadfile tests
 	OPHIDIS_PURE=1 $(VPY) -m pytest -n 2 --dist loadfile tests

@@ -309,8 +309,12 @@ def _run_until_sigint(port, args, seconds):
                     return r
                 rd.feed(probe.recv(1 << 16))
         me = call(b"CLIENT", b"ID")
+        # (SIGINT's default action restored: a process started with SIGINT
+        # ignored, as a background job or some test runners' workers, passes
+        # that on, and Python then installs no KeyboardInterrupt handler)
         p = subprocess.Popen([sys.executable, "-m", "ophidis.tools.cli", "-p", str(port)] + args,
-                             stdout=subprocess.PIPE, env=cli_env())
+                             stdout=subprocess.PIPE, env=cli_env(),
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             def pinging():
                 for line in call(b"CLIENT", b"LIST").split(b"\n"):

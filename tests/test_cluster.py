@@ -20,7 +20,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from redis.cluster import RedisCluster
 from support.cluster import Cluster
-from support.servers import REDIS_CLI, REDIS_SERVER
+from support.servers import REDIS_CLI, REDIS_SERVER, compiled_run_only
 from support.wait import wait_until
 
 pytestmark = pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
@@ -32,6 +32,7 @@ def _text(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
+@compiled_run_only
 def test_six_ophidis_nodes_form_serve_and_fail_over():
     cl = Cluster(["ophidis"] * 6)
     try:
@@ -148,6 +149,7 @@ def _dump_all(rc, tag, n):
     return out
 
 
+@compiled_run_only
 def test_mixed_cluster_of_ophidis_and_redis_server_nodes():
     """Three Ophidis and three redis-server nodes in one cluster: masters
     and replicas of both kinds, slot migration with keys of every type in
@@ -318,6 +320,7 @@ def test_cluster_errors_and_redirections_as_redis_server():
     assert not diffs
 
 
+@compiled_run_only
 @pytest.mark.parametrize("tool", ["redis-cli", "ophidis-cli"])
 def test_cluster_manager_on_ophidis_nodes(tool):
     """redis-cli --cluster (and ophidis-cli --cluster, the same manager of

@@ -25,12 +25,12 @@ import pytest
 import redis
 from redis.cluster import RedisCluster, key_slot
 
-from support.servers import REDIS_SERVER, server_env
+from support.servers import REDIS_SERVER, compiled_run_only, server_env
 from support.wait import wait_port, wait_until
 
 REDIS_CLI = shutil.which("redis-cli")
-pytestmark = pytest.mark.skipif(REDIS_SERVER is None or REDIS_CLI is None,
-                                reason="redis-server and redis-cli are needed")
+pytestmark = [compiled_run_only, pytest.mark.skipif(REDIS_SERVER is None or REDIS_CLI is None,
+                                reason="redis-server and redis-cli are needed")]
 
 NODE_TIMEOUT = 3000
 NODES = 8          # 6 for the create, 2 spare for add-node

@@ -16,7 +16,8 @@ import redis
 
 from support.cluster import cluster_ports
 from support.resp import RespConn
-from support.servers import REDIS_CLI, REDIS_SERVER, RedisServerProc, ServerProc, free_port, server_env
+from support.servers import (REDIS_CLI, REDIS_SERVER, RedisServerProc, ServerProc, compiled_run_only, free_port,
+                             server_env)
 from support.tls import OPENSSL, Certs
 from support.wait import port_open, wait_until
 
@@ -326,6 +327,7 @@ def test_ophidis_cli_and_benchmark_tls(certs, srv):
 
 # -- replication ----------------------------------------------------------------------------------------
 @pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+@compiled_run_only
 def test_replication_over_tls_with_redis_server_both_ways(certs):
     both = ["--tls-replication", "yes", "--repl-diskless-sync-delay", "0"]
     ref = start_ref(certs, *both)
@@ -362,6 +364,7 @@ def test_replication_over_tls_with_redis_server_both_ways(certs):
 
 # -- cluster bus ----------------------------------------------------------------------------------------
 @pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+@compiled_run_only
 def test_tls_cluster_bus_with_redis_server(certs):
     """An Ophidis node and a redis-server node meet over the TLS bus
     (the bus port is the TLS port + 10000); CLUSTER NODES / SLOTS and
