@@ -15,7 +15,7 @@ import sys
 
 from ophidis.cluster import bus
 from support.cluster import Cluster, cluster_args, cluster_ports
-from support.servers import ServerProc, server_env, wait_exit
+from support.servers import ServerProc, compiled_run_only, server_env, wait_exit
 from support.wait import wait_until
 
 
@@ -162,6 +162,7 @@ def _replicas_of(cl, i, master_id):
     return sorted(f[0] for f in cl.nodes_view(i) if "slave" in f[2] and f[3] == master_id and "fail" not in f[2])
 
 
+@compiled_run_only
 def test_replica_migrates_to_an_orphaned_master():
     """Replica migration (cluster-migration-barrier 1): master 0 has two
     replicas; when master 1's only replica fails, one of master 0's moves

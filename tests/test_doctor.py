@@ -13,8 +13,10 @@ import subprocess
 import sys
 import tempfile
 
-from support.servers import free_port, server_env, wait_exit
+from support.servers import compiled_run_only, free_port, server_env, wait_exit
 from support.wait import wait_port
+
+pytestmark = compiled_run_only     # the request loop plays no part
 
 
 def read(path):

@@ -16,10 +16,12 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from support.cluster import cluster_ports
-from support.servers import ROOT, ServerProc, free_port, server_env, wait_exit
+from support.servers import ROOT, ServerProc, compiled_run_only, free_port, server_env, wait_exit
 from support.wait import port_open, serving, wait_until
 
 from ophidis.metrics import families
+
+pytestmark = compiled_run_only     # the request loop plays no part
 
 DASHBOARD = os.path.join(ROOT, "contrib", "grafana", "ophidis.json")
 
