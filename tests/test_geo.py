@@ -374,7 +374,8 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
         c.execute_command("GEOSEARCH", "g", "FROMMEMBER", "Palermo", "BYRADIUS", "10", "km")
         c.set("last", "1")
 
-    config(ref, repl_diskless_sync="no", repl_ping_replica_period=3600)
+    for c in (ref, r):      # (no replication PING in the middle of the stream)
+        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
     theirs = propagated(redis_server.port, ref, workload, lower=True)
     ours = propagated(server.port, r, workload, lower=True)
     assert ours == theirs
