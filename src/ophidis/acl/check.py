@@ -95,16 +95,6 @@ def channel_allowed(patterns, channel: bytes, is_pattern: bool) -> bool:
     return False
 
 
-_HAS_KEYS = {}   # command -> doesCommandHaveKeys
-
-
-def _has_keys(cmd) -> bool:
-    r = _HAS_KEYS.get(cmd)
-    if r is None:
-        r = _HAS_KEYS[cmd] = has_keys(cmd)
-    return r
-
-
 def _check_selector(sel, cmd, argv, keys_cache):
     """ACLSelectorCheckCmd -> (result, argument index)."""
     if not sel.allcommands and not cmd.noauth and cmd not in sel.allowed:
@@ -115,7 +105,7 @@ def _check_selector(sel, cmd, argv, keys_cache):
         arg = argv[2 if cmd.parent is not None else 1].lower()
         if not any(a.lower() == arg for a in lst):
             return DENIED_CMD, 0
-    if not sel.allkeys and _has_keys(cmd):
+    if not sel.allkeys and has_keys(cmd):
         keys = keys_cache[0]
         if keys is None:
             keys = keys_cache[0] = get_keys_with_flags(cmd, argv) or ()

@@ -513,26 +513,30 @@ def _getkeys_proc(cmd):
     return cmd.getkeys_proc or GETKEYS_PROCS.get(cmd.fullname)
 
 
+_SPEC_KINDS = {}     # command -> (its key specs, has a key spec, has VARIABLE_FLAGS)
+
+
+def _spec_kinds(cmd):
+    """(has a key spec that is not NOT_KEY, has a VARIABLE_FLAGS spec),
+    computed once per command (again if its key specs are replaced)."""
+    kinds = _SPEC_KINDS.get(cmd)
+    if kinds is None or kinds[0] is not cmd.key_specs:
+        specs = cmd.key_specs
+        kinds = _SPEC_KINDS[cmd] = (specs, any("NOT_KEY" not in s.get("flags", ()) for s in specs),
+                                    any("VARIABLE_FLAGS" in s.get("flags", ()) for s in specs))
+    return kinds[1], kinds[2]
+
+
 def has_keys(cmd) -> bool:
     """doesCommandHaveKeys."""
-    if _getkeys_proc(cmd) is not None:
-        return True
-    return any("NOT_KEY" not in s.get("flags", ()) for s in cmd.key_specs)
-
-
-_SPEC_KINDS = {}     # command -> (its key specs, has a key spec, has VARIABLE_FLAGS)
+    return _getkeys_proc(cmd) is not None or _spec_kinds(cmd)[0]
 
 
 def get_keys_with_flags(cmd, argv):
     """Keys of a command line as [(pos, flags)], or None when the arguments
     are invalid for the key specs and no extractor applies (Redis then
     returns no keys)."""
-    kinds = _SPEC_KINDS.get(cmd)
-    if kinds is None or kinds[0] is not cmd.key_specs:
-        specs = cmd.key_specs
-        kinds = _SPEC_KINDS[cmd] = (specs, any("NOT_KEY" not in s.get("flags", ()) for s in specs),
-                                    any("VARIABLE_FLAGS" in s.get("flags", ()) for s in specs))
-    _, has_keyspec, varflags = kinds
+    has_keyspec, varflags = _spec_kinds(cmd)
     if has_keyspec and not varflags:
         r = keys_from_specs(cmd, argv)
         if r is not None:
