@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 import redis
+from support.cluster import cluster_ports
 from support.replication import SyncStream
 from support.servers import REDIS_CLI, REDIS_SERVER, ROOT, RedisServerProc, ServerProc
 from support.wait import wait_until
@@ -257,10 +258,17 @@ def test_module_command_protected_like_redis(redis_server, start_server):
 # -- loadmodule ---------------------------------------------------------------------------------
 
 def test_loadmodule_in_config_and_rewrite(start_server, testmod):
-    conf = "loadmodule %s\nloadmodule %s one two\nenable-module-command yes\n" % (RATELIMIT, testmod)
+    conf = ("loadmodule %s\nloadmodule %s one two\nenable-module-command yes\n"
+            # user lines are read after the modules are loaded: they may name module commands
+            "user alice on >pw ~* -@all +ratelimit.hit\n" % (RATELIMIT, testmod))
     s = start_server(config_text=conf)
     c = s.conn()
     try:
+        alice = s.conn()
+        assert alice.call("AUTH", "alice", "pw") == b"+OK\r\n"
+        assert alice.call_value("RATELIMIT.HIT", "ak", "1", "100")[0] == 1
+        assert alice.call("RATELIMIT.PEEK", "ak", "1").startswith(b"-NOPERM")
+        alice.close()
         mods = {m[b"name"]: m for m in _mods(c)}
         assert mods[b"testmod"][b"args"] == [b"one", b"two"]
         assert mods[b"ratelimit"][b"path"] == RATELIMIT.encode()
@@ -463,6 +471,42 @@ def test_aof_restart_brings_the_data_back(start_server, tmp_path, testmod):
         assert c2.call_value("GET", "b") == b"verbatim"
     finally:
         c2.close()
+
+
+def test_deny_oom_and_memory_accounting(c, srv):
+    c.call("CONFIG", "SET", "maxmemory", "100mb")      # the memory wrappers are on before the load
+    try:
+        c.call("MODULE", "LOAD", RATELIMIT)
+        assert c.call_value("RATELIMIT.HIT", "m", "2", "100")[0] == 1
+        c.call("CONFIG", "SET", "maxmemory", "1")
+        assert c.call("RATELIMIT.HIT", "m", "2", "100") == (
+            b"-OOM command not allowed when used memory > 'maxmemory'.\r\n")
+        assert c.call_value("RATELIMIT.PEEK", "m", "2")[0] == 1       # not deny-oom
+    finally:
+        c.call("CONFIG", "SET", "maxmemory", "0")
+
+
+def test_cluster_routing_reads_the_key_specs(start_server, tmp_path, testmod):
+    p1, p2 = cluster_ports(2)      # free with their bus ports
+    s = start_server("--port", str(p1), "--cluster-enabled", "yes", "--cluster-config-file",
+                     str(tmp_path / "nodes.conf"), "--loadmodule", RATELIMIT, "--loadmodule", testmod)
+    c = s.conn()
+    try:
+        assert c.call("RATELIMIT.HIT", "k", "1", "10") == b"-CLUSTERDOWN Hash slot not served\r\n"
+        assert c.call_value("TM.INFO") == [b"hello"]                  # no keys: not routed
+        assert c.call("TM.SET", "{a}1", "x") == b"-CLUSTERDOWN Hash slot not served\r\n"
+        assert c.call_value("COMMAND", "GETKEYS", "TM.SET", "{a}1", "x") == [b"{a}1"]
+    finally:
+        c.close()
+    nocluster = _write(tmp_path, "nc.py", "def register(ctx, args):\n    ctx.init('nc')\n"
+                       "    ctx.command('nc.x', lambda c, a: b'+OK\\r\\n', flags='no-cluster')\n")
+    s2 = ServerProc(["--port", str(p2), "--cluster-enabled", "yes", "--cluster-config-file", str(tmp_path / "n2.conf"),
+                     "--loadmodule", nocluster], cwd=str(tmp_path), wait=False)
+    try:
+        assert s2.proc.wait(timeout=30) == 1
+        assert "flagged no-cluster, and cluster mode is on" in s2.output()
+    finally:
+        s2.stop()
 
 
 def test_transactions_and_scripts_run_module_commands(c, testmod):
