@@ -14,7 +14,7 @@ import pytest
 import redis
 from support.cluster import cluster_ports
 from support.replication import SyncStream
-from support.servers import REDIS_CLI, REDIS_SERVER, ROOT, RedisServerProc, ServerProc
+from support.servers import REDIS_CLI, REDIS_SERVER, ROOT, RedisServerProc, ServerProc, running_server
 from support.wait import wait_until
 
 RATELIMIT = os.path.join(ROOT, "examples", "modules", "ratelimit.py")
@@ -70,12 +70,8 @@ def unload(ctx):
 
 @pytest.fixture(scope="module")
 def srv():
-    s = ServerProc(ENABLE)
-    try:
+    with running_server(ENABLE) as s:
         yield s
-    finally:
-        s.stop()
-        shutil.rmtree(s.dir, ignore_errors=True)
 
 
 @pytest.fixture
