@@ -249,6 +249,11 @@ def test_module_command_protected_like_redis(redis_server, start_server):
     finally:
         a.close()
         b.close()
+    local = start_server("--enable-module-command", "local").conn()      # we connect over loopback
+    try:
+        assert local.call("MODULE", "LOAD", RATELIMIT) == b"+OK\r\n"
+    finally:
+        local.close()
 
 
 # -- loadmodule ---------------------------------------------------------------------------------
@@ -427,6 +432,25 @@ def test_propagation_to_the_replication_stream(c, srv, testmod):
         assert cmds[1:] == [[b"TM.SET", b"tk", b"tv"]]
     finally:
         repl.conn.close()
+
+
+def test_ophidis_replica_runs_the_module_commands(c, srv, start_server, testmod):
+    """A replica with the module loaded applies the verbatim TM.SET of its master."""
+    c.call("MODULE", "LOAD", testmod)
+    c.call("MODULE", "LOAD", RATELIMIT)
+    c.call("CONFIG", "SET", "repl-diskless-sync-delay", "0")
+    rep = start_server("--loadmodule", testmod, "--replicaof", "127.0.0.1", str(srv.port))
+    rc = rep.conn()
+    try:
+        wait_until(lambda: b"master_link_status:up" in rc.call_value("INFO", "replication"), timeout=20)
+        c.call("TM.SET", "vk", "vv")
+        c.call("RATELIMIT.HIT", "rk", "2", "60")      # as SET ... PXAT: no module needed
+        wait_until(lambda: rc.call_value("GET", "rk") == b"1", timeout=10)
+        assert rc.call_value("GET", "vk") == b"vv"
+        assert rc.call_value("PEXPIRETIME", "rk") == c.call_value("PEXPIRETIME", "rk")
+        assert rc.call("TM.SET", "x", "y") == b"-READONLY You can't write against a read only replica.\r\n"
+    finally:
+        rc.close()
 
 
 @pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
