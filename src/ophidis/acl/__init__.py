@@ -4,10 +4,13 @@ permission check, the ACL LOG, the ACL file.
 ``Acl`` is the server's ``acl`` slot: the users by name (the default user
 always among them, the same object for the server's life), the log, and the
 operations the ACL command, AUTH/HELLO, CONFIG and dispatch use.  Every
-client has a ``user`` (a users.User); a client whose user is not
-``unrestricted`` takes the general request path, where process_command
-runs check.check_command right after the authentication check, so the
-default user with all rights costs nothing.
+client has a ``user`` (a users.User).  process_command runs
+check.check_command right after the authentication check for a user that
+is not ``unrestricted``; the request loop's fast path runs a restricted
+user's command directly only when check.fast_allows shows the check would
+pass (a cached plan per user and command, its key patterns matched in C by
+the compiled loop), so the default user with all rights costs nothing and
+a user with key patterns little.
 """
 
 from __future__ import annotations

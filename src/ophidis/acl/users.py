@@ -417,9 +417,11 @@ USER_FLAGS = ("on", "off", "nopass", "skip-sanitize-payload", "sanitize-payload"
 
 class User:
     """An ACL user.  ``unrestricted``: may run every command on every key and
-    channel (the default user as shipped): its clients keep the fast path."""
+    channel (the default user as shipped).  ``fast``: None for such a user,
+    else the request loop's cache of check.fast_plan per command (a new
+    dict whenever the rules change)."""
 
-    __slots__ = ("name", "flags", "passwords", "selectors", "acl_string", "unrestricted", "pubsub_all")
+    __slots__ = ("name", "flags", "passwords", "selectors", "acl_string", "unrestricted", "pubsub_all", "fast")
 
     def __init__(self, name: bytes, pubsub_all=False):
         self.name = name
@@ -429,6 +431,7 @@ class User:
         self.selectors = [Selector(True, pubsub_all)]
         self.acl_string = None
         self.unrestricted = False
+        self.fast = {}
 
     @property
     def root(self) -> Selector:
@@ -449,6 +452,7 @@ class User:
         self.selectors = [s.copy() for s in src.selectors]
         self.acl_string = src.acl_string
         self.unrestricted = src.unrestricted
+        self.fast = None if self.unrestricted else {}
 
     def clone(self, name=None) -> "User":
         u = User(self.name if name is None else name, self.pubsub_all)
@@ -458,6 +462,7 @@ class User:
     def _update(self):
         r = self.selectors[0]
         self.unrestricted = (len(self.selectors) == 1 and r.allcommands and r.allkeys and r.allchannels)
+        self.fast = None if self.unrestricted else {}
 
     def apply(self, op: bytes, pubsub_all=None):
         """ACLSetUser: one rule; RuleError when refused."""

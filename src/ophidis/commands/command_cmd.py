@@ -525,14 +525,15 @@ GETKEYS_PROCS = {
 }
 
 
-def _getkeys_proc(cmd):
+def key_extractor(cmd):
+    """The command's key extractor (Redis's getkeys_proc), or None."""
     return cmd.getkeys_proc or GETKEYS_PROCS.get(cmd.fullname)
 
 
 _SPEC_KINDS = {}     # command -> (its key specs, has a key spec, has VARIABLE_FLAGS)
 
 
-def _spec_kinds(cmd):
+def spec_kinds(cmd):
     """(has a key spec that is not NOT_KEY, has a VARIABLE_FLAGS spec),
     computed once per command (again if its key specs are replaced)."""
     kinds = _SPEC_KINDS.get(cmd)
@@ -545,19 +546,19 @@ def _spec_kinds(cmd):
 
 def has_keys(cmd) -> bool:
     """doesCommandHaveKeys."""
-    return _getkeys_proc(cmd) is not None or _spec_kinds(cmd)[0]
+    return key_extractor(cmd) is not None or spec_kinds(cmd)[0]
 
 
 def get_keys_with_flags(cmd, argv):
     """Keys of a command line as [(pos, flags)], or None when the arguments
     are invalid for the key specs and no extractor applies (Redis then
     returns no keys)."""
-    has_keyspec, varflags = _spec_kinds(cmd)
+    has_keyspec, varflags = spec_kinds(cmd)
     if has_keyspec and not varflags:
         r = keys_from_specs(cmd, argv)
         if r is not None:
             return r
-    proc = _getkeys_proc(cmd)
+    proc = key_extractor(cmd)
     if proc is not None:
         return proc(cmd, argv)
     return None
@@ -567,7 +568,7 @@ def cluster_keys(cmd, argv) -> list:
     """The keys getKeysFromCommand gives (what cluster routing hashes):
     the command's key extractor, else its legacy (first, last, step)
     range, which also counts channel arguments (SPUBLISH, SSUBSCRIBE)."""
-    proc = _getkeys_proc(cmd)
+    proc = key_extractor(cmd)
     if proc is not None:
         r = proc(cmd, argv)
         return [argv[p] for p, _ in r] if r else []
@@ -673,7 +674,7 @@ def _getkeys_impl(c, argv, with_flags):
     if (a > 0 and a != n) or n < -a:
         raise RedisError("ERR Invalid number of arguments specified for command")
     keys = get_keys_with_flags(cmd, args)
-    if keys is None or (not keys and not _getkeys_proc(cmd)):
+    if keys is None or (not keys and not key_extractor(cmd)):
         # keyspecs failed and no extractor: Redis's "0 keys" result
         keys = keys or []
     if not keys:

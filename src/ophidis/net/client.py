@@ -22,6 +22,7 @@ from time import perf_counter
 import hiredis
 
 from .. import log
+from ..acl.check import fast_allows, fast_plan
 from ..cluster.slots import key_hash_slot
 from ..commands import TABLE
 from ..errors import RedisError
@@ -168,6 +169,7 @@ def _run_requests(self, gets, out, table, slow, t0):
     append = out.append
     last = None
     nreq = 0
+    fast = self.user.fast
     while True:
         try:
             req = gets()
@@ -180,7 +182,8 @@ def _run_requests(self, gets, out, table, slow, t0):
         if req.__class__ is list and req and all(map(_IS_BYTES, req)):
             cmd = table.get(req[0])
             if not slow and cmd is not None and cmd.fastpath and cmd.amin <= len(req) <= cmd.amax \
-                    and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, req)):
+                    and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, req)) \
+                    and (fast is None or fast_allows(fast, self.user, cmd, req)):
                 # The fast path: no check of processCommand can apply.
                 self.last_cmd = cmd
                 try:
@@ -211,6 +214,7 @@ def _run_requests(self, gets, out, table, slow, t0):
         if self.blocked or self.close_after_reply or self.paused_queue is not None or self.closing:
             break
         slow = self.slow or _SERVER_SLOW
+        fast = self.user.fast
         t0 = perf_counter()
     return nreq, last
 
@@ -221,7 +225,7 @@ _NO_MORE = (False,)     # what ends a batch of requests for the request loop (as
 def _sync():
     """Hand the switches above to the compiled loop."""
     if native is not None:
-        native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY)
+        native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY, fast_plan)
 
 
 if native is not None:
@@ -295,7 +299,7 @@ class Client(asyncio.Protocol):
         self.push_buf = None
         self.killed = False
         self.in_script = False
-        self.slow = not self.authenticated or not self.user.unrestricted
+        self.slow = not self.authenticated
 
     # -- state ----------------------------------------------------------------
     def update_slow(self):
@@ -303,7 +307,7 @@ class Client(asyncio.Protocol):
             not self.authenticated or self.multi is not None or self.reply_mode
             or (self.resp == 2 and (self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard))
             or self.tracking or self.blocked or self.close_after_reply or self.repl is not None
-            or self.cluster_asking or not self.user.unrestricted)
+            or self.cluster_asking)
 
     # -- asyncio.Protocol -------------------------------------------------------
     def connection_made(self, transport):
@@ -472,7 +476,8 @@ class Client(asyncio.Protocol):
         cmd = TABLE.get(argv[0])
         if (cmd is not None and cmd.fastpath and not self.slow and not _SERVER_SLOW
                 and cmd.amin <= len(argv) <= cmd.amax
-                and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, argv))):
+                and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, argv))
+                and (self.user.fast is None or fast_allows(self.user.fast, self.user, cmd, argv))):
             srv = self.server
             self.last_cmd = cmd
             t0 = perf_counter()
