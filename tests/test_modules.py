@@ -398,15 +398,22 @@ def test_acl_on_module_commands(c, srv):
         assert conns["u3"].call_value("RATELIMIT.PEEK", "rl:a", "3")[0] == 2
         assert conns["u3"].call("RATELIMIT.HIT", "rl:a", "3", "10") == (
             b"-NOPERM this user has no permissions to access one of the keys used as arguments\r\n")
-        assert conns["u3"].call_value("RATELIMIT.HIT", "rl:w1", "3", "10")[0] == 1
         log = c.call_value("ACL", "LOG", "1")[0]
         assert log[log.index(b"object") + 1] == b"rl:a" and log[log.index(b"username") + 1] == b"u3"
+        assert conns["u3"].call_value("RATELIMIT.HIT", "rl:w1", "3", "10")[0] == 1
+        # pipelined (the request loop's ACL plans): the same answers
+        out = conns["u3"].pipeline(("RATELIMIT.HIT", "rl:w2", "3", "10"), ("RATELIMIT.HIT", "rl:a", "3", "10"),
+                                   ("RATELIMIT.PEEK", "rl:w2", "3"), ("RATELIMIT.PEEK", "x", "3"))
+        assert out.startswith(b"*3\r\n:1\r\n:2\r\n:")
+        assert out.count(b"-NOPERM this user has no permissions to access one of the keys") == 2
+        assert b"*2\r\n:2\r\n:" in out
         # a command allowed by name stays allowed when its module comes back
         c.call("ACL", "SETUSER", "u2", "+ratelimit.hit")
         c.call("MODULE", "UNLOAD", "ratelimit")
         assert b"ratelimit" not in c.call_value("ACL", "GETUSER", "u2")[5]
         c.call("MODULE", "LOAD", RATELIMIT)
         assert conns["u2"].call_value("RATELIMIT.HIT", "rl:a", "3", "10")[0] == 1
+        assert conns["u3"].pipeline(("RATELIMIT.PEEK", "rl:w2", "3"), ("RATELIMIT.PEEK", "x", "3"))[:4] == b"*2\r\n"
         assert c.call_value("ACL", "GETUSER", "u2")[5] == b"-@all +@read +ratelimit.hit"
         assert c.call("ACL", "SETUSER", "u4", "+nosuch.cmd").startswith(b"-ERR Error in ACL SETUSER modifier")
     finally:

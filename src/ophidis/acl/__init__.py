@@ -205,7 +205,7 @@ class Acl:
             for cmd, old in olds:
                 for sel in u.selectors:
                     sel.command_added(cmd, old)
-            u.acl_string = None
+            u.commands_changed()
 
     def commands_removed(self, cmds):
         """A module's commands were taken out of the table."""
@@ -213,7 +213,7 @@ class Acl:
         for cmd in cmds:
             RETIRED[cmd.fullname] = cmd
         for u in self._every_user():
-            u.acl_string = None
+            u.commands_changed()
 
     def changed(self):
         """After any change of users: who needs to authenticate, which

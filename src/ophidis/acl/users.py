@@ -459,6 +459,12 @@ class User:
         u.copy_from(self)
         return u
 
+    def commands_changed(self):
+        """The command table changed (a module loaded or unloaded): the
+        description and the request loop's plans are made anew."""
+        self.acl_string = None
+        self._update()
+
     def _update(self):
         r = self.selectors[0]
         self.unrestricted = (len(self.selectors) == 1 and r.allcommands and r.allkeys and r.allchannels)
