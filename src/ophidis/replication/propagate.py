@@ -44,7 +44,11 @@ RESP once; targets receive ``feed(ops, wrap)`` with ops a list of
 which one it is.
 
 ``server.propagate_hooks`` is non-empty only while a target is attached,
-so a server without AOF and replicas pays nothing per command.
+so a server without AOF and replicas pays nothing per command.  The request
+loop's fast path propagates too (Server.update_server_slow hands it the
+Propagator, client.set_propagator, while a target is attached): after a command it calls
+``after_call`` when the command changed the dataset, forced propagation or
+rewrote its argv, as ``Server.call`` does.
 """
 
 from __future__ import annotations
