@@ -334,6 +334,15 @@ def bulk_items(items):
     return out
 
 
+def encode_bytes_argv(list argv):
+    """protocol.resp.encode_argv for a list of bytes objects (None when an
+    element is anything else: the Python encoder converts those)."""
+    for x in argv:
+        if not PyBytes_Check(x):
+            return None
+    return bulk_items(argv)
+
+
 def long_header(data):
     """True when data holds "*" followed by seven characters of [-0-9]."""
     if type(data) is not bytes:

@@ -53,13 +53,28 @@ rewrote its argv, as ``Server.call`` does.
 
 from __future__ import annotations
 
+from ..net.speedups import native
 from ..protocol.resp import encode_argv
 
 TO_AOF = 1
 TO_REPL = 2
 
-# A command as a RESP array of bulk strings.
-resp = encode_argv
+
+def resp(argv) -> bytes:
+    """A command as a RESP array of bulk strings (compiled for bytes)."""
+    return encode_argv(argv)
+
+
+if native is not None:
+    _encode_bytes = native.encode_bytes_argv
+
+    def resp(argv) -> bytes:  # noqa: F811 - the compiled encoder, when built
+        """A command as a RESP array of bulk strings (compiled for bytes)."""
+        if argv.__class__ is list:
+            enc = _encode_bytes(argv)
+            if enc is not None:
+                return enc
+        return encode_argv(argv)
 
 
 class Propagator:
@@ -165,10 +180,19 @@ class Propagator:
         if not ops:
             return
         self.pending = []
-        wrap = len(ops) > 1 and not arbitrary
-        enc = [(dbid, resp(argv), mask) for dbid, argv, mask in ops]
-        for t in list(self.targets):
-            t.feed(enc, wrap)
+        if len(ops) == 1:
+            dbid, argv, mask = ops[0]
+            enc = [(dbid, resp(argv), mask)]
+            wrap = False
+        else:
+            wrap = not arbitrary
+            enc = [(dbid, resp(argv), mask) for dbid, argv, mask in ops]
+        targets = self.targets
+        if len(targets) == 1:
+            targets[0].feed(enc, wrap)
+        else:
+            for t in list(targets):
+                t.feed(enc, wrap)
 
 
 MULTI = resp([b"MULTI"])

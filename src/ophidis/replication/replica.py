@@ -333,6 +333,7 @@ class ReplicaLink:
         await self._sync(reader, master_replid)
         self.own_expires = {}
         srv.replid = master_replid
+        feed.flush_replicas()
         feed.offset = start
         feed.clear_replid2()
         feed.create_backlog()
