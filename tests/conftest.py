@@ -27,7 +27,6 @@ added to its report.
 from __future__ import annotations
 
 import os
-import shutil
 
 import inspect
 
@@ -40,7 +39,7 @@ from redis.retry import Retry
 from support.config import ConfigOverrides
 from support.resp import RespConn
 from support.servers import (REDIS_SERVER, ROOT, SRC, RedisServerProc, ServerProc, Starter,  # noqa: F401
-                             free_port, logs_of, server_env)
+                             free_port, logs_of, running_server, server_env)
 from support.wait import wait_port  # noqa: F401
 
 
@@ -78,12 +77,8 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def server():
-    s = ServerProc(["--enable-debug-command", "yes"])
-    try:
+    with running_server(["--enable-debug-command", "yes"]) as s:
         yield s
-    finally:
-        s.stop()
-        shutil.rmtree(s.dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -60,9 +60,9 @@ class Both:
             c.sock.close()
 
 
-# The commands of Redis's table that we lack (MODULE, LOLWUT): Redis's rule
-# lists and categories may name them.
-MISSING = (b"lolwut", b"module")
+# The commands of Redis's table that we lack (LOLWUT): Redis's rule lists and
+# categories may name them.
+MISSING = (b"lolwut",)
 
 
 def _rules_set(line: bytes):

@@ -150,14 +150,22 @@ def _key_spec_reply(resp, s) -> bytes:
     return b"".join(out)
 
 
-_info_cache: dict = {}
-_docs_cache: dict = {}
+_info_cache: dict = {}     # (Command, resp) -> COMMAND INFO's reply
+_docs_cache: dict = {}     # (Command, resp) -> COMMAND DOCS's reply
+
+
+def forget(cmd):
+    """Drop what is cached about a command taken out of the table (MODULE UNLOAD)."""
+    for resp in (2, 3):
+        _info_cache.pop((cmd, resp), None)
+        _docs_cache.pop((cmd, resp), None)
+    _SPEC_KINDS.pop(cmd, None)
 
 
 def command_info_reply(cmd, resp) -> bytes:
     if cmd is None:
         return b"_\r\n" if resp >= 3 else b"*-1\r\n"
-    k = (cmd.fullname, resp)
+    k = (cmd, resp)
     r = _info_cache.get(k)
     if r is not None:
         return r
@@ -213,17 +221,25 @@ def _args_reply(resp, args) -> bytes:
 
 
 def command_docs_reply(cmd, resp) -> bytes:
-    k = (cmd.fullname, resp)
+    k = (cmd, resp)
     r = _docs_cache.get(k)
     if r is not None:
         return r
     m = cmd.meta
-    fields = [(b"summary", bulk(_summary(cmd.fullname).encode()))]
+    fields = []
+    if cmd.module is None:
+        fields.append((b"summary", bulk(_summary(cmd.fullname).encode())))
+    elif m.get("summary"):      # a module command: what its registration gave
+        fields.append((b"summary", bulk(m["summary"].encode())))
     if m.get("since"):
         fields.append((b"since", bulk(m["since"].encode())))
     # the JSON spells groups as identifiers ("sorted_set"); Redis reports
     # them with dashes ("sorted-set")
     fields.append((b"group", bulk(cmd.group.replace("_", "-").encode())))
+    if m.get("complexity"):
+        fields.append((b"complexity", bulk(m["complexity"].encode())))
+    if cmd.module is not None:
+        fields.append((b"module", bulk(cmd.module.encode())))
     doc_flags = []
     if m.get("deprecated_since"):
         doc_flags.append(b"deprecated")
@@ -634,8 +650,9 @@ def command_list(c, argv):
         if filt is not None:
             kind, arg = filt
             if kind == b"module":
-                continue  # no modules
-            if kind == b"aclcat":
+                if x.module is None or x.module.lower().encode() != arg.lower():
+                    continue
+            elif kind == b"aclcat":
                 cat = arg.lower().decode("latin-1")
                 if cat not in ACL_CATEGORIES or cat not in x.acl:
                     continue
