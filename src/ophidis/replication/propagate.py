@@ -60,21 +60,18 @@ TO_AOF = 1
 TO_REPL = 2
 
 
-def resp(argv) -> bytes:
-    """A command as a RESP array of bulk strings (compiled for bytes)."""
-    return encode_argv(argv)
-
-
 if native is not None:
     _encode_bytes = native.encode_bytes_argv
 
-    def resp(argv) -> bytes:  # noqa: F811 - the compiled encoder, when built
+    def resp(argv) -> bytes:
         """A command as a RESP array of bulk strings (compiled for bytes)."""
         if argv.__class__ is list:
             enc = _encode_bytes(argv)
             if enc is not None:
                 return enc
         return encode_argv(argv)
+else:
+    resp = encode_argv
 
 
 class Propagator:

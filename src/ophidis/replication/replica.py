@@ -50,7 +50,6 @@ from ..persistence.rdb import LoadAborted, RdbError
 from ..persistence.snapshot import LoadError
 from ..protocol.resp import encode_request, request_size
 
-
 _HANDSHAKE_TIMEOUT = "Timeout connecting to the MASTER..."
 _TRANSFER_TIMEOUT = ("Timeout receiving bulk data from MASTER... If the problem persists try to set the "
                      "'repl-timeout' parameter in redis.conf to a larger value.")
