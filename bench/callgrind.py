@@ -31,6 +31,9 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+SCRIPT = "redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -68,6 +71,10 @@ def main(argv=None):
     ap.add_argument("-n", type=int, default=20000)
     ap.add_argument("--setup", default="default", choices=("default", "user", "replica", "aof"))
     ap.add_argument("--scrape", action="store_true", help="count one /metrics scrape instead")
+    ap.add_argument("--annotate", type=int, default=0, metavar="N",
+                    help="also print the N functions with the most instructions (callgrind_annotate)")
+    ap.add_argument("--script", action="store_true",
+                    help="EVALSHA of a two-call script (SET then GET through redis.call) instead of --test")
     a = ap.parse_args(argv)
     work = tempfile.mkdtemp(prefix="ophidis-cg-")
     port, other = _free_port(), _free_port()
@@ -110,14 +117,25 @@ def main(argv=None):
             time.sleep(1)
             print("scrape: %d instructions, %d bytes, %d lines" % (_total(out), len(body), body.count(b"\n")))
             return
-        bench = ["redis-benchmark", "-p", str(port), "-P", "16", "-c", "1", "-t", a.test, "-r", "1000",
-                 "-q"] + auth
+        bench = ["redis-benchmark", "-p", str(port), "-P", "16", "-c", "1", "-r", "1000", "-q"] + auth
+        if a.script:
+            sha = subprocess.run(cli + ["SCRIPT", "LOAD", SCRIPT], check=True, capture_output=True,
+                                 text=True).stdout.strip()
+            bench += ["EVALSHA", sha, "1", "key:__rand_int__", "v"]
+            a.test = "evalsha"
+        else:
+            bench += ["-t", a.test]
         subprocess.run(bench + ["-n", "5000"], capture_output=True)
         subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True)
         subprocess.run(bench + ["-n", str(a.n)], capture_output=True)
         subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True)
         time.sleep(1)
         print("%s %s: %d instructions a request" % (a.setup, a.test, _total(out) // a.n))
+        if a.annotate:
+            files = sorted(glob.glob(out + ".*"), key=os.path.getmtime)
+            r = subprocess.run(["callgrind_annotate", files[-1]], capture_output=True, text=True)
+            lines = [x for x in r.stdout.splitlines() if re.match(r"^\s*[\d,]+ \(", x)]
+            print("\n".join(lines[:a.annotate]))
     finally:
         p.kill()
         p.wait()

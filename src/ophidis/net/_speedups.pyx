@@ -45,15 +45,17 @@ cdef list _ready = []
 
 
 cdef object _fast_plan = None      # acl.check.fast_plan
+cdef object _propagator = None     # replication.propagate.Propagator while a target is attached
 
 
-def sync(bint server_slow, double slow_check, bint latency_tracking, list ready, fast_plan):
-    global _server_slow, _slow_check, _latency_tracking, _ready, _fast_plan
+def sync(bint server_slow, double slow_check, bint latency_tracking, list ready, fast_plan, propagator):
+    global _server_slow, _slow_check, _latency_tracking, _ready, _fast_plan, _propagator
     _server_slow = server_slow
     _slow_check = slow_check
     _latency_tracking = latency_tracking
     _ready = ready
     _fast_plan = fast_plan
+    _propagator = propagator
 
 
 cdef class CommandCore:
@@ -332,6 +334,15 @@ def bulk_items(items):
     return out
 
 
+def encode_bytes_argv(list argv):
+    """protocol.resp.encode_argv for a list of bytes objects (None when an
+    element is anything else: the Python encoder converts those)."""
+    for x in argv:
+        if not PyBytes_Check(x):
+            return None
+    return bulk_items(argv)
+
+
 def long_header(data):
     """True when data holds "*" followed by seven characters of [-0-9]."""
     if type(data) is not bytes:
@@ -405,6 +416,9 @@ def run(client, gets, list out, dict table, bint slow, double t0):
     cdef CommandCore cmd
     last = None
     fast = client.user.fast
+    prop = _propagator
+    srv = client.server
+    dirty0 = None
     while True:
         try:
             req = gets()
@@ -424,6 +438,8 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                 cmd = <CommandCore>c
                 # The fast path: no check of processCommand can apply.
                 client.last_cmd = cmd
+                if prop is not None:
+                    dirty0 = srv.dirty
                 try:
                     out.append(cmd.proc(client, req))
                 except RedisError as e:
@@ -441,8 +457,13 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                     us = <long long>(dt * 976562.5)
                     slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
                     cmd.hist[slot] += 1
+                if prop is not None:
+                    # Server.call's propagation (client._propagate)
+                    d = srv.dirty != dirty0
+                    if d or prop.forced or prop.rewritten is not None:
+                        prop.after_call(client, cmd, req, d)
                 if _ready:
-                    client.server.handle_ready_keys()
+                    srv.handle_ready_keys()
                 continue
             r = client.process_request(req)
         else:
@@ -453,5 +474,6 @@ def run(client, gets, list out, dict table, bint slow, double t0):
             break
         slow = client.slow or _server_slow
         fast = client.user.fast
+        prop = _propagator
         t0 = _now()
     return nreq, last

@@ -84,6 +84,25 @@ def _cluster_local(cmd, req) -> bool:
     return owned[key_hash_slot(req[k])] == 1
 
 
+# The replication / AOF Propagator while a target is attached (None
+# otherwise): the fast path hands it the commands that changed the dataset,
+# as Server.call does.  Set through ``set_propagator``.
+_PROPAGATOR = None
+
+
+def set_propagator(p):
+    global _PROPAGATOR
+    _PROPAGATOR = p
+    _sync()
+
+
+def _propagate(self, p, cmd, req, dirty0):
+    # the fast path's part of Server.call: propagation after a command
+    d = self.server.dirty != dirty0
+    if d or p.forced or p.rewritten is not None:
+        p.after_call(self, cmd, req, d)
+
+
 def set_server_slow(v: bool):
     global _SERVER_SLOW
     _SERVER_SLOW = v
@@ -170,6 +189,8 @@ def _run_requests(self, gets, out, table, slow, t0):
     last = None
     nreq = 0
     fast = self.user.fast
+    prop = _PROPAGATOR
+    srv = self.server
     while True:
         try:
             req = gets()
@@ -186,6 +207,8 @@ def _run_requests(self, gets, out, table, slow, t0):
                     and (fast is None or fast_allows(fast, self.user, cmd, req)):
                 # The fast path: no check of processCommand can apply.
                 self.last_cmd = cmd
+                if prop is not None:
+                    dirty0 = srv.dirty
                 try:
                     append(cmd.proc(self, req))
                 except RedisError as e:
@@ -201,8 +224,10 @@ def _run_requests(self, gets, out, table, slow, t0):
                     self.server.slow_call(self, cmd, req, dt)
                 if _LATENCY_TRACKING:
                     cmd.hist[int(dt * 976562.5).bit_length()] += 1
+                if prop is not None:
+                    _propagate(self, prop, cmd, req, dirty0)
                 if _READY:
-                    self.server.handle_ready_keys()
+                    srv.handle_ready_keys()
                 continue
             r = self.process_request(req)
         else:
@@ -215,6 +240,7 @@ def _run_requests(self, gets, out, table, slow, t0):
             break
         slow = self.slow or _SERVER_SLOW
         fast = self.user.fast
+        prop = _PROPAGATOR
         t0 = perf_counter()
     return nreq, last
 
@@ -225,7 +251,7 @@ _NO_MORE = (False,)     # what ends a batch of requests for the request loop (as
 def _sync():
     """Hand the switches above to the compiled loop."""
     if native is not None:
-        native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY, fast_plan)
+        native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY, fast_plan, _PROPAGATOR)
 
 
 if native is not None:
@@ -480,6 +506,8 @@ class Client(asyncio.Protocol):
                 and (self.user.fast is None or fast_allows(self.user.fast, self.user, cmd, argv))):
             srv = self.server
             self.last_cmd = cmd
+            prop = _PROPAGATOR
+            dirty0 = srv.dirty
             t0 = perf_counter()
             try:
                 append(cmd.proc(self, argv))
@@ -494,6 +522,8 @@ class Client(asyncio.Protocol):
                 srv.slow_call(self, cmd, argv, dt)
             if _LATENCY_TRACKING:
                 cmd.hist[int(dt * 976562.5).bit_length()] += 1
+            if prop is not None:
+                _propagate(self, prop, cmd, argv, dirty0)
             if _READY:
                 srv.handle_ready_keys()
             return

@@ -336,9 +336,10 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     def update_server_slow(self):
         slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
-                    or self.loading or self.propagate_hooks
+                    or self.loading or self.write_denied is not None
                     or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
         client_mod.set_server_slow(slow)
+        client_mod.set_propagator(self.propagator if self.propagate_hooks else None)
 
     # -- start --------------------------------------------------------------------------
     def os_warnings(self):

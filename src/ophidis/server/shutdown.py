@@ -76,6 +76,7 @@ class Shutdown:
     def finish_shutdown(self, flags):
         """finishShutdown: save, run the hooks, stop."""
         nosave, save, now, force = flags
+        self.repl_feed.flush_replicas()     # flushSlavesOutputBuffers
         self.repl_feed.log_lagging()
         do_save = (self.config["save"] and not nosave) or save
         if self.loading:
