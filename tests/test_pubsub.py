@@ -6,12 +6,11 @@ import socket
 import time
 
 import pytest
-import redis
+from support.resp import RespConn, encode, exchange
+from support.servers import SRC
+from support.wait import wait_until
 
 from ophidis import util
-from support.servers import SRC
-from support.resp import RespConn, encode, exchange
-from support.wait import wait_until
 
 
 def replies_to(port, *cmds) -> bytes:

@@ -89,7 +89,7 @@ class Shutdown:
             log.notice("Saving the final RDB snapshot before exiting.")
             try:
                 self.persistence.shutdown_save()
-            except Exception as e:  # noqa: BLE001
+            except Exception:  # noqa: BLE001
                 if force:
                     log.warning("Error trying to save the DB. Exit anyway.")
                 else:
