@@ -26,6 +26,7 @@ from __future__ import annotations
 import _ssl
 import asyncio
 import os
+import socket
 import ssl
 
 from .. import log
@@ -290,6 +291,12 @@ class TlsListener:
                 log.warning("Accepting client connection: %s" % e.strerror)
                 return
             conn.setblocking(False)
+            try:
+                # before the handshake: its records must not wait for the
+                # peer's delayed ACK (Nagle)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass                # a unix socket
             if self.admit and not srv.admit(conn):
                 continue
             srv.loop.create_task(self._handshake(conn))
