@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from ..commands.scripting import script_writes
 from ..net.client import Client
 
 
@@ -13,21 +12,15 @@ class Pause:
 
     __slots__ = ()
 
-    def _paused_for(self, cmd, c, argv=None) -> bool:
+    def _paused_for(self, f) -> bool:
+        """Whether a command with flags ``f`` (dispatch's getCommandFlags:
+        the command, a script's declared flags, EXEC's queue) waits."""
         if time.monotonic() >= self.pause_end:
             self.unpause()
             return False
         if self.pause_type == "all":
             return True
-        base = cmd.parent.name if cmd.parent is not None else cmd.name
-        if base == "exec":
-            return bool(c.multi) and any(q[0].write or q[0].may_replicate for q in c.multi)
-        if base in ("eval", "evalsha", "fcall") and argv is not None:
-            # A script declaring no-writes is not a write (evalGetCommandFlags).
-            if script_writes(self, base, argv) is False:
-                return False
-            return True
-        return cmd.write or cmd.may_replicate
+        return f.write or f.may_replicate
 
     def postpone(self, c: Client, argv):
         c.paused_queue = argv
