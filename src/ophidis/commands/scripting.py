@@ -21,7 +21,7 @@ from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set
 from ..scripting import engine as lua_mod
 from ..scripting.ldb import Ldb
 from ..util import parse_int, stringmatch
-from . import command
+from . import TABLE, command
 
 SCRIPT_FLAGS = lua_mod.SCRIPT_FLAGS
 _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
@@ -215,6 +215,8 @@ def prepare(c, flags, compat: bool, ro: bool):
             if srv.memory.evict_hook():
                 raise RedisError("OOM allow-oom flag is not set on the script, can not run it when "
                                  "used memory > 'maxmemory'")
+    elif srv.running_stale():      # (an EVAL without shebang)
+        raise RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
     readonly = ro or (not compat and "no-writes" in flags)
     allow_oom = not compat and "allow-oom" in flags
     return readonly, allow_oom
@@ -230,6 +232,16 @@ def _numkeys(c, argv, bad=None):
     if n < 0:
         raise RedisError("ERR Number of keys can't be negative")
     return n
+
+
+def _failed(argv, reply: bytes) -> bytes:
+    """A script's error reply counts as a failed call of EVAL/FCALL (a
+    raised error is counted by the dispatcher)."""
+    if reply[:1] == b"-":
+        cmd = TABLE.get(argv[0].lower())
+        if cmd is not None:
+            cmd.failed_calls += 1
+    return reply
 
 
 def _cluster_ctx(ctx, cross_slot: bool, argv, numkeys: int):
@@ -270,7 +282,7 @@ def _eval_run(c, argv, evalsha: bool, ro: bool):
     ctx = lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv)
     if srv.cluster is not None:
         _cluster_ctx(ctx, s.compat or "allow-cross-slot-keys" in s.flags, argv, numkeys)
-    return eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
+    return _failed(argv, eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp))
 
 
 # -- the Lua debugger (SCRIPT DEBUG YES|SYNC; scripting/ldb.py) ---------------------------
@@ -590,7 +602,7 @@ def _fcall(c, argv, ro):
     ctx = lua_mod.RunCtx(c, f.name, False, readonly, allow_oom, argv)
     if srv.cluster is not None:
         _cluster_ctx(ctx, "allow-cross-slot-keys" in f.flags, argv, numkeys)
-    return reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
+    return _failed(argv, reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp))
 
 
 @command("fcall", propagate=False)
