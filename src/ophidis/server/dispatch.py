@@ -283,4 +283,7 @@ class Dispatch:
         return r
 
     def handle_ready_keys(self):
-        self.blocking_handler.handle_ready_keys()
+        # Not while a busy script lets other clients in (isInsideYieldingLongCommand):
+        # its pushes are served once it ends.
+        if self.script_busy is None:
+            self.blocking_handler.handle_ready_keys()
