@@ -11,12 +11,11 @@ The Lua engines live in ``ophidis.scripting.engine``.  Server attributes used:
 
 from __future__ import annotations
 
-from ..cluster.slots import key_hash_slot
 from .. import log
+from ..cluster.slots import key_hash_slot
 from ..errors import NOSCRIPT, RedisError
 from ..persistence import child as child_mod
-from ..persistence.rdb import (NotAFunction, RdbError, functions_payload, load_functions_payload,
-                               verify_payload)
+from ..persistence.rdb import NotAFunction, RdbError, functions_payload, load_functions_payload, verify_payload
 from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
 from ..scripting import engine as lua_mod
 from ..scripting.ldb import Ldb
