@@ -22,6 +22,11 @@ class Pause:
             return True
         return f.write or f.may_replicate
 
+    def still_paused(self) -> bool:
+        """checkClientPauseTimeoutAndReturnIfPaused (a pause whose time is
+        over counts as ended; the cron resumes its clients)."""
+        return self.pause_type is not None and time.monotonic() < self.pause_end
+
     def postpone(self, c: Client, argv):
         c.paused_queue = argv
         self.paused_clients.append(c)
