@@ -195,3 +195,33 @@ def test_min_replicas_in_scripts(r):
     finally:
         r.config_set("min-replicas-to-write", "0")
     assert r.get("x") == b"some value"
+
+
+def test_client_pause_holds_the_master_stream(start_server):
+    """CLIENT PAUSE WRITE on a replica holds its master's writes as any
+    client's: the stream is read but not applied until the pause ends, and
+    nothing answers the master meanwhile."""
+    master = start_server("--repl-ping-replica-period", "3600", "--repl-diskless-sync-delay", "0")
+    m = master.client()
+    s = start_server()
+    r = s.client()
+    r.replicaof("127.0.0.1", str(master.port))
+    wait_until(lambda: linked(r), what="the link")
+    m.set("foo", "bar")
+    wait_until(lambda: caught_up(m, r), what="the first write")
+    held = r.info("replication")["slave_repl_offset"]
+    r.execute_command("CLIENT", "PAUSE", 100000, "WRITE")
+    try:
+        m.set("foo2", "bar2")
+        m.set("foo3", "bar3")
+        end = m.info("replication")["master_repl_offset"]
+        wait_until(lambda: r.info("replication")["slave_read_repl_offset"] == end, what="the stream read")
+        assert r.info("replication")["slave_repl_offset"] == held
+        assert r.get("foo2") is None
+    finally:
+        r.execute_command("CLIENT", "UNPAUSE")
+    wait_until(lambda: caught_up(m, r), what="the stream applied")
+    assert r.mget("foo2", "foo3") == [b"bar2", b"bar3"]
+    assert m.info("replication")["connected_slaves"] == 1
+    m.set("after", "1")
+    wait_until(lambda: r.get("after") == b"1", what="the stream after the pause")

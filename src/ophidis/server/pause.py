@@ -49,6 +49,9 @@ class Pause:
         waiting = list(self.paused_clients)
         self.paused_clients.clear()
         for c in waiting:
+            if c.is_master and self.replica_link is not None:
+                self.replica_link.resume_after_pause(c)     # our master's stream
+                continue
             argv = c.paused_queue
             c.paused_queue = None
             if c.closing:
