@@ -7,11 +7,12 @@ import time
 
 import pytest
 import redis
+from support.replication import propagated
+from support.resp import RespConn, encode, exchange
+from support.servers import SRC
+from support.wait import wait_until
 
 from ophidis import util
-from support.servers import SRC
-from support.resp import RespConn, encode, exchange
-from support.wait import wait_until
 
 
 def replies_to(port, *cmds) -> bytes:
@@ -474,3 +475,22 @@ def test_output_buffer_limit_config_roundtrip(r, config):
     config(r, client_output_buffer_limit="pubsub 32mb 8mb 60")
     v = r.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
     assert "pubsub 33554432 8388608 60" in v
+
+
+def test_publish_reaches_the_replication_stream(server, r, redis_server, ref, config):
+    """PUBLISH propagates to replicas (forceCommandPropagation), alone, in
+    MULTI and from a script, as on redis-server."""
+    def workload(c):
+        c.publish("bla", "bla")
+        p = c.pipeline(transaction=True)
+        p.publish("in", "multi")
+        p.execute()
+        c.eval("redis.call('publish', 'from', 'script')", 0)
+        c.set("last", "1")
+
+    for c in (ref, r):      # (no replication PING in the middle of the stream)
+        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
+    theirs = propagated(redis_server.port, ref, workload, lower=True)
+    ours = propagated(server.port, r, workload, lower=True)
+    assert ours == theirs
+    assert [b"publish", b"in", b"multi"] in ours
