@@ -4,9 +4,11 @@ replicas, ROLE / INFO replication, REPLICAOF NO ONE."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 import redis
-
 from support.servers import REDIS_SERVER, free_port, redis_server_client
 from support.wait import wait_until
 
@@ -225,3 +227,33 @@ def test_client_pause_holds_the_master_stream(start_server):
     assert m.info("replication")["connected_slaves"] == 1
     m.set("after", "1")
     wait_until(lambda: r.get("after") == b"1", what="the stream after the pause")
+
+
+def test_replicas_share_one_replication_buffer_in_memory_figures(start_server):
+    """Two replicas waiting for the same payload hold one shared buffer:
+    used_memory counts it once, and mem_clients_slaves is what it holds
+    beyond repl-backlog-size (Redis 7.0's figures)."""
+    master = start_server("--repl-backlog-size", "16384", "--repl-diskless-sync-delay", "5",
+                          "--repl-diskless-sync-max-replicas", "2",
+                          "--client-output-buffer-limit", "replica 0 0 0", "--rdb-key-save-delay", "1000000")
+    m = master.client()
+    for i in range(10):
+        m.set("k%d" % i, "v")
+    servers = [start_server() for _ in range(2)]
+    reps = [s.client() for s in servers]
+    for r in reps:
+        r.replicaof("127.0.0.1", str(master.port))
+    wait_until(lambda: m.info("persistence")["rdb_bgsave_in_progress"] == 1 and
+               m.info("replication")["connected_slaves"] == 2, what="both replicas waiting for the payload")
+    before = m.info("memory")["used_memory"]
+    p = m.pipeline(transaction=False)
+    for i in range(256):
+        p.set("big%d" % i, "x" * 4096)
+    p.execute()
+    mem = m.info("memory")
+    buf = mem["mem_total_replication_buffers"]
+    assert buf > 1 << 20
+    assert mem["mem_clients_slaves"] == buf - 16384
+    assert mem["used_memory"] - before - 256 * 4096 < 2 * buf      # not once per replica
+    for s in [master] + servers:    # (a shutdown waits for the delayed payload's child)
+        os.kill(s.pid, signal.SIGKILL)
