@@ -7,7 +7,7 @@ import time
 
 import pytest
 import redis
-from support.replication import propagated
+from support.replication import same_stream
 from support.resp import RespConn, encode, exchange
 from support.servers import SRC
 from support.wait import wait_until
@@ -488,9 +488,5 @@ def test_publish_reaches_the_replication_stream(server, r, redis_server, ref, co
         c.eval("redis.call('publish', 'from', 'script')", 0)
         c.set("last", "1")
 
-    for c in (ref, r):      # (no replication PING in the middle of the stream)
-        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
-    theirs = propagated(redis_server.port, ref, workload, lower=True)
-    ours = propagated(server.port, r, workload, lower=True)
-    assert ours == theirs
+    ours = same_stream(server, r, redis_server, ref, config, workload)
     assert [b"publish", b"in", b"multi"] in ours

@@ -22,6 +22,7 @@ import select
 from time import monotonic
 
 from ..protocol.resp import sdscatrepr
+from ..util import atoi, try_int
 
 MAX_LEN_DEFAULT = 256       # LDB_MAX_LEN_DEFAULT: replies / values trimmed to this
 BREAKPOINTS_MAX = 64
@@ -68,31 +69,6 @@ _VERBS = {b"s": "step", b"step": "step", b"n": "step", b"next": "step",
           b"e": "eval", b"eval": "eval", b"a": "abort", b"abort": "abort",
           b"r": "redis", b"redis": "redis", b"p": "print", b"print": "print"}
 UNKNOWN = b"<error> Unknown Redis Lua debugger command or wrong number of arguments."
-
-
-def _atoi(b: bytes) -> int:
-    """C's atoi: leading blanks, a sign, digits; 0 when none."""
-    s = b.lstrip(b" \t\n\v\f\r")
-    i = 1 if s[:1] in (b"-", b"+") else 0
-    j = i
-    while j < len(s) and 48 <= s[j] <= 57:
-        j += 1
-    if j == i:
-        return 0
-    n = int(s[i:j])
-    return -n if s[:1] == b"-" else n
-
-
-def _string2l(b: bytes):
-    """string2l: a canonical decimal integer, or None."""
-    if not b or len(b) > 20 or b != b.strip() or (b[:1] == b"0" and len(b) > 1) or b[:1] == b"+":
-        return None
-    if b[:2] == b"-0":
-        return None
-    try:
-        return int(b)
-    except ValueError:
-        return None
 
 
 class Ldb:
@@ -186,26 +162,24 @@ class Ldb:
         p = buf.find(b"*")
         if p < 0:
             return "protocol error"
-        e = buf.find(b"\r\n", p)
-        if e < 0:
+        h = _length(buf, p)
+        if h is None:
             return None
-        argc = _atoi(buf[p + 1:e])
-        if argc <= 0 or argc > 1024:
+        argc, p = h
+        if not 0 < argc <= 1024:
             return "protocol error"
-        p = e + 2
         argv = []
         while len(argv) < argc:
             if p >= len(buf) or buf[p] == 0:
                 return None
             if buf[p] != 36:      # '$'
                 return "protocol error"
-            e = buf.find(b"\r\n", p)
-            if e < 0:
+            h = _length(buf, p)
+            if h is None:
                 return None
-            n = _atoi(buf[p + 1:e])
-            if n <= 0 or n > 1024:
+            n, p = h
+            if not 0 < n <= 1024:
                 return "protocol error"
-            p = e + 2
             if p + n + 2 > len(buf):
                 return None
             argv.append(buf[p:p + n])
@@ -305,11 +279,11 @@ class Ldb:
         elif name in (b"l", b"list"):
             around, ctx = self.currentline, 5
             if len(argv) > 1:
-                num = _atoi(argv[1])
+                num = atoi(argv[1])
                 if num > 0:
                     around = num
             if len(argv) > 2:
-                ctx = _atoi(argv[2])
+                ctx = atoi(argv[2])
             self.list(around, ctx)
         elif name in (b"w", b"whole"):
             self.list(1, 1000000)
@@ -320,7 +294,7 @@ class Ldb:
 
     def _maxlen(self, argv):
         if len(argv) == 2:
-            n = _atoi(argv[1])
+            n = atoi(argv[1])
             self.hint_sent = True
             if n != 0 and n <= 60:
                 n = 60
@@ -340,7 +314,7 @@ class Ldb:
                 self.log_source_line(n)
             return
         for arg in argv[1:]:
-            line = _string2l(arg)
+            line = try_int(arg)
             if line is None:
                 self.log(b"Invalid argument:'%s'" % arg)
             elif line == 0:
@@ -377,6 +351,15 @@ class Ldb:
         except (ValueError, IndexError):
             pass
         self.log_maxlen(b"<reply> " + b"".join(out))
+
+
+def _length(buf: bytes, p: int):
+    """The number after the type byte at p, and where its line ends
+    (after the CRLF); None when the line is not complete."""
+    e = buf.find(b"\r\n", p)
+    if e < 0:
+        return None
+    return atoi(buf[p + 1:e]), e + 2
 
 
 def _human(r: bytes, pos: int, out: list) -> int:
