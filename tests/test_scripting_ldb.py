@@ -3,6 +3,9 @@ command, on ophidis-server and redis-server, compared byte for byte."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 
 SCRIPT = (b"local a = {1,2,3}\n"
@@ -79,3 +82,19 @@ def test_debugging_stops_with_the_client(connect, redis_server):
         assert other.call("SCRIPT", "DEBUG", "no") == b"+OK\r\n"
         assert other.call("EVAL", "return 2", 0) == b":2\r\n"
         other.call("DEL", "gone")
+
+
+def test_redis_cli_ldb_session(server, redis_server, tmp_path):
+    """redis-cli --ldb (a forked session) sees the same session on both."""
+    cli = shutil.which("redis-cli")
+    if cli is None:
+        pytest.skip("redis-cli is not installed")
+    script = tmp_path / "s.lua"
+    script.write_text("local x = 1\nredis.call('set', KEYS[1], ARGV[1])\nreturn x\n")
+    out = []
+    for port in (server.port, redis_server.port):
+        p = subprocess.run([cli, "-p", str(port), "--ldb", "--eval", str(script), "k", ",", "v"],
+                           input="s\np\nc\n", capture_output=True, text=True, timeout=20)
+        out.append(p.stdout)
+    assert out[0] == out[1]
+    assert "<value> x = 1" in out[0] and "dataset changes rolled back" in out[0]
