@@ -98,3 +98,23 @@ def test_redis_cli_ldb_session(server, redis_server, tmp_path):
         out.append(p.stdout)
     assert out[0] == out[1]
     assert "<value> x = 1" in out[0] and "dataset changes rolled back" in out[0]
+
+
+def test_debugged_script_stops_when_it_runs_too_long(connect, redis_server, r, ref, config):
+    """No busy state while debugging: past busy-reply-threshold the debugger
+    stops the script ("timeout reached"), and abort ends it."""
+    replies = []
+    for port, c in ((None, r), (redis_server.port, ref)):
+        config(c, busy_reply_threshold=200)
+        d = connect(port)
+        d.call("SCRIPT", "DEBUG", "sync")
+        d.send("EVAL", "local i = 0\nwhile true do\n i = i + 1\nend\n", 0)
+        got = [d.read()]
+        d.send("c")
+        got.append(d.read(timeout=10))
+        d.send("a")
+        got.append(d.read_until_closed())
+        replies.append(got)
+    assert replies[0] == replies[1]
+    assert b"stop reason = timeout reached, infinite loop?" in replies[0][1]
+    assert b"-ERR script aborted for user request script: " in replies[0][2]
