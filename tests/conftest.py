@@ -27,16 +27,37 @@ added to its report.
 from __future__ import annotations
 
 import os
-import shutil
+
+import inspect
 
 import pytest
+import redis
 from hypothesis import settings
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from support.config import ConfigOverrides
 from support.resp import RespConn
 from support.servers import (REDIS_SERVER, ROOT, SRC, RedisServerProc, ServerProc, Starter,  # noqa: F401
-                             free_port, logs_of, server_env)
+                             free_port, logs_of, running_server, server_env)
 from support.wait import wait_port  # noqa: F401
+
+
+def _no_retries():
+    """redis-py 7 retries a command three times, with up to 10 s of backoff,
+    when its connection fails (AuthenticationError counts as such): a test
+    of a server must see each failure at once and never have a command sent
+    twice, so the default of redis.Redis becomes no retry."""
+    init = inspect.unwrap(redis.Redis.__init__)
+    names = [p.name for p in inspect.signature(init).parameters.values()
+             if p.default is not inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    if "retry" in names and len(names) == len(init.__defaults__ or ()):
+        d = list(init.__defaults__)
+        d[names.index("retry")] = Retry(NoBackoff(), 0)
+        init.__defaults__ = tuple(d)
+
+
+_no_retries()
 
 # Property tests run the same examples every time (a CI run must not fail on
 # an example nobody saw before); HYPOTHESIS_PROFILE=explore searches anew.
@@ -56,12 +77,8 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def server():
-    s = ServerProc(["--enable-debug-command", "yes"])
-    try:
+    with running_server(["--enable-debug-command", "yes"]) as s:
         yield s
-    finally:
-        s.stop()
-        shutil.rmtree(s.dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import pytest
 import redis
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.resp import RespConn, parse
 from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
 from support.wait import wait_until
 
-from ophidis.acl.check import _matcher
+from ophidis.acl.check import OK, _matcher, check_command, fast_allows
+from ophidis.acl.users import RuleError, User
+from ophidis.commands import ALL, load_all
+from ophidis.net.speedups import native
 from ophidis.util import stringmatch
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
@@ -57,9 +60,9 @@ class Both:
             c.sock.close()
 
 
-# The commands of Redis's table that we lack (MODULE, LOLWUT): Redis's rule
-# lists and categories may name them.
-MISSING = (b"lolwut", b"module")
+# The commands of Redis's table that we lack (LOLWUT): Redis's rule lists and
+# categories may name them.
+MISSING = (b"lolwut",)
 
 
 def _rules_set(line: bytes):
@@ -510,3 +513,74 @@ def test_key_pattern_shortcuts_match_as_stringmatch(pat, key):
     """The check's matchers (equality, prefix, "*") decide as Redis's glob."""
     assert bool(_matcher(pat)(key)) == bool(stringmatch(pat, key))
     assert bool(_matcher(pat + b"*")(key)) == bool(stringmatch(pat + b"*", key))
+
+
+def test_restricted_user_pipelines_differential(both, pair):
+    """A restricted user's pipelined commands (the request loop's fast path
+    with its cached per-command plans): the same replies and ACL LOG as
+    redis-server, through AUTH inside a pipeline, denied keys among allowed
+    ones, and rules changed while the connection is open."""
+    both.same("ACL", "SETUSER", "fp", "on", ">pw", "+@all", "-flushall", "~key*", "%R~ro*", "~exact", "%W~wo*")
+    u = Both(*pair)
+    try:
+        pipe = (("AUTH", "fp", "pw"), ("SET", "key1", "a"), ("SET", "other", "b"), ("GET", "key1"),
+                ("GET", "ro1"), ("SET", "ro1", "x"), ("SET", "wo1", "x"), ("SET", "wo1", "x", "GET"),
+                ("MSET", "key2", "1", "exact", "2"), ("MSET", "key3", "1", "nope", "2"),
+                ("MGET", "key1", "ro1", "exact"), ("MGET", "key1", "wo1"), ("INCR", "key4"), ("INCR", ""),
+                ("DEL", "key1", "exact"), ("EXISTS", "ro1", "nope"), ("LPUSH", "key5", "a"),
+                ("LMOVE", "key5", "ro2", "LEFT", "RIGHT"), ("LMOVE", "key5", "key6", "LEFT", "RIGHT"),
+                ("FLUSHALL",), ("PING",), ("ECHO", "x"), ("SET", "exactly", "v"), ("GET", "exac"))
+        ra, rb = u.a.pipeline(*pipe), u.b.pipeline(*pipe)
+        assert ra == rb
+        assert ra.count(b"-NOPERM") == 11 and ra.count(b"+OK") == 4
+        # New rules for the same connections: the plans follow them.
+        both.same("ACL", "SETUSER", "fp", "resetkeys", "~other*", "-get")
+        for args in (("SET", "key1", "a"), ("SET", "other", "b"), ("GET", "other"), ("MGET", "other")):
+            u.same(*args)
+        both.same("ACL", "SETUSER", "fp", "allkeys", "+get")
+        for args in (("SET", "key1", "a"), ("GET", "key1"), ("MSET", "x", "1", "y", "2")):
+            u.same(*args)
+        ra, rb = u.call("ACL", "LOG")
+        la, lb = parse(ra)[0], parse(rb)[0]
+        assert len(la) == len(lb) > 0
+        for ea, eb in zip(la, lb):
+            for e in (ea, eb):
+                del e[10:14]            # age-seconds, client-info (its memory figures differ)
+            assert ea == eb
+        u.same("ACL", "LOG", "RESET")
+    finally:
+        u.close()
+        both.same("ACL", "DELUSER", "fp")
+
+
+_PATS = st.lists(st.sampled_from([b"~*", b"~k*", b"~key", b"%R~r*", b"%W~w*", b"%RW~kk*", b"~k?y", b"~", b"%R~"]),
+                 max_size=4)
+_KEYS = st.sampled_from([b"", b"k", b"key", b"keyx", b"r", b"r1", b"w", b"w1", b"kk", b"kky", b"x", b"*"])
+
+
+@given(_PATS, st.sampled_from(["set", "get", "mset", "mget", "del", "lmove", "copy", "incr", "bitfield",
+                               "hset", "exists", "rename", "getex", "publish", "sort", "eval", "ping"]),
+       st.lists(_KEYS | st.sampled_from([b"GET", b"SET", b"LEFT", b"1", b"0"]), max_size=6),
+       st.booleans())
+@settings(deadline=None)
+def test_fast_check_agrees_with_check_command(pats, name, args, extra_selector):
+    """The fast path's check (acl.check.fast_allows, and its compiled twin)
+    lets a command through only where check_command says OK."""
+    load_all()
+    u = User(b"t")
+    for r in [b"on", b"+@all"] + pats + ([b"(~sel* +get)"] if extra_selector else []):
+        try:
+            u.apply(r)
+        except RuleError:       # a pattern after ~*
+            pass
+    cmd = ALL[name]
+    argv = [name.encode()] + args
+    if not cmd.amin <= len(argv) <= cmd.amax:
+        return
+    ok = fast_allows(u.fast, u, cmd, argv)
+    if ok:
+        assert check_command(u, cmd, argv) == (OK, 0)
+    if native is not None:
+        class C:
+            user = u
+        assert native.acl_ok({}, C, cmd, argv) == ok

@@ -236,7 +236,6 @@ def test_getkeys_errors_exact(rr):
 
 
 def test_get_keys_helper():
-    import sys
     load_all()
     assert get_keys(ALL["mset"], [b"mset", b"a", b"1", b"b", b"2"]) == [b"a", b"b"]
     assert get_keys(ALL["set"], [b"set", b"k", b"v"]) == [b"k"]
@@ -273,7 +272,6 @@ def test_key_extraction_matches_redis_for_all_metadata(refr):
     """get_keys over Redis's metadata for every command line above, including
     commands other families have not registered yet (keynum, keyword and
     command-specific extractors), against COMMAND GETKEYSANDFLAGS of Redis."""
-    import sys
     extra = [
         ["eval", "s", "3", "a", "b", "c", "d"], ["fcall", "f", "1", "k", "arg"], ["evalsha_ro", "x", "0"],
         ["zinter", "2", "a", "b", "WITHSCORES"], ["zdiffstore", "d", "1", "a"], ["bzmpop", "1", "2", "a", "b", "MIN"],
@@ -339,7 +337,6 @@ def test_help_first_and_last_lines_match_redis(rr, refr):
 def test_every_redis_command_has_its_own_summary():
     """Families register commands over time: every command of Redis 7.0's
     table (sentinel's own excepted) already has a written summary."""
-    import sys
     missing = []
 
     def walk(name, m):

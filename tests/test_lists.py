@@ -802,7 +802,7 @@ def test_notifications_and_dirty_vs_redis(ref, redis_server, seed):
             before = ref.info("persistence")["rdb_changes_since_last_save"]
             d0 = fc.server.dirty
             with Events() as ev:
-                ours = fc.run(*cmd)
+                fc.run(*cmd)
             try:
                 ref.execute_command(*cmd)
             except Exception:  # noqa: BLE001 - errors are compared elsewhere

@@ -162,23 +162,19 @@ def test_link_drop_continues_from_the_backlog(start_server):
 
 def test_backlog_overflow_needs_a_full_sync(start_server):
     _, m = ophidis(start_server, "--repl-backlog-size", "16384")
-    _, r = ophidis(start_server)
+    rs, r = ophidis(start_server)
     replicate(r, m.port)
     workload(m, "a", 10)
     same_data(m, r)
-    # the replica sleeps; meanwhile its link goes and 100 KB more than the
-    # backlog holds are written
-    r2 = redis.Redis(port=r.port, socket_timeout=30)
-    p = r2.pipeline(transaction=False)
-    p.execute_command("DEBUG", "SLEEP", "1.5")
-    t = threading.Thread(target=p.execute)
-    t.start()
+    # the replica is stopped; meanwhile its link goes and 100 KB more than
+    # the backlog holds are written
+    os.kill(rs.pid, signal.SIGSTOP)
     try:
         m.execute_command("CLIENT", "KILL", "TYPE", "replica")
         m.set("big", "x" * 100000)
         workload(m, "b", 20)
     finally:
-        t.join()
+        os.kill(rs.pid, signal.SIGCONT)
     wait_until(lambda: sync_counts(m)[0] == 2, what="the second full sync")
     assert sync_counts(m)[2] == 2        # the PSYNC was refused
     wait_until(lambda: linked(r), what="the link")

@@ -6,7 +6,6 @@ import socket
 import time
 
 import pytest
-import redis
 from support.replication import same_stream
 from support.resp import RespConn, encode, exchange
 from support.servers import SRC

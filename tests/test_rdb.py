@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import struct
@@ -23,11 +22,9 @@ from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, Serv
 from support.wait import wait_until
 
 from ophidis.config import Config
-from ophidis.keyspace.db import Database
 from ophidis.persistence import rdb as R
 from ophidis.persistence import snapshot
-from ophidis.persistence.listpack import (canonical_int, intset_decode, intset_encode, lp_decode, lp_encode,
-                                          zl_decode)
+from ophidis.persistence.listpack import canonical_int, intset_decode, intset_encode, lp_decode, lp_encode, zl_decode
 from ophidis.server import Server
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.types.containers import HashValue, ListValue, SetValue

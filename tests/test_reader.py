@@ -28,6 +28,10 @@ class Limits:
         self.proto_max_bulk_len = bulk
 
 
+class _AllRights:
+    fast = None          # an unrestricted ACL user (acl.users.User.fast)
+
+
 class Recorder:
     """What the request loops need of a client: every request goes to
     process_request (the command table is empty), which records it; a
@@ -39,6 +43,8 @@ class Recorder:
         self.blocked = self.close_after_reply = self.closing = False
         self.paused_queue = None
         self.slow = True
+        self.server = None
+        self.user = _AllRights()
 
     def process_request(self, argv):
         self.got.append(argv)

@@ -148,3 +148,40 @@ def test_sync_client_is_a_replica_in_info_and_client_kill(server, r):
         assert r.info("replication")["connected_slaves"] == 0
     finally:
         s.close()
+
+
+# One pipelined read: the request loop's fast path runs these with a
+# replica attached and propagates each (rewritten, forced, or with the
+# SELECTs a db switch needs) as Redis's call() does.
+_PIPELINE = (("SET", "a", "1", "EX", "100"), ("INCRBYFLOAT", "f", "1.5"), ("SELECT", "2"), ("SET", "b", "2"),
+             ("GET", "b"), ("SADD", "s", "x"), ("SPOP", "s"), ("SPOP", "s"), ("SELECT", "0"),
+             ("FLUSHDB",), ("LPUSH", "l", "1", "2"), ("RPOP", "l"), ("INCR", "n"), ("DEL", "nosuch"),
+             ("EXPIRE", "n", "100"), ("SET", "last", "1"))
+
+
+def _pipelined_stream(port, c):
+    c.flushall()
+    s = SyncStream(port)
+    try:
+        with s.conn.__class__(port) as w:
+            w.pipeline(*_PIPELINE)
+        return _normalize(_read_to_last(s))
+    finally:
+        s.close()
+
+
+def _read_to_last(s):
+    out = []
+    while True:
+        out.append(s.read_command())
+        if out[-1][0].lower() == b"set" and out[-1][1] == b"last":
+            return out
+
+
+def test_pipelined_writes_stream_as_redis(server, r, redis_server, ref, config):
+    for c in (ref, r):
+        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
+    theirs = _pipelined_stream(redis_server.port, ref)
+    ours = _pipelined_stream(server.port, r)
+    assert ours == theirs
+    assert [b"select", b"2"] in ours and [b"srem", b"s", b"x"] in ours and [b"flushdb"] in ours

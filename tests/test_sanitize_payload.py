@@ -23,7 +23,7 @@ import pytest
 import redis
 
 from ophidis.persistence.listpack import lp_build, lp_entry
-from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
+from ophidis.persistence.rdbcodec import crc64, enc_len
 from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
 from support.wait import wait_until
 

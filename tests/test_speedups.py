@@ -22,6 +22,7 @@ from support.servers import SRC, ServerProc, server_env
 from ophidis.commands import Command, lists
 from ophidis.net import client, speedups
 from ophidis.protocol import reader
+from ophidis.protocol.resp import encode_argv
 
 PURE = os.environ.get("OPHIDIS_PURE") == "1"
 
@@ -70,6 +71,18 @@ def test_compiled_bulk_items_matches(items):
     assert speedups.native.bulk_items(items) == lists._py_bulk_items(items)
     assert speedups.native.bulk_items([bytearray(x) for x in items]) == lists._py_bulk_items(items)
     assert speedups.native.bulk_items(tuple(items)) == lists._py_bulk_items(tuple(items))
+
+
+@given(st.lists(st.binary(max_size=30) | st.binary(min_size=1020, max_size=1030), max_size=20),
+       st.sampled_from([None, 7, "x", bytearray(b"ab")]))
+def test_compiled_request_encoder_matches(argv, odd):
+    """Propagation's encoder: the compiled one gives encode_argv's bytes for
+    a list of bytes, and leaves any other element to the Python one."""
+    if speedups.native is None:
+        pytest.skip("the compiled loop is not built")
+    assert speedups.native.encode_bytes_argv(argv) == encode_argv(argv)
+    if odd is not None:
+        assert speedups.native.encode_bytes_argv(argv + [odd]) is None
 
 
 def _start(pure: bool):

@@ -3,8 +3,6 @@
 import time
 
 import pytest
-import redis
-
 from redis.exceptions import ResponseError
 
 

@@ -164,7 +164,7 @@ def main(argv=None):
         except OSError as e:
             log.warning("Failed to write PID file: %s" % e.strerror)
     try:
-        import uvloop  # noqa: F401
+        import uvloop
         use_uvloop = True
     except ImportError:
         use_uvloop = False
@@ -177,7 +177,6 @@ def main(argv=None):
         fatal_config(e)
     server.config_file = cfg.config_file
     if use_uvloop:
-        import uvloop
         loop = uvloop.new_event_loop()
     else:
         loop = asyncio.new_event_loop()

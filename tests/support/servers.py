@@ -201,6 +201,17 @@ class RedisServerProc(_Process):
 
 
 @contextlib.contextmanager
+def running_server(args=()):
+    """A ServerProc with ``args``, stopped (and its directory removed) on exit."""
+    s = ServerProc(args)
+    try:
+        yield s
+    finally:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def redis_server_client(args=(), debug=True):
     """A RedisServerProc and a client of it (its ``port`` set), both ended
     (and its directory removed) on exit."""

@@ -4,10 +4,13 @@ permission check, the ACL LOG, the ACL file.
 ``Acl`` is the server's ``acl`` slot: the users by name (the default user
 always among them, the same object for the server's life), the log, and the
 operations the ACL command, AUTH/HELLO, CONFIG and dispatch use.  Every
-client has a ``user`` (a users.User); a client whose user is not
-``unrestricted`` takes the general request path, where process_command
-runs check.check_command right after the authentication check, so the
-default user with all rights costs nothing.
+client has a ``user`` (a users.User).  process_command runs
+check.check_command right after the authentication check for a user that
+is not ``unrestricted``; the request loop's fast path runs a restricted
+user's command directly only when check.fast_allows shows the check would
+pass (a cached plan per user and command, its key patterns matched in C by
+the compiled loop), so the default user with all rights costs nothing and
+a user with key patterns little.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from ..config import ConfigError
 from .check import DENIED_AUTH, channel_allowed
 from .file import parse_acl_file, save_acl_file, user_line, validate_user_line
 from .log import CTX_MULTI, CTX_TOPLEVEL, AclLog
-from .users import RuleError, User, has_spaces, merge_selector_args
+from .users import RETIRED, RuleError, User, has_spaces, merge_selector_args, table_changed
 
 
 class Acl:
@@ -189,6 +192,28 @@ class Acl:
                 kill = any(not channel_allowed(upcoming, ch, False) for ch in (c.pubsub_shard or ()))
             if kill:
                 c.close()
+
+    # -- the command table changed (modules) ------------------------------------
+    def _every_user(self):
+        return list(self.users.values()) + [self.superuser]
+
+    def commands_added(self, cmds):
+        """A module's commands were put in the table."""
+        table_changed()
+        olds = [(cmd, RETIRED.pop(cmd.fullname, None)) for cmd in cmds]
+        for u in self._every_user():
+            for cmd, old in olds:
+                for sel in u.selectors:
+                    sel.command_added(cmd, old)
+            u.commands_changed()
+
+    def commands_removed(self, cmds):
+        """A module's commands were taken out of the table."""
+        table_changed()
+        for cmd in cmds:
+            RETIRED[cmd.fullname] = cmd
+        for u in self._every_user():
+            u.commands_changed()
 
     def changed(self):
         """After any change of users: who needs to authenticate, which

@@ -10,9 +10,9 @@ needed), channels from the ``channels=`` rule of the command's registration.
 
 from __future__ import annotations
 
-from ..commands.command_cmd import get_keys_with_flags, has_keys
+from ..commands.command_cmd import get_keys_with_flags, has_keys, key_extractor, spec_kinds
 from ..util import stringmatch
-from .users import READ, WRITE
+from .users import ALL_PERMS, READ, WRITE
 
 # Results, ordered as Redis's ACL_DENIED_* (the most relevant one is kept).
 OK = 0
@@ -135,6 +135,94 @@ def check_command(user, cmd, argv):
         if r > best or (r == best and idx > best_idx):
             best, best_idx = r, idx
     return best, best_idx
+
+
+# -- the request loop's check ------------------------------------------------
+#
+# For a restricted user, the fast path of the request loop (client.py's
+# _run_requests, _speedups.run) runs a command directly when fast_plan has
+# decided, once per user and command, that check_command can only answer OK
+# or deny a key, and the command line's keys all match: then check_command
+# would have said OK.  Anything else (a command not allowed, a subcommand
+# allowed by its first argument, channels, several selectors, keys found by
+# keywords or counts, glob patterns, a key the patterns refuse) takes the
+# general path, where check_command decides and ACL LOG records a denial.
+
+def fast_plan(user, cmd):
+    """False when the loop cannot decide for this user and command, else a
+    tuple with one entry per key spec: (first, lastkey, step, limit, star,
+    exact, prefixes), the range of key positions as the key spec's
+    begin_search index / find_keys range give it, and the patterns that
+    grant the spec's permission: ``*`` (any non-empty key), exact names,
+    prefixes (``abc*``)."""
+    if len(user.selectors) != 1:
+        return False
+    sel = user.selectors[0]
+    if not sel.allcommands and not cmd.noauth and cmd not in sel.allowed:
+        return False
+    ch = cmd.channels
+    if ch is not None and not sel.allchannels and ch[0] & 3:
+        return False
+    if sel.allkeys or not has_keys(cmd):
+        return ()
+    varflags = spec_kinds(cmd)[1]
+    if not varflags and key_extractor(cmd) is not None:
+        return False
+    plan = []
+    for spec in cmd.key_specs:
+        flags = spec.get("flags", ())
+        if "NOT_KEY" in flags:
+            continue
+        bs, fk = spec["begin_search"], spec["find_keys"]
+        if "INCOMPLETE" in flags or "index" not in bs or "range" not in fk:
+            return False
+        # The key positions are the spec's; with VARIABLE_FLAGS (SET's GET,
+        # BITFIELD's SET) the arguments decide what is needed: a pattern
+        # granting both permissions is asked for (else the general path).
+        need = ALL_PERMS if varflags else _key_perm(flags)
+        star, exact, prefixes = False, set(), []
+        for pat, fl in sel.patterns:
+            if fl & need != need:
+                continue
+            body = pat[:-1] if pat.endswith(b"*") else pat
+            if any(c in _GLOB for c in body):
+                return False
+            if pat == b"*":
+                star = True
+            elif body is pat:
+                exact.add(pat)
+            else:
+                prefixes.append(body)
+        r = fk["range"]
+        plan.append((bs["index"]["pos"], r["lastkey"], r["step"], r["limit"], star, frozenset(exact),
+                     tuple(prefixes)))
+    return tuple(plan)
+
+
+def fast_allows(fast, user, cmd, argv) -> bool:
+    """May the request loop run argv directly for this restricted user?
+    (``fast``: user.fast, the plans by command).  _speedups.run has the same
+    check compiled (_acl_ok)."""
+    plan = fast.get(cmd)
+    if plan is None:
+        plan = fast[cmd] = fast_plan(user, cmd)
+    if plan is False:
+        return False
+    argc = len(argv)
+    for first, lastkey, step, limit, star, exact, prefixes in plan:
+        if lastkey >= 0:
+            last = first + lastkey
+        elif not limit:
+            last = argc + lastkey
+        else:
+            last = first + ((argc - first) // limit + lastkey)
+        if last >= argc or last < first or first >= argc:
+            return False
+        for i in range(first, last + 1, step):
+            k = argv[i]
+            if not ((star and k) or k in exact or any(k.startswith(p) for p in prefixes)):
+                return False
+    return True
 
 
 def check_key(user, key: bytes, need: int) -> bool:

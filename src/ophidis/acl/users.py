@@ -56,6 +56,15 @@ class RuleError(Exception):
 # -- the command table, as ACL sees it -----------------------------------------------
 
 _CACHE = {}
+# fullname -> Command taken out of the table (MODULE UNLOAD): the selectors
+# keep its permission, as Redis keeps a command name's ACL id, so the
+# command loaded again is allowed (or not) as before
+RETIRED: dict = {}
+
+
+def table_changed():
+    """Commands were added to or removed from the table (modules)."""
+    _CACHE.clear()
 
 
 def top_commands() -> list:
@@ -178,6 +187,7 @@ class Selector:
     def all_cmds(self, allow):
         if allow:
             self.allowed = set(all_commands())
+            self.allowed.update(RETIRED.values())
             self.allcommands = True
             self.future = True
         else:
@@ -185,6 +195,21 @@ class Selector:
             self.allcommands = False
             self.future = False
         self.firstargs = None
+
+    def command_added(self, cmd, old):
+        """``cmd`` was put in the table (MODULE LOAD): allowed as ``old``,
+        the retired command of that name, was; a name never seen is
+        allowed when +@all (future commands) holds, as Redis's bitmap
+        filled by +@all allows ids not yet given."""
+        if old is not None:
+            allow = old in self.allowed
+            self.allowed.discard(old)
+            if self.firstargs and old in self.firstargs:
+                self.firstargs[cmd] = self.firstargs.pop(old)
+        else:
+            allow = self.future
+        if allow:
+            self.allowed.add(cmd)
 
     def apply(self, op: bytes):
         """ACLSetSelector: one rule; RuleError when refused."""
@@ -392,9 +417,11 @@ USER_FLAGS = ("on", "off", "nopass", "skip-sanitize-payload", "sanitize-payload"
 
 class User:
     """An ACL user.  ``unrestricted``: may run every command on every key and
-    channel (the default user as shipped): its clients keep the fast path."""
+    channel (the default user as shipped).  ``fast``: None for such a user,
+    else the request loop's cache of check.fast_plan per command (a new
+    dict whenever the rules change)."""
 
-    __slots__ = ("name", "flags", "passwords", "selectors", "acl_string", "unrestricted", "pubsub_all")
+    __slots__ = ("name", "flags", "passwords", "selectors", "acl_string", "unrestricted", "pubsub_all", "fast")
 
     def __init__(self, name: bytes, pubsub_all=False):
         self.name = name
@@ -404,6 +431,7 @@ class User:
         self.selectors = [Selector(True, pubsub_all)]
         self.acl_string = None
         self.unrestricted = False
+        self.fast = {}
 
     @property
     def root(self) -> Selector:
@@ -424,15 +452,23 @@ class User:
         self.selectors = [s.copy() for s in src.selectors]
         self.acl_string = src.acl_string
         self.unrestricted = src.unrestricted
+        self.fast = None if self.unrestricted else {}
 
     def clone(self, name=None) -> "User":
         u = User(self.name if name is None else name, self.pubsub_all)
         u.copy_from(self)
         return u
 
+    def commands_changed(self):
+        """The command table changed (a module loaded or unloaded): the
+        description and the request loop's plans are made anew."""
+        self.acl_string = None
+        self._update()
+
     def _update(self):
         r = self.selectors[0]
         self.unrestricted = (len(self.selectors) == 1 and r.allcommands and r.allkeys and r.allchannels)
+        self.fast = None if self.unrestricted else {}
 
     def apply(self, op: bytes, pubsub_all=None):
         """ACLSetUser: one rule; RuleError when refused."""

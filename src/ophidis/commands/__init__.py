@@ -133,10 +133,13 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         # None, or (flags, first, count) of the channel arguments ACL checks
         # (db.c's commands_with_channels; CHANNEL_* bits, count -1: all the rest)
         "channels",
+        # None for a built-in command, else the name of the module (MODULE
+        # LOAD) that registered it
+        "module",
     )
 
     def __init__(self, fullname: str, proc, meta: dict, extra_flags=(), propagate=None, redact=None,
-                 channels=None):
+                 channels=None, module=None):
         bad = set(extra_flags) - EXTRA_FLAGS
         if bad:
             raise ValueError("unknown command flags %r for %r" % (sorted(bad), fullname))
@@ -155,6 +158,7 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         self.propagate = propagate
         self.redact = redact
         self.channels = channels
+        self.module = module
         self.calls = 0
         self.usec = 0
         self.rejected_calls = 0
@@ -255,21 +259,44 @@ def command(name: str, flags=(), meta: dict | None = None, propagate=None, redac
         m = meta if meta is not None else META.get(name.upper())
         if m is None:
             raise KeyError("no Redis 7.0 metadata for command %r" % name)
-        cmd = Command(name, proc, m, flags, propagate, redact, channels)
-        ALL[name] = cmd
-        if "|" in name:
-            parent_name, sub = name.split("|", 1)
-            parent = _get_container(parent_name)
-            cmd.parent = parent
-            parent.subcommands[sub.encode()] = cmd
-            parent.fastpath = False  # subcommands are resolved by the general path
-        else:
-            bname = name.encode()
-            TABLE[bname] = cmd
-            TABLE[bname.upper()] = cmd
+        register(Command(name, proc, m, flags, propagate, redact, channels))
         return proc
 
     return deco
+
+
+def register(cmd: Command):
+    """Put ``cmd`` into the table (``@command`` for built-ins, MODULE LOAD
+    for a module's commands); the active command wrappers wrap it."""
+    name = cmd.fullname
+    ALL[name] = cmd
+    if "|" in name:
+        parent_name, sub = name.split("|", 1)
+        parent = _get_container(parent_name)
+        cmd.parent = parent
+        parent.subcommands[sub.encode()] = cmd
+        parent.fastpath = False  # subcommands are resolved by the general path
+    else:
+        bname = name.encode()
+        TABLE[bname] = cmd
+        TABLE[bname.upper()] = cmd
+    active = [w for w in WRAPPERS if w.wrap_active]
+    if active and cmd.proc is not None:     # as rewrap() would have wrapped it
+        _ORIG[cmd] = p = cmd.proc
+        for w in active:
+            p = w.wrap(cmd, p)
+        cmd.proc = p
+
+
+def unregister(cmd: Command):
+    """Take a top-level command out of the table (MODULE UNLOAD)."""
+    bname = cmd.fullname.encode()
+    if TABLE.get(bname) is cmd:
+        del TABLE[bname]
+        TABLE.pop(bname.upper(), None)
+    if ALL.get(cmd.fullname) is cmd:
+        del ALL[cmd.fullname]
+    _ORIG.pop(cmd, None)
 
 
 def getkeys(name: str):

@@ -150,14 +150,22 @@ def _key_spec_reply(resp, s) -> bytes:
     return b"".join(out)
 
 
-_info_cache: dict = {}
-_docs_cache: dict = {}
+_info_cache: dict = {}     # (Command, resp) -> COMMAND INFO's reply
+_docs_cache: dict = {}     # (Command, resp) -> COMMAND DOCS's reply
+
+
+def forget(cmd):
+    """Drop what is cached about a command taken out of the table (MODULE UNLOAD)."""
+    for resp in (2, 3):
+        _info_cache.pop((cmd, resp), None)
+        _docs_cache.pop((cmd, resp), None)
+    _SPEC_KINDS.pop(cmd, None)
 
 
 def command_info_reply(cmd, resp) -> bytes:
     if cmd is None:
         return b"_\r\n" if resp >= 3 else b"*-1\r\n"
-    k = (cmd.fullname, resp)
+    k = (cmd, resp)
     r = _info_cache.get(k)
     if r is not None:
         return r
@@ -213,17 +221,25 @@ def _args_reply(resp, args) -> bytes:
 
 
 def command_docs_reply(cmd, resp) -> bytes:
-    k = (cmd.fullname, resp)
+    k = (cmd, resp)
     r = _docs_cache.get(k)
     if r is not None:
         return r
     m = cmd.meta
-    fields = [(b"summary", bulk(_summary(cmd.fullname).encode()))]
+    fields = []
+    if cmd.module is None:
+        fields.append((b"summary", bulk(_summary(cmd.fullname).encode())))
+    elif m.get("summary"):      # a module command: what its registration gave
+        fields.append((b"summary", bulk(m["summary"].encode())))
     if m.get("since"):
         fields.append((b"since", bulk(m["since"].encode())))
     # the JSON spells groups as identifiers ("sorted_set"); Redis reports
     # them with dashes ("sorted-set")
     fields.append((b"group", bulk(cmd.group.replace("_", "-").encode())))
+    if m.get("complexity"):
+        fields.append((b"complexity", bulk(m["complexity"].encode())))
+    if cmd.module is not None:
+        fields.append((b"module", bulk(cmd.module.encode())))
     doc_flags = []
     if m.get("deprecated_since"):
         doc_flags.append(b"deprecated")
@@ -509,14 +525,15 @@ GETKEYS_PROCS = {
 }
 
 
-def _getkeys_proc(cmd):
+def key_extractor(cmd):
+    """The command's key extractor (Redis's getkeys_proc), or None."""
     return cmd.getkeys_proc or GETKEYS_PROCS.get(cmd.fullname)
 
 
 _SPEC_KINDS = {}     # command -> (its key specs, has a key spec, has VARIABLE_FLAGS)
 
 
-def _spec_kinds(cmd):
+def spec_kinds(cmd):
     """(has a key spec that is not NOT_KEY, has a VARIABLE_FLAGS spec),
     computed once per command (again if its key specs are replaced)."""
     kinds = _SPEC_KINDS.get(cmd)
@@ -529,19 +546,19 @@ def _spec_kinds(cmd):
 
 def has_keys(cmd) -> bool:
     """doesCommandHaveKeys."""
-    return _getkeys_proc(cmd) is not None or _spec_kinds(cmd)[0]
+    return key_extractor(cmd) is not None or spec_kinds(cmd)[0]
 
 
 def get_keys_with_flags(cmd, argv):
     """Keys of a command line as [(pos, flags)], or None when the arguments
     are invalid for the key specs and no extractor applies (Redis then
     returns no keys)."""
-    has_keyspec, varflags = _spec_kinds(cmd)
+    has_keyspec, varflags = spec_kinds(cmd)
     if has_keyspec and not varflags:
         r = keys_from_specs(cmd, argv)
         if r is not None:
             return r
-    proc = _getkeys_proc(cmd)
+    proc = key_extractor(cmd)
     if proc is not None:
         return proc(cmd, argv)
     return None
@@ -551,7 +568,7 @@ def cluster_keys(cmd, argv) -> list:
     """The keys getKeysFromCommand gives (what cluster routing hashes):
     the command's key extractor, else its legacy (first, last, step)
     range, which also counts channel arguments (SPUBLISH, SSUBSCRIBE)."""
-    proc = _getkeys_proc(cmd)
+    proc = key_extractor(cmd)
     if proc is not None:
         r = proc(cmd, argv)
         return [argv[p] for p, _ in r] if r else []
@@ -633,8 +650,9 @@ def command_list(c, argv):
         if filt is not None:
             kind, arg = filt
             if kind == b"module":
-                continue  # no modules
-            if kind == b"aclcat":
+                if x.module is None or x.module.lower().encode() != arg.lower():
+                    continue
+            elif kind == b"aclcat":
                 cat = arg.lower().decode("latin-1")
                 if cat not in ACL_CATEGORIES or cat not in x.acl:
                     continue
@@ -656,7 +674,7 @@ def _getkeys_impl(c, argv, with_flags):
     if (a > 0 and a != n) or n < -a:
         raise RedisError("ERR Invalid number of arguments specified for command")
     keys = get_keys_with_flags(cmd, args)
-    if keys is None or (not keys and not _getkeys_proc(cmd)):
+    if keys is None or (not keys and not key_extractor(cmd)):
         # keyspecs failed and no extractor: Redis's "0 keys" result
         keys = keys or []
     if not keys:

@@ -171,7 +171,7 @@ def hello(c, argv):
              bulk(b"id"), integer(c.id),
              bulk(b"mode"), bulk(b"cluster" if srv.config["cluster-enabled"] else b"standalone"),
              bulk(b"role"), bulk(b"replica" if srv.is_replica else b"master"),
-             bulk(b"modules"), b"*0\r\n"]
+             bulk(b"modules"), srv.modules.list_reply(c.resp)]
     return b"".join(parts)
 
 

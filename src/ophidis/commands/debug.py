@@ -364,7 +364,7 @@ def debug(c, argv):
     srv = c.server
     # The client's fast path does not run process_command's checks, so the
     # enable-debug-command protection is enforced here as well.
-    if not srv._debug_allowed(c):
+    if not srv.protected_allowed(c, "enable-debug-command"):
         raise _NOT_ALLOWED
     sub = argv[1].lower()
     n = len(argv)

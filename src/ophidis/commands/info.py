@@ -257,7 +257,7 @@ def sec_cpu(srv):
 
 
 def sec_modules(srv):
-    return []
+    return srv.modules.info_lines()
 
 
 def sec_errorstats(srv):
@@ -317,11 +317,14 @@ def gen_info(srv, args) -> str:
         want = []
         for n in names:
             if n == "all":
-                want += [s for s in ALL_SECTIONS if s not in want and s != "modules"]
+                want += [s for s in ALL_SECTIONS if s not in want]
             elif n == "everything":
                 want += [s for s in ALL_SECTIONS if s not in want]
             elif n == "default":
                 want += [s for s in DEFAULT_SECTIONS if s not in want]
+            elif n == "module_list":      # Redis's name of the Modules section
+                if "modules" not in want:
+                    want.append("modules")
             elif n in SECTIONS and n not in want:
                 want.append(n)
         order = {s: i for i, s in enumerate(ALL_SECTIONS)}

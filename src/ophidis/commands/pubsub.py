@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from ..errors import RedisError
 from ..keyspace import notify
-from ..keyspace.db import stats
 from ..protocol.resp import integer
 from ..replication.propagate import TO_REPL, force_propagation
 from ..util import compile_glob, stringmatch
@@ -218,7 +217,6 @@ class PubSub:
 
     def _fanout(self, subs, m2: bytes, m3: bytes) -> int:
         """Hand one pre-encoded message to every subscriber."""
-        srv = self.server
         n = 0
         for c in list(subs):
             n += 1

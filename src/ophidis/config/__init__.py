@@ -234,6 +234,7 @@ class Config:
         self.reading_file = False
         self.pending_renames = []
         self.pending_users = []        # (line number, line, argv as bytes) of ``user`` lines (acl/ applies them)
+        self.pending_modules = []      # (path, [args as bytes]) of ``loadmodule`` lines (modules/ loads them)
         self.rewrite_providers = {}    # pseudo-directive -> fn() -> its CONFIG REWRITE lines
         for row in DIRECTIVES:
             d = Directive(*row)
@@ -564,6 +565,10 @@ class Config:
                     continue
                 if name == "user" and len(argv) >= 2:
                     self.pending_users.append((i + 1, line, raw_argv))
+                    continue
+                if name == "loadmodule" and len(argv) >= 2:
+                    # loaded as the server is built (modules/), in order
+                    self.pending_modules.append((argv[1], raw_argv[2:]))
                     continue
                 if name == "rename-command" and len(argv) == 3:
                     self.pending_renames.append((argv[1], argv[2], i + 1, line))

@@ -370,8 +370,6 @@ class Eviction:
     def _evict_lru(self, target, lazy, t0, limit) -> bool:
         lru = self.lru
         dbs = self.srv.dbs
-        srv = self.srv
-        volatile = self.volatile
         evicted = 0
         try:
             while self.dataset > target:

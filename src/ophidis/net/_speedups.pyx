@@ -11,13 +11,15 @@ What the compiled loop saves is the interpreter's work around each command
 (about 4,000 of the ~19,000 instructions a pipelined SET at the memory
 limit cost in Python): the clock is read with clock_gettime instead of a
 boxed float, the histogram slot is computed in C, the switches of client.py
-and the fields of the command (CommandCore) are C fields.  Everything a command
+and the fields of the command (CommandCore) are C fields; a restricted ACL
+user's key patterns are matched in C (_acl_ok).  Everything a command
 does still runs in Python.  Keep the two loops identical in behaviour:
 tests/test_speedups.py runs the same traffic through both.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Contains, PyDict_DelItem, PyDict_SetItem
+from cpython.dict cimport PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
+from cpython.object cimport PyObject
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -42,12 +44,18 @@ cdef bint _latency_tracking = True
 cdef list _ready = []
 
 
-def sync(bint server_slow, double slow_check, bint latency_tracking, list ready):
-    global _server_slow, _slow_check, _latency_tracking, _ready
+cdef object _fast_plan = None      # acl.check.fast_plan
+cdef object _propagator = None     # replication.propagate.Propagator while a target is attached
+
+
+def sync(bint server_slow, double slow_check, bint latency_tracking, list ready, fast_plan, propagator):
+    global _server_slow, _slow_check, _latency_tracking, _ready, _fast_plan, _propagator
     _server_slow = server_slow
     _slow_check = slow_check
     _latency_tracking = latency_tracking
     _ready = ready
+    _fast_plan = fast_plan
+    _propagator = propagator
 
 
 cdef class CommandCore:
@@ -118,6 +126,59 @@ cdef inline bint _cluster_local(CommandCore cmd, list req):
     if k < 0 or _owned is None or k >= len(req):
         return False
     return (<bytes>_owned)[_key_slot(<bytes>req[k])] == 1
+
+
+cdef inline bint _has_prefix(bytes k, tuple prefixes) noexcept:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(k), m
+    cdef bytes p
+    for p in prefixes:
+        m = PyBytes_GET_SIZE(p)
+        if m <= n and memcmp(PyBytes_AS_STRING(k), PyBytes_AS_STRING(p), m) == 0:
+            return True
+    return False
+
+
+cdef bint _acl_ok(dict fast, client, CommandCore cmd, list req) except -1:
+    # acl.check.fast_allows, compiled: may the fast path run req for this
+    # restricted user (fast: user.fast, the plans by command)?
+    cdef PyObject *got = PyDict_GetItem(fast, cmd)
+    cdef Py_ssize_t argc = len(req), first, lastkey, step, limit, last, i
+    cdef tuple spec
+    cdef bytes k
+    cdef bint star
+    if got is NULL:
+        plan = _fast_plan(client.user, cmd)
+        fast[cmd] = plan
+    else:
+        plan = <object>got
+    if plan is False:
+        return False
+    for spec in <tuple>plan:
+        first = spec[0]
+        lastkey = spec[1]
+        step = spec[2]
+        limit = spec[3]
+        star = spec[4] is True
+        if lastkey >= 0:
+            last = first + lastkey
+        elif not limit:
+            last = argc + lastkey
+        else:
+            last = first + ((argc - first) // limit + lastkey)
+        if last >= argc or last < first or first >= argc:
+            return False
+        i = first
+        while i <= last:
+            k = <bytes>req[i]
+            if not ((star and PyBytes_GET_SIZE(k)) or k in <frozenset>spec[5] or _has_prefix(k, <tuple>spec[6])):
+                return False
+            i += step
+    return True
+
+
+def acl_ok(dict fast, client, cmd, list req):
+    """The compiled check of the fast path (acl.check.fast_allows)."""
+    return _acl_ok(fast, client, <CommandCore>cmd, req)
 
 
 def key_slot(bytes key):
@@ -273,6 +334,15 @@ def bulk_items(items):
     return out
 
 
+def encode_bytes_argv(list argv):
+    """protocol.resp.encode_argv for a list of bytes objects (None when an
+    element is anything else: the Python encoder converts those)."""
+    for x in argv:
+        if not PyBytes_Check(x):
+            return None
+    return bulk_items(argv)
+
+
 def long_header(data):
     """True when data holds "*" followed by seven characters of [-0-9]."""
     if type(data) is not bytes:
@@ -345,6 +415,10 @@ def run(client, gets, list out, dict table, bint slow, double t0):
     cdef int slot
     cdef CommandCore cmd
     last = None
+    fast = client.user.fast
+    prop = _propagator
+    srv = client.server
+    dirty0 = None
     while True:
         try:
             req = gets()
@@ -359,10 +433,13 @@ def run(client, gets, list out, dict table, bint slow, double t0):
             n = len(<list>req)
             if c is not None and not slow and (<CommandCore>c).fastpath \
                     and (<CommandCore>c).amin <= n <= (<CommandCore>c).amax \
-                    and (not _cluster or _cluster_local(<CommandCore>c, <list>req)):
+                    and (not _cluster or _cluster_local(<CommandCore>c, <list>req)) \
+                    and (fast is None or _acl_ok(<dict>fast, client, <CommandCore>c, <list>req)):
                 cmd = <CommandCore>c
                 # The fast path: no check of processCommand can apply.
                 client.last_cmd = cmd
+                if prop is not None:
+                    dirty0 = srv.dirty
                 try:
                     out.append(cmd.proc(client, req))
                 except RedisError as e:
@@ -380,8 +457,13 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                     us = <long long>(dt * 976562.5)
                     slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
                     cmd.hist[slot] += 1
+                if prop is not None:
+                    # Server.call's propagation (client._propagate)
+                    d = srv.dirty != dirty0
+                    if d or prop.forced or prop.rewritten is not None:
+                        prop.after_call(client, cmd, req, d)
                 if _ready:
-                    client.server.handle_ready_keys()
+                    srv.handle_ready_keys()
                 continue
             r = client.process_request(req)
         else:
@@ -391,5 +473,7 @@ def run(client, gets, list out, dict table, bint slow, double t0):
         if client.blocked or client.close_after_reply or client.paused_queue is not None or client.closing:
             break
         slow = client.slow or _server_slow
+        fast = client.user.fast
+        prop = _propagator
         t0 = _now()
     return nreq, last

@@ -22,6 +22,7 @@ from time import perf_counter
 import hiredis
 
 from .. import log
+from ..acl.check import fast_allows, fast_plan
 from ..cluster.slots import key_hash_slot
 from ..commands import TABLE
 from ..errors import RedisError
@@ -81,6 +82,25 @@ def _cluster_local(cmd, req) -> bool:
     if k < 0 or owned is None or k >= len(req):
         return False
     return owned[key_hash_slot(req[k])] == 1
+
+
+# The replication / AOF Propagator while a target is attached (None
+# otherwise): the fast path hands it the commands that changed the dataset,
+# as Server.call does.  Set through ``set_propagator``.
+_PROPAGATOR = None
+
+
+def set_propagator(p):
+    global _PROPAGATOR
+    _PROPAGATOR = p
+    _sync()
+
+
+def _propagate(self, p, cmd, req, dirty0):
+    # the fast path's part of Server.call: propagation after a command
+    d = self.server.dirty != dirty0
+    if d or p.forced or p.rewritten is not None:
+        p.after_call(self, cmd, req, d)
 
 
 def set_server_slow(v: bool):
@@ -168,6 +188,9 @@ def _run_requests(self, gets, out, table, slow, t0):
     append = out.append
     last = None
     nreq = 0
+    fast = self.user.fast
+    prop = _PROPAGATOR
+    srv = self.server
     while True:
         try:
             req = gets()
@@ -180,9 +203,12 @@ def _run_requests(self, gets, out, table, slow, t0):
         if req.__class__ is list and req and all(map(_IS_BYTES, req)):
             cmd = table.get(req[0])
             if not slow and cmd is not None and cmd.fastpath and cmd.amin <= len(req) <= cmd.amax \
-                    and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, req)):
+                    and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, req)) \
+                    and (fast is None or fast_allows(fast, self.user, cmd, req)):
                 # The fast path: no check of processCommand can apply.
                 self.last_cmd = cmd
+                if prop is not None:
+                    dirty0 = srv.dirty
                 try:
                     append(cmd.proc(self, req))
                 except RedisError as e:
@@ -198,8 +224,10 @@ def _run_requests(self, gets, out, table, slow, t0):
                     self.server.slow_call(self, cmd, req, dt)
                 if _LATENCY_TRACKING:
                     cmd.hist[int(dt * 976562.5).bit_length()] += 1
+                if prop is not None:
+                    _propagate(self, prop, cmd, req, dirty0)
                 if _READY:
-                    self.server.handle_ready_keys()
+                    srv.handle_ready_keys()
                 continue
             r = self.process_request(req)
         else:
@@ -211,6 +239,8 @@ def _run_requests(self, gets, out, table, slow, t0):
         if self.blocked or self.close_after_reply or self.paused_queue is not None or self.closing:
             break
         slow = self.slow or _SERVER_SLOW
+        fast = self.user.fast
+        prop = _PROPAGATOR
         t0 = perf_counter()
     return nreq, last
 
@@ -221,7 +251,7 @@ _NO_MORE = (False,)     # what ends a batch of requests for the request loop (as
 def _sync():
     """Hand the switches above to the compiled loop."""
     if native is not None:
-        native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY)
+        native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY, fast_plan, _PROPAGATOR)
 
 
 if native is not None:
@@ -296,7 +326,7 @@ class Client(asyncio.Protocol):
         self.push_buf = None
         self.killed = False
         self.in_script = False
-        self.slow = not self.authenticated or not self.user.unrestricted
+        self.slow = not self.authenticated
 
     # -- state ----------------------------------------------------------------
     def update_slow(self):
@@ -304,7 +334,7 @@ class Client(asyncio.Protocol):
             not self.authenticated or self.multi is not None or self.reply_mode
             or (self.resp == 2 and (self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard))
             or self.tracking or self.blocked or self.close_after_reply or self.repl is not None
-            or self.cluster_asking or not self.user.unrestricted)
+            or self.cluster_asking)
 
     # -- asyncio.Protocol -------------------------------------------------------
     def connection_made(self, transport):
@@ -473,9 +503,12 @@ class Client(asyncio.Protocol):
         cmd = TABLE.get(argv[0])
         if (cmd is not None and cmd.fastpath and not self.slow and not _SERVER_SLOW
                 and cmd.amin <= len(argv) <= cmd.amax
-                and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, argv))):
+                and (_CLUSTER_OWNED is _OFF or _cluster_local(cmd, argv))
+                and (self.user.fast is None or fast_allows(self.user.fast, self.user, cmd, argv))):
             srv = self.server
             self.last_cmd = cmd
+            prop = _PROPAGATOR
+            dirty0 = srv.dirty
             t0 = perf_counter()
             try:
                 append(cmd.proc(self, argv))
@@ -490,6 +523,8 @@ class Client(asyncio.Protocol):
                 srv.slow_call(self, cmd, argv, dt)
             if _LATENCY_TRACKING:
                 cmd.hist[int(dt * 976562.5).bit_length()] += 1
+            if prop is not None:
+                _propagate(self, prop, cmd, argv, dirty0)
             if _READY:
                 srv.handle_ready_keys()
             return

@@ -273,6 +273,13 @@ class ReplFeed:
         self.last_cron = 0.0
         self.loaded_stream_db = 0      # repl-stream-db of the RDB file loaded at start-up
         self.sync = FullSync(self)
+        # Stream bytes not yet written to the online replicas: the stream
+        # goes out once per loop iteration (as Redis writes in beforeSleep),
+        # not as one write per command; ``unsent_start`` is the offset its
+        # first byte follows.
+        self.unsent = []
+        self.unsent_start = 0
+        self.flush_scheduled = False
         server.config.on_change("repl-backlog-size", self._resize_backlog)
         server.cron_hooks.append(self._tick)
 
@@ -314,6 +321,7 @@ class ReplFeed:
     def rebase(self, replid, offset):
         """A master restarted from an RDB file with replication info: its
         old history is kept as the secondary id (loadDataFromDisk)."""
+        self.flush_replicas()
         self.replid2 = replid
         self.second_offset = offset + 1
         self.offset = offset
@@ -385,6 +393,14 @@ class ReplFeed:
         """A unit from the Propagator (masters only)."""
         if self.server.is_replica or self.backlog is None:
             return
+        if not wrap and len(ops) == 1:
+            dbid, data, mask = ops[0]
+            if mask & TO_REPL:
+                if dbid != self.last_db:
+                    self.last_db = dbid
+                    data = select_cmd(dbid) + data
+                self._emit(data)
+            return
         out = []
         if wrap:
             self._select(out, ops[0][0])
@@ -411,18 +427,37 @@ class ReplFeed:
         self._emit(data)
 
     def _emit(self, data):
+        if not self.unsent:
+            self.unsent_start = self.offset
+            if not self.flush_scheduled:
+                self.flush_scheduled = True
+                self.server.loop.call_soon(self.flush_replicas)
+        self.unsent.append(data)
         self.offset += len(data)
-        off = self.offset
-        grown = self.backlog.append(data)
-        for r in self.replicas:
-            st = r.repl
-            if st.hold is None and st.state == ONLINE and not r.closing:
-                st.sent = off
-                r.push(data)
-        if grown:
+        if self.backlog.append(data):
             # a new block: the replicas' output limits, then the backlog's trim
             self.check_limits()
             self.backlog.trim(self.hold())
+
+    def flush_replicas(self):
+        """Write what the stream gained since the last time to each online
+        replica (from the offset it was sent up to: one that came online
+        meanwhile gets only what follows)."""
+        self.flush_scheduled = False
+        unsent = self.unsent
+        if not unsent:
+            return
+        self.unsent = []
+        data = unsent[0] if len(unsent) == 1 else b"".join(unsent)
+        start = self.unsent_start
+        off = start + len(data)
+        for r in self.replicas:
+            st = r.repl
+            if st.hold is None and st.state == ONLINE and not r.closing:
+                skip = st.sent - start
+                if skip < len(data):
+                    r.push(data[skip:] if skip > 0 else data)
+                    st.sent = off
 
     # -- the shared buffer ------------------------------------------------------------
     def position(self, r):

@@ -44,18 +44,34 @@ RESP once; targets receive ``feed(ops, wrap)`` with ops a list of
 which one it is.
 
 ``server.propagate_hooks`` is non-empty only while a target is attached,
-so a server without AOF and replicas pays nothing per command.
+so a server without AOF and replicas pays nothing per command.  The request
+loop's fast path propagates too (Server.update_server_slow hands it the
+Propagator, client.set_propagator, while a target is attached): after a command it calls
+``after_call`` when the command changed the dataset, forced propagation or
+rewrote its argv, as ``Server.call`` does.
 """
 
 from __future__ import annotations
 
+from ..net.speedups import native
 from ..protocol.resp import encode_argv
 
 TO_AOF = 1
 TO_REPL = 2
 
-# A command as a RESP array of bulk strings.
-resp = encode_argv
+
+if native is not None:
+    _encode_bytes = native.encode_bytes_argv
+
+    def resp(argv) -> bytes:
+        """A command as a RESP array of bulk strings (compiled for bytes)."""
+        if argv.__class__ is list:
+            enc = _encode_bytes(argv)
+            if enc is not None:
+                return enc
+        return encode_argv(argv)
+else:
+    resp = encode_argv
 
 
 class Propagator:
@@ -162,10 +178,19 @@ class Propagator:
         if not ops:
             return
         self.pending = []
-        wrap = len(ops) > 1 and not arbitrary
-        enc = [(dbid, resp(argv), mask) for dbid, argv, mask in ops]
-        for t in list(self.targets):
-            t.feed(enc, wrap)
+        if len(ops) == 1:
+            dbid, argv, mask = ops[0]
+            enc = [(dbid, resp(argv), mask)]
+            wrap = False
+        else:
+            wrap = not arbitrary
+            enc = [(dbid, resp(argv), mask) for dbid, argv, mask in ops]
+        targets = self.targets
+        if len(targets) == 1:
+            targets[0].feed(enc, wrap)
+        else:
+            for t in list(targets):
+                t.feed(enc, wrap)
 
 
 MULTI = resp([b"MULTI"])

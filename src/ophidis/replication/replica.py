@@ -50,7 +50,6 @@ from ..persistence.rdb import LoadAborted, RdbError
 from ..persistence.snapshot import LoadError
 from ..protocol.resp import encode_request, request_size
 
-
 _HANDSHAKE_TIMEOUT = "Timeout connecting to the MASTER..."
 _TRANSFER_TIMEOUT = ("Timeout receiving bulk data from MASTER... If the problem persists try to set the "
                      "'repl-timeout' parameter in redis.conf to a larger value.")
@@ -334,6 +333,7 @@ class ReplicaLink:
         await self._sync(reader, master_replid)
         self.own_expires = {}
         srv.replid = master_replid
+        feed.flush_replicas()
         feed.offset = start
         feed.clear_replid2()
         feed.create_backlog()

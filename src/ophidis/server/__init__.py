@@ -31,6 +31,7 @@ from ..keyspace.db import Database
 from ..keyspace.tracking import Tracking
 from ..memory import Memory
 from ..metrics import Metrics
+from ..modules import Modules
 from ..net import client as client_mod
 from ..net.client import Client
 from ..net.listeners import Listeners
@@ -101,7 +102,8 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # shutdown
         "shutdown_asap", "shutdown_wait", "exit_code", "_stopping",
         # subsystems, in install order
-        "acl",                         # acl.Acl: users, ACL LOG, the ACL file (first: every client has a user)
+        "modules",                     # modules.Modules: loaded modules (loadmodule: before the ACL users, as Redis)
+        "acl",                         # acl.Acl: users, ACL LOG, the ACL file (every client has a user)
         "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
         "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
         "cluster", "metrics", "tls",
@@ -191,6 +193,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.cluster = None            # set at the end of the install list
         self.metrics = None            # metrics.Metrics while metrics-port is set (the install list's last)
         self.tls = None                # set first in the install list
+        self.acl = None                # set after modules in the install list (their commands exist first)
         # cached config values used on hot paths
         self.client_query_buffer_limit = 1 << 30
         self.proto_max_bulk_len = 512 << 20
@@ -209,6 +212,7 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         # its own hooks (cron, startup, shutdown, config changes) but sets no
         # attribute on the server: the server assigns what it returns.
         self.tls = Tls(self)           # the TLS contexts (configured when a tls-* feature is on)
+        self.modules = Modules(self)   # loads the loadmodule lines: ACL users may name their commands
         self.acl = Acl(self)
         self.blocking_handler = BlockingHandler(self)
         self.pubsub = PubSub(self)
@@ -336,9 +340,10 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
 
     def update_server_slow(self):
         slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
-                    or self.loading or self.propagate_hooks
+                    or self.loading or self.write_denied is not None
                     or (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"]))
         client_mod.set_server_slow(slow)
+        client_mod.set_propagator(self.propagator if self.propagate_hooks else None)
 
     # -- start --------------------------------------------------------------------------
     def os_warnings(self):

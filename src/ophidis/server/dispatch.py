@@ -73,11 +73,14 @@ class Dispatch:
         if (a > 0 and a != n) or n < -a:
             return self.reject(c, cmd, RedisError(
                 "ERR wrong number of arguments for '%s' command" % cmd.fullname))
-        if cmd.protected and cmd.fullname == "debug" and not self._debug_allowed(c):
-            return self.reject(c, cmd, RedisError(
-                "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
-                "you can run it from a local connection, otherwise you need to set this option in the "
-                "configuration file, and then restart the server."))
+        if cmd.protected:
+            # DEBUG, MODULE LOAD/LOADEX/UNLOAD: enable-debug-command / enable-module-command
+            which = cmd.parent.name if cmd.parent is not None else cmd.name
+            if not self.protected_allowed(c, "enable-%s-command" % which):
+                return self.reject(c, cmd, RedisError(
+                    "ERR %s command not allowed. If the enable-%s-command option is set to \"local\", "
+                    "you can run it from a local connection, otherwise you need to set this option in the "
+                    "configuration file, and then restart the server." % (which.upper(), which)))
         if not c.authenticated and not cmd.noauth:
             return self.reject(c, cmd, NOAUTH)
         in_multi = c.multi is not None
@@ -193,14 +196,6 @@ class Dispatch:
     def good_replicas(self) -> int:
         """Online replicas within min-replicas-max-lag (min-replicas-to-write)."""
         return self.repl_feed.good_replicas()
-
-    def _debug_allowed(self, c) -> bool:
-        v = self.config["enable-debug-command"]
-        if v == "yes":
-            return True
-        if v == "local":
-            return c.is_unix or is_loopback(c.addr.rsplit(":", 1)[0].strip("[]"))
-        return False
 
     def protected_allowed(self, c, directive="enable-protected-configs") -> bool:
         v = self.config[directive]

@@ -76,6 +76,7 @@ class Shutdown:
     def finish_shutdown(self, flags):
         """finishShutdown: save, run the hooks, stop."""
         nosave, save, now, force = flags
+        self.repl_feed.flush_replicas()     # flushSlavesOutputBuffers
         self.repl_feed.log_lagging()
         do_save = (self.config["save"] and not nosave) or save
         if self.loading:
@@ -88,7 +89,7 @@ class Shutdown:
             log.notice("Saving the final RDB snapshot before exiting.")
             try:
                 self.persistence.shutdown_save()
-            except Exception as e:  # noqa: BLE001
+            except Exception:  # noqa: BLE001
                 if force:
                     log.warning("Error trying to save the DB. Exit anyway.")
                 else:

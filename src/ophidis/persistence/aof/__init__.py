@@ -329,7 +329,9 @@ class Aof(Rewrite, Loader):
         return None
 
     def _update_denied(self):
-        self.server.write_denied = self.write_error()
+        srv = self.server
+        srv.write_denied = self.write_error()
+        srv.update_server_slow()     # writes refused: the checking path for everyone
 
     # -- opening files -------------------------------------------------------------------------------
     def persist_manifest(self, am) -> bool:

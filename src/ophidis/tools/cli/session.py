@@ -303,7 +303,6 @@ class CLI:
 
     def stdin_commands(self):
         """No arguments and stdin is not a tty: run each line of stdin."""
-        c = self.cfg
         rc = 0
         while True:
             line = sys.stdin.buffer.readline()

@@ -1,0 +1,149 @@
+"""Instructions per request of the server process, counted by callgrind
+(user-space instructions: the machine's other jobs do not change them, as
+they change redis-benchmark's rates).
+
+    python bench/callgrind.py [--src DIR] [--test set] [-n 20000] [--setup MODE]
+    python bench/callgrind.py --scrape          # one /metrics scrape
+
+The server runs under ``valgrind --tool=callgrind``; after a warm-up of
+5,000 requests the counters are zeroed (``callgrind_control -z``),
+``redis-benchmark -c 1 -P 16 -r 1000 -t TEST -n N`` runs, the counters are
+dumped and the total is divided by N.  MODE: ``default`` (the default
+user), ``user`` (a user ``on >pw +@all ~key*``), ``replica`` (a
+redis-server replica attached), ``aof`` (appendonly yes).
+Needs valgrind, redis-benchmark, redis-cli (and redis-server for replica).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+SCRIPT = "redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(pred, what, timeout=300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.5)
+    raise SystemExit("timed out waiting for " + what)
+
+
+def _up(port) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), 1).close()
+        return True
+    except OSError:
+        return False
+
+
+def _total(out) -> int:
+    files = sorted(glob.glob(out + ".*"), key=os.path.getmtime)
+    data = open(files[-1]).read()
+    m = re.search(r"^summary: (\d+)", data, re.M) or re.search(r"^totals: (\d+)", data, re.M)
+    return int(m.group(1))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--src", default=os.path.join(ROOT, "src"), help="the ophidis source tree to run")
+    ap.add_argument("--test", default="set", help="redis-benchmark -t")
+    ap.add_argument("-n", type=int, default=20000)
+    ap.add_argument("--setup", default="default", choices=("default", "user", "replica", "aof"))
+    ap.add_argument("--scrape", action="store_true", help="count one /metrics scrape instead")
+    ap.add_argument("--annotate", type=int, default=0, metavar="N",
+                    help="also print the N functions with the most instructions (callgrind_annotate)")
+    ap.add_argument("--script", action="store_true",
+                    help="EVALSHA of a two-call script (SET then GET through redis.call) instead of --test")
+    a = ap.parse_args(argv)
+    work = tempfile.mkdtemp(prefix="ophidis-cg-")
+    port, other = _free_port(), _free_port()
+    out = os.path.join(work, "callgrind.out")
+    args = ["--port", str(port), "--save", "", "--dir", work]
+    if a.scrape:
+        args += ["--metrics-port", str(other)]
+    env = dict(os.environ, PYTHONPATH=a.src)
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, sys.executable,
+                          "-m", "ophidis"] + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rep = None
+    try:
+        _wait(lambda: _up(port), "the server")
+        cli = ["redis-cli", "-p", str(port)]
+        auth = []
+        if a.setup == "replica":
+            rep = subprocess.Popen(["redis-server", "--port", str(other), "--save", "", "--dir", work,
+                                    "--replicaof", "127.0.0.1", str(port)], stdout=subprocess.DEVNULL)
+            _wait(lambda: "master_link_status:up" in subprocess.run(
+                ["redis-cli", "-p", str(other), "INFO", "replication"], capture_output=True, text=True).stdout,
+                "the replica")
+        elif a.setup == "aof":
+            subprocess.run(cli + ["CONFIG", "SET", "appendonly", "yes"], check=True, capture_output=True)
+            _wait(lambda: "aof_rewrite_in_progress:0" in subprocess.run(
+                cli + ["INFO", "persistence"], capture_output=True, text=True).stdout
+                and "aof_enabled:1" in subprocess.run(cli + ["INFO", "persistence"], capture_output=True,
+                                                      text=True).stdout, "the AOF rewrite")
+        elif a.setup == "user":
+            subprocess.run(cli + ["ACL", "SETUSER", "u", "on", ">pw", "+@all", "~key*"], check=True,
+                           capture_output=True)
+            auth = ["--user", "u", "-a", "pw"]
+        if a.scrape:
+            subprocess.run(["redis-benchmark", "-p", str(port), "-P", "16", "-t", "set,get,lpush,hset,incr",
+                            "-n", "5000", "-r", "1000", "-q"], capture_output=True)
+            url = "http://127.0.0.1:%d/metrics" % other
+            urllib.request.urlopen(url, timeout=300).read()
+            subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True)
+            body = urllib.request.urlopen(url, timeout=300).read()
+            subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True)
+            time.sleep(1)
+            print("scrape: %d instructions, %d bytes, %d lines" % (_total(out), len(body), body.count(b"\n")))
+            return
+        bench = ["redis-benchmark", "-p", str(port), "-P", "16", "-c", "1", "-r", "1000", "-q"] + auth
+        if a.script:
+            sha = subprocess.run(cli + ["SCRIPT", "LOAD", SCRIPT], check=True, capture_output=True,
+                                 text=True).stdout.strip()
+            bench += ["EVALSHA", sha, "1", "key:__rand_int__", "v"]
+            a.test = "evalsha"
+        else:
+            bench += ["-t", a.test]
+        subprocess.run(bench + ["-n", "5000"], capture_output=True)
+        subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True)
+        subprocess.run(bench + ["-n", str(a.n)], capture_output=True)
+        subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True)
+        time.sleep(1)
+        print("%s %s: %d instructions a request" % (a.setup, a.test, _total(out) // a.n))
+        if a.annotate:
+            files = sorted(glob.glob(out + ".*"), key=os.path.getmtime)
+            r = subprocess.run(["callgrind_annotate", files[-1]], capture_output=True, text=True)
+            lines = [x for x in r.stdout.splitlines() if re.match(r"^\s*[\d,]+ \(", x)]
+            print("\n".join(lines[:a.annotate]))
+    finally:
+        p.kill()
+        p.wait()
+        if rep is not None:
+            rep.kill()
+            rep.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
