@@ -19,8 +19,9 @@ The API for commands (each a no-op while no target is attached):
   deleted by expiry or eviction.
 * ``propagate_pending(server)`` -- propagatePendingCommands: deliver what
   was collected now (a blocked client served outside any command).
-* ``force_propagation(c)`` -- forceCommandPropagation: the running command
-  propagates even though it changed nothing (FLUSHDB of an empty db).
+* ``force_propagation(c, target)`` -- forceCommandPropagation: the running
+  command propagates (to the AOF and/or the replicas) even though it changed
+  nothing (FLUSHDB of an empty db; PUBLISH, to the replicas only).
 * ``propagating(server)`` -- is any target attached (to skip building
   argvs nobody reads).
 
