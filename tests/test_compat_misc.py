@@ -64,6 +64,40 @@ def test_pause_write_lets_no_writes_scripts_run(server, r):
         r.function_flush()
 
 
+def test_pause_write_runs_queued_no_writes_scripts(server, r):
+    """EXEC of no-writes scripts is not a write: it runs during the pause."""
+    r.execute_command("CLIENT", "PAUSE", 60000, "WRITE")
+    s = RespConn(server.port, timeout=5)
+    try:
+        assert s.call("MULTI") == b"+OK\r\n"
+        for n in (12, 13):
+            assert s.call("EVAL", "#!lua flags=no-writes\nreturn %d" % n, 0) == b"+QUEUED\r\n"
+        assert s.call("EXEC") == b"*2\r\n:12\r\n:13\r\n"
+    finally:
+        r.execute_command("CLIENT", "UNPAUSE")
+        s.close()
+
+
+def test_keys_expire_for_readers_but_stay_during_a_pause(r, ref):
+    """While clients are paused, an expired key reads as missing but is not
+    deleted (no DEL to propagate); the pause over, it is."""
+    for c in (r, ref):
+        c.config_resetstat()
+        p = c.pipeline(transaction=True)
+        p.set("foo", "bar", px=10)
+        p.set("bar", "foo", px=10)
+        p.execute_command("CLIENT", "PAUSE", 50000, "WRITE")
+        p.execute()
+        try:
+            wait_until(lambda: c.get("foo") is None and c.get("bar") is None, 5, 0.01)
+            assert c.info("stats")["expired_keys"] == 0
+            assert c.dbsize() == 2
+        finally:
+            c.execute_command("CLIENT", "UNPAUSE")
+        assert c.get("foo") is None and c.get("bar") is None
+        assert c.info("stats")["expired_keys"] == 2
+
+
 def _fields(line):
     return dict(kv.split("=", 1) for kv in line.split())
 

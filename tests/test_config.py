@@ -11,10 +11,11 @@ import time
 import pytest
 import redis
 from redis.exceptions import ResponseError
-
-from ophidis.sysinfo import REDIS_VERSION
-from support.servers import ServerProc, free_port, server_env
+from support.servers import REDIS_SERVER, ServerProc, free_port, server_env
 from support.wait import wait_port
+
+from ophidis.main import build_options
+from ophidis.sysinfo import REDIS_VERSION
 
 SEED = """# seed configuration
 daemonize yes
@@ -167,6 +168,54 @@ def test_command_line_options_and_stdin(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--port", "--loglevel", "verbose"], 'port "--loglevel" "verbose"'),
+    (["--port", "--bla", "--loglevel", "verbose"], 'port "--bla"'),
+    (["--logfile", "--my--log--file", "--loglevel", "--bla"], 'loglevel "--bla"'),
+    (["--shutdown-on-sigint", "now force", "--shutdown-on-sigterm"], "shutdown-on-sigterm"),
+])
+def test_command_line_values_starting_with_dashes(args, line):
+    """An option name alone takes the next argument as its value, even one
+    starting with --: the same fatal error as redis-server's."""
+    p = run_server(args)
+    assert p.returncode == 1
+    assert ">>> '%s'" % line in p.stderr
+    if REDIS_SERVER is not None:
+        ref = subprocess.run([REDIS_SERVER] + args, capture_output=True, text=True, timeout=10)
+        assert p.stderr.strip().splitlines()[-3:] == (ref.stdout + ref.stderr).strip().splitlines()[-3:]
+
+
+def test_command_line_options_as_config_lines():
+    assert build_options(["--save", "--loglevel", "verbose"]) == 'save ""\nloglevel "verbose" '
+    assert build_options(["--loglevel", "verbose", "--save"]) == 'loglevel "verbose" \nsave ""'
+    assert build_options(["--proc-title-template", "--save", "--save", "", "--loglevel", "verbose"]) == \
+        'proc-title-template "--save" \nsave "" \nloglevel "verbose" '
+    assert build_options(["--port 6380", "--save 900 1"]) == "port 6380 \nsave 900 1 "
+    assert build_options(["--port", "6379", "6380"]) == 'port "6379" "6380" '
+
+
+def test_rename_command_survives_config_rewrite(tmp_path):
+    port = free_port()
+    conf = tmp_path / "r.conf"
+    conf.write_text("port %d\nsave \"\"\nrename-command flushdb badger\n" % port)
+    for _ in range(2):      # once as written, once as CONFIG REWRITE wrote it
+        proc = subprocess.Popen([sys.executable, "-m", "ophidis", str(conf)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=server_env(), cwd=tmp_path)
+        try:
+            wait_port(port, proc)
+            c = redis.Redis(port=port)
+            with pytest.raises(ResponseError, match="unknown command"):
+                c.flushdb()
+            assert c.execute_command("BADGER") in (b"OK", True)
+            assert c.config_rewrite()
+            c.close()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    p = run_server(["--port", "0", "--rename-command", "nosuch", "x"])
+    assert p.stderr.rstrip().endswith("No such command in rename-command")
 
 
 def test_version_flag():

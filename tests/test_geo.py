@@ -8,9 +8,8 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from support.notify import KeyspaceEvents
-from support.replication import propagated
+from support.replication import same_stream
 from support.resp import RespConn, bulk
 from support.servers import port_of
 
@@ -374,9 +373,5 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
         c.execute_command("GEOSEARCH", "g", "FROMMEMBER", "Palermo", "BYRADIUS", "10", "km")
         c.set("last", "1")
 
-    for c in (ref, r):      # (no replication PING in the middle of the stream)
-        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
-    theirs = propagated(redis_server.port, ref, workload, lower=True)
-    ours = propagated(server.port, r, workload, lower=True)
-    assert ours == theirs
+    ours = same_stream(server, r, redis_server, ref, config, workload)
     assert ours[1][0] == b"zadd" and ours[1][2] == b"3479099956230698"

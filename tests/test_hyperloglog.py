@@ -9,13 +9,13 @@ import random
 
 import pytest
 import redis
-
-from ophidis.types import hll
 from support.config import overrides
 from support.notify import KeyspaceEvents
-from support.replication import propagated
+from support.replication import same_stream
 from support.resp import RespConn
 from support.servers import port_of
+
+from ophidis.types import hll
 
 NOT_HLL = "WRONGTYPE Key is not a valid HyperLogLog string value."
 INVALID = "INVALIDOBJ Corrupted HLL object detected"
@@ -501,11 +501,7 @@ def test_replication_stream_matches_redis(server, r, redis_server, ref, config):
         c.execute_command("PFDEBUG", "ENCODING", "m")
         c.set("last", "1")
 
-    for c in (ref, r):      # (no replication PING in the middle of the stream)
-        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
-    theirs = propagated(redis_server.port, ref, workload, lower=True)
-    ours = propagated(server.port, r, workload, lower=True)
-    assert ours == theirs
+    ours = same_stream(server, r, redis_server, ref, config, workload)
     assert [b"pfcount", b"h"] in ours and ours.count([b"pfcount", b"h"]) == 1
 
 

@@ -6,6 +6,7 @@ import socket
 import time
 
 import pytest
+from support.replication import same_stream
 from support.resp import RespConn, encode, exchange
 from support.servers import SRC
 from support.wait import wait_until
@@ -473,3 +474,18 @@ def test_output_buffer_limit_config_roundtrip(r, config):
     config(r, client_output_buffer_limit="pubsub 32mb 8mb 60")
     v = r.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
     assert "pubsub 33554432 8388608 60" in v
+
+
+def test_publish_reaches_the_replication_stream(server, r, redis_server, ref, config):
+    """PUBLISH propagates to replicas (forceCommandPropagation), alone, in
+    MULTI and from a script, as on redis-server."""
+    def workload(c):
+        c.publish("bla", "bla")
+        p = c.pipeline(transaction=True)
+        p.publish("in", "multi")
+        p.execute()
+        c.eval("redis.call('publish', 'from', 'script')", 0)
+        c.set("last", "1")
+
+    ours = same_stream(server, r, redis_server, ref, config, workload)
+    assert [b"publish", b"in", b"multi"] in ours

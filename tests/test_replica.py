@@ -4,9 +4,11 @@ replicas, ROLE / INFO replication, REPLICAOF NO ONE."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 import redis
-
 from support.servers import REDIS_SERVER, free_port, redis_server_client
 from support.wait import wait_until
 
@@ -195,3 +197,63 @@ def test_min_replicas_in_scripts(r):
     finally:
         r.config_set("min-replicas-to-write", "0")
     assert r.get("x") == b"some value"
+
+
+def test_client_pause_holds_the_master_stream(start_server):
+    """CLIENT PAUSE WRITE on a replica holds its master's writes as any
+    client's: the stream is read but not applied until the pause ends, and
+    nothing answers the master meanwhile."""
+    master = start_server("--repl-ping-replica-period", "3600", "--repl-diskless-sync-delay", "0")
+    m = master.client()
+    s = start_server()
+    r = s.client()
+    r.replicaof("127.0.0.1", str(master.port))
+    wait_until(lambda: linked(r), what="the link")
+    m.set("foo", "bar")
+    wait_until(lambda: caught_up(m, r), what="the first write")
+    held = r.info("replication")["slave_repl_offset"]
+    r.execute_command("CLIENT", "PAUSE", 100000, "WRITE")
+    try:
+        m.set("foo2", "bar2")
+        m.set("foo3", "bar3")
+        end = m.info("replication")["master_repl_offset"]
+        wait_until(lambda: r.info("replication")["slave_read_repl_offset"] == end, what="the stream read")
+        assert r.info("replication")["slave_repl_offset"] == held
+        assert r.get("foo2") is None
+    finally:
+        r.execute_command("CLIENT", "UNPAUSE")
+    wait_until(lambda: caught_up(m, r), what="the stream applied")
+    assert r.mget("foo2", "foo3") == [b"bar2", b"bar3"]
+    assert m.info("replication")["connected_slaves"] == 1
+    m.set("after", "1")
+    wait_until(lambda: r.get("after") == b"1", what="the stream after the pause")
+
+
+def test_replicas_share_one_replication_buffer_in_memory_figures(start_server):
+    """Two replicas waiting for the same payload hold one shared buffer:
+    used_memory counts it once, and mem_clients_slaves is what it holds
+    beyond repl-backlog-size (Redis 7.0's figures)."""
+    master = start_server("--repl-backlog-size", "16384", "--repl-diskless-sync-delay", "5",
+                          "--repl-diskless-sync-max-replicas", "2",
+                          "--client-output-buffer-limit", "replica 0 0 0", "--rdb-key-save-delay", "1000000")
+    m = master.client()
+    for i in range(10):
+        m.set("k%d" % i, "v")
+    servers = [start_server() for _ in range(2)]
+    reps = [s.client() for s in servers]
+    for r in reps:
+        r.replicaof("127.0.0.1", str(master.port))
+    wait_until(lambda: m.info("persistence")["rdb_bgsave_in_progress"] == 1 and
+               m.info("replication")["connected_slaves"] == 2, what="both replicas waiting for the payload")
+    before = m.info("memory")["used_memory"]
+    p = m.pipeline(transaction=False)
+    for i in range(256):
+        p.set("big%d" % i, "x" * 4096)
+    p.execute()
+    mem = m.info("memory")
+    buf = mem["mem_total_replication_buffers"]
+    assert buf > 1 << 20
+    assert mem["mem_clients_slaves"] == buf - 16384
+    assert mem["used_memory"] - before - 256 * 4096 < 2 * buf      # not once per replica
+    for s in [master] + servers:    # (a shutdown waits for the delayed payload's child)
+        os.kill(s.pid, signal.SIGKILL)

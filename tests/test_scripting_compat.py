@@ -1,9 +1,127 @@
 """Scripting details found by Redis's own test suite: DEBUG
 set-disable-deny-scripts, unpack's result room, lua-cjson's depth and
-invalid-number settings, case-insensitive function names."""
+invalid-number settings, case-insensitive function names; scripts' declared
+flags on read-only and stale replicas, failed calls, pushes of a busy
+script (on ophidis-server and redis-server alike: ``each_server``)."""
 
 import pytest
 from redis.exceptions import ResponseError
+from support.resp import RespConn
+from support.wait import wait_until
+
+LIB = ("#!lua name=lib\n"
+       "redis.register_function('w', function() return redis.call('set', 'x', 1) end)\n"
+       "redis.register_function{function_name='ro', callback=function() return 'hello' end, flags={'no-writes'}}\n"
+       "redis.register_function{function_name='stale', callback=function() return 'hello' end, "
+       "flags={'allow-stale', 'no-writes'}}\n"
+       "redis.register_function{function_name='stale_get', callback=function() return redis.call('get', 'x') end, "
+       "flags={'allow-stale', 'no-writes'}}\n")
+
+
+def _error(f, *args):
+    with pytest.raises(ResponseError) as e:
+        f(*args)
+    return str(e.value)
+
+
+@pytest.fixture
+def replica(each_server):
+    """each_server made a replica of a master that never answers (port 1)."""
+    c = each_server.client(socket_timeout=10)
+    c.flushall()
+    c.function_flush()
+    c.function_load(LIB)
+    c.set("x", "some value")
+    c.replicaof("127.0.0.1", 1)
+    try:
+        yield c
+    finally:
+        c.replicaof("no", "one")
+        c.config_set("replica-serve-stale-data", "yes")
+        c.function_flush()
+        c.close()
+
+
+def test_script_flags_on_a_read_only_replica(replica, each_server):
+    assert _error(replica.fcall, "w", 0) == "You can't write against a read only replica."
+    assert replica.fcall("ro", 0) == b"hello"
+    assert _error(replica.eval, "#!lua\nreturn 1", 0) == "You can't write against a read only replica."
+    assert replica.eval("#!lua flags=no-writes\nreturn redis.call('get', 'x')", 1, "x") == b"some value"
+    assert replica.eval("return redis.call('get', 'x')", 1, "x") == b"some value"
+    assert _error(replica.eval, "return redis.call('set', 'x', 1)", 1, "x").startswith(
+        "You can't write against a read only replica. script: ")
+    # EXEC judges its queue by the scripts' flags: queued while a master, run as a replica.
+    replica.replicaof("no", "one")
+    a, b = RespConn(each_server.port), RespConn(each_server.port)
+    try:
+        for c, body in ((a, "#!lua\nreturn 1"), (b, "redis.call('set', 'x', 1) return 1")):
+            assert c.call("MULTI") == b"+OK\r\n"
+            assert c.call("EVAL", body, 1, "x") == b"+QUEUED\r\n"
+        replica.replicaof("127.0.0.1", 1)
+        assert a.call("EXEC") == (b"-EXECABORT Transaction discarded because of: READONLY You can't write "
+                                  b"against a read only replica.\r\n")
+        assert b.call("EXEC").startswith(b"*1\r\n-READONLY You can't write against a read only replica. script: ")
+    finally:
+        a.close()
+        b.close()
+
+
+def test_script_flags_on_a_stale_replica(replica):
+    replica.config_set("replica-serve-stale-data", "no")
+    down = "Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+    assert _error(replica.eval, "return redis.call('get', 'x')", 1, "x") == down
+    assert _error(replica.eval, "#!lua flags=no-writes\nreturn 1", 0) == down
+    assert replica.eval("#!lua flags=allow-stale,no-writes\nreturn 1", 0) == 1
+    assert "Can not execute the command on a stale replica script:" in _error(
+        replica.eval, "#!lua flags=allow-stale,no-writes\nreturn redis.call('get', 'x')", 1, "x")
+    assert replica.eval("#!lua flags=allow-stale,no-writes\nreturn redis.call('echo', 'foo')", 0) == b"foo"
+    assert _error(replica.fcall, "ro", 0) == down
+    assert replica.fcall("stale", 0) == b"hello"
+    assert "Can not execute the command on a stale replica" in _error(replica.fcall, "stale_get", 0)
+    assert b"redis_version" in replica.eval("#!lua flags=allow-stale,no-writes\n"
+                                            "return redis.call('info', 'server')", 0)
+
+
+def _failed_calls(c, name):
+    return c.info("commandstats")["cmdstat_" + name]["failed_calls"]
+
+
+def test_a_script_error_counts_as_a_failed_call(each_server):
+    c = each_server.client()
+    c.config_resetstat()
+    _error(c.eval, "return redis.call('select', 99)", 0)
+    assert c.eval("local t = redis.pcall('select', 99) return t['err']", 0) == b"ERR DB index is out of range"
+    _error(c.eval, "return redis.error_reply('My Error')", 0)
+    assert _failed_calls(c, "eval") == 2
+    assert _failed_calls(c, "select") == 2
+    assert c.info("stats")["total_error_replies"] == 3     # the first error is not counted twice
+    c.close()
+
+
+def test_a_busy_script_pushes_reach_blocked_clients_when_it_ends(each_server):
+    """Commands served while a script is busy do not serve the clients its
+    pushes unblocked: the blocked one gets the script's last push."""
+    c = each_server.client()
+    c.delete("x")
+    c.execute_command("DEBUG", "set-disable-deny-scripts", 1)
+    c.config_set("lua-time-limit", 10)
+    popper, runner, other = (RespConn(each_server.port) for _ in range(3))
+    try:
+        popper.send("BLPOP", "x", 0)
+        wait_until(lambda: c.info("clients")["blocked_clients"] == 1)
+        runner.send("EVAL", "redis.call('lpush', KEYS[1], 'y') "
+                            "while not string.find(redis.call('client', 'list'), 'abortscript') do end "
+                            "redis.call('lpush', KEYS[1], 'z') return 1", 1, "x")
+        wait_until(lambda: other.call("PING").startswith(b"-BUSY"))
+        assert other.call("HELLO", "2", "SETNAME", "abortscript").startswith(b"*")
+        assert popper.read() == b"*2\r\n$1\r\nx\r\n$1\r\nz\r\n"
+        assert runner.read() == b":1\r\n"
+    finally:
+        for x in (popper, runner, other):
+            x.close()
+        c.config_set("lua-time-limit", 5000)
+        c.execute_command("DEBUG", "set-disable-deny-scripts", 0)
+        c.close()
 
 
 def test_disable_deny_scripts_allows_noscript_commands(r):

@@ -14,7 +14,7 @@ import sys
 
 from . import doctor, log
 from .config import Config, ConfigError
-from .protocol.resp import sdscatrepr
+from .protocol.resp import sdscatrepr, split_args
 from .sysinfo import OPHIDIS_VERSION, REDIS_VERSION, arch_bits, python_version
 
 
@@ -35,26 +35,30 @@ def usage():
 
 
 def build_options(args):
-    """Turn ``--name value ...`` arguments into config lines, as redis-server."""
-    lines = []
-    cur = None
-    for a in args:
-        if a.startswith("--") and len(a) > 2:
-            if cur is not None:
-                lines.append(cur)
-            name = a[2:]
-            cur = name
-            if name == "save":
-                pass
+    """Turn ``--name value ...`` arguments into config lines, as redis-server
+    7.0 does: an option name alone (``--port``, not ``"--port 6380"``) takes
+    the next argument as its value even when it starts with ``--``; a bare
+    ``--save`` followed by an option or last means ``save ""``."""
+    out = ""
+    handled = True          # the last option name got a value
+    n = len(args)
+    for j, a in enumerate(args):
+        if handled and a.startswith("--"):
+            if out:
+                out += "\n"
+            out += a[2:] + " "
+            parts = split_args(os.fsencode(a))
+            if parts is not None and len(parts) == 1:
+                handled = False
+                if a.lower() == "--save" and (j == n - 1 or args[j + 1].startswith("--")):
+                    out += '""'
+                    handled = True
+            else:
+                handled = True      # "--port 6380": name and value in one argument
         else:
-            if cur is None:
-                cur = ""
-            cur += " " + sdscatrepr(os.fsencode(a)).decode("ascii")
-    if cur is not None:
-        if cur == "save":
-            cur = 'save ""'
-        lines.append(cur)
-    return "\n".join(lines)
+            out += sdscatrepr(os.fsencode(a)).decode("ascii") + " "
+            handled = True
+    return out
 
 
 def fatal_config(e: ConfigError):

@@ -82,3 +82,15 @@ def propagated(port, client, workload, last=b"set", lower=False):
         return [[c[0].lower()] + c[1:] for c in cmds] if lower else cmds
     finally:
         s.close()
+
+
+def same_stream(server, r, redis_server, ref, config, workload):
+    """The commands ``workload(client)`` propagates on redis-server and on
+    ours (names lower-cased), asserted equal; returns ours.  Replication
+    PINGs are kept out of the streams (``config``: the test's overrides)."""
+    for c in (ref, r):
+        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
+    theirs = propagated(redis_server.port, ref, workload, lower=True)
+    ours = propagated(server.port, r, workload, lower=True)
+    assert ours == theirs
+    return ours

@@ -325,6 +325,21 @@ def lookup_fullname(argv):
 _loaded = False
 
 
+def rename_command(old: bytes, new: bytes):
+    """rename-command (a configuration line): the command is called ``new``
+    from now on (removed when ``new`` is empty); Redis's error text, or None."""
+    cmd = TABLE.get(old.lower())
+    if cmd is None:
+        return "No such command in rename-command"
+    for k in [k for k, v in TABLE.items() if v is cmd and k.lower() == old.lower()]:
+        del TABLE[k]
+    if new:
+        if new.lower() in TABLE:
+            return "Target command name already exists"
+        TABLE[new.lower()] = TABLE[new.upper()] = cmd
+    return None
+
+
 def load_all():
     global _loaded
     if _loaded:

@@ -164,7 +164,7 @@ def sec_memory(srv):
         "mem_not_counted_for_evict:%d" % m.not_counted(),
         "mem_replication_backlog:%d" % srv.repl_feed.backlog_bytes(),
         "mem_total_replication_buffers:%d" % srv.repl_feed.buffer_bytes(),
-        "mem_clients_slaves:%d" % m.clients.totals["slave"],
+        "mem_clients_slaves:%d" % srv.repl_feed.replicas_share(),
         "mem_clients_normal:%d" % (m.clients.total - m.clients.totals["slave"]),
         "mem_cluster_links:0",
         "mem_aof_buffer:%d" % m.aof_buffer(),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from ..errors import RedisError
 from ..keyspace import notify
 from ..protocol.resp import integer
+from ..replication.propagate import TO_REPL, force_propagation
 from ..util import compile_glob, stringmatch
 from . import CHANNEL_PATTERN, CHANNEL_PUBLISH, CHANNEL_SUBSCRIBE, CHANNEL_UNSUBSCRIBE, command
 
@@ -313,6 +314,8 @@ def publish(c, argv):
     n = srv.pubsub.publish(argv[1], argv[2])
     if srv.cluster is not None:
         srv.cluster.propagate_publish(argv[1], argv[2], False)
+    else:
+        force_propagation(c, TO_REPL)      # replicas' subscribers get it too
     return integer(n)
 
 

@@ -11,14 +11,16 @@ The Lua engines live in ``ophidis.scripting.engine``.  Server attributes used:
 
 from __future__ import annotations
 
+from .. import log
 from ..cluster.slots import key_hash_slot
 from ..errors import NOSCRIPT, RedisError
-from ..persistence.rdb import (NotAFunction, RdbError, functions_payload, load_functions_payload,
-                               verify_payload)
+from ..persistence import child as child_mod
+from ..persistence.rdb import NotAFunction, RdbError, functions_payload, load_functions_payload, verify_payload
 from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
 from ..scripting import engine as lua_mod
+from ..scripting.ldb import Ldb
 from ..util import parse_int, stringmatch
-from . import command
+from . import TABLE, command
 
 SCRIPT_FLAGS = lua_mod.SCRIPT_FLAGS
 _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
@@ -97,11 +99,27 @@ def extract_shebang(body: bytes):
     return flags, False, end
 
 
-def script_writes(srv, name: str, argv):
-    """getCommandFlags for scripts: True when EVAL / EVALSHA / FCALL argv
-    runs a script that declares its flags (a shebang, a function) without
-    no-writes, False with no-writes, None when the command's own flags
-    apply (no shebang, or a script not found)."""
+class CmdFlags:
+    """The flags processCommand reads when they are not the command's own
+    (getCommandFlags): a script call that declares its flags, or EXEC's
+    queued commands together (multi.c's mstate flags)."""
+
+    __slots__ = ("write", "denyoom", "stale", "may_replicate")
+
+    def __init__(self, write, denyoom, stale, may_replicate):
+        self.write = write
+        self.denyoom = denyoom
+        self.stale = stale
+        self.may_replicate = may_replicate
+
+
+SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
+
+
+def _declared_flags(srv, name: str, argv):
+    """The flags EVAL / EVALSHA / FCALL (and their _RO forms) argv's script
+    declares (a shebang, a function), or None when the command's own flags
+    apply (no shebang, a script not found, a malformed shebang)."""
     if len(argv) < 2:
         return None
     try:
@@ -109,6 +127,8 @@ def script_writes(srv, name: str, argv):
             s = srv.lua_scripts.get(lua_mod.sha1hex(argv[1]))
             flags, compat = (s.flags, s.compat) if s is not None else extract_shebang(argv[1])[:2]
         elif name in ("evalsha", "evalsha_ro"):
+            if len(argv[1]) != 40:
+                return None
             s = srv.lua_scripts.get(argv[1].lower())
             if s is None:
                 return None
@@ -120,9 +140,36 @@ def script_writes(srv, name: str, argv):
             flags, compat = f.flags, False
     except (RedisError, UnicodeDecodeError):
         return None
-    if compat:
-        return None
-    return "no-writes" not in flags
+    return None if compat else flags
+
+
+def command_flags(srv, cmd, argv):
+    """getCommandFlags: ``cmd`` itself (its write / denyoom / stale /
+    may_replicate attributes) or, for a script call whose script declares
+    flags, a CmdFlags of scriptFlagsToCmdFlags: write unless no-writes,
+    deny-oom unless allow-oom or no-writes, stale only with allow-stale,
+    never may-replicate."""
+    if cmd.name not in SCRIPT_CALLS:
+        return cmd
+    flags = _declared_flags(srv, cmd.name, argv)
+    if flags is None:
+        return cmd
+    nw = "no-writes" in flags
+    return CmdFlags(not nw, not (nw or "allow-oom" in flags), "allow-stale" in flags, False)
+
+
+def exec_flags(srv, cmd, queued) -> CmdFlags:
+    """EXEC's flags with its queued commands': any write, deny-oom or
+    may-replicate one counts; stale only if all are."""
+    write = denyoom = mayrep = False
+    stale = cmd.stale
+    for qc, qargv in queued:
+        f = command_flags(srv, qc, qargv)
+        write = write or f.write
+        denyoom = denyoom or f.denyoom
+        mayrep = mayrep or f.may_replicate
+        stale = stale and f.stale
+    return CmdFlags(write, denyoom or cmd.denyoom, stale, mayrep or cmd.may_replicate)
 
 
 def create_script(srv, body: bytes) -> Script:
@@ -147,8 +194,11 @@ def prepare(c, flags, compat: bool, ro: bool):
     if not compat:
         if "no-cluster" in flags and srv.cluster is not None:
             raise RedisError("ERR Can not run script on cluster, 'no-cluster' flag is set.")
+        if "allow-stale" not in flags and srv.running_stale():
+            raise RedisError("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' "
+                             "and 'allow-stale' flag is not set on the script.")
         if "no-writes" not in flags:
-            if srv.is_replica and srv.config["replica-read-only"]:
+            if srv.is_replica and srv.config["replica-read-only"] and not c.is_master:
                 raise RedisError("READONLY Can not run script with write flag on readonly replica")
             if (not srv.lastbgsave_ok and srv.config["stop-writes-on-bgsave-error"]
                     and srv.config["save"]):
@@ -164,6 +214,8 @@ def prepare(c, flags, compat: bool, ro: bool):
             if srv.memory.evict_hook():
                 raise RedisError("OOM allow-oom flag is not set on the script, can not run it when "
                                  "used memory > 'maxmemory'")
+    elif srv.running_stale():      # (an EVAL without shebang)
+        raise RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
     readonly = ro or (not compat and "no-writes" in flags)
     allow_oom = not compat and "allow-oom" in flags
     return readonly, allow_oom
@@ -181,6 +233,16 @@ def _numkeys(c, argv, bad=None):
     return n
 
 
+def _failed(argv, reply: bytes) -> bytes:
+    """A script's error reply counts as a failed call of EVAL/FCALL (a
+    raised error is counted by the dispatcher)."""
+    if reply[:1] == b"-":
+        cmd = TABLE.get(argv[0].lower())
+        if cmd is not None:
+            cmd.failed_calls += 1
+    return reply
+
+
 def _cluster_ctx(ctx, cross_slot: bool, argv, numkeys: int):
     """A script in cluster mode: may it touch keys of several slots, and
     the slot of its declared keys (processCommand routed it by them)."""
@@ -192,11 +254,20 @@ def _cluster_ctx(ctx, cross_slot: bool, argv, numkeys: int):
 
 def _eval(c, argv, evalsha: bool, ro: bool):
     srv = c.server
-    eng = eval_engine(srv)
     if srv.monitors:
         srv.feed_monitors(c, argv)
     if evalsha and len(argv[1]) != 40:
         raise NOSCRIPT
+    if c.lua_debug is not None:
+        if evalsha:
+            raise RedisError("ERR Please use EVAL instead of EVALSHA for debugging")
+        return _eval_debugging(c, argv, ro)
+    return _eval_run(c, argv, evalsha, ro)
+
+
+def _eval_run(c, argv, evalsha: bool, ro: bool):
+    srv = c.server
+    eng = eval_engine(srv)
     numkeys = _numkeys(c, argv)
     if evalsha:
         s = srv.lua_scripts.get(argv[1].lower())
@@ -210,7 +281,62 @@ def _eval(c, argv, evalsha: bool, ro: bool):
     ctx = lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv)
     if srv.cluster is not None:
         _cluster_ctx(ctx, s.compat or "allow-cross-slot-keys" in s.flags, argv, numkeys)
-    return eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
+    return _failed(argv, eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp))
+
+
+# -- the Lua debugger (SCRIPT DEBUG YES|SYNC; scripting/ldb.py) ---------------------------
+
+LDB_CHILDREN: list = []      # the forked debugging sessions still running (ldb.children)
+
+
+def _eval_debugging(c, argv, ro: bool):
+    """evalGenericCommandWithDebugging: SYNC debugs here, the server
+    blocked; YES forks a child that debugs, and this side drops the client."""
+    srv = c.server
+    if c.lua_debug == "sync":
+        log.warning("Redis synchronous debugging eval session started")
+        reply = _debug_run(c, argv, ro, False)
+        log.warning("Redis synchronous debugging eval session ended")
+        c.close_after_reply = True
+        return reply
+
+    def body(ctx):
+        log.warning("Redis forked for debugging eval")
+        reply = _debug_run(c, argv, ro, True)
+        Ldb(c.fd, b"", True).write(reply)
+        log.warning("Lua debugging session child exiting")
+        return 0
+    try:
+        LDB_CHILDREN.append(child_mod.fork(srv, body, "Lua debugging session"))
+    except OSError as e:
+        c.lua_debug = None
+        raise RedisError("ERR Fork() failed: can't run EVAL in debugging mode: %s" % e.strerror)
+    c.close()
+    return None
+
+
+def _debug_run(c, argv, ro: bool, forked: bool) -> bytes:
+    """The EVAL under the debugger, then <endsession>; the EVAL reply."""
+    srv = c.server
+    eng = eval_engine(srv)
+    ldb = eng.ldb = Ldb(c.fd, argv[1], forked)
+    ldb.stop_requested = lambda: srv.shutdown_asap is not None
+    try:
+        reply = _eval_run(c, argv, False, ro)
+    except RedisError as e:
+        reply = c.error_reply(e)
+    finally:
+        eng.ldb = None
+    ldb.log(b"<endsession>")
+    ldb.send()
+    return reply
+
+
+def reap_ldb_children():
+    """Cron: reap the forked debugging sessions that ended."""
+    for ch in LDB_CHILDREN[:]:
+        if ch.poll() is not None:
+            LDB_CHILDREN.remove(ch)
 
 
 @command("eval", propagate=False)
@@ -270,12 +396,19 @@ def script_kill_cmd(c, argv):
 
 @command("script|debug")
 def script_debug(c, argv):
+    t = c.transport
+    if t is not None and t.get_write_buffer_size():
+        raise RedisError("ERR SCRIPT DEBUG must be called outside a pipeline")
     mode = argv[2].lower()
     if mode == b"no":
-        return OK
-    if mode in (b"yes", b"sync"):
-        raise RedisError("ERR SCRIPT DEBUG is not supported by this server")
-    raise RedisError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+        c.lua_debug = None
+    elif mode == b"yes":
+        c.lua_debug = "fork"
+    elif mode == b"sync":
+        c.lua_debug = "sync"
+    else:
+        raise RedisError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+    return OK
 
 
 @command("script|help")
@@ -337,6 +470,7 @@ class Functions:
         self._engine = None
         self.libraries: dict = {}
         self.functions: dict = {}
+        srv.cron_hooks.append(reap_ldb_children)    # (EVAL's debugging sessions)
 
     @property
     def engine(self) -> lua_mod.LuaEngine:
@@ -467,7 +601,7 @@ def _fcall(c, argv, ro):
     ctx = lua_mod.RunCtx(c, f.name, False, readonly, allow_oom, argv)
     if srv.cluster is not None:
         _cluster_ctx(ctx, "allow-cross-slot-keys" in f.flags, argv, numkeys)
-    return reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
+    return _failed(argv, reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp))
 
 
 @command("fcall", propagate=False)

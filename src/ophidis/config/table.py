@@ -99,9 +99,10 @@ DIRECTIVES = [
     ('maxmemory-eviction-tenacity', None, 'int', ['modifiable'], 10, (0, 100)),
     ('maxmemory-policy', None, 'enum', ['modifiable'], 'noeviction', ['volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'noeviction']),
     ('maxmemory-samples', None, 'int', ['modifiable'], 5, (1, 2147483647)),
-    # Ophidis extensions (docs/COMPATIBILITY.md): /metrics for Prometheus
-    ('metrics-bind', None, 'string', ['immutable'], '127.0.0.1', None),
-    ('metrics-port', None, 'int', ['immutable'], 0, (0, 65535)),
+    # Ophidis extensions (docs/COMPATIBILITY.md): /metrics for Prometheus; hidden
+    # (CONFIG GET by exact name only): what reads CONFIG GET * sees Redis's list
+    ('metrics-bind', None, 'string', ['immutable', 'hidden'], '127.0.0.1', None),
+    ('metrics-port', None, 'int', ['immutable', 'hidden'], 0, (0, 65535)),
     ('min-replicas-max-lag', 'min-slaves-max-lag', 'int', ['modifiable'], 10, (0, 2147483647)),
     ('min-replicas-to-write', 'min-slaves-to-write', 'int', ['modifiable'], 0, (0, 2147483647)),
     ('no-appendfsync-on-rewrite', None, 'bool', ['modifiable'], False, None),

@@ -176,13 +176,16 @@ class Database:
         if srv is not None and (srv.is_replica or srv.paused_expire):
             # A replica waits for the master's DEL (and, running the
             # master's commands, sees keys as the master does), except for
-            # a write of its own on a writable replica; paused clients
-            # freeze expiry.
+            # a write of its own on a writable replica; while clients are
+            # paused the dataset stays as it is, but readers see the key
+            # as expired (a write, which only a transaction begun before
+            # the pause can make, deletes it).
             if not srv.is_replica:
+                if not write and srv.still_paused():
+                    return True
+            elif srv.applying_master:
                 return False
-            if srv.applying_master:
-                return False
-            if not (write and not srv.config["replica-read-only"]):
+            elif not (write and not srv.config["replica-read-only"]):
                 return True
         self._delete_expired(key)
         return True

@@ -335,7 +335,10 @@ class Memory(Eviction):
     def used_memory(self) -> int:
         """INFO's used_memory (the clients measured anew)."""
         self.update_clients()
-        used = STARTUP + self.dataset_bytes() + self.clients_mem + self.aof_buffer()
+        # the shared replication buffer once (each replica's figure holds
+        # what it has still to be sent of it)
+        used = STARTUP + self.dataset_bytes() + self.clients_mem - self.clients.replica_out \
+            + self.srv.repl_feed.buffer_bytes() + self.aof_buffer()
         if used > self.peak:
             self.peak = used
         self.srv.used_memory_peak = self.peak
@@ -352,9 +355,11 @@ class Memory(Eviction):
 
     def not_counted(self) -> int:
         """mem_not_counted_for_evict (Redis's freeMemoryGetNotCountedMemory):
-        the replicas' output and the AOF buffer are in used_memory but do
-        not make keys go (evicting for them would only feed them more DELs)."""
-        return self.clients.replica_out + self.aof_buffer()
+        the shared replication buffer and the AOF buffer are in used_memory
+        but do not make keys go (evicting for them would only feed them
+        more DELs).  (Redis counts the buffer's part within
+        repl-backlog-size against maxmemory; here none of it.)"""
+        return self.srv.repl_feed.buffer_bytes() + self.aof_buffer()
 
     def update_clients(self):
         """Every client measured (client eviction when over

@@ -274,7 +274,7 @@ class Client(asyncio.Protocol):
         "bstate", "out_extra", "in_exec", "pending_writes",
         "killed", "in_script", "push_buf", "script_caller", "is_master",
         "block_argv", "repl", "mem_usage", "cluster_asking", "cluster_readonly",
-        "__weakref__",
+        "lua_debug", "__weakref__",
     )
 
     def __init__(self, server):
@@ -292,6 +292,7 @@ class Client(asyncio.Protocol):
         self.blocked = False
         self.cluster_asking = False     # ASKING (for the next command)
         self.cluster_readonly = False   # READONLY
+        self.lua_debug = None           # SCRIPT DEBUG: None, "sync" or "fork"
         self.paused_queue = None
         self.addr = "?"
         self.laddr = "?"

@@ -19,8 +19,9 @@ The API for commands (each a no-op while no target is attached):
   deleted by expiry or eviction.
 * ``propagate_pending(server)`` -- propagatePendingCommands: deliver what
   was collected now (a blocked client served outside any command).
-* ``force_propagation(c)`` -- forceCommandPropagation: the running command
-  propagates even though it changed nothing (FLUSHDB of an empty db).
+* ``force_propagation(c, target)`` -- forceCommandPropagation: the running
+  command propagates (to the AOF and/or the replicas) even though it changed
+  nothing (FLUSHDB of an empty db; PUBLISH, to the replicas only).
 * ``propagating(server)`` -- is any target attached (to skip building
   argvs nobody reads).
 
@@ -83,7 +84,7 @@ class Propagator:
         self.flush_scheduled = False
         self.arbitrary = False   # a command touching arbitrary keys: no MULTI
         self.rewritten = None    # rewrite_argv of the running command
-        self.forced = False      # force_propagation of the running command
+        self.forced = 0          # force_propagation of the running command: its targets
 
     # -- targets -----------------------------------------------------------------------
     def attach(self, target):
@@ -122,10 +123,11 @@ class Propagator:
             argv = rw
             if rule is not False:
                 rule = None
+        forced = self.forced
         if not dirty:
-            if not self.forced:
+            if not forced:
                 return
-        self.forced = False
+        self.forced = 0
         srv = self.server
         if srv.loading:
             return          # replaying a file: nothing is propagated (as Redis)
@@ -134,11 +136,11 @@ class Propagator:
         if rule is not False:
             out = list(argv) if rule is None else rule(srv, srv.dbs[dbid], argv)
             if out is not None:
-                mask = TO_AOF | TO_REPL
+                mask = TO_AOF | TO_REPL if dirty else forced
                 if in_script:
                     ctx = srv.running_script()
                     if ctx is not None:
-                        mask = ctx.repl_flags & (TO_AOF | TO_REPL)
+                        mask &= ctx.repl_flags
                 # a command for no attached target does not count (nor
                 # make a transaction of a script's effects)
                 if mask & self.active:
@@ -216,12 +218,12 @@ def rewrite_argv(c, argv):
         srv.propagator.rewritten = argv
 
 
-def force_propagation(c):
+def force_propagation(c, target=TO_AOF | TO_REPL):
     """forceCommandPropagation: the command ``c`` is running propagates
-    even when it changed nothing."""
+    (to ``target``: TO_AOF and/or TO_REPL) even when it changed nothing."""
     srv = c.server
     if srv.propagate_hooks:
-        srv.propagator.forced = True
+        srv.propagator.forced |= target
 
 
 def also_propagate(server, argv, db, target=TO_AOF | TO_REPL):

@@ -171,6 +171,7 @@ class ReplicaLink:
         self.rd = None            # the stream's parser state while connected
         self.raw = bytearray()
         self.used = 0
+        self.held = None          # (request, size) postponed by CLIENT PAUSE, run when it ends
         self.newline_sent = 0     # the second of the last keep-alive newline sent while loading
 
     # -- lifecycle --------------------------------------------------------------------
@@ -592,6 +593,7 @@ class ReplicaLink:
         self.rd = hiredis.Reader()
         self.raw = bytearray()      # read, not yet part of the applied offset
         self.used = 0               # bytes of raw that belong to commands already run
+        self.held = None
         self.writer = writer
         # the first ACK at once: a master holding the stream after an
         # EOF-marked payload starts it on this ACK
@@ -619,6 +621,8 @@ class ReplicaLink:
         finally:
             self.client = None
             self.rd = None
+            self.held = None        # not applied: PSYNC asks for it again
+            mc.closing = True       # (a pause ending later skips it)
             srv.clients.pop(mc.id, None)
             if mc.multi is not None:
                 mc.multi = None     # a transaction cut by the link: resent after PSYNC
@@ -640,19 +644,24 @@ class ReplicaLink:
             if not data:
                 return
         rd = self.rd
-        rd.feed(data)
-        raw += data
+        if data:
+            rd.feed(data)
+            raw += data
+            self.read_offset += len(data)
         used = self.used
         applied = 0         # bytes of raw applied as whole units
         try:
-            while True:
-                req = rd.gets()
-                if req is False:
-                    break
-                if req.__class__ is not list or not req:
-                    continue
-                size = request_size(req)   # the master's canonical encoding
-                self.read_offset += size
+            while mc.paused_queue is None:
+                if self.held is not None:
+                    req, size = self.held
+                    self.held = None
+                else:
+                    req = rd.gets()
+                    if req is False:
+                        break
+                    if req.__class__ is not list or not req:
+                        continue
+                    size = request_size(req)   # the master's canonical encoding
                 name = req[0].lower()
                 if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
                     self.writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
@@ -666,6 +675,11 @@ class ReplicaLink:
                         log.warning("Error applying a command from the master: %r" % e)
                     finally:
                         srv.applying_master = False
+                    if mc.paused_queue is not None:
+                        # CLIENT PAUSE holds the master's commands too (it is not
+                        # one of our replicas): the rest waits, unapplied
+                        self.held = (req, size)
+                        break
                 used += size
                 if mc.multi is None:
                     applied = used
@@ -677,6 +691,12 @@ class ReplicaLink:
                 used -= applied
             self.used = used
             self.stream_db = mc.db.id
+
+    def resume_after_pause(self, mc):
+        """The pause that held the master's stream is over: run on."""
+        if mc is self.client and not mc.closing:
+            mc.paused_queue = None
+            self._apply(b"")
 
     # -- a writable replica's own keys ------------------------------------------------
     def remember_expires(self, c, cmd, argv):

@@ -38,7 +38,9 @@ from ..errors import MISCONF, OOM
 from ..keyspace import db as _db_mod
 from ..keyspace.db import stats
 from ..net.client import Client
+from ..protocol.resp import sdscatrepr
 from . import libs as lua_libs
+from .ldb import Ldb
 
 REDIS_VERSION = sysinfo.REDIS_VERSION_BYTES
 REDIS_VERSION_NUM = sysinfo.REDIS_VERSION_NUM
@@ -120,6 +122,7 @@ class LuaEngine:
         self.ctx: RunCtx | None = None
         self.load_deadline = None
         self.registering = None     # list collecting register_function calls
+        self.ldb: Ldb | None = None  # the Lua debugger's session while an EVAL is debugged
         sc = Client(server)
         sc.in_script = True
         sc.authenticated = True
@@ -144,6 +147,17 @@ class LuaEngine:
             b"acl_check": self._acl_check,
             b"register": self._register,
             b"valid_flag": self._valid_flag,
+            b"ldb_line": self._ldb_line,
+            b"ldb_next": self._ldb_next,
+            b"ldb_done": self._ldb_done,
+            b"ldb_resumed": self._ldb_resumed,
+            b"ldb_log": self._ldb_log,
+            b"ldb_log_max": self._ldb_log_max,
+            b"ldb_source_line": self._ldb_source_line,
+            b"ldb_repr": sdscatrepr,
+            b"ldb_active": self._ldb_active,
+            b"ldb_debug": self._ldb_debug,
+            b"ldb_breakpoint": self._ldb_breakpoint,
             b"version": REDIS_VERSION,
             b"version_num": REDIS_VERSION_NUM,
             b"bit": lua_libs.make_bit(lua),
@@ -161,6 +175,7 @@ class LuaEngine:
         self.h = h
         self._run = h[b"run"]
         self._run_t = h[b"run_t"]
+        self._ldb_run_t = h[b"ldb_run_t"] if mode == "eval" else None
         self._compile = h[b"compile"]
         self._encode = h[b"encode_reply"]
         self._mk_ok = h[b"mk_ok"]
@@ -207,7 +222,11 @@ class LuaEngine:
         prev_time = _db_mod._time
         _db_mod._time = lambda: frozen
         try:
-            if len(keys) + len(args) <= 64:
+            if self.ldb is not None:
+                ctx.threshold = 1e9          # a debugged script is never busy
+                tf = self._table_from
+                r = self._ldb_run_t(fn, tf(list(keys)), tf(list(args)))
+            elif len(keys) + len(args) <= 64:
                 r = self._run(fn, len(keys), *keys, *args)
             else:
                 tf = self._table_from
@@ -243,6 +262,67 @@ class LuaEngine:
         if not ign:
             _count_error(out)
         return out
+
+    # -- the Lua debugger's callbacks (sandbox.lua's ldb_hook and commands) -------------
+    def _ldb_line(self, is_count, line):
+        ldb, ctx = self.ldb, self.ctx
+        if ldb is None or ctx is None:
+            return 0
+        th = self.server.config["busy-reply-threshold"]
+        return ldb.on_line(bool(is_count), int(line or 0), ctx.start,
+                           (th if th > 0 else 5000) / 1000.0)
+
+    def _ldb_next(self):
+        """The next command for the Lua side: ("closed"), ("error", text) or
+        (verb, its arguments); the other commands are run here."""
+        ldb = self.ldb
+        while ldb is not None:
+            argv = ldb.read_command()
+            if argv is None:
+                return b"closed"
+            if argv.__class__ is str:
+                return b"error", argv.encode()
+            verb = ldb.command(argv)
+            if verb is not None:
+                return verb.encode(), self._table_from(argv[1:])
+        return b"closed"
+
+    def _ldb_done(self, verb):
+        ldb = self.ldb
+        if ldb is not None:
+            if verb == b"redis":
+                ldb.step = False
+            ldb.send()
+
+    def _ldb_resumed(self):
+        if self.ctx is not None:
+            self.ctx.start = _monotonic()
+
+    def _ldb_log(self, s):
+        if self.ldb is not None:
+            self.ldb.log(bytes(s))
+
+    def _ldb_log_max(self, s):
+        if self.ldb is not None:
+            self.ldb.log_maxlen(bytes(s))
+
+    def _ldb_source_line(self, n):
+        if self.ldb is not None:
+            self.ldb.log_source_line(int(n or 0))
+
+    def _ldb_active(self):
+        return self.ldb is not None
+
+    def _ldb_debug(self, s):
+        ldb = self.ldb
+        if ldb is not None:
+            ldb.log(b"<debug> line %d: %s" % (ldb.currentline, bytes(s)))
+
+    def _ldb_breakpoint(self):
+        if self.ldb is None:
+            return False
+        self.ldb.luabp = True
+        return True
 
     # -- Python callbacks (called from Lua; must never raise) ---------------------------
     def _running(self):
@@ -323,6 +403,8 @@ class LuaEngine:
             return v
         if kind == 2:
             return self._mk_ok(v)
+        if kind == 3 and self.ldb is not None:
+            self._ldb_error(v)
         raise _lupa.LuaError(self._mk_err(v) if kind == 1 else self._mk_err_plain(v))
 
     def _redis_pcall(self, *args):
@@ -331,6 +413,8 @@ class LuaEngine:
             return v
         if kind == 2:
             return self._mk_ok(v)
+        if kind == 3 and self.ldb is not None:
+            self._ldb_error(v)
         return self._mk_err(v) if kind == 1 else self._mk_err_plain(v)
 
     def _sha1hex(self, *args):
@@ -355,7 +439,14 @@ class LuaEngine:
             return ("ERR %s" % e).encode()
         return None
 
+    def _ldb_error(self, msg: bytes):
+        """While stepping, the errors redis.call raises itself are logged."""
+        if self.ldb.step:
+            self.ldb.log(b"<error> " + (msg[4:] if msg.startswith(b"ERR ") else msg))
+
     def _reject(self, cmd, msg: bytes):
+        if self.ldb is not None:
+            self._ldb_error(msg)
         stats.total_error_replies += 1
         code = msg.split(b" ", 1)[0].decode("utf-8", "replace")
         stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
@@ -378,6 +469,9 @@ class LuaEngine:
         argv = self._argv(args)
         if argv is None:
             return 3, b"ERR Lua redis lib command arguments must be strings or integers"
+        ldb = self.ldb
+        if ldb is not None and ldb.step:
+            ldb.log_redis_command(argv)
         name = argv[0]
         cmd = TABLE.get(name)
         if cmd is None:
@@ -394,6 +488,8 @@ class LuaEngine:
         sc = self.client
         if cmd.noscript and not srv.script_disable_deny_script:
             return self._reject(cmd, b"ERR This Redis command is not allowed from script")
+        if not cmd.stale and srv.running_stale():
+            return self._reject(cmd, b"ERR Can not execute the command on a stale replica")
         user = sc.user
         if not user.unrestricted:
             res, idx = check_command(user, cmd, argv)
@@ -403,15 +499,17 @@ class LuaEngine:
         if cmd.write or cmd.may_replicate:
             if ctx.readonly:
                 return self._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")
+            # scriptVerifyWriteCommandAllow: nothing stops a script that wrote already
             if cmd.write and not ctx.write_dirty:
+                if srv.is_replica and srv.config["replica-read-only"] and not ctx.caller.is_master:
+                    return self._reject(cmd, b"READONLY You can't write against a read only replica.")
                 if (not srv.lastbgsave_ok and srv.config["stop-writes-on-bgsave-error"]
                         and srv.config["save"]):
                     return self._reject(cmd, MISCONF.msg)
                 if srv.write_denied is not None:
                     return self._reject(cmd, srv.write_denied.msg)
-            if cmd.write and not srv.is_replica and srv.min_replicas \
-                    and srv.good_replicas() < srv.min_replicas:
-                return self._reject(cmd, b"NOREPLICAS Not enough good replicas to write.")
+                if not srv.is_replica and srv.min_replicas and srv.good_replicas() < srv.min_replicas:
+                    return self._reject(cmd, b"NOREPLICAS Not enough good replicas to write.")
         if (not ctx.allow_oom and srv.maxmemory and not ctx.write_dirty and ctx.oom_at_start
                 and cmd.denyoom):
             return self._reject(cmd, OOM.msg)
@@ -427,6 +525,10 @@ class LuaEngine:
             return 3, ("ERR internal error: %s" % e).encode()
         if r is None:
             return 0, None
+        if ldb is not None and ldb.step:
+            if r[:1] == b"-":       # (an error reply becomes a Lua error first)
+                ldb.log(b"<error> " + r[:-2])
+            ldb.log_reply(r)
         b0 = r[0]
         if b0 == 58:        # ':'
             return 0, int(r[1:-2])

@@ -380,8 +380,6 @@ local redis_real = {
   acl_check_cmd = acl_check_cmd,
 }
 if mode == "eval" then
-  redis_real.breakpoint = function() return false end
-  redis_real.debug = function() end
   redis_real.replicate_commands = function() return true end
 end
 local redis_p = proxy(redis_real, false)
@@ -437,6 +435,160 @@ end
 _setmetatable(G, {__index = missing_global})
 local G_p, G_mt = proxy(G, (proxy({__index = missing_global}, false)))
 G._G = G_p
+
+-- The Lua debugger (SCRIPT DEBUG, eval only) ---------------------------------
+-- ldb.py holds the session; what needs the Lua stack is here: the line
+-- hook, print, eval, redis, trace, abort, and redis.debug/breakpoint.
+-- Levels: each helper gets the level of the user function being debugged
+-- as seen from itself.
+local ldb_hook
+if mode == "eval" then
+  local LDB_MAX_DEPTH = 10     -- LUA_MINSTACK / 2
+  local _smatch = string.match
+
+  local function ldb_cat(v, level)
+    if level == LDB_MAX_DEPTH then return "<max recursion level reached! Nested table?>" end
+    level = level + 1
+    local t = _type(v)
+    if t == "string" then return py.ldb_repr(v) end
+    if t == "boolean" then return v and "true" or "false" end
+    if t == "number" then return _sfmt("%g", v) end
+    if t == "nil" then return "nil" end
+    if t == "table" then
+      local expected, is_array = 1, true
+      local r1, r2 = {}, {}
+      for k, val in _next, v, nil do
+        if is_array and (_type(k) ~= "number" or k ~= expected) then is_array = false end
+        r1[#r1 + 1] = ldb_cat(val, level)
+        r2[#r2 + 1] = "[" .. ldb_cat(k, level) .. "]=" .. ldb_cat(val, level)
+        expected = expected + 1
+      end
+      return "{" .. _tconcat(is_array and r1 or r2, "; ") .. "}"
+    end
+    local addr = _smatch(_tostring(v), ": (.*)$") or "?"
+    if t == "function" or t == "userdata" or t == "thread" then
+      return '"' .. t .. "@" .. addr .. '"'
+    end
+    return '"<unknown-lua-type>"'
+  end
+
+  local function ldb_print(lvl, name)
+    local l = lvl
+    while true do
+      local info = dbg.getinfo(l, "S")
+      if not info then break end
+      if info.source ~= INTERNAL then
+        local i = 1
+        while true do
+          local n, v = dbg.getlocal(l, i)
+          if not n then break end
+          if n == name then
+            py.ldb_log_max("<value> " .. ldb_cat(v, 0))
+            return
+          end
+          i = i + 1
+        end
+      end
+      l = l + 1
+    end
+    if name == "ARGV" or name == "KEYS" then
+      py.ldb_log_max("<value> " .. ldb_cat(_rawget(G, name), 0))
+    else
+      py.ldb_log("No such variable.")
+    end
+  end
+
+  local function ldb_print_all(lvl)
+    local vars, i = 0, 1
+    while true do
+      local n, v = dbg.getlocal(lvl, i)
+      if not n then break end
+      if not _sfind(n, "(*temporary)", 1, true) then
+        py.ldb_log_max("<value> " .. n .. " = " .. ldb_cat(v, 0))
+        vars = vars + 1
+      end
+      i = i + 1
+    end
+    if vars == 0 then py.ldb_log("No local variables in the current context.") end
+  end
+
+  local function ldb_trace(lvl)
+    local level = 0
+    while true do
+      local info = dbg.getinfo(lvl + level, "Snl")
+      if not info then break end
+      if _sfind(info.short_src, "user_script", 1, true) then
+        py.ldb_log((level == 0 and "In " or "From ") .. (info.name or "top level") .. ":")
+        py.ldb_source_line(info.currentline)
+      end
+      level = level + 1
+    end
+    if level == 0 then py.ldb_log("<error> Can't retrieve Lua stack.") end
+  end
+
+  local function ldb_eval(args)
+    local code = _tconcat(args, " ")
+    local f = _loadstring("return " .. code, "@ldb_eval")
+    if not f then
+      local err
+      f, err = _loadstring(code, "@ldb_eval")
+      if not f then
+        py.ldb_log("<error> " .. _tostring(err))
+        return
+      end
+    end
+    sandboxed(f)
+    local ok, v = _pcall(f)
+    if not ok then
+      py.ldb_log("<error> " .. _tostring(unwrap_error(v)))
+      return
+    end
+    py.ldb_log_max("<retval> " .. ldb_cat(v, 0))
+  end
+
+  -- ldbRepl: commands until one resumes the script; false once the client is gone.
+  local function ldb_repl(lvl)
+    while true do
+      local verb, args = py.ldb_next()
+      if verb == "closed" then return false end
+      if verb == "error" then _error({err = "ERR " .. args}) end
+      if verb == "step" or verb == "continue" then return true end
+      if verb == "abort" then _error({err = "ERR script aborted for user request"}) end
+      if verb == "trace" then
+        ldb_trace(lvl + 1)
+      elseif verb == "eval" then
+        ldb_eval(args)
+      elseif verb == "redis" then
+        _pcall(redis_call, _unpack(args))
+      elseif verb == "print" then
+        if args[1] ~= nil and args[2] == nil then ldb_print(lvl + 1, args[1]) else ldb_print_all(lvl + 1) end
+      end
+      py.ldb_done(verb)
+    end
+  end
+
+  ldb_hook = function(event)
+    local info = dbg.getinfo(2, "Sl")
+    -- Only the script's lines count (the sandbox's Lua code, as redis.debug
+    -- or the wrappers of Python functions, is C code in Redis).
+    if not info or not _sfind(info.short_src, "user_script", 1, true) then return end
+    local stop = py.ldb_line(event == "count", info.currentline)
+    if stop == 0 then return end
+    local ok = ldb_repl(3)
+    if not ok and stop == 2 then
+      _error({err = "ERR timeout during Lua debugging with client closing connection"})
+    end
+    py.ldb_resumed()
+  end
+
+  redis_real.debug = function(...)
+    if not py.ldb_active() then return end
+    local parts = {}
+    for i = 1, _select("#", ...) do parts[i] = ldb_cat((_select(i, ...)), 0) end
+    py.ldb_debug(_tconcat(parts, ", "))
+  end
+  redis_real.breakpoint = function() return py.ldb_breakpoint() end
+end
 
 -- Functions: the library API seen while FUNCTION LOAD runs the code.
 local register_function
@@ -634,6 +786,16 @@ else
   end
 end
 helpers.run_t = run_t
+if mode == "eval" then
+  -- A run under the debugger: its line hook stops the script (no busy state).
+  helpers.ldb_run_t = function(fn, keys, argv)
+    _rawset(G, "KEYS", keys)
+    _rawset(G, "ARGV", argv)
+    kill_msg = nil
+    dbg.sethook(ldb_hook, "l", HOOK_COUNT)
+    return finish(_xpcall(fn, err_handler))
+  end
+end
 function helpers.run(fn, nkeys, ...)
   return run_t(fn, split(nkeys, ...))
 end

@@ -19,11 +19,11 @@ from collections import deque
 from .. import crash, doctor, log, sysinfo
 from ..acl import Acl
 from ..cluster.state import Cluster
-from ..commands import TABLE, load_all
+from ..commands import TABLE, load_all, rename_command
 from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
-from ..config import Config
+from ..config import Config, ConfigError
 from ..keyspace import db as db_mod
 from ..keyspace import notify
 from ..keyspace.blocking import BlockingHandler
@@ -201,6 +201,10 @@ class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
         self.maxmemory = 0
         self.hz = 10
         load_all()
+        for old, new, linenum, line in config.pending_renames:
+            err = rename_command(os.fsencode(old), os.fsencode(new))
+            if err is not None:
+                raise ConfigError(linenum, line, err)
         self._bind_config()
         for i in range(config["databases"]):
             self.dbs.append(Database(i, self))

@@ -14,7 +14,7 @@ from ..acl.check import DENIED_CMD, check_command, noperm_text
 from ..acl.log import CTX_MULTI, CTX_TOPLEVEL
 from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
 from ..commands import TABLE
-from ..commands.scripting import script_writes
+from ..commands.scripting import SCRIPT_CALLS, command_flags, exec_flags
 from ..commands.transactions import discard_transaction
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
 from ..keyspace.db import stats
@@ -22,8 +22,6 @@ from ..net import client as client_mod
 from ..net.client import Client
 from ..protocol.resp import QUEUED
 from .clients import is_loopback
-
-_SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")
 
@@ -96,6 +94,13 @@ class Dispatch:
                                     cmd.fullname.encode() if res == DENIED_CMD else argv[idx])
                 return self.reject(c, cmd, RedisError(noperm_text(res, cmd)))
         base = cmd.parent.name if cmd.parent is not None else cmd.name
+        # getCommandFlags: a script's declared flags, EXEC's with its queue
+        if base in SCRIPT_CALLS:
+            f = command_flags(self, cmd, argv)
+        elif base == "exec" and c.multi:
+            f = exec_flags(self, cmd, c.multi)
+        else:
+            f = cmd
         cl = self.cluster
         if cl is not None:
             asking = c.cluster_asking
@@ -103,7 +108,7 @@ class Dispatch:
                 c.cluster_asking = False     # ASKING is for the next command (or transaction)
                 c.update_slow()
             if not c.is_master and may_have_keys(cmd):
-                write = script_writes(self, base, argv) if base in _SCRIPT_CALLS else None
+                write = f.write if f is not cmd else None
                 node, slot, code = get_node_by_query(cl, c, cmd, argv, asking, write)
                 if node is None or node is not cl.myself:
                     if base == "exec":
@@ -116,19 +121,17 @@ class Dispatch:
         if self.maxmemory and not c.in_script:
             oom = self.memory.evict_hook()
             if oom:
-                reject = cmd.denyoom
+                reject = f.denyoom
                 if in_multi and not cmd.ends_multi:
-                    reject = True
-                if base == "exec" and c.multi and any(q[0].denyoom for q in c.multi):
                     reject = True
                 if reject:
                     return self.reject(c, cmd, OOM)
         if (not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]) \
                 or self.write_denied is not None:
-            if cmd.write or base == "ping" or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
+            if f.write or base == "ping":
                 rdb = not self.lastbgsave_ok and self.config["stop-writes-on-bgsave-error"] and self.config["save"]
                 return self.reject(c, cmd, MISCONF if rdb else self.write_denied)
-        if cmd.write or (base == "exec" and c.multi and any(q[0].write for q in c.multi)):
+        if f.write:
             if not self.is_replica and self.min_replicas and self.good_replicas() < self.min_replicas:
                 return self.reject(c, cmd, NOREPLICAS)
             if self.is_replica and not c.is_master and self.config["replica-read-only"]:
@@ -138,9 +141,7 @@ class Dispatch:
             return self.reject(c, cmd, RedisError(
                 "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
                 "are allowed in this context" % cmd.fullname))
-        if self.is_replica and not self.config["replica-serve-stale-data"] and not c.is_master \
-                and self.replica_link is not None and self.replica_link.state != "connected" and (
-                    not cmd.stale or (base == "exec" and c.multi and not all(q[0].stale for q in c.multi))):
+        if not f.stale and not c.is_master and self.running_stale():
             return self.reject(c, cmd, MASTERDOWN)
         if self.loading and not cmd.loading and not self.async_loading:
             return self.reject(c, cmd, LOADING)
@@ -149,7 +150,7 @@ class Dispatch:
         if self.script_busy is not None and not cmd.allow_busy:
             return self.reject(c, cmd, RedisError(self.script_busy))
         if self.pause_type is not None and (not in_multi or base == "exec") \
-                and self._paused_for(cmd, c, argv):
+                and self._paused_for(f):
             self.postpone(c, argv)
             return None
         if in_multi and not cmd.no_queue:
@@ -186,6 +187,11 @@ class Dispatch:
         log.warning("Replica generated a reply to command '%s', disconnecting it: %s" % (name, c.info_string()))
         c.close()
         return None
+
+    def running_stale(self) -> bool:
+        """A replica whose link is down while replica-serve-stale-data is no."""
+        return self.is_replica and not self.config["replica-serve-stale-data"] \
+            and self.replica_link is not None and self.replica_link.state != "connected"
 
     def good_replicas(self) -> int:
         """Online replicas within min-replicas-max-lag (min-replicas-to-write)."""
@@ -272,4 +278,7 @@ class Dispatch:
         return r
 
     def handle_ready_keys(self):
-        self.blocking_handler.handle_ready_keys()
+        # Not while a busy script lets other clients in (isInsideYieldingLongCommand):
+        # its pushes are served once it ends.
+        if self.script_busy is None:
+            self.blocking_handler.handle_ready_keys()

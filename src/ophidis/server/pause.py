@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from ..commands.scripting import script_writes
 from ..net.client import Client
 
 
@@ -13,21 +12,20 @@ class Pause:
 
     __slots__ = ()
 
-    def _paused_for(self, cmd, c, argv=None) -> bool:
+    def _paused_for(self, f) -> bool:
+        """Whether a command with flags ``f`` (dispatch's getCommandFlags:
+        the command, a script's declared flags, EXEC's queue) waits."""
         if time.monotonic() >= self.pause_end:
             self.unpause()
             return False
         if self.pause_type == "all":
             return True
-        base = cmd.parent.name if cmd.parent is not None else cmd.name
-        if base == "exec":
-            return bool(c.multi) and any(q[0].write or q[0].may_replicate for q in c.multi)
-        if base in ("eval", "evalsha", "fcall") and argv is not None:
-            # A script declaring no-writes is not a write (evalGetCommandFlags).
-            if script_writes(self, base, argv) is False:
-                return False
-            return True
-        return cmd.write or cmd.may_replicate
+        return f.write or f.may_replicate
+
+    def still_paused(self) -> bool:
+        """checkClientPauseTimeoutAndReturnIfPaused (a pause whose time is
+        over counts as ended; the cron resumes its clients)."""
+        return self.pause_type is not None and time.monotonic() < self.pause_end
 
     def postpone(self, c: Client, argv):
         c.paused_queue = argv
@@ -51,6 +49,9 @@ class Pause:
         waiting = list(self.paused_clients)
         self.paused_clients.clear()
         for c in waiting:
+            if c.is_master and self.replica_link is not None:
+                self.replica_link.resume_after_pause(c)     # our master's stream
+                continue
             argv = c.paused_queue
             c.paused_queue = None
             if c.closing:
