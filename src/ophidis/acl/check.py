@@ -10,7 +10,7 @@ needed), channels from the ``channels=`` rule of the command's registration.
 
 from __future__ import annotations
 
-from ..commands.command_cmd import get_keys_with_flags, has_keys, key_extractor, spec_kinds
+from ..commands.command_cmd import get_keys_with_flags, has_keys, key_extractor, range_last, spec_kinds
 from ..util import stringmatch
 from .users import ALL_PERMS, READ, WRITE
 
@@ -210,12 +210,7 @@ def fast_allows(fast, user, cmd, argv) -> bool:
         return False
     argc = len(argv)
     for first, lastkey, step, limit, star, exact, prefixes in plan:
-        if lastkey >= 0:
-            last = first + lastkey
-        elif not limit:
-            last = argc + lastkey
-        else:
-            last = first + ((argc - first) // limit + lastkey)
+        last = range_last(first, lastkey, limit, argc)
         if last >= argc or last < first or first >= argc:
             return False
         for i in range(first, last + 1, step):

@@ -316,6 +316,16 @@ def _string2ll(b: bytes):
     return v
 
 
+def range_last(first, lastkey, limit, argc) -> int:
+    """The position of the last key of a find_keys ``range`` spec whose
+    first key is at ``first`` (getKeysUsingKeySpecs)."""
+    if lastkey >= 0:
+        return first + lastkey
+    if not limit:
+        return argc + lastkey
+    return first + ((argc - first) // limit + lastkey)
+
+
 def keys_from_specs(cmd, argv):
     """getKeysUsingKeySpecs: list of (pos, flags) or None on an invalid spec."""
     argc = len(argv)
@@ -351,12 +361,7 @@ def keys_from_specs(cmd, argv):
         if "range" in fk:
             r = fk["range"]
             step = r["step"]
-            if r["lastkey"] >= 0:
-                last = first + r["lastkey"]
-            elif not r["limit"]:
-                last = argc + r["lastkey"]
-            else:
-                last = first + ((argc - first) // r["limit"] + r["lastkey"])
+            last = range_last(first, r["lastkey"], r["limit"], argc)
         elif "keynum" in fk:
             r = fk["keynum"]
             step = r["step"]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 from itertools import islice
 
-from ..commands.command_cmd import get_keys
+from ..commands.command_cmd import get_keys, range_last
 from ..keyspace.db import EmbStr
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue
@@ -173,12 +173,7 @@ def keys_of(cmd, argv):
     for first, lastkey, step, limit in specs:
         if first >= argc:
             continue
-        if lastkey >= 0:
-            last = first + lastkey
-        elif not limit:
-            last = argc + lastkey
-        else:
-            last = first + ((argc - first) // limit + lastkey)
+        last = range_last(first, lastkey, limit, argc)
         if last >= argc:
             last = argc - 1
         keys.extend(argv[first:last + 1:step])
