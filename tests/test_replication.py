@@ -185,3 +185,35 @@ def test_pipelined_writes_stream_as_redis(server, r, redis_server, ref, config):
     ours = _pipelined_stream(server.port, r)
     assert ours == theirs
     assert [b"select", b"2"] in ours and [b"srem", b"s", b"x"] in ours and [b"flushdb"] in ours
+
+
+def _lazy_expiry_stream(port, c):
+    c.flushall()
+    c.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    try:
+        c.set("k", "v", px=50)
+        c.set("k2", "v", px=50)
+        c.set("k3", "v", px=50)
+        c.set("k4", "v", px=50)
+        s = SyncStream(port)
+        try:
+            time.sleep(0.2)
+            with s.conn.__class__(port) as w:
+                w.pipeline(("GET", "k"), ("EXISTS", "k2"), ("GET", "k"), ("MGET", "k3", "k4"), ("INCR", "n"),
+                           ("SET", "last", "1"))
+            return s.read_until(b"set")
+        finally:
+            s.close()
+    finally:
+        c.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+def test_lazy_expiry_in_a_pipeline_streams_as_redis(server, r, redis_server, ref, config):
+    """Read commands of the fast path that find expired keys: their DELs
+    reach the stream, the reads themselves do not."""
+    for c in (ref, r):
+        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
+    theirs = _lazy_expiry_stream(redis_server.port, ref)
+    ours = _lazy_expiry_stream(server.port, r)
+    assert ours == theirs, (ours, theirs)
+    assert [b"DEL", b"k"] in ours and [b"DEL", b"k2"] in ours and not any(x[0] == b"GET" for x in ours)

@@ -460,7 +460,7 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                 if prop is not None:
                     # Server.call's propagation (client._propagate)
                     d = srv.dirty != dirty0
-                    if d or prop.forced or prop.rewritten is not None:
+                    if d or prop.forced or prop.rewritten is not None or prop.pending:
                         prop.after_call(client, cmd, req, d)
                 if _ready:
                     srv.handle_ready_keys()

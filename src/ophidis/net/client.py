@@ -99,7 +99,7 @@ def set_propagator(p):
 def _propagate(self, p, cmd, req, dirty0):
     # the fast path's part of Server.call: propagation after a command
     d = self.server.dirty != dirty0
-    if d or p.forced or p.rewritten is not None:
+    if d or p.forced or p.rewritten is not None or p.pending:
         p.after_call(self, cmd, req, d)
 
 

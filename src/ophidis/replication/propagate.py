@@ -126,6 +126,11 @@ class Propagator:
         forced = self.forced
         if not dirty:
             if not forced:
+                # What the command's lookups propagated (lazy expiry's
+                # DELs) is its unit: delivered as its call ends, as Redis's
+                # call() does, not merged into the next command's.
+                if self.pending and not c.in_exec and not c.in_script:
+                    self.flush()
                 return
         self.forced = 0
         srv = self.server
