@@ -149,6 +149,11 @@ class Propagator:
                 # a command for no attached target does not count (nor
                 # make a transaction of a script's effects)
                 if mask & self.active:
+                    if not self.pending and not c.in_exec and not in_script:
+                        # a unit of one command (the common case): delivered now
+                        self.arbitrary = False
+                        self._deliver([(dbid, resp(out), mask)], False)
+                        return
                     self.pending.append((dbid, out, mask))
         if not c.in_exec and not in_script:
             if cmd.touches_arbitrary_keys:
@@ -191,6 +196,9 @@ class Propagator:
         else:
             wrap = not arbitrary
             enc = [(dbid, resp(argv), mask) for dbid, argv, mask in ops]
+        self._deliver(enc, wrap)
+
+    def _deliver(self, enc, wrap):
         targets = self.targets
         if len(targets) == 1:
             targets[0].feed(enc, wrap)
