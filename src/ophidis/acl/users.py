@@ -451,8 +451,7 @@ class User:
         self.passwords = list(src.passwords)
         self.selectors = [s.copy() for s in src.selectors]
         self.acl_string = src.acl_string
-        self.unrestricted = src.unrestricted
-        self.fast = None if self.unrestricted else {}
+        self._update()
 
     def clone(self, name=None) -> "User":
         u = User(self.name if name is None else name, self.pubsub_all)

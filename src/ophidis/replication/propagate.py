@@ -47,9 +47,10 @@ which one it is.
 ``server.propagate_hooks`` is non-empty only while a target is attached,
 so a server without AOF and replicas pays nothing per command.  The request
 loop's fast path propagates too (Server.update_server_slow hands it the
-Propagator, client.set_propagator, while a target is attached): after a command it calls
-``after_call`` when the command changed the dataset, forced propagation or
-rewrote its argv, as ``Server.call`` does.
+Propagator, client.set_propagator, while a target is attached): after a
+command it calls ``after_call`` when the command changed the dataset,
+forced propagation, rewrote its argv or left effects pending (lazy
+expiry's DELs), as ``Server.call`` does.
 """
 
 from __future__ import annotations
@@ -189,14 +190,8 @@ class Propagator:
         if not ops:
             return
         self.pending = []
-        if len(ops) == 1:
-            dbid, argv, mask = ops[0]
-            enc = [(dbid, resp(argv), mask)]
-            wrap = False
-        else:
-            wrap = not arbitrary
-            enc = [(dbid, resp(argv), mask) for dbid, argv, mask in ops]
-        self._deliver(enc, wrap)
+        wrap = len(ops) > 1 and not arbitrary
+        self._deliver([(dbid, resp(argv), mask) for dbid, argv, mask in ops], wrap)
 
     def _deliver(self, enc, wrap):
         targets = self.targets
