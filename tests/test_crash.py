@@ -88,7 +88,10 @@ def test_sigabrt_logs_the_report_and_dies_by_it(tmp_path, kind):
     try:
         redis.Redis(port=s.port, socket_timeout=20).ping()
         os.kill(s.pid, signal.SIGABRT)
-        assert wait_exit(s.proc) == -signal.SIGABRT
+        status = wait_exit(s.proc)
+        # as in test_debug_assert_and_panic: Debian's redis-server sometimes
+        # faults in its own report first (SIGSEGV); ours must abort
+        assert status == -signal.SIGABRT or (kind == "redis" and status == -signal.SIGSEGV)
         out = s.output()
         if kind == "redis":       # see _check_segfault
             _in_order(out, START, "Redis 7.0.15 crashed by signal: 6, si_code: 0", *SECTIONS[:2])
