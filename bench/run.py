@@ -263,6 +263,8 @@ SUITES = {
     "pipeline": ["-n", "400000", "-c", "50", "-P", "16", "-t", DEFAULT_TESTS],
     "bigvalues": ["-n", "100000", "-c", "50", "-d", "1024", "-t", "set,get"],
     "manyclients": ["-n", "100000", "-c", "1000", "-t", "set,get"],
+    # one client waiting for each reply, the way most application code talks
+    "single": ["-n", "50000", "-c", "1", "-t", "set,get"],
     # SET at the memory limit: every write evicts (allkeys-lru); a first
     # run fills the 20mb before the measured one.
     "evict": ["-n", "200000", "-c", "50", "-P", "16", "-r", "1000000", "-d", "100", "-t", "set"],
@@ -974,7 +976,7 @@ def tls_suite(quick):
 
 EXTRA_SUITES = {"tls": tls_suite, "collections": collections_suite, "scripting": scripting_suite, "pubsub": pubsub_suite,
                 "persistence": persistence_suite, "replication": replication_suite, "cluster": cluster_suite}
-ALL_SUITES = ("default,pipeline,bigvalues,manyclients,evict,memory,collections,scripting,pubsub,persistence,"
+ALL_SUITES = ("default,pipeline,bigvalues,manyclients,single,evict,memory,collections,scripting,pubsub,persistence,"
               "replication,cluster,tls")
 
 

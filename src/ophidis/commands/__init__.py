@@ -23,7 +23,13 @@ import os
 import pkgutil
 
 from ..errors import RedisError
+from ..keyspace import db as _dbm
+from ..keyspace import notify as _notify
 from ..net.speedups import native
+
+if native is not None:
+    # what the compiled command bodies read (see _speedups.BODIES)
+    native.sync_bodies(_notify, _dbm, _dbm.stats)
 
 _META_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "commands.json")
 with open(_META_PATH, "rb") as _f:
@@ -96,6 +102,7 @@ class _CommandCore:
         "proc", "fastpath", "amin", "amax", "calls", "usec",
         "hist",            # latency histogram: hist[k] = calls taking <= 1.024us * 2^k
         "cluster_key",     # cluster mode: see Command.__init__
+        "cbody",           # the compiled loop's body of the command (_speedups.BODIES), 0: none
     )
 
 
@@ -202,6 +209,7 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         # checks that slot), 0 for a command without keys, -1 when the
         # general path must route it (several keys, movable keys).
         self.cluster_key = _cluster_key(self)
+        self.cbody = native.body_code(fullname, module) if native is not None else 0
 
     def __repr__(self):
         return "<Command %s>" % self.fullname

@@ -18,7 +18,7 @@ tests/test_speedups.py runs the same traffic through both.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
+from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport PyObject
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
@@ -69,6 +69,7 @@ cdef class CommandCore:
     cdef public double usec
     cdef public list hist
     cdef public Py_ssize_t cluster_key
+    cdef public int cbody        # a compiled body (BODIES), 0: none
 
 
 # Cluster mode (client.set_cluster): the fast path runs a command with keys
@@ -371,7 +372,7 @@ def long_header(data):
 cdef inline Py_ssize_t _ends_with_header(const char *p, Py_ssize_t end, char kind, Py_ssize_t n):
     # the length of the "<kind><n>\r\n" line ending p[:end], or -1
     cdef char buf[32]
-    cdef int hl = snprintf(buf, sizeof(buf), "%c%zd\r\n", kind, n)
+    cdef Py_ssize_t hl = _put_len(buf, kind, n) - buf
     if hl > end or memcmp(p + end - hl, buf, hl) != 0:
         return -1
     return hl
@@ -414,7 +415,9 @@ def run(client, gets, list out, dict table, bint slow, double t0):
     cdef long long us
     cdef int slot
     cdef CommandCore cmd
+    cdef bytes name, last_name = None
     last = None
+    last_c = None
     fast = client.user.fast
     prop = _propagator
     srv = client.server
@@ -429,7 +432,17 @@ def run(client, gets, list out, dict table, bint slow, double t0):
         nreq += 1
         last = req
         if type(req) is list and <list>req and _all_bytes(<list>req):
-            c = table.get((<list>req)[0])
+            # a pipeline repeats its command: the last name's lookup is
+            # reused (the table cannot change before the general path runs)
+            name = <bytes>(<list>req)[0]
+            if last_name is not None and PyBytes_GET_SIZE(name) == PyBytes_GET_SIZE(last_name) \
+                    and memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(last_name),
+                               PyBytes_GET_SIZE(name)) == 0:
+                c = last_c
+            else:
+                c = table.get(name)
+                last_name = name
+                last_c = c
             n = len(<list>req)
             if c is not None and not slow and (<CommandCore>c).fastpath \
                     and (<CommandCore>c).amin <= n <= (<CommandCore>c).amax \
@@ -441,7 +454,8 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                 if prop is not None:
                     dirty0 = srv.dirty
                 try:
-                    out.append(cmd.proc(client, req))
+                    r = _body(cmd.cbody, client, <list>req) if cmd.cbody else None
+                    out.append(r if r is not None else cmd.proc(client, req))
                 except RedisError as e:
                     out.append(client.error_reply(e, cmd))
                 except Exception as e:  # never let a command kill the link
@@ -465,6 +479,7 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                 if _ready:
                     srv.handle_ready_keys()
                 continue
+            last_name = None
             r = client.process_request(req)
         else:
             return ~(nreq - 1), last     # Redis's parser takes over (RequestReader.taken)
@@ -477,3 +492,159 @@ def run(client, gets, list out, dict table, bint slow, double t0):
         prop = _propagator
         t0 = _now()
     return nreq, last
+
+
+# -- compiled command bodies ---------------------------------------------------
+# The common case of a few commands redis-benchmark's default list runs,
+# in C.  Each mirrors the hot path of its Python function (commands/
+# strings.py, connection.py), which stays the definition: a body returns
+# None for anything but that case (a missing key, a TTL, a watched key,
+# notifications on, another type ...), and the Python function runs.
+# tests/test_speedups.py drives both loops with the same traffic.
+
+cdef object _notify_mod = None     # keyspace.notify (flags)
+cdef object _dbm_mod = None        # keyspace.db (lazy_server_del)
+cdef object _stats = None          # keyspace.db.stats
+cdef bytes _PONG = b"+PONG\r\n"
+cdef bytes _OK = b"+OK\r\n"
+
+BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5}
+
+
+def sync_bodies(notify_mod, dbm_mod, stats):
+    global _notify_mod, _dbm_mod, _stats
+    _notify_mod = notify_mod
+    _dbm_mod = dbm_mod
+    _stats = stats
+
+
+def body_code(str fullname, module):
+    """The compiled body of a built-in command (0: none)."""
+    if module is not None or _stats is None:
+        return 0
+    return BODIES.get(fullname, 0)
+
+
+cdef inline object _body(int code, client, list req):
+    if code == 2:
+        return _get(client, req)
+    if code == 3:
+        return _set(client, req)
+    if code == 1:
+        return _ping(client, req)
+    if code == 4:
+        return _incr(client, req, 1)
+    if code == 5:
+        return _incr(client, req, -1)
+    return None
+
+
+cdef object _ping(client, list req):
+    if len(req) != 1:
+        return None
+    if client.resp == 2 and (client.pubsub_channels or client.pubsub_patterns or client.pubsub_shard):
+        return None
+    return _PONG
+
+
+cdef object _get(client, list req):
+    db = client.db
+    d = db.d
+    key = req[1]
+    if not PyDict_Check(d):
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL or type(<object>pv) is not bytes:
+        return None
+    ex = db.expires
+    if ex and key in ex:
+        return None
+    _stats.keyspace_hits += 1
+    cdef bytes v = <bytes>pv
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(v)
+    out = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
+    cdef char *p = _put_len(PyBytes_AS_STRING(out), 36, n)
+    memcpy(p, PyBytes_AS_STRING(v), n)
+    p[n] = 13
+    p[n + 1] = 10
+    return out
+
+
+cdef object _set(client, list req):
+    if len(req) != 3 or _notify_mod.flags or _dbm_mod.lazy_server_del:
+        return None
+    db = client.db
+    key = req[1]
+    bk = db.blocking_keys
+    if bk and key in bk:
+        return None
+    wk = db.watched_keys
+    if wk and key in wk:
+        return None
+    db.d[key] = req[2]
+    ex = db.expires
+    if ex:
+        ex.pop(key, None)
+    client.server.dirty += 1
+    return _OK
+
+
+cdef object _incr(client, list req, long long delta):
+    if _notify_mod.flags:
+        return None
+    db = client.db
+    d = db.d
+    key = req[1]
+    if not PyDict_Check(d):
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL or type(<object>pv) is not bytes:
+        return None
+    ex = db.expires
+    if ex and key in ex:
+        return None
+    wk = db.watched_keys
+    if wk and key in wk:
+        return None
+    # the canonical decimal form of a number below 10^18 (anything else:
+    # Python's rules and errors)
+    cdef bytes v = <bytes>pv
+    cdef const char *s = PyBytes_AS_STRING(v)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(v), i = 0
+    cdef bint neg = False
+    cdef long long acc = 0
+    if n and s[0] == 45:
+        neg = True
+        i = 1
+    if i >= n or n - i > 18 or (s[i] == 48 and (n - i > 1 or neg)):
+        return None
+    while i < n:
+        if s[i] < 48 or s[i] > 57:
+            return None
+        acc = acc * 10 + (s[i] - 48)
+        i += 1
+    if neg:
+        acc = -acc
+    acc += delta
+    cdef char buf[24]
+    cdef unsigned long long u = <unsigned long long>(-acc if acc < 0 else acc)
+    cdef Py_ssize_t k = 24
+    while True:
+        k -= 1
+        buf[k] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if acc < 0:
+        k -= 1
+        buf[k] = 45
+    new = PyBytes_FromStringAndSize(buf + k, 24 - k)
+    d[key] = new
+    client.server.dirty += 1
+    out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
+    cdef char *p = PyBytes_AS_STRING(out)
+    p[0] = 58
+    memcpy(p + 1, buf + k, 24 - k)
+    p[24 - k + 1] = 13
+    p[24 - k + 2] = 10
+    return out
