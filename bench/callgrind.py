@@ -7,7 +7,7 @@ they change redis-benchmark's rates).
 
 The server runs under ``valgrind --tool=callgrind``; after a warm-up of
 5,000 requests the counters are zeroed (``callgrind_control -z``),
-``redis-benchmark -c 1 -P 16 -r 1000 -t TEST -n N`` runs, the counters are
+``redis-benchmark -c 1 -P 16 -r 1000 -t TEST -n N`` runs (-P as given), the counters are
 dumped and the total is divided by N.  MODE: ``default`` (the default
 user), ``user`` (a user ``on >pw +@all ~key*``), ``replica`` (a
 redis-server replica attached), ``aof`` (appendonly yes).
@@ -69,6 +69,7 @@ def main(argv=None):
     ap.add_argument("--src", default=os.path.join(ROOT, "src"), help="the ophidis source tree to run")
     ap.add_argument("--test", default="set", help="redis-benchmark -t")
     ap.add_argument("-n", type=int, default=20000)
+    ap.add_argument("-P", type=int, default=16, dest="pipeline", help="redis-benchmark -P (1: no pipelining)")
     ap.add_argument("--setup", default="default", choices=("default", "user", "replica", "aof"))
     ap.add_argument("--scrape", action="store_true", help="count one /metrics scrape instead")
     ap.add_argument("--annotate", type=int, default=0, metavar="N",
@@ -117,7 +118,7 @@ def main(argv=None):
             time.sleep(1)
             print("scrape: %d instructions, %d bytes, %d lines" % (_total(out), len(body), body.count(b"\n")))
             return
-        bench = ["redis-benchmark", "-p", str(port), "-P", "16", "-c", "1", "-r", "1000", "-q"] + auth
+        bench = ["redis-benchmark", "-p", str(port), "-P", str(a.pipeline), "-c", "1", "-r", "1000", "-q"] + auth
         if a.script:
             sha = subprocess.run(cli + ["SCRIPT", "LOAD", SCRIPT], check=True, capture_output=True,
                                  text=True).stdout.strip()
@@ -130,7 +131,7 @@ def main(argv=None):
         subprocess.run(bench + ["-n", str(a.n)], capture_output=True)
         subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True)
         time.sleep(1)
-        print("%s %s: %d instructions a request" % (a.setup, a.test, _total(out) // a.n))
+        print("%s %s -P %d: %d instructions a request" % (a.setup, a.test, a.pipeline, _total(out) // a.n))
         if a.annotate:
             files = sorted(glob.glob(out + ".*"), key=os.path.getmtime)
             r = subprocess.run(["callgrind_annotate", files[-1]], capture_output=True, text=True)

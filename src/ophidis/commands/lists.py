@@ -1,15 +1,17 @@
 """List commands (t_list.c semantics): pushes, pops, ranges, LPOS, moves and
 the blocking variants BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP.
 
-A list is a ``ListValue`` (a deque of bytes).  Redis 7.0 always encodes
+A list is a ``ListValue`` (types/containers.py: packed nodes when the
+compiled module is loaded, else a deque of bytes).  Redis 7.0 always encodes
 lists as quicklists, so OBJECT ENCODING reports ``quicklist`` whatever the
 size (``list-max-listpack-size`` only shapes the quicklist's nodes).
 
-Speed notes: the work per element is kept in C wherever possible.  Ranges are
-cut with ``islice`` from whichever end is nearer, replies are assembled by
-interleaving cached ``$<len>`` headers with the elements through slice
-assignment and a single ``b"\\r\\n".join``; searches (LPOS, LREM, LINSERT)
-use ``operator.indexOf``/``deque.index``/``deque.count``.
+Speed notes: the work per element is kept in C wherever possible.  LRANGE's
+reply is written straight from the packed nodes (``bulk_range``); with the
+pure twin ranges are cut with ``islice`` from whichever end is nearer and
+replies are assembled by interleaving cached ``$<len>`` headers with the
+elements through slice assignment and a single ``b"\\r\\n".join``; searches
+(LPOS, LREM, LINSERT) use ``operator.indexOf``/``index``/``count``.
 """
 
 from __future__ import annotations
@@ -70,6 +72,14 @@ def _py_bulk_items(items) -> bytes:
 bulk_items = native.bulk_items if native is not None else _py_bulk_items
 
 
+def _py_range_reply(v, start, end) -> bytes:
+    return _py_bulk_items(v.range(start, end))
+
+
+# LRANGE's reply (Redis's index rules); compiled: written from the nodes
+_range_reply = ListValue.bulk_range if native is not None else _py_range_reply
+
+
 def _bulk(x) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(x), x)
 
@@ -99,46 +109,8 @@ def _propagate_served(c, db, argv):
 
 
 # ---------------------------------------------------------------------------
-# Range helpers
+# Housekeeping
 # ---------------------------------------------------------------------------
-def _range_items(v, start, end):
-    """Elements start..end (inclusive, Redis index rules) as a list, read
-    from the nearer end of the deque."""
-    llen = len(v)
-    if start < 0:
-        start += llen
-    if end < 0:
-        end += llen
-    if start < 0:
-        start = 0
-    if start > end or start >= llen:
-        return []
-    if end >= llen:
-        end = llen - 1
-    if llen - start < end + 1:
-        items = list(islice(reversed(v), llen - 1 - end, llen - start))
-        items.reverse()
-        return items
-    return list(islice(v, start, end + 1))
-
-
-def _pop_many(v, left, count):
-    """Pop up to count elements from one end, in popping order."""
-    if count >= len(v):
-        items = list(v) if left else list(reversed(v))
-        v.clear()
-        return items
-    if left:
-        items = list(islice(v, count))
-        for _ in range(count):
-            v.popleft()
-    else:
-        items = list(islice(reversed(v), count))
-        for _ in range(count):
-            v.pop()
-    return items
-
-
 def _removed(c, db, key, v, left, n):
     """Housekeeping after popping n elements (listElementsRemoved)."""
     if notify.flags:
@@ -263,7 +235,7 @@ def _pop(c, argv, left):
         return b"$%d\r\n%s\r\n" % (len(x), x)
     if not count:
         return EMPTY_ARRAY
-    items = _pop_many(v, left, count)
+    items = v.popn(count, left)
     _removed(c, db, key, v, left, len(items))
     return bulk_items(items)
 
@@ -300,7 +272,7 @@ def lrange(c, argv):
         return EMPTY_ARRAY
     if v.__class__ is not ListValue:
         raise WRONGTYPE_ERR
-    return bulk_items(_range_items(v, start, end))
+    return _range_reply(v, start, end)
 
 
 @command("lindex")
@@ -514,7 +486,7 @@ def ltrim(c, argv):
         if kept == 0:
             v.clear()
         elif removed > 32 and kept < removed * 4:
-            items = _range_items(v, ltrim_n, ltrim_n + kept - 1)
+            items = v.range(ltrim_n, ltrim_n + kept - 1)
             v.clear()
             v.extend(items)
         else:
@@ -601,7 +573,7 @@ def _parse_mpop(argv, numkeys_idx):
 
 
 def _mpop_reply(c, db, key, v, left, count):
-    items = _pop_many(v, left, count)
+    items = v.popn(count, left)
     _removed(c, db, key, v, left, len(items))
     return b"*2\r\n$%d\r\n%s\r\n" % (len(key), key) + bulk_items(items)
 

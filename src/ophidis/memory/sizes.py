@@ -77,7 +77,9 @@ def pysize(v) -> int:
                 k += 1
             s += t * n // k
         return s
-    if cls is _SetValue or cls is _ListValue:
+    if cls is _ListValue:
+        return v.nbytes()
+    if cls is _SetValue:
         s = getsizeof(v)
         if n:
             t = k = 0

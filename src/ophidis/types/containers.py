@@ -8,6 +8,11 @@ the same either way.
 
 Interface used by persistence:
   ListValue(iterable of bytes), .quick (always True in 7.0: quicklist)
+
+``ListValue`` is net/_speedups.pyx's ``QuickList`` (elements packed in
+malloc'd nodes, as Redis's quicklist) when the compiled module is loaded,
+else ``PyListValue`` (a deque of bytes), its pure twin: the same deque
+methods plus ``range``/``popn``/``nbytes`` (and ``bulk_range`` compiled).
   HashValue(mapping bytes->bytes), .ht (False: listpack, True: hashtable)
   SetValue(iterable of bytes), .enc (b"intset" or b"hashtable")
 
@@ -21,13 +26,16 @@ copy() or by persistence start without one).
 
 from bisect import bisect_left
 from collections import deque
+from itertools import islice
 from random import choice, randrange
+from sys import getsizeof
 
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
+from ..net.speedups import native
 
 
-class ListValue(deque):
+class PyListValue(deque):
     """A list.  Redis 7.0 encodes every list as a quicklist (listpack-encoded
     lists only arrive in 7.2), so ``quick`` is always True; it is kept for the
     persistence code, which writes RDB_TYPE_LIST_QUICKLIST_2 either way."""
@@ -38,9 +46,60 @@ class ListValue(deque):
         self.quick = True
 
     def copy(self):
-        n = ListValue(self)
+        n = PyListValue(self)
         n.quick = self.quick
         return n
+
+    def range(self, start, end):
+        """Elements start..end (inclusive, Redis's index rules) as a list,
+        read from the nearer end."""
+        llen = len(self)
+        if start < 0:
+            start += llen
+        if end < 0:
+            end += llen
+        if start < 0:
+            start = 0
+        if start > end or start >= llen:
+            return []
+        if end >= llen:
+            end = llen - 1
+        if llen - start < end + 1:
+            items = list(islice(reversed(self), llen - 1 - end, llen - start))
+            items.reverse()
+            return items
+        return list(islice(self, start, end + 1))
+
+    def popn(self, count, left):
+        """Pop up to count elements from one end, in popping order."""
+        if count >= len(self):
+            items = list(self) if left else list(reversed(self))
+            self.clear()
+            return items
+        if left:
+            items = list(islice(self, count))
+            for _ in range(count):
+                self.popleft()
+        else:
+            items = list(islice(reversed(self), count))
+            for _ in range(count):
+                self.pop()
+        return items
+
+    def nbytes(self):
+        """Estimated bytes held (a few elements sampled)."""
+        s = getsizeof(self)
+        n = len(self)
+        if n:
+            t = k = 0
+            for m in islice(self, 4):
+                t += getsizeof(m)
+                k += 1
+            s += t * n // k
+        return s
+
+
+ListValue = native.QuickList if native is not None else PyListValue
 
 
 class HashValue(dict):
