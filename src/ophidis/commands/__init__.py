@@ -209,7 +209,15 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         # checks that slot), 0 for a command without keys, -1 when the
         # general path must route it (several keys, movable keys).
         self.cluster_key = _cluster_key(self)
-        self.cbody = native.body_code(fullname, module) if native is not None else 0
+        self.cbody = self.body_code()
+
+    def body_code(self):
+        """The compiled body of the command as it stands: none while a
+        wrapper (memory accounting, client-side caching) replaces its proc,
+        since the body would bypass the wrapper."""
+        if native is None or self in _ORIG and self.proc is not _ORIG[self]:
+            return 0
+        return native.body_code(self.fullname, self.module)
 
     def __repr__(self):
         return "<Command %s>" % self.fullname
@@ -294,6 +302,7 @@ def register(cmd: Command):
         for w in active:
             p = w.wrap(cmd, p)
         cmd.proc = p
+        cmd.cbody = 0
 
 
 def unregister(cmd: Command):
@@ -383,3 +392,4 @@ def rewrap():
         for w in active:
             p = w.wrap(cmd, p)
         cmd.proc = p
+        cmd.cbody = cmd.body_code()
