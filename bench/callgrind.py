@@ -2,7 +2,7 @@
 (user-space instructions: the machine's other jobs do not change them, as
 they change redis-benchmark's rates).
 
-    python bench/callgrind.py [--src DIR] [--test set] [-n 20000] [--setup MODE]
+    python bench/callgrind.py [--src DIR] [--test set | --script | --function] [-n 20000] [--setup MODE]
     python bench/callgrind.py --scrape          # one /metrics scrape
 
 The server runs under ``valgrind --tool=callgrind``; after a warm-up of
@@ -32,6 +32,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 SCRIPT = "redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])"
+FUNCTION = ("#!lua name=cgbench\nredis.register_function('setget', function(keys, args) "
+            "redis.call('set', keys[1], args[1]); return redis.call('get', keys[1]) end)")
 
 
 def _free_port() -> int:
@@ -76,6 +78,9 @@ def main(argv=None):
                     help="also print the N functions with the most instructions (callgrind_annotate)")
     ap.add_argument("--script", action="store_true",
                     help="EVALSHA of a two-call script (SET then GET through redis.call) instead of --test")
+    ap.add_argument("--save", metavar="FILE", help="also keep the callgrind profile as FILE (callgrind_annotate)")
+    ap.add_argument("--function", action="store_true",
+                    help="FCALL of the same two calls as a function instead of --test")
     a = ap.parse_args(argv)
     work = tempfile.mkdtemp(prefix="ophidis-cg-")
     port, other = _free_port(), _free_port()
@@ -119,19 +124,27 @@ def main(argv=None):
             print("scrape: %d instructions, %d bytes, %d lines" % (_total(out), len(body), body.count(b"\n")))
             return
         bench = ["redis-benchmark", "-p", str(port), "-P", str(a.pipeline), "-c", "1", "-r", "1000", "-q"] + auth
+        # The command (a script call) comes last: redis-benchmark takes every
+        # word after its first non-option as the command, so -n goes before.
         if a.script:
             sha = subprocess.run(cli + ["SCRIPT", "LOAD", SCRIPT], check=True, capture_output=True,
                                  text=True).stdout.strip()
-            bench += ["EVALSHA", sha, "1", "key:__rand_int__", "v"]
+            what = ["EVALSHA", sha, "1", "key:__rand_int__", "v"]
             a.test = "evalsha"
+        elif a.function:
+            subprocess.run(cli + ["FUNCTION", "LOAD", FUNCTION], check=True, capture_output=True)
+            what = ["FCALL", "setget", "1", "key:__rand_int__", "v"]
+            a.test = "fcall"
         else:
-            bench += ["-t", a.test]
-        subprocess.run(bench + ["-n", "5000"], capture_output=True)
+            what = ["-t", a.test]
+        subprocess.run(bench + ["-n", "5000"] + what, capture_output=True)
         subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True)
-        subprocess.run(bench + ["-n", str(a.n)], capture_output=True)
+        subprocess.run(bench + ["-n", str(a.n)] + what, capture_output=True)
         subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True)
         time.sleep(1)
         print("%s %s -P %d: %d instructions a request" % (a.setup, a.test, a.pipeline, _total(out) // a.n))
+        if a.save:
+            shutil.copy(sorted(glob.glob(out + ".*"), key=os.path.getmtime)[-1], a.save)
         if a.annotate:
             files = sorted(glob.glob(out + ".*"), key=os.path.getmtime)
             r = subprocess.run(["callgrind_annotate", files[-1]], capture_output=True, text=True)
