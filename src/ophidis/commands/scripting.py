@@ -214,7 +214,7 @@ def prepare(c, flags, compat: bool, ro: bool):
             if srv.memory.evict_hook():
                 raise RedisError("OOM allow-oom flag is not set on the script, can not run it when "
                                  "used memory > 'maxmemory'")
-    elif srv.running_stale():      # (an EVAL without shebang)
+    elif srv.is_replica and srv.running_stale():      # (an EVAL without shebang)
         raise RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
     readonly = ro or (not compat and "no-writes" in flags)
     allow_oom = not compat and "allow-oom" in flags
@@ -267,7 +267,7 @@ def _eval(c, argv, evalsha: bool, ro: bool):
 
 def _eval_run(c, argv, evalsha: bool, ro: bool):
     srv = c.server
-    eng = eval_engine(srv)
+    eng = srv.lua_eval or eval_engine(srv)
     numkeys = _numkeys(c, argv)
     if evalsha:
         s = srv.lua_scripts.get(argv[1].lower())

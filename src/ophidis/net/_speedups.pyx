@@ -1440,3 +1440,150 @@ cdef class _QuickListIter:
         r = PyBytes_FromStringAndSize(nd.buf + self.p + _ql_hdr(n), n)
         self.p += _ql_esz(n)
         return r
+
+# ---------------------------------------------------------------------------------------
+# Scripting: redis.call's bridge (scripting/engine.py's script_call is the pure twin;
+# tests/test_speedups_scripting.py runs the same scripts through both).
+# ---------------------------------------------------------------------------------------
+
+cdef dict _s_table = {}
+cdef object _s_pure = None        # engine.script_call
+cdef object _s_pure_reply = None  # engine.reply_value
+cdef bytes _s_oom = b""           # errors.OOM.msg
+cdef object _s_monotonic = None   # time.monotonic (RunCtx.start's clock)
+
+
+def script_setup(dict table, pure, pure_reply, bytes oom, monotonic):
+    """engine.py hands over what the bridge uses (commands.TABLE, its pure
+    twins, OOM's text, the clock of RunCtx.start)."""
+    global _s_table, _s_pure, _s_pure_reply, _s_oom, _s_monotonic
+    _s_table = table
+    _s_pure = pure
+    _s_pure_reply = pure_reply
+    _s_oom = oom
+    _s_monotonic = monotonic
+
+
+cdef inline bint _s_all_bytes(tuple args):
+    cdef Py_ssize_t i
+    for i in range(len(args)):
+        if type(args[i]) is not bytes:
+            return False
+    return True
+
+
+cdef object _s_reply(eng, bytes r):
+    # engine.reply_value, compiled
+    cdef const char *p = PyBytes_AS_STRING(r)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(r)
+    cdef const char *nl
+    cdef char b0 = p[0] if n else 0
+    if b0 == 58:        # ':'
+        return 0, int(r[1:n - 2])
+    if b0 == 36:        # '$'
+        if n > 1 and p[1] == 45:
+            return 0, False
+        nl = <const char *>memchr(p, 10, n)
+        if nl != NULL:
+            return 0, PyBytes_FromStringAndSize(nl + 1, n - 2 - (nl + 1 - p))
+    elif b0 == 43:      # '+'
+        return 2, PyBytes_FromStringAndSize(p + 1, n - 3)
+    return _s_pure_reply(eng, r)    # errors, aggregates, RESP3 types
+
+
+def redis_call(eng, *args):
+    """LuaEngine._redis_call compiled (redis.call: the value, or the error raised)."""
+    r = script_call(eng, args)
+    if r[0] == 0:
+        return r[1]
+    return eng._call_failed(r, True)
+
+
+def redis_pcall(eng, *args):
+    """LuaEngine._redis_pcall compiled (redis.pcall: the value or the error table)."""
+    r = script_call(eng, args)
+    if r[0] == 0:
+        return r[1]
+    return eng._call_failed(r, False)
+
+
+def script_call(eng, tuple args):
+    """engine.script_call compiled: the same checks and replies; while the
+    fast path's _SERVER_SLOW is off (no stale replica link, no MISCONF, no
+    min-replicas, not a replica), the script's client's user is unrestricted,
+    the server is not a cluster node and no debugger runs, the checks of
+    LuaEngine._run_call that cannot apply are skipped and the call and its
+    reply conversion run here."""
+    cdef Py_ssize_t n, a
+    ctx = eng.ctx
+    if ctx is None or not args or not _s_all_bytes(args) or eng.ldb is not None:
+        return _s_pure(eng, args)
+    if ctx.timedout or _s_monotonic() - ctx.start > ctx.threshold:
+        return _s_pure(eng, args)
+    argv = list(args)
+    name = <bytes>argv[0]
+    cmd = _s_table.get(name)
+    if cmd is None:
+        cmd = _s_table.get(name.lower())
+    n = len(argv)
+    if cmd is None or (cmd.subcommands and n > 1):
+        return _s_pure(eng, args)
+    a = cmd.arity
+    if (a > 0 and a != n) or n < -a:
+        return eng._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
+    srv = eng.server
+    if cmd.noscript and not srv.script_disable_deny_script:
+        return eng._reject(cmd, b"ERR This Redis command is not allowed from script")
+    sc = eng.client
+    if _server_slow or srv.cluster is not None or not sc.user.unrestricted:
+        return eng._run_call(cmd, argv)
+    write = cmd.write
+    if write or cmd.may_replicate:
+        if ctx.readonly:
+            return eng._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")
+    if (not ctx.allow_oom and srv.maxmemory and not ctx.write_dirty and ctx.oom_at_start
+            and cmd.denyoom):
+        return eng._reject(cmd, _s_oom)
+    if write:
+        ctx.write_dirty = True
+    try:
+        if _propagator is not None or cmd.blocking or sc.reply_mode:
+            r = srv.call(sc, cmd, argv)
+        else:
+            r = _s_call(srv, sc, <CommandCore>cmd, argv)
+    except Exception as e:
+        return 3, ("ERR internal error: %s" % e).encode()
+    if r is None:
+        return 0, None
+    return _s_reply(eng, <bytes>r)
+
+
+cdef object _s_call(srv, sc, CommandCore cmd, list argv):
+    # Server.call (server/dispatch.py) for a script's command when only its
+    # accounting applies: no MONITOR (_server_slow is off), no propagation
+    # target, not a replica, CLIENT REPLY on, a command that does not block.
+    cdef double t0, dt
+    cdef long long us
+    cdef int slot
+    sc.last_cmd = cmd
+    t0 = _now()
+    try:
+        r = cmd.proc(sc, argv)
+    except RedisError as e:
+        r = sc.error_reply(e, cmd)
+    except Exception as e:
+        r = sc.internal_error(e, cmd, argv)
+    dt = _now() - t0
+    blocked = sc.blocked
+    if not blocked:
+        cmd.calls += 1
+    elif sc.bstate is not None:
+        sc.bstate.duration = dt
+    cmd.usec += dt
+    if dt >= _slow_check:
+        srv.slow_call(sc, cmd, argv, dt)
+    if _latency_tracking and not blocked:
+        us = <long long>(dt * 976562.5)
+        slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
+        cmd.hist[slot] += 1
+    return r

@@ -26,6 +26,7 @@ import os
 import select
 import socket
 import time
+from functools import partial
 
 import lupa.lua51 as _lupa
 
@@ -38,6 +39,7 @@ from ..errors import MISCONF, OOM
 from ..keyspace import db as _db_mod
 from ..keyspace.db import stats
 from ..net.client import Client
+from ..net.speedups import native as _native
 from ..protocol.resp import sdscatrepr
 from . import libs as lua_libs
 from .ldb import Ldb
@@ -134,9 +136,12 @@ class LuaEngine:
         self.lua = lua = _lupa.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False,
             register_builtins=False, attribute_filter=_deny_attributes)
+        if _native is None:
+            call, pcall = self._redis_call, self._redis_pcall
+        else:       # the compiled bridge (net/_speedups.pyx)
+            call, pcall = partial(_native.redis_call, self), partial(_native.redis_pcall, self)
         py = lua.table_from({
-            b"raw": lua.table_from({b"call": self._redis_call, b"pcall": self._redis_pcall,
-                                    b"sha1hex": self._sha1hex}),
+            b"raw": lua.table_from({b"call": call, b"pcall": pcall, b"sha1hex": self._sha1hex}),
             b"unwrap": self._unwrap,
             b"interrupt": self._interrupt,
             b"log": self._log,
@@ -179,6 +184,8 @@ class LuaEngine:
         self._compile = h[b"compile"]
         self._encode = h[b"encode_reply"]
         self._mk_ok = h[b"mk_ok"]
+        self._mk_oks = h[b"mk_oks"]
+        self._ok_pool = []
         self._mk_err = h[b"mk_err"]
         self._mk_double = h[b"mk_double"]
         self._mk_big = h[b"mk_big"]
@@ -208,7 +215,7 @@ class LuaEngine:
         sc.script_caller = (caller, keys)
         sc.resp = 2
         sc.user = caller.user
-        th = srv.config["busy-reply-threshold"]
+        th = srv.config.values["busy-reply-threshold"]
         ctx.threshold = th / 1000.0 if th > 0 else 1e9
         if srv.maxmemory:
             try:
@@ -398,24 +405,37 @@ class LuaEngine:
         return 0, check_command(user, cmd, argv)[0] == 0
 
     def _redis_call(self, *args):
-        kind, v = self._call(*args)
-        if kind == 0:
-            return v
-        if kind == 2:
-            return self._mk_ok(v)
-        if kind == 3 and self.ldb is not None:
-            self._ldb_error(v)
-        raise _lupa.LuaError(self._mk_err(v) if kind == 1 else self._mk_err_plain(v))
+        r = script_call(self, args)
+        if r[0] == 0:
+            return r[1]
+        return self._call_failed(r, True)
 
     def _redis_pcall(self, *args):
-        kind, v = self._call(*args)
-        if kind == 0:
-            return v
+        r = script_call(self, args)
+        if r[0] == 0:
+            return r[1]
+        return self._call_failed(r, False)
+
+    def _call_failed(self, r, raise_: bool):
+        """redis.call / redis.pcall given script_call's (kind, value) other
+        than a plain value: a status table, or the error raised (call) or
+        returned (pcall)."""
+        kind, v = r
         if kind == 2:
-            return self._mk_ok(v)
+            if v != b"OK":
+                return self._mk_ok(v)
+            # +OK's table, fresh each time as in Redis: made 64 at a time
+            # (one call into Lua instead of one a reply)
+            pool = self._ok_pool
+            if not pool:
+                pool.extend(self._mk_oks(64))
+            return pool.pop()
         if kind == 3 and self.ldb is not None:
             self._ldb_error(v)
-        return self._mk_err(v) if kind == 1 else self._mk_err_plain(v)
+        e = self._mk_err(v) if kind == 1 else self._mk_err_plain(v)
+        if raise_:
+            raise _lupa.LuaError(e)
+        return e
 
     def _sha1hex(self, *args):
         if len(args) != 1:
@@ -454,47 +474,20 @@ class LuaEngine:
             cmd.rejected_calls += 1
         return 1, msg
 
-    def _call(self, *args):
+    def _run_call(self, cmd, argv):
+        """The checks of scriptCall that depend on the server's state (the
+        ones script_call skips while the fast path's _SERVER_SLOW is off),
+        then the call; a (kind, value) of script_call."""
         ctx = self.ctx
-        if ctx is None:
-            return 3, b"ERR redis.call/pcall can only be called inside a script invocation"
-        if not args:
-            return 3, b"ERR Please specify at least one argument for this redis lib call"
-        # Scripts spending their time in redis.call() run few Lua
-        # instructions: check for the busy state here as well.
-        if ctx.timedout or _monotonic() - ctx.start > ctx.threshold:
-            m = self._interrupt_inner()
-            if m is not None:
-                return 3, m
-        argv = self._argv(args)
-        if argv is None:
-            return 3, b"ERR Lua redis lib command arguments must be strings or integers"
-        ldb = self.ldb
-        if ldb is not None and ldb.step:
-            ldb.log_redis_command(argv)
-        name = argv[0]
-        cmd = TABLE.get(name)
-        if cmd is None:
-            cmd = TABLE.get(name.lower())
-        if cmd is not None and cmd.subcommands and len(argv) > 1:
-            cmd = cmd.subcommands.get(argv[1].lower())
-        if cmd is None:
-            return self._reject(None, b"ERR Unknown Redis command called from script")
-        a = cmd.arity
-        n = len(argv)
-        if (a > 0 and a != n) or n < -a:
-            return self._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
         srv = self.server
-        sc = self.client
-        if cmd.noscript and not srv.script_disable_deny_script:
-            return self._reject(cmd, b"ERR This Redis command is not allowed from script")
         if not cmd.stale and srv.running_stale():
             return self._reject(cmd, b"ERR Can not execute the command on a stale replica")
-        user = sc.user
+        user = self.client.user
         if not user.unrestricted:
             res, idx = check_command(user, cmd, argv)
             if res:
-                srv.acl.log_denial(sc, res, CTX_LUA, cmd.fullname.encode() if res == DENIED_CMD else argv[idx])
+                srv.acl.log_denial(self.client, res, CTX_LUA, cmd.fullname.encode() if res == DENIED_CMD
+                                   else argv[idx])
                 return self._reject(cmd, b"ERR " + script_noperm_text(res).encode())
         if cmd.write or cmd.may_replicate:
             if ctx.readonly:
@@ -519,32 +512,24 @@ class LuaEngine:
             e = script_cluster_check(srv.cluster, ctx, cmd, argv)
             if e is not None:
                 return self._reject(cmd, e)
+        return self._call_reply(cmd, argv)
+
+    def _call_reply(self, cmd, argv):
+        """Server.call on the script's client; the reply as script_call's
+        (kind, value) (the reply types other than the four common ones are
+        parsed by _parse)."""
         try:
-            r = srv.call(self.client, cmd, argv)
+            r = self.server.call(self.client, cmd, argv)
         except Exception as e:  # noqa: BLE001
             return 3, ("ERR internal error: %s" % e).encode()
         if r is None:
             return 0, None
+        ldb = self.ldb
         if ldb is not None and ldb.step:
             if r[:1] == b"-":       # (an error reply becomes a Lua error first)
                 ldb.log(b"<error> " + r[:-2])
             ldb.log_reply(r)
-        b0 = r[0]
-        if b0 == 58:        # ':'
-            return 0, int(r[1:-2])
-        if b0 == 36:        # '$'
-            if r[1] == 45:
-                return 0, False
-            return 0, r[r.index(b"\n") + 1:-2]
-        if b0 == 43:        # '+'
-            return 2, r[1:-2]
-        if b0 == 45:        # '-'
-            return 1, _error_text(r[1:-2])
-        try:
-            v, _ = self._parse(r, 0)
-        except Exception as e:  # noqa: BLE001
-            return 3, ("ERR internal error parsing reply: %s" % e).encode()
-        return 0, v
+        return reply_value(self, r)
 
     def _parse(self, r, pos):
         """One RESP2/RESP3 reply at pos -> (Lua value, next pos)."""
@@ -647,6 +632,69 @@ class LuaEngine:
             log.warning("Lua script killed by user with SCRIPT KILL.")
             return KILLED_MSG
         return None
+
+
+# -- redis.call's bridge (the pure twin of net/_speedups.pyx's script_call) -------------
+
+def script_call(eng, args):
+    """redis.call / redis.pcall (scriptCall): args as Lua gave them; returns
+    (kind, value): 0 a Lua value, 1 an error reply's text ({err=...} that
+    counts no error stat again), 2 a status reply's text, 3 an error of the
+    call itself.  The checks that depend on the server's state are
+    LuaEngine._run_call's; the compiled twin skips them while the fast
+    path's _SERVER_SLOW is off and none of them can apply."""
+    ctx = eng.ctx
+    if ctx is None:
+        return 3, b"ERR redis.call/pcall can only be called inside a script invocation"
+    if not args:
+        return 3, b"ERR Please specify at least one argument for this redis lib call"
+    # Scripts spending their time in redis.call() run few Lua
+    # instructions: check for the busy state here as well.
+    if ctx.timedout or _monotonic() - ctx.start > ctx.threshold:
+        m = eng._interrupt_inner()
+        if m is not None:
+            return 3, m
+    argv = LuaEngine._argv(args)
+    if argv is None:
+        return 3, b"ERR Lua redis lib command arguments must be strings or integers"
+    ldb = eng.ldb
+    if ldb is not None and ldb.step:
+        ldb.log_redis_command(argv)
+    name = argv[0]
+    cmd = TABLE.get(name)
+    if cmd is None:
+        cmd = TABLE.get(name.lower())
+    if cmd is not None and cmd.subcommands and len(argv) > 1:
+        cmd = cmd.subcommands.get(argv[1].lower())
+    if cmd is None:
+        return eng._reject(None, b"ERR Unknown Redis command called from script")
+    a = cmd.arity
+    n = len(argv)
+    if (a > 0 and a != n) or n < -a:
+        return eng._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
+    if cmd.noscript and not eng.server.script_disable_deny_script:
+        return eng._reject(cmd, b"ERR This Redis command is not allowed from script")
+    return eng._run_call(cmd, argv)
+
+
+def reply_value(eng, r: bytes):
+    """A command's reply inside a script as script_call's (kind, value)."""
+    b0 = r[0]
+    if b0 == 58:        # ':'
+        return 0, int(r[1:-2])
+    if b0 == 36:        # '$'
+        if r[1] == 45:
+            return 0, False
+        return 0, r[r.index(b"\n") + 1:-2]
+    if b0 == 43:        # '+'
+        return 2, r[1:-2]
+    if b0 == 45:        # '-'
+        return 1, _error_text(r[1:-2])
+    try:
+        v, _ = eng._parse(r, 0)
+    except Exception as e:  # noqa: BLE001
+        return 3, ("ERR internal error parsing reply: %s" % e).encode()
+    return 0, v
 
 
 def _valid_name(name: bytes) -> bool:
@@ -881,3 +929,7 @@ class SockTransport:
         except OSError:
             pass
         self._loop.call_soon(self._protocol.connection_lost, None)
+
+
+if _native is not None:
+    _native.script_setup(TABLE, script_call, reply_value, OOM.msg, _monotonic)

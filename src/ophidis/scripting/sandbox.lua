@@ -752,12 +752,11 @@ local function finish(ok, v)
   return error_info(v)
 end
 
+-- KEYS and ARGV from one argument list (the first nkeys are the keys).
 local function split(nkeys, ...)
-  local all = {...}
-  local n = _select("#", ...)
-  local keys, argv = {}, {}
-  for i = 1, nkeys do keys[i] = all[i] end
-  for i = nkeys + 1, n do argv[i - nkeys] = all[i] end
+  local keys = {...}
+  local argv = {_select(nkeys + 1, ...)}
+  for i = _select("#", ...), nkeys + 1, -1 do keys[i] = nil end
   return keys, argv
 end
 
@@ -910,6 +909,12 @@ end
 helpers.encode_reply = encode_reply
 helpers.push_error = push_error
 helpers.mk_ok = function(s) return {ok = s} end
+-- n fresh {ok = "OK"} tables at once (engine.py hands them out one a reply).
+helpers.mk_oks = function(n)
+  local t = {}
+  for i = 1, n do t[i] = {ok = "OK"} end
+  return _unpack(t, 1, n)
+end
 helpers.mk_err = function(s) return {err = s, ignore_error_stats_update = true} end
 helpers.mk_double = function(d) return {double = d} end
 helpers.mk_big = function(s) return {big_number = s} end

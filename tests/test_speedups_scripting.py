@@ -1,0 +1,165 @@
+"""redis.call's compiled bridge (net/_speedups.pyx's script_call, redis_call,
+redis_pcall) against its pure twin (scripting/engine.py's script_call and
+LuaEngine._redis_call / _redis_pcall): the same scripts through a server of
+each kind must give the same replies and the same statistics."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.resp import RespConn
+from support.servers import ServerProc, server_env
+
+from ophidis.net import speedups
+from ophidis.scripting import engine
+
+
+def _start(pure: bool):
+    env = server_env()
+    if pure:
+        env["OPHIDIS_PURE"] = "1"
+    else:
+        env.pop("OPHIDIS_PURE", None)
+    return ServerProc(["--enable-debug-command", "yes"], env=env)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    if speedups.native is None:
+        pytest.skip("ophidis.net._speedups is not built")
+    servers = []
+    try:
+        servers = [_start(pure=False), _start(pure=True)]
+        for s in servers:
+            with RespConn(s.port) as c:
+                c.call("ACL", "SETUSER", "r", "on", "nopass", "~k*", "+@all", "-incr", "-lpush")
+        yield [s.port for s in servers]
+    finally:
+        for s in servers:
+            s.stop()
+            shutil.rmtree(s.dir, ignore_errors=True)
+
+
+def test_compiled_bridge_is_used():
+    if speedups.native is None:
+        pytest.skip("ophidis.net._speedups is not built")
+    if os.environ.get("OPHIDIS_PURE") == "1":
+        pytest.skip("OPHIDIS_PURE=1: the Python bridge is asked for")
+    assert engine._native is speedups.native
+
+
+_NAMES = ["set", "SET", "get", "incr", "lpush", "hset", "ping", "echo", "del", "nosuch", "multi",
+          "config", "object", "client", "debug", "eval", "publish", "expire", "type", "lrange"]
+_WORDS = ["k1", "k2", "x", "", "encoding", "get", "maxmemory", "1", "-3", "2.5", "abc\r\nd", "set",
+          "help", "sleep", "0", "ex", "10"]
+
+_lua_arg = st.one_of(
+    st.sampled_from(_WORDS).map(lambda w: "'%s'" % w.replace("\r", "\\r").replace("\n", "\\n")),
+    st.integers(-10**17, 10**17).map(str),
+    st.floats(allow_nan=False, allow_infinity=False, width=32).map(repr),
+    st.sampled_from(["true", "nil", "{}", "KEYS[1]", "ARGV[1]"]),
+)
+# well-formed calls (the common replies: status, bulk, null, integer, array, errors) ...
+_VALID = [("'set'", ["KEYS[1]", "ARGV[1]"]), ("'SET'", ["'k2'", "5"]), ("'get'", ["KEYS[1]"]),
+          ("'get'", ["'nokey'"]), ("'incr'", ["'k2'"]), ("'incr'", ["KEYS[1]"]), ("'ping'", []),
+          ("'lpush'", ["'k3'", "'a'", "2"]), ("'lrange'", ["'k3'", "0", "-1"]), ("'hset'", ["'k4'", "'f'", "1.5"]),
+          ("'echo'", ["''"]), ("'del'", ["'k1'", "'k2'"]), ("'expire'", ["KEYS[1]", "10"]), ("'type'", ["'k3'"]),
+          ("'multi'", []), ("'config'", ["'get'", "'maxmemory'"]), ("'object'", ["'encoding'", "'k3'"]),
+          ("'publish'", ["'ch'", "'m'"]), ("'get'", []), ("'nosuch'", ["'x'"]), ("'set'", ["'x'", "true"])]
+_call = st.tuples(st.sampled_from(["redis.call", "redis.pcall"]),
+                  st.one_of(st.sampled_from(_NAMES).map(lambda n: "'%s'" % n), _lua_arg),
+                  st.lists(_lua_arg, max_size=4))
+# ... and random ones
+_call = st.one_of([st.tuples(st.sampled_from(["redis.call", "redis.pcall"]), *map(st.just, v)) for v in _VALID]) \
+    | _call
+_script = st.tuples(
+    st.lists(_call, min_size=1, max_size=4),
+    st.sampled_from(["", "#!lua flags=no-writes\n", "#!lua\n"]),
+    st.sampled_from(["EVAL", "EVAL_RO"]),
+    st.sampled_from(["default", "r"]),
+    st.sampled_from(["return", "pcall"]),
+)
+
+
+def _lua(calls, shebang, how) -> str:
+    body = []
+    for fn, name, args in calls:
+        expr = "%s(%s)" % (fn, ", ".join([name] + args))
+        if how == "pcall":
+            body.append("local ok, e = pcall(function() return %s end) "
+                        "if not ok then return {'raised', type(e) == 'table' and e.err or tostring(e)} end" % expr)
+        else:
+            body.append("local r = %s if type(r) == 'table' and (r.err or r.ok) then return r end" % expr)
+    return shebang + "\n".join(body) + "\nreturn 'end'"
+
+
+def _run(port, cmds):
+    with RespConn(port) as c:
+        return [c.call(*a) for a in cmds]
+
+
+def _stats(port):
+    with RespConn(port) as c:
+        info = c.call("INFO", "commandstats").decode() + c.call("INFO", "errorstats").decode()
+    cmd = sorted(re.findall(r"cmdstat_([^:]+):calls=(\d+),usec=\d+,usec_per_call=[\d.]+,"
+                            r"rejected_calls=(\d+),failed_calls=(\d+)", info))
+    return cmd, sorted(re.findall(r"errorstat_(\S+):count=(\d+)", info))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_script)
+def test_same_replies_and_stats(pair, script):
+    calls, shebang, verb, user, how = script
+    src = _lua(calls, shebang, how)
+    cmds = [("FLUSHALL",), ("CONFIG", "RESETSTAT"), ("AUTH", user, "x") if user == "r" else ("PING",),
+            (verb, src, "1", "k1", "v1"), ("SCRIPT", "LOAD", src), ("GET", "k1")]
+    out = [_run(p, cmds) for p in pair]
+    assert out[0] == out[1], src
+    assert _stats(pair[0]) == _stats(pair[1]), src
+
+
+def test_reply_types_through_both(pair):
+    """Every reply type a command gives a script, converted to Lua and back,
+    in RESP2 and RESP3 (the compiled side converts the common ones itself)."""
+    src = ("redis.setresp(tonumber(ARGV[1])) redis.call('hset', 'kh', 'f', '1') redis.call('rpush', 'kl', 'a', 'b') "
+           "redis.call('zadd', 'kz', 1.5, 'm') return {redis.call('set', 'k1', 'v'), redis.call('get', 'k1'), tostring(redis.call('get', 'nokey')), "
+           "redis.call('incr', 'kn'), redis.call('lrange', 'kl', 0, -1), redis.call('hgetall', 'kh'), "
+           "redis.pcall('incr', 'k1'), redis.call('ping'), redis.call('echo', ''), "
+           "redis.call('hrandfield', 'kh', 1, 'withvalues'), redis.call('zscore', 'kz', 'm'), redis.call('smembers', 'kl2')}")
+    for resp in ("2", "3"):
+        cmds = [("FLUSHALL",), ("HELLO", resp), ("EVAL", src, "0", resp), ("EVAL", src, "0", "2")]
+        out = [_run(p, cmds) for p in pair]
+        assert out[0] == out[1]
+        assert b"+OK\r\n" in out[0][2] and b"ERR value is not an integer" in out[0][2]
+        assert (b",1.5\r\n" if resp == "3" else b"$3\r\n1.5\r\n") in out[0][2]
+
+
+def test_same_slowlog_and_histograms(pair):
+    """A script's commands in the slowlog and the latency histograms, as
+    Server.call records them (the compiled bridge accounts for them itself)."""
+    src = "redis.call('set', KEYS[1], ARGV[1]) redis.call('incr', 'n') return redis.call('get', KEYS[1])"
+    entries = []
+    for p in pair:
+        with RespConn(p) as c:
+            c.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+            c.call("SLOWLOG", "RESET")
+            c.call("CONFIG", "RESETSTAT")
+            for i in range(5):
+                assert c.call("EVAL", src, "1", "k%d" % i, "v") == b"$1\r\nv\r\n"
+            c.call("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+            log = c.call("SLOWLOG", "GET", "100")
+            hist = c.call("LATENCY", "HISTOGRAM", "set", "incr", "get", "eval")
+        # the argv of each entry (ids, times and durations differ)
+        entries.append((re.findall(rb"\*\d+\r\n((?:\$\d+\r\n[^\r]*\r\n)+)\$\d+\r\n127\.0\.0\.1", log),
+                        re.findall(rb"\$(\d+)\r\n(\w+)\r\n\*4\r\n\$5\r\ncalls\r\n:(\d+)", hist)))
+    assert entries[0] == entries[1]
+    # SLOWLOG RESET, CONFIG RESETSTAT, 5 EVAL (a script's commands are not logged)
+    assert len(entries[0][0]) == 7
+    assert sum(e.startswith(b"$4\r\nEVAL\r\n") for e in entries[0][0]) == 5
+    assert sorted(x[1] for x in entries[0][1]) == [b"eval", b"get", b"incr", b"set"]
+    assert all(x[2] == b"5" for x in entries[0][1])
