@@ -221,11 +221,11 @@ def prepare(c, flags, compat: bool, ro: bool):
     return readonly, allow_oom
 
 
+_BAD_NUMKEYS = RedisError("ERR Bad number of keys provided")
+
+
 def _numkeys(c, argv, bad=None):
-    if bad is None:
-        n = parse_int(argv[2])
-    else:
-        n = parse_int(argv[2], RedisError(bad))
+    n = parse_int(argv[2]) if bad is None else parse_int(argv[2], bad)
     if n > len(argv) - 3:
         raise RedisError("ERR Number of keys can't be greater than number of args")
     if n < 0:
@@ -596,7 +596,7 @@ def _fcall(c, argv, ro):
     f = reg.functions.get(argv[1].lower())
     if f is None:
         raise RedisError("ERR Function not found")
-    numkeys = _numkeys(c, argv, "ERR Bad number of keys provided")
+    numkeys = _numkeys(c, argv, _BAD_NUMKEYS)
     readonly, allow_oom = prepare(c, f.flags, False, ro)
     ctx = lua_mod.RunCtx(c, f.name, False, readonly, allow_oom, argv)
     if srv.cluster is not None:

@@ -25,6 +25,7 @@ from libc.string cimport memchr, memcmp, memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import hiredis
+from time import time as _time_time
 
 from ..errors import RedisError
 
@@ -1453,13 +1454,22 @@ cdef bytes _s_oom = b""           # errors.OOM.msg
 cdef object _s_monotonic = None   # time.monotonic (RunCtx.start's clock)
 
 
-def script_setup(dict table, pure, pure_reply, bytes oom, monotonic):
+cdef object _s_pure_run = None    # engine.LuaEngine.run
+cdef object _s_db = None          # keyspace.db (its _time: the script's frozen clock)
+cdef object _s_resp_int = None    # engine._resp_int
+
+
+def script_setup(dict table, pure, pure_reply, bytes oom, monotonic, pure_run, db, resp_int):
     """engine.py hands over what the bridge uses (commands.TABLE, its pure
-    twins, OOM's text, the clock of RunCtx.start)."""
-    global _s_table, _s_pure, _s_pure_reply, _s_oom, _s_monotonic
+    twins, OOM's text, the clock of RunCtx.start, keyspace.db, the integer
+    reply of a Lua number)."""
+    global _s_table, _s_pure, _s_pure_reply, _s_oom, _s_monotonic, _s_pure_run, _s_db, _s_resp_int
     _s_table = table
     _s_pure = pure
     _s_pure_reply = pure_reply
+    _s_pure_run = pure_run
+    _s_db = db
+    _s_resp_int = resp_int
     _s_oom = oom
     _s_monotonic = monotonic
 
@@ -1587,3 +1597,45 @@ cdef object _s_call(srv, sc, CommandCore cmd, list argv):
         slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
         cmd.hist[slot] += 1
     return r
+
+
+def script_run(eng, ctx, fn, keys, args, int caller_resp):
+    """LuaEngine.run compiled (the same steps; a debugged script and more
+    than 64 keys and arguments go to the Python one)."""
+    if eng.ldb is not None or len(keys) + len(args) > 64:
+        return _s_pure_run(eng, ctx, fn, keys, args, caller_resp)
+    srv = eng.server
+    sc = eng.client
+    caller = ctx.caller
+    sc.db = caller.db
+    sc.script_caller = (caller, keys)
+    sc.resp = 2
+    sc.user = caller.user
+    th = srv.config.values["busy-reply-threshold"]
+    ctx.threshold = th / 1000.0 if th > 0 else 1e9
+    if srv.maxmemory:
+        try:
+            ctx.oom_at_start = bool(srv.memory.evict_hook())
+        except Exception:
+            ctx.oom_at_start = False
+    eng.ctx = ctx
+    # Keys do not expire while a script runs (Redis's script time snapshot).
+    frozen = _time_time()
+    prev_time = _s_db._time
+    _s_db._time = lambda: frozen
+    try:
+        r = eng._run(fn, len(keys), *keys, *args)
+    finally:
+        _s_db._time = prev_time
+        eng.ctx = None
+        if ctx.timedout:
+            srv.script_busy = None
+            srv.update_server_slow()
+    if r[0]:
+        v = r[1]
+        if type(v) is bytes:
+            return b"$%d\r\n%s\r\n" % (len(<bytes>v), v)
+        if type(v) is int or type(v) is float:
+            return _s_resp_int(v)
+        return eng._reply(v, caller_resp)
+    return eng._run_error(ctx, r)

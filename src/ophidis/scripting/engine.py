@@ -186,6 +186,8 @@ class LuaEngine:
         self._mk_ok = h[b"mk_ok"]
         self._mk_oks = h[b"mk_oks"]
         self._ok_pool = []
+        if _native is not None:      # the compiled twin of LuaEngine.run (net/_speedups.pyx)
+            self.run = partial(_native.script_run, self)
         self._mk_err = h[b"mk_err"]
         self._mk_double = h[b"mk_double"]
         self._mk_big = h[b"mk_big"]
@@ -251,11 +253,18 @@ class LuaEngine:
                 return b"$%d\r\n%s\r\n" % (len(v), v)
             if t is int or t is float:
                 return _resp_int(v)
-            out, ign = self._encode(v, caller_resp, sc.resp)
-            if out[:1] == b"-" and not ign:
-                _count_error(out)
-            return out
-        # error: (False, msg, source, line, ignore)
+            return self._reply(v, caller_resp)
+        return self._run_error(ctx, r)
+
+    def _reply(self, v, caller_resp: int) -> bytes:
+        """A script's return value other than a string or a number, encoded."""
+        out, ign = self._encode(v, caller_resp, self.client.resp)
+        if out[:1] == b"-" and not ign:
+            _count_error(out)
+        return out
+
+    def _run_error(self, ctx: RunCtx, r) -> bytes:
+        """The error reply of a script that failed: r is (False, msg, source, line, ignore)."""
         msg = r[1] if len(r) > 1 else None
         src = r[2] if len(r) > 2 else None
         line = r[3] if len(r) > 3 else None
@@ -932,4 +941,4 @@ class SockTransport:
 
 
 if _native is not None:
-    _native.script_setup(TABLE, script_call, reply_value, OOM.msg, _monotonic)
+    _native.script_setup(TABLE, script_call, reply_value, OOM.msg, _monotonic, LuaEngine.run, _db_mod, _resp_int)
