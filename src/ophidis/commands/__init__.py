@@ -202,8 +202,15 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         # the noscript ones (transactions, AUTH/HELLO/RESET/QUIT, scripts,
         # WAIT ...); nor containers (their subcommands are resolved by the
         # general path; see command()).
+        # Script calls (EVAL, EVALSHA, FCALL and their _RO forms) too: what
+        # their declared flags decide (OOM, MISCONF, min-replicas, a replica's
+        # read-only and stale states, pauses) only applies while the server
+        # is slow, when nothing takes the fast path; but a script may change
+        # the switches the loop reads (2: the loop reads them again after it).
         self.fastpath = (proc is not None and not self.blocking and not self.admin and not self.pubsub
                          and not self.noscript)
+        if proc is not None and fullname in SCRIPT_CALLS:
+            self.fastpath = 2
         # In cluster mode the fast path also needs the command's keys to be
         # served here: cluster_key is the position of its one key (the loop
         # checks that slot), 0 for a command without keys, -1 when the
@@ -215,9 +222,20 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         """The compiled body of the command as it stands: none while a
         wrapper (memory accounting, client-side caching) replaces its proc,
         since the body would bypass the wrapper."""
-        if native is None or self in _ORIG and self.proc is not _ORIG[self]:
+        if native is None or self.wrapped():
             return 0
         return native.body_code(self.fullname, self.module)
+
+    def rewrapped(self):
+        """Its proc was (un)wrapped: no compiled body under a wrapper, and
+        a script call takes the general path then (maxmemory's checks of
+        its declared flags are processCommand's)."""
+        self.cbody = self.body_code()
+        if self.fullname in SCRIPT_CALLS and self.proc is not None:
+            self.fastpath = 0 if self.wrapped() else 2
+
+    def wrapped(self) -> bool:
+        return self in _ORIG and self.proc is not _ORIG[self]
 
     def __repr__(self):
         return "<Command %s>" % self.fullname
@@ -225,6 +243,8 @@ class Command(native.CommandCore if native is not None else _CommandCore):
 
 # name (lowercase bytes) -> Command, for top-level commands; also upper-case keys.
 TABLE: dict = {}
+# The commands that run a script (their flags may be the script's own)
+SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
 # fullname (lowercase str) -> Command, includes subcommands "client|kill".
 ALL: dict = {}
 
@@ -302,7 +322,7 @@ def register(cmd: Command):
         for w in active:
             p = w.wrap(cmd, p)
         cmd.proc = p
-        cmd.cbody = 0
+        cmd.rewrapped()
 
 
 def unregister(cmd: Command):
@@ -392,4 +412,4 @@ def rewrap():
         for w in active:
             p = w.wrap(cmd, p)
         cmd.proc = p
-        cmd.cbody = cmd.body_code()
+        cmd.rewrapped()

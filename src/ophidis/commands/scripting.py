@@ -20,7 +20,7 @@ from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set
 from ..scripting import engine as lua_mod
 from ..scripting.ldb import Ldb
 from ..util import parse_int, stringmatch
-from . import TABLE, command
+from . import SCRIPT_CALLS, TABLE, command
 
 SCRIPT_FLAGS = lua_mod.SCRIPT_FLAGS
 _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
@@ -113,7 +113,6 @@ class CmdFlags:
         self.may_replicate = may_replicate
 
 
-SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
 
 
 def _declared_flags(srv, name: str, argv):
@@ -225,7 +224,11 @@ _BAD_NUMKEYS = RedisError("ERR Bad number of keys provided")
 
 
 def _numkeys(c, argv, bad=None):
-    n = parse_int(argv[2]) if bad is None else parse_int(argv[2], bad)
+    b = argv[2]
+    if len(b) == 1 and 48 <= b[0] <= 57:
+        n = b[0] - 48           # one digit: the common case, canonical
+    else:
+        n = parse_int(b) if bad is None else parse_int(b, bad)
     if n > len(argv) - 3:
         raise RedisError("ERR Number of keys can't be greater than number of args")
     if n < 0:

@@ -64,7 +64,7 @@ cdef class CommandCore:
     fields (commands.Command derives from this class when the module is
     built, from a Python class with the same slots otherwise)."""
     cdef public object proc
-    cdef public bint fastpath
+    cdef public int fastpath      # 0: general path; 1: direct; 2: direct, switches re-read after
     cdef public Py_ssize_t amin, amax
     cdef public long long calls
     cdef public double usec
@@ -479,6 +479,15 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                         prop.after_call(client, cmd, req, d)
                 if _ready:
                     srv.handle_ready_keys()
+                if cmd.fastpath != 2:
+                    continue
+                # a script ran: it may have changed what the loop read
+                if client.blocked or client.close_after_reply or client.paused_queue is not None \
+                        or client.closing:
+                    break
+                slow = client.slow or _server_slow
+                fast = client.user.fast
+                prop = _propagator
                 continue
             last_name = None
             r = client.process_request(req)
@@ -1506,6 +1515,10 @@ def redis_call(eng, *args):
     r = script_call(eng, args)
     if r[0] == 0:
         return r[1]
+    if r[0] == 2 and r[1] == b"OK":
+        pool = <list>eng._ok_pool
+        if pool:
+            return pool.pop()
     return eng._call_failed(r, True)
 
 
@@ -1514,6 +1527,10 @@ def redis_pcall(eng, *args):
     r = script_call(eng, args)
     if r[0] == 0:
         return r[1]
+    if r[0] == 2 and r[1] == b"OK":
+        pool = <list>eng._ok_pool
+        if pool:
+            return pool.pop()
     return eng._call_failed(r, False)
 
 
@@ -1578,7 +1595,9 @@ cdef object _s_call(srv, sc, CommandCore cmd, list argv):
     sc.last_cmd = cmd
     t0 = _now()
     try:
-        r = cmd.proc(sc, argv)
+        r = _body(cmd.cbody, sc, argv) if cmd.cbody else None
+        if r is None:
+            r = cmd.proc(sc, argv)
     except RedisError as e:
         r = sc.error_reply(e, cmd)
     except Exception as e:

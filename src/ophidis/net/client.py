@@ -228,6 +228,14 @@ def _run_requests(self, gets, out, table, slow, t0):
                     _propagate(self, prop, cmd, req, dirty0)
                 if _READY:
                     srv.handle_ready_keys()
+                if cmd.fastpath != 2:
+                    continue
+                # a script ran: it may have changed what the loop read
+                if self.blocked or self.close_after_reply or self.paused_queue is not None or self.closing:
+                    break
+                slow = self.slow or _SERVER_SLOW
+                fast = self.user.fast
+                prop = _PROPAGATOR
                 continue
             r = self.process_request(req)
         else:

@@ -13,8 +13,8 @@ from .. import log
 from ..acl.check import DENIED_CMD, check_command, noperm_text
 from ..acl.log import CTX_MULTI, CTX_TOPLEVEL
 from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
-from ..commands import TABLE
-from ..commands.scripting import SCRIPT_CALLS, command_flags, exec_flags
+from ..commands import SCRIPT_CALLS, TABLE
+from ..commands.scripting import command_flags, exec_flags
 from ..commands.transactions import discard_transaction
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
 from ..keyspace.db import stats
