@@ -163,3 +163,41 @@ def test_same_slowlog_and_histograms(pair):
     assert sum(e.startswith(b"$4\r\nEVAL\r\n") for e in entries[0][0]) == 5
     assert sorted(x[1] for x in entries[0][1]) == [b"eval", b"get", b"incr", b"set"]
     assert all(x[2] == b"5" for x in entries[0][1])
+
+
+# -- script calls on the request loop's fast path ------------------------------------------
+
+_RAISE = "redis.call('config', 'set', 'min-replicas-to-write', '1') return 1"
+_LOWER = "redis.call('config', 'set', 'min-replicas-to-write', '0') return 2"
+
+
+def _after_script(port) -> bytes:
+    """A pipeline whose script (allowed CONFIG SET by DEBUG
+    SET-DISABLE-DENY-SCRIPTS) makes the server refuse writes: the SET after
+    it in the same read must be refused, the one after the script that
+    lowers the setting again accepted."""
+    with RespConn(port) as c:
+        c.call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1")
+        try:
+            return c.pipeline(("EVAL", _RAISE, "0"), ("SET", "k", "v"), ("INCR", "n"),
+                              ("EVAL", _LOWER, "0"), ("SET", "k", "v2"), ("GET", "k"))
+        finally:
+            c.call("CONFIG", "SET", "min-replicas-to-write", "0")
+            c.call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0")
+
+
+def test_the_loop_rereads_its_switches_after_a_script():
+    from support.servers import REDIS_SERVER, RedisServerProc
+    servers = []
+    try:
+        servers.append(_start(pure=False))
+        servers.append(_start(pure=True))
+        if REDIS_SERVER is not None:
+            servers.append(RedisServerProc())
+        got = [_after_script(s.port) for s in servers]
+    finally:
+        for s in servers:
+            s.stop()
+    assert got[0].startswith(b":1\r\n-NOREPLICAS Not enough good replicas to write.\r\n-NOREPLICAS"), got[0]
+    assert got[0].endswith(b":2\r\n+OK\r\n$2\r\nv2\r\n"), got[0]
+    assert all(g == got[0] for g in got), got

@@ -103,6 +103,8 @@ class _CommandCore:
         "hist",            # latency histogram: hist[k] = calls taking <= 1.024us * 2^k
         "cluster_key",     # cluster mode: see Command.__init__
         "cbody",           # the compiled loop's body of the command (_speedups.BODIES), 0: none
+        # what redis.call's compiled bridge reads (_speedups.script_call)
+        "arity", "write", "may_replicate", "noscript", "denyoom", "blocking", "subcommands",
     )
 
 
@@ -121,13 +123,13 @@ def _cluster_key(cmd) -> int:
 
 class Command(native.CommandCore if native is not None else _CommandCore):
     __slots__ = (
-        "name", "fullname", "arity", "flags", "meta", "acl", "group",
-        "subcommands", "parent", "key_specs",
+        "name", "fullname", "flags", "meta", "acl", "group",
+        "parent", "key_specs",
         "rejected_calls", "failed_calls",
         # fast flag booleans used by the dispatcher
-        "write", "readonly", "denyoom", "noauth", "loading", "stale",
-        "nomulti", "noscript", "pubsub", "admin", "blocking", "fast",
-        "skip_monitor", "skip_slowlog", "protected", "may_replicate", "allow_busy",
+        "readonly", "noauth", "loading", "stale",
+        "nomulti", "pubsub", "admin", "fast",
+        "skip_monitor", "skip_slowlog", "protected", "allow_busy",
         "touches_arbitrary_keys", "pubsub_context", "no_queue", "ends_multi",
         "getkeys_proc",
         # propagation: None = as called (or as rewritten by the command with

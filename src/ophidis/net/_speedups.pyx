@@ -71,6 +71,10 @@ cdef class CommandCore:
     cdef public list hist
     cdef public Py_ssize_t cluster_key
     cdef public int cbody        # a compiled body (BODIES), 0: none
+    # what script_call reads of a command run by redis.call
+    cdef public Py_ssize_t arity
+    cdef public bint write, may_replicate, noscript, denyoom, blocking
+    cdef public dict subcommands
 
 
 # Cluster mode (client.set_cluster): the fast path runs a command with keys
@@ -1456,6 +1460,33 @@ cdef class _QuickListIter:
 # tests/test_speedups_scripting.py runs the same scripts through both).
 # ---------------------------------------------------------------------------------------
 
+cdef class RunCtx:
+    """scripting.engine.RunCtx with C fields (the same fields and
+    constructor; engine.RunCtx is this class when the module is built)."""
+    cdef public object caller, name, argv, repl_flags
+    cdef public double start, last_poll, threshold
+    cdef public bint eval_mode, readonly, write_dirty, allow_oom, oom_at_start, killed, timedout, cross_slot
+    cdef public Py_ssize_t slot
+
+    def __init__(self, caller, name, eval_mode, readonly, allow_oom, argv):
+        self.caller = caller
+        self.name = name
+        self.start = _s_monotonic()
+        self.last_poll = 0.0
+        self.eval_mode = eval_mode
+        self.readonly = readonly
+        self.allow_oom = allow_oom
+        self.write_dirty = False
+        self.oom_at_start = False
+        self.killed = False
+        self.timedout = False
+        self.repl_flags = 3
+        self.argv = argv
+        self.threshold = 1e9
+        self.cross_slot = True
+        self.slot = -1
+
+
 cdef dict _s_table = {}
 cdef object _s_pure = None        # engine.script_call
 cdef object _s_pure_reply = None  # engine.reply_value
@@ -1542,8 +1573,14 @@ def script_call(eng, tuple args):
     LuaEngine._run_call that cannot apply are skipped and the call and its
     reply conversion run here."""
     cdef Py_ssize_t n, a
-    ctx = eng.ctx
-    if ctx is None or not args or not _s_all_bytes(args) or eng.ldb is not None:
+    cdef RunCtx ctx
+    cdef CommandCore cc
+    cdef bint write
+    c = eng.ctx
+    if c is None or type(c) is not RunCtx:
+        return _s_pure(eng, args)
+    ctx = <RunCtx>c
+    if not args or not _s_all_bytes(args) or eng.ldb is not None:
         return _s_pure(eng, args)
     if ctx.timedout or _s_monotonic() - ctx.start > ctx.threshold:
         return _s_pure(eng, args)
@@ -1553,31 +1590,34 @@ def script_call(eng, tuple args):
     if cmd is None:
         cmd = _s_table.get(name.lower())
     n = len(argv)
-    if cmd is None or (cmd.subcommands and n > 1):
+    if cmd is None:
         return _s_pure(eng, args)
-    a = cmd.arity
+    cc = <CommandCore>cmd
+    if cc.subcommands and n > 1:
+        return _s_pure(eng, args)
+    a = cc.arity
     if (a > 0 and a != n) or n < -a:
         return eng._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
     srv = eng.server
-    if cmd.noscript and not srv.script_disable_deny_script:
+    if cc.noscript and not srv.script_disable_deny_script:
         return eng._reject(cmd, b"ERR This Redis command is not allowed from script")
     sc = eng.client
     if _server_slow or srv.cluster is not None or not sc.user.unrestricted:
         return eng._run_call(cmd, argv)
-    write = cmd.write
-    if write or cmd.may_replicate:
+    write = cc.write
+    if write or cc.may_replicate:
         if ctx.readonly:
             return eng._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")
     if (not ctx.allow_oom and srv.maxmemory and not ctx.write_dirty and ctx.oom_at_start
-            and cmd.denyoom):
+            and cc.denyoom):
         return eng._reject(cmd, _s_oom)
     if write:
         ctx.write_dirty = True
     try:
-        if _propagator is not None or cmd.blocking or sc.reply_mode:
+        if _propagator is not None or cc.blocking or sc.reply_mode:
             r = srv.call(sc, cmd, argv)
         else:
-            r = _s_call(srv, sc, <CommandCore>cmd, argv)
+            r = _s_call(srv, sc, cc, argv)
     except Exception as e:
         return 3, ("ERR internal error: %s" % e).encode()
     if r is None:

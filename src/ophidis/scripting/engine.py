@@ -113,6 +113,10 @@ class RunCtx:
         self.slot = -1            # the slot of the keys accessed so far (cluster)
 
 
+if _native is not None:
+    RunCtx = _native.RunCtx     # noqa: F811 - the same fields as C fields (script_call reads them)
+
+
 class ScriptError(Exception):
     """A script could not be prepared or run: ``reply`` is the raw error reply."""
 
