@@ -389,36 +389,51 @@ def collections_suite(quick):
 # -- scripting: EVALSHA -------------------------------------------------------------
 
 SCRIPT = "return redis.call('INCR', KEYS[1])"
+# issue 17's script: two calls through redis.call (the bridge's cost twice)
+SETGET = "redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])"
+SETGET_LIB = ("#!lua name=benchlib\nredis.register_function('setget', function(keys, args) "
+              "redis.call('set', keys[1], args[1]); return redis.call('get', keys[1]) end)")
 
 
 def scripting_suite(quick):
     n = 20_000 if quick else 100_000
-    variants = [("EVALSHA", ["-n", str(n), "-c", "50"]),
-                ("EVALSHA -P 16", ["-n", str(n * 4), "-c", "50", "-P", "16"])]
-    res = {"script": SCRIPT, "rows": []}
+    # (name, redis-benchmark options, command: 'incr' / 'setget' (EVALSHA) / 'fcall')
+    variants = [("EVALSHA incr", ["-n", str(n), "-c", "50"], "incr"),
+                ("EVALSHA incr -P 16", ["-n", str(n * 4), "-c", "50", "-P", "16"], "incr"),
+                ("EVALSHA set+get -P 16", ["-n", str(n * 4), "-c", "50", "-P", "16", "-r", "100000"], "setget"),
+                ("FCALL set+get -P 16", ["-n", str(n * 4), "-c", "50", "-P", "16", "-r", "100000"], "fcall")]
+    res = {"script": SCRIPT, "setget": SETGET, "rows": []}
     got = {"redis": {}, "ophidis": {}}
     counters = {}
     for kind in ("redis", "ophidis"):
         s = Server(kind)
         try:
-            sha = s.cli("script", "load", SCRIPT).strip()
-            if not re.fullmatch(r"[0-9a-f]{40}", sha):
-                raise RuntimeError("%s: SCRIPT LOAD answered %r" % (kind, sha))
-            for name, args in variants:
-                r = redis_benchmark(s.port, args + ["EVALSHA", sha, "1", "counter"])
+            shas = {}
+            for what, text in (("incr", SCRIPT), ("setget", SETGET)):
+                shas[what] = s.cli("script", "load", text).strip()
+                if not re.fullmatch(r"[0-9a-f]{40}", shas[what]):
+                    raise RuntimeError("%s: SCRIPT LOAD answered %r" % (kind, shas[what]))
+            s.cli("function", "load", SETGET_LIB)
+            for name, args, what in variants:
+                if what == "fcall":
+                    cmd = ["FCALL", "setget", "1", "key:__rand_int__", "v"]
+                elif what == "setget":
+                    cmd = ["EVALSHA", shas[what], "1", "key:__rand_int__", "v"]
+                else:
+                    cmd = ["EVALSHA", shas[what], "1", "counter"]
+                r = redis_benchmark(s.port, args + cmd)
                 got[kind][name] = max(r.values()) if r else 0.0
             counters[kind] = int(s.cli("get", "counter").strip() or 0)
         finally:
             s.stop()
-    res["sha"] = sha
     res["counter_after"] = counters
-    print("\n== scripting: redis-benchmark -c 50 EVALSHA <sha of %r> 1 counter" % SCRIPT)
-    print("%-28s %14s %14s %7s" % ("test", "redis rps", "ophidis rps", "ratio"))
-    for name, args in variants:
+    print("\n== scripting: redis-benchmark -c 50 EVALSHA (%r; %r) and FCALL" % (SCRIPT, SETGET))
+    print("%-36s %14s %14s %7s" % ("test", "redis rps", "ophidis rps", "ratio"))
+    for name, args, what in variants:
         rv, ov = got["redis"][name], got["ophidis"][name]
         ratio = ov / rv if rv else 0.0
         res["rows"].append({"test": name, "args": args, "redis": rv, "ophidis": ov, "ratio": round(ratio, 3)})
-        print("%-28s %14.0f %14.0f %7.2f" % (name + " (-n %s)" % args[1], rv, ov, ratio))
+        print("%-36s %14.0f %14.0f %7.2f" % (name + " (-n %s)" % args[1], rv, ov, ratio))
     print("(target ratio >= 0.5; counter after the runs: redis %d, ophidis %d)" % (counters["redis"],
                                                                                   counters["ophidis"]))
     return res
