@@ -32,8 +32,9 @@ class _AllRights:
     fast = None          # an unrestricted ACL user (acl.users.User.fast)
 
 
-class Recorder:
-    """What the request loops need of a client: every request goes to
+class Recorder(client_mod.ClientCore):
+    """What the request loops need of a client (the compiled loop takes a
+    ClientCore, as Client is): every request goes to
     process_request (the command table is empty), which records it; a
     request named BLOCK blocks the client."""
 

@@ -35,6 +35,8 @@ def test_compiled_loop_is_built_and_used():
     assert speedups.native is not None, "ophidis.net._speedups is not built: run `make venv` / `pip install -e .`"
     assert client._RUN is speedups.native.run
     assert issubclass(Command, speedups.native.CommandCore)
+    assert client.Client.data_received is speedups.native.data_received
+    assert issubclass(client.Client, speedups.native.ClientCore)
 
 
 def test_stale_build_is_ignored(tmp_path):
@@ -61,6 +63,15 @@ def test_long_header_guard_matches_regex(data):
     if speedups.native is not None:
         assert speedups.native.long_header(data) is expected
         assert speedups.native.long_header(bytearray(data)) is expected
+
+
+@given(st.binary(max_size=40) | st.lists(st.sampled_from([b"*", b"-", b"1", b"0", b"x", b"\r", b"\n", b"\r\n"]),
+                                          max_size=14).map(b"".join))
+def test_suspicious_guard_matches_python(data):
+    if speedups.native is not None:
+        expected = reader._suspicious_py(data)
+        assert speedups.native.suspicious(data) is expected
+        assert speedups.native.suspicious(bytearray(data)) is expected
 
 
 @given(st.lists(st.binary(max_size=30) | st.binary(min_size=9990, max_size=10010), max_size=40))

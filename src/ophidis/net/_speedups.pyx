@@ -59,6 +59,16 @@ def sync(bint server_slow, double slow_check, bint latency_tracking, list ready,
     _propagator = propagator
 
 
+cdef class ClientCore:
+    """The fields of net.client.Client that the per-read path and the
+    request loop read, as C fields (Client derives from this class when the
+    module is built, from a Python class with the same slots otherwise)."""
+    cdef public object server, transport, reader, db, resp, authenticated, slow, closing
+    cdef public object close_after_reply, blocked, paused_queue, last_time, last_cmd, user
+    cdef public object pending_writes, push_buf, pubsub_channels, pubsub_patterns, pubsub_shard
+    cdef public object in_script, multi, reply_mode
+
+
 cdef class CommandCore:
     """The fields of commands.Command that the request loop uses, as C
     fields (commands.Command derives from this class when the module is
@@ -374,6 +384,39 @@ def long_header(data):
     return False
 
 
+def suspicious(data):
+    """reader.suspicious compiled: a multibulk header of seven characters or
+    more of [-0-9], or "*" starting the last line of an unterminated read
+    (searched from 8 bytes before its end, Python's rfind start rules)
+    followed only by such characters."""
+    if type(data) is not bytes:
+        data = bytes(data)
+    if long_header(data):
+        return True
+    cdef const char *p = PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), start, j, k
+    cdef char ch
+    if n >= 2 and p[n - 2] == 13 and p[n - 1] == 10:
+        return False
+    start = n - 8
+    if start < 0:
+        start += n
+        if start < 0:
+            start = 0
+    j = n - 1
+    while j >= start and p[j] != 42:
+        j -= 1
+    if j < start:
+        return False
+    if j != 0 and p[j - 1] != 10:
+        return False
+    for k in range(j + 1, n):
+        ch = p[k]
+        if ch != 45 and (ch < 48 or ch > 57):
+            return False
+    return True
+
+
 cdef inline Py_ssize_t _ends_with_header(const char *p, Py_ssize_t end, char kind, Py_ssize_t n):
     # the length of the "<kind><n>\r\n" line ending p[:end], or -1
     cdef char buf[32]
@@ -409,7 +452,7 @@ def ends_with_request(data, list req):
     return _ends_with_header(p, end, 42, len(req)) >= 0
 
 
-def run(client, gets, list out, dict table, bint slow, double t0):
+def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
     """Run the requests hiredis has ready (see client._run_requests).
     Returns (nreq, last): the number of requests taken off the parser and
     the last one; nreq is ~n when the Python parser must take over after
@@ -1698,3 +1741,124 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
             return _s_resp_int(v)
         return eng._reply(v, caller_resp)
     return eng._run_error(ctx, r)
+
+
+# ===========================================================================
+# Client.data_received compiled
+# ===========================================================================
+# The per-read work around the request loop (client.py's data_received,
+# _data_received and _run_read) for the common read: a client that may run
+# requests, multibulk input hiredis can take, no output limit for the
+# normal class.  Anything else, and whatever the loop leaves for
+# RequestReader.taken, goes to the Python methods (the definition).
+
+cdef object _dr_monotonic = None    # time.monotonic (Client.last_time)
+cdef object _dr_suspicious = None   # reader.suspicious
+cdef dict _dr_table = None          # commands.TABLE
+cdef object _dr_stats = None        # keyspace.db.stats
+cdef object _dr_client_mem = None   # client.set_client_memory's function
+
+
+cdef object _dr_before_reply = None  # client.set_before_reply's function
+cdef Py_ssize_t _dr_floor = 0         # client.set_output_floor's
+cdef Py_ssize_t _dr_unauth_limit = 0  # client.UNAUTH_OUTPUT_LIMIT
+
+
+def data_setup(monotonic, suspicious, dict table, stats, Py_ssize_t unauth_limit):
+    global _dr_monotonic, _dr_suspicious, _dr_table, _dr_stats, _dr_unauth_limit
+    _dr_monotonic = monotonic
+    _dr_suspicious = suspicious
+    _dr_table = table
+    _dr_stats = stats
+    _dr_unauth_limit = unauth_limit
+
+
+def set_write_switches(before_reply, Py_ssize_t floor):
+    global _dr_before_reply, _dr_floor
+    _dr_before_reply = before_reply
+    _dr_floor = floor
+
+
+cdef _dr_write(ClientCore client, list out):
+    # Client.write (with _write_after_barrier's function first when set)
+    cdef Py_ssize_t n, held
+    if _dr_before_reply is not None:
+        _dr_before_reply()
+    if client.closing:
+        return
+    t = client.transport
+    if client.push_buf is not None:
+        # messages queued for this client go out first, in order
+        out = <list>client.push_buf + out
+        client.push_buf = None
+    data = b"".join(out) if len(out) != 1 else out[0]
+    n = len(data)
+    try:
+        if _dr_floor:
+            held = t.get_write_buffer_size()
+            if (held + n >= _dr_floor or client.out_extra is not None) \
+                    and client.server.check_output_limits(client, held, n):
+                return
+        t.write(data)
+    except Exception:
+        client.closing = True
+        return
+    _dr_stats.net_output_bytes += n
+    if client.close_after_reply:
+        client.close()
+    elif not client.authenticated:
+        if t.get_write_buffer_size() > _dr_unauth_limit:
+            client.server.close_over_limit(client, False)
+    elif _dr_client_mem is not None and client.pending_writes is None:
+        _dr_client_mem(client)
+
+
+def set_client_memory(fn):
+    global _dr_client_mem
+    _dr_client_mem = fn
+
+
+def data_received(ClientCore client, data):
+    """Client.data_received (asyncio.Protocol's) compiled."""
+    _dr_stats.net_input_bytes += len(data)
+    client.last_time = _dr_monotonic()
+    try:
+        _dr_read(client, data)
+    finally:
+        # Pushes (pub/sub, notifications) for this client go into the
+        # pending reply list only while its requests are being run.
+        client.pending_writes = None
+    if _dr_client_mem is not None:
+        _dr_client_mem(client)    # after the read's requests and replies
+
+
+cdef _dr_read(ClientCore client, data):
+    if client.closing or client.close_after_reply:
+        return
+    if (client.blocked or client.paused_queue is not None or type(data) is not bytes
+            or PyBytes_GET_SIZE(data) == 0 or PyBytes_AS_STRING(data)[0] != 42
+            or not client.authenticated):
+        client._data_received(data)
+        return
+    rd = client.reader
+    if rd.pend is not None or client.server.obuf_normal_limit or suspicious(data):
+        client._data_received(data)
+        return
+    h = rd.hiredis
+    if h is None:
+        h = rd.new_hiredis()
+    h.feed(data)
+    cdef list out = []
+    client.pending_writes = out
+    r = run(client, h.gets, out, _dr_table, client.slow or _server_slow, _now())
+    nreq = r[0]
+    last = r[1]
+    if (nreq > 0 and rd.pend is None and type(last) is list and <list>last
+            and not (client.blocked or client.close_after_reply or client.paused_queue is not None)
+            and ends_with_request(data, <list>last)):
+        # the read ended with the last request: nothing is left
+        if out:
+            _dr_write(client, out)
+        return
+    if client._taken(data, nreq, last, out):
+        client._python_then()

@@ -146,6 +146,8 @@ def set_latency_tracking(v):
 def set_output_floor(n: int):
     global _OBUF_FLOOR
     _OBUF_FLOOR = n
+    if native is not None:
+        native.set_write_switches(_BEFORE_REPLY, n)
 
 
 def set_client_memory(fn):
@@ -153,6 +155,8 @@ def set_client_memory(fn):
     writes outside its reads (pushes, unblocked replies), or None."""
     global _CLIENT_MEM
     _CLIENT_MEM = fn
+    if native is not None:
+        native.set_client_memory(fn)
 
 
 def client_class(c) -> str:
@@ -269,20 +273,28 @@ else:
 
 
 # Client flags for CLIENT LIST
-class Client(asyncio.Protocol):
+class _ClientCore:
+    """The fields of Client that the compiled per-read path and request
+    loop read (C fields of _speedups.ClientCore when the module is built)."""
+    __slots__ = (
+        "server", "transport", "reader", "db", "resp", "authenticated", "slow", "closing",
+        "close_after_reply", "blocked", "paused_queue", "last_time", "last_cmd", "user",
+        "pending_writes", "push_buf", "pubsub_channels", "pubsub_patterns", "pubsub_shard",
+        "in_script", "multi", "reply_mode",
+    )
+
+
+ClientCore = native.ClientCore if native is not None else _ClientCore
+
+
+class Client(ClientCore, asyncio.Protocol):
     """Per-connection state and the asyncio protocol callbacks."""
 
     __slots__ = (
-        "server", "transport", "reader", "db", "id", "name", "resp",
-        "authenticated", "slow", "closing", "close_after_reply", "blocked",
-        "paused_queue", "addr", "laddr", "fd", "ctime", "last_time", "last_cmd",
-        "multi", "multi_error", "dirty_cas", "watched", "pubsub_channels",
-        "pubsub_patterns", "pubsub_shard", "reply_mode", "subcmd", "is_unix",
-        "user", "monitor", "tracking", "no_evict",
-        "bstate", "out_extra", "in_exec", "pending_writes",
-        "killed", "in_script", "push_buf", "script_caller", "is_master",
-        "block_argv", "repl", "mem_usage", "cluster_asking", "cluster_readonly",
-        "lua_debug", "__weakref__",
+        "id", "name", "addr", "laddr", "fd", "ctime", "multi_error", "dirty_cas", "watched",
+        "subcmd", "is_unix", "monitor", "tracking", "no_evict", "bstate", "out_extra", "in_exec",
+        "killed", "script_caller", "is_master", "block_argv", "repl", "mem_usage",
+        "cluster_asking", "cluster_readonly", "lua_debug", "__weakref__",
     )
 
     def __init__(self, server):
@@ -386,10 +398,13 @@ class Client(asyncio.Protocol):
         """Run the requests of one read (see reader.py for the steps)."""
         if self.closing or self.close_after_reply:
             return
-        rd = self.reader
         if self.blocked or self.paused_queue is not None:
-            rd.hold(data)
+            self.reader.hold(data)
             return
+        self._run_read(data)
+
+    def _run_read(self, data):
+        rd = self.reader
         while True:
             if rd.pend is None and data[0] == 42 and self.authenticated and not suspicious(data):
                 # RequestReader.feed's hiredis case, inlined (see reader.py)
@@ -416,29 +431,46 @@ class Client(asyncio.Protocol):
                     if out:
                         self.write(out)
                     return
-                try:
-                    st = rd.taken(data, nreq, last,
-                                  self.blocked or self.close_after_reply or self.paused_queue is not None,
-                                  self.authenticated)
-                except ProtocolError as e:
-                    self.protocol_failure(str(e))     # after the replies in out
-                    self.write(out)
+                if not self._taken(data, nreq, last, out):
                     return
-                if st is None:
-                    if out:
-                        self.write(out)
-                    return
-                if st is not PYTHON:
-                    self._qbuf_limit()    # closes: the replies in out are not sent
-                    return
-                if out:
-                    self.write(out)
             # The Python parser; what it hands back to hiredis is taken as a
             # new read (a loop, not a recursion: a read may alternate many
             # times, e.g. "*0" before each request).
             data = self._python_input()
             if data is None or self.closing:
                 return
+
+    def _taken(self, data, nreq, last, out) -> bool:
+        """The request loop stopped before the end of the read (or at a
+        point hiredis cannot judge): RequestReader.taken decides what is
+        left; the replies so far are written.  True when the Python parser
+        takes over from here."""
+        rd = self.reader
+        try:
+            st = rd.taken(data, nreq, last,
+                          self.blocked or self.close_after_reply or self.paused_queue is not None,
+                          self.authenticated)
+        except ProtocolError as e:
+            self.protocol_failure(str(e))     # after the replies in out
+            self.write(out)
+            return False
+        if st is None:
+            if out:
+                self.write(out)
+            return False
+        if st is not PYTHON:
+            self._qbuf_limit()    # closes: the replies in out are not sent
+            return False
+        if out:
+            self.write(out)
+        return True
+
+    def _python_then(self):
+        """After _taken: the Python parser, then the read loop again
+        (the compiled data_received's way back into _run_read)."""
+        data = self._python_input()
+        if data is not None and not self.closing:
+            self._run_read(data)
 
     def _python_input(self):
         """Requests parsed in Python with Redis's rules (RequestReader.next):
@@ -778,6 +810,8 @@ def set_before_reply(fn):
     global _BEFORE_REPLY
     _BEFORE_REPLY = fn
     Client.write = Client._plain_write if fn is None else Client._write_after_barrier
+    if native is not None:
+        native.set_write_switches(fn, _OBUF_FLOOR)
 
 
 class _OutputBound:
@@ -838,5 +872,10 @@ def make_protocol_factory(server):
         return Client(server)
     return factory
 
+
+if native is not None:
+    # the compiled per-read path (falls back to the methods above)
+    native.data_setup(_monotonic, suspicious, TABLE, stats, UNAUTH_OUTPUT_LIMIT)
+    Client.data_received = native.data_received
 
 _sync()

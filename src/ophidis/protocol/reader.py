@@ -126,7 +126,7 @@ if native is not None:
 ends_with_request = _ends_with_request
 
 
-def suspicious(data) -> bool:
+def _suspicious(data) -> bool:
     """Could data hold a multibulk header of seven digits or more (or the
     start of one at its end)?  Such input goes through the Python parser
     (which applies Redis's limits) instead of hiredis.  C-level operations
@@ -140,6 +140,11 @@ def suspicious(data) -> bool:
                 and not data[j + 1:].translate(_DIGITS).strip(b"0"):
             return True
     return False
+
+
+suspicious = _suspicious_py = _suspicious
+if native is not None:
+    suspicious = native.suspicious
 
 
 def _skip_requests(buf, nreq) -> int:
