@@ -20,6 +20,7 @@ tests/test_speedups.py runs the same traffic through both.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport PyObject
+from cpython.set cimport PySet_Add, PySet_Contains
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -498,24 +499,37 @@ def run(client, gets, list out, dict table, bint slow, double t0):
 # The common case of a few commands redis-benchmark's default list runs,
 # in C.  Each mirrors the hot path of its Python function (commands/
 # strings.py, connection.py), which stays the definition: a body returns
-# None for anything but that case (a missing key, a TTL, a watched key,
-# notifications on, another type ...), and the Python function runs.
+# None for anything but that case (a TTL, a watched key, notifications on,
+# another type ...), and the Python function runs.  The bodies of the list
+# commands are at the end of the file (they use QuickList's C methods).
 # tests/test_speedups.py drives both loops with the same traffic.
 
 cdef object _notify_mod = None     # keyspace.notify (flags)
 cdef object _dbm_mod = None        # keyspace.db (lazy_server_del)
 cdef object _stats = None          # keyspace.db.stats
+cdef object _SetValue = None       # types.containers.SetValue
+cdef object _HashValue = None      # types.containers.HashValue
 cdef bytes _PONG = b"+PONG\r\n"
 cdef bytes _OK = b"+OK\r\n"
+cdef bytes _ZERO = b":0\r\n"
+cdef bytes _ONE = b":1\r\n"
+cdef bytes _NULL_BULK = b"$-1\r\n"
+cdef bytes _NULL3 = b"_\r\n"
+cdef bytes _HASHTABLE = b"hashtable"
+cdef str _LP_VALUE = "hash-max-listpack-value"
+cdef str _LP_ENTRIES = "hash-max-listpack-entries"
 
-BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5}
+BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5, "lpush": 6, "rpush": 7, "lpop": 8,
+          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12}
 
 
-def sync_bodies(notify_mod, dbm_mod, stats):
-    global _notify_mod, _dbm_mod, _stats
+def sync_bodies(notify_mod, dbm_mod, stats, set_type, hash_type):
+    global _notify_mod, _dbm_mod, _stats, _SetValue, _HashValue
     _notify_mod = notify_mod
     _dbm_mod = dbm_mod
     _stats = stats
+    _SetValue = set_type
+    _HashValue = hash_type
 
 
 def body_code(str fullname, module):
@@ -530,6 +544,20 @@ cdef inline object _body(int code, client, list req):
         return _get(client, req)
     if code == 3:
         return _set(client, req)
+    if code == 6:
+        return _push(client, req, True)
+    if code == 7:
+        return _push(client, req, False)
+    if code == 8:
+        return _pop(client, req, True)
+    if code == 9:
+        return _pop(client, req, False)
+    if code == 10:
+        return _sadd(client, req)
+    if code == 11:
+        return _hset(client, req)
+    if code == 12:
+        return _mset(client, req)
     if code == 1:
         return _ping(client, req)
     if code == 4:
@@ -537,6 +565,29 @@ cdef inline object _body(int code, client, list req):
     if code == 5:
         return _incr(client, req, -1)
     return None
+
+
+cdef bytes _int_reply(long long v):
+    # b":%d\r\n" % v
+    cdef char buf[24]
+    cdef unsigned long long u = <unsigned long long>(-v if v < 0 else v)
+    cdef Py_ssize_t k = 24
+    while True:
+        k -= 1
+        buf[k] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if v < 0:
+        k -= 1
+        buf[k] = 45
+    out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
+    cdef char *p = PyBytes_AS_STRING(out)
+    p[0] = 58
+    memcpy(p + 1, buf + k, 24 - k)
+    p[24 - k + 1] = 13
+    p[24 - k + 2] = 10
+    return out
 
 
 cdef object _ping(client, list req):
@@ -554,7 +605,13 @@ cdef object _get(client, list req):
     if not PyDict_Check(d):
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
-    if pv is NULL or type(<object>pv) is not bytes:
+    if pv is NULL:
+        # a miss (db.lookup_read), unless a keymiss event is to be sent
+        if _notify_mod.flags:
+            return None
+        _stats.keyspace_misses += 1
+        return _NULL_BULK if client.resp == 2 else _NULL3
+    if type(<object>pv) is not bytes:
         return None
     ex = db.expires
     if ex and key in ex:
@@ -648,6 +705,96 @@ cdef object _incr(client, list req, long long delta):
     p[24 - k + 1] = 13
     p[24 - k + 2] = 10
     return out
+
+
+
+cdef object _sadd(client, list req):
+    # sets.sadd: one member into a hashtable-encoded set
+    if len(req) != 3 or _notify_mod.flags:
+        return None
+    db = client.db
+    d = db.d
+    key = req[1]
+    if not PyDict_Check(d):
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL or type(<object>pv) is not _SetValue:
+        return None
+    ex = db.expires
+    if ex and key in ex:
+        return None
+    s = <object>pv
+    if s._aux is not None or s.enc != _HASHTABLE:
+        return None
+    m = req[2]
+    if PySet_Contains(s, m):
+        return _ZERO
+    wk = db.watched_keys
+    if wk and key in wk:
+        return None
+    PySet_Add(s, m)
+    client.server.dirty += 1
+    return _ONE
+
+
+cdef object _hset(client, list req):
+    # hashes.hset: one field of an existing hash, no conversion
+    if len(req) != 4 or _notify_mod.flags:
+        return None
+    db = client.db
+    d = db.d
+    key = req[1]
+    if not PyDict_Check(d):
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL or type(<object>pv) is not _HashValue:
+        return None
+    ex = db.expires
+    if ex and key in ex:
+        return None
+    wk = db.watched_keys
+    if wk and key in wk:
+        return None
+    h = <object>pv
+    if h._aux is not None:
+        return None
+    cdef bytes f = <bytes>req[2], v = <bytes>req[3]
+    cdef bint known = PyDict_Contains(h, f)
+    if not h.ht:
+        # listpack: the body only when no conversion to hashtable is due
+        cfg = client.server.config.values
+        lim = cfg[_LP_VALUE]
+        if PyBytes_GET_SIZE(f) > lim or PyBytes_GET_SIZE(v) > lim:
+            return None
+        # (an update too converts a hash over the limit: hashTypeSet)
+        if len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
+            return None
+    PyDict_SetItem(h, f, v)
+    client.server.dirty += 1
+    return _ZERO if known else _ONE
+
+
+cdef object _mset(client, list req):
+    cdef Py_ssize_t n = len(req), i
+    if not (n & 1) or _notify_mod.flags:
+        return None
+    db = client.db
+    d = db.d
+    bk = db.blocking_keys
+    wk = db.watched_keys
+    if bk or wk:
+        for i in range(1, n, 2):
+            key = req[i]
+            if (bk and key in bk) or (wk and key in wk):
+                return None
+    ex = db.expires
+    for i in range(1, n, 2):
+        key = req[i]
+        d[key] = req[i + 1]
+        if ex:
+            ex.pop(key, None)
+    client.server.dirty += (n - 1) >> 1
+    return _OK
 
 # ===========================================================================
 # QuickList: the compiled list value (types.containers.ListValue)
@@ -992,6 +1139,36 @@ cdef class QuickList:
             e = nd.off + nd.used
             n = _ql_back(nd.buf + e)
             r = PyBytes_FromStringAndSize(nd.buf + e - n - _ql_hdr(n), n)
+        nd.used -= _ql_esz(n)
+        nd.count -= 1
+        self.size -= 1
+        self.version += 1
+        if not nd.count:
+            self._drop_node(0 if front else self.nlen - 1)
+        return r
+
+    cdef bytes _pop_bulk(self, bint front):
+        # _pop's element as a RESP bulk reply, written from the node (the
+        # list is not empty)
+        cdef _qlnode *nd
+        cdef Py_ssize_t n, e
+        cdef const char *src
+        if front:
+            nd = self.nodes + self.head
+            n = _ql_fwd(nd.buf + nd.off)
+            src = nd.buf + nd.off + _ql_hdr(n)
+        else:
+            nd = self.nodes + self.head + self.nlen - 1
+            e = nd.off + nd.used
+            n = _ql_back(nd.buf + e)
+            src = nd.buf + e - n - _ql_hdr(n)
+        r = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
+        cdef char *p = _put_len(PyBytes_AS_STRING(r), 36, n)
+        memcpy(p, src, n)
+        p[n] = 13
+        p[n + 1] = 10
+        if front:
+            nd.off += _ql_esz(n)
         nd.used -= _ql_esz(n)
         nd.count -= 1
         self.size -= 1
@@ -1440,3 +1617,69 @@ cdef class _QuickListIter:
         r = PyBytes_FromStringAndSize(nd.buf + self.p + _ql_hdr(n), n)
         self.p += _ql_esz(n)
         return r
+
+
+# -- the list command bodies (see "compiled command bodies") ---------------------
+
+cdef object _push(client, list req, bint front):
+    # lists._push: LPUSH/RPUSH onto an existing list or a new key
+    if _notify_mod.flags:
+        return None
+    db = client.db
+    d = db.d
+    key = req[1]
+    if not PyDict_Check(d):
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    cdef QuickList ql
+    cdef Py_ssize_t n = len(req), i
+    wk = db.watched_keys
+    if wk and key in wk:
+        return None
+    bk = db.blocking_keys
+    if bk and key in bk:
+        return None
+    if pv is NULL:
+        ql = QuickList.__new__(QuickList)
+        for i in range(2, n):
+            ql._push(req[i], front)
+        d[key] = ql
+    else:
+        if type(<object>pv) is not QuickList:
+            return None
+        ex = db.expires
+        if ex and key in ex:
+            return None
+        ql = <QuickList>pv
+        for i in range(2, n):
+            ql._push(req[i], front)
+    client.server.dirty += n - 2
+    return _int_reply(ql.size)
+
+
+cdef object _pop(client, list req, bint front):
+    # lists._pop without a count, the list keeping an element at least
+    if len(req) != 2:
+        return None
+    db = client.db
+    d = db.d
+    key = req[1]
+    if not PyDict_Check(d):
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL:
+        return _NULL3 if client.resp >= 3 else _NULL_BULK
+    if type(<object>pv) is not QuickList or _notify_mod.flags:
+        return None
+    cdef QuickList ql = <QuickList>pv
+    if ql.size < 2:
+        return None
+    ex = db.expires
+    if ex and key in ex:
+        return None
+    wk = db.watched_keys
+    if wk and key in wk:
+        return None
+    r = ql._pop_bulk(front)
+    client.server.dirty += 1
+    return r
