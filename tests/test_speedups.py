@@ -272,6 +272,20 @@ def _body_traffic(rnd):
         ("OBJECT", "ENCODING", "h2"), ("HSET", "h3", "a", 1, "b", 2), ("HSET", "h3", "c"),
         ("HSET", "hbig") + tuple(x for i in range(60) for x in ("f%d" % i, i)), ("HRANDFIELD", "hbig", -2),
         ("HSET", "hbig", "new", 1), ("HSET", "hbig", "f1", 2), ("HLEN", "hbig"),
+        # LRANGE: indexes of every kind, misses, other types
+        ("RPUSH", "lr", "a", big, "c", huge, "e"), ("LRANGE", "lr", 0, -1), ("LRANGE", "lr", -2, 100),
+        ("LRANGE", "lr", 3, 1), ("LRANGE", "lr", -100, 1), ("LRANGE", "lr", "01", 2), ("LRANGE", "lr", "+1", 2),
+        ("LRANGE", "lr", "x", 2), ("LRANGE", "lr", 0, "-0"), ("LRANGE", "lr", "99999999999999999999", 1),
+        ("LRANGE", "lr", "-9223372036854775808", "9223372036854775807"), ("LRANGE", "nolist", 0, -1),
+        ("LRANGE", "s", 0, -1), ("LRANGE", "lt", 0, -1), ("LRANGE", "nolist", "x", 1),
+        # ZADD (no body): the loop around the Python function
+        ("ZADD", "z", 0, "m"), ("ZADD", "z", 0, "m"), ("ZADD", "z", 5, "m"), ("ZADD", "z", 5, "m"),
+        ("ZADD", "z", "5.0", "m"), ("ZADD", "z", "-0", "m"), ("ZADD", "z", "0", "n"), ("ZADD", "z", "0.0", "n"),
+        ("ZADD", "z", "-3", "m"), ("ZADD", "z", "-3", "m"), ("ZADD", "z", "1e2", "m"), ("ZADD", "z", 100, "m"),
+        ("ZADD", "z", "inf", "m"), ("ZADD", "z", 7, "m", 8, "n"), ("ZADD", "z", "123456789012345678", "q"),
+        ("ZADD", "z", "123456789012345678", "q"), ("ZADD", "z", "123456789012345677", "q"),
+        ("ZADD", "z", "x", "m"), ("ZADD", "s", 0, "m"), ("ZADD", "zt", 1, "m"), ("PEXPIRE", "zt", 100000),
+        ("ZADD", "zt", 1, "m"), ("ZRANGE", "z", 0, -1, "WITHSCORES"),
         # MSET
         ("MSET", "a", 1, "b", 2, "a", 3), ("MGET", "a", "b"), ("MSET", "l2", "x"), ("TYPE", "l2"),
         ("LPUSH", "l2", "y"),
@@ -282,6 +296,7 @@ def _body_traffic(rnd):
             ("LPUSH", "r%d" % k, i), ("RPUSH", "r%d" % k, i, i + 1), ("LPOP", "r%d" % k), ("RPOP", "r%d" % k),
             ("SADD", "rs%d" % k, rnd.choice([i, "m%d" % i])), ("HSET", "rh%d" % k, "f%d" % (i % 150), i),
             ("GET", "r%d" % k), ("GET", "rx%d" % k), ("MSET", "rx%d" % k, i, "r%d" % k, i),
+            ("LRANGE", "r%d" % k, rnd.randrange(-5, 5), rnd.randrange(-5, 5)), ("ZADD", "rz", i % 3, k),
         ]))
     reqs += [("HSET", "conv", "f%d" % i, i) for i in range(130)] + [("OBJECT", "ENCODING", "conv")]
     reqs += [("SADD", "iconv", i) for i in range(520)] + [("OBJECT", "ENCODING", "iconv")]
@@ -289,8 +304,8 @@ def _body_traffic(rnd):
 
 
 _BODY_KEYS = ["s", "l1", "l2", "l3", "lt", "lx", "sx", "hx", "gx", "mt", "mu", "st", "st2", "sbig", "h", "h2",
-              "h3", "h4", "h5", "st3", "hbig", "a", "b", "conv", "iconv"] + ["r%d" % k for k in range(6)] + \
-             ["rs%d" % k for k in range(6)] + ["rh%d" % k for k in range(6)] + ["rx%d" % k for k in range(6)]
+              "h3", "h4", "h5", "st3", "lr", "z", "zt", "hbig", "a", "b", "conv", "iconv"] + ["r%d" % k for k in range(6)] + \
+             ["rs%d" % k for k in range(6)] + ["rh%d" % k for k in range(6)] + ["rx%d" % k for k in range(6)] + ["rz"]
 
 
 _RANDOM = ("SRANDMEMBER", "HRANDFIELD")
@@ -365,7 +380,8 @@ def _watch_case(port, setup, cmd):
     ([("RPUSH", "w", "a")], ("RPOP", "w")), ([("SADD", "w", "x")], ("SADD", "w", "y")),
     ([("SADD", "w", "x")], ("SADD", "w", "x")), ([("HSET", "w", "f", "v")], ("HSET", "w", "f", "w")),
     ([("HSET", "w", "f", "v")], ("HSET", "w", "g", "w")), ([], ("MSET", "x", 1, "w", 2)),
-    ([], ("GET", "w")), ([("SET", "w", "1")], ("MSET", "w", 2)),
+    ([], ("GET", "w")), ([("SET", "w", "1")], ("MSET", "w", 2)), ([("ZADD", "w", 1, "m")], ("ZADD", "w", 1, "m")),
+    ([("ZADD", "w", 1, "m")], ("ZADD", "w", 2, "m")), ([("RPUSH", "w", 1, 2)], ("LRANGE", "w", 0, -1)),
 ])
 def test_bodies_touch_watched_keys(pair, setup, cmd):
     outs = [_watch_case(p, setup, cmd) for p in pair]
@@ -405,7 +421,8 @@ def _notify_case(port, flags):
     command(port, "CONFIG", "SET", "notify-keyspace-events", flags)
     reqs = [("GET", "miss"), ("LPUSH", "l", "a", "b"), ("RPUSH", "l", "c"), ("LPOP", "l"), ("RPOP", "l"),
             ("RPOP", "l"), ("SADD", "s", "x"), ("SADD", "s", 1), ("SADD", "s", "x"), ("HSET", "h", "f", "v"),
-            ("HSET", "h", "f", "w"), ("MSET", "a", 1, "b", 2), ("SET", "z", 1), ("INCR", "z"), ("GET", "z")]
+            ("HSET", "h", "f", "w"), ("MSET", "a", 1, "b", 2), ("SET", "z", 1), ("INCR", "z"), ("GET", "z"),
+            ("LRANGE", "nol", 0, -1), ("LRANGE", "l", 0, -1), ("ZADD", "zz", 1, "m"), ("ZADD", "zz", 1, "m")]
     try:
         with RespConn(port) as sub, RespConn(port) as c:
             sub.call("PSUBSCRIBE", "__key*__:*")

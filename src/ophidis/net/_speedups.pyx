@@ -405,12 +405,69 @@ def ends_with_request(data, list req):
     return _ends_with_header(p, end, 42, len(req)) >= 0
 
 
+cdef class _Ctx:
+    """What the compiled bodies read of the client, its db and the server,
+    loaded once for a run of bodies (nothing but a body runs in between, so
+    none of it can change), and what they write, kept here until Python
+    code runs next (_flush: the dirty counter, keyspace hits and misses,
+    client.last_cmd)."""
+    cdef object client, srv, db, d, ex, wk, bk, last_cmd
+    cdef long long flags, dirty, hits, misses
+    cdef int resp
+    cdef bint lazy, valid
+
+
+cdef int _load(_Ctx x, client) except -1:
+    x.client = client
+    x.srv = client.server
+    db = x.db = client.db
+    d = db.d
+    x.d = d if PyDict_Check(d) else None
+    x.ex = db.expires
+    x.wk = db.watched_keys
+    x.bk = db.blocking_keys
+    x.flags = _notify_mod.flags
+    x.lazy = _dbm_mod.lazy_server_del
+    x.resp = client.resp
+    x.valid = True
+    return 0
+
+
+cdef int _flush(_Ctx x) except -1:
+    # before any Python code runs (and at the end of run): the bodies'
+    # writes made visible, their view of the state dropped
+    if x.last_cmd is not None:
+        x.client.last_cmd = x.last_cmd
+        x.last_cmd = None
+    if x.dirty:
+        x.srv.dirty += x.dirty
+        x.dirty = 0
+    if x.hits:
+        _stats.keyspace_hits += x.hits
+        x.hits = 0
+    if x.misses:
+        _stats.keyspace_misses += x.misses
+        x.misses = 0
+    if x.valid:
+        x.valid = False
+        x.db = x.d = x.ex = x.wk = x.bk = None
+    return 0
+
+
 def run(client, gets, list out, dict table, bint slow, double t0):
     """Run the requests hiredis has ready (see client._run_requests).
     Returns (nreq, last): the number of requests taken off the parser and
     the last one; nreq is ~n when the Python parser must take over after
     n requests (hiredis refused the stream, or the request is not an array
     of bulk strings)."""
+    cdef _Ctx x = _Ctx.__new__(_Ctx)
+    try:
+        return _run(client, gets, out, table, slow, t0, x)
+    finally:
+        _flush(x)
+
+
+cdef object _run(client, gets, list out, dict table, bint slow, double t0, _Ctx x):
     cdef Py_ssize_t nreq = 0, n
     cdef double t1, dt
     cdef long long us
@@ -451,15 +508,28 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                     and (fast is None or _acl_ok(<dict>fast, client, <CommandCore>c, <list>req)):
                 cmd = <CommandCore>c
                 # The fast path: no check of processCommand can apply.
-                client.last_cmd = cmd
                 if prop is not None:
+                    _flush(x)
                     dirty0 = srv.dirty
                 try:
-                    r = _body(cmd.cbody, client, <list>req) if cmd.cbody else None
-                    out.append(r if r is not None else cmd.proc(client, req))
+                    r = None
+                    if cmd.cbody:
+                        if not x.valid:
+                            _load(x, client)
+                        x.last_cmd = cmd
+                        r = _body(cmd.cbody, x, <list>req)
+                    if r is None:
+                        _flush(x)
+                        client.last_cmd = cmd
+                        r = cmd.proc(client, req)
+                    out.append(r)
                 except RedisError as e:
+                    _flush(x)
+                    client.last_cmd = cmd
                     out.append(client.error_reply(e, cmd))
                 except Exception as e:  # never let a command kill the link
+                    _flush(x)
+                    client.last_cmd = cmd
                     out.append(client.internal_error(e, cmd, req))
                 t1 = _now()
                 dt = t1 - t0
@@ -467,6 +537,7 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                 cmd.calls += 1
                 cmd.usec += dt
                 if dt >= _slow_check:
+                    _flush(x)
                     client.server.slow_call(client, cmd, req, dt)
                 if _latency_tracking:
                     us = <long long>(dt * 976562.5)
@@ -474,12 +545,15 @@ def run(client, gets, list out, dict table, bint slow, double t0):
                     cmd.hist[slot] += 1
                 if prop is not None:
                     # Server.call's propagation (client._propagate)
+                    _flush(x)
                     d = srv.dirty != dirty0
                     if d or prop.forced or prop.rewritten is not None or prop.pending:
                         prop.after_call(client, cmd, req, d)
                 if _ready:
+                    _flush(x)
                     srv.handle_ready_keys()
                 continue
+            _flush(x)
             last_name = None
             r = client.process_request(req)
         else:
@@ -509,6 +583,7 @@ cdef object _dbm_mod = None        # keyspace.db (lazy_server_del)
 cdef object _stats = None          # keyspace.db.stats
 cdef object _SetValue = None       # types.containers.SetValue
 cdef object _HashValue = None      # types.containers.HashValue
+cdef bytes _EMPTY_ARRAY = b"*0\r\n"
 cdef bytes _PONG = b"+PONG\r\n"
 cdef bytes _OK = b"+OK\r\n"
 cdef bytes _ZERO = b":0\r\n"
@@ -520,7 +595,7 @@ cdef str _LP_VALUE = "hash-max-listpack-value"
 cdef str _LP_ENTRIES = "hash-max-listpack-entries"
 
 BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5, "lpush": 6, "rpush": 7, "lpop": 8,
-          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12}
+          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13}
 
 
 def sync_bodies(notify_mod, dbm_mod, stats, set_type, hash_type):
@@ -539,32 +614,55 @@ def body_code(str fullname, module):
     return BODIES.get(fullname, 0)
 
 
-cdef inline object _body(int code, client, list req):
+cdef inline object _body(int code, _Ctx x, list req):
     if code == 2:
-        return _get(client, req)
+        return _get(x, req)
     if code == 3:
-        return _set(client, req)
+        return _set(x, req)
     if code == 6:
-        return _push(client, req, True)
+        return _push(x, req, True)
     if code == 7:
-        return _push(client, req, False)
+        return _push(x, req, False)
     if code == 8:
-        return _pop(client, req, True)
+        return _pop(x, req, True)
     if code == 9:
-        return _pop(client, req, False)
+        return _pop(x, req, False)
     if code == 10:
-        return _sadd(client, req)
+        return _sadd(x, req)
     if code == 11:
-        return _hset(client, req)
+        return _hset(x, req)
     if code == 12:
-        return _mset(client, req)
+        return _mset(x, req)
+    if code == 13:
+        return _lrange(x, req)
     if code == 1:
-        return _ping(client, req)
+        return _ping(x, req)
     if code == 4:
-        return _incr(client, req, 1)
+        return _incr(x, req, 1)
     if code == 5:
-        return _incr(client, req, -1)
+        return _incr(x, req, -1)
     return None
+
+
+cdef bint _canonical_ll(bytes v, long long *out) noexcept:
+    # v is the canonical decimal form of a number of at most 18 digits
+    # (anything else: the Python function's parser decides)
+    cdef const char *s = PyBytes_AS_STRING(v)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(v), i = 0
+    cdef bint neg = False
+    cdef long long acc = 0
+    if n and s[0] == 45:
+        neg = True
+        i = 1
+    if i >= n or n - i > 18 or (s[i] == 48 and (n - i > 1 or neg)):
+        return False
+    while i < n:
+        if s[i] < 48 or s[i] > 57:
+            return False
+        acc = acc * 10 + (s[i] - 48)
+        i += 1
+    out[0] = -acc if neg else acc
+    return True
 
 
 cdef bytes _int_reply(long long v):
@@ -590,33 +688,32 @@ cdef bytes _int_reply(long long v):
     return out
 
 
-cdef object _ping(client, list req):
+cdef object _ping(_Ctx x, list req):
     if len(req) != 1:
         return None
-    if client.resp == 2 and (client.pubsub_channels or client.pubsub_patterns or client.pubsub_shard):
+    if x.resp == 2 and (x.client.pubsub_channels or x.client.pubsub_patterns or x.client.pubsub_shard):
         return None
     return _PONG
 
 
-cdef object _get(client, list req):
-    db = client.db
-    d = db.d
+cdef object _get(_Ctx x, list req):
+    d = x.d
     key = req[1]
-    if not PyDict_Check(d):
+    if d is None:
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
     if pv is NULL:
         # a miss (db.lookup_read), unless a keymiss event is to be sent
-        if _notify_mod.flags:
+        if x.flags:
             return None
-        _stats.keyspace_misses += 1
-        return _NULL_BULK if client.resp == 2 else _NULL3
+        x.misses += 1
+        return _NULL_BULK if x.resp == 2 else _NULL3
     if type(<object>pv) is not bytes:
         return None
-    ex = db.expires
+    ex = x.ex
     if ex and key in ex:
         return None
-    _stats.keyspace_hits += 1
+    x.hits += 1
     cdef bytes v = <bytes>pv
     cdef Py_ssize_t n = PyBytes_GET_SIZE(v)
     out = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
@@ -627,61 +724,45 @@ cdef object _get(client, list req):
     return out
 
 
-cdef object _set(client, list req):
-    if len(req) != 3 or _notify_mod.flags or _dbm_mod.lazy_server_del:
+cdef object _set(_Ctx x, list req):
+    if len(req) != 3 or x.flags or x.lazy or x.d is None:
         return None
-    db = client.db
     key = req[1]
-    bk = db.blocking_keys
+    bk = x.bk
     if bk and key in bk:
         return None
-    wk = db.watched_keys
+    wk = x.wk
     if wk and key in wk:
         return None
-    db.d[key] = req[2]
-    ex = db.expires
+    x.d[key] = req[2]
+    ex = x.ex
     if ex:
         ex.pop(key, None)
-    client.server.dirty += 1
+    x.dirty += 1
     return _OK
 
 
-cdef object _incr(client, list req, long long delta):
-    if _notify_mod.flags:
+cdef object _incr(_Ctx x, list req, long long delta):
+    if x.flags:
         return None
-    db = client.db
-    d = db.d
+    d = x.d
     key = req[1]
-    if not PyDict_Check(d):
+    if d is None:
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
     if pv is NULL or type(<object>pv) is not bytes:
         return None
-    ex = db.expires
+    ex = x.ex
     if ex and key in ex:
         return None
-    wk = db.watched_keys
+    wk = x.wk
     if wk and key in wk:
         return None
     # the canonical decimal form of a number below 10^18 (anything else:
     # Python's rules and errors)
-    cdef bytes v = <bytes>pv
-    cdef const char *s = PyBytes_AS_STRING(v)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(v), i = 0
-    cdef bint neg = False
-    cdef long long acc = 0
-    if n and s[0] == 45:
-        neg = True
-        i = 1
-    if i >= n or n - i > 18 or (s[i] == 48 and (n - i > 1 or neg)):
+    cdef long long acc
+    if not _canonical_ll(<bytes>pv, &acc):
         return None
-    while i < n:
-        if s[i] < 48 or s[i] > 57:
-            return None
-        acc = acc * 10 + (s[i] - 48)
-        i += 1
-    if neg:
-        acc = -acc
     acc += delta
     cdef char buf[24]
     cdef unsigned long long u = <unsigned long long>(-acc if acc < 0 else acc)
@@ -697,7 +778,7 @@ cdef object _incr(client, list req, long long delta):
         buf[k] = 45
     new = PyBytes_FromStringAndSize(buf + k, 24 - k)
     d[key] = new
-    client.server.dirty += 1
+    x.dirty += 1
     out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
     cdef char *p = PyBytes_AS_STRING(out)
     p[0] = 58
@@ -708,19 +789,18 @@ cdef object _incr(client, list req, long long delta):
 
 
 
-cdef object _sadd(client, list req):
+cdef object _sadd(_Ctx x, list req):
     # sets.sadd: one member into a hashtable-encoded set
-    if len(req) != 3 or _notify_mod.flags:
+    if len(req) != 3 or x.flags:
         return None
-    db = client.db
-    d = db.d
+    d = x.d
     key = req[1]
-    if not PyDict_Check(d):
+    if d is None:
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
     if pv is NULL or type(<object>pv) is not _SetValue:
         return None
-    ex = db.expires
+    ex = x.ex
     if ex and key in ex:
         return None
     s = <object>pv
@@ -729,30 +809,29 @@ cdef object _sadd(client, list req):
     m = req[2]
     if PySet_Contains(s, m):
         return _ZERO
-    wk = db.watched_keys
+    wk = x.wk
     if wk and key in wk:
         return None
     PySet_Add(s, m)
-    client.server.dirty += 1
+    x.dirty += 1
     return _ONE
 
 
-cdef object _hset(client, list req):
+cdef object _hset(_Ctx x, list req):
     # hashes.hset: one field of an existing hash, no conversion
-    if len(req) != 4 or _notify_mod.flags:
+    if len(req) != 4 or x.flags:
         return None
-    db = client.db
-    d = db.d
+    d = x.d
     key = req[1]
-    if not PyDict_Check(d):
+    if d is None:
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
     if pv is NULL or type(<object>pv) is not _HashValue:
         return None
-    ex = db.expires
+    ex = x.ex
     if ex and key in ex:
         return None
-    wk = db.watched_keys
+    wk = x.wk
     if wk and key in wk:
         return None
     h = <object>pv
@@ -762,7 +841,7 @@ cdef object _hset(client, list req):
     cdef bint known = PyDict_Contains(h, f)
     if not h.ht:
         # listpack: the body only when no conversion to hashtable is due
-        cfg = client.server.config.values
+        cfg = x.srv.config.values
         lim = cfg[_LP_VALUE]
         if PyBytes_GET_SIZE(f) > lim or PyBytes_GET_SIZE(v) > lim:
             return None
@@ -770,30 +849,29 @@ cdef object _hset(client, list req):
         if len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
             return None
     PyDict_SetItem(h, f, v)
-    client.server.dirty += 1
+    x.dirty += 1
     return _ZERO if known else _ONE
 
 
-cdef object _mset(client, list req):
+cdef object _mset(_Ctx x, list req):
     cdef Py_ssize_t n = len(req), i
-    if not (n & 1) or _notify_mod.flags:
+    if not (n & 1) or x.flags or x.d is None:
         return None
-    db = client.db
-    d = db.d
-    bk = db.blocking_keys
-    wk = db.watched_keys
+    d = x.d
+    bk = x.bk
+    wk = x.wk
     if bk or wk:
         for i in range(1, n, 2):
             key = req[i]
             if (bk and key in bk) or (wk and key in wk):
                 return None
-    ex = db.expires
+    ex = x.ex
     for i in range(1, n, 2):
         key = req[i]
         d[key] = req[i + 1]
         if ex:
             ex.pop(key, None)
-    client.server.dirty += (n - 1) >> 1
+    x.dirty += (n - 1) >> 1
     return _OK
 
 # ===========================================================================
@@ -1459,6 +1537,9 @@ cdef class QuickList:
     def bulk_range(self, Py_ssize_t start, Py_ssize_t end):
         """LRANGE's reply: the RESP array of elements start..end, written
         straight from the nodes (bulk_items(self.range(start, end)))."""
+        return self._bulk_range(start, end)
+
+    cdef bytes _bulk_range(self, Py_ssize_t start, Py_ssize_t end):
         cdef Py_ssize_t j, k, p, n, m, total, cnt, j0, p0
         cdef _qlnode *nd
         cdef _qlnode *nd0
@@ -1621,22 +1702,21 @@ cdef class _QuickListIter:
 
 # -- the list command bodies (see "compiled command bodies") ---------------------
 
-cdef object _push(client, list req, bint front):
+cdef object _push(_Ctx x, list req, bint front):
     # lists._push: LPUSH/RPUSH onto an existing list or a new key
-    if _notify_mod.flags:
+    if x.flags:
         return None
-    db = client.db
-    d = db.d
+    d = x.d
     key = req[1]
-    if not PyDict_Check(d):
+    if d is None:
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
     cdef QuickList ql
     cdef Py_ssize_t n = len(req), i
-    wk = db.watched_keys
+    wk = x.wk
     if wk and key in wk:
         return None
-    bk = db.blocking_keys
+    bk = x.bk
     if bk and key in bk:
         return None
     if pv is NULL:
@@ -1647,39 +1727,62 @@ cdef object _push(client, list req, bint front):
     else:
         if type(<object>pv) is not QuickList:
             return None
-        ex = db.expires
+        ex = x.ex
         if ex and key in ex:
             return None
         ql = <QuickList>pv
         for i in range(2, n):
             ql._push(req[i], front)
-    client.server.dirty += n - 2
+    x.dirty += n - 2
     return _int_reply(ql.size)
 
 
-cdef object _pop(client, list req, bint front):
+cdef object _pop(_Ctx x, list req, bint front):
     # lists._pop without a count, the list keeping an element at least
     if len(req) != 2:
         return None
-    db = client.db
-    d = db.d
+    d = x.d
     key = req[1]
-    if not PyDict_Check(d):
+    if d is None:
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
     if pv is NULL:
-        return _NULL3 if client.resp >= 3 else _NULL_BULK
-    if type(<object>pv) is not QuickList or _notify_mod.flags:
+        return _NULL3 if x.resp >= 3 else _NULL_BULK
+    if type(<object>pv) is not QuickList or x.flags:
         return None
     cdef QuickList ql = <QuickList>pv
     if ql.size < 2:
         return None
-    ex = db.expires
+    ex = x.ex
     if ex and key in ex:
         return None
-    wk = db.watched_keys
+    wk = x.wk
     if wk and key in wk:
         return None
     r = ql._pop_bulk(front)
-    client.server.dirty += 1
+    x.dirty += 1
     return r
+
+
+cdef object _lrange(_Ctx x, list req):
+    # lists.lrange with canonical integer indexes
+    cdef long long start, end
+    if not _canonical_ll(<bytes>req[2], &start) or not _canonical_ll(<bytes>req[3], &end):
+        return None
+    d = x.d
+    key = req[1]
+    if d is None:
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL:
+        if x.flags:
+            return None
+        x.misses += 1
+        return _EMPTY_ARRAY
+    if type(<object>pv) is not QuickList:
+        return None
+    ex = x.ex
+    if ex and key in ex:
+        return None
+    x.hits += 1
+    return (<QuickList>pv)._bulk_range(start, end)
