@@ -327,16 +327,20 @@ def _state(port):
     return out
 
 
-def _body_run(port, reqs, resp3, replica):
+def _body_run(port, reqs, resp3, replica, obuf=False):
     command(port, "FLUSHALL")
     command(port, "CONFIG", "RESETSTAT")
     command(port, "CONFIG", "SET", "save", "")
     stream = SyncStream(port) if replica else None
     with RespConn(port, resp3=resp3) as c:
+        if obuf:    # the loop's gets is then client._bounded_gets (Python)
+            c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 100000000 0 0")
         c.send_raw(b"".join(encode(*r) for r in reqs))
         # random picks (they give the set and the hash their index) masked
         replies = [c.read() for _ in reqs]
         replies = b"".join(b"?" if r[0] in _RANDOM else x for r, x in zip(reqs, replies))
+        if obuf:
+            c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0")
     command(port, "SETNX", "__end__", 1)
     prop = stream.read_until(b"setnx") if stream else None
     if prop:    # PEXPIRE goes as PEXPIREAT: the time differs
@@ -346,10 +350,11 @@ def _body_run(port, reqs, resp3, replica):
     return replies, prop, _state(port)
 
 
-@pytest.mark.parametrize("resp3,replica", [(False, False), (True, False), (False, True)])
-def test_bodies_same_replies_state_and_stream(pair, resp3, replica):
+@pytest.mark.parametrize("resp3,replica,obuf", [(False, False, False), (True, False, False), (False, True, False),
+                                                (False, False, True)])
+def test_bodies_same_replies_state_and_stream(pair, resp3, replica, obuf):
     reqs = _body_traffic(random.Random(11))
-    runs = [_body_run(p, reqs, resp3, replica) for p in pair]
+    runs = [_body_run(p, reqs, resp3, replica, obuf) for p in pair]
     assert runs[0][0] == runs[1][0]
     assert runs[0][1] == runs[1][1]
     assert runs[0][2] == runs[1][2]

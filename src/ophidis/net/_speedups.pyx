@@ -37,6 +37,7 @@ cdef extern from *:
     int __builtin_clzll(unsigned long long x) nogil
 
 cdef object _ProtocolError = hiredis.ProtocolError
+cdef object _CGETS = type(hiredis.Reader().gets)     # a parser's own gets (no Python code)
 
 # client.py's switches (client._sync keeps them equal to its globals)
 cdef bint _server_slow = False
@@ -480,7 +481,12 @@ cdef object _run(client, gets, list out, dict table, bint slow, double t0, _Ctx 
     prop = _propagator
     srv = client.server
     dirty0 = None
+    # a gets in Python (client._bounded_gets: writes, may close the client)
+    # sees the state as the Python loop leaves it
+    cdef bint py_gets = type(gets) is not _CGETS
     while True:
+        if py_gets:
+            _flush(x)
         try:
             req = gets()
         except _ProtocolError:
