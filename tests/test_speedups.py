@@ -16,6 +16,7 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.replication import SyncStream
 from support.resp import RespConn, command, encode
 from support.servers import SRC, ServerProc, server_env
 
@@ -230,3 +231,230 @@ def _py_ends_with_request(data, req):
     if not all(isinstance(a, bytes) for a in req):
         return False
     return data.endswith(encode(*req))
+
+
+# -- the compiled command bodies (_speedups.BODIES) ------------------------------
+# Each body handles the common case of its command and gives anything else to
+# the Python function; the traffic below walks both sides of every condition
+# a body checks, and the two servers must agree on every reply, push,
+# propagated command and the state after.
+
+def _body_traffic(rnd):
+    """Pipelined requests touching every branch of the bodies."""
+    big = "B" * 200              # a list entry of the 9-byte header form
+    huge = "H" * 9000            # alone in its node
+    reqs = [
+        ("GET", "nokey"), ("GET", "nokey"), ("SET", "s", "v"), ("GET", "s"), ("LPUSH", "s", "x"),
+        ("RPUSH", "s", "x"), ("LPOP", "s"), ("RPOP", "s"), ("SADD", "s", "m"), ("HSET", "s", "f", "v"),
+        # lists: new keys (one and many elements), existing, both ends
+        ("LPUSH", "l1", "a"), ("LPUSH", "l2", "a", "b", "c"), ("RPUSH", "l3", "a", "b", "c"),
+        ("RPUSH", "l1", "b", big, "c"), ("LPUSH", "l1", huge, "z"), ("LRANGE", "l1", 0, -1),
+        ("LPOP", "l1"), ("RPOP", "l1"), ("LPOP", "l1"), ("RPOP", "l1"), ("LPOP", "l1"), ("LPOP", "l1"),
+        ("EXISTS", "l1"), ("LPOP", "l1"), ("RPOP", "nolist"), ("LPOP", "l2", 2), ("LPOP", "l2", 0),
+        ("RPOP", "l3", "x"), ("LPOP", "l3", 1, 2), ("LPUSH", "l3"),
+        # a TTL on the key: lazily expired or kept
+        ("RPUSH", "lt", "a", "b"), ("PEXPIRE", "lt", 100000), ("LPUSH", "lt", "c"), ("RPOP", "lt"),
+        ("RPUSH", "lx", "a", "b", "c"), ("PEXPIRE", "lx", 1),
+        ("SADD", "sx", "a", "b"), ("PEXPIRE", "sx", 1), ("HSET", "hx", "f", "v"), ("PEXPIRE", "hx", 1),
+        ("SET", "gx", "v"), ("PEXPIRE", "gx", 1), ("MSET", "mt", "1"), ("PEXPIRE", "mt", 100000),
+        ("DEBUG", "SLEEP", "0.01"),
+        ("LPUSH", "lx", "d"), ("RPOP", "lx"), ("SADD", "sx", "c"), ("HSET", "hx", "g", "w"), ("GET", "gx"),
+        ("GET", "gx"), ("MSET", "mt", "2", "mu", "3"), ("PTTL", "mt"), ("MSET", "mt"),
+        # sets: intset, the conversion to hashtable, the hashtable
+        ("SADD", "st", 1), ("SADD", "st", 2), ("SADD", "st", 2), ("OBJECT", "ENCODING", "st"),
+        ("SADD", "st", "x"), ("OBJECT", "ENCODING", "st"), ("SADD", "st", "y"), ("SADD", "st", "y"),
+        ("SADD", "st", 3), ("SCARD", "st"), ("SADD", "st2", "a", "b", 1), ("SADD", "st2", "c"),
+        # a set with a random-access index (SRANDMEMBER of a big one builds it)
+        ("SADD", "sbig") + tuple("m%d" % i for i in range(60)), ("SRANDMEMBER", "sbig", -3),
+        ("SADD", "sbig", "new1"), ("SADD", "sbig", "m1"), ("SCARD", "sbig"), ("SREM", "sbig", "m2", "m3"),
+        ("SADD", "sbig", "new2"), ("SCARD", "sbig"),
+        # hashes: listpack (known and new fields), the conversions, the hashtable
+        ("HSET", "h", "f", "v"), ("HSET", "h", "f", "w"), ("HSET", "h", "g", "v"),
+        ("OBJECT", "ENCODING", "h"), ("HSET", "h", "long", "v" * 65), ("OBJECT", "ENCODING", "h"),
+        ("HSET", "h", "f", "v2"), ("HSET", "h", "new", "v"), ("HGETALL", "h"),
+        ("HSET", "h5", "a", 1, "b", 2, "c", 3), ("CONFIG", "SET", "hash-max-listpack-entries", 2),
+        ("HSET", "h5", "a", 9), ("OBJECT", "ENCODING", "h5"), ("CONFIG", "SET", "hash-max-listpack-entries", 3),
+        ("HSET", "h4", "a", 1, "b", 2, "c", 3), ("HSET", "h4", "c", 4), ("OBJECT", "ENCODING", "h4"),
+        ("HSET", "h4", "d", 4), ("OBJECT", "ENCODING", "h4"), ("HSET", "h4", "e", 4),
+        ("CONFIG", "SET", "hash-max-listpack-entries", 128), ("CONFIG", "SET", "set-max-intset-entries", 4),
+        ("SADD", "st3", 1, 2, 3), ("SADD", "st3", 4), ("OBJECT", "ENCODING", "st3"), ("SADD", "st3", 5),
+        ("OBJECT", "ENCODING", "st3"), ("SADD", "st3", 6), ("CONFIG", "SET", "set-max-intset-entries", 512),
+        ("HSET", "h2", "f" * 64, "v" * 64), ("OBJECT", "ENCODING", "h2"), ("HSET", "h2", "f" * 65, "v"),
+        ("OBJECT", "ENCODING", "h2"), ("HSET", "h3", "a", 1, "b", 2), ("HSET", "h3", "c"),
+        ("HSET", "hbig") + tuple(x for i in range(60) for x in ("f%d" % i, i)), ("HRANDFIELD", "hbig", -2),
+        ("HSET", "hbig", "new", 1), ("HSET", "hbig", "f1", 2), ("HLEN", "hbig"),
+        # LRANGE: indexes of every kind, misses, other types
+        ("RPUSH", "lr", "a", big, "c", huge, "e"), ("LRANGE", "lr", 0, -1), ("LRANGE", "lr", -2, 100),
+        ("LRANGE", "lr", 3, 1), ("LRANGE", "lr", -100, 1), ("LRANGE", "lr", "01", 2), ("LRANGE", "lr", "+1", 2),
+        ("LRANGE", "lr", "x", 2), ("LRANGE", "lr", 0, "-0"), ("LRANGE", "lr", "99999999999999999999", 1),
+        ("LRANGE", "lr", "-9223372036854775808", "9223372036854775807"), ("LRANGE", "nolist", 0, -1),
+        ("LRANGE", "s", 0, -1), ("LRANGE", "lt", 0, -1), ("LRANGE", "nolist", "x", 1),
+        # ZADD (no body): the loop around the Python function
+        ("ZADD", "z", 0, "m"), ("ZADD", "z", 0, "m"), ("ZADD", "z", 5, "m"), ("ZADD", "z", 5, "m"),
+        ("ZADD", "z", "5.0", "m"), ("ZADD", "z", "-0", "m"), ("ZADD", "z", "0", "n"), ("ZADD", "z", "0.0", "n"),
+        ("ZADD", "z", "-3", "m"), ("ZADD", "z", "-3", "m"), ("ZADD", "z", "1e2", "m"), ("ZADD", "z", 100, "m"),
+        ("ZADD", "z", "inf", "m"), ("ZADD", "z", 7, "m", 8, "n"), ("ZADD", "z", "123456789012345678", "q"),
+        ("ZADD", "z", "123456789012345678", "q"), ("ZADD", "z", "123456789012345677", "q"),
+        ("ZADD", "z", "x", "m"), ("ZADD", "s", 0, "m"), ("ZADD", "zt", 1, "m"), ("PEXPIRE", "zt", 100000),
+        ("ZADD", "zt", 1, "m"), ("ZRANGE", "z", 0, -1, "WITHSCORES"),
+        # MSET
+        ("MSET", "a", 1, "b", 2, "a", 3), ("MGET", "a", "b"), ("MSET", "l2", "x"), ("TYPE", "l2"),
+        ("LPUSH", "l2", "y"),
+    ]
+    for i in range(300):
+        k = rnd.randrange(6)
+        reqs.append(rnd.choice([
+            ("LPUSH", "r%d" % k, i), ("RPUSH", "r%d" % k, i, i + 1), ("LPOP", "r%d" % k), ("RPOP", "r%d" % k),
+            ("SADD", "rs%d" % k, rnd.choice([i, "m%d" % i])), ("HSET", "rh%d" % k, "f%d" % (i % 150), i),
+            ("GET", "r%d" % k), ("GET", "rx%d" % k), ("MSET", "rx%d" % k, i, "r%d" % k, i),
+            ("LRANGE", "r%d" % k, rnd.randrange(-5, 5), rnd.randrange(-5, 5)), ("ZADD", "rz", i % 3, k),
+        ]))
+    reqs += [("HSET", "conv", "f%d" % i, i) for i in range(130)] + [("OBJECT", "ENCODING", "conv")]
+    reqs += [("SADD", "iconv", i) for i in range(520)] + [("OBJECT", "ENCODING", "iconv")]
+    return reqs
+
+
+_BODY_KEYS = ["s", "l1", "l2", "l3", "lt", "lx", "sx", "hx", "gx", "mt", "mu", "st", "st2", "sbig", "h", "h2",
+              "h3", "h4", "h5", "st3", "lr", "z", "zt", "hbig", "a", "b", "conv", "iconv"] + ["r%d" % k for k in range(6)] + \
+             ["rs%d" % k for k in range(6)] + ["rh%d" % k for k in range(6)] + ["rx%d" % k for k in range(6)] + ["rz"]
+
+
+_RANDOM = ("SRANDMEMBER", "HRANDFIELD")
+
+
+def _info_fields(port, section, names):
+    info = command(port, "INFO", section).decode()
+    return {n: re.search(r"^%s:(\S*)" % n, info, re.M).group(1) for n in names}
+
+
+def _state(port):
+    out = [command(port, "DEBUG", "DIGEST"), command(port, "DBSIZE")]
+    for k in _BODY_KEYS:
+        out += [command(port, "TYPE", k), command(port, "OBJECT", "ENCODING", k),
+                command(port, "DEBUG", "DIGEST-VALUE", k), command(port, "PTTL", k) != b":-1\r\n"]
+    out.append(_info_fields(port, "stats", ["keyspace_hits", "keyspace_misses"]))
+    out.append(_info_fields(port, "persistence", ["rdb_changes_since_last_save"]))
+    out.append(_stats(port))
+    return out
+
+
+def _body_run(port, reqs, resp3, replica, obuf=False):
+    command(port, "FLUSHALL")
+    command(port, "CONFIG", "RESETSTAT")
+    command(port, "CONFIG", "SET", "save", "")
+    stream = SyncStream(port) if replica else None
+    with RespConn(port, resp3=resp3) as c:
+        if obuf:    # the loop's gets is then client._bounded_gets (Python)
+            c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 100000000 0 0")
+        c.send_raw(b"".join(encode(*r) for r in reqs))
+        # random picks (they give the set and the hash their index) masked
+        replies = [c.read() for _ in reqs]
+        replies = b"".join(b"?" if r[0] in _RANDOM else x for r, x in zip(reqs, replies))
+        if obuf:
+            c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0")
+    command(port, "SETNX", "__end__", 1)
+    prop = stream.read_until(b"setnx") if stream else None
+    if prop:    # PEXPIRE goes as PEXPIREAT: the time differs
+        prop = [a[:2] if a[0].lower() == b"pexpireat" else a for a in prop]
+    if stream:
+        stream.close()
+    return replies, prop, _state(port)
+
+
+@pytest.mark.parametrize("resp3,replica,obuf", [(False, False, False), (True, False, False), (False, True, False),
+                                                (False, False, True)])
+def test_bodies_same_replies_state_and_stream(pair, resp3, replica, obuf):
+    reqs = _body_traffic(random.Random(11))
+    runs = [_body_run(p, reqs, resp3, replica, obuf) for p in pair]
+    assert runs[0][0] == runs[1][0]
+    assert runs[0][1] == runs[1][1]
+    assert runs[0][2] == runs[1][2]
+    replies = runs[0][0]
+    assert replies.count(b"-WRONGTYPE") >= 6
+    assert (b"_\r\n" in replies) is resp3
+    assert runs[0][2][-3]["keyspace_misses"] != "0"
+    if replica:
+        names = {a[0].lower() for a in runs[0][1]}
+        assert {b"lpush", b"rpush", b"lpop", b"rpop", b"sadd", b"hset", b"mset"} <= names
+
+
+def _watch_case(port, setup, cmd):
+    """WATCH a key, another client runs cmd on it, EXEC: aborted or not."""
+    command(port, "FLUSHALL")
+    for r in setup:
+        command(port, *r)
+    with RespConn(port) as a, RespConn(port) as b:
+        out = [a.call("WATCH", "w"), b.call(*cmd), a.call("MULTI"), a.call("PING"), a.call("EXEC")]
+        # and inside MULTI: the queued command runs in EXEC, not in the loop
+        out += [a.call("MULTI"), a.call(*cmd), a.call("EXEC")]
+    return out
+
+
+@pytest.mark.parametrize("setup,cmd", [
+    ([], ("LPUSH", "w", "a")), ([("RPUSH", "w", "a")], ("RPUSH", "w", "b")),
+    ([("RPUSH", "w", "a", "b")], ("LPOP", "w")), ([("RPUSH", "w", "a", "b")], ("RPOP", "w")),
+    ([("RPUSH", "w", "a")], ("RPOP", "w")), ([("SADD", "w", "x")], ("SADD", "w", "y")),
+    ([("SADD", "w", "x")], ("SADD", "w", "x")), ([("HSET", "w", "f", "v")], ("HSET", "w", "f", "w")),
+    ([("HSET", "w", "f", "v")], ("HSET", "w", "g", "w")), ([], ("MSET", "x", 1, "w", 2)),
+    ([], ("GET", "w")), ([("SET", "w", "1")], ("MSET", "w", 2)), ([("ZADD", "w", 1, "m")], ("ZADD", "w", 1, "m")),
+    ([("ZADD", "w", 1, "m")], ("ZADD", "w", 2, "m")), ([("RPUSH", "w", 1, 2)], ("LRANGE", "w", 0, -1)),
+])
+def test_bodies_touch_watched_keys(pair, setup, cmd):
+    outs = [_watch_case(p, setup, cmd) for p in pair]
+    assert outs[0] == outs[1]
+
+
+def _blocked_case(port, resp3):
+    command(port, "FLUSHALL")
+    out = []
+    with RespConn(port, resp3=resp3) as a, RespConn(port) as b, RespConn(port) as c:
+        a.send("BLPOP", "q", 5)
+        c.send("BRPOP", "q2", 5)
+        while b"blpop" not in command(port, "CLIENT", "LIST") or b"brpop" not in command(port, "CLIENT", "LIST"):
+            time.sleep(0.01)
+        # a new key with a client blocked on it, then pushes onto it
+        out.append(b.pipeline(("LPUSH", "q", "x", "y"), ("RPUSH", "q2", "z"), ("RPUSH", "q", "w"),
+                              ("LLEN", "q"), ("LLEN", "q2")))
+        out += [a.read(), c.read()]
+        # MSET over a key a client is blocked on (a list waited for)
+        a.send("BLPOP", "m", 5)
+        while b"blpop" not in command(port, "CLIENT", "LIST"):
+            time.sleep(0.01)
+        out.append(b.pipeline(("MSET", "m", "v"), ("DEL", "m"), ("RPUSH", "m", "a", "b"), ("LPOP", "m")))
+        out.append(a.read())
+    return out
+
+
+@pytest.mark.parametrize("resp3", [False, True])
+def test_bodies_wake_blocked_clients(pair, resp3):
+    outs = [_blocked_case(p, resp3) for p in pair]
+    assert outs[0] == outs[1]
+    assert b"$1\r\nx" in outs[0][1] or b"$1\r\ny" in outs[0][1]
+
+
+def _notify_case(port, flags):
+    command(port, "FLUSHALL")
+    command(port, "CONFIG", "SET", "notify-keyspace-events", flags)
+    reqs = [("GET", "miss"), ("LPUSH", "l", "a", "b"), ("RPUSH", "l", "c"), ("LPOP", "l"), ("RPOP", "l"),
+            ("RPOP", "l"), ("SADD", "s", "x"), ("SADD", "s", 1), ("SADD", "s", "x"), ("HSET", "h", "f", "v"),
+            ("HSET", "h", "f", "w"), ("MSET", "a", 1, "b", 2), ("SET", "z", 1), ("INCR", "z"), ("GET", "z"),
+            ("LRANGE", "nol", 0, -1), ("LRANGE", "l", 0, -1), ("ZADD", "zz", 1, "m"), ("ZADD", "zz", 1, "m")]
+    try:
+        with RespConn(port) as sub, RespConn(port) as c:
+            sub.call("PSUBSCRIBE", "__key*__:*")
+            replies = c.pipeline(*reqs)
+            c.call("GET", "__end__")
+            c.call("RPUSH", "__end__", 1)
+            msgs = []
+            while b"__end__" not in b"".join(msgs[-2:]):
+                msgs.append(sub.read())
+    finally:
+        command(port, "CONFIG", "SET", "notify-keyspace-events", "")
+    return replies, msgs, _info_fields(port, "stats", ["keyspace_hits", "keyspace_misses"])
+
+
+@pytest.mark.parametrize("flags", ["KEA", "KEAmn", "Kl", "Em"])
+def test_bodies_with_keyspace_events(pair, flags):
+    outs = [_notify_case(p, flags) for p in pair]
+    assert outs[0] == outs[1]
+    assert len(outs[0][1]) >= 2

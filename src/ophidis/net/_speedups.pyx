@@ -20,6 +20,7 @@ tests/test_speedups.py runs the same traffic through both.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport PyObject
+from cpython.set cimport PySet_Add, PySet_Contains
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -37,6 +38,7 @@ cdef extern from *:
     int __builtin_clzll(unsigned long long x) nogil
 
 cdef object _ProtocolError = hiredis.ProtocolError
+cdef object _CGETS = type(hiredis.Reader().gets)     # a parser's own gets (no Python code)
 
 # client.py's switches (client._sync keeps them equal to its globals)
 cdef bint _server_slow = False
@@ -452,12 +454,69 @@ def ends_with_request(data, list req):
     return _ends_with_header(p, end, 42, len(req)) >= 0
 
 
+cdef class _Ctx:
+    """What the compiled bodies read of the client, its db and the server,
+    loaded once for a run of bodies (nothing but a body runs in between, so
+    none of it can change), and what they write, kept here until Python
+    code runs next (_flush: the dirty counter, keyspace hits and misses,
+    client.last_cmd)."""
+    cdef object client, srv, db, d, ex, wk, bk, last_cmd
+    cdef long long flags, dirty, hits, misses
+    cdef int resp
+    cdef bint lazy, valid
+
+
+cdef int _load(_Ctx x, client) except -1:
+    x.client = client
+    x.srv = client.server
+    db = x.db = client.db
+    d = db.d
+    x.d = d if PyDict_Check(d) else None
+    x.ex = db.expires
+    x.wk = db.watched_keys
+    x.bk = db.blocking_keys
+    x.flags = _notify_mod.flags
+    x.lazy = _dbm_mod.lazy_server_del
+    x.resp = client.resp
+    x.valid = True
+    return 0
+
+
+cdef int _flush(_Ctx x) except -1:
+    # before any Python code runs (and at the end of run): the bodies'
+    # writes made visible, their view of the state dropped
+    if x.last_cmd is not None:
+        x.client.last_cmd = x.last_cmd
+        x.last_cmd = None
+    if x.dirty:
+        x.srv.dirty += x.dirty
+        x.dirty = 0
+    if x.hits:
+        _stats.keyspace_hits += x.hits
+        x.hits = 0
+    if x.misses:
+        _stats.keyspace_misses += x.misses
+        x.misses = 0
+    if x.valid:
+        x.valid = False
+        x.db = x.d = x.ex = x.wk = x.bk = None
+    return 0
+
+
 def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
     """Run the requests hiredis has ready (see client._run_requests).
     Returns (nreq, last): the number of requests taken off the parser and
     the last one; nreq is ~n when the Python parser must take over after
     n requests (hiredis refused the stream, or the request is not an array
     of bulk strings)."""
+    cdef _Ctx x = _Ctx.__new__(_Ctx)
+    try:
+        return _run(client, gets, out, table, slow, t0, x)
+    finally:
+        _flush(x)
+
+
+cdef object _run(ClientCore client, gets, list out, dict table, bint slow, double t0, _Ctx x):
     cdef Py_ssize_t nreq = 0, n
     cdef double t1, dt
     cdef long long us
@@ -470,7 +529,12 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
     prop = _propagator
     srv = client.server
     dirty0 = None
+    # a gets in Python (client._bounded_gets: writes, may close the client)
+    # sees the state as the Python loop leaves it
+    cdef bint py_gets = type(gets) is not _CGETS
     while True:
+        if py_gets:
+            _flush(x)
         try:
             req = gets()
         except _ProtocolError:
@@ -498,15 +562,28 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
                     and (fast is None or _acl_ok(<dict>fast, client, <CommandCore>c, <list>req)):
                 cmd = <CommandCore>c
                 # The fast path: no check of processCommand can apply.
-                client.last_cmd = cmd
                 if prop is not None:
+                    _flush(x)
                     dirty0 = srv.dirty
                 try:
-                    r = _body(cmd.cbody, client, <list>req) if cmd.cbody else None
-                    out.append(r if r is not None else cmd.proc(client, req))
+                    r = None
+                    if cmd.cbody:
+                        if not x.valid:
+                            _load(x, client)
+                        x.last_cmd = cmd
+                        r = _body(cmd.cbody, x, <list>req)
+                    if r is None:
+                        _flush(x)
+                        client.last_cmd = cmd
+                        r = cmd.proc(client, req)
+                    out.append(r)
                 except RedisError as e:
+                    _flush(x)
+                    client.last_cmd = cmd
                     out.append(client.error_reply(e, cmd))
                 except Exception as e:  # never let a command kill the link
+                    _flush(x)
+                    client.last_cmd = cmd
                     out.append(client.internal_error(e, cmd, req))
                 t1 = _now()
                 dt = t1 - t0
@@ -514,6 +591,7 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
                 cmd.calls += 1
                 cmd.usec += dt
                 if dt >= _slow_check:
+                    _flush(x)
                     client.server.slow_call(client, cmd, req, dt)
                 if _latency_tracking:
                     us = <long long>(dt * 976562.5)
@@ -521,10 +599,12 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
                     cmd.hist[slot] += 1
                 if prop is not None:
                     # Server.call's propagation (client._propagate)
+                    _flush(x)
                     d = srv.dirty != dirty0
                     if d or prop.forced or prop.rewritten is not None or prop.pending:
                         prop.after_call(client, cmd, req, d)
                 if _ready:
+                    _flush(x)
                     srv.handle_ready_keys()
                 if cmd.fastpath != 2:
                     continue
@@ -536,6 +616,7 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
                 fast = client.user.fast
                 prop = _propagator
                 continue
+            _flush(x)
             last_name = None
             r = client.process_request(req)
         else:
@@ -555,24 +636,38 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
 # The common case of a few commands redis-benchmark's default list runs,
 # in C.  Each mirrors the hot path of its Python function (commands/
 # strings.py, connection.py), which stays the definition: a body returns
-# None for anything but that case (a missing key, a TTL, a watched key,
-# notifications on, another type ...), and the Python function runs.
+# None for anything but that case (a TTL, a watched key, notifications on,
+# another type ...), and the Python function runs.  The bodies of the list
+# commands are at the end of the file (they use QuickList's C methods).
 # tests/test_speedups.py drives both loops with the same traffic.
 
 cdef object _notify_mod = None     # keyspace.notify (flags)
 cdef object _dbm_mod = None        # keyspace.db (lazy_server_del)
 cdef object _stats = None          # keyspace.db.stats
+cdef object _SetValue = None       # types.containers.SetValue
+cdef object _HashValue = None      # types.containers.HashValue
+cdef bytes _EMPTY_ARRAY = b"*0\r\n"
 cdef bytes _PONG = b"+PONG\r\n"
 cdef bytes _OK = b"+OK\r\n"
+cdef bytes _ZERO = b":0\r\n"
+cdef bytes _ONE = b":1\r\n"
+cdef bytes _NULL_BULK = b"$-1\r\n"
+cdef bytes _NULL3 = b"_\r\n"
+cdef bytes _HASHTABLE = b"hashtable"
+cdef str _LP_VALUE = "hash-max-listpack-value"
+cdef str _LP_ENTRIES = "hash-max-listpack-entries"
 
-BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5}
+BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5, "lpush": 6, "rpush": 7, "lpop": 8,
+          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13}
 
 
-def sync_bodies(notify_mod, dbm_mod, stats):
-    global _notify_mod, _dbm_mod, _stats
+def sync_bodies(notify_mod, dbm_mod, stats, set_type, hash_type):
+    global _notify_mod, _dbm_mod, _stats, _SetValue, _HashValue
     _notify_mod = notify_mod
     _dbm_mod = dbm_mod
     _stats = stats
+    _SetValue = set_type
+    _HashValue = hash_type
 
 
 def body_code(str fullname, module):
@@ -582,41 +677,106 @@ def body_code(str fullname, module):
     return BODIES.get(fullname, 0)
 
 
-cdef inline object _body(int code, client, list req):
+cdef inline object _body(int code, _Ctx x, list req):
     if code == 2:
-        return _get(client, req)
+        return _get(x, req)
     if code == 3:
-        return _set(client, req)
+        return _set(x, req)
+    if code == 6:
+        return _push(x, req, True)
+    if code == 7:
+        return _push(x, req, False)
+    if code == 8:
+        return _pop(x, req, True)
+    if code == 9:
+        return _pop(x, req, False)
+    if code == 10:
+        return _sadd(x, req)
+    if code == 11:
+        return _hset(x, req)
+    if code == 12:
+        return _mset(x, req)
+    if code == 13:
+        return _lrange(x, req)
     if code == 1:
-        return _ping(client, req)
+        return _ping(x, req)
     if code == 4:
-        return _incr(client, req, 1)
+        return _incr(x, req, 1)
     if code == 5:
-        return _incr(client, req, -1)
+        return _incr(x, req, -1)
     return None
 
 
-cdef object _ping(client, list req):
+cdef bint _canonical_ll(bytes v, long long *out) noexcept:
+    # v is the canonical decimal form of a number of at most 18 digits
+    # (anything else: the Python function's parser decides)
+    cdef const char *s = PyBytes_AS_STRING(v)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(v), i = 0
+    cdef bint neg = False
+    cdef long long acc = 0
+    if n and s[0] == 45:
+        neg = True
+        i = 1
+    if i >= n or n - i > 18 or (s[i] == 48 and (n - i > 1 or neg)):
+        return False
+    while i < n:
+        if s[i] < 48 or s[i] > 57:
+            return False
+        acc = acc * 10 + (s[i] - 48)
+        i += 1
+    out[0] = -acc if neg else acc
+    return True
+
+
+cdef bytes _int_reply(long long v):
+    # b":%d\r\n" % v
+    cdef char buf[24]
+    cdef unsigned long long u = <unsigned long long>(-v if v < 0 else v)
+    cdef Py_ssize_t k = 24
+    while True:
+        k -= 1
+        buf[k] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if v < 0:
+        k -= 1
+        buf[k] = 45
+    out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
+    cdef char *p = PyBytes_AS_STRING(out)
+    p[0] = 58
+    memcpy(p + 1, buf + k, 24 - k)
+    p[24 - k + 1] = 13
+    p[24 - k + 2] = 10
+    return out
+
+
+cdef object _ping(_Ctx x, list req):
     if len(req) != 1:
         return None
-    if client.resp == 2 and (client.pubsub_channels or client.pubsub_patterns or client.pubsub_shard):
+    if x.resp == 2 and (x.client.pubsub_channels or x.client.pubsub_patterns or x.client.pubsub_shard):
         return None
     return _PONG
 
 
-cdef object _get(client, list req):
-    db = client.db
-    d = db.d
+cdef object _get(_Ctx x, list req):
+    d = x.d
     key = req[1]
-    if not PyDict_Check(d):
+    if d is None:
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
-    if pv is NULL or type(<object>pv) is not bytes:
+    if pv is NULL:
+        # a miss (db.lookup_read), unless a keymiss event is to be sent
+        if x.flags:
+            return None
+        x.misses += 1
+        return _NULL_BULK if x.resp == 2 else _NULL3
+    if type(<object>pv) is not bytes:
         return None
-    ex = db.expires
+    ex = x.ex
     if ex and key in ex:
         return None
-    _stats.keyspace_hits += 1
+    x.hits += 1
     cdef bytes v = <bytes>pv
     cdef Py_ssize_t n = PyBytes_GET_SIZE(v)
     out = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
@@ -627,61 +787,45 @@ cdef object _get(client, list req):
     return out
 
 
-cdef object _set(client, list req):
-    if len(req) != 3 or _notify_mod.flags or _dbm_mod.lazy_server_del:
+cdef object _set(_Ctx x, list req):
+    if len(req) != 3 or x.flags or x.lazy or x.d is None:
         return None
-    db = client.db
     key = req[1]
-    bk = db.blocking_keys
+    bk = x.bk
     if bk and key in bk:
         return None
-    wk = db.watched_keys
+    wk = x.wk
     if wk and key in wk:
         return None
-    db.d[key] = req[2]
-    ex = db.expires
+    x.d[key] = req[2]
+    ex = x.ex
     if ex:
         ex.pop(key, None)
-    client.server.dirty += 1
+    x.dirty += 1
     return _OK
 
 
-cdef object _incr(client, list req, long long delta):
-    if _notify_mod.flags:
+cdef object _incr(_Ctx x, list req, long long delta):
+    if x.flags:
         return None
-    db = client.db
-    d = db.d
+    d = x.d
     key = req[1]
-    if not PyDict_Check(d):
+    if d is None:
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
     if pv is NULL or type(<object>pv) is not bytes:
         return None
-    ex = db.expires
+    ex = x.ex
     if ex and key in ex:
         return None
-    wk = db.watched_keys
+    wk = x.wk
     if wk and key in wk:
         return None
     # the canonical decimal form of a number below 10^18 (anything else:
     # Python's rules and errors)
-    cdef bytes v = <bytes>pv
-    cdef const char *s = PyBytes_AS_STRING(v)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(v), i = 0
-    cdef bint neg = False
-    cdef long long acc = 0
-    if n and s[0] == 45:
-        neg = True
-        i = 1
-    if i >= n or n - i > 18 or (s[i] == 48 and (n - i > 1 or neg)):
+    cdef long long acc
+    if not _canonical_ll(<bytes>pv, &acc):
         return None
-    while i < n:
-        if s[i] < 48 or s[i] > 57:
-            return None
-        acc = acc * 10 + (s[i] - 48)
-        i += 1
-    if neg:
-        acc = -acc
     acc += delta
     cdef char buf[24]
     cdef unsigned long long u = <unsigned long long>(-acc if acc < 0 else acc)
@@ -697,7 +841,7 @@ cdef object _incr(client, list req, long long delta):
         buf[k] = 45
     new = PyBytes_FromStringAndSize(buf + k, 24 - k)
     d[key] = new
-    client.server.dirty += 1
+    x.dirty += 1
     out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
     cdef char *p = PyBytes_AS_STRING(out)
     p[0] = 58
@@ -705,6 +849,93 @@ cdef object _incr(client, list req, long long delta):
     p[24 - k + 1] = 13
     p[24 - k + 2] = 10
     return out
+
+
+
+cdef object _sadd(_Ctx x, list req):
+    # sets.sadd: one member into a hashtable-encoded set
+    if len(req) != 3 or x.flags:
+        return None
+    d = x.d
+    key = req[1]
+    if d is None:
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL or type(<object>pv) is not _SetValue:
+        return None
+    ex = x.ex
+    if ex and key in ex:
+        return None
+    s = <object>pv
+    if s._aux is not None or s.enc != _HASHTABLE:
+        return None
+    m = req[2]
+    if PySet_Contains(s, m):
+        return _ZERO
+    wk = x.wk
+    if wk and key in wk:
+        return None
+    PySet_Add(s, m)
+    x.dirty += 1
+    return _ONE
+
+
+cdef object _hset(_Ctx x, list req):
+    # hashes.hset: one field of an existing hash, no conversion
+    if len(req) != 4 or x.flags:
+        return None
+    d = x.d
+    key = req[1]
+    if d is None:
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL or type(<object>pv) is not _HashValue:
+        return None
+    ex = x.ex
+    if ex and key in ex:
+        return None
+    wk = x.wk
+    if wk and key in wk:
+        return None
+    h = <object>pv
+    if h._aux is not None:
+        return None
+    cdef bytes f = <bytes>req[2], v = <bytes>req[3]
+    cdef bint known = PyDict_Contains(h, f)
+    if not h.ht:
+        # listpack: the body only when no conversion to hashtable is due
+        cfg = x.srv.config.values
+        lim = cfg[_LP_VALUE]
+        if PyBytes_GET_SIZE(f) > lim or PyBytes_GET_SIZE(v) > lim:
+            return None
+        # (an update too converts a hash over the limit: hashTypeSet)
+        if len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
+            return None
+    PyDict_SetItem(h, f, v)
+    x.dirty += 1
+    return _ZERO if known else _ONE
+
+
+cdef object _mset(_Ctx x, list req):
+    cdef Py_ssize_t n = len(req), i
+    if not (n & 1) or x.flags or x.d is None:
+        return None
+    d = x.d
+    bk = x.bk
+    wk = x.wk
+    if bk or wk:
+        for i in range(1, n, 2):
+            key = req[i]
+            if (bk and key in bk) or (wk and key in wk):
+                return None
+    ex = x.ex
+    for i in range(1, n, 2):
+        key = req[i]
+        d[key] = req[i + 1]
+        if ex:
+            ex.pop(key, None)
+    x.dirty += (n - 1) >> 1
+    return _OK
 
 # ===========================================================================
 # QuickList: the compiled list value (types.containers.ListValue)
@@ -1057,6 +1288,36 @@ cdef class QuickList:
             self._drop_node(0 if front else self.nlen - 1)
         return r
 
+    cdef bytes _pop_bulk(self, bint front):
+        # _pop's element as a RESP bulk reply, written from the node (the
+        # list is not empty)
+        cdef _qlnode *nd
+        cdef Py_ssize_t n, e
+        cdef const char *src
+        if front:
+            nd = self.nodes + self.head
+            n = _ql_fwd(nd.buf + nd.off)
+            src = nd.buf + nd.off + _ql_hdr(n)
+        else:
+            nd = self.nodes + self.head + self.nlen - 1
+            e = nd.off + nd.used
+            n = _ql_back(nd.buf + e)
+            src = nd.buf + e - n - _ql_hdr(n)
+        r = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
+        cdef char *p = _put_len(PyBytes_AS_STRING(r), 36, n)
+        memcpy(p, src, n)
+        p[n] = 13
+        p[n + 1] = 10
+        if front:
+            nd.off += _ql_esz(n)
+        nd.used -= _ql_esz(n)
+        nd.count -= 1
+        self.size -= 1
+        self.version += 1
+        if not nd.count:
+            self._drop_node(0 if front else self.nlen - 1)
+        return r
+
     def append(self, x):
         self._push(x, False)
 
@@ -1339,6 +1600,9 @@ cdef class QuickList:
     def bulk_range(self, Py_ssize_t start, Py_ssize_t end):
         """LRANGE's reply: the RESP array of elements start..end, written
         straight from the nodes (bulk_items(self.range(start, end)))."""
+        return self._bulk_range(start, end)
+
+    cdef bytes _bulk_range(self, Py_ssize_t start, Py_ssize_t end):
         cdef Py_ssize_t j, k, p, n, m, total, cnt, j0, p0
         cdef _qlnode *nd
         cdef _qlnode *nd0
@@ -1675,10 +1939,19 @@ cdef object _s_call(srv, sc, CommandCore cmd, list argv):
     cdef double t0, dt
     cdef long long us
     cdef int slot
+    cdef _Ctx x
     sc.last_cmd = cmd
     t0 = _now()
     try:
-        r = _body(cmd.cbody, sc, argv) if cmd.cbody else None
+        r = None
+        if cmd.cbody:
+            x = _Ctx.__new__(_Ctx)
+            _load(x, sc)
+            x.last_cmd = cmd
+            try:
+                r = _body(cmd.cbody, x, argv)
+            finally:
+                _flush(x)
         if r is None:
             r = cmd.proc(sc, argv)
     except RedisError as e:
@@ -1862,3 +2135,90 @@ cdef _dr_read(ClientCore client, data):
         return
     if client._taken(data, nreq, last, out):
         client._python_then()
+
+# -- the list command bodies (see "compiled command bodies") ---------------------
+
+cdef object _push(_Ctx x, list req, bint front):
+    # lists._push: LPUSH/RPUSH onto an existing list or a new key
+    if x.flags:
+        return None
+    d = x.d
+    key = req[1]
+    if d is None:
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    cdef QuickList ql
+    cdef Py_ssize_t n = len(req), i
+    wk = x.wk
+    if wk and key in wk:
+        return None
+    bk = x.bk
+    if bk and key in bk:
+        return None
+    if pv is NULL:
+        ql = QuickList.__new__(QuickList)
+        for i in range(2, n):
+            ql._push(req[i], front)
+        d[key] = ql
+    else:
+        if type(<object>pv) is not QuickList:
+            return None
+        ex = x.ex
+        if ex and key in ex:
+            return None
+        ql = <QuickList>pv
+        for i in range(2, n):
+            ql._push(req[i], front)
+    x.dirty += n - 2
+    return _int_reply(ql.size)
+
+
+cdef object _pop(_Ctx x, list req, bint front):
+    # lists._pop without a count, the list keeping an element at least
+    if len(req) != 2:
+        return None
+    d = x.d
+    key = req[1]
+    if d is None:
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL:
+        return _NULL3 if x.resp >= 3 else _NULL_BULK
+    if type(<object>pv) is not QuickList or x.flags:
+        return None
+    cdef QuickList ql = <QuickList>pv
+    if ql.size < 2:
+        return None
+    ex = x.ex
+    if ex and key in ex:
+        return None
+    wk = x.wk
+    if wk and key in wk:
+        return None
+    r = ql._pop_bulk(front)
+    x.dirty += 1
+    return r
+
+
+cdef object _lrange(_Ctx x, list req):
+    # lists.lrange with canonical integer indexes
+    cdef long long start, end
+    if not _canonical_ll(<bytes>req[2], &start) or not _canonical_ll(<bytes>req[3], &end):
+        return None
+    d = x.d
+    key = req[1]
+    if d is None:
+        return None
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL:
+        if x.flags:
+            return None
+        x.misses += 1
+        return _EMPTY_ARRAY
+    if type(<object>pv) is not QuickList:
+        return None
+    ex = x.ex
+    if ex and key in ex:
+        return None
+    x.hits += 1
+    return (<QuickList>pv)._bulk_range(start, end)
