@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.replication import SyncStream
 from support.resp import RespConn, command, encode
-from support.servers import SRC, ServerProc, server_env
+from support.servers import SRC, twin_pair
 
 from ophidis.commands import Command, lists
 from ophidis.net import client, speedups
@@ -97,27 +97,10 @@ def test_compiled_request_encoder_matches(argv, odd):
         assert speedups.native.encode_bytes_argv(argv + [odd]) is None
 
 
-def _start(pure: bool):
-    env = server_env()
-    if pure:
-        env["OPHIDIS_PURE"] = "1"
-    else:
-        env.pop("OPHIDIS_PURE", None)
-    return ServerProc(["--enable-debug-command", "yes"], env=env)
-
-
 @pytest.fixture(scope="module")
 def pair():
-    if speedups.native is None:
-        pytest.skip("ophidis.net._speedups is not built")
-    servers = []
-    try:
-        servers = [_start(pure=False), _start(pure=True)]
+    for servers in twin_pair(speedups.native):
         yield [s.port for s in servers]
-    finally:
-        for s in servers:
-            s.stop()
-            shutil.rmtree(s.dir, ignore_errors=True)
 
 
 def _exchange(port, chunks, settle=None) -> bytes:

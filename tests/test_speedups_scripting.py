@@ -7,42 +7,24 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.resp import RespConn
-from support.servers import ServerProc, server_env
+from support.servers import start_twin, twin_pair
 
 from ophidis.net import speedups
 from ophidis.scripting import engine
 
 
-def _start(pure: bool):
-    env = server_env()
-    if pure:
-        env["OPHIDIS_PURE"] = "1"
-    else:
-        env.pop("OPHIDIS_PURE", None)
-    return ServerProc(["--enable-debug-command", "yes"], env=env)
-
-
 @pytest.fixture(scope="module")
 def pair():
-    if speedups.native is None:
-        pytest.skip("ophidis.net._speedups is not built")
-    servers = []
-    try:
-        servers = [_start(pure=False), _start(pure=True)]
+    for servers in twin_pair(speedups.native):
         for s in servers:
             with RespConn(s.port) as c:
                 c.call("ACL", "SETUSER", "r", "on", "nopass", "~k*", "+@all", "-incr", "-lpush")
         yield [s.port for s in servers]
-    finally:
-        for s in servers:
-            s.stop()
-            shutil.rmtree(s.dir, ignore_errors=True)
 
 
 def test_compiled_bridge_is_used():
@@ -190,8 +172,8 @@ def test_the_loop_rereads_its_switches_after_a_script():
     from support.servers import REDIS_SERVER, RedisServerProc
     servers = []
     try:
-        servers.append(_start(pure=False))
-        servers.append(_start(pure=True))
+        servers.append(start_twin(pure=False))
+        servers.append(start_twin(pure=True))
         if REDIS_SERVER is not None:
             servers.append(RedisServerProc())
         got = [_after_script(s.port) for s in servers]

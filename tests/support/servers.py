@@ -56,6 +56,33 @@ def server_env(env=None, **extra) -> dict:
     return env
 
 
+def start_twin(pure: bool, args=()):
+    """An ophidis-server (DEBUG allowed) running the compiled modules or,
+    with pure, the Python twins (OPHIDIS_PURE=1), for the differential
+    tests of the compiled paths."""
+    env = server_env()
+    if pure:
+        env["OPHIDIS_PURE"] = "1"
+    else:
+        env.pop("OPHIDIS_PURE", None)
+    return ServerProc(["--enable-debug-command", "yes", *args], env=env)
+
+
+def twin_pair(native):
+    """A module fixture's generator: the ports of a compiled and a pure
+    server (skipped when the compiled module is not built)."""
+    if native is None:
+        pytest.skip("ophidis.net._speedups is not built")
+    servers = []
+    try:
+        servers = [start_twin(pure=False), start_twin(pure=True)]
+        yield servers
+    finally:
+        for s in servers:
+            s.stop()
+            shutil.rmtree(s.dir, ignore_errors=True)
+
+
 def wait_exit(proc, timeout=30):
     """The exit status of ``proc``, a process expected to exit by itself
     (killed, and the timeout raised, when it does not)."""

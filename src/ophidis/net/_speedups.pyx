@@ -466,7 +466,7 @@ cdef class _Ctx:
     cdef bint lazy, valid
 
 
-cdef int _load(_Ctx x, client) except -1:
+cdef int _load(_Ctx x, ClientCore client) except -1:
     x.client = client
     x.srv = client.server
     db = x.db = client.db
@@ -754,8 +754,11 @@ cdef bytes _int_reply(long long v):
 cdef object _ping(_Ctx x, list req):
     if len(req) != 1:
         return None
-    if x.resp == 2 and (x.client.pubsub_channels or x.client.pubsub_patterns or x.client.pubsub_shard):
-        return None
+    cdef ClientCore c
+    if x.resp == 2:
+        c = <ClientCore>x.client
+        if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
+            return None
     return _PONG
 
 
