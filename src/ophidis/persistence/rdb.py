@@ -17,13 +17,13 @@ import time
 
 from .. import sysinfo
 from ..keyspace.db import EmbStr, stats
+from ..net.speedups import native
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MASK64, MAX_ID, NACK, Consumer, Group, Node, StreamValue, id_key
 from ..types.zset import ZSetValue
-from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build, lp_decode,
-                       lp_entry, zipmap_decode, zl_decode)
-from .rdbcodec import (ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, enc_len, enc_string, lzf_decompress,
-                       redis_lzf)
+from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build, lp_decode, lp_entry,
+                       zipmap_decode, zl_decode)
+from .rdbcodec import ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, enc_len, enc_string, lzf_decompress, redis_lzf
 
 RDB_VERSION = 10
 MAX_READ_VERSION = 11
@@ -387,7 +387,13 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
     save_lru = "lru" in policy
     save_lfu = "lfu" in policy
     tv = enc.type_and_value
+    compress = enc.compress
     done = 0
+
+    def value_entry(key, val):
+        t, data = tv(val)
+        return bytes((t,)) + enc_string(key, compress) + data
+
     for db in () if functions_only else server.dbs:
         d = db.d
         if not d:
@@ -395,24 +401,13 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
         exp = db.expires
         w.write(b"\xfe" + enc_len(db.id))
         w.write(b"\xfb" + enc_len(len(d)) + enc_len(len(exp)))
-        write = w.write
-        plain = not (save_lru or save_lfu)
-        idle_of = None
-        if save_lru:
-            idle_of = lru.idle_function(db)
+        if not (save_lru or save_lfu):
+            done = write_keys(d, exp, w.write, compress, enc.list_fill, enc.list_depth, value_entry, progress,
+                              done, key_delay / 1e6, time.sleep)
+            continue
+        # with the LRU idle time or the LFU counter of each key (Python only)
+        idle_of = lru.idle_function(db) if save_lru else None
         for key, val in d.items():
-            if plain and val.__class__ is bytes and not (exp and key in exp):
-                lk = len(key)
-                lv = len(val)
-                if (lk <= 20 and lv <= 20 and (lk > 11 or not lk or _NOT_INTLIKE[key[0]])
-                        and (lv > 11 or not lv or _NOT_INTLIKE[val[0]]) and key.__class__ is bytes):
-                    write(b"\x00%c%s%c%s" % (lk, key, lv, val))
-                    done += 1
-                    if key_delay:
-                        time.sleep(key_delay / 1e6)
-                    if progress is not None and not done & 1023:
-                        progress(done)
-                    continue
             parts = []
             if exp:
                 when = exp.get(key)
@@ -426,17 +421,14 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
                     except Exception:  # noqa: BLE001
                         idle = 0
                 parts.append(b"\xf8" + enc_len(idle))
-            elif save_lfu:
+            else:
                 try:
                     freq = int(lru.freq(db, key))
                 except Exception:  # noqa: BLE001
                     freq = 5
                 parts.append(b"\xf9" + bytes((freq & 0xFF,)))
-            t, data = tv(val)
-            parts.append(bytes((t,)))
-            parts.append(enc_string(key, enc.compress))
-            parts.append(data)
-            write(b"".join(parts))
+            parts.append(value_entry(key, val))
+            w.write(b"".join(parts))
             done += 1
             if key_delay:
                 time.sleep(key_delay / 1e6)
@@ -447,6 +439,51 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
 
 
 _NOT_INTLIKE = [not (48 <= i <= 57 or i == 45) for i in range(256)]
+
+
+def write_keys_py(d, exp, write, compress, list_fill, list_depth, value_entry, progress, done, delay=0.0,
+                  sleep=None):
+    """The entries (expiry, type, key, value) of the keyspace dict ``d`` through
+    ``write``; ``value_entry(key, value)`` gives type + key + value.  Calls
+    ``progress(done)`` every 1024 keys and ``sleep(delay)`` after each key when
+    ``delay``; returns ``done`` plus the keys written.  The pure twin of
+    _speedups.rdb_write_keys (which writes the same bytes in C, without
+    touching the objects' reference counts: fewer pages copied on write in a
+    forked child); ``compress`` and the list settings are ``value_entry``'s here."""
+    for key, val in d.items():
+        if val.__class__ is bytes and not (exp and key in exp):
+            lk = len(key)
+            lv = len(val)
+            if (lk <= 20 and lv <= 20 and (lk > 11 or not lk or _NOT_INTLIKE[key[0]])
+                    and (lv > 11 or not lv or _NOT_INTLIKE[val[0]]) and key.__class__ is bytes):
+                write(b"\x00%c%s%c%s" % (lk, key, lv, val))
+                done += 1
+                if delay:
+                    sleep(delay)
+                if progress is not None and not done & 1023:
+                    progress(done)
+                continue
+        if exp:
+            when = exp.get(key)
+            if when is not None:
+                write(b"\xfc" + int(when).to_bytes(8, "little", signed=True) + value_entry(key, val))
+            else:
+                write(value_entry(key, val))
+        else:
+            write(value_entry(key, val))
+        done += 1
+        if delay:
+            sleep(delay)
+        if progress is not None and not done & 1023:
+            progress(done)
+    return done
+
+
+if native is not None:
+    native.rdb_setup(EmbStr, ListValue, HashValue, SetValue, ZSetValue, redis_lzf)
+    write_keys = native.rdb_write_keys
+else:
+    write_keys = write_keys_py
 
 
 def function_codes(server):
@@ -1090,23 +1127,8 @@ class RdbReader:
                 n = self.n
             op_pos = p = self.pos
             if fast and expire == -1 and lru_idle == -1 and lfu_freq == -1 and not self.key_delay:
-                while p < n and data[p] == 0:
-                    kl = data[p + 1] if p + 1 < n else 255
-                    if kl >= 64:
-                        break
-                    q = p + 2 + kl
-                    if q >= n:
-                        break
-                    vl = data[q]
-                    if vl >= 64 or q + 1 + vl > n:
-                        break
-                    key = data[p + 2:q]
-                    d = cur[0]
-                    if key in d:
-                        break
-                    d[key] = data[q + 1:q + 1 + vl]
-                    nstrings += 1
-                    p = q + 1 + vl
+                p, k = load_plain_strings(data, p, n, cur[0])
+                nstrings += k
                 self.pos = op_pos = p
             t = self.byte()
             if t == OP_EXPIRETIME_MS:
@@ -1239,6 +1261,35 @@ class RdbReader:
         if self.source is None and self.pos != self.n:
             self.log("warning", "%d trailing bytes after the RDB end" % (self.n - self.pos))
         return res
+
+
+def load_plain_strings_py(data, p, n, d):
+    """From ``p`` in ``data`` (``n`` bytes), the run of records a string key
+    and a plain string value with 6-bit lengths (no expiry) into ``d``; stops
+    before anything else (another record, a key already in ``d``, the end of
+    the window).  Returns (the position, the count).  The pure twin of
+    _speedups.rdb_load_plain_strings."""
+    count = 0
+    while p < n and data[p] == 0:
+        kl = data[p + 1] if p + 1 < n else 255
+        if kl >= 64:
+            break
+        q = p + 2 + kl
+        if q >= n:
+            break
+        vl = data[q]
+        if vl >= 64 or q + 1 + vl > n:
+            break
+        key = data[p + 2:q]
+        if key in d:
+            break
+        d[key] = data[q + 1:q + 1 + vl]
+        count += 1
+        p = q + 1 + vl
+    return p, count
+
+
+load_plain_strings = native.rdb_load_plain_strings if native is not None else load_plain_strings_py
 
 
 class UnsupportedType(Exception):
