@@ -65,10 +65,16 @@ def _zset(items, skiplist):
     return z
 
 
-def _list(items, popleft):
+def _list(items, popleft, front=()):
+    # pushes at the front and pops on both sides too: QuickList nodes with
+    # data off their buffer's start, partly filled, emptied and dropped
     lst = ListValue(items)
     for _ in range(min(popleft, len(lst))):
         lst.popleft()
+    for x in front:
+        lst.appendleft(x)
+    for _ in range(min(popleft // 3, len(lst))):
+        lst.pop()
     return lst
 
 
@@ -79,6 +85,8 @@ values = st.one_of(
     st.builds(_list, st.lists(strings, max_size=200), st.integers(0, 70)),
     st.builds(_list, st.lists(st.sampled_from([b"a", b"bb", b"1", b"-77", b"x" * 70]), max_size=2000),
               st.integers(0, 200)),
+    st.builds(_list, st.lists(strings, max_size=50), st.integers(0, 90),
+              st.lists(st.sampled_from([b"f", b"-3", b"y" * 127, b"y" * 128, b"w" * 3000]), max_size=300)),
     st.builds(_hash, st.dictionaries(strings, strings, max_size=12), st.booleans()),
     st.builds(_set, st.sets(st.integers(-2 ** 63, 2 ** 63 - 1).map(lambda i: b"%d" % i), max_size=20),
               st.just(b"intset")),
@@ -134,10 +142,12 @@ def test_compiled_writer_progress_delay_and_chunks():
 
 
 @needs_native
-def test_compiled_writer_reads_deques_as_deques():
-    """rdb_setup found the deque layout it walks (else lists would be read
-    by iterating, touching their items' reference counts)."""
-    assert native.rdb_setup(EmbStr, ListValue, HashValue, SetValue, ZSetValue, rdb.redis_lzf) is True
+def test_compiled_writer_lists_are_quicklists():
+    """rdb_write_keys reads lists from QuickList's nodes: no other list class."""
+    assert ListValue is native.QuickList
+    with pytest.raises(TypeError):
+        native.rdb_setup(EmbStr, list, HashValue, SetValue, ZSetValue, rdb.redis_lzf)
+    native.rdb_setup(EmbStr, ListValue, HashValue, SetValue, ZSetValue, rdb.redis_lzf)
 
 
 @needs_native

@@ -1447,9 +1447,9 @@ cdef class _QuickListIter:
 # ``rdb_write_keys`` writes one database's key entries (expiry, type, key, value)
 # with the same bytes as the Python writer (rdb.Encoder.type_and_value, which
 # stays the pure twin: OPHIDIS_PURE=1, LRU/LFU policies).  It walks the keyspace
-# with borrowed references only (PyDict_Next, _PySet_NextEntry, the deque's
-# blocks, __slots__ read at their offsets): no reference count of a parent
-# object is written, so a forked child copies only the pages it allocates in.
+# with borrowed references only (PyDict_Next, _PySet_NextEntry, the
+# QuickList's node buffers, __slots__ read at their offsets): no reference
+# count of a parent object is written, so a forked child copies only the pages it allocates in.
 # Values it does not cover (streams, unknown types, odd contents) are written
 # by ``fallback(key, value)`` (Python) for that key.  LZF goes through
 # rdbcodec.redis_lzf on a fresh copy of the string.  Assumes a little-endian
@@ -1481,45 +1481,12 @@ cdef extern from "Python.h":
     long long _cf_long "PyLong_AsLongLong"(PyObject *o) except? -1
     PyObject *_cf_type "(PyObject *)Py_TYPE"(PyObject *o)
     PyObject *_cf_true "Py_True"
-    PyObject *_cf_list_item "PyList_GET_ITEM"(object l, Py_ssize_t i)
     PyObject *_cf_false "Py_False"
 
 cdef extern from *:
     """
-    /* collections.deque's layout (Modules/_collectionsmodule.c, CPython 3.8-3.13);
-       rdb_setup checks it on a probe deque before it is used. */
-    #define _CF_BLOCKLEN 64
-    typedef struct _cf_block {
-        struct _cf_block *leftlink;
-        PyObject *data[_CF_BLOCKLEN];
-        struct _cf_block *rightlink;
-    } _cf_block;
-    typedef struct {
-        PyObject_VAR_HEAD
-        _cf_block *leftblock;
-        _cf_block *rightblock;
-        Py_ssize_t leftindex;
-        Py_ssize_t rightindex;
-    } _cf_deque;
-    typedef struct { _cf_block *b; Py_ssize_t i; Py_ssize_t left; } _cf_deque_it;
-    static void _cf_deque_start(PyObject *d, _cf_deque_it *it) {
-        _cf_deque *q = (_cf_deque *)d;
-        it->b = q->leftblock; it->i = q->leftindex; it->left = Py_SIZE(d);
-    }
-    static PyObject *_cf_deque_next(_cf_deque_it *it) {
-        PyObject *o;
-        if (it->left <= 0) return NULL;
-        o = it->b->data[it->i];
-        it->left--;
-        if (++it->i == _CF_BLOCKLEN) { it->b = it->b->rightlink; it->i = 0; }
-        return o;
-    }
     static PyObject *_cf_slot(PyObject *o, Py_ssize_t off) { return *(PyObject **)((char *)o + off); }
     """
-    ctypedef struct _cf_deque_it:
-        Py_ssize_t left
-    void _cf_deque_start(PyObject *d, _cf_deque_it *it) noexcept
-    PyObject *_cf_deque_next(_cf_deque_it *it) noexcept
     PyObject *_cf_slot(PyObject *o, Py_ssize_t off) noexcept
 
 ctypedef struct _CfBuf:
@@ -1547,7 +1514,6 @@ cdef PyObject *_cf_set = NULL
 cdef PyObject *_cf_zset = NULL
 cdef Py_ssize_t _cf_off_ht = 0, _cf_off_enc = 0, _cf_off_zdict = 0, _cf_off_zskip = 0
 cdef bint _cf_ready = False
-cdef bint _cf_deque_ok = False
 
 _CF_OPT = (4096, 8192, 16384, 32768, 65536)
 
@@ -1871,39 +1837,32 @@ cdef class _RdbOut:
 
 cdef int _cf_list_nodes(_RdbOut st, PyObject *v, Py_ssize_t *count) except -1:
     """rdb.quicklist_nodes into st.tmp / st.nodes: the one place that reads a
-    list's items (1: an item is not a string, the caller falls back).  The
-    items are read from the deque's blocks, or by iterating it when the
-    layout check failed (then their reference counts are touched)."""
-    cdef _cf_deque_it it
-    cdef PyObject *o
+    list's items, straight from the QuickList's node buffers (the list object
+    itself is only read: no reference is taken)."""
+    cdef _qlnode *qn = (<QuickList>v).nodes
+    cdef Py_ssize_t qk = (<QuickList>v).head, qend = qk + (<QuickList>v).nlen, qj = 0, qp = 0
     cdef const char *s
     cdef Py_ssize_t n, nn = 0, cur = 0, cur_sz = 0, start = 0, mark, new_sz
     cdef Py_ssize_t limit = -1
     cdef int fill = st.list_fill
     cdef bint allow
     cdef _CfNode *nd
-    cdef list items = None
-    cdef Py_ssize_t idx = 0
     if fill < 0 and -fill - 1 < 5:
         limit = _CF_OPT[-fill - 1]
-    it.left = 0
-    if _cf_deque_ok:
-        _cf_deque_start(v, &it)
-    else:
-        items = list(<object>v)
     st.tmp.n = 0
-    while True:
-        if items is None:
-            o = _cf_deque_next(&it)
-            if o == NULL:
-                break
-        else:
-            if idx >= len(items):
-                break
-            o = _cf_list_item(items, idx)
-            idx += 1
-        if not _cf_str(o, &s, &n):
-            return 1
+    if qk < qend:
+        qp = qn[qk].off
+    while qk < qend:
+        if qj == qn[qk].count:
+            qk += 1
+            qj = 0
+            if qk < qend:
+                qp = qn[qk].off
+            continue
+        n = _ql_fwd(qn[qk].buf + qp)
+        s = qn[qk].buf + qp + _ql_hdr(n)
+        qp += _ql_esz(n)
+        qj += 1
         if n >= (1 << 30):
             if cur:
                 _cf_lp_close(&st.tmp, start, cur)
@@ -2094,13 +2053,11 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
 
 
 def rdb_setup(embstr, list_cls, hash_cls, set_cls, zset_cls, lzf):
-    """The value classes and rdbcodec.redis_lzf; checks the deque layout on a
-    probe (a mismatch only makes lists iterate the usual way)."""
+    """The value classes (``list_cls``: QuickList) and rdbcodec.redis_lzf."""
     global _cf_lzf, _cf_types, _cf_embstr, _cf_list, _cf_hash, _cf_set, _cf_zset
-    global _cf_off_ht, _cf_off_enc, _cf_off_zdict, _cf_off_zskip, _cf_ready, _cf_deque_ok
-    cdef _cf_deque_it it
-    cdef PyObject *o
-    cdef Py_ssize_t i
+    global _cf_off_ht, _cf_off_enc, _cf_off_zdict, _cf_off_zskip, _cf_ready
+    if list_cls is not QuickList:
+        raise TypeError("rdb_setup: the list class must be QuickList")
     _cf_types = (embstr, list_cls, hash_cls, set_cls, zset_cls)
     _cf_lzf = lzf
     _cf_embstr = <PyObject *>embstr
@@ -2112,23 +2069,7 @@ def rdb_setup(embstr, list_cls, hash_cls, set_cls, zset_cls, lzf):
     _cf_off_enc = _cf_slot_offset(set_cls, "enc")
     _cf_off_zdict = _cf_slot_offset(zset_cls, "dict")
     _cf_off_zskip = _cf_slot_offset(zset_cls, "skiplist")
-    probe = list_cls(range(1000, 1300))
-    for i in range(70):
-        probe.appendleft(i)
-    probe.popleft()
-    expect = list(probe)
-    _cf_deque_start(<PyObject *>probe, &it)
-    ok = True
-    for x in expect:
-        o = _cf_deque_next(&it)
-        if o != <PyObject *>x:
-            ok = False
-            break
-    if ok and _cf_deque_next(&it) != NULL:
-        ok = False
-    _cf_deque_ok = ok
     _cf_ready = True
-    return ok
 
 
 cdef Py_ssize_t _cf_slot_offset(cls, name) except -1:
