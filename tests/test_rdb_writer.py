@@ -17,10 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.servers import ServerProc
+from support.wait import wait_until
 
 from ophidis.keyspace.db import EmbStr
 from ophidis.net import speedups
 from ophidis.persistence import rdb
+from ophidis.persistence.listpack import EncodingError, lp_decode, lp_decode_py, lp_encode
 from ophidis.persistence.rdbcodec import crc64, enc_string
 from ophidis.types.containers import HashValue, ListValue, SetValue
 from ophidis.types.stream import StreamValue
@@ -225,3 +227,71 @@ def test_servers_in_both_modes_write_the_same_file():
             srv.stop()
     assert len(bodies[0]) > 100000
     assert bodies[0] == bodies[1]
+
+
+@needs_native
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(strings | st.integers(-2 ** 63, 2 ** 63 - 1), max_size=40), st.booleans(),
+       st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)), max_size=3), st.integers(-3, 3))
+def test_compiled_listpack_decoder_matches_python(items, strict, flips, cut):
+    """lp_decode_fast: the elements lp_decode_py gives, or None where that
+    raises (or on anything it does not take: then lp_decode falls back)."""
+    lp = lp_encode(items)
+    want = lp_decode_py(lp, strict)
+    assert native.lp_decode_fast(lp, strict) == want == lp_decode(lp, strict)
+    assert native.lp_decode_fast(bytearray(lp), strict) is None
+    bad = bytearray(lp)
+    for at, b in flips:
+        bad[at % len(bad)] = b
+    if cut > 0:
+        bad = bad[:-cut]
+    elif cut < 0:
+        bad += bytes(-cut)
+    bad = bytes(bad)
+    try:
+        want = lp_decode_py(bad, strict)
+    except EncodingError:
+        want = None
+    assert native.lp_decode_fast(bad, strict) == want
+
+
+def _rss(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@needs_native
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs /proc/<pid>/smaps_rollup")
+def test_bgsave_child_copies_few_pages():
+    """Issue 17: the BGSAVE child of a server holding 300k keys of every
+    type copies on write a small part of the parent's memory (its own
+    buffers and the interpreter's bookkeeping: a few MB).  Writing them in
+    Python (reference counts written into every object read) copied about
+    two thirds of it.  The bound is generous: 25% of the parent's RSS."""
+    srv = ServerProc(["--enable-debug-command", "yes"])
+    try:
+        c = srv.client(single_connection_client=True)
+        c.execute_command("DEBUG", "POPULATE", 200000, "key")
+        p = c.pipeline(transaction=False)
+        for i in range(25000):
+            f = [b"f%d:%d" % (j, i) for j in range(5)]
+            p.hset(b"hash:%d" % i, mapping={x: b"value:%d" % i for x in f})
+            p.sadd(b"set:%d" % i, *f)
+            p.zadd(b"zset:%d" % i, {x: i + j * 0.5 for j, x in enumerate(f)})
+            p.rpush(b"list:%d" % i, *f)
+            if i % 2000 == 1999:
+                p.execute()
+        p.execute()
+        assert c.dbsize() == 300000
+        assert c.bgsave()
+        assert wait_until(lambda: c.info("persistence")["rdb_bgsave_in_progress"] == 0, timeout=120)
+        info = c.info("persistence")
+        assert info["rdb_last_bgsave_status"] == "ok"
+        rss = _rss(srv.proc.pid)
+        cow = info["rdb_last_cow_size"]
+        assert 0 < cow < rss // 4, (cow, rss)
+    finally:
+        srv.stop()
