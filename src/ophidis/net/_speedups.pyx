@@ -2268,3 +2268,200 @@ def lp_decode_fast(buf, bint strict_count=True):
     if strict_count and count != 65535 and count != len(out):
         return None
     return out
+
+
+# -- the RDB load's common records in C -------------------------------------------
+# ``rdb_load_records`` reads the run of records (no expiry or LRU/LFU opcode
+# before them) of the types a 7.0 server writes for small values: strings,
+# sets (hashtable), intsets, hash and zset listpacks, quicklists of packed
+# nodes.  It parses lengths and strings (int encodings, LZF) itself and
+# hands the value's payload to ``build(type, payload)`` (RdbReader's own
+# Python code, which makes the value).  Anything unusual (a record cut by
+# the window's end, an opcode, an odd encoding, a corrupt payload, build
+# raising or giving None, a key already loaded) stops it before that record:
+# RdbReader.load's Python path then reads it (and gives the error).
+
+cdef inline bint _ld_len(const unsigned char *s, Py_ssize_t *p, Py_ssize_t n,
+                         unsigned long long *out, bint *enc) noexcept:
+    """rdbLoadLen at p[0] (False: bail)."""
+    cdef Py_ssize_t q = p[0], i
+    cdef unsigned char b
+    cdef unsigned long long v = 0
+    if q >= n:
+        return False
+    b = s[q]
+    enc[0] = False
+    if b < 0x40:
+        out[0] = b
+        p[0] = q + 1
+        return True
+    if b < 0x80:
+        if q + 2 > n:
+            return False
+        out[0] = ((b & 0x3F) << 8) | s[q + 1]
+        p[0] = q + 2
+        return True
+    if b >= 0xC0:
+        enc[0] = True
+        out[0] = b & 0x3F
+        p[0] = q + 1
+        return True
+    if b == 0x80 or b == 0x81:
+        k = 4 if b == 0x80 else 8
+        if q + 1 + k > n:
+            return False
+        for i in range(k):
+            v = (v << 8) | s[q + 1 + i]
+        out[0] = v
+        p[0] = q + 1 + k
+        return True
+    return False
+
+
+cdef bint _ld_lzf(const unsigned char *src, Py_ssize_t sn, char *dst, Py_ssize_t dn) noexcept:
+    """LZF decompression of exactly dn bytes (False: corrupt, or another size)."""
+    cdef Py_ssize_t ip = 0, op = 0, ln, ref
+    cdef unsigned int ctrl
+    while ip < sn:
+        ctrl = src[ip]
+        ip += 1
+        if ctrl < 32:
+            ln = ctrl + 1
+            if op + ln > dn or ip + ln > sn:
+                return False
+            memcpy(dst + op, src + ip, ln)
+            op += ln
+            ip += ln
+        else:
+            ln = ctrl >> 5
+            if ln == 7:
+                if ip >= sn:
+                    return False
+                ln += src[ip]
+                ip += 1
+            if ip >= sn:
+                return False
+            ref = op - ((ctrl & 0x1F) << 8) - 1 - src[ip]
+            ip += 1
+            ln += 2
+            if ref < 0 or op + ln > dn:
+                return False
+            while ln:
+                dst[op] = dst[ref]
+                op += 1
+                ref += 1
+                ln -= 1
+    return op == dn
+
+
+cdef object _ld_string(const unsigned char *s, Py_ssize_t *p, Py_ssize_t n):
+    """rdbGenericLoadStringObject at p[0]: a new bytes, or None (bail)."""
+    cdef unsigned long long v, clen, ulen
+    cdef bint enc, e2
+    cdef Py_ssize_t q = p[0]
+    cdef long long iv
+    cdef char tmp[24]
+    cdef int k
+    cdef object out
+    if not _ld_len(s, &q, n, &v, &enc):
+        return None
+    if not enc:
+        if v > <unsigned long long>(n - q):
+            return None
+        p[0] = q + <Py_ssize_t>v
+        return PyBytes_FromStringAndSize(<const char *>s + q, <Py_ssize_t>v)
+    if v <= 2:
+        k = 1 << v
+        if q + k > n:
+            return None
+        if k == 1:
+            iv = <signed char>s[q]
+        elif k == 2:
+            iv = <short>(s[q] | (s[q + 1] << 8))
+        else:
+            iv = <int>(s[q] | (s[q + 1] << 8) | (s[q + 2] << 16) | (<unsigned int>s[q + 3] << 24))
+        p[0] = q + k
+        k = snprintf(tmp, sizeof(tmp), "%lld", iv)
+        return PyBytes_FromStringAndSize(tmp, k)
+    if v != 3:
+        return None
+    if not _ld_len(s, &q, n, &clen, &e2) or e2:
+        return None
+    if not _ld_len(s, &q, n, &ulen, &e2) or e2 or ulen == 0 or ulen > (1 << 40):
+        return None
+    if clen > <unsigned long long>(n - q):
+        return None
+    out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>ulen)
+    if not _ld_lzf(s + q, <Py_ssize_t>clen, PyBytes_AS_STRING(out), <Py_ssize_t>ulen):
+        return None
+    p[0] = q + <Py_ssize_t>clen
+    return out
+
+
+def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list counts):
+    """From ``p`` in ``data`` (the first ``n`` bytes), the run of records
+    described above into ``d``; ``counts[type]`` += 1 for each.  Returns
+    (the position, the count of keys)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t count = 0, q, i, start
+    cdef unsigned long long m, c
+    cdef unsigned char t
+    cdef bint enc
+    cdef object key, val, x
+    cdef list items
+    if n > len(data):
+        n = len(data)
+    while p < n:
+        t = s[p]
+        if not (t == 0 or t == 2 or t == 11 or t == 16 or t == 17 or t == 18):
+            break
+        q = p + 1
+        key = _ld_string(s, &q, n)
+        if key is None or PyDict_Contains(d, key):
+            break
+        if t == 0:
+            val = _ld_string(s, &q, n)
+            if val is None:
+                break
+        else:
+            if t == 2 or t == 18:
+                if not _ld_len(s, &q, n, &m, &enc) or enc or m == 0 or m > <unsigned long long>(n - q):
+                    break
+                items = []
+                for i in range(<Py_ssize_t>m):
+                    if t == 18:
+                        if q >= n or s[q] != 2:      # a packed node (container 2)
+                            break
+                        q += 1
+                    x = _ld_string(s, &q, n)
+                    if x is None:
+                        break
+                    if t == 18:
+                        if not PyBytes_GET_SIZE(x):
+                            break
+                        x = lp_decode_fast(x, False)
+                        if x is None:
+                            break
+                        items.extend(<list>x)
+                    else:
+                        items.append(x)
+                else:
+                    i = m
+                if i != <Py_ssize_t>m:
+                    break
+                x = items
+            else:
+                x = _ld_string(s, &q, n)
+                if x is None:
+                    break
+            try:
+                val = build(t, x)
+            except Exception:
+                break
+            if val is None:
+                break
+        PyDict_SetItem(d, key, val)
+        counts[t] += 1
+        count += 1
+        p = q
+    return p, count

@@ -604,6 +604,7 @@ class RdbReader:
         self.key = None
         self.entry_start = 0
         self.trace = trace
+        self.quiet = False          # no log (_build: the Python path reads the record again)
 
     # primitives
     def fail(self, msg, offset=None):
@@ -754,12 +755,7 @@ class RdbReader:
             items = [self.load_string() for _ in range(n)]
             if not n:
                 return None
-            v = SetValue(items)
-            if len(v) != n:
-                self.fail("Duplicate set members detected")
-            v.enc = b"intset" if (n <= s.set_max_intset and all(
-                canonical_int(m) is not None for m in items)) else b"hashtable"
-            return v
+            return self._set(items)
         if t in (T_ZSET, T_ZSET_2):
             n = self.load_len()
             if not n:
@@ -846,6 +842,30 @@ class RdbReader:
             raise UnsupportedType("module '%s'" % module_name(mid))
         self.fail("Unknown RDB encoding type %d" % t)
 
+    def _set(self, items):
+        v = SetValue(items)
+        n = len(items)
+        if len(v) != n:
+            self.fail("Duplicate set members detected")
+        v.enc = b"intset" if (n <= self.s.set_max_intset and all(
+            canonical_int(m) is not None for m in items)) else b"hashtable"
+        return v
+
+    def _build(self, t, payload):
+        """The value of a record read by _speedups.rdb_load_records: the
+        members of a set (T_SET), the elements of a list's packed nodes
+        (T_LIST_QUICKLIST_2), else the blob.  It raises or gives None for
+        what load's Python path then reads again (and reports)."""
+        if t == T_SET:
+            return self._set(payload)
+        if t == T_LIST_QUICKLIST_2:
+            return self._list(payload)
+        self.quiet = True
+        try:
+            return self._load_blob(t, payload)
+        finally:
+            self.quiet = False
+
     def _list(self, items):
         if not items:
             return None
@@ -868,7 +888,7 @@ class RdbReader:
             raise EncodingError("odd number of elements")
         keys = flat[0::2]
         if len(set(keys)) != len(keys):
-            if blob is not None and not self.s.deep and len(keys) > self.s.hash_entries:
+            if blob is not None and not self.s.deep and len(keys) > self.s.hash_entries and not self.quiet:
                 self.log("warning", "listpack with dup elements dump (hexdump of %d bytes):" % len(blob))
                 self.log("warning", bytes(blob).hex())
             seen = set()
@@ -1120,15 +1140,22 @@ class RdbReader:
         data = self.data
         n = self.n
         fast = self.trace is None
-        nstrings = 0
+        records = load_records if not self.s.deep else None
+        build = self._build
+        tcounts = [0] * 256         # keys loaded by the fast path, by type
+        nfast = 0
         while True:
             if self.data is not data:       # the window moved on
                 data = self.data
                 n = self.n
             op_pos = p = self.pos
             if fast and expire == -1 and lru_idle == -1 and lfu_freq == -1 and not self.key_delay:
-                p, k = load_plain_strings(data, p, n, cur[0])
-                nstrings += k
+                if records is not None:
+                    p, k = records(data, p, n, cur[0], build, tcounts)
+                else:
+                    p, k = load_plain_strings(data, p, n, cur[0])
+                    tcounts[T_STRING] += k
+                nfast += k
                 self.pos = op_pos = p
             t = self.byte()
             if t == OP_EXPIRETIME_MS:
@@ -1240,9 +1267,10 @@ class RdbReader:
                 self._delay()
             expire = -1
             lru_idle = lfu_freq = -1
-        res.keys_loaded += nstrings
-        if nstrings:
-            counts["string"] = counts.get("string", 0) + nstrings
+        res.keys_loaded += nfast
+        for t, k in enumerate(tcounts):
+            if k:
+                counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + k
         res.end_offset = end = self.offset
         if ver >= 5:
             if self.n - self.pos < 8 and self.source is not None:
@@ -1290,6 +1318,8 @@ def load_plain_strings_py(data, p, n, d):
 
 
 load_plain_strings = native.rdb_load_plain_strings if native is not None else load_plain_strings_py
+# compiled: the records of the common types (RdbReader.load's Python path is its pure twin)
+load_records = native.rdb_load_records if native is not None else None
 
 
 class UnsupportedType(Exception):
