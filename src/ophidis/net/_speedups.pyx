@@ -547,24 +547,31 @@ cdef object _ping(client, list req):
     return _PONG
 
 
+cdef extern from "Python.h":
+    PyObject *_g_type "(PyObject *)Py_TYPE"(PyObject *o)
+    char *_g_str "PyBytes_AS_STRING"(PyObject *o)
+    Py_ssize_t _g_len "PyBytes_GET_SIZE"(PyObject *o)
+
+
 cdef object _get(client, list req):
+    # the value is read through its borrowed pointer: no reference count
+    # written (a page of the keyspace not dirtied while a child has it)
     db = client.db
     d = db.d
     key = req[1]
     if not PyDict_Check(d):
         return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
-    if pv is NULL or type(<object>pv) is not bytes:
+    if pv is NULL or _g_type(pv) != <PyObject *>bytes:
         return None
     ex = db.expires
     if ex and key in ex:
         return None
     _stats.keyspace_hits += 1
-    cdef bytes v = <bytes>pv
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(v)
+    cdef Py_ssize_t n = _g_len(pv)
     out = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
     cdef char *p = _put_len(PyBytes_AS_STRING(out), 36, n)
-    memcpy(p, PyBytes_AS_STRING(v), n)
+    memcpy(p, _g_str(pv), n)
     p[n] = 13
     p[n + 1] = 10
     return out
