@@ -2394,10 +2394,10 @@ cdef object _ld_string(const unsigned char *s, Py_ssize_t *p, Py_ssize_t n):
         return None
     if not _ld_len(s, &q, n, &clen, &e2) or e2:
         return None
-    if not _ld_len(s, &q, n, &ulen, &e2) or e2 or ulen == 0 or ulen > (1 << 40):
+    if not _ld_len(s, &q, n, &ulen, &e2) or e2 or ulen == 0:
         return None
-    if clen > <unsigned long long>(n - q):
-        return None
+    if clen > <unsigned long long>(n - q) or ulen > clen * 128 + 64:
+        return None     # (LZF expands at most ~88 times: a corrupt length, left to the Python path)
     out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>ulen)
     if not _ld_lzf(s + q, <Py_ssize_t>clen, PyBytes_AS_STRING(out), <Py_ssize_t>ulen):
         return None
