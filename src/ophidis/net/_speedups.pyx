@@ -2405,17 +2405,21 @@ cdef object _ld_string(const unsigned char *s, Py_ssize_t *p, Py_ssize_t n):
     return out
 
 
-def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list counts):
+def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list counts, hash_cls=None,
+                     Py_ssize_t hash_entries=0):
     """From ``p`` in ``data`` (the first ``n`` bytes), the run of records
-    described above into ``d``; ``counts[type]`` += 1 for each.  Returns
-    (the position, the count of keys)."""
+    described above into ``d``; ``counts[type]`` += 1 for each.  With
+    ``hash_cls`` (HashValue), hash listpacks are made here (what
+    RdbReader._load_blob does: ``ht`` when over ``hash_entries`` fields).
+    Returns (the position, the count of keys)."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t count = 0, q, i, start
     cdef unsigned long long m, c
     cdef unsigned char t
     cdef bint enc
     cdef object key, val, x
-    cdef list items
+    cdef list items, flat
+    cdef Py_ssize_t nf
     if n > len(data):
         n = len(data)
     while p < n:
@@ -2461,12 +2465,27 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
                 x = _ld_string(s, &q, n)
                 if x is None:
                     break
-            try:
-                val = build(t, x)
-            except Exception:
-                break
-            if val is None:
-                break
+            if t == 16 and hash_cls is not None:
+                x = lp_decode_fast(x, False)
+                if x is None:
+                    break
+                flat = <list>x
+                nf = len(flat)
+                if nf == 0 or nf & 1:
+                    break
+                val = hash_cls()
+                for i in range(0, nf, 2):
+                    PyDict_SetItem(val, flat[i], flat[i + 1])
+                if len(<dict>val) * 2 != nf:       # a field twice
+                    break
+                val.ht = len(<dict>val) > hash_entries
+            else:
+                try:
+                    val = build(t, x)
+                except Exception:
+                    break
+                if val is None:
+                    break
         PyDict_SetItem(d, key, val)
         counts[t] += 1
         count += 1

@@ -1142,6 +1142,7 @@ class RdbReader:
         fast = self.trace is None
         records = load_records if not self.s.deep else None
         build = self._build
+        hash_entries = self.s.hash_entries
         tcounts = [0] * 256         # keys loaded by the fast path, by type
         nfast = 0
         while True:
@@ -1151,7 +1152,7 @@ class RdbReader:
             op_pos = p = self.pos
             if fast and expire == -1 and lru_idle == -1 and lfu_freq == -1 and not self.key_delay:
                 if records is not None:
-                    p, k = records(data, p, n, cur[0], build, tcounts)
+                    p, k = records(data, p, n, cur[0], build, tcounts, HashValue, hash_entries)
                 else:
                     p, k = load_plain_strings(data, p, n, cur[0])
                     tcounts[T_STRING] += k
