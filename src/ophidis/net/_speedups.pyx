@@ -762,7 +762,15 @@ cdef object _ping(_Ctx x, list req):
     return _PONG
 
 
+cdef extern from "Python.h":
+    PyObject *_g_type "(PyObject *)Py_TYPE"(PyObject *o)
+    char *_g_str "PyBytes_AS_STRING"(PyObject *o)
+    Py_ssize_t _g_len "PyBytes_GET_SIZE"(PyObject *o)
+
+
 cdef object _get(_Ctx x, list req):
+    # the value is read through its borrowed pointer: no reference count
+    # written (a page of the keyspace not dirtied while a child has it)
     d = x.d
     key = req[1]
     if d is None:
@@ -774,17 +782,16 @@ cdef object _get(_Ctx x, list req):
             return None
         x.misses += 1
         return _NULL_BULK if x.resp == 2 else _NULL3
-    if type(<object>pv) is not bytes:
+    if _g_type(pv) != <PyObject *>bytes:
         return None
     ex = x.ex
     if ex and key in ex:
         return None
     x.hits += 1
-    cdef bytes v = <bytes>pv
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(v)
+    cdef Py_ssize_t n = _g_len(pv)
     out = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
     cdef char *p = _put_len(PyBytes_AS_STRING(out), 36, n)
-    memcpy(p, PyBytes_AS_STRING(v), n)
+    memcpy(p, _g_str(pv), n)
     p[n] = 13
     p[n + 1] = 10
     return out
@@ -2225,3 +2232,1047 @@ cdef object _lrange(_Ctx x, list req):
         return None
     x.hits += 1
     return (<QuickList>pv)._bulk_range(start, end)
+
+# =====================================================================================
+# RDB writer (issue 17): persistence/rdb.py's write_snapshot key loop in C.
+#
+# ``rdb_write_keys`` writes one database's key entries (expiry, type, key, value)
+# with the same bytes as the Python writer (rdb.Encoder.type_and_value, which
+# stays the pure twin: OPHIDIS_PURE=1, LRU/LFU policies).  It walks the keyspace
+# with borrowed references only (PyDict_Next, _PySet_NextEntry, the
+# QuickList's node buffers, __slots__ read at their offsets): no reference
+# count of a parent object is written, so a forked child copies only the pages it allocates in.
+# Values it does not cover (streams, unknown types, odd contents) are written
+# by ``fallback(key, value)`` (Python) for that key.  LZF goes through
+# rdbcodec.redis_lzf on a fresh copy of the string.  Assumes a little-endian
+# host (RDB's integers and doubles are little-endian).
+# =====================================================================================
+
+from libc.math cimport isinf
+from libc.stdlib cimport free as _cf_free, qsort as _cf_qsort, realloc as _cf_realloc
+
+cdef extern from "Python.h":
+    ctypedef struct _cf_MemberDef "PyMemberDef":
+        Py_ssize_t offset
+    ctypedef struct _cf_MemberDescr "PyMemberDescrObject":
+        _cf_MemberDef *d_member
+    int _cf_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v)
+    PyObject *_cf_dict_get "PyDict_GetItem"(PyObject *d, PyObject *k)
+    Py_ssize_t _cf_dict_len "PyDict_GET_SIZE"(PyObject *d)
+    int _cf_set_next "_PySet_NextEntry"(PyObject *s, Py_ssize_t *pos, PyObject **k, Py_hash_t *h)
+    Py_ssize_t _cf_set_len "PySet_GET_SIZE"(PyObject *s)
+    bint _cf_is_bytes "PyBytes_Check"(PyObject *o)
+    bint _cf_is_bytearray "PyByteArray_Check"(PyObject *o)
+    bint _cf_is_int "PyLong_CheckExact"(PyObject *o)
+    bint _cf_is_float "PyFloat_CheckExact"(PyObject *o)
+    char *_cf_bytes_str "PyBytes_AS_STRING"(PyObject *o)
+    Py_ssize_t _cf_bytes_len "PyBytes_GET_SIZE"(PyObject *o)
+    char *_cf_ba_str "PyByteArray_AS_STRING"(PyObject *o)
+    Py_ssize_t _cf_ba_len "PyByteArray_GET_SIZE"(PyObject *o)
+    double _cf_float "PyFloat_AS_DOUBLE"(PyObject *o)
+    long long _cf_long "PyLong_AsLongLong"(PyObject *o) except? -1
+    PyObject *_cf_type "(PyObject *)Py_TYPE"(PyObject *o)
+    PyObject *_cf_true "Py_True"
+    PyObject *_cf_false "Py_False"
+
+cdef extern from *:
+    """
+    static PyObject *_cf_slot(PyObject *o, Py_ssize_t off) { return *(PyObject **)((char *)o + off); }
+    """
+    PyObject *_cf_slot(PyObject *o, Py_ssize_t off) noexcept
+
+ctypedef struct _CfBuf:
+    char *p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+ctypedef struct _CfNode:        # a quicklist node: a listpack in tmp, or a plain item
+    int container
+    Py_ssize_t off
+    Py_ssize_t n
+    const char *ext
+
+ctypedef struct _CfScored:      # a sorted set element
+    double score
+    const char *p
+    Py_ssize_t n
+
+cdef object _cf_lzf = None      # rdbcodec.redis_lzf
+cdef tuple _cf_types = ()       # keeps the classes below alive
+cdef PyObject *_cf_embstr = NULL
+cdef PyObject *_cf_list = NULL
+cdef PyObject *_cf_hash = NULL
+cdef PyObject *_cf_set = NULL
+cdef PyObject *_cf_zset = NULL
+cdef Py_ssize_t _cf_off_ht = 0, _cf_off_enc = 0, _cf_off_zdict = 0, _cf_off_zskip = 0
+cdef bint _cf_ready = False
+
+_CF_OPT = (4096, 8192, 16384, 32768, 65536)
+
+
+cdef int _cf_grow(_CfBuf *b, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t need = b.n + extra
+    cdef Py_ssize_t cap = b.cap if b.cap else 65536
+    cdef char *q
+    while cap < need:
+        cap *= 2
+    q = <char *>_cf_realloc(b.p, cap)
+    if q == NULL:
+        raise MemoryError()
+    b.p = q
+    b.cap = cap
+    return 0
+
+
+cdef inline int _cf_put(_CfBuf *b, const char *s, Py_ssize_t n) except -1:
+    if b.n + n > b.cap:
+        _cf_grow(b, n)
+    memcpy(b.p + b.n, s, n)
+    b.n += n
+    return 0
+
+
+cdef inline int _cf_byte(_CfBuf *b, unsigned int c) except -1:
+    if b.n + 1 > b.cap:
+        _cf_grow(b, 1)
+    b.p[b.n] = <char>c
+    b.n += 1
+    return 0
+
+
+cdef inline int _cf_le(_CfBuf *b, unsigned long long v, int width) except -1:
+    """``width`` bytes of ``v``, little-endian."""
+    cdef int i
+    if b.n + width > b.cap:
+        _cf_grow(b, width)
+    for i in range(width):
+        b.p[b.n + i] = <char>((v >> (8 * i)) & 0xFF)
+    b.n += width
+    return 0
+
+
+cdef int _cf_len(_CfBuf *b, unsigned long long n) except -1:
+    """rdbcodec.enc_len."""
+    cdef int i
+    if n < 64:
+        return _cf_byte(b, <unsigned int>n)
+    if n < 16384:
+        _cf_byte(b, <unsigned int>((n >> 8) | 0x40))
+        return _cf_byte(b, <unsigned int>(n & 0xFF))
+    if n <= 0xFFFFFFFF:
+        _cf_byte(b, 0x80)
+        for i in range(3, -1, -1):
+            _cf_byte(b, <unsigned int>((n >> (8 * i)) & 0xFF))
+        return 0
+    _cf_byte(b, 0x81)
+    for i in range(7, -1, -1):
+        _cf_byte(b, <unsigned int>((n >> (8 * i)) & 0xFF))
+    return 0
+
+
+cdef inline bint _cf_canon(const char *s, Py_ssize_t n, long long *out) noexcept:
+    """listpack.canonical_int: ``s`` is the canonical decimal form of an int64."""
+    cdef Py_ssize_t i = 0
+    cdef bint neg = False
+    cdef unsigned long long v = 0
+    cdef unsigned char c
+    if n == 0 or n > 20:
+        return False
+    if s[0] == 45:
+        neg = True
+        i = 1
+    if n - i == 0 or n - i > 19:
+        return False
+    if s[i] == 48:
+        if neg or n != 1:
+            return False
+        out[0] = 0
+        return True
+    while i < n:
+        c = <unsigned char>s[i]
+        if c < 48 or c > 57:
+            return False
+        v = v * 10 + (c - 48)
+        i += 1
+    if neg:
+        if v > 9223372036854775808ULL:
+            return False
+        out[0] = -<long long>(v - 1) - 1
+    else:
+        if v > 9223372036854775807ULL:
+            return False
+        out[0] = <long long>v
+    return True
+
+
+cdef inline bint _cf_str(PyObject *o, const char **s, Py_ssize_t *n) noexcept:
+    """The bytes of a bytes (or subclass: EmbStr) or bytearray object."""
+    if _cf_is_bytes(o):
+        s[0] = _cf_bytes_str(o)
+        n[0] = _cf_bytes_len(o)
+        return True
+    if _cf_is_bytearray(o):
+        s[0] = _cf_ba_str(o)
+        n[0] = _cf_ba_len(o)
+        return True
+    return False
+
+
+cdef bint _cf_lzf_to(_CfBuf *b, const char *s, Py_ssize_t n, Py_ssize_t out_len, Py_ssize_t extra) except -1:
+    """rdbcodec.redis_lzf(s, out_len), written as an LZF string (0xC3, lengths,
+    data) when it gives something and ``len(comp) + extra < n``; False otherwise."""
+    cdef object comp
+    cdef Py_ssize_t cn
+    if _cf_lzf is None:
+        return False
+    comp = _cf_lzf(PyBytes_FromStringAndSize(<char *>s, n), out_len)
+    if comp is None or not comp:
+        return False
+    cn = len(comp)
+    if extra and cn + extra >= n:
+        return False
+    _cf_byte(b, 0xC3)
+    _cf_len(b, cn)
+    _cf_len(b, n)
+    _cf_put(b, PyBytes_AS_STRING(comp), cn)
+    return True
+
+
+cdef int _cf_string(_CfBuf *b, const char *s, Py_ssize_t n, bint compress) except -1:
+    """rdbcodec.enc_string: int encoding, LZF when it saves space, else raw."""
+    cdef long long v
+    if 0 < n <= 11 and _cf_canon(s, n, &v) and -2147483648 <= v <= 2147483647:
+        if -128 <= v <= 127:
+            _cf_byte(b, 0xC0)
+            return _cf_le(b, <unsigned long long>v, 1)
+        if -32768 <= v <= 32767:
+            _cf_byte(b, 0xC1)
+            return _cf_le(b, <unsigned long long>v, 2)
+        _cf_byte(b, 0xC2)
+        return _cf_le(b, <unsigned long long>v, 4)
+    if compress and n > 20 and _cf_lzf_to(b, s, n, n - 4, 0):
+        return 0
+    _cf_len(b, n)
+    return _cf_put(b, s, n)
+
+
+cdef int _cf_backlen(_CfBuf *b, Py_ssize_t n) except -1:
+    """listpack._backlen."""
+    if n <= 127:
+        return _cf_byte(b, n)
+    if n < 16383:
+        _cf_byte(b, n >> 7)
+        return _cf_byte(b, (n & 127) | 128)
+    if n < 2097151:
+        _cf_byte(b, n >> 14)
+        _cf_byte(b, ((n >> 7) & 127) | 128)
+        return _cf_byte(b, (n & 127) | 128)
+    if n < 268435455:
+        _cf_byte(b, n >> 21)
+        _cf_byte(b, ((n >> 14) & 127) | 128)
+        _cf_byte(b, ((n >> 7) & 127) | 128)
+        return _cf_byte(b, (n & 127) | 128)
+    _cf_byte(b, n >> 28)
+    _cf_byte(b, ((n >> 21) & 127) | 128)
+    _cf_byte(b, ((n >> 14) & 127) | 128)
+    _cf_byte(b, ((n >> 7) & 127) | 128)
+    return _cf_byte(b, (n & 127) | 128)
+
+
+cdef int _cf_lp_int(_CfBuf *b, long long v) except -1:
+    """listpack.lp_entry of an integer."""
+    cdef long long u
+    if 0 <= v <= 127:
+        _cf_byte(b, <unsigned int>v)
+        return _cf_byte(b, 1)
+    if -4096 <= v <= 4095:
+        u = v + 8192 if v < 0 else v
+        _cf_byte(b, <unsigned int>((u >> 8) | 0xC0))
+        _cf_byte(b, <unsigned int>(u & 0xFF))
+        return _cf_byte(b, 2)
+    if -32768 <= v <= 32767:
+        _cf_byte(b, 0xF1)
+        _cf_le(b, <unsigned long long>v, 2)
+        return _cf_byte(b, 3)
+    if -8388608 <= v <= 8388607:
+        _cf_byte(b, 0xF2)
+        _cf_le(b, <unsigned long long>v, 3)
+        return _cf_byte(b, 4)
+    if -2147483648 <= v <= 2147483647:
+        _cf_byte(b, 0xF3)
+        _cf_le(b, <unsigned long long>v, 4)
+        return _cf_byte(b, 5)
+    _cf_byte(b, 0xF4)
+    _cf_le(b, <unsigned long long>v, 8)
+    return _cf_byte(b, 9)
+
+
+cdef int _cf_lp_entry(_CfBuf *b, const char *s, Py_ssize_t n) except -1:
+    """listpack.lp_entry of a string."""
+    cdef long long v
+    if n <= 20 and _cf_canon(s, n, &v):
+        return _cf_lp_int(b, v)
+    if n < 64:
+        _cf_byte(b, 0x80 | n)
+        _cf_put(b, s, n)
+        return _cf_byte(b, n + 1)
+    if n < 4096:
+        _cf_byte(b, (n >> 8) | 0xE0)
+        _cf_byte(b, n & 0xFF)
+        _cf_put(b, s, n)
+        return _cf_backlen(b, n + 2)
+    _cf_byte(b, 0xF0)
+    _cf_le(b, <unsigned long long>n, 4)
+    _cf_put(b, s, n)
+    return _cf_backlen(b, n + 5)
+
+
+cdef int _cf_score_entry(_CfBuf *b, double d) except -1:
+    """rdb._score_entry."""
+    cdef char tmp[40]
+    cdef int k
+    if not isinf(d) and -4611686018427387904.0 <= d <= 4611686018427387904.0 and d == <double>(<long long>d):
+        return _cf_lp_int(b, <long long>d)
+    k = snprintf(tmp, sizeof(tmp), "%.17g", d)
+    return _cf_lp_entry(b, tmp, k)
+
+
+cdef inline Py_ssize_t _cf_lp_open(_CfBuf *b) except -1:
+    """Room for a listpack header; returns where the listpack starts."""
+    cdef Py_ssize_t start = b.n
+    if b.n + 6 > b.cap:
+        _cf_grow(b, 6)
+    b.n += 6
+    return start
+
+
+cdef int _cf_lp_close(_CfBuf *b, Py_ssize_t start, Py_ssize_t count) except -1:
+    """listpack.lp_build's header and end byte."""
+    cdef Py_ssize_t total
+    cdef unsigned int c = count if count < 65535 else 65535
+    _cf_byte(b, 0xFF)
+    total = b.n - start
+    b.p[start] = <char>(total & 0xFF)
+    b.p[start + 1] = <char>((total >> 8) & 0xFF)
+    b.p[start + 2] = <char>((total >> 16) & 0xFF)
+    b.p[start + 3] = <char>((total >> 24) & 0xFF)
+    b.p[start + 4] = <char>(c & 0xFF)
+    b.p[start + 5] = <char>(c >> 8)
+    return 0
+
+
+cdef int _cf_cmp_ll(const void *a, const void *b) noexcept nogil:
+    cdef long long x = (<const long long *>a)[0]
+    cdef long long y = (<const long long *>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef int _cf_cmp_scored(const void *a, const void *b) noexcept nogil:
+    """(score, member) tuples' order, as the zset's SortedList keeps them."""
+    cdef const _CfScored *x = <const _CfScored *>a
+    cdef const _CfScored *y = <const _CfScored *>b
+    cdef Py_ssize_t n
+    cdef int c
+    if x.score < y.score:
+        return -1
+    if x.score > y.score:
+        return 1
+    n = x.n if x.n < y.n else y.n
+    c = memcmp(x.p, y.p, n)
+    if c:
+        return c
+    return (x.n > y.n) - (x.n < y.n)
+
+
+cdef class _RdbOut:
+    """The output buffer and the scratch space of one rdb_write_keys call."""
+    cdef _CfBuf out         # the entries, handed to write() by chunks
+    cdef _CfBuf tmp         # a blob (listpack, intset) before it becomes an RDB string
+    cdef _CfNode *nodes
+    cdef Py_ssize_t nodes_cap
+    cdef void *arr          # long long[] (intsets) or _CfScored[] (zsets)
+    cdef Py_ssize_t arr_cap
+    cdef bint compress
+    cdef int list_fill, list_depth
+
+    def __dealloc__(self):
+        _cf_free(self.out.p)
+        _cf_free(self.tmp.p)
+        _cf_free(self.nodes)
+        _cf_free(self.arr)
+
+    cdef int arr_room(self, Py_ssize_t n, Py_ssize_t size) except -1:
+        cdef void *q
+        if n * size <= self.arr_cap:
+            return 0
+        q = _cf_realloc(self.arr, n * size)
+        if q == NULL:
+            raise MemoryError()
+        self.arr = q
+        self.arr_cap = n * size
+        return 0
+
+    cdef _CfNode *node(self, Py_ssize_t i) except NULL:
+        cdef Py_ssize_t cap
+        cdef void *q
+        if i >= self.nodes_cap:
+            cap = self.nodes_cap * 2 if self.nodes_cap else 64
+            while cap <= i:
+                cap *= 2
+            q = _cf_realloc(self.nodes, cap * sizeof(_CfNode))
+            if q == NULL:
+                raise MemoryError()
+            self.nodes = <_CfNode *>q
+            self.nodes_cap = cap
+        return &self.nodes[i]
+
+
+cdef int _cf_list_nodes(_RdbOut st, PyObject *v, Py_ssize_t *count) except -1:
+    """rdb.quicklist_nodes into st.tmp / st.nodes: the one place that reads a
+    list's items, straight from the QuickList's node buffers (the list object
+    itself is only read: no reference is taken)."""
+    cdef _qlnode *qn = (<QuickList>v).nodes
+    cdef Py_ssize_t qk = (<QuickList>v).head, qend = qk + (<QuickList>v).nlen, qj = 0, qp = 0
+    cdef const char *s
+    cdef Py_ssize_t n, nn = 0, cur = 0, cur_sz = 0, start = 0, mark, new_sz
+    cdef Py_ssize_t limit = -1
+    cdef int fill = st.list_fill
+    cdef bint allow
+    cdef _CfNode *nd
+    if fill < 0 and -fill - 1 < 5:
+        limit = _CF_OPT[-fill - 1]
+    st.tmp.n = 0
+    if qk < qend:
+        qp = qn[qk].off
+    while qk < qend:
+        if qj == qn[qk].count:
+            qk += 1
+            qj = 0
+            if qk < qend:
+                qp = qn[qk].off
+            continue
+        n = _ql_fwd(qn[qk].buf + qp)
+        s = qn[qk].buf + qp + _ql_hdr(n)
+        qp += _ql_esz(n)
+        qj += 1
+        if n >= (1 << 30):
+            if cur:
+                _cf_lp_close(&st.tmp, start, cur)
+                nd = st.node(nn)
+                nd.container, nd.off, nd.n, nd.ext = 2, start, st.tmp.n - start, NULL
+                nn += 1
+                cur = cur_sz = 0
+            nd = st.node(nn)
+            nd.container, nd.off, nd.n, nd.ext = 1, 0, n, s
+            nn += 1
+            continue
+        allow = False
+        if cur:
+            new_sz = cur_sz + n + 8
+            if limit >= 0:
+                allow = new_sz <= limit
+            elif new_sz > 8192:
+                allow = False
+            else:
+                allow = cur < fill
+        if not allow:
+            if cur:
+                _cf_lp_close(&st.tmp, start, cur)
+                nd = st.node(nn)
+                nd.container, nd.off, nd.n, nd.ext = 2, start, st.tmp.n - start, NULL
+                nn += 1
+            start = _cf_lp_open(&st.tmp)
+            cur = 0
+            cur_sz = 7
+        mark = st.tmp.n
+        _cf_lp_entry(&st.tmp, s, n)
+        cur += 1
+        cur_sz += st.tmp.n - mark
+    if cur:
+        _cf_lp_close(&st.tmp, start, cur)
+        nd = st.node(nn)
+        nd.container, nd.off, nd.n, nd.ext = 2, start, st.tmp.n - start, NULL
+        nn += 1
+    count[0] = nn
+    return 0
+
+
+cdef int _cf_list_body(_RdbOut st, PyObject *v) except -1:
+    """Encoder.type_and_value's ListValue body (RDB_TYPE_LIST_QUICKLIST_2)."""
+    cdef Py_ssize_t nn = 0, i
+    cdef _CfNode *nd
+    cdef const char *p
+    cdef int depth = st.list_depth
+    if _cf_list_nodes(st, v, &nn):
+        return 1
+    _cf_len(&st.out, nn)
+    for i in range(nn):
+        nd = &st.nodes[i]
+        p = nd.ext if nd.ext != NULL else st.tmp.p + nd.off
+        _cf_len(&st.out, nd.container)
+        if (depth > 0 and nd.container == 2 and depth <= i < nn - depth and nd.n >= 48
+                and _cf_lzf_to(&st.out, p, nd.n, nd.n, 8)):
+            continue
+        _cf_string(&st.out, p, nd.n, st.compress)
+    return 0
+
+
+cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
+    """type byte, key, value of one key (1: not covered, nothing to keep)."""
+    cdef PyObject *t = _cf_type(v)
+    cdef PyObject *f
+    cdef PyObject *x
+    cdef PyObject *enc
+    cdef const char *ks
+    cdef const char *s = NULL
+    cdef const char *s2 = NULL
+    cdef Py_ssize_t kn, n = 0, n2 = 0, pos = 0, start, count = 0, i, width
+    cdef Py_hash_t h
+    cdef long long lv
+    cdef long long *ints
+    cdef _CfScored *sc
+    cdef _CfBuf *out = &st.out
+    cdef _CfBuf *tmp = &st.tmp
+    cdef bint compress = st.compress
+    cdef double dscore
+    if not _cf_is_bytes(k):
+        return 1
+    ks = _cf_bytes_str(k)
+    kn = _cf_bytes_len(k)
+    if t == <PyObject *>bytes or t == <PyObject *>bytearray or t == _cf_embstr:
+        _cf_str(v, &s, &n)
+        _cf_byte(out, 0)
+        _cf_string(out, ks, kn, compress)
+        return _cf_string(out, s, n, compress)
+    if t == _cf_list:
+        _cf_byte(out, 18)
+        _cf_string(out, ks, kn, compress)
+        return _cf_list_body(st, v)
+    if t == _cf_hash:
+        x = _cf_slot(v, _cf_off_ht)
+        if x == _cf_false:
+            tmp.n = 0
+            start = _cf_lp_open(tmp)
+            while _cf_dict_next(v, &pos, &f, &x):
+                if not _cf_str(f, &s, &n) or not _cf_str(x, &s2, &n2):
+                    return 1
+                _cf_lp_entry(tmp, s, n)
+                _cf_lp_entry(tmp, s2, n2)
+                count += 2
+            _cf_lp_close(tmp, start, count)
+            _cf_byte(out, 16)
+            _cf_string(out, ks, kn, compress)
+            return _cf_string(out, tmp.p, tmp.n, compress)
+        if x != _cf_true:
+            return 1
+        _cf_byte(out, 4)
+        _cf_string(out, ks, kn, compress)
+        _cf_len(out, _cf_dict_len(v))
+        while _cf_dict_next(v, &pos, &f, &x):
+            if not _cf_str(f, &s, &n) or not _cf_str(x, &s2, &n2):
+                return 1
+            _cf_string(out, s, n, compress)
+            _cf_string(out, s2, n2, compress)
+        return 0
+    if t == _cf_set:
+        enc = _cf_slot(v, _cf_off_enc)
+        if enc == NULL or not _cf_is_bytes(enc):
+            return 1
+        if _cf_bytes_len(enc) == 6 and memcmp(_cf_bytes_str(enc), b"intset", 6) == 0:
+            n2 = _cf_set_len(v)
+            st.arr_room(n2 + 1, sizeof(long long))
+            ints = <long long *>st.arr
+            while _cf_set_next(v, &pos, &f, &h):
+                if count >= n2 or not _cf_str(f, &s, &n) or not _cf_canon(s, n, &lv):
+                    return 1
+                ints[count] = lv
+                count += 1
+            _cf_qsort(ints, count, sizeof(long long), _cf_cmp_ll)
+            width = 2
+            if count and not (ints[0] >= -32768 and ints[count - 1] <= 32767):
+                width = 4 if ints[0] >= -2147483648 and ints[count - 1] <= 2147483647 else 8
+            tmp.n = 0
+            _cf_le(tmp, width, 4)
+            _cf_le(tmp, count, 4)
+            for i in range(count):
+                _cf_le(tmp, <unsigned long long>ints[i], <int>width)
+            _cf_byte(out, 11)
+            _cf_string(out, ks, kn, compress)
+            return _cf_string(out, tmp.p, tmp.n, compress)
+        _cf_byte(out, 2)
+        _cf_string(out, ks, kn, compress)
+        _cf_len(out, _cf_set_len(v))
+        while _cf_set_next(v, &pos, &f, &h):
+            if not _cf_str(f, &s, &n):
+                return 1
+            _cf_string(out, s, n, compress)
+        return 0
+    if t == _cf_zset:
+        x = _cf_slot(v, _cf_off_zdict)
+        enc = _cf_slot(v, _cf_off_zskip)
+        if x == NULL or _cf_type(x) != <PyObject *>dict or (enc != _cf_true and enc != _cf_false):
+            return 1
+        n2 = _cf_dict_len(x)
+        st.arr_room(n2 + 1, sizeof(_CfScored))
+        sc = <_CfScored *>st.arr
+        while _cf_dict_next(x, &pos, &f, &t):
+            if count >= n2 or not _cf_str(f, &s, &n) or not _cf_is_float(t):
+                return 1
+            sc[count].score = _cf_float(t)
+            sc[count].p = s
+            sc[count].n = n
+            count += 1
+        _cf_qsort(sc, count, sizeof(_CfScored), _cf_cmp_scored)
+        if enc == _cf_false:
+            tmp.n = 0
+            start = _cf_lp_open(tmp)
+            for i in range(count):
+                _cf_lp_entry(tmp, sc[i].p, sc[i].n)
+                _cf_score_entry(tmp, sc[i].score)
+            _cf_lp_close(tmp, start, 2 * count)
+            _cf_byte(out, 17)
+            _cf_string(out, ks, kn, compress)
+            return _cf_string(out, tmp.p, tmp.n, compress)
+        _cf_byte(out, 5)
+        _cf_string(out, ks, kn, compress)
+        _cf_len(out, count)
+        for i in range(count - 1, -1, -1):
+            _cf_string(out, sc[i].p, sc[i].n, compress)
+            dscore = sc[i].score
+            _cf_put(out, <const char *>&dscore, 8)
+        return 0
+    return 1
+
+
+def rdb_setup(embstr, list_cls, hash_cls, set_cls, zset_cls, lzf):
+    """The value classes (``list_cls``: QuickList) and rdbcodec.redis_lzf."""
+    global _cf_lzf, _cf_types, _cf_embstr, _cf_list, _cf_hash, _cf_set, _cf_zset
+    global _cf_off_ht, _cf_off_enc, _cf_off_zdict, _cf_off_zskip, _cf_ready
+    if list_cls is not QuickList:
+        raise TypeError("rdb_setup: the list class must be QuickList")
+    _cf_types = (embstr, list_cls, hash_cls, set_cls, zset_cls)
+    _cf_lzf = lzf
+    _cf_embstr = <PyObject *>embstr
+    _cf_list = <PyObject *>list_cls
+    _cf_hash = <PyObject *>hash_cls
+    _cf_set = <PyObject *>set_cls
+    _cf_zset = <PyObject *>zset_cls
+    _cf_off_ht = _cf_slot_offset(hash_cls, "ht")
+    _cf_off_enc = _cf_slot_offset(set_cls, "enc")
+    _cf_off_zdict = _cf_slot_offset(zset_cls, "dict")
+    _cf_off_zskip = _cf_slot_offset(zset_cls, "skiplist")
+    _cf_ready = True
+
+
+cdef Py_ssize_t _cf_slot_offset(cls, name) except -1:
+    descr = cls.__dict__[name]
+    if type(descr).__name__ != "member_descriptor":
+        raise TypeError("%s.%s is not a slot" % (cls.__name__, name))
+    return (<_cf_MemberDescr *>descr).d_member.offset
+
+
+def rdb_write_keys(d, exp, write, bint compress, int list_fill, int list_depth, fallback, progress,
+                   Py_ssize_t done, double key_delay=0.0, sleep=None):
+    """Write the entries of the keyspace dict ``d`` (expiry times in ``exp``)
+    through ``write(bytes)``, in 64 KB chunks; ``fallback(key, value)`` gives the
+    type + key + value bytes of a value not covered here.  ``progress(done)``
+    every 1024 keys, ``sleep(key_delay)`` after each key when ``key_delay``.
+    Returns ``done`` plus the keys written."""
+    cdef _RdbOut st = _RdbOut()
+    cdef PyObject *dp = <PyObject *>d
+    cdef PyObject *ep = <PyObject *>exp
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef PyObject *w
+    cdef Py_ssize_t pos = 0, mark
+    cdef bint has_exp = exp is not None and len(exp) > 0
+    cdef long long when
+    cdef bytes chunk
+    if not _cf_ready:
+        raise RuntimeError("rdb_setup was not called")
+    st.compress = compress
+    st.list_fill = list_fill
+    st.list_depth = list_depth
+    while _cf_dict_next(dp, &pos, &k, &v):
+        if has_exp:
+            w = _cf_dict_get(ep, k)
+            if w != NULL:
+                if _cf_is_int(w):
+                    when = _cf_long(w)
+                elif _cf_is_float(w):
+                    when = <long long>_cf_float(w)
+                else:
+                    when = int(<object>w)
+                _cf_byte(&st.out, 0xFC)
+                _cf_le(&st.out, <unsigned long long>when, 8)
+        mark = st.out.n
+        if _cf_value(st, k, v):
+            st.out.n = mark
+            chunk = fallback(<object>k, <object>v)
+            _cf_put(&st.out, PyBytes_AS_STRING(chunk), len(chunk))
+        done += 1
+        if key_delay:
+            sleep(key_delay)
+        if progress is not None and not done & 1023:
+            progress(done)
+        if st.out.n >= 65536:
+            write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
+            st.out.n = 0
+    if st.out.n:
+        write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
+    return done
+
+
+def rdb_load_plain_strings(bytes data, Py_ssize_t p, Py_ssize_t n, dict d):
+    """rdb.load_plain_strings_py in C: the run of plain string records (6-bit
+    lengths, no expiry) from ``p``; returns (the position, the count)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t count = 0, q, kl, vl
+    cdef object key
+    if n > len(data):
+        n = len(data)
+    while p < n and s[p] == 0:
+        kl = s[p + 1] if p + 1 < n else 255
+        if kl >= 64:
+            break
+        q = p + 2 + kl
+        if q >= n:
+            break
+        vl = s[q]
+        if vl >= 64 or q + 1 + vl > n:
+            break
+        key = PyBytes_FromStringAndSize(<char *>s + p + 2, kl)
+        if PyDict_Contains(d, key):
+            break
+        PyDict_SetItem(d, key, PyBytes_FromStringAndSize(<char *>s + q + 1, vl))
+        count += 1
+        p = q + 1 + vl
+    return p, count
+
+
+cdef inline Py_ssize_t _cf_lp_backlen_size(Py_ssize_t n) noexcept:
+    """The bytes of listpack._backlen(n)."""
+    if n <= 127:
+        return 1
+    if n < 16383:
+        return 2
+    if n < 2097151:
+        return 3
+    if n < 268435455:
+        return 4
+    return 5
+
+
+cdef inline bint _cf_lp_backlen_ok(const unsigned char *s, Py_ssize_t n) noexcept:
+    """The backlen bytes at s are listpack._backlen(n)."""
+    cdef Py_ssize_t k = _cf_lp_backlen_size(n), i
+    if k == 1:
+        return s[0] == n
+    # most significant 7-bit group first; all but the first have bit 7 set
+    if s[0] != n >> (7 * (k - 1)):
+        return False
+    for i in range(1, k):
+        if s[i] != ((n >> (7 * (k - 1 - i))) & 127) | 128:
+            return False
+    return True
+
+
+def lp_decode_fast(buf, bint strict_count=True):
+    """listpack.lp_decode_py of a bytes object (integers as decimal bytes),
+    or None when anything is off (not bytes, a bad entry, a count mismatch):
+    then the Python decoder gives the error."""
+    cdef const unsigned char *s
+    cdef Py_ssize_t n, p = 6, end, size, ln, w, i
+    cdef unsigned int count
+    cdef unsigned char b
+    cdef long long v
+    cdef unsigned long long u
+    cdef char tmp[24]
+    cdef int k
+    cdef list out
+    if not PyBytes_Check(buf):
+        return None
+    s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    n = PyBytes_GET_SIZE(buf)
+    if n < 7:
+        return None
+    if <Py_ssize_t>(s[0] | (s[1] << 8) | (s[2] << 16) | (<unsigned int>s[3] << 24)) != n:
+        return None
+    count = s[4] | (s[5] << 8)
+    end = n - 1
+    out = []
+    while p < end:
+        b = s[p]
+        if b < 0x80:
+            k = snprintf(tmp, sizeof(tmp), "%d", <int>b)
+            out.append(PyBytes_FromStringAndSize(tmp, k))
+            size = 1
+        elif b < 0xC0:
+            size = 1 + (b & 0x3F)
+            if p + size > end:
+                return None
+            out.append(PyBytes_FromStringAndSize(<const char *>s + p + 1, size - 1))
+        elif b < 0xE0:
+            if p + 2 > end:
+                return None
+            v = ((b & 0x1F) << 8) | s[p + 1]
+            if v >= 1 << 12:
+                v -= 1 << 13
+            k = snprintf(tmp, sizeof(tmp), "%lld", v)
+            out.append(PyBytes_FromStringAndSize(tmp, k))
+            size = 2
+        elif b < 0xF0:
+            if p + 2 > end:
+                return None
+            ln = ((b & 0x0F) << 8) | s[p + 1]
+            size = 2 + ln
+            if p + size > end:
+                return None
+            out.append(PyBytes_FromStringAndSize(<const char *>s + p + 2, ln))
+        elif b == 0xF0:
+            if p + 5 > end:
+                return None
+            ln = s[p + 1] | (s[p + 2] << 8) | (s[p + 3] << 16) | (<Py_ssize_t>s[p + 4] << 24)
+            size = 5 + ln
+            if p + size > end:
+                return None
+            out.append(PyBytes_FromStringAndSize(<const char *>s + p + 5, ln))
+        elif b <= 0xF4:
+            w = 8 if b == 0xF4 else b - 0xF1 + 2
+            size = 1 + w
+            if p + size > end:
+                return None
+            u = 0
+            for i in range(w):
+                u |= (<unsigned long long>s[p + 1 + i]) << (8 * i)
+            if w < 8 and u >> (8 * w - 1):
+                u |= ~0ULL << (8 * w)           # sign extension
+            k = snprintf(tmp, sizeof(tmp), "%lld", <long long>u)
+            out.append(PyBytes_FromStringAndSize(tmp, k))
+        else:
+            return None
+        w = _cf_lp_backlen_size(size)
+        if p + size + w > end or not _cf_lp_backlen_ok(s + p + size, size):
+            return None
+        p += size + w
+    if p != end or s[end] != 0xFF:
+        return None
+    if strict_count and count != 65535 and count != len(out):
+        return None
+    return out
+
+
+# -- the RDB load's common records in C -------------------------------------------
+# ``rdb_load_records`` reads the run of records (no expiry or LRU/LFU opcode
+# before them) of the types a 7.0 server writes for small values: strings,
+# sets (hashtable), intsets, hash and zset listpacks, quicklists of packed
+# nodes.  It parses lengths and strings (int encodings, LZF) itself and
+# hands the value's payload to ``build(type, payload)`` (RdbReader's own
+# Python code, which makes the value).  Anything unusual (a record cut by
+# the window's end, an opcode, an odd encoding, a corrupt payload, build
+# raising or giving None, a key already loaded) stops it before that record:
+# RdbReader.load's Python path then reads it (and gives the error).
+
+cdef inline bint _ld_len(const unsigned char *s, Py_ssize_t *p, Py_ssize_t n,
+                         unsigned long long *out, bint *enc) noexcept:
+    """rdbLoadLen at p[0] (False: bail)."""
+    cdef Py_ssize_t q = p[0], i
+    cdef unsigned char b
+    cdef unsigned long long v = 0
+    if q >= n:
+        return False
+    b = s[q]
+    enc[0] = False
+    if b < 0x40:
+        out[0] = b
+        p[0] = q + 1
+        return True
+    if b < 0x80:
+        if q + 2 > n:
+            return False
+        out[0] = ((b & 0x3F) << 8) | s[q + 1]
+        p[0] = q + 2
+        return True
+    if b >= 0xC0:
+        enc[0] = True
+        out[0] = b & 0x3F
+        p[0] = q + 1
+        return True
+    if b == 0x80 or b == 0x81:
+        k = 4 if b == 0x80 else 8
+        if q + 1 + k > n:
+            return False
+        for i in range(k):
+            v = (v << 8) | s[q + 1 + i]
+        out[0] = v
+        p[0] = q + 1 + k
+        return True
+    return False
+
+
+cdef bint _ld_lzf(const unsigned char *src, Py_ssize_t sn, char *dst, Py_ssize_t dn) noexcept:
+    """LZF decompression of exactly dn bytes (False: corrupt, or another size)."""
+    cdef Py_ssize_t ip = 0, op = 0, ln, ref
+    cdef unsigned int ctrl
+    while ip < sn:
+        ctrl = src[ip]
+        ip += 1
+        if ctrl < 32:
+            ln = ctrl + 1
+            if op + ln > dn or ip + ln > sn:
+                return False
+            memcpy(dst + op, src + ip, ln)
+            op += ln
+            ip += ln
+        else:
+            ln = ctrl >> 5
+            if ln == 7:
+                if ip >= sn:
+                    return False
+                ln += src[ip]
+                ip += 1
+            if ip >= sn:
+                return False
+            ref = op - ((ctrl & 0x1F) << 8) - 1 - src[ip]
+            ip += 1
+            ln += 2
+            if ref < 0 or op + ln > dn:
+                return False
+            while ln:
+                dst[op] = dst[ref]
+                op += 1
+                ref += 1
+                ln -= 1
+    return op == dn
+
+
+cdef object _ld_string(const unsigned char *s, Py_ssize_t *p, Py_ssize_t n):
+    """rdbGenericLoadStringObject at p[0]: a new bytes, or None (bail)."""
+    cdef unsigned long long v, clen, ulen
+    cdef bint enc, e2
+    cdef Py_ssize_t q = p[0]
+    cdef long long iv
+    cdef char tmp[24]
+    cdef int k
+    cdef object out
+    if not _ld_len(s, &q, n, &v, &enc):
+        return None
+    if not enc:
+        if v > <unsigned long long>(n - q):
+            return None
+        p[0] = q + <Py_ssize_t>v
+        return PyBytes_FromStringAndSize(<const char *>s + q, <Py_ssize_t>v)
+    if v <= 2:
+        k = 1 << v
+        if q + k > n:
+            return None
+        if k == 1:
+            iv = <signed char>s[q]
+        elif k == 2:
+            iv = <short>(s[q] | (s[q + 1] << 8))
+        else:
+            iv = <int>(s[q] | (s[q + 1] << 8) | (s[q + 2] << 16) | (<unsigned int>s[q + 3] << 24))
+        p[0] = q + k
+        k = snprintf(tmp, sizeof(tmp), "%lld", iv)
+        return PyBytes_FromStringAndSize(tmp, k)
+    if v != 3:
+        return None
+    if not _ld_len(s, &q, n, &clen, &e2) or e2:
+        return None
+    if not _ld_len(s, &q, n, &ulen, &e2) or e2 or ulen == 0:
+        return None
+    if clen > <unsigned long long>(n - q) or ulen > clen * 128 + 64:
+        return None     # (LZF expands at most ~88 times: a corrupt length, left to the Python path)
+    out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>ulen)
+    if not _ld_lzf(s + q, <Py_ssize_t>clen, PyBytes_AS_STRING(out), <Py_ssize_t>ulen):
+        return None
+    p[0] = q + <Py_ssize_t>clen
+    return out
+
+
+def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list counts, hash_cls=None,
+                     Py_ssize_t hash_entries=0):
+    """From ``p`` in ``data`` (the first ``n`` bytes), the run of records
+    described above into ``d``; ``counts[type]`` += 1 for each.  With
+    ``hash_cls`` (HashValue), hash listpacks are made here (what
+    RdbReader._load_blob does: ``ht`` when over ``hash_entries`` fields).
+    Returns (the position, the count of keys)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t count = 0, q, i, start
+    cdef unsigned long long m, c
+    cdef unsigned char t
+    cdef bint enc
+    cdef object key, val, x
+    cdef list items, flat
+    cdef Py_ssize_t nf
+    if n > len(data):
+        n = len(data)
+    while p < n:
+        t = s[p]
+        if not (t == 0 or t == 2 or t == 11 or t == 16 or t == 17 or t == 18):
+            break
+        q = p + 1
+        key = _ld_string(s, &q, n)
+        if key is None or PyDict_Contains(d, key):
+            break
+        if t == 0:
+            val = _ld_string(s, &q, n)
+            if val is None:
+                break
+        else:
+            if t == 2 or t == 18:
+                if not _ld_len(s, &q, n, &m, &enc) or enc or m == 0 or m > <unsigned long long>(n - q):
+                    break
+                items = []
+                for i in range(<Py_ssize_t>m):
+                    if t == 18:
+                        if q >= n or s[q] != 2:      # a packed node (container 2)
+                            break
+                        q += 1
+                    x = _ld_string(s, &q, n)
+                    if x is None:
+                        break
+                    if t == 18:
+                        if not PyBytes_GET_SIZE(x):
+                            break
+                        x = lp_decode_fast(x, False)
+                        if x is None:
+                            break
+                        items.extend(<list>x)
+                    else:
+                        items.append(x)
+                else:
+                    i = m
+                if i != <Py_ssize_t>m:
+                    break
+                x = items
+            else:
+                x = _ld_string(s, &q, n)
+                if x is None:
+                    break
+            if t == 16 and hash_cls is not None:
+                x = lp_decode_fast(x, False)
+                if x is None:
+                    break
+                flat = <list>x
+                nf = len(flat)
+                if nf == 0 or nf & 1:
+                    break
+                val = hash_cls()
+                for i in range(0, nf, 2):
+                    PyDict_SetItem(val, flat[i], flat[i + 1])
+                if len(<dict>val) * 2 != nf:       # a field twice
+                    break
+                val.ht = len(<dict>val) > hash_entries
+            else:
+                try:
+                    val = build(t, x)
+                except Exception:
+                    break
+                if val is None:
+                    break
+        PyDict_SetItem(d, key, val)
+        counts[t] += 1
+        count += 1
+        p = q
+    return p, count

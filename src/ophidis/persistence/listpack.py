@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import struct
 
+from ..net.speedups import native
+
 _pack_u32 = struct.Struct("<I").pack
 _unpack_u32 = struct.Struct("<I").unpack_from
 _unpack_u16 = struct.Struct("<H").unpack_from
@@ -103,7 +105,18 @@ def lp_encode(items) -> bytes:
 
 def lp_decode(buf, strict_count=True, raw_ints=False) -> list:
     """Elements of a listpack (bytes; with raw_ints, integer-encoded
-    elements come as ints).  Raises EncodingError."""
+    elements come as ints).  Raises EncodingError.  Compiled:
+    _speedups.lp_decode_fast first (None for anything but a valid listpack
+    in bytes, which lp_decode_py then explains)."""
+    if _lp_fast is not None and not raw_ints:
+        out = _lp_fast(buf, strict_count)
+        if out is not None:
+            return out
+    return lp_decode_py(buf, strict_count, raw_ints)
+
+
+def lp_decode_py(buf, strict_count=True, raw_ints=False) -> list:
+    """lp_decode in Python (the pure twin of _speedups.lp_decode_fast)."""
     n = len(buf)
     if n < 7:
         raise EncodingError("listpack too short")
@@ -346,3 +359,6 @@ def intset_decode(buf) -> list:
         if vals[i] <= vals[i - 1]:
             raise EncodingError("intset not sorted or has duplicates")
     return vals
+
+
+_lp_fast = native.lp_decode_fast if native is not None else None

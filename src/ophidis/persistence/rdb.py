@@ -17,13 +17,13 @@ import time
 
 from .. import sysinfo
 from ..keyspace.db import EmbStr, stats
+from ..net.speedups import native
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MASK64, MAX_ID, NACK, Consumer, Group, Node, StreamValue, id_key
 from ..types.zset import ZSetValue
-from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build, lp_decode,
-                       lp_entry, zipmap_decode, zl_decode)
-from .rdbcodec import (ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, enc_len, enc_string, lzf_decompress,
-                       redis_lzf)
+from .listpack import (EncodingError, canonical_int, intset_decode, intset_encode, lp_build, lp_decode, lp_entry,
+                       zipmap_decode, zl_decode)
+from .rdbcodec import ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, enc_len, enc_string, lzf_decompress, redis_lzf
 
 RDB_VERSION = 10
 MAX_READ_VERSION = 11
@@ -387,7 +387,13 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
     save_lru = "lru" in policy
     save_lfu = "lfu" in policy
     tv = enc.type_and_value
+    compress = enc.compress
     done = 0
+
+    def value_entry(key, val):
+        t, data = tv(val)
+        return bytes((t,)) + enc_string(key, compress) + data
+
     for db in () if functions_only else server.dbs:
         d = db.d
         if not d:
@@ -395,24 +401,13 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
         exp = db.expires
         w.write(b"\xfe" + enc_len(db.id))
         w.write(b"\xfb" + enc_len(len(d)) + enc_len(len(exp)))
-        write = w.write
-        plain = not (save_lru or save_lfu)
-        idle_of = None
-        if save_lru:
-            idle_of = lru.idle_function(db)
+        if not (save_lru or save_lfu):
+            done = write_keys(d, exp, w.write, compress, enc.list_fill, enc.list_depth, value_entry, progress,
+                              done, key_delay / 1e6, time.sleep)
+            continue
+        # with the LRU idle time or the LFU counter of each key (Python only)
+        idle_of = lru.idle_function(db) if save_lru else None
         for key, val in d.items():
-            if plain and val.__class__ is bytes and not (exp and key in exp):
-                lk = len(key)
-                lv = len(val)
-                if (lk <= 20 and lv <= 20 and (lk > 11 or not lk or _NOT_INTLIKE[key[0]])
-                        and (lv > 11 or not lv or _NOT_INTLIKE[val[0]]) and key.__class__ is bytes):
-                    write(b"\x00%c%s%c%s" % (lk, key, lv, val))
-                    done += 1
-                    if key_delay:
-                        time.sleep(key_delay / 1e6)
-                    if progress is not None and not done & 1023:
-                        progress(done)
-                    continue
             parts = []
             if exp:
                 when = exp.get(key)
@@ -426,17 +421,14 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
                     except Exception:  # noqa: BLE001
                         idle = 0
                 parts.append(b"\xf8" + enc_len(idle))
-            elif save_lfu:
+            else:
                 try:
                     freq = int(lru.freq(db, key))
                 except Exception:  # noqa: BLE001
                     freq = 5
                 parts.append(b"\xf9" + bytes((freq & 0xFF,)))
-            t, data = tv(val)
-            parts.append(bytes((t,)))
-            parts.append(enc_string(key, enc.compress))
-            parts.append(data)
-            write(b"".join(parts))
+            parts.append(value_entry(key, val))
+            w.write(b"".join(parts))
             done += 1
             if key_delay:
                 time.sleep(key_delay / 1e6)
@@ -447,6 +439,51 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
 
 
 _NOT_INTLIKE = [not (48 <= i <= 57 or i == 45) for i in range(256)]
+
+
+def write_keys_py(d, exp, write, compress, list_fill, list_depth, value_entry, progress, done, delay=0.0,
+                  sleep=None):
+    """The entries (expiry, type, key, value) of the keyspace dict ``d`` through
+    ``write``; ``value_entry(key, value)`` gives type + key + value.  Calls
+    ``progress(done)`` every 1024 keys and ``sleep(delay)`` after each key when
+    ``delay``; returns ``done`` plus the keys written.  The pure twin of
+    _speedups.rdb_write_keys (which writes the same bytes in C, without
+    touching the objects' reference counts: fewer pages copied on write in a
+    forked child); ``compress`` and the list settings are ``value_entry``'s here."""
+    for key, val in d.items():
+        if val.__class__ is bytes and not (exp and key in exp):
+            lk = len(key)
+            lv = len(val)
+            if (lk <= 20 and lv <= 20 and (lk > 11 or not lk or _NOT_INTLIKE[key[0]])
+                    and (lv > 11 or not lv or _NOT_INTLIKE[val[0]]) and key.__class__ is bytes):
+                write(b"\x00%c%s%c%s" % (lk, key, lv, val))
+                done += 1
+                if delay:
+                    sleep(delay)
+                if progress is not None and not done & 1023:
+                    progress(done)
+                continue
+        if exp:
+            when = exp.get(key)
+            if when is not None:
+                write(b"\xfc" + int(when).to_bytes(8, "little", signed=True) + value_entry(key, val))
+            else:
+                write(value_entry(key, val))
+        else:
+            write(value_entry(key, val))
+        done += 1
+        if delay:
+            sleep(delay)
+        if progress is not None and not done & 1023:
+            progress(done)
+    return done
+
+
+if native is not None:
+    native.rdb_setup(EmbStr, ListValue, HashValue, SetValue, ZSetValue, redis_lzf)
+    write_keys = native.rdb_write_keys
+else:
+    write_keys = write_keys_py
 
 
 def function_codes(server):
@@ -567,6 +604,7 @@ class RdbReader:
         self.key = None
         self.entry_start = 0
         self.trace = trace
+        self.quiet = False          # no log (_build: the Python path reads the record again)
 
     # primitives
     def fail(self, msg, offset=None):
@@ -717,12 +755,7 @@ class RdbReader:
             items = [self.load_string() for _ in range(n)]
             if not n:
                 return None
-            v = SetValue(items)
-            if len(v) != n:
-                self.fail("Duplicate set members detected")
-            v.enc = b"intset" if (n <= s.set_max_intset and all(
-                canonical_int(m) is not None for m in items)) else b"hashtable"
-            return v
+            return self._set(items)
         if t in (T_ZSET, T_ZSET_2):
             n = self.load_len()
             if not n:
@@ -809,6 +842,30 @@ class RdbReader:
             raise UnsupportedType("module '%s'" % module_name(mid))
         self.fail("Unknown RDB encoding type %d" % t)
 
+    def _set(self, items):
+        v = SetValue(items)
+        n = len(items)
+        if len(v) != n:
+            self.fail("Duplicate set members detected")
+        v.enc = b"intset" if (n <= self.s.set_max_intset and all(
+            canonical_int(m) is not None for m in items)) else b"hashtable"
+        return v
+
+    def _build(self, t, payload):
+        """The value of a record read by _speedups.rdb_load_records: the
+        members of a set (T_SET), the elements of a list's packed nodes
+        (T_LIST_QUICKLIST_2), else the blob.  It raises or gives None for
+        what load's Python path then reads again (and reports)."""
+        if t == T_SET:
+            return self._set(payload)
+        if t == T_LIST_QUICKLIST_2:
+            return self._list(payload)
+        self.quiet = True
+        try:
+            return self._load_blob(t, payload)
+        finally:
+            self.quiet = False
+
     def _list(self, items):
         if not items:
             return None
@@ -831,7 +888,7 @@ class RdbReader:
             raise EncodingError("odd number of elements")
         keys = flat[0::2]
         if len(set(keys)) != len(keys):
-            if blob is not None and not self.s.deep and len(keys) > self.s.hash_entries:
+            if blob is not None and not self.s.deep and len(keys) > self.s.hash_entries and not self.quiet:
                 self.log("warning", "listpack with dup elements dump (hexdump of %d bytes):" % len(blob))
                 self.log("warning", bytes(blob).hex())
             seen = set()
@@ -1083,30 +1140,23 @@ class RdbReader:
         data = self.data
         n = self.n
         fast = self.trace is None
-        nstrings = 0
+        records = load_records if not self.s.deep else None
+        build = self._build
+        hash_entries = self.s.hash_entries
+        tcounts = [0] * 256         # keys loaded by the fast path, by type
+        nfast = 0
         while True:
             if self.data is not data:       # the window moved on
                 data = self.data
                 n = self.n
             op_pos = p = self.pos
             if fast and expire == -1 and lru_idle == -1 and lfu_freq == -1 and not self.key_delay:
-                while p < n and data[p] == 0:
-                    kl = data[p + 1] if p + 1 < n else 255
-                    if kl >= 64:
-                        break
-                    q = p + 2 + kl
-                    if q >= n:
-                        break
-                    vl = data[q]
-                    if vl >= 64 or q + 1 + vl > n:
-                        break
-                    key = data[p + 2:q]
-                    d = cur[0]
-                    if key in d:
-                        break
-                    d[key] = data[q + 1:q + 1 + vl]
-                    nstrings += 1
-                    p = q + 1 + vl
+                if records is not None:
+                    p, k = records(data, p, n, cur[0], build, tcounts, HashValue, hash_entries)
+                else:
+                    p, k = load_plain_strings(data, p, n, cur[0])
+                    tcounts[T_STRING] += k
+                nfast += k
                 self.pos = op_pos = p
             t = self.byte()
             if t == OP_EXPIRETIME_MS:
@@ -1218,9 +1268,10 @@ class RdbReader:
                 self._delay()
             expire = -1
             lru_idle = lfu_freq = -1
-        res.keys_loaded += nstrings
-        if nstrings:
-            counts["string"] = counts.get("string", 0) + nstrings
+        res.keys_loaded += nfast
+        for t, k in enumerate(tcounts):
+            if k:
+                counts[TYPE_NAMES[t]] = counts.get(TYPE_NAMES[t], 0) + k
         res.end_offset = end = self.offset
         if ver >= 5:
             if self.n - self.pos < 8 and self.source is not None:
@@ -1239,6 +1290,37 @@ class RdbReader:
         if self.source is None and self.pos != self.n:
             self.log("warning", "%d trailing bytes after the RDB end" % (self.n - self.pos))
         return res
+
+
+def load_plain_strings_py(data, p, n, d):
+    """From ``p`` in ``data`` (``n`` bytes), the run of records a string key
+    and a plain string value with 6-bit lengths (no expiry) into ``d``; stops
+    before anything else (another record, a key already in ``d``, the end of
+    the window).  Returns (the position, the count).  The pure twin of
+    _speedups.rdb_load_plain_strings."""
+    count = 0
+    while p < n and data[p] == 0:
+        kl = data[p + 1] if p + 1 < n else 255
+        if kl >= 64:
+            break
+        q = p + 2 + kl
+        if q >= n:
+            break
+        vl = data[q]
+        if vl >= 64 or q + 1 + vl > n:
+            break
+        key = data[p + 2:q]
+        if key in d:
+            break
+        d[key] = data[q + 1:q + 1 + vl]
+        count += 1
+        p = q + 1 + vl
+    return p, count
+
+
+load_plain_strings = native.rdb_load_plain_strings if native is not None else load_plain_strings_py
+# compiled: the records of the common types (RdbReader.load's Python path is its pure twin)
+load_records = native.rdb_load_records if native is not None else None
 
 
 class UnsupportedType(Exception):
