@@ -677,7 +677,29 @@ def body_code(str fullname, module):
     return BODIES.get(fullname, 0)
 
 
+cdef inline bint _ttl(_Ctx x, key):
+    # has key a TTL (the bodies leave such keys to the Python functions)
+    ex = x.ex
+    return bool(ex) and key in ex
+
+
+cdef inline bint _held(_Ctx x, key):
+    # is key watched (WATCH) or waited on (a blocked client)
+    wk = x.wk
+    if wk and key in wk:
+        return True
+    bk = x.bk
+    return bool(bk) and key in bk
+
+
+cdef inline bint _watched(_Ctx x, key):
+    wk = x.wk
+    return bool(wk) and key in wk
+
+
 cdef inline object _body(int code, _Ctx x, list req):
+    if x.d is None:         # a database dict of another class: Python
+        return None
     if code == 2:
         return _get(x, req)
     if code == 3:
@@ -771,21 +793,15 @@ cdef extern from "Python.h":
 cdef object _get(_Ctx x, list req):
     # the value is read through its borrowed pointer: no reference count
     # written (a page of the keyspace not dirtied while a child has it)
-    d = x.d
     key = req[1]
-    if d is None:
-        return None
-    cdef PyObject *pv = PyDict_GetItem(d, key)
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
     if pv is NULL:
         # a miss (db.lookup_read), unless a keymiss event is to be sent
         if x.flags:
             return None
         x.misses += 1
         return _NULL_BULK if x.resp == 2 else _NULL3
-    if _g_type(pv) != <PyObject *>bytes:
-        return None
-    ex = x.ex
-    if ex and key in ex:
+    if _g_type(pv) != <PyObject *>bytes or _ttl(x, key):
         return None
     x.hits += 1
     cdef Py_ssize_t n = _g_len(pv)
@@ -798,14 +814,10 @@ cdef object _get(_Ctx x, list req):
 
 
 cdef object _set(_Ctx x, list req):
-    if len(req) != 3 or x.flags or x.lazy or x.d is None:
+    if len(req) != 3 or x.flags or x.lazy:
         return None
     key = req[1]
-    bk = x.bk
-    if bk and key in bk:
-        return None
-    wk = x.wk
-    if wk and key in wk:
+    if _held(x, key):
         return None
     x.d[key] = req[2]
     ex = x.ex
@@ -820,16 +832,8 @@ cdef object _incr(_Ctx x, list req, long long delta):
         return None
     d = x.d
     key = req[1]
-    if d is None:
-        return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
-    if pv is NULL or type(<object>pv) is not bytes:
-        return None
-    ex = x.ex
-    if ex and key in ex:
-        return None
-    wk = x.wk
-    if wk and key in wk:
+    if pv is NULL or _g_type(pv) != <PyObject *>bytes or _ttl(x, key) or _watched(x, key):
         return None
     # the canonical decimal form of a number below 10^18 (anything else:
     # Python's rules and errors)
@@ -866,15 +870,9 @@ cdef object _sadd(_Ctx x, list req):
     # sets.sadd: one member into a hashtable-encoded set
     if len(req) != 3 or x.flags:
         return None
-    d = x.d
     key = req[1]
-    if d is None:
-        return None
-    cdef PyObject *pv = PyDict_GetItem(d, key)
-    if pv is NULL or type(<object>pv) is not _SetValue:
-        return None
-    ex = x.ex
-    if ex and key in ex:
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL or _g_type(pv) != <PyObject *>_SetValue or _ttl(x, key):
         return None
     s = <object>pv
     if s._aux is not None or s.enc != _HASHTABLE:
@@ -882,8 +880,7 @@ cdef object _sadd(_Ctx x, list req):
     m = req[2]
     if PySet_Contains(s, m):
         return _ZERO
-    wk = x.wk
-    if wk and key in wk:
+    if _watched(x, key):
         return None
     PySet_Add(s, m)
     x.dirty += 1
@@ -894,18 +891,9 @@ cdef object _hset(_Ctx x, list req):
     # hashes.hset: one field of an existing hash, no conversion
     if len(req) != 4 or x.flags:
         return None
-    d = x.d
     key = req[1]
-    if d is None:
-        return None
-    cdef PyObject *pv = PyDict_GetItem(d, key)
-    if pv is NULL or type(<object>pv) is not _HashValue:
-        return None
-    ex = x.ex
-    if ex and key in ex:
-        return None
-    wk = x.wk
-    if wk and key in wk:
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL or _g_type(pv) != <PyObject *>_HashValue or _ttl(x, key) or _watched(x, key):
         return None
     h = <object>pv
     if h._aux is not None:
@@ -928,7 +916,7 @@ cdef object _hset(_Ctx x, list req):
 
 cdef object _mset(_Ctx x, list req):
     cdef Py_ssize_t n = len(req), i
-    if not (n & 1) or x.flags or x.d is None:
+    if not (n & 1) or x.flags:
         return None
     d = x.d
     bk = x.bk
@@ -2154,16 +2142,10 @@ cdef object _push(_Ctx x, list req, bint front):
         return None
     d = x.d
     key = req[1]
-    if d is None:
-        return None
     cdef PyObject *pv = PyDict_GetItem(d, key)
     cdef QuickList ql
     cdef Py_ssize_t n = len(req), i
-    wk = x.wk
-    if wk and key in wk:
-        return None
-    bk = x.bk
-    if bk and key in bk:
+    if _held(x, key):
         return None
     if pv is NULL:
         ql = QuickList.__new__(QuickList)
@@ -2171,10 +2153,7 @@ cdef object _push(_Ctx x, list req, bint front):
             ql._push(req[i], front)
         d[key] = ql
     else:
-        if type(<object>pv) is not QuickList:
-            return None
-        ex = x.ex
-        if ex and key in ex:
+        if _g_type(pv) != <PyObject *>QuickList or _ttl(x, key):
             return None
         ql = <QuickList>pv
         for i in range(2, n):
@@ -2187,23 +2166,14 @@ cdef object _pop(_Ctx x, list req, bint front):
     # lists._pop without a count, the list keeping an element at least
     if len(req) != 2:
         return None
-    d = x.d
     key = req[1]
-    if d is None:
-        return None
-    cdef PyObject *pv = PyDict_GetItem(d, key)
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
     if pv is NULL:
         return _NULL3 if x.resp >= 3 else _NULL_BULK
-    if type(<object>pv) is not QuickList or x.flags:
+    if _g_type(pv) != <PyObject *>QuickList or x.flags:
         return None
     cdef QuickList ql = <QuickList>pv
-    if ql.size < 2:
-        return None
-    ex = x.ex
-    if ex and key in ex:
-        return None
-    wk = x.wk
-    if wk and key in wk:
+    if ql.size < 2 or _ttl(x, key) or _watched(x, key):
         return None
     r = ql._pop_bulk(front)
     x.dirty += 1
@@ -2215,20 +2185,14 @@ cdef object _lrange(_Ctx x, list req):
     cdef long long start, end
     if not _canonical_ll(<bytes>req[2], &start) or not _canonical_ll(<bytes>req[3], &end):
         return None
-    d = x.d
     key = req[1]
-    if d is None:
-        return None
-    cdef PyObject *pv = PyDict_GetItem(d, key)
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
     if pv is NULL:
         if x.flags:
             return None
         x.misses += 1
         return _EMPTY_ARRAY
-    if type(<object>pv) is not QuickList:
-        return None
-    ex = x.ex
-    if ex and key in ex:
+    if _g_type(pv) != <PyObject *>QuickList or _ttl(x, key):
         return None
     x.hits += 1
     return (<QuickList>pv)._bulk_range(start, end)
