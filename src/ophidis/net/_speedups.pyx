@@ -2024,7 +2024,6 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
 # RequestReader.taken, goes to the Python methods (the definition).
 
 cdef object _dr_monotonic = None    # time.monotonic (Client.last_time)
-cdef object _dr_suspicious = None   # reader.suspicious
 cdef dict _dr_table = None          # commands.TABLE
 cdef object _dr_stats = None        # keyspace.db.stats
 cdef object _dr_client_mem = None   # client.set_client_memory's function
@@ -2035,10 +2034,9 @@ cdef Py_ssize_t _dr_floor = 0         # client.set_output_floor's
 cdef Py_ssize_t _dr_unauth_limit = 0  # client.UNAUTH_OUTPUT_LIMIT
 
 
-def data_setup(monotonic, suspicious, dict table, stats, Py_ssize_t unauth_limit):
-    global _dr_monotonic, _dr_suspicious, _dr_table, _dr_stats, _dr_unauth_limit
+def data_setup(monotonic, dict table, stats, Py_ssize_t unauth_limit):
+    global _dr_monotonic, _dr_table, _dr_stats, _dr_unauth_limit
     _dr_monotonic = monotonic
-    _dr_suspicious = suspicious
     _dr_table = table
     _dr_stats = stats
     _dr_unauth_limit = unauth_limit

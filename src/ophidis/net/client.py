@@ -875,7 +875,7 @@ def make_protocol_factory(server):
 
 if native is not None:
     # the compiled per-read path (falls back to the methods above)
-    native.data_setup(_monotonic, suspicious, TABLE, stats, UNAUTH_OUTPUT_LIMIT)
+    native.data_setup(_monotonic, TABLE, stats, UNAUTH_OUTPUT_LIMIT)
     Client.data_received = native.data_received
 
 _sync()
