@@ -97,6 +97,79 @@ def test_compiled_request_encoder_matches(argv, odd):
         assert speedups.native.encode_bytes_argv(argv + [odd]) is None
 
 
+_PIECES = [b"*", b"$", b"\r\n", b"\r", b"\n", b"0", b"1", b"2", b"3", b"01", b"-1", b"+", b" ", b"x", b":1"]
+
+
+def _canonical(argvs):
+    return b"".join(encode(*a) for a in argvs)
+
+
+@given(st.lists(st.lists(st.binary(max_size=12), min_size=1, max_size=4), max_size=4),
+       st.lists(st.sampled_from(_PIECES), max_size=12).map(b"".join),
+       st.lists(st.lists(st.binary(max_size=5), min_size=1, max_size=3), max_size=2),
+       st.integers(0, 12))
+def test_request_parser_agrees_with_hiredis(reqs, odd, more, cut):
+    """The C parser of a read's requests (ReadFeed): the requests it takes
+    before handing over are the ones hiredis gives for the same bytes, and
+    it hands over at a request boundary (hiredis, fed the bytes before that
+    point, holds nothing)."""
+    if speedups.native is None:
+        pytest.skip("the compiled loop is not built")
+    import hiredis
+    data = _canonical(reqs) + odd + _canonical(more)
+    data = data[:len(data) - cut] if cut < len(data) else data
+    taken, pos = speedups.native.parse_requests(data)
+    h = hiredis.Reader()
+    h.feed(data[:pos])
+    got = []
+    while True:
+        r = h.gets()
+        if r is False:
+            break
+        got.append(r)
+    assert got == taken
+    assert pos == len(_canonical(taken))
+    # and from the whole read, hiredis gives those first
+    h = hiredis.Reader()
+    h.feed(data)
+    for r in taken:
+        assert h.gets() == r
+    if not odd and not cut:
+        assert taken == reqs + more and pos == len(data)
+
+
+@given(st.lists(st.sampled_from([b"PING", b"set", b"a", b"  ", b"\t", b"\r", b"\n", b"\x0b", b"\x0c",
+                                 b"\xff", b"x=1", b"*", b"\"", b"\x00"]), max_size=30).map(b"".join))
+def test_inline_lines_agree_with_reader(data):
+    """A read of plain inline lines: the C parser gives reader.py's lines."""
+    if speedups.native is None:
+        pytest.skip("the compiled loop is not built")
+    rd = reader.RequestReader(None)
+    data += b"\n"
+    rd.feed(data, True)
+    assert speedups.native.inline_requests(data) == rd.lines
+
+
+def test_same_replies_for_inline_pipelines(pair, redis_server):
+    """Reads of inline lines (what redis-benchmark's PING_INLINE and telnet
+    send), with empty lines, blank words, a command that blocks halfway
+    through a read, and reads that mix inline lines and multibulk requests:
+    both loops and redis-server give the same bytes."""
+    lines = [b"PING\r\n", b"SET k v\r\n", b"GET k\r\n", b"\r\n", b"  \t \n", b"ECHO  a\tb \r\n",
+             b"INCR n\n", b"LPUSH l a b c\n", b"LRANGE l 0 -1\n", b"NOSUCH x\n", b"GET\n"]
+    rnd = random.Random(3)
+    chunks = [b"".join(rnd.choice(lines) for _ in range(rnd.randrange(1, 20))) for _ in range(30)]
+    chunks.append(b"PING\r\n" + encode("GET", "k") + b"PING\r\n")
+    chunks.append(encode("GET", "k") + b"ECHO x\r\n")
+    chunks.append(b"DEL q\r\nBLPOP q 0.2\r\nECHO after\r\nPING\r\n")
+    chunks.append(b"ECHO \"quoted words\"\r\nPING\r\n")
+    for p in pair + [redis_server.port]:
+        _exchange(p, [encode("FLUSHALL")])
+    out = _both(pair, chunks, settle=0.6)
+    assert out == _exchange(redis_server.port, chunks, settle=0.6)
+    assert b"$5\r\nafter\r\n" in out and b"quoted words" in out
+
+
 @pytest.fixture(scope="module")
 def pair():
     for servers in twin_pair(speedups.native):

@@ -19,7 +19,9 @@ tests/test_speedups.py runs the same traffic through both.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
 from cpython.set cimport PySet_Add, PySet_Contains
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
@@ -503,6 +505,167 @@ cdef int _flush(_Ctx x) except -1:
     return 0
 
 
+# -- the read's requests, parsed in C ----------------------------------------------
+# A read at a request boundary (hiredis holds nothing) is parsed here while
+# its requests are in the canonical multibulk form ("*<n>\r\n" then n times
+# "$<len>\r\n<len bytes>\r\n", lengths without sign or leading zero) or, for
+# a read of plain inline lines (RequestReader.feed's ``lines`` case), split
+# at whitespace as bytes.split() does.  At the first request that is not
+# whole and canonical, the rest of the read goes to hiredis and the loop
+# goes on with its gets: the requests taken are the ones hiredis would have
+# given (tests/test_speedups.py compares them on random input), so what
+# RequestReader.taken works out from the request count stays true.
+
+cdef inline bint _ws(char c) noexcept:
+    # bytes.split()'s whitespace (and Redis's isspace for inline arguments)
+    return c == 32 or 9 <= c <= 13
+
+
+cdef inline Py_ssize_t _len_line(const char *p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t *out) noexcept:
+    # "<digits>\r\n" at i (no sign, no leading zero, at most 9 digits):
+    # the position after it, -1 if not there whole
+    cdef Py_ssize_t v = 0, j = i
+    if j >= n or not (48 <= p[j] <= 57):
+        return -1
+    if p[j] == 48:
+        j += 1
+    else:
+        while j < n and 48 <= p[j] <= 57 and j - i < 9:
+            v = v * 10 + (p[j] - 48)
+            j += 1
+    if j + 1 >= n or p[j] != 13 or p[j + 1] != 10:
+        return -1
+    out[0] = v
+    return j + 2
+
+
+cdef class ReadFeed:
+    """One read's requests for the request loop (see above)."""
+    cdef bytes data
+    cdef Py_ssize_t pos
+    cdef bint inline
+    cdef object rd
+    cdef public object gets      # hiredis's, once the rest went to it
+
+    cdef object take(self):
+        if self.gets is not None:
+            return self.gets()
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(self.data), pos = self.pos
+        if pos >= n:
+            return False
+        cdef const char *p = PyBytes_AS_STRING(self.data)
+        cdef Py_ssize_t end = -1
+        if self.inline:
+            return self._line(p, n)
+        r = _mbulk(self.data, p, pos, n, &end)
+        if r is not None:
+            self.pos = end
+            return r
+        h = self.rd.hiredis
+        if h is None:
+            h = self.rd.new_hiredis()
+        h.feed(self.data, pos)
+        self.gets = h.gets
+        return self.gets()
+
+    cdef object _line(self, const char *p, Py_ssize_t n):
+        # the next non-empty line's words (the read ends with "\n")
+        cdef Py_ssize_t pos = self.pos, nl, i, j
+        cdef list argv
+        while pos < n:
+            nl = <Py_ssize_t>(<const char *>memchr(p + pos, 10, n - pos) - p)
+            argv = None
+            i = pos
+            while True:
+                while i < nl and _ws(p[i]):
+                    i += 1
+                if i >= nl:
+                    break
+                j = i
+                while j < nl and not _ws(p[j]):
+                    j += 1
+                if argv is None:
+                    argv = []
+                argv.append(PyBytes_FromStringAndSize(p + i, j - i))
+                i = j
+            pos = nl + 1
+            if argv is not None:
+                self.pos = pos
+                return argv
+        self.pos = pos
+        return False
+
+
+cdef object _mbulk(bytes data, const char *p, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end):
+    # the canonical multibulk request at pos, whole, or None
+    cdef Py_ssize_t argc, i, q, bl
+    if p[pos] != 42:
+        return None
+    q = _len_line(p, pos + 1, n, &argc)
+    if q < 0 or argc == 0 or q + 6 * argc > n:
+        return None
+    cdef list req = PyList_New(argc)
+    for i in range(argc):
+        if p[q] != 36:
+            return None
+        q = _len_line(p, q + 1, n, &bl)
+        if q < 0 or q + bl + 2 > n or p[q + bl] != 13 or p[q + bl + 1] != 10:
+            return None
+        a = PyBytes_FromStringAndSize(p + q, bl)
+        Py_INCREF(a)
+        PyList_SET_ITEM(req, i, a)
+        q += bl + 2
+    end[0] = q
+    return req
+
+
+cdef ReadFeed _read_feed(bytes data, rd, bint inline):
+    cdef ReadFeed f = ReadFeed.__new__(ReadFeed)
+    f.data = data
+    f.rd = rd
+    f.inline = inline
+    return f
+
+
+def parse_requests(bytes data):
+    """The requests the C parser takes off data before it hands over, and
+    the position of the hand-over (the test of its agreement with hiredis)."""
+    cdef list reqs = []
+    cdef Py_ssize_t pos = 0, end = 0, n = PyBytes_GET_SIZE(data)
+    while pos < n:
+        r = _mbulk(data, PyBytes_AS_STRING(data), pos, n, &end)
+        if r is None:
+            break
+        reqs.append(r)
+        pos = end
+    return reqs, pos
+
+
+cdef Py_ssize_t _inline_max = 0      # protocol.resp.INLINE_LINE_MAX
+
+
+cdef bint _plain_lines(bytes data) noexcept:
+    # RequestReader.feed's case of plain inline lines
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    cdef const char *p = PyBytes_AS_STRING(data)
+    return (p[n - 1] == 10 and n < _inline_max and memchr(p, 42, n) == NULL and memchr(p, 34, n) == NULL
+            and memchr(p, 39, n) == NULL and memchr(p, 0, n) == NULL)
+
+
+def inline_requests(bytes data):
+    """The requests of a read of plain inline lines, as the C parser takes
+    them (None: not such a read); the test of its agreement with reader.py."""
+    if not PyBytes_GET_SIZE(data) or not _plain_lines(data):
+        return None
+    cdef ReadFeed f = _read_feed(data, None, True)
+    cdef list reqs = []
+    while True:
+        r = f.take()
+        if r is False:
+            return reqs
+        reqs.append(r)
+
+
 def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
     """Run the requests hiredis has ready (see client._run_requests).
     Returns (nreq, last): the number of requests taken off the parser and
@@ -531,12 +694,13 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
     dirty0 = None
     # a gets in Python (client._bounded_gets: writes, may close the client)
     # sees the state as the Python loop leaves it
-    cdef bint py_gets = type(gets) is not _CGETS
+    cdef ReadFeed feed = gets if type(gets) is ReadFeed else None
+    cdef bint py_gets = feed is None and type(gets) is not _CGETS
     while True:
         if py_gets:
             _flush(x)
         try:
-            req = gets()
+            req = feed.take() if feed is not None else gets()
         except _ProtocolError:
             return ~nreq, last
         if req is False:
@@ -2034,8 +2198,9 @@ cdef Py_ssize_t _dr_floor = 0         # client.set_output_floor's
 cdef Py_ssize_t _dr_unauth_limit = 0  # client.UNAUTH_OUTPUT_LIMIT
 
 
-def data_setup(monotonic, dict table, stats, Py_ssize_t unauth_limit):
-    global _dr_monotonic, _dr_table, _dr_stats, _dr_unauth_limit
+def data_setup(monotonic, dict table, stats, Py_ssize_t unauth_limit, Py_ssize_t inline_max):
+    global _dr_monotonic, _dr_table, _dr_stats, _dr_unauth_limit, _inline_max
+    _inline_max = inline_max
     _dr_monotonic = monotonic
     _dr_table = table
     _dr_stats = stats
@@ -2105,25 +2270,41 @@ cdef _dr_read(ClientCore client, data):
     if client.closing or client.close_after_reply:
         return
     if (client.blocked or client.paused_queue is not None or type(data) is not bytes
-            or PyBytes_GET_SIZE(data) == 0 or PyBytes_AS_STRING(data)[0] != 42
-            or not client.authenticated):
+            or PyBytes_GET_SIZE(data) == 0 or not client.authenticated):
         client._data_received(data)
         return
     rd = client.reader
-    if rd.pend is not None or client.server.obuf_normal_limit or suspicious(data):
+    cdef bint inline = PyBytes_AS_STRING(data)[0] != 42
+    if rd.pend is not None or client.server.obuf_normal_limit \
+            or (not _plain_lines(data) if inline else suspicious(data)):
         client._data_received(data)
         return
-    h = rd.hiredis
-    if h is None:
-        h = rd.new_hiredis()
-    h.feed(data)
+    # at a request boundary: hiredis holds nothing
+    cdef ReadFeed feed = _read_feed(<bytes>data, rd, inline)
     cdef list out = []
     client.pending_writes = out
-    r = run(client, h.gets, out, _dr_table, client.slow or _server_slow, _now())
+    r = run(client, feed, out, _dr_table, client.slow or _server_slow, _now())
     nreq = r[0]
     last = r[1]
-    if (nreq > 0 and rd.pend is None and type(last) is list and <list>last
-            and not (client.blocked or client.close_after_reply or client.paused_queue is not None)
+    cdef bint stopped = client.blocked or client.close_after_reply or client.paused_queue is not None
+    if inline:
+        # _python_input's case of a read of plain inline lines
+        if stopped or client.closing:
+            rd.buf = data
+            if rd.lines_stopped(nreq, client.blocked, client.closing) is not None:
+                if out:
+                    _dr_write(client, out)
+                client._qbuf_limit()
+                return
+        if out:
+            _dr_write(client, out)
+        return
+    if feed.gets is None and feed.pos == PyBytes_GET_SIZE(data) and nreq > 0 and rd.pend is None:
+        # all of the read was taken here: nothing is left
+        if out:
+            _dr_write(client, out)
+        return
+    if (nreq > 0 and rd.pend is None and type(last) is list and <list>last and not stopped
             and ends_with_request(data, <list>last)):
         # the read ended with the last request: nothing is left
         if out:

@@ -28,7 +28,7 @@ from ..commands import TABLE
 from ..errors import RedisError
 from ..keyspace.db import stats
 from ..protocol.reader import PYTHON, RequestReader, ends_with_request, suspicious
-from ..protocol.resp import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError
+from ..protocol.resp import INLINE_LINE_MAX, NULL3, NULL_ARRAY, NULL_BULK, ProtocolError
 from .speedups import native
 
 _HiredisProtocolError = hiredis.ProtocolError
@@ -875,7 +875,7 @@ def make_protocol_factory(server):
 
 if native is not None:
     # the compiled per-read path (falls back to the methods above)
-    native.data_setup(_monotonic, TABLE, stats, UNAUTH_OUTPUT_LIMIT)
+    native.data_setup(_monotonic, TABLE, stats, UNAUTH_OUTPUT_LIMIT, INLINE_LINE_MAX)
     Client.data_received = native.data_received
 
 _sync()
