@@ -312,7 +312,7 @@ def _body_traffic(rnd):
         ("RPUSH", "lt", "a", "b"), ("PEXPIRE", "lt", 100000), ("LPUSH", "lt", "c"), ("RPOP", "lt"),
         ("RPUSH", "lx", "a", "b", "c"), ("PEXPIRE", "lx", 1),
         ("SADD", "sx", "a", "b"), ("PEXPIRE", "sx", 1), ("HSET", "hx", "f", "v"), ("PEXPIRE", "hx", 1),
-        ("SET", "gx", "v"), ("PEXPIRE", "gx", 1), ("MSET", "mt", "1"), ("PEXPIRE", "mt", 100000),
+        ("SET", "gx", "v"), ("PEXPIRE", "gx", 1), ("SADD", "spx", "a"), ("PEXPIRE", "spx", 1), ("MSET", "mt", "1"), ("PEXPIRE", "mt", 100000),
         ("DEBUG", "SLEEP", "0.01"),
         ("LPUSH", "lx", "d"), ("RPOP", "lx"), ("SADD", "sx", "c"), ("HSET", "hx", "g", "w"), ("GET", "gx"),
         ("GET", "gx"), ("MSET", "mt", "2", "mu", "3"), ("PTTL", "mt"), ("MSET", "mt"),
@@ -356,6 +356,10 @@ def _body_traffic(rnd):
         # MSET
         ("MSET", "a", 1, "b", 2, "a", 3), ("MGET", "a", "b"), ("MSET", "l2", "x"), ("TYPE", "l2"),
         ("LPUSH", "l2", "y"),
+        # SPOP: a missing key (the body), and everything else (Python)
+        ("SPOP", "nosp"), ("SPOP", "nosp"), ("SPOP", "nosp", 1), ("SPOP", "nosp", "x"), ("SPOP", "s"),
+        ("SPOP", "a", 1, 2), ("SADD", "sp1", "a"), ("SPOP", "sp1"), ("SPOP", "sp1"), ("EXISTS", "sp1"),
+        ("SPOP", "l2"), ("SPOP", "spx"), ("SPOP",),
     ]
     for i in range(300):
         k = rnd.randrange(6)
@@ -371,7 +375,7 @@ def _body_traffic(rnd):
 
 
 _BODY_KEYS = ["s", "l1", "l2", "l3", "lt", "lx", "sx", "hx", "gx", "mt", "mu", "st", "st2", "sbig", "h", "h2",
-              "h3", "h4", "h5", "st3", "lr", "z", "zt", "hbig", "a", "b", "conv", "iconv"] + ["r%d" % k for k in range(6)] + \
+              "h3", "h4", "h5", "st3", "lr", "z", "zt", "hbig", "a", "b", "conv", "iconv", "sp1", "spx"] + ["r%d" % k for k in range(6)] + \
              ["rs%d" % k for k in range(6)] + ["rh%d" % k for k in range(6)] + ["rx%d" % k for k in range(6)] + ["rz"]
 
 

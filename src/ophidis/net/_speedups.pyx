@@ -822,7 +822,7 @@ cdef str _LP_VALUE = "hash-max-listpack-value"
 cdef str _LP_ENTRIES = "hash-max-listpack-entries"
 
 BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5, "lpush": 6, "rpush": 7, "lpop": 8,
-          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13}
+          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13, "spop": 20}
 
 
 def sync_bodies(notify_mod, dbm_mod, stats, set_type, hash_type):
@@ -886,6 +886,8 @@ cdef inline object _body(int code, _Ctx x, list req):
         return _lrange(x, req)
     if code == 1:
         return _ping(x, req)
+    if code == 20:
+        return _spop(x, req)
     if code == 4:
         return _incr(x, req, 1)
     if code == 5:
@@ -2357,6 +2359,14 @@ cdef object _pop(_Ctx x, list req, bint front):
     r = ql._pop_bulk(front)
     x.dirty += 1
     return r
+
+
+cdef object _spop(_Ctx x, list req):
+    # sets.spop without a count of a missing key (redis-benchmark's SPOP
+    # empties its one-member set at once): a write lookup, no stats, no event
+    if len(req) != 2 or PyDict_GetItem(x.d, req[1]) is not NULL:
+        return None
+    return _NULL3 if x.resp >= 3 else _NULL_BULK
 
 
 cdef object _lrange(_Ctx x, list req):
