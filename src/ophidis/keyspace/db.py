@@ -24,6 +24,7 @@ from itertools import islice
 
 from ..errors import RedisError
 from ..replication.propagate import propagate_deletion
+from ..net.speedups import native
 from . import notify as _notify
 from .watch import touch_all_watched_in_db
 
@@ -42,8 +43,19 @@ def mstime() -> int:
     return int(time.time() * 1000)
 
 
-class Stats:
-    """Server-wide counters (INFO stats).  Module-level singleton ``stats``."""
+if native is not None:
+    StatsCore = native.StatsCore
+    DbCore = native.DbCore
+    DB_SLOTS = ()
+else:
+    StatsCore = DbCore = object
+    DB_SLOTS = ("d", "expires", "watched_keys", "blocking_keys")
+
+
+class Stats(StatsCore):
+    """Server-wide counters (INFO stats).  Module-level singleton ``stats``.
+    The counters the per-read path adds to are C fields of StatsCore when
+    the compiled module is built."""
 
     def __init__(self):
         self.reset()
@@ -100,9 +112,8 @@ def type_name(v) -> bytes:
     return TYPE_NAMES.get(type(v), b"none")
 
 
-class Database:
-    __slots__ = ("id", "d", "expires", "watched_keys", "blocking_keys",
-                 "dels", "avg_ttl", "_expire_snapshot", "_expire_pos", "_scan_cache",
+class Database(DbCore):
+    __slots__ = ("id",) + DB_SLOTS + ("dels", "avg_ttl", "_expire_snapshot", "_expire_pos", "_scan_cache",
                  "server")
 
     def __init__(self, id: int, server=None):

@@ -73,6 +73,19 @@ cdef class ClientCore:
     cdef public object in_script, multi, reply_mode
 
 
+cdef class StatsCore:
+    """The INFO stats counters the per-read path and the bodies add to, as
+    C fields (keyspace.db.Stats derives from this class when the module is
+    built, from object otherwise)."""
+    cdef public long long keyspace_hits, keyspace_misses, net_input_bytes, net_output_bytes
+
+
+cdef class DbCore:
+    """The fields of keyspace.db.Database the bodies read, as C fields
+    (Database derives from this class when the module is built)."""
+    cdef public object d, expires, watched_keys, blocking_keys
+
+
 cdef class CommandCore:
     """The fields of commands.Command that the request loop uses, as C
     fields (commands.Command derives from this class when the module is
@@ -472,11 +485,19 @@ cdef int _load(_Ctx x, ClientCore client) except -1:
     x.client = client
     x.srv = client.server
     db = x.db = client.db
-    d = db.d
+    cdef DbCore dc
+    if isinstance(db, DbCore):
+        dc = <DbCore>db
+        d = dc.d
+        x.ex = dc.expires
+        x.wk = dc.watched_keys
+        x.bk = dc.blocking_keys
+    else:
+        d = db.d
+        x.ex = db.expires
+        x.wk = db.watched_keys
+        x.bk = db.blocking_keys
     x.d = d if PyDict_Check(d) else None
-    x.ex = db.expires
-    x.wk = db.watched_keys
-    x.bk = db.blocking_keys
     x.flags = _notify_mod.flags
     x.lazy = _dbm_mod.lazy_server_del
     x.resp = client.resp
@@ -561,10 +582,15 @@ cdef class ReadFeed:
         if r is not None:
             self.pos = end
             return r
+        rest = self.data[pos:] if pos else self.data
+        if suspicious(rest):
+            # a header hiredis would pre-size: Redis's parser takes the rest
+            # (RequestReader.taken's case of a request hiredis refused)
+            raise _ProtocolError("handed over to the Python parser")
         h = self.rd.hiredis
         if h is None:
             h = self.rd.new_hiredis()
-        h.feed(self.data, pos)
+        h.feed(rest)
         self.gets = h.gets
         return self.gets()
 
@@ -807,7 +833,7 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
 
 cdef object _notify_mod = None     # keyspace.notify (flags)
 cdef object _dbm_mod = None        # keyspace.db (lazy_server_del)
-cdef object _stats = None          # keyspace.db.stats
+cdef StatsCore _stats = None       # keyspace.db.stats
 cdef object _SetValue = None       # types.containers.SetValue
 cdef object _HashValue = None      # types.containers.HashValue
 cdef bytes _EMPTY_ARRAY = b"*0\r\n"
@@ -2191,7 +2217,7 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
 
 cdef object _dr_monotonic = None    # time.monotonic (Client.last_time)
 cdef dict _dr_table = None          # commands.TABLE
-cdef object _dr_stats = None        # keyspace.db.stats
+cdef StatsCore _dr_stats = None     # keyspace.db.stats
 cdef object _dr_client_mem = None   # client.set_client_memory's function
 
 
@@ -2257,7 +2283,8 @@ def set_client_memory(fn):
 def data_received(ClientCore client, data):
     """Client.data_received (asyncio.Protocol's) compiled."""
     _dr_stats.net_input_bytes += len(data)
-    client.last_time = _dr_monotonic()
+    # time.monotonic() (CLOCK_MONOTONIC, as _now)
+    client.last_time = _now()
     try:
         _dr_read(client, data)
     finally:
@@ -2277,11 +2304,11 @@ cdef _dr_read(ClientCore client, data):
         return
     rd = client.reader
     cdef bint inline = PyBytes_AS_STRING(data)[0] != 42
-    if rd.pend is not None or client.server.obuf_normal_limit \
-            or (not _plain_lines(data) if inline else suspicious(data)):
+    if rd.pend is not None or client.server.obuf_normal_limit or (inline and not _plain_lines(data)):
         client._data_received(data)
         return
-    # at a request boundary: hiredis holds nothing
+    # at a request boundary: hiredis holds nothing (a multibulk header it
+    # would pre-size is looked for in what the C parser leaves to it)
     cdef ReadFeed feed = _read_feed(<bytes>data, rd, inline)
     cdef list out = []
     client.pending_writes = out
