@@ -4,6 +4,7 @@ they change redis-benchmark's rates).
 
     python bench/callgrind.py [--src DIR] [--test set | --script | --function] [-n 20000] [--setup MODE]
     python bench/callgrind.py --scrape          # one /metrics scrape
+    python bench/callgrind.py --subscribers 50 -P 1   # PUBLISH fan-out
 
 The server runs under ``valgrind --tool=callgrind``; after a warm-up of
 5,000 requests the counters are zeroed (``callgrind_control -z``),
@@ -25,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -79,6 +81,8 @@ def main(argv=None):
     ap.add_argument("--script", action="store_true",
                     help="EVALSHA of a two-call script (SET then GET through redis.call) instead of --test")
     ap.add_argument("--save", metavar="FILE", help="also keep the callgrind profile as FILE (callgrind_annotate)")
+    ap.add_argument("--subscribers", type=int, default=0, metavar="N",
+                    help="PUBLISH to N subscribers of its channel instead of --test")
     ap.add_argument("--function", action="store_true",
                     help="FCALL of the same two calls as a function instead of --test")
     a = ap.parse_args(argv)
@@ -135,6 +139,26 @@ def main(argv=None):
             subprocess.run(cli + ["FUNCTION", "LOAD", FUNCTION], check=True, capture_output=True)
             what = ["FCALL", "setget", "1", "key:__rand_int__", "v"]
             a.test = "fcall"
+        elif a.subscribers:
+            # PUBLISH fan-out: the subscribers are raw sockets, drained by a thread
+            subs = []
+            for _ in range(a.subscribers):
+                sk = socket.create_connection(("127.0.0.1", port))
+                sk.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nchan\r\n")
+                subs.append(sk)
+
+            def drain():
+                import selectors
+                sel = selectors.DefaultSelector()
+                for sk in subs:
+                    sel.register(sk, selectors.EVENT_READ)
+                while True:
+                    for key, _ in sel.select():
+                        if not key.fileobj.recv(1 << 16):
+                            return
+            threading.Thread(target=drain, daemon=True).start()
+            what = ["PUBLISH", "chan", "hello"]
+            a.test = "publish to %d subscribers" % a.subscribers
         else:
             what = ["-t", a.test]
         subprocess.run(bench + ["-n", "5000"] + what, capture_output=True)

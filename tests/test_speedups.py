@@ -518,3 +518,42 @@ def test_bodies_with_keyspace_events(pair, flags):
     outs = [_notify_case(p, flags) for p in pair]
     assert outs[0] == outs[1]
     assert len(outs[0][1]) >= 2
+
+
+def _fanout_case(port):
+    """Subscribers of every kind (RESP2, RESP3, a pattern, one publishing to
+    its own channel in the same read, one gone): what each one receives."""
+    conns = [RespConn(port) for _ in range(4)]
+    s2, s3, ps, me = conns
+    try:
+        s2.send_raw(encode("SUBSCRIBE", "ch", "other"))
+        s3.send_raw(encode("HELLO", "3") + encode("SUBSCRIBE", "ch"))
+        ps.send_raw(encode("PSUBSCRIBE", "c*"))
+        gone = RespConn(port)
+        gone.send_raw(encode("SUBSCRIBE", "ch"))
+        for c in (s2, s3, ps, gone):
+            c.read_until_quiet(0.2)
+        gone.close()
+        deadline = time.monotonic() + 10
+        while command(port, "PUBSUB", "NUMSUB", "ch") != b"*2\r\n$2\r\nch\r\n:2\r\n" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        me.send_raw(encode("HELLO", "3") + encode("SUBSCRIBE", "ch") + encode("PUBLISH", "ch", "self")
+                    + encode("PING"))
+        time.sleep(0.2)
+        pub = encode("PUBLISH", "ch", "m1") + encode("PUBLISH", "other", "m2") + encode("PUBLISH", "ch", "x" * 3000)
+        out = [_exchange(port, [pub, encode("PUBLISH", "nosub", "m"), encode("PUBLISH", "ch", "last")])]
+        # (HELLO's client id differs between servers)
+        return [re.sub(rb"\$2\r\nid\r\n:\d+\r\n", b"", x) for x in out + [c.read_until_quiet(0.3) for c in conns]]
+    finally:
+        for c in conns:
+            c.close()
+
+
+def test_same_pubsub_fanout(pair, redis_server):
+    """PUBLISH's fan-out (compiled: _speedups.fanout and flush_pushes):
+    both loops and redis-server send the same bytes to every subscriber
+    (the publisher's counts say which subscribers were still there)."""
+    got = [_fanout_case(p) for p in pair]
+    assert got[0] == got[1]
+    assert got[0] == _fanout_case(redis_server.port)
+    assert b"$4\r\nself\r\n" in got[0][4] and b"pmessage" in got[0][3]

@@ -3483,3 +3483,72 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
         count += 1
         p = q
     return p, count
+
+
+# =====================================================================================
+# Pub/sub fan-out (issue 17): PubSub._fanout and client.flush_pushes compiled
+# =====================================================================================
+# A message goes into the pending reply list of a subscriber whose requests
+# are running, else into its push_buf, written with the others of the same
+# event-loop iteration by flush_pushes (one write per subscriber per
+# iteration).  The Python functions stay the definition (pure installs run
+# them); a subscriber of another class than client.Client takes them too.
+
+cdef list _push_flush = None        # client._FLUSH
+cdef object _push_flush_fn = None   # client.flush_pushes
+cdef type _push_client = None       # client.Client
+
+
+def push_setup(list flush, flush_fn, type client_type):
+    global _push_flush, _push_flush_fn, _push_client
+    _push_flush = flush
+    _push_flush_fn = flush_fn
+    _push_client = client_type
+
+
+def fanout(dict subs, bytes m2, bytes m3):
+    """PubSub._fanout: the number of subscribers, or -1 (not all of them
+    are client.Client: the Python function runs, nothing was done)."""
+    cdef list clients = list(subs)
+    cdef ClientCore c
+    cdef Py_ssize_t n = len(clients)
+    for o in clients:
+        if type(o) is not _push_client:
+            return -1
+    for o in clients:
+        c = <ClientCore>o
+        if c.closing:
+            continue
+        m = m2 if c.resp == 2 else m3
+        pw = c.pending_writes
+        if pw is not None:
+            (<list>pw).append(m)
+            continue
+        buf = c.push_buf
+        if buf is None:
+            c.push_buf = [m]
+            _push_flush.append(c)
+            if len(_push_flush) == 1:
+                c.server.loop.call_soon(_push_flush_fn)
+        else:
+            (<list>buf).append(m)
+    return n
+
+
+def flush_pushes():
+    """client.flush_pushes compiled."""
+    cdef list clients = list(_push_flush)
+    cdef ClientCore c
+    del _push_flush[:]
+    for o in clients:
+        if type(o) is not _push_client:
+            if o.push_buf is not None and not o.closing:
+                o.write([])
+            else:
+                o.push_buf = None
+            continue
+        c = <ClientCore>o
+        if c.push_buf is not None and not c.closing:
+            _dr_write(c, [])
+        else:
+            c.push_buf = None
