@@ -856,7 +856,7 @@ def _bounded_gets(c, gets, out, limit):
     return bounded
 
 
-def flush_pushes():
+def _py_flush_pushes():
     """Write the messages queued by queue_push during this loop iteration."""
     clients = list(_FLUSH)
     _FLUSH.clear()
@@ -865,6 +865,9 @@ def flush_pushes():
             c.write([])
         else:
             c.push_buf = None
+
+
+flush_pushes = _py_flush_pushes
 
 
 def make_protocol_factory(server):
