@@ -581,7 +581,7 @@ cdef class ReadFeed:
     cdef Py_ssize_t pos
     cdef bint inline
     cdef object rd
-    cdef public object gets      # hiredis's, once the rest went to it
+    cdef object gets             # hiredis's, once the rest went to it
 
     cdef object take(self):
         if self.gets is not None:
@@ -593,7 +593,7 @@ cdef class ReadFeed:
         cdef Py_ssize_t end = -1
         if self.inline:
             return self._line(p, n)
-        r = _mbulk(self.data, p, pos, n, &end)
+        r = _mbulk(p, pos, n, &end)
         if r is not None:
             self.pos = end
             return r
@@ -637,7 +637,7 @@ cdef class ReadFeed:
         return False
 
 
-cdef object _mbulk(bytes data, const char *p, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end):
+cdef object _mbulk(const char *p, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end):
     # the canonical multibulk request at pos, whole, or None
     cdef Py_ssize_t argc, i, q, bl
     if p[pos] != 42:
@@ -674,7 +674,7 @@ def parse_requests(bytes data):
     cdef list reqs = []
     cdef Py_ssize_t pos = 0, end = 0, n = PyBytes_GET_SIZE(data)
     while pos < n:
-        r = _mbulk(data, PyBytes_AS_STRING(data), pos, n, &end)
+        r = _mbulk(PyBytes_AS_STRING(data), pos, n, &end)
         if r is None:
             break
         reqs.append(r)
@@ -846,10 +846,8 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
 # commands are at the end of the file (they use QuickList's C methods).
 # tests/test_speedups.py drives both loops with the same traffic.
 
-cdef object _notify_mod = None     # keyspace.notify (flags)
-cdef object _dbm_mod = None        # keyspace.db (lazy_server_del)
-cdef dict _notify_vars = None      # their __dict__
-cdef dict _dbm_vars = None
+cdef dict _notify_vars = None      # keyspace.notify's __dict__ (flags)
+cdef dict _dbm_vars = None         # keyspace.db's (lazy_server_del)
 cdef StatsCore _stats = None       # keyspace.db.stats
 cdef object _SetValue = None       # types.containers.SetValue
 cdef object _HashValue = None      # types.containers.HashValue
@@ -869,9 +867,7 @@ BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5, "lpush": 6, "rpus
 
 
 def sync_bodies(notify_mod, dbm_mod, stats, set_type, hash_type):
-    global _notify_mod, _dbm_mod, _stats, _SetValue, _HashValue, _notify_vars, _dbm_vars
-    _notify_mod = notify_mod
-    _dbm_mod = dbm_mod
+    global _stats, _SetValue, _HashValue, _notify_vars, _dbm_vars
     _notify_vars = vars(notify_mod)
     _dbm_vars = vars(dbm_mod)
     for d, name in ((_notify_vars, "flags"), (_dbm_vars, "lazy_server_del")):
@@ -1819,6 +1815,7 @@ cdef class QuickList:
         cdef _qlnode *nd
         cdef _qlnode *nd0
         cdef char *o
+        cdef const char *src
         if not self._span(&start, &end):
             return b"*0\r\n"
         cnt = end - start + 1
@@ -1848,12 +1845,13 @@ cdef class QuickList:
                 p = nd.off
             n = _ql_fwd(nd.buf + p)
             o = _put_len(o, 36, n)
+            src = nd.buf + p + _ql_hdr(n)
             if n <= 16:
                 # short elements (redis-benchmark's are 3 bytes): no call
                 for i in range(n):
-                    o[i] = nd.buf[p + 1 + i]
+                    o[i] = src[i]
             else:
-                memcpy(o, nd.buf + p + _ql_hdr(n), n)
+                memcpy(o, src, n)
             o[n] = 13
             o[n + 1] = 10
             o += n + 2
@@ -2242,7 +2240,6 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
 # normal class.  Anything else, and whatever the loop leaves for
 # RequestReader.taken, goes to the Python methods (the definition).
 
-cdef object _dr_monotonic = None    # time.monotonic (Client.last_time)
 cdef dict _dr_table = None          # commands.TABLE
 cdef StatsCore _dr_stats = None     # keyspace.db.stats
 cdef object _dr_client_mem = None   # client.set_client_memory's function
@@ -2253,10 +2250,9 @@ cdef Py_ssize_t _dr_floor = 0         # client.set_output_floor's
 cdef Py_ssize_t _dr_unauth_limit = 0  # client.UNAUTH_OUTPUT_LIMIT
 
 
-def data_setup(monotonic, dict table, stats, Py_ssize_t unauth_limit, Py_ssize_t inline_max):
-    global _dr_monotonic, _dr_table, _dr_stats, _dr_unauth_limit, _inline_max
+def data_setup(dict table, stats, Py_ssize_t unauth_limit, Py_ssize_t inline_max):
+    global _dr_table, _dr_stats, _dr_unauth_limit, _inline_max
     _inline_max = inline_max
-    _dr_monotonic = monotonic
     _dr_table = table
     _dr_stats = stats
     _dr_unauth_limit = unauth_limit
@@ -2355,13 +2351,9 @@ cdef _dr_read(ClientCore client, data):
         if out:
             _dr_write(client, out)
         return
-    if feed.gets is None and feed.pos == PyBytes_GET_SIZE(data) and nreq > 0 and rd.pend is None:
-        # all of the read was taken here: nothing is left
-        if out:
-            _dr_write(client, out)
-        return
-    if (nreq > 0 and rd.pend is None and type(last) is list and <list>last and not stopped
-            and ends_with_request(data, <list>last)):
+    if nreq > 0 and rd.pend is None and (
+            (feed.gets is None and feed.pos == PyBytes_GET_SIZE(data))    # all taken here
+            or (type(last) is list and <list>last and not stopped and ends_with_request(data, <list>last))):
         # the read ended with the last request: nothing is left
         if out:
             _dr_write(client, out)

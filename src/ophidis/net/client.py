@@ -878,7 +878,7 @@ def make_protocol_factory(server):
 
 if native is not None:
     # the compiled per-read path (falls back to the methods above)
-    native.data_setup(_monotonic, TABLE, stats, UNAUTH_OUTPUT_LIMIT, INLINE_LINE_MAX)
+    native.data_setup(TABLE, stats, UNAUTH_OUTPUT_LIMIT, INLINE_LINE_MAX)
     Client.data_received = native.data_received
     # pub/sub pushes (commands/pubsub.py's fan-out calls native.fanout)
     flush_pushes = native.flush_pushes
