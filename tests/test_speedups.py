@@ -345,7 +345,7 @@ def _body_traffic(rnd):
         ("LRANGE", "lr", "x", 2), ("LRANGE", "lr", 0, "-0"), ("LRANGE", "lr", "99999999999999999999", 1),
         ("LRANGE", "lr", "-9223372036854775808", "9223372036854775807"), ("LRANGE", "nolist", 0, -1),
         ("LRANGE", "s", 0, -1), ("LRANGE", "lt", 0, -1), ("LRANGE", "nolist", "x", 1),
-        # ZADD (no body): the loop around the Python function
+        # ZADD: the body (key score member), and the Python function for the rest
         ("ZADD", "z", 0, "m"), ("ZADD", "z", 0, "m"), ("ZADD", "z", 5, "m"), ("ZADD", "z", 5, "m"),
         ("ZADD", "z", "5.0", "m"), ("ZADD", "z", "-0", "m"), ("ZADD", "z", "0", "n"), ("ZADD", "z", "0.0", "n"),
         ("ZADD", "z", "-3", "m"), ("ZADD", "z", "-3", "m"), ("ZADD", "z", "1e2", "m"), ("ZADD", "z", 100, "m"),
@@ -557,3 +557,70 @@ def test_same_pubsub_fanout(pair, redis_server):
     assert got[0] == got[1]
     assert got[0] == _fanout_case(redis_server.port)
     assert b"$4\r\nself\r\n" in got[0][4] and b"pmessage" in got[0][3]
+
+
+_ZSCORES = ["-0", "0", "1e308", "-1e308", "inf", "-inf", "+inf", " 1", "1 ", "1_0", "nan", "0x10", "1.5", "-2.25",
+            "000000000123", "000000000000", "0.0", "-0.0", "1e-400", "12345678901234567890123456789012",
+            "123456789012345678901234567890123", "7.", ".5", "-", "", "1e3", "3", "17", "-17", "2", "9007199254740993"]
+
+
+def _zadd_case(port):
+    command(port, "FLUSHALL")
+    out = []
+    with RespConn(port) as c:
+        # "big": a skiplist of 300 members; "small": a listpack
+        c.pipeline(*[("ZADD", "big", i % 37, "m%d" % i) for i in range(300)])
+        c.pipeline(*[("ZADD", "small", i, "s%d" % i) for i in range(5)])
+        c.call("SET", "str", "x")
+        rnd = random.Random(5)
+        reqs = []
+        for i in range(1500):
+            key = rnd.choice(["big", "big", "big", "small", "str", "nokey"])
+            member = rnd.choice(["m%d" % rnd.randrange(320), "s%d" % rnd.randrange(8), "", "m1\x00x", "m"])
+            score = rnd.choice(_ZSCORES + [str(rnd.randrange(-50, 50)), "%d.%d" % (rnd.randrange(40), rnd.randrange(10))])
+            reqs.append(("ZADD", key, score, member))
+        out.append(c.pipeline(*reqs))
+        for k in ["big", "small"]:
+            out += [c.call("ZRANGE", k, 0, -1, "WITHSCORES"), c.call("OBJECT", "ENCODING", k), c.call("ZCARD", k)]
+            out += [c.call("ZSCORE", k, "m%d" % i) for i in range(0, 320, 7)]
+            out += [c.call("ZRANK", k, "m%d" % i) for i in range(0, 320, 11)]
+            # (these read the SortedList's own length)
+            out += [c.call("ZRANGE", k, -3, -1, "REV"), c.call("ZREMRANGEBYRANK", k, -2, -1), c.call("ZCARD", k),
+                    c.call("ZRANGE", k, 0, -1, "WITHSCORES")]
+        out.append(_info_fields(port, "persistence", ["rdb_changes_since_last_save"]))
+    return out
+
+
+def test_zadd_body_same_as_python_and_redis(pair, redis_server):
+    """ZADD key score member (the compiled body for the plain scores of an
+    existing zset): the replies and the resulting sets of both loops, and
+    redis-server's, for odd scores, new and known members, both encodings."""
+    outs = [_zadd_case(p) for p in pair]
+    assert outs[0] == outs[1]
+    replies = outs[0][0]
+    assert b"-ERR value is not a valid float" in replies
+    assert b"-WRONGTYPE" in replies
+    ref = _zadd_case(redis_server.port)
+    assert outs[0][:-1] == ref[:-1]
+
+
+def test_zadd_body_keeps_sortedlist_consistent(pair):
+    """Many score changes on a zset of several SortedList sublists (splits,
+    merges, a built positional index in between): ranks and ranges agree."""
+    outs = []
+    for p in pair:
+        command(p, "FLUSHALL")
+        rnd = random.Random(3)
+        with RespConn(p) as c:
+            c.pipeline(*[("ZADD", "z", i, "e%d" % i) for i in range(5000)])
+            got = []
+            for rnd_round in range(6):
+                c.pipeline(*[("ZADD", "z", rnd.randrange(-3000, 3000 + rnd_round * 500), "e%d" % rnd.randrange(6000))
+                             for _ in range(3000)])
+                got += [c.call("ZRANK", "z", "e%d" % rnd.randrange(5000)), c.call("ZRANGE", "z", 2500, 2510),
+                        c.call("ZCARD", "z"), c.call("ZCOUNT", "z", -100, 100)]
+            got.append(c.call("ZRANGE", "z", 0, -1, "WITHSCORES"))
+            got += [c.call("ZRANGE", "z", -3, -1, "REV"), c.call("ZREMRANGEBYRANK", "z", -2, -1), c.call("ZCARD", "z")]
+            got.append(c.call("DEBUG", "DIGEST-VALUE", "z"))
+        outs.append(got)
+    assert outs[0] == outs[1]

@@ -27,10 +27,12 @@ from ..keyspace import db as _dbm
 from ..keyspace import notify as _notify
 from ..net.speedups import native
 from ..types.containers import HashValue, SetValue
+from ..types.zset import ZSetValue
 
 if native is not None:
     # what the compiled command bodies read (see _speedups.BODIES)
     native.sync_bodies(_notify, _dbm, _dbm.stats, SetValue, HashValue)
+    native.sync_zset(ZSetValue)
 
 _META_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "commands.json")
 with open(_META_PATH, "rb") as _f:

@@ -863,7 +863,7 @@ cdef str _LP_VALUE = "hash-max-listpack-value"
 cdef str _LP_ENTRIES = "hash-max-listpack-entries"
 
 BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5, "lpush": 6, "rpush": 7, "lpop": 8,
-          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13, "spop": 20}
+          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13, "spop": 20, "zadd": 14}
 
 
 def sync_bodies(notify_mod, dbm_mod, stats, set_type, hash_type):
@@ -928,6 +928,8 @@ cdef inline object _body(int code, _Ctx x, list req):
         return _mset(x, req)
     if code == 13:
         return _lrange(x, req)
+    if code == 14:
+        return _zadd(x, req)
     if code == 1:
         return _ping(x, req)
     if code == 20:
@@ -3544,3 +3546,206 @@ def flush_pushes():
             _dr_write(c, [])
         else:
             c.push_buf = None
+
+
+# ===========================================================================
+# ZADD key score member: the compiled body (commands/zsets.zadd's fast path)
+# ===========================================================================
+# Only the common case: a plain decimal score (-?digits[.digits], not a zero
+# other than "0"), an existing zset without TTL, nobody watching or blocked
+# on the key, no keyspace events, and a member that is already there or a
+# skiplist-encoded set (no listpack conversion to decide).  The SortedList
+# of (score, member) tuples is edited in place when its positional index is
+# not built and no sublist is split or merged (exactly what its add and
+# remove would do); otherwise its methods run.  Anything else: None, the
+# Python function.
+
+from cpython.list cimport PyList_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_SIZE
+from libc.stdlib cimport strtod as _z_strtod
+
+cdef object _ZSetValue = None
+
+
+def sync_zset(zset_cls):
+    global _ZSetValue
+    _ZSetValue = zset_cls
+
+
+cdef bint _z_score(bytes b, double *out) noexcept:
+    cdef const char *s = PyBytes_AS_STRING(b)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(b), i = 0, digits = 0
+    cdef char buf[40]
+    cdef char *end
+    if n == 0 or n > 32:
+        return False
+    if s[0] == 45:
+        i = 1
+    while i < n and 48 <= s[i] <= 57:
+        i += 1
+        digits += 1
+    if digits == 0:
+        return False
+    if i < n:
+        if s[i] != 46:
+            return False
+        i += 1
+        digits = 0
+        while i < n and 48 <= s[i] <= 57:
+            i += 1
+            digits += 1
+        if digits == 0 or i < n:
+            return False
+    memcpy(buf, s, n)
+    buf[n] = 0
+    out[0] = _z_strtod(buf, &end)
+    if out[0] == 0.0 and not (n == 1 and s[0] == 48):
+        return False            # -0, 0.0, underflow: Python
+    return True
+
+
+cdef extern from "Python.h":
+    double _z_fval "PyFloat_AS_DOUBLE"(PyObject *o)
+    PyObject *_z_item "PyTuple_GET_ITEM"(PyObject *o, Py_ssize_t i)
+    PyObject *_z_litem "PyList_GET_ITEM"(PyObject *o, Py_ssize_t i)
+
+
+cdef inline int _z_cmp(PyObject *t, double s, bytes m) noexcept:
+    # -1, 0, 1: the (score, member) tuple t against (s, m); 2: t is not
+    # a (float, bytes) tuple (the caller then uses Python's comparisons)
+    cdef PyObject *a
+    cdef PyObject *b
+    cdef double ts
+    cdef Py_ssize_t na, nb
+    cdef int r
+    if _g_type(t) != <PyObject *>tuple or PyTuple_GET_SIZE(<object>t) != 2:
+        return 2
+    a = _z_item(t, 0)
+    if _g_type(a) != <PyObject *>float:
+        return 2
+    ts = _z_fval(a)
+    if ts < s:
+        return -1
+    if ts > s:
+        return 1
+    b = _z_item(t, 1)
+    if _g_type(b) != <PyObject *>bytes:
+        return 2
+    na = _g_len(b)
+    nb = PyBytes_GET_SIZE(m)
+    r = memcmp(_g_str(b), PyBytes_AS_STRING(m), na if na < nb else nb)
+    if r == 0:
+        return 0 if na == nb else (-1 if na < nb else 1)
+    return -1 if r < 0 else 1
+
+
+cdef Py_ssize_t _z_bisect(list lst, double s, bytes m, bint right) except -2:
+    # bisect_left (right: bisect_right) of (s, m) in lst; -1: an element
+    # that is not a (float, bytes) tuple met
+    cdef Py_ssize_t lo = 0, hi = PyList_GET_SIZE(lst), mid
+    cdef int c
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        c = _z_cmp(_z_litem(<PyObject *>lst, mid), s, m)
+        if c == 2:
+            return -1
+        if c < 0 or (right and c == 0):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef int _z_sl_remove(sl, double s, bytes m, t) except -1:
+    cdef list maxes = sl._maxes
+    cdef list lists = sl._lists
+    cdef Py_ssize_t pos, idx
+    if sl._index or not maxes:
+        sl.remove(t)
+        return 0
+    pos = _z_bisect(maxes, s, m, False)
+    if pos < 0 or pos == PyList_GET_SIZE(maxes):
+        sl.remove(t)        # (raises, as it would)
+        return 0
+    cdef list lst = lists[pos]
+    if PyList_GET_SIZE(lst) - 1 <= (sl._load >> 1):
+        sl.remove(t)        # a merge of sublists: the method
+        return 0
+    idx = _z_bisect(lst, s, m, False)
+    if idx < 0 or idx >= PyList_GET_SIZE(lst) or _z_cmp(_z_litem(<PyObject *>lst, idx), s, m) != 0:
+        sl.remove(t)
+        return 0
+    del lst[idx]
+    maxes[pos] = lst[PyList_GET_SIZE(lst) - 1]
+    sl._len -= 1
+    return 0
+
+
+cdef int _z_sl_add(sl, double s, bytes m, t) except -1:
+    cdef list maxes = sl._maxes
+    cdef list lists = sl._lists
+    cdef Py_ssize_t pos, idx
+    if sl._index or not maxes:
+        sl.add(t)
+        return 0
+    pos = _z_bisect(maxes, s, m, True)
+    if pos < 0:
+        sl.add(t)
+        return 0
+    cdef bint last = pos == PyList_GET_SIZE(maxes)
+    if last:
+        pos -= 1
+    cdef list lst = lists[pos]
+    if PyList_GET_SIZE(lst) + 1 > (sl._load << 1):
+        sl.add(t)           # a split: the method
+        return 0
+    if last:
+        lst.append(t)
+        maxes[pos] = t
+    else:
+        idx = _z_bisect(lst, s, m, True)
+        if idx < 0:
+            sl.add(t)
+            return 0
+        lst.insert(idx, t)
+    sl._len += 1
+    return 0
+
+
+cdef object _zadd(_Ctx x, list req):
+    if len(req) != 4 or x.flags:
+        return None
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL or _g_type(pv) != <PyObject *>_ZSetValue or _ttl(x, key) or _held(x, key):
+        return None
+    cdef double score
+    sb = req[2]
+    if not PyBytes_Check(sb) or not _z_score(<bytes>sb, &score):
+        return None
+    z = <object>pv
+    member = req[3]
+    d = z.dict
+    cdef PyObject *pc = PyDict_GetItem(d, member)
+    sl = z.sl
+    if not PyBytes_Check(member):
+        return None
+    if pc is NULL:
+        if not z.skiplist:
+            return None         # a listpack: the conversion rule in Python
+        fs = score
+        PyDict_SetItem(d, member, fs)
+        _z_sl_add(sl, score, <bytes>member, (fs, member))
+        x.dirty += 1
+        return _ONE
+    cur = <object>pc
+    if cur.__class__ is not float:
+        return None
+    if <double>cur == score:
+        return _ZERO
+    fs = score
+    _z_sl_remove(sl, <double>cur, <bytes>member, (cur, member))
+    PyDict_SetItem(d, member, fs)
+    _z_sl_add(sl, score, <bytes>member, (fs, member))
+    x.dirty += 1
+    return _ZERO

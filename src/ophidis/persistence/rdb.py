@@ -760,18 +760,19 @@ class RdbReader:
             n = self.load_len()
             if not n:
                 return None
-            z = ZSetValue()
+            d = {}
             maxlen = 0
             for _ in range(n):
                 m = self.load_string()
                 sc = self.load_binary_double() if t == T_ZSET_2 else self.load_double_str()
                 if sc != sc:
                     self.fail("Zset with NAN score detected")
-                if m in z.dict:
+                if m in d:
                     self.fail("Duplicate zset fields detected")
-                z.add(m, sc)
+                d[m] = sc
                 if len(m) > maxlen:
                     maxlen = len(m)
+            z = ZSetValue.from_dict(d)
             z.skiplist = not (n <= s.zset_entries and maxlen <= s.zset_value)
             return z
         if t == T_HASH:
@@ -940,7 +941,7 @@ class RdbReader:
         keys, vals = self._pairs(flat)
         if not keys:
             return None
-        z = ZSetValue()
+        d = {}
         for m, sc in zip(keys, vals):
             try:
                 f = float(sc)
@@ -948,7 +949,8 @@ class RdbReader:
                 raise EncodingError("invalid score") from None
             if f != f:
                 raise EncodingError("NaN score")
-            z.add(m, f)
+            d[m] = f
+        z = ZSetValue.from_dict(d)
         z.skiplist = len(z) > s.zset_entries
         return z
 

@@ -55,6 +55,15 @@ class ZSetValue:
         self.skiplist = False
         self.dels = 0
 
+    @classmethod
+    def from_dict(cls, d):
+        """A zset of d (member -> float score, no NaN), its ordered index
+        built in one go (one sort, not an insertion a member)."""
+        z = cls()
+        z.dict = d
+        z.sl = SortedList([(sc, m) for m, sc in d.items()])
+        return z
+
     def __len__(self):
         return len(self.dict)
 
