@@ -213,3 +213,39 @@ def test_keys_do_not_expire_while_a_script_runs(r):
     # A TTL set by a script still counts from the real clock.
     r.eval("redis.call('SET', 'k2', 'v', 'PX', '100000')", 0)
     assert 99000 < r.pttl("k2") <= 100000
+
+
+def test_evalsha_and_fcall_checks_in_order(each_server):
+    """EVALSHA / FCALL (and _RO) take a one-frame path on Ophidis when no
+    MONITOR, debugger or cluster applies: its checks, their order and the
+    failed-call counting are Redis's (both servers run this)."""
+    c = each_server.client()
+    c.flushall()
+    c.config_resetstat()
+    sha = c.script_load("return redis.call('set', KEYS[1], ARGV[1])")
+    err = c.script_load("return redis.call('select', 99)")
+    c.function_load("#!lua name=chk\n"
+                    "redis.register_function('w', function(keys, args) return redis.call('set', keys[1], args[1]) end)\n"
+                    "redis.register_function('e', function() return redis.error_reply('My Error') end)\n")
+    assert "No matching script" in _error(c.evalsha, "abc", 0)
+    assert "No matching script" in _error(c.evalsha, "0" * 40, 0)
+    assert "greater than number of args" in _error(c.evalsha, "0" * 40, 5, "a")
+    assert "greater than number of args" in _error(c.evalsha, sha, 2, "a")
+    assert "not an integer" in _error(c.evalsha, sha, "x", "a")
+    assert "negative" in _error(c.evalsha, sha, -1, "a")
+    assert c.evalsha(sha, 1, "k", "v") == b"OK"
+    assert "Write commands are not allowed from read-only scripts" in _error(
+        c.execute_command, "EVALSHA_RO", sha, 1, "k", "v")
+    assert "Function not found" in _error(c.fcall, "nope", 9)
+    assert "greater than number of args" in _error(c.fcall, "w", 2, "a")
+    assert "Bad number of keys provided" in _error(c.fcall, "w", "x", "a")
+    assert c.fcall("w", 1, "k2", "v2") == b"OK"
+    assert "Can not execute a script with write flag using *_ro command" in _error(c.fcall_ro, "w", 1, "k", "v")
+    _error(c.evalsha, err, 0)
+    _error(c.fcall, "e", 0)
+    assert c.mget("k", "k2") == [b"v", b"v2"]
+    # the raised errors and the error replies, each counted once (redis-server: 7, 4, 1)
+    assert _failed_calls(c, "evalsha") == 7
+    assert _failed_calls(c, "fcall") == 4
+    assert _failed_calls(c, "evalsha_ro") == 1
+    c.close()

@@ -352,14 +352,43 @@ def eval_ro_cmd(c, argv):
     return _eval(c, argv, False, True)
 
 
+def _evalsha(c, argv, ro: bool):
+    """EVALSHA: _eval's steps in one frame while no MONITOR, debugger or
+    cluster applies (the same checks in the same order), else _eval."""
+    srv = c.server
+    if srv.monitors or c.lua_debug is not None or srv.cluster is not None:
+        return _eval(c, argv, True, ro)
+    sha = argv[1]
+    if len(sha) != 40:
+        raise NOSCRIPT
+    eng = srv.lua_eval or eval_engine(srv)
+    b = argv[2]
+    if len(b) == 1 and 48 <= b[0] <= 57 and b[0] - 48 <= len(argv) - 3:
+        numkeys = b[0] - 48
+    else:
+        numkeys = _numkeys(c, argv)
+    s = srv.lua_scripts.get(sha.lower())
+    if s is None:
+        raise NOSCRIPT
+    if s.compat and not srv.is_replica:
+        readonly, allow_oom = ro, False        # prepare's outcome for a script without shebang
+    else:
+        readonly, allow_oom = prepare(c, s.flags, s.compat, ro)
+    r = eng.run(lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv), s.fn, argv[3:3 + numkeys],
+                argv[3 + numkeys:], c.resp)
+    if r[:1] == b"-":
+        return _failed(argv, r)
+    return r
+
+
 @command("evalsha", propagate=False)
 def evalsha_cmd(c, argv):
-    return _eval(c, argv, True, False)
+    return _evalsha(c, argv, False)
 
 
 @command("evalsha_ro", flags=("not_tracked",), propagate=False)
 def evalsha_ro_cmd(c, argv):
-    return _eval(c, argv, True, True)
+    return _evalsha(c, argv, True)
 
 
 # -- SCRIPT ---------------------------------------------------------------------------------------
@@ -599,12 +628,23 @@ def _fcall(c, argv, ro):
     f = reg.functions.get(argv[1].lower())
     if f is None:
         raise RedisError("ERR Function not found")
-    numkeys = _numkeys(c, argv, _BAD_NUMKEYS)
-    readonly, allow_oom = prepare(c, f.flags, False, ro)
+    b = argv[2]
+    if len(b) == 1 and 48 <= b[0] <= 57 and b[0] - 48 <= len(argv) - 3:
+        numkeys = b[0] - 48
+    else:
+        numkeys = _numkeys(c, argv, _BAD_NUMKEYS)
+    if (not f.flags and not ro and not srv.is_replica and srv.lastbgsave_ok and not srv.min_replicas
+            and not srv.maxmemory):
+        readonly = allow_oom = False             # prepare's outcome: nothing declared, nothing to check
+    else:
+        readonly, allow_oom = prepare(c, f.flags, False, ro)
     ctx = lua_mod.RunCtx(c, f.name, False, readonly, allow_oom, argv)
     if srv.cluster is not None:
         _cluster_ctx(ctx, "allow-cross-slot-keys" in f.flags, argv, numkeys)
-    return _failed(argv, reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp))
+    r = reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
+    if r[:1] == b"-":
+        return _failed(argv, r)
+    return r
 
 
 @command("fcall", propagate=False)

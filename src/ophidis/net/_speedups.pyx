@@ -2065,6 +2065,30 @@ cdef object _s_reply(eng, bytes r):
     return _s_pure_reply(eng, r)    # errors, aggregates, RESP3 types
 
 
+cdef class ScriptBridge:
+    """redis.call (raise_ true) or redis.pcall bound to its engine, the
+    callable Lua calls: LuaEngine._redis_call / _redis_pcall compiled (one
+    C call from lupa, no partial and no Python-level call of script_call)."""
+    cdef object eng
+    cdef bint raise_
+
+    def __init__(self, eng, bint raise_):
+        self.eng = eng
+        self.raise_ = raise_
+
+    def __call__(self, *args):
+        eng = self.eng
+        r = _script_call(eng, args)
+        k = (<tuple>r)[0]
+        if k == 0:
+            return (<tuple>r)[1]
+        if k == 2 and (<tuple>r)[1] == b"OK":
+            pool = <list>eng._ok_pool
+            if pool:
+                return pool.pop()
+        return eng._call_failed(r, self.raise_)
+
+
 def redis_call(eng, *args):
     """LuaEngine._redis_call compiled (redis.call: the value, or the error raised)."""
     r = script_call(eng, args)
@@ -2090,6 +2114,11 @@ def redis_pcall(eng, *args):
 
 
 def script_call(eng, tuple args):
+    """engine.script_call compiled (see _script_call)."""
+    return _script_call(eng, args)
+
+
+cdef object _script_call(eng, tuple args):
     """engine.script_call compiled: the same checks and replies; while the
     fast path's _SERVER_SLOW is off (no stale replica link, no MISCONF, no
     min-replicas, not a replica), the script's client's user is unrestricted,

@@ -143,7 +143,7 @@ class LuaEngine:
         if _native is None:
             call, pcall = self._redis_call, self._redis_pcall
         else:       # the compiled bridge (net/_speedups.pyx)
-            call, pcall = partial(_native.redis_call, self), partial(_native.redis_pcall, self)
+            call, pcall = _native.ScriptBridge(self, True), _native.ScriptBridge(self, False)
         py = lua.table_from({
             b"raw": lua.table_from({b"call": call, b"pcall": pcall, b"sha1hex": self._sha1hex}),
             b"unwrap": self._unwrap,
