@@ -1008,6 +1008,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--suites", default=ALL_SUITES, help="comma-separated, default: " + ALL_SUITES)
     ap.add_argument("--rounds", type=int, default=1, help="alternate servers this many times, keep the best")
+    ap.add_argument("--noise", action="store_true",
+                    help="redis-benchmark suites: run redis-server a second time in each round and print "
+                         "its ratio to the first (the run's noise)")
     a = ap.parse_args()
     suites = a.suites.split(",")
     unknown = [x for x in suites if x not in SUITES and x not in EXTRA_SUITES and x != "memory"]
@@ -1031,10 +1034,11 @@ def run(a, suites):
         if suite not in SUITES:
             continue
         args = scale(SUITES[suite], factor)
-        best = {"redis": {}, "ophidis": {}}
+        kinds = ("redis", "ophidis", "redis again") if a.noise else ("redis", "ophidis")
+        best = {k: {} for k in kinds}
         for _ in range(a.rounds):
-            for kind in ("redis", "ophidis"):
-                s = Server(kind, SUITE_SERVER_ARGS.get(suite, ()))
+            for kind in kinds:
+                s = Server(kind.split()[0], SUITE_SERVER_ARGS.get(suite, ()))
                 try:
                     if suite in SUITE_WARMUP:
                         redis_benchmark(s.port, SUITE_WARMUP[suite])
@@ -1050,12 +1054,19 @@ def run(a, suites):
                     best[kind][k] = max(v, best[kind].get(k, 0))
         table = []
         print("\n== %s: redis-benchmark %s" % (suite, " ".join(args)))
-        print("%-28s %14s %14s %7s" % ("test", "redis rps", "ophidis rps", "ratio"))
+        print("%-28s %14s %14s %7s%s" % ("test", "redis rps", "ophidis rps", "ratio",
+                                         "   noise (redis again / redis)" if a.noise else ""))
         for test, rv in best["redis"].items():
             ov = best["ophidis"].get(test, 0.0)
             ratio = ov / rv if rv else 0.0
-            table.append({"test": test, "redis": rv, "ophidis": ov, "ratio": round(ratio, 3)})
-            print("%-28s %14.0f %14.0f %7.2f" % (test, rv, ov, ratio))
+            row = {"test": test, "redis": rv, "ophidis": ov, "ratio": round(ratio, 3)}
+            noise = ""
+            if a.noise:
+                again = best["redis again"].get(test, 0.0)
+                row["noise"] = round(again / rv, 3) if rv else 0.0
+                noise = " %7.2f" % row["noise"]
+            table.append(row)
+            print("%-28s %14.0f %14.0f %7.2f%s" % (test, rv, ov, ratio, noise))
         results["suites"][suite] = {"args": args, "rows": table}
         sys.stdout.flush()
     if "memory" in suites:
