@@ -190,34 +190,36 @@ def create_script(srv, body: bytes) -> Script:
 def prepare(c, flags, compat: bool, ro: bool):
     """scriptPrepareForRun's checks; returns (readonly, allow_oom)."""
     srv = c.server
-    if not compat:
-        if "no-cluster" in flags and srv.cluster is not None:
-            raise RedisError("ERR Can not run script on cluster, 'no-cluster' flag is set.")
-        if "allow-stale" not in flags and srv.running_stale():
-            raise RedisError("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' "
-                             "and 'allow-stale' flag is not set on the script.")
-        if "no-writes" not in flags:
-            if srv.is_replica and srv.config["replica-read-only"] and not c.is_master:
-                raise RedisError("READONLY Can not run script with write flag on readonly replica")
-            if (not srv.lastbgsave_ok and srv.config["stop-writes-on-bgsave-error"]
-                    and srv.config["save"]):
-                raise RedisError(
-                    "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
-                    "persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only "
-                    "scripts.")
-            if ro:
-                raise RedisError("ERR Can not execute a script with write flag using *_ro command.")
-            if not srv.is_replica and srv.min_replicas and srv.good_replicas() < srv.min_replicas:
-                raise RedisError("NOREPLICAS Not enough good replicas to write.")
-        if srv.maxmemory and "allow-oom" not in flags and "no-writes" not in flags:
-            if srv.memory.evict_hook():
-                raise RedisError("OOM allow-oom flag is not set on the script, can not run it when "
-                                 "used memory > 'maxmemory'")
-    elif srv.is_replica and srv.running_stale():      # (an EVAL without shebang)
-        raise RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
-    readonly = ro or (not compat and "no-writes" in flags)
-    allow_oom = not compat and "allow-oom" in flags
-    return readonly, allow_oom
+    if compat:                                  # (an EVAL without shebang)
+        if srv.is_replica and srv.running_stale():
+            raise RedisError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
+        return ro, False
+    if (not flags and not ro and not srv.is_replica and srv.lastbgsave_ok and not srv.min_replicas
+            and not srv.maxmemory):
+        return False, False                     # nothing declared, nothing of the checks below applies
+    if "no-cluster" in flags and srv.cluster is not None:
+        raise RedisError("ERR Can not run script on cluster, 'no-cluster' flag is set.")
+    if "allow-stale" not in flags and srv.running_stale():
+        raise RedisError("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' "
+                         "and 'allow-stale' flag is not set on the script.")
+    if "no-writes" not in flags:
+        if srv.is_replica and srv.config["replica-read-only"] and not c.is_master:
+            raise RedisError("READONLY Can not run script with write flag on readonly replica")
+        if (not srv.lastbgsave_ok and srv.config["stop-writes-on-bgsave-error"]
+                and srv.config["save"]):
+            raise RedisError(
+                "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
+                "persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only "
+                "scripts.")
+        if ro:
+            raise RedisError("ERR Can not execute a script with write flag using *_ro command.")
+        if not srv.is_replica and srv.min_replicas and srv.good_replicas() < srv.min_replicas:
+            raise RedisError("NOREPLICAS Not enough good replicas to write.")
+    if srv.maxmemory and "allow-oom" not in flags and "no-writes" not in flags:
+        if srv.memory.evict_hook():
+            raise RedisError("OOM allow-oom flag is not set on the script, can not run it when "
+                             "used memory > 'maxmemory'")
+    return ro or "no-writes" in flags, "allow-oom" in flags
 
 
 _BAD_NUMKEYS = RedisError("ERR Bad number of keys provided")
@@ -362,18 +364,11 @@ def _evalsha(c, argv, ro: bool):
     if len(sha) != 40:
         raise NOSCRIPT
     eng = srv.lua_eval or eval_engine(srv)
-    b = argv[2]
-    if len(b) == 1 and 48 <= b[0] <= 57 and b[0] - 48 <= len(argv) - 3:
-        numkeys = b[0] - 48
-    else:
-        numkeys = _numkeys(c, argv)
+    numkeys = _numkeys(c, argv)
     s = srv.lua_scripts.get(sha.lower())
     if s is None:
         raise NOSCRIPT
-    if s.compat and not srv.is_replica:
-        readonly, allow_oom = ro, False        # prepare's outcome for a script without shebang
-    else:
-        readonly, allow_oom = prepare(c, s.flags, s.compat, ro)
+    readonly, allow_oom = prepare(c, s.flags, s.compat, ro)
     r = eng.run(lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv), s.fn, argv[3:3 + numkeys],
                 argv[3 + numkeys:], c.resp)
     if r[:1] == b"-":
@@ -628,16 +623,8 @@ def _fcall(c, argv, ro):
     f = reg.functions.get(argv[1].lower())
     if f is None:
         raise RedisError("ERR Function not found")
-    b = argv[2]
-    if len(b) == 1 and 48 <= b[0] <= 57 and b[0] - 48 <= len(argv) - 3:
-        numkeys = b[0] - 48
-    else:
-        numkeys = _numkeys(c, argv, _BAD_NUMKEYS)
-    if (not f.flags and not ro and not srv.is_replica and srv.lastbgsave_ok and not srv.min_replicas
-            and not srv.maxmemory):
-        readonly = allow_oom = False             # prepare's outcome: nothing declared, nothing to check
-    else:
-        readonly, allow_oom = prepare(c, f.flags, False, ro)
+    numkeys = _numkeys(c, argv, _BAD_NUMKEYS)
+    readonly, allow_oom = prepare(c, f.flags, False, ro)
     ctx = lua_mod.RunCtx(c, f.name, False, readonly, allow_oom, argv)
     if srv.cluster is not None:
         _cluster_ctx(ctx, "allow-cross-slot-keys" in f.flags, argv, numkeys)
