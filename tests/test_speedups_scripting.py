@@ -1,5 +1,5 @@
-"""redis.call's compiled bridge (net/_speedups.pyx's script_call, redis_call,
-redis_pcall) against its pure twin (scripting/engine.py's script_call and
+"""redis.call's compiled bridge (net/_speedups.pyx's _script_call behind
+ScriptBridge) against its pure twin (scripting/engine.py's script_call and
 LuaEngine._redis_call / _redis_pcall): the same scripts through a server of
 each kind must give the same replies and the same statistics."""
 

@@ -2089,35 +2089,6 @@ cdef class ScriptBridge:
         return eng._call_failed(r, self.raise_)
 
 
-def redis_call(eng, *args):
-    """LuaEngine._redis_call compiled (redis.call: the value, or the error raised)."""
-    r = script_call(eng, args)
-    if r[0] == 0:
-        return r[1]
-    if r[0] == 2 and r[1] == b"OK":
-        pool = <list>eng._ok_pool
-        if pool:
-            return pool.pop()
-    return eng._call_failed(r, True)
-
-
-def redis_pcall(eng, *args):
-    """LuaEngine._redis_pcall compiled (redis.pcall: the value or the error table)."""
-    r = script_call(eng, args)
-    if r[0] == 0:
-        return r[1]
-    if r[0] == 2 and r[1] == b"OK":
-        pool = <list>eng._ok_pool
-        if pool:
-            return pool.pop()
-    return eng._call_failed(r, False)
-
-
-def script_call(eng, tuple args):
-    """engine.script_call compiled (see _script_call)."""
-    return _script_call(eng, args)
-
-
 cdef object _script_call(eng, tuple args):
     """engine.script_call compiled: the same checks and replies; while the
     fast path's _SERVER_SLOW is off (no stale replica link, no MISCONF, no
