@@ -183,3 +183,90 @@ def test_the_loop_rereads_its_switches_after_a_script():
     assert got[0].startswith(b":1\r\n-NOREPLICAS Not enough good replicas to write.\r\n-NOREPLICAS"), got[0]
     assert got[0].endswith(b":2\r\n+OK\r\n$2\r\nv2\r\n"), got[0]
     assert all(g == got[0] for g in got), got
+
+
+# -- redis.call as a Lua C function and the run without lupa's call ------------------------
+
+def test_the_lua_c_api_is_found():
+    """The compiled layer finds the Lua C API in lupa's module: redis.call
+    and redis.pcall become its C functions (else lupa would call the
+    ScriptBridges and every figure of PERFORMANCE.md would be off)."""
+    if speedups.native is None or os.environ.get("OPHIDIS_PURE") == "1":
+        pytest.skip("no compiled layer")
+    import lupa.lua51 as lupa
+    lua = lupa.LuaRuntime(encoding=None)
+    n = speedups.native
+    link = n.lua_functions(lua, os.fsencode(lupa.__file__), n.ScriptBridge(None, True), n.ScriptBridge(None, False))
+    assert link is not None
+    assert lupa.lua_type(link.call) == "function" and lupa.lua_type(link.pcall) == "function"
+    assert lua.eval("function(f) return tostring(f):sub(1, 10) end")(link.call) == b"function: "
+
+
+# Each script's reply must be the same from the compiled server, the pure one
+# and redis-server: arguments of every Lua type, replies of every kind, the
+# errors of redis.call and redis.pcall (raised, returned, with positions).
+_C_SCRIPTS = [
+    "return redis.call('echo', 7)",
+    "return redis.call('echo', -7)",
+    "return redis.call('echo', 2.5)",
+    "return redis.call('echo', 1e15)",
+    "return redis.call('echo', 123456789012345678)",
+    "return redis.call('echo', -0.1)",
+    "return redis.call('echo', 1/0)",
+    "return redis.call('echo', -1/0)",
+    "return redis.call('echo', 'a\\0b')",
+    "return redis.call('echo', true)",
+    "return redis.call('echo', nil)",
+    "return redis.call('echo', {})",
+    "return redis.pcall('echo', {})",
+    "return redis.call()",
+    "return redis.pcall()",
+    "return redis.call('nosuch', 'x')",
+    "return redis.pcall('nosuch', 'x')",
+    "redis.call('set', 's', 'x') return redis.call('incr', 's')",
+    "redis.call('set', 's', 'x')\nreturn redis.pcall('incr', 's')",
+    "redis.call('set', 's', 'x') local ok, e = pcall(redis.call, 'incr', 's') return {tostring(ok), type(e)}",
+    "redis.call('set', 's', 'x') local ok, e = pcall(function() return redis.call('incr', 's') end) "
+    "return {tostring(ok), e.err}",
+    "local r = redis.pcall('incr') return {type(r), r.err}",
+    "return redis.call('get', 'nokey')",
+    "return tostring(redis.call('get', 'nokey'))",
+    "return redis.call('ping')",
+    "local r = redis.call('ping') return {type(r), r.ok}",
+    "return redis.call('set', 'k', 'v')",
+    "redis.call('rpush', 'l', 'a', 'b', 'c') return redis.call('lrange', 'l', 0, -1)",
+    "redis.call('rpush', 'l', 'a') return #redis.call('lrange', 'l', 0, -1)",
+    "redis.call('xadd', 'x', '1-1', 'f', 'v') return redis.call('xrange', 'x', '-', '+')",
+    "return redis.call('config', 'get', 'maxmemory-policy')",
+    "redis.call('rpush', 'l', 'a') return redis.pcall('lrange', 'l', 'x', 1)",
+    "redis.call('sadd', 'st', 'm') local r = redis.call('smembers', 'st') return r[1]",
+    "return redis.call('exists', 'nokey', 'k2')",
+    "return 3.99", "return -3.99", "return 1e30", "return nil", "return true", "return false",
+    "return {1, 'two', {3}, false, 5}", "return {ok = 'fine'}", "return {err = 'My Error'}",
+    "return redis.error_reply('MY err')", "return redis.status_reply('ST')",
+    "error('boom')", "error({err = 'ERR tabled'})", "local x = nil + 1",
+    "return redis.call('set', KEYS[1], ARGV[1])", "return {KEYS[1], ARGV[1], ARGV[2]}",
+]
+
+
+def test_lua_c_functions_against_redis(pair):
+    from support.servers import REDIS_SERVER, RedisServerProc
+    ports = list(pair)
+    ref = RedisServerProc() if REDIS_SERVER is not None else None
+    try:
+        if ref is not None:
+            ports.append(ref.port)
+        for src in _C_SCRIPTS:
+            cmds = [("FLUSHALL",), ("EVAL", src, "1", "key", "arg1", "arg2")]
+            out = [_run(p, cmds)[1] for p in ports]
+            assert all(o == out[0] for o in out), (src, out)
+        # the same scripts through EVALSHA, after one another on one connection
+        outs = []
+        for p in ports:
+            with RespConn(p) as c:
+                shas = [c.call("SCRIPT", "LOAD", src).decode() for src in _C_SCRIPTS]
+                outs.append([c.call("EVALSHA", sha, "1", "key", "arg1") for sha in shas])
+        assert all(o == outs[0] for o in outs)
+    finally:
+        if ref is not None:
+            ref.stop()

@@ -2066,19 +2066,26 @@ cdef object _s_reply(eng, bytes r):
 
 
 cdef class ScriptBridge:
-    """redis.call (raise_ true) or redis.pcall bound to its engine, the
-    callable Lua calls: LuaEngine._redis_call / _redis_pcall compiled (one
-    C call from lupa, no partial and no Python-level call of script_call)."""
+    """redis.call (raise_ true) or redis.pcall bound to its engine:
+    LuaEngine._redis_call / _redis_pcall compiled.  lua_functions makes it
+    the upvalue of a Lua C function (_lc_call: no lupa conversion); where
+    the Lua C API cannot be had, lupa calls the bridge itself (__call__)."""
     cdef object eng
     cdef bint raise_
+    cdef object pending     # a reply only Python holds as a Lua value (take)
 
     def __init__(self, eng, bint raise_):
         self.eng = eng
         self.raise_ = raise_
 
+    def take(self):
+        v = self.pending
+        self.pending = None
+        return v
+
     def __call__(self, *args):
         eng = self.eng
-        r = _script_call(eng, args)
+        r = _script_call(eng, args, False)
         k = (<tuple>r)[0]
         if k == 0:
             return (<tuple>r)[1]
@@ -2089,7 +2096,7 @@ cdef class ScriptBridge:
         return eng._call_failed(r, self.raise_)
 
 
-cdef object _script_call(eng, tuple args):
+cdef object _script_call(eng, tuple args, bint raw):
     """engine.script_call compiled: the same checks and replies; while the
     fast path's _SERVER_SLOW is off (no stale replica link, no MISCONF, no
     min-replicas, not a replica), the script's client's user is unrestricted,
@@ -2146,6 +2153,8 @@ cdef object _script_call(eng, tuple args):
         return 3, ("ERR internal error: %s" % e).encode()
     if r is None:
         return 0, None
+    if raw:
+        return 4, r
     return _s_reply(eng, <bytes>r)
 
 
@@ -2191,6 +2200,458 @@ cdef object _s_call(srv, sc, CommandCore cmd, list argv):
     return r
 
 
+# ---------------------------------------------------------------------------
+# redis.call / redis.pcall as Lua C functions
+# ---------------------------------------------------------------------------
+# lupa's crossing from Lua into a Python callable (argument tuple, result
+# conversion, its error plumbing) costs more than the command itself.  lupa
+# links the Lua 5.1 C API into its lua51 module and exports it: the few
+# functions below are looked up there at run time (lua_functions), and
+# _lc_call, registered as a C closure whose upvalues are its ScriptBridge
+# and the bridge's take (lupa-wrapped), reads the arguments, runs
+# _script_call and pushes the reply itself.  Being a C function, it keeps
+# the caller's frame in "return redis.call(...)" (error positions), as
+# lupa's as_function closures do.
+
+cdef extern from "dlfcn.h":
+    void *dlopen(const char *filename, int flag) nogil
+    void *dlsym(void *handle, const char *symbol) nogil
+    int RTLD_NOW
+    int RTLD_NOLOAD
+
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from libc.math cimport isinf as _lc_isinf
+from libc.stdlib cimport strtoll as _lc_strtoll
+
+ctypedef int (*_lua_CF)(void *L) noexcept nogil
+ctypedef int (*_lf_i)(void *L) noexcept nogil
+ctypedef int (*_lf_ii)(void *L, int i) noexcept nogil
+ctypedef void (*_lf_vi)(void *L, int i) noexcept nogil
+ctypedef void (*_lf_vii)(void *L, int a, int b) noexcept nogil
+ctypedef void (*_lf_v)(void *L) noexcept nogil
+ctypedef const char *(*_lf_tolstring)(void *L, int i, size_t *n) noexcept nogil
+ctypedef double (*_lf_tonumber)(void *L, int i) noexcept nogil
+ctypedef void *(*_lf_touserdata)(void *L, int i) noexcept nogil
+ctypedef void (*_lf_pushlstring)(void *L, const char *s, size_t n) noexcept nogil
+ctypedef void (*_lf_pushnumber)(void *L, double d) noexcept nogil
+ctypedef void (*_lf_field)(void *L, int i, const char *k) noexcept nogil
+ctypedef void (*_lf_pushcclosure)(void *L, _lua_CF f, int n) noexcept nogil
+ctypedef void (*_lf_pushlud)(void *L, void *p) noexcept nogil
+
+cdef _lf_i _L_gettop = NULL
+cdef _lf_i _L_error = NULL
+cdef _lf_ii _L_type = NULL
+cdef _lf_ii _L_checkstack = NULL
+cdef _lf_vi _L_settop = NULL
+cdef _lf_vi _L_pushvalue = NULL
+cdef _lf_vi _L_pushboolean = NULL
+cdef _lf_vii _L_createtable = NULL
+cdef _lf_vii _L_rawseti = NULL
+cdef _lf_vii _L_call = NULL
+cdef _lf_v _L_pushnil = NULL
+cdef _lf_tolstring _L_tolstring = NULL
+cdef _lf_tonumber _L_tonumber = NULL
+cdef _lf_touserdata _L_touserdata = NULL
+cdef _lf_pushlstring _L_pushlstring = NULL
+cdef _lf_pushnumber _L_pushnumber = NULL
+cdef _lf_field _L_setfield = NULL
+cdef _lf_field _L_getfield = NULL
+cdef _lf_pushcclosure _L_pushcclosure = NULL
+cdef _lf_pushlud _L_pushlightuserdata = NULL
+cdef int _lc_state = 0       # 0 not tried, 1 the API is there, -1 it is not
+
+cdef enum:
+    # Lua 5.1's pseudo-indices (the globals, a C closure's upvalues), types
+    _LUA_REGISTRY = -10000
+    _LUA_GLOBALS = -10002
+    _LUA_UP1 = -10003
+    _LUA_UP2 = -10004
+    _LUA_TNUMBER = 3
+    _LUA_TSTRING = 4
+
+
+ctypedef void *(*_lf_newthread)(void *L) noexcept nogil
+ctypedef int (*_lf_pcall)(void *L, int nargs, int nres, int errf) noexcept nogil
+
+cdef _lf_vii _L_rawgeti = NULL
+cdef _lf_ii _L_ref = NULL
+cdef _lf_vii _L_unref = NULL
+cdef _lf_ii _L_toboolean = NULL
+cdef _lf_newthread _L_newthread = NULL
+cdef _lf_pcall _L_pcall = NULL
+
+
+cdef bint _lc_load(bytes path):
+    # The functions above from lupa's module (already loaded: RTLD_NOLOAD)
+    global _lc_state
+    cdef void *h
+    cdef void *f
+    cdef void **slots[26]
+    cdef int i
+    if _lc_state:
+        return _lc_state > 0
+    _lc_state = -1
+    h = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
+    if h == NULL:
+        return False
+    names = [b"lua_gettop", b"lua_error", b"lua_type", b"lua_checkstack", b"lua_settop", b"lua_pushvalue",
+             b"lua_pushboolean", b"lua_createtable", b"lua_rawseti", b"lua_call", b"lua_pushnil",
+             b"lua_tolstring", b"lua_tonumber", b"lua_touserdata", b"lua_pushlstring", b"lua_pushnumber",
+             b"lua_setfield", b"lua_getfield", b"lua_pushcclosure", b"lua_pushlightuserdata",
+             b"lua_rawgeti", b"luaL_ref", b"luaL_unref", b"lua_toboolean", b"lua_newthread", b"lua_pcall"]
+    slots[0] = <void **>&_L_gettop
+    slots[1] = <void **>&_L_error
+    slots[2] = <void **>&_L_type
+    slots[3] = <void **>&_L_checkstack
+    slots[4] = <void **>&_L_settop
+    slots[5] = <void **>&_L_pushvalue
+    slots[6] = <void **>&_L_pushboolean
+    slots[7] = <void **>&_L_createtable
+    slots[8] = <void **>&_L_rawseti
+    slots[9] = <void **>&_L_call
+    slots[10] = <void **>&_L_pushnil
+    slots[11] = <void **>&_L_tolstring
+    slots[12] = <void **>&_L_tonumber
+    slots[13] = <void **>&_L_touserdata
+    slots[14] = <void **>&_L_pushlstring
+    slots[15] = <void **>&_L_pushnumber
+    slots[16] = <void **>&_L_setfield
+    slots[17] = <void **>&_L_getfield
+    slots[18] = <void **>&_L_pushcclosure
+    slots[19] = <void **>&_L_pushlightuserdata
+    slots[20] = <void **>&_L_rawgeti
+    slots[21] = <void **>&_L_ref
+    slots[22] = <void **>&_L_unref
+    slots[23] = <void **>&_L_toboolean
+    slots[24] = <void **>&_L_newthread
+    slots[25] = <void **>&_L_pcall
+    for i in range(26):
+        f = dlsym(h, <bytes>names[i])
+        if f == NULL:
+            for i in range(26):
+                slots[i][0] = NULL
+            return False
+        slots[i][0] = f
+    _lc_state = 1
+    return True
+
+
+_LC_THREAD = (b"local co = coroutine.create(function() coroutine.yield(tostring(coroutine.running())) end) "
+              b"local _, s = coroutine.resume(co) return co, s")
+
+
+cdef class LuaLink:
+    """The compiled layer's direct use of a LuaRuntime: redis.call and
+    redis.pcall as Lua C functions (call, pcall) and, once bound to the
+    sandbox's run and encode_reply, a script run without lupa's call
+    (_lc_exec).  T is a thread of the runtime anchored in its registry: it
+    shares the globals, and C code can run functions on it."""
+    cdef void *T
+    cdef object lua
+    cdef readonly object call
+    cdef readonly object pcall
+    cdef int run_ref
+    cdef int enc_ref
+    cdef dict refs              # id(Lua function) -> (the function, its registry ref)
+    cdef object count_error
+
+    def bind(self, run, encode, count_error):
+        self.run_ref = self._ref(run)
+        self.enc_ref = self._ref(encode)
+        self.count_error = count_error
+
+    cdef int _ref(self, v) except? -1:
+        # a registry reference to a Lua value lupa holds (through a global)
+        g = self.lua.globals()
+        g[b"__ophidis_v"] = v
+        _L_getfield(self.T, _LUA_GLOBALS, b"__ophidis_v")
+        g[b"__ophidis_v"] = None
+        return _L_ref(self.T, _LUA_REGISTRY)
+
+    cdef int fn_ref(self, fn) except? -1:
+        cdef int r
+        e = self.refs.get(id(fn))
+        if e is not None:
+            return <int>(<tuple>e)[1]
+        if len(self.refs) >= 4096:      # scripts come and go (SCRIPT FLUSH, FUNCTION LOAD REPLACE)
+            for e in self.refs.values():
+                _L_unref(self.T, _LUA_REGISTRY, <int>(<tuple>e)[1])
+            self.refs.clear()
+        r = self._ref(fn)
+        self.refs[id(fn)] = (fn, r)
+        return r
+
+
+def lua_functions(lua, bytes so_path, call, pcall):
+    """A LuaLink for the LuaRuntime lua whose redis.call and redis.pcall
+    are the two ScriptBridges, or None where the C API of lupa's module at
+    so_path cannot be had.  The lua_State comes from a suspended coroutine
+    (it shares the runtime's globals): tostring(thread) is its address."""
+    cdef void *L
+    cdef LuaLink link
+    if not _lc_load(so_path):
+        return None
+    if type(call) is not ScriptBridge or type(pcall) is not ScriptBridge:
+        return None
+    co, s = lua.execute(_LC_THREAD)
+    if type(s) is not bytes or not (<bytes>s).startswith(b"thread: 0x"):
+        return None
+    L = <void *><size_t>int((<bytes>s)[10:], 16)
+    link = LuaLink.__new__(LuaLink)
+    link.lua = lua
+    link.refs = {}
+    link.T = _L_newthread(L)
+    _L_ref(L, _LUA_REGISTRY)        # anchors the thread (popped)
+    g = lua.globals()
+    out = []
+    for b in (call, pcall):
+        g[b"__ophidis_v"] = (<ScriptBridge>b).take
+        lua.execute(b"__ophidis_v = python.as_function(__ophidis_v)")
+        _L_pushlightuserdata(L, <void *>b)
+        _L_getfield(L, _LUA_GLOBALS, b"__ophidis_v")
+        _L_pushcclosure(L, _lc_call, 2)
+        _L_setfield(L, _LUA_GLOBALS, b"__ophidis_v")
+        out.append(g[b"__ophidis_v"])
+    g[b"__ophidis_v"] = None
+    del co
+    link.call, link.pcall = out
+    return link
+
+
+cdef int _lc_call(void *L) noexcept nogil:
+    cdef int r
+    with gil:
+        r = _lc_body(L)
+    if r == -1:             # the error table on top: raise it (redis.call)
+        return _L_error(L)
+    if r == -2:             # a reply only Python holds as a Lua value
+        _L_pushvalue(L, _LUA_UP2)
+        _L_call(L, 0, 1)
+        return 1
+    return r
+
+
+cdef int _lc_body(void *L) noexcept:
+    cdef ScriptBridge b = <ScriptBridge>(<object><PyObject *>_L_touserdata(L, _LUA_UP1))
+    cdef int n, i
+    try:
+        n = _L_gettop(L)
+        args = PyTuple_New(n)
+        for i in range(n):
+            a = _lc_arg(L, i + 1)
+            Py_INCREF(a)
+            PyTuple_SET_ITEM(args, i, a)
+        return _lc_push(L, b, _script_call(b.eng, args, True))
+    except BaseException as e:
+        try:
+            m = ("ERR internal error: %s" % e).encode()
+        except BaseException:
+            m = b"ERR internal error"
+        _L_createtable(L, 0, 1)
+        _L_pushlstring(L, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m))
+        _L_setfield(L, -2, b"err")
+        return -1 if b.raise_ else 1
+
+
+cdef object _lc_arg(void *L, int i):
+    # An argument as lupa gives it and LuaEngine._argv makes it: a string's
+    # bytes; a number as "%d" (integral, below 10**15) or "%.17g".  Anything
+    # else is None: script_call answers it in its own order of checks.
+    cdef size_t ln
+    cdef const char *p
+    cdef double d
+    cdef int t = _L_type(L, i)
+    cdef char buf[40]
+    cdef int k
+    if t == _LUA_TSTRING:
+        p = _L_tolstring(L, i, &ln)
+        return PyBytes_FromStringAndSize(p, ln)
+    if t == _LUA_TNUMBER:
+        d = _L_tonumber(L, i)
+        if d != d:
+            return b"nan"
+        if _lc_isinf(d):
+            return b"inf" if d > 0 else b"-inf"
+        if -1e15 < d < 1e15 and d == <double><long long>d:
+            k = snprintf(buf, 40, "%lld", <long long>d)
+        else:
+            k = snprintf(buf, 40, "%.17g", d)
+        return PyBytes_FromStringAndSize(buf, k)
+    return None
+
+
+cdef int _lc_push(void *L, ScriptBridge b, r) except -3:
+    # script_call's (kind, value) onto the Lua stack: 1 (a value pushed), -1
+    # (an error table pushed to raise), -2 (b.pending holds the value)
+    cdef int base
+    cdef const char *p
+    cdef const char *end
+    k = (<tuple>r)[0]
+    v = (<tuple>r)[1]
+    if k == 4:      # a reply in RESP: the common types here, the rest in Python
+        base = _L_gettop(L)
+        p = PyBytes_AS_STRING(<bytes>v)
+        end = p + PyBytes_GET_SIZE(<bytes>v)
+        if _lc_resp(L, &p, end, 0) and p == end:
+            return 1
+        _L_settop(L, base)
+        r = _s_reply(b.eng, <bytes>v)
+        k = (<tuple>r)[0]
+        v = (<tuple>r)[1]
+    if k == 0:
+        t = type(v)
+        if v is None:
+            _L_pushnil(L)
+        elif t is bytes:
+            _L_pushlstring(L, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
+        elif t is bool:
+            _L_pushboolean(L, v is True)
+        elif t is int or t is float:
+            _L_pushnumber(L, <double>v)
+        else:
+            b.pending = v
+            return -2
+        return 1
+    if k == 2:
+        _L_createtable(L, 0, 1)
+        _L_pushlstring(L, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
+        _L_setfield(L, -2, b"ok")
+        return 1
+    eng = b.eng
+    if k == 3 and eng.ldb is not None:
+        eng._ldb_error(v)
+    _L_createtable(L, 0, 2)
+    _L_pushlstring(L, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
+    _L_setfield(L, -2, b"err")
+    if k == 1:      # an error reply of the command: its stats are counted
+        _L_pushboolean(L, 1)
+        _L_setfield(L, -2, b"ignore_error_stats_update")
+    return -1 if b.raise_ else 1
+
+
+cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcept:
+    # One RESP2 reply at pp[0] pushed as engine._parse makes it (bulk, null,
+    # integer, status, array of these); False for anything else (the caller
+    # resets the stack and asks Python).
+    cdef const char *p = pp[0]
+    cdef const char *nl
+    cdef long long n, i
+    cdef char c
+    if end - p < 3:
+        return False
+    nl = <const char *>memchr(p, 10, end - p)
+    if nl == NULL or nl - p < 2 or (nl - 1)[0] != 13:
+        return False
+    c = p[0]
+    if c == 36 or c == 42 or c == 58:       # '$' '*' ':'
+        n = _lc_strtoll(p + 1, NULL, 10)
+        if c == 58:
+            _L_pushnumber(L, <double>n)
+            pp[0] = nl + 1
+            return True
+        if n < 0:
+            _L_pushboolean(L, 0)
+            pp[0] = nl + 1
+            return True
+        if c == 36:
+            if end - (nl + 1) < n + 2:
+                return False
+            _L_pushlstring(L, nl + 1, <size_t>n)
+            pp[0] = nl + 1 + n + 2
+            return True
+        if depth > 32 or n > 0x7fffffff or not _L_checkstack(L, 2):
+            return False
+        _L_createtable(L, <int>n, 0)
+        pp[0] = nl + 1
+        for i in range(n):
+            if not _lc_resp(L, pp, end, depth + 1):
+                return False
+            _L_rawseti(L, -2, <int>(i + 1))
+        return True
+    if c == 43:     # '+'
+        _L_createtable(L, 0, 1)
+        _L_pushlstring(L, p + 1, <size_t>(nl - 1 - (p + 1)))
+        _L_setfield(L, -2, b"ok")
+        pp[0] = nl + 1
+        return True
+    return False
+
+
+cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int caller_resp):
+    # The sandbox's run(fn, nkeys, keys..., args...) on the link's thread and
+    # its outcome as script_run makes it from lupa's: the reply, or None
+    # (nothing run) where an argument is not bytes.
+    cdef void *T = link.T
+    cdef int n = len(keys) + len(args)
+    cdef int i, top, st
+    cdef size_t ln
+    cdef const char *p
+    for v in keys:
+        if type(v) is not bytes:
+            return None
+    for v in args:
+        if type(v) is not bytes:
+            return None
+    fref = link.fn_ref(fn)
+    if not _L_checkstack(T, n + 4):
+        return None
+    _L_settop(T, 0)
+    _L_rawgeti(T, _LUA_REGISTRY, link.run_ref)
+    _L_rawgeti(T, _LUA_REGISTRY, fref)
+    _L_pushnumber(T, len(keys))
+    for v in keys:
+        _L_pushlstring(T, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
+    for v in args:
+        _L_pushlstring(T, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
+    st = _L_pcall(T, n + 2, -1, 0)
+    try:
+        if st:
+            raise RuntimeError(_lc_value(T, -1))
+        top = _L_gettop(T)
+        if top >= 2 and _L_toboolean(T, 1):
+            i = _L_type(T, 2)
+            if i == _LUA_TSTRING:
+                p = _L_tolstring(T, 2, &ln)
+                return b"$%d\r\n%s\r\n" % (ln, PyBytes_FromStringAndSize(p, ln))
+            if i == _LUA_TNUMBER:
+                return _s_resp_int(_lc_value(T, 2))
+            # anything else: the sandbox's encode_reply, as LuaEngine._reply
+            _L_rawgeti(T, _LUA_REGISTRY, link.enc_ref)
+            _L_pushvalue(T, 2)
+            _L_pushnumber(T, caller_resp)
+            _L_pushnumber(T, eng.client.resp)
+            if _L_pcall(T, 3, 2, 0):
+                raise RuntimeError(_lc_value(T, -1))
+            out = _lc_value(T, -2)
+            if (<bytes>out)[:1] == b"-" and not _L_toboolean(T, -1):
+                link.count_error(out)
+            return out
+        return eng._run_error(ctx, tuple([_lc_value(T, i) for i in range(1, top + 1)]))
+    finally:
+        _L_settop(T, 0)
+
+
+cdef object _lc_value(void *T, int i):
+    # A string, number, boolean or nil at i as lupa gives it to Python
+    cdef size_t ln
+    cdef const char *p
+    cdef double d
+    cdef int t = _L_type(T, i)
+    if t == _LUA_TSTRING:
+        p = _L_tolstring(T, i, &ln)
+        return PyBytes_FromStringAndSize(p, ln)
+    if t == _LUA_TNUMBER:
+        d = _L_tonumber(T, i)
+        if -9.2e18 < d < 9.2e18 and d == <double><long long>d:
+            return <long long>d
+        return d
+    if t == 1:
+        return _L_toboolean(T, i) != 0
+    if t <= 0:
+        return None
+    return "<%d>" % t
+
+
 def script_run(eng, ctx, fn, keys, args, int caller_resp):
     """LuaEngine.run compiled (the same steps; a debugged script and more
     than 64 keys and arguments go to the Python one)."""
@@ -2215,14 +2676,21 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
     frozen = _time_time()
     prev_time = _s_db._time
     _s_db._time = lambda: frozen
+    link = eng._link
+    out = None
     try:
-        r = eng._run(fn, len(keys), *keys, *args)
+        if link is not None and (<LuaLink>link).run_ref:
+            out = _lc_exec(<LuaLink>link, eng, ctx, fn, keys, args, caller_resp)
+        if out is None:
+            r = eng._run(fn, len(keys), *keys, *args)
     finally:
         _s_db._time = prev_time
         eng.ctx = None
         if ctx.timedout:
             srv.script_busy = None
             srv.update_server_slow()
+    if out is not None:
+        return out
     if r[0]:
         v = r[1]
         if type(v) is bytes:

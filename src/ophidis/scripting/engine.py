@@ -137,13 +137,17 @@ class LuaEngine:
         sc.laddr = ""
         sc.name = None
         self.client = sc
+        self._link = None       # the compiled layer's LuaLink (net/_speedups.pyx)
         self.lua = lua = _lupa.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False,
             register_builtins=False, attribute_filter=_deny_attributes)
         if _native is None:
             call, pcall = self._redis_call, self._redis_pcall
-        else:       # the compiled bridge (net/_speedups.pyx)
-            call, pcall = _native.ScriptBridge(self, True), _native.ScriptBridge(self, False)
+        else:       # the compiled bridge (net/_speedups.pyx): Lua C functions where lupa's C API is there
+            self._bridges = call, pcall = _native.ScriptBridge(self, True), _native.ScriptBridge(self, False)
+            self._link = _native.lua_functions(lua, os.fsencode(_lupa.__file__), call, pcall)
+            if self._link is not None:
+                call, pcall = self._link.call, self._link.pcall
         py = lua.table_from({
             b"raw": lua.table_from({b"call": call, b"pcall": pcall, b"sha1hex": self._sha1hex}),
             b"unwrap": self._unwrap,
@@ -192,6 +196,8 @@ class LuaEngine:
         self._ok_pool = []
         if _native is not None:      # the compiled twin of LuaEngine.run (net/_speedups.pyx)
             self.run = partial(_native.script_run, self)
+            if self._link is not None:
+                self._link.bind(self._run, self._encode, _count_error)
         self._mk_err = h[b"mk_err"]
         self._mk_double = h[b"mk_double"]
         self._mk_big = h[b"mk_big"]

@@ -255,10 +255,15 @@ end
 
 -- redis.* API --------------------------------------------------------------------
 
--- redis.call / redis.pcall: the Python callables as C functions (see pylib)
--- so that "return redis.call(...)" keeps the caller's frame for error
--- positions; Python raises errors as LuaError(table).
-local redis_call, redis_pcall = as_function(py.raw.call), as_function(py.raw.pcall)
+-- redis.call / redis.pcall: C functions (the compiled layer's own, or the
+-- Python callables through as_function, see pylib) so that "return
+-- redis.call(...)" keeps the caller's frame for error positions; Python
+-- raises errors as LuaError(table).
+local function c_function(v)
+  if _type(v) == "function" then return v end
+  return as_function(v)
+end
+local redis_call, redis_pcall = c_function(py.raw.call), c_function(py.raw.pcall)
 
 unwrap_error = function(e)
   if _type(e) == "userdata" then
