@@ -1995,7 +1995,7 @@ cdef class RunCtx:
     def __init__(self, caller, name, eval_mode, readonly, allow_oom, argv):
         self.caller = caller
         self.name = name
-        self.start = _s_monotonic()
+        self.start = _now()     # time.monotonic's clock (CLOCK_MONOTONIC)
         self.last_poll = 0.0
         self.eval_mode = eval_mode
         self.readonly = readonly
@@ -2015,7 +2015,6 @@ cdef dict _s_table = {}
 cdef object _s_pure = None        # engine.script_call
 cdef object _s_pure_reply = None  # engine.reply_value
 cdef bytes _s_oom = b""           # errors.OOM.msg
-cdef object _s_monotonic = None   # time.monotonic (RunCtx.start's clock)
 
 
 cdef object _s_pure_run = None    # engine.LuaEngine.run
@@ -2023,11 +2022,11 @@ cdef object _s_db = None          # keyspace.db (its _time: the script's frozen 
 cdef object _s_resp_int = None    # engine._resp_int
 
 
-def script_setup(dict table, pure, pure_reply, bytes oom, monotonic, pure_run, db, resp_int):
+def script_setup(dict table, pure, pure_reply, bytes oom, pure_run, db, resp_int):
     """engine.py hands over what the bridge uses (commands.TABLE, its pure
     twins, OOM's text, the clock of RunCtx.start, keyspace.db, the integer
     reply of a Lua number)."""
-    global _s_table, _s_pure, _s_pure_reply, _s_oom, _s_monotonic, _s_pure_run, _s_db, _s_resp_int
+    global _s_table, _s_pure, _s_pure_reply, _s_oom, _s_pure_run, _s_db, _s_resp_int
     _s_table = table
     _s_pure = pure
     _s_pure_reply = pure_reply
@@ -2035,10 +2034,9 @@ def script_setup(dict table, pure, pure_reply, bytes oom, monotonic, pure_run, d
     _s_db = db
     _s_resp_int = resp_int
     _s_oom = oom
-    _s_monotonic = monotonic
 
 
-cdef inline bint _s_all_bytes(tuple args):
+cdef inline bint _s_all_bytes(list args):
     cdef Py_ssize_t i
     for i in range(len(args)):
         if type(args[i]) is not bytes:
@@ -2073,6 +2071,7 @@ cdef class ScriptBridge:
     cdef object eng
     cdef bint raise_
     cdef object pending     # a reply only Python holds as a Lua value (take)
+    cdef object link        # the LuaLink whose C function calls this bridge
 
     def __init__(self, eng, bint raise_):
         self.eng = eng
@@ -2103,44 +2102,47 @@ cdef object _script_call(eng, tuple args, bint raw):
     the server is not a cluster node and no debugger runs, the checks of
     LuaEngine._run_call that cannot apply are skipped and the call and its
     reply conversion run here."""
+    c = eng.ctx
+    if c is None or type(c) is not RunCtx or eng.ldb is not None:
+        return _s_pure(eng, args)
+    srv = eng.server
+    sc = eng.client
+    return _s_run_call(eng, <RunCtx>c, srv, sc, srv.cluster is None and sc.user.unrestricted, list(args), raw)
+
+
+cdef object _s_run_call(eng, RunCtx ctx, srv, sc, bint plain, list argv, bint raw):
+    # _script_call's steps once the run's context is known (plain: not a
+    # cluster node, an unrestricted user)
     cdef Py_ssize_t n, a
-    cdef RunCtx ctx
     cdef CommandCore cc
     cdef bint write
-    c = eng.ctx
-    if c is None or type(c) is not RunCtx:
-        return _s_pure(eng, args)
-    ctx = <RunCtx>c
-    if not args or not _s_all_bytes(args) or eng.ldb is not None:
-        return _s_pure(eng, args)
-    if ctx.timedout or _s_monotonic() - ctx.start > ctx.threshold:
-        return _s_pure(eng, args)
-    argv = list(args)
+    if not argv or not _s_all_bytes(argv):
+        return _s_pure(eng, tuple(argv))
+    if ctx.timedout or _now() - ctx.start > ctx.threshold:
+        return _s_pure(eng, tuple(argv))
     name = <bytes>argv[0]
     cmd = _s_table.get(name)
     if cmd is None:
         cmd = _s_table.get(name.lower())
     n = len(argv)
     if cmd is None:
-        return _s_pure(eng, args)
+        return _s_pure(eng, tuple(argv))
     cc = <CommandCore>cmd
     if cc.subcommands and n > 1:
-        return _s_pure(eng, args)
+        return _s_pure(eng, tuple(argv))
     a = cc.arity
     if (a > 0 and a != n) or n < -a:
         return eng._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
-    srv = eng.server
     if cc.noscript and not srv.script_disable_deny_script:
         return eng._reject(cmd, b"ERR This Redis command is not allowed from script")
-    sc = eng.client
-    if _server_slow or srv.cluster is not None or not sc.user.unrestricted:
+    if _server_slow or not plain:
         return eng._run_call(cmd, argv)
     write = cc.write
     if write or cc.may_replicate:
         if ctx.readonly:
             return eng._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")
-    if (not ctx.allow_oom and srv.maxmemory and not ctx.write_dirty and ctx.oom_at_start
-            and cc.denyoom):
+    if (ctx.oom_at_start and cc.denyoom and not ctx.allow_oom and not ctx.write_dirty
+            and srv.maxmemory):
         return eng._reject(cmd, _s_oom)
     if write:
         ctx.write_dirty = True
@@ -2219,7 +2221,6 @@ cdef extern from "dlfcn.h":
     int RTLD_NOW
     int RTLD_NOLOAD
 
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport isinf as _lc_isinf
 from libc.stdlib cimport strtoll as _lc_strtoll
 
@@ -2343,7 +2344,7 @@ _LC_THREAD = (b"local co = coroutine.create(function() coroutine.yield(tostring(
 cdef class LuaLink:
     """The compiled layer's direct use of a LuaRuntime: redis.call and
     redis.pcall as Lua C functions (call, pcall) and, once bound to the
-    sandbox's run and encode_reply, a script run without lupa's call
+    sandbox's run_t and encode_reply, a script run without lupa's call
     (_lc_exec).  T is a thread of the runtime anchored in its registry: it
     shares the globals, and C code can run functions on it."""
     cdef void *T
@@ -2353,6 +2354,15 @@ cdef class LuaLink:
     cdef int run_ref
     cdef int enc_ref
     cdef dict refs              # id(Lua function) -> (the function, its registry ref)
+    cdef object last_fn         # the function fn_ref was last asked for (in refs) ...
+    cdef int last_ref           # ... and its ref
+    # while script_run runs a script through the link: what _script_call
+    # would look up on the engine for each redis.call (none of it changes
+    # while a script runs)
+    cdef object run_ctx
+    cdef object run_srv
+    cdef object run_sc
+    cdef bint run_plain
     cdef object count_error
 
     def bind(self, run, encode, count_error):
@@ -2370,6 +2380,8 @@ cdef class LuaLink:
 
     cdef int fn_ref(self, fn) except? -1:
         cdef int r
+        if fn is self.last_fn:
+            return self.last_ref
         e = self.refs.get(id(fn))
         if e is not None:
             return <int>(<tuple>e)[1]
@@ -2377,8 +2389,11 @@ cdef class LuaLink:
             for e in self.refs.values():
                 _L_unref(self.T, _LUA_REGISTRY, <int>(<tuple>e)[1])
             self.refs.clear()
+            self.last_fn = None
         r = self._ref(fn)
         self.refs[id(fn)] = (fn, r)
+        self.last_fn = fn
+        self.last_ref = r
         return r
 
 
@@ -2407,6 +2422,7 @@ def lua_functions(lua, bytes so_path, call, pcall):
     for b in (call, pcall):
         g[b"__ophidis_v"] = (<ScriptBridge>b).take
         lua.execute(b"__ophidis_v = python.as_function(__ophidis_v)")
+        (<ScriptBridge>b).link = link
         _L_pushlightuserdata(L, <void *>b)
         _L_getfield(L, _LUA_GLOBALS, b"__ophidis_v")
         _L_pushcclosure(L, _lc_call, 2)
@@ -2433,15 +2449,20 @@ cdef int _lc_call(void *L) noexcept nogil:
 
 cdef int _lc_body(void *L) noexcept:
     cdef ScriptBridge b = <ScriptBridge>(<object><PyObject *>_L_touserdata(L, _LUA_UP1))
+    cdef LuaLink link = <LuaLink>b.link
     cdef int n, i
     try:
         n = _L_gettop(L)
-        args = PyTuple_New(n)
+        argv = PyList_New(n)
         for i in range(n):
             a = _lc_arg(L, i + 1)
             Py_INCREF(a)
-            PyTuple_SET_ITEM(args, i, a)
-        return _lc_push(L, b, _script_call(b.eng, args, True))
+            PyList_SET_ITEM(argv, i, a)
+        if link.run_ctx is not None:
+            r = _s_run_call(b.eng, <RunCtx>link.run_ctx, link.run_srv, link.run_sc, link.run_plain, argv, True)
+        else:
+            r = _script_call(b.eng, tuple(argv), True)
+        return _lc_push(L, b, r)
     except BaseException as e:
         try:
             m = ("ERR internal error: %s" % e).encode()
@@ -2578,11 +2599,10 @@ cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcep
 
 
 cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int caller_resp):
-    # The sandbox's run(fn, nkeys, keys..., args...) on the link's thread and
+    # The sandbox's run_t(fn, KEYS, ARGV) on the link's thread and
     # its outcome as script_run makes it from lupa's: the reply, or None
     # (nothing run) where an argument is not bytes.
     cdef void *T = link.T
-    cdef int n = len(keys) + len(args)
     cdef int i, top, st
     cdef size_t ln
     cdef const char *p
@@ -2593,17 +2613,14 @@ cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int calle
         if type(v) is not bytes:
             return None
     fref = link.fn_ref(fn)
-    if not _L_checkstack(T, n + 4):
+    if not _L_checkstack(T, 8):
         return None
     _L_settop(T, 0)
     _L_rawgeti(T, _LUA_REGISTRY, link.run_ref)
     _L_rawgeti(T, _LUA_REGISTRY, fref)
-    _L_pushnumber(T, len(keys))
-    for v in keys:
-        _L_pushlstring(T, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
-    for v in args:
-        _L_pushlstring(T, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
-    st = _L_pcall(T, n + 2, -1, 0)
+    _lc_strings(T, keys)
+    _lc_strings(T, args)
+    st = _L_pcall(T, 3, -1, 0)
     try:
         if st:
             raise RuntimeError(_lc_value(T, -1))
@@ -2612,7 +2629,7 @@ cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int calle
             i = _L_type(T, 2)
             if i == _LUA_TSTRING:
                 p = _L_tolstring(T, 2, &ln)
-                return b"$%d\r\n%s\r\n" % (ln, PyBytes_FromStringAndSize(p, ln))
+                return _lc_bulk(p, ln)
             if i == _LUA_TNUMBER:
                 return _s_resp_int(_lc_value(T, 2))
             # anything else: the sandbox's encode_reply, as LuaEngine._reply
@@ -2629,6 +2646,30 @@ cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int calle
         return eng._run_error(ctx, tuple([_lc_value(T, i) for i in range(1, top + 1)]))
     finally:
         _L_settop(T, 0)
+
+
+cdef int _lc_strings(void *T, list items) except -1:
+    # a Lua array of the bytes in items (KEYS, ARGV) pushed on T
+    cdef int i = 0
+    _L_createtable(T, len(items), 0)
+    for v in items:
+        i += 1
+        _L_pushlstring(T, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
+        _L_rawseti(T, -2, i)
+    return 0
+
+
+cdef bytes _lc_bulk(const char *p, size_t ln):
+    # "$<ln>\r\n<p>\r\n"
+    cdef char head[24]
+    cdef int k = snprintf(head, 24, "$%zu\r\n", ln)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, k + ln + 2)
+    cdef char *o = PyBytes_AS_STRING(out)
+    memcpy(o, head, k)
+    memcpy(o + k, p, ln)
+    o[k + ln] = 13
+    o[k + ln + 1] = 10
+    return out
 
 
 cdef object _lc_value(void *T, int i):
@@ -2679,11 +2720,18 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
     link = eng._link
     out = None
     try:
-        if link is not None and (<LuaLink>link).run_ref:
-            out = _lc_exec(<LuaLink>link, eng, ctx, fn, keys, args, caller_resp)
+        if link is not None and (<LuaLink>link).run_ref and type(ctx) is RunCtx:
+            lk = <LuaLink>link
+            lk.run_ctx = ctx
+            lk.run_srv = srv
+            lk.run_sc = sc
+            lk.run_plain = srv.cluster is None and sc.user.unrestricted
+            out = _lc_exec(lk, eng, ctx, fn, keys, args, caller_resp)
         if out is None:
             r = eng._run(fn, len(keys), *keys, *args)
     finally:
+        if link is not None:
+            (<LuaLink>link).run_ctx = (<LuaLink>link).run_srv = (<LuaLink>link).run_sc = None
         _s_db._time = prev_time
         eng.ctx = None
         if ctx.timedout:

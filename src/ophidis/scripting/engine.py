@@ -197,7 +197,7 @@ class LuaEngine:
         if _native is not None:      # the compiled twin of LuaEngine.run (net/_speedups.pyx)
             self.run = partial(_native.script_run, self)
             if self._link is not None:
-                self._link.bind(self._run, self._encode, _count_error)
+                self._link.bind(self._run_t, self._encode, _count_error)
         self._mk_err = h[b"mk_err"]
         self._mk_double = h[b"mk_double"]
         self._mk_big = h[b"mk_big"]
@@ -951,4 +951,4 @@ class SockTransport:
 
 
 if _native is not None:
-    _native.script_setup(TABLE, script_call, reply_value, OOM.msg, _monotonic, LuaEngine.run, _db_mod, _resp_int)
+    _native.script_setup(TABLE, script_call, reply_value, OOM.msg, LuaEngine.run, _db_mod, _resp_int)
