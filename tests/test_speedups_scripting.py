@@ -5,6 +5,7 @@ each kind must give the same replies and the same statistics."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 
@@ -98,8 +99,10 @@ def _stats(port):
 def test_same_replies_and_stats(pair, script):
     calls, shebang, verb, user, how = script
     src = _lua(calls, shebang, how)
+    sha = hashlib.sha1(src.encode()).hexdigest()
     cmds = [("FLUSHALL",), ("CONFIG", "RESETSTAT"), ("AUTH", user, "x") if user == "r" else ("PING",),
-            (verb, src, "1", "k1", "v1"), ("SCRIPT", "LOAD", src), ("GET", "k1")]
+            (verb, src, "1", "k1", "v1"), ("SCRIPT", "LOAD", src), ("GET", "k1"),
+            (verb.replace("EVAL", "EVALSHA"), sha, "1", "k1", "v2"), ("GET", "k1")]
     out = [_run(p, cmds) for p in pair]
     assert out[0] == out[1], src
     assert _stats(pair[0]) == _stats(pair[1]), src
@@ -267,6 +270,44 @@ def test_lua_c_functions_against_redis(pair):
                 shas = [c.call("SCRIPT", "LOAD", src).decode() for src in _C_SCRIPTS]
                 outs.append([c.call("EVALSHA", sha, "1", "key", "arg1") for sha in shas])
         assert all(o == outs[0] for o in outs)
+    finally:
+        if ref is not None:
+            ref.stop()
+
+
+_LIB = ("#!lua name=cfl\n"
+        "redis.register_function('w', function(keys, args) redis.call('set', keys[1], args[1]) "
+        "return redis.call('get', keys[1]) end)\n"
+        "redis.register_function{function_name='r', callback=function(keys, args) return {keys[1], args[1]} end, "
+        "flags={'no-writes'}}\n"
+        "redis.register_function('e', function(keys, args) return redis.call('incr', keys[1]) end)")
+_FCALLS = [("FCALL", "w", "1", "k", "v"), ("FCALL", "r", "1", "k", "v"), ("FCALL_RO", "r", "1", "k", "v"),
+           ("FCALL_RO", "w", "1", "k", "v"), ("FCALL", "nosuch", "0"), ("FCALL", "W", "1", "k", "v"),
+           ("FCALL", "w", "2", "k"), ("FCALL", "w", "-1"), ("FCALL", "w", "x"), ("FCALL", "w", "01", "k", "v"),
+           ("FCALL", "e", "1", "k"), ("FCALL", "e", "1", "n"), ("FCALL", "r", "0"), ("EVALSHA", "0" * 40, "0"),
+           ("EVALSHA", "x", "0"), ("EVALSHA", "e0e5c5f3f4e9d1b5b5a0f8f3c9bba8f1c2d3e4f5", "1")]
+
+
+def test_fcall_and_evalsha_against_redis(pair):
+    """FCALL/FCALL_RO and EVALSHA's errors and replies, compiled, pure and
+    redis-server, with the statistics they count."""
+    from support.servers import REDIS_SERVER, RedisServerProc
+    ports = list(pair)
+    ref = RedisServerProc() if REDIS_SERVER is not None else None
+    try:
+        if ref is not None:
+            ports.append(ref.port)
+        out = []
+        for p in ports:
+            with RespConn(p) as c:
+                c.call("FLUSHALL")
+                c.call("FUNCTION", "FLUSH")
+                c.call("CONFIG", "RESETSTAT")
+                c.call("FUNCTION", "LOAD", _LIB)
+                got = [c.call(*a) for a in _FCALLS]
+            out.append((got, _stats(p)))
+        assert all(o == out[0] for o in out), out
+        assert out[0][0][0] == b"$1\r\nv\r\n"
     finally:
         if ref is not None:
             ref.stop()

@@ -634,6 +634,14 @@ def _fcall(c, argv, ro):
     return r
 
 
+_fcall_py = _fcall
+if lua_mod._native is not None:     # the compiled twins (net/_speedups.pyx)
+    _native = lua_mod._native
+    _native.eval_setup(_eval, _fcall_py, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
+    _evalsha = _native.evalsha  # noqa: F811
+    _fcall = _native.fcall  # noqa: F811
+
+
 @command("fcall", propagate=False)
 def fcall_cmd(c, argv):
     return _fcall(c, argv, False)

@@ -2661,14 +2661,25 @@ cdef int _lc_strings(void *T, list items) except -1:
 
 cdef bytes _lc_bulk(const char *p, size_t ln):
     # "$<ln>\r\n<p>\r\n"
-    cdef char head[24]
-    cdef int k = snprintf(head, 24, "$%zu\r\n", ln)
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, k + ln + 2)
+    cdef char digits[24]
+    cdef size_t u = ln
+    cdef int d = 24, k
+    while True:
+        d -= 1
+        digits[d] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    k = 24 - d
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, k + 3 + ln + 2)
     cdef char *o = PyBytes_AS_STRING(out)
-    memcpy(o, head, k)
-    memcpy(o + k, p, ln)
-    o[k + ln] = 13
-    o[k + ln + 1] = 10
+    o[0] = 36
+    memcpy(o + 1, digits + d, k)
+    o[k + 1] = 13
+    o[k + 2] = 10
+    memcpy(o + k + 3, p, ln)
+    o[k + 3 + ln] = 13
+    o[k + 3 + ln + 1] = 10
     return out
 
 
@@ -2696,6 +2707,10 @@ cdef object _lc_value(void *T, int i):
 def script_run(eng, ctx, fn, keys, args, int caller_resp):
     """LuaEngine.run compiled (the same steps; a debugged script and more
     than 64 keys and arguments go to the Python one)."""
+    return _script_run(eng, ctx, fn, keys, args, caller_resp)
+
+
+cdef object _script_run(eng, ctx, fn, keys, args, int caller_resp):
     if eng.ldb is not None or len(keys) + len(args) > 64:
         return _s_pure_run(eng, ctx, fn, keys, args, caller_resp)
     srv = eng.server
@@ -2720,7 +2735,8 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
     link = eng._link
     out = None
     try:
-        if link is not None and (<LuaLink>link).run_ref and type(ctx) is RunCtx:
+        if (link is not None and (<LuaLink>link).run_ref and type(ctx) is RunCtx and type(keys) is list
+                and type(args) is list):
             lk = <LuaLink>link
             lk.run_ctx = ctx
             lk.run_srv = srv
@@ -2747,6 +2763,90 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
             return _s_resp_int(v)
         return eng._reply(v, caller_resp)
     return eng._run_error(ctx, r)
+
+
+# EVALSHA and FCALL (commands/scripting.py's _evalsha and _fcall, the
+# definitions): the same steps for the common case, calling script_run
+# directly; with MONITOR, a debugger or a cluster, the Python ones.
+
+cdef object _ev_eval = None         # commands.scripting._eval
+cdef object _ev_fcall = None        # commands.scripting._fcall (the Python one)
+cdef object _ev_engine = None       # commands.scripting.eval_engine
+cdef object _ev_numkeys = None      # commands.scripting._numkeys
+cdef object _ev_prepare = None      # commands.scripting.prepare
+cdef object _ev_failed = None       # commands.scripting._failed
+cdef object _ev_noscript = None     # errors.NOSCRIPT
+cdef object _ev_bad_numkeys = None  # commands.scripting._BAD_NUMKEYS
+cdef tuple _ev_plain = (False, False)
+
+
+def eval_setup(eval_, fcall, engine, numkeys, prepare, failed, noscript, bad_numkeys):
+    global _ev_eval, _ev_fcall, _ev_engine, _ev_numkeys, _ev_prepare, _ev_failed, _ev_noscript, _ev_bad_numkeys
+    _ev_eval = eval_
+    _ev_fcall = fcall
+    _ev_engine = engine
+    _ev_numkeys = numkeys
+    _ev_prepare = prepare
+    _ev_failed = failed
+    _ev_noscript = noscript
+    _ev_bad_numkeys = bad_numkeys
+
+
+cdef object _ev_prep(c, srv, flags, bint compat, bint ro):
+    # prepare's two fast exits on a master, else prepare
+    if not srv.is_replica:
+        if compat:
+            return (ro, False)
+        if not flags and not ro and srv.lastbgsave_ok and not srv.min_replicas and not srv.maxmemory:
+            return _ev_plain
+    return _ev_prepare(c, flags, compat, ro)
+
+
+cdef Py_ssize_t _ev_nkeys(c, list argv, bad) except -1:
+    # _numkeys's one-digit case, else _numkeys
+    cdef bytes b = <bytes>argv[2]
+    cdef Py_ssize_t n
+    if len(b) == 1:
+        n = (<unsigned char *>PyBytes_AS_STRING(b))[0] - 48
+        if 0 <= n <= 9 and n <= len(argv) - 3:
+            return n
+    return _ev_numkeys(c, argv) if bad is None else _ev_numkeys(c, argv, bad)
+
+
+def evalsha(ClientCore c, list argv, bint ro):
+    srv = c.server
+    if srv.monitors or c.lua_debug is not None or srv.cluster is not None:
+        return _ev_eval(c, argv, True, ro)
+    sha = argv[1]
+    if len(sha) != 40:
+        raise _ev_noscript
+    eng = srv.lua_eval or _ev_engine(srv)
+    cdef Py_ssize_t n = _ev_nkeys(c, argv, None)
+    s = srv.lua_scripts.get(sha.lower())
+    if s is None:
+        raise _ev_noscript
+    p = _ev_prep(c, srv, s.flags, s.compat, ro)
+    r = _script_run(eng, RunCtx(c, s.sha, True, p[0], p[1], argv), s.fn, argv[3:3 + n], argv[3 + n:], c.resp)
+    if (<bytes>r)[:1] == b"-":
+        return _ev_failed(argv, r)
+    return r
+
+
+def fcall(ClientCore c, list argv, bint ro):
+    srv = c.server
+    if srv.monitors or srv.cluster is not None:
+        return _ev_fcall(c, argv, ro)
+    reg = srv.functions
+    f = reg.functions.get(argv[1].lower())
+    if f is None:
+        return _ev_fcall(c, argv, ro)
+    cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
+    p = _ev_prep(c, srv, f.flags, False, ro)
+    r = _script_run(reg.engine, RunCtx(c, f.name, False, p[0], p[1], argv), f.fn, argv[3:3 + n], argv[3 + n:],
+                    c.resp)
+    if (<bytes>r)[:1] == b"-":
+        return _ev_failed(argv, r)
+    return r
 
 
 # ===========================================================================
