@@ -378,12 +378,12 @@ def _evalsha(c, argv, ro: bool):
 
 @command("evalsha", propagate=False)
 def evalsha_cmd(c, argv):
-    return _evalsha(c, argv, False)
+    return _EVALSHA(c, argv, False)
 
 
 @command("evalsha_ro", flags=("not_tracked",), propagate=False)
 def evalsha_ro_cmd(c, argv):
-    return _evalsha(c, argv, True)
+    return _EVALSHA(c, argv, True)
 
 
 # -- SCRIPT ---------------------------------------------------------------------------------------
@@ -634,22 +634,21 @@ def _fcall(c, argv, ro):
     return r
 
 
-_fcall_py = _fcall
-if lua_mod._native is not None:     # the compiled twins (net/_speedups.pyx)
-    _native = lua_mod._native
-    _native.eval_setup(_eval, _fcall_py, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
-    _evalsha = _native.evalsha  # noqa: F811
-    _fcall = _native.fcall  # noqa: F811
+# EVALSHA's and FCALL's bodies: the compiled twins (net/_speedups.pyx) where built
+_EVALSHA, _FCALL = _evalsha, _fcall
+if lua_mod._native is not None:
+    lua_mod._native.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
+    _EVALSHA, _FCALL = lua_mod._native.evalsha, lua_mod._native.fcall
 
 
 @command("fcall", propagate=False)
 def fcall_cmd(c, argv):
-    return _fcall(c, argv, False)
+    return _FCALL(c, argv, False)
 
 
 @command("fcall_ro", flags=("not_tracked",), propagate=False)
 def fcall_ro_cmd(c, argv):
-    return _fcall(c, argv, True)
+    return _FCALL(c, argv, True)
 
 
 @command("function|load")
