@@ -1993,22 +1993,27 @@ cdef class RunCtx:
     cdef public Py_ssize_t slot
 
     def __init__(self, caller, name, eval_mode, readonly, allow_oom, argv):
-        self.caller = caller
-        self.name = name
-        self.start = _now()     # time.monotonic's clock (CLOCK_MONOTONIC)
-        self.last_poll = 0.0
-        self.eval_mode = eval_mode
-        self.readonly = readonly
-        self.allow_oom = allow_oom
-        self.write_dirty = False
-        self.oom_at_start = False
-        self.killed = False
-        self.timedout = False
-        self.repl_flags = 3
-        self.argv = argv
-        self.threshold = 1e9
-        self.cross_slot = True
-        self.slot = -1
+        _ctx_init(self, caller, name, eval_mode, readonly, allow_oom, argv)
+
+
+cdef RunCtx _ctx_init(RunCtx self, caller, name, bint eval_mode, bint readonly, bint allow_oom, argv):
+    self.caller = caller
+    self.name = name
+    self.start = _now()     # time.monotonic's clock (CLOCK_MONOTONIC)
+    self.last_poll = 0.0
+    self.eval_mode = eval_mode
+    self.readonly = readonly
+    self.allow_oom = allow_oom
+    self.write_dirty = False
+    self.oom_at_start = False
+    self.killed = False
+    self.timedout = False
+    self.repl_flags = 3
+    self.argv = argv
+    self.threshold = 1e9
+    self.cross_slot = True
+    self.slot = -1
+    return self
 
 
 cdef dict _s_table = {}
@@ -2018,7 +2023,7 @@ cdef bytes _s_oom = b""           # errors.OOM.msg
 
 
 cdef object _s_pure_run = None    # engine.LuaEngine.run
-cdef object _s_db = None          # keyspace.db (its _time: the script's frozen clock)
+cdef dict _s_db_vars = None       # keyspace.db's globals (its _time: the script's frozen clock)
 cdef object _s_resp_int = None    # engine._resp_int
 
 
@@ -2026,12 +2031,14 @@ def script_setup(dict table, pure, pure_reply, bytes oom, pure_run, db, resp_int
     """engine.py hands over what the bridge uses (commands.TABLE, its pure
     twins, OOM's text, the clock of RunCtx.start, keyspace.db, the integer
     reply of a Lua number)."""
-    global _s_table, _s_pure, _s_pure_reply, _s_oom, _s_pure_run, _s_db, _s_resp_int
+    global _s_table, _s_pure, _s_pure_reply, _s_oom, _s_pure_run, _s_db_vars, _s_resp_int
     _s_table = table
     _s_pure = pure
     _s_pure_reply = pure_reply
     _s_pure_run = pure_run
-    _s_db = db
+    if "_time" not in vars(db):
+        raise ValueError("script_setup: keyspace.db has no _time")
+    _s_db_vars = vars(db)
     _s_resp_int = resp_int
     _s_oom = oom
 
@@ -2110,7 +2117,7 @@ cdef object _script_call(eng, tuple args, bint raw):
     return _s_run_call(eng, <RunCtx>c, srv, sc, srv.cluster is None and sc.user.unrestricted, list(args), raw)
 
 
-cdef object _s_run_call(eng, RunCtx ctx, srv, sc, bint plain, list argv, bint raw):
+cdef object _s_run_call(eng, RunCtx ctx, srv, ClientCore sc, bint plain, list argv, bint raw):
     # _script_call's steps once the run's context is known (plain: not a
     # cluster node, an unrestricted user)
     cdef Py_ssize_t n, a
@@ -2160,7 +2167,7 @@ cdef object _s_run_call(eng, RunCtx ctx, srv, sc, bint plain, list argv, bint ra
     return _s_reply(eng, <bytes>r)
 
 
-cdef object _s_call(srv, sc, CommandCore cmd, list argv):
+cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     # Server.call (server/dispatch.py) for a script's command when only its
     # accounting applies: no MONITOR (_server_slow is off), no propagation
     # target, not a replica, CLIENT REPLY on, a command that does not block.
@@ -2710,7 +2717,17 @@ def script_run(eng, ctx, fn, keys, args, int caller_resp):
     return _script_run(eng, ctx, fn, keys, args, caller_resp)
 
 
+cdef class _Frozen:
+    """The script time snapshot: keyspace.db._time while a script runs."""
+    cdef object t
+
+    def __call__(self):
+        return self.t
+
+
 cdef object _script_run(eng, ctx, fn, keys, args, int caller_resp):
+    cdef ClientCore sc, caller
+    cdef _Frozen frozen
     if eng.ldb is not None or len(keys) + len(args) > 64:
         return _s_pure_run(eng, ctx, fn, keys, args, caller_resp)
     srv = eng.server
@@ -2729,9 +2746,10 @@ cdef object _script_run(eng, ctx, fn, keys, args, int caller_resp):
             ctx.oom_at_start = False
     eng.ctx = ctx
     # Keys do not expire while a script runs (Redis's script time snapshot).
-    frozen = _time_time()
-    prev_time = _s_db._time
-    _s_db._time = lambda: frozen
+    frozen = _Frozen.__new__(_Frozen)
+    frozen.t = _time_time()
+    prev_time = <object>PyDict_GetItem(_s_db_vars, "_time")
+    PyDict_SetItem(_s_db_vars, "_time", frozen)
     link = eng._link
     out = None
     try:
@@ -2748,7 +2766,7 @@ cdef object _script_run(eng, ctx, fn, keys, args, int caller_resp):
     finally:
         if link is not None:
             (<LuaLink>link).run_ctx = (<LuaLink>link).run_srv = (<LuaLink>link).run_sc = None
-        _s_db._time = prev_time
+        PyDict_SetItem(_s_db_vars, "_time", prev_time)
         eng.ctx = None
         if ctx.timedout:
             srv.script_busy = None
@@ -2822,11 +2840,15 @@ def evalsha(ClientCore c, list argv, bint ro):
         raise _ev_noscript
     eng = srv.lua_eval or _ev_engine(srv)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, None)
-    s = srv.lua_scripts.get(sha.lower())
+    scripts = srv.lua_scripts
+    s = scripts.get(sha)            # the keys are lower case (and so, mostly, is the sha sent)
     if s is None:
-        raise _ev_noscript
+        s = scripts.get(sha.lower())
+        if s is None:
+            raise _ev_noscript
     p = _ev_prep(c, srv, s.flags, s.compat, ro)
-    r = _script_run(eng, RunCtx(c, s.sha, True, p[0], p[1], argv), s.fn, argv[3:3 + n], argv[3 + n:], c.resp)
+    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, s.sha, True, p[0], p[1], argv)
+    r = _script_run(eng, ctx, s.fn, argv[3:3 + n], argv[3 + n:], c.resp)
     if (<bytes>r)[:1] == b"-":
         return _ev_failed(argv, r)
     return r
@@ -2842,8 +2864,8 @@ def fcall(ClientCore c, list argv, bint ro):
         return _ev_fcall(c, argv, ro)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
     p = _ev_prep(c, srv, f.flags, False, ro)
-    r = _script_run(reg.engine, RunCtx(c, f.name, False, p[0], p[1], argv), f.fn, argv[3:3 + n], argv[3 + n:],
-                    c.resp)
+    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, f.name, False, p[0], p[1], argv)
+    r = _script_run(reg.engine, ctx, f.fn, argv[3:3 + n], argv[3 + n:], c.resp)
     if (<bytes>r)[:1] == b"-":
         return _ev_failed(argv, r)
     return r
