@@ -2370,6 +2370,10 @@ cdef class LuaLink:
     cdef object run_srv
     cdef object run_sc
     cdef bint run_plain
+    # the command names redis.call was given last (argv[0] as bytes whose
+    # hash is known), by the address of the Lua string
+    cdef const char *name_at[8]
+    cdef list names
     cdef object count_error
 
     def bind(self, run, encode, count_error):
@@ -2422,6 +2426,7 @@ def lua_functions(lua, bytes so_path, call, pcall):
     link = LuaLink.__new__(LuaLink)
     link.lua = lua
     link.refs = {}
+    link.names = [b""] * 8
     link.T = _L_newthread(L)
     _L_ref(L, _LUA_REGISTRY)        # anchors the thread (popped)
     g = lua.globals()
@@ -2462,7 +2467,7 @@ cdef int _lc_body(void *L) noexcept:
         n = _L_gettop(L)
         argv = PyList_New(n)
         for i in range(n):
-            a = _lc_arg(L, i + 1)
+            a = _lc_name(L, link) if i == 0 else _lc_arg(L, i + 1)
             Py_INCREF(a)
             PyList_SET_ITEM(argv, i, a)
         if link.run_ctx is not None:
@@ -2479,6 +2484,26 @@ cdef int _lc_body(void *L) noexcept:
         _L_pushlstring(L, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m))
         _L_setfield(L, -2, b"err")
         return -1 if b.raise_ else 1
+
+
+cdef object _lc_name(void *L, LuaLink link):
+    # the first argument (the command's name): the bytes of the last call
+    # with the same Lua string where its text is the same
+    cdef size_t ln
+    cdef const char *p
+    cdef Py_ssize_t k
+    if _L_type(L, 1) != _LUA_TSTRING:
+        return _lc_arg(L, 1)
+    p = _L_tolstring(L, 1, &ln)
+    k = (<size_t>p >> 4) & 7
+    b = <bytes>link.names[k]
+    if link.name_at[k] == p and <size_t>PyBytes_GET_SIZE(b) == ln and memcmp(PyBytes_AS_STRING(b), p, ln) == 0:
+        return b
+    b = PyBytes_FromStringAndSize(p, ln)
+    hash(b)
+    link.names[k] = b
+    link.name_at[k] = p
+    return b
 
 
 cdef object _lc_arg(void *L, int i):
@@ -2840,7 +2865,7 @@ def evalsha(ClientCore c, list argv, bint ro):
         raise _ev_noscript
     eng = srv.lua_eval or _ev_engine(srv)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, None)
-    scripts = srv.lua_scripts
+    cdef dict scripts = srv.lua_scripts
     s = scripts.get(sha)            # the keys are lower case (and so, mostly, is the sha sent)
     if s is None:
         s = scripts.get(sha.lower())
@@ -2859,9 +2884,12 @@ def fcall(ClientCore c, list argv, bint ro):
     if srv.monitors or srv.cluster is not None:
         return _ev_fcall(c, argv, ro)
     reg = srv.functions
-    f = reg.functions.get(argv[1].lower())
+    cdef dict fns = reg.functions
+    f = fns.get(argv[1])            # the names are kept in lower case
     if f is None:
-        return _ev_fcall(c, argv, ro)
+        f = fns.get(argv[1].lower())
+        if f is None:
+            return _ev_fcall(c, argv, ro)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
     p = _ev_prep(c, srv, f.flags, False, ro)
     ctx = _ctx_init(RunCtx.__new__(RunCtx), c, f.name, False, p[0], p[1], argv)
