@@ -87,6 +87,18 @@ cdef class DbCore:
     cdef public object d, expires, watched_keys, blocking_keys
 
 
+cdef class SetCore(set):
+    """The fields of types.containers.SetValue the bodies read, as C fields
+    (SetValue derives from this class when the module is built)."""
+    cdef public object enc, _aux
+
+
+cdef class HashCore(dict):
+    """The fields of types.containers.HashValue the bodies read, as C
+    fields (HashValue derives from this class when the module is built)."""
+    cdef public object ht, _aux
+
+
 cdef class CommandCore:
     """The fields of commands.Command that the request loop uses, as C
     fields (commands.Command derives from this class when the module is
@@ -874,6 +886,8 @@ def sync_bodies(notify_mod, dbm_mod, stats, set_type, hash_type):
         if name not in d:
             raise ValueError("sync_bodies: %s is not defined" % name)
     _stats = stats
+    if not issubclass(set_type, SetCore) or not issubclass(hash_type, HashCore):
+        raise TypeError("sync_bodies: the set and hash types must derive from SetCore and HashCore")
     _SetValue = set_type
     _HashValue = hash_type
 
@@ -1086,8 +1100,8 @@ cdef object _sadd(_Ctx x, list req):
     cdef PyObject *pv = PyDict_GetItem(x.d, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_SetValue or _ttl(x, key):
         return None
-    s = <object>pv
-    if s._aux is not None or s.enc != _HASHTABLE:
+    cdef SetCore s = <SetCore>pv
+    if s._aux is not None or s.enc is not _HASHTABLE and s.enc != _HASHTABLE:
         return None
     m = req[2]
     if PySet_Contains(s, m):
@@ -1107,7 +1121,7 @@ cdef object _hset(_Ctx x, list req):
     cdef PyObject *pv = PyDict_GetItem(x.d, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_HashValue or _ttl(x, key) or _watched(x, key):
         return None
-    h = <object>pv
+    cdef HashCore h = <HashCore>pv
     if h._aux is not None:
         return None
     cdef bytes f = <bytes>req[2], v = <bytes>req[3]
@@ -3731,7 +3745,23 @@ def rdb_setup(embstr, list_cls, hash_cls, set_cls, zset_cls, lzf):
     _cf_ready = True
 
 
+cdef extern from *:
+    # where HashCore.ht and SetCore.enc are in an instance (Cython's structs
+    # of the two classes; the macros expand where they are used, after them)
+    """
+    #define OPH_OFF_HASHCORE_HT offsetof(struct __pyx_obj_7ophidis_3net_9_speedups_HashCore, ht)
+    #define OPH_OFF_SETCORE_ENC offsetof(struct __pyx_obj_7ophidis_3net_9_speedups_SetCore, enc)
+    """
+    const Py_ssize_t OPH_OFF_HASHCORE_HT
+    const Py_ssize_t OPH_OFF_SETCORE_ENC
+
+
 cdef Py_ssize_t _cf_slot_offset(cls, name) except -1:
+    # where a slot or a C field (HashCore.ht, SetCore.enc) is in an instance
+    if name == "ht" and issubclass(cls, HashCore):
+        return OPH_OFF_HASHCORE_HT
+    if name == "enc" and issubclass(cls, SetCore):
+        return OPH_OFF_SETCORE_ENC
     descr = cls.__dict__[name]
     if type(descr).__name__ != "member_descriptor":
         raise TypeError("%s.%s is not a slot" % (cls.__name__, name))

@@ -102,8 +102,16 @@ class PyListValue(deque):
 ListValue = native.QuickList if native is not None else PyListValue
 
 
-class HashValue(dict):
-    __slots__ = ("ht", "_aux")
+# The hash's and the set's fields are C fields of the compiled layer's base
+# classes when it is built (its bodies read them directly), slots otherwise.
+if native is not None:
+    _HashBase, _HASH_SLOTS, _SetBase, _SET_SLOTS = native.HashCore, (), native.SetCore, ()
+else:
+    _HashBase, _HASH_SLOTS, _SetBase, _SET_SLOTS = dict, ("ht", "_aux"), set, ("enc", "_aux")
+
+
+class HashValue(_HashBase):
+    __slots__ = _HASH_SLOTS
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -116,8 +124,8 @@ class HashValue(dict):
         return n
 
 
-class SetValue(set):
-    __slots__ = ("enc", "_aux")
+class SetValue(_SetBase):
+    __slots__ = _SET_SLOTS
 
     def __init__(self, items=()):
         super().__init__(items)
