@@ -894,3 +894,23 @@ def _connects(port):
             return True
     except OSError:
         return False
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
+def test_flushall_dirty_counter_like_redis():
+    """FLUSHALL with save points saves the (empty) keyspace and leaves
+    rdb_changes_since_last_save at 0; without them it counts the keys
+    removed (unit/other's two FLUSHALL tests), as redis-server."""
+    got = []
+    for cls in (ServerProc, RedisServerProc):
+        for save in ("3600 1 300 100 60 10000", ""):
+            s = cls(["--save", save])
+            try:
+                r = redis.Redis(port=s.port)
+                r.mset({"k1": "v", "k2": "v"})
+                r.flushall()
+                got.append((save, r.info("persistence")["rdb_changes_since_last_save"]))
+            finally:
+                s.stop()
+    assert got[:2] == got[2:]
+    assert got[0] == ("3600 1 300 100 60 10000", 0) and got[1][1] > 0

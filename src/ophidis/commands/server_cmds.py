@@ -65,9 +65,8 @@ def flushall(c, argv):
         n += _flush_db(srv, db, lazy)
     _tracking_flush(srv)
     srv.dirty += n
-    srv.persistence.flushall()
-    srv.dirty += 1
-    force_propagation(c)          # the save above may have reset the dirty count
+    srv.persistence.flushall()    # with save points: an RDB save, which resets the dirty count
+    force_propagation(c)          # (so the command is propagated all the same)
     return OK
 
 
