@@ -2907,7 +2907,10 @@ def fcall(ClientCore c, list argv, bint ro):
     cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
     p = _ev_prep(c, srv, f.flags, False, ro)
     ctx = _ctx_init(RunCtx.__new__(RunCtx), c, f.name, False, p[0], p[1], argv)
-    r = _script_run(reg.engine, ctx, f.fn, argv[3:3 + n], argv[3 + n:], c.resp)
+    eng = reg._engine               # (the engine property makes it where it is missing)
+    if eng is None:
+        eng = reg.engine
+    r = _script_run(eng, ctx, f.fn, argv[3:3 + n], argv[3 + n:], c.resp)
     if (<bytes>r)[:1] == b"-":
         return _ev_failed(argv, r)
     return r
