@@ -976,17 +976,21 @@ cdef bint _canonical_ll(bytes v, long long *out) noexcept:
     return True
 
 
-cdef bytes _int_reply(long long v):
-    # b":%d\r\n" % v
-    cdef char buf[24]
-    cdef unsigned long long u = <unsigned long long>(-v if v < 0 else v)
+cdef inline Py_ssize_t _digits(char *buf, unsigned long long u) noexcept:
+    # u's decimal digits at the end of buf[24]; returns where they start
     cdef Py_ssize_t k = 24
     while True:
         k -= 1
         buf[k] = <char>(48 + u % 10)
         u //= 10
         if u == 0:
-            break
+            return k
+
+
+cdef bytes _int_reply(long long v):
+    # b":%d\r\n" % v
+    cdef char buf[24]
+    cdef Py_ssize_t k = _digits(buf, <unsigned long long>(-v if v < 0 else v))
     if v < 0:
         k -= 1
         buf[k] = 45
@@ -2520,19 +2524,23 @@ cdef object _lc_name(void *L, LuaLink link):
     return b
 
 
+cdef inline bytes _lc_str(void *L, int i):
+    # the string at i as bytes
+    cdef size_t ln
+    cdef const char *p = _L_tolstring(L, i, &ln)
+    return PyBytes_FromStringAndSize(p, ln)
+
+
 cdef object _lc_arg(void *L, int i):
     # An argument as lupa gives it and LuaEngine._argv makes it: a string's
     # bytes; a number as "%d" (integral, below 10**15) or "%.17g".  Anything
     # else is None: script_call answers it in its own order of checks.
-    cdef size_t ln
-    cdef const char *p
     cdef double d
     cdef int t = _L_type(L, i)
     cdef char buf[40]
     cdef int k
     if t == _LUA_TSTRING:
-        p = _L_tolstring(L, i, &ln)
-        return PyBytes_FromStringAndSize(p, ln)
+        return _lc_str(L, i)
     if t == _LUA_TNUMBER:
         d = _L_tonumber(L, i)
         if d != d:
@@ -2708,15 +2716,8 @@ cdef int _lc_strings(void *T, list items) except -1:
 cdef bytes _lc_bulk(const char *p, size_t ln):
     # "$<ln>\r\n<p>\r\n"
     cdef char digits[24]
-    cdef size_t u = ln
-    cdef int d = 24, k
-    while True:
-        d -= 1
-        digits[d] = <char>(48 + u % 10)
-        u //= 10
-        if u == 0:
-            break
-    k = 24 - d
+    cdef Py_ssize_t d = _digits(digits, ln)
+    cdef Py_ssize_t k = 24 - d
     cdef bytes out = PyBytes_FromStringAndSize(NULL, k + 3 + ln + 2)
     cdef char *o = PyBytes_AS_STRING(out)
     o[0] = 36
@@ -2731,13 +2732,10 @@ cdef bytes _lc_bulk(const char *p, size_t ln):
 
 cdef object _lc_value(void *T, int i):
     # A string, number, boolean or nil at i as lupa gives it to Python
-    cdef size_t ln
-    cdef const char *p
     cdef double d
     cdef int t = _L_type(T, i)
     if t == _LUA_TSTRING:
-        p = _L_tolstring(T, i, &ln)
-        return PyBytes_FromStringAndSize(p, ln)
+        return _lc_str(T, i)
     if t == _LUA_TNUMBER:
         d = _L_tonumber(T, i)
         if -9.2e18 < d < 9.2e18 and d == <double><long long>d:
