@@ -315,3 +315,34 @@ def test_fcall_and_evalsha_against_redis(pair):
     finally:
         if ref is not None:
             ref.stop()
+
+
+def _rss(pid) -> int:
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_shared_errors_keep_no_tracebacks(pure):
+    """A shared error instance (errors.NOT_INT) raised again and again must
+    not keep each raise's frames: 30,000 scripts whose redis.pcall fails
+    grew the server by ~45 MB before error_reply dropped the traceback."""
+    s = start_twin(pure=pure)
+    try:
+        with RespConn(s.port) as c:
+            c.call("SET", "k", "v")
+            sha = c.call("SCRIPT", "LOAD", "return {redis.pcall('incr', KEYS[1])}").decode().split("\r\n")[1]
+            batch = [("EVALSHA", sha, "1", "k")] * 500
+            for _ in range(10):
+                c.pipeline(*batch)
+            before = _rss(s.proc.pid)
+            for _ in range(60):
+                out = c.pipeline(*batch)
+            assert out.count(b"value is not an integer") == 500
+            grown = _rss(s.proc.pid) - before
+        assert grown < 8 * 1024 * 1024, grown
+    finally:
+        s.stop()

@@ -27,14 +27,16 @@ def atoi(b: bytes) -> int:
 
 
 def parse_int(b, err=NOT_INT) -> int:
-    """Redis's string2ll: canonical decimal within a signed 64-bit range."""
+    """Redis's string2ll: canonical decimal within a signed 64-bit range.
+    err is mostly a shared instance: its traceback is reset before each
+    raise (else it would keep the frames of every raise so far)."""
     try:
         v = int(b)
     except (ValueError, TypeError):
-        raise err
+        raise err.with_traceback(None)
     if LLONG_MIN <= v <= LLONG_MAX and b == b"%d" % v:
         return v
-    raise err
+    raise err.with_traceback(None)
 
 
 def try_int(b):

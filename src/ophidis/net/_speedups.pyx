@@ -2466,6 +2466,8 @@ def lua_functions(lua, bytes so_path, call, pcall):
 
 cdef int _lc_call(void *L) noexcept nogil:
     cdef int r
+    if _L_type(L, _LUA_UP1) != 2:      # not the light userdata lua_functions set (never from scripts)
+        return 0
     with gil:
         r = _lc_body(L)
     if r == -1:             # the error table on top: raise it (redis.call)

@@ -600,6 +600,10 @@ class Client(ClientCore, asyncio.Protocol):
         return self.server.process_command(self, argv)
 
     def error_reply(self, e: RedisError, cmd=None) -> bytes:
+        # Many errors are shared instances (errors.NOT_INT ...): a raise
+        # adds its frames to the instance's traceback, which would keep
+        # them all (and their locals) alive.
+        e.__traceback__ = None
         msg = e.msg
         sp = msg.find(b" ", 0, 32)
         code = msg[:sp].decode("utf-8", "replace") if sp > 0 else "ERR"
