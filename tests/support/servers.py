@@ -190,20 +190,30 @@ class RedisServerProc(_Process):
             raise RuntimeError("redis-server is not installed")
         self.dir = dir or tempfile.mkdtemp(prefix="redis-ref-")
         self.own_dir = dir is None
-        self.port = port or free_port()
-        self.logpath = os.path.join(self.dir, "redis.log")
-        cmd = [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
-               "--dir", self.dir, "--logfile", "redis.log"]
         args = list(args)
         if "--port" in args:       # the port given twice (the caller's list has it too)
             i = args.index("--port")
             del args[i:i + 2]
-        if debug:
-            cmd += ["--enable-debug-command", "yes"]
-        self.cmd = cmd + list(args)
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if wait:
-            self._wait_or_stop()
+        chosen = port is not None
+        self.logpath = os.path.join(self.dir, "redis.log")
+        for attempt in range(3):
+            # a free port can be taken by another test's server before this
+            # one binds it: then another port (unless the caller chose it)
+            self.port = port or free_port()
+            cmd = [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
+                   "--dir", self.dir, "--logfile", "redis.log"]
+            if debug:
+                cmd += ["--enable-debug-command", "yes"]
+            self.cmd = cmd + args
+            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if not wait:
+                return
+            try:
+                self._wait_or_stop()
+                return
+            except RuntimeError as e:
+                if chosen or attempt == 2 or "Address already in use" not in str(e):
+                    raise
 
     def client(self, db=0, **kw) -> redis.Redis:
         kw.setdefault("socket_timeout", 20)
