@@ -2376,8 +2376,11 @@ cdef class LuaLink:
     cdef object lua
     cdef readonly object call
     cdef readonly object pcall
-    cdef int run_ref
-    cdef int enc_ref
+    cdef int run_ref             # the sandbox's run_prep (0: not bound)
+    cdef int errh_ref            # its err_handler
+    cdef int einfo_ref           # its error_info
+    cdef int enc_ref             # its encode_reply
+    cdef bint eval_mode
     cdef dict refs              # id(Lua function) -> (the function, its registry ref)
     cdef object last_fn         # the function fn_ref was last asked for (in refs) ...
     cdef int last_ref           # ... and its ref
@@ -2394,10 +2397,16 @@ cdef class LuaLink:
     cdef list names
     cdef object count_error
 
-    def bind(self, run, encode, count_error):
-        self.run_ref = self._ref(run)
+    def bind(self, prep, err_handler, error_info, encode, count_error, bint eval_mode):
+        """The sandbox's run_prep, err_handler, error_info and encode_reply
+        (the steps of its run_t, see _lc_exec), engine._count_error, and
+        whether scripts get KEYS and ARGV as globals (EVAL) or arguments."""
+        self.run_ref = self._ref(prep)
+        self.errh_ref = self._ref(err_handler)
+        self.einfo_ref = self._ref(error_info)
         self.enc_ref = self._ref(encode)
         self.count_error = count_error
+        self.eval_mode = eval_mode
 
     cdef int _ref(self, v) except? -1:
         # a registry reference to a Lua value lupa holds (through a global)
@@ -2655,9 +2664,10 @@ cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcep
 
 
 cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int caller_resp):
-    # The sandbox's run_t(fn, KEYS, ARGV) on the link's thread and
-    # its outcome as script_run makes it from lupa's: the reply, or None
-    # (nothing run) where an argument is not bytes.
+    # The sandbox's run_t(fn, KEYS, ARGV) on the link's thread, step by step
+    # (run_prep, fn under err_handler, error_info), and its outcome as
+    # script_run makes it from lupa's: the reply, or None (nothing run)
+    # where an argument is not bytes.
     cdef void *T = link.T
     cdef int i, top, st
     cdef size_t ln
@@ -2671,35 +2681,48 @@ cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int calle
     fref = link.fn_ref(fn)
     if not _L_checkstack(T, 8):
         return None
+    # the stack: 1 KEYS, 2 ARGV, 3 err_handler, 4 fn (then its result)
     _L_settop(T, 0)
-    _L_rawgeti(T, _LUA_REGISTRY, link.run_ref)
-    _L_rawgeti(T, _LUA_REGISTRY, fref)
     _lc_strings(T, keys)
     _lc_strings(T, args)
-    st = _L_pcall(T, 3, -1, 0)
     try:
-        if st:
+        _L_rawgeti(T, _LUA_REGISTRY, link.run_ref)
+        _L_pushvalue(T, 1)
+        _L_pushvalue(T, 2)
+        if _L_pcall(T, 2, 0, 0):
             raise RuntimeError(_lc_value(T, -1))
-        top = _L_gettop(T)
-        if top >= 2 and _L_toboolean(T, 1):
-            i = _L_type(T, 2)
-            if i == _LUA_TSTRING:
-                p = _L_tolstring(T, 2, &ln)
-                return _lc_bulk(p, ln)
-            if i == _LUA_TNUMBER:
-                return _s_resp_int(_lc_value(T, 2))
-            # anything else: the sandbox's encode_reply, as LuaEngine._reply
-            _L_rawgeti(T, _LUA_REGISTRY, link.enc_ref)
+        _L_rawgeti(T, _LUA_REGISTRY, link.errh_ref)
+        _L_rawgeti(T, _LUA_REGISTRY, fref)
+        if link.eval_mode:
+            st = _L_pcall(T, 0, 1, 3)
+        else:
+            _L_pushvalue(T, 1)
             _L_pushvalue(T, 2)
-            _L_pushnumber(T, caller_resp)
-            _L_pushnumber(T, eng.client.resp)
-            if _L_pcall(T, 3, 2, 0):
+            st = _L_pcall(T, 2, 1, 3)
+        if st:      # the error as err_handler made it: (false, msg, source, line, ignore)
+            _L_rawgeti(T, _LUA_REGISTRY, link.einfo_ref)
+            _L_pushvalue(T, 4)
+            if _L_pcall(T, 1, -1, 0):
                 raise RuntimeError(_lc_value(T, -1))
-            out = _lc_value(T, -2)
-            if (<bytes>out)[:1] == b"-" and not _L_toboolean(T, -1):
-                link.count_error(out)
-            return out
-        return eng._run_error(ctx, tuple([_lc_value(T, i) for i in range(1, top + 1)]))
+            top = _L_gettop(T)
+            return eng._run_error(ctx, tuple([_lc_value(T, i) for i in range(5, top + 1)]))
+        i = _L_type(T, 4)
+        if i == _LUA_TSTRING:
+            p = _L_tolstring(T, 4, &ln)
+            return _lc_bulk(p, ln)
+        if i == _LUA_TNUMBER:
+            return _s_resp_int(_lc_value(T, 4))
+        # anything else: the sandbox's encode_reply, as LuaEngine._reply
+        _L_rawgeti(T, _LUA_REGISTRY, link.enc_ref)
+        _L_pushvalue(T, 4)
+        _L_pushnumber(T, caller_resp)
+        _L_pushnumber(T, eng.client.resp)
+        if _L_pcall(T, 3, 2, 0):
+            raise RuntimeError(_lc_value(T, -1))
+        out = _lc_value(T, -2)
+        if (<bytes>out)[:1] == b"-" and not _L_toboolean(T, -1):
+            link.count_error(out)
+        return out
     finally:
         _L_settop(T, 0)
 

@@ -197,7 +197,8 @@ class LuaEngine:
         if _native is not None:      # the compiled twin of LuaEngine.run (net/_speedups.pyx)
             self.run = partial(_native.script_run, self)
             if self._link is not None:
-                self._link.bind(self._run_t, self._encode, _count_error)
+                self._link.bind(h[b"run_prep"], h[b"err_handler"], h[b"error_info"], self._encode,
+                                _count_error, mode == "eval")
         self._mk_err = h[b"mk_err"]
         self._mk_double = h[b"mk_double"]
         self._mk_big = h[b"mk_big"]

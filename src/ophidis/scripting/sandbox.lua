@@ -773,23 +773,34 @@ function helpers.compile(body, name)
   return (sandboxed(f))
 end
 
+-- A run: run_prep, then fn called under err_handler, then finish.  The
+-- compiled layer (net/_speedups.pyx, _lc_exec) takes the same steps itself:
+-- run_prep, fn through lua_pcall with err_handler as its message handler,
+-- error_info on an error.
+local function run_prep(keys, argv)
+  if mode == "eval" then
+    _rawset(G, "KEYS", keys)
+    _rawset(G, "ARGV", argv)
+  end
+  kill_msg = nil
+  dbg.sethook(hook, "", HOOK_COUNT)
+end
 local run_t
 if mode == "eval" then
   run_t = function(fn, keys, argv)
-    _rawset(G, "KEYS", keys)
-    _rawset(G, "ARGV", argv)
-    kill_msg = nil
-    dbg.sethook(hook, "", HOOK_COUNT)
+    run_prep(keys, argv)
     return finish(_xpcall(fn, err_handler))
   end
 else
   run_t = function(fn, keys, argv)
-    kill_msg = nil
-    dbg.sethook(hook, "", HOOK_COUNT)
+    run_prep(keys, argv)
     return finish(_xpcall(function() return fn(keys, argv) end, err_handler))
   end
 end
 helpers.run_t = run_t
+helpers.run_prep = run_prep
+helpers.err_handler = err_handler
+helpers.error_info = error_info
 if mode == "eval" then
   -- A run under the debugger: its line hook stops the script (no busy state).
   helpers.ldb_run_t = function(fn, keys, argv)
