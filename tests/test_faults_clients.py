@@ -11,19 +11,13 @@ import subprocess
 import time
 
 import pytest
-
 from conftest import ServerProc, free_port, wait_port
+from support.servers import rss
 
 REDIS_SERVER = shutil.which("redis-server")
 MB = 1024 * 1024
 
 
-def _rss(pid) -> int:
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def _flood(port, chunk, limit_bytes, timeout=10.0):
@@ -69,9 +63,9 @@ def _ophidis_flood(args, chunk, limit, setup=None):
     try:
         if setup:
             setup(s)
-        rss0 = _rss(s.proc.pid)
+        rss0 = rss(s.proc.pid)
         sent, closed = _flood(s.port, chunk, limit)
-        rss1 = _rss(s.proc.pid)
+        rss1 = rss(s.proc.pid)
         # the server is still serving everyone else
         c = s.client(**({"password": "secret"} if "--requirepass" in args else {}))
         assert c.ping()
@@ -128,7 +122,7 @@ def test_subscriber_that_never_reads_hits_the_pubsub_limit():
         while c.pubsub_numsub("ch")[0][1] == 0:
             assert time.time() < deadline
             time.sleep(0.02)
-        rss0 = _rss(s.proc.pid)
+        rss0 = rss(s.proc.pid)
         msg = b"m" * 50000
         receivers = 1
         n = 0
@@ -136,7 +130,7 @@ def test_subscriber_that_never_reads_hits_the_pubsub_limit():
             receivers = c.publish("ch", msg)
             n += 1
         assert receivers == 0, "the subscriber was never disconnected"
-        assert _rss(s.proc.pid) - rss0 < 60 * MB
+        assert rss(s.proc.pid) - rss0 < 60 * MB
         assert "for overcoming of output buffer limits" in s.output()
         assert c.info("stats")["client_output_buffer_limit_disconnections"] >= 1 \
             if "client_output_buffer_limit_disconnections" in c.info("stats") else True
@@ -156,14 +150,14 @@ def test_replica_that_never_reads_hits_the_replica_limit():
         while c.info("replication")["connected_slaves"] == 0:
             assert time.time() < deadline
             time.sleep(0.05)
-        rss0 = _rss(s.proc.pid)
+        rss0 = rss(s.proc.pid)
         value = b"v" * 100000
         n = 0
         while c.info("replication")["connected_slaves"] and n < 1000:
             c.set(b"k", value)
             n += 1
         assert n < 1000, "the replica was never disconnected"
-        assert _rss(s.proc.pid) - rss0 < 60 * MB
+        assert rss(s.proc.pid) - rss0 < 60 * MB
         assert "for overcoming of output buffer limits" in s.output()
     finally:
         rep.close()

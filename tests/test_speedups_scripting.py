@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.resp import RespConn
-from support.servers import start_twin, twin_pair
+from support.servers import rss, start_twin, twin_pair
 
 from ophidis.net import speedups
 from ophidis.scripting import engine
@@ -317,14 +317,6 @@ def test_fcall_and_evalsha_against_redis(pair):
             ref.stop()
 
 
-def _rss(pid) -> int:
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 @pytest.mark.parametrize("pure", [False, True])
 def test_shared_errors_keep_no_tracebacks(pure):
     """A shared error instance (errors.NOT_INT) raised again and again must
@@ -338,11 +330,11 @@ def test_shared_errors_keep_no_tracebacks(pure):
             batch = [("EVALSHA", sha, "1", "k")] * 500
             for _ in range(10):
                 c.pipeline(*batch)
-            before = _rss(s.proc.pid)
+            before = rss(s.proc.pid)
             for _ in range(60):
                 out = c.pipeline(*batch)
             assert out.count(b"value is not an integer") == 500
-            grown = _rss(s.proc.pid) - before
+            grown = rss(s.proc.pid) - before
         assert grown < 8 * 1024 * 1024, grown
     finally:
         s.stop()

@@ -104,6 +104,18 @@ def _stop_process(proc, timeout=10):
             proc.wait()
 
 
+def rss(pid) -> int:
+    """The resident set size of process pid, in bytes (0 once it is gone)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 class _Process:
     """What both kinds of server share: the process, its pid, the wait for
     its port (stopping it when it does not come)."""
