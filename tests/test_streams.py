@@ -27,7 +27,7 @@ from ophidis.types.stream import MASK64, MAX_ID, NACK, Consumer, Group, StreamVa
 from support.notify import KeyspaceEvents
 from support.replication import SyncStream
 from support.resp import RespConn, error
-from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc
+from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, rss, start_twin
 from support.wait import wait_until
 
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
@@ -1391,3 +1391,24 @@ def test_reader_loads_redis_72_streams():
     assert R.stream_body(v) == body19
     c2 = v.groups[b"g"].consumers[b"alice"]
     assert c2.seen_time == 1700000000000 and c2.pel[5 << 64].delivery_time == 1700000000001
+
+
+def test_xclaim_options_keep_no_tracebacks():
+    """XCLAIM's ids end at its first option, found by the shared invalid-ID
+    error: 30,000 XCLAIMs with JUSTID must not grow the server (each kept
+    its frames in that error's traceback before parse_id reset it)."""
+    s = start_twin(pure=False)
+    try:
+        with RespConn(s.port) as c:
+            c.call("XGROUP", "CREATE", "st", "g", "$", "MKSTREAM")
+            batch = [("XCLAIM", "st", "g", "c", "0", "1-1", "JUSTID")] * 500
+            for _ in range(10):
+                c.pipeline(*batch)
+            before = rss(s.proc.pid)
+            for _ in range(60):
+                out = c.pipeline(*batch)
+            assert out.count(b"*0\r\n") == 500
+            grown = rss(s.proc.pid) - before
+        assert grown < 8 * 1024 * 1024, grown
+    finally:
+        s.stop()

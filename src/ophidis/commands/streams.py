@@ -108,29 +108,31 @@ def _string2ull(s: bytes):
 
 def parse_id(b: bytes, missing_seq=0, strict=False, seq_star=False, err=INVALID_ID):
     """streamGenericParseIDOrReply -> (id, seq_given).  With seq_star the
-    ``<ms>-*`` form is accepted (seq_given False)."""
+    ``<ms>-*`` form is accepted (seq_given False).  err is mostly shared
+    (XCLAIM's options end its ids by it): its traceback is reset before
+    each raise, as parse_int's."""
     if len(b) > 127:
-        raise err
+        raise err.with_traceback(None)
     s = b.split(b"\0", 1)[0] if b"\0" in b else b
     if s == b"-" or s == b"+":
         if strict:
-            raise err
+            raise err.with_traceback(None)
         return (0 if s == b"-" else MAX_ID), True
     dash = s.find(b"-")
     if dash < 0:
         ms = _string2ull(s)
         if ms is None:
-            raise err
+            raise err.with_traceback(None)
         return (ms << 64) | missing_seq, True
     ms = _string2ull(s[:dash])
     if ms is None:
-        raise err
+        raise err.with_traceback(None)
     rest = s[dash + 1:]
     if seq_star and rest == b"*":
         return ms << 64, False
     seq = _string2ull(rest)
     if seq is None:
-        raise err
+        raise err.with_traceback(None)
     return (ms << 64) | seq, True
 
 

@@ -270,8 +270,8 @@ class Loader:
                     c.in_exec = True        # never block (CLIENT_DENY_BLOCKING)
                 try:
                     cmd.proc(c, argv)
-                except RedisError:
-                    pass
+                except RedisError as e:
+                    e.__traceback__ = None      # (a shared instance would keep every raise's frames)
                 except Exception as ex:  # noqa: BLE001
                     log.warning("Error replaying '%s' from the append only file %s: %r" % (
                         cmd.fullname, name, ex))
