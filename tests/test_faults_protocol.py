@@ -11,6 +11,7 @@ import time
 from conftest import ServerProc
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.servers import rss
 
 from ophidis.protocol.resp import ProtocolError, encode_request, parse_request
 
@@ -85,14 +86,6 @@ def test_parser_prefix_is_incomplete_or_the_same_request(reqs, data):
         assert part[1] == 0
 
 
-def _rss(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def test_live_server_survives_mutated_frames():
     s = ServerProc(["--requirepass", ""])
     ctl = s.client()
@@ -102,7 +95,7 @@ def test_live_server_survives_mutated_frames():
             encode_request(b"EVAL", b"return 1", b"0"), b"SET \"a b\" 'c'\r\n", b"*1\r\n$4\r\nPING\r\n",
             encode_request(b"MULTI") + encode_request(b"INCR", b"n") + encode_request(b"EXEC")]
     try:
-        rss0 = _rss(s.proc.pid)
+        rss0 = rss(s.proc.pid)
         deadline = time.time() + 25
         n = 0
         while n < 300 and time.time() < deadline:
@@ -122,7 +115,7 @@ def test_live_server_survives_mutated_frames():
                 assert ctl.ping()            # other clients served throughout
         assert n >= 100
         assert ctl.ping()
-        assert _rss(s.proc.pid) - rss0 < 50 * 1024 * 1024
+        assert rss(s.proc.pid) - rss0 < 50 * 1024 * 1024
         out = s.output()
         assert "Traceback" not in out and "Internal error" not in out, out[-3000:]
     finally:

@@ -16,7 +16,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.servers import ServerProc
+from support.servers import ServerProc, rss
 from support.wait import wait_until
 
 from ophidis.keyspace.db import EmbStr
@@ -354,14 +354,6 @@ def test_compiled_loader_on_every_type_and_corruptions(compress):
         assert _load(bad, True) == _load(bad, False)
 
 
-def _rss(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 @needs_native
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs /proc/<pid>/smaps_rollup")
 def test_bgsave_child_copies_few_pages():
@@ -389,8 +381,8 @@ def test_bgsave_child_copies_few_pages():
         assert wait_until(lambda: c.info("persistence")["rdb_bgsave_in_progress"] == 0, timeout=120)
         info = c.info("persistence")
         assert info["rdb_last_bgsave_status"] == "ok"
-        rss = _rss(srv.proc.pid)
+        resident = rss(srv.proc.pid)
         cow = info["rdb_last_cow_size"]
-        assert 0 < cow < rss // 4, (cow, rss)
+        assert 0 < cow < resident // 4, (cow, resident)
     finally:
         srv.stop()

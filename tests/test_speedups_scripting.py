@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.resp import RespConn
-from support.servers import rss, start_twin, twin_pair
+from support.servers import rss_growth, start_twin, twin_pair
 
 from ophidis.net import speedups
 from ophidis.scripting import engine
@@ -327,14 +327,8 @@ def test_shared_errors_keep_no_tracebacks(pure):
         with RespConn(s.port) as c:
             c.call("SET", "k", "v")
             sha = c.call("SCRIPT", "LOAD", "return {redis.pcall('incr', KEYS[1])}").decode().split("\r\n")[1]
-            batch = [("EVALSHA", sha, "1", "k")] * 500
-            for _ in range(10):
-                c.pipeline(*batch)
-            before = rss(s.proc.pid)
-            for _ in range(60):
-                out = c.pipeline(*batch)
+            out, grown = rss_growth(s, c, [("EVALSHA", sha, "1", "k")] * 500)
             assert out.count(b"value is not an integer") == 500
-            grown = rss(s.proc.pid) - before
         assert grown < 8 * 1024 * 1024, grown
     finally:
         s.stop()

@@ -27,7 +27,7 @@ from ophidis.types.stream import MASK64, MAX_ID, NACK, Consumer, Group, StreamVa
 from support.notify import KeyspaceEvents
 from support.replication import SyncStream
 from support.resp import RespConn, error
-from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, rss, start_twin
+from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc, rss_growth, start_twin
 from support.wait import wait_until
 
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
@@ -1401,14 +1401,8 @@ def test_xclaim_options_keep_no_tracebacks():
     try:
         with RespConn(s.port) as c:
             c.call("XGROUP", "CREATE", "st", "g", "$", "MKSTREAM")
-            batch = [("XCLAIM", "st", "g", "c", "0", "1-1", "JUSTID")] * 500
-            for _ in range(10):
-                c.pipeline(*batch)
-            before = rss(s.proc.pid)
-            for _ in range(60):
-                out = c.pipeline(*batch)
+            out, grown = rss_growth(s, c, [("XCLAIM", "st", "g", "c", "0", "1-1", "JUSTID")] * 500)
             assert out.count(b"*0\r\n") == 500
-            grown = rss(s.proc.pid) - before
         assert grown < 8 * 1024 * 1024, grown
     finally:
         s.stop()

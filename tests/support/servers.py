@@ -105,15 +105,23 @@ def _stop_process(proc, timeout=10):
 
 
 def rss(pid) -> int:
-    """The resident set size of process pid, in bytes (0 once it is gone)."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    """The resident set size of process pid, in bytes (OSError once it is gone)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
     return 0
+
+
+def rss_growth(server, conn, batch, warm=10, runs=60):
+    """Send the pipeline batch warm times, then runs times more: (the
+    last run's replies, how much the server's RSS grew over those runs)."""
+    for _ in range(warm):
+        conn.pipeline(*batch)
+    before = rss(server.proc.pid)
+    for _ in range(runs):
+        out = conn.pipeline(*batch)
+    return out, rss(server.proc.pid) - before
 
 
 class _Process:
