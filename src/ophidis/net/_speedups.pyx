@@ -2109,7 +2109,7 @@ cdef class ScriptBridge:
 
     def __call__(self, *args):
         eng = self.eng
-        r = _script_call(eng, args, False)
+        r = _script_call(eng, list(args), False)
         k = (<tuple>r)[0]
         if k == 0:
             return (<tuple>r)[1]
@@ -2120,19 +2120,19 @@ cdef class ScriptBridge:
         return eng._call_failed(r, self.raise_)
 
 
-cdef object _script_call(eng, tuple args, bint raw):
+cdef object _script_call(eng, list argv, bint raw):
     """engine.script_call compiled: the same checks and replies; while the
     fast path's _SERVER_SLOW is off (no stale replica link, no MISCONF, no
     min-replicas, not a replica), the script's client's user is unrestricted,
     the server is not a cluster node and no debugger runs, the checks of
     LuaEngine._run_call that cannot apply are skipped and the call and its
-    reply conversion run here."""
+    reply conversion run here.  argv: the arguments as Lua gave them."""
     c = eng.ctx
     if c is None or type(c) is not RunCtx or eng.ldb is not None:
-        return _s_pure(eng, args)
+        return _s_pure(eng, argv)
     srv = eng.server
     sc = eng.client
-    return _s_run_call(eng, <RunCtx>c, srv, sc, srv.cluster is None and sc.user.unrestricted, list(args), raw)
+    return _s_run_call(eng, <RunCtx>c, srv, sc, srv.cluster is None and sc.user.unrestricted, argv, raw)
 
 
 cdef object _s_run_call(eng, RunCtx ctx, srv, ClientCore sc, bint plain, list argv, bint raw):
@@ -2142,19 +2142,19 @@ cdef object _s_run_call(eng, RunCtx ctx, srv, ClientCore sc, bint plain, list ar
     cdef CommandCore cc
     cdef bint write
     if not argv or not _s_all_bytes(argv):
-        return _s_pure(eng, tuple(argv))
+        return _s_pure(eng, argv)
     if ctx.timedout or _now() - ctx.start > ctx.threshold:
-        return _s_pure(eng, tuple(argv))
+        return _s_pure(eng, argv)
     name = <bytes>argv[0]
     cmd = _s_table.get(name)
     if cmd is None:
         cmd = _s_table.get(name.lower())
     n = len(argv)
     if cmd is None:
-        return _s_pure(eng, tuple(argv))
+        return _s_pure(eng, argv)
     cc = <CommandCore>cmd
     if cc.subcommands and n > 1:
-        return _s_pure(eng, tuple(argv))
+        return _s_pure(eng, argv)
     a = cc.arity
     if (a > 0 and a != n) or n < -a:
         return eng._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
@@ -2502,7 +2502,7 @@ cdef int _lc_body(void *L) noexcept:
         if link.run_ctx is not None:
             r = _s_run_call(b.eng, <RunCtx>link.run_ctx, link.run_srv, link.run_sc, link.run_plain, argv, True)
         else:
-            r = _script_call(b.eng, tuple(argv), True)
+            r = _script_call(b.eng, argv, True)
         return _lc_push(L, b, r)
     except BaseException as e:
         try:
