@@ -584,7 +584,7 @@ def _zadd_case(port):
             out += [c.call("ZRANGE", k, 0, -1, "WITHSCORES"), c.call("OBJECT", "ENCODING", k), c.call("ZCARD", k)]
             out += [c.call("ZSCORE", k, "m%d" % i) for i in range(0, 320, 7)]
             out += [c.call("ZRANK", k, "m%d" % i) for i in range(0, 320, 11)]
-            # (these read the SortedList's own length)
+            # (these read the ordered index's own length)
             out += [c.call("ZRANGE", k, -3, -1, "REV"), c.call("ZREMRANGEBYRANK", k, -2, -1), c.call("ZCARD", k),
                     c.call("ZRANGE", k, 0, -1, "WITHSCORES")]
         out.append(_info_fields(port, "persistence", ["rdb_changes_since_last_save"]))
@@ -604,8 +604,8 @@ def test_zadd_body_same_as_python_and_redis(pair, redis_server):
     assert outs[0][:-1] == ref[:-1]
 
 
-def test_zadd_body_keeps_sortedlist_consistent(pair):
-    """Many score changes on a zset of several SortedList sublists (splits,
+def test_zadd_body_keeps_the_index_consistent(pair):
+    """Many score changes on a zset of several ordered-index sublists (splits,
     merges, a built positional index in between): ranks and ranges agree."""
     outs = []
     for p in pair:

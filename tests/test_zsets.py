@@ -11,8 +11,8 @@ import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sortedcontainers import SortedList
 
+from ophidis.types.zindex import ZIndex
 from ophidis.types.zset import ZSetValue
 from support.inprocess import Events, FakeClient
 from support.notify import KeyspaceEvents
@@ -522,7 +522,7 @@ def test_million_member_ops_are_logarithmic():
     z = ZSetValue()
     n = 1_000_000
     z.dict = {b"m%d" % i: float(i) for i in range(n)}
-    z.sl = SortedList((s, m) for m, s in z.dict.items())
+    z.sl = ZIndex((s, m) for m, s in z.dict.items())
     t0 = time.perf_counter()
     for k in range(0, n, 997):
         assert z.rank(b"m%d" % k) == k

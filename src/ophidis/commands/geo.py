@@ -236,7 +236,7 @@ def _zadd_pairs(c, key, pairs, nx, xx, ch):
         sl = z.sl
         for member, old in orig.items():
             if old is not None:
-                sl.remove((old, member))
+                sl.remove(old, member)
         sl.update([(d[m], m) for m in orig])
     z.skiplist = skiplist
     c.server.dirty += added + updated

@@ -18,7 +18,7 @@ from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
-from ..types.zset import TOP, ZSetValue
+from ..types.zset import ZSetValue
 from ..util import compile_glob, parse_int
 from . import command
 from .hashes import chunked_reply
@@ -185,12 +185,12 @@ def _zadd_generic(c, argv, flags):
                 continue
             processed += 1
             if score != cur:
-                sl.remove((cur, member))
+                sl.remove(cur, member)
                 st = score
                 if not z.skiplist and st == 0.0:
                     st = 0.0
                 d[member] = st
-                sl.add((st, member))
+                sl.add(st, member)
                 updated += 1
         elif not xx:
             if not z.skiplist and (len(d) + 1 > entries or len(member) > maxval):
@@ -199,7 +199,7 @@ def _zadd_generic(c, argv, flags):
             if not z.skiplist and st == 0.0:
                 st = 0.0
             d[member] = st
-            sl.add((st, member))
+            sl.add(st, member)
             added += 1
             processed += 1
     c.server.dirty += added + updated
@@ -247,12 +247,12 @@ def zadd(c, argv):
                         len(member) > cfg["zset-max-listpack-value"]:
                     z.skiplist = True
             d[member] = score
-            z.sl.add((score, member))
+            z.sl.add(score, member)
             res = 1
         elif cur != score:
-            z.sl.remove((cur, member))
+            z.sl.remove(cur, member)
             d[member] = score
-            z.sl.add((score, member))
+            z.sl.add(score, member)
             res = 0
         else:
             return ZERO
@@ -445,13 +445,13 @@ def lex_indices(z, mn, mnex, mx, mxex, reverse):
         elif mn is _LEX_MAX:
             lo = n
         else:
-            lo = sl.bisect_left((s, mn, TOP) if mnex else (s, mn))
+            lo = sl.index_right(s, mn) if mnex else sl.index_left(s, mn)
         if mx is _LEX_MAX:
             hi = n
         elif mx is _LEX_MIN:
             hi = 0
         else:
-            hi = sl.bisect_left((s, mx)) if mxex else sl.bisect_left((s, mx, TOP))
+            hi = sl.index_left(s, mx) if mxex else sl.index_right(s, mx)
         if hi < lo:
             hi = lo
         return range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)

@@ -66,7 +66,7 @@ class LazyFree:
         """The plain containers holding v's elements."""
         if v.__class__ is _ZSetValue:
             sl = v.sl
-            return [getattr(sl, "_lists", []), v.dict, v]
+            return [sl._mem, sl._sc, v.dict, v]
         if v.__class__ is _StreamValue:
             parts = [v]
             for node in v.nodes:
@@ -132,7 +132,7 @@ class LazyFree:
         if isinstance(o, (set, list, deque)):
             pop = o.pop
             if o.__class__ is list and o[-1].__class__ is list:
-                n = 2      # SortedList's sublists (up to ~2000 elements each)
+                n = 2      # the zset index's sublists (up to ~2000 members each)
             for _ in range(min(n, len(o))):
                 pop()
             return True

@@ -96,8 +96,8 @@ def pysize(v) -> int:
             for m in islice(d, SAMPLE):
                 t += getsizeof(m)
                 k += 1
-            # member + float + (score, member) tuple + SortedList slot
-            s += (t // k + 24 + 56 + 9) * n
+            # member + float + the index's member slot and score (16)
+            s += (t // k + 24 + 16 + 1) * n
         return s
     if cls is _StreamValue:
         return v.mem_estimate()

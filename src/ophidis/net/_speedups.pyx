@@ -3475,7 +3475,7 @@ cdef int _cf_cmp_ll(const void *a, const void *b) noexcept nogil:
 
 
 cdef int _cf_cmp_scored(const void *a, const void *b) noexcept nogil:
-    """(score, member) tuples' order, as the zset's SortedList keeps them."""
+    """(score, member) pairs' order, as the zset's ordered index keeps them."""
     cdef const _CfScored *x = <const _CfScored *>a
     cdef const _CfScored *y = <const _CfScored *>b
     cdef Py_ssize_t n
@@ -4276,14 +4276,10 @@ def flush_pushes():
 # Only the common case: a plain decimal score (-?digits[.digits], not a zero
 # other than "0"), an existing zset without TTL, nobody watching or blocked
 # on the key, no keyspace events, and a member that is already there or a
-# skiplist-encoded set (no listpack conversion to decide).  The SortedList
-# of (score, member) tuples is edited in place when its positional index is
-# not built and no sublist is split or merged (exactly what its add and
-# remove would do); otherwise its methods run.  Anything else: None, the
-# Python function.
+# skiplist-encoded set (no listpack conversion to decide); the ordered index
+# (types/zindex.py) is edited by its own add and remove.  Anything else:
+# None, the Python function.
 
-from cpython.list cimport PyList_GET_SIZE
-from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdlib cimport strtod as _z_strtod
 
 cdef object _ZSetValue = None
@@ -4326,114 +4322,6 @@ cdef bint _z_score(bytes b, double *out) noexcept:
     return True
 
 
-cdef extern from "Python.h":
-    double _z_fval "PyFloat_AS_DOUBLE"(PyObject *o)
-    PyObject *_z_item "PyTuple_GET_ITEM"(PyObject *o, Py_ssize_t i)
-    PyObject *_z_litem "PyList_GET_ITEM"(PyObject *o, Py_ssize_t i)
-
-
-cdef inline int _z_cmp(PyObject *t, double s, bytes m) noexcept:
-    # -1, 0, 1: the (score, member) tuple t against (s, m); 2: t is not
-    # a (float, bytes) tuple (the caller then uses Python's comparisons)
-    cdef PyObject *a
-    cdef PyObject *b
-    cdef double ts
-    cdef Py_ssize_t na, nb
-    cdef int r
-    if _g_type(t) != <PyObject *>tuple or PyTuple_GET_SIZE(<object>t) != 2:
-        return 2
-    a = _z_item(t, 0)
-    if _g_type(a) != <PyObject *>float:
-        return 2
-    ts = _z_fval(a)
-    if ts < s:
-        return -1
-    if ts > s:
-        return 1
-    b = _z_item(t, 1)
-    if _g_type(b) != <PyObject *>bytes:
-        return 2
-    na = _g_len(b)
-    nb = PyBytes_GET_SIZE(m)
-    r = memcmp(_g_str(b), PyBytes_AS_STRING(m), na if na < nb else nb)
-    if r == 0:
-        return 0 if na == nb else (-1 if na < nb else 1)
-    return -1 if r < 0 else 1
-
-
-cdef Py_ssize_t _z_bisect(list lst, double s, bytes m, bint right) except -2:
-    # bisect_left (right: bisect_right) of (s, m) in lst; -1: an element
-    # that is not a (float, bytes) tuple met
-    cdef Py_ssize_t lo = 0, hi = PyList_GET_SIZE(lst), mid
-    cdef int c
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        c = _z_cmp(_z_litem(<PyObject *>lst, mid), s, m)
-        if c == 2:
-            return -1
-        if c < 0 or (right and c == 0):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-cdef int _z_sl_remove(sl, double s, bytes m, t) except -1:
-    cdef list maxes = sl._maxes
-    cdef list lists = sl._lists
-    cdef Py_ssize_t pos, idx
-    if sl._index or not maxes:
-        sl.remove(t)
-        return 0
-    pos = _z_bisect(maxes, s, m, False)
-    if pos < 0 or pos == PyList_GET_SIZE(maxes):
-        sl.remove(t)        # (raises, as it would)
-        return 0
-    cdef list lst = lists[pos]
-    if PyList_GET_SIZE(lst) - 1 <= (sl._load >> 1):
-        sl.remove(t)        # a merge of sublists: the method
-        return 0
-    idx = _z_bisect(lst, s, m, False)
-    if idx < 0 or idx >= PyList_GET_SIZE(lst) or _z_cmp(_z_litem(<PyObject *>lst, idx), s, m) != 0:
-        sl.remove(t)
-        return 0
-    del lst[idx]
-    maxes[pos] = lst[PyList_GET_SIZE(lst) - 1]
-    sl._len -= 1
-    return 0
-
-
-cdef int _z_sl_add(sl, double s, bytes m, t) except -1:
-    cdef list maxes = sl._maxes
-    cdef list lists = sl._lists
-    cdef Py_ssize_t pos, idx
-    if sl._index or not maxes:
-        sl.add(t)
-        return 0
-    pos = _z_bisect(maxes, s, m, True)
-    if pos < 0:
-        sl.add(t)
-        return 0
-    cdef bint last = pos == PyList_GET_SIZE(maxes)
-    if last:
-        pos -= 1
-    cdef list lst = lists[pos]
-    if PyList_GET_SIZE(lst) + 1 > (sl._load << 1):
-        sl.add(t)           # a split: the method
-        return 0
-    if last:
-        lst.append(t)
-        maxes[pos] = t
-    else:
-        idx = _z_bisect(lst, s, m, True)
-        if idx < 0:
-            sl.add(t)
-            return 0
-        lst.insert(idx, t)
-    sl._len += 1
-    return 0
-
-
 cdef object _zadd(_Ctx x, list req):
     if len(req) != 4 or x.flags:
         return None
@@ -4457,7 +4345,7 @@ cdef object _zadd(_Ctx x, list req):
             return None         # a listpack: the conversion rule in Python
         fs = score
         PyDict_SetItem(d, member, fs)
-        _z_sl_add(sl, score, <bytes>member, (fs, member))
+        sl.add(fs, member)
         x.dirty += 1
         return _ONE
     cur = <object>pc
@@ -4466,8 +4354,8 @@ cdef object _zadd(_Ctx x, list req):
     if <double>cur == score:
         return _ZERO
     fs = score
-    _z_sl_remove(sl, <double>cur, <bytes>member, (cur, member))
+    sl.remove(cur, member)
     PyDict_SetItem(d, member, fs)
-    _z_sl_add(sl, score, <bytes>member, (fs, member))
+    sl.add(fs, member)
     x.dirty += 1
     return _ZERO

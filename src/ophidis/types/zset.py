@@ -10,40 +10,14 @@ Interface used by persistence and other modules:
 The zset command module may extend this class (ranges, ranks, pops) but
 keeps these names.
 
-The ordered index ``sl`` is a SortedList of (score, member) tuples, which is
-exactly Redis's skiplist order (score, then member bytes).  Ranks, score
-ranges and pops are O(log N).  ``dels`` counts removals (ZSCAN cursors).
+The ordered index ``sl`` is a ``ZIndex`` (types/zindex.py) of (score,
+member) pairs, in exactly Redis's skiplist order (score, then member bytes).
+Ranks, score ranges and pops are O(log N).  ``dels`` counts removals (ZSCAN
+cursors).
 """
 
-from sortedcontainers import SortedList
-
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
-
-
-class _Top:
-    """Sorts after every bytes member: (score, TOP) bounds all (score, m)."""
-    __slots__ = ()
-
-    def __lt__(self, other):
-        return False
-
-    def __le__(self, other):
-        return self is other
-
-    def __gt__(self, other):
-        return self is not other
-
-    def __ge__(self, other):
-        return True
-
-    def __eq__(self, other):
-        return self is other
-
-    def __hash__(self):
-        return 0
-
-
-TOP = _Top()
+from .zindex import ZIndex
 
 
 class ZSetValue:
@@ -51,7 +25,7 @@ class ZSetValue:
 
     def __init__(self):
         self.dict = {}
-        self.sl = SortedList()   # (score, member)
+        self.sl = ZIndex()
         self.skiplist = False
         self.dels = 0
 
@@ -61,7 +35,7 @@ class ZSetValue:
         built in one go (one sort, not an insertion a member)."""
         z = cls()
         z.dict = d
-        z.sl = SortedList([(sc, m) for m, sc in d.items()])
+        z.sl = ZIndex([(sc, m) for m, sc in d.items()])
         return z
 
     def __len__(self):
@@ -72,15 +46,15 @@ class ZSetValue:
         if old is not None:
             if old == score:
                 return
-            self.sl.remove((old, member))
+            self.sl.remove(old, member)
         self.dict[member] = score
-        self.sl.add((score, member))
+        self.sl.add(score, member)
 
     def remove(self, member) -> bool:
         old = self.dict.pop(member, None)
         if old is None:
             return False
-        self.sl.remove((old, member))
+        self.sl.remove(old, member)
         self.dels += 1
         return True
 
@@ -91,7 +65,7 @@ class ZSetValue:
     def copy(self):
         n = ZSetValue()
         n.dict = dict(self.dict)
-        n.sl = SortedList(self.sl)
+        n.sl = ZIndex(self.sl)
         n.skiplist = self.skiplist
         return n
 
@@ -101,15 +75,15 @@ class ZSetValue:
         s = self.dict.get(member)
         if s is None:
             return None
-        return self.sl.bisect_left((s, member))
+        return self.sl.index_left(s, member)
 
     def score_range(self, mn, mnex, mx, mxex):
         """(lo, hi) index slice of the elements within the score range."""
         if mn > mx or (mn == mx and (mnex or mxex)):
             return 0, 0
         sl = self.sl
-        lo = sl.bisect_left((mn, TOP)) if mnex else sl.bisect_left((mn,))
-        hi = sl.bisect_left((mx,)) if mxex else sl.bisect_left((mx, TOP))
+        lo = sl.score_right(mn) if mnex else sl.score_left(mn)
+        hi = sl.score_left(mx) if mxex else sl.score_right(mx)
         if hi < lo:
             hi = lo
         return lo, hi
@@ -142,8 +116,8 @@ class ZSetValue:
         sl = self.sl
         if not len(sl):
             return
-        lo = sl.bisect_left((0.0,))
-        hi = sl.bisect_left((0.0, TOP))
+        lo = sl.score_left(0.0)
+        hi = sl.score_right(0.0)
         for i in range(lo, hi):
             s, m = sl[i]
             if str(s)[0] == "-":
