@@ -10,6 +10,7 @@ import re
 import pytest
 
 from ophidis.config import Config
+from ophidis import server as server_mod
 from ophidis.server import Server
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "ophidis")
@@ -23,6 +24,16 @@ def srv():
 def test_every_slot_is_set_by_init(srv):
     unset = [name for name in Server.__slots__ if not hasattr(srv, name)]
     assert unset == []
+
+
+def test_every_field_is_a_slot_or_a_c_field():
+    """FIELDS is the contract; the compiled base's C fields are some of it
+    (and then not slots), the rest are slots."""
+    fields = set(server_mod.FIELDS)
+    assert len(fields) == len(server_mod.FIELDS)
+    assert set(Server.__slots__) | set(server_mod._C_FIELDS) == fields
+    assert not set(Server.__slots__) & set(server_mod._C_FIELDS)
+    assert set(server_mod._C_FIELDS) <= fields
 
 
 def test_undeclared_attribute_cannot_be_set(srv):

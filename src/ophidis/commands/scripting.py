@@ -28,8 +28,18 @@ _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands agai
                "using the SHUTDOWN NOSAVE command.")
 
 
-class Script:
-    __slots__ = ("sha", "body", "fn", "flags", "compat")
+# Script's and Function's fields are C fields of the compiled layer's bases
+# when it is built (its EVALSHA and FCALL read them), slots otherwise.
+if lua_mod._native is not None:
+    _ScriptBase, _SCRIPT_SLOTS = lua_mod._native.ScriptCore, ()
+    _FunctionBase, _FUNCTION_SLOTS = lua_mod._native.FunctionCore, ()
+else:
+    _ScriptBase, _SCRIPT_SLOTS = object, ("sha", "body", "fn", "flags", "compat")
+    _FunctionBase, _FUNCTION_SLOTS = object, ("name", "lib", "fn", "desc", "flags")
+
+
+class Script(_ScriptBase):
+    __slots__ = _SCRIPT_SLOTS
 
     def __init__(self, sha, body, fn, flags, compat):
         self.sha = sha
@@ -376,12 +386,10 @@ def _evalsha(c, argv, ro: bool):
     return r
 
 
-@command("evalsha", propagate=False)
 def evalsha_cmd(c, argv):
     return _EVALSHA(c, argv, False)
 
 
-@command("evalsha_ro", flags=("not_tracked",), propagate=False)
 def evalsha_ro_cmd(c, argv):
     return _EVALSHA(c, argv, True)
 
@@ -464,8 +472,8 @@ _BAD_NAME = ("ERR Library names can only contain letters, numbers, or underscore
              "at least one character long")
 
 
-class Function:
-    __slots__ = ("name", "lib", "fn", "desc", "flags")
+class Function(_FunctionBase):
+    __slots__ = _FUNCTION_SLOTS
 
     def __init__(self, name, lib, fn, desc, flags):
         self.name = name
@@ -634,21 +642,28 @@ def _fcall(c, argv, ro):
     return r
 
 
-# EVALSHA's and FCALL's bodies: the compiled twins (net/_speedups.pyx) where built
-_EVALSHA, _FCALL = _evalsha, _fcall
-if lua_mod._native is not None:
-    lua_mod._native.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
-    _EVALSHA, _FCALL = lua_mod._native.evalsha, lua_mod._native.fcall
-
-
-@command("fcall", propagate=False)
 def fcall_cmd(c, argv):
     return _FCALL(c, argv, False)
 
 
-@command("fcall_ro", flags=("not_tracked",), propagate=False)
 def fcall_ro_cmd(c, argv):
     return _FCALL(c, argv, True)
+
+
+# EVALSHA's and FCALL's bodies: the compiled twins (net/_speedups.pyx) where
+# built, whose own procs then are the commands' (the four above, with no
+# Python frame in between).
+_EVALSHA, _FCALL = _evalsha, _fcall
+_PROCS = (evalsha_cmd, evalsha_ro_cmd, fcall_cmd, fcall_ro_cmd)
+if lua_mod._native is not None:
+    lua_mod._native.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
+    _EVALSHA, _FCALL = lua_mod._native.evalsha, lua_mod._native.fcall
+    _PROCS = (lua_mod._native.evalsha_cmd, lua_mod._native.evalsha_ro_cmd, lua_mod._native.fcall_cmd,
+              lua_mod._native.fcall_ro_cmd)
+command("evalsha", propagate=False)(_PROCS[0])
+command("evalsha_ro", flags=("not_tracked",), propagate=False)(_PROCS[1])
+command("fcall", propagate=False)(_PROCS[2])
+command("fcall_ro", flags=("not_tracked",), propagate=False)(_PROCS[3])
 
 
 @command("function|load")

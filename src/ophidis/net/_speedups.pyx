@@ -71,7 +71,19 @@ cdef class ClientCore:
     cdef public object server, transport, reader, db, resp, authenticated, slow, closing
     cdef public object close_after_reply, blocked, paused_queue, last_time, last_cmd, user
     cdef public object pending_writes, push_buf, pubsub_channels, pubsub_patterns, pubsub_shard
-    cdef public object in_script, multi, reply_mode
+    cdef public object in_script, multi, reply_mode, script_caller, lua_debug
+
+
+cdef class ServerCore:
+    """The fields of server.Server that the compiled commands and the
+    script run read, as C fields (Server derives from this class when the
+    module is built; SERVER_FIELDS names them)."""
+    cdef public object config, maxmemory, min_replicas, monitors, dirty, lastbgsave_ok, is_replica
+    cdef public object lua_eval, lua_scripts, functions, cluster, script_busy
+
+
+SERVER_FIELDS = ("config", "maxmemory", "min_replicas", "monitors", "dirty", "lastbgsave_ok", "is_replica",
+                 "lua_eval", "lua_scripts", "functions", "cluster", "script_busy")
 
 
 cdef class StatsCore:
@@ -501,7 +513,8 @@ cdef class _Ctx:
     none of it can change), and what they write, kept here until Python
     code runs next (_flush: the dirty counter, keyspace hits and misses,
     client.last_cmd)."""
-    cdef object client, srv, db, d, ex, wk, bk, last_cmd
+    cdef object client, db, d, ex, wk, bk, last_cmd
+    cdef ServerCore srv
     cdef long long flags, dirty, hits, misses
     cdef int resp
     cdef bint lazy, valid
@@ -743,7 +756,7 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
     last_c = None
     fast = client.user.fast
     prop = _propagator
-    srv = client.server
+    cdef ServerCore srv = client.server
     dirty0 = None
     # a gets in Python (client._bounded_gets: writes, may close the client)
     # sees the state as the Python loop leaves it
@@ -2002,6 +2015,25 @@ cdef class _QuickListIter:
 # tests/test_speedups_scripting.py runs the same scripts through both).
 # ---------------------------------------------------------------------------------------
 
+cdef class EngineCore:
+    """The fields of scripting.engine.LuaEngine the compiled run reads and
+    writes, as C fields (LuaEngine derives from this class when the module
+    is built)."""
+    cdef public object server, client, ctx, ldb, _link
+
+
+cdef class ScriptCore:
+    """The fields of commands.scripting.Script, as C fields (Script derives
+    from this class when the module is built)."""
+    cdef public object sha, body, fn, flags, compat
+
+
+cdef class FunctionCore:
+    """The fields of commands.scripting.Function, as C fields (Function
+    derives from this class when the module is built)."""
+    cdef public object name, lib, fn, desc, flags
+
+
 cdef class RunCtx:
     """scripting.engine.RunCtx with C fields (the same fields and
     constructor; engine.RunCtx is this class when the module is built)."""
@@ -2127,15 +2159,17 @@ cdef object _script_call(eng, list argv, bint raw):
     the server is not a cluster node and no debugger runs, the checks of
     LuaEngine._run_call that cannot apply are skipped and the call and its
     reply conversion run here.  argv: the arguments as Lua gave them."""
-    c = eng.ctx
-    if c is None or type(c) is not RunCtx or eng.ldb is not None:
+    cdef EngineCore e = <EngineCore?>eng
+    cdef ServerCore srv
+    c = e.ctx
+    if c is None or type(c) is not RunCtx or e.ldb is not None:
         return _s_pure(eng, argv)
-    srv = eng.server
-    sc = eng.client
+    srv = e.server
+    sc = e.client
     return _s_run_call(eng, <RunCtx>c, srv, sc, srv.cluster is None and sc.user.unrestricted, argv, raw)
 
 
-cdef object _s_run_call(eng, RunCtx ctx, srv, ClientCore sc, bint plain, list argv, bint raw):
+cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint plain, list argv, bint raw):
     # _script_call's steps once the run's context is known (plain: not a
     # cluster node, an unrestricted user)
     cdef Py_ssize_t n, a
@@ -2388,7 +2422,7 @@ cdef class LuaLink:
     # would look up on the engine for each redis.call (none of it changes
     # while a script runs)
     cdef object run_ctx
-    cdef object run_srv
+    cdef ServerCore run_srv
     cdef object run_sc
     cdef bint run_plain
     # the command names redis.call was given last (argv[0] as bytes whose
@@ -2716,7 +2750,7 @@ cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int calle
         _L_rawgeti(T, _LUA_REGISTRY, link.enc_ref)
         _L_pushvalue(T, 4)
         _L_pushnumber(T, caller_resp)
-        _L_pushnumber(T, eng.client.resp)
+        _L_pushnumber(T, (<ClientCore>(<EngineCore>eng).client).resp)
         if _L_pcall(T, 3, 2, 0):
             raise RuntimeError(_lc_value(T, -1))
         out = _lc_value(T, -2)
@@ -2773,7 +2807,7 @@ cdef object _lc_value(void *T, int i):
     return "<%d>" % t
 
 
-def script_run(eng, ctx, fn, keys, args, int caller_resp):
+def script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_resp):
     """LuaEngine.run compiled (the same steps; a debugged script and more
     than 64 keys and arguments go to the Python one)."""
     return _script_run(eng, ctx, fn, keys, args, caller_resp)
@@ -2787,8 +2821,9 @@ cdef class _Frozen:
         return self.t
 
 
-cdef object _script_run(eng, ctx, fn, keys, args, int caller_resp):
+cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_resp):
     cdef ClientCore sc, caller
+    cdef ServerCore srv
     cdef _Frozen frozen
     if eng.ldb is not None or len(keys) + len(args) > 64:
         return _s_pure_run(eng, ctx, fn, keys, args, caller_resp)
@@ -2815,8 +2850,7 @@ cdef object _script_run(eng, ctx, fn, keys, args, int caller_resp):
     link = eng._link
     out = None
     try:
-        if (link is not None and (<LuaLink>link).run_ref and type(ctx) is RunCtx and type(keys) is list
-                and type(args) is list):
+        if link is not None and (<LuaLink>link).run_ref and type(keys) is list and type(args) is list:
             lk = <LuaLink>link
             lk.run_ctx = ctx
             lk.run_srv = srv
@@ -2872,7 +2906,7 @@ def eval_setup(eval_, fcall, engine, numkeys, prepare, failed, noscript, bad_num
     _ev_bad_numkeys = bad_numkeys
 
 
-cdef object _ev_prep(c, srv, flags, bint compat, bint ro):
+cdef object _ev_prep(c, ServerCore srv, flags, bint compat, bint ro):
     # prepare's two fast exits on a master, else prepare
     if not srv.is_replica:
         if compat:
@@ -2894,9 +2928,38 @@ cdef Py_ssize_t _ev_nkeys(c, list argv, bad) except -1:
 
 
 def evalsha(ClientCore c, list argv, bint ro):
-    srv = c.server
+    return _evalsha(c, argv, ro)
+
+
+def evalsha_cmd(ClientCore c, list argv):
+    """EVALSHA's command proc (commands/scripting.py's evalsha_cmd)."""
+    return _evalsha(c, argv, False)
+
+
+def evalsha_ro_cmd(ClientCore c, list argv):
+    """EVALSHA_RO's command proc (commands/scripting.py's evalsha_ro_cmd)."""
+    return _evalsha(c, argv, True)
+
+
+def fcall(ClientCore c, list argv, bint ro):
+    return _fcall(c, argv, ro)
+
+
+def fcall_cmd(ClientCore c, list argv):
+    """FCALL's command proc (commands/scripting.py's fcall_cmd)."""
+    return _fcall(c, argv, False)
+
+
+def fcall_ro_cmd(ClientCore c, list argv):
+    """FCALL_RO's command proc (commands/scripting.py's fcall_ro_cmd)."""
+    return _fcall(c, argv, True)
+
+
+cdef object _evalsha(ClientCore c, list argv, bint ro):
+    cdef ServerCore srv = c.server
     if srv.monitors or c.lua_debug is not None or srv.cluster is not None:
         return _ev_eval(c, argv, True, ro)
+    cdef ScriptCore s
     sha = argv[1]
     if len(sha) != 40:
         raise _ev_noscript
@@ -2916,17 +2979,19 @@ def evalsha(ClientCore c, list argv, bint ro):
     return r
 
 
-def fcall(ClientCore c, list argv, bint ro):
-    srv = c.server
+cdef object _fcall(ClientCore c, list argv, bint ro):
+    cdef ServerCore srv = c.server
     if srv.monitors or srv.cluster is not None:
         return _ev_fcall(c, argv, ro)
     reg = srv.functions
     cdef dict fns = reg.functions
-    f = fns.get(argv[1])            # the names are kept in lower case
-    if f is None:
-        f = fns.get(argv[1].lower())
-        if f is None:
+    cdef FunctionCore f
+    fo = fns.get(argv[1])           # the names are kept in lower case
+    if fo is None:
+        fo = fns.get(argv[1].lower())
+        if fo is None:
             return _ev_fcall(c, argv, ro)
+    f = fo
     cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
     p = _ev_prep(c, srv, f.flags, False, ro)
     ctx = _ctx_init(RunCtx.__new__(RunCtx), c, f.name, False, p[0], p[1], argv)

@@ -280,7 +280,7 @@ class _ClientCore:
         "server", "transport", "reader", "db", "resp", "authenticated", "slow", "closing",
         "close_after_reply", "blocked", "paused_queue", "last_time", "last_cmd", "user",
         "pending_writes", "push_buf", "pubsub_channels", "pubsub_patterns", "pubsub_shard",
-        "in_script", "multi", "reply_mode",
+        "in_script", "multi", "reply_mode", "script_caller", "lua_debug",
     )
 
 
@@ -293,8 +293,8 @@ class Client(ClientCore, asyncio.Protocol):
     __slots__ = (
         "id", "name", "addr", "laddr", "fd", "ctime", "multi_error", "dirty_cas", "watched",
         "subcmd", "is_unix", "monitor", "tracking", "no_evict", "bstate", "out_extra", "in_exec",
-        "killed", "script_caller", "is_master", "block_argv", "repl", "mem_usage",
-        "cluster_asking", "cluster_readonly", "lua_debug", "__weakref__",
+        "killed", "is_master", "block_argv", "repl", "mem_usage",
+        "cluster_asking", "cluster_readonly", "__weakref__",
     )
 
     def __init__(self, server):

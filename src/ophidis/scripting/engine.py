@@ -121,7 +121,12 @@ class ScriptError(Exception):
     """A script could not be prepared or run: ``reply`` is the raw error reply."""
 
 
-class LuaEngine:
+# The fields the compiled run reads (server, client, ctx, ldb, _link) are C
+# fields of its base class when the module is built.
+_EngineBase = _native.EngineCore if _native is not None else object
+
+
+class LuaEngine(_EngineBase):
     def __init__(self, server, mode: str):
         self.server = server
         self.mode = mode

@@ -35,6 +35,7 @@ from ..modules import Modules
 from ..net import client as client_mod
 from ..net.client import Client
 from ..net.listeners import Listeners
+from ..net.speedups import native
 from ..net.tls import Tls
 from ..persistence.aof import Aof
 from ..persistence.snapshot import Persistence
@@ -61,53 +62,68 @@ LOGO = r"""
 """
 
 
-class Server(Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
+# The fields the compiled layer reads on its hot paths are C fields of its
+# ServerCore when it is built (net/_speedups.pyx), slots otherwise.
+class _NoCore:
+    __slots__ = ()
+
+
+if native is not None:
+    _ServerBase, _C_FIELDS = native.ServerCore, frozenset(native.SERVER_FIELDS)
+else:
+    _ServerBase, _C_FIELDS = _NoCore, frozenset()
+
+FIELDS = (
+    # configuration and values cached from it for hot paths
+    "config", "config_file", "executable", "client_query_buffer_limit",
+    "proto_max_bulk_len", "maxclients", "maxmemory", "hz", "min_replicas",
+    "obuf_limits", "obuf_normal_limit", "obuf_soft",
+    # event loop, listeners, clients
+    "loop", "listeners", "unix_path", "clients", "_next_id", "monitors",
+    "pause_type", "pause_end", "paused_clients", "paused_expire",
+    # keyspace
+    "dbs", "ready_keys", "command_table", "dirty", "active_expire_enabled",
+    # statistics, slowlog, latency
+    "start_time", "start_monotonic", "cron_loops", "pause_cron", "ops_samples",
+    "net_in_samples", "net_out_samples", "_last_sample", "slowlog", "slowlog_next_id",
+    "latency_events",
+    # persistence state (written by persistence/snapshot.py and aof.py)
+    "loading", "async_loading", "lastsave", "lastbgsave_ok", "last_bgsave_status_ok", "bgsave_in_progress",
+    "child_type", "latest_fork_usec", "rdb_aof_base", "write_denied",
+    # replication state (replica.py, commands/replication.py)
+    "run_id", "replid", "is_replica", "applying_master",
+    # memory state (memory.py)
+    "mem_track", "mem_oom", "used_memory_peak", "mem_clients_normal",
+    "lazyfree_pending", "lazyfreed_objects",
+    # scripting state (lua.py, commands/scripting.py)
+    "script_busy", "lua_eval", "lua_scripts", "cached_scripts", "lua_functions",
+    # DEBUG knobs
+    "quicklist_packed_threshold", "reply_buffer_peak_reset_time",
+    "reply_buffer_resizing_enabled", "skip_checksum_validation", "aof_flush_sleep",
+    "script_disable_deny_script",
+    # hooks that subsystems register on
+    "propagate_hooks", "cron_hooks", "startup_hooks", "shutdown_hooks", "shutdown_checks",
+    # shutdown
+    "shutdown_asap", "shutdown_wait", "exit_code", "_stopping",
+    # subsystems, in install order
+    "modules",                     # modules.Modules: loaded modules (loadmodule: before the ACL users, as Redis)
+    "acl",                         # acl.Acl: users, ACL LOG, the ACL file (every client has a user)
+    "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
+    "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
+    "cluster", "metrics", "tls",
+)
+
+
+class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Shutdown):
     """The server contract: every piece of server-wide state and every
-    subsystem is a declared slot, set in ``__init__`` (``__slots__``: an
-    attribute nobody declared cannot be set from outside).  Subsystems are
+    subsystem is a declared field (FIELDS), set in ``__init__`` (a slot or
+    a C field: an attribute nobody declared cannot be set from outside).  Subsystems are
     created in one ordered list at the end of ``__init__``; one that is off
     is a declared ``None``.  A subsystem writes only the state it owns
     (the comments say who)."""
 
-    __slots__ = (
-        # configuration and values cached from it for hot paths
-        "config", "config_file", "executable", "client_query_buffer_limit",
-        "proto_max_bulk_len", "maxclients", "maxmemory", "hz", "min_replicas",
-        "obuf_limits", "obuf_normal_limit", "obuf_soft",
-        # event loop, listeners, clients
-        "loop", "listeners", "unix_path", "clients", "_next_id", "monitors",
-        "pause_type", "pause_end", "paused_clients", "paused_expire",
-        # keyspace
-        "dbs", "ready_keys", "command_table", "dirty", "active_expire_enabled",
-        # statistics, slowlog, latency
-        "start_time", "start_monotonic", "cron_loops", "pause_cron", "ops_samples",
-        "net_in_samples", "net_out_samples", "_last_sample", "slowlog", "slowlog_next_id",
-        "latency_events",
-        # persistence state (written by persistence/snapshot.py and aof.py)
-        "loading", "async_loading", "lastsave", "lastbgsave_ok", "last_bgsave_status_ok", "bgsave_in_progress",
-        "child_type", "latest_fork_usec", "rdb_aof_base", "write_denied",
-        # replication state (replica.py, commands/replication.py)
-        "run_id", "replid", "is_replica", "applying_master",
-        # memory state (memory.py)
-        "mem_track", "mem_oom", "used_memory_peak", "mem_clients_normal",
-        "lazyfree_pending", "lazyfreed_objects",
-        # scripting state (lua.py, commands/scripting.py)
-        "script_busy", "lua_eval", "lua_scripts", "cached_scripts", "lua_functions",
-        # DEBUG knobs
-        "quicklist_packed_threshold", "reply_buffer_peak_reset_time",
-        "reply_buffer_resizing_enabled", "skip_checksum_validation", "aof_flush_sleep",
-        "script_disable_deny_script",
-        # hooks that subsystems register on
-        "propagate_hooks", "cron_hooks", "startup_hooks", "shutdown_hooks", "shutdown_checks",
-        # shutdown
-        "shutdown_asap", "shutdown_wait", "exit_code", "_stopping",
-        # subsystems, in install order
-        "modules",                     # modules.Modules: loaded modules (loadmodule: before the ACL users, as Redis)
-        "acl",                         # acl.Acl: users, ACL LOG, the ACL file (every client has a user)
-        "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
-        "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
-        "cluster", "metrics", "tls",
-    )
+    # every field of FIELDS: a slot, or a C field of the compiled base
+    __slots__ = tuple(n for n in FIELDS if n not in _C_FIELDS)
 
     def __init__(self, config: Config):
         self.config = config
