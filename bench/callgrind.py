@@ -92,7 +92,8 @@ def main(argv=None):
     args = ["--port", str(port), "--save", "", "--dir", work]
     if a.scrape:
         args += ["--metrics-port", str(other)]
-    env = dict(os.environ, PYTHONPATH=a.src)
+    # a fixed hash seed: the dicts' layouts (and so their probe counts) are the same each run
+    env = dict(os.environ, PYTHONPATH=a.src, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
     p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, sys.executable,
                           "-m", "ophidis"] + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rep = None

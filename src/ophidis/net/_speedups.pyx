@@ -513,7 +513,8 @@ cdef class _Ctx:
     none of it can change), and what they write, kept here until Python
     code runs next (_flush: the dirty counter, keyspace hits and misses,
     client.last_cmd)."""
-    cdef object client, db, d, ex, wk, bk, last_cmd
+    cdef object db, d, ex, wk, bk, last_cmd
+    cdef ClientCore client
     cdef ServerCore srv
     cdef long long flags, dirty, hits, misses
     cdef int resp
@@ -1021,7 +1022,7 @@ cdef object _ping(_Ctx x, list req):
         return None
     cdef ClientCore c
     if x.resp == 2:
-        c = <ClientCore>x.client
+        c = x.client
         if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
             return None
     return _PONG
