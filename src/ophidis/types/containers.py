@@ -14,6 +14,13 @@ malloc'd nodes, as Redis's quicklist) when the compiled module is loaded,
 else ``PyListValue`` (a deque of bytes), its pure twin: the same deque
 methods plus ``range``/``popn``/``nbytes`` (and ``bulk_range`` compiled).
   HashValue(mapping bytes->bytes), .ht (False: listpack, True: hashtable)
+
+``HashValue`` is a dict of bytes -> bytes in both installs.  When the
+compiled module is loaded it derives from ``_speedups.HashCore``, which
+stores each field and its value as one ``HashPair`` object (``{pair:
+pair}``) and overrides the dict methods, so reads return new bytes objects
+and every caller sees the same mapping (tests/test_hashpairs.py compares it
+with a plain dict); only bytes fields and values can be stored.
   SetValue(iterable of bytes), .enc (b"intset" or b"hashtable")
 
 Big hashes and sets carry an optional helper (``_aux``, see ``Aux``) that

@@ -1,0 +1,230 @@
+"""The compiled hash value (net/_speedups.pyx's HashCore: a dict whose
+entries are HashPair objects, {pair: pair}) against its pure twin, a plain
+dict of bytes -> bytes: random sequences of the dict operations the server
+uses give the same results, the same exceptions and the same contents, in
+the same order.  Fields and values straddle the pairs' room (updates in
+place, and updates that need a new pair), include the empty string,
+binary bytes and values over 64 KB."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ophidis.net import speedups
+from ophidis.types import containers
+from ophidis.types.containers import HashValue
+
+native = speedups.native
+pytestmark = pytest.mark.skipif(native is None, reason="the compiled module is not built (or OPHIDIS_PURE=1)")
+
+_sizes = st.sampled_from([0, 1, 2, 7, 12, 13, 24, 25, 40, 100, 70000])
+_fields = st.one_of(st.sampled_from([b"", b"a", b"field:1", b"field:2", b"\x00\xff", b"f" * 300]),
+                    st.binary(max_size=3))
+_values = st.one_of(st.builds(lambda c, n: bytes([c]) * n, st.sampled_from([118, 0, 255]), _sizes),
+                    st.binary(max_size=20))
+_others = st.one_of(_fields, st.sampled_from([7, "field:1", None, (b"a",)]))
+
+ops = st.one_of(
+    st.tuples(st.just("setitem"), _fields, _values),
+    st.tuples(st.just("setitem"), _fields, _values),
+    st.tuples(st.just("getitem"), _others),
+    st.tuples(st.just("get"), _others),
+    st.tuples(st.just("get_default"), _fields),
+    st.tuples(st.just("delitem"), _others),
+    st.tuples(st.just("pop"), _fields),
+    st.tuples(st.just("pop_default"), _fields),
+    st.tuples(st.just("popitem")),
+    st.tuples(st.just("setdefault"), _fields, _values),
+    st.tuples(st.just("update_dict"), st.dictionaries(_fields, _values, max_size=5)),
+    st.tuples(st.just("update_pairs"), st.lists(st.tuples(_fields, _values), max_size=5)),
+    st.tuples(st.just("update_hash"), st.dictionaries(_fields, _values, max_size=5)),
+    st.tuples(st.just("contains"), _others),
+    st.tuples(st.just("keys_contains"), _others),
+    st.tuples(st.just("items_contains"), _fields, _values),
+    st.tuples(st.just("iter")),
+    st.tuples(st.just("reversed")),
+    st.tuples(st.just("keys")),
+    st.tuples(st.just("values")),
+    st.tuples(st.just("items")),
+    st.tuples(st.just("copy_then_set"), _fields, _values),
+    st.tuples(st.just("eq"), st.dictionaries(_fields, _values, max_size=3)),
+    st.tuples(st.just("clear")),
+)
+
+
+def _apply(h, op, make):
+    name = op[0]
+    if name == "setitem":
+        h[op[1]] = op[2]
+        return None
+    if name == "getitem":
+        return h[op[1]]
+    if name == "get":
+        return h.get(op[1])
+    if name == "get_default":
+        return h.get(op[1], b"default")
+    if name == "delitem":
+        del h[op[1]]
+        return None
+    if name == "pop":
+        return h.pop(op[1])
+    if name == "pop_default":
+        return h.pop(op[1], None)
+    if name == "popitem":
+        return h.popitem()
+    if name == "setdefault":
+        return h.setdefault(op[1], op[2])
+    if name == "update_dict":
+        h.update(op[1])
+        return None
+    if name == "update_pairs":
+        h.update(op[1])
+        return None
+    if name == "update_hash":
+        h.update(make(op[1]))
+        return None
+    if name == "contains":
+        return op[1] in h
+    if name == "keys_contains":
+        return op[1] in h.keys()
+    if name == "items_contains":
+        return (op[1], op[2]) in h.items()
+    if name == "iter":
+        return list(h)
+    if name == "reversed":
+        return list(reversed(h))
+    if name == "keys":
+        return list(h.keys()), len(h.keys())
+    if name == "values":
+        return list(h.values()), len(h.values())
+    if name == "items":
+        return list(h.items()), len(h.items())
+    if name == "copy_then_set":
+        # a copy shares nothing with its original: writing one (in place
+        # or not) leaves the other as it was
+        c = h.copy()
+        assert c == h and c.__class__ is h.__class__
+        before = list(h.items())
+        c[op[1]] = op[2]
+        assert list(h.items()) == before
+        return list(c.items())
+    if name == "eq":
+        return h == op[1], op[1] == h, h != op[1], h == make(op[1])
+    if name == "clear":
+        h.clear()
+        return None
+    raise AssertionError(name)
+
+
+def _outcome(h, op, make):
+    try:
+        return ("ok", _apply(h, op, make))
+    except (KeyError, TypeError) as e:
+        return ("error", type(e), e.args if type(e) is KeyError else None)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_fields, _values, max_size=20), st.lists(ops, max_size=60))
+def test_compiled_hash_matches_dict_twin(initial, seq):
+    h = HashValue(initial)
+    d = dict(initial)
+    for op in seq:
+        assert _outcome(h, op, HashValue) == _outcome(d, op, dict), op
+        assert len(h) == len(d)
+        assert bool(h) == bool(d)
+        assert list(h.items()) == list(d.items())
+    assert h == d and d == h and not (h != d)
+    assert dict(h) == d and list(dict(h)) == list(d)
+    assert {**h} == d
+    assert sorted(h) == sorted(d)
+    assert repr(h) == repr(d)
+    assert all(type(f) is bytes for f in h) and all(type(v) is bytes for v in h.values())
+
+
+def test_hash_value_is_the_compiled_class():
+    assert containers.HashValue.__mro__[1] is native.HashCore
+    h = HashValue([(b"f", b"v")])
+    assert h.ht is False and h._aux is None and h.__class__ is HashValue
+    c = h.copy()
+    assert c.__class__ is HashValue and c == h and c is not h
+
+
+def test_storage_is_one_pair_per_field():
+    h = HashValue()
+    for i in range(1000):
+        h[b"field:%d" % i] = b"value:%d" % i
+    pairs = list(dict.values(h))
+    assert all(type(p) is native.HashPair for p in pairs)
+    # the key and the value of an entry are the same object
+    assert all(k is v for k, v in zip(dict.keys(h), pairs))
+    # a 12-byte field and a 12-byte value: one 64-byte pymalloc block
+    p = pairs[500]
+    assert sys.getsizeof(p) == 64
+    assert hash(p) == hash(b"field:500") and p == b"field:500" and not (p != b"field:500")
+    assert p != b"field:501" and p != "field:500"
+
+
+def test_updates_in_place_and_beyond_the_room():
+    h = HashValue({b"f": b"1", b"g": b"2", b"h": b"3"})
+    pid = id(dict.__getitem__(h, b"g"))
+    h[b"g"] = b"xy"              # fits the 16-byte rounded room: same object
+    assert id(dict.__getitem__(h, b"g")) == pid and h[b"g"] == b"xy"
+    held = dict.__getitem__(h, b"g")
+    h[b"g"] = b"ab"              # a pair someone else holds is never written
+    assert repr(held) == "HashPair(b'g', b'xy')" and h[b"g"] == b"ab"
+    del held
+    h[b"g"] = b"z" * 1000        # a new pair; the field keeps its position
+    assert list(h.items()) == [(b"f", b"1"), (b"g", b"z" * 1000), (b"h", b"3")]
+    h[b"g"] = b""
+    h[b"g"] = b"w" * 500
+    assert list(h.items()) == [(b"f", b"1"), (b"g", b"w" * 500), (b"h", b"3")]
+    del h[b"g"]
+    assert list(h) == [b"f", b"h"] and b"g" not in h
+
+
+def test_long_and_binary_fields_and_values():
+    big = bytes(range(256)) * 300         # 76,800 bytes
+    h = HashValue({big: big, b"": b"", b"\x00": b"\r\n"})
+    assert h[big] == big and h[b""] == b"" and h[b"\x00"] == b"\r\n"
+    assert big in h and (big + b"x") not in h
+    h[b""] = big
+    assert h[b""] == big and list(h) == [big, b"", b"\x00"]
+
+
+def test_errors_are_dicts():
+    h = HashValue()
+    with pytest.raises(KeyError):
+        h[b"x"]
+    with pytest.raises(KeyError):
+        del h[b"x"]
+    with pytest.raises(KeyError):
+        h.pop(b"x")
+    with pytest.raises(KeyError):
+        h.popitem()
+    with pytest.raises(TypeError):
+        h[bytearray(b"x")]
+    with pytest.raises(TypeError):
+        h[b"x"] = 7
+    assert len(h) == 0
+    h[b"a"] = b"1"
+    it = iter(h)
+    next(it)
+    h[b"b"] = b"2"
+    with pytest.raises(RuntimeError):
+        next(it)
+
+
+def test_pickle_and_rdb_round_trip():
+    from ophidis.persistence import rdb
+    h = HashValue({b"field:%d" % i: b"value:%d" % i for i in range(300)})
+    h.ht = True
+    assert pickle.loads(pickle.dumps(h)) == h
+    small = HashValue({b"a": b"1", b"": b"", b"b" * 70000: b"x"})
+    for v in (h, small):
+        back = rdb.load_payload(rdb.dump_payload(v))
+        assert back.__class__ is HashValue and back == v and list(back.items()) == list(v.items())
