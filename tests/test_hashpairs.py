@@ -228,3 +228,13 @@ def test_pickle_and_rdb_round_trip():
     for v in (h, small):
         back = rdb.load_payload(rdb.dump_payload(v))
         assert back.__class__ is HashValue and back == v and list(back.items()) == list(v.items())
+
+
+def test_nbytes_counts_the_pairs():
+    h = HashValue()
+    assert h.nbytes() == sys.getsizeof(h)
+    for i in range(1000):
+        h[b"field:%d" % i] = b"value:%d" % i
+    assert h.nbytes() == sys.getsizeof(h) + 64 * 1000
+    d = containers.PyHashBase(dict(h))
+    assert d.nbytes() > h.nbytes()      # two bytes objects a field, 90 bytes or so

@@ -69,14 +69,7 @@ def pysize(v) -> int:
         return getsizeof(v)
     n = len(v)
     if cls is _HashValue:
-        s = getsizeof(v)
-        if n:
-            t = k = 0
-            for f, x in islice(v.items(), SAMPLE):
-                t += getsizeof(f) + getsizeof(x)
-                k += 1
-            s += t * n // k
-        return s
+        return v.nbytes()
     if cls is _ListValue:
         return v.nbytes()
     if cls is _SetValue:

@@ -21,7 +21,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, Py_SIZE
 from cpython.ref cimport Py_INCREF
 from cpython.set cimport PySet_Add, PySet_Contains
 from libc.stdio cimport snprintf
@@ -250,10 +250,12 @@ cdef extern from *:
     bint _hp_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v) noexcept
     Py_ssize_t _hp_dict_len "PyDict_GET_SIZE"(PyObject *d) noexcept
     bint _hp_bytes_exact "PyBytes_CheckExact"(object o) noexcept
+    Py_ssize_t _HP_HDR "OPH_PAIR_HDR"
 
 _hp_ready()
 HashPair = <object>_HP_TYPE
 cdef tuple _SET_LIKE = (set, frozenset, type({}.keys()), type({}.items()))
+from sys import getsizeof as _getsizeof
 
 
 cdef inline bytes _hp_field(PyObject *p):
@@ -436,6 +438,20 @@ cdef class HashCore(dict):
 
     def copy(self):
         return type(self)(self)
+
+    def nbytes(self):
+        """Estimated bytes held (memory.sizes.pysize): the dict's table plus
+        ``len`` times the average allocation of the first few pairs."""
+        cdef PyObject *k
+        cdef PyObject *v
+        cdef Py_ssize_t pos = 0, t = 0, c = 0, n = _hp_dict_len(<PyObject *>self)
+        s = _getsizeof(self)
+        while c < 4 and _hp_dict_next(<PyObject *>self, &pos, &k, &v):
+            t += _HP_HDR + Py_SIZE(<object>v)
+            c += 1
+        if c:
+            s += t * n // c
+        return s
 
     def __eq__(self, other):
         return _hc_eq(self, other)

@@ -109,12 +109,30 @@ class PyListValue(deque):
 ListValue = native.QuickList if native is not None else PyListValue
 
 
+class PyHashBase(dict):
+    """The pure hash: a dict of bytes -> bytes (net/_speedups.pyx's
+    ``HashCore``, which stores HashPairs, is its compiled twin)."""
+    __slots__ = ()
+
+    def nbytes(self):
+        """Estimated bytes held (a few fields and values sampled)."""
+        s = getsizeof(self)
+        n = len(self)
+        if n:
+            t = k = 0
+            for f, x in islice(self.items(), 4):
+                t += getsizeof(f) + getsizeof(x)
+                k += 1
+            s += t * n // k
+        return s
+
+
 # The hash's and the set's fields are C fields of the compiled layer's base
 # classes when it is built (its bodies read them directly), slots otherwise.
 if native is not None:
     _HashBase, _HASH_SLOTS, _SetBase, _SET_SLOTS = native.HashCore, (), native.SetCore, ()
 else:
-    _HashBase, _HASH_SLOTS, _SetBase, _SET_SLOTS = dict, ("ht", "_aux"), set, ("enc", "_aux")
+    _HashBase, _HASH_SLOTS, _SetBase, _SET_SLOTS = PyHashBase, ("ht", "_aux"), set, ("enc", "_aux")
 
 
 class HashValue(_HashBase):
