@@ -247,6 +247,7 @@ cdef extern from *:
     Py_ssize_t _hp_refcnt "Py_REFCNT"(PyObject *o) noexcept
     Py_hash_t _hp_hash_bytes "_Py_HashBytes"(const void *s, Py_ssize_t n) noexcept
     PyObject *_hp_dict_get "PyDict_GetItemWithError"(PyObject *d, PyObject *k) except? NULL
+    PyObject *_hp_dict_setdefault "PyDict_SetDefault"(PyObject *d, PyObject *k, PyObject *v) except NULL
     bint _hp_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v) noexcept
     Py_ssize_t _hp_dict_len "PyDict_GET_SIZE"(PyObject *d) noexcept
     bint _hp_bytes_exact "PyBytes_CheckExact"(object o) noexcept
@@ -271,15 +272,18 @@ cdef inline PyObject *_hc_lookup(HashCore h, key) except? NULL:
     return _hp_dict_get(<PyObject *>h, <PyObject *>key)
 
 
-cdef int _hc_put(HashCore h, key, const char *f, Py_ssize_t fn, Py_hash_t hv,
+cdef int _hc_put(HashCore h, const char *f, Py_ssize_t fn, Py_hash_t hv,
                  const char *v, Py_ssize_t vn) except -1:
-    """h[field] = value, field f[:fn] (whose hash is hv; key: an object equal
-    to it, to look it up with), value v[:vn]."""
-    cdef PyObject *old = _hc_lookup(h, key)
-    # in place: a pair only this entry holds (as key and value, or as value)
-    if old != NULL and _hp_refcnt(old) <= 2 and _hp_setv(old, v, vn):
-        return 0
+    """h[field] = value, field f[:fn] (whose hash is hv), value v[:vn]."""
     p = _hp_new(f, fn, hv, v, vn)
+    # a new field: one lookup, that inserts
+    cdef PyObject *old = _hp_dict_setdefault(<PyObject *>h, <PyObject *>p, <PyObject *>p)
+    if old == <PyObject *>p:
+        return 0
+    # an existing one: in place into a pair only this entry holds (as key
+    # and value, or as value) when it has room, else p is the entry's value
+    if _hp_refcnt(old) <= 2 and _hp_setv(old, v, vn):
+        return 0
     PyDict_SetItem(h, p, p)
     return 0
 
@@ -291,7 +295,7 @@ cdef int _hc_set(HashCore h, f, v) except -1:
             type(f).__name__ if not PyBytes_Check(f) else type(v).__name__))
     if not _hp_bytes_exact(f):
         f = bytes(f)
-    return _hc_put(h, f, PyBytes_AS_STRING(f), PyBytes_GET_SIZE(f), hash(f),
+    return _hc_put(h, PyBytes_AS_STRING(f), PyBytes_GET_SIZE(f), hash(f),
                    PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
 
 
@@ -309,7 +313,7 @@ cdef int _hc_update(HashCore h, o) except -1:
                 q = _hp_new(_hp_f(v), _hp_fn(v), _hp_hash(v), _hp_v(v), _hp_vn(v))
                 PyDict_SetItem(h, q, q)
             else:
-                _hc_put(h, <object>v, _hp_f(v), _hp_fn(v), _hp_hash(v), _hp_v(v), _hp_vn(v))
+                _hc_put(h, _hp_f(v), _hp_fn(v), _hp_hash(v), _hp_v(v), _hp_vn(v))
         return 0
     if type(o) is dict:
         while _hp_dict_next(<PyObject *>o, &pos, &k, &v):
