@@ -223,7 +223,8 @@ def test_pickle_and_rdb_round_trip():
     from ophidis.persistence import rdb
     h = HashValue({b"field:%d" % i: b"value:%d" % i for i in range(300)})
     h.ht = True
-    assert pickle.loads(pickle.dumps(h)) == h
+    back = pickle.loads(pickle.dumps(h))
+    assert back == h and back.__class__ is HashValue and back.ht is True
     small = HashValue({b"a": b"1", b"": b"", b"b" * 70000: b"x"})
     for v in (h, small):
         back = rdb.load_payload(rdb.dump_payload(v))

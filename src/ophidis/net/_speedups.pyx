@@ -468,7 +468,10 @@ cdef class HashCore(dict):
         return repr(dict(self.items()))
 
     def __reduce__(self):
-        return (type(self), (dict(self.items()),))
+        return (type(self), (dict(self.items()),), (self.ht, self._aux))
+
+    def __setstate__(self, state):
+        self.ht, self._aux = state
 
 
 @cython.final
