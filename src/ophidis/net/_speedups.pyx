@@ -540,10 +540,7 @@ cdef class _HashView:
             return False
         if not isinstance(x, tuple) or len(x) != 2:
             return False
-        try:
-            p = _hc_lookup(self.h, x[0])
-        except TypeError:
-            return False
+        p = _hc_lookup(self.h, x[0])
         return p != NULL and _hp_value(p) == x[1]
 
     def __eq__(self, other):
