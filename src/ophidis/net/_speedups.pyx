@@ -1584,7 +1584,8 @@ cdef object _hset(_Ctx x, list req):
     if h._aux is not None:
         return None
     cdef bytes f = <bytes>req[2], v = <bytes>req[3]
-    cdef bint known = _hc_lookup(h, f) != NULL
+    cdef PyObject *old = _hc_lookup(h, f)
+    cdef bint known = old != NULL
     if not h.ht:
         # listpack: the body only when no conversion to hashtable is due
         cfg = x.srv.config.values
@@ -1594,7 +1595,9 @@ cdef object _hset(_Ctx x, list req):
         # (an update too converts a hash over the limit: hashTypeSet)
         if len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
             return None
-    _hc_set(h, f, v)
+    # an update in place when _hc_put would do it (no new pair made first)
+    if not (known and _hp_refcnt(old) <= 2 and _hp_setv(old, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))):
+        _hc_set(h, f, v)
     x.dirty += 1
     return _ZERO if known else _ONE
 
