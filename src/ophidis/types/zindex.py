@@ -33,12 +33,7 @@ class ZIndex:
     __slots__ = ("_mem", "_sc", "_max_s", "_max_m", "_len", "_fw")
 
     def __init__(self, pairs=()):
-        self._mem = []
-        self._sc = []
-        self._max_s = array("d")
-        self._max_m = []
-        self._len = 0
-        self._fw = None
+        self.clear()
         if pairs:
             self.update(pairs)
 
@@ -137,27 +132,24 @@ class ZIndex:
         return i
 
     # -- search ----------------------------------------------------------------------
-    def index_left(self, s, m):
-        """The position of the first pair >= (s, m)."""
+    def _index(self, s, m, find):
+        # find: bisect_left (the first pair >= (s, m)) or bisect_right (> it)
         ms = self._max_s
         lo = _bl(ms, s)
-        k = _bl(self._max_m, m, lo, _br(ms, s, lo))
+        k = find(self._max_m, m, lo, _br(ms, s, lo))
         if k == len(ms):
             return self._len
         a = self._sc[k]
         lo = _bl(a, s)
-        return self._pos(k, _bl(self._mem[k], m, lo, _br(a, s, lo)))
+        return self._pos(k, find(self._mem[k], m, lo, _br(a, s, lo)))
+
+    def index_left(self, s, m):
+        """The position of the first pair >= (s, m)."""
+        return self._index(s, m, _bl)
 
     def index_right(self, s, m):
         """The position of the first pair > (s, m)."""
-        ms = self._max_s
-        lo = _bl(ms, s)
-        k = _br(self._max_m, m, lo, _br(ms, s, lo))
-        if k == len(ms):
-            return self._len
-        a = self._sc[k]
-        lo = _bl(a, s)
-        return self._pos(k, _br(self._mem[k], m, lo, _br(a, s, lo)))
+        return self._index(s, m, _br)
 
     def score_left(self, s):
         """The position of the first pair whose score is >= s."""
