@@ -387,11 +387,11 @@ def _evalsha(c, argv, ro: bool):
 
 
 def evalsha_cmd(c, argv):
-    return _EVALSHA(c, argv, False)
+    return _evalsha(c, argv, False)
 
 
 def evalsha_ro_cmd(c, argv):
-    return _EVALSHA(c, argv, True)
+    return _evalsha(c, argv, True)
 
 
 # -- SCRIPT ---------------------------------------------------------------------------------------
@@ -643,21 +643,19 @@ def _fcall(c, argv, ro):
 
 
 def fcall_cmd(c, argv):
-    return _FCALL(c, argv, False)
+    return _fcall(c, argv, False)
 
 
 def fcall_ro_cmd(c, argv):
-    return _FCALL(c, argv, True)
+    return _fcall(c, argv, True)
 
 
-# EVALSHA's and FCALL's bodies: the compiled twins (net/_speedups.pyx) where
-# built, whose own procs then are the commands' (the four above, with no
-# Python frame in between).
-_EVALSHA, _FCALL = _evalsha, _fcall
+# EVALSHA's and FCALL's commands: the compiled twins' procs
+# (net/_speedups.pyx's evalsha_cmd ... fcall_ro_cmd: the common case in C,
+# no Python frame in between) where built, the four above otherwise.
 _PROCS = (evalsha_cmd, evalsha_ro_cmd, fcall_cmd, fcall_ro_cmd)
 if lua_mod._native is not None:
     lua_mod._native.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
-    _EVALSHA, _FCALL = lua_mod._native.evalsha, lua_mod._native.fcall
     _PROCS = (lua_mod._native.evalsha_cmd, lua_mod._native.evalsha_ro_cmd, lua_mod._native.fcall_cmd,
               lua_mod._native.fcall_ro_cmd)
 command("evalsha", propagate=False)(_PROCS[0])

@@ -272,6 +272,13 @@ cdef inline PyObject *_hc_lookup(HashCore h, key) except? NULL:
     return _hp_dict_get(<PyObject *>h, <PyObject *>key)
 
 
+cdef inline bint _hc_set_in_place(PyObject *old, const char *v, Py_ssize_t vn) noexcept:
+    # an existing entry's (value) pair takes the value v[:vn] in place when
+    # only this entry holds it (as key and value, or as value) and it has
+    # the room; False: it does not
+    return _hp_refcnt(old) <= 2 and _hp_setv(old, v, vn)
+
+
 cdef int _hc_put(HashCore h, const char *f, Py_ssize_t fn, Py_hash_t hv,
                  const char *v, Py_ssize_t vn) except -1:
     """h[field] = value, field f[:fn] (whose hash is hv), value v[:vn]."""
@@ -280,9 +287,8 @@ cdef int _hc_put(HashCore h, const char *f, Py_ssize_t fn, Py_hash_t hv,
     cdef PyObject *old = _hp_dict_setdefault(<PyObject *>h, <PyObject *>p, <PyObject *>p)
     if old == <PyObject *>p:
         return 0
-    # an existing one: in place into a pair only this entry holds (as key
-    # and value, or as value) when it has room, else p is the entry's value
-    if _hp_refcnt(old) <= 2 and _hp_setv(old, v, vn):
+    # an existing one: in place, else p is the entry's value
+    if _hc_set_in_place(old, v, vn):
         return 0
     PyDict_SetItem(h, p, p)
     return 0
@@ -1596,7 +1602,7 @@ cdef object _hset(_Ctx x, list req):
         if len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
             return None
     # an update in place when _hc_put would do it (no new pair made first)
-    if not (known and _hp_refcnt(old) <= 2 and _hp_setv(old, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))):
+    if not (known and _hc_set_in_place(old, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))):
         _hc_set(h, f, v)
     x.dirty += 1
     return _ZERO if known else _ONE
@@ -3372,10 +3378,6 @@ cdef Py_ssize_t _ev_nkeys(c, list argv, bad) except -1:
     return _ev_numkeys(c, argv) if bad is None else _ev_numkeys(c, argv, bad)
 
 
-def evalsha(ClientCore c, list argv, bint ro):
-    return _evalsha(c, argv, ro)
-
-
 def evalsha_cmd(ClientCore c, list argv):
     """EVALSHA's command proc (commands/scripting.py's evalsha_cmd)."""
     return _evalsha(c, argv, False)
@@ -3384,10 +3386,6 @@ def evalsha_cmd(ClientCore c, list argv):
 def evalsha_ro_cmd(ClientCore c, list argv):
     """EVALSHA_RO's command proc (commands/scripting.py's evalsha_ro_cmd)."""
     return _evalsha(c, argv, True)
-
-
-def fcall(ClientCore c, list argv, bint ro):
-    return _fcall(c, argv, ro)
 
 
 def fcall_cmd(ClientCore c, list argv):
