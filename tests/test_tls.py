@@ -216,6 +216,45 @@ def test_bad_handshakes_never_hurt_other_clients(certs, srv):
     assert s.proc.poll() is None
 
 
+class _NoTables:
+    """OpenSSL's error tables, unreadable (a libcrypto ctypes cannot reach)."""
+    ok = False
+
+
+def test_openssl_error_texts_with_and_without_openssl_tables(certs):
+    # the texts OpenSSL's ERR_error_string_n gives (and Redis logs) for real
+    # errors raised by Python's ssl: read from OpenSSL's own tables, and
+    # from the fallback's known codes when those cannot be read
+    from ophidis.net import sslnative
+    from ophidis.net.tls import error_string
+    assert sslnative.error_tables().ok
+    errors = []
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    for data in (b"GET / HTTP/1.1\r\n\r\n", b"\x00" * 50):
+        incoming = ssl.MemoryBIO()
+        obj = ctx.wrap_bio(incoming, ssl.MemoryBIO(), server_side=True)
+        incoming.write(data)
+        with pytest.raises(ssl.SSLError) as e:
+            obj.do_handshake()
+        errors.append(e.value)
+    with pytest.raises(ssl.SSLError) as e:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(certs.path("redis.crt"), certs.path("ca.key"))
+    errors.append(e.value)
+    want = ["error:0A00009C:SSL routines::http request",
+            "error:0A00010B:SSL routines::wrong version number",
+            "error:05800074:x509 certificate routines::key values mismatch"]
+    assert [error_string(x) for x in errors] == want
+    assert [error_string(x, _NoTables()) for x in errors] == want
+    # an error the fallback does not know keeps its library and text
+    incoming = ssl.MemoryBIO()
+    obj = ctx.wrap_bio(incoming, ssl.MemoryBIO(), server_side=True)
+    incoming.write(b"\x16\x03\x01\x00\x05hello" + b"x" * 40)
+    with pytest.raises(ssl.SSLError) as e:
+        obj.do_handshake()
+    assert error_string(e.value) == "error:0A0000F4:SSL routines::unexpected message"
+    assert error_string(e.value, _NoTables()) == "error:0A000000:SSL routines::unexpected message"
+
+
 # -- configuration --------------------------------------------------------------------------------------
 def _config_errors(r, certs):
     out = []

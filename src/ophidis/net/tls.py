@@ -23,7 +23,6 @@ OpenSSL functions ``_ssl`` itself is linked with (``_native``).
 
 from __future__ import annotations
 
-import _ssl
 import asyncio
 import os
 import socket
@@ -31,18 +30,13 @@ import ssl
 
 from .. import log
 from ..config import ConfigError
-from .sslnative import native, set_ciphersuites
+from .sslnative import error_code, native, set_ciphersuites
 
 # tls-protocols words -> versions (Redis's default: TLSv1.2 and TLSv1.3)
 PROTOCOLS = {"tlsv1": ssl.TLSVersion.TLSv1, "tlsv1.1": ssl.TLSVersion.TLSv1_1,
              "tlsv1.2": ssl.TLSVersion.TLSv1_2, "tlsv1.3": ssl.TLSVersion.TLSv1_3}
 DEFAULT_PROTOCOLS = [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3]
 
-# OpenSSL's names of its libraries, as ERR_error_string_n prints them
-_LIB_TEXT = {"SSL": "SSL routines", "X509": "x509 certificate routines", "PEM": "PEM routines",
-             "OSSL_DECODER": "DECODER routines", "SYS": "system library", "X509V3": "X509 V3 routines",
-             "EVP": "digital envelope routines", "ASN1": "asn1 encoding routines", "BIO": "BIO routines"}
-_LIB_CODE = {v: k for k, v in _ssl.lib_codes_to_names.items()}
 
 AUTH_MODES = ("no", "yes", "optional")
 _VERIFY = {"no": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "yes": ssl.CERT_REQUIRED}
@@ -65,17 +59,17 @@ class TlsError(Exception):
     """A configuration that cannot be used; the text is Redis's log line."""
 
 
-def error_string(e: BaseException) -> str:
+def error_string(e: BaseException, tables=None) -> str:
     """OpenSSL's ERR_error_string_n text of an ssl or OS error, as Redis
-    logs it ("error:0A00010B:SSL routines::wrong version number")."""
+    logs it ("error:0A00010B:SSL routines::wrong version number");
+    ``tables`` stands in for OpenSSL's error tables (tests)."""
     if isinstance(e, ssl.SSLError) and e.library and e.reason:
-        lib = _LIB_CODE.get(e.library, 0)
-        reason = _ssl.err_names_to_codes.get(e.reason, (lib, 0))[1]
         text = str(e.args[1]) if len(e.args) > 1 else e.reason
         if "] " in text:
             text = text.split("] ", 1)[1]
         text = text.rsplit(" (_ssl.c", 1)[0]
-        return "error:%08X:%s::%s" % ((lib << 23) | reason, _LIB_TEXT.get(e.library, e.library), text)
+        code, lib_text = error_code(e.library, text, tables)
+        return "error:%08X:%s::%s" % (code, lib_text, text)
     if isinstance(e, OSError) and e.errno and not isinstance(e, ssl.SSLError):
         return "error:%08X:system library::%s" % (0x80000000 | e.errno, os.strerror(e.errno))
     text = str(e.args[1]) if isinstance(e, ssl.SSLError) and len(e.args) > 1 else str(e)
@@ -256,29 +250,45 @@ class TlsListener:
     SSL transport with the context of the moment (connect_accepted_socket,
     the handshake first); ``make_client()`` is the Client it then serves.
     Quacks like the asyncio Server for the listener list (``sockets``,
-    ``close``)."""
+    ``close``, ``is_serving``, ``start_serving``); accepts from the start
+    unless ``start`` is false."""
 
     MAX_ACCEPTS = 1000      # per readable event (MAX_ACCEPTS_PER_CALL)
 
-    def __init__(self, server, socks, make_client, context=None, admit=True):
+    def __init__(self, server, socks, make_client, context=None, admit=True, start=True):
         self.server = server
         self.sockets = list(socks)
         self.make_client = make_client
         self.context = context or server.tls.server_context    # the context of the moment
         self.admit = admit            # client connections count against maxclients
-        loop = server.loop
+        self.serving = False
+        if start:
+            self._start()
+
+    def _start(self):
+        loop = self.server.loop
         for sk in self.sockets:
             loop.add_reader(sk.fileno(), self._accept, sk)
+        self.serving = True
+
+    def is_serving(self) -> bool:
+        return self.serving
+
+    async def start_serving(self):
+        if not self.serving:
+            self._start()
 
     def close(self):
         loop = self.server.loop
         for sk in self.sockets:
-            try:
-                loop.remove_reader(sk.fileno())
-            except (ValueError, OSError):
-                pass
+            if self.serving:
+                try:
+                    loop.remove_reader(sk.fileno())
+                except (ValueError, OSError):
+                    pass
             sk.close()
         self.sockets = []
+        self.serving = False
 
     def _accept(self, lsock):
         srv = self.server
