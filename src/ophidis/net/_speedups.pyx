@@ -245,7 +245,6 @@ cdef extern from *:
     int _hp_ready "oph_pair_ready"() except -1
     PyObject *_HP_TYPE "OPH_PAIR_TYPE"
     Py_ssize_t _hp_refcnt "Py_REFCNT"(PyObject *o) noexcept
-    Py_hash_t _hp_hash_bytes "_Py_HashBytes"(const void *s, Py_ssize_t n) noexcept
     PyObject *_hp_dict_get "PyDict_GetItemWithError"(PyObject *d, PyObject *k) except? NULL
     PyObject *_hp_dict_setdefault "PyDict_SetDefault"(PyObject *d, PyObject *k, PyObject *v) except NULL
     bint _hp_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v) noexcept
@@ -3654,7 +3653,7 @@ cdef object _lrange(_Ctx x, list req):
 # ``rdb_write_keys`` writes one database's key entries (expiry, type, key, value)
 # with the same bytes as the Python writer (rdb.Encoder.type_and_value, which
 # stays the pure twin: OPHIDIS_PURE=1, LRU/LFU policies).  It walks the keyspace
-# with borrowed references only (PyDict_Next, _PySet_NextEntry, the
+# with borrowed references only (PyDict_Next, oph_set_next, the
 # QuickList's node buffers, __slots__ read at their offsets): no reference
 # count of a parent object is written, so a forked child copies only the pages it allocates in.
 # Values it does not cover (streams, unknown types, odd contents) are written
@@ -3674,7 +3673,6 @@ cdef extern from "Python.h":
     int _cf_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v)
     PyObject *_cf_dict_get "PyDict_GetItem"(PyObject *d, PyObject *k)
     Py_ssize_t _cf_dict_len "PyDict_GET_SIZE"(PyObject *d)
-    int _cf_set_next "_PySet_NextEntry"(PyObject *s, Py_ssize_t *pos, PyObject **k, Py_hash_t *h)
     Py_ssize_t _cf_set_len "PySet_GET_SIZE"(PyObject *s)
     bint _cf_is_bytes "PyBytes_Check"(PyObject *o)
     bint _cf_is_bytearray "PyByteArray_Check"(PyObject *o)
@@ -3693,8 +3691,70 @@ cdef extern from "Python.h":
 cdef extern from *:
     """
     static PyObject *_cf_slot(PyObject *o, Py_ssize_t off) { return *(PyObject **)((char *)o + off); }
+
+    /* A set's members with borrowed references: its table, as
+       PySetObject/setentry (Include/cpython/setobject.h) lay it out in the
+       versions this was checked on (3.11-3.13, GIL builds).  Deleted slots
+       hold setobject.c's dummy key, found by oph_set_walk_probe (a key
+       added then discarded), which also checks a walk; elsewhere, or when
+       the probe fails, the writer hands sets to the Python writer. */
+    #if PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED)
+    static PyObject *oph_set_dummy = NULL;
+
+    static int oph_set_next(PyObject *s, Py_ssize_t *pos, PyObject **key, Py_hash_t *hash) {
+        PySetObject *so = (PySetObject *)s;
+        Py_ssize_t i = *pos;
+        while (i <= so->mask) {
+            setentry *e = &so->table[i++];
+            if (e->key != NULL && e->key != oph_set_dummy) {
+                *pos = i;
+                *key = e->key;
+                *hash = e->hash;
+                return 1;
+            }
+        }
+        *pos = i;
+        return 0;
+    }
+
+    static int oph_set_walk_probe(void) {
+        PyObject *s = PySet_New(NULL), *k = PyLong_FromLong(5), *k2 = PyLong_FromLong(6), *key;
+        PySetObject *so = (PySetObject *)s;
+        Py_ssize_t pos = 0, n = 0;
+        Py_hash_t h;
+        int ok = 0;
+        if (s == NULL || k == NULL || k2 == NULL)
+            goto done;
+        if (PySet_Add(s, k) < 0 || PySet_Add(s, k2) < 0 || PySet_Discard(s, k) != 1)
+            goto done;
+        if (so->mask != 7 || so->used != 1 || so->table[5].key == NULL || so->table[5].key == k
+                || so->table[6].key != k2)
+            goto done;
+        oph_set_dummy = so->table[5].key;
+        while (oph_set_next(s, &pos, &key, &h))
+            n += (key == k2 && h == 6) ? 1 : 100;
+        ok = n == 1;
+    done:
+        if (!ok)
+            oph_set_dummy = NULL;
+        Py_XDECREF(s);
+        Py_XDECREF(k);
+        Py_XDECREF(k2);
+        PyErr_Clear();
+        return ok;
+    }
+    #else
+    static int oph_set_next(PyObject *s, Py_ssize_t *pos, PyObject **key, Py_hash_t *hash) { return 0; }
+    static int oph_set_walk_probe(void) { return 0; }
+    #endif
     """
     PyObject *_cf_slot(PyObject *o, Py_ssize_t off) noexcept
+    int _cf_set_next "oph_set_next"(PyObject *s, Py_ssize_t *pos, PyObject **k, Py_hash_t *h) noexcept
+    int _cf_set_walk_probe "oph_set_walk_probe"() noexcept
+
+# sets are walked in C where their table's layout is known (else: fallback)
+cdef bint _cf_set_walk = _cf_set_walk_probe()
+SET_WALK = _cf_set_walk
 
 ctypedef struct _CfBuf:
     char *p
@@ -4203,6 +4263,8 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
             _cf_string(out, s2, n2, compress)
         return 0
     if t == _cf_set:
+        if not _cf_set_walk:
+            return 1
         enc = _cf_slot(v, _cf_off_enc)
         if enc == NULL or not _cf_is_bytes(enc):
             return 1
