@@ -56,13 +56,35 @@ def log(lvl: int, msg: str, raw: bool = False):
         line = "%d:%s %s.%03d %s %s" % (
             os.getpid(), role, time.strftime("%d %b %Y %H:%M:%S", t), int((now % 1) * 1000),
             _MARK[lvl], msg)
+    _write(line + "\n")
+
+
+def _write(text: str):
+    """One log line to the log file (or stdout) at once, as serverLog's
+    fprintf + fflush: straight to the descriptor (no buffer a signal
+    handler logging in the middle of another line could find busy, and
+    nothing left behind when the process ends); through the stream's own
+    write where it has no descriptor (an embedding program's stdout)."""
     f = _file if _file is not None else sys.stdout
     try:
-        f.write(line + "\n")
-        f.flush()
+        fd = f.fileno()
+    except (OSError, ValueError, AttributeError):
+        fd = -1
+    try:
+        if fd < 0:
+            f.write(text)
+            f.flush()
+            return
+        try:
+            f.flush()                   # what was written through the stream, first
+        except RuntimeError:            # a handler interrupting that very flush
+            pass
+        data = text.encode("utf-8", "replace")
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
     except (OSError, ValueError, RuntimeError):
-        # RuntimeError: a signal handler logging while the interrupted code
-        # was writing to the same buffered file (a reentrant call)
+        # RuntimeError: a reentrant call into a stream's buffer
         pass
 
 

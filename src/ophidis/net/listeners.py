@@ -20,28 +20,39 @@ class Listeners:
     __slots__ = ()
 
     async def listen(self):
+        """Bind every listener (Redis's initServer); none accepts until
+        ``serve_clients``: a client is served only once the server has
+        logged "Ready to accept connections", or while it loads its files
+        (with -LOADING), as Redis processes no event before either."""
         loop = self.loop
         cfg = self.config
         port = cfg["port"]
         backlog = cfg["tcp-backlog"]
         if port:
-            await self._listen_tcp(port, backlog)
+            await self._listen_tcp(port, backlog, start=False)
         tls_port = cfg["tls-port"]
         if tls_port:
-            await self._listen_tcp(tls_port, backlog, "tls")
+            await self._listen_tcp(tls_port, backlog, "tls", start=False)
         path = cfg["unixsocket"]
         if path:
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-            srv = await loop.create_unix_server(lambda: Client(self), path, backlog=backlog)
+            srv = await loop.create_unix_server(lambda: Client(self), path, backlog=backlog,
+                                                start_serving=False)
             perm = cfg["unixsocketperm"]
             if perm:
                 os.chmod(path, perm)
             self.unix_path = path
             self.listeners.append(("unix", srv))
             log.notice("The server is now ready to accept connections at %s" % path)
+
+    async def serve_clients(self):
+        """Start accepting on the listeners bound by ``listen`` (once)."""
+        for _, srv in self.listeners:
+            if not srv.is_serving():
+                await srv.start_serving()
 
     def bind_tcp(self, port, backlog, addrs=None):
         """Bind and listen on the configured TCP addresses (or ``addrs``),
@@ -91,21 +102,22 @@ class Listeners:
             raise
         return socks
 
-    async def _serve_tcp(self, socks, backlog, kind="tcp"):
+    async def _serve_tcp(self, socks, backlog, kind="tcp", start=True):
         if kind == "tls":
-            self.listeners.append((kind, TlsListener(self, socks, lambda: Client(self))))
+            self.listeners.append((kind, TlsListener(self, socks, lambda: Client(self), start=start)))
             return
         for sock in socks:
-            srv = await self.loop.create_server(lambda: Client(self), sock=sock, backlog=backlog)
+            srv = await self.loop.create_server(lambda: Client(self), sock=sock, backlog=backlog,
+                                                start_serving=start)
             self.listeners.append((kind, srv))
 
-    async def _listen_tcp(self, port, backlog, kind="tcp"):
+    async def _listen_tcp(self, port, backlog, kind="tcp", start=True):
         try:
             socks = self.bind_tcp(port, backlog)
         except OSError:
             log.warning("Failed listening on port %d (%s), aborting." % (port, kind.upper()))
             raise SystemExit(1)
-        await self._serve_tcp(socks, backlog, kind)
+        await self._serve_tcp(socks, backlog, kind, start)
 
     def _rebind_tls(self, close_first=False):
         """CONFIG SET tls-port (applyTLSPort): TLS configured first, then

@@ -504,6 +504,7 @@ class Persistence:
         cannot be read.  Cancelled, it stops the parse (LoadAborted)."""
         srv = self.server
         self._set_loading(True, total)
+        await srv.serve_clients()       # at start-up, the listeners accept from here
         self.loading_reader = reader
         fut = srv.loop.run_in_executor(None, self._parse_checked, reader, path, socket, then)
         try:

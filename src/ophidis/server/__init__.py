@@ -407,7 +407,9 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         # Redis's order (main): listen, the logo (its " PID: " line is how
         # Redis's test suite sees a started server, even one that then
         # fails to load its files), "Server initialized", the OS warnings,
-        # loading; clients connecting meanwhile wait for the load to end.
+        # loading; clients connecting meanwhile wait for the load to end
+        # (served with -LOADING while a file loads), and none is served
+        # before "Ready to accept connections" is logged.
         await self.listen()
         self.banner()
         log.warning("Server initialized")
@@ -419,6 +421,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
             if r is not None:       # a coroutine: loading while serving clients
                 await r
         log.notice("Ready to accept connections")
+        await self.serve_clients()
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
             replica.set_master(self, ro[0], int(ro[1]), stream_db=self.repl_feed.loaded_stream_db)
