@@ -21,7 +21,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject, Py_SIZE
+from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
 from cpython.ref cimport Py_INCREF
 from cpython.set cimport PySet_Add, PySet_Contains
 from libc.stdio cimport snprintf
@@ -3666,10 +3666,6 @@ from libc.math cimport isinf
 from libc.stdlib cimport free as _cf_free, qsort as _cf_qsort, realloc as _cf_realloc
 
 cdef extern from "Python.h":
-    ctypedef struct _cf_MemberDef "PyMemberDef":
-        Py_ssize_t offset
-    ctypedef struct _cf_MemberDescr "PyMemberDescrObject":
-        _cf_MemberDef *d_member
     int _cf_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v)
     PyObject *_cf_dict_get "PyDict_GetItem"(PyObject *d, PyObject *k)
     Py_ssize_t _cf_dict_len "PyDict_GET_SIZE"(PyObject *d)
@@ -4374,7 +4370,24 @@ cdef Py_ssize_t _cf_slot_offset(cls, name) except -1:
     descr = cls.__dict__[name]
     if type(descr).__name__ != "member_descriptor":
         raise TypeError("%s.%s is not a slot" % (cls.__name__, name))
-    return (<_cf_MemberDescr *>descr).d_member.offset
+    # found with public API only: a sentinel written through the slot's
+    # descriptor into a bare instance, then looked for among the instance's
+    # pointer-sized words (tp_basicsize), where it must be once
+    inst = cls.__new__(cls)
+    sentinel = object()
+    descr.__set__(inst, sentinel)
+    tp = type(inst)
+    cdef Py_ssize_t off, found = -1
+    cdef Py_ssize_t size = (<PyTypeObject *>tp).tp_basicsize
+    for off in range(<Py_ssize_t>sizeof(PyObject), size - <Py_ssize_t>sizeof(PyObject *) + 1,
+                     <Py_ssize_t>sizeof(PyObject *)):
+        if _cf_slot(<PyObject *>inst, off) == <PyObject *>sentinel:
+            if found >= 0:
+                raise TypeError("%s.%s: its offset is ambiguous" % (cls.__name__, name))
+            found = off
+    if found < 0:
+        raise TypeError("%s.%s: its offset was not found" % (cls.__name__, name))
+    return found
 
 
 def rdb_write_keys(d, exp, write, bint compress, int list_fill, int list_depth, fallback, progress,
