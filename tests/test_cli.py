@@ -297,10 +297,25 @@ def test_latency_modes(target):
     assert re.fullmatch(rb"\d+,\d+,\d+\.\d\d,\d+\n", res.stdout), res.stdout
 
 
-def _run_until_sigint(port, args, seconds):
+def _read_until(p, done, timeout=30.0):
+    """What p (stdout=PIPE) writes, read until done(output) holds."""
+    fd = p.stdout.fileno()
+    out = b""
+    deadline = time.monotonic() + timeout
+    while not done(out):
+        left = deadline - time.monotonic()
+        assert left > 0, "timed out waiting for the CLI's output: %r" % out[-2000:]
+        if select.select([fd], [], [], min(left, 0.5))[0]:
+            chunk = os.read(fd, 1 << 16)
+            assert chunk, "the CLI exited: %r" % out[-2000:]
+            out += chunk
+    return out
+
+
+def _run_until_sigint(port, args, done):
     """Run the CLI with args until it has pinged the server (its latency mode
-    is running: a client newer than ours with cmd=ping), `seconds` more,
-    then SIGINT; its output."""
+    is running: a client newer than ours with cmd=ping) and its output so
+    far satisfies done(output), then SIGINT; its output."""
     rd = hiredis.Reader()
     with socket.create_connection(("127.0.0.1", port)) as probe:
         def call(*argv):
@@ -325,9 +340,9 @@ def _run_until_sigint(port, args, seconds):
                         return True
                 return False
             wait_until(pinging, 30, interval=0.05, what="the CLI pinging")
-            time.sleep(seconds)
+            out = _read_until(p, done)
             p.send_signal(signal.SIGINT)
-            return p.communicate(timeout=30)[0]
+            return out + p.communicate(timeout=30)[0]
         finally:
             if p.poll() is None:
                 p.kill()
@@ -337,10 +352,12 @@ def _run_until_sigint(port, args, seconds):
 def test_latency_history_and_dist(server):
     port = server.port
     # --latency-history prints a " -- N seconds range" line per interval.
-    out = _run_until_sigint(port, ["--latency-history", "-i", "0.3", "--no-raw"], 1.0)
-    ranges = re.findall(rb"min: \d+, max: \d+, avg: \d+\.\d\d \(\d+ samples\) -- 0\.\d\d seconds range\n", out)
+    range_re = rb"min: \d+, max: \d+, avg: \d+\.\d\d \(\d+ samples\) -- 0\.\d\d seconds range\n"
+    out = _run_until_sigint(port, ["--latency-history", "-i", "0.3", "--no-raw"],
+                            lambda o: len(re.findall(rb"seconds range\n", o)) >= 2)
+    ranges = re.findall(range_re, out)
     assert len(ranges) >= 2, out
-    out = _run_until_sigint(port, ["--latency-dist", "-i", "0.2"], 0.8)
+    out = _run_until_sigint(port, ["--latency-dist", "-i", "0.2"], lambda o: o.count(b"\x1b[38;5;0m") >= 2)
     assert b"1,2,3,...,9      from 1 to 9     milliseconds" in out
     assert out.count(b"\x1b[38;5;0m") >= 2
 
@@ -356,7 +373,7 @@ def test_intrinsic_latency():
                         r"per run\)\.", lines[-2]), lines[-2]
     assert re.fullmatch(r"Worst run took \d+x longer than the average latency\.", lines[-1])
     runs = int(lines[-2].split()[0])
-    assert runs > 10000
+    assert runs > 100           # (how many depends on the machine's load)
 
 
 def test_stat_mode(target):
@@ -364,9 +381,12 @@ def test_stat_mode(target):
     c.set("a", 1)
     p = subprocess.Popen([sys.executable, "-m", "ophidis.tools.cli", "-p", str(port), "--stat", "-i", "0.2"],
                          stdout=subprocess.PIPE, env=cli_env())
-    time.sleep(1.2)
-    p.kill()
-    out = p.communicate()[0].decode()
+    try:
+        # the header's two lines and two samples, however long the start took
+        head = _read_until(p, lambda o: o.count(b"\n") >= 4)
+    finally:
+        p.kill()
+    out = (head + p.communicate()[0]).decode()
     lines = out.splitlines()
     assert lines[0].startswith("------- data ------ ---")
     assert lines[1].startswith("keys       mem      clients blocked requests")

@@ -747,7 +747,7 @@ def test_redis_links_to_us_and_takes_our_pong(cluster):
     node = _as_dict(_nodes_of_shard(ours[0])[0])
     assert (node[b"port"], node[b"ip"], node[b"hostname"]) == (x.port, b"127.0.0.1", b"fake-x.test")
     # 7.0 skips 7.2's shard id extension, logging its type
-    wait_until(lambda: "Received unknown extension type 3" in a.output(), 10, what="A's log line")
+    wait_until(lambda: "Received unknown extension type 3" in a.output(), 20, what="A's log line")
     assert not x.errors
     # what redis-server wrote, our encoder writes byte for byte
     with x.lock:
@@ -851,8 +851,9 @@ def test_our_fail_marks_the_node_failed_on_redis(cluster):
     wait_until(lambda: x.name in nodes_of(a) and "handshake" not in nodes_of(a)[x.name]["flags"],
                30, what="X known to A")
     x.send(x.out, x.message(FAIL, fail_nodename=b.id))
-    wait_until(lambda: "fail" in nodes_of(a)[b.id]["flags"], 10, what="B flagged fail")
-    assert ("FAIL message received from %s about %s" % (x.name.decode(), b.id.decode())) in a.output()
+    wait_until(lambda: "fail" in nodes_of(a)[b.id]["flags"], 20, what="B flagged fail")
+    line = "FAIL message received from %s about %s" % (x.name.decode(), b.id.decode())
+    wait_until(lambda: line in a.output(), 20, what="redis-server's log line")
 
 
 @needs_redis
@@ -862,7 +863,7 @@ def test_redis_votes_for_our_replica(cluster):
     link to Y."""
     a, b, x = cluster
     x.send(x.out, x.message(FAIL, fail_nodename=b.id))
-    wait_until(lambda: "fail" in nodes_of(a)[b.id]["flags"], 10, what="B flagged fail")
+    wait_until(lambda: "fail" in nodes_of(a)[b.id]["flags"], 20, what="B flagged fail")
     b_epoch = nodes_of(a)[b.id]["config_epoch"]
     y = FakeNode(slots=range(200, 300), flags=bus.NODE_SLAVE, slaveof=b.id, epoch=b_epoch)
     try:
@@ -879,7 +880,8 @@ def test_redis_votes_for_our_replica(cluster):
         y.send(y.out, y.message(FAILOVER_AUTH_REQUEST))
         ack = y.wait_frame(lambda m: m.type == FAILOVER_AUTH_ACK, "A's vote", timeout=20)
         assert ack.sender == a.id and ack.current_epoch == epoch
-        assert ("Failover auth granted to %s for epoch %d" % (y.name.decode(), epoch)) in a.output()
+        line = "Failover auth granted to %s for epoch %d" % (y.name.decode(), epoch)
+        wait_until(lambda: line in a.output(), 20, what="redis-server's log line")
         assert not y.errors
     finally:
         y.close()
@@ -915,7 +917,7 @@ def test_malformed_frames_give_redis_log_lines(cluster):
         text = e.value.text
         before = a.output().count(text)
         x.send(s, frame)
-        wait_until(lambda: a.output().count(text) > before, 10, what="redis-server's log line " + text)
+        wait_until(lambda: a.output().count(text) > before, 20, what="redis-server's log line " + text)
     assert a.client().ping()
     bad = socket.create_connection(("127.0.0.1", a.cport), timeout=10)
     try:
@@ -926,5 +928,5 @@ def test_malformed_frames_give_redis_log_lines(cluster):
             pass
     finally:
         bad.close()
-    wait_until(lambda: "Bad message length or signature received from Cluster bus." in a.output(), 10)
+    wait_until(lambda: "Bad message length or signature received from Cluster bus." in a.output(), 20)
     assert a.client().ping()

@@ -8,6 +8,8 @@ import time
 import pytest
 import redis
 
+from support.wait import wait_until
+
 
 def test_debug_digest(r):
     assert r.execute_command("DEBUG", "DIGEST") == b"0" * 40
@@ -75,10 +77,7 @@ def test_debug_set_active_expire(r):
     finally:
         r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
     r.execute_command("PSETEX", "k2", 50, "v")
-    deadline = time.time() + 3
-    while r.dbsize() and time.time() < deadline:
-        time.sleep(0.05)
-    assert r.dbsize() == 0
+    wait_until(lambda: r.dbsize() == 0, 30, what="the active expiry")
 
 
 def test_debug_populate(r):
@@ -112,6 +111,11 @@ def test_debug_misc_and_errors(r):
     for args in (["CHANGE-REPL-ID"], ["QUICKLIST-PACKED-THRESHOLD", "100"], ["SET-SKIP-CHECKSUM-VALIDATION", "1"],
                  ["SET-DISABLE-DENY-SCRIPTS", "0"], ["PAUSE-CRON", "0"], ["REPLYBUFFER", "RESIZING", "1"],
                  ["REPLYBUFFER", "PEAK-RESET-TIME", "NEVER"], ["LOG", "hello"], ["AOF-FLUSH-SLEEP", "0"]):
+        assert r.execute_command("DEBUG", *args) == b"OK", args
+    # back to the defaults: the session's server serves other test files
+    # afterwards (a RESTORE with a bad checksum must still be refused)
+    for args in (["SET-SKIP-CHECKSUM-VALIDATION", "0"], ["QUICKLIST-PACKED-THRESHOLD", "1gb"],
+                 ["REPLYBUFFER", "PEAK-RESET-TIME", "RESET"]):
         assert r.execute_command("DEBUG", *args) == b"OK", args
     with pytest.raises(redis.ResponseError, match="^argument must be a memory value bigger than 1 and smaller than 4gb$"):
         r.execute_command("DEBUG", "QUICKLIST-PACKED-THRESHOLD", "5gb")
@@ -169,22 +173,32 @@ def lat(r):
 def test_latency_monitor_records_command_events(lat):
     assert lat.execute_command("LATENCY", "LATEST") == []
     # both samples must fall in the same wall-clock second (samples are per
-    # second): start early in a second so that 0.4s of sleeps fit in it
-    while time.time() % 1 > 0.15:
-        time.sleep(0.02)
-    lat.execute_command("DEBUG", "SLEEP", "0.25")
-    lat.execute_command("DEBUG", "SLEEP", "0.15")   # same second: max kept
+    # second): start early in a second so that 0.4s of sleeps fit in it,
+    # and try again when a busy machine made them cross into the next one
+    for _ in range(20):
+        lat.execute_command("LATENCY", "RESET")
+        while time.time() % 1 > 0.15:
+            time.sleep(0.02)
+        t0 = time.time()
+        lat.execute_command("DEBUG", "SLEEP", "0.25")
+        lat.execute_command("DEBUG", "SLEEP", "0.15")   # same second: max kept
+        if int(time.time()) == int(t0):
+            break
+    else:
+        pytest.fail("the two sleeps never fitted in one second")
     latest = lat.execute_command("LATENCY", "LATEST")
     assert len(latest) == 1
     name, ts, last, mx = latest[0]
-    assert name == b"command" and abs(ts - time.time()) < 5
-    assert 250 <= mx < 1000 and last == mx
+    assert name == b"command" and abs(ts - time.time()) < 60
+    assert 250 <= mx < 10000 and last == mx        # milliseconds
     hist = lat.execute_command("LATENCY", "HISTORY", "command")
     assert len(hist) == 1 and hist[0][1] >= 250
     assert lat.execute_command("LATENCY", "HISTORY", "nosuch") == []
 
 
 def test_latency_below_threshold_not_recorded(lat):
+    # far above the 10 ms command, however busy the machine
+    lat.config_set("latency-monitor-threshold", 5000)
     lat.execute_command("DEBUG", "SLEEP", "0.01")
     lat.get("x")
     assert lat.execute_command("LATENCY", "LATEST") == []
@@ -278,9 +292,7 @@ def test_expire_cycle_event(lat):
         time.sleep(0.2)
     finally:
         lat.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
-    deadline = time.time() + 10
-    while lat.dbsize() and time.time() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: lat.dbsize() == 0, 60, what="the active expiry of 200000 keys")
     events = {e[0] for e in lat.execute_command("LATENCY", "LATEST")}
     assert b"expire-cycle" in events
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import socket
-import time
 
 from conftest import ServerProc
 from hypothesis import given, settings
@@ -96,9 +95,10 @@ def test_live_server_survives_mutated_frames():
             encode_request(b"MULTI") + encode_request(b"INCR", b"n") + encode_request(b"EXEC")]
     try:
         rss0 = rss(s.proc.pid)
-        deadline = time.time() + 25
+        # a fixed number of frames (each attempt is bounded by its
+        # timeouts), however fast the machine gets through them
         n = 0
-        while n < 300 and time.time() < deadline:
+        while n < 200:
             frame = _mutate(rnd, rnd.choice(base) * rnd.randint(1, 3))
             c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
             try:
@@ -113,7 +113,6 @@ def test_live_server_survives_mutated_frames():
             n += 1
             if n % 20 == 0:
                 assert ctl.ping()            # other clients served throughout
-        assert n >= 100
         assert ctl.ping()
         assert rss(s.proc.pid) - rss0 < 50 * 1024 * 1024
         out = s.output()

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from redis.exceptions import ResponseError
+from support.wait import wait_until
 
 from ophidis.util import compile_glob, stringmatch
 
@@ -136,8 +137,10 @@ def test_expire_in_past_deletes(r):
 
 
 def test_lazy_expiry(r):
+    t0 = time.monotonic()
     r.set("k", "v", px=100)
-    assert r.get("k") == b"v"
+    # still there (unless a busy machine took the 100 ms already)
+    assert r.get("k") == b"v" or time.monotonic() - t0 >= 0.1
     time.sleep(0.2)
     assert r.get("k") is None
     assert r.exists("k") == 0
@@ -151,11 +154,7 @@ def test_active_expiry_reclaims_without_access(r):
         pipe.set("e:%d" % i, "v", px=100)
     pipe.execute()
     r.set("persistent", "v")
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        if r.dbsize() == 1:
-            break
-        time.sleep(0.1)
+    wait_until(lambda: r.dbsize() == 1, 30, what="the active expiry of 2000 keys")
     assert r.dbsize() == 1
     assert int(r.info("stats")["expired_keys"]) - before == 2000
     assert r.info("keyspace")["db0"]["keys"] == 1

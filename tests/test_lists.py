@@ -22,7 +22,7 @@ SYNTAX = b"-ERR syntax error\r\n"
 NOT_INT = b"-ERR value is not an integer or out of range\r\n"
 
 
-def wait_blocked(r, n, timeout=5.0):
+def wait_blocked(r, n, timeout=20.0):
     wait_until(lambda: r.info("clients")["blocked_clients"] == n, timeout, 0.01,
                what="blocked_clients to reach %d" % n)
 
@@ -492,14 +492,14 @@ def test_blpop_timeout(r, raw):
     t0 = time.monotonic()
     assert raw("BLPOP", "k", "0.3") == b"*-1\r\n"
     dt = time.monotonic() - t0
-    assert 0.25 <= dt < 3.0
+    assert 0.25 <= dt < 20.0
     t0 = time.monotonic()
     # Redis 7.0 times BLMOVE/BRPOPLPUSH out with a null array too
     assert raw("BRPOPLPUSH", "k", "d", "0.2") == b"*-1\r\n"
     assert raw("BLMOVE", "k", "d", "LEFT", "RIGHT", "0.1") == b"*-1\r\n"
     assert raw("BLMPOP", "0.1", "1", "k", "LEFT") == b"*-1\r\n"
     assert raw("BRPOP", "k", "0.1") == b"*-1\r\n"
-    assert 0.45 <= time.monotonic() - t0 < 5.0
+    assert 0.45 <= time.monotonic() - t0 < 30.0
     assert r.exists("d") == 0
     wait_blocked(r, 0)
 

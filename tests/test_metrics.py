@@ -77,6 +77,9 @@ def workload(msrv):
     r3 = msrv.client(db=3)
     r3.rpush("l", "a", "b")
     r3.close()
+    # the closed connections (r3, the start-up probe) are gone: the
+    # clients count stays the same between a scrape and INFO
+    wait_until(lambda: r.info("clients")["connected_clients"] == 1, 20, what="only r connected")
     r.execute_command("DEBUG", "SLEEP", "0.02")   # a latency spike (command) and a slowlog entry
     try:
         r.execute_command("NOSUCHCOMMAND")

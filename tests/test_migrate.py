@@ -358,7 +358,7 @@ def test_timeout_against_a_port_that_never_answers(sources, r):
             reply = conn.call("MIGRATE", "127.0.0.1", port, "k", 0, 300)
             elapsed = time.monotonic() - t0
             assert reply == b"-IOERR error or timeout reading to target instance\r\n", name
-            assert 0.25 <= elapsed < 5.0, (name, elapsed)
+            assert 0.25 <= elapsed < 30.0, (name, elapsed)
             assert src.get("k") == b"v"
             assert conn.call("PING") == b"+PONG\r\n"
             conn.close()
@@ -368,13 +368,24 @@ def test_timeout_against_a_port_that_never_answers(sources, r):
         sink.close()
 
 
+def _in_nanosleep(pid) -> bool:
+    try:
+        with open("/proc/%d/wchan" % pid) as f:
+            return "nanosleep" in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/wchan"), reason="needs /proc/<pid>/wchan")
 def test_timeout_while_the_target_sleeps(r, target, tgt):
     """As Redis's test: the target is busy (DEBUG SLEEP) past the timeout."""
     r.set("key", "v")
     sleeper = RespConn(target.port)
-    sleeper.send("DEBUG", "SLEEP", "1.5")
+    sleeper.send("DEBUG", "SLEEP", "3")
     try:
-        time.sleep(0.2)
+        # the target is in its sleep (its main thread in the kernel's
+        # nanosleep), which outlasts the 500 ms timeout
+        wait_until(lambda: _in_nanosleep(target.pid), 20, what="the target in DEBUG SLEEP")
         with pytest.raises(Exception, match="IOERR error or timeout reading to target instance"):
             r.execute_command("MIGRATE", "127.0.0.1", target.port, "key", 0, 500)
         assert r.exists("key") == 1
@@ -425,8 +436,8 @@ def test_cached_connections_are_released_after_10_seconds(start_server, target, 
     src = start_server().client()
     src.set("key", "v")
     assert cached_sockets(src) == 0
+    t0 = time.monotonic()           # before the connection's last use
     assert src.execute_command("MIGRATE", "127.0.0.1", target.port, "key", 9, 1000) == b"OK"
-    t0 = time.monotonic()
     assert cached_sockets(src) == 1
     wait_until(lambda: cached_sockets(src) == 0, timeout=30,
                what="the idle connection to be closed")

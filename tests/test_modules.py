@@ -201,7 +201,7 @@ def test_bad_python_modules(c, srv, tmp_path, name):
     text, logged = BAD_MODULES[name]
     n0 = c.call_value("COMMAND", "COUNT")
     assert c.call("MODULE", "LOAD", _write(tmp_path, name, text)) == LOAD_FAILED
-    wait_until(lambda: logged in srv.output(), timeout=5, what=logged)
+    wait_until(lambda: logged in srv.output(), timeout=20, what=logged)
     assert c.call("MODULE", "LIST") == b"*0\r\n"
     assert c.call_value("COMMAND", "COUNT") == n0
 

@@ -244,7 +244,7 @@ def test_expired_event_active(events, r):
     e = events("Ex")
     r.set("active", "v", px=50)
     # nobody touches the key: the active cycle deletes it
-    assert e.get(1, timeout=5) == [("__keyevent@0__:expired", "active")]
+    assert e.get(1, timeout=20) == [("__keyevent@0__:expired", "active")]
     assert r.exists("active") == 0
 
 

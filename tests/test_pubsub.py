@@ -81,7 +81,8 @@ def test_unsubscribe_all(server, r):
     s.send("SUBSCRIBE", "a", "b", "c")
     s.expect(msg(b"subscribe", b"a", 1) + msg(b"subscribe", b"b", 2) + msg(b"subscribe", b"c", 3))
     s.send("UNSUBSCRIBE")
-    time.sleep(0.2)
+    # its three replies (in the server's order of the channels) say it ran
+    assert s.read_replies(3, timeout=20).count(b"unsubscribe") == 3
     for ch in ("a", "b", "c"):
         assert r.publish(ch, "x") == 0
     s.close()
@@ -186,9 +187,8 @@ def test_disconnect_drops_subscriptions(server, r):
     s.send("PSUBSCRIBE", "dp*")
     s.expect(msg(b"subscribe", b"dch", 1) + msg(b"psubscribe", b"dp*", 2))
     s.close()
-    deadline = time.time() + 5
-    while time.time() < deadline and (r.pubsub_numsub("dch")[0][1] or r.pubsub_numpat()):
-        time.sleep(0.02)
+    wait_until(lambda: not (r.pubsub_numsub("dch")[0][1] or r.pubsub_numpat()), 20,
+               what="the closed connection's subscriptions dropped")
     assert r.pubsub_numsub("dch") == [(b"dch", 0)]
     assert r.pubsub_numpat() == 0
     assert r.publish("dch", "x") == 0
@@ -378,7 +378,7 @@ def test_stringmatch_unit_cases():
     t0 = time.time()
     assert not stringmatch(b"*a" * 40 + b"b", b"a" * 3000)
     assert not stringmatch(b"a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", b"a" * 2000)
-    assert time.time() - t0 < 2
+    assert time.time() - t0 < 20        # (exponential would take ages; the machine may be busy)
 
 
 def test_glob_differential_against_redis(r, ref, server):
@@ -445,7 +445,7 @@ def test_output_buffer_hard_limit_disconnects_slow_subscriber(start_server):
     assert n < 2000          # disconnected well before everything was sent
     assert c.info("stats")["client_output_buffer_limit_disconnections"] == 1
     assert "scheduled to be closed ASAP for overcoming of output buffer limits" in srv.output()
-    assert s.closed_within(5)
+    assert s.closed_within(20)
     # normal clients are not affected by the pubsub class
     assert c.ping()
     c.close()
@@ -456,12 +456,15 @@ def test_output_buffer_soft_limit_needs_time(start_server):
     c = srv.client()
     s = _slow_subscriber(srv.port, "soft")
     payload = b"y" * 10000
+    t0 = time.monotonic()            # the soft limit is not crossed before this
     # well past what the kernel socket buffers absorb
     for _ in range(1000):
         c.publish("soft", payload)
-    # over the soft limit, but not for more than 1 second yet
-    assert c.pubsub_numsub("soft") == [(b"soft", 1)]
-    wait_until(lambda: not c.pubsub_numsub("soft")[0][1], 6, 0.1, what="the subscriber to be closed")
+    # over the soft limit, but not for more than 1 second yet: still there
+    # (unless the publishes themselves took that long, on a loaded machine)
+    subscribed = c.pubsub_numsub("soft") == [(b"soft", 1)]
+    assert subscribed or time.monotonic() - t0 >= 1.0
+    wait_until(lambda: not c.pubsub_numsub("soft")[0][1], 30, 0.1, what="the subscriber to be closed")
     # closed by the cron check even without more messages
     assert c.pubsub_numsub("soft") == [(b"soft", 0)]
     assert c.info("stats")["client_output_buffer_limit_disconnections"] == 1

@@ -290,13 +290,18 @@ def test_bgsave_serves_clients_and_reports(start_server):
         c.execute_command("BGSAVE", "SCHEDULE")
     with pytest.raises(redis.ResponseError, match="^Background save already in progress$"):
         c.save()
-    # the parent keeps serving while the child writes
-    t0 = time.time()
-    for i in range(200):
-        c.set(b"during%d" % i, b"x")
-    assert time.time() - t0 < 1.0
-    assert c.info("persistence")["rdb_bgsave_in_progress"] == 1
-    assert wait_until(lambda: _bgsave_done(c))
+    # the parent keeps serving while the child writes: the child (its pid
+    # logged before BGSAVE's reply) is stopped meanwhile, so it is still
+    # at work however long the writes take
+    child = int(re.search(r"Background saving started by pid (\d+)", s.output()).group(1))
+    os.kill(child, signal.SIGSTOP)
+    try:
+        for i in range(200):
+            c.set(b"during%d" % i, b"x")
+        assert c.info("persistence")["rdb_bgsave_in_progress"] == 1
+    finally:
+        os.kill(child, signal.SIGCONT)
+    assert wait_until(lambda: _bgsave_done(c), 60)
     info = c.info("persistence")
     assert info["rdb_last_bgsave_status"] == "ok"
     assert info["rdb_saves"] == 1
@@ -333,7 +338,7 @@ def test_save_points_trigger_bgsave(start_server):
     time.sleep(1.2)
     assert not os.path.exists(os.path.join(s.dir, "dump.rdb"))    # one change only
     c.set(b"b", b"2")
-    assert wait_until(lambda: "2 changes in 1 seconds. Saving..." in s.output(), timeout=5)
+    assert wait_until(lambda: "2 changes in 1 seconds. Saving..." in s.output(), timeout=20)
     assert wait_until(lambda: "Background saving terminated with success" in s.output())
     assert wait_until(lambda: c.info("persistence")["rdb_changes_since_last_save"] == 0)
 
@@ -428,14 +433,15 @@ def test_kill9_during_bgsave_keeps_previous_dump(start_server):
     path = os.path.join(s.dir, "dump.rdb")
     before = open(path, "rb").read()
     _fill(c, 3000)
-    c.config_set("rdb-key-save-delay", "1000")
+    c.config_set("rdb-key-save-delay", "10000")     # 30 s: killed long before it is done
     c.bgsave()
     m = None
     assert wait_until(lambda: re.search(r"Background saving started by pid (\d+)", s.output()))
     m = re.search(r"Background saving started by pid (\d+)", s.output())
     child = int(m.group(1))
-    time.sleep(0.5)
-    assert [f for f in os.listdir(s.dir) if f.startswith("temp-")]   # the child is writing
+    # the child is writing
+    assert wait_until(lambda: [f for f in os.listdir(s.dir) if f.startswith("temp-")], 20,
+                      what="the child's temp file")
     os.kill(child, signal.SIGKILL)
     os.kill(s.proc.pid, signal.SIGKILL)
     s.proc.wait(10)
@@ -449,11 +455,13 @@ def test_bgsave_child_killed_by_signal(start_server):
     s = start_server()
     c = s.client()
     _fill(c, 3000)
-    c.config_set("rdb-key-save-delay", "1000")
+    c.config_set("rdb-key-save-delay", "10000")     # 30 s: killed long before it is done
     c.bgsave()
     assert wait_until(lambda: re.search(r"Background saving started by pid (\d+)", s.output()))
     child = int(re.search(r"Background saving started by pid (\d+)", s.output()).group(1))
-    time.sleep(0.3)
+    # killed while it writes (its temp file is there, the parent removes it)
+    assert wait_until(lambda: [f for f in os.listdir(s.dir) if f.startswith("temp-")], 20,
+                      what="the child's temp file")
     os.kill(child, signal.SIGKILL)
     assert wait_until(lambda: "Background saving terminated by signal 9" in s.output())
     assert c.info("persistence")["rdb_last_bgsave_status"] == "err"
@@ -794,7 +802,7 @@ def test_child_progress_in_info(start_server, tmp_path, kind, what):
         assert late["current_cow_size"] > 0 and late["current_cow_peak"] >= late["current_cow_size"]
         assert 0 < late["current_fork_perc"] < 100
         assert abs(late["current_fork_perc"] - late["current_save_keys_processed"] * 100 / 4000) < 0.01
-        assert late["current_cow_size_age"] <= 2
+        assert late["current_cow_size_age"] <= 10      # (the niced child may be slow on a busy machine)
         assert all(after[f] == 0 for f in _CURRENT), after
     finally:
         s.stop()
@@ -825,7 +833,9 @@ def test_clients_are_served_while_loading(start_server, tmp_path, kind):
     are freed, a SIGTERM ends the server without saving; after the load
     every key is there."""
     d = _big_rdb(start_server, kind, tmp_path)
-    args = ["--key-load-delay", "50", "--loading-process-events-interval-bytes", "1024"]
+    # 200 us a key: a load of 12 s or more, still running while the test
+    # looks at it (however loaded the machine: it ends with a SIGTERM)
+    args = ["--key-load-delay", "200", "--loading-process-events-interval-bytes", "1024"]
     if kind == "ours":
         s = ServerProc(["--enable-debug-command", "yes"] + args, cwd=d, wait=False)
     else:
@@ -842,7 +852,7 @@ def test_clients_are_served_while_loading(start_server, tmp_path, kind):
             assert o.call(b"DEBUG", b"LOG", b"bla") == b"+OK\r\n"
         for o in others:
             o.close()
-        assert wait_until(lambda: c.info("clients")["connected_clients"] < 3, 10)
+        assert wait_until(lambda: c.info("clients")["connected_clients"] < 3, 30)
         i = c.info("persistence")
         assert i["loading"] == 1 and 0 < i["loading_loaded_bytes"] <= i["loading_total_bytes"]
         assert "DEBUG LOG: bla" in s.output()
@@ -859,7 +869,7 @@ def test_shutdown_command_while_loading(start_server, tmp_path, kind):
     """SHUTDOWN during the load exits at once without saving (status 0)."""
     d = _big_rdb(start_server, kind, tmp_path)
     size = os.path.getsize(os.path.join(d, "dump.rdb"))
-    args = ["--key-load-delay", "50", "--save", "3600 1"]
+    args = ["--key-load-delay", "200", "--save", "3600 1"]     # a load of 12 s or more
     if kind == "ours":
         s = ServerProc(args, cwd=d, wait=False)
     else:

@@ -11,7 +11,7 @@ from redis.exceptions import ResponseError
 
 from support.replication import SyncStream
 from support.servers import free_port
-from support.wait import wait_until
+from support.wait import port_open, wait_until
 
 
 def _normalize(cmds):
@@ -121,14 +121,14 @@ def test_config_set_port_moves_the_listener(server, r):
     new = free_port()
     try:
         assert r.config_set("port", new)
-        time.sleep(0.1)
+        wait_until(lambda: port_open(new), 20, what="the new port")
         c = redis.Redis(host="127.0.0.1", port=new, socket_timeout=5)
         assert c.ping()
     finally:
         c = redis.Redis(host="127.0.0.1", port=new, socket_timeout=5)
         c.config_set("port", server.port)
         c.close()
-    time.sleep(0.1)
+    wait_until(lambda: port_open(server.port), 20, what="the old port again")
     c = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
     assert c.ping()
     c.close()
@@ -143,8 +143,8 @@ def test_sync_client_is_a_replica_in_info_and_client_kill(server, r):
         listed = r.execute_command("CLIENT", "LIST", "TYPE", "replica").decode().splitlines()
         assert len(listed) == 1
         assert r.execute_command("CLIENT", "KILL", "TYPE", "slave") == 1
-        assert s.read_until_closed(5) == b""          # the server closed the stream
-        wait_until(lambda: not r.info("replication")["connected_slaves"], 5, 0.01, what="the replica to go")
+        assert s.read_until_closed(20) == b""          # the server closed the stream
+        wait_until(lambda: not r.info("replication")["connected_slaves"], 20, 0.01, what="the replica to go")
         assert r.info("replication")["connected_slaves"] == 0
     finally:
         s.close()

@@ -324,7 +324,7 @@ def test_integrity_message_in_both_logs(pair):
         for srv in pair.values():
             srv.client().config_set("sanitize-dump-payload", "yes")
             assert BAD in str(_restore(srv.client(), p))
-            wait_until(lambda: msg in _log(srv), timeout=10, what=msg)
+            wait_until(lambda: msg in _log(srv), timeout=20, what=msg)
             line = [x for x in _log(srv).splitlines() if msg in x][-1]
             assert "Internal error in RDB reading offset" in line and " - " in line   # verbose
 

@@ -444,7 +444,7 @@ def _run_async(port, *args):
     return t, res
 
 
-def _wait_busy(port, timeout=5.0):
+def _wait_busy(port, timeout=20.0):
     """PING from a new connection until the reply is -BUSY.
 
     A connection made at the very moment the script starts may be accepted
@@ -483,7 +483,7 @@ def test_busy_script_and_script_kill(start_server):
     assert other.call("FUNCTION", "STATS") == BUSY_EVAL
     assert other.call("SHUTDOWN") == BUSY_EVAL
     assert other.call("SCRIPT", "KILL") == b"+OK\r\n"
-    t.join(5)
+    t.join(30)
     assert res and res[0].startswith(b"-ERR Script killed by user with SCRIPT KILL... script: ")
     assert b"on @user_script:1." in res[0]
     assert other.call("PING") == b"+PONG\r\n"
@@ -499,7 +499,7 @@ def test_script_kill_cannot_be_swallowed_by_pcall(start_server):
                         "local n = 0 while true do pcall(function() while true do n = n + 1 end end) end", "0")
     _wait_busy(s.port)
     assert other.call("SCRIPT", "KILL") == b"+OK\r\n"
-    t.join(5)
+    t.join(30)
     assert res and res[0].startswith(b"-ERR Script killed by user with SCRIPT KILL...")
     assert other.call("PING") == b"+PONG\r\n"
 
@@ -515,7 +515,7 @@ def test_unkillable_script_and_shutdown_nosave(start_server):
         b"SHUTDOWN NOSAVE command.\r\n")
     assert other.call("SHUTDOWN") == BUSY_EVAL
     other.send("SHUTDOWN", "NOSAVE")
-    s.proc.wait(10)
+    s.proc.wait(30)
     assert s.proc.returncode is not None
 
 
@@ -524,9 +524,9 @@ def test_caller_pipeline_continues_after_busy_script(start_server):
     c = RespConn(s.port)
     c.send_raw(encode("EVAL", "local t = redis.call('time') local s = tonumber(t[1]) "
                           "while true do local n = redis.call('time') "
-                          "if tonumber(n[1]) * 1000000 + tonumber(n[2]) > s * 1000000 + tonumber(t[2]) + 300000 "
+                          "if tonumber(n[1]) * 1000000 + tonumber(n[2]) > s * 1000000 + tonumber(t[2]) + 3000000 "
                           "then break end end return 'done'", "0") + encode("PING"))
-    time.sleep(0.1)
+    # busy for 3 s: long enough to be seen busy on a loaded machine
     rep = _wait_busy(s.port)
     assert rep == BUSY_EVAL
     assert c.read() == b"$4\r\ndone\r\n"
@@ -541,4 +541,4 @@ def test_eval_performance_no_recompile(r):
     t0 = time.time()
     out = p.execute()
     assert out[-1] == 2000
-    assert time.time() - t0 < 10
+    assert time.time() - t0 < 60        # (a generous bound: the machine may be busy)

@@ -541,18 +541,27 @@ def test_spop_srandmember_are_not_linear(r):
         p.execute()
         return time.perf_counter() - t0
 
-    base = timed(("SCARD", "s"), ("SISMEMBER", "s", "x1"), ("SCARD", "s"), ("SCARD", "s"))
-    dt = timed(("SPOP", "s"), ("SRANDMEMBER", "s"), ("SADD", "s", "y%d"), ("SREM", "s", "x%d"))
+    def timed_picks():
+        p = r.pipeline(transaction=False)
+        for _ in range(300):
+            p.srandmember("s", 5)
+            p.spop("s", 5)
+        t0 = time.perf_counter()
+        p.execute()
+        return time.perf_counter() - t0
+
+    # the best of three rounds of each, interleaved: a busy moment of the
+    # machine slows one round, not the comparison
+    bases, dts, picks = [], [], []
+    for _ in range(3):
+        bases.append(timed(("SCARD", "s"), ("SISMEMBER", "s", "x1"), ("SCARD", "s"), ("SCARD", "s")))
+        dts.append(timed(("SPOP", "s"), ("SRANDMEMBER", "s"), ("SADD", "s", "y%d"), ("SREM", "s", "x%d")))
+        picks.append(timed_picks())
+    base, dt = min(bases), min(dts)
     # Copying a 200k-member set per call costs milliseconds each: seconds here.
-    assert dt < base * 10 + 0.5, (dt, base)
-    assert r.scard("s") <= n - 1500 + 1500
-    t0 = time.perf_counter()
-    p = r.pipeline(transaction=False)
-    for _ in range(300):
-        p.srandmember("s", 5)
-        p.spop("s", 5)
-    p.execute()
-    assert time.perf_counter() - t0 < base * 2 + 0.5
+    assert dt < base * 10 + 0.5, (dts, bases)
+    assert r.scard("s") <= n
+    assert min(picks) < base * 2 + 0.5, (picks, bases)
 
 
 # -- notifications and dirty -------------------------------------------------------------------

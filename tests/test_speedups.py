@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from support.replication import SyncStream
 from support.resp import RespConn, command, encode
 from support.servers import SRC, twin_pair
+from support.wait import wait_until
 
 from ophidis.commands import Command, lists
 from ophidis.net import client, speedups
@@ -531,15 +532,16 @@ def _fanout_case(port):
         ps.send_raw(encode("PSUBSCRIBE", "c*"))
         gone = RespConn(port)
         gone.send_raw(encode("SUBSCRIBE", "ch"))
-        for c in (s2, s3, ps, gone):
-            c.read_until_quiet(0.2)
+        # every subscription confirmed (HELLO's reply too)
+        for c, n in ((s2, 2), (s3, 2), (ps, 1), (gone, 1)):
+            c.read_replies(n, timeout=20)
         gone.close()
-        deadline = time.monotonic() + 10
-        while command(port, "PUBSUB", "NUMSUB", "ch") != b"*2\r\n$2\r\nch\r\n:2\r\n" and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: command(port, "PUBSUB", "NUMSUB", "ch") == b"*2\r\n$2\r\nch\r\n:2\r\n", 20,
+                   what="the closed subscriber gone")
         me.send_raw(encode("HELLO", "3") + encode("SUBSCRIBE", "ch") + encode("PUBLISH", "ch", "self")
                     + encode("PING"))
-        time.sleep(0.2)
+        # me's batch has run (its last command, PING, is its cmd)
+        wait_until(lambda: b"cmd=ping" in command(port, "CLIENT", "LIST"), 20, what="the subscriber's PING")
         pub = encode("PUBLISH", "ch", "m1") + encode("PUBLISH", "other", "m2") + encode("PUBLISH", "ch", "x" * 3000)
         out = [_exchange(port, [pub, encode("PUBLISH", "nosub", "m"), encode("PUBLISH", "ch", "last")])]
         # (HELLO's client id differs between servers)

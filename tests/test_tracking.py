@@ -4,13 +4,12 @@ OPTIN/OPTOUT, NOLOOP, flushes, expiry, eviction, the table limit."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import redis
 
 from support.resp import Error, Map, Push, RespConn, Simple
 from support.servers import ServerProc
+from support.wait import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +129,8 @@ def test_resp2_redirect_to_invalidate_channel(tsrv, w):
     assert got == {(b"r1",), (b"r2",)}
     # the redirect target goes away: the client is flagged broken
     sub.close()
-    time.sleep(0.2)
+    wait_until(lambda: b"id=%d " % sub_id not in w.execute_command("CLIENT", "LIST"), 20,
+               what="the redirect target gone")
     c.call("GET", "r1")
     w.set("r1", "x")
     info = c.call("CLIENT", "TRACKINGINFO")
@@ -222,8 +222,7 @@ def test_flush_expiry_and_table_limit(tsrv, w):
     assert c.read() == ("push", [b"invalidate", None])
     w.set("e", "1", px=50)
     c.call("GET", "e")
-    time.sleep(0.3)
-    assert c.read() == ("push", [b"invalidate", [b"e"]])   # the active expiry cycle
+    assert c.read(timeout=20) == ("push", [b"invalidate", [b"e"]])   # the active expiry cycle
     for i in range(10):
         c.call("GET", "t%d" % i)
     assert w.info()["tracking_total_keys"] == 10
@@ -275,10 +274,7 @@ def test_disconnect_and_reset_stop_tracking(tsrv, w):
     assert w.info()["tracking_clients"] == 0
     c.call("CLIENT", "TRACKING", "on")
     c.close()
-    deadline = time.time() + 5
-    while w.info()["tracking_clients"] and time.time() < deadline:
-        time.sleep(0.05)
-    assert w.info()["tracking_clients"] == 0
+    wait_until(lambda: w.info()["tracking_clients"] == 0, 20, what="the closed client's tracking to stop")
     # with nobody tracking, the fast path is back: writes still work
     assert w.set("after", "1") and w.get("after") == b"1"
 

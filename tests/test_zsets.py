@@ -17,6 +17,7 @@ from ophidis.types.zset import ZSetValue
 from support.inprocess import Events, FakeClient
 from support.notify import KeyspaceEvents
 from support.resp import RespConn, array, error
+from support.wait import wait_until
 
 
 @pytest.fixture
@@ -510,7 +511,7 @@ def test_100k_members(r):
     t0 = time.perf_counter()
     for k in range(0, n, 1000):
         assert r.zrank("big", b"m%06d" % inv[k]) == k
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 30
     assert r.zremrangebyrank("big", 0, 9_999) == 10_000
     assert r.zcard("big") == 90_000
     assert r.zpopmin("big") == [(b"m%06d" % inv[10_000], 10_000.0)]
@@ -554,10 +555,19 @@ def test_bzpop_timeout(raw):
     t0 = time.monotonic()
     assert raw.call("BZPOPMIN", "z", "0.2") == b"*-1\r\n"
     dt = time.monotonic() - t0
-    assert 0.15 <= dt < 2.0
+    assert 0.15 <= dt < 20.0
     t0 = time.monotonic()
     assert raw.call("BZMPOP", "0.1", "1", "z", "MIN") == b"*-1\r\n"
-    assert 0.05 <= time.monotonic() - t0 < 2.0
+    assert 0.05 <= time.monotonic() - t0 < 20.0
+
+
+def _wait_blocked(server, n):
+    c = server.client()
+    try:
+        wait_until(lambda: c.info("clients")["blocked_clients"] == n, 20, 0.01,
+                   what="blocked_clients to reach %d" % n)
+    finally:
+        c.close()
 
 
 def test_bzpop_wakes_fifo(server, raw):
@@ -565,25 +575,25 @@ def test_bzpop_wakes_fifo(server, raw):
     c2 = RespConn(server.port)
     c3 = RespConn(server.port)
     try:
-        c1.send("BZPOPMIN", "z", "other", "5")
-        time.sleep(0.1)
-        c2.send("BZPOPMAX", "z", "5")
-        time.sleep(0.1)
-        c3.send("BZMPOP", "5", "1", "z", "MAX", "COUNT", "10")
-        time.sleep(0.1)
+        c1.send("BZPOPMIN", "z", "other", "20")
+        _wait_blocked(server, 1)
+        c2.send("BZPOPMAX", "z", "20")
+        _wait_blocked(server, 2)
+        c3.send("BZMPOP", "20", "1", "z", "MAX", "COUNT", "10")
+        _wait_blocked(server, 3)
         assert raw.call("ZADD", "z", "1", "a", "2", "b") == b":2\r\n"
-        assert c1.read(timeout=3) == array("z", "a", "1")
-        assert c2.read(timeout=3) == array("z", "b", "2")
+        assert c1.read(timeout=20) == array("z", "a", "1")
+        assert c2.read(timeout=20) == array("z", "b", "2")
         assert raw.call("EXISTS", "z") == b":0\r\n"
         raw.call("ZADD", "z", "7", "c")
-        assert c3.read(timeout=3) == b"*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nc\r\n$1\r\n7\r\n"
+        assert c3.read(timeout=20) == b"*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nc\r\n$1\r\n7\r\n"
         # a key of another type does not serve zset waiters
-        c1.send("BZPOPMIN", "k", "5")
-        time.sleep(0.1)
+        c1.send("BZPOPMIN", "k", "20")
+        _wait_blocked(server, 1)
         raw.call("SET", "k", "x")
         raw.call("DEL", "k")
         raw.call("ZADD", "k", "3", "m")
-        assert c1.read(timeout=3) == array("k", "m", "3")
+        assert c1.read(timeout=20) == array("k", "m", "3")
     finally:
         for c in (c1, c2, c3):
             c.close()
@@ -592,14 +602,14 @@ def test_bzpop_wakes_fifo(server, raw):
 def test_bzpop_served_by_multi_and_store(server, raw):
     c1 = RespConn(server.port)
     try:
-        c1.send("BZPOPMIN", "dst", "5")
-        time.sleep(0.1)
+        c1.send("BZPOPMIN", "dst", "20")
+        _wait_blocked(server, 1)
         raw.call("ZADD", "src", "1", "a")
         raw.call("MULTI")
         raw.call("ZUNIONSTORE", "dst", "1", "src")
         raw.call("ZADD", "dst", "0", "first")
         assert raw.call("EXEC") == b"*2\r\n:1\r\n:1\r\n"
-        assert c1.read(timeout=3) == array("dst", "first", "0")
+        assert c1.read(timeout=20) == array("dst", "first", "0")
     finally:
         c1.close()
 
@@ -610,7 +620,7 @@ def test_bzpop_in_multi_does_not_block(raw):
     raw.call("BZMPOP", "0", "1", "z", "MIN")
     t0 = time.monotonic()
     assert raw.call("EXEC") == b"*2\r\n*-1\r\n*-1\r\n"
-    assert time.monotonic() - t0 < 1
+    assert time.monotonic() - t0 < 10      # (a blocked EXEC would never answer)
 
 
 def test_bzpop_resp3_timeout(server):
