@@ -2,11 +2,15 @@
 the Jones polynomial, reflected), LZF, lengths and strings.
 
 Used by RDB files, DUMP/RESTORE payloads and FUNCTION DUMP/RESTORE (all in
-rdb.py).  anycrc and python-lzf (C extensions, in the dependencies) do the
-work when they are installed; without them a pure-Python install still
-reads and writes every format: CRC-64 and LZF decompression fall back to
-the Python versions below, and strings are written uncompressed (valid for
-every reader: LZF is only ever an option of the writer).
+rdb.py).  anycrc (a C extension, in the dependencies) and Ophidis's own
+compiled LZF (_lzf.pyx, built at install time when a C compiler is there)
+do the work when they are installed; without them a pure-Python install
+still reads and writes every format: CRC-64 and LZF decompression fall
+back to the Python versions below, and strings are written uncompressed
+(valid for every reader: LZF is only ever an option of the writer).  The
+compiled LZF is a codec, not a twin of Python code: OPHIDIS_PURE=1, which
+asks for the pure request loop (net/speedups.py), still uses it, as it
+uses hiredis and anycrc.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ try:
     import anycrc
 except ImportError:  # a pure-Python install
     anycrc = None
-try:
-    import lzf
-except ImportError:  # a pure-Python install
-    lzf = None
 
 from .listpack import canonical_int
+
+
+try:
+    from . import _lzf
+except ImportError:  # a pure-Python install
+    _lzf = None
 
 ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF = 0, 1, 2, 3
 
@@ -69,6 +75,8 @@ def _lzf_decompress_py(src, outlen: int):
             ctrl = src[i]
             i += 1
             if ctrl < 32:
+                if i + ctrl + 1 > n:
+                    return None
                 out += src[i:i + ctrl + 1]
                 i += ctrl + 1
             else:
@@ -94,57 +102,22 @@ def _lzf_decompress_py(src, outlen: int):
 def lzf_decompress(src, outlen: int):
     """LZF-decompress ``src`` into exactly ``outlen`` bytes; None when the
     data is corrupt or does not decompress to that length."""
-    if lzf is not None:
-        try:
-            out = lzf.decompress(bytes(src), outlen)
-        except Exception:  # noqa: BLE001 - any failure of the C decoder is corrupt data
-            out = None
-    else:
-        out = _lzf_decompress_py(src, outlen)
+    if _lzf is not None:
+        return _lzf.decompress(src, outlen)
+    out = _lzf_decompress_py(src, outlen)
     if out is None or len(out) != outlen:
         return None
     return out
 
 
 def redis_lzf(data, out_len):
-    """lzf_compress(data, len(data), out, out_len) as Redis's liblzf does it:
-    the compressed bytes, or None when they do not fit (always None without
-    python-lzf).  The python lzf module produces the same bytes but accepts
-    a result that ends within 3 bytes of out_len, which Redis's copy refuses
-    (its last space check runs before the final literal bytes are copied);
-    that check is replayed here so that payloads match Redis's byte for byte."""
-    n = len(data)
-    if not n or out_len <= 0 or lzf is None:
+    """lzf_compress(data, len(data), out, out_len) as Redis 7.0's liblzf
+    does it: the compressed bytes, or None where it returns 0 (no room in
+    out_len bytes, by its own checks); always None without the compiled
+    _lzf."""
+    if _lzf is None or out_len <= 0:
         return None
-    comp = lzf.compress(bytes(data), out_len + 8)
-    if comp is None:
-        return None
-    size = len(comp)
-    if size > out_len:
-        return None
-    if size + 4 <= out_len:
-        return comp
-    # Output position at liblzf's final check: before the last (at most 2)
-    # literal bytes, with the header of the open literal run reserved.
-    p = 0
-    tail = 0           # literal bytes at the end of the output
-    start = 0          # where those literal runs start
-    while p < size:
-        ctrl = comp[p]
-        if ctrl < 32:
-            if not tail:
-                start = p
-            tail += ctrl + 1
-            p += ctrl + 2
-        else:
-            p += 3 if ctrl >> 5 == 7 else 2
-            tail = 0
-    before = start if tail else size
-    r = tail if tail < 2 else 2
-    op = before + (tail - r) + (tail - r) // 32 + 1
-    if op + 3 > out_len:
-        return None
-    return comp
+    return _lzf.compress(data, out_len)
 
 
 # -- lengths and strings ------------------------------------------------------------
