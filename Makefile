@@ -4,11 +4,12 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench bench-quick deps venv clean lint
+.PHONY: run test test-pythons bench bench-quick deps venv clean lint
 
-# The editable install also compiles src/ophidis/net/_speedups.pyx (the request
-# loop) in place: editing it re-runs the install.
-$(STAMP): pyproject.toml setup.py src/ophidis/net/_speedups.pyx
+# The editable install also compiles the Cython modules in place
+# (src/ophidis/net/_speedups.pyx, the request loop; persistence/_lzf.pyx):
+# editing one re-runs the install.
+$(STAMP): pyproject.toml setup.py $(wildcard src/ophidis/*/_*.pyx)
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
@@ -34,6 +35,14 @@ test: $(STAMP) deps
 	$(VPY) -m pytest -n 2 --dist loadfile tests
 	OPHIDIS_PURE=1 $(VPY) -m pytest -n 2 --dist loadfile tests
 
+# Every CPython 3.11+ here (~/.pyenv/versions, or PYTHONS="path ..."), as
+# users install it: a wheel built from the sdist, installed in a fresh
+# virtualenv, runs the smoke selection of the suite (-m smoke) with the
+# compiled loop and with OPHIDIS_PURE=1; the sdist installed without a C
+# compiler runs as pure Python (tests/pythons.py).
+test-pythons: $(STAMP) deps
+	$(VPY) tests/pythons.py
+
 # All suites (redis-benchmark rps, memory, collections, scripting, pubsub,
 # persistence); pick some with `make bench BENCH_ARGS="--suites pubsub"`.
 bench: $(STAMP) deps
@@ -44,4 +53,4 @@ bench-quick: $(STAMP) deps
 	$(VPY) bench/run.py --quick $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache src/ophidis/net/_speedups.c src/ophidis/net/_speedups.*.so
+	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache src/ophidis/*/_*.c src/ophidis/*/_*.*.so

@@ -66,6 +66,63 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ophidis"))
 
 
+# The smoke selection (`pytest -m smoke`), which `make test-pythons` runs on
+# every interpreter and install kind: a file name with None (the whole file)
+# or the names of its tests (every parametrization of each).  A name that no
+# longer matches a collected test fails the collection, so the selection
+# cannot shrink silently.
+SMOKE = {
+    "test_install.py": None,
+    "test_server_cmds.py": ["test_startup_log_and_warnings", "test_info_sections_and_fields"],
+    # every data type
+    "test_strings.py": None, "test_lists.py": None, "test_hashes.py": None, "test_hashpairs.py": None,
+    "test_sets.py": None, "test_zsets.py": None, "test_zindex.py": None, "test_streams.py": None,
+    "test_hyperloglog.py": None, "test_geo.py": None, "test_bitmaps.py": None, "test_keys.py": None,
+    "test_quicklist.py": None,
+    # RDB and AOF
+    "test_rdb.py": ["test_save_and_reload_round_trip", "test_bgsave_serves_clients_and_reports",
+                    "test_dump_restore_every_encoding", "test_redis_check_rdb_accepts_ophidis_file",
+                    "test_clients_are_served_while_loading"],
+    "test_rdb_writer.py": ["test_compiled_writer_matches_python", "test_compiled_writer_walks_sets_with_deleted_members",
+                           "test_compiled_writer_leaves_reference_counts_alone",
+                           "test_servers_in_both_modes_write_the_same_file", "test_compiled_loader_matches_python"],
+    "test_aof.py": ["test_layout_on_empty_start_and_writes_before_replies",
+                    "test_every_type_round_trips_through_rewrite", "test_redis_server_loads_ophidis_directory"],
+    # a replica, a cluster
+    "test_replica.py": ["test_replica_of_redis_server", "test_replica_of_ophidis_and_relink"],
+    "test_cluster_node.py": ["test_three_masters_share_the_slots_and_redirect"],
+    # TLS, Lua and functions, ACL
+    "test_tls.py": None, "test_scripting.py": None, "test_functions.py": None, "test_acl.py": None,
+    # the tools, the embedded server and the pytest plugin
+    "test_cli.py": ["test_reply_formats_like_redis_cli", "test_argv_commands_like_redis_cli",
+                    "test_interactive_session_matches_redis_cli"],
+    "test_benchmark_tool.py": None,
+    "test_cluster_tools.py": ["test_ophidis_cluster_start_status_stop"],
+    "test_embedded.py": None,
+    # the compiled loop against its twin
+    "test_speedups.py": ["test_compiled_loop_is_built_and_used", "test_same_replies_for_mixed_pipelines",
+                         "test_bodies_same_replies_state_and_stream"],
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    seen = set()
+    for item in items:
+        name = os.path.basename(str(item.path))
+        if name not in SMOKE:
+            continue
+        tests = SMOKE[name]
+        test = getattr(item, "originalname", None) or item.name.split("[")[0]
+        if tests is None or test in tests:
+            item.add_marker(pytest.mark.smoke)
+            seen.add((name, test))
+    collected = {os.path.basename(str(item.path)) for item in items}
+    missing = ["%s::%s" % (f, t) for f, tests in SMOKE.items() if f in collected and tests
+               for t in tests if (f, t) not in seen]
+    if missing:
+        raise pytest.UsageError("tests/conftest.py SMOKE names tests that do not exist: " + ", ".join(missing))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

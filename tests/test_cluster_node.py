@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from ophidis.cluster import bus
+from ophidis.cluster.slots import key_hash_slot
 from support.cluster import Cluster, cluster_args, cluster_ports
 from support.servers import ServerProc, compiled_run_only, server_env, wait_exit
 from support.wait import wait_until
@@ -22,6 +23,33 @@ from support.wait import wait_until
 def _conf_lines(path):
     with open(path) as f:
         return [line.split() for line in f.read().strip().split("\n")]
+
+
+def test_three_masters_share_the_slots_and_redirect():
+    """Three nodes form a cluster (no redis-cli: CLUSTER ADDSLOTSRANGE and
+    MEET); a key is served by its slot's owner, the others answer MOVED
+    with Redis's text, and redis-py's cluster client reaches every key."""
+    cl = Cluster(["ophidis"] * 3)
+    try:
+        cl.form(masters=3)
+        rc = cl.redis_cluster()
+        keys = [b"key:%d" % i for i in range(300)]
+        for k in keys:
+            rc.set(k, k[::-1])
+        assert [rc.get(k) for k in keys] == [k[::-1] for k in keys]
+        owners = {cl.owner_of(key_hash_slot(k)) for k in keys}
+        assert owners == set(cl.ports)
+        k = keys[0]
+        slot = key_hash_slot(k)
+        owner = cl.index_of(cl.owner_of(slot))
+        conn = cl.nodes[(owner + 1) % 3].conn()
+        conn.send(b"GET", k)
+        assert conn.read() == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, cl.ports[owner])
+        conn.close()
+        assert sum(cl.client(i).dbsize() for i in range(3)) == len(keys)
+        rc.close()
+    finally:
+        cl.stop()
 
 
 def test_nodes_conf_survives_a_restart():

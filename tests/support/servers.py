@@ -3,9 +3,12 @@
 (``RedisServerProc``), each on a free port in its own directory.
 
 Every process is stopped by its own handle (terminate, then kill), never by
-name.  ``ServerProc`` runs *this checkout's* ``src`` (the worktrees share one
-virtualenv whose installed copy is another checkout): ``server_env`` puts it
-first on the child's PYTHONPATH.
+name.  ``ServerProc`` runs the ophidis package the tests import (``SRC``,
+its parent directory): *this checkout's* ``src`` (pytest's pythonpath; the
+worktrees share one virtualenv whose installed copy is another checkout),
+or the installed copy when the suite runs against an install (`make
+test-pythons`: ``-o pythonpath=tests``); ``server_env`` puts it first on
+the child's PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import tempfile
 import pytest
 import redis
 
+import ophidis
 from support.resp import RespConn
 from support.wait import wait_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SRC = os.path.join(ROOT, "src")
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(ophidis.__file__)))
 
 REDIS_SERVER = shutil.which("redis-server")
 REDIS_CLI = shutil.which("redis-cli")

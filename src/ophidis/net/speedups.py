@@ -2,16 +2,18 @@
 
 ``native`` is the module when it was built from the source next to it, else
 None: a missing build (no compiler, or OPHIDIS_PURE=1 at build time) and
-OPHIDIS_PURE=1 at run time give the pure-Python code; a stale build (the
+OPHIDIS_PURE=1 at run time, and a free-threaded interpreter (the compiled
+code counts on the GIL) give the pure-Python code; a stale build (the
 .pyx changed since) is ignored with a warning rather than run.
 """
 
 import hashlib
 import os
+import sysconfig
 
 
 def _load():
-    if os.environ.get("OPHIDIS_PURE") == "1":
+    if os.environ.get("OPHIDIS_PURE") == "1" or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return None
     try:
         from . import _speedups
