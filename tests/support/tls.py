@@ -12,13 +12,34 @@ import tempfile
 
 OPENSSL = shutil.which("openssl")
 
-_EXT = """[ server_cert ]
+# v3 extensions as X.509 strict verification wants them (Python 3.13's
+# ssl.create_default_context, which redis-py uses, sets VERIFY_X509_STRICT):
+# a CA with critical basicConstraints and keyUsage, leaves naming their
+# issuer's key
+_EXT = """[ ca_cert ]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+
+[ generic_cert ]
+basicConstraints = CA:FALSE
+keyUsage = digitalSignature, keyEncipherment
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid, issuer
+
+[ server_cert ]
+basicConstraints = CA:FALSE
 keyUsage = digitalSignature, keyEncipherment
 nsCertType = server
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid, issuer
 
 [ client_cert ]
+basicConstraints = CA:FALSE
 keyUsage = digitalSignature, keyEncipherment
 nsCertType = client
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid, issuer
 """
 
 
@@ -41,22 +62,21 @@ class Certs:
         for ca in ("ca", "other-ca"):
             _run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", ca + ".key", cwd=d)
             _run("req", "-x509", "-new", "-nodes", "-sha256", "-key", ca + ".key", "-days", "3650",
-                 "-subj", "/O=Ophidis Test/CN=Certificate Authority " + ca, "-out", ca + ".crt", cwd=d)
+                 "-subj", "/O=Ophidis Test/CN=Certificate Authority " + ca, "-config", "openssl.cnf",
+                 "-extensions", "ca_cert", "-out", ca + ".crt", cwd=d)
         self._cert("server", "Server-only", "ca", "server_cert")
         self._cert("client", "Client-only", "ca", "client_cert")
-        self._cert("redis", "Generic-cert", "ca", None)
-        self._cert("stranger", "Stranger", "other-ca", None)
+        self._cert("redis", "Generic-cert", "ca", "generic_cert")
+        self._cert("stranger", "Stranger", "other-ca", "generic_cert")
 
     def _cert(self, name, cn, ca, ext):
         d = self.dir
         _run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", name + ".key", cwd=d)
         _run("req", "-new", "-sha256", "-subj", "/O=Ophidis Test/CN=" + cn, "-key", name + ".key",
              "-out", name + ".csr", cwd=d)
-        args = ["x509", "-req", "-sha256", "-in", name + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
-                "-CAcreateserial", "-days", "365", "-out", name + ".crt"]
-        if ext:
-            args += ["-extfile", "openssl.cnf", "-extensions", ext]
-        _run(*args, cwd=d)
+        _run("x509", "-req", "-sha256", "-in", name + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
+             "-CAcreateserial", "-days", "365", "-out", name + ".crt", "-extfile", "openssl.cnf",
+             "-extensions", ext, cwd=d)
 
     def path(self, name) -> str:
         return os.path.join(self.dir, name)
