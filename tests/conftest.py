@@ -79,7 +79,8 @@ SMOKE = {
     "test_sets.py": None, "test_zsets.py": None, "test_zindex.py": None, "test_streams.py": None,
     "test_hyperloglog.py": None, "test_geo.py": None, "test_bitmaps.py": None, "test_keys.py": None,
     "test_quicklist.py": None,
-    # RDB and AOF
+    # RDB and AOF (and the LZF codec)
+    "test_lzf.py": None,
     "test_rdb.py": ["test_save_and_reload_round_trip", "test_bgsave_serves_clients_and_reports",
                     "test_dump_restore_every_encoding", "test_redis_check_rdb_accepts_ophidis_file",
                     "test_clients_are_served_while_loading"],

@@ -23,7 +23,7 @@ from ophidis.tools import check_aof
 from support.rdb import build_dataset, payload_value
 from support.resp import RespConn, command, encode, parse
 from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, port_of, server_env
-from support.wait import wait_until
+from support.wait import HAS_WCHAN, in_sleep, wait_until
 
 try:
     import resource
@@ -172,9 +172,6 @@ def wait_dead(proc, timeout=15):
 
 # -- what the incr file receives --------------------------------------------------------------
 
-_HAS_WCHAN = os.path.exists("/proc/self/wchan")
-
-
 def test_layout_on_empty_start_and_writes_before_replies(start_server):
     """An empty start creates base 1 (RDB) + incr 1 + manifest; a write is
     in the incr file before its reply leaves (even with appendfsync no)."""
@@ -194,17 +191,17 @@ def test_layout_on_empty_start_and_writes_before_replies(start_server):
     c = s.client()
     assert wait_until(lambda: c.info("clients")["blocked_clients"] == 1)
     pusher = RespConn(s.port)
-    sleep = 5 if _HAS_WCHAN else 2
+    sleep = 5 if HAS_WCHAN else 2
     pusher.send_raw(b"*3\r\n$5\r\nRPUSH\r\n$1\r\nq\r\n$2\r\nv1\r\n*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n%d\r\n"
                     % sleep)
     assert waiter.read().endswith(b"v1\r\n")
     t_reply = time.time()
     cmds = read_cmds(last_incr(d))        # the server is still sleeping
-    if _HAS_WCHAN:
+    if HAS_WCHAN:
         # the sleep is not over, however long the read took: the server's
         # main thread is (or is about to be) in the kernel's nanosleep,
         # which it enters once only
-        wait_until(lambda: "nanosleep" in open("/proc/%d/wchan" % s.pid).read(), 20, 0.005,
+        wait_until(lambda: in_sleep(s.pid), 20, 0.005,
                    what="the server in its DEBUG SLEEP")
     else:
         assert time.time() - t_reply < 1.5

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, wait_exit
-from support.wait import wait_until
+from support.wait import HAS_WCHAN, in_sleep, wait_until
 
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 KINDS = ["ours", pytest.param("redis", marks=needs_redis)]
@@ -158,16 +158,7 @@ def test_crash_log_disabled_means_no_report():
         s.stop()
 
 
-def _in_nanosleep(pid) -> bool:
-    """The process's main thread sleeps in the kernel (time.sleep)."""
-    try:
-        with open("/proc/%d/wchan" % pid) as f:
-            return "nanosleep" in f.read()
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/wchan"), reason="needs /proc/<pid>/wchan")
+@pytest.mark.skipif(not HAS_WCHAN, reason="needs /proc/<pid>/wchan")
 def test_report_during_a_long_command():
     """A signal that arrives while a command runs (DEBUG SLEEP) is
     reported when Python regains control, with that command's stack."""
@@ -178,7 +169,7 @@ def test_report_during_a_long_command():
         # a long sleep (the signal ends it): the signal is sent once the
         # server is in it, however long the command took to start
         conn.send_raw(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$2\r\n60\r\n")
-        wait_until(lambda: _in_nanosleep(s.pid), 20, what="the server in DEBUG SLEEP")
+        wait_until(lambda: in_sleep(s.pid), 20, what="the server in DEBUG SLEEP")
         os.kill(s.pid, signal.SIGABRT)
         assert wait_exit(s.proc) == -signal.SIGABRT
         conn.close()

@@ -22,7 +22,7 @@ from support.notify import KeyspaceEvents
 from support.replication import SyncStream
 from support.resp import RespConn
 from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, free_port
-from support.wait import wait_until
+from support.wait import HAS_WCHAN, in_sleep, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -368,15 +368,7 @@ def test_timeout_against_a_port_that_never_answers(sources, r):
         sink.close()
 
 
-def _in_nanosleep(pid) -> bool:
-    try:
-        with open("/proc/%d/wchan" % pid) as f:
-            return "nanosleep" in f.read()
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/wchan"), reason="needs /proc/<pid>/wchan")
+@pytest.mark.skipif(not HAS_WCHAN, reason="needs /proc/<pid>/wchan")
 def test_timeout_while_the_target_sleeps(r, target, tgt):
     """As Redis's test: the target is busy (DEBUG SLEEP) past the timeout."""
     r.set("key", "v")
@@ -385,7 +377,7 @@ def test_timeout_while_the_target_sleeps(r, target, tgt):
     try:
         # the target is in its sleep (its main thread in the kernel's
         # nanosleep), which outlasts the 500 ms timeout
-        wait_until(lambda: _in_nanosleep(target.pid), 20, what="the target in DEBUG SLEEP")
+        wait_until(lambda: in_sleep(target.pid), 20, what="the target in DEBUG SLEEP")
         with pytest.raises(Exception, match="IOERR error or timeout reading to target instance"):
             r.execute_command("MIGRATE", "127.0.0.1", target.port, "key", 0, 500)
         assert r.exists("key") == 1

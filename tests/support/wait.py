@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -65,3 +66,17 @@ def _tail(log):
     except OSError:
         return ""
     return "\n--- server output (tail) ---\n" + text[-4000:]
+
+
+# /proc/<pid>/wchan names where a process's main thread waits in the kernel
+HAS_WCHAN = os.path.exists("/proc/self/wchan")
+
+
+def in_sleep(pid) -> bool:
+    """The process's main thread sleeps in the kernel's nanosleep (a
+    server in DEBUG SLEEP: time.sleep); False once it is gone."""
+    try:
+        with open("/proc/%d/wchan" % pid) as f:
+            return "nanosleep" in f.read()
+    except OSError:
+        return False
