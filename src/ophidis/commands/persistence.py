@@ -163,9 +163,9 @@ def restore(c, argv):
     if ttl:
         db.set_expire(key, ttl)     # propagates with ABSTTL (propagate_restore)
     if lru_idle != -1:
-        srv.memory.set_idle(db, key, lru_idle)
+        srv.memory.set_idle(db, key, lru_idle, by_command=True)
     elif lfu_freq != -1:
-        srv.memory.set_freq(db, key, lfu_freq)
+        srv.memory.set_freq(db, key, lfu_freq, by_command=True)
     db.signal(key)
     notify.notify(notify.GENERIC, b"restore", key, db.id)
     srv.dirty += 1

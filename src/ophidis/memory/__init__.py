@@ -35,6 +35,7 @@ class Memory(Eviction):
         self.lru_mode = self.lfu_mode = self.volatile = False
         self.indexes = None        # sampling policies (LFU, random, TTL): per-db Index
         self.lru = None            # LRU policies: per-db LruQueue
+        self.set_by_command = None  # (db id, key) whose access info the running command set (RESTORE)
         self.clock = int(_time() * 1000)   # ms, refreshed by cron and eviction
         self.pool = []
         self.oom = False           # over the limit with nothing to evict
@@ -255,7 +256,9 @@ class Memory(Eviction):
                         delta = len(k) + len(v) + (2 * BYTES_BASE + PY_DICT_ENTRY) - pre
                     else:
                         delta = key_cost_(db, k, v) - pre
-                    if lru is not None:
+                    if m.set_by_command is not None:
+                        m.set_by_command = None     # RESTORE IDLETIME/FREQ: what it set stays
+                    elif lru is not None:
                         if tracked:
                             lru[db.id].ref[k] = m.clock
                         elif not volatile or k in exp:

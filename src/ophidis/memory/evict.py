@@ -112,7 +112,15 @@ class Eviction:
 
     # -- access information -------------------------------------------------------------
     def touch_keys(self, db, keys, was):
-        """Record an access to keys; was[i]: keys[i] was already tracked."""
+        """Record an access to keys; was[i]: keys[i] was already tracked.
+        A key whose access information the command itself set (RESTORE
+        IDLETIME/FREQ) keeps it, as Redis sets it after its lookups."""
+        if self.set_by_command is not None:
+            dbid, key = self.set_by_command
+            self.set_by_command = None
+            if dbid == db.id and key in keys:
+                was = [old for k, old in zip(keys, was) if k != key]
+                keys = [k for k in keys if k != key]
         if self.lru is not None:
             q = self.lru[db.id]
             src = db.expires if self.volatile else db.d
@@ -268,7 +276,11 @@ class Eviction:
             return LFU_INIT_VAL if self.lfu_mode else 0
         return self._lfu_decr(x) if self.lfu_mode else 0
 
-    def set_idle(self, db, key, secs):
+    def set_idle(self, db, key, secs, by_command=False):
+        """The key's idle time (RDB loading; RESTORE IDLETIME: by_command,
+        then the command's own access does not count)."""
+        if by_command:
+            self.set_by_command = (db.id, key)
         if not self.lru_mode:
             return
         t = int(_time() * 1000) - int(secs) * 1000
@@ -277,7 +289,10 @@ class Eviction:
             # from ref; at startup the queues are built in that order.
             self.lru[db.id].ref[key] = t
 
-    def set_freq(self, db, key, f):
+    def set_freq(self, db, key, f, by_command=False):
+        """The key's LFU counter (RDB loading; RESTORE FREQ: by_command)."""
+        if by_command:
+            self.set_by_command = (db.id, key)
         if not self.lfu_mode or self.indexes is None:
             return
         val = (lfu_minutes() << 8) | min(255, max(0, int(f)))
