@@ -97,6 +97,19 @@ cdef inline bytes _as_bytes(data):
     return bytes(data)
 
 
+cdef inline Py_ssize_t _literal(uint8_t *out, Py_ssize_t o, uint8_t b, int *lit) noexcept nogil:
+    """One literal byte at out[o]; a run reaching MAX_LIT gets its header
+    and the next run's header is reserved.  The new output position."""
+    out[o] = b
+    o += 1
+    lit[0] += 1
+    if lit[0] == MAX_LIT:
+        out[o - MAX_LIT - 1] = MAX_LIT - 1
+        lit[0] = 0
+        o += 1
+    return o
+
+
 cdef Py_ssize_t _compress(const uint8_t *src, Py_ssize_t n, uint8_t *out, Py_ssize_t out_len,
                           Table *t) noexcept nogil:
     """Redis's lzf_compress over src[0:n], at most out_len bytes (``out``
@@ -167,25 +180,13 @@ cdef Py_ssize_t _compress(const uint8_t *src, Py_ssize_t n, uint8_t *out, Py_ssi
         else:
             if o >= out_len:
                 return 0
-            out[o] = src[i]
-            o += 1
+            o = _literal(out, o, src[i], &lit)
             i += 1
-            lit += 1
-            if lit == MAX_LIT:
-                out[o - lit - 1] = MAX_LIT - 1
-                lit = 0
-                o += 1
     if o + 3 > out_len:                  # Redis's check before the last (<= 2) bytes
         return 0
     while i < n:
-        out[o] = src[i]
-        o += 1
+        o = _literal(out, o, src[i], &lit)
         i += 1
-        lit += 1
-        if lit == MAX_LIT:
-            out[o - lit - 1] = MAX_LIT - 1
-            lit = 0
-            o += 1
     out[o - lit - 1] = <uint8_t>(lit - 1)
     o -= (lit == 0)
     return o
