@@ -1,8 +1,8 @@
 """`make test-pythons`: Ophidis as users install it, on every CPython here.
 
-Builds the sdist once, then for each interpreter found (every CPython
-3.11+ under ~/.pyenv/versions, free-threaded builds included, or the
-paths in $PYTHONS):
+Builds the sdist once, then for each interpreter found (the one running
+this script and every CPython 3.11+ under ~/.pyenv/versions, free-threaded
+builds included, or the paths in $PYTHONS):
 
 1. builds a wheel from the sdist (pip, build isolation: the compiler
    path) and checks it carries the compiled module (not on a
@@ -42,7 +42,9 @@ def interpreters() -> list:
     if os.environ.get("PYTHONS"):
         paths = os.environ["PYTHONS"].split()
     else:
-        paths = glob.glob(os.path.expanduser("~/.pyenv/versions/*/bin/python3"))
+        # the interpreter running this (its venv's base), then pyenv's
+        paths = [os.path.realpath(sys.executable)]
+        paths += glob.glob(os.path.expanduser("~/.pyenv/versions/*/bin/python3"))
         paths += glob.glob(os.path.expanduser("~/.pyenv/versions/*/bin/python3.*t"))
     found = {}
     for p in paths:
