@@ -35,7 +35,8 @@ class Memory(Eviction):
         self.lru_mode = self.lfu_mode = self.volatile = False
         self.indexes = None        # sampling policies (LFU, random, TTL): per-db Index
         self.lru = None            # LRU policies: per-db LruQueue
-        self.set_by_command = None  # (db id, key) whose access info the running command set (RESTORE)
+        self.set_by_command = None  # (db id, key) whose access info the running command set
+                                    # (RESTORE, a single-key write: _write1 keeps it)
         self.clock = int(_time() * 1000)   # ms, refreshed by cron and eviction
         self.pool = []
         self.oom = False           # over the limit with nothing to evict
@@ -256,8 +257,11 @@ class Memory(Eviction):
                         delta = len(k) + len(v) + (2 * BYTES_BASE + PY_DICT_ENTRY) - pre
                     else:
                         delta = key_cost_(db, k, v) - pre
-                    if m.set_by_command is not None:
-                        m.set_by_command = None     # RESTORE IDLETIME/FREQ: what it set stays
+                    set_by = m.set_by_command
+                    if set_by is not None:
+                        m.set_by_command = None
+                    if set_by == (db.id, k):
+                        pass                        # RESTORE IDLETIME/FREQ: what it set stays
                     elif lru is not None:
                         if tracked:
                             lru[db.id].ref[k] = m.clock

@@ -112,15 +112,7 @@ class Eviction:
 
     # -- access information -------------------------------------------------------------
     def touch_keys(self, db, keys, was):
-        """Record an access to keys; was[i]: keys[i] was already tracked.
-        A key whose access information the command itself set (RESTORE
-        IDLETIME/FREQ) keeps it, as Redis sets it after its lookups."""
-        if self.set_by_command is not None:
-            dbid, key = self.set_by_command
-            self.set_by_command = None
-            if dbid == db.id and key in keys:
-                was = [old for k, old in zip(keys, was) if k != key]
-                keys = [k for k in keys if k != key]
+        """Record an access to keys; was[i]: keys[i] was already tracked."""
         if self.lru is not None:
             q = self.lru[db.id]
             src = db.expires if self.volatile else db.d
