@@ -16,7 +16,7 @@ from ophidis.commands import ALL, load_all, lookup
 from ophidis.config import Config
 from ophidis.errors import RedisError
 from ophidis.keyspace import notify
-from ophidis.server import Server
+from ophidis.server.server import Server
 from ophidis.types.containers import HashValue, ListValue, SetValue
 
 load_all()
@@ -100,7 +100,7 @@ from ophidis.keyspace import notify
 from ophidis.commands import TABLE, load_all
 from ophidis.config import Config
 from ophidis.errors import RedisError
-from ophidis.server import Server
+from ophidis.server.server import Server
 
 load_all()
 srv = Server(Config())

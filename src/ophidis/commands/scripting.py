@@ -11,7 +11,7 @@ The Lua engines live in ``ophidis.scripting.engine``.  Server attributes used:
 
 from __future__ import annotations
 
-from .. import log
+from .. import compiled, log
 from ..cluster.slots import key_hash_slot
 from ..errors import NOSCRIPT, RedisError
 from ..persistence import child as child_mod
@@ -30,12 +30,14 @@ _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands agai
 
 # Script's and Function's fields are C fields of the compiled layer's bases
 # when it is built (its EVALSHA and FCALL read them), slots otherwise.
-if lua_mod._native is not None:
-    _ScriptBase, _SCRIPT_SLOTS = lua_mod._native.ScriptCore, ()
-    _FunctionBase, _FUNCTION_SLOTS = lua_mod._native.FunctionCore, ()
+# (one field list each: scripting/_bridge.pxd)
+_bridge = lua_mod._bridge
+if _bridge is not None:
+    _ScriptBase, _SCRIPT_SLOTS = _bridge.ScriptCore, ()
+    _FunctionBase, _FUNCTION_SLOTS = _bridge.FunctionCore, ()
 else:
-    _ScriptBase, _SCRIPT_SLOTS = object, ("sha", "body", "fn", "flags", "compat")
-    _FunctionBase, _FUNCTION_SLOTS = object, ("name", "lib", "fn", "desc", "flags")
+    _ScriptBase, _SCRIPT_SLOTS = object, compiled.fields("scripting/_bridge.pxd", "ScriptCore")
+    _FunctionBase, _FUNCTION_SLOTS = object, compiled.fields("scripting/_bridge.pxd", "FunctionCore")
 
 
 class Script(_ScriptBase):
@@ -651,13 +653,12 @@ def fcall_ro_cmd(c, argv):
 
 
 # EVALSHA's and FCALL's commands: the compiled twins' procs
-# (net/_speedups.pyx's evalsha_cmd ... fcall_ro_cmd: the common case in C,
-# no Python frame in between) where built, the four above otherwise.
+# (scripting/_bridge.pyx's evalsha_cmd ... fcall_ro_cmd: the common case in
+# C, no Python frame in between) where built, the four above otherwise.
 _PROCS = (evalsha_cmd, evalsha_ro_cmd, fcall_cmd, fcall_ro_cmd)
-if lua_mod._native is not None:
-    lua_mod._native.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
-    _PROCS = (lua_mod._native.evalsha_cmd, lua_mod._native.evalsha_ro_cmd, lua_mod._native.fcall_cmd,
-              lua_mod._native.fcall_ro_cmd)
+if _bridge is not None:
+    _bridge.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
+    _PROCS = (_bridge.evalsha_cmd, _bridge.evalsha_ro_cmd, _bridge.fcall_cmd, _bridge.fcall_ro_cmd)
 command("evalsha", propagate=False)(_PROCS[0])
 command("evalsha_ro", flags=("not_tracked",), propagate=False)(_PROCS[1])
 command("fcall", propagate=False)(_PROCS[2])

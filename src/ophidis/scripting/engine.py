@@ -30,7 +30,7 @@ from functools import partial
 
 import lupa.lua51 as _lupa
 
-from .. import log, sysinfo
+from .. import compiled, log, sysinfo
 from ..acl.check import DENIED_CMD, check_command, script_noperm_text
 from ..acl.log import CTX_LUA
 from ..cluster.routing import script_cluster_check
@@ -39,7 +39,6 @@ from ..errors import MISCONF, OOM
 from ..keyspace import db as _db_mod
 from ..keyspace.db import stats
 from ..net.client import Client
-from ..net.speedups import native as _native
 from ..protocol.resp import sdscatrepr
 from . import libs as lua_libs
 from .ldb import Ldb
@@ -89,10 +88,13 @@ def _resp_int(v) -> bytes:
     return b":%d\r\n" % i
 
 
+# the compiled twin (scripting/_bridge.pyx: redis.call's bridge, the run,
+# EVALSHA/FCALL's common case), picked here
+_bridge = compiled.load("scripting._bridge")
+
+
 class RunCtx:
-    __slots__ = ("caller", "name", "start", "readonly", "write_dirty", "allow_oom",
-                 "oom_at_start", "killed", "timedout", "repl_flags", "eval_mode",
-                 "argv", "last_poll", "threshold", "cross_slot", "slot")
+    __slots__ = compiled.fields("scripting/_bridge.pxd", "RunCtx")
 
     def __init__(self, caller, name, eval_mode, readonly, allow_oom, argv):
         self.caller = caller
@@ -113,8 +115,8 @@ class RunCtx:
         self.slot = -1            # the slot of the keys accessed so far (cluster)
 
 
-if _native is not None:
-    RunCtx = _native.RunCtx     # noqa: F811 - the same fields as C fields (script_call reads them)
+if _bridge is not None:
+    RunCtx = _bridge.RunCtx     # noqa: F811 - the same fields as C fields (script_call reads them)
 
 
 class ScriptError(Exception):
@@ -123,7 +125,7 @@ class ScriptError(Exception):
 
 # The fields the compiled run reads (server, client, ctx, ldb, _link) are C
 # fields of its base class when the module is built.
-_EngineBase = _native.EngineCore if _native is not None else object
+_EngineBase = _bridge.EngineCore if _bridge is not None else object
 
 
 class LuaEngine(_EngineBase):
@@ -142,15 +144,15 @@ class LuaEngine(_EngineBase):
         sc.laddr = ""
         sc.name = None
         self.client = sc
-        self._link = None       # the compiled layer's LuaLink (net/_speedups.pyx)
+        self._link = None       # the compiled bridge's LuaLink (scripting/_bridge.pyx)
         self.lua = lua = _lupa.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False,
             register_builtins=False, attribute_filter=_deny_attributes)
-        if _native is None:
+        if _bridge is None:
             call, pcall = self._redis_call, self._redis_pcall
-        else:       # the compiled bridge (net/_speedups.pyx): Lua C functions where lupa's C API is there
-            self._bridges = call, pcall = _native.ScriptBridge(self, True), _native.ScriptBridge(self, False)
-            self._link = _native.lua_functions(lua, os.fsencode(_lupa.__file__), call, pcall)
+        else:       # the compiled bridge: Lua C functions where lupa's C API is there
+            self._bridges = call, pcall = _bridge.ScriptBridge(self, True), _bridge.ScriptBridge(self, False)
+            self._link = _bridge.lua_functions(lua, os.fsencode(_lupa.__file__), call, pcall)
             if self._link is not None:
                 call, pcall = self._link.call, self._link.pcall
         py = lua.table_from({
@@ -199,8 +201,8 @@ class LuaEngine(_EngineBase):
         self._mk_ok = h[b"mk_ok"]
         self._mk_oks = h[b"mk_oks"]
         self._ok_pool = []
-        if _native is not None:      # the compiled twin of LuaEngine.run (net/_speedups.pyx)
-            self.run = partial(_native.script_run, self)
+        if _bridge is not None:      # the compiled twin of LuaEngine.run
+            self.run = partial(_bridge.script_run, self)
             if self._link is not None:
                 self._link.bind(h[b"run_prep"], h[b"err_handler"], h[b"error_info"], self._encode,
                                 _count_error, mode == "eval")
@@ -659,7 +661,7 @@ class LuaEngine(_EngineBase):
         return None
 
 
-# -- redis.call's bridge (the pure twin of net/_speedups.pyx's script_call) -------------
+# -- redis.call's bridge (the pure twin of scripting/_bridge.pyx's script_call) -------------
 
 def script_call(eng, args):
     """redis.call / redis.pcall (scriptCall): args as Lua gave them; returns
@@ -956,5 +958,5 @@ class SockTransport:
         self._loop.call_soon(self._protocol.connection_lost, None)
 
 
-if _native is not None:
-    _native.script_setup(TABLE, script_call, reply_value, OOM.msg, LuaEngine.run, _db_mod, _resp_int)
+if _bridge is not None:
+    _bridge.script_setup(TABLE, script_call, reply_value, OOM.msg, LuaEngine.run, _db_mod, _resp_int)

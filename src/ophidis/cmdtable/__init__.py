@@ -1,0 +1,1 @@
+"""The command table (see commands/__init__.py)."""
