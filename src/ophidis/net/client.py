@@ -28,7 +28,7 @@ from ..commands import TABLE
 from ..errors import RedisError
 from ..keyspace.db import stats
 from ..protocol.reader import PYTHON, RequestReader, ends_with_request, suspicious
-from ..protocol.resp import INLINE_LINE_MAX, NULL3, NULL_ARRAY, NULL_BULK, ProtocolError
+from ..protocol.resp import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError
 
 # the compiled twin (net/_client.pyx: the request loop and the per-read
 # path), picked here; what this module's setters hand it goes through _loop

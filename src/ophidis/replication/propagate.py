@@ -55,7 +55,7 @@ expiry's DELs), as ``Server.call`` does.
 
 from __future__ import annotations
 
-from ..protocol.resp import encode_argv, encode_command
+from ..protocol.resp import encode_command
 
 TO_AOF = 1
 TO_REPL = 2

@@ -29,7 +29,10 @@ from ophidis.server._core cimport ServerCore
 
 from time import time as _time_time
 
-from ..errors import RedisError
+from ..commands import TABLE
+from ..errors import OOM, RedisError
+from ..keyspace import db as _db_mod
+from .bridge import reply_value, resp_int, script_call
 
 # ---------------------------------------------------------------------------------------
 # Scripting: redis.call's bridge (scripting/engine.py's script_call is the pure twin;
@@ -80,31 +83,14 @@ cdef RunCtx _ctx_init(RunCtx self, caller, name, bint eval_mode, bint readonly, 
     return self
 
 
-cdef dict _s_table = {}
-cdef object _s_pure = None        # engine.script_call
-cdef object _s_pure_reply = None  # engine.reply_value
-cdef bytes _s_oom = b""           # errors.OOM.msg
-
-
-cdef object _s_pure_run = None    # engine.LuaEngine.run
-cdef dict _s_db_vars = None       # keyspace.db's globals (its _time: the script's frozen clock)
-cdef object _s_resp_int = None    # engine._resp_int
-
-
-def script_setup(dict table, pure, pure_reply, bytes oom, pure_run, db, resp_int):
-    """engine.py hands over what the bridge uses (commands.TABLE, its pure
-    twins, OOM's text, the clock of RunCtx.start, keyspace.db, the integer
-    reply of a Lua number)."""
-    global _s_table, _s_pure, _s_pure_reply, _s_oom, _s_pure_run, _s_db_vars, _s_resp_int
-    _s_table = table
-    _s_pure = pure
-    _s_pure_reply = pure_reply
-    _s_pure_run = pure_run
-    if "_time" not in vars(db):
-        raise ValueError("script_setup: keyspace.db has no _time")
-    _s_db_vars = vars(db)
-    _s_resp_int = resp_int
-    _s_oom = oom
+cdef dict _s_table = TABLE
+cdef object _s_pure = script_call
+cdef object _s_pure_reply = reply_value
+cdef bytes _s_oom = OOM.msg
+cdef dict _s_db_vars = vars(_db_mod)    # keyspace.db's globals (its _time: the script's frozen clock)
+if "_time" not in _s_db_vars:
+    raise ImportError("scripting._bridge: keyspace.db has no _time")
+cdef object _s_resp_int = resp_int
 
 
 cdef inline bint _s_all_bytes(list args):
@@ -840,7 +826,7 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_r
     cdef ServerCore srv
     cdef _Frozen frozen
     if eng.ldb is not None or len(keys) + len(args) > 64:
-        return _s_pure_run(eng, ctx, fn, keys, args, caller_resp)
+        return type(eng).run(eng, ctx, fn, keys, args, caller_resp)    # LuaEngine.run
     srv = eng.server
     sc = eng.client
     caller = ctx.caller
