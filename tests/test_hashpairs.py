@@ -220,14 +220,14 @@ def test_errors_are_dicts():
 
 
 def test_pickle_and_rdb_round_trip():
-    from ophidis.persistence import rdb
+    from ophidis.persistence import rdbpayload
     h = HashValue({b"field:%d" % i: b"value:%d" % i for i in range(300)})
     h.ht = True
     back = pickle.loads(pickle.dumps(h))
     assert back == h and back.__class__ is HashValue and back.ht is True
     small = HashValue({b"a": b"1", b"": b"", b"b" * 70000: b"x"})
     for v in (h, small):
-        back = rdb.load_payload(rdb.dump_payload(v))
+        back = rdbpayload.load_payload(rdbpayload.dump_payload(v))
         assert back.__class__ is HashValue and back == v and list(back.items()) == list(v.items())
 
 

@@ -23,6 +23,9 @@ from support.wait import wait_until
 
 from ophidis.config import Config
 from ophidis.persistence import rdb as R
+from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
+from ophidis.persistence.rdbformat import T_HASH, T_SET, T_ZSET_2, RdbError
+from ophidis.persistence.rdbpayload import dump_payload, load_payload, verify_payload
 from ophidis.persistence import snapshot
 from ophidis.persistence.listpack import canonical_int, intset_decode, intset_encode, lp_decode, lp_encode, zl_decode
 from ophidis.server.server import Server
@@ -36,32 +39,32 @@ needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is n
 # -- encoders (no server) ---------------------------------------------------------
 
 def test_crc64_check_value():
-    assert R.crc64(b"123456789") == 0xE9C6D914C4B8D9CA
-    assert R.crc64(b"56789", R.crc64(b"1234")) == 0xE9C6D914C4B8D9CA
+    assert crc64(b"123456789") == 0xE9C6D914C4B8D9CA
+    assert crc64(b"56789", crc64(b"1234")) == 0xE9C6D914C4B8D9CA
 
 
 def test_length_encoding():
-    assert R.enc_len(0) == b"\x00"
-    assert R.enc_len(63) == b"\x3f"
-    assert R.enc_len(64) == b"\x40\x40"
-    assert R.enc_len(16383) == b"\x7f\xff"
-    assert R.enc_len(16384) == b"\x80\x00\x00\x40\x00"
-    assert R.enc_len(1 << 32) == b"\x81" + (1 << 32).to_bytes(8, "big")
+    assert enc_len(0) == b"\x00"
+    assert enc_len(63) == b"\x3f"
+    assert enc_len(64) == b"\x40\x40"
+    assert enc_len(16383) == b"\x7f\xff"
+    assert enc_len(16384) == b"\x80\x00\x00\x40\x00"
+    assert enc_len(1 << 32) == b"\x81" + (1 << 32).to_bytes(8, "big")
 
 
 def test_string_encodings():
-    assert R.enc_string(b"-7") == b"\xc0\xf9"
-    assert R.enc_string(b"3000") == b"\xc1\xb8\x0b"
-    assert R.enc_string(b"-2000000000") == b"\xc2" + struct.pack("<i", -2000000000)
-    assert R.enc_string(b"2147483648") == b"\x0a2147483648"     # beyond 32 bits: text
-    assert R.enc_string(b"007") == b"\x03007"                   # not canonical
-    assert R.enc_string(b"-0") == b"\x02-0"
-    comp = R.enc_string(b"ab" * 100)
+    assert enc_string(b"-7") == b"\xc0\xf9"
+    assert enc_string(b"3000") == b"\xc1\xb8\x0b"
+    assert enc_string(b"-2000000000") == b"\xc2" + struct.pack("<i", -2000000000)
+    assert enc_string(b"2147483648") == b"\x0a2147483648"     # beyond 32 bits: text
+    assert enc_string(b"007") == b"\x03007"                   # not canonical
+    assert enc_string(b"-0") == b"\x02-0"
+    comp = enc_string(b"ab" * 100)
     assert comp[0] == 0xC3 and len(comp) < 200
-    assert R.enc_string(b"ab" * 100, compress=False) == b"\x40\xc8" + b"ab" * 100
+    assert enc_string(b"ab" * 100, compress=False) == b"\x40\xc8" + b"ab" * 100
     # LZF is used only when it saves at least 4 bytes
     rnd = os.urandom(100)
-    assert R.enc_string(rnd) == b"\x40\x64" + rnd
+    assert enc_string(rnd) == b"\x40\x64" + rnd
 
 
 def test_canonical_int():
@@ -139,9 +142,9 @@ def _mk_values():
 
 def test_payload_round_trip_every_encoding():
     for v in _mk_values():
-        p = R.dump_payload(v)
-        assert R.verify_payload(p)
-        back = R.load_payload(p)
+        p = dump_payload(v)
+        assert verify_payload(p)
+        back = load_payload(p)
         c1, c2 = canonical(v), canonical(back)
         assert c1[:2] == c2[:2]
         if not isinstance(v, ListValue):
@@ -149,14 +152,14 @@ def test_payload_round_trip_every_encoding():
 
 
 def test_payload_version_and_checksum():
-    p = R.dump_payload(b"hello")
+    p = dump_payload(b"hello")
     assert p[-10:-8] == b"\x0a\x00"
     bad = bytearray(p)
     bad[1] ^= 1
-    assert not R.verify_payload(bytes(bad))
+    assert not verify_payload(bytes(bad))
     v11 = p[:-10] + b"\x0b\x00"
-    v11 += R.crc64(v11).to_bytes(8, "little")
-    assert not R.verify_payload(v11)
+    v11 += crc64(v11).to_bytes(8, "little")
+    assert not verify_payload(v11)
 
 
 # -- server: SAVE, restart, encodings ------------------------------------------------
@@ -171,7 +174,7 @@ def test_save_and_reload_round_trip(start_server):
     c = s.client()
     payloads = {}
     for i, v in enumerate(_mk_values()):
-        c.restore(b"k%d" % i, 0, R.dump_payload(v))
+        c.restore(b"k%d" % i, 0, dump_payload(v))
     c.set(b"bin\x00\r\nkey", b"\x00\xff")
     c.set(b"big", os.urandom(3 << 20))
     c.set(b"ttl", b"v", px=600_000)
@@ -201,21 +204,21 @@ def test_encodings_after_load_follow_thresholds(start_server):
                      "--zset-max-listpack-entries", "2")
     c = s.client()
     h = HashValue({b"f%d" % i: b"v" for i in range(5)})      # listpack in the file
-    c.restore(b"h", 0, R.dump_payload(h))
-    c.restore(b"s", 0, R.dump_payload(SetValue([b"1", b"2", b"3", b"4"])))
+    c.restore(b"h", 0, dump_payload(h))
+    c.restore(b"s", 0, dump_payload(SetValue([b"1", b"2", b"3", b"4"])))
     z = ZSetValue()
     for i in range(3):
         z.add(b"m%d" % i, i)
-    c.restore(b"z", 0, R.dump_payload(z))
-    c.restore(b"l", 0, R.dump_payload(ListValue([b"a"])))
+    c.restore(b"z", 0, dump_payload(z))
+    c.restore(b"l", 0, dump_payload(ListValue([b"a"])))
     assert c.object("encoding", b"h") == b"hashtable"
     assert c.object("encoding", b"s") == b"hashtable"
     assert c.object("encoding", b"z") == b"skiplist"
     assert c.object("encoding", b"l") == b"quicklist"
     # and the saved file uses the hashtable/skiplist types
-    assert c.dump(b"h")[0] == R.T_HASH
-    assert c.dump(b"s")[0] == R.T_SET
-    assert c.dump(b"z")[0] == R.T_ZSET_2
+    assert c.dump(b"h")[0] == T_HASH
+    assert c.dump(b"s")[0] == T_SET
+    assert c.dump(b"z")[0] == T_ZSET_2
 
 
 def test_expired_keys_skipped_at_load(start_server):
@@ -474,7 +477,7 @@ def _saved_file(start_server, n=50):
     c = s.client()
     for i in range(n):
         c.set(b"key:%d" % i, b"value-%d" % i * 3)
-    c.restore(b"list", 0, R.dump_payload(ListValue([b"e%d" % i for i in range(100)])))
+    c.restore(b"list", 0, dump_payload(ListValue([b"e%d" % i for i in range(100)])))
     assert c.save()
     data = open(os.path.join(s.dir, "dump.rdb"), "rb").read()
     s.stop()
@@ -580,7 +583,7 @@ def test_restore_errors(r):
         r.execute_command("RESTORE", b"dst", 0, p, "FREQ", 256)
     body = b"\x0e\x01\x02junk" + b"\x0a\x00"    # valid checksum, bad body
     with pytest.raises(redis.ResponseError, match="^Bad data format$"):
-        r.restore(b"dst", 0, body + R.crc64(body).to_bytes(8, "little"))
+        r.restore(b"dst", 0, body + crc64(body).to_bytes(8, "little"))
     assert r.exists(b"dst") == 0
 
 
@@ -601,7 +604,7 @@ def test_restore_replace_ttl_absttl(r):
 
 def test_dump_restore_every_encoding(r):
     for i, v in enumerate(_mk_values()):
-        p = R.dump_payload(v)
+        p = dump_payload(v)
         r.restore(b"k%d" % i, 0, p)
         got = r.dump(b"k%d" % i)
         if order_dependent(p):
@@ -677,12 +680,12 @@ def test_redis_check_rdb_accepts_ophidis_file(start_server, tmp_path):
 
 def _rdb_file(body: bytes, version=10) -> bytes:
     data = b"REDIS%04d" % version + body + b"\xff"
-    return data + R.crc64(data).to_bytes(8, "little")
+    return data + crc64(data).to_bytes(8, "little")
 
 
 def test_reader_string_records_and_duplicates():
-    rec = b"".join(b"\x00" + R.enc_string(b"k%d" % i) + R.enc_string(b"v%d" % i) for i in range(100))
-    rec += b"\x00" + R.enc_string(b"n") + R.enc_string(b"12345")        # integer encoded value
+    rec = b"".join(b"\x00" + enc_string(b"k%d" % i) + enc_string(b"v%d" % i) for i in range(100))
+    rec += b"\x00" + enc_string(b"n") + enc_string(b"12345")        # integer encoded value
     rec += b"\xfc" + (2**62).to_bytes(8, "little") + b"\x00\x01t\x01x"   # with an expire
     res = R.RdbReader(_rdb_file(b"\xfe\x00" + rec)).load()
     d, exps = res.dbs[0]
@@ -690,13 +693,13 @@ def test_reader_string_records_and_duplicates():
     assert exps == {b"t": 2**62}
     assert res.keys_loaded == 102 and res.type_counts == {"string": 102}
     dup = b"\xfe\x00" + rec + b"\x00\x02k5\x01z"
-    with pytest.raises(R.RdbError, match="RDB has duplicated key 'k5' in DB 0"):
+    with pytest.raises(RdbError, match="RDB has duplicated key 'k5' in DB 0"):
         R.RdbReader(_rdb_file(dup)).load()
     # an old-format (version 9) file with a ziplist hash and seconds expiry
     ents = [b"\x00\x01f", b"\x03\x01v"]
     body = b"".join(ents)
     zl = struct.pack("<IIH", 10 + len(body) + 1, 10 + len(ents[0]), 2) + body + b"\xff"
-    v9 = b"\xfe\x00\xfd" + (2**31 - 1).to_bytes(4, "little") + b"\x0d\x01h" + R.enc_string(zl)
+    v9 = b"\xfe\x00\xfd" + (2**31 - 1).to_bytes(4, "little") + b"\x0d\x01h" + enc_string(zl)
     res = R.RdbReader(_rdb_file(v9, 9)).load()
     h = res.dbs[0][0][b"h"]
     assert isinstance(h, HashValue) and dict(h) == {b"f": b"v"} and not h.ht
@@ -706,22 +709,22 @@ def test_reader_string_records_and_duplicates():
 def test_reader_crc_mismatch_and_trailing_truncation():
     good = _rdb_file(b"\xfe\x00\x00\x01a\x01b")
     bad = good[:-1] + bytes([good[-1] ^ 1])
-    with pytest.raises(R.RdbError, match="RDB CRC error"):
+    with pytest.raises(RdbError, match="RDB CRC error"):
         R.RdbReader(bad).load()
-    with pytest.raises(R.RdbError, match="Unexpected EOF") as ei:
+    with pytest.raises(RdbError, match="Unexpected EOF") as ei:
         R.RdbReader(good[:-3]).load()
     assert ei.value.offset == len(good) - 3
 
 
 def test_module_aux_skipped_and_module_value_refused():
     mid = (12345 << 10) | 1
-    aux = (b"\xf7" + R.enc_len(mid) + R.enc_len(2) + R.enc_len(2)
-           + R.enc_len(2) + R.enc_len(7) + R.enc_len(5) + R.enc_string(b"blob") + R.enc_len(4)
-           + b"\x00" * 8 + R.enc_len(0))
+    aux = (b"\xf7" + enc_len(mid) + enc_len(2) + enc_len(2)
+           + enc_len(2) + enc_len(7) + enc_len(5) + enc_string(b"blob") + enc_len(4)
+           + b"\x00" * 8 + enc_len(0))
     res = R.RdbReader(_rdb_file(aux + b"\xfe\x00\x00\x01a\x01b")).load()
     assert res.module_aux_skipped == 1 and res.dbs[0][0] == {b"a": b"b"}
-    modval = b"\xfe\x00\x07\x01m" + R.enc_len(mid) + R.enc_len(2) + R.enc_len(3) + R.enc_len(0)
-    with pytest.raises(R.RdbError, match="value of type module"):
+    modval = b"\xfe\x00\x07\x01m" + enc_len(mid) + enc_len(2) + enc_len(3) + enc_len(0)
+    with pytest.raises(RdbError, match="value of type module"):
         R.RdbReader(_rdb_file(modval)).load()
     res = R.RdbReader(_rdb_file(modval)).load(unsupported_ok=True)
     assert res.type_counts == {"module": 1}
@@ -736,7 +739,7 @@ def test_function_libraries_written_and_read(tmp_path):
     with open(path, "wb") as f:
         R.write_snapshot(f, srv)
     data = path.read_bytes()
-    assert b"\xf5" + R.enc_string(code) in data
+    assert b"\xf5" + enc_string(code) in data
     res = R.RdbReader(data).load()
     assert res.functions == [code]
     assert res.dbs[0][0] == {b"k": b"v"}

@@ -25,6 +25,7 @@ from ophidis import compiled
 from ophidis.persistence import rdb
 from ophidis.persistence.listpack import EncodingError, lp_decode, lp_decode_py, lp_encode
 from ophidis.persistence.rdbcodec import crc64, enc_string
+from ophidis.persistence.rdbencode import Encoder
 from ophidis.types.containers import HashValue, ListValue, SetValue
 from ophidis.types.stream import StreamValue
 from ophidis.types.zset import ZSetValue
@@ -102,7 +103,7 @@ datasets = st.dictionaries(keys, values, max_size=25)
 
 
 def _write(fn, d, exp, compress, fill, depth, delay=0.0):
-    enc = rdb.Encoder(compress=compress)
+    enc = Encoder(compress=compress)
     enc.list_fill = fill
     enc.list_depth = depth
     fell_back = []

@@ -20,9 +20,13 @@ import pytest
 from ophidis.memory.sizes import pysize
 from ophidis.commands.streams import _string2ull, parse_id
 from ophidis.errors import RedisError
-from ophidis.persistence import rdb as R
+from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string, lzf_decompress, redis_lzf
+from ophidis.persistence.rdbdecode import ValueReader
+from ophidis.persistence.rdbencode import stream_body
+from ophidis.persistence.rdbformat import RDB_VERSION, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3, RdbError
+from ophidis.persistence.rdbpayload import load_payload
 from ophidis.persistence import rdbcodec
-from ophidis.persistence.listpack import lp_entry
+from ophidis.persistence.listpack import lp_build, lp_entry
 from ophidis.types.stream import MASK64, MAX_ID, NACK, Consumer, Group, StreamValue, str_size
 from support.notify import KeyspaceEvents
 from support.replication import SyncStream
@@ -162,14 +166,14 @@ def test_lzf_space_rule_of_redis():
     # stores the listpack uncompressed.  python-lzf, where installed, gives
     # the same 34 bytes but accepts them within 34.
     lp = bytes.fromhex("260000000f0001010101010181610200010301000100010101040102010101000101010401ff")
-    assert R.redis_lzf(lp, 34) is None
-    assert R.enc_string(lp)[:1] == b"\x26"
+    assert redis_lzf(lp, 34) is None
+    assert enc_string(lp)[:1] == b"\x26"
     if not LZF:
         pytest.skip("without the compiled LZF (pure-Python run) strings are written uncompressed")
-    comp = R.redis_lzf(lp, 35)
+    comp = redis_lzf(lp, 35)
     assert comp is not None and len(comp) == 34
-    assert R.redis_lzf(lp, 100) == comp
-    assert R.lzf_decompress(comp, len(lp)) == lp
+    assert redis_lzf(lp, 100) == comp
+    assert lzf_decompress(comp, len(lp)) == lp
     try:
         import lzf
     except ImportError:
@@ -1071,7 +1075,7 @@ def test_corrupt_stream_payloads_refused(raw):
         bad = bytearray(body)
         bad[pos] ^= 0x41
         full = bytes(bad) + payload[-10:-8]
-        full += R.crc64(full).to_bytes(8, "little")
+        full += crc64(full).to_bytes(8, "little")
         raw.send("RESTORE", "bad%d" % pos, "0", full)
         r = raw.read()
         assert r == b"+OK\r\n" or r.startswith(b"-ERR Bad data format"), (pos, r)
@@ -1195,34 +1199,34 @@ def test_dump_payloads_identical_to_redis(both):
 
 def test_reader_refuses_inconsistent_streams():
     def payload(nodes, rest):
-        body = R.enc_len(len(nodes)) + b"".join(R.enc_string(k) + R.enc_string(lp) for k, lp in nodes)
-        p = bytes((R.T_STREAM_LISTPACKS_2,)) + body + rest + R.RDB_VERSION.to_bytes(2, "little")
-        return p + R.crc64(p).to_bytes(8, "little")
+        body = enc_len(len(nodes)) + b"".join(enc_string(k) + enc_string(lp) for k, lp in nodes)
+        p = bytes((T_STREAM_LISTPACKS_2,)) + body + rest + RDB_VERSION.to_bytes(2, "little")
+        return p + crc64(p).to_bytes(8, "little")
     sv = StreamValue()
     sv.append(1 << 64, [b"a", b"1"], 4096, 100)
     node = sv.nodes[0]
     key = (1 << 64).to_bytes(16, "big")
     lp = node.to_listpack()
-    rest = R.stream_body(sv)[len(R.enc_len(1) + R.enc_string(key) + R.enc_string(lp)):]
-    assert R.load_payload(payload([(key, lp)], rest)).length == 1
+    rest = stream_body(sv)[len(enc_len(1) + enc_string(key) + enc_string(lp)):]
+    assert load_payload(payload([(key, lp)], rest)).length == 1
     bad_cases = [
         [(b"abc", lp)],                                   # node key not 16 bytes
-        [(key, R.lp_build([]))],                          # empty listpack
+        [(key, lp_build([]))],                          # empty listpack
         [(key, lp), (key, lp)],                           # same node twice
-        [(key, R.lp_build([R.lp_entry(x) for x in (1, 0, 1, b"a", 0, 2, 0, 0, b"1", 5)]))],  # bad lp-count
+        [(key, lp_build([lp_entry(x) for x in (1, 0, 1, b"a", 0, 2, 0, 0, b"1", 5)]))],  # bad lp-count
         [(key, lp[:-1] + b"\xfe")],                       # not a listpack
     ]
     for nodes in bad_cases:
-        with pytest.raises(R.RdbError):
-            R.load_payload(payload(nodes, rest))
+        with pytest.raises(RdbError):
+            load_payload(payload(nodes, rest))
     # a consumer owning an entry the group's PEL does not have
     sv.groups = {}
     g = sv.groups[b"g"] = Group(0, -1)
     cons = g.consumers[b"c"] = Consumer(b"c", 0)
     cons.pel[1 << 64] = None
-    with pytest.raises(R.RdbError):
-        R.load_payload(payload([(key, lp)], R.stream_body(sv)[len(R.enc_len(1) + R.enc_string(key)
-                                                                     + R.enc_string(lp)):]))
+    with pytest.raises(RdbError):
+        load_payload(payload([(key, lp)], stream_body(sv)[len(enc_len(1) + enc_string(key)
+                                                                     + enc_string(lp)):]))
 
 
 # ---------------------------------------------------------------------------
@@ -1309,7 +1313,7 @@ def test_rewrite_commands_rebuild_the_stream(server, raw):
     dumps = {}
     for k in ("s", "e"):
         d = raw.call("DUMP", k)
-        dumps[k] = R.load_payload(d[d.index(b"\r\n") + 2:-2])
+        dumps[k] = load_payload(d[d.index(b"\r\n") + 2:-2])
     raw.call("FLUSHALL")
     for k, sv in dumps.items():
         for cmd in sv.rewrite_commands(k.encode()):
@@ -1406,11 +1410,11 @@ def test_reader_loads_redis_72_streams():
     cons.pel[5 << 64] = nack
     g.consumers[b"alice"] = cons
     sv.groups = {b"g": g}
-    body19 = R.stream_body(sv)
+    body19 = stream_body(sv)
     tail = 1 + 16                                   # the consumer's PEL: count, one ID
     body21 = body19[:-tail] + (1700000000002).to_bytes(8, "little") + body19[-tail:]
-    v = R.RdbReader(body21).load_object(R.T_STREAM_LISTPACKS_3)
-    assert R.stream_body(v) == body19
+    v = ValueReader(body21).load_object(T_STREAM_LISTPACKS_3)
+    assert stream_body(v) == body19
     c2 = v.groups[b"g"].consumers[b"alice"]
     assert c2.seen_time == 1700000000000 and c2.pel[5 << 64].delivery_time == 1700000000001
 

@@ -8,7 +8,7 @@ import os
 
 import redis
 
-from ophidis.persistence.rdb import load_payload
+from ophidis.persistence.rdbpayload import load_payload
 from ophidis.types.containers import HashValue, ListValue, SetValue
 from ophidis.types.zset import ZSetValue
 

@@ -1,9 +1,10 @@
 """RDB's primitive encodings, the only copy of each: CRC-64 (Redis's crc64,
 the Jones polynomial, reflected), LZF, lengths and strings.
 
-Used by RDB files, DUMP/RESTORE payloads and FUNCTION DUMP/RESTORE (all in
-rdb.py).  anycrc (a C extension, in the dependencies) and Ophidis's own
-compiled LZF (_lzf.pyx, built at install time when a C compiler is there)
+Used by RDB files (rdb.py), the values' encodings (rdbencode.py,
+rdbdecode.py), DUMP/RESTORE and FUNCTION DUMP/RESTORE payloads
+(rdbpayload.py).  anycrc (a C extension, in the dependencies) and Ophidis's
+own compiled LZF (_lzf.pyx, built at install time when a C compiler is there)
 do the work when they are installed; without them a pure-Python install
 still reads and writes every format: CRC-64 and LZF decompression fall
 back to the Python versions below, and strings are written uncompressed

@@ -28,7 +28,9 @@ import time
 from .. import log
 from ..tools import check_rdb
 from . import child
-from .rdb import LoadAborted, LoadSettings, RdbError, RdbReader, write_snapshot
+from .rdb import RdbReader, write_snapshot
+from .rdbdecode import LoadAborted, LoadSettings
+from .rdbformat import RdbError
 
 BGSAVE_RETRY_DELAY = 5
 

@@ -46,7 +46,8 @@ from ..commands import lookup_fullname
 from ..commands.command_cmd import get_keys
 from ..keyspace.db import stats
 from ..net.client import Client
-from ..persistence.rdb import LoadAborted, RdbError
+from ..persistence.rdbdecode import LoadAborted
+from ..persistence.rdbformat import RdbError
 from ..persistence.snapshot import LoadError
 from ..protocol.resp import encode_request, request_size
 

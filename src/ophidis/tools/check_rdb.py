@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 import time
 
-from ..persistence.rdb import TYPE_NAMES, RdbError, RdbReader
+from ..persistence.rdb import RdbReader
+from ..persistence.rdbformat import TYPE_NAMES, RdbError
 
 
 def check(path, out=sys.stdout) -> int:
@@ -57,8 +58,8 @@ def check_data(data, out=sys.stdout, tail_ok=False):
     if err is not None:
         p("--- RDB ERROR DETECTED ---")
         p("[offset %d] %s" % (err.offset or 0, err.msg))
-        if reader.key is not None or getattr(reader, "key_type", None) is not None:
-            t = getattr(reader, "key_type", None)
+        if reader.key is not None or reader.key_type is not None:
+            t = reader.key_type
             if reader.key is not None:
                 p("[additional info] Reading key '%s'" % reader.key.decode("utf-8", "replace"))
             if t is not None:

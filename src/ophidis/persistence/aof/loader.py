@@ -12,7 +12,9 @@ from ... import log
 from ...commands import lookup
 from ...errors import RedisError
 from ...net.client import Client
-from ..rdb import LoadSettings, RdbError, RdbReader, debug_delay
+from ..rdb import RdbReader, debug_delay
+from ..rdbdecode import LoadSettings
+from ..rdbformat import RdbError
 from .common import (ANNOTATION_LINE_MAX, AOF_OFF, AOF_ON, LOAD_EMPTY, LOAD_FAILED, LOAD_NOT_EXIST, LOAD_OK,
                      LOAD_OPEN_ERR, LOAD_TRUNCATED, file_size, strerror)
 from .manifest import TYPE_BASE, AofInfo, Manifest, ManifestError, _atol, manifest_name

@@ -17,7 +17,8 @@ from ...protocol.resp import encode_argv
 from ...types.containers import HashValue, ListValue, SetValue
 from ...types.zset import ZSetValue
 from .. import child
-from ..rdb import dump_payload, function_codes, write_snapshot
+from ..rdb import function_codes, write_snapshot
+from ..rdbpayload import dump_payload
 from .common import (AOF_OFF, AOF_ON, AOF_WAIT_REWRITE, REWRITE_LIMIT_MAX_MINUTES, REWRITE_LIMIT_THRESHOLD,
                      fdatasync, file_size, strerror, unlink_quiet)
 from .manifest import temp_incr_name

@@ -1,0 +1,189 @@
+"""Values to RDB bytes, as Redis 7.0 writes them (rdbSaveObject): the
+encodings Redis would choose (listpack, intset, quicklist nodes filled by
+``list-max-listpack-size`` and compressed by ``list-compress-depth``),
+strings compressed with LZF (``rdbcompression``).
+
+``Encoder.type_and_value`` gives a value's type byte and its bytes; the
+file (rdb.py) and the DUMP payload (rdbpayload.py) are built from it.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from ..keyspace.db import EmbStr
+from ..types.containers import HashValue, ListValue, SetValue
+from ..types.stream import MASK64, StreamValue, id_key
+from ..types.zset import ZSetValue
+from .listpack import intset_encode, lp_build, lp_entry
+from .rdbcodec import enc_len, enc_string, redis_lzf
+from .rdbformat import (QL_PACKED, QL_PLAIN, T_HASH, T_HASH_LISTPACK, T_LIST_QUICKLIST_2, T_SET, T_SET_INTSET,
+                        T_STREAM_LISTPACKS_2, T_STRING, T_ZSET_2, T_ZSET_LISTPACK)
+
+
+def _score_entry(d: float) -> bytes:
+    if not math.isinf(d) and -(2 ** 62) <= d <= 2 ** 62 and d == int(d):
+        return lp_entry(int(d))
+    return lp_entry(b"%.17g" % d)
+
+
+_OPT = (4096, 8192, 16384, 32768, 65536)
+
+
+def quicklist_nodes(items, fill=-2):
+    """Split list items into listpacks the way quicklistPushTail fills nodes
+    (a list built by RPUSH).  Returns a list of (container, bytes)."""
+    nodes = []
+    cur = []        # encoded entries
+    cur_sz = 0      # lpBytes of the current node
+    limit = _OPT[-fill - 1] if fill < 0 and -fill - 1 < len(_OPT) else None
+    for it in items:
+        sz = len(it)
+        if sz >= 1 << 30:
+            if cur:
+                nodes.append((QL_PACKED, lp_build(cur)))
+                cur, cur_sz = [], 0
+            nodes.append((QL_PLAIN, bytes(it)))
+            continue
+        allow = False
+        if cur:
+            new_sz = cur_sz + sz + 8
+            if limit is not None:
+                allow = new_sz <= limit
+            elif new_sz > 8192:
+                allow = False
+            else:
+                allow = len(cur) < fill
+        e = lp_entry(it)
+        if allow:
+            cur.append(e)
+            cur_sz += len(e)
+        else:
+            if cur:
+                nodes.append((QL_PACKED, lp_build(cur)))
+            cur = [e]
+            cur_sz = 7 + len(e)
+    if cur:
+        nodes.append((QL_PACKED, lp_build(cur)))
+    return nodes
+
+
+def _lzf_node(lp):
+    """quicklist node compression (list-compress-depth): None if not worth it."""
+    if len(lp) < 48:
+        return None
+    comp = redis_lzf(lp, len(lp))
+    if not comp or len(comp) + 8 >= len(lp):
+        return None
+    return comp
+
+
+class Encoder:
+    """Value serializer bound to the settings that affect encodings."""
+
+    def __init__(self, config=None, compress=None):
+        g = (lambda k, d: config[k]) if config is not None else (lambda k, d: d)
+        self.compress = g("rdbcompression", True) if compress is None else compress
+        self.list_fill = g("list-max-listpack-size", -2)
+        self.list_depth = g("list-compress-depth", 0)
+
+    def type_and_value(self, v):
+        """(type byte, serialized value) for an in-memory value."""
+        cls = v.__class__
+        compress = self.compress
+        if cls is bytes or cls is bytearray or cls is EmbStr:
+            return T_STRING, enc_string(bytes(v) if cls is EmbStr else v, compress)
+        if cls is ListValue:
+            nodes = quicklist_nodes(v, self.list_fill)
+            out = [enc_len(len(nodes))]
+            depth = self.list_depth
+            nn = len(nodes)
+            for i, (container, data) in enumerate(nodes):
+                out.append(enc_len(container))
+                comp = None
+                if depth > 0 and container == QL_PACKED and depth <= i < nn - depth:
+                    comp = _lzf_node(data)
+                if comp is not None:
+                    out.append(b"\xc3" + enc_len(len(comp)) + enc_len(len(data)) + comp)
+                else:
+                    out.append(enc_string(data, compress))
+            return T_LIST_QUICKLIST_2, b"".join(out)
+        if cls is HashValue:
+            if not v.ht:
+                ents = []
+                for f, val in v.items():
+                    ents.append(lp_entry(f))
+                    ents.append(lp_entry(val))
+                return T_HASH_LISTPACK, enc_string(lp_build(ents), compress)
+            out = [enc_len(len(v))]
+            for f, val in v.items():
+                out.append(enc_string(f, compress))
+                out.append(enc_string(val, compress))
+            return T_HASH, b"".join(out)
+        if cls is SetValue:
+            if v.enc == b"intset":
+                return T_SET_INTSET, enc_string(intset_encode(sorted(int(x) for x in v)), compress)
+            out = [enc_len(len(v))]
+            for m in v:
+                out.append(enc_string(m, compress))
+            return T_SET, b"".join(out)
+        if cls is ZSetValue or isinstance(v, ZSetValue):
+            if not v.skiplist:
+                ents = []
+                for m, s in v.items():
+                    ents.append(lp_entry(m))
+                    ents.append(_score_entry(s))
+                return T_ZSET_LISTPACK, enc_string(lp_build(ents), compress)
+            out = [enc_len(len(v))]
+            pack = struct.Struct("<d").pack
+            for s, m in reversed(v.sl):
+                out.append(enc_string(m, compress))
+                out.append(pack(s))
+            return T_ZSET_2, b"".join(out)
+        if cls is StreamValue:
+            return T_STREAM_LISTPACKS_2, stream_body(v, compress)
+        if isinstance(v, (bytes, bytearray)):
+            return T_STRING, enc_string(bytes(v), compress)
+        if isinstance(v, ListValue):
+            return self.type_and_value(ListValue(v))
+        raise TypeError("cannot serialize value of type %s" % cls.__name__)
+
+
+_pack_ms = struct.Struct("<q").pack
+
+
+def stream_body(v, compress=True) -> bytes:
+    """A stream as RDB_TYPE_STREAM_LISTPACKS_2: the radix tree's listpacks
+    keyed by master ID, the stream's counters, then the consumer groups
+    (global PEL with delivery times/counts, consumers with their PEL IDs)."""
+    out = [enc_len(len(v.nodes))]
+    ap = out.append
+    for node in v.nodes:
+        ap(enc_string(id_key(node.master), compress))
+        ap(enc_string(node.to_listpack(), compress))
+    for x in (v.length, v.last_id >> 64, v.last_id & MASK64, v.first_id >> 64,
+              v.first_id & MASK64, v.max_deleted >> 64, v.max_deleted & MASK64,
+              v.entries_added):
+        ap(enc_len(x))
+    groups = v.sorted_groups()
+    ap(enc_len(len(groups)))
+    for name, g in groups:
+        ap(enc_string(name, compress))
+        ap(enc_len(g.last_id >> 64))
+        ap(enc_len(g.last_id & MASK64))
+        ap(enc_len(g.entries_read & MASK64))
+        ap(enc_len(len(g.pel)))
+        for i, nack in g.pel.items():
+            ap(id_key(i))
+            ap(_pack_ms(nack.delivery_time))
+            ap(enc_len(nack.delivery_count))
+        consumers = g.sorted_consumers()
+        ap(enc_len(len(consumers)))
+        for cons in consumers:
+            ap(enc_string(cons.name, compress))
+            ap(_pack_ms(cons.seen_time))
+            ap(enc_len(len(cons.pel)))
+            for i in cons.pel:
+                ap(id_key(i))
+    return b"".join(out)

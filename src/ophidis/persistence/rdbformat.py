@@ -1,0 +1,90 @@
+"""The numbers of the RDB format (Redis's rdb.h): the version we write and
+the versions we read, the value types, the opcodes, the quicklist node
+containers; ``RdbError``, what every reader raises; module type names.
+
+The encodings of the values are in rdbencode.py (writing) and
+rdbdecode.py (reading), their primitives in rdbcodec.py and listpack.py;
+the file is rdb.py, the DUMP and FUNCTION DUMP payloads rdbpayload.py.
+"""
+
+from __future__ import annotations
+
+RDB_VERSION = 10
+MAX_READ_VERSION = 11
+
+# value types
+T_STRING = 0
+T_LIST = 1
+T_SET = 2
+T_ZSET = 3
+T_HASH = 4
+T_ZSET_2 = 5
+T_MODULE = 6
+T_MODULE_2 = 7
+T_HASH_ZIPMAP = 9
+T_LIST_ZIPLIST = 10
+T_SET_INTSET = 11
+T_ZSET_ZIPLIST = 12
+T_HASH_ZIPLIST = 13
+T_LIST_QUICKLIST = 14
+T_STREAM_LISTPACKS = 15
+T_HASH_LISTPACK = 16
+T_ZSET_LISTPACK = 17
+T_LIST_QUICKLIST_2 = 18
+T_STREAM_LISTPACKS_2 = 19
+T_SET_LISTPACK = 20
+T_STREAM_LISTPACKS_3 = 21
+
+TYPE_NAMES = {
+    T_STRING: "string", T_LIST: "list", T_SET: "set", T_ZSET: "zset", T_HASH: "hash",
+    T_ZSET_2: "zset", T_MODULE: "module", T_MODULE_2: "module", T_HASH_ZIPMAP: "hash",
+    T_LIST_ZIPLIST: "list", T_SET_INTSET: "set", T_ZSET_ZIPLIST: "zset", T_HASH_ZIPLIST: "hash",
+    T_LIST_QUICKLIST: "list", T_STREAM_LISTPACKS: "stream", T_HASH_LISTPACK: "hash",
+    T_ZSET_LISTPACK: "zset", T_LIST_QUICKLIST_2: "list", T_STREAM_LISTPACKS_2: "stream",
+    T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream",
+}
+
+# opcodes
+OP_FUNCTION2 = 245
+OP_FUNCTION = 246
+OP_MODULE_AUX = 247
+OP_IDLE = 248
+OP_FREQ = 249
+OP_AUX = 250
+OP_RESIZEDB = 251
+OP_EXPIRETIME_MS = 252
+OP_EXPIRETIME = 253
+OP_SELECTDB = 254
+OP_EOF = 255
+
+
+QL_PLAIN, QL_PACKED = 1, 2
+
+
+class RdbError(Exception):
+    """A corrupt or truncated RDB (or DUMP payload)."""
+
+    def __init__(self, msg, offset=None, truncated=False, quiet=False):
+        super().__init__(msg)
+        self.msg = msg
+        self.offset = offset
+        self.truncated = truncated
+        self.quiet = quiet      # refused by RESTORE without a log line (an unknown type, an empty value)
+
+    def __str__(self):
+        if self.offset is None:
+            return self.msg
+        return "%s (at offset %d)" % (self.msg, self.offset)
+
+
+
+_MODULE_CHARSET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def module_name(mid: int) -> str:
+    mid >>= 10
+    out = []
+    for _ in range(9):
+        out.append(_MODULE_CHARSET[mid & 63])
+        mid >>= 6
+    return "".join(reversed(out))
