@@ -39,7 +39,7 @@ from redis.retry import Retry
 from support.config import ConfigOverrides
 from support.resp import RespConn
 from support.servers import (REDIS_SERVER, ROOT, SRC, RedisServerProc, ServerProc, Starter,  # noqa: F401
-                             free_port, logs_of, running_server, server_env)
+                             free_port, logs_of, reference_server, running_server, server_env)
 from support.wait import wait_port  # noqa: F401
 
 
@@ -174,23 +174,14 @@ def raw3(r, connect):
 
 @pytest.fixture
 def start_server():
-    starter = Starter()
-    try:
+    with Starter() as starter:
         yield starter
-    finally:
-        starter.stop_all()
 
 
 @pytest.fixture(scope="session")
 def redis_server():
     """Debian's redis-server 7.0, the reference implementation."""
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (make test installs it)")
-    ref = RedisServerProc()
-    try:
-        yield ref
-    finally:
-        ref.stop(remove=True)
+    yield from reference_server()
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import hiredis
@@ -22,7 +21,7 @@ import pytest
 from ophidis.tools.cli.output import format_tty
 from ophidis.tools.resp import Parser
 from support.resp import encode
-from support.servers import ServerProc, free_port, server_env
+from support.servers import FakeServer, ServerProc, free_port, server_env
 from support.wait import wait_port, wait_until
 
 REDIS_CLI = shutil.which("redis-cli")
@@ -427,25 +426,13 @@ def test_rdb_transfer(redis_server, ref, server, tmp_path, config):
     client.delete("persisted-here")
 
 
-class FakeServer:
+class AnsweringServer(FakeServer):
     """A tiny RESP server: ``answer(argv) -> bytes`` for each request."""
 
     def __init__(self, answer):
         self.answer = answer
         self.seen = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+        super().__init__(threaded=True)
 
     def handle(self, conn):
         r = hiredis.Reader()
@@ -464,14 +451,11 @@ class FakeServer:
                 self.seen.append(argv)
                 conn.sendall(self.answer(argv))
 
-    def close(self):
-        self.sock.close()
-
 
 def test_cluster_moved_redirection(target):
     port, c, is_redis = target
     c.set("foo", "bar")
-    fake = FakeServer(lambda argv: b"-MOVED 12182 127.0.0.1:%d\r\n" % port)
+    fake = AnsweringServer(lambda argv: b"-MOVED 12182 127.0.0.1:%d\r\n" % port)
     try:
         res = same_as_redis_cli(fake.port, ["-c", "get", "foo"])
         assert res.stdout == b"bar\n"
@@ -487,8 +471,8 @@ def test_cluster_ask_redirection():
         if argv[0].upper() == b"ASKING":
             return b"+OK\r\n"
         return b"$3\r\nbar\r\n"
-    b = FakeServer(node_b)
-    a = FakeServer(lambda argv: b"-ASK 12182 127.0.0.1:%d\r\n" % b.port)
+    b = AnsweringServer(node_b)
+    a = AnsweringServer(lambda argv: b"-ASK 12182 127.0.0.1:%d\r\n" % b.port)
     try:
         res = same_as_redis_cli(a.port, ["-c", "get", "foo"])
         assert res.stdout == b"bar\n"

@@ -34,8 +34,7 @@ def _text(v):
 
 @compiled_run_only
 def test_six_ophidis_nodes_form_serve_and_fail_over():
-    cl = Cluster(["ophidis"] * 6)
-    try:
+    with Cluster(["ophidis"] * 6) as cl:
         out = cl.create(replicas=1)
         assert "[OK] All nodes agree about slots configuration." in out
         assert "[OK] All 16384 slots covered." in out
@@ -120,8 +119,6 @@ def test_six_ophidis_nodes_form_serve_and_fail_over():
         wait_until(lambda: cl.client(vi).execute_command("ROLE")[0] == b"slave", 60, interval=0.2,
                    what="the restarted master becomes a replica")
         cl.wait_ok(timeout=60)
-    finally:
-        cl.stop()
 
 
 def _fill(rc, tag, n):
@@ -163,8 +160,7 @@ def test_mixed_cluster_of_ophidis_and_redis_server_nodes():
     if REDIS_SERVER is None:
         pytest.skip("redis-server is not installed")
     kinds = ["ophidis", "redis", "ophidis", "redis", "ophidis", "redis"]
-    cl = Cluster(kinds)
-    try:
+    with Cluster(kinds) as cl:
         cl.create(replicas=1)
         masters = cl.masters()
         assert sorted(masters) == sorted(cl.ports[:3])
@@ -225,8 +221,6 @@ def test_mixed_cluster_of_ophidis_and_redis_server_nodes():
         cl.wait_ok(timeout=60)
         wait_until(lambda: cl.client(vi).dbsize() == cl.client(cl.index_of(heir)).dbsize(), 60, interval=0.2,
                    what="the restarted node in sync")
-    finally:
-        cl.stop()
 
 
 def _two_nodes(kind):

@@ -29,8 +29,7 @@ def test_three_masters_share_the_slots_and_redirect():
     """Three nodes form a cluster (no redis-cli: CLUSTER ADDSLOTSRANGE and
     MEET); a key is served by its slot's owner, the others answer MOVED
     with Redis's text, and redis-py's cluster client reaches every key."""
-    cl = Cluster(["ophidis"] * 3)
-    try:
+    with Cluster(["ophidis"] * 3) as cl:
         cl.form(masters=3)
         rc = cl.redis_cluster()
         keys = [b"key:%d" % i for i in range(300)]
@@ -48,13 +47,10 @@ def test_three_masters_share_the_slots_and_redirect():
         conn.close()
         assert sum(cl.client(i).dbsize() for i in range(3)) == len(keys)
         rc.close()
-    finally:
-        cl.stop()
 
 
 def test_nodes_conf_survives_a_restart():
-    cl = Cluster(["ophidis", "ophidis"])
-    try:
+    with Cluster(["ophidis", "ophidis"]) as cl:
         cl.form(masters=2)
         a = cl.client(0)
         a.execute_command("CLUSTER", "SETSLOT", 50, "MIGRATING", cl.myid(1))
@@ -68,8 +64,6 @@ def test_nodes_conf_survives_a_restart():
         assert cl.myid(0) == myid
         cl.wait_ok(timeout=30)
         assert sorted(l[:3] + l[8:] for l in cl.nodes_view(0)) == before
-    finally:
-        cl.stop()
 
 
 def _start_fails(args, cwd):
@@ -99,8 +93,7 @@ def test_corrupt_nodes_conf_and_a_second_process_stop_start_up(tmp_path):
 
 
 def test_garbage_on_the_bus_port_leaves_the_node_up_and_in_its_cluster():
-    cl = Cluster(["ophidis", "ophidis"])
-    try:
+    with Cluster(["ophidis", "ophidis"]) as cl:
         cl.form(masters=2)
         a = cl.client(0)
         good = bus.encode(bus.Message(type=bus.PING, sender=b"f" * 40, port=1, cport=2,
@@ -123,13 +116,10 @@ def test_garbage_on_the_bus_port_leaves_the_node_up_and_in_its_cluster():
         wait_until(lambda: cl.info(0)["cluster_state"] == "ok" and cl.info(0)["cluster_known_nodes"] in ("2", "3"),
                    30, interval=0.2, what="the node still in its cluster")
         assert cl.agree([0, 1])
-    finally:
-        cl.stop()
 
 
 def test_publish_reaches_every_node_and_spublish_the_shard():
-    cl = Cluster(["ophidis"] * 4)
-    try:
+    with Cluster(["ophidis"] * 4) as cl:
         cl.form(masters=2)
         subs = []
         for i in range(4):
@@ -159,13 +149,10 @@ def test_publish_reaches_every_node_and_spublish_the_shard():
         other = next(p for p in cl.masters() if p != owner)
         with cl.nodes[cl.index_of(other)].conn() as raw:
             assert raw.call("SPUBLISH", "chan", "x") == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, owner)
-    finally:
-        cl.stop()
 
 
 def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected():
-    cl = Cluster(["ophidis", "ophidis"])
-    try:
+    with Cluster(["ophidis", "ophidis"]) as cl:
         a, b = cl.client(0), cl.client(1)
         a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
         a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
@@ -181,8 +168,6 @@ def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected():
             a.execute_command("CLUSTER", "SETSLOT", slot, "NODE", id1)
             b.execute_command("CLUSTER", "SETSLOT", slot, "NODE", id1)
             assert raw.read(timeout=10) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, cl.ports[1])
-    finally:
-        cl.stop()
 
 
 def _replicas_of(cl, i, master_id):
@@ -195,8 +180,7 @@ def test_replica_migrates_to_an_orphaned_master():
     """Replica migration (cluster-migration-barrier 1): master 0 has two
     replicas; when master 1's only replica fails, one of master 0's moves
     to master 1 after the migration delay."""
-    cl = Cluster(["ophidis"] * 6)
-    try:
+    with Cluster(["ophidis"] * 6) as cl:
         cl.form(masters=3)          # 3, 4, 5 replicate 0, 1, 2
         m0, m1 = cl.myid(0), cl.myid(1)
         cl.client(5).execute_command("CLUSTER", "REPLICATE", m0)
@@ -211,5 +195,3 @@ def test_replica_migrates_to_an_orphaned_master():
         wait_until(lambda: cl.client(mi).execute_command("ROLE")[2] == cl.ports[1], 30, interval=0.2,
                    what="the migrated replica replicating master 1")
         cl.wait_ok(alive, timeout=30)
-    finally:
-        cl.stop()

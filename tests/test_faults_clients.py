@@ -5,6 +5,7 @@ replies, whatever client-output-buffer-limit says)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -111,54 +112,54 @@ def test_authenticated_client_that_never_reads_hits_the_normal_limit(req):
     assert "closed" in out and "for overcoming of output buffer limits" in out
 
 
-def test_subscriber_that_never_reads_hits_the_pubsub_limit():
-    s = ServerProc(["--client-output-buffer-limit", "pubsub 1mb 0 0"])
-    sub = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+@contextlib.contextmanager
+def _never_reading(port, request, attached, poll):
+    """A connection to ``port`` with a small receive buffer that sends
+    ``request`` and never reads, once ``attached()`` is true (asked every
+    ``poll`` seconds, for 30 s at the most); closed on exit."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
-        sub.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sub.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nch\r\n")
-        c = s.client()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(request)
         deadline = time.time() + 30
-        while c.pubsub_numsub("ch")[0][1] == 0:
+        while not attached():
             assert time.time() < deadline
-            time.sleep(0.02)
-        rss0 = rss(s.proc.pid)
-        msg = b"m" * 50000
-        receivers = 1
-        n = 0
-        while receivers and n < 2000:
-            receivers = c.publish("ch", msg)
-            n += 1
-        assert receivers == 0, "the subscriber was never disconnected"
-        assert rss(s.proc.pid) - rss0 < 60 * MB
-        assert "for overcoming of output buffer limits" in s.output()
-        assert c.info("stats")["client_output_buffer_limit_disconnections"] >= 1 \
-            if "client_output_buffer_limit_disconnections" in c.info("stats") else True
+            time.sleep(poll)
+        yield sock
     finally:
-        sub.close()
-        s.stop()
+        sock.close()
+
+
+def test_subscriber_that_never_reads_hits_the_pubsub_limit():
+    with ServerProc(["--client-output-buffer-limit", "pubsub 1mb 0 0"]) as s:
+        c = s.client()
+        with _never_reading(s.port, b"*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nch\r\n",
+                            lambda: c.pubsub_numsub("ch")[0][1] != 0, 0.02):
+            rss0 = rss(s.proc.pid)
+            msg = b"m" * 50000
+            receivers = 1
+            n = 0
+            while receivers and n < 2000:
+                receivers = c.publish("ch", msg)
+                n += 1
+            assert receivers == 0, "the subscriber was never disconnected"
+            assert rss(s.proc.pid) - rss0 < 60 * MB
+            assert "for overcoming of output buffer limits" in s.output()
+            assert c.info("stats")["client_output_buffer_limit_disconnections"] >= 1 \
+                if "client_output_buffer_limit_disconnections" in c.info("stats") else True
 
 
 def test_replica_that_never_reads_hits_the_replica_limit():
-    s = ServerProc(["--client-output-buffer-limit", "replica 1mb 0 0", "--repl-backlog-size", "1mb"])
-    rep = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-    try:
-        rep.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        rep.sendall(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+    with ServerProc(["--client-output-buffer-limit", "replica 1mb 0 0", "--repl-backlog-size", "1mb"]) as s:
         c = s.client()
-        deadline = time.time() + 30
-        while c.info("replication")["connected_slaves"] == 0:
-            assert time.time() < deadline
-            time.sleep(0.05)
-        rss0 = rss(s.proc.pid)
-        value = b"v" * 100000
-        n = 0
-        while c.info("replication")["connected_slaves"] and n < 1000:
-            c.set(b"k", value)
-            n += 1
-        assert n < 1000, "the replica was never disconnected"
-        assert rss(s.proc.pid) - rss0 < 60 * MB
-        assert "for overcoming of output buffer limits" in s.output()
-    finally:
-        rep.close()
-        s.stop()
+        with _never_reading(s.port, b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n",
+                            lambda: c.info("replication")["connected_slaves"] != 0, 0.05):
+            rss0 = rss(s.proc.pid)
+            value = b"v" * 100000
+            n = 0
+            while c.info("replication")["connected_slaves"] and n < 1000:
+                c.set(b"k", value)
+                n += 1
+            assert n < 1000, "the replica was never disconnected"
+            assert rss(s.proc.pid) - rss0 < 60 * MB
+            assert "for overcoming of output buffer limits" in s.output()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from support.notify import KeyspaceEvents
+from support.notify import events_of
 from support.replication import same_stream
 from support.resp import RespConn, bulk
 from support.servers import port_of
@@ -342,18 +342,14 @@ def test_store_and_storedist(r, ref):
 
 
 def test_notifications(r):
-    r.config_set("notify-keyspace-events", "KEA")
-    ev = KeyspaceEvents(r)
-    try:
-        r.geoadd("g", [1, 1, "a", 2, 2, "b"])
-        r.geoadd("g", [1, 1, "a"])                      # no change: no event
-        r.execute_command("GEORADIUS", "g", "1", "1", "500", "km", "STORE", "s1")
-        r.execute_command("GEOSEARCHSTORE", "s2", "g", "FROMMEMBER", "a", "BYRADIUS", "500", "km")
-        r.execute_command("GEOSEARCHSTORE", "s2", "g", "FROMLONLAT", "80", "0", "BYRADIUS", "1", "km")
-        r.execute_command("GEOSEARCH", "g", "FROMMEMBER", "a", "BYRADIUS", "500", "km")
-        got = ev.collect()
-    finally:
-        ev.close()
+    got = events_of(r, [
+        ["GEOADD", "g", 1, 1, "a", 2, 2, "b"],
+        ["GEOADD", "g", 1, 1, "a"],                     # no change: no event
+        ["GEORADIUS", "g", "1", "1", "500", "km", "STORE", "s1"],
+        ["GEOSEARCHSTORE", "s2", "g", "FROMMEMBER", "a", "BYRADIUS", "500", "km"],
+        ["GEOSEARCHSTORE", "s2", "g", "FROMLONLAT", "80", "0", "BYRADIUS", "1", "km"],
+        ["GEOSEARCH", "g", "FROMMEMBER", "a", "BYRADIUS", "500", "km"],
+    ])
     assert got == [
         (b"__keyspace@0__:g", b"zadd"), (b"__keyevent@0__:zadd", b"g"),
         (b"__keyspace@0__:s1", b"georadiusstore"), (b"__keyevent@0__:georadiusstore", b"s1"),

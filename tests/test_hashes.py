@@ -9,10 +9,10 @@ import random
 import pytest
 import redis
 
-from support.clients import scan_to_end
+from support.clients import check_scan_errors, scan_to_end
 from support.config import overrides
 from support.inprocess import run_inprocess
-from support.notify import KeyspaceEvents
+from support.notify import events_of
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 
@@ -383,15 +383,7 @@ def test_hscan_small_returns_everything(r, raw):
 
 def test_hscan_errors(r, raw):
     r.hset("h", "a", "1")
-    assert raw.call("HSCAN", "h", "x") == b"-ERR invalid cursor\r\n"
-    assert raw.call("HSCAN", "nokey", "x") == b"-ERR invalid cursor\r\n"
-    assert raw.call("HSCAN", "h", "0", "COUNT", "0") == b"-ERR syntax error\r\n"
-    assert raw.call("HSCAN", "h", "0", "COUNT", "x") == b"-ERR value is not an integer or out of range\r\n"
-    assert raw.call("HSCAN", "h", "0", "TYPE", "string") == b"-ERR syntax error\r\n"
-    assert raw.call("HSCAN", "h", "0", "MATCH") == b"-ERR syntax error\r\n"
-    assert raw.call("HSCAN", "h", "0", "FOO", "bar") == b"-ERR syntax error\r\n"
-    # A missing key replies before the options are looked at (as Redis).
-    assert raw.call("HSCAN", "nokey", "0", "COUNT", "0") == b"*2\r\n$1\r\n0\r\n*0\r\n"
+    check_scan_errors(raw, "HSCAN", "h")
 
 
 def test_hscan_big_hash_full_iteration(r):
@@ -416,22 +408,19 @@ def test_hscan_guarantee_under_modification(r):
     stable = {b"f%d" % i for i in range(n) if i % 3 == 0}    # never touched
     deleted_pool = [b"f%d" % i for i in range(n) if i % 3 == 1]
     rnd.shuffle(deleted_pool)
-    seen = []
-    cursor = 0
     added = 0
-    r.response_callbacks.pop("HSCAN", None)
-    while True:
-        cursor, items = r.execute_command("HSCAN", "h", cursor, "COUNT", 37)
-        cursor = int(cursor)
-        seen += items[::2]
+
+    def change():
+        nonlocal added
         # Modify between calls: delete some, add new ones, rewrite values.
         for _ in range(10):
             if deleted_pool:
                 r.hdel("h", deleted_pool.pop())
         r.hset("h", mapping={b"new%d" % (added + k): b"2" for k in range(15)})
         added += 15
-        if cursor == 0:
-            break
+
+    items, _ = scan_to_end(r, "HSCAN", "h", count=37, between=change)
+    seen = items[::2]
     assert stable <= set(seen)
     assert len(seen) == len(set(seen))  # no field twice
 
@@ -493,21 +482,10 @@ NOTIFY_EXPECTED = [
 def test_notifications(request, target):
     # The expected events are checked against real Redis too.
     r = request.getfixturevalue("r" if target == "ophidis" else "ref")
-    r.config_set("notify-keyspace-events", "KEA")
-    ev = KeyspaceEvents(r)
-    try:
-        for args in NOTIFY_SEQ:
-            try:
-                r.execute_command(*args)
-            except redis.ResponseError:
-                pass
-        got = ev.collect()
-        assert [e for e in got if e[0].startswith(b"__keyevent")] == NOTIFY_EXPECTED
-        assert [e for e in got if e[0].startswith(b"__keyspace")] == [
-            (b"__keyspace@0__:" + k, ev_name[len(b"__keyevent@0__:"):]) for ev_name, k in NOTIFY_EXPECTED]
-    finally:
-        ev.close()
-        r.config_set("notify-keyspace-events", "")
+    got = events_of(r, NOTIFY_SEQ, errors_ok=True)
+    assert [e for e in got if e[0].startswith(b"__keyevent")] == NOTIFY_EXPECTED
+    assert [e for e in got if e[0].startswith(b"__keyspace")] == [
+        (b"__keyspace@0__:" + k, ev_name[len(b"__keyevent@0__:"):]) for ev_name, k in NOTIFY_EXPECTED]
 
 
 def test_notifications_inprocess():

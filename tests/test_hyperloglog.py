@@ -10,7 +10,7 @@ import random
 import pytest
 import redis
 from support.config import overrides
-from support.notify import KeyspaceEvents
+from support.notify import events_of
 from support.replication import same_stream
 from support.resp import RespConn
 from support.servers import port_of
@@ -102,15 +102,21 @@ def test_sparse_bytes_match_redis_step_by_step(r, ref):
                     _both(r, ref, "PFDEBUG", "DECODE", k)
 
 
+def _fill_both(r, ref, rng, n, batch):
+    """The key h made anew on both servers with n random elements, added
+    ``batch`` at a time, the two values compared after each PFADD."""
+    r.delete("h")
+    ref.delete("h")
+    els = _elements(rng, n)
+    for i in range(0, n, batch):
+        _both(r, ref, "PFADD", "h", *els[i:i + batch])
+        _same_values(r, ref, ["h"])
+
+
 def test_big_batches_promote_like_redis(r, ref):
     rng = random.Random(2)
     for n in (100, 1000, 5000, 20000):
-        r.delete("h")
-        ref.delete("h")
-        els = _elements(rng, n)
-        for i in range(0, n, 997):
-            _both(r, ref, "PFADD", "h", *els[i:i + 997])
-            _same_values(r, ref, ["h"])
+        _fill_both(r, ref, rng, n, 997)
         assert _both(r, ref, "PFCOUNT", "h") > 0
         _same_values(r, ref, ["h"])
     assert r.execute_command("PFDEBUG", "ENCODING", "h") == b"dense"
@@ -123,12 +129,7 @@ def test_long_sparse_values_match_redis(r, ref):
     rng = random.Random(7)
     with overrides(r, hll_sparse_max_bytes=60000), overrides(ref, hll_sparse_max_bytes=60000):
         for n in (3000, 12000, 30000):
-            r.delete("h")
-            ref.delete("h")
-            els = _elements(rng, n)
-            for i in range(0, n, 1500):
-                _both(r, ref, "PFADD", "h", *els[i:i + 1500])
-                _same_values(r, ref, ["h"])
+            _fill_both(r, ref, rng, n, 1500)
             assert r.execute_command("PFDEBUG", "ENCODING", "h") == b"sparse"
             _both(r, ref, "PFCOUNT", "h")
             _both(r, ref, "PFMERGE", "h2", "h")
@@ -471,17 +472,13 @@ def test_resp3_replies(r, ref):
 # Notifications and propagation
 # ---------------------------------------------------------------------------
 def test_keyspace_notifications(r):
-    r.config_set("notify-keyspace-events", "KEA")
-    ev = KeyspaceEvents(r)
-    try:
-        r.pfadd("h", "a")
-        r.pfadd("h", "a")            # no change: no event
-        r.pfcount("h")               # never an event
-        r.pfmerge("m", "h")
-        r.pfmerge("m", "h")          # always an event
-        got = ev.collect()
-    finally:
-        ev.close()
+    got = events_of(r, [
+        ["PFADD", "h", "a"],
+        ["PFADD", "h", "a"],          # no change: no event
+        ["PFCOUNT", "h"],             # never an event
+        ["PFMERGE", "m", "h"],
+        ["PFMERGE", "m", "h"],        # always an event
+    ])
     assert got == [
         (b"__keyspace@0__:h", b"pfadd"), (b"__keyevent@0__:pfadd", b"h"),
         (b"__keyspace@0__:m", b"pfadd"), (b"__keyevent@0__:pfadd", b"m"),

@@ -17,34 +17,26 @@ import time
 
 import pytest
 
+from support.clients import contents
 from support.cluster import cluster_ports
 from support.notify import KeyspaceEvents
 from support.replication import SyncStream
 from support.resp import RespConn
-from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, free_port
+from support.servers import ServerProc, free_port, reference_server, running_server
 from support.wait import HAS_WCHAN, in_sleep, wait_until
 
 
 @pytest.fixture(scope="module")
 def target():
     """An Ophidis instance the sources migrate to."""
-    s = ServerProc(["--enable-debug-command", "yes"])
-    try:
+    with running_server(["--enable-debug-command", "yes"]) as s:
         yield s
-    finally:
-        s.stop()
 
 
 @pytest.fixture(scope="module")
 def redis_target():
     """A redis-server instance Ophidis migrates to."""
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (make test installs it)")
-    s = RedisServerProc()
-    try:
-        yield s
-    finally:
-        s.stop(remove=True)
+    yield from reference_server()
 
 
 @pytest.fixture
@@ -109,21 +101,9 @@ KEYS = ["s", "n", "bigs", "l", "biglist", "h", "bigh", "si", "ss", "z", "bigz", 
 
 def snapshot(c, key):
     t = c.type(key)
-    if t == b"string":
-        v = c.get(key)
-    elif t == b"list":
-        v = c.lrange(key, 0, -1)
-    elif t == b"hash":
-        v = sorted(c.hgetall(key).items())
-    elif t == b"set":
-        v = sorted(c.smembers(key))
-    elif t == b"zset":
-        v = c.zrange(key, 0, -1, withscores=True)
-    elif t == b"stream":
-        groups = [(g["name"], g["last-delivered-id"], g["pending"]) for g in c.xinfo_groups(key)]
-        v = (c.xrange(key), groups, c.xpending(key, "g")["pending"])
-    else:
-        v = None
+    v = contents(c, key, t)
+    if t == b"stream":
+        v += (c.xpending(key, "g")["pending"],)
     return t, v
 
 

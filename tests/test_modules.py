@@ -14,7 +14,7 @@ import pytest
 import redis
 from support.cluster import cluster_ports
 from support.replication import SyncStream
-from support.servers import REDIS_CLI, REDIS_SERVER, ROOT, RedisServerProc, ServerProc, running_server
+from support.servers import REDIS_CLI, REDIS_SERVER, ROOT, RedisServerProc, ServerProc, reference_server, running_server
 from support.wait import wait_until
 
 RATELIMIT = os.path.join(ROOT, "examples", "modules", "ratelimit.py")
@@ -96,13 +96,7 @@ def testmod(tmp_path):
 @pytest.fixture(scope="module")
 def ref_mod():
     """redis-server with MODULE allowed (its default refuses it)."""
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed")
-    r = RedisServerProc(ENABLE)
-    try:
-        yield r
-    finally:
-        r.stop(remove=True)
+    yield from reference_server(ENABLE)
 
 
 def _mods(conn) -> list:

@@ -18,17 +18,27 @@ def send(server, data: bytes) -> bytes:
     return exchange(server.port, data)
 
 
-def test_ping_multibulk(server):
-    assert send(server, b"*1\r\n$4\r\nPING\r\n") == b"+PONG\r\n"
+# One write on a new connection, and everything the server replies to it.
+EXCHANGES = [
+    pytest.param(b"*1\r\n$4\r\nPING\r\n", b"+PONG\r\n", id="ping_multibulk"),
+    pytest.param(b"PING\r\n", b"+PONG\r\n", id="inline_ping"),
+    pytest.param(b'SET "inline key" "a\\x41\\nb"\r\nGET "inline key"\r\nDEL "inline key"\r\n',
+                 b"+OK\r\n$4\r\naA\nb\r\n:1\r\n", id="inline_quoted_arguments"),
+    pytest.param(b"PING\r\nPING\r\nPING\r\n", b"+PONG\r\n" * 3, id="inline_pipeline"),
+    pytest.param(b"*1\r\n$4\r\nPING\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n", b"+PONG\r\n+PONG\r\n$2\r\nhi\r\n",
+                 id="mixed_multibulk_then_inline"),
+    pytest.param(b"*-10\r\n*0\r\nPING\r\n", b"+PONG\r\n", id="negative_and_empty_multibulk_ignored"),
+    pytest.param(b"\r\n\r\nPING\r\n", b"+PONG\r\n", id="empty_inline_lines_ignored"),
+    pytest.param(b"*3\r\n$6\r\nFOOBAR\r\n$1\r\na\r\n$2\r\nbc\r\n",
+                 b"-ERR unknown command 'FOOBAR', with args beginning with: 'a' 'bc' \r\n", id="unknown_command_error"),
+    pytest.param(b"GET\r\n", b"-ERR wrong number of arguments for 'get' command\r\n", id="wrong_arity"),
+    pytest.param(b"CONFIG FOO\r\n", b"-ERR unknown subcommand 'FOO'. Try CONFIG HELP.\r\n", id="unknown_subcommand"),
+]
 
 
-def test_inline_ping(server):
-    assert send(server, b"PING\r\n") == b"+PONG\r\n"
-
-
-def test_inline_quoted_arguments(server):
-    out = send(server, b'SET "inline key" "a\\x41\\nb"\r\nGET "inline key"\r\nDEL "inline key"\r\n')
-    assert out == b"+OK\r\n$4\r\naA\nb\r\n:1\r\n"
+@pytest.mark.parametrize("data,reply", EXCHANGES)
+def test_exchange(server, data, reply):
+    assert send(server, data) == reply
 
 
 def test_inline_unbalanced_quotes_closes(server):
@@ -42,16 +52,6 @@ def test_pipeline_many_in_one_write(server):
     req = b"".join(b"*3\r\n$3\r\nSET\r\n$2\r\nk%d\r\n$1\r\nv\r\n" % (i % 10) for i in range(100))
     out = send(server, req)
     assert out == b"+OK\r\n" * 100
-
-
-def test_inline_pipeline(server):
-    out = send(server, b"PING\r\nPING\r\nPING\r\n")
-    assert out == b"+PONG\r\n" * 3
-
-
-def test_mixed_multibulk_then_inline(server):
-    out = send(server, b"*1\r\n$4\r\nPING\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n")
-    assert out == b"+PONG\r\n+PONG\r\n$2\r\nhi\r\n"
 
 
 def test_request_split_byte_by_byte(server):
@@ -151,27 +151,6 @@ def test_too_big_mbulk_count_string(server):
     s = RespConn(server.port)
     s.send_raw(b"*" + b"1" * (70 * 1024))
     assert s.read() == b"-ERR Protocol error: too big mbulk count string\r\n"
-
-
-def test_negative_and_empty_multibulk_ignored(server):
-    assert send(server, b"*-10\r\n*0\r\nPING\r\n") == b"+PONG\r\n"
-
-
-def test_empty_inline_lines_ignored(server):
-    assert send(server, b"\r\n\r\nPING\r\n") == b"+PONG\r\n"
-
-
-def test_unknown_command_error(server):
-    out = send(server, b"*3\r\n$6\r\nFOOBAR\r\n$1\r\na\r\n$2\r\nbc\r\n")
-    assert out == b"-ERR unknown command 'FOOBAR', with args beginning with: 'a' 'bc' \r\n"
-
-
-def test_wrong_arity(server):
-    assert send(server, b"GET\r\n") == b"-ERR wrong number of arguments for 'get' command\r\n"
-
-
-def test_unknown_subcommand(server):
-    assert send(server, b"CONFIG FOO\r\n") == b"-ERR unknown subcommand 'FOO'. Try CONFIG HELP.\r\n"
 
 
 def test_resp3_hello(server):

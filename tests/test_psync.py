@@ -17,8 +17,9 @@ import time
 import pytest
 import redis
 
+from support.clients import contents
 from support.resp import encode
-from support.servers import REDIS_SERVER, RedisServerProc, free_port
+from support.servers import REDIS_SERVER, FakeServer, RedisServerProc, free_port
 from support.wait import wait_until
 
 
@@ -44,17 +45,7 @@ def dataset(c):
     out = {}
     for k in c.keys("*"):
         t = c.type(k)
-        if t == b"string":
-            v = c.get(k)
-        elif t == b"list":
-            v = c.lrange(k, 0, -1)
-        elif t == b"hash":
-            v = c.hgetall(k)
-        elif t == b"set":
-            v = c.smembers(k)
-        else:
-            v = c.zrange(k, 0, -1, withscores=True)
-        out[k] = (t, v)
+        out[k] = (t, contents(c, k, t))
     return out
 
 
@@ -93,6 +84,15 @@ def workload(c, tag, n=50):
     tx.incr("counter")
     tx.sadd("set:" + tag, "a", "b")
     tx.execute()
+
+
+def replicated(master, *replicas, n=50):
+    """``replicas`` linked to ``master``, the workload "a" written, and all
+    of them caught up with the same data."""
+    for r in replicas:
+        replicate(r, master.port)
+    workload(master, "a", n)
+    same_data(master, *replicas)
 
 
 @pytest.fixture
@@ -138,9 +138,7 @@ def kill_link_from_replica(r):
 def test_link_drop_continues_from_the_backlog(start_server):
     _, m = ophidis(start_server)
     _, r = ophidis(start_server)
-    replicate(r, m.port)
-    workload(m, "a")
-    same_data(m, r)
+    replicated(m, r)
     mi = info(m)
     assert mi["repl_backlog_active"] == 1 and mi["repl_backlog_first_byte_offset"] == 1
     assert mi["repl_backlog_histlen"] == mi["master_repl_offset"] > 0
@@ -163,9 +161,7 @@ def test_link_drop_continues_from_the_backlog(start_server):
 def test_backlog_overflow_needs_a_full_sync(start_server):
     _, m = ophidis(start_server, "--repl-backlog-size", "16384")
     rs, r = ophidis(start_server)
-    replicate(r, m.port)
-    workload(m, "a", 10)
-    same_data(m, r)
+    replicated(m, r, n=10)
     # the replica is stopped; meanwhile its link goes and 100 KB more than
     # the backlog holds are written
     os.kill(rs.pid, signal.SIGSTOP)
@@ -236,10 +232,7 @@ def test_promotion_keeps_the_history_for_the_other_replicas(start_server):
     _, m = ophidis(start_server)
     _, r1 = ophidis(start_server)
     _, r2 = ophidis(start_server)
-    replicate(r1, m.port)
-    replicate(r2, m.port)
-    workload(m, "a")
-    same_data(m, r1, r2)
+    replicated(m, r1, r2)
     old_id = info(m)["master_replid"]
     off = info(m)["master_repl_offset"]
     # failover: r1 becomes the master, r2 and the old master follow it
@@ -284,9 +277,7 @@ def test_chain_of_three_gets_the_stream_byte_for_byte(real, start_server, kinds)
 def test_restarts_resume_with_psync(start_server):
     ms, m = ophidis(start_server)
     rs, r = ophidis(start_server)
-    replicate(r, m.port)
-    workload(m, "a")
-    same_data(m, r)
+    replicated(m, r)
     # the replica restarts from its RDB file (replication id and offset in
     # its aux fields) and continues
     r.shutdown(save=True)
@@ -395,9 +386,7 @@ def test_sync_while_bgsave_runs_attaches_or_waits(start_server):
 def test_link_drop_continues_between_the_two_kinds(real, start_server, master_kind, replica_kind):
     _, m = _server(master_kind, real, start_server)
     rp, r = _server(replica_kind, real, start_server)
-    replicate(r, m.port)
-    workload(m, "a")
-    same_data(m, r)
+    replicated(m, r)
     kill_link_from_replica(r)
     workload(m, "b")
     wait_until(lambda: linked(r), what="the link again")
@@ -413,10 +402,7 @@ def test_failover_between_the_two_kinds(real, start_server):
     mp, m = _server("redis", real, start_server)
     rp, rr = _server("redis", real, start_server)
     _, o = ophidis(start_server)
-    replicate(o, m.port)
-    replicate(rr, m.port)
-    workload(m, "a")
-    same_data(m, o, rr)
+    replicated(m, o, rr)
     o.execute_command("REPLICAOF", "NO", "ONE")
     replicate(rr, o.port)
     m.execute_command("REPLICAOF", "127.0.0.1", str(o.port))
@@ -480,10 +466,7 @@ def test_failover_to_either_kind(real, start_server):
     ms, m = ophidis(start_server)
     rp, rr = _server("redis", real, start_server)
     _, o = ophidis(start_server)
-    replicate(rr, m.port)
-    replicate(o, m.port)
-    workload(m, "a")
-    same_data(m, rr, o)
+    replicated(m, rr, o)
     # Ophidis master -> the redis-server replica
     assert m.execute_command("FAILOVER", "TO", "127.0.0.1", rr.port) == b"OK"
     wait_until(lambda: info(rr)["role"] == "master" and linked(m), what="the switch")
@@ -639,9 +622,7 @@ def test_replica_restart_after_config_rewrite_continues(start_server):
     rs2 = start_server(*args)
     r = rs2.client()
     r.port = rs2.port
-    replicate(r, m.port)
-    workload(m, "a")
-    same_data(m, r)
+    replicated(m, r)
     r.config_rewrite()
     assert "replicaof 127.0.0.1 %d" % m.port in open(conf).read()
     r.shutdown(save=True)
@@ -837,7 +818,7 @@ def test_bind_source_addr_for_the_master_link(start_server):
     wait_until(lambda: info(m).get("slave0", {}).get("ip") == "127.0.0.2", what="the replica's address")
 
 
-class _ScriptedMaster:
+class _ScriptedMaster(FakeServer):
     """A master on a real socket that answers the handshake, gives a full
     sync of ``payload`` once and ``stream`` after it, and records each PSYNC
     it is asked (the replica's continuation point)."""
@@ -846,25 +827,15 @@ class _ScriptedMaster:
         self.payload = payload
         self.stream = stream
         self.psyncs = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__(backlog=4)
 
-    def _serve(self):
-        while True:
+    def handle(self, conn):
+        with conn:
+            f = conn.makefile("rb")
             try:
-                conn, _ = self.sock.accept()
+                self._session(conn, f)
             except OSError:
-                return
-            with conn:
-                f = conn.makefile("rb")
-                try:
-                    self._session(conn, f)
-                except OSError:
-                    pass
+                pass
 
     def _session(self, conn, f):
         while True:
@@ -887,9 +858,6 @@ class _ScriptedMaster:
                                  + self.payload + self.stream)
                 else:
                     conn.sendall(b"+CONTINUE\r\n")
-
-    def close(self):
-        self.sock.close()
 
 
 def test_unparsable_stream_keeps_what_ran_in_the_offset(start_server):

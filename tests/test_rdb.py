@@ -375,15 +375,21 @@ def test_failed_bgsave_sets_misconf(start_server):
     assert c.set(b"b", b"2")
 
 
-def test_shutdown_saves_when_save_points(start_server):
-    s = start_server("--save", "3600", "1")
-    c = s.client()
-    c.set(b"persist", b"me")
+def shut_down(s, c):
+    """SHUTDOWN without arguments (the save points decide) through client c
+    of server s, and its exit."""
     try:
         c.shutdown()
     except redis.ConnectionError:
         pass
     s.proc.wait(10)
+
+
+def test_shutdown_saves_when_save_points(start_server):
+    s = start_server("--save", "3600", "1")
+    c = s.client()
+    c.set(b"persist", b"me")
+    shut_down(s, c)
     assert "Saving the final RDB snapshot before exiting." in s.output()
     s2 = start_server("--dir", s.dir, cwd=s.dir)
     assert s2.client().get(b"persist") == b"me"
@@ -403,11 +409,7 @@ def test_shutdown_nosave_and_no_save_points(start_server):
     s = start_server()
     c = s.client()
     c.set(b"a", b"1")
-    try:
-        c.shutdown()
-    except redis.ConnectionError:
-        pass
-    s.proc.wait(10)
+    shut_down(s, c)
     assert not os.path.exists(os.path.join(s.dir, "dump.rdb"))
 
 

@@ -9,6 +9,7 @@ import signal
 
 import pytest
 import redis
+from support.clients import contents
 from support.servers import REDIS_SERVER, free_port, redis_server_client
 from support.wait import wait_until
 
@@ -49,26 +50,13 @@ def _workload(m):
     m.execute_command("SELECT", 0)
 
 
-def _value(c, k):
-    t = c.type(k)
-    if t == b"string":
-        return c.get(k)
-    if t == b"hash":
-        return c.hgetall(k)
-    if t == b"list":
-        return c.lrange(k, 0, -1)
-    if t == b"set":
-        return c.smembers(k)
-    return c.zrange(k, 0, -1, withscores=True)
-
-
 def _dataset(c):
     out = {}
     for db in (0, 2):
         c.execute_command("SELECT", db)
         for k in sorted(c.keys("*")):
             ttl = c.ttl(k)
-            out[(db, k)] = (c.type(k), _value(c, k), ttl > 900 if ttl > 0 else ttl)
+            out[(db, k)] = (c.type(k), contents(c, k), ttl > 900 if ttl > 0 else ttl)
     c.execute_command("SELECT", 0)
     return out
 

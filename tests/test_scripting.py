@@ -158,11 +158,6 @@ ERROR_SCRIPTS = [
 ]
 
 
-@pytest.mark.parametrize("script", ERROR_SCRIPTS)
-def test_error_replies_match_redis(raw, ref_raw, script):
-    both(raw, ref_raw, "EVAL", script, "0")
-
-
 def test_eval_ro(raw, ref_raw):
     both(raw, ref_raw, "EVAL_RO", "return redis.call('set', 'a', 'b')", "0")
     both(raw, ref_raw, "EVAL_RO", "return redis.call('get', 'a')", "0")
@@ -416,8 +411,10 @@ LIB_SCRIPTS = [
 ]
 
 
-@pytest.mark.parametrize("script", LIB_SCRIPTS)
-def test_libraries_match_redis(raw, ref_raw, script):
+@pytest.mark.parametrize("script", ERROR_SCRIPTS + LIB_SCRIPTS)
+def test_eval_replies_match_redis(raw, ref_raw, script):
+    """EVAL of each error case (ERROR_SCRIPTS) and library call
+    (LIB_SCRIPTS) replies what redis-server replies, byte for byte."""
     both(raw, ref_raw, "EVAL", script, "0")
 
 

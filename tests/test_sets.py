@@ -10,10 +10,10 @@ import time
 import pytest
 import redis
 
-from support.clients import scan_to_end
+from support.clients import check_scan_errors, scan_to_end
 from support.config import overrides
 from support.inprocess import run_inprocess
-from support.notify import KeyspaceEvents
+from support.notify import events_of
 from support.resp import RespConn
 from support.servers import port_of
 
@@ -413,8 +413,8 @@ def test_encoding_and_replies_match_redis(r, ref):
 
 # -- SSCAN --------------------------------------------------------------------------------
 
-def sscan_all(r, key, count=10, match=None):
-    return scan_to_end(r, "SSCAN", key, count, match)
+def sscan_all(r, key, count=10, match=None, between=None):
+    return scan_to_end(r, "SSCAN", key, count, match, between)
 
 
 def test_sscan_small(r, raw):
@@ -430,13 +430,7 @@ def test_sscan_small(r, raw):
 
 def test_sscan_errors(r, raw):
     r.sadd("s", "a")
-    assert raw.call("SSCAN", "s", "x") == b"-ERR invalid cursor\r\n"
-    assert raw.call("SSCAN", "s", "-") == b"-ERR invalid cursor\r\n"
-    assert raw.call("SSCAN", "s", "0", "COUNT", "0") == b"-ERR syntax error\r\n"
-    assert raw.call("SSCAN", "s", "0", "COUNT", "-1") == b"-ERR syntax error\r\n"
-    assert raw.call("SSCAN", "s", "0", "TYPE", "set") == b"-ERR syntax error\r\n"
-    assert raw.call("SSCAN", "s", "0", "COUNT") == b"-ERR syntax error\r\n"
-    assert raw.call("SSCAN", "nokey", "0", "COUNT", "0") == b"*2\r\n$1\r\n0\r\n*0\r\n"
+    check_scan_errors(raw, "SSCAN", "s")
 
 
 def test_sscan_big_full_iteration(r):
@@ -460,22 +454,18 @@ def test_sscan_guarantee_under_modification(r):
     stable = {b"m%d" % i for i in range(n) if i % 4 == 0}
     pool = [b"m%d" % i for i in range(n) if i % 4]
     rnd.shuffle(pool)
-    seen = []
-    cursor = 0
     added = 0
-    r.response_callbacks.pop("SSCAN", None)
-    while True:
-        cursor, items = r.execute_command("SSCAN", "s", cursor, "COUNT", 50)
-        cursor = int(cursor)
-        seen += items
+
+    def change():
+        nonlocal added
         r.srem("s", *[pool.pop() for _ in range(min(8, len(pool)))] or ["zz"])
         # Growth resizes a Python set: the cursor must survive it.
         r.sadd("s", *[b"new%d" % (added + k) for k in range(40)])
         added += 40
         if rnd.random() < 0.2:
             r.spop("s")
-        if cursor == 0:
-            break
+
+    seen, _ = sscan_all(r, "s", count=50, between=change)
     present_throughout = stable & set(r.smembers("s"))
     assert present_throughout <= set(seen)
     assert len(seen) == len(set(seen))
@@ -605,16 +595,8 @@ NOTIFY_EXPECTED = [
 def test_notifications(request, target):
     # The expected events are checked against real Redis too.
     r = request.getfixturevalue("r" if target == "ophidis" else "ref")
-    r.config_set("notify-keyspace-events", "KEA")
-    ev = KeyspaceEvents(r)
-    try:
-        for args in NOTIFY_SEQ:
-            r.execute_command(*args)
-        got = ev.collect()
-        assert [e for e in got if e[0].startswith(b"__keyevent")] == NOTIFY_EXPECTED
-    finally:
-        ev.close()
-        r.config_set("notify-keyspace-events", "")
+    got = events_of(r, NOTIFY_SEQ)
+    assert [e for e in got if e[0].startswith(b"__keyevent")] == NOTIFY_EXPECTED
 
 
 def test_notifications_inprocess():

@@ -92,8 +92,14 @@ def mask(reply: bytes) -> bytes:
     return _MSTIME.sub(b":<ms>\r\n", reply)
 
 
-def run_both(both, cmds, masked=True):
+def run_both(both, cmds, masked=True, resp=2):
+    """Each of cmds (argv lists, or lines) on both servers, the replies
+    compared (masked unless ``masked`` is false); in RESP3 (HELLO 3 sent
+    first) with ``resp`` 3."""
     a, b = both
+    if resp == 3:
+        for c in both:
+            c.call("HELLO", "3")
     for cmd in cmds:
         if isinstance(cmd, str):
             cmd = cmd.split()
@@ -328,10 +334,7 @@ XINFO STREAM e"""
 @needs_redis
 @pytest.mark.parametrize("resp", [2, 3])
 def test_errors_and_edges_match_redis(both, resp):
-    if resp == 3:
-        for c in both:
-            c.call("HELLO", "3")
-    run_both(both, ERROR_AND_EDGE_SCRIPT.split("\n"))
+    run_both(both, ERROR_AND_EDGE_SCRIPT.split("\n"), resp=resp)
 
 
 GROUP_SCRIPT = """XGROUP
@@ -479,10 +482,7 @@ XINFO GROUPS s"""
 @needs_redis
 @pytest.mark.parametrize("resp", [2, 3])
 def test_consumer_groups_match_redis(both, resp):
-    if resp == 3:
-        for c in both:
-            c.call("HELLO", "3")
-    run_both(both, GROUP_SCRIPT.split("\n"))
+    run_both(both, GROUP_SCRIPT.split("\n"), resp=resp)
 
 
 def test_xinfo_full_reply_resp3(raw):
@@ -651,10 +651,7 @@ def _group_workload(rnd, n=700):
 @needs_redis
 @pytest.mark.parametrize("seed,resp", [(1, 2), (2, 3), (3, 2)])
 def test_consumer_group_fuzz_matches_redis(both, seed, resp):
-    if resp == 3:
-        for c in both:
-            c.call("HELLO", "3")
-    run_both(both, _group_workload(random.Random(seed)))
+    run_both(both, _group_workload(random.Random(seed)), resp=resp)
 
 
 # ---------------------------------------------------------------------------

@@ -26,22 +26,16 @@ pytestmark = pytest.mark.skipif(OPENSSL is None, reason="openssl is not installe
 
 @pytest.fixture(scope="module")
 def certs():
-    c = Certs()
-    try:
+    with Certs() as c:
         yield c
-    finally:
-        c.remove()
 
 
 @pytest.fixture(scope="module")
 def srv(certs):
     """One ophidis-server with a TLS port for the tests that restore what
     they change."""
-    s = start(certs)
-    try:
+    with start(certs) as s:
         yield s
-    finally:
-        s.stop()
 
 
 def tls_sock(certs, port, cert="client", ca="ca", timeout=10):

@@ -14,7 +14,7 @@ import sys
 import redis
 from redis.cluster import RedisCluster
 
-from support.servers import REDIS_CLI, RedisServerProc, ServerProc, server_env
+from support.servers import REDIS_CLI, RedisServerProc, ServerProc, server_env, stop_all
 from support.wait import wait_until
 
 
@@ -48,7 +48,7 @@ def cluster_args(node_timeout: int, extra=()) -> list:
 class Cluster:
     """The nodes of one test cluster, in the order they were given
     ("ophidis" or "redis" each); ``nodes[i]`` is a ServerProc or a
-    RedisServerProc."""
+    RedisServerProc.  A ``with`` block stops them all."""
 
     def __init__(self, kinds, node_timeout=2000, extra=()):
         self.kinds = list(kinds)
@@ -184,13 +184,12 @@ class Cluster:
         kw.setdefault("socket_timeout", 10)
         return RedisCluster(host="127.0.0.1", port=self.ports[i], **kw)
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
     def stop(self):
-        errors = []
-        for n in self.nodes:
-            try:
-                n.stop()
-            except Exception as e:  # noqa: BLE001 - stop the others anyway
-                errors.append(e)
-        if errors:
-            raise errors[0]
+        stop_all(self.nodes)
 

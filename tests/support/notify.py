@@ -3,9 +3,12 @@
 ``KeyspaceEvents`` pattern-subscribes a raw connection (default
 ``__key*__:*``) and also subscribes a marker channel: ``collect()`` publishes
 on the marker and returns the messages received before it, so the end of
-the events is known from the server's own ordering, not from a pause."""
+the events is known from the server's own ordering, not from a pause.
+``events_of`` runs commands on a client and returns the events they fire."""
 
 from __future__ import annotations
+
+import redis
 
 from support.resp import RespConn
 from support.servers import port_of
@@ -25,6 +28,12 @@ class KeyspaceEvents:
         except BaseException:
             self.close()
             raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def collect_raw(self) -> list:
         """The exact bytes of each message received since the last call."""
@@ -52,8 +61,21 @@ class KeyspaceEvents:
         self.sub.close()
         self.pub.close()
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
+def events_of(client, commands, errors_ok=False) -> list:
+    """(channel, message) of every event the ``commands`` (argv lists) run
+    on ``client`` fire, with notify-keyspace-events KEA while they run (and
+    "" again after).  A command's error reply fails the call unless
+    ``errors_ok``."""
+    client.config_set("notify-keyspace-events", "KEA")
+    try:
+        with KeyspaceEvents(client) as ev:
+            for args in commands:
+                try:
+                    client.execute_command(*args)
+                except redis.ResponseError:
+                    if not errors_ok:
+                        raise
+            return ev.collect()
+    finally:
+        client.config_set("notify-keyspace-events", "")

@@ -1,6 +1,7 @@
 """Server processes for the tests: ophidis-server from this checkout
 (``ServerProc``) and Debian's redis-server, the reference implementation
-(``RedisServerProc``), each on a free port in its own directory.
+(``RedisServerProc``), each on a free port in its own directory; and
+``FakeServer``, a scripted server in the test's own process.
 
 Every process is stopped by its own handle (terminate, then kill), never by
 name.  ``ServerProc`` runs the ophidis package the tests import (``SRC``,
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 import pytest
 import redis
@@ -131,7 +133,7 @@ def rss_growth(server, conn, batch, warm=10, runs=60):
 
 class _Process:
     """What both kinds of server share: the process, its pid, the wait for
-    its port (stopping it when it does not come)."""
+    its port (stopping it when it does not come); a ``with`` block stops it."""
 
     def _wait_or_stop(self, timeout=15.0):
         try:
@@ -143,6 +145,12 @@ class _Process:
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 class ServerProc(_Process):
@@ -273,6 +281,19 @@ def running_server(args=()):
         shutil.rmtree(s.dir, ignore_errors=True)
 
 
+def reference_server(args=()):
+    """A fixture's generator: Debian's redis-server with ``args`` (the test
+    skipped when it is not installed), stopped and its directory removed at
+    teardown."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (make test installs it)")
+    s = RedisServerProc(args)
+    try:
+        yield s
+    finally:
+        s.stop(remove=True)
+
+
 @contextlib.contextmanager
 def redis_server_client(args=(), debug=True):
     """A RedisServerProc and a client of it (its ``port`` set), both ended
@@ -287,9 +308,56 @@ def redis_server_client(args=(), debug=True):
         proc.stop(remove=True)
 
 
+def stop_all(servers):
+    """Stop every one of ``servers``; the first error, if any, raised after
+    (the others stopped anyway)."""
+    errors = []
+    for s in servers:
+        try:
+            s.stop()
+        except Exception as e:  # noqa: BLE001 - stop the others anyway
+            errors.append(e)
+    if errors:
+        raise errors[0]
+
+
+class FakeServer:
+    """A scripted server in this process on a real socket (127.0.0.1, a
+    free port): a thread accepts the connections and runs ``handle(conn)``
+    of the subclass for each, in a thread of its own with ``threaded``;
+    ``close()`` stops accepting."""
+
+    def __init__(self, backlog=8, threaded=False):
+        self.threaded = threaded
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(backlog)
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.threaded:
+                threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+            else:
+                self.handle(conn)
+
+    def handle(self, conn):
+        raise NotImplementedError
+
+    def close(self):
+        self.sock.close()
+
+
 class Starter:
     """The start_server fixture: start(*args, **kw) is ServerProc(args, **kw);
-    every server it started is stopped at teardown (``started``)."""
+    every server it started is stopped at teardown (``started``), or when
+    the ``with`` block it opens ends."""
 
     def __init__(self):
         self.started = []
@@ -299,15 +367,14 @@ class Starter:
         self.started.append(s)
         return s
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_all()
+
     def stop_all(self):
-        errors = []
-        for s in self.started:
-            try:
-                s.stop()
-            except Exception as e:  # stop the others anyway
-                errors.append(e)
-        if errors:
-            raise errors[0]
+        stop_all(self.started)
 
 
 def logs_of(objs) -> list:

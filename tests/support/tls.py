@@ -26,21 +26,14 @@ basicConstraints = CA:FALSE
 keyUsage = digitalSignature, keyEncipherment
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid, issuer
-
-[ server_cert ]
+""" + "".join("""
+[ %s_cert ]
 basicConstraints = CA:FALSE
 keyUsage = digitalSignature, keyEncipherment
-nsCertType = server
+nsCertType = %s
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid, issuer
-
-[ client_cert ]
-basicConstraints = CA:FALSE
-keyUsage = digitalSignature, keyEncipherment
-nsCertType = client
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid, issuer
-"""
+""" % (kind, kind) for kind in ("server", "client"))
 
 
 def _run(*args, cwd):
@@ -93,3 +86,9 @@ class Certs:
 
     def remove(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
