@@ -6,6 +6,9 @@ replication transfer or a cluster job) goes through :func:`fork`:
     child = fork(server, body, what="Background save child")
     # in the parent: child.pid, child.read_info(), child.poll(), child.kill()
 
+The classes of the jobs (BGSAVE's Persistence, the AOF rewrite's Aof) keep
+their running child with :class:`ChildJob`.
+
 ``body(ctx)`` runs in the child and returns the exit code (0 = success);
 an exception is logged with ``log.child_failed(what)`` and gives exit code
 1.  The child always leaves through ``log.flush_and_exit`` (``os._exit``):
@@ -91,6 +94,14 @@ def private_dirty() -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def close_quietly(fd):
+    """os.close(fd), an OSError ignored (the descriptor is gone either way)."""
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def set_parent_death_signal(sig=signal.SIGKILL) -> bool:
@@ -239,11 +250,47 @@ class Child:
 
     def close(self):
         if self._rfd is not None:
-            try:
-                os.close(self._rfd)
-            except OSError:
-                pass
+            close_quietly(self._rfd)
             self._rfd = None
+
+
+class ChildJob:
+    """The parent's side of one kind of forked job (BGSAVE: snapshot's
+    Persistence, the AOF rewrite: Aof), a mixin of the class that declares
+    its state: ``server``, ``child`` (a Child while one runs), ``child_pid``
+    and ``last_cow`` (the copy-on-write size the last child reported);
+    ``CHILD_TYPE`` is the job's ``server.child_type``."""
+
+    __slots__ = ()
+    CHILD_TYPE = None
+
+    def exited_child(self):
+        """(pid, wait status) of the running child once it has exited, its
+        copy-on-write size read; None while it runs, or when none does."""
+        pid = self.child_pid
+        if pid is None:
+            return None
+        status = self.child.poll()
+        if status is None:
+            return None
+        self._read_cow()
+        return pid, status
+
+    def _read_cow(self):
+        if self.child is None:
+            return
+        nums = self.child.read_numbers()
+        if nums:
+            self.last_cow = nums[0]
+
+    def _child_gone(self):
+        if self.child is not None:
+            self.child.close()
+        self.child = None
+        self.child_pid = None
+        srv = self.server
+        if srv.child_type == self.CHILD_TYPE:
+            srv.child_type = None
 
 
 def _child_setup(server, parent_pid):
@@ -265,10 +312,7 @@ def _child_setup(server, parent_pid):
     log.role = "C"
     for _, lsrv in list(server.listeners):
         for sock in getattr(lsrv, "sockets", None) or ():
-            try:
-                os.close(sock.fileno())
-            except OSError:
-                pass
+            close_quietly(sock.fileno())
 
 
 def fork(server, body, what="Background child") -> Child:

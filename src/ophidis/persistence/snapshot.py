@@ -39,7 +39,9 @@ class LoadError(Exception):
     pass
 
 
-class Persistence:
+class Persistence(child.ChildJob):
+    CHILD_TYPE = "rdb"
+
     def __init__(self, server):
         self.server = server
         self.child_pid = None
@@ -205,33 +207,15 @@ class Persistence:
         self.server.repl_feed.bgsave_done(False, socket)
 
     def _child_gone(self):
-        srv = self.server
-        if self.child is not None:
-            self.child.close()
-        self.child = None
-        self.child_pid = None
-        srv.bgsave_in_progress = False
-        if srv.child_type == "rdb":
-            srv.child_type = None
-
-    def _read_cow(self):
-        if self.child is None:
-            return
-        nums = self.child.read_numbers()
-        if nums:
-            self.last_cow = nums[0]
-            if len(nums) > 1:
-                self.last_cow_peak = nums[1]
+        super()._child_gone()
+        self.server.bgsave_in_progress = False
 
     def check_child(self):
-        pid = self.child_pid
-        if pid is None:
+        done = self.exited_child()
+        if done is None:
             return
-        status = self.child.poll()
-        if status is None:
-            return
+        pid, status = done
         srv = self.server
-        self._read_cow()
         now = time.time()
         self.last_bgsave_time = int(now - self.child_start)
         socket = self.child_socket

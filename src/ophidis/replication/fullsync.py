@@ -28,6 +28,7 @@ import os
 import time
 
 from .. import log
+from ..persistence.child import close_quietly
 
 # ReplicaState.state (INFO replication shows both waits as wait_bgsave)
 WAIT_BGSAVE_START = "wait_bgsave_start"
@@ -232,10 +233,7 @@ class FullSync:
         self._pause_reading()
         self.progress = {}
         if self.rfd is not None:
-            try:
-                os.close(self.rfd)
-            except OSError:
-                pass
+            close_quietly(self.rfd)
         self.rfd = None
 
     def _transfer_done(self):

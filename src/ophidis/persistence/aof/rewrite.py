@@ -156,10 +156,11 @@ def write_base(server, filename, progress=None) -> bool:
     return True
 
 
-class Rewrite:
+class Rewrite(child.ChildJob):
     """Part of ``Aof`` (a mixin: the state is declared there)."""
 
     __slots__ = ()
+    CHILD_TYPE = "aof"
 
     def rewrite_background(self) -> bool:
         """rewriteAppendOnlyFileBackground."""
@@ -210,22 +211,6 @@ class Rewrite:
         ctx.send_info(b"%d\n" % cow)
         return 0
 
-    def _read_cow(self):
-        if self.child is None:
-            return
-        nums = self.child.read_numbers()
-        if nums:
-            self.last_cow = nums[0]
-
-    def _child_gone(self):
-        if self.child is not None:
-            self.child.close()
-        self.child = None
-        self.child_pid = None
-        srv = self.server
-        if srv.child_type == "aof":
-            srv.child_type = None
-
     def _remove_temp_files(self, pid):
         unlink_quiet("temp-rewriteaof-bg-%d.aof" % pid)
         unlink_quiet("temp-rewriteaof-%d.aof" % pid)
@@ -242,14 +227,9 @@ class Rewrite:
         self.rewrite_time_start = -1
 
     def check_child(self):
-        pid = self.child_pid
-        if pid is None:
-            return
-        status = self.child.poll()
-        if status is None:
-            return
-        self._read_cow()
-        self._rewrite_done(pid, status)
+        done = self.exited_child()
+        if done is not None:
+            self._rewrite_done(*done)
 
     def _rewrite_done(self, pid, status):
         """backgroundRewriteDoneHandler."""
@@ -293,33 +273,19 @@ class Rewrite:
         am = self.manifest.copy()
         base_name = am.new_base(self.filename, self.server.config["aof-use-rdb-preamble"])
         base_path = self.path(base_name)
-        t0 = perf_counter()
-        try:
-            os.rename(tmp, base_path)
-        except OSError as e:
-            log.warning("Error trying to rename the temporary AOF base file %s into %s: %s" % (
-                tmp, base_path, strerror(e)))
+        if not self._rename_temp("base", tmp, base_path, tmp, base_name):
             self._fail_install()
             return
-        self._rename_latency(t0)
-        log.notice("Successfully renamed the temporary AOF base file %s into %s" % (tmp, base_name))
         incr_path = None
         if self.state == AOF_WAIT_REWRITE:
             temp_name = temp_incr_name(self.filename)
             temp_path = self.path(temp_name)
             incr_name = am.new_incr(self.filename)
             incr_path = self.path(incr_name)
-            t0 = perf_counter()
-            try:
-                os.rename(temp_path, incr_path)
-            except OSError as e:
-                log.warning("Error trying to rename the temporary AOF incr file %s into %s: %s" % (
-                    temp_path, incr_path, strerror(e)))
+            if not self._rename_temp("incr", temp_path, incr_path, temp_name, incr_name):
                 self.bio.unlink(base_path)
                 self._fail_install()
                 return
-            self._rename_latency(t0)
-            log.notice("Successfully renamed the temporary AOF incr file %s into %s" % (temp_name, incr_name))
         am.incrs_to_history(keep_last=self.fd is not None)
         if not self.persist_manifest(am):
             self.bio.unlink(base_path)
@@ -338,11 +304,24 @@ class Rewrite:
         if self.state == AOF_WAIT_REWRITE:
             self.state = AOF_ON
 
-    def _rename_latency(self, t0):
+    def _rename_temp(self, kind, src, dst, src_name, dst_name) -> bool:
+        """Rename the temporary AOF ``kind`` file ``src`` into ``dst`` (its
+        time is the aof-rename latency event), with Redis's log lines (which
+        name them ``src_name`` and ``dst_name`` on success); False when the
+        rename fails."""
+        t0 = perf_counter()
+        try:
+            os.rename(src, dst)
+        except OSError as e:
+            log.warning("Error trying to rename the temporary AOF %s file %s into %s: %s" % (
+                kind, src, dst, strerror(e)))
+            return False
         dt = perf_counter() - t0
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and dt >= lt:
             self.server.latency_add("aof-rename", int(dt * 1000))
+        log.notice("Successfully renamed the temporary AOF %s file %s into %s" % (kind, src_name, dst_name))
+        return True
 
     def rewrite_limited(self) -> bool:
         """aofRewriteLimited: after 3 failures in a row the automatic
