@@ -136,3 +136,10 @@ def flush_and_exit(code: int):
     except Exception:  # noqa: BLE001
         pass
     os._exit(code)
+
+
+def fatal(msg):
+    """``msg`` at the warning level, then flush_and_exit(1): a fatal error
+    at start-up (Redis's serverLog(LL_WARNING, ...) then exit(1))."""
+    warning(msg)
+    flush_and_exit(1)

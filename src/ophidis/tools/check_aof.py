@@ -18,7 +18,7 @@ import os
 import sys
 
 from ..persistence.aof.common import ANNOTATION_LINE_MAX
-from ..persistence.aof.manifest import MANIFEST_MAX_LINE, Manifest, ManifestError
+from ..persistence.aof.manifest import MANIFEST_MAX_LINE, read_manifest
 from .check_rdb import check_data
 
 CHECK_OK, CHECK_EMPTY, CHECK_TRUNCATED, CHECK_TIMESTAMP_TRUNCATED = range(4)
@@ -238,20 +238,7 @@ class Checker:
     # -- whole inputs ------------------------------------------------------------------------------------
     def check_multi_part(self, dirpath, manifest_path, fix):
         self.p("Start checking Multi Part AOF")
-        try:
-            with open(manifest_path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            self.fail("Fatal error: can't open the AOF manifest file %s for reading: %s" % (
-                manifest_path, e.strerror))
-        try:
-            am = Manifest.parse(data)
-        except ManifestError as e:
-            self.p("*** FATAL AOF MANIFEST FILE ERROR ***")
-            if e.line is not None:
-                self.p("Reading the manifest file, at line %d" % e.linenum)
-                self.p(">>> '%s'" % e.line)
-            self.fail(e.msg)
+        am = read_manifest(manifest_path, self.p, self.fail)
         files = ([am.base] if am.base is not None else []) + list(am.incrs)
         num = 0
         if am.base is not None:

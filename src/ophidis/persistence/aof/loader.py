@@ -17,7 +17,7 @@ from ..rdbdecode import LoadSettings
 from ..rdbformat import RdbError
 from .common import (ANNOTATION_LINE_MAX, AOF_OFF, AOF_ON, LOAD_EMPTY, LOAD_FAILED, LOAD_NOT_EXIST, LOAD_OK,
                      LOAD_OPEN_ERR, LOAD_TRUNCATED, file_size, strerror)
-from .manifest import TYPE_BASE, AofInfo, Manifest, ManifestError, _atol, manifest_name
+from .manifest import TYPE_BASE, AofInfo, Manifest, _atol, manifest_name, read_manifest
 from .rewrite import write_base
 
 
@@ -38,22 +38,7 @@ class Loader:
         if not os.path.exists(path):
             log.debug("The AOF manifest file %s doesn't exist" % name)
             return
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            log.warning("Fatal error: can't open the AOF manifest file %s for reading: %s" % (
-                path, strerror(e)))
-            log.flush_and_exit(1)
-        try:
-            self.manifest = Manifest.parse(data)
-        except ManifestError as e:
-            log.warning("*** FATAL AOF MANIFEST FILE ERROR ***")
-            if e.line is not None:
-                log.warning("Reading the manifest file, at line %d" % e.linenum)
-                log.warning(">>> '%s'" % e.line)
-            log.warning(e.msg)
-            log.flush_and_exit(1)
+        self.manifest = read_manifest(path, log.warning, log.fatal)
 
     def upgrade_prepare(self):
         """aofUpgradePrepare: an old single-file AOF becomes the base of a

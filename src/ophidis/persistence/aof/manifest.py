@@ -1,5 +1,6 @@
 """The AOF manifest (aofManifest): its in-memory form, its file format
-(parsing with Redis's errors, writing), and the names of base/incr/history files."""
+(parsing with Redis's errors, writing, reading a file), and the names of
+base/incr/history files."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import re
 
 from ...protocol.resp import sds_needs_repr, sdscatrepr, split_args
+from .common import strerror
 
 BASE_SUFFIX = ".base"
 
@@ -203,3 +205,22 @@ def manifest_name(filename) -> str:
 
 def temp_incr_name(filename) -> str:
     return TEMP_PREFIX + filename + INCR_SUFFIX
+
+
+def read_manifest(path, report, fail) -> Manifest:
+    """The manifest in the file ``path``, what is wrong with it reported as
+    aofLoadManifestFromFile does: ``report(text)`` for each line but the
+    last, ``fail(text)`` (which does not return) for the last."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        fail("Fatal error: can't open the AOF manifest file %s for reading: %s" % (path, strerror(e)))
+    try:
+        return Manifest.parse(data)
+    except ManifestError as e:
+        report("*** FATAL AOF MANIFEST FILE ERROR ***")
+        if e.line is not None:
+            report("Reading the manifest file, at line %d" % e.linenum)
+            report(">>> '%s'" % e.line)
+        fail(e.msg)
