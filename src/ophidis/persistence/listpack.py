@@ -24,6 +24,17 @@ class EncodingError(Exception):
     pass
 
 
+def _sized(buf, minimum, what) -> int:
+    """The length of a listpack or ziplist ``buf`` (``what``), checked: at
+    least ``minimum`` bytes, and the total size its header starts with."""
+    n = len(buf)
+    if n < minimum:
+        raise EncodingError("%s too short" % what)
+    if _unpack_u32(buf, 0)[0] != n:
+        raise EncodingError("%s size mismatch" % what)
+    return n
+
+
 def canonical_int(s: bytes):
     """The int64 value of ``s`` if it is its canonical decimal form (what
     Redis's string2ll / lpStringToInt64 accept), else None."""
@@ -117,12 +128,7 @@ def lp_decode(buf, strict_count=True, raw_ints=False) -> list:
 
 def lp_decode_py(buf, strict_count=True, raw_ints=False) -> list:
     """lp_decode in Python (the pure twin of _listpack.lp_decode_fast)."""
-    n = len(buf)
-    if n < 7:
-        raise EncodingError("listpack too short")
-    total = _unpack_u32(buf, 0)[0]
-    if total != n:
-        raise EncodingError("listpack size mismatch")
+    n = _sized(buf, 7, "listpack")
     count = _unpack_u16(buf, 4)[0]
     out = []
     append = out.append
@@ -201,12 +207,7 @@ def zl_decode(buf) -> list:
     tail offset, every entry's header and length inside the buffer, each
     entry's prevlen equal to the previous entry's size, the tail offset
     pointing at the last entry and the header count."""
-    n = len(buf)
-    if n < 11:
-        raise EncodingError("ziplist too short")
-    total = _unpack_u32(buf, 0)[0]
-    if total != n:
-        raise EncodingError("ziplist size mismatch")
+    n = _sized(buf, 11, "ziplist")
     end = n - 1
     if buf[end] != 0xFF:
         raise EncodingError("ziplist not terminated")

@@ -28,6 +28,16 @@ def _score_entry(d: float) -> bytes:
     return lp_entry(b"%.17g" % d)
 
 
+def _pairs_listpack(pairs, second, compress) -> bytes:
+    """The listpack of a hash's fields and values (a zset's members and
+    scores): each pair's first as an entry, then ``second(its second)``."""
+    ents = []
+    for first, other in pairs:
+        ents.append(lp_entry(first))
+        ents.append(second(other))
+    return enc_string(lp_build(ents), compress)
+
+
 _OPT = (4096, 8192, 16384, 32768, 65536)
 
 
@@ -111,11 +121,7 @@ class Encoder:
             return T_LIST_QUICKLIST_2, b"".join(out)
         if cls is HashValue:
             if not v.ht:
-                ents = []
-                for f, val in v.items():
-                    ents.append(lp_entry(f))
-                    ents.append(lp_entry(val))
-                return T_HASH_LISTPACK, enc_string(lp_build(ents), compress)
+                return T_HASH_LISTPACK, _pairs_listpack(v.items(), lp_entry, compress)
             out = [enc_len(len(v))]
             for f, val in v.items():
                 out.append(enc_string(f, compress))
@@ -130,11 +136,7 @@ class Encoder:
             return T_SET, b"".join(out)
         if cls is ZSetValue or isinstance(v, ZSetValue):
             if not v.skiplist:
-                ents = []
-                for m, s in v.items():
-                    ents.append(lp_entry(m))
-                    ents.append(_score_entry(s))
-                return T_ZSET_LISTPACK, enc_string(lp_build(ents), compress)
+                return T_ZSET_LISTPACK, _pairs_listpack(v.items(), _score_entry, compress)
             out = [enc_len(len(v))]
             pack = struct.Struct("<d").pack
             for s, m in reversed(v.sl):
