@@ -15,7 +15,7 @@ from ..protocol.resp import OK
 from .clients import ClientMemory
 from .evict import Eviction, LruQueue, _oom_error
 from .lazyfree import LazyFree
-from .sizes import (_EXTRACT, BYTES_BASE, PY_DICT_ENTRY, STARTUP, _simple_specs, db_size, key_cost, keys_of,
+from .sizes import (_EXTRACT, BYTES_BASE, PY_DICT_ENTRY, STARTUP, _simple_specs, db_size, key_cost, keys_cost, keys_of,
                     pysize)
 
 _time = time.time
@@ -428,12 +428,7 @@ class Memory(Eviction):
 
     def after(self, c, cmd, argv, tok):
         db, keys, pre, extra, was = tok
-        post = 0
-        d = db.d
-        for k in keys:
-            v = d.get(k)
-            if v is not None:
-                post += key_cost(db, k, v)
+        post = keys_cost(db, keys)
         if extra is not None:
             odb, opre = extra
             key = argv[2] if cmd.name == "copy" else argv[1]
@@ -463,13 +458,7 @@ class Memory(Eviction):
     def measure(self, db, keys):
         """Bytes held by keys and which of them exist (blocked clients
         served outside a command)."""
-        t = 0
-        d = db.d
-        for k in keys:
-            v = d.get(k)
-            if v is not None:
-                t += key_cost(db, k, v)
-        return (t, self.present(db, keys))
+        return (keys_cost(db, keys), self.present(db, keys))
 
     def account(self, db, keys, tok):
         pre, was = tok

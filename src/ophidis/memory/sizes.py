@@ -111,6 +111,18 @@ def key_cost(db, key, v) -> int:
     return c
 
 
+def keys_cost(db, keys) -> int:
+    """Bytes held by those of ``keys`` that are in ``db`` (read from its dict:
+    nothing expired, no stats)."""
+    t = 0
+    d = db.d
+    for k in keys:
+        v = d.get(k)
+        if v is not None:
+            t += key_cost(db, k, v)
+    return t
+
+
 def db_size(db, exact_limit=None) -> int:
     """Estimate of a whole database (exact below exact_limit keys)."""
     d = db.d
