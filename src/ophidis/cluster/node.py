@@ -51,6 +51,11 @@ def flags_string(flags: int) -> str:
     return ",".join(names) if names else "noflags"
 
 
+def _flag(bit):
+    """A read-only property: whether the node's flags have ``bit``."""
+    return property(lambda self: bool(self.flags & bit))
+
+
 class Node:
     __slots__ = ("name", "ctime", "config_epoch", "flags", "slots", "numslots", "slaves", "slaveof",
                  "ping_sent", "pong_received", "data_received", "fail_time", "voted_time",
@@ -85,29 +90,12 @@ class Node:
         self.last_in_ping_gossip = 0
 
     # -- flags ------------------------------------------------------------------------------------
-    @property
-    def is_master(self) -> bool:
-        return bool(self.flags & MASTER)
-
-    @property
-    def is_slave(self) -> bool:
-        return bool(self.flags & SLAVE)
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.flags & FAIL)
-
-    @property
-    def timed_out(self) -> bool:
-        return bool(self.flags & PFAIL)
-
-    @property
-    def in_handshake(self) -> bool:
-        return bool(self.flags & HANDSHAKE)
-
-    @property
-    def myself(self) -> bool:
-        return bool(self.flags & MYSELF)
+    is_master = _flag(MASTER)
+    is_slave = _flag(SLAVE)
+    failed = _flag(FAIL)
+    timed_out = _flag(PFAIL)
+    in_handshake = _flag(HANDSHAKE)
+    myself = _flag(MYSELF)
 
     # -- slots ------------------------------------------------------------------------------------
     def has_slot(self, slot: int) -> bool:
