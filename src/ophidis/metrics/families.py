@@ -124,20 +124,21 @@ class _Families:
     def __init__(self):
         self.by_name = {}
 
-    def add(self, name, value, kind="gauge", labels=None, doc=None):
+    def _family(self, cls, name, labels, doc):
+        """(full name, the family ``name``), made a ``cls`` on first use."""
         full = NAMESPACE + "_" + name
         fam = self.by_name.get(full)
-        names = list(labels) if labels else []
         if fam is None:
-            cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
-            fam = self.by_name[full] = cls(full, doc or name + " metric", labels=names)
+            fam = self.by_name[full] = cls(full, doc or name + " metric", labels=labels)
+        return full, fam
+
+    def add(self, name, value, kind="gauge", labels=None, doc=None):
+        names = list(labels) if labels else []
+        _, fam = self._family(CounterMetricFamily if kind == "counter" else GaugeMetricFamily, name, names, doc)
         fam.add_metric([labels[k] for k in names] if labels else [], value)
 
     def summary(self, name, labels, count, total, quantiles, doc=None):
-        full = NAMESPACE + "_" + name
-        fam = self.by_name.get(full)
-        if fam is None:
-            fam = self.by_name[full] = SummaryMetricFamily(full, doc or name + " metric", labels=list(labels))
+        full, fam = self._family(SummaryMetricFamily, name, list(labels), doc)
         for q, v in quantiles:
             fam.add_sample(full, dict(labels, quantile=q), v)
         fam.add_metric([labels[k] for k in labels], count, total)

@@ -42,14 +42,20 @@ class Manager(ManagerBase):
                 numkeys, best = r.value, n
         return best
 
-    def fix_slots_coverage(self, all_slots):
+    def _refuse_with_unreachable_masters(self, what):
+        """Exit (status 1) with redis-cli's warning when fixing ``what`` would
+        have to assume the unreachable masters' slots uncovered, unless
+        --cluster-fix-with-unreachable-masters says so."""
         if self.unreachable_masters > 0 and not self.opts.fix_unreachable:
-            self.warn("*** Fixing slots coverage with %d unreachable masters is dangerous: redis-cli will "
-                      "assume that slots about masters that are not reachable are not covered, and will "
-                      "try to reassign them to the reachable nodes. This can cause data loss and is rarely "
-                      "what you want to do. If you really want to proceed use the "
-                      "--cluster-fix-with-unreachable-masters option.\n" % self.unreachable_masters)
+            self.warn("*** Fixing %s with %d unreachable masters is dangerous: redis-cli will assume that slots "
+                      "about masters that are not reachable are not covered, and will try to reassign them to "
+                      "the reachable nodes. This can cause data loss and is rarely what you want to do. If you "
+                      "really want to proceed use the --cluster-fix-with-unreachable-masters option.\n"
+                      % (what, self.unreachable_masters))
             sys.exit(1)
+
+    def fix_slots_coverage(self, all_slots):
+        self._refuse_with_unreachable_masters("slots coverage")
         fixed = 0
         self.info(">>> Fixing slots coverage...\n")
         uncovered = {}
@@ -124,13 +130,7 @@ class Manager(ManagerBase):
         return fixed
 
     def fix_open_slot(self, slot):
-        if self.unreachable_masters > 0 and not self.opts.fix_unreachable:
-            self.warn("*** Fixing open slots with %d unreachable masters is dangerous: redis-cli will assume "
-                      "that slots about masters that are not reachable are not covered, and will try to "
-                      "reassign them to the reachable nodes. This can cause data loss and is rarely what you "
-                      "want to do. If you really want to proceed use the "
-                      "--cluster-fix-with-unreachable-masters option.\n" % self.unreachable_masters)
-            sys.exit(1)
+        self._refuse_with_unreachable_masters("open slots")
         self.info(">>> Fixing open slot %d\n" % slot)
         owners, migrating, importing = [], [], []
         mig_str, imp_str = [], []

@@ -236,6 +236,15 @@ def cmd_create(m, argv):
     m.check_cluster()
     return True
 
+def _host_arg(args):
+    """The node ``args`` name (host:port or host port); None, after
+    redis-cli's invalid-arguments error, when they name none."""
+    addr = host_from_args(args)
+    if addr is None:
+        err(INVALID_HOST_ARG)
+    return addr
+
+
 # ---------------------------------------------------------------------------
 # add-node, del-node
 # ---------------------------------------------------------------------------
@@ -315,9 +324,8 @@ def cmd_add_node(m, argv):
 
 
 def cmd_del_node(m, argv):
-    addr = host_from_args(argv[:1])
+    addr = _host_arg(argv[:1])
     if addr is None:
-        err(INVALID_HOST_ARG)
         return False
     node_id = argv[1]
     m.info(">>> Removing node %s from cluster %s:%d\n" % (node_id, addr[0], addr[1]))
@@ -350,9 +358,8 @@ def cmd_del_node(m, argv):
 
 
 def _load(m, argv):
-    addr = host_from_args(argv)
+    addr = _host_arg(argv)
     if addr is None:
-        err(INVALID_HOST_ARG)
         return False
     return m.load_info_from_node(Node(*addr))
 
@@ -390,6 +397,15 @@ def node_for_resharding(m, name, target):
         m.error("*** It is not possible to use the target node as source node.\n")
         return None, False
     return node, False
+
+
+def _add_source(m, name, target, sources) -> bool:
+    """The master ``name`` added to ``sources`` (after node_for_resharding's
+    checks); False when resharding must stop."""
+    src, raise_err = node_for_resharding(m, name, target)
+    if src is not None:
+        sources.append(src)
+    return not raise_err
 
 
 def reshard_table(sources, numslots):
@@ -466,10 +482,7 @@ def cmd_reshard(m, argv):
             if line == "all":
                 all_ = True
                 break
-            src, raise_err = node_for_resharding(m, line, target)
-            if src is not None:
-                sources.append(src)
-            elif raise_err:
+            if not _add_source(m, line, target, sources):
                 return False
     else:
         for name in frm.split(","):
@@ -478,10 +491,7 @@ def cmd_reshard(m, argv):
                 break
             if not name:
                 continue
-            src, raise_err = node_for_resharding(m, name, target)
-            if src is not None:
-                sources.append(src)
-            elif raise_err:
+            if not _add_source(m, name, target, sources):
                 return False
     if all_:
         sources = [n for n in m.nodes if not (n.is_slave or n.replicate) and n.name != target.name]
@@ -599,9 +609,8 @@ def cmd_rebalance(m, argv):
 
 
 def cmd_set_timeout(m, argv):
-    addr = host_from_args(argv[:1])
+    addr = _host_arg(argv[:1])
     if addr is None:
-        err(INVALID_HOST_ARG)
         return False
     timeout = atoi(argv[1])
     if timeout < 100:
@@ -629,9 +638,8 @@ def cmd_set_timeout(m, argv):
 
 
 def cmd_call(m, argv):
-    addr = host_from_args(argv[:1])
+    addr = _host_arg(argv[:1])
     if addr is None:
-        err(INVALID_HOST_ARG)
         return False
     if not m.load_info_from_node(Node(*addr)):
         return False
@@ -656,9 +664,8 @@ def cmd_call(m, argv):
 
 def cmd_import(m, argv):
     o = m.opts
-    addr = host_from_args(argv)
+    addr = _host_arg(argv)
     if addr is None:
-        err(INVALID_HOST_ARG)
         return False
     if o.from_ is None:
         err("[ERR] Option '--cluster-from' is required for subcommand 'import'.\n")

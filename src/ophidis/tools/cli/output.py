@@ -111,20 +111,30 @@ def format_raw(r: Reply, mb_delim=b"\n") -> bytes:
     return mb_delim.join(format_raw(e, mb_delim) for e in items)
 
 
-def format_csv(r: Reply) -> bytes:
+def _scalar(r: Reply, error: bytes, text, nil: bytes):
+    """A scalar reply as CSV and JSON output write it (``error`` before an
+    error's text, ``text(bytes)`` for strings, ``nil`` for a nil); None for
+    an aggregate."""
     k = r.kind
     if k == resp.ERROR:
-        return b"ERROR," + sdscatrepr(r.value)
+        return error + text(r.value)
     if k in (resp.STATUS, resp.BULK, resp.VERB):
-        return sdscatrepr(r.value)
+        return text(r.value)
     if k == resp.INTEGER:
         return b"%d" % r.value
     if k in (resp.DOUBLE, resp.BIGNUM):
         return r.value
     if k == resp.NIL:
-        return b"NULL"
+        return nil
     if k == resp.BOOL:
         return b"true" if r.value else b"false"
+    return None
+
+
+def format_csv(r: Reply) -> bytes:
+    out = _scalar(r, b"ERROR,", sdscatrepr, b"NULL")
+    if out is not None:
+        return out
     return b",".join(format_csv(e) for e in r.value)
 
 
@@ -146,19 +156,10 @@ def _json_str(b: bytes, quoted: bool) -> bytes:
 
 
 def format_json(r: Reply, quoted=False) -> bytes:
+    out = _scalar(r, b"error:", lambda v: _json_str(v, quoted), b"null")
+    if out is not None:
+        return out
     k = r.kind
-    if k == resp.ERROR:
-        return b"error:" + _json_str(r.value, quoted)
-    if k in (resp.STATUS, resp.BULK, resp.VERB):
-        return _json_str(r.value, quoted)
-    if k == resp.INTEGER:
-        return b"%d" % r.value
-    if k in (resp.DOUBLE, resp.BIGNUM):
-        return r.value
-    if k == resp.NIL:
-        return b"null"
-    if k == resp.BOOL:
-        return b"true" if r.value else b"false"
     items = r.value
     if k == resp.MAP:
         parts = []
