@@ -26,7 +26,7 @@ from .rdbcodec import redis_lzf
 # RDB writer (issue 17): persistence/rdb.py's write_snapshot key loop in C.
 #
 # ``rdb_write_keys`` writes one database's key entries (expiry, type, key, value)
-# with the same bytes as the Python writer (rdb.Encoder.type_and_value, which
+# with the same bytes as the Python writer (rdbencode.Encoder.type_and_value, which
 # stays the pure twin: OPHIDIS_PURE=1, LRU/LFU policies).  It walks the keyspace
 # with borrowed references only (PyDict_Next, oph_set_next, the
 # QuickList's node buffers, __slots__ read at their offsets): no reference

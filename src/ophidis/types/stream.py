@@ -31,7 +31,7 @@ objects (a NACK points back to its consumer), as Redis's shared PEL.
 Groups and consumers are plain dicts; replies sort them by name (Redis
 keeps them in radix trees, i.e. in byte order).
 
-Interface used by persistence (rdb.py): ``StreamValue()``, ``nodes`` and
+Interface used by persistence (rdbencode.py, rdbdecode.py): ``StreamValue()``, ``nodes`` and
 ``Node.to_listpack()`` / ``Node.from_items()``, the counters ``length``,
 ``last_id``, ``first_id``, ``max_deleted``, ``entries_added``, and
 ``groups`` (None or name -> Group).
