@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..commands import TABLE
-from ..commands.command_cmd import lookup_by_name
+from ..cmdtable import TABLE, lookup_by_name
 from ..protocol.resp import split_args
 
 # The categories in Redis's order (ACL CAT, COMMAND INFO, descriptions).

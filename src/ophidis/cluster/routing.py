@@ -6,7 +6,7 @@ queued)."""
 
 from __future__ import annotations
 
-from ..commands.command_cmd import cluster_keys
+from ..cmdtable.keys import cluster_keys
 from ..errors import RedisError
 from .bus import STATE_OK
 from .slots import key_hash_slot

@@ -10,10 +10,10 @@ from .. import log
 from ..cluster import SLOTS, TODO_FSYNC_CONFIG, TODO_SAVE_CONFIG, TODO_UPDATE_STATE, key_hash_slot
 from ..cluster.bus import STATE_OK
 from ..cluster.node import MYSELF
+from ..cmdtable import command
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..protocol.resp import OK, array_header, bulk, integer, map_header, null, verbatim
 from ..util import parse_int, try_int
-from . import command
 from .persistence import restore
 from .streams import help_reply
 

@@ -9,10 +9,10 @@ import resource
 import time
 
 from .. import sysinfo
+from ..cmdtable import ALL, command
 from ..keyspace.db import stats
 from ..memory.sizes import STARTUP
 from ..protocol.resp import verbatim
-from . import ALL, command
 from .latency_cmd import latencystats_lines
 
 SECTIONS = {}

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import time
 
+from ..cmdtable import ALL, command, lookup_by_name, top_level
 from ..errors import RedisError
 from ..protocol.resp import bulk, integer, map_header, simple, verbatim
-from . import ALL, command
-from .command_cmd import lookup_by_name, top_level
 
 GRAPH_COLS = 80
 GRAPH_ROWS = 4

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 
+from ..cmdtable import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace.db import EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
@@ -19,7 +20,6 @@ from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from . import command
 from .info import rss_bytes
 
 ROBJ = 16

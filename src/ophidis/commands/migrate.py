@@ -30,13 +30,13 @@ import socket
 import ssl
 import time
 
+from ..cmdtable import REDACTED, command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..persistence.rdb import dump_payload
 from ..protocol.resp import OK, encode_argv, simple
 from ..replication.propagate import rewrite_argv
 from ..util import atoi, parse_int
-from . import REDACTED, command
 
 CACHE_ITEMS = 64          # MIGRATE_SOCKET_CACHE_ITEMS
 CACHE_TTL = 10            # MIGRATE_SOCKET_CACHE_TTL, seconds

@@ -14,13 +14,13 @@ are delivered even under CLIENT REPLY OFF, like Redis's CLIENT_PUSHING.
 
 from __future__ import annotations
 
+from ..cmdtable import CHANNEL_PATTERN, CHANNEL_PUBLISH, CHANNEL_SUBSCRIBE, CHANNEL_UNSUBSCRIBE, command
 from ..errors import RedisError
 from ..keyspace import notify
 from ..net.speedups import native as _native
 from ..protocol.resp import integer
 from ..replication.propagate import TO_REPL, force_propagation
 from ..util import compile_glob, stringmatch
-from . import CHANNEL_PATTERN, CHANNEL_PUBLISH, CHANNEL_SUBSCRIBE, CHANNEL_UNSUBSCRIBE, command
 
 _SUBSCRIBE2 = b"*3\r\n$9\r\nsubscribe\r\n"
 _SUBSCRIBE3 = b">3\r\n$9\r\nsubscribe\r\n"

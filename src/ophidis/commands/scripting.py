@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .. import log
 from ..cluster.slots import key_hash_slot
+from ..cmdtable import SCRIPT_CALLS, TABLE, command
 from ..errors import NOSCRIPT, RedisError
 from ..persistence import child as child_mod
 from ..persistence.rdb import NotAFunction, RdbError, functions_payload, load_functions_payload, verify_payload
@@ -20,7 +21,6 @@ from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set
 from ..scripting import engine as lua_mod
 from ..scripting.ldb import Ldb
 from ..util import parse_int, stringmatch
-from . import SCRIPT_CALLS, TABLE, command
 
 SCRIPT_FLAGS = lua_mod.SCRIPT_FLAGS
 _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "

@@ -16,10 +16,10 @@ import time
 
 from ..acl.check import DENIED_CMD, check_command, exec_noperm_text
 from ..acl.log import CTX_MULTI
+from ..cmdtable import command
 from ..errors import EXECABORT, RedisError
 from ..keyspace.watch import logically_expired, unwatch_all, watch_key
 from ..protocol.resp import OK
-from . import command
 
 
 @command("multi", flags=("no_queue",), propagate=False)

@@ -20,8 +20,8 @@ import traceback
 import types
 
 from .. import log
-from ..commands import register, unregister
-from ..commands.command_cmd import forget
+from ..cmdtable import register, unregister
+from ..cmdtable.describe import forget
 from ..protocol.resp import bulk, integer, map_header
 from .api import API_VERSION, ModuleContext
 

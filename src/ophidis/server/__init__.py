@@ -19,7 +19,8 @@ from collections import deque
 from .. import crash, doctor, log, sysinfo
 from ..acl import Acl
 from ..cluster.state import Cluster
-from ..commands import TABLE, load_all, rename_command
+from ..cmdtable import TABLE, rename_command
+from ..commands import load_all
 from ..commands.migrate import MigrateSockets
 from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions

@@ -13,7 +13,7 @@ from .. import log
 from ..acl.check import DENIED_CMD, check_command, noperm_text
 from ..acl.log import CTX_MULTI, CTX_TOPLEVEL
 from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
-from ..commands import SCRIPT_CALLS, TABLE
+from ..cmdtable import SCRIPT_CALLS, TABLE
 from ..commands.scripting import command_flags, exec_flags
 from ..commands.transactions import discard_transaction
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
