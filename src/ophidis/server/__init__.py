@@ -22,7 +22,6 @@ from ..cluster.state import Cluster
 from ..cmdtable import TABLE, rename_command
 from ..commands import load_all
 from ..commands.migrate import MigrateSockets
-from ..commands.pubsub import PubSub
 from ..commands.scripting import Functions
 from ..config import Config, ConfigError
 from ..keyspace import db as db_mod
@@ -40,6 +39,7 @@ from ..net.speedups import native
 from ..net.tls import Tls
 from ..persistence.aof import Aof
 from ..persistence.snapshot import Persistence
+from ..pubsub import PubSub
 from ..replication import replica
 from ..replication.master import ReplFeed
 from ..replication.propagate import Propagator
