@@ -18,10 +18,10 @@ from collections import deque
 
 from .. import crash, doctor, log, sysinfo
 from ..acl import Acl
+from ..cluster.migrate_sockets import MigrateSockets
 from ..cluster.state import Cluster
 from ..cmdtable import TABLE, rename_command
 from ..commands import load_all
-from ..commands.migrate import MigrateSockets
 from ..commands.scripting import Functions
 from ..config import Config, ConfigError
 from ..keyspace import db as db_mod
