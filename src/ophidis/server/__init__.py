@@ -22,7 +22,6 @@ from ..cluster.migrate_sockets import MigrateSockets
 from ..cluster.state import Cluster
 from ..cmdtable import TABLE, rename_command
 from ..commands import load_all
-from ..commands.scripting import Functions
 from ..config import Config, ConfigError
 from ..keyspace import db as db_mod
 from ..keyspace import notify
@@ -43,6 +42,7 @@ from ..pubsub import PubSub
 from ..replication import replica
 from ..replication.master import ReplFeed
 from ..replication.propagate import Propagator
+from ..scripting.functions import Functions
 from .clients import Clients
 from .cron import Cron
 from .dispatch import Dispatch
