@@ -11,6 +11,7 @@ import gc
 
 from ..cmdtable import command
 from ..errors import SYNTAX, RedisError
+from ..info import rss_bytes
 from ..keyspace.db import EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
@@ -20,7 +21,6 @@ from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from .info import rss_bytes
 
 ROBJ = 16
 DICT = 56
