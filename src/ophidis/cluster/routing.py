@@ -1,6 +1,6 @@
 """Which node serves a command (getNodeByQuery) and the redirection errors
 (clusterRedirectClient): -MOVED, -ASK, -CROSSSLOT, -TRYAGAIN, -CLUSTERDOWN.
-The keys come from the one command table (commands.command_cmd.cluster_keys);
+The keys come from the one command table (cmdtable.keys.cluster_keys);
 a transaction is routed as a whole at EXEC (and its commands as they are
 queued)."""
 
