@@ -12,16 +12,24 @@ from ..protocol.resp import split_args
 from . import engine as lua_mod
 
 
+def shebang_args(code: bytes, invalid: str, empty: str):
+    """The arguments of the ``#!`` first line of a script or a library
+    (sdssplitargs) and where that line ends; RedisError(invalid) when the
+    line has no end, RedisError(empty) when it holds no argument."""
+    end = code.find(b"\n")
+    if end < 0:
+        raise RedisError(invalid)
+    parts = split_args(code[:end])
+    if not parts:
+        raise RedisError(empty)
+    return parts, end
+
+
 def extract_shebang(body: bytes):
     """Returns (flags, compat_mode, shebang_len); raises RedisError."""
     if not body.startswith(b"#!"):
         return [], True, 0
-    end = body.find(b"\n")
-    if end < 0:
-        raise RedisError("ERR Invalid script shebang")
-    parts = split_args(body[:end])
-    if not parts:
-        raise RedisError("ERR Invalid engine in script shebang")
+    parts, end = shebang_args(body, "ERR Invalid script shebang", "ERR Invalid engine in script shebang")
     if parts[0] != b"#!lua":
         raise RedisError(b"ERR Unexpected engine in script shebang: " + parts[0])
     flags = []

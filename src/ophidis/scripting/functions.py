@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from ..errors import RedisError
-from ..protocol.resp import split_args
 from . import engine as lua_mod
+from .flags import shebang_args
 from .ldb import reap_ldb_children
 
 # Function's fields are C fields of the compiled layer's base when it is
@@ -105,12 +105,7 @@ class Functions:
     def metadata(code: bytes):
         if not code.startswith(b"#!"):
             raise RedisError("ERR Missing library metadata")
-        end = code.find(b"\n")
-        if end < 0:
-            raise RedisError("ERR Invalid library metadata")
-        parts = split_args(code[:end])
-        if not parts:
-            raise RedisError("ERR Invalid library metadata")
+        parts, end = shebang_args(code, "ERR Invalid library metadata", "ERR Invalid library metadata")
         engine = parts[0][2:]
         name = None
         for p in parts[1:]:
