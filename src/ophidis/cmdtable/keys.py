@@ -11,7 +11,7 @@ channel arguments too).
 
 from __future__ import annotations
 
-from ..util import atoi
+from ..util import atoi, try_int
 
 # -- legacy (first, last, step) and movablekeys ------------------------------------------
 
@@ -65,20 +65,6 @@ def _atoi(b: bytes) -> int:
     return ((atoi(b) + 2**31) % 2**32) - 2**31
 
 
-def _string2ll(b: bytes):
-    if not b or len(b) > 20:
-        return None
-    if b == b"0":
-        return 0
-    s = b[1:] if b[:1] == b"-" else b
-    if not s.isdigit() or s[:1] == b"0":
-        return None
-    v = int(b)
-    if v < -(2**63) or v > 2**63 - 1:
-        return None
-    return v
-
-
 def range_last(first, lastkey, limit, argc) -> int:
     """The position of the last key of a find_keys ``range`` spec whose
     first key is at ``first`` (getKeysUsingKeySpecs)."""
@@ -130,7 +116,7 @@ def keys_from_specs(cmd, argv):
             step = r["step"]
             if r["keynumidx"] >= argc or first + r["keynumidx"] >= argc:
                 return None
-            n = _string2ll(argv[first + r["keynumidx"]])
+            n = try_int(argv[first + r["keynumidx"]])
             if n is None or n < 0:
                 return None
             first += r["firstkey"]
