@@ -15,7 +15,7 @@ from support.wait import wait_until
 
 from ophidis.acl.check import OK, _matcher, check_command, fast_allows
 from ophidis.acl.users import RuleError, User
-from ophidis.cmdtable import ALL
+from ophidis.cmdtable.registry import ALL
 from ophidis.commands import load_all
 from ophidis.net.speedups import native
 from ophidis.util import stringmatch

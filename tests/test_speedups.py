@@ -21,7 +21,7 @@ from support.resp import RespConn, command, encode
 from support.servers import SRC, twin_pair
 from support.wait import wait_until
 
-from ophidis.cmdtable import Command
+from ophidis.cmdtable.registry import Command
 from ophidis.commands import lists
 from ophidis.net import client, speedups
 from ophidis.protocol import reader

@@ -11,7 +11,7 @@ import resource
 import time
 
 from . import sysinfo
-from .cmdtable import ALL
+from .cmdtable.registry import ALL
 from .keyspace.db import stats
 from .memory.sizes import STARTUP
 

@@ -12,7 +12,7 @@ import sys
 
 from support.servers import server_env
 
-from ophidis.cmdtable import ALL, lookup
+from ophidis.cmdtable.registry import ALL, lookup
 from ophidis.commands import load_all
 from ophidis.config import Config
 from ophidis.errors import RedisError
@@ -98,7 +98,7 @@ __all__ = ["FakeClient", "Events", "ALL", "run_inprocess"]
 _INPROCESS = r'''
 import json, sys
 from ophidis.keyspace import notify
-from ophidis.cmdtable import TABLE
+from ophidis.cmdtable.registry import TABLE
 from ophidis.commands import load_all
 from ophidis.config import Config
 from ophidis.errors import RedisError

@@ -7,9 +7,10 @@ commands/command_cmd.py.
 from __future__ import annotations
 
 from ..protocol.resp import bulk, integer, map_header, set_header, simple
-from . import ACL_CATEGORIES, keys
+from . import keys
 from .docs import summary as _summary
 from .keys import legacy_range
+from .registry import ACL_CATEGORIES
 
 # -- flag tables (output order is Redis's) -------------------------------------------
 

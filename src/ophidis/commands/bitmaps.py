@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, EmbStr

@@ -9,7 +9,7 @@ import os
 from .. import log
 from ..cluster import SLOTS, TODO_FSYNC_CONFIG, TODO_SAVE_CONFIG, TODO_UPDATE_STATE, key_hash_slot
 from ..cluster.node import MYSELF
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..protocol.resp import OK, array_header, bulk, integer, map_header, null, verbatim
 from ..util import parse_int, try_int

@@ -9,9 +9,9 @@ COMMAND INFO / DOCS describe exactly the commands this server implements
 
 from __future__ import annotations
 
-from ..cmdtable import ACL_CATEGORIES, command, lookup_argv, lookup_by_name, top_level
 from ..cmdtable.describe import command_docs_reply, command_info_reply, key_flags_reply
 from ..cmdtable.keys import get_keys_with_flags, has_keys, key_extractor
+from ..cmdtable.registry import ACL_CATEGORIES, command, lookup_argv, lookup_by_name, top_level
 from ..errors import SYNTAX, RedisError
 from ..protocol.resp import bulk, integer, map_header, simple
 from ..util import stringmatch

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .. import sysinfo
-from ..cmdtable import REDACTED, command
+from ..cmdtable.registry import REDACTED, command
 from ..errors import SYNTAX, RedisError
 from ..keyspace.tracking import TrackState
 from ..keyspace.watch import unwatch_all

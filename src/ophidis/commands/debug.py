@@ -16,7 +16,7 @@ import sys
 import time
 
 from .. import crash, log
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import type_name

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready

@@ -15,7 +15,7 @@ import math
 import random
 import re
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, EmbStr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..info import gen_info
 from ..protocol.resp import verbatim
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, EmbStr, type_name

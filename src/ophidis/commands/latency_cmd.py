@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from ..cmdtable import command, lookup_by_name, top_level
+from ..cmdtable.registry import command, lookup_by_name, top_level
 from ..errors import RedisError
 from ..protocol.resp import bulk, integer, map_header, simple, verbatim
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from itertools import islice
 from operator import indexOf
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout

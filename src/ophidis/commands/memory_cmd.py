@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..info import rss_bytes
 from ..keyspace.db import EmbStr

@@ -21,7 +21,7 @@ the cache and syncio.c's timed reads and writes).
 from __future__ import annotations
 
 from ..cluster.migrate_sockets import SocketFailure
-from ..cmdtable import REDACTED, command
+from ..cmdtable.registry import REDACTED, command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import mstime

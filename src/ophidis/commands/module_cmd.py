@@ -6,7 +6,7 @@ the dispatcher refuses them unless ``enable-module-command`` allows.
 from __future__ import annotations
 
 from .. import log
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..protocol.resp import OK, simple
 

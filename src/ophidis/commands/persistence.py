@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .. import log
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..persistence.rdb import LoadSettings, RdbError, dump_payload, load_payload, verify_payload

@@ -5,7 +5,7 @@ subscriptions themselves are the server's ``PubSub`` (ophidis/pubsub).
 
 from __future__ import annotations
 
-from ..cmdtable import CHANNEL_PATTERN, CHANNEL_PUBLISH, CHANNEL_SUBSCRIBE, CHANNEL_UNSUBSCRIBE, command
+from ..cmdtable.registry import CHANNEL_PATTERN, CHANNEL_PUBLISH, CHANNEL_SUBSCRIBE, CHANNEL_UNSUBSCRIBE, command
 from ..errors import RedisError
 from ..protocol.resp import integer
 from ..replication.propagate import TO_REPL, force_propagation

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import log
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..protocol.resp import OK, bulk, integer
 from ..replication import replica

@@ -25,7 +25,7 @@ import io
 import os
 
 from .. import log
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace.db import stats
 from ..persistence import rdb

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import log
 from ..cluster.slots import key_hash_slot
-from ..cmdtable import TABLE, command
+from ..cmdtable.registry import TABLE, command
 from ..errors import NOSCRIPT, RedisError
 from ..persistence import child as child_mod
 from ..persistence.rdb import NotAFunction, RdbError, functions_payload, load_functions_payload, verify_payload

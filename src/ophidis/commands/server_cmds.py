@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from .. import log
-from ..cmdtable import ALL, REDACTED, command
+from ..cmdtable.registry import ALL, REDACTED, command
 from ..config import ConfigError
 from ..config.table import DIRECTIVES
 from ..errors import LOADING, SYNTAX, RedisError

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cmp_to_key
 
 from ..acl.check import check_unrestricted_keys
-from ..cmdtable import ALL, command
+from ..cmdtable.registry import ALL, command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready, type_name

@@ -4,7 +4,7 @@ commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
 
 from __future__ import annotations
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import mstime, signal_key_ready

@@ -20,7 +20,7 @@ with -UNBLOCKED, and XGROUP DESTROY with -NOGROUP, as in Redis.
 
 from __future__ import annotations
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..keyspace import db as _dbm
 from ..keyspace import notify

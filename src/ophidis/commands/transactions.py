@@ -16,7 +16,7 @@ import time
 
 from ..acl.check import DENIED_CMD, check_command, exec_noperm_text
 from ..acl.log import CTX_MULTI
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import EXECABORT, RedisError
 from ..keyspace.watch import discard_transaction, logically_expired, unwatch_all, watch_key
 from ..protocol.resp import OK

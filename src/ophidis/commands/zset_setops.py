@@ -4,7 +4,7 @@ commands are in zsets.py."""
 
 from __future__ import annotations
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR

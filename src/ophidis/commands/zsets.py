@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from itertools import islice
 
-from ..cmdtable import command
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout

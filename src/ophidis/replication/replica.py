@@ -42,7 +42,7 @@ import time
 import hiredis
 
 from .. import crash, log
-from ..cmdtable import lookup_fullname
+from ..cmdtable.registry import lookup_fullname
 from ..cmdtable.keys import get_keys
 from ..keyspace.db import stats
 from ..net.client import Client

@@ -34,7 +34,7 @@ from .. import log, sysinfo
 from ..acl.check import DENIED_CMD, check_command, script_noperm_text
 from ..acl.log import CTX_LUA
 from ..cluster.routing import script_cluster_check
-from ..cmdtable import TABLE
+from ..cmdtable.registry import TABLE
 from ..errors import MISCONF, OOM
 from ..keyspace import db as _db_mod
 from ..keyspace.db import stats

@@ -6,7 +6,7 @@ for EXEC's queued commands together (multi.c's mstate flags).
 
 from __future__ import annotations
 
-from ..cmdtable import SCRIPT_CALLS
+from ..cmdtable.registry import SCRIPT_CALLS
 from ..errors import RedisError
 from ..protocol.resp import split_args
 from . import engine as lua_mod

@@ -20,7 +20,7 @@ from .. import crash, doctor, log, sysinfo
 from ..acl import Acl
 from ..cluster.migrate_sockets import MigrateSockets
 from ..cluster.state import Cluster
-from ..cmdtable import TABLE, rename_command
+from ..cmdtable.registry import TABLE, rename_command
 from ..commands import load_all
 from ..config import Config, ConfigError
 from ..keyspace import db as db_mod

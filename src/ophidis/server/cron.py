@@ -7,7 +7,7 @@ import asyncio
 import time
 
 from .. import log
-from ..cmdtable import ALL
+from ..cmdtable.registry import ALL
 from ..crash import watchdog_schedule
 from ..keyspace.db import stats
 from ..net import client as client_mod

@@ -13,7 +13,7 @@ from .. import log
 from ..acl.check import DENIED_CMD, check_command, noperm_text
 from ..acl.log import CTX_MULTI, CTX_TOPLEVEL
 from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
-from ..cmdtable import SCRIPT_CALLS, TABLE
+from ..cmdtable.registry import SCRIPT_CALLS, TABLE
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
 from ..keyspace.db import stats
 from ..keyspace.watch import discard_transaction
