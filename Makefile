@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test test-pythons bench bench-quick deps venv clean lint
 
-# The editable install also compiles the Cython modules in place
-# (src/ophidis/net/_speedups.pyx, the request loop; persistence/_lzf.pyx):
-# editing one re-runs the install.
-$(STAMP): pyproject.toml setup.py $(wildcard src/ophidis/*/_*.pyx)
+# The editable install also compiles the Cython modules in place (the
+# compiled layer: each concept's _*.pyx/.pxd beside its pure twin, listed in
+# src/ophidis/compiled.py; persistence/_lzf.pyx): editing one re-runs the install.
+$(STAMP): pyproject.toml setup.py src/ophidis/compiled.py $(wildcard src/ophidis/*/_*.pyx src/ophidis/*/_*.pxd src/ophidis/_*.pxd)
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q -e '.[test]'
 	touch $(STAMP)

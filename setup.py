@@ -1,13 +1,14 @@
-"""Builds the optional compiled modules: the hot loop
-(src/ophidis/net/_speedups.pyx) and the others in OTHERS.
+"""Builds the optional compiled modules: the compiled layer (each concept's
+_*.pyx beside its pure twin, listed in src/ophidis/compiled.py's MODULES)
+and the others in OTHERS.
 
 Everything else is declared in pyproject.toml.  Without Cython or a C
 compiler (or on a free-threaded interpreter) the package installs as pure
-Python: client.py then runs the same loop in Python (and does so too when
-the build is stale or OPHIDIS_PURE=1).
+Python: the pure twins run (as they do when the build is stale or
+OPHIDIS_PURE=1).
 """
 
-import hashlib
+import importlib.util
 import os
 import sys
 import sysconfig
@@ -15,7 +16,7 @@ import sysconfig
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-PYX = os.path.join("src", "ophidis", "net", "_speedups.pyx")
+SRC = os.path.join("src", "ophidis")
 # the other compiled modules (pure functions over bytes, each with a pure
 # twin or fallback): module name -> source
 OTHERS = {"ophidis.persistence._lzf": os.path.join("src", "ophidis", "persistence", "_lzf.pyx")}
@@ -28,7 +29,7 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as e:  # noqa: BLE001
-            self._skip(e, "ophidis.net._speedups")
+            self._skip(e, "ophidis's compiled layer")
 
     def build_extension(self, ext):
         try:
@@ -38,8 +39,29 @@ class OptionalBuildExt(build_ext):
 
     @staticmethod
     def _skip(e, name):
-        what = "loop" if name.endswith("_speedups") else "code"
+        what = "code" if name in OTHERS else "layer"
         sys.stderr.write("warning: %s not built (%s); the pure-Python %s is used\n" % (name, e, what))
+
+
+def _compiled():
+    # src/ophidis/compiled.py (no project imports): MODULES and source_hash
+    spec = importlib.util.spec_from_file_location("_ophidis_compiled", os.path.join(SRC, "compiled.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _drop_stale_c(c_file, digest):
+    # every module carries the digest of all the layer's sources, which
+    # cythonize's own dependency check does not see: a C file generated
+    # with another digest is generated again
+    try:
+        with open(c_file, "rb") as f:
+            if digest.encode() in f.read():
+                return
+    except OSError:
+        return
+    os.remove(c_file)
 
 
 def extensions():
@@ -48,22 +70,25 @@ def extensions():
     try:
         from Cython.Build import cythonize
     except ImportError:
-        sys.stderr.write("warning: Cython not available; ophidis installs without _speedups\n")
+        sys.stderr.write("warning: Cython not available; ophidis installs without its compiled layer\n")
         return []
     from setuptools import Extension
     exts = [Extension(name, [src], extra_compile_args=["-O2"]) for name, src in OTHERS.items()
             if os.path.exists(src)]
     digest = ""
     if sysconfig.get_config_var("Py_GIL_DISABLED"):
-        # the compiled loop reads objects through borrowed references
-        # under the GIL: a free-threaded interpreter runs the pure loop
-        sys.stderr.write("warning: free-threaded Python: ophidis installs without _speedups\n")
+        # the compiled layer reads objects through borrowed references
+        # under the GIL: a free-threaded interpreter runs the pure twins
+        sys.stderr.write("warning: free-threaded Python: ophidis installs without its compiled layer\n")
     else:
-        with open(PYX, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-        exts.append(Extension("ophidis.net._speedups", [PYX], extra_compile_args=["-O2"]))
-    return cythonize(exts, compile_time_env={"PYX_HASH": digest}, quiet=True,
-                     compiler_directives={"language_level": 3})
+        compiled = _compiled()
+        digest = compiled.source_hash() or ""
+        for name in compiled.MODULES:
+            src = os.path.join(SRC, *name.split(".")) + ".pyx"
+            exts.append(Extension("ophidis." + name, [src], extra_compile_args=["-O2"]))
+            _drop_stale_c(src[:-4] + ".c", digest)
+    return cythonize(exts, compile_time_env={"PYX_HASH": digest}, quiet=True, include_path=["src"],
+                     compiler_directives={"language_level": 3}, nthreads=os.cpu_count() or 1)
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -15,9 +15,9 @@ from support.wait import wait_until
 
 from ophidis.acl.check import OK, _matcher, check_command, fast_allows
 from ophidis.acl.users import RuleError, User
+from ophidis import compiled
 from ophidis.cmdtable.registry import ALL
 from ophidis.commands import load_all
-from ophidis.net.speedups import native
 from ophidis.util import stringmatch
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
@@ -581,6 +581,7 @@ def test_fast_check_agrees_with_check_command(pats, name, args, extra_selector):
     ok = fast_allows(u.fast, u, cmd, argv)
     if ok:
         assert check_command(u, cmd, argv) == (OK, 0)
+    native = compiled.load("acl._check")
     if native is not None:
         class C:
             user = u

@@ -27,7 +27,7 @@ from ophidis.cluster.bus import (FAIL, FAILOVER_AUTH_ACK, FAILOVER_AUTH_REQUEST,
                                  FrameReader, Gossip, Message, bitmap_to_slots, decode, encode,
                                  slots_to_bitmap)
 from ophidis.cluster.slots import PySlotKeys, key_hash_slot
-from ophidis.net.speedups import native
+from ophidis import compiled
 from support.servers import REDIS_SERVER, RedisServerProc, free_port
 from support.wait import wait_until
 
@@ -381,6 +381,7 @@ def test_key_hash_slot_rules():
 @given(st.binary(max_size=64))
 def test_compiled_key_slot_matches(data):
     """The compiled loop's hash (its fast path in cluster mode) is the same."""
+    native = compiled.load("cluster._slots")
     if native is None:
         pytest.skip("the compiled loop is not built")
     assert native.key_slot(data) == key_hash_slot(data)
@@ -394,6 +395,7 @@ _OPS = st.lists(st.tuples(st.sampled_from(["set", "del", "pop", "popitem", "setd
 def test_slot_key_index_classes_agree(ops):
     """The compiled SlotKeys and the Python one keep the same per-slot index
     (newest key first) through every way a key enters or leaves the dict."""
+    native = compiled.load("cluster._slots")
     if native is None:
         pytest.skip("the compiled loop is not built")
     ds = [native.SlotKeys({b"seed": 0}), PySlotKeys({b"seed": 0})]

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ophidis.net import speedups
+from ophidis import compiled
 from ophidis.types import containers
 from ophidis.types.containers import HashValue
 
-native = speedups.native
+native = compiled.load("types._containers")
 pytestmark = pytest.mark.skipif(native is None, reason="the compiled module is not built (or OPHIDIS_PURE=1)")
 
 _sizes = st.sampled_from([0, 1, 2, 7, 12, 13, 24, 25, 40, 100, 70000])

@@ -13,7 +13,7 @@ import sysconfig
 from support.servers import ROOT, SRC, server_env
 
 import ophidis
-from ophidis.net import speedups
+from ophidis import compiled
 
 
 def _expected() -> str:
@@ -28,10 +28,10 @@ def _expected() -> str:
 def test_install_is_the_expected_one():
     expect = _expected()
     assert expect in ("compiled", "pure")
-    assert (speedups.native is not None) == (expect == "compiled")
+    assert (compiled.enabled()) == (expect == "compiled")
     # the servers the tests start run the same package, the same way
-    out = subprocess.run([sys.executable, "-c", "import ophidis, sys; from ophidis.net.speedups import native; "
-                          "print(ophidis.__file__); print(native is not None)"],
+    out = subprocess.run([sys.executable, "-c", "import ophidis, sys; from ophidis import compiled; "
+                          "print(ophidis.__file__); print(compiled.enabled())"],
                          env=server_env(), capture_output=True, text=True, timeout=60, check=True).stdout.split()
     assert out == [ophidis.__file__, str(expect == "compiled")]
     assert ophidis.__file__.startswith(SRC + os.sep)

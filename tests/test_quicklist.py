@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ophidis.commands import lists
-from ophidis.net import speedups
+from ophidis import compiled
 from ophidis.types import containers
 from ophidis.types.containers import PyListValue
 
-native = speedups.native
+native = compiled.load("types._quicklist")
 pytestmark = pytest.mark.skipif(native is None, reason="the compiled module is not built (or OPHIDIS_PURE=1)")
 
 

@@ -25,7 +25,7 @@ from ophidis.config import Config
 from ophidis.persistence import rdb as R
 from ophidis.persistence import snapshot
 from ophidis.persistence.listpack import canonical_int, intset_decode, intset_encode, lp_decode, lp_encode, zl_decode
-from ophidis.server import Server
+from ophidis.server.server import Server
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.types.containers import HashValue, ListValue, SetValue
 from ophidis.types.zset import ZSetValue

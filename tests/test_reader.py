@@ -15,11 +15,11 @@ import pytest
 from support.resp import encode
 
 from ophidis.net import client as client_mod
-from ophidis.net import speedups
+from ophidis import compiled
 from ophidis.protocol.reader import PYTHON, QBUF_LIMIT, RequestReader
 from ophidis.protocol.resp import ProtocolError, parse_request
 
-LOOPS = [client_mod._run_requests] + ([speedups.native.run] if speedups.native is not None else [])
+LOOPS = [client_mod._run_requests] + ([compiled.load("net._client").run] if compiled.enabled() else [])
 
 
 class Limits:

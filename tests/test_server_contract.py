@@ -10,8 +10,8 @@ import re
 import pytest
 
 from ophidis.config import Config
-from ophidis import server as server_mod
-from ophidis.server import Server
+from ophidis.server import server as server_mod
+from ophidis.server.server import Server
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "ophidis")
 

@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 from support.resp import RespConn
 from support.servers import rss_growth, start_twin, twin_pair
 
-from ophidis.net import speedups
+from ophidis import compiled
 from ophidis.scripting import engine
 
 
 @pytest.fixture(scope="module")
 def pair():
-    for servers in twin_pair(speedups.native):
+    for servers in twin_pair():
         for s in servers:
             with RespConn(s.port) as c:
                 c.call("ACL", "SETUSER", "r", "on", "nopass", "~k*", "+@all", "-incr", "-lpush")
@@ -29,11 +29,11 @@ def pair():
 
 
 def test_compiled_bridge_is_used():
-    if speedups.native is None:
+    if not compiled.enabled():
         pytest.skip("ophidis.net._speedups is not built")
     if os.environ.get("OPHIDIS_PURE") == "1":
         pytest.skip("OPHIDIS_PURE=1: the Python bridge is asked for")
-    assert engine._native is speedups.native
+    assert engine._bridge is compiled.load("scripting._bridge")
 
 
 _NAMES = ["set", "SET", "get", "incr", "lpush", "hset", "ping", "echo", "del", "nosuch", "multi",
@@ -194,11 +194,11 @@ def test_the_lua_c_api_is_found():
     """The compiled layer finds the Lua C API in lupa's module: redis.call
     and redis.pcall become its C functions (else lupa would call the
     ScriptBridges and every figure of PERFORMANCE.md would be off)."""
-    if speedups.native is None or os.environ.get("OPHIDIS_PURE") == "1":
+    if not compiled.enabled() or os.environ.get("OPHIDIS_PURE") == "1":
         pytest.skip("no compiled layer")
     import lupa.lua51 as lupa
     lua = lupa.LuaRuntime(encoding=None)
-    n = speedups.native
+    n = compiled.load("scripting._bridge")
     link = n.lua_functions(lua, os.fsencode(lupa.__file__), n.ScriptBridge(None, True), n.ScriptBridge(None, False))
     assert link is not None
     assert lupa.lua_type(link.call) == "function" and lupa.lua_type(link.pcall) == "function"

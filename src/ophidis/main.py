@@ -170,7 +170,7 @@ def main(argv=None):
         use_uvloop = False
     # imported here: --version, --help and a bad configuration answer
     # without loading the whole server
-    from .server import Server
+    from .server.server import Server
     try:
         server = Server(cfg)           # ``user`` lines are checked as the ACL subsystem starts
     except ConfigError as e:

@@ -17,7 +17,7 @@ from ophidis.commands import load_all
 from ophidis.config import Config
 from ophidis.errors import RedisError
 from ophidis.keyspace import notify
-from ophidis.server import Server
+from ophidis.server.server import Server
 from ophidis.types.containers import HashValue, ListValue, SetValue
 
 load_all()
@@ -102,7 +102,7 @@ from ophidis.cmdtable.registry import TABLE
 from ophidis.commands import load_all
 from ophidis.config import Config
 from ophidis.errors import RedisError
-from ophidis.server import Server
+from ophidis.server.server import Server
 
 load_all()
 srv = Server(Config())

@@ -25,6 +25,7 @@ import pytest
 import redis
 
 import ophidis
+from ophidis import compiled
 from support.resp import RespConn
 from support.wait import wait_port
 
@@ -72,11 +73,11 @@ def start_twin(pure: bool, args=()):
     return ServerProc(["--enable-debug-command", "yes", *args], env=env)
 
 
-def twin_pair(native):
+def twin_pair():
     """A module fixture's generator: the ports of a compiled and a pure
-    server (skipped when the compiled module is not built)."""
-    if native is None:
-        pytest.skip("ophidis.net._speedups is not built")
+    server (skipped when the compiled layer does not run here)."""
+    if not compiled.enabled():
+        pytest.skip("the compiled layer is not built (or OPHIDIS_PURE=1)")
     servers = []
     try:
         servers = [start_twin(pure=False), start_twin(pure=True)]

@@ -140,7 +140,7 @@ def check_command(user, cmd, argv):
 # -- the request loop's check ------------------------------------------------
 #
 # For a restricted user, the fast path of the request loop (client.py's
-# _run_requests, _speedups.run) runs a command directly when fast_plan has
+# _run_requests, net/_client.pyx) runs a command directly when fast_plan has
 # decided, once per user and command, that check_command can only answer OK
 # or deny a key, and the command line's keys all match: then check_command
 # would have said OK.  Anything else (a command not allowed, a subcommand
@@ -201,7 +201,7 @@ def fast_plan(user, cmd):
 
 def fast_allows(fast, user, cmd, argv) -> bool:
     """May the request loop run argv directly for this restricted user?
-    (``fast``: user.fast, the plans by command).  _speedups.run has the same
+    (``fast``: user.fast, the plans by command).  net/_client.pyx has the same
     check compiled (_acl_ok)."""
     plan = fast.get(cmd)
     if plan is None:

@@ -2,14 +2,14 @@
 modulo 16384, as Redis's keyHashSlot) and the per-slot key index of the
 cluster's one database (``SlotKeys``), which CLUSTER COUNTKEYSINSLOT and
 GETKEYSINSLOT and slot migration read.  ``SlotKeys`` is the compiled class
-(net/_speedups.pyx: the index kept in C) when the request loop is compiled,
+(cluster/_slots.pyx: the index kept in C) when the request loop is compiled,
 the Python class ``PySlotKeys`` otherwise; both behave the same."""
 
 from __future__ import annotations
 
 from binascii import crc_hqx
 
-from ..net.speedups import native
+from .. import compiled
 
 SLOTS = 16384
 
@@ -104,4 +104,6 @@ class PySlotKeys(dict):
         return out
 
 
-SlotKeys = native.SlotKeys if native is not None else PySlotKeys
+# the compiled twin (cluster/_slots.pyx), picked here
+_c = compiled.load("cluster._slots")
+SlotKeys = _c.SlotKeys if _c is not None else PySlotKeys

@@ -15,8 +15,14 @@ from __future__ import annotations
 import json
 import os
 
+from .. import compiled
 from ..errors import RedisError
-from ..net.speedups import native
+
+# the compiled twins: a command's C fields (cmdtable/_core.pyx) and the
+# command bodies (commands/_bodies.pyx), picked here
+_core = compiled.load("cmdtable._core")
+# (_bodies: at the end of this module, once TABLE exists: loading
+# commands._bodies imports the commands package, which reads TABLE)
 
 _META_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "commands.json")
 with open(_META_PATH, "rb") as _f:
@@ -90,15 +96,9 @@ REDACTED = b"(redacted)"
 
 class _CommandCore:
     """The fields the client's request loop uses (C fields of
-    _speedups.CommandCore when the compiled loop is built)."""
-    __slots__ = (
-        "proc", "fastpath", "amin", "amax", "calls", "usec",
-        "hist",            # latency histogram: hist[k] = calls taking <= 1.024us * 2^k
-        "cluster_key",     # cluster mode: see Command.__init__
-        "cbody",           # the compiled loop's body of the command (_speedups.BODIES), 0: none
-        # what redis.call's compiled bridge reads (_speedups.script_call)
-        "arity", "write", "may_replicate", "noscript", "denyoom", "blocking", "subcommands",
-    )
+    cmdtable/_core.pyx's CommandCore when the compiled layer is built;
+    cmdtable/_core.pxd declares them for both)."""
+    __slots__ = compiled.fields("cmdtable/_core.pxd", "CommandCore")
 
 
 def _cluster_key(cmd) -> int:
@@ -114,7 +114,7 @@ def _cluster_key(cmd) -> int:
     return -1
 
 
-class Command(native.CommandCore if native is not None else _CommandCore):
+class Command(_core.CommandCore if _core is not None else _CommandCore):
     __slots__ = (
         "name", "fullname", "flags", "meta", "acl", "group",
         "parent", "key_specs",
@@ -217,9 +217,9 @@ class Command(native.CommandCore if native is not None else _CommandCore):
         """The compiled body of the command as it stands: none while a
         wrapper (memory accounting, client-side caching) replaces its proc,
         since the body would bypass the wrapper."""
-        if native is None or self.wrapped():
+        if _bodies is None or self.wrapped():
             return 0
-        return native.body_code(self.fullname, self.module)
+        return _bodies.body_code(self.fullname, self.module)
 
     def rewrapped(self):
         """Its proc was (un)wrapped: no compiled body under a wrapper, and
@@ -422,3 +422,7 @@ def rewrap():
             p = w.wrap(cmd, p)
         cmd.proc = p
         cmd.rewrapped()
+
+
+# The compiled command bodies (Command.body_code), loaded last: see _core above.
+_bodies = compiled.load("commands._bodies")

@@ -1,7 +1,8 @@
 """The command families: one module per family (strings, lists, ...), each
 registering its commands in the one table (``ophidis.cmdtable``, which holds
 the registry, the ``@command`` decorator and key extraction, and imports
-none of the families).
+none of the families); _bodies.pyx: the compiled bodies of the common
+commands (cmdtable.registry loads it for Command.cbody).
 
 ``load_all()`` imports the families (the server calls it once at start-up);
 each module only registers its functions, so families stay independent of
@@ -13,18 +14,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..keyspace import db as _dbm
-from ..keyspace import notify as _notify
-from ..net.speedups import native
-from ..types.containers import HashValue, SetValue
-from ..types.zset import ZSetValue
-
-# Runs before load_all() registers the families' commands (a Command's cbody
-# is only found once the compiled bodies are synced).
-if native is not None:
-    # what the compiled command bodies read (see _speedups.BODIES)
-    native.sync_bodies(_notify, _dbm, _dbm.stats, SetValue, HashValue)
-    native.sync_zset(ZSetValue)
+# The compiled layer still reads the table from here (net/_client.pyx and
+# scripting/_bridge.pyx: ``from ..commands import TABLE``); this goes once
+# they import it from cmdtable.registry.
+from ..cmdtable.registry import TABLE  # noqa: F401
 
 _loaded = False
 
@@ -35,5 +28,6 @@ def load_all():
         return
     _loaded = True
     pkg = __name__
-    for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    # the families (not the compiled bodies, _bodies, which compiled.load loads)
+    for mod in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
         importlib.import_module("%s.%s" % (pkg, mod))

@@ -24,10 +24,9 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
-from ..net.speedups import native
-from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, integer
+from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, bulk_items, integer
 from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
-from ..types.containers import ListValue
+from ..types.containers import ListValue, list_range_reply
 from ..util import LLONG_MAX, LLONG_MIN, parse_int
 
 _LIST = notify.LIST
@@ -45,41 +44,12 @@ _NUMKEYS = RedisError("ERR numkeys should be greater than 0")
 _COUNT_GT0 = RedisError("ERR count should be greater than 0")
 
 
-# b"$<len>" (a bulk header without its CRLF) for the usual element sizes.
-_HDR = [b"$%d" % _i for _i in range(16384)]
-_hdr = _HDR.__getitem__
-
-
-def _py_bulk_items(items) -> bytes:
-    """RESP array of bulk strings from a list of bytes, built in C: the
-    ``$len`` headers and the elements are interleaved by slice assignment
-    and joined with CRLF once."""
-    n = len(items)
-    if not n:
-        return EMPTY_ARRAY
-    out = [b""] * (2 * n + 2)
-    out[0] = b"*%d" % n
-    try:
-        out[1:-1:2] = map(_hdr, map(len, items))
-    except IndexError:      # an element of 16k or more
-        out[1:-1:2] = [b"$%d" % len(x) for x in items]
-    out[2:-1:2] = items
-    return b"\r\n".join(out)
-
-
-# compiled (net/_speedups.pyx) when the request loop is: one bytes object
-# written in place, no list of parts
-bulk_items = native.bulk_items if native is not None else _py_bulk_items
-
-
 def _py_range_reply(v, start, end) -> bytes:
-    return _py_bulk_items(v.range(start, end))
+    return bulk_items(v.range(start, end))
 
 
 # LRANGE's reply (Redis's index rules); compiled: written from the nodes
-_range_reply = ListValue.bulk_range if native is not None else _py_range_reply
-
-
+_range_reply = list_range_reply or _py_range_reply
 def _bulk(x) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(x), x)
 

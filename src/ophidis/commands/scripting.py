@@ -11,7 +11,7 @@ A script's shebang and its declared flags: scripting/flags.py.
 
 from __future__ import annotations
 
-from .. import log
+from .. import compiled, log
 from ..cluster.slots import key_hash_slot
 from ..cmdtable.registry import TABLE, command
 from ..errors import NOSCRIPT, RedisError
@@ -31,11 +31,13 @@ _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands agai
 
 
 # Script's fields are C fields of the compiled layer's base when it is
-# built (its EVALSHA reads them), slots otherwise (Function's: scripting/functions.py).
-if lua_mod._native is not None:
-    _ScriptBase, _SCRIPT_SLOTS = lua_mod._native.ScriptCore, ()
+# built (its EVALSHA reads them), slots otherwise (Function's:
+# scripting/functions.py). (one field list each: scripting/_bridge.pxd)
+_bridge = lua_mod._bridge
+if _bridge is not None:
+    _ScriptBase, _SCRIPT_SLOTS = _bridge.ScriptCore, ()
 else:
-    _ScriptBase, _SCRIPT_SLOTS = object, ("sha", "body", "fn", "flags", "compat")
+    _ScriptBase, _SCRIPT_SLOTS = object, compiled.fields("scripting/_bridge.pxd", "ScriptCore")
 
 
 class Script(_ScriptBase):
@@ -386,13 +388,12 @@ def fcall_ro_cmd(c, argv):
 
 
 # EVALSHA's and FCALL's commands: the compiled twins' procs
-# (net/_speedups.pyx's evalsha_cmd ... fcall_ro_cmd: the common case in C,
-# no Python frame in between) where built, the four above otherwise.
+# (scripting/_bridge.pyx's evalsha_cmd ... fcall_ro_cmd: the common case in
+# C, no Python frame in between) where built, the four above otherwise.
 _PROCS = (evalsha_cmd, evalsha_ro_cmd, fcall_cmd, fcall_ro_cmd)
-if lua_mod._native is not None:
-    lua_mod._native.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
-    _PROCS = (lua_mod._native.evalsha_cmd, lua_mod._native.evalsha_ro_cmd, lua_mod._native.fcall_cmd,
-              lua_mod._native.fcall_ro_cmd)
+if _bridge is not None:
+    _bridge.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
+    _PROCS = (_bridge.evalsha_cmd, _bridge.evalsha_ro_cmd, _bridge.fcall_cmd, _bridge.fcall_ro_cmd)
 command("evalsha", propagate=False)(_PROCS[0])
 command("evalsha_ro", flags=("not_tracked",), propagate=False)(_PROCS[1])
 command("fcall", propagate=False)(_PROCS[2])

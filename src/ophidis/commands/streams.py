@@ -25,11 +25,10 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import WRONGTYPE_ERR, mstime, signal_key_ready
-from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, integer
+from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, bulk_items, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, StreamValue, id_bytes
 from ..util import parse_int
-from .lists import bulk_items
 
 _STREAM = notify.STREAM
 

@@ -24,7 +24,7 @@ from itertools import islice
 
 from ..errors import RedisError
 from ..replication.propagate import propagate_deletion
-from ..net.speedups import native
+from .. import compiled
 from . import notify as _notify
 from .watch import touch_all_watched_in_db
 
@@ -43,13 +43,15 @@ def mstime() -> int:
     return int(time.time() * 1000)
 
 
-if native is not None:
-    StatsCore = native.StatsCore
-    DbCore = native.DbCore
+# the C fields of the compiled twin (keyspace/_core.pxd), or slots
+_core = compiled.load("keyspace._core")
+if _core is not None:
+    StatsCore = _core.StatsCore
+    DbCore = _core.DbCore
     DB_SLOTS = ()
 else:
     StatsCore = DbCore = object
-    DB_SLOTS = ("d", "expires", "watched_keys", "blocking_keys")
+    DB_SLOTS = compiled.fields("keyspace/_core.pxd", "DbCore")
 
 
 class Stats(StatsCore):

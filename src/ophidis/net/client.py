@@ -21,15 +21,32 @@ from time import perf_counter
 
 import hiredis
 
-from .. import log
-from ..acl.check import fast_allows, fast_plan
+from .. import compiled, log
+from ..acl.check import fast_allows
 from ..cluster.slots import key_hash_slot
 from ..cmdtable.registry import TABLE
 from ..errors import RedisError
 from ..keyspace.db import stats
 from ..protocol.reader import PYTHON, RequestReader, ends_with_request, suspicious
-from ..protocol.resp import INLINE_LINE_MAX, NULL3, NULL_ARRAY, NULL_BULK, ProtocolError
-from .speedups import native
+from ..protocol.resp import NULL3, NULL_ARRAY, NULL_BULK, ProtocolError
+
+# the compiled twin (net/_client.pyx: the request loop and the per-read
+# path), picked here; what this module's setters hand it goes through _loop
+_c = compiled.load("net._client")
+_slots_c = compiled.load("cluster._slots")
+
+
+class _NoLoop:
+    """The switches of the compiled loop when it is not built: nowhere."""
+
+    @staticmethod
+    def sync(*_args):
+        pass
+
+    set_write_switches = set_client_memory = sync
+
+
+_loop = _c if _c is not None else _NoLoop
 
 _HiredisProtocolError = hiredis.ProtocolError
 # hiredis gives ints, lists, None ... for non-bulk elements of a request;
@@ -70,8 +87,8 @@ def set_cluster(owned):
     16384), None (none for now), or _OFF."""
     global _CLUSTER_OWNED
     _CLUSTER_OWNED = owned
-    if native is not None:
-        native.sync_cluster(owned is not _OFF, None if owned is _OFF else owned)
+    if _slots_c is not None:
+        _slots_c.sync_cluster(owned is not _OFF, None if owned is _OFF else owned)
 
 
 def _cluster_local(cmd, req) -> bool:
@@ -146,8 +163,7 @@ def set_latency_tracking(v):
 def set_output_floor(n: int):
     global _OBUF_FLOOR
     _OBUF_FLOOR = n
-    if native is not None:
-        native.set_write_switches(_BEFORE_REPLY, n)
+    _loop.set_write_switches(_BEFORE_REPLY, n)
 
 
 def set_client_memory(fn):
@@ -155,8 +171,7 @@ def set_client_memory(fn):
     writes outside its reads (pushes, unblocked replies), or None."""
     global _CLIENT_MEM
     _CLIENT_MEM = fn
-    if native is not None:
-        native.set_client_memory(fn)
+    _loop.set_client_memory(fn)
 
 
 def client_class(c) -> str:
@@ -188,7 +203,7 @@ def _run_requests(self, gets, out, table, slow, t0):
     taken off the parser and the last one; nreq is ~n when the Python
     parser must take over after n requests (hiredis refused the stream, or
     the request is not an array of bulk strings): RequestReader.taken
-    decides what follows.  _speedups.run is the same loop compiled."""
+    decides what follows.  net/_client.pyx's run is the same loop compiled."""
     append = out.append
     last = None
     nreq = 0
@@ -262,29 +277,22 @@ _NO_MORE = (False,)     # what ends a batch of requests for the request loop (as
 
 def _sync():
     """Hand the switches above to the compiled loop."""
-    if native is not None:
-        native.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY, fast_plan, _PROPAGATOR)
+    _loop.sync(_SERVER_SLOW, _SLOW_CHECK, _LATENCY_TRACKING, _READY, _PROPAGATOR)
 
 
-if native is not None:
-    _RUN = native.run
-else:
-    _RUN = _run_requests
+_RUN = _c.run if _c is not None else _run_requests
 
 
 # Client flags for CLIENT LIST
 class _ClientCore:
     """The fields of Client that the compiled per-read path and request
-    loop read (C fields of _speedups.ClientCore when the module is built)."""
-    __slots__ = (
-        "server", "transport", "reader", "db", "resp", "authenticated", "slow", "closing",
-        "close_after_reply", "blocked", "paused_queue", "last_time", "last_cmd", "user",
-        "pending_writes", "push_buf", "pubsub_channels", "pubsub_patterns", "pubsub_shard",
-        "in_script", "multi", "reply_mode", "script_caller", "lua_debug",
-    )
+    loop read (C fields of net/_core.pyx's ClientCore when the compiled
+    layer is built; net/_core.pxd declares them for both)."""
+    __slots__ = compiled.fields("net/_core.pxd", "ClientCore")
 
 
-ClientCore = native.ClientCore if native is not None else _ClientCore
+_core = compiled.load("net._core")
+ClientCore = _core.ClientCore if _core is not None else _ClientCore
 
 
 class Client(ClientCore, asyncio.Protocol):
@@ -814,8 +822,7 @@ def set_before_reply(fn):
     global _BEFORE_REPLY
     _BEFORE_REPLY = fn
     Client.write = Client._plain_write if fn is None else Client._write_after_barrier
-    if native is not None:
-        native.set_write_switches(fn, _OBUF_FLOOR)
+    _loop.set_write_switches(fn, _OBUF_FLOOR)
 
 
 class _OutputBound:
@@ -880,12 +887,12 @@ def make_protocol_factory(server):
     return factory
 
 
-if native is not None:
+if _c is not None:
     # the compiled per-read path (falls back to the methods above)
-    native.data_setup(TABLE, stats, UNAUTH_OUTPUT_LIMIT, INLINE_LINE_MAX)
-    Client.data_received = native.data_received
-    # pub/sub pushes (commands/pubsub.py's fan-out calls native.fanout)
-    flush_pushes = native.flush_pushes
-    native.push_setup(_FLUSH, flush_pushes, Client)
+    _c.data_setup(UNAUTH_OUTPUT_LIMIT)
+    Client.data_received = _c.data_received
+    # pub/sub pushes (commands/pubsub.py's fan-out calls the compiled fanout)
+    flush_pushes = _c.flush_pushes
+    _c.push_setup(_FLUSH, flush_pushes, Client)
 
 _sync()

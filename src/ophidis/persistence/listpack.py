@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from ..net.speedups import native
+from .. import compiled
 
 _pack_u32 = struct.Struct("<I").pack
 _unpack_u32 = struct.Struct("<I").unpack_from
@@ -106,7 +106,7 @@ def lp_encode(items) -> bytes:
 def lp_decode(buf, strict_count=True, raw_ints=False) -> list:
     """Elements of a listpack (bytes; with raw_ints, integer-encoded
     elements come as ints).  Raises EncodingError.  Compiled:
-    _speedups.lp_decode_fast first (None for anything but a valid listpack
+    _listpack.lp_decode_fast first (None for anything but a valid listpack
     in bytes, which lp_decode_py then explains)."""
     if _lp_fast is not None and not raw_ints:
         out = _lp_fast(buf, strict_count)
@@ -116,7 +116,7 @@ def lp_decode(buf, strict_count=True, raw_ints=False) -> list:
 
 
 def lp_decode_py(buf, strict_count=True, raw_ints=False) -> list:
-    """lp_decode in Python (the pure twin of _speedups.lp_decode_fast)."""
+    """lp_decode in Python (the pure twin of _listpack.lp_decode_fast)."""
     n = len(buf)
     if n < 7:
         raise EncodingError("listpack too short")
@@ -361,4 +361,6 @@ def intset_decode(buf) -> list:
     return vals
 
 
-_lp_fast = native.lp_decode_fast if native is not None else None
+# the compiled twin (persistence/_listpack.pyx), picked here
+_c = compiled.load("persistence._listpack")
+_lp_fast = _c.lp_decode_fast if _c is not None else None

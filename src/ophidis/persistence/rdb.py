@@ -17,7 +17,7 @@ import time
 
 from .. import sysinfo
 from ..keyspace.db import EmbStr, stats
-from ..net.speedups import native
+from .. import compiled
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MASK64, MAX_ID, NACK, Consumer, Group, Node, StreamValue, id_key
 from ..types.zset import ZSetValue
@@ -447,7 +447,7 @@ def write_keys_py(d, exp, write, compress, list_fill, list_depth, value_entry, p
     ``write``; ``value_entry(key, value)`` gives type + key + value.  Calls
     ``progress(done)`` every 1024 keys and ``sleep(delay)`` after each key when
     ``delay``; returns ``done`` plus the keys written.  The pure twin of
-    _speedups.rdb_write_keys (which writes the same bytes in C, without
+    _rdb.rdb_write_keys (which writes the same bytes in C, without
     touching the objects' reference counts: fewer pages copied on write in a
     forked child); ``compress`` and the list settings are ``value_entry``'s here."""
     for key, val in d.items():
@@ -479,11 +479,9 @@ def write_keys_py(d, exp, write, compress, list_fill, list_depth, value_entry, p
     return done
 
 
-if native is not None:
-    native.rdb_setup(EmbStr, ListValue, HashValue, SetValue, ZSetValue, redis_lzf)
-    write_keys = native.rdb_write_keys
-else:
-    write_keys = write_keys_py
+# the compiled twin (persistence/_rdb.pyx), picked here
+_c = compiled.load("persistence._rdb")
+write_keys = _c.rdb_write_keys if _c is not None else write_keys_py
 
 
 def function_codes(server):
@@ -853,7 +851,7 @@ class RdbReader:
         return v
 
     def _build(self, t, payload):
-        """The value of a record read by _speedups.rdb_load_records: the
+        """The value of a record read by _rdb.rdb_load_records: the
         members of a set (T_SET), the elements of a list's packed nodes
         (T_LIST_QUICKLIST_2), else the blob.  It raises or gives None for
         what load's Python path then reads again (and reports)."""
@@ -1299,7 +1297,7 @@ def load_plain_strings_py(data, p, n, d):
     and a plain string value with 6-bit lengths (no expiry) into ``d``; stops
     before anything else (another record, a key already in ``d``, the end of
     the window).  Returns (the position, the count).  The pure twin of
-    _speedups.rdb_load_plain_strings."""
+    _rdb.rdb_load_plain_strings."""
     count = 0
     while p < n and data[p] == 0:
         kl = data[p + 1] if p + 1 < n else 255
@@ -1320,9 +1318,9 @@ def load_plain_strings_py(data, p, n, d):
     return p, count
 
 
-load_plain_strings = native.rdb_load_plain_strings if native is not None else load_plain_strings_py
+load_plain_strings = _c.rdb_load_plain_strings if _c is not None else load_plain_strings_py
 # compiled: the records of the common types (RdbReader.load's Python path is its pure twin)
-load_records = native.rdb_load_records if native is not None else None
+load_records = _c.rdb_load_records if _c is not None else None
 
 
 class UnsupportedType(Exception):

@@ -9,7 +9,7 @@ still reads and writes every format: CRC-64 and LZF decompression fall
 back to the Python versions below, and strings are written uncompressed
 (valid for every reader: LZF is only ever an option of the writer).  The
 compiled LZF is a codec, not a twin of Python code: OPHIDIS_PURE=1, which
-asks for the pure request loop (net/speedups.py), still uses it, as it
+asks for the pure twins (ophidis/compiled.py), still uses it, as it
 uses hiredis and anycrc.
 """
 

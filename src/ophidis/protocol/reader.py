@@ -73,7 +73,7 @@ import re
 
 import hiredis
 
-from ..net.speedups import native
+from .. import compiled
 from .resp import INLINE_LINE_MAX, ProtocolError, check_partial, parse_request
 
 # What taken() / python_done() return besides None (nothing more to do).
@@ -119,10 +119,12 @@ def _ends_with_request(data, req) -> bool:
     return data.endswith(b"*%d\r\n" % len(req), 0, end)
 
 
+# the compiled twin (protocol/_reader.pyx), picked here
+_c = compiled.load("protocol._reader")
 _ends_with_request_py = _ends_with_request
-if native is not None:
-    _long_header = native.long_header
-    _ends_with_request = native.ends_with_request
+if _c is not None:
+    _long_header = _c.long_header
+    _ends_with_request = _c.ends_with_request
 ends_with_request = _ends_with_request
 
 
@@ -143,8 +145,8 @@ def _suspicious(data) -> bool:
 
 
 suspicious = _suspicious_py = _suspicious
-if native is not None:
-    suspicious = native.suspicious
+if _c is not None:
+    suspicious = _c.suspicious
 
 
 def _skip_requests(buf, nreq) -> int:

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import math
 
+from .. import compiled
+
+# the compiled twin (protocol/_resp.pyx), picked here
+_c = compiled.load("protocol._resp")
+
 # ---------------------------------------------------------------------------
 # Shared replies
 # ---------------------------------------------------------------------------
@@ -447,3 +452,44 @@ def sds_needs_repr(s) -> bool:
     """sdsneedsrepr: whether ``s`` has a byte that needs quoting (a space,
     a quote, a backslash or anything sdscatrepr escapes)."""
     return bool(bytes(s).translate(None, _REPR_BARE))
+
+
+# b"$<len>" (a bulk header without its CRLF) for the usual element sizes.
+_HDR = [b"$%d" % _i for _i in range(16384)]
+_hdr = _HDR.__getitem__
+
+
+def bulk_items_py(items) -> bytes:
+    """RESP array of bulk strings from a list of bytes, built in C: the
+    ``$len`` headers and the elements are interleaved by slice assignment
+    and joined with CRLF once."""
+    n = len(items)
+    if not n:
+        return EMPTY_ARRAY
+    out = [b""] * (2 * n + 2)
+    out[0] = b"*%d" % n
+    try:
+        out[1:-1:2] = map(_hdr, map(len, items))
+    except IndexError:      # an element of 16k or more
+        out[1:-1:2] = [b"$%d" % len(x) for x in items]
+    out[2:-1:2] = items
+    return b"\r\n".join(out)
+
+
+# compiled (protocol/_resp.pyx): one bytes object written in place, no list
+# of parts
+bulk_items = _c.bulk_items if _c is not None else bulk_items_py
+
+
+def _encode_bytes_argv(argv) -> bytes:
+    # encode_argv, compiled for a list of bytes objects
+    if argv.__class__ is list:
+        enc = _c.encode_bytes_argv(argv)
+        if enc is not None:
+            return enc
+    return encode_argv(argv)
+
+
+# a command as a RESP array of bulk strings (propagation's encoder):
+# compiled for a list of bytes
+encode_command = _encode_bytes_argv if _c is not None else encode_argv

@@ -16,9 +16,12 @@ are delivered even under CLIENT REPLY OFF, like Redis's CLIENT_PUSHING.
 
 from __future__ import annotations
 
+from .. import compiled
 from ..keyspace import notify
-from ..net.speedups import native as _native
 from ..util import compile_glob
+
+# the compiled fan-out (net/_client.pyx: it writes into the clients' buffers)
+_client_c = compiled.load("net._client")
 
 _SUBSCRIBE2 = b"*3\r\n$9\r\nsubscribe\r\n"
 _SUBSCRIBE3 = b">3\r\n$9\r\nsubscribe\r\n"
@@ -216,9 +219,9 @@ class PubSub:
 
     def _fanout(self, subs, m2: bytes, m3: bytes) -> int:
         """Hand one pre-encoded message to every subscriber (compiled:
-        _speedups.fanout, the same steps)."""
-        if _native is not None:
-            n = _native.fanout(subs, m2, m3)
+        net/_client.pyx's fanout, the same steps)."""
+        if _client_c is not None:
+            n = _client_c.fanout(subs, m2, m3)
             if n >= 0:
                 return n
         n = 0

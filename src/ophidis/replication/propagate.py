@@ -55,25 +55,14 @@ expiry's DELs), as ``Server.call`` does.
 
 from __future__ import annotations
 
-from ..net.speedups import native
-from ..protocol.resp import encode_argv
+from ..protocol.resp import encode_command
 
 TO_AOF = 1
 TO_REPL = 2
 
 
-if native is not None:
-    _encode_bytes = native.encode_bytes_argv
-
-    def resp(argv) -> bytes:
-        """A command as a RESP array of bulk strings (compiled for bytes)."""
-        if argv.__class__ is list:
-            enc = _encode_bytes(argv)
-            if enc is not None:
-                return enc
-        return encode_argv(argv)
-else:
-    resp = encode_argv
+# a command as a RESP array of bulk strings (compiled for a list of bytes)
+resp = encode_command
 
 
 class Propagator:

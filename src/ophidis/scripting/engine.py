@@ -30,18 +30,17 @@ from functools import partial
 
 import lupa.lua51 as _lupa
 
-from .. import log, sysinfo
+from .. import compiled, log, sysinfo
 from ..acl.check import DENIED_CMD, check_command, script_noperm_text
 from ..acl.log import CTX_LUA
 from ..cluster.routing import script_cluster_check
-from ..cmdtable.registry import TABLE
 from ..errors import MISCONF, OOM
 from ..keyspace import db as _db_mod
 from ..keyspace.db import stats
 from ..net.client import Client
-from ..net.speedups import native as _native
 from ..protocol.resp import sdscatrepr
 from . import libs as lua_libs
+from .bridge import count_error, error_text, lookup, lua_argv, reply_value, resp_int, script_call
 from .ldb import Ldb
 
 REDIS_VERSION = sysinfo.REDIS_VERSION_BYTES
@@ -75,24 +74,13 @@ def _deny_attributes(obj, name, is_setting):
     raise AttributeError("access denied")
 
 
-def _resp_int(v) -> bytes:
-    """Lua number -> Redis integer reply, as C's (long long) cast."""
-    if v.__class__ is int:
-        if _LLONG_MIN <= v <= _LLONG_MAX:
-            return b":%d\r\n" % v
-        return b":%d\r\n" % _LLONG_MIN
-    if v != v or v in (float("inf"), float("-inf")):
-        return b":%d\r\n" % _LLONG_MIN
-    i = int(v)
-    if not _LLONG_MIN <= i <= _LLONG_MAX:
-        i = _LLONG_MIN
-    return b":%d\r\n" % i
+# the compiled twin (scripting/_bridge.pyx: redis.call's bridge, the run,
+# EVALSHA/FCALL's common case), picked here
+_bridge = compiled.load("scripting._bridge")
 
 
 class RunCtx:
-    __slots__ = ("caller", "name", "start", "readonly", "write_dirty", "allow_oom",
-                 "oom_at_start", "killed", "timedout", "repl_flags", "eval_mode",
-                 "argv", "last_poll", "threshold", "cross_slot", "slot")
+    __slots__ = compiled.fields("scripting/_bridge.pxd", "RunCtx")
 
     def __init__(self, caller, name, eval_mode, readonly, allow_oom, argv):
         self.caller = caller
@@ -113,8 +101,8 @@ class RunCtx:
         self.slot = -1            # the slot of the keys accessed so far (cluster)
 
 
-if _native is not None:
-    RunCtx = _native.RunCtx     # noqa: F811 - the same fields as C fields (script_call reads them)
+if _bridge is not None:
+    RunCtx = _bridge.RunCtx     # noqa: F811 - the same fields as C fields (script_call reads them)
 
 
 class ScriptError(Exception):
@@ -123,7 +111,7 @@ class ScriptError(Exception):
 
 # The fields the compiled run reads (server, client, ctx, ldb, _link) are C
 # fields of its base class when the module is built.
-_EngineBase = _native.EngineCore if _native is not None else object
+_EngineBase = _bridge.EngineCore if _bridge is not None else object
 
 
 class LuaEngine(_EngineBase):
@@ -142,15 +130,15 @@ class LuaEngine(_EngineBase):
         sc.laddr = ""
         sc.name = None
         self.client = sc
-        self._link = None       # the compiled layer's LuaLink (net/_speedups.pyx)
+        self._link = None       # the compiled bridge's LuaLink (scripting/_bridge.pyx)
         self.lua = lua = _lupa.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False,
             register_builtins=False, attribute_filter=_deny_attributes)
-        if _native is None:
+        if _bridge is None:
             call, pcall = self._redis_call, self._redis_pcall
-        else:       # the compiled bridge (net/_speedups.pyx): Lua C functions where lupa's C API is there
-            self._bridges = call, pcall = _native.ScriptBridge(self, True), _native.ScriptBridge(self, False)
-            self._link = _native.lua_functions(lua, os.fsencode(_lupa.__file__), call, pcall)
+        else:       # the compiled bridge: Lua C functions where lupa's C API is there
+            self._bridges = call, pcall = _bridge.ScriptBridge(self, True), _bridge.ScriptBridge(self, False)
+            self._link = _bridge.lua_functions(lua, os.fsencode(_lupa.__file__), call, pcall)
             if self._link is not None:
                 call, pcall = self._link.call, self._link.pcall
         py = lua.table_from({
@@ -199,11 +187,11 @@ class LuaEngine(_EngineBase):
         self._mk_ok = h[b"mk_ok"]
         self._mk_oks = h[b"mk_oks"]
         self._ok_pool = []
-        if _native is not None:      # the compiled twin of LuaEngine.run (net/_speedups.pyx)
-            self.run = partial(_native.script_run, self)
+        if _bridge is not None:      # the compiled twin of LuaEngine.run
+            self.run = partial(_bridge.script_run, self)
             if self._link is not None:
                 self._link.bind(h[b"run_prep"], h[b"err_handler"], h[b"error_info"], self._encode,
-                                _count_error, mode == "eval")
+                                count_error, mode == "eval")
         self._mk_err = h[b"mk_err"]
         self._mk_double = h[b"mk_double"]
         self._mk_big = h[b"mk_big"]
@@ -268,7 +256,7 @@ class LuaEngine(_EngineBase):
             if t is bytes:
                 return b"$%d\r\n%s\r\n" % (len(v), v)
             if t is int or t is float:
-                return _resp_int(v)
+                return resp_int(v)
             return self._reply(v, caller_resp)
         return self._run_error(ctx, r)
 
@@ -276,7 +264,7 @@ class LuaEngine(_EngineBase):
         """A script's return value other than a string or a number, encoded."""
         out, ign = self._encode(v, caller_resp, self.client.resp)
         if out[:1] == b"-" and not ign:
-            _count_error(out)
+            count_error(out)
         return out
 
     def _run_error(self, ctx: RunCtx, r) -> bytes:
@@ -292,7 +280,7 @@ class LuaEngine(_EngineBase):
         msg = msg.replace(b"\r", b" ").replace(b"\n", b" ")
         out = b"-%s\r\n" % msg
         if not ign:
-            _count_error(out)
+            count_error(out)
         return out
 
     # -- the Lua debugger's callbacks (sandbox.lua's ldb_hook and commands) -------------
@@ -400,21 +388,7 @@ class LuaEngine(_EngineBase):
         reg[name] = (cb, desc, fl)
         return None
 
-    @staticmethod
-    def _argv(args):
-        argv = []
-        ap = argv.append
-        for a in args:
-            t = a.__class__
-            if t is bytes:
-                ap(a)
-            elif t is int:
-                ap(b"%d" % a if -10**15 < a < 10**15 else b"%.17g" % a)
-            elif t is float:
-                ap(b"%.17g" % a)
-            else:
-                return None
-        return argv
+    _argv = staticmethod(lua_argv)
 
     def _acl_check(self, *args):
         if not args:
@@ -422,7 +396,7 @@ class LuaEngine(_EngineBase):
         argv = self._argv(args)
         if argv is None:
             return 3, b"ERR Lua redis lib command arguments must be strings or integers"
-        cmd = _lookup(argv)
+        cmd = lookup(argv)
         if cmd is None:
             return 3, b"ERR Invalid command passed to redis.acl_check_cmd()"
         ctx = self.ctx
@@ -572,7 +546,7 @@ class LuaEngine(_EngineBase):
         if t == 43:   # +
             return self._mk_ok(line), pos
         if t == 45:   # -
-            return self._mk_err(_error_text(line)), pos
+            return self._mk_err(error_text(line)), pos
         if t == 42 or t == 62:   # * >
             n = int(line)
             if n < 0:
@@ -659,69 +633,6 @@ class LuaEngine(_EngineBase):
         return None
 
 
-# -- redis.call's bridge (the pure twin of net/_speedups.pyx's script_call) -------------
-
-def script_call(eng, args):
-    """redis.call / redis.pcall (scriptCall): args as Lua gave them; returns
-    (kind, value): 0 a Lua value, 1 an error reply's text ({err=...} that
-    counts no error stat again), 2 a status reply's text, 3 an error of the
-    call itself.  The checks that depend on the server's state are
-    LuaEngine._run_call's; the compiled twin skips them while the fast
-    path's _SERVER_SLOW is off and none of them can apply."""
-    ctx = eng.ctx
-    if ctx is None:
-        return 3, b"ERR redis.call/pcall can only be called inside a script invocation"
-    if not args:
-        return 3, b"ERR Please specify at least one argument for this redis lib call"
-    # Scripts spending their time in redis.call() run few Lua
-    # instructions: check for the busy state here as well.
-    if ctx.timedout or _monotonic() - ctx.start > ctx.threshold:
-        m = eng._interrupt_inner()
-        if m is not None:
-            return 3, m
-    argv = LuaEngine._argv(args)
-    if argv is None:
-        return 3, b"ERR Lua redis lib command arguments must be strings or integers"
-    ldb = eng.ldb
-    if ldb is not None and ldb.step:
-        ldb.log_redis_command(argv)
-    name = argv[0]
-    cmd = TABLE.get(name)
-    if cmd is None:
-        cmd = TABLE.get(name.lower())
-    if cmd is not None and cmd.subcommands and len(argv) > 1:
-        cmd = cmd.subcommands.get(argv[1].lower())
-    if cmd is None:
-        return eng._reject(None, b"ERR Unknown Redis command called from script")
-    a = cmd.arity
-    n = len(argv)
-    if (a > 0 and a != n) or n < -a:
-        return eng._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
-    if cmd.noscript and not eng.server.script_disable_deny_script:
-        return eng._reject(cmd, b"ERR This Redis command is not allowed from script")
-    return eng._run_call(cmd, argv)
-
-
-def reply_value(eng, r: bytes):
-    """A command's reply inside a script as script_call's (kind, value)."""
-    b0 = r[0]
-    if b0 == 58:        # ':'
-        return 0, int(r[1:-2])
-    if b0 == 36:        # '$'
-        if r[1] == 45:
-            return 0, False
-        return 0, r[r.index(b"\n") + 1:-2]
-    if b0 == 43:        # '+'
-        return 2, r[1:-2]
-    if b0 == 45:        # '-'
-        return 1, _error_text(r[1:-2])
-    try:
-        v, _ = eng._parse(r, 0)
-    except Exception as e:  # noqa: BLE001
-        return 3, ("ERR internal error parsing reply: %s" % e).encode()
-    return 0, v
-
-
 def _valid_name(name: bytes) -> bool:
     if not name:
         return False
@@ -729,27 +640,6 @@ def _valid_name(name: bytes) -> bool:
         if not (48 <= ch <= 57 or 65 <= ch <= 90 or 97 <= ch <= 122 or ch == 95):
             return False
     return True
-
-
-def _lookup(argv):
-    cmd = TABLE.get(argv[0]) or TABLE.get(argv[0].lower())
-    if cmd is not None and cmd.subcommands and len(argv) > 1:
-        cmd = cmd.subcommands.get(argv[1].lower())
-    return cmd
-
-
-def _error_text(s: bytes) -> bytes:
-    """An error reply line (without '-') as Redis stores it in {err=...}."""
-    if b" " not in s:
-        return b"ERR " + s
-    return s.strip(b"\r\n")
-
-
-def _count_error(reply: bytes):
-    sp = reply.find(b" ", 0, 33)
-    code = reply[1:sp].decode("utf-8", "replace") if sp > 1 else "ERR"
-    stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
-    stats.total_error_replies += 1
 
 
 # -- processing other clients while a script is busy ------------------------------------
@@ -955,6 +845,3 @@ class SockTransport:
             pass
         self._loop.call_soon(self._protocol.connection_lost, None)
 
-
-if _native is not None:
-    _native.script_setup(TABLE, script_call, reply_value, OOM.msg, LuaEngine.run, _db_mod, _resp_int)

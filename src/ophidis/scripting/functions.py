@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from .. import compiled
 from ..errors import RedisError
 from . import engine as lua_mod
 from .flags import shebang_args
@@ -18,10 +19,12 @@ from .ldb import reap_ldb_children
 
 # Function's fields are C fields of the compiled layer's base when it is
 # built (its FCALL reads them), slots otherwise.
-if lua_mod._native is not None:
-    _FunctionBase, _FUNCTION_SLOTS = lua_mod._native.FunctionCore, ()
+# (one field list each: scripting/_bridge.pxd)
+_bridge = lua_mod._bridge
+if _bridge is not None:
+    _FunctionBase, _FUNCTION_SLOTS = _bridge.FunctionCore, ()
 else:
-    _FunctionBase, _FUNCTION_SLOTS = object, ("name", "lib", "fn", "desc", "flags")
+    _FunctionBase, _FUNCTION_SLOTS = object, compiled.fields("scripting/_bridge.pxd", "FunctionCore")
 
 _BAD_NAME = ("ERR Library names can only contain letters, numbers, or underscores(_) and must be "
              "at least one character long")

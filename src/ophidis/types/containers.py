@@ -9,14 +9,14 @@ the same either way.
 Interface used by persistence:
   ListValue(iterable of bytes), .quick (always True in 7.0: quicklist)
 
-``ListValue`` is net/_speedups.pyx's ``QuickList`` (elements packed in
+``ListValue`` is types/_quicklist.pyx's ``QuickList`` (elements packed in
 malloc'd nodes, as Redis's quicklist) when the compiled module is loaded,
 else ``PyListValue`` (a deque of bytes), its pure twin: the same deque
 methods plus ``range``/``popn``/``nbytes`` (and ``bulk_range`` compiled).
   HashValue(mapping bytes->bytes), .ht (False: listpack, True: hashtable)
 
 ``HashValue`` is a dict of bytes -> bytes in both installs.  When the
-compiled module is loaded it derives from ``_speedups.HashCore``, which
+compiled layer is loaded it derives from ``_containers.HashCore``, which
 stores each field and its value as one ``HashPair`` object (``{pair:
 pair}``) and overrides the dict methods, so reads return new bytes objects
 and every caller sees the same mapping (tests/test_hashpairs.py compares it
@@ -39,7 +39,7 @@ from sys import getsizeof
 
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
-from ..net.speedups import native
+from .. import compiled
 
 
 class PyListValue(deque):
@@ -106,11 +106,16 @@ class PyListValue(deque):
         return s
 
 
-ListValue = native.QuickList if native is not None else PyListValue
+# the compiled twins (types/_quicklist.pyx, types/_containers.pyx), picked here
+_ql = compiled.load("types._quicklist")
+_cc = compiled.load("types._containers")
+ListValue = _ql.QuickList if _ql is not None else PyListValue
+# LRANGE's reply written from the nodes (compiled only; None: the command encodes)
+list_range_reply = _ql.QuickList.bulk_range if _ql is not None else None
 
 
 class PyHashBase(dict):
-    """The pure hash: a dict of bytes -> bytes (net/_speedups.pyx's
+    """The pure hash: a dict of bytes -> bytes (types/_containers.pyx's
     ``HashCore``, which stores HashPairs, is its compiled twin)."""
     __slots__ = ()
 
@@ -129,10 +134,12 @@ class PyHashBase(dict):
 
 # The hash's and the set's fields are C fields of the compiled layer's base
 # classes when it is built (its bodies read them directly), slots otherwise.
-if native is not None:
-    _HashBase, _HASH_SLOTS, _SetBase, _SET_SLOTS = native.HashCore, (), native.SetCore, ()
+# (one field list each: types/_containers.pxd)
+if _cc is not None:
+    _HashBase, _HASH_SLOTS, _SetBase, _SET_SLOTS = _cc.HashCore, (), _cc.SetCore, ()
 else:
-    _HashBase, _HASH_SLOTS, _SetBase, _SET_SLOTS = PyHashBase, ("ht", "_aux"), set, ("enc", "_aux")
+    _HashBase, _HASH_SLOTS = PyHashBase, compiled.fields("types/_containers.pxd", "HashCore")
+    _SetBase, _SET_SLOTS = set, compiled.fields("types/_containers.pxd", "SetCore")
 
 
 class HashValue(_HashBase):

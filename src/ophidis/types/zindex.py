@@ -18,7 +18,7 @@ member) tuples: 16 bytes an element instead of 72 (the tuple and its slot).
   sublist is split, merged or dropped, and rebuilt after that.
 
 Pairs are read out as (score, member) tuples made on demand.  The compiled
-ZADD body (net/_speedups.pyx) calls ``add`` and ``remove``.
+ZADD body (commands/_bodies.pyx) calls ``add`` and ``remove``.
 """
 
 from array import array

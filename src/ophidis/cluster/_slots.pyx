@@ -1,0 +1,164 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The cluster's slot arithmetic and per-slot key index in C: the compiled
+twin of cluster/slots.py (key_slot, SlotKeys) and the request loop's
+check that a command's key is served here (_cluster_local)."""
+
+# setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
+SOURCE_HASH = PYX_HASH
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
+from cpython.ref cimport Py_INCREF
+from cpython.set cimport PySet_Add, PySet_Contains
+from libc.stdio cimport snprintf
+from libc.string cimport memchr, memcmp, memcpy
+
+from ophidis.cmdtable._core cimport CommandCore
+
+# Cluster mode (client.set_cluster): the fast path runs a command with keys
+# only when the slot of its one key is served here (_owned[slot] == 1:
+# ours, stable, the cluster ok); _owned is None while that map is being
+# recomputed (then every command with keys takes the general path).
+_cluster = False
+_owned = None
+cdef unsigned short _crc16tab[256]
+
+
+cdef void _crc16_init() noexcept:
+    cdef unsigned int i, j, c
+    for i in range(256):
+        c = i << 8
+        for j in range(8):
+            c = ((c << 1) ^ 0x1021) if (c & 0x8000) else (c << 1)
+        _crc16tab[i] = c & 0xFFFF
+
+
+_crc16_init()
+
+
+def sync_cluster(bint on, owned):
+    global _cluster, _owned
+    _cluster = on
+    _owned = owned
+
+
+cdef inline unsigned int _key_slot(bytes key) noexcept:
+    # keyHashSlot: CRC16-XMODEM of the key, or of its {tag}
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(key)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(key), s, e
+    cdef unsigned int crc = 0
+    s = 0
+    while s < n and p[s] != 123:
+        s += 1
+    if s < n:
+        e = s + 1
+        while e < n and p[e] != 125:
+            e += 1
+        if e < n and e > s + 1:
+            p = p + s + 1
+            n = e - s - 1
+    for s in range(n):
+        crc = ((crc << 8) & 0xFFFF) ^ _crc16tab[((crc >> 8) ^ p[s]) & 0xFF]
+    return crc & 0x3FFF
+
+
+cdef bint _cluster_local(CommandCore cmd, list req) except -1:
+    # the fast path may run cmd in cluster mode
+    cdef Py_ssize_t k = cmd.cluster_key
+    if k == 0:
+        return True
+    if k < 0 or _owned is None or k >= len(req):
+        return False
+    return (<bytes>_owned)[_key_slot(<bytes>req[k])] == 1
+
+def key_slot(bytes key):
+    """The hash slot of key (the loop's C version of cluster.slots.key_hash_slot)."""
+    return _key_slot(key)
+
+
+cdef class SlotKeys(dict):
+    """cluster.slots.SlotKeys (database 0's dict with its per-slot key
+    index) with the index kept in C: a SET of an existing key costs one
+    dict lookup more than a plain dict, not a Python call.  The same
+    methods and behaviour as the Python class, which documents them."""
+
+    cdef public list by_slot
+
+    def __cinit__(self, *args, **kw):
+        self.by_slot = [None] * 16384
+
+    def __init__(self, src=None):
+        if src:
+            for k, v in src.items():
+                self[k] = v
+
+    cdef inline void _index(self, bytes key):
+        cdef unsigned int s = _key_slot(key)
+        ks = self.by_slot[s]
+        if ks is None:
+            ks = self.by_slot[s] = {}
+        PyDict_SetItem(ks, key, None)
+
+    cdef inline void _forget(self, bytes key):
+        cdef unsigned int s = _key_slot(key)
+        ks = self.by_slot[s]
+        if ks is not None:
+            (<dict>ks).pop(key, None)
+            if not ks:
+                self.by_slot[s] = None
+
+    def __setitem__(self, bytes key, value):
+        if not PyDict_Contains(self, key):
+            self._index(key)
+        PyDict_SetItem(self, key, value)
+
+    def __delitem__(self, bytes key):
+        PyDict_DelItem(self, key)
+        self._forget(key)
+
+    def pop(self, key, *default):
+        if PyDict_Contains(self, key):
+            v = dict.pop(self, key)
+            self._forget(key)
+            return v
+        if default:
+            return default[0]
+        raise KeyError(key)
+
+    def popitem(self):
+        k, v = dict.popitem(self)
+        self._forget(k)
+        return k, v
+
+    def setdefault(self, key, default=None):
+        if not PyDict_Contains(self, key):
+            self[key] = default
+        return dict.__getitem__(self, key)
+
+    def update(self, *args, **kw):
+        for k, v in dict(*args, **kw).items():
+            self[k] = v
+
+    def clear(self):
+        dict.clear(self)
+        self.by_slot = [None] * 16384
+
+    def count_in_slot(self, int slot):
+        ks = self.by_slot[slot]
+        return 0 if ks is None else len(ks)
+
+    def keys_in_slot(self, int slot, int count):
+        ks = self.by_slot[slot]
+        if ks is None or count <= 0:
+            return []
+        out = []
+        for k in reversed(ks):
+            out.append(k)
+            if len(out) >= count:
+                break
+        return out
+
+

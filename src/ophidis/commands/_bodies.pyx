@@ -1,0 +1,545 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The compiled command bodies: the common case of a few commands
+redis-benchmark's default list runs (GET SET INCR DECR MSET PING LPUSH
+RPUSH LPOP RPOP LRANGE SADD SPOP HSET ZADD), run by the request loop
+(net/_client.pyx) without a Python call.  Each mirrors the hot path of its
+Python function in the command's family (commands/strings.py, lists.py,
+...), which stays the definition: a body returns None for anything but that
+case and the Python function runs.  tests/test_speedups.py drives both
+loops with the same traffic."""
+
+# setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
+SOURCE_HASH = PYX_HASH
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
+from cpython.ref cimport Py_INCREF
+from cpython.set cimport PySet_Add, PySet_Contains
+from libc.stdio cimport snprintf
+from libc.string cimport memchr, memcmp, memcpy
+
+from ophidis.cmdtable._core cimport CommandCore
+from ophidis.keyspace._core cimport DbCore, StatsCore
+from ophidis.net._core cimport ClientCore
+from ophidis.protocol._resp cimport _digits, _ndigits, _put_len
+from ophidis.server._core cimport ServerCore
+from ophidis.types._containers cimport HashCore, SetCore, _hc_lookup, _hc_set, _hc_set_in_place
+from ophidis.types._quicklist cimport QuickList
+
+from ..keyspace import db as _dbm
+from ..keyspace import notify as _notify
+from ..types import containers as _containers
+from ..types import zset as _zset
+
+cdef class _Ctx:
+    """What the compiled bodies read of the client, its db and the server,
+    loaded once for a run of bodies (nothing but a body runs in between, so
+    none of it can change), and what they write, kept here until Python
+    code runs next (_flush: the dirty counter, keyspace hits and misses,
+    client.last_cmd)."""
+
+
+cdef int _load(_Ctx x, ClientCore client) except -1:
+    x.client = client
+    x.srv = client.server
+    db = x.db = client.db
+    cdef DbCore dc
+    if isinstance(db, DbCore):
+        dc = <DbCore>db
+        d = dc.d
+        x.ex = dc.expires
+        x.wk = dc.watched_keys
+        x.bk = dc.blocking_keys
+    else:
+        d = db.d
+        x.ex = db.expires
+        x.wk = db.watched_keys
+        x.bk = db.blocking_keys
+    x.d = d if PyDict_Check(d) else None
+    # the modules' dicts read directly (a module's getattr costs ~250 instructions)
+    x.flags = <object>PyDict_GetItem(_notify_vars, "flags")
+    x.lazy = <object>PyDict_GetItem(_dbm_vars, "lazy_server_del")
+    x.resp = client.resp
+    x.valid = True
+    return 0
+
+
+cdef int _flush(_Ctx x) except -1:
+    # before any Python code runs (and at the end of run): the bodies'
+    # writes made visible, their view of the state dropped
+    if x.last_cmd is not None:
+        x.client.last_cmd = x.last_cmd
+        x.last_cmd = None
+    if x.dirty:
+        x.srv.dirty += x.dirty
+        x.dirty = 0
+    if x.hits:
+        _stats.keyspace_hits += x.hits
+        x.hits = 0
+    if x.misses:
+        _stats.keyspace_misses += x.misses
+        x.misses = 0
+    if x.valid:
+        x.valid = False
+        x.db = x.d = x.ex = x.wk = x.bk = None
+    return 0
+
+# -- compiled command bodies ---------------------------------------------------
+# The common case of a few commands redis-benchmark's default list runs,
+# in C.  Each mirrors the hot path of its Python function (commands/
+# strings.py, connection.py), which stays the definition: a body returns
+# None for anything but that case (a TTL, a watched key, notifications on,
+# another type ...), and the Python function runs.  The bodies of the list
+# commands are at the end of the file (they use QuickList's C methods).
+# tests/test_speedups.py drives both loops with the same traffic.
+
+# the modules' dicts, read directly (a module's getattr costs ~250 instructions)
+cdef dict _notify_vars = vars(_notify)     # flags
+cdef dict _dbm_vars = vars(_dbm)           # lazy_server_del
+for _d, _name in ((_notify_vars, "flags"), (_dbm_vars, "lazy_server_del")):
+    if _name not in _d:
+        raise ImportError("commands._bodies: %s is not defined" % _name)
+cdef StatsCore _stats = _dbm.stats
+cdef object _SetValue = _containers.SetValue
+cdef object _HashValue = _containers.HashValue
+cdef object _ZSetValue = _zset.ZSetValue
+if not issubclass(_SetValue, SetCore) or not issubclass(_HashValue, HashCore):
+    raise ImportError("commands._bodies: the set and hash types must derive from SetCore and HashCore")
+cdef bytes _EMPTY_ARRAY = b"*0\r\n"
+cdef bytes _PONG = b"+PONG\r\n"
+cdef bytes _OK = b"+OK\r\n"
+cdef bytes _ZERO = b":0\r\n"
+cdef bytes _ONE = b":1\r\n"
+cdef bytes _NULL_BULK = b"$-1\r\n"
+cdef bytes _NULL3 = b"_\r\n"
+cdef bytes _HASHTABLE = b"hashtable"
+cdef str _LP_VALUE = "hash-max-listpack-value"
+cdef str _LP_ENTRIES = "hash-max-listpack-entries"
+
+BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5, "lpush": 6, "rpush": 7, "lpop": 8,
+          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13, "spop": 20, "zadd": 14}
+
+
+def body_code(str fullname, module):
+    """The compiled body of a built-in command (0: none)."""
+    if module is not None:
+        return 0
+    return BODIES.get(fullname, 0)
+
+
+cdef inline bint _ttl(_Ctx x, key):
+    # has key a TTL (the bodies leave such keys to the Python functions)
+    ex = x.ex
+    return bool(ex) and key in ex
+
+
+cdef inline bint _held(_Ctx x, key):
+    # is key watched (WATCH) or waited on (a blocked client)
+    wk = x.wk
+    if wk and key in wk:
+        return True
+    bk = x.bk
+    return bool(bk) and key in bk
+
+
+cdef inline bint _watched(_Ctx x, key):
+    wk = x.wk
+    return bool(wk) and key in wk
+
+
+cdef object _body(int code, _Ctx x, list req):
+    if x.d is None:         # a database dict of another class: Python
+        return None
+    if code == 2:
+        return _get(x, req)
+    if code == 3:
+        return _set(x, req)
+    if code == 6:
+        return _push(x, req, True)
+    if code == 7:
+        return _push(x, req, False)
+    if code == 8:
+        return _pop(x, req, True)
+    if code == 9:
+        return _pop(x, req, False)
+    if code == 10:
+        return _sadd(x, req)
+    if code == 11:
+        return _hset(x, req)
+    if code == 12:
+        return _mset(x, req)
+    if code == 13:
+        return _lrange(x, req)
+    if code == 14:
+        return _zadd(x, req)
+    if code == 1:
+        return _ping(x, req)
+    if code == 20:
+        return _spop(x, req)
+    if code == 4:
+        return _incr(x, req, 1)
+    if code == 5:
+        return _incr(x, req, -1)
+    return None
+
+
+cdef bint _canonical_ll(bytes v, long long *out) noexcept:
+    # v is the canonical decimal form of a number of at most 18 digits
+    # (anything else: the Python function's parser decides)
+    cdef const char *s = PyBytes_AS_STRING(v)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(v), i = 0
+    cdef bint neg = False
+    cdef long long acc = 0
+    if n and s[0] == 45:
+        neg = True
+        i = 1
+    if i >= n or n - i > 18 or (s[i] == 48 and (n - i > 1 or neg)):
+        return False
+    while i < n:
+        if s[i] < 48 or s[i] > 57:
+            return False
+        acc = acc * 10 + (s[i] - 48)
+        i += 1
+    out[0] = -acc if neg else acc
+    return True
+
+
+cdef bytes _int_reply(long long v):
+    # b":%d\r\n" % v
+    cdef char buf[24]
+    cdef Py_ssize_t k = _digits(buf, <unsigned long long>(-v if v < 0 else v))
+    if v < 0:
+        k -= 1
+        buf[k] = 45
+    out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
+    cdef char *p = PyBytes_AS_STRING(out)
+    p[0] = 58
+    memcpy(p + 1, buf + k, 24 - k)
+    p[24 - k + 1] = 13
+    p[24 - k + 2] = 10
+    return out
+
+
+cdef object _ping(_Ctx x, list req):
+    if len(req) != 1:
+        return None
+    cdef ClientCore c
+    if x.resp == 2:
+        c = x.client
+        if c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard:
+            return None
+    return _PONG
+
+
+cdef extern from "Python.h":
+    PyObject *_g_type "(PyObject *)Py_TYPE"(PyObject *o)
+    char *_g_str "PyBytes_AS_STRING"(PyObject *o)
+    Py_ssize_t _g_len "PyBytes_GET_SIZE"(PyObject *o)
+
+
+cdef object _get(_Ctx x, list req):
+    # the value is read through its borrowed pointer: no reference count
+    # written (a page of the keyspace not dirtied while a child has it)
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL:
+        # a miss (db.lookup_read), unless a keymiss event is to be sent
+        if x.flags:
+            return None
+        x.misses += 1
+        return _NULL_BULK if x.resp == 2 else _NULL3
+    if _g_type(pv) != <PyObject *>bytes or _ttl(x, key):
+        return None
+    x.hits += 1
+    cdef Py_ssize_t n = _g_len(pv)
+    out = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
+    cdef char *p = _put_len(PyBytes_AS_STRING(out), 36, n)
+    memcpy(p, _g_str(pv), n)
+    p[n] = 13
+    p[n + 1] = 10
+    return out
+
+
+cdef object _set(_Ctx x, list req):
+    if len(req) != 3 or x.flags or x.lazy:
+        return None
+    key = req[1]
+    if _held(x, key):
+        return None
+    x.d[key] = req[2]
+    ex = x.ex
+    if ex:
+        ex.pop(key, None)
+    x.dirty += 1
+    return _OK
+
+
+cdef object _incr(_Ctx x, list req, long long delta):
+    if x.flags:
+        return None
+    d = x.d
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    if pv is NULL or _g_type(pv) != <PyObject *>bytes or _ttl(x, key) or _watched(x, key):
+        return None
+    # the canonical decimal form of a number below 10^18 (anything else:
+    # Python's rules and errors)
+    cdef long long acc
+    if not _canonical_ll(<bytes>pv, &acc):
+        return None
+    acc += delta
+    cdef char buf[24]
+    cdef unsigned long long u = <unsigned long long>(-acc if acc < 0 else acc)
+    cdef Py_ssize_t k = 24
+    while True:
+        k -= 1
+        buf[k] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if acc < 0:
+        k -= 1
+        buf[k] = 45
+    new = PyBytes_FromStringAndSize(buf + k, 24 - k)
+    d[key] = new
+    x.dirty += 1
+    out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
+    cdef char *p = PyBytes_AS_STRING(out)
+    p[0] = 58
+    memcpy(p + 1, buf + k, 24 - k)
+    p[24 - k + 1] = 13
+    p[24 - k + 2] = 10
+    return out
+
+
+
+cdef object _sadd(_Ctx x, list req):
+    # sets.sadd: one member into a hashtable-encoded set
+    if len(req) != 3 or x.flags:
+        return None
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL or _g_type(pv) != <PyObject *>_SetValue or _ttl(x, key):
+        return None
+    cdef SetCore s = <SetCore>pv
+    if s._aux is not None or s.enc is not _HASHTABLE and s.enc != _HASHTABLE:
+        return None
+    m = req[2]
+    if PySet_Contains(s, m):
+        return _ZERO
+    if _watched(x, key):
+        return None
+    PySet_Add(s, m)
+    x.dirty += 1
+    return _ONE
+
+
+cdef object _hset(_Ctx x, list req):
+    # hashes.hset: one field of an existing hash, no conversion
+    if len(req) != 4 or x.flags:
+        return None
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL or _g_type(pv) != <PyObject *>_HashValue or _ttl(x, key) or _watched(x, key):
+        return None
+    cdef HashCore h = <HashCore>pv
+    if h._aux is not None:
+        return None
+    cdef bytes f = <bytes>req[2], v = <bytes>req[3]
+    cdef PyObject *old = _hc_lookup(h, f)
+    cdef bint known = old != NULL
+    if not h.ht:
+        # listpack: the body only when no conversion to hashtable is due
+        cfg = x.srv.config.values
+        lim = cfg[_LP_VALUE]
+        if PyBytes_GET_SIZE(f) > lim or PyBytes_GET_SIZE(v) > lim:
+            return None
+        # (an update too converts a hash over the limit: hashTypeSet)
+        if len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
+            return None
+    # an update in place when _hc_put would do it (no new pair made first)
+    if not (known and _hc_set_in_place(old, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))):
+        _hc_set(h, f, v)
+    x.dirty += 1
+    return _ZERO if known else _ONE
+
+
+cdef object _mset(_Ctx x, list req):
+    cdef Py_ssize_t n = len(req), i
+    if not (n & 1) or x.flags:
+        return None
+    d = x.d
+    bk = x.bk
+    wk = x.wk
+    if bk or wk:
+        for i in range(1, n, 2):
+            key = req[i]
+            if (bk and key in bk) or (wk and key in wk):
+                return None
+    ex = x.ex
+    for i in range(1, n, 2):
+        key = req[i]
+        d[key] = req[i + 1]
+        if ex:
+            ex.pop(key, None)
+    x.dirty += (n - 1) >> 1
+    return _OK
+
+
+# -- the list command bodies (see "compiled command bodies") ---------------------
+
+cdef object _push(_Ctx x, list req, bint front):
+    # lists._push: LPUSH/RPUSH onto an existing list or a new key
+    if x.flags:
+        return None
+    d = x.d
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(d, key)
+    cdef QuickList ql
+    cdef Py_ssize_t n = len(req), i
+    if _held(x, key):
+        return None
+    if pv is NULL:
+        ql = QuickList.__new__(QuickList)
+        for i in range(2, n):
+            ql._push(req[i], front)
+        d[key] = ql
+    else:
+        if _g_type(pv) != <PyObject *>QuickList or _ttl(x, key):
+            return None
+        ql = <QuickList>pv
+        for i in range(2, n):
+            ql._push(req[i], front)
+    x.dirty += n - 2
+    return _int_reply(ql.size)
+
+
+cdef object _pop(_Ctx x, list req, bint front):
+    # lists._pop without a count, the list keeping an element at least
+    if len(req) != 2:
+        return None
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL:
+        return _NULL3 if x.resp >= 3 else _NULL_BULK
+    if _g_type(pv) != <PyObject *>QuickList or x.flags:
+        return None
+    cdef QuickList ql = <QuickList>pv
+    if ql.size < 2 or _ttl(x, key) or _watched(x, key):
+        return None
+    r = ql._pop_bulk(front)
+    x.dirty += 1
+    return r
+
+
+cdef object _spop(_Ctx x, list req):
+    # sets.spop without a count of a missing key (redis-benchmark's SPOP
+    # empties its one-member set at once): a write lookup, no stats, no event
+    if len(req) != 2 or PyDict_GetItem(x.d, req[1]) is not NULL:
+        return None
+    return _NULL3 if x.resp >= 3 else _NULL_BULK
+
+
+cdef object _lrange(_Ctx x, list req):
+    # lists.lrange with canonical integer indexes
+    cdef long long start, end
+    if not _canonical_ll(<bytes>req[2], &start) or not _canonical_ll(<bytes>req[3], &end):
+        return None
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL:
+        if x.flags:
+            return None
+        x.misses += 1
+        return _EMPTY_ARRAY
+    if _g_type(pv) != <PyObject *>QuickList or _ttl(x, key):
+        return None
+    x.hits += 1
+    return (<QuickList>pv)._bulk_range(start, end)
+
+
+# ===========================================================================
+# ZADD key score member: the compiled body (commands/zsets.zadd's fast path)
+# ===========================================================================
+# Only the common case: a plain decimal score (-?digits[.digits], not a zero
+# other than "0"), an existing zset without TTL, nobody watching or blocked
+# on the key, no keyspace events, and a member that is already there or a
+# skiplist-encoded set (no listpack conversion to decide); the ordered index
+# (types/zindex.py) is edited by its own add and remove.  Anything else:
+# None, the Python function.
+
+from libc.stdlib cimport strtod as _z_strtod
+
+cdef bint _z_score(bytes b, double *out) noexcept:
+    cdef const char *s = PyBytes_AS_STRING(b)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(b), i = 0, digits = 0
+    cdef char buf[40]
+    cdef char *end
+    if n == 0 or n > 32:
+        return False
+    if s[0] == 45:
+        i = 1
+    while i < n and 48 <= s[i] <= 57:
+        i += 1
+        digits += 1
+    if digits == 0:
+        return False
+    if i < n:
+        if s[i] != 46:
+            return False
+        i += 1
+        digits = 0
+        while i < n and 48 <= s[i] <= 57:
+            i += 1
+            digits += 1
+        if digits == 0 or i < n:
+            return False
+    memcpy(buf, s, n)
+    buf[n] = 0
+    out[0] = _z_strtod(buf, &end)
+    if out[0] == 0.0 and not (n == 1 and s[0] == 48):
+        return False            # -0, 0.0, underflow: Python
+    return True
+
+
+cdef object _zadd(_Ctx x, list req):
+    if len(req) != 4 or x.flags:
+        return None
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL or _g_type(pv) != <PyObject *>_ZSetValue or _ttl(x, key) or _held(x, key):
+        return None
+    cdef double score
+    sb = req[2]
+    if not PyBytes_Check(sb) or not _z_score(<bytes>sb, &score):
+        return None
+    z = <object>pv
+    member = req[3]
+    d = z.dict
+    cdef PyObject *pc = PyDict_GetItem(d, member)
+    sl = z.sl
+    if not PyBytes_Check(member):
+        return None
+    if pc is NULL:
+        if not z.skiplist:
+            return None         # a listpack: the conversion rule in Python
+        fs = score
+        PyDict_SetItem(d, member, fs)
+        sl.add(fs, member)
+        x.dirty += 1
+        return _ONE
+    cur = <object>pc
+    if cur.__class__ is not float:
+        return None
+    if <double>cur == score:
+        return _ZERO
+    fs = score
+    sl.remove(cur, member)
+    PyDict_SetItem(d, member, fs)
+    sl.add(fs, member)
+    x.dirty += 1
+    return _ZERO
+

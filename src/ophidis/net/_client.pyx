@@ -1,0 +1,395 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The request loop and the per-read path in C: the compiled twin of
+net/client.py (Client.data_received, _run_requests, write, flush_pushes)
+and of PubSub._fanout's delivery into clients.
+
+``run`` is the request loop of ``Client._data_received`` (client.py's
+``_run_requests`` is the same loop in Python, used with the pure layer).
+What the compiled loop saves is the interpreter's work around each command:
+the clock is read with clock_gettime instead of a boxed float, the
+histogram slot is computed in C, the switches of client.py and the fields
+of the command (CommandCore) are C fields; a restricted ACL user's key
+patterns are matched in C (acl/_check.pyx), and the common case of the hot
+commands runs in C (commands/_bodies.pyx).  Everything else a command does
+runs in Python.  Keep the two loops identical in behaviour:
+tests/test_speedups.py runs the same traffic through both."""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
+from cpython.ref cimport Py_INCREF
+from cpython.set cimport PySet_Add, PySet_Contains
+from libc.stdio cimport snprintf
+from libc.string cimport memchr, memcmp, memcpy
+
+import hiredis
+
+from ophidis._util cimport __builtin_clzll, _all_bytes, _now
+from ophidis.acl._check cimport _acl_ok
+from ophidis.cluster._slots cimport _cluster, _cluster_local
+from ophidis.cmdtable._core cimport CommandCore
+from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
+from ophidis.keyspace._core cimport StatsCore
+from ophidis.net._core cimport ClientCore
+from ophidis.protocol._reader cimport ReadFeed, _plain_lines, _read_feed
+from ophidis.protocol._reader import ends_with_request
+from ophidis.server._core cimport ServerCore
+
+from ..commands import TABLE as _TABLE
+from ..errors import RedisError
+from ..keyspace.db import stats as _stats
+
+# setup.py passes the SHA-256 of the compiled layer's sources; ophidis.compiled
+# compares it with the files next to them and ignores a stale build.
+SOURCE_HASH = PYX_HASH
+
+
+cdef object _ProtocolError = hiredis.ProtocolError
+cdef object _CGETS = type(hiredis.Reader().gets)     # a parser's own gets (no Python code)
+
+# client.py's switches (client._sync keeps them equal to its globals)
+_server_slow = False
+_slow_check = 0.01
+_latency_tracking = True
+_ready = []
+
+_propagator = None     # replication.propagate.Propagator while a target is attached
+
+
+def sync(bint server_slow, double slow_check, bint latency_tracking, list ready, propagator):
+    global _server_slow, _slow_check, _latency_tracking, _ready, _propagator
+    _server_slow = server_slow
+    _slow_check = slow_check
+    _latency_tracking = latency_tracking
+    _ready = ready
+    _propagator = propagator
+
+def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
+    """Run the requests hiredis has ready (see client._run_requests).
+    Returns (nreq, last): the number of requests taken off the parser and
+    the last one; nreq is ~n when the Python parser must take over after
+    n requests (hiredis refused the stream, or the request is not an array
+    of bulk strings)."""
+    cdef _Ctx x = _Ctx.__new__(_Ctx)
+    try:
+        return _run(client, gets, out, table, slow, t0, x)
+    finally:
+        _flush(x)
+
+
+cdef object _run(ClientCore client, gets, list out, dict table, bint slow, double t0, _Ctx x):
+    cdef Py_ssize_t nreq = 0, n
+    cdef double t1, dt
+    cdef long long us
+    cdef int slot
+    cdef CommandCore cmd
+    cdef bytes name, last_name = None
+    last = None
+    last_c = None
+    fast = client.user.fast
+    prop = _propagator
+    cdef ServerCore srv = client.server
+    dirty0 = None
+    # a gets in Python (client._bounded_gets: writes, may close the client)
+    # sees the state as the Python loop leaves it
+    cdef ReadFeed feed = gets if type(gets) is ReadFeed else None
+    cdef bint py_gets = feed is None and type(gets) is not _CGETS
+    while True:
+        if py_gets:
+            _flush(x)
+        try:
+            req = feed.take() if feed is not None else gets()
+        except _ProtocolError:
+            return ~nreq, last
+        if req is False:
+            break
+        nreq += 1
+        last = req
+        if type(req) is list and <list>req and _all_bytes(<list>req):
+            # a pipeline repeats its command: the last name's lookup is
+            # reused (the table cannot change before the general path runs)
+            name = <bytes>(<list>req)[0]
+            if last_name is not None and PyBytes_GET_SIZE(name) == PyBytes_GET_SIZE(last_name) \
+                    and memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(last_name),
+                               PyBytes_GET_SIZE(name)) == 0:
+                c = last_c
+            else:
+                c = table.get(name)
+                last_name = name
+                last_c = c
+            n = len(<list>req)
+            if c is not None and not slow and (<CommandCore>c).fastpath \
+                    and (<CommandCore>c).amin <= n <= (<CommandCore>c).amax \
+                    and (not _cluster or _cluster_local(<CommandCore>c, <list>req)) \
+                    and (fast is None or _acl_ok(<dict>fast, client, <CommandCore>c, <list>req)):
+                cmd = <CommandCore>c
+                # The fast path: no check of processCommand can apply.
+                if prop is not None:
+                    _flush(x)
+                    dirty0 = srv.dirty
+                try:
+                    r = None
+                    if cmd.cbody:
+                        if not x.valid:
+                            _load(x, client)
+                        x.last_cmd = cmd
+                        r = _body(cmd.cbody, x, <list>req)
+                    if r is None:
+                        _flush(x)
+                        client.last_cmd = cmd
+                        r = cmd.proc(client, req)
+                    out.append(r)
+                except RedisError as e:
+                    _flush(x)
+                    client.last_cmd = cmd
+                    out.append(client.error_reply(e, cmd))
+                except Exception as e:  # never let a command kill the link
+                    _flush(x)
+                    client.last_cmd = cmd
+                    out.append(client.internal_error(e, cmd, req))
+                t1 = _now()
+                dt = t1 - t0
+                t0 = t1
+                cmd.calls += 1
+                cmd.usec += dt
+                if dt >= _slow_check:
+                    _flush(x)
+                    client.server.slow_call(client, cmd, req, dt)
+                if _latency_tracking:
+                    us = <long long>(dt * 976562.5)
+                    slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
+                    cmd.hist[slot] += 1
+                if prop is not None:
+                    # Server.call's propagation (client._propagate)
+                    _flush(x)
+                    d = srv.dirty != dirty0
+                    if d or prop.forced or prop.rewritten is not None or prop.pending:
+                        prop.after_call(client, cmd, req, d)
+                if _ready:
+                    _flush(x)
+                    srv.handle_ready_keys()
+                if cmd.fastpath != 2:
+                    continue
+                # a script ran: it may have changed what the loop read
+                if client.blocked or client.close_after_reply or client.paused_queue is not None \
+                        or client.closing:
+                    break
+                slow = client.slow or _server_slow
+                fast = client.user.fast
+                prop = _propagator
+                continue
+            _flush(x)
+            last_name = None
+            r = client.process_request(req)
+        else:
+            return ~(nreq - 1), last     # Redis's parser takes over (RequestReader.taken)
+        if r is not None:
+            out.append(r)
+        if client.blocked or client.close_after_reply or client.paused_queue is not None or client.closing:
+            break
+        slow = client.slow or _server_slow
+        fast = client.user.fast
+        prop = _propagator
+        t0 = _now()
+    return nreq, last
+
+
+# ===========================================================================
+# Client.data_received compiled
+# ===========================================================================
+# The per-read work around the request loop (client.py's data_received,
+# _data_received and _run_read) for the common read: a client that may run
+# requests, multibulk input hiredis can take, no output limit for the
+# normal class.  Anything else, and whatever the loop leaves for
+# RequestReader.taken, goes to the Python methods (the definition).
+
+cdef dict _dr_table = _TABLE
+cdef StatsCore _dr_stats = _stats
+cdef object _dr_client_mem = None   # client.set_client_memory's function
+
+
+cdef object _dr_before_reply = None  # client.set_before_reply's function
+cdef Py_ssize_t _dr_floor = 0         # client.set_output_floor's
+cdef Py_ssize_t _dr_unauth_limit = 0  # client.UNAUTH_OUTPUT_LIMIT
+
+
+def data_setup(Py_ssize_t unauth_limit):
+    global _dr_unauth_limit
+    _dr_unauth_limit = unauth_limit
+
+
+def set_write_switches(before_reply, Py_ssize_t floor):
+    global _dr_before_reply, _dr_floor
+    _dr_before_reply = before_reply
+    _dr_floor = floor
+
+
+cdef _dr_write(ClientCore client, list out):
+    # Client.write (with _write_after_barrier's function first when set)
+    cdef Py_ssize_t n, held
+    if _dr_before_reply is not None:
+        _dr_before_reply()
+    if client.closing:
+        return
+    t = client.transport
+    if client.push_buf is not None:
+        # messages queued for this client go out first, in order
+        out = <list>client.push_buf + out
+        client.push_buf = None
+    data = b"".join(out) if len(out) != 1 else out[0]
+    n = len(data)
+    try:
+        if _dr_floor:
+            held = t.get_write_buffer_size()
+            if (held + n >= _dr_floor or client.out_extra is not None) \
+                    and client.server.check_output_limits(client, held, n):
+                return
+        t.write(data)
+    except Exception:
+        client.closing = True
+        return
+    _dr_stats.net_output_bytes += n
+    if client.close_after_reply:
+        client.close()
+    elif not client.authenticated:
+        if t.get_write_buffer_size() > _dr_unauth_limit:
+            client.server.close_over_limit(client, False)
+    elif _dr_client_mem is not None and client.pending_writes is None:
+        _dr_client_mem(client)
+
+
+def set_client_memory(fn):
+    global _dr_client_mem
+    _dr_client_mem = fn
+
+
+def data_received(ClientCore client, data):
+    """Client.data_received (asyncio.Protocol's) compiled."""
+    _dr_stats.net_input_bytes += len(data)
+    # time.monotonic() (CLOCK_MONOTONIC, as _now)
+    client.last_time = _now()
+    try:
+        _dr_read(client, data)
+    finally:
+        # Pushes (pub/sub, notifications) for this client go into the
+        # pending reply list only while its requests are being run.
+        client.pending_writes = None
+    if _dr_client_mem is not None:
+        _dr_client_mem(client)    # after the read's requests and replies
+
+
+cdef _dr_read(ClientCore client, data):
+    if client.closing or client.close_after_reply:
+        return
+    if (client.blocked or client.paused_queue is not None or type(data) is not bytes
+            or PyBytes_GET_SIZE(data) == 0 or not client.authenticated):
+        client._data_received(data)
+        return
+    rd = client.reader
+    cdef bint inline = PyBytes_AS_STRING(data)[0] != 42
+    if rd.pend is not None or client.server.obuf_normal_limit or (inline and not _plain_lines(data)):
+        client._data_received(data)
+        return
+    # at a request boundary: hiredis holds nothing (a multibulk header it
+    # would pre-size is looked for in what the C parser leaves to it)
+    cdef ReadFeed feed = _read_feed(<bytes>data, rd, inline)
+    cdef list out = []
+    client.pending_writes = out
+    r = run(client, feed, out, _dr_table, client.slow or _server_slow, _now())
+    nreq = r[0]
+    last = r[1]
+    cdef bint stopped = client.blocked or client.close_after_reply or client.paused_queue is not None
+    if inline:
+        # _python_input's case of a read of plain inline lines
+        if stopped or client.closing:
+            rd.buf = data
+            if rd.lines_stopped(nreq, client.blocked, client.closing) is not None:
+                if out:
+                    _dr_write(client, out)
+                client._qbuf_limit()
+                return
+        if out:
+            _dr_write(client, out)
+        return
+    if nreq > 0 and rd.pend is None and (
+            (feed.gets is None and feed.pos == PyBytes_GET_SIZE(data))    # all taken here
+            or (type(last) is list and <list>last and not stopped and ends_with_request(data, <list>last))):
+        # the read ended with the last request: nothing is left
+        if out:
+            _dr_write(client, out)
+        return
+    if client._taken(data, nreq, last, out):
+        client._python_then()
+
+
+# =====================================================================================
+# Pub/sub fan-out (issue 17): PubSub._fanout and client.flush_pushes compiled
+# =====================================================================================
+# A message goes into the pending reply list of a subscriber whose requests
+# are running, else into its push_buf, written with the others of the same
+# event-loop iteration by flush_pushes (one write per subscriber per
+# iteration).  The Python functions stay the definition (pure installs run
+# them); a subscriber of another class than client.Client takes them too.
+
+cdef list _push_flush = None        # client._FLUSH
+cdef object _push_flush_fn = None   # client.flush_pushes
+cdef type _push_client = None       # client.Client
+
+
+def push_setup(list flush, flush_fn, type client_type):
+    global _push_flush, _push_flush_fn, _push_client
+    _push_flush = flush
+    _push_flush_fn = flush_fn
+    _push_client = client_type
+
+
+def fanout(dict subs, bytes m2, bytes m3):
+    """PubSub._fanout: the number of subscribers, or -1 (not all of them
+    are client.Client: the Python function runs, nothing was done)."""
+    cdef list clients = list(subs)
+    cdef ClientCore c
+    cdef Py_ssize_t n = len(clients)
+    for o in clients:
+        if type(o) is not _push_client:
+            return -1
+    for o in clients:
+        c = <ClientCore>o
+        if c.closing:
+            continue
+        m = m2 if c.resp == 2 else m3
+        pw = c.pending_writes
+        if pw is not None:
+            (<list>pw).append(m)
+            continue
+        buf = c.push_buf
+        if buf is None:
+            c.push_buf = [m]
+            _push_flush.append(c)
+            if len(_push_flush) == 1:
+                c.server.loop.call_soon(_push_flush_fn)
+        else:
+            (<list>buf).append(m)
+    return n
+
+
+def flush_pushes():
+    """client.flush_pushes compiled."""
+    cdef list clients = list(_push_flush)
+    cdef ClientCore c
+    del _push_flush[:]
+    for o in clients:
+        if type(o) is not _push_client:
+            if o.push_buf is not None and not o.closing:
+                o.write([])
+            else:
+                o.push_buf = None
+            continue
+        c = <ClientCore>o
+        if c.push_buf is not None and not c.closing:
+            _dr_write(c, [])
+        else:
+            c.push_buf = None
+
+
