@@ -54,23 +54,32 @@ def test_the_script_sees_cycles_upward_imports_and_probes(tmp_path):
         "net/__init__.py": "from ..commands import fam\n",
         "net/client.py": "from .. import commands\n",
         "acl.py": "def f():\n    from .commands.fam import command\n",
+        # ... by name through the compiled layer's pick, and from a compiled module
+        "loader.py": "from . import compiled\n_f = compiled.load('commands.fam')\n",
+        "compiled.py": "def load(name):\n    return None\n",
+        "net/_fast.pyx": ("from ..commands import fam\n" + "\n" * 2997
+                          + "cdef int f():\n    from .. import a\n"),
+        # a compiled twin in commands/ (not a family) is listed apart
+        "net/_fast.pxd": "from pkg.commands._bodies cimport body\n",
+        "commands/_bodies.pyx": "cdef int body():\n    return 0\n",
         # the allowed one: the server package's load_all
         "server/__init__.py": "from ..commands import load_all\nload_all()\n",
         # probes on the server
         "probe.py": "def f(srv, c):\n    return getattr(srv, 'x', None), hasattr(c.server, 'y')\n",
-        "pyx/_fast.pyx": "\n" * 3000,
     })
     tool = _tool()
     fig = tool.measure(pkg)
     assert fig["cycles_top"] == [["pkg.a", "pkg.b"]]
     assert [u.split()[0] for u in fig["upward_imports"]] == [
-        "pkg/acl.py:2", "pkg/net/__init__.py:1", "pkg/net/client.py:1"]
-    assert fig["upward_imports"][1] == "pkg/net/__init__.py:1 pkg.commands pkg.commands.fam"
+        "pkg/acl.py:2", "pkg/loader.py:2", "pkg/net/__init__.py:1", "pkg/net/_fast.pyx:1", "pkg/net/client.py:1"]
+    assert fig["upward_imports"][2] == "pkg/net/__init__.py:1 pkg.commands pkg.commands.fam"
     assert [u.split()[0] for u in fig["upward_allowed"]] == ["pkg/server/__init__.py:1"]
+    assert fig["compiled_twins"] == ["pkg/net/_fast.pxd:1 pkg.commands._bodies"]
     assert fig["server_probes"] == ["pkg/probe.py:2", "pkg/probe.py:2"]
-    assert [i.split()[0] for i in fig["inner_imports"]] == ["pkg/acl.py:2", "pkg/commands/__init__.py:2"]
-    assert fig["largest"][0] == ("pyx/_fast.pyx", 3000)
-    assert len(tool.failures(fig)) == 1 + 3 + 2
+    assert [i.split()[0] for i in fig["inner_imports"]] == [
+        "pkg/acl.py:2", "pkg/commands/__init__.py:2", "pkg/net/_fast.pyx:3000"]
+    assert fig["largest"][0] == ("net/_fast.pyx", 3000)
+    assert len(tool.failures(fig)) == 1 + 5 + 2
     r = subprocess.run([sys.executable, SCRIPT, pkg, "--check"], capture_output=True, text=True)
     assert r.returncode == 1
     assert "FAIL upward import into commands/: pkg/net/client.py:1 pkg.commands" in r.stderr

@@ -17,13 +17,20 @@ figures as JSON last:
 - upward imports: a module outside ``commands/`` (the command families)
   importing ``commands`` or one of its modules.  The families sit on the top
   floor; what other packages need of the command table is ``cmdtable/``.
-  The one allowed exception is the server package calling ``load_all()``
-  (the top floor that assembles the server).
+  The one allowed exception is the server package importing ``load_all``
+  (the top floor that assembles the server); a compiled twin in commands/
+  (``commands/_*.pyx``, not a family) is listed apart.
+
+The modules are the .py files and the compiled ones (a .pyx with its .pxd).
+Imports are read with ``ast`` from .py files and line by line from .pyx/.pxd
+files (``import``, ``from ... import``, ``cimport``); loads by a constant
+name count as imports (``importlib.import_module("ophidis.x")``, and
+``compiled.load("x")``, the compiled layer's pick).  The script is standard
+library only and imports nothing of the tree it measures.
 
 ``--check`` exits with status 1 when there is a module-level cycle, an
 upward import not allowed, or a probe on the server (tests/test_structure.py
-runs it on src/ophidis).  The script is standard library only and imports
-nothing of the tree it measures: it reads the sources with ``ast``.
+runs it on src/ophidis).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -45,59 +53,56 @@ ALLOWED_UPWARD = ("server", "commands", ("load_all",))
 SERVER_NAMES = {"server", "srv"}
 LARGEST = 8
 
+_PYX_FROM = re.compile(r"^(\s*)from\s+([.\w]+)\s+c?import\s+\(?([^#]*)")
+_PYX_IMPORT = re.compile(r"^(\s*)c?import\s+([^#]*)")
+_PYX_DEF = re.compile(r"^(?:async\s+def|def|cdef|cpdef)\b(?!\s+(?:class|extern|struct|enum|union|packed)\b)"
+                      r"(?!\s+(?:public\s+|readonly\s+)?[\w.*\[\], ]+\s*(?:=|$))")
+
 
 def find_modules(root: str) -> dict:
-    """Dotted module name (the package's own name first) -> path of .py files."""
+    """Dotted module name (the package's own name first) -> its files: a .py
+    file, or a compiled module's .pyx (and its .pxd)."""
     parent = os.path.dirname(os.path.abspath(root).rstrip(os.sep))
     mods = {}
     for d, dirs, files in os.walk(root):
         dirs[:] = sorted(x for x in dirs if x != "__pycache__")
         for f in sorted(files):
-            if not f.endswith(".py"):
+            stem, ext = os.path.splitext(f)
+            if ext not in (".py", ".pyx", ".pxd"):
                 continue
             path = os.path.join(d, f)
-            name = os.path.relpath(os.path.abspath(path), parent)[:-3].replace(os.sep, ".")
+            name = os.path.relpath(os.path.join(os.path.abspath(d), stem), parent).replace(os.sep, ".")
             if name.endswith(".__init__"):
                 name = name[:-len(".__init__")]
-            mods[name] = path
+            mods.setdefault(name, []).append(path)
     return mods
 
 
-def _resolve(mods: dict, cur: str, node) -> list:
-    """The project modules an import statement (or a constant
-    importlib.import_module call) names: the module and, for ``from X
-    import y``, X.y when y is a module."""
-    if isinstance(node, ast.Import):
-        names = [a.name for a in node.names]
-    elif isinstance(node, ast.ImportFrom):
-        if node.level:
-            base = cur.split(".")
-            if not mods.get(cur, "").endswith("__init__.py"):
-                base = base[:-1]
-            if node.level > 1:
-                base = base[:len(base) - (node.level - 1)]
-            mod = ".".join(base + ([node.module] if node.module else []))
-        else:
-            mod = node.module or ""
-        names = [mod] + [mod + "." + a.name for a in node.names]
-    else:       # a call of importlib.import_module("a.b.c")
-        names = [node.args[0].value]
+def _is_package(mods, name) -> bool:
+    return any(os.path.basename(p).startswith("__init__.") for p in mods.get(name, ()))
+
+
+def _absolute(mods, cur: str, level: int, module: str) -> str:
+    if not level:
+        return module
+    base = cur.split(".")
+    if not _is_package(mods, cur):
+        base = base[:-1]
+    if level > 1:
+        base = base[:len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def _targets(mods, cur: str, names) -> list:
+    """The project modules that dotted names name ("import a.b.c" imports a
+    and a.b too: the deepest project module counts)."""
     out = []
     for n in names:
-        # "import a.b.c" imports a and a.b too: the deepest project module counts
         while n and n not in mods and "." in n:
             n = n.rsplit(".", 1)[0]
         if n in mods and n != cur and n not in out:
             out.append(n)
     return out
-
-
-def _is_import_module(node) -> bool:
-    f = node.func
-    return (isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-            and ((isinstance(f, ast.Attribute) and f.attr == "import_module")
-                 or (isinstance(f, ast.Name) and f.id in ("import_module", "__import__"))))
 
 
 def _is_server(node) -> bool:
@@ -106,7 +111,26 @@ def _is_server(node) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "server"
 
 
+def _load_by_name(node, pkg: str):
+    """The module a call loads by a constant name, or None:
+    importlib.import_module("a.b"), __import__("a.b"), compiled.load("x.y")
+    (relative to the package)."""
+    if not (len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)):
+        return None
+    f, arg = node.func, node.args[0].value
+    if (isinstance(f, ast.Attribute) and f.attr == "import_module") or (
+            isinstance(f, ast.Name) and f.id in ("import_module", "__import__")):
+        return arg
+    if isinstance(f, ast.Attribute) and f.attr == "load" and isinstance(f.value, ast.Name) \
+            and f.value.id == "compiled":
+        return pkg + "." + arg
+    return None
+
+
 class _Visitor(ast.NodeVisitor):
+    """One .py module's imports (per statement) and probes on the server."""
+
     def __init__(self, mods, name):
         self.mods, self.name = mods, name
         self.depth = 0
@@ -120,21 +144,24 @@ class _Visitor(ast.NodeVisitor):
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
 
-    def _import(self, node):
-        targets = _resolve(self.mods, self.name, node)
-        if not targets:
-            return
-        # the names of "from x import a, b" that are not modules themselves
-        names = None
-        if isinstance(node, ast.ImportFrom):
-            names = tuple(a.name for a in node.names if targets[0] + "." + a.name not in self.mods)
-        self.imports.append((targets, node.lineno, self.depth > 0, names))
+    def _add(self, targets, line, names=None):
+        if targets:
+            self.imports.append((targets, line, self.depth > 0, names))
 
-    visit_Import = visit_ImportFrom = _import
+    def visit_Import(self, node):
+        self._add(_targets(self.mods, self.name, [a.name for a in node.names]), node.lineno)
+
+    def visit_ImportFrom(self, node):
+        mod = _absolute(self.mods, self.name, node.level, node.module or "")
+        targets = _targets(self.mods, self.name, [mod] + [mod + "." + a.name for a in node.names])
+        # the names of "from x import a, b" that are not modules themselves
+        names = tuple(a.name for a in node.names if mod + "." + a.name not in self.mods)
+        self._add(targets, node.lineno, names if targets and targets[0] == mod else None)
 
     def visit_Call(self, node):
-        if _is_import_module(node):
-            self._import(node)
+        loaded = _load_by_name(node, self.name.split(".")[0])
+        if loaded is not None:
+            self._add(_targets(self.mods, self.name, [loaded]), node.lineno)
         f = node.func
         if (isinstance(f, ast.Name) and f.id in ("getattr", "hasattr") and node.args
                 and _is_server(node.args[0])):
@@ -142,26 +169,58 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _compiled_imports(mods, name, path) -> list:
+    """A .pyx/.pxd file's imports and cimports, read line by line:
+    (targets, line, inside a function, names)."""
+    out = []
+    in_def = False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            if line.strip() and not line[0].isspace():
+                in_def = bool(_PYX_DEF.match(line))
+            m = _PYX_FROM.match(line)
+            if m:
+                indent, module, what = m.groups()
+                level = len(module) - len(module.lstrip("."))
+                mod = _absolute(mods, name, level, module[level:])
+                items = [w.split(" as ")[0].strip() for w in what.replace(")", "").split(",") if w.strip()]
+                targets = _targets(mods, name, [mod] + [mod + "." + i for i in items])
+                names = tuple(i for i in items if mod + "." + i not in mods)
+                if targets:
+                    out.append((targets, lineno, bool(indent) and in_def,
+                                names if targets[0] == mod else None))
+                continue
+            m = _PYX_IMPORT.match(line)
+            if m:
+                indent, what = m.groups()
+                items = [w.split(" as ")[0].strip() for w in what.split(",") if w.strip()]
+                targets = _targets(mods, name, items)
+                if targets:
+                    out.append((targets, lineno, bool(indent) and in_def, None))
+    return out
+
+
 def _cycles(graph: dict, nodes) -> list:
     """Strongly connected components of more than one module (Tarjan)."""
     index, low, stack, on, out = {}, {}, [], set(), []
     counter = [0]
 
-    def visit(v):
-        work = [(v, iter(sorted(graph.get(v, ()))))]
+    def push(v):
         index[v] = low[v] = counter[0]
         counter[0] += 1
         stack.append(v)
         on.add(v)
+        return (v, iter(sorted(graph.get(v, ()))))
+
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        work = [push(root)]
         while work:
             u, it = work[-1]
             for w in it:
                 if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
+                    work.append(push(w))
                     break
                 if w in on:
                     low[u] = min(low[u], index[w])
@@ -179,11 +238,12 @@ def _cycles(graph: dict, nodes) -> list:
                             break
                     if len(comp) > 1:
                         out.append(sorted(comp))
-
-    for v in sorted(nodes):
-        if v not in index:
-            visit(v)
     return out
+
+
+def _lines(path: str) -> int:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return sum(1 for _ in f)
 
 
 def _allowed(importer: str, targets: list, names) -> bool:
@@ -192,46 +252,50 @@ def _allowed(importer: str, targets: list, names) -> bool:
             and bool(names) and set(names) <= set(only))
 
 
-def _lines(path: str) -> int:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return sum(1 for _ in f)
-
-
 def measure(root: str = "src/ophidis") -> dict:
     """The figures of the package at ``root`` (see the module docstring)."""
     root = root.rstrip("/" + os.sep) or root
     mods = find_modules(root)
     pkg = os.path.basename(os.path.abspath(root))
+    parent = os.path.dirname(os.path.abspath(root))
     top, every = defaultdict(set), defaultdict(set)
-    inner, probes, upward, allowed = [], [], [], []
+    inner, probes, upward, allowed, twins = [], [], [], [], []
     families = pkg + "." + FAMILIES
-    for name, path in sorted(mods.items()):
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), path)
-        v = _Visitor(mods, name)
-        v.visit(tree)
-        rel = os.path.relpath(path, os.path.dirname(os.path.abspath(root)))
-        for targets, line, in_function, names in v.imports:
-            every[name].update(targets)
-            if in_function:
-                inner.append("%s:%d %s" % (rel, line, " ".join(targets)))
+    for name, paths in sorted(mods.items()):
+        for path in paths:
+            rel = os.path.relpath(os.path.abspath(path), parent)
+            if path.endswith(".py"):
+                with open(path, encoding="utf-8") as f:
+                    tree = ast.parse(f.read(), path)
+                v = _Visitor(mods, name)
+                v.visit(tree)
+                imports = v.imports
+                probes += ["%s:%d" % (rel, line) for line in v.probes]
             else:
-                top[name].update(targets)
-            if name == families or name.startswith(families + "."):
-                continue
-            up = [t for t in targets if t == families or t.startswith(families + ".")]
-            if up:
+                imports = _compiled_imports(mods, name, path)
+            for targets, line, in_function, names in imports:
+                every[name].update(targets)
+                if in_function:
+                    inner.append("%s:%d %s" % (rel, line, " ".join(targets)))
+                else:
+                    top[name].update(targets)
+                if name == families or name.startswith(families + "."):
+                    continue
+                up = [t for t in targets if t == families or t.startswith(families + ".")]
+                if not up:
+                    continue
                 where = "%s:%d %s" % (rel, line, " ".join(up))
                 local = [t[len(pkg) + 1:] for t in up]
-                (allowed if _allowed(name[len(pkg) + 1:], local, names) else upward).append(where)
-        probes += ["%s:%d" % (rel, line) for line in v.probes]
-    sizes = {p: n for p, n in ((os.path.relpath(path, root), _lines(path)) for path in mods.values())}
-    for d, dirs, files in os.walk(root):
-        dirs[:] = [x for x in dirs if x != "__pycache__"]
-        for f in files:
-            if f.endswith((".pyx", ".pxd")):
-                path = os.path.join(d, f)
-                sizes[os.path.relpath(path, root)] = _lines(path)
+                if _allowed(name[len(pkg) + 1:], local, names):
+                    allowed.append(where)
+                elif all(t.rsplit(".", 1)[-1].startswith("_") and t != families for t in up):
+                    twins.append(where)
+                else:
+                    upward.append(where)
+    sizes = {}
+    for paths in mods.values():
+        for path in paths:
+            sizes[os.path.relpath(path, root)] = _lines(path)
     largest = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:LARGEST]
     return {
         "modules": len(mods),
@@ -242,6 +306,7 @@ def measure(root: str = "src/ophidis") -> dict:
         "largest": largest,
         "upward_imports": upward,
         "upward_allowed": allowed,
+        "compiled_twins": twins,
     }
 
 
@@ -259,7 +324,7 @@ def report(fig: dict) -> str:
         return "".join("\n    %s" % x for x in xs)
     ca = fig["cycles_all"]
     return "\n".join([
-        "modules: %d" % fig["modules"],
+        "modules (.py, and .pyx with its .pxd): %d" % fig["modules"],
         "module-level import cycles: %d%s" % (len(fig["cycles_top"]), items(" ".join(c) for c in fig["cycles_top"])),
         "cycles counting imports inside functions: %d, largest: %d%s" % (
             len(ca), max((len(c) for c in ca), default=0), items(" ".join(c) for c in ca)),
@@ -271,6 +336,8 @@ def report(fig: dict) -> str:
         "upward imports into %s/: %d%s" % (FAMILIES, len(fig["upward_imports"]), items(fig["upward_imports"])),
         "  allowed (the server assembling itself): %d%s" % (len(fig["upward_allowed"]),
                                                            items(fig["upward_allowed"])),
+        "  of compiled twins in %s/ (not families): %d%s" % (FAMILIES, len(fig["compiled_twins"]),
+                                                            items(fig["compiled_twins"])),
     ])
 
 
