@@ -6,15 +6,10 @@ user?)."""
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
 
-cimport cython
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
-from cpython.ref cimport Py_INCREF
-from cpython.set cimport PySet_Add, PySet_Contains
-from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcmp, memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
+from libc.string cimport memcmp
 
 from ophidis.cmdtable._core cimport CommandCore
 

@@ -11,15 +11,11 @@ loops with the same traffic."""
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
 
-cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
-from cpython.ref cimport Py_INCREF
+from cpython.dict cimport PyDict_Check, PyDict_GetItem, PyDict_SetItem
+from cpython.object cimport PyObject
 from cpython.set cimport PySet_Add, PySet_Contains
-from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcmp, memcpy
+from libc.string cimport memcpy
 
 from ophidis.cmdtable._core cimport CommandCore
 from ophidis.keyspace._core cimport DbCore, StatsCore
@@ -292,14 +288,7 @@ cdef object _incr(_Ctx x, list req, long long delta):
         return None
     acc += delta
     cdef char buf[24]
-    cdef unsigned long long u = <unsigned long long>(-acc if acc < 0 else acc)
-    cdef Py_ssize_t k = 24
-    while True:
-        k -= 1
-        buf[k] = <char>(48 + u % 10)
-        u //= 10
-        if u == 0:
-            break
+    cdef Py_ssize_t k = _digits(buf, <unsigned long long>(-acc if acc < 0 else acc))
     if acc < 0:
         k -= 1
         buf[k] = 45

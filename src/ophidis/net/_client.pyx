@@ -14,15 +14,8 @@ commands runs in C (commands/_bodies.pyx).  Everything else a command does
 runs in Python.  Keep the two loops identical in behaviour:
 tests/test_speedups.py runs the same traffic through both."""
 
-cimport cython
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
-from cpython.ref cimport Py_INCREF
-from cpython.set cimport PySet_Add, PySet_Contains
-from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcmp, memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.string cimport memcmp
 
 import hiredis
 

@@ -502,15 +502,10 @@ class Client(ClientCore, asyncio.Protocol):
             if limit:
                 gets = _bounded_gets(self, gets, out, limit)
             nreq, _ = _RUN(self, gets, out, TABLE, self.slow or _SERVER_SLOW, perf_counter())
+            over = None
             if self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing:
-                if rd.lines_stopped(nreq, self.blocked, self.closing) is not None:
-                    if out:
-                        self.write(out)
-                    self._qbuf_limit()
-                    return None
-            if out:
-                self.write(out)
-            return None
+                over = rd.lines_stopped(nreq, self.blocked, self.closing)
+            return self._end_read(out, over)
         else:
             bound = _OutputBound(self, out, limit) if limit else None
             while not (self.blocked or self.paused_queue is not None or self.close_after_reply or self.closing):
@@ -529,14 +524,15 @@ class Client(ClientCore, asyncio.Protocol):
                 self._run_parsed(argv, append)
                 if bound is not None:
                     bound.check()
-        if rd.python_done(self.blocked, self.closing) is not None:
-            if out:
-                self.write(out)
-            self._qbuf_limit()
-            return None
+        return self._end_read(out, rd.python_done(self.blocked, self.closing))
+
+    def _end_read(self, out, over) -> None:
+        # the read's replies written; then the query buffer limit when the
+        # reader says the rest is over it (over: not None)
         if out:
             self.write(out)
-        return None
+        if over is not None:
+            self._qbuf_limit()
 
     def _qbuf_limit(self):
         log.warning("Closing client that reached max query buffer length: %s" % self.info_string())

@@ -6,15 +6,8 @@ listpack: the Python decoder then decides, and gives the error)."""
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
 
-cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
-from cpython.ref cimport Py_INCREF
-from cpython.set cimport PySet_Add, PySet_Contains
 from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcmp, memcpy
 
 
 cdef inline Py_ssize_t _cf_lp_backlen_size(Py_ssize_t n) noexcept:

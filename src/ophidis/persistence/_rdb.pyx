@@ -6,15 +6,12 @@ rdb_load_records; persistence/_listpack.pyx has lp_decode_fast)."""
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
 
-cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
-from cpython.ref cimport Py_INCREF
-from cpython.set cimport PySet_Add, PySet_Contains
+from cpython.dict cimport PyDict_Contains, PyDict_GetItem, PyDict_SetItem
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.set cimport PySet_Add
 from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcmp, memcpy
+from libc.string cimport memcmp, memcpy
 
 from ophidis.types._containers cimport HashCore, SetCore, _hc_set, _hp_f, _hp_fn, _hp_is, _hp_v, _hp_vn
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr

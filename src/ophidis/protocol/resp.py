@@ -255,6 +255,27 @@ def _parse_ll(b: bytes):
     return v
 
 
+def _bulk_len(buf, p, n, max_bulk, auth_required):
+    """The length of the bulk string whose "$<len>\\r\\n" header is at p
+    and where its data starts; (None, p) while the header is not whole.
+    Redis's protocol errors for a bad header."""
+    cr = buf.find(b"\r", p)
+    if cr < 0:
+        if n - p > PROTO_INLINE_MAX_SIZE:
+            raise ProtocolError("too big bulk count string")
+        return None, p
+    if cr > n - 2:
+        return None, p
+    if buf[p] != 36:
+        raise ProtocolError("expected '$', got '%s'" % chr(buf[p]))
+    bl = _parse_ll(bytes(buf[p + 1:cr]))
+    if bl is None or bl < 0 or bl > max_bulk:
+        raise ProtocolError("invalid bulk length")
+    if bl > 16384 and auth_required:
+        raise ProtocolError("unauthenticated bulk length")
+    return bl, cr + 2
+
+
 def parse_request(buf, pos: int, max_bulk: int, auth_required: bool):
     """Parse one request from buf[pos:] exactly as Redis does.
 
@@ -300,21 +321,10 @@ def parse_request(buf, pos: int, max_bulk: int, auth_required: bool):
         return [], p
     argv = []
     for _ in range(ll):
-        cr = buf.find(b"\r", p)
-        if cr < 0:
-            if n - p > PROTO_INLINE_MAX_SIZE:
-                raise ProtocolError("too big bulk count string")
+        bl, q = _bulk_len(buf, p, n, max_bulk, auth_required)
+        if bl is None:
             return None, pos
-        if cr > n - 2:
-            return None, pos
-        if buf[p] != 36:
-            raise ProtocolError("expected '$', got '%s'" % chr(buf[p]))
-        bl = _parse_ll(bytes(buf[p + 1:cr]))
-        if bl is None or bl < 0 or bl > max_bulk:
-            raise ProtocolError("invalid bulk length")
-        if bl > 16384 and auth_required:
-            raise ProtocolError("unauthenticated bulk length")
-        p = cr + 2
+        p = q
         if n - p < bl + 2:
             return None, pos
         argv.append(bytes(buf[p:p + bl]))
@@ -357,21 +367,9 @@ def check_partial(buf, state, max_bulk: int, auth_required: bool):
     else:
         p, left = state
     while left:
-        cr = buf.find(b"\r", p)
-        if cr < 0:
-            if n - p > PROTO_INLINE_MAX_SIZE:
-                raise ProtocolError("too big bulk count string")
+        bl, q = _bulk_len(buf, p, n, max_bulk, auth_required)
+        if bl is None:
             return False, (p, left)
-        if cr > n - 2:
-            return False, (p, left)
-        if buf[p] != 36:
-            raise ProtocolError("expected '$', got '%s'" % chr(buf[p]))
-        bl = _parse_ll(bytes(buf[p + 1:cr]))
-        if bl is None or bl < 0 or bl > max_bulk:
-            raise ProtocolError("invalid bulk length")
-        if bl > 16384 and auth_required:
-            raise ProtocolError("unauthenticated bulk length")
-        q = cr + 2
         if n - q < bl + 2:
             return False, (p, left)
         p = q + bl + 2

@@ -9,13 +9,11 @@ same scripts through both."""
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
 
-cimport cython
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
+from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
-from cpython.set cimport PySet_Add, PySet_Contains
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
 
@@ -93,14 +91,6 @@ if "_time" not in _s_db_vars:
 cdef object _s_resp_int = resp_int
 
 
-cdef inline bint _s_all_bytes(list args):
-    cdef Py_ssize_t i
-    for i in range(len(args)):
-        if type(args[i]) is not bytes:
-            return False
-    return True
-
-
 cdef object _s_reply(eng, bytes r):
     # engine.reply_value, compiled
     cdef const char *p = PyBytes_AS_STRING(r)
@@ -175,7 +165,7 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
     cdef Py_ssize_t n, a
     cdef CommandCore cc
     cdef bint write
-    if not argv or not _s_all_bytes(argv):
+    if not argv or not _all_bytes(argv):
         return _s_pure(eng, argv)
     if ctx.timedout or _now() - ctx.start > ctx.threshold:
         return _s_pure(eng, argv)

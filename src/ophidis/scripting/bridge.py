@@ -74,12 +74,7 @@ def script_call(eng, args):
     ldb = eng.ldb
     if ldb is not None and ldb.step:
         ldb.log_redis_command(argv)
-    name = argv[0]
-    cmd = TABLE.get(name)
-    if cmd is None:
-        cmd = TABLE.get(name.lower())
-    if cmd is not None and cmd.subcommands and len(argv) > 1:
-        cmd = cmd.subcommands.get(argv[1].lower())
+    cmd = lookup(argv)
     if cmd is None:
         return eng._reject(None, b"ERR Unknown Redis command called from script")
     a = cmd.arity

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+from functools import partial
 from collections import deque
 
 from .. import compiled, crash, doctor, log, sysinfo
@@ -268,40 +269,25 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
     def _bind_config(self):
         cfg = self.config
 
-        def upd_qbuf(v):
-            self.client_query_buffer_limit = v
-        cfg.on_change("client-query-buffer-limit", upd_qbuf)
-        upd_qbuf(cfg["client-query-buffer-limit"])
+        def follow(name, fn):
+            # fn(value) now, and on every change of the directive
+            cfg.on_change(name, fn)
+            fn(cfg[name])
 
-        def upd_bulk(v):
-            self.proto_max_bulk_len = v
-        cfg.on_change("proto-max-bulk-len", upd_bulk)
-        upd_bulk(cfg["proto-max-bulk-len"])
-
-        def upd_slowlog(v):
-            client_mod.set_slowlog_threshold(v)
-        cfg.on_change("slowlog-log-slower-than", upd_slowlog)
-        upd_slowlog(cfg["slowlog-log-slower-than"])
+        # directives copied into fields read on hot paths
+        for name, field in (("client-query-buffer-limit", "client_query_buffer_limit"),
+                            ("proto-max-bulk-len", "proto_max_bulk_len"), ("maxclients", "maxclients")):
+            follow(name, partial(setattr, self, field))
+        follow("slowlog-log-slower-than", client_mod.set_slowlog_threshold)
 
         def upd_slowlog_len(v):
             while len(self.slowlog) > v:
                 self.slowlog.pop()
         cfg.on_change("slowlog-max-len", upd_slowlog_len)
 
-        cfg.on_change("latency-monitor-threshold", client_mod.set_latency_monitor)
-        client_mod.set_latency_monitor(cfg["latency-monitor-threshold"])
-        cfg.on_change("latency-tracking", client_mod.set_latency_tracking)
-        client_mod.set_latency_tracking(cfg["latency-tracking"])
-
-        def upd_notify(v):
-            notify.flags = v
-        cfg.on_change("notify-keyspace-events", upd_notify)
-        upd_notify(cfg["notify-keyspace-events"])
-
-        def upd_maxclients(v):
-            self.maxclients = v
-        cfg.on_change("maxclients", upd_maxclients)
-        upd_maxclients(cfg["maxclients"])
+        follow("latency-monitor-threshold", client_mod.set_latency_monitor)
+        follow("latency-tracking", client_mod.set_latency_tracking)
+        follow("notify-keyspace-events", partial(setattr, notify, "flags"))
 
         def upd_maxmemory(v):
             self.maxmemory = v
@@ -317,18 +303,13 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
 
         def upd_lazy_server_del(v):
             db_mod.lazy_server_del = bool(v)
-        cfg.on_change("lazyfree-lazy-server-del", upd_lazy_server_del)
-        upd_lazy_server_del(cfg["lazyfree-lazy-server-del"])
+        follow("lazyfree-lazy-server-del", upd_lazy_server_del)
         self.maxmemory = cfg["maxmemory"]
-
-        def upd_loglevel(v):
-            log.set_level(v)
-        cfg.on_change("loglevel", upd_loglevel)
+        cfg.on_change("loglevel", log.set_level)
 
         def upd_hz(v):
             self.hz = min(max(v, 1), 500)
-        cfg.on_change("hz", upd_hz)
-        upd_hz(cfg["hz"])
+        follow("hz", upd_hz)
 
         def upd_cobl(v):
             self.obuf_limits = v
@@ -336,8 +317,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
             client_mod.set_output_floor(min([x for (h, s, _) in v.values() for x in (h, s) if x] or [0]))
             # a batch of pipelined requests is cut at this much output
             self.obuf_normal_limit = min([x for x in v["normal"][:2] if x] or [0])
-        cfg.on_change("client-output-buffer-limit", upd_cobl)
-        upd_cobl(cfg["client-output-buffer-limit"])
+        follow("client-output-buffer-limit", upd_cobl)
 
         def upd_port(v):
             if self.loop is not None:

@@ -9,13 +9,9 @@ SOURCE_HASH = PYX_HASH
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_DelItem, PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.dict cimport PyDict_DelItem, PyDict_SetItem
 from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
-from cpython.ref cimport Py_INCREF
-from cpython.set cimport PySet_Add, PySet_Contains
-from libc.stdio cimport snprintf
-from libc.string cimport memchr, memcmp, memcpy
+from libc.string cimport memcmp, memcpy
 
 cdef class SetCore(set):
     """The fields of types.containers.SetValue the bodies read, as C fields
