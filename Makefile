@@ -52,5 +52,12 @@ bench: $(STAMP) deps
 bench-quick: $(STAMP) deps
 	$(VPY) bench/run.py --quick $(BENCH_ARGS)
 
+# The tree's structure (tools/structure.py, standard library only): import
+# cycles, imports inside functions, getattr/hasattr probes on the server, the
+# largest modules (.pyx and .pxd included) and upward imports into the
+# command families; fails on a module-level cycle, an upward import or a probe.
+lint:
+	$(PY) tools/structure.py src/ophidis --check
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache src/ophidis/*/_*.c src/ophidis/*/_*.*.so

@@ -15,8 +15,9 @@ from support.wait import wait_until
 
 from ophidis.acl.check import OK, _matcher, check_command, fast_allows
 from ophidis.acl.users import RuleError, User
-from ophidis.commands import ALL, load_all
 from ophidis import compiled
+from ophidis.cmdtable.registry import ALL
+from ophidis.commands import load_all
 from ophidis.util import stringmatch
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")

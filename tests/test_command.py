@@ -16,9 +16,11 @@ import pytest
 import redis
 from support.clients import outcomes
 
-from ophidis.commands import ALL, META, Command, load_all
-from ophidis.commands.command_cmd import _KEY_FLAG_OUT, _KEY_FLAGS, get_keys, get_keys_with_flags
-from ophidis.commands.docs import SUMMARIES
+from ophidis.cmdtable.registry import ALL, META, Command
+from ophidis.cmdtable.describe import _KEY_FLAG_OUT, _KEY_FLAGS
+from ophidis.cmdtable.docs import SUMMARIES
+from ophidis.cmdtable.keys import get_keys, get_keys_with_flags
+from ophidis.commands import load_all
 
 
 def unparsed(client):
@@ -353,7 +355,7 @@ def test_every_redis_command_has_its_own_summary():
 # -- the registration is where a command's rules are read from ----------------------------
 
 def test_registration_rejects_unknown_flags():
-    from ophidis.commands import META, Command
+    from ophidis.cmdtable.registry import META, Command
     with pytest.raises(ValueError, match="no_such_flag"):
         Command("get", lambda c, argv: b"", META["GET"], ("no_such_flag",))
 
@@ -363,7 +365,8 @@ def test_state_changing_commands_never_take_the_fast_path():
     authentication, protocol, subscriptions, scripts, blocking) are not
     fast-path commands: Command.fastpath is derived from their flags
     (script calls excepted, with the loop's re-reading)."""
-    from ophidis.commands import ALL, load_all
+    from ophidis.cmdtable.registry import ALL
+    from ophidis.commands import load_all
     load_all()
     for name in ("multi", "exec", "discard", "watch", "unwatch", "hello", "auth", "reset", "quit",
                  "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe",

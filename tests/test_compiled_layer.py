@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ophidis import compiled
-from ophidis.commands import _CommandCore
+from ophidis.cmdtable.registry import _CommandCore
 from ophidis.keyspace import db
 from ophidis.net import client
 from ophidis.scripting import engine

@@ -21,7 +21,7 @@ from support.resp import RespConn, command, encode
 from support.servers import SRC, twin_pair
 from support.wait import wait_until
 
-from ophidis.commands import Command
+from ophidis.cmdtable.registry import Command
 from ophidis import compiled
 from ophidis.net import client
 from ophidis.protocol import reader

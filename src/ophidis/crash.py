@@ -33,7 +33,7 @@ import time
 import traceback
 
 from . import log, sysinfo
-from .commands.info import gen_info
+from .info import gen_info
 from .keyspace.db import type_name
 from .protocol.resp import sdscatrepr
 

@@ -12,7 +12,8 @@ import sys
 
 from support.servers import server_env
 
-from ophidis.commands import ALL, load_all, lookup
+from ophidis.cmdtable.registry import ALL, lookup
+from ophidis.commands import load_all
 from ophidis.config import Config
 from ophidis.errors import RedisError
 from ophidis.keyspace import notify
@@ -97,7 +98,8 @@ __all__ = ["FakeClient", "Events", "ALL", "run_inprocess"]
 _INPROCESS = r'''
 import json, sys
 from ophidis.keyspace import notify
-from ophidis.commands import TABLE, load_all
+from ophidis.cmdtable.registry import TABLE
+from ophidis.commands import load_all
 from ophidis.config import Config
 from ophidis.errors import RedisError
 from ophidis.server.server import Server

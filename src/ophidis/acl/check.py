@@ -10,7 +10,7 @@ needed), channels from the ``channels=`` rule of the command's registration.
 
 from __future__ import annotations
 
-from ..commands.command_cmd import get_keys_with_flags, has_keys, key_extractor, range_last, spec_kinds
+from ..cmdtable.keys import get_keys_with_flags, has_keys, key_extractor, range_last, spec_kinds
 from ..util import stringmatch
 from .users import ALL_PERMS, READ, WRITE
 

@@ -4,7 +4,7 @@ LIST / GETUSER / SAVE give back (acl.c's ACLSetUser, ACLSetSelector,
 ACLDescribeUser).
 
 A selector's command permissions are a set of Command objects (the
-commands and subcommands of the one table, commands.TABLE) plus the
+commands and subcommands of the one table, cmdtable.registry.TABLE) plus the
 "future commands" mark that +@all sets; categories come from each
 command's registration (``Command.acl``).  Names, passwords and patterns
 are bytes; passwords are kept as SHA-256 hex strings.
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..commands import TABLE
-from ..commands.command_cmd import lookup_by_name
+from ..cmdtable.registry import TABLE, lookup_by_name
 from ..protocol.resp import split_args
 
 # The categories in Redis's order (ACL CAT, COMMAND INFO, descriptions).

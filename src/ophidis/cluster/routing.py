@@ -1,12 +1,12 @@
 """Which node serves a command (getNodeByQuery) and the redirection errors
 (clusterRedirectClient): -MOVED, -ASK, -CROSSSLOT, -TRYAGAIN, -CLUSTERDOWN.
-The keys come from the one command table (commands.command_cmd.cluster_keys);
+The keys come from the one command table (cmdtable.keys.cluster_keys);
 a transaction is routed as a whole at EXEC (and its commands as they are
 queued)."""
 
 from __future__ import annotations
 
-from ..commands.command_cmd import cluster_keys
+from ..cmdtable.keys import cluster_keys
 from ..errors import RedisError
 from .bus import STATE_OK
 from .slots import key_hash_slot

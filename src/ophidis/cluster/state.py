@@ -613,6 +613,37 @@ class Cluster(Gossip, Failover, Links):
             return n.hostname or "?"
         return ""
 
+    def info_text(self) -> str:
+        """CLUSTER INFO's text (also read by /metrics)."""
+        assigned = ok = pfail = fail = 0
+        for n in self.nodes.values():      # the owners' counts add up to the slots' (add_slot keeps both)
+            k = n.numslots
+            if not k:
+                continue
+            assigned += k
+            if n.failed:
+                fail += k
+            elif n.timed_out:
+                pfail += k
+            else:
+                ok += k
+        m = self.myself
+        myepoch = m.slaveof.config_epoch if (m.is_slave and m.slaveof is not None) else m.config_epoch
+        lines = [
+            "cluster_state:%s" % ("ok" if self.state == STATE_OK else "fail"),
+            "cluster_slots_assigned:%d" % assigned,
+            "cluster_slots_ok:%d" % ok,
+            "cluster_slots_pfail:%d" % pfail,
+            "cluster_slots_fail:%d" % fail,
+            "cluster_known_nodes:%d" % len(self.nodes),
+            "cluster_size:%d" % self.size,
+            "cluster_current_epoch:%d" % self.current_epoch,
+            "cluster_my_epoch:%d" % myepoch,
+        ]
+        lines += self.stats_lines()
+        lines.append("total_cluster_links_buffer_limit_exceeded:%d" % self.links_buffer_limit_exceeded)
+        return "\r\n".join(lines) + "\r\n"
+
     def stats_lines(self) -> list:
         """CLUSTER INFO's message counters (types never seen are left out)."""
         out = []

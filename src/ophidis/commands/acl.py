@@ -8,11 +8,10 @@ import os
 
 from ..acl.check import DENIED_CHANNEL, DENIED_CMD, DENIED_KEY, check_command
 from ..acl.users import CATEGORIES, all_commands, has_spaces
+from ..cmdtable.registry import REDACTED, command, lookup_argv
 from ..errors import NOT_INT, RedisError
 from ..protocol.resp import OK, array_header, bulk, bulk_array, integer, map_header, null, set_header
 from ..util import parse_int
-from . import REDACTED, command
-from .command_cmd import lookup_argv
 from .streams import help_reply
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, EmbStr
 from ..protocol.resp import MINUS_ONE, ONE, ZERO, integer
 from ..util import parse_int
-from . import command
 
 _OFFSET_ERR = RedisError("ERR bit offset is not an integer or out of range")
 _BIT_ERR = RedisError("ERR bit is not an integer or out of range")

@@ -8,12 +8,11 @@ import os
 
 from .. import log
 from ..cluster import SLOTS, TODO_FSYNC_CONFIG, TODO_SAVE_CONFIG, TODO_UPDATE_STATE, key_hash_slot
-from ..cluster.bus import STATE_OK
 from ..cluster.node import MYSELF
+from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..protocol.resp import OK, array_header, bulk, integer, map_header, null, verbatim
 from ..util import parse_int, try_int
-from . import command
 from .persistence import restore
 from .streams import help_reply
 
@@ -375,39 +374,7 @@ def cluster_bumpepoch(c, argv):
 
 @command("cluster|info")
 def cluster_info(c, argv):
-    return verbatim(c.resp, info_text(_cluster(c)).encode())
-
-
-def info_text(cl) -> str:
-    """CLUSTER INFO's text (also read by /metrics)."""
-    assigned = ok = pfail = fail = 0
-    for n in cl.nodes.values():      # the owners' counts add up to the slots' (add_slot keeps both)
-        k = n.numslots
-        if not k:
-            continue
-        assigned += k
-        if n.failed:
-            fail += k
-        elif n.timed_out:
-            pfail += k
-        else:
-            ok += k
-    m = cl.myself
-    myepoch = m.slaveof.config_epoch if (m.is_slave and m.slaveof is not None) else m.config_epoch
-    lines = [
-        "cluster_state:%s" % ("ok" if cl.state == STATE_OK else "fail"),
-        "cluster_slots_assigned:%d" % assigned,
-        "cluster_slots_ok:%d" % ok,
-        "cluster_slots_pfail:%d" % pfail,
-        "cluster_slots_fail:%d" % fail,
-        "cluster_known_nodes:%d" % len(cl.nodes),
-        "cluster_size:%d" % cl.size,
-        "cluster_current_epoch:%d" % cl.current_epoch,
-        "cluster_my_epoch:%d" % myepoch,
-    ]
-    lines += cl.stats_lines()
-    lines.append("total_cluster_links_buffer_limit_exceeded:%d" % cl.links_buffer_limit_exceeded)
-    return "\r\n".join(lines) + "\r\n"
+    return verbatim(c.resp, _cluster(c).info_text().encode())
 
 
 @command("cluster|saveconfig")

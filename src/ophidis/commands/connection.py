@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 
 from .. import sysinfo
+from ..cmdtable.registry import REDACTED, command
 from ..errors import SYNTAX, RedisError
 from ..keyspace.tracking import TrackState
 from ..keyspace.watch import unwatch_all
 from ..net.client import client_class
 from ..protocol.resp import OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim
 from ..util import parse_int
-from . import REDACTED, command
 
 
 @command("ping", flags=("pubsub_context",))

@@ -16,6 +16,7 @@ import sys
 import time
 
 from .. import crash, log
+from ..cmdtable.registry import command
 from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import type_name
@@ -25,7 +26,6 @@ from ..protocol.resp import (OK, boolean, bulk, double, integer, map_header, pus
 from ..replication.propagate import TO_REPL, also_propagate
 from ..types.stream import FLAG_DELETED, MASK64
 from ..util import atoi, parse_int
-from . import command
 from .keys import object_encoding, refcount
 
 _NO_SUCH_KEY = RedisError("ERR no such key")

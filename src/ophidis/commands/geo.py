@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
@@ -22,7 +23,7 @@ from ..replication.propagate import propagating, rewrite_argv
 from ..types import geohash as gh
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from . import command, zsets
+from . import zsets
 from .numparse import string2d
 
 _ZSET = notify.ZSET

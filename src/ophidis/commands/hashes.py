@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR
@@ -20,7 +21,6 @@ from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import SMALL_RANDOM, HashValue, aux_added, random_member, remove_members, scan_step
 from ..util import (LLONG_MAX, LLONG_MIN, compile_glob, format_ld, ld_add, ld_finite, parse_int, parse_ld,
                     parse_range_long, try_int)
-from . import command
 from .keys import parse_scan_cursor, parse_scan_options
 
 _HASH = notify.HASH

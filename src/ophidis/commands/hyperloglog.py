@@ -15,12 +15,12 @@ import math
 import random
 import re
 
+from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, EmbStr
 from ..protocol.resp import OK, ONE, ZERO, integer
 from ..types import hll
-from . import command
 
 _STRING = notify.STRING
 NOT_HLL = RedisError("WRONGTYPE Key is not a valid HyperLogLog string value.")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 
+from ..cmdtable.registry import command
 from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, EmbStr, type_name
 from ..protocol.resp import MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, integer, simple
 from ..util import LLONG_MAX, LLONG_MIN, compile_glob, parse_int, try_int
-from . import command
 
 _time = time.time
 _GENERIC = notify.GENERIC

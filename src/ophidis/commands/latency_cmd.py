@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import time
 
+from ..cmdtable.registry import command, lookup_by_name, top_level
 from ..errors import RedisError
 from ..protocol.resp import bulk, integer, map_header, simple, verbatim
-from . import ALL, command
-from .command_cmd import lookup_by_name, top_level
 
 GRAPH_COLS = 80
 GRAPH_ROWS = 4
@@ -45,20 +44,6 @@ def _cdf_reply(resp, cmd) -> bytes:
 
 def _has_data(cmd) -> bool:
     return any(cmd.hist)
-
-
-def percentile_usec(hist, p: float) -> float:
-    """Upper bound (usec) of the bucket holding percentile p (0..100)."""
-    total = sum(hist)
-    if not total:
-        return 0.0
-    want = total * p / 100.0
-    cum = 0
-    for k, n in enumerate(hist):
-        cum += n
-        if n and cum >= want:
-            return (1024 << k) / 1000.0
-    return (1024 << (len(hist) - 1)) / 1000.0
 
 
 def _samples(ev):
@@ -377,19 +362,3 @@ def latency_histogram(c, argv):
 @command("latency|help")
 def latency_help(c, argv):
     return _help()
-
-
-def latencystats_lines(srv):
-    """INFO latencystats lines from the per-command histograms."""
-    pcts = srv.config["latency-tracking-info-percentiles"] or []
-    out = []
-    for name in sorted(ALL):
-        cmd = ALL[name]
-        if not _has_data(cmd):
-            continue
-        parts = []
-        for p in pcts:
-            label = ("%f" % p).rstrip("0").rstrip(".")
-            parts.append("p%s=%.3f" % (label, percentile_usec(cmd.hist, p)))
-        out.append("latency_percentiles_usec_%s:%s" % (name, ",".join(parts)))
-    return out

@@ -10,11 +10,11 @@ same path as Redis's (same tie-breaking), so IDX output is identical.
 
 from __future__ import annotations
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace.db import EmbStr
 from ..protocol.resp import bulk, integer, map_header
 from ..util import parse_int
-from . import command
 
 _STR = (bytes, bytearray, EmbStr)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from itertools import islice
 from operator import indexOf
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
@@ -27,7 +28,6 @@ from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, bulk_items, intege
 from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
 from ..types.containers import ListValue, list_range_reply
 from ..util import LLONG_MAX, LLONG_MIN, parse_int
-from . import command
 
 _LIST = notify.LIST
 _GENERIC = notify.GENERIC

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gc
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
+from ..info import rss_bytes
 from ..keyspace.db import EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
@@ -19,8 +21,6 @@ from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from . import command
-from .info import rss_bytes
 
 ROBJ = 16
 DICT = 56

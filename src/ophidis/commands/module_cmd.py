@@ -6,9 +6,9 @@ the dispatcher refuses them unless ``enable-module-command`` allows.
 from __future__ import annotations
 
 from .. import log
+from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..protocol.resp import OK, simple
-from . import command
 
 LOAD_FAILED = RedisError("ERR Error loading the extension. Please check the server logs.")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 
 from .. import log
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..persistence.rdb import LoadSettings, RdbError, dump_payload, load_payload, verify_payload
 from ..protocol.resp import OK, bulk, simple
 from ..replication.propagate import rewrite_argv
 from ..util import parse_int
-from . import command
 
 BUSYKEY = RedisError("BUSYKEY Target key name already exists.")
 BAD_DATA = RedisError("ERR Bad data format")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .. import log
+from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..protocol.resp import OK, bulk, integer
 from ..replication import replica
-from . import command
 
 
 def _replicaof(c, argv):

@@ -25,6 +25,7 @@ import io
 import os
 
 from .. import log
+from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace.db import stats
 from ..persistence import rdb
@@ -32,7 +33,6 @@ from ..protocol.resp import OK
 from ..replication import replica
 from ..replication.master import replconf_settings
 from ..util import parse_int
-from . import command
 
 _NOT_INT = RedisError("ERR value is not an integer or out of range")
 

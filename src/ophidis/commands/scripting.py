@@ -4,23 +4,25 @@ The Lua engines live in ``ophidis.scripting.engine``.  Server attributes used:
 
 * ``server.lua_scripts``: sha (lowercase hex bytes) -> ``Script``;
   ``server.cached_scripts`` is its size (INFO's number_of_cached_scripts).
-* ``server.functions``: the ``Functions`` registry; each ``Library`` keeps
-  its full code string (``code``) so that RDB/AOF can store libraries and
-  load them back with ``functions_load(server, code, replace)``.
+* ``server.functions``: the ``Functions`` registry (scripting/functions.py).
+
+A script's shebang and its declared flags: scripting/flags.py.
 """
 
 from __future__ import annotations
 
 from .. import compiled, log
 from ..cluster.slots import key_hash_slot
+from ..cmdtable.registry import TABLE, command
 from ..errors import NOSCRIPT, RedisError
 from ..persistence import child as child_mod
 from ..persistence.rdb import NotAFunction, RdbError, functions_payload, load_functions_payload, verify_payload
-from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple, split_args
+from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple
 from ..scripting import engine as lua_mod
-from ..scripting.ldb import Ldb
+from ..scripting.flags import extract_shebang
+from ..scripting.functions import Functions
+from ..scripting.ldb import LDB_CHILDREN, Ldb
 from ..util import parse_int, stringmatch
-from . import SCRIPT_CALLS, TABLE, command
 
 SCRIPT_FLAGS = lua_mod.SCRIPT_FLAGS
 _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
@@ -28,16 +30,14 @@ _UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands agai
                "using the SHUTDOWN NOSAVE command.")
 
 
-# Script's and Function's fields are C fields of the compiled layer's bases
-# when it is built (its EVALSHA and FCALL read them), slots otherwise.
-# (one field list each: scripting/_bridge.pxd)
+# Script's fields are C fields of the compiled layer's base when it is
+# built (its EVALSHA reads them), slots otherwise (Function's:
+# scripting/functions.py). (one field list each: scripting/_bridge.pxd)
 _bridge = lua_mod._bridge
 if _bridge is not None:
     _ScriptBase, _SCRIPT_SLOTS = _bridge.ScriptCore, ()
-    _FunctionBase, _FUNCTION_SLOTS = _bridge.FunctionCore, ()
 else:
     _ScriptBase, _SCRIPT_SLOTS = object, compiled.fields("scripting/_bridge.pxd", "ScriptCore")
-    _FunctionBase, _FUNCTION_SLOTS = object, compiled.fields("scripting/_bridge.pxd", "FunctionCore")
 
 
 class Script(_ScriptBase):
@@ -81,106 +81,6 @@ def _help(name, lines):
     lines = ["%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % name] + lines + [
         "HELP", "    Prints this help."]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
-
-
-# -- shebang / flags --------------------------------------------------------------------------
-
-def extract_shebang(body: bytes):
-    """Returns (flags, compat_mode, shebang_len); raises RedisError."""
-    if not body.startswith(b"#!"):
-        return [], True, 0
-    end = body.find(b"\n")
-    if end < 0:
-        raise RedisError("ERR Invalid script shebang")
-    parts = split_args(body[:end])
-    if not parts:
-        raise RedisError("ERR Invalid engine in script shebang")
-    if parts[0] != b"#!lua":
-        raise RedisError(b"ERR Unexpected engine in script shebang: " + parts[0])
-    flags = []
-    for p in parts[1:]:
-        if p.startswith(b"flags="):
-            v = p[6:]
-            for f in (v.split(b",") if v else []):
-                name = f.decode("latin-1")
-                if name not in SCRIPT_FLAGS:
-                    raise RedisError(b"ERR Unexpected flag in script shebang: " + f)
-                flags.append(name)
-        else:
-            raise RedisError(b"ERR Unknown lua shebang option: " + p)
-    return flags, False, end
-
-
-class CmdFlags:
-    """The flags processCommand reads when they are not the command's own
-    (getCommandFlags): a script call that declares its flags, or EXEC's
-    queued commands together (multi.c's mstate flags)."""
-
-    __slots__ = ("write", "denyoom", "stale", "may_replicate")
-
-    def __init__(self, write, denyoom, stale, may_replicate):
-        self.write = write
-        self.denyoom = denyoom
-        self.stale = stale
-        self.may_replicate = may_replicate
-
-
-
-
-def _declared_flags(srv, name: str, argv):
-    """The flags EVAL / EVALSHA / FCALL (and their _RO forms) argv's script
-    declares (a shebang, a function), or None when the command's own flags
-    apply (no shebang, a script not found, a malformed shebang)."""
-    if len(argv) < 2:
-        return None
-    try:
-        if name in ("eval", "eval_ro"):
-            s = srv.lua_scripts.get(lua_mod.sha1hex(argv[1]))
-            flags, compat = (s.flags, s.compat) if s is not None else extract_shebang(argv[1])[:2]
-        elif name in ("evalsha", "evalsha_ro"):
-            if len(argv[1]) != 40:
-                return None
-            s = srv.lua_scripts.get(argv[1].lower())
-            if s is None:
-                return None
-            flags, compat = s.flags, s.compat
-        else:
-            f = srv.functions.functions.get(argv[1].lower())
-            if f is None:
-                return None
-            flags, compat = f.flags, False
-    except (RedisError, UnicodeDecodeError):
-        return None
-    return None if compat else flags
-
-
-def command_flags(srv, cmd, argv):
-    """getCommandFlags: ``cmd`` itself (its write / denyoom / stale /
-    may_replicate attributes) or, for a script call whose script declares
-    flags, a CmdFlags of scriptFlagsToCmdFlags: write unless no-writes,
-    deny-oom unless allow-oom or no-writes, stale only with allow-stale,
-    never may-replicate."""
-    if cmd.name not in SCRIPT_CALLS:
-        return cmd
-    flags = _declared_flags(srv, cmd.name, argv)
-    if flags is None:
-        return cmd
-    nw = "no-writes" in flags
-    return CmdFlags(not nw, not (nw or "allow-oom" in flags), "allow-stale" in flags, False)
-
-
-def exec_flags(srv, cmd, queued) -> CmdFlags:
-    """EXEC's flags with its queued commands': any write, deny-oom or
-    may-replicate one counts; stale only if all are."""
-    write = denyoom = mayrep = False
-    stale = cmd.stale
-    for qc, qargv in queued:
-        f = command_flags(srv, qc, qargv)
-        write = write or f.write
-        denyoom = denyoom or f.denyoom
-        mayrep = mayrep or f.may_replicate
-        stale = stale and f.stale
-    return CmdFlags(write, denyoom or cmd.denyoom, stale, mayrep or cmd.may_replicate)
 
 
 def create_script(srv, body: bytes) -> Script:
@@ -303,9 +203,6 @@ def _eval_run(c, argv, evalsha: bool, ro: bool):
 
 # -- the Lua debugger (SCRIPT DEBUG YES|SYNC; scripting/ldb.py) ---------------------------
 
-LDB_CHILDREN: list = []      # the forked debugging sessions still running (ldb.children)
-
-
 def _eval_debugging(c, argv, ro: bool):
     """evalGenericCommandWithDebugging: SYNC debugs here, the server
     blocked; YES forks a child that debugs, and this side drops the client."""
@@ -347,13 +244,6 @@ def _debug_run(c, argv, ro: bool, forked: bool) -> bytes:
     ldb.log(b"<endsession>")
     ldb.send()
     return reply
-
-
-def reap_ldb_children():
-    """Cron: reap the forked debugging sessions that ended."""
-    for ch in LDB_CHILDREN[:]:
-        if ch.poll() is not None:
-            LDB_CHILDREN.remove(ch)
 
 
 @command("eval", propagate=False)
@@ -469,161 +359,6 @@ def script_help(c, argv):
 
 
 # -- functions ----------------------------------------------------------------------------------
-
-_BAD_NAME = ("ERR Library names can only contain letters, numbers, or underscores(_) and must be "
-             "at least one character long")
-
-
-class Function(_FunctionBase):
-    __slots__ = _FUNCTION_SLOTS
-
-    def __init__(self, name, lib, fn, desc, flags):
-        self.name = name
-        self.lib = lib
-        self.fn = fn
-        self.desc = desc
-        self.flags = flags
-
-
-class Library:
-    __slots__ = ("name", "engine", "code", "functions")
-
-    def __init__(self, name, engine, code):
-        self.name = name
-        self.engine = engine
-        self.code = code
-        self.functions = {}
-
-
-class Functions:
-    """The libraries registry (functions.c's functionsLibCtx).
-
-    Every server has one (``server.functions``, installed at start); its Lua
-    state is only created when a library is first loaded or called.
-    """
-
-    def __init__(self, srv):
-        self.server = srv
-        self._engine = None
-        self.libraries: dict = {}
-        self.functions: dict = {}
-        srv.cron_hooks.append(reap_ldb_children)    # (EVAL's debugging sessions)
-
-    @property
-    def engine(self) -> lua_mod.LuaEngine:
-        e = self._engine
-        if e is None:
-            e = self._engine = self.server.lua_functions = lua_mod.LuaEngine(self.server, "function")
-        return e
-
-    @engine.setter
-    def engine(self, e):
-        self._engine = e
-
-    def clear(self):
-        self.libraries = {}
-        self.functions = {}
-
-    # -- persistence interface (RDB FUNCTION2 records) --
-
-    def rdb_codes(self) -> list:
-        """The code of every library, as RDB files store them."""
-        return [lib.code for lib in self.libraries.values()]
-
-    def rdb_load(self, codes, replace: bool = False):
-        """Create the libraries of an RDB file (no load timeout, as in Redis);
-        ``replace`` lets a library replace one of the same name (DEBUG
-        RELOAD MERGE).  Raises RedisError on a library that cannot load."""
-        for code in codes:
-            self.create(code, replace, timeout=0)
-
-    def _unlink(self, lib):
-        for fname in lib.functions:
-            self.functions.pop(fname.lower(), None)
-        self.libraries.pop(lib.name, None)
-
-    def _link(self, lib):
-        self.libraries[lib.name] = lib
-        # Function names are case-insensitive (FCALL TEST finds "test").
-        for fname, f in lib.functions.items():
-            self.functions[fname.lower()] = f
-
-    @staticmethod
-    def metadata(code: bytes):
-        if not code.startswith(b"#!"):
-            raise RedisError("ERR Missing library metadata")
-        end = code.find(b"\n")
-        if end < 0:
-            raise RedisError("ERR Invalid library metadata")
-        parts = split_args(code[:end])
-        if not parts:
-            raise RedisError("ERR Invalid library metadata")
-        engine = parts[0][2:]
-        name = None
-        for p in parts[1:]:
-            if p[:5].lower() == b"name=":
-                if name is not None:
-                    raise RedisError("ERR Invalid metadata value, name argument was given multiple times")
-                name = p[5:]
-                continue
-            raise RedisError(b"ERR Invalid metadata value given: " + p)
-        if name is None:
-            raise RedisError("ERR Library name was not given")
-        return name, engine, code[end:]
-
-    def create(self, code: bytes, replace: bool, timeout=lua_mod.LOAD_TIMEOUT) -> bytes:
-        name, engine, body = self.metadata(code)
-        if not lua_mod._valid_name(name):
-            raise RedisError(_BAD_NAME)
-        if engine.upper() != b"LUA":
-            raise RedisError(b"ERR Engine '" + engine + b"' not found")
-        old = self.libraries.get(name)
-        if old is not None and not replace:
-            raise RedisError(b"ERR Library '" + name + b"' already exists")
-        if old is not None:
-            self._unlink(old)
-        try:
-            lib = self._build(name, code, body, timeout)
-            for fname in lib.functions:
-                if fname.lower() in self.functions:
-                    raise RedisError(b"ERR Function " + fname + b" already exists")
-        except BaseException:
-            if old is not None:
-                self._link(old)
-            raise
-        self._link(lib)
-        return name
-
-    def _build(self, name, code, body, timeout):
-        eng = self.engine
-        import time as _time
-        eng.registering = {}
-        eng.load_deadline = _time.monotonic() + timeout if timeout else None
-        try:
-            r = eng.h[b"load_library"](body)
-        finally:
-            reg = eng.registering
-            eng.registering = None
-            eng.load_deadline = None
-        if r.__class__ is tuple and not r[0]:
-            kind, msg = r[1], r[2] if len(r) > 2 else None
-            if msg is None:
-                msg = b"ERR (null)"
-            if kind == b"compile":
-                raise RedisError(b"ERR Error compiling function: " + msg)
-            raise RedisError(b"ERR Error registering functions: " + msg)
-        if not reg:
-            raise RedisError("ERR No functions registered")
-        lib = Library(name, b"LUA", code)
-        for fname, (fn, desc, flags) in reg.items():
-            lib.functions[fname] = Function(fname, lib, fn, desc, flags)
-        return lib
-
-
-def functions_load(srv, code: bytes, replace: bool = False) -> bytes:
-    """Load a library (FUNCTION LOAD, RDB and AOF loading); raises RedisError."""
-    return srv.functions.create(code, replace)
-
 
 def _fcall(c, argv, ro):
     srv = c.server

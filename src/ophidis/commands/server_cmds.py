@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from .. import log
+from ..cmdtable.registry import ALL, REDACTED, command
 from ..config import ConfigError
 from ..config.table import DIRECTIVES
 from ..errors import LOADING, SYNTAX, RedisError
@@ -14,7 +15,6 @@ from ..keyspace.watch import touch_all_watched_in_db
 from ..protocol.resp import OK, bulk, bulk_array, integer, map_header, simple
 from ..replication.propagate import force_propagation
 from ..util import parse_int
-from . import ALL, REDACTED, command
 
 
 def _flush_flags(argv, srv=None):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR
@@ -21,7 +22,6 @@ from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member,
                                 remove_members, scan_step)
 from ..util import LLONG_MAX, compile_glob, parse_int, parse_range_long, try_int
-from . import command
 from .hashes import EMPTY_SCAN, chunked_reply, random_picker, random_unique
 from .keys import parse_scan_cursor, parse_scan_options
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cmp_to_key
 
 from ..acl.check import check_unrestricted_keys
+from ..cmdtable.registry import ALL, command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready, type_name
@@ -17,7 +18,6 @@ from ..protocol.resp import ZERO, integer
 from ..types.containers import ListValue
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from . import ALL, command
 from .numparse import sort_strtod
 
 SCORE_ERR = RedisError("ERR One or more scores can't be converted into double")

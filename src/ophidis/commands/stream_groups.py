@@ -4,6 +4,7 @@ commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
 
 from __future__ import annotations
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import mstime, signal_key_ready
@@ -11,7 +12,6 @@ from ..protocol.resp import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
 from ..replication.propagate import propagating
 from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
 from ..util import parse_int
-from . import command
 from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, check_stream,
                       create_consumer, entries_reply, entry_reply, help_reply, id_reply, parse_id,
                       parse_interval, propagate_ops, range_args, setid_op, xclaim_op)

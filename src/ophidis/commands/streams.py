@@ -20,6 +20,7 @@ with -UNBLOCKED, and XGROUP DESTROY with -NOGROUP, as in Redis.
 
 from __future__ import annotations
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
@@ -28,7 +29,6 @@ from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, bulk_items, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, StreamValue, id_bytes
 from ..util import parse_int
-from . import command
 
 _STREAM = notify.STREAM
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 
+from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..keyspace import db as _dbm
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, EmbStr, check_string, stats
 from ..protocol.resp import NULL3, NULL_BULK, OK, ONE, ZERO, bulk_array, integer
 from ..util import LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld, try_int
-from . import command
 
 _time = time.time
 _STRING = notify.STRING

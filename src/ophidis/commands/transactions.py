@@ -16,10 +16,10 @@ import time
 
 from ..acl.check import DENIED_CMD, check_command, exec_noperm_text
 from ..acl.log import CTX_MULTI
+from ..cmdtable.registry import command
 from ..errors import EXECABORT, RedisError
-from ..keyspace.watch import logically_expired, unwatch_all, watch_key
+from ..keyspace.watch import discard_transaction, logically_expired, unwatch_all, watch_key
 from ..protocol.resp import OK
-from . import command
 
 
 @command("multi", flags=("no_queue",), propagate=False)
@@ -30,14 +30,6 @@ def multi(c, argv):
     c.multi_error = False
     c.update_slow()
     return OK
-
-
-def discard_transaction(c):
-    c.multi = None
-    c.multi_error = False
-    c.dirty_cas = False
-    unwatch_all(c)
-    c.update_slow()
 
 
 @command("discard", flags=("no_queue", "ends_multi"), propagate=False)

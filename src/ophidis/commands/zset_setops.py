@@ -4,6 +4,7 @@ commands are in zsets.py."""
 
 from __future__ import annotations
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR
@@ -11,7 +12,6 @@ from ..protocol.resp import ZERO, integer
 from ..types.containers import SetValue
 from ..types.zset import ZSetValue
 from ..util import parse_int
-from . import command
 from .numparse import string2d
 from .zsets import finish_store_result, reply_pairs, store_result
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from itertools import islice
 
+from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
@@ -20,7 +21,6 @@ from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.zset import ZSetValue
 from ..util import compile_glob, parse_int
-from . import command
 from .hashes import chunked_reply
 from .keys import parse_scan_cursor, parse_scan_options
 from .numparse import range_strtod, string2d

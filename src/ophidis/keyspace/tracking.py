@@ -17,14 +17,14 @@ written (Redis's pending key invalidations), so they never interleave with
 a reply.
 
 While at least one client tracks, every command is wrapped (see
-``commands.rewrap``): nothing runs per command otherwise.
+``cmdtable.registry.rewrap``): nothing runs per command otherwise.
 """
 
 from __future__ import annotations
 
 from itertools import islice
 
-from .. import commands as _commands
+from ..cmdtable.registry import WRAPPERS, rewrap
 from ..memory.sizes import keys_of
 
 INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
@@ -61,7 +61,7 @@ class Tracking:
         self.max_keys = srv.config["tracking-table-max-keys"]
         srv.cron_hooks.append(self.cron)
         srv.config.on_change("tracking-table-max-keys", self._set_max)
-        _commands.WRAPPERS.append(self)
+        WRAPPERS.append(self)
 
     # -- client state ---------------------------------------------------------------------
     def enable(self, c, st: TrackState, prefixes):
@@ -96,7 +96,7 @@ class Tracking:
         on = self.nclients > 0
         if on != self.wrap_active:
             self.wrap_active = on
-            _commands.rewrap()
+            rewrap()
 
     # -- the per-command wrapper ------------------------------------------------------------
     def wrap(self, cmd, proc):

@@ -1,7 +1,9 @@
 """WATCH bookkeeping (multi.c's watch side): which clients watch which
-keys, and dirtying them when the keyspace changes under them.  The
-commands (WATCH, UNWATCH, EXEC's check) live in commands/transactions.py;
-the keyspace (db.py) calls ``touch_all_watched_in_db`` on FLUSH/SWAPDB."""
+keys, and dirtying them when the keyspace changes under them; and
+``discard_transaction`` (a client leaves MULTI: its queue and its WATCHes
+dropped), shared by DISCARD, EXEC and the dispatcher.  The commands (MULTI,
+EXEC, DISCARD, WATCH, UNWATCH) live in commands/transactions.py; the
+keyspace (db.py) calls ``touch_all_watched_in_db`` on FLUSH/SWAPDB."""
 
 from __future__ import annotations
 
@@ -57,6 +59,15 @@ def unwatch_all(c):
             if not lst:
                 del db.watched_keys[w.key]
     c.watched = None
+
+
+def discard_transaction(c):
+    """multi.c's discardTransaction."""
+    c.multi = None
+    c.multi_error = False
+    c.dirty_cas = False
+    unwatch_all(c)
+    c.update_slow()
 
 
 def touch_all_watched_in_db(db, other=None):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 
-from .. import commands, log
+from .. import log
+from ..cmdtable.registry import WRAPPERS, rewrap
 from ..keyspace import db as dbm
 from ..keyspace import notify
 from ..protocol.resp import OK
@@ -145,11 +146,11 @@ class Memory(Eviction):
         """While maxmemory is set every command's proc is wrapped: writes
         measure their keys before and after (and evict first when over the
         limit), reads record the access of their keys.  The fast path stays
-        on: the wrappers are the commands (see commands.rewrap)."""
-        if self not in commands.WRAPPERS:
-            commands.WRAPPERS.insert(0, self)    # innermost
+        on: the wrappers are the commands (see cmdtable.registry.rewrap)."""
+        if self not in WRAPPERS:
+            WRAPPERS.insert(0, self)    # innermost
         self.wrap_active = on
-        commands.rewrap()
+        rewrap()
 
     def wrap(self, cmd, proc):
         m = self

@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 from itertools import islice
 
-from ..commands.command_cmd import get_keys, range_last
+from ..cmdtable.keys import get_keys, range_last
 from ..keyspace.db import EmbStr
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue

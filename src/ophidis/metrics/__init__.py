@@ -22,8 +22,7 @@ import asyncio
 import time
 
 from .. import log
-from ..commands.cluster import info_text as cluster_info_text
-from ..commands.info import gen_info
+from ..info import gen_info
 
 try:
     from prometheus_client import exposition
@@ -61,7 +60,7 @@ def snapshot(srv) -> "families.Snapshot":
     last = srv.slowlog[0] if srv.slowlog else None
     return families.Snapshot(
         info=gen_info(srv, [b"all"]),
-        cluster_info=cluster_info_text(srv.cluster) if srv.cluster is not None else "",
+        cluster_info=srv.cluster.info_text() if srv.cluster is not None else "",
         latency_latest=latest,
         slowlog_length=len(srv.slowlog),
         slowlog_last_id=last.id if last is not None else 0,

@@ -4,8 +4,8 @@
 MODULE LOAD / LOADEX / UNLOAD / LIST (commands/module_cmd.py calls it),
 ``loadmodule`` lines (loaded as the server is built, before the ACL users
 and the data files, as Redis's moduleLoadFromQueue), their CONFIG REWRITE
-lines and INFO's module lines.  A module's commands are ``commands.Command``
-objects of the one table (``commands.register`` / ``unregister``); the API a
+lines and INFO's module lines.  A module's commands are ``cmdtable.registry.Command``
+objects of the one table (``cmdtable.registry.register`` / ``unregister``); the API a
 module sees is ``modules/api.py`` (docs/MODULES.md).
 
 Only Python files are loaded: a Redis C module (an ELF shared object), or
@@ -20,8 +20,8 @@ import traceback
 import types
 
 from .. import log
-from ..commands import register, unregister
-from ..commands.command_cmd import forget
+from ..cmdtable.registry import register, unregister
+from ..cmdtable.describe import forget
 from ..protocol.resp import bulk, integer, map_header
 from .api import API_VERSION, ModuleContext
 

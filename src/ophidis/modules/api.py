@@ -25,8 +25,7 @@ from __future__ import annotations
 import time
 
 from .. import log as _log
-from ..commands import Command
-from ..commands.command_cmd import ACL_CATEGORIES
+from ..cmdtable.registry import ACL_CATEGORIES, Command
 from ..errors import NOT_INT, SYNTAX, WRONGTYPE, RedisError
 from ..keyspace import notify
 from ..keyspace.db import check_string, signal_modified

@@ -24,7 +24,7 @@ import hiredis
 from .. import compiled, log
 from ..acl.check import fast_allows
 from ..cluster.slots import key_hash_slot
-from ..commands import TABLE
+from ..cmdtable.registry import TABLE
 from ..errors import RedisError
 from ..keyspace.db import stats
 from ..protocol.reader import PYTHON, RequestReader, ends_with_request, suspicious

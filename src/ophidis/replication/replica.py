@@ -42,8 +42,8 @@ import time
 import hiredis
 
 from .. import crash, log
-from ..commands import lookup_fullname
-from ..commands.command_cmd import get_keys
+from ..cmdtable.registry import lookup_fullname
+from ..cmdtable.keys import get_keys
 from ..keyspace.db import stats
 from ..net.client import Client
 from ..persistence.rdbdecode import LoadAborted

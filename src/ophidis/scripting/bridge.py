@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ..commands import TABLE
+from ..cmdtable.registry import TABLE
 from ..keyspace.db import stats
 
 _LLONG_MIN = -(1 << 63)

@@ -410,3 +410,14 @@ def _human(r: bytes, pos: int, out: list) -> int:
     elif t == 61:                       # = (verbatim: not shown, skipped)
         nxt += int(line) + 2
     return nxt
+
+
+# The forked debugging sessions still running (SCRIPT DEBUG YES; ldb.children).
+LDB_CHILDREN: list = []
+
+
+def reap_ldb_children():
+    """Cron: reap the forked debugging sessions that ended."""
+    for ch in LDB_CHILDREN[:]:
+        if ch.poll() is not None:
+            LDB_CHILDREN.remove(ch)

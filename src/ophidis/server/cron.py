@@ -7,8 +7,8 @@ import asyncio
 import time
 
 from .. import log
+from ..cmdtable.registry import ALL
 from ..crash import watchdog_schedule
-from ..commands import ALL
 from ..keyspace.db import stats
 from ..net import client as client_mod
 

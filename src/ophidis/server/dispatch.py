@@ -13,14 +13,14 @@ from .. import log
 from ..acl.check import DENIED_CMD, check_command, noperm_text
 from ..acl.log import CTX_MULTI, CTX_TOPLEVEL
 from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
-from ..commands import SCRIPT_CALLS, TABLE
-from ..commands.scripting import command_flags, exec_flags
-from ..commands.transactions import discard_transaction
+from ..cmdtable.registry import SCRIPT_CALLS, TABLE
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
 from ..keyspace.db import stats
+from ..keyspace.watch import discard_transaction
 from ..net import client as client_mod
 from ..net.client import Client
 from ..protocol.resp import QUEUED
+from ..scripting.flags import command_flags, exec_flags
 from .clients import is_loopback
 
 READONLY = RedisError("READONLY You can't write against a read only replica.")

@@ -19,11 +19,10 @@ from collections import deque
 
 from .. import compiled, crash, doctor, log, sysinfo
 from ..acl import Acl
+from ..cluster.migrate_sockets import MigrateSockets
 from ..cluster.state import Cluster
-from ..commands import TABLE, load_all, rename_command
-from ..commands.migrate import MigrateSockets
-from ..commands.pubsub import PubSub
-from ..commands.scripting import Functions
+from ..cmdtable.registry import TABLE, rename_command
+from ..commands import load_all
 from ..config import Config, ConfigError
 from ..keyspace import db as db_mod
 from ..keyspace import notify
@@ -39,9 +38,11 @@ from ..net.listeners import Listeners
 from ..net.tls import Tls
 from ..persistence.aof import Aof
 from ..persistence.snapshot import Persistence
+from ..pubsub import PubSub
 from ..replication import replica
 from ..replication.master import ReplFeed
 from ..replication.propagate import Propagator
+from ..scripting.functions import Functions
 from .clients import Clients
 from .cron import Cron
 from .dispatch import Dispatch

@@ -9,7 +9,7 @@ import os
 import time
 
 from ... import log
-from ...commands import lookup
+from ...cmdtable.registry import lookup
 from ...errors import RedisError
 from ...net.client import Client
 from ..rdb import RdbReader, debug_delay

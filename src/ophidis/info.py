@@ -1,0 +1,367 @@
+"""INFO's text (server.c's genRedisInfoString): every section and field that
+redis-cli, redis_exporter and the Redis test suite read, used by the INFO
+command (commands/info.py), crash reports (crash.py) and /metrics
+(metrics/).  Subsystems may add or override sections through ``SECTIONS``
+(name -> fn(server) -> list of "field:value" lines)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+
+from . import sysinfo
+from .cmdtable.registry import ALL
+from .keyspace.db import stats
+from .memory.sizes import STARTUP
+
+SECTIONS = {}
+DEFAULT_SECTIONS = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+                    "modules", "errorstats", "cluster", "keyspace"]
+ALL_SECTIONS = DEFAULT_SECTIONS + ["commandstats", "latencystats"]
+
+
+def human_bytes(n: float) -> str:
+    n = float(n)
+    if n < 1024:
+        return "%dB" % n
+    for unit in ("K", "M", "G", "T", "P"):
+        n /= 1024
+        if n < 1024 or unit == "P":
+            return "%.2f%s" % (n, unit)
+    return "%.2fP" % n
+
+
+def rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def total_system_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+def sec_server(srv):
+    now = time.time()
+    up = int(time.monotonic() - srv.start_monotonic)
+    port = srv.config["port"] or srv.config["tls-port"]
+    return [
+        "redis_version:%s" % sysinfo.REDIS_VERSION,
+        "ophidis_version:%s" % sysinfo.OPHIDIS_VERSION,
+        "redis_git_sha1:%s" % sysinfo.GIT_SHA1,
+        "redis_git_dirty:%d" % sysinfo.GIT_DIRTY,
+        "redis_build_id:%s" % sysinfo.BUILD_ID,
+        "redis_mode:%s" % ("cluster" if srv.config["cluster-enabled"] else "standalone"),
+        "os:%s" % sysinfo.os_string(),
+        "arch_bits:%d" % sysinfo.arch_bits(),
+        "monotonic_clock:POSIX clock_gettime",
+        "multiplexing_api:epoll",
+        "atomicvar_api:c11-builtin",
+        "gcc_version:%s" % sysinfo.GCC_VERSION,
+        "python_version:%s" % sysinfo.python_version(),
+        "process_id:%d" % os.getpid(),
+        "process_supervised:no",
+        "run_id:%s" % srv.run_id,
+        "tcp_port:%d" % port,
+        "server_time_usec:%d" % int(now * 1e6),
+        "uptime_in_seconds:%d" % up,
+        "uptime_in_days:%d" % (up // 86400),
+        "hz:%d" % srv.hz,
+        "configured_hz:%d" % srv.config["hz"],
+        "lru_clock:%d" % (int(now) & ((1 << 24) - 1)),
+        "executable:%s" % srv.executable,
+        "config_file:%s" % (srv.config.config_file or ""),
+        "io_threads_active:0",
+    ] + (["shutdown_in_milliseconds:%d" % max(0, int((srv.shutdown_wait[0] - now) * 1000))]
+         if srv.shutdown_wait is not None else [])
+
+
+def sec_clients(srv):
+    clients = srv.clients.values()
+    blocked = sum(1 for c in clients if c.blocked)
+    # Clients postponed by CLIENT PAUSE count as blocked (BLOCKED_POSTPONE),
+    # though they are in no timeout table.
+    postponed = sum(1 for c in srv.paused_clients if not c.closing)
+    # the largest query and output buffers of the last seconds (cron's
+    # samples) or of now
+    cm = srv.memory.clients
+    cm.refresh()
+    maxin, maxout = cm.recent_peaks()
+    return [
+        # replicas are not counted (Redis: clients minus slaves)
+        "connected_clients:%d" % (len(srv.clients) - len(srv.repl_feed.replicas)),
+        "cluster_connections:%d" % (srv.cluster.connections() if srv.cluster is not None else 0),
+        "maxclients:%d" % srv.maxclients,
+        "client_recent_max_input_buffer:%d" % maxin,
+        "client_recent_max_output_buffer:%d" % maxout,
+        "blocked_clients:%d" % (blocked + postponed),
+        "tracking_clients:%d" % srv.tracking.nclients,
+        "clients_in_timeout_table:%d" % blocked,
+    ]
+
+
+def sec_memory(srv):
+    m = srv.memory
+    used = m.used_memory()      # the clients measured anew
+    rss = rss_bytes()
+    peak = max(srv.used_memory_peak, used)
+    srv.used_memory_peak = peak
+    startup = STARTUP
+    dataset = m.dataset_bytes()
+    overhead = max(0, used - dataset)
+    tsm = total_system_memory()
+    mm = srv.config["maxmemory"]
+    scripts = srv.cached_scripts
+    frag = rss / used if used else 1.0
+    return [
+        "used_memory:%d" % used,
+        "used_memory_human:%s" % human_bytes(used),
+        "used_memory_rss:%d" % rss,
+        "used_memory_rss_human:%s" % human_bytes(rss),
+        "used_memory_peak:%d" % peak,
+        "used_memory_peak_human:%s" % human_bytes(peak),
+        "used_memory_peak_perc:%.2f%%" % (used * 100.0 / peak if peak else 100.0),
+        "used_memory_overhead:%d" % overhead,
+        "used_memory_startup:%d" % startup,
+        "used_memory_dataset:%d" % dataset,
+        "used_memory_dataset_perc:%.2f%%" % (
+            dataset * 100.0 / (used - startup) if used > startup else 0),
+        "allocator_allocated:%d" % used,
+        "allocator_active:%d" % rss,
+        "allocator_resident:%d" % rss,
+        "total_system_memory:%d" % tsm,
+        "total_system_memory_human:%s" % human_bytes(tsm),
+        "used_memory_lua:31744",
+        "used_memory_vm_eval:31744",
+        "used_memory_lua_human:31.00K",
+        "used_memory_scripts_eval:0",
+        "number_of_cached_scripts:%d" % scripts,
+        "number_of_functions:%d" % len(srv.functions.functions),
+        "number_of_libraries:%d" % len(srv.functions.libraries),
+        "used_memory_vm_functions:32768",
+        "used_memory_vm_total:64512",
+        "used_memory_vm_total_human:63.00K",
+        "used_memory_functions:184",
+        "used_memory_scripts:184",
+        "used_memory_scripts_human:184B",
+        "maxmemory:%d" % mm,
+        "maxmemory_human:%s" % human_bytes(mm),
+        "maxmemory_policy:%s" % srv.config["maxmemory-policy"],
+        "allocator_frag_ratio:1.00",
+        "allocator_frag_bytes:0",
+        "allocator_rss_ratio:1.00",
+        "allocator_rss_bytes:0",
+        "rss_overhead_ratio:1.00",
+        "rss_overhead_bytes:0",
+        "mem_fragmentation_ratio:%.2f" % frag,
+        "mem_fragmentation_bytes:%d" % (rss - used),
+        "mem_not_counted_for_evict:%d" % m.not_counted(),
+        "mem_replication_backlog:%d" % srv.repl_feed.backlog_bytes(),
+        "mem_total_replication_buffers:%d" % srv.repl_feed.buffer_bytes(),
+        "mem_clients_slaves:%d" % srv.repl_feed.replicas_share(),
+        "mem_clients_normal:%d" % (m.clients.total - m.clients.totals["slave"]),
+        "mem_cluster_links:0",
+        "mem_aof_buffer:%d" % m.aof_buffer(),
+        "mem_allocator:pymalloc",
+        "active_defrag_running:0",
+        "lazyfree_pending_objects:%d" % srv.lazyfree_pending,
+        "lazyfreed_objects:%d" % srv.lazyfreed_objects,
+    ]
+
+
+def sec_persistence(srv):
+    return srv.persistence.info_lines()
+
+
+def sec_stats(srv):
+    s = stats
+    pubsub = srv.pubsub
+    return [
+        "total_connections_received:%d" % s.connections_received,
+        "total_commands_processed:%d" % srv.total_commands(),
+        "instantaneous_ops_per_sec:%d" % int(srv.instantaneous(srv.ops_samples)),
+        "total_net_input_bytes:%d" % s.net_input_bytes,
+        "total_net_output_bytes:%d" % s.net_output_bytes,
+        "total_net_repl_input_bytes:0",
+        "total_net_repl_output_bytes:0",
+        "instantaneous_input_kbps:%.2f" % (srv.instantaneous(srv.net_in_samples) / 1024),
+        "instantaneous_output_kbps:%.2f" % (srv.instantaneous(srv.net_out_samples) / 1024),
+        "instantaneous_input_repl_kbps:0.00",
+        "instantaneous_output_repl_kbps:0.00",
+        "rejected_connections:%d" % s.rejected_connections,
+        "sync_full:%d" % s.sync_full,
+        "sync_partial_ok:%d" % s.sync_partial_ok,
+        "sync_partial_err:%d" % s.sync_partial_err,
+        "expired_keys:%d" % s.expired_keys,
+        "expired_stale_perc:%.2f" % (s.expired_stale_perc * 100),
+        "expired_time_cap_reached_count:%d" % s.expired_time_cap_reached_count,
+        "expire_cycle_cpu_milliseconds:%d" % s.expire_cycle_cpu_milliseconds,
+        "evicted_keys:%d" % s.evicted_keys,
+        "evicted_clients:%d" % s.evicted_clients,
+        "total_eviction_exceeded_time:0",
+        "current_eviction_exceeded_time:0",
+        "keyspace_hits:%d" % s.keyspace_hits,
+        "keyspace_misses:%d" % s.keyspace_misses,
+        "pubsub_channels:%d" % (pubsub.num_channels() if pubsub is not None else 0),
+        "pubsub_patterns:%d" % (pubsub.num_patterns() if pubsub is not None else 0),
+        "pubsubshard_channels:%d" % (pubsub.num_shard_channels() if pubsub is not None else 0),
+        "latest_fork_usec:%d" % srv.latest_fork_usec,
+        "total_forks:%d" % s.total_forks,
+        "migrate_cached_sockets:%d" % len(srv.migrate_sockets),
+        "slave_expires_tracked_keys:0",
+        "active_defrag_hits:0",
+        "active_defrag_misses:0",
+        "active_defrag_key_hits:0",
+        "active_defrag_key_misses:0",
+        "total_active_defrag_time:0",
+        "current_active_defrag_time:0",
+        "tracking_total_keys:%d" % len(srv.tracking.table),
+        "tracking_total_items:%d" % srv.tracking.items,
+        "tracking_total_prefixes:%d" % len(srv.tracking.prefixes),
+        "unexpected_error_replies:%d" % s.unexpected_error_replies,
+        "total_error_replies:%d" % s.total_error_replies,
+        "dump_payload_sanitizations:%d" % s.dump_payload_sanitizations,
+        "total_reads_processed:%d" % s.total_reads_processed,
+        "total_writes_processed:%d" % s.total_writes_processed,
+        "io_threaded_reads_processed:0",
+        "io_threaded_writes_processed:0",
+        "reply_buffer_shrinks:0",
+        "reply_buffer_expands:0",
+        "client_query_buffer_limit_disconnections:%d" % s.client_qbuf_limit_disconnections,
+        "client_output_buffer_limit_disconnections:%d" % s.client_outbuf_limit_disconnections,
+    ]
+
+
+def sec_replication(srv):
+    link = srv.replica_link
+    return link.info() if link is not None else srv.repl_feed.info()
+
+
+def sec_cpu(srv):
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [
+        "used_cpu_sys:%.6f" % ru.ru_stime,
+        "used_cpu_user:%.6f" % ru.ru_utime,
+        "used_cpu_sys_children:%.6f" % ch.ru_stime,
+        "used_cpu_user_children:%.6f" % ch.ru_utime,
+        "used_cpu_sys_main_thread:%.6f" % ru.ru_stime,
+        "used_cpu_user_main_thread:%.6f" % ru.ru_utime,
+    ]
+
+
+def sec_modules(srv):
+    return srv.modules.info_lines()
+
+
+def sec_errorstats(srv):
+    return ["errorstat_%s:count=%d" % (k, v) for k, v in sorted(stats.errorstats.items())]
+
+
+def sec_cluster(srv):
+    return ["cluster_enabled:%d" % int(srv.config["cluster-enabled"])]
+
+
+def sec_keyspace(srv):
+    out = []
+    for db in srv.dbs:
+        n = len(db.d)
+        if n:
+            out.append("db%d:keys=%d,expires=%d,avg_ttl=%d" % (db.id, n, len(db.expires), db.avg_ttl))
+    return out
+
+
+def sec_commandstats(srv):
+    out = []
+    for name in sorted(ALL):
+        cmd = ALL[name]
+        if cmd.calls or cmd.rejected_calls or cmd.failed_calls:
+            usec = int(cmd.usec * 1e6)
+            out.append("cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d" % (
+                name, cmd.calls, usec, usec / cmd.calls if cmd.calls else 0.0,
+                cmd.rejected_calls, cmd.failed_calls))
+    return out
+
+
+def percentile_usec(hist, p: float) -> float:
+    """Upper bound (usec) of the bucket holding percentile p (0..100)."""
+    total = sum(hist)
+    if not total:
+        return 0.0
+    want = total * p / 100.0
+    cum = 0
+    for k, n in enumerate(hist):
+        cum += n
+        if n and cum >= want:
+            return (1024 << k) / 1000.0
+    return (1024 << (len(hist) - 1)) / 1000.0
+
+
+def latencystats_lines(srv):
+    """INFO latencystats lines from the per-command histograms."""
+    pcts = srv.config["latency-tracking-info-percentiles"] or []
+    out = []
+    for name in sorted(ALL):
+        cmd = ALL[name]
+        if not any(cmd.hist):
+            continue
+        parts = []
+        for p in pcts:
+            label = ("%f" % p).rstrip("0").rstrip(".")
+            parts.append("p%s=%.3f" % (label, percentile_usec(cmd.hist, p)))
+        out.append("latency_percentiles_usec_%s:%s" % (name, ",".join(parts)))
+    return out
+
+
+def sec_latencystats(srv):
+    # the section is empty while latency-tracking is off, as in Redis (the
+    # histograms are kept)
+    if srv.config["latency-tracking"]:
+        return latencystats_lines(srv)
+    return []
+
+
+SECTIONS.update({
+    "server": sec_server, "clients": sec_clients, "memory": sec_memory,
+    "persistence": sec_persistence, "stats": sec_stats, "replication": sec_replication,
+    "cpu": sec_cpu, "modules": sec_modules, "errorstats": sec_errorstats,
+    "cluster": sec_cluster, "keyspace": sec_keyspace, "commandstats": sec_commandstats,
+    "latencystats": sec_latencystats,
+})
+
+_TITLES = {"cpu": "CPU", "errorstats": "Errorstats", "commandstats": "Commandstats",
+           "latencystats": "Latencystats"}
+
+
+def gen_info(srv, args) -> str:
+    names = [a.decode("utf-8", "replace").lower() for a in args]
+    if not names or names == ["default"]:
+        want = list(DEFAULT_SECTIONS)
+    else:
+        want = []
+        for n in names:
+            if n == "all":
+                want += [s for s in ALL_SECTIONS if s not in want]
+            elif n == "everything":
+                want += [s for s in ALL_SECTIONS if s not in want]
+            elif n == "default":
+                want += [s for s in DEFAULT_SECTIONS if s not in want]
+            elif n == "module_list":      # Redis's name of the Modules section
+                if "modules" not in want:
+                    want.append("modules")
+            elif n in SECTIONS and n not in want:
+                want.append(n)
+        order = {s: i for i, s in enumerate(ALL_SECTIONS)}
+        want.sort(key=lambda s: order.get(s, 99))
+    parts = []
+    for s in want:
+        lines = SECTIONS[s](srv)
+        title = _TITLES.get(s, s.capitalize())
+        parts.append("# %s\r\n%s" % (title, "".join(l + "\r\n" for l in lines)))
+    return "\r\n".join(parts)
