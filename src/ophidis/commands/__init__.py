@@ -14,11 +14,6 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-# The compiled layer still reads the table from here (net/_client.pyx and
-# scripting/_bridge.pyx: ``from ..commands import TABLE``); this goes once
-# they import it from cmdtable.registry.
-from ..cmdtable.registry import TABLE  # noqa: F401
-
 _loaded = False
 
 

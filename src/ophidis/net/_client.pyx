@@ -30,7 +30,7 @@ from ophidis.protocol._reader cimport ReadFeed, _plain_lines, _read_feed
 from ophidis.protocol._reader import ends_with_request
 from ophidis.server._core cimport ServerCore
 
-from ..commands import TABLE as _TABLE
+from ..cmdtable.registry import TABLE as _TABLE
 from ..errors import RedisError
 from ..keyspace.db import stats as _stats
 

@@ -27,7 +27,7 @@ from ophidis.server._core cimport ServerCore
 
 from time import time as _time_time
 
-from ..commands import TABLE
+from ..cmdtable.registry import TABLE
 from ..errors import OOM, RedisError
 from ..keyspace import db as _db_mod
 from .bridge import reply_value, resp_int, script_call
