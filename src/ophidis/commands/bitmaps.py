@@ -13,7 +13,6 @@ import re
 
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR, EmbStr
 from ..protocol.resp import MINUS_ONE, ONE, ZERO, integer
 from ..util import parse_int
 from . import command
@@ -27,10 +26,6 @@ _NONFF = re.compile(rb"[^\xff]")
 
 _STRING = notify.STRING
 _GENERIC = notify.GENERIC
-
-
-def _is_str(v):
-    return v.__class__ is bytes or v.__class__ is bytearray or v.__class__ is EmbStr
 
 
 def _string2ll(b):
@@ -65,13 +60,11 @@ def _string_for_write(c, key, maxbit):
     zero-padded as needed.  Returns (buffer, grown)."""
     db = c.db
     need = (maxbit >> 3) + 1
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, bytes)
     if v is None:
         buf = bytearray(need)
         db.add(key, buf)
         return buf, True
-    if not _is_str(v):
-        raise WRONGTYPE_ERR
     if v.__class__ is not bytearray:
         v = bytearray(v)
         db.d[key] = v
@@ -107,11 +100,9 @@ def setbit(c, argv):
 @command("getbit")
 def getbit(c, argv):
     off = bit_offset(c, argv[2])
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], bytes)
     if v is None:
         return ZERO
-    if not _is_str(v):
-        raise WRONGTYPE_ERR
     byte = off >> 3
     if byte < len(v) and v[byte] & (0x80 >> (off & 7)):
         return ONE
@@ -127,11 +118,9 @@ def _popcount(v, start, end) -> int:
 
 @command("bitcount")
 def bitcount(c, argv):
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], bytes)
     if v is None:
         return ZERO
-    if not _is_str(v):
-        raise WRONGTYPE_ERR
     n = len(argv)
     strlen = len(v)
     if n == 2:
@@ -199,11 +188,9 @@ def bitpos(c, argv):
     bit = parse_int(argv[2])
     if bit != 0 and bit != 1:
         raise RedisError("ERR The bit argument must be 1 or 0.")
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], bytes)
     if v is None:
         return MINUS_ONE if bit else ZERO
-    if not _is_str(v):
-        raise WRONGTYPE_ERR
     n = len(argv)
     strlen = len(v)
     end_given = False
@@ -261,12 +248,10 @@ def bitop(c, argv):
     db = c.db
     srcs = []
     for key in argv[3:]:
-        v = db.lookup_read(key)
+        v = db.lookup_read_typed(key, bytes)
         if v is None:
             srcs.append(b"")
             continue
-        if not _is_str(v):
-            raise WRONGTYPE_ERR
         srcs.append(v)
     maxlen = max(len(s) for s in srcs)
     target = argv[2]
@@ -433,9 +418,7 @@ def _bitfield(c, argv, readonly_cmd):
     key = argv[1]
     db = c.db
     if readonly:
-        buf = db.lookup_read(key)
-        if buf is not None and not _is_str(buf):
-            raise WRONGTYPE_ERR
+        buf = db.lookup_read_typed(key, bytes)
         grown = False
     else:
         if readonly_cmd:

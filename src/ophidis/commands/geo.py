@@ -16,7 +16,7 @@ import re
 
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
+from ..keyspace.db import signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types import geohash as gh
@@ -87,13 +87,6 @@ def _member_pos(z, member):
     if s is None:
         raise NO_MEMBER
     return gh.decode_score(s)
-
-
-def _zset_read(c, key):
-    z = c.db.lookup_read(key)
-    if z is not None and z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
-    return z
 
 
 # ---------------------------------------------------------------------------
@@ -197,9 +190,7 @@ def _zadd_pairs(c, key, pairs, nx, xx, ch):
     """ZADD key [NX|XX] [CH] score member ... with parsed scores (the path
     of zsets' ZADD, applied in bulk to the ordered index)."""
     db = c.db
-    z = db.lookup_write(key)
-    if z is not None and z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
+    z = db.lookup_write_typed(key, ZSetValue)
     cfg = c.server.config.values
     entries = cfg["zset-max-listpack-entries"]
     maxval = cfg["zset-max-listpack-value"]
@@ -253,7 +244,7 @@ def _zadd_pairs(c, key, pairs, nx, xx, ch):
 # ---------------------------------------------------------------------------
 @command("geopos")
 def geopos(c, argv):
-    z = _zset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     d = z.dict if z is not None else {}
     out = [b"*%d\r\n" % (len(argv) - 2)]
     for m in argv[2:]:
@@ -268,7 +259,7 @@ def geopos(c, argv):
 
 @command("geohash")
 def geohash(c, argv):
-    z = _zset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     d = z.dict if z is not None else {}
     out = [b"*%d\r\n" % (len(argv) - 2)]
     for m in argv[2:]:
@@ -289,7 +280,7 @@ def geodist(c, argv):
         to_meter = _unit(argv[4])
     elif n > 5:
         raise SYNTAX
-    z = _zset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return c.null
     s1 = z.dict.get(argv[2])
@@ -446,9 +437,7 @@ def _pqsort(a, base, n, cmp, lo, hi):
 
 def _georadius(c, argv, src_idx, flags):
     db = c.db
-    z = db.lookup_read(argv[src_idx])
-    if z is not None and z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
+    z = db.lookup_read_typed(argv[src_idx], ZSetValue)
     storekey = None
     storedist = False
     shape = gh.Shape()

@@ -14,7 +14,6 @@ import random
 
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR
 from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import SMALL_RANDOM, HashValue, aux_added, random_member, remove_members, scan_step
@@ -32,20 +31,6 @@ _NOT_INT_FIELD = RedisError("ERR hash value is not an integer")
 
 def _bulks(items) -> bytes:
     return b"".join([b"$%d\r\n%s\r\n" % (len(x), x) for x in items])
-
-
-def _read(c, key):
-    h = c.db.lookup_read(key)
-    if h is not None and h.__class__ is not HashValue:
-        raise WRONGTYPE_ERR
-    return h
-
-
-def _write(c, key):
-    h = c.db.lookup_write(key)
-    if h is not None and h.__class__ is not HashValue:
-        raise WRONGTYPE_ERR
-    return h
 
 
 def _set_fields(c, h, argv, start):
@@ -101,7 +86,7 @@ def _hset_generic(c, argv, name):
         raise RedisError("ERR wrong number of arguments for '%s' command" % name)
     db = c.db
     key = argv[1]
-    h = _write(c, key)
+    h = db.lookup_write_typed(key, HashValue)
     if h is None:
         h = HashValue()
         db.add(key, h)
@@ -121,12 +106,10 @@ def hset(c, argv):
     # HSET key field value: the common case, inlined.
     db = c.db
     key = argv[1]
-    h = db.lookup_write(key)
+    h = db.lookup_write_typed(key, HashValue)
     if h is None:
         h = HashValue()
         db.add(key, h)
-    elif h.__class__ is not HashValue:
-        raise WRONGTYPE_ERR
     elif db.watched_keys:
         db.signal(key)
     f = argv[2]
@@ -163,7 +146,7 @@ def hmset(c, argv):
 def hsetnx(c, argv):
     db = c.db
     key = argv[1]
-    h = _write(c, key)
+    h = db.lookup_write_typed(key, HashValue)
     if h is None:
         h = HashValue()
         db.add(key, h)
@@ -178,11 +161,9 @@ def hsetnx(c, argv):
 
 @command("hget")
 def hget(c, argv):
-    h = c.db.lookup_read(argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return c.null
-    if h.__class__ is not HashValue:
-        raise WRONGTYPE_ERR
     v = h.get(argv[2])
     if v is None:
         return c.null
@@ -191,7 +172,7 @@ def hget(c, argv):
 
 @command("hmget")
 def hmget(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     null = c.null
     out = [b"*%d\r\n" % (len(argv) - 2)]
     ap = out.append
@@ -205,7 +186,7 @@ def hmget(c, argv):
 @command("hdel")
 def hdel(c, argv):
     key = argv[1]
-    h = _write(c, key)
+    h = c.db.lookup_write_typed(key, HashValue)
     if h is None:
         return ZERO
     return integer(remove_members(c, key, h, argv[2:], h.__delitem__, _HASH, b"hdel"))
@@ -213,13 +194,13 @@ def hdel(c, argv):
 
 @command("hlen")
 def hlen(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     return ZERO if h is None else integer(len(h))
 
 
 @command("hstrlen")
 def hstrlen(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return ZERO
     v = h.get(argv[2])
@@ -228,13 +209,13 @@ def hstrlen(c, argv):
 
 @command("hexists")
 def hexists(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     return ONE if h is not None and argv[2] in h else ZERO
 
 
 @command("hkeys")
 def hkeys(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return b"*0\r\n"
     return b"*%d\r\n" % len(h) + _bulks(h)
@@ -242,7 +223,7 @@ def hkeys(c, argv):
 
 @command("hvals")
 def hvals(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return b"*0\r\n"
     return b"*%d\r\n" % len(h) + _bulks(h.values())
@@ -254,7 +235,7 @@ def _map_header(c, n):
 
 @command("hgetall")
 def hgetall(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return _map_header(c, 0)
     return _map_header(c, len(h)) + b"".join(
@@ -267,7 +248,7 @@ def hincrby(c, argv):
     db = c.db
     key = argv[1]
     field = argv[2]
-    h = _write(c, key)
+    h = db.lookup_write_typed(key, HashValue)
     if h is not None:
         cur = h.get(field)
         if cur is not None:
@@ -300,7 +281,7 @@ def hincrbyfloat(c, argv):
     db = c.db
     key = argv[1]
     field = argv[2]
-    h = _write(c, key)
+    h = db.lookup_write_typed(key, HashValue)
     cur = h.get(field) if h is not None else None
     value = parse_ld(cur, _NOT_FLOAT_FIELD) if cur is not None else 0
     value = ld_add(value, incr)
@@ -395,7 +376,7 @@ def hrandfield(c, argv):
             withvalues = True
             if l < -_LONG_MAX_HALF or l > _LONG_MAX_HALF:
                 raise RedisError("ERR value is out of range")
-        h = _read(c, argv[1])
+        h = c.db.lookup_read_typed(argv[1], HashValue)
         if h is None or l == 0:
             return b"*0\r\n"
         if l < 0 or l == 1:
@@ -411,7 +392,7 @@ def hrandfield(c, argv):
         else:
             fields = random_unique(h, l)
         return _header(c, len(fields), withvalues) + _pairs_reply(c, h, fields, withvalues)
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return c.null
     f = random_member(h)
@@ -421,7 +402,7 @@ def hrandfield(c, argv):
 @command("hscan")
 def hscan(c, argv):
     cursor = parse_scan_cursor(argv[2])
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return EMPTY_SCAN
     count, pattern, _ = parse_scan_options(argv, 3, False)

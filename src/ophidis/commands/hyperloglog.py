@@ -17,7 +17,6 @@ import re
 
 from ..errors import RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR, EmbStr
 from ..protocol.resp import OK, ONE, ZERO, integer
 from ..types import hll
 from . import command
@@ -28,10 +27,7 @@ INVALID = RedisError("INVALIDOBJ Corrupted HLL object detected")
 
 
 def _check(v):
-    """isHLLObjectOrReply."""
-    cls = v.__class__
-    if cls is not bytes and cls is not bytearray and cls is not EmbStr:
-        raise WRONGTYPE_ERR
+    """isHLLObjectOrReply, for a string (the typed lookup checked the type)."""
     if not hll.valid_header(v):
         raise NOT_HLL
 
@@ -131,7 +127,7 @@ def _add_sparse(c, v, sp, pairs):
 def pfadd(c, argv):
     db = c.db
     key = argv[1]
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, bytes)
     updated = 0
     if v is None:
         v = hll.new_sparse()
@@ -184,7 +180,7 @@ def pfcount(c, argv):
     if len(argv) > 2:
         regs = None
         for key in argv[1:]:
-            v = db.lookup_read(key)
+            v = db.lookup_read_typed(key, bytes)
             if v is None:
                 continue
             _check(v)
@@ -194,7 +190,7 @@ def pfcount(c, argv):
             return ZERO
         return integer(_unsigned_to_signed(hll.raw_count(regs)))
     key = argv[1]
-    v = db.lookup_read(key)
+    v = db.lookup_read_typed(key, bytes)
     if v is None:
         return ZERO
     _check(v)
@@ -219,7 +215,7 @@ def pfmerge(c, argv):
     regs = None
     use_dense = False
     for key in argv[1:]:
-        v = db.lookup_read(key)
+        v = db.lookup_read_typed(key, bytes)
         if v is None:
             continue
         _check(v)
@@ -293,7 +289,7 @@ def pfdebug(c, argv):
     db = c.db
     sub = argv[1]
     key = argv[2]
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, bytes)
     if v is None:
         raise RedisError("ERR The specified key does not exist")
     _check(v)

@@ -15,7 +15,7 @@ import random
 
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR
+from ..keyspace.db import check_type
 from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member,
@@ -78,30 +78,14 @@ def _set_reply(c, items, n) -> bytes:
     return (b"~%d\r\n" if c.resp >= 3 else b"*%d\r\n") % n + _bulks(items)
 
 
-def _read(c, key):
-    s = c.db.lookup_read(key)
-    if s is not None and s.__class__ is not SetValue:
-        raise WRONGTYPE_ERR
-    return s
-
-
-def _write(c, key):
-    s = c.db.lookup_write(key)
-    if s is not None and s.__class__ is not SetValue:
-        raise WRONGTYPE_ERR
-    return s
-
-
 @command("sadd")
 def sadd(c, argv):
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, SetValue)
     if s is None:
         s = SetValue()
         db.add(key, s)
-    elif s.__class__ is not SetValue:
-        raise WRONGTYPE_ERR
     n0 = len(s)
     if s._aux is None:
         if len(argv) == 3:
@@ -128,7 +112,7 @@ def sadd(c, argv):
 @command("srem")
 def srem(c, argv):
     key = argv[1]
-    s = _write(c, key)
+    s = c.db.lookup_write_typed(key, SetValue)
     if s is None:
         return ZERO
     return integer(remove_members(c, key, s, argv[2:], s.remove, _SET, b"srem"))
@@ -142,8 +126,10 @@ def smove(c, argv):
     dst = db.lookup_write(dst_key)
     if src is None:
         return ZERO
-    if src.__class__ is not SetValue or (dst is not None and dst.__class__ is not SetValue):
-        raise WRONGTYPE_ERR
+    # smoveCommand: no source answers 0 whatever the destination holds
+    check_type(src, SetValue)
+    if dst is not None:
+        check_type(dst, SetValue)
     if src is dst:
         return ONE if m in src else ZERO
     if m not in src:
@@ -174,13 +160,13 @@ def smove(c, argv):
 
 @command("sismember")
 def sismember(c, argv):
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     return ONE if s is not None and argv[2] in s else ZERO
 
 
 @command("smismember")
 def smismember(c, argv):
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     if s is None:
         s = ()
     return b"*%d\r\n" % (len(argv) - 2) + b"".join([ONE if m in s else ZERO for m in argv[2:]])
@@ -188,7 +174,7 @@ def smismember(c, argv):
 
 @command("scard")
 def scard(c, argv):
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     return ZERO if s is None else integer(len(s))
 
 
@@ -201,11 +187,9 @@ def spop(c, argv):
         raise SYNTAX
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, SetValue)
     if s is None:
         return c.null
-    if s.__class__ is not SetValue:
-        raise WRONGTYPE_ERR
     m = pop_random(s)
     if notify.flags:
         notify.notify(_SET, b"spop", key, db.id)
@@ -226,7 +210,7 @@ def _spop_count(c, argv):
         raise _MUST_BE_POSITIVE
     db = c.db
     key = argv[1]
-    s = _write(c, key)
+    s = c.db.lookup_write_typed(key, SetValue)
     if s is None or count == 0:
         return b"~0\r\n" if c.resp >= 3 else b"*0\r\n"
     size = len(s)
@@ -269,7 +253,7 @@ def srandmember(c, argv):
         raise SYNTAX
     if n == 3:
         l = parse_range_long(argv[2], -LLONG_MAX, LLONG_MAX)
-        s = _read(c, argv[1])
+        s = c.db.lookup_read_typed(argv[1], SetValue)
         if s is None or l == 0:
             return b"*0\r\n"
         if l < 0 or l == 1:
@@ -284,7 +268,7 @@ def srandmember(c, argv):
         else:
             picks = random_unique(s, l)
         return b"*%d\r\n" % l + _bulks(picks)
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     if s is None:
         return c.null
     if len(s) <= SMALL_RANDOM:
@@ -296,14 +280,8 @@ def srandmember(c, argv):
 
 def _lookup_sets(c, keys):
     """Values of keys (None for missing ones); WRONGTYPE on any non-set."""
-    read = c.db.lookup_read
-    out = []
-    for k in keys:
-        s = read(k)
-        if s is not None and s.__class__ is not SetValue:
-            raise WRONGTYPE_ERR
-        out.append(s)
-    return out
+    read = c.db.lookup_read_typed
+    return [read(k, SetValue) for k in keys]
 
 
 def _store(c, dst, result, event):
@@ -342,7 +320,7 @@ def sinter(c, argv):
 
 @command("smembers")
 def smembers(c, argv):
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     if s is None:
         return b"~0\r\n" if c.resp >= 3 else b"*0\r\n"
     return _set_reply(c, _ordered(s), len(s))
@@ -439,7 +417,7 @@ def sdiffstore(c, argv):
 @command("sscan")
 def sscan(c, argv):
     cursor = parse_scan_cursor(argv[2])
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     if s is None:
         return EMPTY_SCAN
     count, pattern, _ = parse_scan_options(argv, 3, False)

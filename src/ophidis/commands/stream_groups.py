@@ -12,7 +12,7 @@ from ..replication.propagate import propagating
 from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
 from ..util import parse_int
 from . import command
-from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, check_stream,
+from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str,
                       create_consumer, entries_reply, entry_reply, help_reply, id_reply, parse_id,
                       parse_interval, propagate_ops, range_args, setid_op, xclaim_op)
 
@@ -47,9 +47,7 @@ def _xgroup_prelude(c, argv, sub):
             i += 2
         else:
             raise _subcommand_error(argv)
-    s = c.db.lookup_write(argv[2])
-    if s is not None:
-        check_stream(s)
+    s = c.db.lookup_write_typed(argv[2], StreamValue)
     gname = argv[3]
     g = None
     if not mkstream:
@@ -169,10 +167,9 @@ def xgroup_help(c, argv):
 # ---------------------------------------------------------------------------
 @command("xack")
 def xack(c, argv):
-    s = c.db.lookup_read(argv[1])
+    s = c.db.lookup_read_typed(argv[1], StreamValue)
     g = None
     if s is not None:
-        check_stream(s)
         g = s.groups.get(argv[2]) if s.groups else None
     if g is None:
         return ZERO
@@ -213,9 +210,7 @@ def xpending(c, argv):
         start, end = range_args(argv[si], argv[si + 1])
         if si + 3 < n:
             consumer_name = argv[si + 3]
-    s = c.db.lookup_read(argv[1])
-    if s is not None:
-        check_stream(s)
+    s = c.db.lookup_read_typed(argv[1], StreamValue)
     g = s.groups.get(argv[2]) if s is not None and s.groups else None
     if g is None:
         raise _nogroup(argv)
@@ -259,10 +254,9 @@ def xpending(c, argv):
 def xclaim(c, argv):
     db = c.db
     key = argv[1]
-    s = db.lookup_read(key)
+    s = db.lookup_read_typed(key, StreamValue)
     g = None
     if s is not None:
-        check_stream(s)
         g = s.groups.get(argv[2]) if s.groups else None
     if g is None:
         raise _nogroup(argv)
@@ -407,10 +401,9 @@ def xautoclaim(c, argv):
         j += 1
     db = c.db
     key = argv[1]
-    s = db.lookup_read(key)
+    s = db.lookup_read_typed(key, StreamValue)
     g = None
     if s is not None:
-        check_stream(s)
         g = s.groups.get(argv[2]) if s.groups else None
     if g is None:
         raise _nogroup(argv)
@@ -554,10 +547,10 @@ def _stream_info(c, argv, s):
 
 
 def _xinfo_lookup(c, argv):
-    s = c.db.lookup_read(argv[2])
+    s = c.db.lookup_read_typed(argv[2], StreamValue)
     if s is None:
         raise NO_SUCH_KEY
-    return check_stream(s)
+    return s
 
 
 @command("xinfo|stream")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
-from ..keyspace.db import WRONGTYPE_ERR, mstime, signal_key_ready
+from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, StreamValue, id_bytes
@@ -184,12 +184,6 @@ def entries_reply(items) -> bytes:
         ap(b"*2\r\n$%d\r\n%s\r\n" % (len(s), s))
         ap(bulk_items(fv))
     return b"".join(parts)
-
-
-def check_stream(v):
-    if v.__class__ is not StreamValue:
-        raise WRONGTYPE_ERR
-    return v
 
 
 def help_reply(name: bytes, lines):
@@ -372,14 +366,12 @@ def xadd(c, argv):
         raise _ZERO_ID
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         if a.nomkstream:
             return c.null
         s = StreamValue()
         db.add(key, s)
-    elif s.__class__ is not StreamValue:
-        raise WRONGTYPE_ERR
     last = s.last_id
     if last == MAX_ID:
         raise _EXHAUSTED
@@ -427,10 +419,9 @@ def xtrim(c, argv):
     a, _ = _parse_add_trim(c, argv, False)
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         return ZERO
-    check_stream(s)
     deleted = _trim(s, a)
     if deleted:
         notify.notify(_STREAM, b"xtrim", key, db.id)
@@ -462,10 +453,9 @@ def _xrange(c, argv, rev):
             j += 2
         else:
             raise SYNTAX
-    s = c.db.lookup_read(argv[1])
+    s = c.db.lookup_read_typed(argv[1], StreamValue)
     if s is None:
         return EMPTY_ARRAY
-    check_stream(s)
     if count == 0:
         return c.null_array
     return entries_reply(s.range(start, end, 0 if count == -1 else count, rev))
@@ -483,10 +473,9 @@ def xrevrange(c, argv):
 
 @command("xlen")
 def xlen(c, argv):
-    s = c.db.lookup_read(argv[1])
+    s = c.db.lookup_read_typed(argv[1], StreamValue)
     if s is None:
         return ZERO
-    check_stream(s)
     return integer(s.length)
 
 
@@ -494,10 +483,9 @@ def xlen(c, argv):
 def xdel(c, argv):
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         return ZERO
-    check_stream(s)
     ids = [parse_id(a, 0, strict=True)[0] for a in argv[2:]]
     deleted = 0
     first = False
@@ -544,10 +532,9 @@ def xsetid(c, argv):
             raise SYNTAX
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         raise NO_SUCH_KEY
-    check_stream(s)
     if s.length:
         if i < s.last_valid_id():
             raise RedisError("ERR The ID specified in XSETID is smaller than the target stream top item")
@@ -703,9 +690,7 @@ def _xread(c, argv, group_mode):
     groups = []
     for k in range(nstreams):
         key = keys[k]
-        s = db.lookup_read(key)
-        if s is not None and s.__class__ is not StreamValue:
-            raise WRONGTYPE_ERR
+        s = db.lookup_read_typed(key, StreamValue)
         if gname is not None:
             g = s.groups.get(gname) if s is not None and s.groups else None
             if g is None:

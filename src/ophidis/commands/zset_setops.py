@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR
+from ..keyspace.db import check_type
 from ..protocol.resp import ZERO, integer
 from ..types.containers import SetValue
 from ..types.zset import ZSetValue
@@ -53,8 +53,8 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
     j = numkeys_idx + 1
     for _ in range(setnum):
         v = db.lookup_read(argv[j])
-        if v is not None and v.__class__ is not ZSetValue and not isinstance(v, SetValue):
-            raise WRONGTYPE_ERR
+        if v is not None and v.__class__ is not ZSetValue:
+            check_type(v, SetValue)     # a zset or a set
         srcs.append(v)
         j += 1
     weights = [1.0] * setnum

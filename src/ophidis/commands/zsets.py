@@ -15,7 +15,7 @@ from itertools import islice
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
-from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
+from ..keyspace.db import signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.zset import ZSetValue
@@ -39,20 +39,6 @@ LONG_MAX = 2**63 - 1
 def _limits(c):
     v = c.server.config.values
     return v["zset-max-listpack-entries"], v["zset-max-listpack-value"]
-
-
-def _getzset_read(c, key):
-    v = c.db.lookup_read(key)
-    if v is not None and v.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
-    return v
-
-
-def _getzset_write(c, key):
-    v = c.db.lookup_write(key)
-    if v is not None and v.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
-    return v
 
 
 def _dbl(c, d) -> bytes:
@@ -148,9 +134,7 @@ def _zadd_generic(c, argv, flags):
         scores.append(s)
     db = c.db
     key = argv[1]
-    z = db.lookup_write(key)
-    if z is not None and z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
+    z = db.lookup_write_typed(key, ZSetValue)
     added = updated = processed = 0
     score = 0.0
     entries, maxval = _limits(c)
@@ -283,7 +267,7 @@ def zincrby(c, argv):
 def zrem(c, argv):
     db = c.db
     key = argv[1]
-    z = _getzset_write(c, key)
+    z = c.db.lookup_write_typed(key, ZSetValue)
     if z is None:
         return ZERO
     deleted = 0
@@ -301,7 +285,7 @@ def zrem(c, argv):
 
 @command("zcard")
 def zcard(c, argv):
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return ZERO
     return integer(len(z.dict))
@@ -309,7 +293,7 @@ def zcard(c, argv):
 
 @command("zscore")
 def zscore(c, argv):
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return c.null
     s = z.dict.get(argv[2])
@@ -320,7 +304,7 @@ def zscore(c, argv):
 
 @command("zmscore")
 def zmscore(c, argv):
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     out = [b"*%d\r\n" % (len(argv) - 2)]
     null = c.null
     d = z.dict if z is not None else {}
@@ -331,7 +315,7 @@ def zmscore(c, argv):
 
 
 def _zrank(c, argv, reverse):
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return c.null
     r = z.rank(argv[2])
@@ -549,13 +533,11 @@ def _zrange_generic(c, argv, argstart, store, rangetype, reverse):
         rng = parse_score_range(argv[minidx], argv[maxidx])
     else:
         rng = parse_lex_range(argv[minidx], argv[maxidx])
-    z = c.db.lookup_read(key)
+    z = c.db.lookup_read_typed(key, ZSetValue)
     if z is None:
         if store is not None:
             return _zrangestore_finish(c, store, None)
         return EMPTY_ARRAY
-    if z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
     sl = z.sl
     if rangetype == RANK:
         b = _rank_bounds(len(sl), start, end)
@@ -658,7 +640,7 @@ def zrevrangebylex(c, argv):
 @command("zcount")
 def zcount(c, argv):
     mn, mnex, mx, mxex = parse_score_range(argv[2], argv[3])
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return ZERO
     lo, hi = z.score_range(mn, mnex, mx, mxex)
@@ -668,7 +650,7 @@ def zcount(c, argv):
 @command("zlexcount")
 def zlexcount(c, argv):
     mn, mnex, mx, mxex = parse_lex_range(argv[2], argv[3])
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return ZERO
     return integer(len(lex_indices(z, mn, mnex, mx, mxex, False)))
@@ -687,7 +669,7 @@ def _zremrange(c, argv, rangetype):
         event = b"zremrangebylex"
         rng = parse_lex_range(argv[2], argv[3])
     db = c.db
-    z = _getzset_write(c, key)
+    z = c.db.lookup_write_typed(key, ZSetValue)
     if z is None:
         return ZERO
     if rangetype == RANK:
@@ -740,14 +722,10 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
     z = None
     key = None
     for k in keys:
-        v = db.lookup_write(k)
-        if v is None:
-            continue
-        if v.__class__ is not ZSetValue:
-            raise WRONGTYPE_ERR
-        z = v
-        key = k
-        break
+        z = db.lookup_write_typed(k, ZSetValue)
+        if z is not None:
+            key = k
+            break
     if z is None:
         return c.null_array if nil_when_empty else EMPTY_ARRAY
     if count == 0:
@@ -907,12 +885,8 @@ def _blocking_zpop(c, keys, where, timeout_arg, count, nested, nil_when_empty, a
     deadline = parse_timeout(timeout_arg)
     db = c.db
     for k in keys:
-        v = db.lookup_write(k)
-        if v is None:
-            continue
-        if v.__class__ is not ZSetValue:
-            raise WRONGTYPE_ERR
-        if not v.dict:
+        v = db.lookup_write_typed(k, ZSetValue)
+        if v is None or not v.dict:
             continue
         return _zpop(c, [k], where, True, count, nested, nil_when_empty, argv)
     if c.in_exec or c.in_script:
@@ -968,11 +942,11 @@ def zrandmember(c, argv):
         withscores = n == 4
         if withscores and (cnt < -LONG_MAX // 2 or cnt > LONG_MAX // 2):
             raise RedisError("ERR value is out of range")
-        z = _getzset_read(c, argv[1])
+        z = c.db.lookup_read_typed(argv[1], ZSetValue)
         if z is None:
             return EMPTY_ARRAY
         return _zrandmember_count(c, z, cnt, withscores)
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return c.null
     s, m = z.sl[random.randrange(len(z.sl))]
@@ -1010,7 +984,7 @@ _zscan_cache: dict = {}
 @command("zscan")
 def zscan(c, argv):
     cursor = parse_scan_cursor(argv[2])
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return b"*2\r\n$1\r\n0\r\n*0\r\n"
     count, pattern, _ = parse_scan_options(argv, 3, False)

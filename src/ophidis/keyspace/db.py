@@ -4,9 +4,13 @@ Values are plain Python objects chosen for speed and memory:
   - strings: ``bytes`` (``bytearray`` once modified in place by APPEND /
     SETRANGE / SETBIT, which is what Redis reports as the ``raw`` encoding;
     ``EmbStr``, a bytes subclass, for an integer-looking value that Redis
-    keeps as embstr: INCRBYFLOAT's result).  Type checks of string
-    commands accept the three classes;
+    keeps as embstr: INCRBYFLOAT's result), all three of type "string";
   - other types register their classes in ``TYPE_NAMES`` (see types/).
+
+Commands reach their values through the typed lookups
+``Database.lookup_read_typed`` / ``lookup_write_typed`` (lookupKeyRead /
+lookupKeyWrite + checkType): the class of the expected type's values is
+given, a value of another type raises WRONGTYPE.
 
 Expiry follows Redis: lazily on access, plus an active cycle driven by
 ``hz`` (see ``active_expire_cycle``) that visits keys with a TTL
@@ -156,6 +160,42 @@ class Database(DbCore):
             when = self.expires.get(key)
             if when is not None and when <= _time() * 1000 and self.expire_if_needed(key, True):
                 return None
+        return v
+
+    # -- typed lookup: lookupKeyRead/lookupKeyWrite + checkType ------------
+    # What every command family uses to reach its value: ``cls`` is the
+    # value class of the type the command works on (types/: ListValue,
+    # HashValue, ...; ``bytes`` for strings, whose bytearray and EmbStr
+    # values are of the same type).  The common case (a key without a TTL,
+    # of the expected class) costs one call, as the inline code it replaces.
+    def lookup_read_typed(self, key, cls):
+        """Value of key for a read command (lazy expiry, keyspace
+        hits/misses and keymiss events, as lookup_read), None when there is
+        none; WRONGTYPE when it holds another type than ``cls``'s."""
+        v = self.d.get(key)
+        if v is None or (self.expires and key in self.expires):
+            v = self.lookup_read(key)
+            if v is None:
+                return None
+        else:
+            stats.keyspace_hits += 1
+        if v.__class__ is not cls:
+            check_type(v, cls)
+        return v
+
+    def lookup_write_typed(self, key, cls):
+        """Value of key for a write command (lazy expiry, no stats, as
+        lookup_write), None when there is none; WRONGTYPE when it holds
+        another type than ``cls``'s."""
+        v = self.d.get(key)
+        if v is None:
+            return None
+        if self.expires and key in self.expires:
+            v = self.lookup_write(key)
+            if v is None:
+                return None
+        if v.__class__ is not cls:
+            check_type(v, cls)
         return v
 
     def lookup_nostats(self, key):
@@ -449,10 +489,17 @@ def signal_key_ready(db: Database, key):
         db.server.ready_keys.append((db, key))
 
 
-def check_string(v):
-    if v.__class__ is not bytes and v.__class__ is not bytearray and v.__class__ is not EmbStr:
+def check_type(v, cls):
+    """checkType for a value found otherwise than by a typed lookup: v
+    (not None) unless it is of another type than ``cls``'s (WRONGTYPE)."""
+    if v.__class__ is not cls and TYPE_NAMES.get(v.__class__) != TYPE_NAMES[cls]:
         raise WRONGTYPE_ERR
     return v
+
+
+def check_string(v):
+    """check_type for strings (the modules' API)."""
+    return check_type(v, bytes)
 
 
 WRONGTYPE_ERR = RedisError("WRONGTYPE Operation against a key holding the wrong kind of value")
