@@ -165,12 +165,16 @@ def xgroup_help(c, argv):
 # ---------------------------------------------------------------------------
 # XACK / XPENDING / XCLAIM / XAUTOCLAIM
 # ---------------------------------------------------------------------------
+def _stream_group(c, argv):
+    """The stream at argv[1] (a read lookup) and its group argv[2]: (stream
+    or None, group or None)."""
+    s = c.db.lookup_read_typed(argv[1], StreamValue)
+    return s, (s.groups.get(argv[2]) if s is not None and s.groups else None)
+
+
 @command("xack")
 def xack(c, argv):
-    s = c.db.lookup_read_typed(argv[1], StreamValue)
-    g = None
-    if s is not None:
-        g = s.groups.get(argv[2]) if s.groups else None
+    g = _stream_group(c, argv)[1]
     if g is None:
         return ZERO
     ids = [parse_id(a, 0, strict=True)[0] for a in argv[3:]]
@@ -210,8 +214,7 @@ def xpending(c, argv):
         start, end = range_args(argv[si], argv[si + 1])
         if si + 3 < n:
             consumer_name = argv[si + 3]
-    s = c.db.lookup_read_typed(argv[1], StreamValue)
-    g = s.groups.get(argv[2]) if s is not None and s.groups else None
+    g = _stream_group(c, argv)[1]
     if g is None:
         raise _nogroup(argv)
     pel = g.pel
@@ -250,14 +253,66 @@ def xpending(c, argv):
     return b"*%d\r\n" % len(rows) + b"".join(rows)
 
 
+class _Claim:
+    """What XCLAIM and XAUTOCLAIM do with each pending entry they take:
+    give it to the consumer argv[3] (created on first use), or drop it from
+    the PEL when its entry was deleted from the stream; either propagates
+    as an XCLAIM (streamPropagateXCLAIM) and counts as a change."""
+    __slots__ = ("c", "argv", "g", "justid", "srv", "dirty0", "ops", "cons")
+
+    def __init__(self, c, argv, g, justid):
+        self.c = c
+        self.argv = argv
+        self.g = g
+        self.justid = justid
+        srv = self.srv = c.server
+        self.dirty0 = srv.dirty
+        self.ops = [] if propagating(srv) else None
+        self.cons = None
+
+    def propagate(self, op):
+        if self.ops is not None:
+            self.ops.append(op)
+        self.srv.dirty += 1
+
+    def drop(self, i, nack, idarg):
+        """Entry i is no longer in the stream: out of the PEL."""
+        argv = self.argv
+        self.propagate(xclaim_op(argv[1], argv[2], self.g, idarg, nack))
+        del self.g.pel[i]
+        del nack.consumer.pel[i]
+
+    def take(self, i, nack, fv, idarg, when, retrycount=-1):
+        """Give pending entry i to the consumer; returns its reply."""
+        argv = self.argv
+        cons = self.cons
+        if cons is None:
+            cons = self.g.consumers.get(argv[3])
+            if cons is None:
+                cons = create_consumer(self.c, self.g, argv[3], argv[1], self.c.db)
+            else:
+                cons.seen_time = mstime()
+            self.cons = cons
+        if nack.consumer is not cons and nack.consumer is not None:
+            del nack.consumer.pel[i]
+        nack.delivery_time = when
+        if retrycount >= 0:
+            nack.delivery_count = retrycount
+        elif not self.justid:
+            nack.delivery_count += 1
+        if nack.consumer is not cons:
+            cons.pel[i] = nack
+            nack.consumer = cons
+        self.propagate(xclaim_op(argv[1], argv[2], self.g, idarg, nack))
+        return id_reply(i) if self.justid else entry_reply(i, fv)
+
+    def finish(self):
+        propagate_ops(self.c, self.argv, self.ops, self.dirty0)
+
+
 @command("xclaim")
 def xclaim(c, argv):
-    db = c.db
-    key = argv[1]
-    s = db.lookup_read_typed(key, StreamValue)
-    g = None
-    if s is not None:
-        g = s.groups.get(argv[2]) if s.groups else None
+    s, g = _stream_group(c, argv)
     if g is None:
         raise _nogroup(argv)
     minidle = parse_int(argv[4], RedisError("ERR Invalid min-idle-time argument for XCLAIM"))
@@ -301,10 +356,7 @@ def xclaim(c, argv):
         else:
             raise RedisError(b"ERR Unrecognized XCLAIM option '%s'" % argv[j])
         j += 1
-    srv = c.server
-    dirty0 = srv.dirty
-    ops = [] if propagating(srv) else None
-    gname = argv[2]
+    claim = _Claim(c, argv, g, justid)
     propagate_last_id = False
     if last_id > g.last_id:
         g.last_id = last_id
@@ -314,8 +366,6 @@ def xclaim(c, argv):
             deliverytime = now
     else:
         deliverytime = now
-    cons = None
-    name = argv[3]
     pel = g.pel
     out = []
     for k in range(len(ids)):
@@ -324,12 +374,8 @@ def xclaim(c, argv):
         fv = s.get(i)
         if fv is None:
             if nack is not None:
-                if ops is not None:
-                    ops.append(xclaim_op(key, gname, g, argv[5 + k], nack))
+                claim.drop(i, nack, argv[5 + k])
                 propagate_last_id = False
-                srv.dirty += 1
-                del pel[i]
-                del nack.consumer.pel[i]
             continue
         if force and nack is None:
             nack = NACK(None, now)
@@ -339,32 +385,11 @@ def xclaim(c, argv):
         if nack.consumer is not None and minidle:
             if now - nack.delivery_time < minidle:
                 continue
-        if cons is None:
-            cons = g.consumers.get(name)
-            if cons is None:
-                cons = create_consumer(c, g, name, key, db)
-            else:
-                cons.seen_time = mstime()
-        if nack.consumer is not cons and nack.consumer is not None:
-            del nack.consumer.pel[i]
-        nack.delivery_time = deliverytime
-        if retrycount >= 0:
-            nack.delivery_count = retrycount
-        elif not justid:
-            nack.delivery_count += 1
-        if nack.consumer is not cons:
-            cons.pel[i] = nack
-            nack.consumer = cons
-        out.append(id_reply(i) if justid else entry_reply(i, fv))
-        if ops is not None:
-            ops.append(xclaim_op(key, gname, g, argv[5 + k], nack))
+        out.append(claim.take(i, nack, fv, argv[5 + k], deliverytime, retrycount))
         propagate_last_id = False
-        srv.dirty += 1
     if propagate_last_id:
-        if ops is not None:
-            ops.append(setid_op(key, gname, g))
-        srv.dirty += 1
-    propagate_ops(c, argv, ops, dirty0)
+        claim.propagate(setid_op(argv[1], argv[2], g))
+    claim.finish()
     return b"*%d\r\n" % len(out) + b"".join(out)
 
 
@@ -399,25 +424,15 @@ def xautoclaim(c, argv):
         else:
             raise SYNTAX
         j += 1
-    db = c.db
-    key = argv[1]
-    s = db.lookup_read_typed(key, StreamValue)
-    g = None
-    if s is not None:
-        g = s.groups.get(argv[2]) if s.groups else None
+    s, g = _stream_group(c, argv)
     if g is None:
         raise _nogroup(argv)
     if count * 16 >= 1 << 40:
         raise RedisError("ERR Insufficient memory, failed allocating transient memory, COUNT too high.")
-    srv = c.server
-    dirty0 = srv.dirty
-    ops = [] if propagating(srv) else None
-    gname = argv[2]
-    name = argv[3]
+    claim = _Claim(c, argv, g, justid)
     pel = g.pel
     attempts = count * 10
     now = mstime()
-    cons = None
     claimed = []
     deleted = []
     idx = pel.bisect_left(start)
@@ -426,38 +441,17 @@ def xautoclaim(c, argv):
         i, nack = pel.peekitem(idx)
         fv = s.get(i)
         if fv is None:
-            if ops is not None:
-                ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
-            srv.dirty += 1
-            del pel[i]
-            del nack.consumer.pel[i]
+            claim.drop(i, nack, id_bytes(i))
             deleted.append(i)
             count -= 1
             continue
         idx += 1
         if minidle and now - nack.delivery_time < minidle:
             continue
-        if cons is None:
-            cons = g.consumers.get(name)
-            if cons is None:
-                cons = create_consumer(c, g, name, key, db)
-            else:
-                cons.seen_time = mstime()
-        if nack.consumer is not cons and nack.consumer is not None:
-            del nack.consumer.pel[i]
-        nack.delivery_time = now
-        if not justid:
-            nack.delivery_count += 1
-        if nack.consumer is not cons:
-            cons.pel[i] = nack
-            nack.consumer = cons
-        claimed.append(id_reply(i) if justid else entry_reply(i, fv))
+        claimed.append(claim.take(i, nack, fv, id_bytes(i), now))
         count -= 1
-        if ops is not None:
-            ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
-        srv.dirty += 1
     cursor = pel.peekitem(idx)[0] if idx < len(pel) else 0
-    propagate_ops(c, argv, ops, dirty0)
+    claim.finish()
     return (b"*3\r\n" + id_reply(cursor) + b"*%d\r\n" % len(claimed) + b"".join(claimed)
             + b"*%d\r\n" % len(deleted) + b"".join(id_reply(i) for i in deleted))
 
