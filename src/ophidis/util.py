@@ -66,6 +66,29 @@ def parse_positive(b, msg="ERR value is out of range, must be positive") -> int:
     return v
 
 
+# -- Redis's two rules for start/end indexes (negative ones count from the end) --------
+def index_range(n: int, start: int, end: int):
+    """LRANGE, LTRIM, ZRANGE, ZREMRANGEBYRANK (and the list's range): the
+    inclusive (start, end) within 0..n-1, or None when nothing is in it."""
+    if start < 0:
+        start = max(start + n, 0)
+    if end < 0:
+        end += n
+    if start > end or start >= n:
+        return None
+    return start, min(end, n - 1)
+
+
+def string_range(n: int, start: int, end: int):
+    """GETRANGE, BITCOUNT, BITPOS over n bytes (or bits): (start, end)
+    clamped to 0..n-1, empty when start > end."""
+    if start < 0:
+        start = max(start + n, 0)
+    if end < 0:
+        end = max(end + n, 0)
+    return start, min(end, n - 1)
+
+
 def _strtod(b, err):
     """strtod-like parsing with Redis's string2d/string2ld rejections:
     empty, leading space, trailing garbage, NaN, overflow to infinity and

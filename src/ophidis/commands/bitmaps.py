@@ -14,7 +14,7 @@ import re
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..protocol.resp import MINUS_ONE, ONE, ZERO, integer
-from ..util import parse_int
+from ..util import parse_int, string_range
 from . import command
 
 _OFFSET_ERR = RedisError("ERR bit offset is not an integer or out of range")
@@ -140,17 +140,7 @@ def bitcount(c, argv):
             isbit = True
         elif u != b"BYTE":
             raise SYNTAX
-    total = strlen * 8 if isbit else strlen
-    if start < 0:
-        start += total
-    if end < 0:
-        end += total
-    if start < 0:
-        start = 0
-    if end < 0:
-        end = 0
-    if end >= total:
-        end = total - 1
+    start, end = string_range(strlen * 8 if isbit else strlen, start, end)
     if start > end:
         return ZERO
     if not isbit:
@@ -208,17 +198,7 @@ def bitpos(c, argv):
             end_given = True
         else:
             end = strlen - 1
-        total = strlen * 8 if isbit else strlen
-        if start < 0:
-            start += total
-        if end < 0:
-            end += total
-        if start < 0:
-            start = 0
-        if end < 0:
-            end = 0
-        if end >= total:
-            end = total - 1
+        start, end = string_range(strlen * 8 if isbit else strlen, start, end)
     elif n == 3:
         start, end = 0, strlen - 1
     else:

@@ -27,7 +27,7 @@ from ..net.speedups import native
 from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
 from ..types.containers import ListValue
-from ..util import LLONG_MAX, LLONG_MIN, parse_int
+from ..util import LLONG_MAX, LLONG_MIN, index_range, parse_int
 from . import command
 
 _LIST = notify.LIST
@@ -452,18 +452,11 @@ def ltrim(c, argv):
     if v is None:
         return OK
     llen = len(v)
-    if start < 0:
-        start += llen
-    if end < 0:
-        end += llen
-    if start < 0:
-        start = 0
-    if start > end or start >= llen:
+    b = index_range(llen, start, end)
+    if b is None:
         ltrim_n, rtrim_n = llen, 0
     else:
-        if end >= llen:
-            end = llen - 1
-        ltrim_n, rtrim_n = start, llen - end - 1
+        ltrim_n, rtrim_n = b[0], llen - b[1] - 1
     removed = ltrim_n + rtrim_n
     if removed:
         kept = llen - removed

@@ -9,7 +9,8 @@ from ..keyspace import db as _dbm
 from ..keyspace import notify
 from ..keyspace.db import WRONGTYPE_ERR, EmbStr, stats
 from ..protocol.resp import NULL3, NULL_BULK, OK, ONE, ZERO, bulk_array, integer
-from ..util import LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld, try_int
+from ..util import (LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld, string_range,
+                    try_int)
 from . import command
 
 _time = time.time
@@ -520,16 +521,7 @@ def _getrange(c, argv):
     n = len(v)
     if start < 0 and end < 0 and start > end:
         return b"$0\r\n\r\n"
-    if start < 0:
-        start = n + start
-    if end < 0:
-        end = n + end
-    if start < 0:
-        start = 0
-    if end < 0:
-        end = 0
-    if end >= n:
-        end = n - 1
+    start, end = string_range(n, start, end)
     if start > end or n == 0:
         return b"$0\r\n\r\n"
     s = v[start:end + 1]

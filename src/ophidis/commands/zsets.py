@@ -19,7 +19,7 @@ from ..keyspace.db import signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.zset import ZSetValue
-from ..util import compile_glob, parse_int
+from ..util import compile_glob, index_range, parse_int
 from . import command
 from .hashes import chunked_reply
 from .keys import parse_scan_cursor, parse_scan_options
@@ -457,20 +457,6 @@ def lex_indices(z, mn, mnex, mx, mxex, reverse):
     return range(i, j, -1)
 
 
-def _rank_bounds(n, start, end):
-    if start < 0:
-        start += n
-    if end < 0:
-        end += n
-    if start < 0:
-        start = 0
-    if start > end or start >= n:
-        return None
-    if end >= n:
-        end = n - 1
-    return start, end
-
-
 def _apply_limit(idx, offset, limit):
     """LIMIT offset count over a range of positions (Redis's semantics:
     negative offset -> nothing, negative count -> all)."""
@@ -540,7 +526,7 @@ def _zrange_generic(c, argv, argstart, store, rangetype, reverse):
         return EMPTY_ARRAY
     sl = z.sl
     if rangetype == RANK:
-        b = _rank_bounds(len(sl), start, end)
+        b = index_range(len(sl), start, end)
         if b is None:
             pairs = []
         else:
@@ -673,7 +659,7 @@ def _zremrange(c, argv, rangetype):
     if z is None:
         return ZERO
     if rangetype == RANK:
-        b = _rank_bounds(len(z.sl), start, end)
+        b = index_range(len(z.sl), start, end)
         if b is None:
             return ZERO
         deleted = z.remove_slice(b[0], b[1] + 1)

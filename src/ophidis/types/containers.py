@@ -40,6 +40,7 @@ from sys import getsizeof
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
 from ..net.speedups import native
+from ..util import index_range
 
 
 class PyListValue(deque):
@@ -61,16 +62,10 @@ class PyListValue(deque):
         """Elements start..end (inclusive, Redis's index rules) as a list,
         read from the nearer end."""
         llen = len(self)
-        if start < 0:
-            start += llen
-        if end < 0:
-            end += llen
-        if start < 0:
-            start = 0
-        if start > end or start >= llen:
+        b = index_range(llen, start, end)
+        if b is None:
             return []
-        if end >= llen:
-            end = llen - 1
+        start, end = b
         if llen - start < end + 1:
             items = list(islice(reversed(self), llen - 1 - end, llen - start))
             items.reverse()
