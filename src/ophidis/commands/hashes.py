@@ -17,13 +17,12 @@ from ..keyspace import notify
 from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import SMALL_RANDOM, HashValue, aux_added, random_member, remove_members, scan_step
-from ..util import (LLONG_MAX, LLONG_MIN, compile_glob, format_ld, ld_add, ld_finite, parse_int, parse_ld,
+from ..util import (LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld,
                     parse_range_long, try_int)
 from . import command
-from .keys import parse_scan_cursor, parse_scan_options
+from .keys import scan_value
 
 _HASH = notify.HASH
-EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
 _LONG_MAX_HALF = LLONG_MAX // 2
 _NOT_FLOAT_FIELD = RedisError("ERR hash value is not a float")
 _NOT_INT_FIELD = RedisError("ERR hash value is not an integer")
@@ -399,22 +398,17 @@ def hrandfield(c, argv):
     return b"$%d\r\n%s\r\n" % (len(f), f)
 
 
+def _hscan_step(h, cursor, count):
+    if not h.ht:
+        return 0, list(h)
+    return scan_step(h, cursor, count)
+
+
+def _hscan_encode(h, fields):
+    return 2 * len(fields), b"".join([b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(f), f, len(h[f]), h[f])
+                                      for f in fields])
+
+
 @command("hscan")
 def hscan(c, argv):
-    cursor = parse_scan_cursor(argv[2])
-    h = c.db.lookup_read_typed(argv[1], HashValue)
-    if h is None:
-        return EMPTY_SCAN
-    count, pattern, _ = parse_scan_options(argv, 3, False)
-    if not h.ht:
-        nxt, fields = 0, list(h)
-    else:
-        nxt, fields = scan_step(h, cursor, count)
-    if pattern is not None:
-        m = compile_glob(pattern)
-        fields = [f for f in fields if m(f)]
-    cur = b"%d" % nxt
-    body = b"".join([b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(f), f, len(h[f]), h[f]) for f in fields])
-    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n%s" % (len(cur), cur, 2 * len(fields), body)
-
-
+    return scan_value(c, argv, HashValue, _hscan_step, _hscan_encode)

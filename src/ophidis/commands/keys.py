@@ -55,12 +55,7 @@ def exists(c, argv):
 
 @command("touch")
 def touch(c, argv):
-    lookup = c.db.lookup_read
-    n = 0
-    for key in argv[1:]:
-        if lookup(key) is not None:
-            n += 1
-    return integer(n)
+    return exists(c, argv)      # without no_touch: the keys' access times change
 
 
 @command("type", flags=("no_touch",))
@@ -257,6 +252,28 @@ def parse_scan_options(argv, start, allow_type):
         else:
             raise SYNTAX
     return count, pattern, typ
+
+
+EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
+
+
+def scan_value(c, argv, cls, step, encode):
+    """HSCAN, SSCAN, ZSCAN key cursor [MATCH pattern] [COUNT count]
+    (scanGenericCommand over one value of class cls): ``step(v, cursor,
+    count)`` -> (next cursor, members); ``encode(v, members)`` -> (number
+    of reply elements, their encoding)."""
+    cursor = parse_scan_cursor(argv[2])
+    v = c.db.lookup_read_typed(argv[1], cls)
+    if v is None:
+        return EMPTY_SCAN
+    count, pattern, _ = parse_scan_options(argv, 3, False)
+    nxt, members = step(v, cursor, count)
+    if pattern is not None:
+        m = compile_glob(pattern)
+        members = [x for x in members if m(x)]
+    cur = b"%d" % nxt
+    n, body = encode(v, members)
+    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n%s" % (len(cur), cur, n, body)
 
 
 @command("scan")

@@ -20,10 +20,10 @@ from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member,
                                 remove_members, scan_step)
-from ..util import LLONG_MAX, compile_glob, parse_int, parse_range_long, try_int
+from ..util import LLONG_MAX, parse_int, parse_range_long, try_int
 from . import command
-from .hashes import EMPTY_SCAN, chunked_reply, random_picker, random_unique
-from .keys import parse_scan_cursor, parse_scan_options
+from .hashes import chunked_reply, random_picker, random_unique
+from .keys import scan_value
 
 _SET = notify.SET
 _GENERIC = notify.GENERIC
@@ -414,19 +414,16 @@ def sdiffstore(c, argv):
     return _store(c, argv[1], _diff(_lookup_sets(c, argv[2:])), b"sdiffstore")
 
 
+def _sscan_step(s, cursor, count):
+    if s.enc == INTSET:
+        return 0, _ordered(s)
+    return scan_step(s, cursor, count)
+
+
+def _sscan_encode(s, members):
+    return len(members), _bulks(members)
+
+
 @command("sscan")
 def sscan(c, argv):
-    cursor = parse_scan_cursor(argv[2])
-    s = c.db.lookup_read_typed(argv[1], SetValue)
-    if s is None:
-        return EMPTY_SCAN
-    count, pattern, _ = parse_scan_options(argv, 3, False)
-    if s.enc == INTSET:
-        nxt, items = 0, _ordered(s)
-    else:
-        nxt, items = scan_step(s, cursor, count)
-    if pattern is not None:
-        m = compile_glob(pattern)
-        items = [x for x in items if m(x)]
-    cur = b"%d" % nxt
-    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n%s" % (len(cur), cur, len(items), _bulks(items))
+    return scan_value(c, argv, SetValue, _sscan_step, _sscan_encode)

@@ -19,10 +19,10 @@ from ..keyspace.db import signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.zset import ZSetValue
-from ..util import compile_glob, index_range, parse_int
+from ..util import index_range, parse_int
 from . import command
 from .hashes import chunked_reply
-from .keys import parse_scan_cursor, parse_scan_options
+from .keys import scan_value
 from .numparse import range_strtod, string2d
 
 _ZSET = notify.ZSET
@@ -967,51 +967,48 @@ def _zrandmember_count(c, z, cnt, withscores):
 _zscan_cache: dict = {}
 
 
-@command("zscan")
-def zscan(c, argv):
-    cursor = parse_scan_cursor(argv[2])
-    z = c.db.lookup_read_typed(argv[1], ZSetValue)
-    if z is None:
-        return b"*2\r\n$1\r\n0\r\n*0\r\n"
-    count, pattern, _ = parse_scan_options(argv, 3, False)
+def _zscan_step(z, cursor, count):
     d = z.dict
     if not z.skiplist:
-        items = [(m, s) for s, m in z.sl]
-        nxt = 0
-    else:
-        pos = cursor & 0xFFFFFFFFFF
-        dels_at = cursor >> 40
-        rewind = (z.dels - dels_at) & 0xFFFFFF
-        if cursor == 0:
-            rewind = 0
-        start = max(0, pos - rewind)
-        ck = (id(z), cursor)
-        cached = _zscan_cache.pop(ck, None)
-        items = None
-        if cached is not None:
-            it, dels0, size0, zref = cached
-            if zref is z and dels0 == z.dels and size0 == len(d) and rewind == 0:
-                try:
-                    items = list(islice(it, count))
-                except RuntimeError:
-                    items = None
-        if items is None:
-            it = iter(d.items())
-            items = list(islice(it, start, start + count))
-        newpos = start + len(items)
-        if newpos >= len(d) or not items:
-            nxt = 0
-        else:
-            nxt = ((z.dels & 0xFFFFFF) << 40) | newpos
-            if len(_zscan_cache) > 64:
-                _zscan_cache.clear()
-            _zscan_cache[(id(z), nxt)] = (it, z.dels, len(d), z)
-    if pattern is not None:
-        match = compile_glob(pattern)
-        items = [(m, s) for m, s in items if match(m)]
+        return 0, [m for s, m in z.sl]
+    pos = cursor & 0xFFFFFFFFFF
+    dels_at = cursor >> 40
+    rewind = (z.dels - dels_at) & 0xFFFFFF
+    if cursor == 0:
+        rewind = 0
+    start = max(0, pos - rewind)
+    ck = (id(z), cursor)
+    cached = _zscan_cache.pop(ck, None)
+    members = None
+    if cached is not None:
+        it, dels0, size0, zref = cached
+        if zref is z and dels0 == z.dels and size0 == len(d) and rewind == 0:
+            try:
+                members = list(islice(it, count))
+            except RuntimeError:
+                members = None
+    if members is None:
+        it = iter(d)
+        members = list(islice(it, start, start + count))
+    newpos = start + len(members)
+    if newpos >= len(d) or not members:
+        return 0, members
+    nxt = ((z.dels & 0xFFFFFF) << 40) | newpos
+    if len(_zscan_cache) > 64:
+        _zscan_cache.clear()
+    _zscan_cache[(id(z), nxt)] = (it, z.dels, len(d), z)
+    return nxt, members
+
+
+def _zscan_encode(z, members):
+    d = z.dict
     parts = []
-    for m, s in items:
-        f = b"%.17g" % s
+    for m in members:
+        f = b"%.17g" % d[m]
         parts.append(b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(m), m, len(f), f))
-    cur = b"%d" % nxt
-    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(cur), cur, 2 * len(parts)) + b"".join(parts)
+    return 2 * len(parts), b"".join(parts)
+
+
+@command("zscan")
+def zscan(c, argv):
+    return scan_value(c, argv, ZSetValue, _zscan_step, _zscan_encode)
