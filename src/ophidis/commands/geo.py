@@ -26,7 +26,6 @@ from . import command, zsets
 from .numparse import string2d
 
 _ZSET = notify.ZSET
-_GENERIC = notify.GENERIC
 
 NOT_FLOAT = RedisError("ERR value is not a valid float")
 BAD_UNIT = RedisError("ERR unsupported unit provided. please use M, KM, FT, MI")
@@ -530,9 +529,7 @@ def _georadius(c, argv, src_idx, flags):
 
     if z is None:
         if storekey is not None:
-            if db.lookup_write(storekey) is not None and db.server_delete(storekey):
-                notify.notify(_GENERIC, b"del", storekey, db.id)
-                c.server.dirty += 1
+            db.delete_destination(storekey)
             return ZERO
         return EMPTY_ARRAY
 
@@ -576,12 +573,11 @@ def _georadius(c, argv, src_idx, flags):
             d[member] = dist / conversion if storedist else score
         res.sl.update((s, m) for m, s in d.items())
         zsets.finish_store_result(c, res)
-        zsets.store_result(c, db, storekey, res)
+        db.store(storekey, res)
         notify.notify(_ZSET, b"geosearchstore" if geosearch else b"georadiusstore", storekey, db.id)
         c.server.dirty += returned
-    elif db.lookup_write(storekey) is not None and db.server_delete(storekey):
-        notify.notify(_GENERIC, b"del", storekey, db.id)
-        c.server.dirty += 1
+    else:
+        db.delete_destination(storekey)
     return integer(returned)
 
 

@@ -109,11 +109,7 @@ def _removed(c, db, key, v, left, n):
     """Housekeeping after popping n elements (listElementsRemoved)."""
     if notify.flags:
         notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
-        if not v:
-            db.delete(key)
-            notify.notify(_GENERIC, b"del", key, db.id)
-        else:
-            db.signal(key)
+        db.delete_if_empty(key, v)
     elif not v:
         db.delete(key)
     else:
@@ -474,11 +470,7 @@ def ltrim(c, argv):
             for _ in range(rtrim_n):
                 pr()
     notify.notify(_LIST, b"ltrim", key, db.id)
-    if not v:
-        db.delete(key)
-        notify.notify(_GENERIC, b"del", key, db.id)
-    else:
-        db.signal(key)
+    db.delete_if_empty(key, v)
     c.server.dirty += removed
     return OK
 
@@ -495,11 +487,7 @@ def _lmove(c, src, dst, from_left, to_left):
     x = sv.popleft() if from_left else sv.pop()
     _push_one(c, db, dst, dv, x, to_left)
     notify.notify(_LIST, b"lpop" if from_left else b"rpop", src, db.id)
-    if not sv:
-        db.delete(src)
-        notify.notify(_GENERIC, b"del", src, db.id)
-    else:
-        db.signal(src)
+    db.delete_if_empty(src, sv)
     c.server.dirty += 1
     return _bulk(x)
 

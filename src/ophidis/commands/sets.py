@@ -193,11 +193,7 @@ def spop(c, argv):
     m = pop_random(s)
     if notify.flags:
         notify.notify(_SET, b"spop", key, db.id)
-    if not s:
-        db.delete(key)
-        notify.notify(_GENERIC, b"del", key, db.id)
-    else:
-        db.signal(key)
+    db.delete_if_empty(key, s)
     c.server.dirty += 1
     if propagating(c.server):
         rewrite_argv(c, [b"SREM", key, m])
@@ -292,10 +288,7 @@ def _store(c, dst, result, event):
         notify.notify(_SET, event, dst, db.id)
         c.server.dirty += 1
         return integer(len(v))
-    if db.lookup_write(dst) is not None:
-        db.server_delete(dst)
-        c.server.dirty += 1
-        notify.notify(_GENERIC, b"del", dst, db.id)
+    db.delete_destination(dst)
     return ZERO
 
 

@@ -13,10 +13,9 @@ from ..types.zset import ZSetValue
 from ..util import parse_int
 from . import command
 from .numparse import string2d
-from .zsets import finish_store_result, reply_pairs, store_result
+from .zsets import finish_store_result, reply_pairs
 
 _ZSET = notify.ZSET
-_GENERIC = notify.GENERIC
 
 
 # ---------------------------------------------------------------------------
@@ -170,14 +169,12 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
     if dst is not None:
         if result:
             finish_store_result(c, z)
-            store_result(c, db, dst, z)
+            db.store(dst, z)
             ev = b"zunionstore" if op == UNION else b"zinterstore" if op == INTER else b"zdiffstore"
             notify.notify(_ZSET, ev, dst, db.id)
             c.server.dirty += 1
             return integer(len(result))
-        if db.lookup_write(dst) is not None and db.server_delete(dst):
-            notify.notify(_GENERIC, b"del", dst, db.id)
-            c.server.dirty += 1
+        db.delete_destination(dst)
         return ZERO
     return reply_pairs(c, z.sl, withscores)
 

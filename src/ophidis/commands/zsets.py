@@ -64,25 +64,6 @@ def reply_pairs(c, pairs, withscores):
     return b"*%d\r\n" % len(parts) + b"".join(parts)
 
 
-def _after_removal(c, db, key, z):
-    """Delete the key when the zset became empty.  Returns True if deleted."""
-    if not z.dict:
-        db.delete(key)
-        notify.notify(_GENERIC, b"del", key, db.id)
-        return True
-    db.signal(key)
-    return False
-
-
-def store_result(c, db, key, z):
-    """setKey: overwrite (dropping any TTL) or add."""
-    if db.lookup_write(key) is not None:
-        db.set_key(key, z)
-        signal_key_ready(db, key)
-    else:
-        db.add(key, z)
-
-
 def finish_store_result(c, z):
     """Pick the encoding of a computed result as Redis does when it converts
     a freshly built skiplist to a listpack if small enough."""
@@ -278,7 +259,7 @@ def zrem(c, argv):
                 break
     if deleted:
         notify.notify(_ZSET, b"zrem", key, db.id)
-        _after_removal(c, db, key, z)
+        db.delete_if_empty(key, z.dict)
         c.server.dirty += deleted
     return integer(deleted)
 
@@ -578,13 +559,11 @@ def _zrangestore_finish(c, dst, pairs):
             d[m] = s
         z.sl.update((s, m) for s, m in pairs)
         finish_store_result(c, z)
-        store_result(c, db, dst, z)
+        db.store(dst, z)
         notify.notify(_ZSET, b"zrangestore", dst, db.id)
         c.server.dirty += 1
         return integer(len(pairs))
-    if db.lookup_write(dst) is not None and db.server_delete(dst):
-        notify.notify(_GENERIC, b"del", dst, db.id)
-        c.server.dirty += 1
+    db.delete_destination(dst)
     return ZERO
 
 
@@ -671,7 +650,7 @@ def _zremrange(c, argv, rangetype):
         deleted = z.remove_slice(idx.start, idx.stop) if len(idx) else 0
     if deleted:
         notify.notify(_ZSET, event, key, db.id)
-        _after_removal(c, db, key, z)
+        db.delete_if_empty(key, z.dict)
         c.server.dirty += deleted
     return integer(deleted)
 
@@ -734,11 +713,7 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
     z.dels += rangelen
     c.server.dirty += rangelen
     notify.notify(_ZSET, b"zpopmax" if where == MAX_END else b"zpopmin", key, db.id)
-    if d:
-        db.signal(key)
-    else:
-        db.delete(key)
-        notify.notify(_GENERIC, b"del", key, db.id)
+    db.delete_if_empty(key, d)
     if repl is not None and propagating(c.server):
         new = [b"ZPOPMAX" if where == MAX_END else b"ZPOPMIN", key]
         if count_arg != -1:

@@ -327,6 +327,36 @@ class Database(DbCore):
             self.server.lazyfree.free(v)
         return True
 
+    def store(self, key, value):
+        """A STORE command's result (setKey): overwrites key (its TTL goes;
+        clients blocked on it are served) or adds it."""
+        if self.lookup_write(key) is not None:
+            self.set_key(key, value)
+            signal_key_ready(self, key)
+        else:
+            self.add(key, value)
+
+    def delete_if_empty(self, key, v) -> bool:
+        """After elements were removed from v, the value of key: an empty v
+        goes with its key (a "del" event), otherwise the change is
+        signalled (WATCH).  True when the key was deleted."""
+        if v:
+            self.signal(key)
+            return False
+        self.delete(key)
+        _notify.notify(_notify.GENERIC, b"del", key, self.id)
+        return True
+
+    def delete_destination(self, key) -> bool:
+        """The empty result of a STORE command (SINTERSTORE, ZRANGESTORE,
+        SORT ... STORE, GEOSEARCHSTORE ...): the destination key goes, with
+        a "del" event and a change counted.  True when there was one."""
+        if self.lookup_write(key) is not None and self.server_delete(key):
+            _notify.notify(_notify.GENERIC, b"del", key, self.id)
+            self.server.dirty += 1
+            return True
+        return False
+
     def server_delete(self, key) -> bool:
         """A deletion implied by a command (RENAME's or a STORE's
         destination ...): lazy when lazyfree-lazy-server-del is set."""
