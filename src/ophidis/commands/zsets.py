@@ -10,12 +10,11 @@ conversion points follow Redis 7.0.
 from __future__ import annotations
 
 import random
-from itertools import islice
 
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
-from ..keyspace.db import signal_key_ready
+from ..keyspace.db import dict_scan, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.zset import ZSetValue
@@ -938,41 +937,14 @@ def _zrandmember_count(c, z, cnt, withscores):
 
 # ZSCAN: listpack-encoded sets are returned whole (cursor 0), as Redis does;
 # skiplist-encoded ones are walked in dict order with a cursor that encodes
-# the position and the removal counter (see Database.scan).
+# the position and the removal counter (keyspace.db.dict_scan, as SCAN).
 _zscan_cache: dict = {}
 
 
 def _zscan_step(z, cursor, count):
-    d = z.dict
     if not z.skiplist:
         return 0, [m for s, m in z.sl]
-    pos = cursor & 0xFFFFFFFFFF
-    dels_at = cursor >> 40
-    rewind = (z.dels - dels_at) & 0xFFFFFF
-    if cursor == 0:
-        rewind = 0
-    start = max(0, pos - rewind)
-    ck = (id(z), cursor)
-    cached = _zscan_cache.pop(ck, None)
-    members = None
-    if cached is not None:
-        it, dels0, size0, zref = cached
-        if zref is z and dels0 == z.dels and size0 == len(d) and rewind == 0:
-            try:
-                members = list(islice(it, count))
-            except RuntimeError:
-                members = None
-    if members is None:
-        it = iter(d)
-        members = list(islice(it, start, start + count))
-    newpos = start + len(members)
-    if newpos >= len(d) or not members:
-        return 0, members
-    nxt = ((z.dels & 0xFFFFFF) << 40) | newpos
-    if len(_zscan_cache) > 64:
-        _zscan_cache.clear()
-    _zscan_cache[(id(z), nxt)] = (it, z.dels, len(d), z)
-    return nxt, members
+    return dict_scan(z.dict, z.dels, _zscan_cache, id(z), cursor, count)
 
 
 def _zscan_encode(z, members):

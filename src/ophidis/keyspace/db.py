@@ -423,42 +423,9 @@ class Database(DbCore):
 
     # -- SCAN ---------------------------------------------------------------
     def scan(self, cursor: int, count: int):
-        """Incremental iteration in insertion order.
-
-        The cursor encodes the position reached plus the deletions counter at
-        that time.  Deletions shift later keys left, so the next call starts
-        that many positions earlier: every key present for the whole
-        iteration is returned (duplicates are possible, as in Redis).
-        Returns (next_cursor, keys).
-        """
-        d = self.d
-        pos = cursor & 0xFFFFFFFFFF
-        dels_at = cursor >> 40
-        rewind = (self.dels - dels_at) & 0xFFFFFF
-        if dels_at == 0 and pos == 0:
-            rewind = 0
-        start = max(0, pos - rewind)
-        cached = self._scan_cache.pop(cursor, None)
-        keys = None
-        if cached is not None:
-            it, dels0, size0 = cached
-            if dels0 == self.dels and size0 == len(d) and rewind == 0:
-                try:
-                    keys = list(islice(it, count))
-                except RuntimeError:
-                    keys = None
-        if keys is None:
-            it = iter(d)
-            keys = list(islice(it, start, start + count))
-        newpos = start + len(keys)
-        if newpos >= len(d) or not keys:
-            return 0, keys
-        dels = self.dels & 0xFFFFFF
-        nxt = (dels << 40) | newpos
-        if len(self._scan_cache) > 64:
-            self._scan_cache.clear()
-        self._scan_cache[nxt] = (it, self.dels, len(d))
-        return nxt, keys
+        """Incremental iteration in insertion order (see dict_scan).
+        Returns (next_cursor, keys)."""
+        return dict_scan(self.d, self.dels, self._scan_cache, None, cursor, count)
 
     # -- active expiry -------------------------------------------------------
     def active_expire(self, deadline: float, keys_per_loop=20, acceptable_stale=10):
@@ -493,6 +460,42 @@ class Database(DbCore):
                 return sampled, expired, True
             if exp_batch * 100 <= len(batch) * acceptable_stale or sampled >= len(expires):
                 return sampled, expired, False
+
+
+def dict_scan(d, dels, cache, tag, cursor: int, count: int):
+    """One step of an incremental walk over dict d in insertion order (SCAN,
+    ZSCAN of a big zset).
+
+    The cursor encodes the position reached plus the deletions counter
+    (``dels``) at that time.  Deletions shift later keys left, so the next
+    call starts that many positions earlier: every key present for the whole
+    iteration is returned (duplicates are possible, as in Redis).  ``cache``
+    keeps the iterators of recent steps under (tag, cursor), so that a walk
+    without deletions continues where it stopped.  Returns (next_cursor,
+    keys)."""
+    pos = cursor & 0xFFFFFFFFFF
+    rewind = (dels - (cursor >> 40)) & 0xFFFFFF if cursor else 0
+    start = max(0, pos - rewind)
+    cached = cache.pop((tag, cursor), None)
+    keys = None
+    if cached is not None:
+        it, dels0, size0, d0 = cached
+        if d0 is d and dels0 == dels and size0 == len(d) and rewind == 0:
+            try:
+                keys = list(islice(it, count))
+            except RuntimeError:
+                keys = None
+    if keys is None:
+        it = iter(d)
+        keys = list(islice(it, start, start + count))
+    newpos = start + len(keys)
+    if newpos >= len(d) or not keys:
+        return 0, keys
+    nxt = ((dels & 0xFFFFFF) << 40) | newpos
+    if len(cache) > 64:
+        cache.clear()
+    cache[(tag, nxt)] = (it, dels, len(d), d)
+    return nxt, keys
 
 
 def touch_watched(db: Database, key):
