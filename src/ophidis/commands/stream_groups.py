@@ -12,7 +12,7 @@ from ..replication.propagate import propagating
 from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
 from ..util import parse_int
 from . import command
-from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str,
+from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, consumer_for,
                       create_consumer, entries_reply, entry_reply, help_reply, id_reply, parse_id,
                       parse_interval, propagate_ops, range_args, setid_op, xclaim_op)
 
@@ -287,12 +287,7 @@ class _Claim:
         argv = self.argv
         cons = self.cons
         if cons is None:
-            cons = self.g.consumers.get(argv[3])
-            if cons is None:
-                cons = create_consumer(self.c, self.g, argv[3], argv[1], self.c.db)
-            else:
-                cons.seen_time = mstime()
-            self.cons = cons
+            cons = self.cons = consumer_for(self.c, self.g, argv[2], argv[3], argv[1], self.c.db)
         if nack.consumer is not cons and nack.consumer is not None:
             del nack.consumer.pel[i]
         nack.delivery_time = when

@@ -270,7 +270,7 @@ def _parse_add_trim(c, argv, xadd):
         if xadd and opt == b"*":
             break
         lo = opt.lower()
-        if lo == b"maxlen" and more:
+        if (lo == b"maxlen" or lo == b"minid") and more:
             if a.strategy is not None:
                 raise _BOTH
             a.approx = False
@@ -280,25 +280,15 @@ def _parse_add_trim(c, argv, xadd):
                 i += 1
             elif more >= 2 and nxt == b"=":
                 i += 1
-            a.maxlen = parse_int(argv[i + 1])
-            if a.maxlen < 0:
-                raise _MAXLEN_NEG
+            if lo == b"maxlen":
+                a.maxlen = parse_int(argv[i + 1])
+                if a.maxlen < 0:
+                    raise _MAXLEN_NEG
+                a.strategy = "maxlen"
+            else:
+                a.minid = parse_id(argv[i + 1], 0, strict=True)[0]
+                a.strategy = "minid"
             i += 1
-            a.strategy = "maxlen"
-            a.arg_idx = i
-        elif lo == b"minid" and more:
-            if a.strategy is not None:
-                raise _BOTH
-            a.approx = False
-            nxt = argv[i + 1]
-            if more >= 2 and nxt == b"~":
-                a.approx = True
-                i += 1
-            elif more >= 2 and nxt == b"=":
-                i += 1
-            a.minid = parse_id(argv[i + 1], 0, strict=True)[0]
-            i += 1
-            a.strategy = "minid"
             a.arg_idx = i
         elif lo == b"limit" and more:
             a.limit = parse_int(argv[i + 1])
@@ -563,6 +553,20 @@ def create_consumer(c, g, name, key, db):
     return cons
 
 
+def consumer_for(c, g, gname, name, key, db, ops=None):
+    """The consumer name of group g for a read or a claim: created when
+    missing (then, with ``ops``, an XGROUP CREATECONSUMER to propagate),
+    its seen time updated otherwise."""
+    cons = g.consumers.get(name)
+    if cons is None:
+        cons = create_consumer(c, g, name, key, db)
+        if ops is not None:
+            ops.append([b"XGROUP", b"CREATECONSUMER", key, gname, name])
+    else:
+        cons.seen_time = mstime()
+    return cons
+
+
 def _serve_group(s, key, gname, g, cons, start, count, noack, ops):
     """streamReplyWithRange with a group: deliver entries > start - 1 to
     cons, move the group's last ID and read counter, create or reassign
@@ -744,13 +748,7 @@ def _xread(c, argv, group_mode):
             parts.append(b"*2\r\n")
         parts.append(bulk_str(key))
         if group_mode:
-            cons = g.consumers.get(cname)
-            if cons is None:
-                cons = create_consumer(c, g, cname, key, db)
-                if noack and ops is not None:
-                    ops.append([b"XGROUP", b"CREATECONSUMER", key, gname, cname])
-            else:
-                cons.seen_time = mstime()
+            cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
             if history:
                 parts.append(_serve_history(c, s, cons, start, count))
             else:
@@ -792,13 +790,7 @@ def _xread(c, argv, group_mode):
         if not group_mode:
             return head + bulk_str(key) + entries_reply(s.range(start, MAX_ID, xcount))
         ops = [] if propagating(c.server) else None
-        cons = g.consumers.get(cname)
-        if cons is None:
-            cons = create_consumer(c, g, cname, key, db)
-            if noack and ops is not None:
-                ops.append([b"XGROUP", b"CREATECONSUMER", key, gname, cname])
-        else:
-            cons.seen_time = mstime()
+        cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
         body = _serve_group(s, key, gname, g, cons, start, xcount, noack, ops)
         _propagate_served(c, db, ops)
         return head + bulk_str(key) + body
