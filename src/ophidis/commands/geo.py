@@ -241,34 +241,26 @@ def _zadd_pairs(c, key, pairs, nx, xx, ch):
 # ---------------------------------------------------------------------------
 # GEOPOS, GEOHASH, GEODIST
 # ---------------------------------------------------------------------------
-@command("geopos")
-def geopos(c, argv):
+def _per_member(c, argv, missing, encode):
+    """GEOPOS / GEOHASH: a reply per member argv[2:], ``missing`` for one
+    not in the set, ``encode(lon, lat)`` for the others."""
     z = c.db.lookup_read_typed(argv[1], ZSetValue)
     d = z.dict if z is not None else {}
     out = [b"*%d\r\n" % (len(argv) - 2)]
     for m in argv[2:]:
         s = d.get(m)
-        if s is None:
-            out.append(c.null_array)
-        else:
-            lon, lat = gh.decode_score(s)
-            out.append(_pos_reply(c, lon, lat))
+        out.append(missing if s is None else encode(*gh.decode_score(s)))
     return b"".join(out)
+
+
+@command("geopos")
+def geopos(c, argv):
+    return _per_member(c, argv, c.null_array, lambda lon, lat: _pos_reply(c, lon, lat))
 
 
 @command("geohash")
 def geohash(c, argv):
-    z = c.db.lookup_read_typed(argv[1], ZSetValue)
-    d = z.dict if z is not None else {}
-    out = [b"*%d\r\n" % (len(argv) - 2)]
-    for m in argv[2:]:
-        s = d.get(m)
-        if s is None:
-            out.append(c.null)
-        else:
-            lon, lat = gh.decode_score(s)
-            out.append(b"$11\r\n%s\r\n" % gh.standard_geohash(lon, lat))
-    return b"".join(out)
+    return _per_member(c, argv, c.null, lambda lon, lat: b"$11\r\n%s\r\n" % gh.standard_geohash(lon, lat))
 
 
 @command("geodist")
