@@ -19,6 +19,8 @@ _GENERIC = notify.GENERIC
 _NEW = notify.NEW
 
 NX, XX, GET, KEEPTTL, EX, PX, EXAT, PXAT, PERSIST = 1, 2, 4, 8, 16, 32, 64, 128, 256
+_EXPIRE_OPTS = {b"EX": EX, b"PX": PX, b"EXAT": EXAT, b"PXAT": PXAT}
+_TTL_OPTS = KEEPTTL | PERSIST | EX | PX | EXAT | PXAT
 
 
 def _opt_error():
@@ -44,20 +46,9 @@ def parse_ext_args(argv, start, is_set):
             flags |= KEEPTTL
         elif opt == b"PERSIST" and not is_set and not flags & (EX | EXAT | PX | PXAT | KEEPTTL):
             flags |= PERSIST
-        elif opt == b"EX" and not flags & (KEEPTTL | PERSIST | EXAT | PX | PXAT) and nxt is not None:
-            flags |= EX
-            expire = nxt
-            j += 1
-        elif opt == b"PX" and not flags & (KEEPTTL | PERSIST | EX | EXAT | PXAT) and nxt is not None:
-            flags |= PX
-            expire = nxt
-            j += 1
-        elif opt == b"EXAT" and not flags & (KEEPTTL | PERSIST | EX | PX | PXAT) and nxt is not None:
-            flags |= EXAT
-            expire = nxt
-            j += 1
-        elif opt == b"PXAT" and not flags & (KEEPTTL | PERSIST | EX | EXAT | PX) and nxt is not None:
-            flags |= PXAT
+        elif opt in _EXPIRE_OPTS and not flags & (_TTL_OPTS & ~_EXPIRE_OPTS[opt]) and nxt is not None:
+            # EX, PX, EXAT, PXAT: exclusive with each other, KEEPTTL and PERSIST
+            flags |= _EXPIRE_OPTS[opt]
             expire = nxt
             j += 1
         else:
