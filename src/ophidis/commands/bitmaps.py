@@ -116,6 +116,16 @@ def _popcount(v, start, end) -> int:
     return int.from_bytes(memoryview(v)[start:end + 1], "big").bit_count()
 
 
+def _is_bit_unit(arg) -> bool:
+    """BITCOUNT/BITPOS's BYTE (False) or BIT (True) range unit."""
+    u = arg.upper()
+    if u == b"BIT":
+        return True
+    if u != b"BYTE":
+        raise SYNTAX
+    return False
+
+
 @command("bitcount")
 def bitcount(c, argv):
     v = c.db.lookup_read_typed(argv[1], bytes)
@@ -133,13 +143,7 @@ def bitcount(c, argv):
     end = parse_int(argv[3])
     if start < 0 and end < 0 and start > end:
         return ZERO
-    isbit = False
-    if n == 5:
-        u = argv[4].upper()
-        if u == b"BIT":
-            isbit = True
-        elif u != b"BYTE":
-            raise SYNTAX
+    isbit = n == 5 and _is_bit_unit(argv[4])
     start, end = string_range(strlen * 8 if isbit else strlen, start, end)
     if start > end:
         return ZERO
@@ -187,12 +191,7 @@ def bitpos(c, argv):
     isbit = False
     if n in (4, 5, 6):
         start = parse_int(argv[3])
-        if n == 6:
-            u = argv[5].upper()
-            if u == b"BIT":
-                isbit = True
-            elif u != b"BYTE":
-                raise SYNTAX
+        isbit = n == 6 and _is_bit_unit(argv[5])
         if n >= 5:
             end = parse_int(argv[4])
             end_given = True
