@@ -85,12 +85,8 @@ def _hset_generic(c, argv, name):
         raise RedisError("ERR wrong number of arguments for '%s' command" % name)
     db = c.db
     key = argv[1]
-    h = db.lookup_write_typed(key, HashValue)
-    if h is None:
-        h = HashValue()
-        db.add(key, h)
-    else:
-        db.signal(key)
+    h = db.lookup_write_typed(key, HashValue, create=True)
+    db.signal(key)
     created = _set_fields(c, h, argv, 2)
     c.server.dirty += (len(argv) - 2) >> 1
     if notify.flags:
@@ -105,12 +101,9 @@ def hset(c, argv):
     # HSET key field value: the common case, inlined.
     db = c.db
     key = argv[1]
-    h = db.lookup_write_typed(key, HashValue)
-    if h is None:
-        h = HashValue()
-        db.add(key, h)
-    elif db.watched_keys:
-        db.signal(key)
+    h = db.lookup_write_typed(key, HashValue, create=True)
+    if db.watched_keys:
+        db.signal(key)       # (a new hash: a second, harmless touch of its watchers)
     f = argv[2]
     v = argv[3]
     n0 = len(h)
@@ -145,11 +138,8 @@ def hmset(c, argv):
 def hsetnx(c, argv):
     db = c.db
     key = argv[1]
-    h = db.lookup_write_typed(key, HashValue)
-    if h is None:
-        h = HashValue()
-        db.add(key, h)
-    elif argv[2] in h:
+    h = db.lookup_write_typed(key, HashValue, create=True)
+    if argv[2] in h:
         return ZERO
     _set_fields(c, h, argv, 2)
     db.signal(key)
@@ -184,11 +174,7 @@ def hmget(c, argv):
 
 @command("hdel")
 def hdel(c, argv):
-    key = argv[1]
-    h = c.db.lookup_write_typed(key, HashValue)
-    if h is None:
-        return ZERO
-    return integer(remove_members(c, key, h, argv[2:], h.__delitem__, _HASH, b"hdel"))
+    return integer(remove_members(c, argv, HashValue, HashValue.__delitem__, _HASH, b"hdel"))
 
 
 @command("hlen")
@@ -318,7 +304,7 @@ def _header(c, count, withvalues):
     return b"*%d\r\n" % count
 
 
-def random_picker(v, count):
+def _random_picker(v, count):
     """``pick(k)``: k random members of v, with repetitions (count of them
     will be asked for in all)."""
     n = len(v)
@@ -326,6 +312,14 @@ def random_picker(v, count):
         population = tuple(v)
         return lambda k: random.choices(population, k=k)
     return lambda k: [random_member(v) for _ in range(k)]
+
+
+def picks_reply(c, v, count, head, encode):
+    """HRANDFIELD / SRANDMEMBER with a negative count (or 1): ``count``
+    random members of the hash or set v with repetitions, the reply's
+    elements ``encode(members)`` after its ``head``."""
+    pick = _random_picker(v, count)
+    return chunked_reply(c, head, count, lambda n: encode(pick(n)))
 
 
 REPLY_CHUNK = 1024
@@ -380,9 +374,8 @@ def hrandfield(c, argv):
             return b"*0\r\n"
         if l < 0 or l == 1:
             count = -l if l < 0 else 1
-            pick = random_picker(h, count)
-            return chunked_reply(c, _header(c, count, withvalues), count,
-                                 lambda n: _pairs_reply(c, h, pick(n), withvalues))
+            return picks_reply(c, h, count, _header(c, count, withvalues),
+                               lambda fields: _pairs_reply(c, h, fields, withvalues))
         size = len(h)
         if l >= size:
             fields = list(h)

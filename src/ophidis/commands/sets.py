@@ -22,7 +22,7 @@ from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, 
                                 remove_members, scan_step)
 from ..util import LLONG_MAX, parse_int, parse_range_long, try_int
 from . import command
-from .hashes import chunked_reply, random_picker, random_unique
+from .hashes import picks_reply, random_unique
 from .keys import scan_value
 
 _SET = notify.SET
@@ -82,10 +82,7 @@ def _set_reply(c, items, n) -> bytes:
 def sadd(c, argv):
     db = c.db
     key = argv[1]
-    s = db.lookup_write_typed(key, SetValue)
-    if s is None:
-        s = SetValue()
-        db.add(key, s)
+    s = db.lookup_write_typed(key, SetValue, create=True)
     n0 = len(s)
     if s._aux is None:
         if len(argv) == 3:
@@ -111,11 +108,7 @@ def sadd(c, argv):
 
 @command("srem")
 def srem(c, argv):
-    key = argv[1]
-    s = c.db.lookup_write_typed(key, SetValue)
-    if s is None:
-        return ZERO
-    return integer(remove_members(c, key, s, argv[2:], s.remove, _SET, b"srem"))
+    return integer(remove_members(c, argv, SetValue, SetValue.remove, _SET, b"srem"))
 
 
 @command("smove")
@@ -254,8 +247,7 @@ def srandmember(c, argv):
             return b"*0\r\n"
         if l < 0 or l == 1:
             count = -l if l < 0 else 1
-            pick = random_picker(s, count)
-            return chunked_reply(c, b"*%d\r\n" % count, count, lambda n: _bulks(pick(n)))
+            return picks_reply(c, s, count, b"*%d\r\n" % count, _bulks)
         size = len(s)
         if l >= size:
             return b"*%d\r\n" % size + _bulks(_ordered(s))

@@ -183,17 +183,20 @@ class Database(DbCore):
             check_type(v, cls)
         return v
 
-    def lookup_write_typed(self, key, cls):
+    def lookup_write_typed(self, key, cls, create=False):
         """Value of key for a write command (lazy expiry, no stats, as
         lookup_write), None when there is none; WRONGTYPE when it holds
-        another type than ``cls``'s."""
+        another type than ``cls``'s.  With ``create``, a missing key gets a
+        new empty ``cls()`` (added as by ``add``: hashTypeLookupWriteOrCreate,
+        setTypeCreate ...)."""
         v = self.d.get(key)
-        if v is None:
-            return None
-        if self.expires and key in self.expires:
+        if v is not None and self.expires and key in self.expires:
             v = self.lookup_write(key)
-            if v is None:
-                return None
+        if v is None:
+            if create:
+                v = cls()
+                self.add(key, v)
+            return v
         if v.__class__ is not cls:
             check_type(v, cls)
         return v

@@ -228,17 +228,22 @@ def aux_removed(v, m):
         a.dead += 1
 
 
-def remove_members(c, key, v, members, discard, event_class, event) -> int:
-    """HDEL / SREM: remove members from the hash or set v at key (the key
-    goes once v is empty), with the WATCH signal, keyspace events and dirty
-    count Redis gives.  Returns the number removed."""
+def remove_members(c, argv, cls, discard, event_class, event) -> int:
+    """HDEL / SREM key member ...: remove the members from the hash or set
+    (``discard(value, member)``; the key goes once the value is empty), with
+    the WATCH signal, keyspace events and dirty count Redis gives.  Returns
+    the number removed."""
     db = c.db
+    key = argv[1]
+    v = db.lookup_write_typed(key, cls)
+    if v is None:
+        return 0
     deleted = 0
     removed = False
     aux = v._aux is not None
-    for m in members:
+    for m in argv[2:]:
         if m in v:
-            discard(m)
+            discard(v, m)
             deleted += 1
             if aux:
                 aux_removed(v, m)
