@@ -570,23 +570,43 @@ def _timeout_null_array(c):
     return c.null_array
 
 
-def _bpop(c, argv, left):
-    deadline = parse_timeout(argv[-1])
-    keys = argv[1:-1]
+def _ready_list(db, key):
+    """The list at key when a blocked client can be served from it (not
+    empty), else None."""
+    v = db.lookup_nostats(key)
+    return v if v.__class__ is ListValue and v else None
+
+
+def _pop_or_block(c, keys, deadline, pop, served):
+    """BLPOP, BRPOP, BLMPOP: ``pop(db, key, v)``, the reply, at once when
+    one of keys holds a list; else (unless the client may not block: a null
+    array) the client blocks until ``served(c, db, key, v)`` can answer from
+    a list pushed to."""
     db = c.db
     key, v = _first_nonempty(db, keys)
     if key is not None:
-        x = v.popleft() if left else v.pop()
-        _removed(c, db, key, v, left, 1)
-        rewrite_argv(c, [b"LPOP" if left else b"RPOP", key])
-        return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
+        return pop(db, key, v)
     if not _may_block(c):
         return c.null_array
 
     def on_ready(c, db, key):
-        v = db.lookup_nostats(key)
-        if v is None or v.__class__ is not ListValue or not v:
-            return None
+        v = _ready_list(db, key)
+        return None if v is None else served(c, db, key, v)
+
+    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
+    return None
+
+
+def _bpop(c, argv, left):
+    deadline = parse_timeout(argv[-1])
+
+    def pop(db, key, v):
+        x = v.popleft() if left else v.pop()
+        _removed(c, db, key, v, left, 1)
+        rewrite_argv(c, [b"LPOP" if left else b"RPOP", key])
+        return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
+
+    def served(c, db, key, v):
         x = v.popleft() if left else v.pop()
         _propagate_served(c, db, [b"LPOP" if left else b"RPOP", key])
         notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
@@ -595,8 +615,7 @@ def _bpop(c, argv, left):
             notify.notify(_GENERIC, b"del", key, db.id)
         return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
 
-    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
-    return None
+    return _pop_or_block(c, argv[1:-1], deadline, pop, served)
 
 
 @command("blpop")
@@ -613,25 +632,18 @@ def brpop(c, argv):
 def blmpop(c, argv):
     keys, left, count = _parse_mpop(argv, 2)
     deadline = parse_timeout(argv[1])
-    db = c.db
-    key, v = _first_nonempty(db, keys)
-    if key is not None:
+
+    def pop(db, key, v):
         n = min(count, len(v))
         reply = _mpop_reply(c, db, key, v, left, count)
         rewrite_argv(c, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
         return reply
-    if not _may_block(c):
-        return c.null_array
 
-    def on_ready(c, db, key):
-        v = db.lookup_nostats(key)
-        if v is None or v.__class__ is not ListValue or not v:
-            return None
+    def served(c, db, key, v):
         _propagate_served(c, db, [b"LPOP" if left else b"RPOP", key, b"%d" % min(count, len(v))])
         return _mpop_reply(c, db, key, v, left, count)
 
-    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
-    return None
+    return _pop_or_block(c, keys, deadline, pop, served)
 
 
 def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
@@ -648,8 +660,8 @@ def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
         return c.null
 
     def on_ready(c, db, key):
-        sv = db.lookup_nostats(key)
-        if sv is None or sv.__class__ is not ListValue or not sv:
+        sv = _ready_list(db, key)
+        if sv is None:
             return None
         dv = db.lookup_write_typed(dst, ListValue)
         x = sv.popleft() if from_left else sv.pop()
