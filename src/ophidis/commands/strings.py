@@ -192,24 +192,19 @@ def set_(c, argv):
         if flags & GET:
             return b"$%d\r\n%s\r\n" % (len(old), old) if old is not None else c.null
         return c.null
-    db.set_key(key, argv[2], keepttl=bool(flags & KEEPTTL))
-    c.server.dirty += 1
-    if notify.flags:
-        notify.notify(_STRING, b"set", key, db.id)
-    if when is not None:
-        db.expires[key] = when
-        if notify.flags:
-            notify.notify(_GENERIC, b"expire", key, db.id)
+    _set_generic(c, key, argv[2], when, keepttl=bool(flags & KEEPTTL))
     if flags & GET:
         return b"$%d\r\n%s\r\n" % (len(old), old) if old is not None else c.null
     return OK
 
 
-def _set_generic(c, key, value, when=None, nx=False):
+def _set_generic(c, key, value, when=None, nx=False, keepttl=False):
+    """setGenericCommand's write: key = value (unless nx and key exists),
+    then the TTL ``when`` (ms) if given.  True when it was set."""
     db = c.db
     if nx and db.lookup_write(key) is not None:
         return False
-    db.set_key(key, value)
+    db.set_key(key, value, keepttl)
     c.server.dirty += 1
     if notify.flags:
         notify.notify(_STRING, b"set", key, db.id)
@@ -337,17 +332,16 @@ def mset(c, argv):
 
 @command("msetnx")
 def msetnx(c, argv):
-    n = len(argv)
-    if n % 2 == 0:
+    if len(argv) % 2 == 0:
         raise RedisError("ERR wrong number of arguments for 'msetnx' command")
     db = c.db
-    for i in range(1, n, 2):
-        if db.lookup_write(argv[i]) is not None:
-            return ZERO
-    for i in range(1, n, 2):
-        db.set_key(argv[i], argv[i + 1])
-        notify.notify(_STRING, b"set", argv[i], db.id)
-    c.server.dirty += (n - 1) // 2
+    keys = argv[1::2]
+    if any(db.lookup_write(key) is not None for key in keys):
+        return ZERO
+    for key, value in zip(keys, argv[2::2]):
+        db.set_key(key, value)
+        notify.notify(_STRING, b"set", key, db.id)
+    c.server.dirty += len(keys)
     return ONE
 
 
