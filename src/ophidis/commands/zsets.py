@@ -150,18 +150,14 @@ def _zadd_generic(c, argv, flags):
             processed += 1
             if score != cur:
                 sl.remove(cur, member)
-                st = score
-                if not z.skiplist and st == 0.0:
-                    st = 0.0
+                st = 0.0 if score == 0.0 and not z.skiplist else score    # a listpack keeps -0 as 0
                 d[member] = st
                 sl.add(st, member)
                 updated += 1
         elif not xx:
             if not z.skiplist and (len(d) + 1 > entries or len(member) > maxval):
                 z.skiplist = True
-            st = score
-            if not z.skiplist and st == 0.0:
-                st = 0.0
+            st = 0.0 if score == 0.0 and not z.skiplist else score
             d[member] = st
             sl.add(st, member)
             added += 1
