@@ -7,7 +7,7 @@ import math
 import re
 from fractions import Fraction
 
-from .errors import NOT_FLOAT, NOT_INT, RedisError
+from .errors import NOT_FLOAT, NOT_INT, SYNTAX, RedisError
 
 LLONG_MIN = -(2**63)
 LLONG_MAX = 2**63 - 1
@@ -64,6 +64,19 @@ def parse_positive(b, msg="ERR value is out of range, must be positive") -> int:
     if v < 0:
         raise RedisError(msg)
     return v
+
+
+def parse_keyword(arg, choices: dict, err=SYNTAX):
+    """The value ``choices`` (keyed by lower-case bytes) gives the keyword
+    arg, matched case-insensitively (LEFT|RIGHT, MIN|MAX, ON|OFF ...); err
+    for any other word."""
+    v = choices.get(arg.lower(), _NO_CHOICE)
+    if v is _NO_CHOICE:
+        raise err
+    return v
+
+
+_NO_CHOICE = object()
 
 
 # -- Redis's two rules for start/end indexes (negative ones count from the end) --------

@@ -14,7 +14,7 @@ import re
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..protocol.resp import MINUS_ONE, ONE, ZERO, integer
-from ..util import parse_int, string_range
+from ..util import parse_int, parse_keyword, string_range
 from . import command
 
 _OFFSET_ERR = RedisError("ERR bit offset is not an integer or out of range")
@@ -271,6 +271,8 @@ def bitop(c, argv):
 
 _GET, _SET, _INCRBY = 0, 1, 2
 _WRAP, _SAT, _FAIL = 0, 1, 2
+_OVERFLOW_TYPES = {b"wrap": _WRAP, b"sat": _SAT, b"fail": _FAIL}
+_OVERFLOW_ERR = RedisError("ERR Invalid OVERFLOW type specified")
 
 
 def _bf_type(arg):
@@ -371,15 +373,7 @@ def _bitfield(c, argv, readonly_cmd):
         elif sub == b"incrby" and rem >= 3:
             opcode = _INCRBY
         elif sub == b"overflow" and rem >= 1:
-            t = argv[j + 1].lower()
-            if t == b"wrap":
-                owtype = _WRAP
-            elif t == b"sat":
-                owtype = _SAT
-            elif t == b"fail":
-                owtype = _FAIL
-            else:
-                raise RedisError("ERR Invalid OVERFLOW type specified")
+            owtype = parse_keyword(argv[j + 1], _OVERFLOW_TYPES, _OVERFLOW_ERR)
             j += 2
             continue
         else:

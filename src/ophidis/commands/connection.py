@@ -10,7 +10,7 @@ from ..keyspace.tracking import TrackState
 from ..keyspace.watch import unwatch_all
 from ..net.client import client_class
 from ..protocol.resp import OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim
-from ..util import parse_int
+from ..util import parse_int, parse_keyword
 from . import REDACTED, command
 
 
@@ -178,6 +178,8 @@ def hello(c, argv):
 # -- CLIENT -------------------------------------------------------------------
 
 _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
+_YES_NO = {b"yes": True, b"no": False}
+_ON_OFF = {b"on": True, b"off": False}
 
 
 def _client_type(c) -> bytes:
@@ -245,13 +247,7 @@ def client_reply(c, argv):
 
 @command("client|no-evict")
 def client_no_evict(c, argv):
-    mode = argv[2].lower()
-    if mode == b"on":
-        c.no_evict = True
-    elif mode == b"off":
-        c.no_evict = False
-    else:
-        raise SYNTAX
+    c.no_evict = parse_keyword(argv[2], _ON_OFF)
     return OK
 
 
@@ -295,13 +291,7 @@ def client_kill(c, argv):
             if user is None:
                 raise RedisError("ERR No such user '%s'" % val.decode("utf-8", "replace"))
         elif opt == b"skipme":
-            v = val.lower()
-            if v == b"yes":
-                skipme = True
-            elif v == b"no":
-                skipme = False
-            else:
-                raise SYNTAX
+            skipme = parse_keyword(val, _YES_NO)
         else:
             raise SYNTAX
         i += 2
@@ -337,13 +327,8 @@ def _kill(me, target):
 def client_unblock(c, argv):
     err = False
     if len(argv) == 4:
-        r = argv[3].lower()
-        if r == b"timeout":
-            err = False
-        elif r == b"error":
-            err = True
-        else:
-            raise RedisError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        err = parse_keyword(argv[3], {b"timeout": False, b"error": True},
+                            RedisError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"))
     cid = parse_int(argv[2])
     target = c.server.clients.get(cid)
     h = c.server.blocking_handler
@@ -379,13 +364,8 @@ def client_unpause(c, argv):
 def client_pause(c, argv):
     kind = "all"
     if len(argv) == 4:
-        m = argv[3].lower()
-        if m == b"write":
-            kind = "write"
-        elif m == b"all":
-            kind = "all"
-        else:
-            raise RedisError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+        kind = parse_keyword(argv[3], {b"write": "write", b"all": "all"},
+                             RedisError("ERR CLIENT PAUSE mode must be WRITE or ALL"))
     ms = parse_timeout_ms(argv[2])
     c.server.pause(kind, time.monotonic() + ms / 1000.0)
     return OK

@@ -27,7 +27,7 @@ from ..net.speedups import native
 from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
 from ..types.containers import ListValue
-from ..util import LLONG_MAX, LLONG_MIN, index_range, parse_int
+from ..util import LLONG_MAX, LLONG_MIN, index_range, parse_int, parse_keyword
 from . import command
 
 _LIST = notify.LIST
@@ -84,14 +84,12 @@ def _bulk(x) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(x), x)
 
 
+_LEFT_RIGHT = {b"left": True, b"right": False}
+
+
 def _where(arg) -> bool:
     """LEFT -> True, RIGHT -> False."""
-    a = arg.lower()
-    if a == b"left":
-        return True
-    if a == b"right":
-        return False
-    raise SYNTAX
+    return parse_keyword(arg, _LEFT_RIGHT)
 
 
 def _propagate_served(c, db, argv):
@@ -358,13 +356,7 @@ def lset(c, argv):
 
 @command("linsert")
 def linsert(c, argv):
-    where = argv[2].lower()
-    if where == b"after":
-        after = True
-    elif where == b"before":
-        after = False
-    else:
-        raise SYNTAX
+    after = parse_keyword(argv[2], {b"after": True, b"before": False})
     db = c.db
     key = argv[1]
     v = db.lookup_write_typed(key, ListValue)

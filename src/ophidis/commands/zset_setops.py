@@ -10,7 +10,7 @@ from ..keyspace.db import check_type
 from ..protocol.resp import ZERO, integer
 from ..types.containers import SetValue
 from ..types.zset import ZSetValue
-from ..util import parse_int
+from ..util import parse_int, parse_keyword
 from . import command
 from .numparse import string2d
 from .zsets import finish_store_result, reply_pairs
@@ -72,15 +72,7 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
                 weights[i] = w
                 j += 1
         elif op != DIFF and not card_only and remaining >= 2 and opt == b"aggregate":
-            a = argv[j + 1].lower()
-            if a == b"sum":
-                aggregate = _SUM
-            elif a == b"min":
-                aggregate = _MIN
-            elif a == b"max":
-                aggregate = _MAX
-            else:
-                raise SYNTAX
+            aggregate = parse_keyword(argv[j + 1], {b"sum": _SUM, b"min": _MIN, b"max": _MAX})
             j += 2
         elif remaining >= 1 and dst is None and not card_only and opt == b"withscores":
             withscores = True

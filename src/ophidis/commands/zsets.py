@@ -18,7 +18,7 @@ from ..keyspace.db import dict_scan, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.zset import ZSetValue
-from ..util import index_range, parse_int
+from ..util import index_range, parse_int, parse_keyword
 from . import command
 from .hashes import chunked_reply
 from .keys import scan_value
@@ -804,13 +804,7 @@ def _parse_mpop(argv, numkeys_idx):
     where_idx = numkeys_idx + numkeys + 1
     if where_idx >= n:
         raise SYNTAX
-    w = argv[where_idx].lower()
-    if w == b"min":
-        where = MIN_END
-    elif w == b"max":
-        where = MAX_END
-    else:
-        raise SYNTAX
+    where = parse_keyword(argv[where_idx], {b"min": MIN_END, b"max": MAX_END})
     count = -1
     j = where_idx + 1
     while j < n:
