@@ -211,6 +211,23 @@ def _digits_int(s: bytes) -> int:
     return int(_decimal.Decimal(s.decode()))
 
 
+def _ld_parts(m, bits, err):
+    """(sign, digits without leading zeros, scale) of a decimal (bits 1:
+    digits * 10**scale) or hex (bits 4: digits * 2**scale) match of
+    parse_ld; an exponent of more than 9 digits is err (certain overflow or
+    underflow to zero) unless the digits are all zeros."""
+    sign, ip, fp, fo, ex = m.groups()
+    digits = (ip or b"") + (fp or b"") if fo is None else fo
+    scale = -bits * len(fp or b"") if fo is None else -bits * len(fo)
+    digits = digits.lstrip(b"0")
+    if digits and ex is not None:
+        exd = ex.lstrip(b"+-").lstrip(b"0")
+        if len(exd) > 9:
+            raise err
+        scale += -int(exd or b"0") if ex[:1] == b"-" else int(exd or b"0")
+    return sign, digits, scale
+
+
 def parse_ld(b, err=NOT_FLOAT):
     """Redis's string2ld: strtold over the whole string (decimal, hex float,
     inf/infinity; no leading space, at most 5119 bytes), refusing NaN and
@@ -219,17 +236,9 @@ def parse_ld(b, err=NOT_FLOAT):
         raise err
     m = _LD_DEC.match(b)
     if m is not None:
-        sign, ip, fp, fo, ex = m.groups()
-        digits = (ip or b"") + (fp or b"") if fo is None else fo
-        scale = -len(fp or b"") if fo is None else -len(fo)
-        digits = digits.lstrip(b"0")
+        sign, digits, scale = _ld_parts(m, 1, err)
         if not digits:
             return Fraction(0)
-        if ex is not None:
-            exd = ex.lstrip(b"+-").lstrip(b"0")
-            if len(exd) > 9:
-                raise err  # certain overflow or underflow to zero
-            scale += -int(exd or b"0") if ex[:1] == b"-" else int(exd or b"0")
         mag = len(digits) + scale  # 10**(mag-1) <= value < 10**mag
         if mag > 4934 or mag < -4952:
             raise err
@@ -238,17 +247,9 @@ def parse_ld(b, err=NOT_FLOAT):
     else:
         m = _LD_HEX.match(b)
         if m is not None:
-            sign, ip, fp, fo, ex = m.groups()
-            digits = (ip or b"") + (fp or b"") if fo is None else fo
-            scale = -4 * len(fp or b"") if fo is None else -4 * len(fo)
-            digits = digits.lstrip(b"0")
+            sign, digits, scale = _ld_parts(m, 4, err)
             if not digits:
                 return Fraction(0)
-            if ex is not None:
-                exd = ex.lstrip(b"+-").lstrip(b"0")
-                if len(exd) > 9:
-                    raise err
-                scale += -int(exd or b"0") if ex[:1] == b"-" else int(exd or b"0")
             mag = len(digits) * 4 + scale
             if mag > _LD_EMAX + 8 or mag < -16500:
                 raise err
