@@ -247,14 +247,8 @@ class _TrimArgs:
 
     def __init__(self):
         self.strategy = None          # None, "maxlen" or "minid"
-        self.approx = False
-        self.limit = 0
-        self.maxlen = 0
-        self.minid = 0
-        self.arg_idx = 0
-        self.nomkstream = False
-        self.id = 0
-        self.id_given = False
+        self.approx = self.nomkstream = self.id_given = False
+        self.limit = self.maxlen = self.minid = self.arg_idx = self.id = 0
         self.seq_given = True
 
 

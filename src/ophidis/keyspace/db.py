@@ -64,33 +64,21 @@ class Stats(StatsCore):
     def __init__(self):
         self.reset()
 
+    # the integer counters, 0 after a reset (CONFIG RESETSTAT)
+    COUNTERS = (
+        "keyspace_hits", "keyspace_misses", "expired_keys", "expired_time_cap_reached_count",
+        "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "net_input_bytes",
+        "net_output_bytes", "connections_received", "rejected_connections", "total_error_replies",
+        "numcommands_base", "unexpected_error_replies", "total_reads_processed", "total_writes_processed",
+        "io_threaded_reads_processed", "client_qbuf_limit_disconnections",
+        "client_outbuf_limit_disconnections", "dump_payload_sanitizations", "total_forks", "sync_full",
+        "sync_partial_ok", "sync_partial_err")
+
     def reset(self):
-        self.keyspace_hits = 0
-        self.keyspace_misses = 0
-        self.expired_keys = 0
+        for name in self.COUNTERS:
+            setattr(self, name, 0)
         self.expired_stale_perc = 0.0
-        self.expired_time_cap_reached_count = 0
-        self.expire_cycle_cpu_milliseconds = 0
-        self.evicted_keys = 0
-        self.evicted_clients = 0
-        self.net_input_bytes = 0
-        self.net_output_bytes = 0
-        self.connections_received = 0
-        self.rejected_connections = 0
-        self.total_error_replies = 0
         self.errorstats = {}
-        self.numcommands_base = 0
-        self.unexpected_error_replies = 0
-        self.total_reads_processed = 0
-        self.total_writes_processed = 0
-        self.io_threaded_reads_processed = 0
-        self.client_qbuf_limit_disconnections = 0
-        self.client_outbuf_limit_disconnections = 0
-        self.dump_payload_sanitizations = 0
-        self.total_forks = 0
-        self.sync_full = 0
-        self.sync_partial_ok = 0
-        self.sync_partial_err = 0
 
 
 stats = Stats()

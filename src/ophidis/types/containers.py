@@ -198,11 +198,7 @@ class Aux:
     __slots__ = ("arr", "gone", "keys", "items", "pending", "dead")
 
     def __init__(self):
-        self.arr = None
-        self.gone = None
-        self.keys = None
-        self.items = None
-        self.pending = None
+        self.arr = self.gone = self.keys = self.items = self.pending = None
         self.dead = 0
 
 

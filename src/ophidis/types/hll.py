@@ -438,8 +438,7 @@ class Sparse:
         self.total = first
         self.size = n
         self.short = short
-        self.regs = None
-        self.hist = None
+        self.regs = self.hist = None
 
     def body(self) -> bytes:
         return b"".join(self.ops)
