@@ -20,7 +20,7 @@ from ..types.containers import SMALL_RANDOM, HashValue, aux_added, random_member
 from ..util import (LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld,
                     parse_range_long, try_int)
 from . import command
-from .keys import scan_value
+from .keys import length_reply, scan_value
 
 _HASH = notify.HASH
 _LONG_MAX_HALF = LLONG_MAX // 2
@@ -179,8 +179,7 @@ def hdel(c, argv):
 
 @command("hlen")
 def hlen(c, argv):
-    h = c.db.lookup_read_typed(argv[1], HashValue)
-    return ZERO if h is None else integer(len(h))
+    return length_reply(c, argv[1], HashValue)
 
 
 @command("hstrlen")

@@ -254,6 +254,13 @@ def parse_scan_options(argv, start, allow_type):
     return count, pattern, typ
 
 
+def length_reply(c, key, cls):
+    """LLEN, HLEN, SCARD, STRLEN: the length of key's value (of class cls),
+    0 when there is none."""
+    v = c.db.lookup_read_typed(key, cls)
+    return ZERO if v is None else integer(len(v))
+
+
 EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
 
 

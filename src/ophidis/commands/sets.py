@@ -23,7 +23,7 @@ from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, 
 from ..util import LLONG_MAX, parse_int, parse_range_long, try_int
 from . import command
 from .hashes import picks_reply, random_unique
-from .keys import scan_value
+from .keys import length_reply, scan_value
 
 _SET = notify.SET
 _GENERIC = notify.GENERIC
@@ -167,8 +167,7 @@ def smismember(c, argv):
 
 @command("scard")
 def scard(c, argv):
-    s = c.db.lookup_read_typed(argv[1], SetValue)
-    return ZERO if s is None else integer(len(s))
+    return length_reply(c, argv[1], SetValue)
 
 
 @command("spop")
