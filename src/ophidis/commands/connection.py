@@ -381,25 +381,13 @@ def parse_timeout_ms(b) -> int:
 @command("client|trackinginfo")
 def client_trackinginfo(c, argv):
     st = c.tracking
-    flags = []
     if st:
-        flags.append(b"on")
-        if st.bcast:
-            flags.append(b"bcast")
-        if st.optin:
-            flags.append(b"optin")
-            if st.caching:
-                flags.append(b"caching-yes")
-        if st.optout:
-            flags.append(b"optout")
-            if st.caching:
-                flags.append(b"caching-no")
-        if st.noloop:
-            flags.append(b"noloop")
-        if st.broken:
-            flags.append(b"broken_redirect")
+        flags = [b"on"] + [name for on, name in (
+            (st.bcast, b"bcast"), (st.optin, b"optin"), (st.optin and st.caching, b"caching-yes"),
+            (st.optout, b"optout"), (st.optout and st.caching, b"caching-no"), (st.noloop, b"noloop"),
+            (st.broken, b"broken_redirect")) if on]
     else:
-        flags.append(b"off")
+        flags = [b"off"]
     prefixes = st.prefixes if st else []
     set_hdr = b"~%d\r\n" if c.resp > 2 else b"*%d\r\n"
     return b"".join([map_header(c.resp, 3),

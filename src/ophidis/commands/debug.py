@@ -546,20 +546,13 @@ def debug(c, argv):
         if enc not in (b"hashtable", b"skiplist"):
             raise RedisError("ERR The value stored at the specified key is not represented using an hash table")
         return verbatim(c.resp, _htstats(len(v)))
-    if sub == b"listpack" and n == 3:
+    if (sub == b"listpack" and n == 3) or (sub == b"quicklist" and n in (3, 4)):
         v = db.lookup_nostats(argv[2])
         if v is None:
             raise _NO_SUCH_KEY
-        if object_encoding(v, srv.config) != b"listpack":
-            raise RedisError("ERR Not a listpack encoded object.")
-        return simple(b"Listpack structure printed on stdout")
-    if sub == b"quicklist" and n in (3, 4):
-        v = db.lookup_nostats(argv[2])
-        if v is None:
-            raise _NO_SUCH_KEY
-        if object_encoding(v, srv.config) != b"quicklist":
-            raise RedisError("ERR Not a quicklist encoded object.")
-        return simple(b"Quicklist structure printed on stdout")
+        if object_encoding(v, srv.config) != sub:
+            raise RedisError("ERR Not a %s encoded object." % sub.decode())
+        return simple(b"%s structure printed on stdout" % sub.capitalize())
     if sub == b"client-eviction" and n == 2:
         if not srv.config["maxmemory-clients"]:
             raise RedisError("ERR maxmemory-clients is disabled.")
