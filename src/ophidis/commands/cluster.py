@@ -474,23 +474,15 @@ def cluster_replicate(c, argv):
     return OK
 
 
-def _replicas(c, argv):
+@command("cluster|slaves")      # an alias, as in Redis's command table
+@command("cluster|replicas")
+def cluster_replicas(c, argv):
     cl = _cluster(c)
     n = _known(cl, argv[2])
     if n.is_slave:
         raise RedisError("ERR The specified node is not a master")
     pp = cl.use_pport(c)
     return array_header(len(n.slaves)) + b"".join(bulk(_text(s.describe(cl, pp))) for s in n.slaves)
-
-
-@command("cluster|replicas")
-def cluster_replicas(c, argv):
-    return _replicas(c, argv)
-
-
-@command("cluster|slaves")
-def cluster_slaves(c, argv):
-    return _replicas(c, argv)
 
 
 @command("cluster|count-failure-reports")

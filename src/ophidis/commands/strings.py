@@ -497,7 +497,9 @@ def setrange(c, argv):
     return integer(len(v))
 
 
-def _getrange(c, argv):
+@command("substr")       # an alias, as in Redis's command table
+@command("getrange")
+def getrange(c, argv):
     start = parse_int(argv[2])
     end = parse_int(argv[3])
     v = c.db.lookup_read_typed(argv[1], bytes)
@@ -511,16 +513,6 @@ def _getrange(c, argv):
         return b"$0\r\n\r\n"
     s = v[start:end + 1]
     return b"$%d\r\n%s\r\n" % (len(s), s)
-
-
-@command("getrange")
-def getrange(c, argv):
-    return _getrange(c, argv)
-
-
-@command("substr")
-def substr(c, argv):
-    return _getrange(c, argv)
 
 
 _ = bulk_array
