@@ -40,7 +40,6 @@ from sys import getsizeof
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
 from ..net.speedups import native
-from ..util import index_range
 
 
 class PyListValue(deque):
@@ -62,10 +61,16 @@ class PyListValue(deque):
         """Elements start..end (inclusive, Redis's index rules) as a list,
         read from the nearer end."""
         llen = len(self)
-        b = index_range(llen, start, end)
-        if b is None:
+        # util.index_range written out: LRANGE's hot path in pure installs,
+        # where the call cost ~2.5% of its instructions (bench/callgrind.py)
+        if start < 0:
+            start = max(start + llen, 0)
+        if end < 0:
+            end += llen
+        if start > end or start >= llen:
             return []
-        start, end = b
+        if end >= llen:
+            end = llen - 1
         if llen - start < end + 1:
             items = list(islice(reversed(self), llen - 1 - end, llen - start))
             items.reverse()
