@@ -9,7 +9,7 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace.tracking import TrackState
 from ..keyspace.watch import unwatch_all
 from ..net.client import client_class
-from ..protocol.resp import OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim
+from ..protocol.resp import OK, ONE, PONG, ZERO, bulk, bulk_array, help_reply, integer, map_header, verbatim
 from ..util import parse_int, parse_keyword
 from . import REDACTED, command
 
@@ -500,29 +500,41 @@ def client_caching(c, argv):
 
 @command("client|help")
 def client_help(c, argv):
-    lines = [
-        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "CACHING (YES|NO)", "    Enable/disable tracking of keys for the next command (OPTIN/OPTOUT).",
-        "GETREDIR", "    Return the ID tracking notifications are redirected to.",
-        "GETNAME", "    Return the name of this connection.",
-        "ID", "    Return the ID of this connection.",
-        "INFO", "    Return information about this connection.",
-        "KILL <ip:port>", "    Kill the connection from <ip:port>.",
-        "KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME.",
-        "LIST [options ...]", "    Return information about connections (TYPE or ID filters).",
-        "UNPAUSE", "    Stop a pause started by CLIENT PAUSE.",
-        "PAUSE <timeout> [WRITE|ALL]", "    Suspend clients for <timeout> milliseconds.",
-        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to this connection.",
-        "SETNAME <name>", "    Name this connection.",
-        "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock a client blocked in a blocking command.",
-        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
-        "         [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching.",
-        "TRACKINGINFO", "    Report tracking status for this connection.",
-        "NO-EVICT (ON|OFF)", "    Protect this connection from client eviction.",
-        "HELP", "    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+    return help_reply(b"CLIENT", b"""\
+CACHING (YES|NO)
+    Enable/disable tracking of keys for the next command (OPTIN/OPTOUT).
+GETREDIR
+    Return the ID tracking notifications are redirected to.
+GETNAME
+    Return the name of this connection.
+ID
+    Return the ID of this connection.
+INFO
+    Return information about this connection.
+KILL <ip:port>
+    Kill the connection from <ip:port>.
+KILL <option> <value> [<option> <value> [...]]
+    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME.
+LIST [options ...]
+    Return information about connections (TYPE or ID filters).
+UNPAUSE
+    Stop a pause started by CLIENT PAUSE.
+PAUSE <timeout> [WRITE|ALL]
+    Suspend clients for <timeout> milliseconds.
+REPLY (ON|OFF|SKIP)
+    Control the replies sent to this connection.
+SETNAME <name>
+    Name this connection.
+UNBLOCK <clientid> [TIMEOUT|ERROR]
+    Unblock a client blocked in a blocking command.
+TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]
+         [OPTIN] [OPTOUT] [NOLOOP]
+    Control server assisted client side caching.
+TRACKINGINFO
+    Report tracking status for this connection.
+NO-EVICT (ON|OFF)
+    Protect this connection from client eviction.
+""")
 
 
 _ = bulk_array

@@ -7,7 +7,7 @@ import time
 from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, EmbStr, type_name
-from ..protocol.resp import MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, integer, simple
+from ..protocol.resp import MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, help_reply, integer
 from ..util import LLONG_MAX, LLONG_MIN, compile_glob, parse_int, try_int
 from . import command
 
@@ -553,24 +553,20 @@ def object_freq(c, argv):
 
 @command("object|help")
 def object_help(c, argv):
-    lines = [
-        b"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        b"ENCODING <key>",
-        b"    Return the kind of internal representation used in order to store the value",
-        b"    associated with a <key>.",
-        b"FREQ <key>",
-        b"    Return the access frequency index of the <key>. The returned integer is",
-        b"    proportional to the logarithm of the recent access frequency of the key.",
-        b"IDLETIME <key>",
-        b"    Return the idle time of the <key>, that is the approximated number of",
-        b"    seconds elapsed since the last access to the key.",
-        b"REFCOUNT <key>",
-        b"    Return the number of references of the value associated with the specified",
-        b"    <key>.",
-        b"HELP",
-        b"    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x) for x in lines)
+    return help_reply(b"OBJECT", b"""\
+ENCODING <key>
+    Return the kind of internal representation used in order to store the value
+    associated with a <key>.
+FREQ <key>
+    Return the access frequency index of the <key>. The returned integer is
+    proportional to the logarithm of the recent access frequency of the key.
+IDLETIME <key>
+    Return the idle time of the <key>, that is the approximated number of
+    seconds elapsed since the last access to the key.
+REFCOUNT <key>
+    Return the number of references of the value associated with the specified
+    <key>.
+""")
 
 
 _ = (LLONG_MIN,)

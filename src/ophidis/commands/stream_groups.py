@@ -144,22 +144,22 @@ def xgroup_delconsumer(c, argv):
 
 @command("xgroup|help")
 def xgroup_help(c, argv):
-    return help_reply(b"XGROUP", [
-        b"CREATE <key> <groupname> <id|$> [option]",
-        b"    Create a new consumer group. Options are:",
-        b"    * MKSTREAM",
-        b"      Create the empty stream if it does not exist.",
-        b"    * ENTRIESREAD entries_read",
-        b"      Set the group's entries_read counter (internal use).",
-        b"CREATECONSUMER <key> <groupname> <consumer>",
-        b"    Create a new consumer in the specified group.",
-        b"DELCONSUMER <key> <groupname> <consumer>",
-        b"    Remove the specified consumer.",
-        b"DESTROY <key> <groupname>",
-        b"    Remove the specified group.",
-        b"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-        b"    Set the current group ID and entries_read counter.",
-    ])
+    return help_reply(b"XGROUP", b"""\
+CREATE <key> <groupname> <id|$> [option]
+    Create a new consumer group. Options are:
+    * MKSTREAM
+      Create the empty stream if it does not exist.
+    * ENTRIESREAD entries_read
+      Set the group's entries_read counter (internal use).
+CREATECONSUMER <key> <groupname> <consumer>
+    Create a new consumer in the specified group.
+DELCONSUMER <key> <groupname> <consumer>
+    Remove the specified consumer.
+DESTROY <key> <groupname>
+    Remove the specified group.
+SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]
+    Set the current group ID and entries_read counter.
+""")
 
 
 # ---------------------------------------------------------------------------
@@ -593,11 +593,11 @@ def xinfo_consumers(c, argv):
 
 @command("xinfo|help")
 def xinfo_help(c, argv):
-    return help_reply(b"XINFO", [
-        b"CONSUMERS <key> <groupname>",
-        b"    Show consumers of <groupname>.",
-        b"GROUPS <key>",
-        b"    Show the stream consumer groups.",
-        b"STREAM <key> [FULL [COUNT <count>]",
-        b"    Show information about the stream.",
-    ])
+    return help_reply(b"XINFO", b"""\
+CONSUMERS <key> <groupname>
+    Show consumers of <groupname>.
+GROUPS <key>
+    Show the stream consumer groups.
+STREAM <key> [FULL [COUNT <count>]
+    Show information about the stream.
+""")

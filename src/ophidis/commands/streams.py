@@ -24,7 +24,7 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import mstime, signal_key_ready
-from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, integer
+from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, help_reply, integer  # noqa: F401 (help_reply: see below)
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, StreamValue, id_bytes
 from ..util import parse_int
@@ -32,6 +32,10 @@ from . import command
 from .lists import bulk_items
 
 _STREAM = notify.STREAM
+
+# acl.py, cluster.py and stream_groups.py take help_reply (protocol.resp's)
+# from here: importing this module from acl.py is what registers the stream
+# commands where COMMAND has always listed them.
 
 INVALID_ID = RedisError("ERR Invalid stream ID specified as stream command argument")
 _EDOM = RedisError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
@@ -184,13 +188,6 @@ def entries_reply(items) -> bytes:
         ap(b"*2\r\n$%d\r\n%s\r\n" % (len(s), s))
         ap(bulk_items(fv))
     return b"".join(parts)
-
-
-def help_reply(name: bytes, lines):
-    out = [b"%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % name]
-    out += lines
-    out += [b"HELP", b"    Prints this help."]
-    return b"*%d\r\n" % len(out) + b"".join(b"+%s\r\n" % x for x in out)
 
 
 # ---------------------------------------------------------------------------
