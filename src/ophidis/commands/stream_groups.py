@@ -4,6 +4,8 @@ commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
 
 from __future__ import annotations
 
+from itertools import islice
+
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import mstime, signal_key_ready
@@ -506,33 +508,25 @@ def _stream_info(c, argv, s):
         ap(b"$3\r\nlag\r\n")
         lag = s.group_lag(g)
         ap(integer(lag) if lag is not None else null)
-        ap(b"$9\r\npel-count\r\n" + integer(len(g.pel)))
-        ap(b"$7\r\npending\r\n")
-        rows = []
-        for i, nack in g.pel.items():
-            if count and len(rows) >= count:
-                break
-            rows.append(b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name)
-                        + integer(nack.delivery_time) + integer(nack.delivery_count))
-        ap(b"*%d\r\n" % len(rows))
-        parts += rows
+        ap(_pel_field(g.pel, count, lambda i, nack: b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name)
+                      + integer(nack.delivery_time) + integer(nack.delivery_count)))
         consumers = g.sorted_consumers()
         ap(b"$9\r\nconsumers\r\n*%d\r\n" % len(consumers))
         for cons in consumers:
             ap(map_header(resp, 4))
             ap(b"$4\r\nname\r\n" + bulk_str(cons.name))
             ap(b"$9\r\nseen-time\r\n" + integer(cons.seen_time))
-            ap(b"$9\r\npel-count\r\n" + integer(len(cons.pel)))
-            ap(b"$7\r\npending\r\n")
-            rows = []
-            for i, nack in cons.pel.items():
-                if count and len(rows) >= count:
-                    break
-                rows.append(b"*3\r\n" + id_reply(i) + integer(nack.delivery_time)
-                            + integer(nack.delivery_count))
-            ap(b"*%d\r\n" % len(rows))
-            parts += rows
+            ap(_pel_field(cons.pel, count, lambda i, nack: b"*3\r\n" + id_reply(i)
+                          + integer(nack.delivery_time) + integer(nack.delivery_count)))
     return b"".join(parts)
+
+
+def _pel_field(pel, count, row):
+    """XINFO STREAM FULL's pel-count and pending fields of a group or a
+    consumer: the first ``count`` entries of pel (all with count 0), each
+    ``row(id, nack)``."""
+    rows = [row(i, nack) for i, nack in (islice(pel.items(), count) if count else pel.items())]
+    return b"$9\r\npel-count\r\n%s$7\r\npending\r\n*%d\r\n%s" % (integer(len(pel)), len(rows), b"".join(rows))
 
 
 def _xinfo_lookup(c, argv):
