@@ -101,7 +101,7 @@ def hset(c, argv):
     # HSET key field value: the common case, inlined.
     db = c.db
     key = argv[1]
-    h = db.lookup_write_typed(key, HashValue, create=True)
+    h = db.lookup_write_typed(key, HashValue, True)     # create: positional on this hot path
     if db.watched_keys:
         db.signal(key)       # (a new hash: a second, harmless touch of its watchers)
     f = argv[2]

@@ -82,7 +82,7 @@ def _set_reply(c, items, n) -> bytes:
 def sadd(c, argv):
     db = c.db
     key = argv[1]
-    s = db.lookup_write_typed(key, SetValue, create=True)
+    s = db.lookup_write_typed(key, SetValue, True)      # create: positional on this hot path
     n0 = len(s)
     if s._aux is None:
         if len(argv) == 3:
