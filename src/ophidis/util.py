@@ -7,7 +7,7 @@ import math
 import re
 from fractions import Fraction
 
-from .errors import NOT_FLOAT, NOT_INT, RedisError
+from .errors import NOT_FLOAT, NOT_INT, SYNTAX, RedisError
 
 LLONG_MIN = -(2**63)
 LLONG_MAX = 2**63 - 1
@@ -64,6 +64,42 @@ def parse_positive(b, msg="ERR value is out of range, must be positive") -> int:
     if v < 0:
         raise RedisError(msg)
     return v
+
+
+def parse_keyword(arg, choices: dict, err=SYNTAX):
+    """The value ``choices`` (keyed by lower-case bytes) gives the keyword
+    arg, matched case-insensitively (LEFT|RIGHT, MIN|MAX, ON|OFF ...); err
+    for any other word."""
+    v = choices.get(arg.lower(), _NO_CHOICE)
+    if v is _NO_CHOICE:
+        raise err
+    return v
+
+
+_NO_CHOICE = object()
+
+
+# -- Redis's two rules for start/end indexes (negative ones count from the end) --------
+def index_range(n: int, start: int, end: int):
+    """LRANGE, LTRIM, ZRANGE, ZREMRANGEBYRANK (and the list's range): the
+    inclusive (start, end) within 0..n-1, or None when nothing is in it."""
+    if start < 0:
+        start = max(start + n, 0)
+    if end < 0:
+        end += n
+    if start > end or start >= n:
+        return None
+    return start, min(end, n - 1)
+
+
+def string_range(n: int, start: int, end: int):
+    """GETRANGE, BITCOUNT, BITPOS over n bytes (or bits): (start, end)
+    clamped to 0..n-1, empty when start > end."""
+    if start < 0:
+        start = max(start + n, 0)
+    if end < 0:
+        end = max(end + n, 0)
+    return start, min(end, n - 1)
 
 
 def _strtod(b, err):
@@ -175,6 +211,23 @@ def _digits_int(s: bytes) -> int:
     return int(_decimal.Decimal(s.decode()))
 
 
+def _ld_parts(m, bits, err):
+    """(sign, digits without leading zeros, scale) of a decimal (bits 1:
+    digits * 10**scale) or hex (bits 4: digits * 2**scale) match of
+    parse_ld; an exponent of more than 9 digits is err (certain overflow or
+    underflow to zero) unless the digits are all zeros."""
+    sign, ip, fp, fo, ex = m.groups()
+    digits = (ip or b"") + (fp or b"") if fo is None else fo
+    scale = -bits * len(fp or b"") if fo is None else -bits * len(fo)
+    digits = digits.lstrip(b"0")
+    if digits and ex is not None:
+        exd = ex.lstrip(b"+-").lstrip(b"0")
+        if len(exd) > 9:
+            raise err
+        scale += -int(exd or b"0") if ex[:1] == b"-" else int(exd or b"0")
+    return sign, digits, scale
+
+
 def parse_ld(b, err=NOT_FLOAT):
     """Redis's string2ld: strtold over the whole string (decimal, hex float,
     inf/infinity; no leading space, at most 5119 bytes), refusing NaN and
@@ -183,17 +236,9 @@ def parse_ld(b, err=NOT_FLOAT):
         raise err
     m = _LD_DEC.match(b)
     if m is not None:
-        sign, ip, fp, fo, ex = m.groups()
-        digits = (ip or b"") + (fp or b"") if fo is None else fo
-        scale = -len(fp or b"") if fo is None else -len(fo)
-        digits = digits.lstrip(b"0")
+        sign, digits, scale = _ld_parts(m, 1, err)
         if not digits:
             return Fraction(0)
-        if ex is not None:
-            exd = ex.lstrip(b"+-").lstrip(b"0")
-            if len(exd) > 9:
-                raise err  # certain overflow or underflow to zero
-            scale += -int(exd or b"0") if ex[:1] == b"-" else int(exd or b"0")
         mag = len(digits) + scale  # 10**(mag-1) <= value < 10**mag
         if mag > 4934 or mag < -4952:
             raise err
@@ -202,17 +247,9 @@ def parse_ld(b, err=NOT_FLOAT):
     else:
         m = _LD_HEX.match(b)
         if m is not None:
-            sign, ip, fp, fo, ex = m.groups()
-            digits = (ip or b"") + (fp or b"") if fo is None else fo
-            scale = -4 * len(fp or b"") if fo is None else -4 * len(fo)
-            digits = digits.lstrip(b"0")
+            sign, digits, scale = _ld_parts(m, 4, err)
             if not digits:
                 return Fraction(0)
-            if ex is not None:
-                exd = ex.lstrip(b"+-").lstrip(b"0")
-                if len(exd) > 9:
-                    raise err
-                scale += -int(exd or b"0") if ex[:1] == b"-" else int(exd or b"0")
             mag = len(digits) * 4 + scale
             if mag > _LD_EMAX + 8 or mag < -16500:
                 raise err

@@ -180,31 +180,31 @@ def acl_dryrun(c, argv):
 
 @command("acl|help")
 def acl_help(c, argv):
-    return help_reply(b"ACL", [
-        b"CAT [<category>]",
-        b"    List all commands that belong to <category>, or all command categories",
-        b"    when no category is specified.",
-        b"DELUSER <username> [<username> ...]",
-        b"    Delete a list of users.",
-        b"DRYRUN <username> <command> [<arg> ...]",
-        b"    Returns whether the user can execute the given command without executing the command.",
-        b"GETUSER <username>",
-        b"    Get the user's details.",
-        b"GENPASS [<bits>]",
-        b"    Generate a secure 256-bit user password. The optional `bits` argument can",
-        b"    be used to specify a different size.",
-        b"LIST",
-        b"    Show users details in config file format.",
-        b"LOAD",
-        b"    Reload users from the ACL file.",
-        b"LOG [<count> | RESET]",
-        b"    Show the ACL log entries.",
-        b"SAVE",
-        b"    Save the current config to the ACL file.",
-        b"SETUSER <username> <attribute> [<attribute> ...]",
-        b"    Create or modify a user with the specified attributes.",
-        b"USERS",
-        b"    List all the registered usernames.",
-        b"WHOAMI",
-        b"    Return the current connection username.",
-    ])
+    return help_reply(b"ACL", b"""\
+CAT [<category>]
+    List all commands that belong to <category>, or all command categories
+    when no category is specified.
+DELUSER <username> [<username> ...]
+    Delete a list of users.
+DRYRUN <username> <command> [<arg> ...]
+    Returns whether the user can execute the given command without executing the command.
+GETUSER <username>
+    Get the user's details.
+GENPASS [<bits>]
+    Generate a secure 256-bit user password. The optional `bits` argument can
+    be used to specify a different size.
+LIST
+    Show users details in config file format.
+LOAD
+    Reload users from the ACL file.
+LOG [<count> | RESET]
+    Show the ACL log entries.
+SAVE
+    Save the current config to the ACL file.
+SETUSER <username> <attribute> [<attribute> ...]
+    Create or modify a user with the specified attributes.
+USERS
+    List all the registered usernames.
+WHOAMI
+    Return the current connection username.
+""")

@@ -14,9 +14,8 @@ import re
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR, EmbStr
 from ..protocol.resp import MINUS_ONE, ONE, ZERO, integer
-from ..util import parse_int
+from ..util import parse_int, parse_keyword, string_range
 
 _OFFSET_ERR = RedisError("ERR bit offset is not an integer or out of range")
 _BIT_ERR = RedisError("ERR bit is not an integer or out of range")
@@ -27,10 +26,6 @@ _NONFF = re.compile(rb"[^\xff]")
 
 _STRING = notify.STRING
 _GENERIC = notify.GENERIC
-
-
-def _is_str(v):
-    return v.__class__ is bytes or v.__class__ is bytearray or v.__class__ is EmbStr
 
 
 def _string2ll(b):
@@ -65,13 +60,11 @@ def _string_for_write(c, key, maxbit):
     zero-padded as needed.  Returns (buffer, grown)."""
     db = c.db
     need = (maxbit >> 3) + 1
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, bytes)
     if v is None:
         buf = bytearray(need)
         db.add(key, buf)
         return buf, True
-    if not _is_str(v):
-        raise WRONGTYPE_ERR
     if v.__class__ is not bytearray:
         v = bytearray(v)
         db.d[key] = v
@@ -107,11 +100,9 @@ def setbit(c, argv):
 @command("getbit")
 def getbit(c, argv):
     off = bit_offset(c, argv[2])
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], bytes)
     if v is None:
         return ZERO
-    if not _is_str(v):
-        raise WRONGTYPE_ERR
     byte = off >> 3
     if byte < len(v) and v[byte] & (0x80 >> (off & 7)):
         return ONE
@@ -125,13 +116,21 @@ def _popcount(v, start, end) -> int:
     return int.from_bytes(memoryview(v)[start:end + 1], "big").bit_count()
 
 
+def _is_bit_unit(arg) -> bool:
+    """BITCOUNT/BITPOS's BYTE (False) or BIT (True) range unit."""
+    u = arg.upper()
+    if u == b"BIT":
+        return True
+    if u != b"BYTE":
+        raise SYNTAX
+    return False
+
+
 @command("bitcount")
 def bitcount(c, argv):
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], bytes)
     if v is None:
         return ZERO
-    if not _is_str(v):
-        raise WRONGTYPE_ERR
     n = len(argv)
     strlen = len(v)
     if n == 2:
@@ -144,24 +143,8 @@ def bitcount(c, argv):
     end = parse_int(argv[3])
     if start < 0 and end < 0 and start > end:
         return ZERO
-    isbit = False
-    if n == 5:
-        u = argv[4].upper()
-        if u == b"BIT":
-            isbit = True
-        elif u != b"BYTE":
-            raise SYNTAX
-    total = strlen * 8 if isbit else strlen
-    if start < 0:
-        start += total
-    if end < 0:
-        end += total
-    if start < 0:
-        start = 0
-    if end < 0:
-        end = 0
-    if end >= total:
-        end = total - 1
+    isbit = n == 5 and _is_bit_unit(argv[4])
+    start, end = string_range(strlen * 8 if isbit else strlen, start, end)
     if start > end:
         return ZERO
     if not isbit:
@@ -199,39 +182,22 @@ def bitpos(c, argv):
     bit = parse_int(argv[2])
     if bit != 0 and bit != 1:
         raise RedisError("ERR The bit argument must be 1 or 0.")
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], bytes)
     if v is None:
         return MINUS_ONE if bit else ZERO
-    if not _is_str(v):
-        raise WRONGTYPE_ERR
     n = len(argv)
     strlen = len(v)
     end_given = False
     isbit = False
     if n in (4, 5, 6):
         start = parse_int(argv[3])
-        if n == 6:
-            u = argv[5].upper()
-            if u == b"BIT":
-                isbit = True
-            elif u != b"BYTE":
-                raise SYNTAX
+        isbit = n == 6 and _is_bit_unit(argv[5])
         if n >= 5:
             end = parse_int(argv[4])
             end_given = True
         else:
             end = strlen - 1
-        total = strlen * 8 if isbit else strlen
-        if start < 0:
-            start += total
-        if end < 0:
-            end += total
-        if start < 0:
-            start = 0
-        if end < 0:
-            end = 0
-        if end >= total:
-            end = total - 1
+        start, end = string_range(strlen * 8 if isbit else strlen, start, end)
     elif n == 3:
         start, end = 0, strlen - 1
     else:
@@ -261,12 +227,10 @@ def bitop(c, argv):
     db = c.db
     srcs = []
     for key in argv[3:]:
-        v = db.lookup_read(key)
+        v = db.lookup_read_typed(key, bytes)
         if v is None:
             srcs.append(b"")
             continue
-        if not _is_str(v):
-            raise WRONGTYPE_ERR
         srcs.append(v)
     maxlen = max(len(s) for s in srcs)
     target = argv[2]
@@ -307,6 +271,8 @@ def bitop(c, argv):
 
 _GET, _SET, _INCRBY = 0, 1, 2
 _WRAP, _SAT, _FAIL = 0, 1, 2
+_OVERFLOW_TYPES = {b"wrap": _WRAP, b"sat": _SAT, b"fail": _FAIL}
+_OVERFLOW_ERR = RedisError("ERR Invalid OVERFLOW type specified")
 
 
 def _bf_type(arg):
@@ -407,15 +373,7 @@ def _bitfield(c, argv, readonly_cmd):
         elif sub == b"incrby" and rem >= 3:
             opcode = _INCRBY
         elif sub == b"overflow" and rem >= 1:
-            t = argv[j + 1].lower()
-            if t == b"wrap":
-                owtype = _WRAP
-            elif t == b"sat":
-                owtype = _SAT
-            elif t == b"fail":
-                owtype = _FAIL
-            else:
-                raise RedisError("ERR Invalid OVERFLOW type specified")
+            owtype = parse_keyword(argv[j + 1], _OVERFLOW_TYPES, _OVERFLOW_ERR)
             j += 2
             continue
         else:
@@ -433,9 +391,7 @@ def _bitfield(c, argv, readonly_cmd):
     key = argv[1]
     db = c.db
     if readonly:
-        buf = db.lookup_read(key)
-        if buf is not None and not _is_str(buf):
-            raise WRONGTYPE_ERR
+        buf = db.lookup_read_typed(key, bytes)
         grown = False
     else:
         if readonly_cmd:

@@ -57,61 +57,61 @@ def _text(s: str) -> bytes:
 @command("cluster|help")
 def cluster_help(c, argv):
     _cluster(c)
-    return help_reply(b"CLUSTER", [
-        b"ADDSLOTS <slot> [<slot> ...]",
-        b"    Assign slots to current node.",
-        b"ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
-        b"    Assign slots which are between <start-slot> and <end-slot> to current node.",
-        b"BUMPEPOCH",
-        b"    Advance the cluster config epoch.",
-        b"COUNT-FAILURE-REPORTS <node-id>",
-        b"    Return number of failure reports for <node-id>.",
-        b"COUNTKEYSINSLOT <slot>",
-        b"    Return the number of keys in <slot>.",
-        b"DELSLOTS <slot> [<slot> ...]",
-        b"    Delete slots information from current node.",
-        b"DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
-        b"    Delete slots information which are between <start-slot> and <end-slot> from current node.",
-        b"FAILOVER [FORCE|TAKEOVER]",
-        b"    Promote current replica node to being a master.",
-        b"FORGET <node-id>",
-        b"    Remove a node from the cluster.",
-        b"GETKEYSINSLOT <slot> <count>",
-        b"    Return key names stored by current node in a slot.",
-        b"FLUSHSLOTS",
-        b"    Delete current node own slots information.",
-        b"INFO",
-        b"    Return information about the cluster.",
-        b"KEYSLOT <key>",
-        b"    Return the hash slot for <key>.",
-        b"MEET <ip> <port> [<bus-port>]",
-        b"    Connect nodes into a working cluster.",
-        b"MYID",
-        b"    Return the node id.",
-        b"NODES",
-        b"    Return cluster configuration seen by node. Output format:",
-        b"    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
-        b"REPLICATE <node-id>",
-        b"    Configure current node as replica to <node-id>.",
-        b"RESET [HARD|SOFT]",
-        b"    Reset current node (default: soft).",
-        b"SET-CONFIG-EPOCH <epoch>",
-        b"    Set config epoch of current node.",
-        b"SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
-        b"    Set slot state.",
-        b"REPLICAS <node-id>",
-        b"    Return <node-id> replicas.",
-        b"SAVECONFIG",
-        b"    Force saving cluster configuration on disk.",
-        b"SLOTS",
-        b"    Return information about slots range mappings. Each range is made of:",
-        b"    start, end, master and replicas IP addresses, ports and ids",
-        b"SHARDS",
-        b"    Return information about slot range mappings and the nodes associated with them.",
-        b"LINKS",
-        b"    Return information about all network links between this node and its peers.",
-        b"    Output format is an array where each array element is a map containing attributes of a link",
-    ])
+    return help_reply(b"CLUSTER", b"""\
+ADDSLOTS <slot> [<slot> ...]
+    Assign slots to current node.
+ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]
+    Assign slots which are between <start-slot> and <end-slot> to current node.
+BUMPEPOCH
+    Advance the cluster config epoch.
+COUNT-FAILURE-REPORTS <node-id>
+    Return number of failure reports for <node-id>.
+COUNTKEYSINSLOT <slot>
+    Return the number of keys in <slot>.
+DELSLOTS <slot> [<slot> ...]
+    Delete slots information from current node.
+DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]
+    Delete slots information which are between <start-slot> and <end-slot> from current node.
+FAILOVER [FORCE|TAKEOVER]
+    Promote current replica node to being a master.
+FORGET <node-id>
+    Remove a node from the cluster.
+GETKEYSINSLOT <slot> <count>
+    Return key names stored by current node in a slot.
+FLUSHSLOTS
+    Delete current node own slots information.
+INFO
+    Return information about the cluster.
+KEYSLOT <key>
+    Return the hash slot for <key>.
+MEET <ip> <port> [<bus-port>]
+    Connect nodes into a working cluster.
+MYID
+    Return the node id.
+NODES
+    Return cluster configuration seen by node. Output format:
+    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...
+REPLICATE <node-id>
+    Configure current node as replica to <node-id>.
+RESET [HARD|SOFT]
+    Reset current node (default: soft).
+SET-CONFIG-EPOCH <epoch>
+    Set config epoch of current node.
+SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)
+    Set slot state.
+REPLICAS <node-id>
+    Return <node-id> replicas.
+SAVECONFIG
+    Force saving cluster configuration on disk.
+SLOTS
+    Return information about slots range mappings. Each range is made of:
+    start, end, master and replicas IP addresses, ports and ids
+SHARDS
+    Return information about slot range mappings and the nodes associated with them.
+LINKS
+    Return information about all network links between this node and its peers.
+    Output format is an array where each array element is a map containing attributes of a link
+""")
 
 
 @command("cluster|meet")
@@ -441,23 +441,15 @@ def cluster_replicate(c, argv):
     return OK
 
 
-def _replicas(c, argv):
+@command("cluster|slaves")      # an alias, as in Redis's command table
+@command("cluster|replicas")
+def cluster_replicas(c, argv):
     cl = _cluster(c)
     n = _known(cl, argv[2])
     if n.is_slave:
         raise RedisError("ERR The specified node is not a master")
     pp = cl.use_pport(c)
     return array_header(len(n.slaves)) + b"".join(bulk(_text(s.describe(cl, pp))) for s in n.slaves)
-
-
-@command("cluster|replicas")
-def cluster_replicas(c, argv):
-    return _replicas(c, argv)
-
-
-@command("cluster|slaves")
-def cluster_slaves(c, argv):
-    return _replicas(c, argv)
 
 
 @command("cluster|count-failure-reports")

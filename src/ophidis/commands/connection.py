@@ -10,8 +10,8 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace.tracking import TrackState
 from ..keyspace.watch import unwatch_all
 from ..net.client import client_class
-from ..protocol.resp import OK, ONE, PONG, ZERO, bulk, bulk_array, integer, map_header, simple, verbatim
-from ..util import parse_int
+from ..protocol.resp import OK, ONE, PONG, ZERO, bulk, bulk_array, help_reply, integer, map_header, verbatim
+from ..util import parse_int, parse_keyword
 
 
 @command("ping", flags=("pubsub_context",))
@@ -178,6 +178,8 @@ def hello(c, argv):
 # -- CLIENT -------------------------------------------------------------------
 
 _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
+_YES_NO = {b"yes": True, b"no": False}
+_ON_OFF = {b"on": True, b"off": False}
 
 
 def _client_type(c) -> bytes:
@@ -245,13 +247,7 @@ def client_reply(c, argv):
 
 @command("client|no-evict")
 def client_no_evict(c, argv):
-    mode = argv[2].lower()
-    if mode == b"on":
-        c.no_evict = True
-    elif mode == b"off":
-        c.no_evict = False
-    else:
-        raise SYNTAX
+    c.no_evict = parse_keyword(argv[2], _ON_OFF)
     return OK
 
 
@@ -295,13 +291,7 @@ def client_kill(c, argv):
             if user is None:
                 raise RedisError("ERR No such user '%s'" % val.decode("utf-8", "replace"))
         elif opt == b"skipme":
-            v = val.lower()
-            if v == b"yes":
-                skipme = True
-            elif v == b"no":
-                skipme = False
-            else:
-                raise SYNTAX
+            skipme = parse_keyword(val, _YES_NO)
         else:
             raise SYNTAX
         i += 2
@@ -337,13 +327,8 @@ def _kill(me, target):
 def client_unblock(c, argv):
     err = False
     if len(argv) == 4:
-        r = argv[3].lower()
-        if r == b"timeout":
-            err = False
-        elif r == b"error":
-            err = True
-        else:
-            raise RedisError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        err = parse_keyword(argv[3], {b"timeout": False, b"error": True},
+                            RedisError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"))
     cid = parse_int(argv[2])
     target = c.server.clients.get(cid)
     h = c.server.blocking_handler
@@ -379,13 +364,8 @@ def client_unpause(c, argv):
 def client_pause(c, argv):
     kind = "all"
     if len(argv) == 4:
-        m = argv[3].lower()
-        if m == b"write":
-            kind = "write"
-        elif m == b"all":
-            kind = "all"
-        else:
-            raise RedisError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+        kind = parse_keyword(argv[3], {b"write": "write", b"all": "all"},
+                             RedisError("ERR CLIENT PAUSE mode must be WRITE or ALL"))
     ms = parse_timeout_ms(argv[2])
     c.server.pause(kind, time.monotonic() + ms / 1000.0)
     return OK
@@ -401,25 +381,13 @@ def parse_timeout_ms(b) -> int:
 @command("client|trackinginfo")
 def client_trackinginfo(c, argv):
     st = c.tracking
-    flags = []
     if st:
-        flags.append(b"on")
-        if st.bcast:
-            flags.append(b"bcast")
-        if st.optin:
-            flags.append(b"optin")
-            if st.caching:
-                flags.append(b"caching-yes")
-        if st.optout:
-            flags.append(b"optout")
-            if st.caching:
-                flags.append(b"caching-no")
-        if st.noloop:
-            flags.append(b"noloop")
-        if st.broken:
-            flags.append(b"broken_redirect")
+        flags = [b"on"] + [name for on, name in (
+            (st.bcast, b"bcast"), (st.optin, b"optin"), (st.optin and st.caching, b"caching-yes"),
+            (st.optout, b"optout"), (st.optout and st.caching, b"caching-no"), (st.noloop, b"noloop"),
+            (st.broken, b"broken_redirect")) if on]
     else:
-        flags.append(b"off")
+        flags = [b"off"]
     prefixes = st.prefixes if st else []
     set_hdr = b"~%d\r\n" if c.resp > 2 else b"*%d\r\n"
     return b"".join([map_header(c.resp, 3),
@@ -532,29 +500,41 @@ def client_caching(c, argv):
 
 @command("client|help")
 def client_help(c, argv):
-    lines = [
-        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "CACHING (YES|NO)", "    Enable/disable tracking of keys for the next command (OPTIN/OPTOUT).",
-        "GETREDIR", "    Return the ID tracking notifications are redirected to.",
-        "GETNAME", "    Return the name of this connection.",
-        "ID", "    Return the ID of this connection.",
-        "INFO", "    Return information about this connection.",
-        "KILL <ip:port>", "    Kill the connection from <ip:port>.",
-        "KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME.",
-        "LIST [options ...]", "    Return information about connections (TYPE or ID filters).",
-        "UNPAUSE", "    Stop a pause started by CLIENT PAUSE.",
-        "PAUSE <timeout> [WRITE|ALL]", "    Suspend clients for <timeout> milliseconds.",
-        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to this connection.",
-        "SETNAME <name>", "    Name this connection.",
-        "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock a client blocked in a blocking command.",
-        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
-        "         [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching.",
-        "TRACKINGINFO", "    Report tracking status for this connection.",
-        "NO-EVICT (ON|OFF)", "    Protect this connection from client eviction.",
-        "HELP", "    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+    return help_reply(b"CLIENT", b"""\
+CACHING (YES|NO)
+    Enable/disable tracking of keys for the next command (OPTIN/OPTOUT).
+GETREDIR
+    Return the ID tracking notifications are redirected to.
+GETNAME
+    Return the name of this connection.
+ID
+    Return the ID of this connection.
+INFO
+    Return information about this connection.
+KILL <ip:port>
+    Kill the connection from <ip:port>.
+KILL <option> <value> [<option> <value> [...]]
+    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME.
+LIST [options ...]
+    Return information about connections (TYPE or ID filters).
+UNPAUSE
+    Stop a pause started by CLIENT PAUSE.
+PAUSE <timeout> [WRITE|ALL]
+    Suspend clients for <timeout> milliseconds.
+REPLY (ON|OFF|SKIP)
+    Control the replies sent to this connection.
+SETNAME <name>
+    Name this connection.
+UNBLOCK <clientid> [TIMEOUT|ERROR]
+    Unblock a client blocked in a blocking command.
+TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]
+         [OPTIN] [OPTOUT] [NOLOOP]
+    Control server assisted client side caching.
+TRACKINGINFO
+    Report tracking status for this connection.
+NO-EVICT (ON|OFF)
+    Protect this connection from client eviction.
+""")
 
 
 _ = bulk_array

@@ -21,8 +21,8 @@ from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import type_name
 from ..persistence.rdb import stream_body
-from ..protocol.resp import (OK, boolean, bulk, double, integer, map_header, push_header, set_header, simple,
-                             verbatim)
+from ..protocol.resp import (OK, boolean, bulk, double, help_reply, integer, map_header, push_header, set_header,
+                             simple, verbatim)
 from ..replication.propagate import TO_REPL, also_propagate
 from ..types.stream import FLAG_DELETED, MASK64
 from ..util import atoi, parse_int
@@ -202,79 +202,75 @@ def _serialized_length(v) -> int:
 
 
 def _help():
-    lines = [
-        "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "AOF-FLUSH-SLEEP <microsec>",
-        "    Accepted for compatibility; does nothing.",
-        "ASSERT",
-        "    Crash the server with a failed assertion (crash report in the log).",
-        "CHANGE-REPL-ID",
-        "    Accepted for compatibility; does nothing.",
-        "CONFIG-REWRITE-FORCE-ALL",
-        "    Rewrite the config file with every directive.",
-        "DIGEST",
-        "    Hex signature of the whole dataset (all zeros when empty).",
-        "DIGEST-VALUE <key> [<key> ...]",
-        "    Hex signatures of the values of the given keys.",
-        "ERROR <string>",
-        "    Reply with an error made of <string>.",
-        "LOG <message>",
-        "    Write <message> to the server log.",
-        "HTSTATS <dbid>",
-        "    Size information about a database's key table.",
-        "HTSTATS-KEY <key>",
-        "    Size information about the table of a hash/set/zset value.",
-        "LISTPACK <key>",
-        "    Check that <key> is stored compactly (listpack).",
-        "QUICKLIST <key> [<0|1>]",
-        "    Check that <key> is a list stored as a quicklist.",
-        "LOADAOF",
-        "    Reload the dataset from the append only file.",
-        "OBJECT <key>",
-        "    Low level details about the value of <key>.",
-        "PANIC",
-        "    Crash the server with a panic (crash report in the log).",
-        "POPULATE <count> [<prefix>] [<size>]",
-        "    Create <count> string keys <prefix>:<n> (prefix defaults to 'key').",
-        "PROTOCOL <type>",
-        "    Reply with a sample value of a protocol type: string, integer, double,",
-        "    bignum, null, array, set, map, attrib, push, verbatim, true, false.",
-        "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
-        "    Save the dataset to the RDB file and load it back.",
-        "REPLICATE <string>",
-        "    Accepted for compatibility; does nothing.",
-        "SEGFAULT",
-        "    Crash the server as by a segmentation fault (crash report in the log).",
-        "SET-ACTIVE-EXPIRE <0|1>",
-        "    Turn the background expiry cycle off (0) or on (1).",
-        "QUICKLIST-PACKED-THRESHOLD <size>",
-        "    Size above which list elements get a node of their own.",
-        "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
-        "    Skip checksum checks of RDB payloads.",
-        "SET-DISABLE-DENY-SCRIPTS <0|1>",
-        "    Allow commands normally refused inside scripts.",
-        "SLEEP <seconds>",
-        "    Block the server for <seconds> (decimals allowed).",
-        "STRINGMATCH-TEST",
-        "    Self test of the glob matcher.",
-        "STRUCTSIZE",
-        "    Sizes of internal structures.",
-        "PAUSE-CRON <0|1>",
-        "    Suspend (1) or resume (0) the periodic server tasks.",
-        "REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|time>",
-        "    Accepted for compatibility.",
-        "REPLYBUFFER RESIZING <0|1>",
-        "    Accepted for compatibility.",
-        "CLIENT-EVICTION",
-        "    Client eviction pools (needs maxmemory-clients).",
-        "DROP-CLUSTER-PACKET-FILTER <packet-type>",
-        "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
-        "CLUSTERLINK KILL <to|from|all> <node-id>",
-        "    Kills the link based on the direction to/from (both) with the provided node.",
-        "HELP",
-        "    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+    return help_reply(b"DEBUG", b"""\
+AOF-FLUSH-SLEEP <microsec>
+    Accepted for compatibility; does nothing.
+ASSERT
+    Crash the server with a failed assertion (crash report in the log).
+CHANGE-REPL-ID
+    Accepted for compatibility; does nothing.
+CONFIG-REWRITE-FORCE-ALL
+    Rewrite the config file with every directive.
+DIGEST
+    Hex signature of the whole dataset (all zeros when empty).
+DIGEST-VALUE <key> [<key> ...]
+    Hex signatures of the values of the given keys.
+ERROR <string>
+    Reply with an error made of <string>.
+LOG <message>
+    Write <message> to the server log.
+HTSTATS <dbid>
+    Size information about a database's key table.
+HTSTATS-KEY <key>
+    Size information about the table of a hash/set/zset value.
+LISTPACK <key>
+    Check that <key> is stored compactly (listpack).
+QUICKLIST <key> [<0|1>]
+    Check that <key> is a list stored as a quicklist.
+LOADAOF
+    Reload the dataset from the append only file.
+OBJECT <key>
+    Low level details about the value of <key>.
+PANIC
+    Crash the server with a panic (crash report in the log).
+POPULATE <count> [<prefix>] [<size>]
+    Create <count> string keys <prefix>:<n> (prefix defaults to 'key').
+PROTOCOL <type>
+    Reply with a sample value of a protocol type: string, integer, double,
+    bignum, null, array, set, map, attrib, push, verbatim, true, false.
+RELOAD [MERGE] [NOFLUSH] [NOSAVE]
+    Save the dataset to the RDB file and load it back.
+REPLICATE <string>
+    Accepted for compatibility; does nothing.
+SEGFAULT
+    Crash the server as by a segmentation fault (crash report in the log).
+SET-ACTIVE-EXPIRE <0|1>
+    Turn the background expiry cycle off (0) or on (1).
+QUICKLIST-PACKED-THRESHOLD <size>
+    Size above which list elements get a node of their own.
+SET-SKIP-CHECKSUM-VALIDATION <0|1>
+    Skip checksum checks of RDB payloads.
+SET-DISABLE-DENY-SCRIPTS <0|1>
+    Allow commands normally refused inside scripts.
+SLEEP <seconds>
+    Block the server for <seconds> (decimals allowed).
+STRINGMATCH-TEST
+    Self test of the glob matcher.
+STRUCTSIZE
+    Sizes of internal structures.
+PAUSE-CRON <0|1>
+    Suspend (1) or resume (0) the periodic server tasks.
+REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|time>
+    Accepted for compatibility.
+REPLYBUFFER RESIZING <0|1>
+    Accepted for compatibility.
+CLIENT-EVICTION
+    Client eviction pools (needs maxmemory-clients).
+DROP-CLUSTER-PACKET-FILTER <packet-type>
+    Drop all packets that match the filtered type. Set to -1 allow all packets.
+CLUSTERLINK KILL <to|from|all> <node-id>
+    Kills the link based on the direction to/from (both) with the provided node.
+""")
 
 
 def _address(db, key, v) -> int:
@@ -546,20 +542,13 @@ def debug(c, argv):
         if enc not in (b"hashtable", b"skiplist"):
             raise RedisError("ERR The value stored at the specified key is not represented using an hash table")
         return verbatim(c.resp, _htstats(len(v)))
-    if sub == b"listpack" and n == 3:
+    if (sub == b"listpack" and n == 3) or (sub == b"quicklist" and n in (3, 4)):
         v = db.lookup_nostats(argv[2])
         if v is None:
             raise _NO_SUCH_KEY
-        if object_encoding(v, srv.config) != b"listpack":
-            raise RedisError("ERR Not a listpack encoded object.")
-        return simple(b"Listpack structure printed on stdout")
-    if sub == b"quicklist" and n in (3, 4):
-        v = db.lookup_nostats(argv[2])
-        if v is None:
-            raise _NO_SUCH_KEY
-        if object_encoding(v, srv.config) != b"quicklist":
-            raise RedisError("ERR Not a quicklist encoded object.")
-        return simple(b"Quicklist structure printed on stdout")
+        if object_encoding(v, srv.config) != sub:
+            raise RedisError("ERR Not a %s encoded object." % sub.decode())
+        return simple(b"%s structure printed on stdout" % sub.capitalize())
     if sub == b"client-eviction" and n == 2:
         if not srv.config["maxmemory-clients"]:
             raise RedisError("ERR maxmemory-clients is disabled.")

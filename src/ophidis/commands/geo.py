@@ -17,7 +17,7 @@ import re
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
+from ..keyspace.db import signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types import geohash as gh
@@ -27,7 +27,6 @@ from . import zsets
 from .numparse import string2d
 
 _ZSET = notify.ZSET
-_GENERIC = notify.GENERIC
 
 NOT_FLOAT = RedisError("ERR value is not a valid float")
 BAD_UNIT = RedisError("ERR unsupported unit provided. please use M, KM, FT, MI")
@@ -88,13 +87,6 @@ def _member_pos(z, member):
     if s is None:
         raise NO_MEMBER
     return gh.decode_score(s)
-
-
-def _zset_read(c, key):
-    z = c.db.lookup_read(key)
-    if z is not None and z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
-    return z
 
 
 # ---------------------------------------------------------------------------
@@ -198,9 +190,7 @@ def _zadd_pairs(c, key, pairs, nx, xx, ch):
     """ZADD key [NX|XX] [CH] score member ... with parsed scores (the path
     of zsets' ZADD, applied in bulk to the ordered index)."""
     db = c.db
-    z = db.lookup_write(key)
-    if z is not None and z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
+    z = db.lookup_write_typed(key, ZSetValue)
     cfg = c.server.config.values
     entries = cfg["zset-max-listpack-entries"]
     maxval = cfg["zset-max-listpack-value"]
@@ -252,34 +242,26 @@ def _zadd_pairs(c, key, pairs, nx, xx, ch):
 # ---------------------------------------------------------------------------
 # GEOPOS, GEOHASH, GEODIST
 # ---------------------------------------------------------------------------
-@command("geopos")
-def geopos(c, argv):
-    z = _zset_read(c, argv[1])
+def _per_member(c, argv, missing, encode):
+    """GEOPOS / GEOHASH: a reply per member argv[2:], ``missing`` for one
+    not in the set, ``encode(lon, lat)`` for the others."""
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     d = z.dict if z is not None else {}
     out = [b"*%d\r\n" % (len(argv) - 2)]
     for m in argv[2:]:
         s = d.get(m)
-        if s is None:
-            out.append(c.null_array)
-        else:
-            lon, lat = gh.decode_score(s)
-            out.append(_pos_reply(c, lon, lat))
+        out.append(missing if s is None else encode(*gh.decode_score(s)))
     return b"".join(out)
+
+
+@command("geopos")
+def geopos(c, argv):
+    return _per_member(c, argv, c.null_array, lambda lon, lat: _pos_reply(c, lon, lat))
 
 
 @command("geohash")
 def geohash(c, argv):
-    z = _zset_read(c, argv[1])
-    d = z.dict if z is not None else {}
-    out = [b"*%d\r\n" % (len(argv) - 2)]
-    for m in argv[2:]:
-        s = d.get(m)
-        if s is None:
-            out.append(c.null)
-        else:
-            lon, lat = gh.decode_score(s)
-            out.append(b"$11\r\n%s\r\n" % gh.standard_geohash(lon, lat))
-    return b"".join(out)
+    return _per_member(c, argv, c.null, lambda lon, lat: b"$11\r\n%s\r\n" % gh.standard_geohash(lon, lat))
 
 
 @command("geodist")
@@ -290,7 +272,7 @@ def geodist(c, argv):
         to_meter = _unit(argv[4])
     elif n > 5:
         raise SYNTAX
-    z = _zset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return c.null
     s1 = z.dict.get(argv[2])
@@ -447,9 +429,7 @@ def _pqsort(a, base, n, cmp, lo, hi):
 
 def _georadius(c, argv, src_idx, flags):
     db = c.db
-    z = db.lookup_read(argv[src_idx])
-    if z is not None and z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
+    z = db.lookup_read_typed(argv[src_idx], ZSetValue)
     storekey = None
     storedist = False
     shape = gh.Shape()
@@ -542,9 +522,7 @@ def _georadius(c, argv, src_idx, flags):
 
     if z is None:
         if storekey is not None:
-            if db.lookup_write(storekey) is not None and db.server_delete(storekey):
-                notify.notify(_GENERIC, b"del", storekey, db.id)
-                c.server.dirty += 1
+            db.delete_destination(storekey)
             return ZERO
         return EMPTY_ARRAY
 
@@ -588,12 +566,11 @@ def _georadius(c, argv, src_idx, flags):
             d[member] = dist / conversion if storedist else score
         res.sl.update((s, m) for m, s in d.items())
         zsets.finish_store_result(c, res)
-        zsets.store_result(c, db, storekey, res)
+        db.store(storekey, res)
         notify.notify(_ZSET, b"geosearchstore" if geosearch else b"georadiusstore", storekey, db.id)
         c.server.dirty += returned
-    elif db.lookup_write(storekey) is not None and db.server_delete(storekey):
-        notify.notify(_GENERIC, b"del", storekey, db.id)
-        c.server.dirty += 1
+    else:
+        db.delete_destination(storekey)
     return integer(returned)
 
 

@@ -15,16 +15,14 @@ import random
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR
 from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import SMALL_RANDOM, HashValue, aux_added, random_member, remove_members, scan_step
-from ..util import (LLONG_MAX, LLONG_MIN, compile_glob, format_ld, ld_add, ld_finite, parse_int, parse_ld,
+from ..util import (LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld,
                     parse_range_long, try_int)
-from .keys import parse_scan_cursor, parse_scan_options
+from .keys import length_reply, scan_value
 
 _HASH = notify.HASH
-EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
 _LONG_MAX_HALF = LLONG_MAX // 2
 _NOT_FLOAT_FIELD = RedisError("ERR hash value is not a float")
 _NOT_INT_FIELD = RedisError("ERR hash value is not an integer")
@@ -32,20 +30,6 @@ _NOT_INT_FIELD = RedisError("ERR hash value is not an integer")
 
 def _bulks(items) -> bytes:
     return b"".join([b"$%d\r\n%s\r\n" % (len(x), x) for x in items])
-
-
-def _read(c, key):
-    h = c.db.lookup_read(key)
-    if h is not None and h.__class__ is not HashValue:
-        raise WRONGTYPE_ERR
-    return h
-
-
-def _write(c, key):
-    h = c.db.lookup_write(key)
-    if h is not None and h.__class__ is not HashValue:
-        raise WRONGTYPE_ERR
-    return h
 
 
 def _set_fields(c, h, argv, start):
@@ -101,12 +85,8 @@ def _hset_generic(c, argv, name):
         raise RedisError("ERR wrong number of arguments for '%s' command" % name)
     db = c.db
     key = argv[1]
-    h = _write(c, key)
-    if h is None:
-        h = HashValue()
-        db.add(key, h)
-    else:
-        db.signal(key)
+    h = db.lookup_write_typed(key, HashValue, create=True)
+    db.signal(key)
     created = _set_fields(c, h, argv, 2)
     c.server.dirty += (len(argv) - 2) >> 1
     if notify.flags:
@@ -121,14 +101,9 @@ def hset(c, argv):
     # HSET key field value: the common case, inlined.
     db = c.db
     key = argv[1]
-    h = db.lookup_write(key)
-    if h is None:
-        h = HashValue()
-        db.add(key, h)
-    elif h.__class__ is not HashValue:
-        raise WRONGTYPE_ERR
-    elif db.watched_keys:
-        db.signal(key)
+    h = db.lookup_write_typed(key, HashValue, True)     # create: positional on this hot path
+    if db.watched_keys:
+        db.signal(key)       # (a new hash: a second, harmless touch of its watchers)
     f = argv[2]
     v = argv[3]
     n0 = len(h)
@@ -163,11 +138,8 @@ def hmset(c, argv):
 def hsetnx(c, argv):
     db = c.db
     key = argv[1]
-    h = _write(c, key)
-    if h is None:
-        h = HashValue()
-        db.add(key, h)
-    elif argv[2] in h:
+    h = db.lookup_write_typed(key, HashValue, create=True)
+    if argv[2] in h:
         return ZERO
     _set_fields(c, h, argv, 2)
     db.signal(key)
@@ -178,11 +150,9 @@ def hsetnx(c, argv):
 
 @command("hget")
 def hget(c, argv):
-    h = c.db.lookup_read(argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return c.null
-    if h.__class__ is not HashValue:
-        raise WRONGTYPE_ERR
     v = h.get(argv[2])
     if v is None:
         return c.null
@@ -191,7 +161,7 @@ def hget(c, argv):
 
 @command("hmget")
 def hmget(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     null = c.null
     out = [b"*%d\r\n" % (len(argv) - 2)]
     ap = out.append
@@ -204,22 +174,17 @@ def hmget(c, argv):
 
 @command("hdel")
 def hdel(c, argv):
-    key = argv[1]
-    h = _write(c, key)
-    if h is None:
-        return ZERO
-    return integer(remove_members(c, key, h, argv[2:], h.__delitem__, _HASH, b"hdel"))
+    return integer(remove_members(c, argv, HashValue, HashValue.__delitem__, _HASH, b"hdel"))
 
 
 @command("hlen")
 def hlen(c, argv):
-    h = _read(c, argv[1])
-    return ZERO if h is None else integer(len(h))
+    return length_reply(c, argv[1], HashValue)
 
 
 @command("hstrlen")
 def hstrlen(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return ZERO
     v = h.get(argv[2])
@@ -228,13 +193,13 @@ def hstrlen(c, argv):
 
 @command("hexists")
 def hexists(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     return ONE if h is not None and argv[2] in h else ZERO
 
 
 @command("hkeys")
 def hkeys(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return b"*0\r\n"
     return b"*%d\r\n" % len(h) + _bulks(h)
@@ -242,7 +207,7 @@ def hkeys(c, argv):
 
 @command("hvals")
 def hvals(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return b"*0\r\n"
     return b"*%d\r\n" % len(h) + _bulks(h.values())
@@ -254,7 +219,7 @@ def _map_header(c, n):
 
 @command("hgetall")
 def hgetall(c, argv):
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return _map_header(c, 0)
     return _map_header(c, len(h)) + b"".join(
@@ -267,7 +232,7 @@ def hincrby(c, argv):
     db = c.db
     key = argv[1]
     field = argv[2]
-    h = _write(c, key)
+    h = db.lookup_write_typed(key, HashValue)
     if h is not None:
         cur = h.get(field)
         if cur is not None:
@@ -300,7 +265,7 @@ def hincrbyfloat(c, argv):
     db = c.db
     key = argv[1]
     field = argv[2]
-    h = _write(c, key)
+    h = db.lookup_write_typed(key, HashValue)
     cur = h.get(field) if h is not None else None
     value = parse_ld(cur, _NOT_FLOAT_FIELD) if cur is not None else 0
     value = ld_add(value, incr)
@@ -338,7 +303,7 @@ def _header(c, count, withvalues):
     return b"*%d\r\n" % count
 
 
-def random_picker(v, count):
+def _random_picker(v, count):
     """``pick(k)``: k random members of v, with repetitions (count of them
     will be asked for in all)."""
     n = len(v)
@@ -346,6 +311,14 @@ def random_picker(v, count):
         population = tuple(v)
         return lambda k: random.choices(population, k=k)
     return lambda k: [random_member(v) for _ in range(k)]
+
+
+def picks_reply(c, v, count, head, encode):
+    """HRANDFIELD / SRANDMEMBER with a negative count (or 1): ``count``
+    random members of the hash or set v with repetitions, the reply's
+    elements ``encode(members)`` after its ``head``."""
+    pick = _random_picker(v, count)
+    return chunked_reply(c, head, count, lambda n: encode(pick(n)))
 
 
 REPLY_CHUNK = 1024
@@ -395,14 +368,13 @@ def hrandfield(c, argv):
             withvalues = True
             if l < -_LONG_MAX_HALF or l > _LONG_MAX_HALF:
                 raise RedisError("ERR value is out of range")
-        h = _read(c, argv[1])
+        h = c.db.lookup_read_typed(argv[1], HashValue)
         if h is None or l == 0:
             return b"*0\r\n"
         if l < 0 or l == 1:
             count = -l if l < 0 else 1
-            pick = random_picker(h, count)
-            return chunked_reply(c, _header(c, count, withvalues), count,
-                                 lambda n: _pairs_reply(c, h, pick(n), withvalues))
+            return picks_reply(c, h, count, _header(c, count, withvalues),
+                               lambda fields: _pairs_reply(c, h, fields, withvalues))
         size = len(h)
         if l >= size:
             fields = list(h)
@@ -411,29 +383,24 @@ def hrandfield(c, argv):
         else:
             fields = random_unique(h, l)
         return _header(c, len(fields), withvalues) + _pairs_reply(c, h, fields, withvalues)
-    h = _read(c, argv[1])
+    h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return c.null
     f = random_member(h)
     return b"$%d\r\n%s\r\n" % (len(f), f)
 
 
+def _hscan_step(h, cursor, count):
+    if not h.ht:
+        return 0, list(h)
+    return scan_step(h, cursor, count)
+
+
+def _hscan_encode(h, fields):
+    return 2 * len(fields), b"".join([b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(f), f, len(h[f]), h[f])
+                                      for f in fields])
+
+
 @command("hscan")
 def hscan(c, argv):
-    cursor = parse_scan_cursor(argv[2])
-    h = _read(c, argv[1])
-    if h is None:
-        return EMPTY_SCAN
-    count, pattern, _ = parse_scan_options(argv, 3, False)
-    if not h.ht:
-        nxt, fields = 0, list(h)
-    else:
-        nxt, fields = scan_step(h, cursor, count)
-    if pattern is not None:
-        m = compile_glob(pattern)
-        fields = [f for f in fields if m(f)]
-    cur = b"%d" % nxt
-    body = b"".join([b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(f), f, len(h[f]), h[f]) for f in fields])
-    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n%s" % (len(cur), cur, 2 * len(fields), body)
-
-
+    return scan_value(c, argv, HashValue, _hscan_step, _hscan_encode)

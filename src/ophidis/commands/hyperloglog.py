@@ -18,7 +18,6 @@ import re
 from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR, EmbStr
 from ..protocol.resp import OK, ONE, ZERO, integer
 from ..types import hll
 
@@ -28,10 +27,7 @@ INVALID = RedisError("INVALIDOBJ Corrupted HLL object detected")
 
 
 def _check(v):
-    """isHLLObjectOrReply."""
-    cls = v.__class__
-    if cls is not bytes and cls is not bytearray and cls is not EmbStr:
-        raise WRONGTYPE_ERR
+    """isHLLObjectOrReply, for a string (the typed lookup checked the type)."""
     if not hll.valid_header(v):
         raise NOT_HLL
 
@@ -94,6 +90,14 @@ def _promote(v, sp):
     return st
 
 
+def _write_and_promote(v, sp, changed):
+    """A register no longer fits the sparse encoding: write sp's pending
+    changes (``changed``) to v, then make v dense (its state, or None)."""
+    if changed:
+        hll.write_sparse(v, sp)
+    return _promote(v, sp)
+
+
 def _add_sparse(c, v, sp, pairs):
     """Apply (register, count) pairs to a sparse HLL.  Returns (updated,
     error, state of v afterwards: a Sparse, a Dense after promotion, None
@@ -108,9 +112,7 @@ def _add_sparse(c, v, sp, pairs):
             updated += 1
             changed = True
         elif r == hll.PROMOTE:
-            if changed:
-                hll.write_sparse(v, sp)
-            st = _promote(v, sp)
+            st = _write_and_promote(v, sp, changed)
             if st is None:
                 return updated, INVALID, None
             old = hll.dense_update(v, idx, cnt)
@@ -131,7 +133,7 @@ def _add_sparse(c, v, sp, pairs):
 def pfadd(c, argv):
     db = c.db
     key = argv[1]
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, bytes)
     updated = 0
     if v is None:
         v = hll.new_sparse()
@@ -178,23 +180,33 @@ def _registers(v):
     return regs
 
 
+def _merged_registers(db, keys):
+    """hllMerge over the HLLs at keys (missing ones skipped): (the registers'
+    maximums, None when there is no HLL; whether one of them is dense)."""
+    regs = None
+    dense = False
+    for key in keys:
+        v = db.lookup_read_typed(key, bytes)
+        if v is None:
+            continue
+        _check(v)
+        if v[4] == hll.DENSE:
+            dense = True
+        raw = _registers(v)
+        regs = bytes(raw) if regs is None else hll.raw_max(regs, raw)
+    return regs, dense
+
+
 @command("pfcount")
 def pfcount(c, argv):
     db = c.db
     if len(argv) > 2:
-        regs = None
-        for key in argv[1:]:
-            v = db.lookup_read(key)
-            if v is None:
-                continue
-            _check(v)
-            raw = _registers(v)
-            regs = bytes(raw) if regs is None else hll.raw_max(regs, raw)
+        regs = _merged_registers(db, argv[1:])[0]
         if regs is None:
             return ZERO
         return integer(_unsigned_to_signed(hll.raw_count(regs)))
     key = argv[1]
-    v = db.lookup_read(key)
+    v = db.lookup_read_typed(key, bytes)
     if v is None:
         return ZERO
     _check(v)
@@ -216,17 +228,7 @@ def pfcount(c, argv):
 @command("pfmerge")
 def pfmerge(c, argv):
     db = c.db
-    regs = None
-    use_dense = False
-    for key in argv[1:]:
-        v = db.lookup_read(key)
-        if v is None:
-            continue
-        _check(v)
-        if v[4] == hll.DENSE:
-            use_dense = True
-        raw = _registers(v)
-        regs = bytes(raw) if regs is None else hll.raw_max(regs, raw)
+    regs, use_dense = _merged_registers(db, argv[1:])
     dst = argv[1]
     v = db.lookup_write(dst)
     if v is None:
@@ -270,9 +272,7 @@ def _merge_into_sparse(c, v, sp, regs):
         if r == 1:
             changed = True
         elif r == hll.PROMOTE:
-            if changed:
-                hll.write_sparse(v, sp)
-            st = _promote(v, sp)
+            st = _write_and_promote(v, sp, changed)
             if st is None:
                 return hll.state(v)
             merged = hll.raw_max(bytes(st.registers()), regs)
@@ -293,7 +293,7 @@ def pfdebug(c, argv):
     db = c.db
     sub = argv[1]
     key = argv[2]
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, bytes)
     if v is None:
         raise RedisError("ERR The specified key does not exist")
     _check(v)

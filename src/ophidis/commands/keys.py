@@ -8,7 +8,7 @@ from ..cmdtable.registry import command
 from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, EmbStr, type_name
-from ..protocol.resp import MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, integer, simple
+from ..protocol.resp import MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, help_reply, integer
 from ..util import LLONG_MAX, LLONG_MIN, compile_glob, parse_int, try_int
 
 _time = time.time
@@ -55,12 +55,7 @@ def exists(c, argv):
 
 @command("touch")
 def touch(c, argv):
-    lookup = c.db.lookup_read
-    n = 0
-    for key in argv[1:]:
-        if lookup(key) is not None:
-            n += 1
-    return integer(n)
+    return exists(c, argv)      # without no_touch: the keys' access times change
 
 
 @command("type", flags=("no_touch",))
@@ -257,6 +252,35 @@ def parse_scan_options(argv, start, allow_type):
         else:
             raise SYNTAX
     return count, pattern, typ
+
+
+def length_reply(c, key, cls):
+    """LLEN, HLEN, SCARD, STRLEN: the length of key's value (of class cls),
+    0 when there is none."""
+    v = c.db.lookup_read_typed(key, cls)
+    return ZERO if v is None else integer(len(v))
+
+
+EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
+
+
+def scan_value(c, argv, cls, step, encode):
+    """HSCAN, SSCAN, ZSCAN key cursor [MATCH pattern] [COUNT count]
+    (scanGenericCommand over one value of class cls): ``step(v, cursor,
+    count)`` -> (next cursor, members); ``encode(v, members)`` -> (number
+    of reply elements, their encoding)."""
+    cursor = parse_scan_cursor(argv[2])
+    v = c.db.lookup_read_typed(argv[1], cls)
+    if v is None:
+        return EMPTY_SCAN
+    count, pattern, _ = parse_scan_options(argv, 3, False)
+    nxt, members = step(v, cursor, count)
+    if pattern is not None:
+        m = compile_glob(pattern)
+        members = [x for x in members if m(x)]
+    cur = b"%d" % nxt
+    n, body = encode(v, members)
+    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n%s" % (len(cur), cur, n, body)
 
 
 @command("scan")
@@ -529,24 +553,20 @@ def object_freq(c, argv):
 
 @command("object|help")
 def object_help(c, argv):
-    lines = [
-        b"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        b"ENCODING <key>",
-        b"    Return the kind of internal representation used in order to store the value",
-        b"    associated with a <key>.",
-        b"FREQ <key>",
-        b"    Return the access frequency index of the <key>. The returned integer is",
-        b"    proportional to the logarithm of the recent access frequency of the key.",
-        b"IDLETIME <key>",
-        b"    Return the idle time of the <key>, that is the approximated number of",
-        b"    seconds elapsed since the last access to the key.",
-        b"REFCOUNT <key>",
-        b"    Return the number of references of the value associated with the specified",
-        b"    <key>.",
-        b"HELP",
-        b"    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x) for x in lines)
+    return help_reply(b"OBJECT", b"""\
+ENCODING <key>
+    Return the kind of internal representation used in order to store the value
+    associated with a <key>.
+FREQ <key>
+    Return the access frequency index of the <key>. The returned integer is
+    proportional to the logarithm of the recent access frequency of the key.
+IDLETIME <key>
+    Return the idle time of the <key>, that is the approximated number of
+    seconds elapsed since the last access to the key.
+REFCOUNT <key>
+    Return the number of references of the value associated with the specified
+    <key>.
+""")
 
 
 _ = (LLONG_MIN,)

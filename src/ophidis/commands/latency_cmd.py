@@ -14,7 +14,7 @@ import time
 
 from ..cmdtable.registry import command, lookup_by_name, top_level
 from ..errors import RedisError
-from ..protocol.resp import bulk, integer, map_header, simple, verbatim
+from ..protocol.resp import bulk, help_reply, integer, map_header, verbatim
 
 GRAPH_COLS = 80
 GRAPH_ROWS = 4
@@ -256,25 +256,21 @@ def _doctor(srv) -> bytes:
 
 
 def _help():
-    lines = [
-        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "DOCTOR",
-        "    Analyse the recorded latency events and give advice.",
-        "GRAPH <event>",
-        "    ASCII graph of the samples of <event>.",
-        "HISTORY <event>",
-        "    Timestamp and latency of the samples of <event>.",
-        "LATEST",
-        "    The latest sample of every event.",
-        "RESET [<event> ...]",
-        "    Forget the samples of the given events (of all events without names).",
-        "HISTOGRAM [<command> ...]",
-        "    Cumulative latency distribution of the given commands (all commands",
-        "    that have data without names).",
-        "HELP",
-        "    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+    return help_reply(b"LATENCY", b"""\
+DOCTOR
+    Analyse the recorded latency events and give advice.
+GRAPH <event>
+    ASCII graph of the samples of <event>.
+HISTORY <event>
+    Timestamp and latency of the samples of <event>.
+LATEST
+    The latest sample of every event.
+RESET [<event> ...]
+    Forget the samples of the given events (of all events without names).
+HISTOGRAM [<command> ...]
+    Cumulative latency distribution of the given commands (all commands
+    that have data without names).
+""")
 
 
 def _event(srv, name: bytes):

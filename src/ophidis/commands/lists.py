@@ -27,7 +27,7 @@ from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, bulk_items, integer
 from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
 from ..types.containers import ListValue, list_range_reply
-from ..util import LLONG_MAX, LLONG_MIN, parse_int
+from ..util import LLONG_MAX, LLONG_MIN, index_range, parse_int, parse_keyword
 
 _LIST = notify.LIST
 _GENERIC = notify.GENERIC
@@ -50,24 +50,18 @@ def _py_range_reply(v, start, end) -> bytes:
 
 # LRANGE's reply (Redis's index rules); compiled: written from the nodes
 _range_reply = list_range_reply or _py_range_reply
+
+
 def _bulk(x) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(x), x)
 
 
-def _check(v):
-    if v.__class__ is not ListValue:
-        raise WRONGTYPE_ERR
-    return v
+_LEFT_RIGHT = {b"left": True, b"right": False}
 
 
 def _where(arg) -> bool:
     """LEFT -> True, RIGHT -> False."""
-    a = arg.lower()
-    if a == b"left":
-        return True
-    if a == b"right":
-        return False
-    raise SYNTAX
+    return parse_keyword(arg, _LEFT_RIGHT)
 
 
 def _propagate_served(c, db, argv):
@@ -85,11 +79,7 @@ def _removed(c, db, key, v, left, n):
     """Housekeeping after popping n elements (listElementsRemoved)."""
     if notify.flags:
         notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
-        if not v:
-            db.delete(key)
-            notify.notify(_GENERIC, b"del", key, db.id)
-        else:
-            db.signal(key)
+        db.delete_if_empty(key, v)
     elif not v:
         db.delete(key)
     else:
@@ -119,6 +109,8 @@ def _push_one(c, db, key, v, x, left):
 # Pushes
 # ---------------------------------------------------------------------------
 def _push(c, argv, left, xx):
+    # db.lookup_write_typed(key, ListValue) written out: LPUSH/RPUSH and
+    # LPOP/RPOP are hot paths, where the call costs ~3% of the instructions
     db = c.db
     key = argv[1]
     v = db.d.get(key)
@@ -192,7 +184,7 @@ def _pop(c, argv, left):
             raise _POSITIVE
     db = c.db
     key = argv[1]
-    v = db.d.get(key)
+    v = db.d.get(key)              # lookup_write_typed written out, as in _push
     if v is not None and db.expires:
         v = db.lookup_write(key)
     if v is None:
@@ -225,32 +217,25 @@ def rpop(c, argv):
 # ---------------------------------------------------------------------------
 @command("llen")
 def llen(c, argv):
-    v = c.db.lookup_read(argv[1])
-    if v is None:
-        return ZERO
-    if v.__class__ is not ListValue:
-        raise WRONGTYPE_ERR
-    return integer(len(v))
+    v = c.db.lookup_read_typed(argv[1], ListValue)
+    return ZERO if v is None else integer(len(v))
 
 
 @command("lrange")
 def lrange(c, argv):
     start = parse_int(argv[2])
     end = parse_int(argv[3])
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], ListValue)
     if v is None:
         return EMPTY_ARRAY
-    if v.__class__ is not ListValue:
-        raise WRONGTYPE_ERR
     return _range_reply(v, start, end)
 
 
 @command("lindex")
 def lindex(c, argv):
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], ListValue)
     if v is None:
         return c.null
-    _check(v)
     i = parse_int(argv[2])
     try:
         x = v[i]
@@ -293,10 +278,9 @@ def lpos(c, argv):
         # Redis negates a C long: -LLONG_MIN stays negative, so every match
         # qualifies (the first one from the tail).
         rank = 1 if rank == LLONG_MIN else -rank
-    v = c.db.lookup_read(argv[1])
+    v = c.db.lookup_read_typed(argv[1], ListValue)
     if v is None:
         return EMPTY_ARRAY if count != -1 else c.null
-    _check(v)
     llen = len(v)
     stop = llen if maxlen == 0 or maxlen > llen else maxlen
     it = islice(reversed(v), stop) if reverse else islice(v, stop)
@@ -328,10 +312,9 @@ def lpos(c, argv):
 def lset(c, argv):
     db = c.db
     key = argv[1]
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, ListValue)
     if v is None:
         raise _NO_SUCH_KEY
-    _check(v)
     i = parse_int(argv[2])
     try:
         v[i] = argv[3]
@@ -345,19 +328,12 @@ def lset(c, argv):
 
 @command("linsert")
 def linsert(c, argv):
-    where = argv[2].lower()
-    if where == b"after":
-        after = True
-    elif where == b"before":
-        after = False
-    else:
-        raise SYNTAX
+    after = parse_keyword(argv[2], {b"after": True, b"before": False})
     db = c.db
     key = argv[1]
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, ListValue)
     if v is None:
         return ZERO
-    _check(v)
     try:
         i = v.index(argv[3])
     except ValueError:
@@ -374,10 +350,9 @@ def lrem(c, argv):
     toremove = parse_int(argv[2])
     db = c.db
     key = argv[1]
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, ListValue)
     if v is None:
         return ZERO
-    _check(v)
     elem = argv[3]
     total = v.count(elem)
     k = total if toremove == 0 else min(abs(toremove), total)
@@ -433,23 +408,15 @@ def ltrim(c, argv):
     end = parse_int(argv[3])
     db = c.db
     key = argv[1]
-    v = db.lookup_write(key)
+    v = db.lookup_write_typed(key, ListValue)
     if v is None:
         return OK
-    _check(v)
     llen = len(v)
-    if start < 0:
-        start += llen
-    if end < 0:
-        end += llen
-    if start < 0:
-        start = 0
-    if start > end or start >= llen:
+    b = index_range(llen, start, end)
+    if b is None:
         ltrim_n, rtrim_n = llen, 0
     else:
-        if end >= llen:
-            end = llen - 1
-        ltrim_n, rtrim_n = start, llen - end - 1
+        ltrim_n, rtrim_n = b[0], llen - b[1] - 1
     removed = ltrim_n + rtrim_n
     if removed:
         kept = llen - removed
@@ -467,11 +434,7 @@ def ltrim(c, argv):
             for _ in range(rtrim_n):
                 pr()
     notify.notify(_LIST, b"ltrim", key, db.id)
-    if not v:
-        db.delete(key)
-        notify.notify(_GENERIC, b"del", key, db.id)
-    else:
-        db.signal(key)
+    db.delete_if_empty(key, v)
     c.server.dirty += removed
     return OK
 
@@ -481,23 +444,14 @@ def ltrim(c, argv):
 # ---------------------------------------------------------------------------
 def _lmove(c, src, dst, from_left, to_left):
     db = c.db
-    sv = db.lookup_write(src)
-    if sv is None:
-        return c.null
-    _check(sv)
+    sv = db.lookup_write_typed(src, ListValue)
     if not sv:
         return c.null
-    dv = db.lookup_write(dst)
-    if dv is not None and dv.__class__ is not ListValue:
-        raise WRONGTYPE_ERR
+    dv = db.lookup_write_typed(dst, ListValue)
     x = sv.popleft() if from_left else sv.pop()
     _push_one(c, db, dst, dv, x, to_left)
     notify.notify(_LIST, b"lpop" if from_left else b"rpop", src, db.id)
-    if not sv:
-        db.delete(src)
-        notify.notify(_GENERIC, b"del", src, db.id)
-    else:
-        db.signal(src)
+    db.delete_if_empty(src, sv)
     c.server.dirty += 1
     return _bulk(x)
 
@@ -550,11 +504,7 @@ def _mpop_reply(c, db, key, v, left, count):
 
 def _first_nonempty(db, keys):
     for key in keys:
-        v = db.lookup_write(key)
-        if v is None:
-            continue
-        if v.__class__ is not ListValue:
-            raise WRONGTYPE_ERR
+        v = db.lookup_write_typed(key, ListValue)
         if v:
             return key, v
     return None, None
@@ -584,23 +534,43 @@ def _timeout_null_array(c):
     return c.null_array
 
 
-def _bpop(c, argv, left):
-    deadline = parse_timeout(argv[-1])
-    keys = argv[1:-1]
+def _ready_list(db, key):
+    """The list at key when a blocked client can be served from it (not
+    empty), else None."""
+    v = db.lookup_nostats(key)
+    return v if v.__class__ is ListValue and v else None
+
+
+def _pop_or_block(c, keys, deadline, pop, served):
+    """BLPOP, BRPOP, BLMPOP: ``pop(db, key, v)``, the reply, at once when
+    one of keys holds a list; else (unless the client may not block: a null
+    array) the client blocks until ``served(c, db, key, v)`` can answer from
+    a list pushed to."""
     db = c.db
     key, v = _first_nonempty(db, keys)
     if key is not None:
-        x = v.popleft() if left else v.pop()
-        _removed(c, db, key, v, left, 1)
-        rewrite_argv(c, [b"LPOP" if left else b"RPOP", key])
-        return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
+        return pop(db, key, v)
     if not _may_block(c):
         return c.null_array
 
     def on_ready(c, db, key):
-        v = db.lookup_nostats(key)
-        if v is None or v.__class__ is not ListValue or not v:
-            return None
+        v = _ready_list(db, key)
+        return None if v is None else served(c, db, key, v)
+
+    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
+    return None
+
+
+def _bpop(c, argv, left):
+    deadline = parse_timeout(argv[-1])
+
+    def pop(db, key, v):
+        x = v.popleft() if left else v.pop()
+        _removed(c, db, key, v, left, 1)
+        rewrite_argv(c, [b"LPOP" if left else b"RPOP", key])
+        return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
+
+    def served(c, db, key, v):
         x = v.popleft() if left else v.pop()
         _propagate_served(c, db, [b"LPOP" if left else b"RPOP", key])
         notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
@@ -609,8 +579,7 @@ def _bpop(c, argv, left):
             notify.notify(_GENERIC, b"del", key, db.id)
         return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
 
-    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
-    return None
+    return _pop_or_block(c, argv[1:-1], deadline, pop, served)
 
 
 @command("blpop")
@@ -627,49 +596,38 @@ def brpop(c, argv):
 def blmpop(c, argv):
     keys, left, count = _parse_mpop(argv, 2)
     deadline = parse_timeout(argv[1])
-    db = c.db
-    key, v = _first_nonempty(db, keys)
-    if key is not None:
+
+    def pop(db, key, v):
         n = min(count, len(v))
         reply = _mpop_reply(c, db, key, v, left, count)
         rewrite_argv(c, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
         return reply
-    if not _may_block(c):
-        return c.null_array
 
-    def on_ready(c, db, key):
-        v = db.lookup_nostats(key)
-        if v is None or v.__class__ is not ListValue or not v:
-            return None
+    def served(c, db, key, v):
         _propagate_served(c, db, [b"LPOP" if left else b"RPOP", key, b"%d" % min(count, len(v))])
         return _mpop_reply(c, db, key, v, left, count)
 
-    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
-    return None
+    return _pop_or_block(c, keys, deadline, pop, served)
 
 
 def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
     db = c.db
-    sv = db.lookup_write(src)
-    if sv is not None:
-        _check(sv)
-        if sv:
-            reply = _lmove(c, src, dst, from_left, to_left)
-            if brpoplpush:
-                rewrite_argv(c, [b"RPOPLPUSH", src, dst])
-            else:
-                rewrite_argv(c, [b"LMOVE", src, dst, _SIDE[from_left], _SIDE[to_left]])
-            return reply
+    sv = db.lookup_write_typed(src, ListValue)
+    if sv:
+        reply = _lmove(c, src, dst, from_left, to_left)
+        if brpoplpush:
+            rewrite_argv(c, [b"RPOPLPUSH", src, dst])
+        else:
+            rewrite_argv(c, [b"LMOVE", src, dst, _SIDE[from_left], _SIDE[to_left]])
+        return reply
     if not _may_block(c):
         return c.null
 
     def on_ready(c, db, key):
-        sv = db.lookup_nostats(key)
-        if sv is None or sv.__class__ is not ListValue or not sv:
+        sv = _ready_list(db, key)
+        if sv is None:
             return None
-        dv = db.lookup_write(dst)
-        if dv is not None and dv.__class__ is not ListValue:
-            raise WRONGTYPE_ERR
+        dv = db.lookup_write_typed(dst, ListValue)
         x = sv.popleft() if from_left else sv.pop()
         _push_one(c, db, dst, dv, x, to_left)
         if brpoplpush:

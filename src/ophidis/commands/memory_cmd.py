@@ -16,7 +16,7 @@ from ..keyspace.db import EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
 from ..memory.sizes import STARTUP
-from ..protocol.resp import OK, bulk, integer, map_header, simple
+from ..protocol.resp import OK, bulk, help_reply, integer, map_header
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
 from ..types.zset import ZSetValue
@@ -331,23 +331,19 @@ def memory_purge(c, argv):
 
 @command("memory|help")
 def memory_help(c, argv):
-    lines = [
-        b"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        b"DOCTOR",
-        b"    Return memory problems reports.",
-        b"MALLOC-STATS",
-        b"    Return internal statistics report from the memory allocator.",
-        b"PURGE",
-        b"    Attempt to purge dirty pages for reclamation by the allocator.",
-        b"STATS",
-        b"    Return information about the memory usage of the server.",
-        b"USAGE <key> [SAMPLES <count>]",
-        b"    Return memory in bytes used by <key> and its value. Nested values are",
-        b"    sampled up to <count> times (default: 5, 0 means sample all).",
-        b"HELP",
-        b"    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x) for x in lines)
+    return help_reply(b"MEMORY", b"""\
+DOCTOR
+    Return memory problems reports.
+MALLOC-STATS
+    Return internal statistics report from the memory allocator.
+PURGE
+    Attempt to purge dirty pages for reclamation by the allocator.
+STATS
+    Return information about the memory usage of the server.
+USAGE <key> [SAMPLES <count>]
+    Return memory in bytes used by <key> and its value. Nested values are
+    sampled up to <count> times (default: 5, 0 means sample all).
+""")
 
 
 _ = RedisError

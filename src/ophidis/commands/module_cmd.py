@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import log
 from ..cmdtable.registry import command
 from ..errors import RedisError
-from ..protocol.resp import OK, simple
+from ..protocol.resp import OK, help_reply
 
 LOAD_FAILED = RedisError("ERR Error loading the extension. Please check the server logs.")
 
@@ -41,20 +41,16 @@ def parse_loadex(args: list):
 
 @command("module|help")
 def module_help(c, argv):
-    lines = [
-        "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "LIST",
-        "    Name, version, path and arguments of each loaded module.",
-        "LOAD <path> [<arg> ...]",
-        "    Load the Python module at <path>, giving it the arguments.",
-        "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
-        "    Load a module with configuration values and arguments.",
-        "UNLOAD <name>",
-        "    Unload a module and remove its commands.",
-        "HELP",
-        "    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+    return help_reply(b"MODULE", b"""\
+LIST
+    Name, version, path and arguments of each loaded module.
+LOAD <path> [<arg> ...]
+    Load the Python module at <path>, giving it the arguments.
+LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]
+    Load a module with configuration values and arguments.
+UNLOAD <name>
+    Unload a module and remove its commands.
+""")
 
 
 @command("module|list")

@@ -9,7 +9,9 @@ from ..protocol.resp import OK, bulk, integer
 from ..replication import replica
 
 
-def _replicaof(c, argv):
+@command("slaveof")      # an alias, as in Redis's command table
+@command("replicaof")
+def replicaof(c, argv):
     srv = c.server
     if srv.cluster is not None:
         raise RedisError("ERR REPLICAOF not allowed in cluster mode.")
@@ -37,16 +39,6 @@ def _replicaof(c, argv):
     replica.set_master(srv, host, port)
     log.notice("REPLICAOF %s:%d enabled (user request from '%s')" % (host, port, c.info_string()))
     return OK
-
-
-@command("replicaof")
-def replicaof(c, argv):
-    return _replicaof(c, argv)
-
-
-@command("slaveof")
-def slaveof(c, argv):
-    return _replicaof(c, argv)
 
 
 @command("failover")

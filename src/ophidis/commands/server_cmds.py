@@ -12,7 +12,7 @@ from ..config.table import DIRECTIVES
 from ..errors import LOADING, SYNTAX, RedisError
 from ..keyspace.db import stats
 from ..keyspace.watch import touch_all_watched_in_db
-from ..protocol.resp import OK, bulk, bulk_array, integer, map_header, simple
+from ..protocol.resp import OK, bulk, bulk_array, help_reply, integer, map_header
 from ..replication.propagate import force_propagation
 from ..util import parse_int
 
@@ -237,15 +237,16 @@ def config_rewrite(c, argv):
 
 @command("config|help")
 def config_help(c, argv):
-    lines = [
-        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-        "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
-        "RESETSTAT", "    Reset statistics reported by the INFO command.",
-        "REWRITE", "    Rewrite the configuration file.",
-        "HELP", "    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+    return help_reply(b"CONFIG", b"""\
+GET <pattern>
+    Return parameters matching the glob-like <pattern> and their values.
+SET <directive> <value>
+    Set the configuration <directive> to <value>.
+RESETSTAT
+    Reset statistics reported by the INFO command.
+REWRITE
+    Rewrite the configuration file.
+""")
 
 
 # -- SHUTDOWN ---------------------------------------------------------------------------
@@ -341,15 +342,14 @@ def slowlog_reset(c, argv):
 
 @command("slowlog|help")
 def slowlog_help(c, argv):
-    lines = [
-        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "GET [<count>]",
-        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-        "    Entries are made of:",
-        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-        "    client name",
-        "LEN", "    Return the length of the slowlog.",
-        "RESET", "    Reset the slowlog.",
-        "HELP", "    Prints this help.",
-    ]
-    return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
+    return help_reply(b"SLOWLOG", b"""\
+GET [<count>]
+    Return top <count> entries from the slowlog (default: 10, -1 mean all).
+    Entries are made of:
+    id, timestamp, time in microseconds, arguments array, client IP and port,
+    client name
+LEN
+    Return the length of the slowlog.
+RESET
+    Reset the slowlog.
+""")

@@ -16,14 +16,14 @@ import random
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR
+from ..keyspace.db import check_type
 from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member,
                                 remove_members, scan_step)
-from ..util import LLONG_MAX, compile_glob, parse_int, parse_range_long, try_int
-from .hashes import EMPTY_SCAN, chunked_reply, random_picker, random_unique
-from .keys import parse_scan_cursor, parse_scan_options
+from ..util import LLONG_MAX, parse_int, parse_range_long, try_int
+from .hashes import picks_reply, random_unique
+from .keys import length_reply, scan_value
 
 _SET = notify.SET
 _GENERIC = notify.GENERIC
@@ -78,30 +78,11 @@ def _set_reply(c, items, n) -> bytes:
     return (b"~%d\r\n" if c.resp >= 3 else b"*%d\r\n") % n + _bulks(items)
 
 
-def _read(c, key):
-    s = c.db.lookup_read(key)
-    if s is not None and s.__class__ is not SetValue:
-        raise WRONGTYPE_ERR
-    return s
-
-
-def _write(c, key):
-    s = c.db.lookup_write(key)
-    if s is not None and s.__class__ is not SetValue:
-        raise WRONGTYPE_ERR
-    return s
-
-
 @command("sadd")
 def sadd(c, argv):
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
-    if s is None:
-        s = SetValue()
-        db.add(key, s)
-    elif s.__class__ is not SetValue:
-        raise WRONGTYPE_ERR
+    s = db.lookup_write_typed(key, SetValue, True)      # create: positional on this hot path
     n0 = len(s)
     if s._aux is None:
         if len(argv) == 3:
@@ -127,11 +108,7 @@ def sadd(c, argv):
 
 @command("srem")
 def srem(c, argv):
-    key = argv[1]
-    s = _write(c, key)
-    if s is None:
-        return ZERO
-    return integer(remove_members(c, key, s, argv[2:], s.remove, _SET, b"srem"))
+    return integer(remove_members(c, argv, SetValue, SetValue.remove, _SET, b"srem"))
 
 
 @command("smove")
@@ -142,8 +119,10 @@ def smove(c, argv):
     dst = db.lookup_write(dst_key)
     if src is None:
         return ZERO
-    if src.__class__ is not SetValue or (dst is not None and dst.__class__ is not SetValue):
-        raise WRONGTYPE_ERR
+    # smoveCommand: no source answers 0 whatever the destination holds
+    check_type(src, SetValue)
+    if dst is not None:
+        check_type(dst, SetValue)
     if src is dst:
         return ONE if m in src else ZERO
     if m not in src:
@@ -174,13 +153,13 @@ def smove(c, argv):
 
 @command("sismember")
 def sismember(c, argv):
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     return ONE if s is not None and argv[2] in s else ZERO
 
 
 @command("smismember")
 def smismember(c, argv):
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     if s is None:
         s = ()
     return b"*%d\r\n" % (len(argv) - 2) + b"".join([ONE if m in s else ZERO for m in argv[2:]])
@@ -188,8 +167,7 @@ def smismember(c, argv):
 
 @command("scard")
 def scard(c, argv):
-    s = _read(c, argv[1])
-    return ZERO if s is None else integer(len(s))
+    return length_reply(c, argv[1], SetValue)
 
 
 @command("spop")
@@ -201,19 +179,13 @@ def spop(c, argv):
         raise SYNTAX
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, SetValue)
     if s is None:
         return c.null
-    if s.__class__ is not SetValue:
-        raise WRONGTYPE_ERR
     m = pop_random(s)
     if notify.flags:
         notify.notify(_SET, b"spop", key, db.id)
-    if not s:
-        db.delete(key)
-        notify.notify(_GENERIC, b"del", key, db.id)
-    else:
-        db.signal(key)
+    db.delete_if_empty(key, s)
     c.server.dirty += 1
     if propagating(c.server):
         rewrite_argv(c, [b"SREM", key, m])
@@ -226,7 +198,7 @@ def _spop_count(c, argv):
         raise _MUST_BE_POSITIVE
     db = c.db
     key = argv[1]
-    s = _write(c, key)
+    s = c.db.lookup_write_typed(key, SetValue)
     if s is None or count == 0:
         return b"~0\r\n" if c.resp >= 3 else b"*0\r\n"
     size = len(s)
@@ -269,13 +241,12 @@ def srandmember(c, argv):
         raise SYNTAX
     if n == 3:
         l = parse_range_long(argv[2], -LLONG_MAX, LLONG_MAX)
-        s = _read(c, argv[1])
+        s = c.db.lookup_read_typed(argv[1], SetValue)
         if s is None or l == 0:
             return b"*0\r\n"
         if l < 0 or l == 1:
             count = -l if l < 0 else 1
-            pick = random_picker(s, count)
-            return chunked_reply(c, b"*%d\r\n" % count, count, lambda n: _bulks(pick(n)))
+            return picks_reply(c, s, count, b"*%d\r\n" % count, _bulks)
         size = len(s)
         if l >= size:
             return b"*%d\r\n" % size + _bulks(_ordered(s))
@@ -284,7 +255,7 @@ def srandmember(c, argv):
         else:
             picks = random_unique(s, l)
         return b"*%d\r\n" % l + _bulks(picks)
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     if s is None:
         return c.null
     if len(s) <= SMALL_RANDOM:
@@ -296,14 +267,8 @@ def srandmember(c, argv):
 
 def _lookup_sets(c, keys):
     """Values of keys (None for missing ones); WRONGTYPE on any non-set."""
-    read = c.db.lookup_read
-    out = []
-    for k in keys:
-        s = read(k)
-        if s is not None and s.__class__ is not SetValue:
-            raise WRONGTYPE_ERR
-        out.append(s)
-    return out
+    read = c.db.lookup_read_typed
+    return [read(k, SetValue) for k in keys]
 
 
 def _store(c, dst, result, event):
@@ -314,10 +279,7 @@ def _store(c, dst, result, event):
         notify.notify(_SET, event, dst, db.id)
         c.server.dirty += 1
         return integer(len(v))
-    if db.lookup_write(dst) is not None:
-        db.server_delete(dst)
-        c.server.dirty += 1
-        notify.notify(_GENERIC, b"del", dst, db.id)
+    db.delete_destination(dst)
     return ZERO
 
 
@@ -342,7 +304,7 @@ def sinter(c, argv):
 
 @command("smembers")
 def smembers(c, argv):
-    s = _read(c, argv[1])
+    s = c.db.lookup_read_typed(argv[1], SetValue)
     if s is None:
         return b"~0\r\n" if c.resp >= 3 else b"*0\r\n"
     return _set_reply(c, _ordered(s), len(s))
@@ -436,19 +398,16 @@ def sdiffstore(c, argv):
     return _store(c, argv[1], _diff(_lookup_sets(c, argv[2:])), b"sdiffstore")
 
 
+def _sscan_step(s, cursor, count):
+    if s.enc == INTSET:
+        return 0, _ordered(s)
+    return scan_step(s, cursor, count)
+
+
+def _sscan_encode(s, members):
+    return len(members), _bulks(members)
+
+
 @command("sscan")
 def sscan(c, argv):
-    cursor = parse_scan_cursor(argv[2])
-    s = _read(c, argv[1])
-    if s is None:
-        return EMPTY_SCAN
-    count, pattern, _ = parse_scan_options(argv, 3, False)
-    if s.enc == INTSET:
-        nxt, items = 0, _ordered(s)
-    else:
-        nxt, items = scan_step(s, cursor, count)
-    if pattern is not None:
-        m = compile_glob(pattern)
-        items = [x for x in items if m(x)]
-    cur = b"%d" % nxt
-    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n%s" % (len(cur), cur, len(items), _bulks(items))
+    return scan_value(c, argv, SetValue, _sscan_step, _sscan_encode)

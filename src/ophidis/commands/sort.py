@@ -13,7 +13,7 @@ from ..acl.check import check_unrestricted_keys
 from ..cmdtable.registry import ALL, command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready, type_name
+from ..keyspace.db import WRONGTYPE_ERR, type_name
 from ..protocol.resp import ZERO, integer
 from ..types.containers import ListValue
 from ..types.zset import ZSetValue
@@ -243,16 +243,11 @@ def _sort_generic(c, argv, readonly):
                 val = _lookup_by_pattern(db, pat, e)
                 result.append(b"" if val is None else val)
     if outputlen:
-        if db.lookup_write(storekey) is not None:
-            db.set_key(storekey, result)
-            signal_key_ready(db, storekey)
-        else:
-            db.add(storekey, result)
+        db.store(storekey, result)
         notify.notify(notify.LIST, b"sortstore", storekey, db.id)
         c.server.dirty += outputlen
-    elif db.lookup_write(storekey) is not None and db.server_delete(storekey):
-        notify.notify(notify.GENERIC, b"del", storekey, db.id)
-        c.server.dirty += 1
+    else:
+        db.delete_destination(storekey)
     return integer(outputlen) if outputlen else ZERO
 
 

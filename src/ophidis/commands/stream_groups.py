@@ -4,6 +4,8 @@ commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
 
 from __future__ import annotations
 
+from itertools import islice
+
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
@@ -12,7 +14,7 @@ from ..protocol.resp import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
 from ..replication.propagate import propagating
 from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
 from ..util import parse_int
-from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, check_stream,
+from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, consumer_for,
                       create_consumer, entries_reply, entry_reply, help_reply, id_reply, parse_id,
                       parse_interval, propagate_ops, range_args, setid_op, xclaim_op)
 
@@ -47,9 +49,7 @@ def _xgroup_prelude(c, argv, sub):
             i += 2
         else:
             raise _subcommand_error(argv)
-    s = c.db.lookup_write(argv[2])
-    if s is not None:
-        check_stream(s)
+    s = c.db.lookup_write_typed(argv[2], StreamValue)
     gname = argv[3]
     g = None
     if not mkstream:
@@ -146,34 +146,37 @@ def xgroup_delconsumer(c, argv):
 
 @command("xgroup|help")
 def xgroup_help(c, argv):
-    return help_reply(b"XGROUP", [
-        b"CREATE <key> <groupname> <id|$> [option]",
-        b"    Create a new consumer group. Options are:",
-        b"    * MKSTREAM",
-        b"      Create the empty stream if it does not exist.",
-        b"    * ENTRIESREAD entries_read",
-        b"      Set the group's entries_read counter (internal use).",
-        b"CREATECONSUMER <key> <groupname> <consumer>",
-        b"    Create a new consumer in the specified group.",
-        b"DELCONSUMER <key> <groupname> <consumer>",
-        b"    Remove the specified consumer.",
-        b"DESTROY <key> <groupname>",
-        b"    Remove the specified group.",
-        b"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-        b"    Set the current group ID and entries_read counter.",
-    ])
+    return help_reply(b"XGROUP", b"""\
+CREATE <key> <groupname> <id|$> [option]
+    Create a new consumer group. Options are:
+    * MKSTREAM
+      Create the empty stream if it does not exist.
+    * ENTRIESREAD entries_read
+      Set the group's entries_read counter (internal use).
+CREATECONSUMER <key> <groupname> <consumer>
+    Create a new consumer in the specified group.
+DELCONSUMER <key> <groupname> <consumer>
+    Remove the specified consumer.
+DESTROY <key> <groupname>
+    Remove the specified group.
+SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]
+    Set the current group ID and entries_read counter.
+""")
 
 
 # ---------------------------------------------------------------------------
 # XACK / XPENDING / XCLAIM / XAUTOCLAIM
 # ---------------------------------------------------------------------------
+def _stream_group(c, argv):
+    """The stream at argv[1] (a read lookup) and its group argv[2]: (stream
+    or None, group or None)."""
+    s = c.db.lookup_read_typed(argv[1], StreamValue)
+    return s, (s.groups.get(argv[2]) if s is not None and s.groups else None)
+
+
 @command("xack")
 def xack(c, argv):
-    s = c.db.lookup_read(argv[1])
-    g = None
-    if s is not None:
-        check_stream(s)
-        g = s.groups.get(argv[2]) if s.groups else None
+    g = _stream_group(c, argv)[1]
     if g is None:
         return ZERO
     ids = [parse_id(a, 0, strict=True)[0] for a in argv[3:]]
@@ -213,10 +216,7 @@ def xpending(c, argv):
         start, end = range_args(argv[si], argv[si + 1])
         if si + 3 < n:
             consumer_name = argv[si + 3]
-    s = c.db.lookup_read(argv[1])
-    if s is not None:
-        check_stream(s)
-    g = s.groups.get(argv[2]) if s is not None and s.groups else None
+    g = _stream_group(c, argv)[1]
     if g is None:
         raise _nogroup(argv)
     pel = g.pel
@@ -255,15 +255,61 @@ def xpending(c, argv):
     return b"*%d\r\n" % len(rows) + b"".join(rows)
 
 
+class _Claim:
+    """What XCLAIM and XAUTOCLAIM do with each pending entry they take:
+    give it to the consumer argv[3] (created on first use), or drop it from
+    the PEL when its entry was deleted from the stream; either propagates
+    as an XCLAIM (streamPropagateXCLAIM) and counts as a change."""
+    __slots__ = ("c", "argv", "g", "justid", "srv", "dirty0", "ops", "cons")
+
+    def __init__(self, c, argv, g, justid):
+        self.c = c
+        self.argv = argv
+        self.g = g
+        self.justid = justid
+        srv = self.srv = c.server
+        self.dirty0 = srv.dirty
+        self.ops = [] if propagating(srv) else None
+        self.cons = None
+
+    def propagate(self, op):
+        if self.ops is not None:
+            self.ops.append(op)
+        self.srv.dirty += 1
+
+    def drop(self, i, nack, idarg):
+        """Entry i is no longer in the stream: out of the PEL."""
+        argv = self.argv
+        self.propagate(xclaim_op(argv[1], argv[2], self.g, idarg, nack))
+        del self.g.pel[i]
+        del nack.consumer.pel[i]
+
+    def take(self, i, nack, fv, idarg, when, retrycount=-1):
+        """Give pending entry i to the consumer; returns its reply."""
+        argv = self.argv
+        cons = self.cons
+        if cons is None:
+            cons = self.cons = consumer_for(self.c, self.g, argv[2], argv[3], argv[1], self.c.db)
+        if nack.consumer is not cons and nack.consumer is not None:
+            del nack.consumer.pel[i]
+        nack.delivery_time = when
+        if retrycount >= 0:
+            nack.delivery_count = retrycount
+        elif not self.justid:
+            nack.delivery_count += 1
+        if nack.consumer is not cons:
+            cons.pel[i] = nack
+            nack.consumer = cons
+        self.propagate(xclaim_op(argv[1], argv[2], self.g, idarg, nack))
+        return id_reply(i) if self.justid else entry_reply(i, fv)
+
+    def finish(self):
+        propagate_ops(self.c, self.argv, self.ops, self.dirty0)
+
+
 @command("xclaim")
 def xclaim(c, argv):
-    db = c.db
-    key = argv[1]
-    s = db.lookup_read(key)
-    g = None
-    if s is not None:
-        check_stream(s)
-        g = s.groups.get(argv[2]) if s.groups else None
+    s, g = _stream_group(c, argv)
     if g is None:
         raise _nogroup(argv)
     minidle = parse_int(argv[4], RedisError("ERR Invalid min-idle-time argument for XCLAIM"))
@@ -307,10 +353,7 @@ def xclaim(c, argv):
         else:
             raise RedisError(b"ERR Unrecognized XCLAIM option '%s'" % argv[j])
         j += 1
-    srv = c.server
-    dirty0 = srv.dirty
-    ops = [] if propagating(srv) else None
-    gname = argv[2]
+    claim = _Claim(c, argv, g, justid)
     propagate_last_id = False
     if last_id > g.last_id:
         g.last_id = last_id
@@ -320,8 +363,6 @@ def xclaim(c, argv):
             deliverytime = now
     else:
         deliverytime = now
-    cons = None
-    name = argv[3]
     pel = g.pel
     out = []
     for k in range(len(ids)):
@@ -330,12 +371,8 @@ def xclaim(c, argv):
         fv = s.get(i)
         if fv is None:
             if nack is not None:
-                if ops is not None:
-                    ops.append(xclaim_op(key, gname, g, argv[5 + k], nack))
+                claim.drop(i, nack, argv[5 + k])
                 propagate_last_id = False
-                srv.dirty += 1
-                del pel[i]
-                del nack.consumer.pel[i]
             continue
         if force and nack is None:
             nack = NACK(None, now)
@@ -345,32 +382,11 @@ def xclaim(c, argv):
         if nack.consumer is not None and minidle:
             if now - nack.delivery_time < minidle:
                 continue
-        if cons is None:
-            cons = g.consumers.get(name)
-            if cons is None:
-                cons = create_consumer(c, g, name, key, db)
-            else:
-                cons.seen_time = mstime()
-        if nack.consumer is not cons and nack.consumer is not None:
-            del nack.consumer.pel[i]
-        nack.delivery_time = deliverytime
-        if retrycount >= 0:
-            nack.delivery_count = retrycount
-        elif not justid:
-            nack.delivery_count += 1
-        if nack.consumer is not cons:
-            cons.pel[i] = nack
-            nack.consumer = cons
-        out.append(id_reply(i) if justid else entry_reply(i, fv))
-        if ops is not None:
-            ops.append(xclaim_op(key, gname, g, argv[5 + k], nack))
+        out.append(claim.take(i, nack, fv, argv[5 + k], deliverytime, retrycount))
         propagate_last_id = False
-        srv.dirty += 1
     if propagate_last_id:
-        if ops is not None:
-            ops.append(setid_op(key, gname, g))
-        srv.dirty += 1
-    propagate_ops(c, argv, ops, dirty0)
+        claim.propagate(setid_op(argv[1], argv[2], g))
+    claim.finish()
     return b"*%d\r\n" % len(out) + b"".join(out)
 
 
@@ -405,26 +421,15 @@ def xautoclaim(c, argv):
         else:
             raise SYNTAX
         j += 1
-    db = c.db
-    key = argv[1]
-    s = db.lookup_read(key)
-    g = None
-    if s is not None:
-        check_stream(s)
-        g = s.groups.get(argv[2]) if s.groups else None
+    s, g = _stream_group(c, argv)
     if g is None:
         raise _nogroup(argv)
     if count * 16 >= 1 << 40:
         raise RedisError("ERR Insufficient memory, failed allocating transient memory, COUNT too high.")
-    srv = c.server
-    dirty0 = srv.dirty
-    ops = [] if propagating(srv) else None
-    gname = argv[2]
-    name = argv[3]
+    claim = _Claim(c, argv, g, justid)
     pel = g.pel
     attempts = count * 10
     now = mstime()
-    cons = None
     claimed = []
     deleted = []
     idx = pel.bisect_left(start)
@@ -433,38 +438,17 @@ def xautoclaim(c, argv):
         i, nack = pel.peekitem(idx)
         fv = s.get(i)
         if fv is None:
-            if ops is not None:
-                ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
-            srv.dirty += 1
-            del pel[i]
-            del nack.consumer.pel[i]
+            claim.drop(i, nack, id_bytes(i))
             deleted.append(i)
             count -= 1
             continue
         idx += 1
         if minidle and now - nack.delivery_time < minidle:
             continue
-        if cons is None:
-            cons = g.consumers.get(name)
-            if cons is None:
-                cons = create_consumer(c, g, name, key, db)
-            else:
-                cons.seen_time = mstime()
-        if nack.consumer is not cons and nack.consumer is not None:
-            del nack.consumer.pel[i]
-        nack.delivery_time = now
-        if not justid:
-            nack.delivery_count += 1
-        if nack.consumer is not cons:
-            cons.pel[i] = nack
-            nack.consumer = cons
-        claimed.append(id_reply(i) if justid else entry_reply(i, fv))
+        claimed.append(claim.take(i, nack, fv, id_bytes(i), now))
         count -= 1
-        if ops is not None:
-            ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
-        srv.dirty += 1
     cursor = pel.peekitem(idx)[0] if idx < len(pel) else 0
-    propagate_ops(c, argv, ops, dirty0)
+    claim.finish()
     return (b"*3\r\n" + id_reply(cursor) + b"*%d\r\n" % len(claimed) + b"".join(claimed)
             + b"*%d\r\n" % len(deleted) + b"".join(id_reply(i) for i in deleted))
 
@@ -524,40 +508,32 @@ def _stream_info(c, argv, s):
         ap(b"$3\r\nlag\r\n")
         lag = s.group_lag(g)
         ap(integer(lag) if lag is not None else null)
-        ap(b"$9\r\npel-count\r\n" + integer(len(g.pel)))
-        ap(b"$7\r\npending\r\n")
-        rows = []
-        for i, nack in g.pel.items():
-            if count and len(rows) >= count:
-                break
-            rows.append(b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name)
-                        + integer(nack.delivery_time) + integer(nack.delivery_count))
-        ap(b"*%d\r\n" % len(rows))
-        parts += rows
+        ap(_pel_field(g.pel, count, lambda i, nack: b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name)
+                      + integer(nack.delivery_time) + integer(nack.delivery_count)))
         consumers = g.sorted_consumers()
         ap(b"$9\r\nconsumers\r\n*%d\r\n" % len(consumers))
         for cons in consumers:
             ap(map_header(resp, 4))
             ap(b"$4\r\nname\r\n" + bulk_str(cons.name))
             ap(b"$9\r\nseen-time\r\n" + integer(cons.seen_time))
-            ap(b"$9\r\npel-count\r\n" + integer(len(cons.pel)))
-            ap(b"$7\r\npending\r\n")
-            rows = []
-            for i, nack in cons.pel.items():
-                if count and len(rows) >= count:
-                    break
-                rows.append(b"*3\r\n" + id_reply(i) + integer(nack.delivery_time)
-                            + integer(nack.delivery_count))
-            ap(b"*%d\r\n" % len(rows))
-            parts += rows
+            ap(_pel_field(cons.pel, count, lambda i, nack: b"*3\r\n" + id_reply(i)
+                          + integer(nack.delivery_time) + integer(nack.delivery_count)))
     return b"".join(parts)
 
 
+def _pel_field(pel, count, row):
+    """XINFO STREAM FULL's pel-count and pending fields of a group or a
+    consumer: the first ``count`` entries of pel (all with count 0), each
+    ``row(id, nack)``."""
+    rows = [row(i, nack) for i, nack in (islice(pel.items(), count) if count else pel.items())]
+    return b"$9\r\npel-count\r\n%s$7\r\npending\r\n*%d\r\n%s" % (integer(len(pel)), len(rows), b"".join(rows))
+
+
 def _xinfo_lookup(c, argv):
-    s = c.db.lookup_read(argv[2])
+    s = c.db.lookup_read_typed(argv[2], StreamValue)
     if s is None:
         raise NO_SUCH_KEY
-    return check_stream(s)
+    return s
 
 
 @command("xinfo|stream")
@@ -611,11 +587,11 @@ def xinfo_consumers(c, argv):
 
 @command("xinfo|help")
 def xinfo_help(c, argv):
-    return help_reply(b"XINFO", [
-        b"CONSUMERS <key> <groupname>",
-        b"    Show consumers of <groupname>.",
-        b"GROUPS <key>",
-        b"    Show the stream consumer groups.",
-        b"STREAM <key> [FULL [COUNT <count>]",
-        b"    Show information about the stream.",
-    ])
+    return help_reply(b"XINFO", b"""\
+CONSUMERS <key> <groupname>
+    Show consumers of <groupname>.
+GROUPS <key>
+    Show the stream consumer groups.
+STREAM <key> [FULL [COUNT <count>]
+    Show information about the stream.
+""")

@@ -24,13 +24,17 @@ from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
-from ..keyspace.db import WRONGTYPE_ERR, mstime, signal_key_ready
-from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, bulk_items, integer
+from ..keyspace.db import mstime, signal_key_ready
+from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, bulk_items, help_reply, integer  # noqa: F401 (help_reply: see below)
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, StreamValue, id_bytes
 from ..util import parse_int
 
 _STREAM = notify.STREAM
+
+# acl.py, cluster.py and stream_groups.py take help_reply (protocol.resp's)
+# from here: importing this module from acl.py is what registers the stream
+# commands where COMMAND has always listed them.
 
 INVALID_ID = RedisError("ERR Invalid stream ID specified as stream command argument")
 _EDOM = RedisError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
@@ -185,19 +189,6 @@ def entries_reply(items) -> bytes:
     return b"".join(parts)
 
 
-def check_stream(v):
-    if v.__class__ is not StreamValue:
-        raise WRONGTYPE_ERR
-    return v
-
-
-def help_reply(name: bytes, lines):
-    out = [b"%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % name]
-    out += lines
-    out += [b"HELP", b"    Prints this help."]
-    return b"*%d\r\n" % len(out) + b"".join(b"+%s\r\n" % x for x in out)
-
-
 # ---------------------------------------------------------------------------
 # Propagation
 # ---------------------------------------------------------------------------
@@ -252,14 +243,8 @@ class _TrimArgs:
 
     def __init__(self):
         self.strategy = None          # None, "maxlen" or "minid"
-        self.approx = False
-        self.limit = 0
-        self.maxlen = 0
-        self.minid = 0
-        self.arg_idx = 0
-        self.nomkstream = False
-        self.id = 0
-        self.id_given = False
+        self.approx = self.nomkstream = self.id_given = False
+        self.limit = self.maxlen = self.minid = self.arg_idx = self.id = 0
         self.seq_given = True
 
 
@@ -275,7 +260,7 @@ def _parse_add_trim(c, argv, xadd):
         if xadd and opt == b"*":
             break
         lo = opt.lower()
-        if lo == b"maxlen" and more:
+        if (lo == b"maxlen" or lo == b"minid") and more:
             if a.strategy is not None:
                 raise _BOTH
             a.approx = False
@@ -285,25 +270,15 @@ def _parse_add_trim(c, argv, xadd):
                 i += 1
             elif more >= 2 and nxt == b"=":
                 i += 1
-            a.maxlen = parse_int(argv[i + 1])
-            if a.maxlen < 0:
-                raise _MAXLEN_NEG
+            if lo == b"maxlen":
+                a.maxlen = parse_int(argv[i + 1])
+                if a.maxlen < 0:
+                    raise _MAXLEN_NEG
+                a.strategy = "maxlen"
+            else:
+                a.minid = parse_id(argv[i + 1], 0, strict=True)[0]
+                a.strategy = "minid"
             i += 1
-            a.strategy = "maxlen"
-            a.arg_idx = i
-        elif lo == b"minid" and more:
-            if a.strategy is not None:
-                raise _BOTH
-            a.approx = False
-            nxt = argv[i + 1]
-            if more >= 2 and nxt == b"~":
-                a.approx = True
-                i += 1
-            elif more >= 2 and nxt == b"=":
-                i += 1
-            a.minid = parse_id(argv[i + 1], 0, strict=True)[0]
-            i += 1
-            a.strategy = "minid"
             a.arg_idx = i
         elif lo == b"limit" and more:
             a.limit = parse_int(argv[i + 1])
@@ -371,14 +346,12 @@ def xadd(c, argv):
         raise _ZERO_ID
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         if a.nomkstream:
             return c.null
         s = StreamValue()
         db.add(key, s)
-    elif s.__class__ is not StreamValue:
-        raise WRONGTYPE_ERR
     last = s.last_id
     if last == MAX_ID:
         raise _EXHAUSTED
@@ -426,10 +399,9 @@ def xtrim(c, argv):
     a, _ = _parse_add_trim(c, argv, False)
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         return ZERO
-    check_stream(s)
     deleted = _trim(s, a)
     if deleted:
         notify.notify(_STREAM, b"xtrim", key, db.id)
@@ -461,10 +433,9 @@ def _xrange(c, argv, rev):
             j += 2
         else:
             raise SYNTAX
-    s = c.db.lookup_read(argv[1])
+    s = c.db.lookup_read_typed(argv[1], StreamValue)
     if s is None:
         return EMPTY_ARRAY
-    check_stream(s)
     if count == 0:
         return c.null_array
     return entries_reply(s.range(start, end, 0 if count == -1 else count, rev))
@@ -482,10 +453,9 @@ def xrevrange(c, argv):
 
 @command("xlen")
 def xlen(c, argv):
-    s = c.db.lookup_read(argv[1])
+    s = c.db.lookup_read_typed(argv[1], StreamValue)
     if s is None:
         return ZERO
-    check_stream(s)
     return integer(s.length)
 
 
@@ -493,10 +463,9 @@ def xlen(c, argv):
 def xdel(c, argv):
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         return ZERO
-    check_stream(s)
     ids = [parse_id(a, 0, strict=True)[0] for a in argv[2:]]
     deleted = 0
     first = False
@@ -543,10 +512,9 @@ def xsetid(c, argv):
             raise SYNTAX
     db = c.db
     key = argv[1]
-    s = db.lookup_write(key)
+    s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         raise NO_SUCH_KEY
-    check_stream(s)
     if s.length:
         if i < s.last_valid_id():
             raise RedisError("ERR The ID specified in XSETID is smaller than the target stream top item")
@@ -572,6 +540,20 @@ def create_consumer(c, g, name, key, db):
     g.consumers[name] = cons
     c.server.dirty += 1
     notify.notify(_STREAM, b"xgroup-createconsumer", key, db.id)
+    return cons
+
+
+def consumer_for(c, g, gname, name, key, db, ops=None):
+    """The consumer name of group g for a read or a claim: created when
+    missing (then, with ``ops``, an XGROUP CREATECONSUMER to propagate),
+    its seen time updated otherwise."""
+    cons = g.consumers.get(name)
+    if cons is None:
+        cons = create_consumer(c, g, name, key, db)
+        if ops is not None:
+            ops.append([b"XGROUP", b"CREATECONSUMER", key, gname, name])
+    else:
+        cons.seen_time = mstime()
     return cons
 
 
@@ -702,9 +684,7 @@ def _xread(c, argv, group_mode):
     groups = []
     for k in range(nstreams):
         key = keys[k]
-        s = db.lookup_read(key)
-        if s is not None and s.__class__ is not StreamValue:
-            raise WRONGTYPE_ERR
+        s = db.lookup_read_typed(key, StreamValue)
         if gname is not None:
             g = s.groups.get(gname) if s is not None and s.groups else None
             if g is None:
@@ -758,13 +738,7 @@ def _xread(c, argv, group_mode):
             parts.append(b"*2\r\n")
         parts.append(bulk_str(key))
         if group_mode:
-            cons = g.consumers.get(cname)
-            if cons is None:
-                cons = create_consumer(c, g, cname, key, db)
-                if noack and ops is not None:
-                    ops.append([b"XGROUP", b"CREATECONSUMER", key, gname, cname])
-            else:
-                cons.seen_time = mstime()
+            cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
             if history:
                 parts.append(_serve_history(c, s, cons, start, count))
             else:
@@ -806,13 +780,7 @@ def _xread(c, argv, group_mode):
         if not group_mode:
             return head + bulk_str(key) + entries_reply(s.range(start, MAX_ID, xcount))
         ops = [] if propagating(c.server) else None
-        cons = g.consumers.get(cname)
-        if cons is None:
-            cons = create_consumer(c, g, cname, key, db)
-            if noack and ops is not None:
-                ops.append([b"XGROUP", b"CREATECONSUMER", key, gname, cname])
-        else:
-            cons.seen_time = mstime()
+        cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
         body = _serve_group(s, key, gname, g, cons, start, xcount, noack, ops)
         _propagate_served(c, db, ops)
         return head + bulk_str(key) + body

@@ -7,16 +7,15 @@ from __future__ import annotations
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR
+from ..keyspace.db import check_type
 from ..protocol.resp import ZERO, integer
 from ..types.containers import SetValue
 from ..types.zset import ZSetValue
-from ..util import parse_int
+from ..util import parse_int, parse_keyword
 from .numparse import string2d
-from .zsets import finish_store_result, reply_pairs, store_result
+from .zsets import finish_store_result, reply_pairs
 
 _ZSET = notify.ZSET
-_GENERIC = notify.GENERIC
 
 
 # ---------------------------------------------------------------------------
@@ -53,8 +52,8 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
     j = numkeys_idx + 1
     for _ in range(setnum):
         v = db.lookup_read(argv[j])
-        if v is not None and v.__class__ is not ZSetValue and not isinstance(v, SetValue):
-            raise WRONGTYPE_ERR
+        if v is not None and v.__class__ is not ZSetValue:
+            check_type(v, SetValue)     # a zset or a set
         srcs.append(v)
         j += 1
     weights = [1.0] * setnum
@@ -73,15 +72,7 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
                 weights[i] = w
                 j += 1
         elif op != DIFF and not card_only and remaining >= 2 and opt == b"aggregate":
-            a = argv[j + 1].lower()
-            if a == b"sum":
-                aggregate = _SUM
-            elif a == b"min":
-                aggregate = _MIN
-            elif a == b"max":
-                aggregate = _MAX
-            else:
-                raise SYNTAX
+            aggregate = parse_keyword(argv[j + 1], {b"sum": _SUM, b"min": _MIN, b"max": _MAX})
             j += 2
         elif remaining >= 1 and dst is None and not card_only and opt == b"withscores":
             withscores = True
@@ -170,14 +161,12 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
     if dst is not None:
         if result:
             finish_store_result(c, z)
-            store_result(c, db, dst, z)
+            db.store(dst, z)
             ev = b"zunionstore" if op == UNION else b"zinterstore" if op == INTER else b"zdiffstore"
             notify.notify(_ZSET, ev, dst, db.id)
             c.server.dirty += 1
             return integer(len(result))
-        if db.lookup_write(dst) is not None and db.server_delete(dst):
-            notify.notify(_GENERIC, b"del", dst, db.id)
-            c.server.dirty += 1
+        db.delete_destination(dst)
         return ZERO
     return reply_pairs(c, z.sl, withscores)
 

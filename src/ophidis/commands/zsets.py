@@ -10,19 +10,18 @@ conversion points follow Redis 7.0.
 from __future__ import annotations
 
 import random
-from itertools import islice
 
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
-from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
+from ..keyspace.db import dict_scan, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
 from ..types.zset import ZSetValue
-from ..util import compile_glob, parse_int
+from ..util import index_range, parse_int, parse_keyword
 from .hashes import chunked_reply
-from .keys import parse_scan_cursor, parse_scan_options
+from .keys import scan_value
 from .numparse import range_strtod, string2d
 
 _ZSET = notify.ZSET
@@ -39,20 +38,6 @@ LONG_MAX = 2**63 - 1
 def _limits(c):
     v = c.server.config.values
     return v["zset-max-listpack-entries"], v["zset-max-listpack-value"]
-
-
-def _getzset_read(c, key):
-    v = c.db.lookup_read(key)
-    if v is not None and v.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
-    return v
-
-
-def _getzset_write(c, key):
-    v = c.db.lookup_write(key)
-    if v is not None and v.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
-    return v
 
 
 def _dbl(c, d) -> bytes:
@@ -76,25 +61,6 @@ def reply_pairs(c, pairs, withscores):
         return b"*%d\r\n" % (2 * len(parts)) + b"".join(parts)
     parts = [b"*2\r\n$%d\r\n%s\r\n,%.17g\r\n" % (len(m), m, s) for s, m in pairs]
     return b"*%d\r\n" % len(parts) + b"".join(parts)
-
-
-def _after_removal(c, db, key, z):
-    """Delete the key when the zset became empty.  Returns True if deleted."""
-    if not z.dict:
-        db.delete(key)
-        notify.notify(_GENERIC, b"del", key, db.id)
-        return True
-    db.signal(key)
-    return False
-
-
-def store_result(c, db, key, z):
-    """setKey: overwrite (dropping any TTL) or add."""
-    if db.lookup_write(key) is not None:
-        db.set_key(key, z)
-        signal_key_ready(db, key)
-    else:
-        db.add(key, z)
 
 
 def finish_store_result(c, z):
@@ -148,9 +114,7 @@ def _zadd_generic(c, argv, flags):
         scores.append(s)
     db = c.db
     key = argv[1]
-    z = db.lookup_write(key)
-    if z is not None and z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
+    z = db.lookup_write_typed(key, ZSetValue)
     added = updated = processed = 0
     score = 0.0
     entries, maxval = _limits(c)
@@ -186,18 +150,14 @@ def _zadd_generic(c, argv, flags):
             processed += 1
             if score != cur:
                 sl.remove(cur, member)
-                st = score
-                if not z.skiplist and st == 0.0:
-                    st = 0.0
+                st = 0.0 if score == 0.0 and not z.skiplist else score    # a listpack keeps -0 as 0
                 d[member] = st
                 sl.add(st, member)
                 updated += 1
         elif not xx:
             if not z.skiplist and (len(d) + 1 > entries or len(member) > maxval):
                 z.skiplist = True
-            st = score
-            if not z.skiplist and st == 0.0:
-                st = 0.0
+            st = 0.0 if score == 0.0 and not z.skiplist else score
             d[member] = st
             sl.add(st, member)
             added += 1
@@ -283,7 +243,7 @@ def zincrby(c, argv):
 def zrem(c, argv):
     db = c.db
     key = argv[1]
-    z = _getzset_write(c, key)
+    z = c.db.lookup_write_typed(key, ZSetValue)
     if z is None:
         return ZERO
     deleted = 0
@@ -294,14 +254,14 @@ def zrem(c, argv):
                 break
     if deleted:
         notify.notify(_ZSET, b"zrem", key, db.id)
-        _after_removal(c, db, key, z)
+        db.delete_if_empty(key, z.dict)
         c.server.dirty += deleted
     return integer(deleted)
 
 
 @command("zcard")
 def zcard(c, argv):
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return ZERO
     return integer(len(z.dict))
@@ -309,7 +269,7 @@ def zcard(c, argv):
 
 @command("zscore")
 def zscore(c, argv):
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return c.null
     s = z.dict.get(argv[2])
@@ -320,7 +280,7 @@ def zscore(c, argv):
 
 @command("zmscore")
 def zmscore(c, argv):
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     out = [b"*%d\r\n" % (len(argv) - 2)]
     null = c.null
     d = z.dict if z is not None else {}
@@ -331,7 +291,7 @@ def zmscore(c, argv):
 
 
 def _zrank(c, argv, reverse):
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return c.null
     r = z.rank(argv[2])
@@ -473,20 +433,6 @@ def lex_indices(z, mn, mnex, mx, mxex, reverse):
     return range(i, j, -1)
 
 
-def _rank_bounds(n, start, end):
-    if start < 0:
-        start += n
-    if end < 0:
-        end += n
-    if start < 0:
-        start = 0
-    if start > end or start >= n:
-        return None
-    if end >= n:
-        end = n - 1
-    return start, end
-
-
 def _apply_limit(idx, offset, limit):
     """LIMIT offset count over a range of positions (Redis's semantics:
     negative offset -> nothing, negative count -> all)."""
@@ -549,16 +495,14 @@ def _zrange_generic(c, argv, argstart, store, rangetype, reverse):
         rng = parse_score_range(argv[minidx], argv[maxidx])
     else:
         rng = parse_lex_range(argv[minidx], argv[maxidx])
-    z = c.db.lookup_read(key)
+    z = c.db.lookup_read_typed(key, ZSetValue)
     if z is None:
         if store is not None:
             return _zrangestore_finish(c, store, None)
         return EMPTY_ARRAY
-    if z.__class__ is not ZSetValue:
-        raise WRONGTYPE_ERR
     sl = z.sl
     if rangetype == RANK:
-        b = _rank_bounds(len(sl), start, end)
+        b = index_range(len(sl), start, end)
         if b is None:
             pairs = []
         else:
@@ -610,13 +554,11 @@ def _zrangestore_finish(c, dst, pairs):
             d[m] = s
         z.sl.update((s, m) for s, m in pairs)
         finish_store_result(c, z)
-        store_result(c, db, dst, z)
+        db.store(dst, z)
         notify.notify(_ZSET, b"zrangestore", dst, db.id)
         c.server.dirty += 1
         return integer(len(pairs))
-    if db.lookup_write(dst) is not None and db.server_delete(dst):
-        notify.notify(_GENERIC, b"del", dst, db.id)
-        c.server.dirty += 1
+    db.delete_destination(dst)
     return ZERO
 
 
@@ -658,7 +600,7 @@ def zrevrangebylex(c, argv):
 @command("zcount")
 def zcount(c, argv):
     mn, mnex, mx, mxex = parse_score_range(argv[2], argv[3])
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return ZERO
     lo, hi = z.score_range(mn, mnex, mx, mxex)
@@ -668,7 +610,7 @@ def zcount(c, argv):
 @command("zlexcount")
 def zlexcount(c, argv):
     mn, mnex, mx, mxex = parse_lex_range(argv[2], argv[3])
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return ZERO
     return integer(len(lex_indices(z, mn, mnex, mx, mxex, False)))
@@ -687,11 +629,11 @@ def _zremrange(c, argv, rangetype):
         event = b"zremrangebylex"
         rng = parse_lex_range(argv[2], argv[3])
     db = c.db
-    z = _getzset_write(c, key)
+    z = c.db.lookup_write_typed(key, ZSetValue)
     if z is None:
         return ZERO
     if rangetype == RANK:
-        b = _rank_bounds(len(z.sl), start, end)
+        b = index_range(len(z.sl), start, end)
         if b is None:
             return ZERO
         deleted = z.remove_slice(b[0], b[1] + 1)
@@ -703,7 +645,7 @@ def _zremrange(c, argv, rangetype):
         deleted = z.remove_slice(idx.start, idx.stop) if len(idx) else 0
     if deleted:
         notify.notify(_ZSET, event, key, db.id)
-        _after_removal(c, db, key, z)
+        db.delete_if_empty(key, z.dict)
         c.server.dirty += deleted
     return integer(deleted)
 
@@ -740,14 +682,10 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
     z = None
     key = None
     for k in keys:
-        v = db.lookup_write(k)
-        if v is None:
-            continue
-        if v.__class__ is not ZSetValue:
-            raise WRONGTYPE_ERR
-        z = v
-        key = k
-        break
+        z = db.lookup_write_typed(k, ZSetValue)
+        if z is not None:
+            key = k
+            break
     if z is None:
         return c.null_array if nil_when_empty else EMPTY_ARRAY
     if count == 0:
@@ -770,11 +708,7 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
     z.dels += rangelen
     c.server.dirty += rangelen
     notify.notify(_ZSET, b"zpopmax" if where == MAX_END else b"zpopmin", key, db.id)
-    if d:
-        db.signal(key)
-    else:
-        db.delete(key)
-        notify.notify(_GENERIC, b"del", key, db.id)
+    db.delete_if_empty(key, d)
     if repl is not None and propagating(c.server):
         new = [b"ZPOPMAX" if where == MAX_END else b"ZPOPMIN", key]
         if count_arg != -1:
@@ -870,13 +804,7 @@ def _parse_mpop(argv, numkeys_idx):
     where_idx = numkeys_idx + numkeys + 1
     if where_idx >= n:
         raise SYNTAX
-    w = argv[where_idx].lower()
-    if w == b"min":
-        where = MIN_END
-    elif w == b"max":
-        where = MAX_END
-    else:
-        raise SYNTAX
+    where = parse_keyword(argv[where_idx], {b"min": MIN_END, b"max": MAX_END})
     count = -1
     j = where_idx + 1
     while j < n:
@@ -907,12 +835,8 @@ def _blocking_zpop(c, keys, where, timeout_arg, count, nested, nil_when_empty, a
     deadline = parse_timeout(timeout_arg)
     db = c.db
     for k in keys:
-        v = db.lookup_write(k)
-        if v is None:
-            continue
-        if v.__class__ is not ZSetValue:
-            raise WRONGTYPE_ERR
-        if not v.dict:
+        v = db.lookup_write_typed(k, ZSetValue)
+        if v is None or not v.dict:
             continue
         return _zpop(c, [k], where, True, count, nested, nil_when_empty, argv)
     if c.in_exec or c.in_script:
@@ -968,11 +892,11 @@ def zrandmember(c, argv):
         withscores = n == 4
         if withscores and (cnt < -LONG_MAX // 2 or cnt > LONG_MAX // 2):
             raise RedisError("ERR value is out of range")
-        z = _getzset_read(c, argv[1])
+        z = c.db.lookup_read_typed(argv[1], ZSetValue)
         if z is None:
             return EMPTY_ARRAY
         return _zrandmember_count(c, z, cnt, withscores)
-    z = _getzset_read(c, argv[1])
+    z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
         return c.null
     s, m = z.sl[random.randrange(len(z.sl))]
@@ -1003,55 +927,25 @@ def _zrandmember_count(c, z, cnt, withscores):
 
 # ZSCAN: listpack-encoded sets are returned whole (cursor 0), as Redis does;
 # skiplist-encoded ones are walked in dict order with a cursor that encodes
-# the position and the removal counter (see Database.scan).
+# the position and the removal counter (keyspace.db.dict_scan, as SCAN).
 _zscan_cache: dict = {}
+
+
+def _zscan_step(z, cursor, count):
+    if not z.skiplist:
+        return 0, [m for s, m in z.sl]
+    return dict_scan(z.dict, z.dels, _zscan_cache, id(z), cursor, count)
+
+
+def _zscan_encode(z, members):
+    d = z.dict
+    parts = []
+    for m in members:
+        f = b"%.17g" % d[m]
+        parts.append(b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(m), m, len(f), f))
+    return 2 * len(parts), b"".join(parts)
 
 
 @command("zscan")
 def zscan(c, argv):
-    cursor = parse_scan_cursor(argv[2])
-    z = _getzset_read(c, argv[1])
-    if z is None:
-        return b"*2\r\n$1\r\n0\r\n*0\r\n"
-    count, pattern, _ = parse_scan_options(argv, 3, False)
-    d = z.dict
-    if not z.skiplist:
-        items = [(m, s) for s, m in z.sl]
-        nxt = 0
-    else:
-        pos = cursor & 0xFFFFFFFFFF
-        dels_at = cursor >> 40
-        rewind = (z.dels - dels_at) & 0xFFFFFF
-        if cursor == 0:
-            rewind = 0
-        start = max(0, pos - rewind)
-        ck = (id(z), cursor)
-        cached = _zscan_cache.pop(ck, None)
-        items = None
-        if cached is not None:
-            it, dels0, size0, zref = cached
-            if zref is z and dels0 == z.dels and size0 == len(d) and rewind == 0:
-                try:
-                    items = list(islice(it, count))
-                except RuntimeError:
-                    items = None
-        if items is None:
-            it = iter(d.items())
-            items = list(islice(it, start, start + count))
-        newpos = start + len(items)
-        if newpos >= len(d) or not items:
-            nxt = 0
-        else:
-            nxt = ((z.dels & 0xFFFFFF) << 40) | newpos
-            if len(_zscan_cache) > 64:
-                _zscan_cache.clear()
-            _zscan_cache[(id(z), nxt)] = (it, z.dels, len(d), z)
-    if pattern is not None:
-        match = compile_glob(pattern)
-        items = [(m, s) for m, s in items if match(m)]
-    parts = []
-    for m, s in items:
-        f = b"%.17g" % s
-        parts.append(b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(m), m, len(f), f))
-    cur = b"%d" % nxt
-    return b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(cur), cur, 2 * len(parts)) + b"".join(parts)
+    return scan_value(c, argv, ZSetValue, _zscan_step, _zscan_encode)

@@ -4,9 +4,13 @@ Values are plain Python objects chosen for speed and memory:
   - strings: ``bytes`` (``bytearray`` once modified in place by APPEND /
     SETRANGE / SETBIT, which is what Redis reports as the ``raw`` encoding;
     ``EmbStr``, a bytes subclass, for an integer-looking value that Redis
-    keeps as embstr: INCRBYFLOAT's result).  Type checks of string
-    commands accept the three classes;
+    keeps as embstr: INCRBYFLOAT's result), all three of type "string";
   - other types register their classes in ``TYPE_NAMES`` (see types/).
+
+Commands reach their values through the typed lookups
+``Database.lookup_read_typed`` / ``lookup_write_typed`` (lookupKeyRead /
+lookupKeyWrite + checkType): the class of the expected type's values is
+given, a value of another type raises WRONGTYPE.
 
 Expiry follows Redis: lazily on access, plus an active cycle driven by
 ``hz`` (see ``active_expire_cycle``) that visits keys with a TTL
@@ -62,33 +66,21 @@ class Stats(StatsCore):
     def __init__(self):
         self.reset()
 
+    # the integer counters, 0 after a reset (CONFIG RESETSTAT)
+    COUNTERS = (
+        "keyspace_hits", "keyspace_misses", "expired_keys", "expired_time_cap_reached_count",
+        "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "net_input_bytes",
+        "net_output_bytes", "connections_received", "rejected_connections", "total_error_replies",
+        "numcommands_base", "unexpected_error_replies", "total_reads_processed", "total_writes_processed",
+        "io_threaded_reads_processed", "client_qbuf_limit_disconnections",
+        "client_outbuf_limit_disconnections", "dump_payload_sanitizations", "total_forks", "sync_full",
+        "sync_partial_ok", "sync_partial_err")
+
     def reset(self):
-        self.keyspace_hits = 0
-        self.keyspace_misses = 0
-        self.expired_keys = 0
+        for name in self.COUNTERS:
+            setattr(self, name, 0)
         self.expired_stale_perc = 0.0
-        self.expired_time_cap_reached_count = 0
-        self.expire_cycle_cpu_milliseconds = 0
-        self.evicted_keys = 0
-        self.evicted_clients = 0
-        self.net_input_bytes = 0
-        self.net_output_bytes = 0
-        self.connections_received = 0
-        self.rejected_connections = 0
-        self.total_error_replies = 0
         self.errorstats = {}
-        self.numcommands_base = 0
-        self.unexpected_error_replies = 0
-        self.total_reads_processed = 0
-        self.total_writes_processed = 0
-        self.io_threaded_reads_processed = 0
-        self.client_qbuf_limit_disconnections = 0
-        self.client_outbuf_limit_disconnections = 0
-        self.dump_payload_sanitizations = 0
-        self.total_forks = 0
-        self.sync_full = 0
-        self.sync_partial_ok = 0
-        self.sync_partial_err = 0
 
 
 stats = Stats()
@@ -158,6 +150,45 @@ class Database(DbCore):
             when = self.expires.get(key)
             if when is not None and when <= _time() * 1000 and self.expire_if_needed(key, True):
                 return None
+        return v
+
+    # -- typed lookup: lookupKeyRead/lookupKeyWrite + checkType ------------
+    # What every command family uses to reach its value: ``cls`` is the
+    # value class of the type the command works on (types/: ListValue,
+    # HashValue, ...; ``bytes`` for strings, whose bytearray and EmbStr
+    # values are of the same type).  The common case (a key without a TTL,
+    # of the expected class) costs one call, as the inline code it replaces.
+    def lookup_read_typed(self, key, cls):
+        """Value of key for a read command (lazy expiry, keyspace
+        hits/misses and keymiss events, as lookup_read), None when there is
+        none; WRONGTYPE when it holds another type than ``cls``'s."""
+        v = self.d.get(key)
+        if v is None or (self.expires and key in self.expires):
+            v = self.lookup_read(key)
+            if v is None:
+                return None
+        else:
+            stats.keyspace_hits += 1
+        if v.__class__ is not cls:
+            check_type(v, cls)
+        return v
+
+    def lookup_write_typed(self, key, cls, create=False):
+        """Value of key for a write command (lazy expiry, no stats, as
+        lookup_write), None when there is none; WRONGTYPE when it holds
+        another type than ``cls``'s.  With ``create``, a missing key gets a
+        new empty ``cls()`` (added as by ``add``: hashTypeLookupWriteOrCreate,
+        setTypeCreate ...)."""
+        v = self.d.get(key)
+        if v is not None and self.expires and key in self.expires:
+            v = self.lookup_write(key)
+        if v is None:
+            if create:
+                v = cls()
+                self.add(key, v)
+            return v
+        if v.__class__ is not cls:
+            check_type(v, cls)
         return v
 
     def lookup_nostats(self, key):
@@ -289,6 +320,36 @@ class Database(DbCore):
             self.server.lazyfree.free(v)
         return True
 
+    def store(self, key, value):
+        """A STORE command's result (setKey): overwrites key (its TTL goes;
+        clients blocked on it are served) or adds it."""
+        if self.lookup_write(key) is not None:
+            self.set_key(key, value)
+            signal_key_ready(self, key)
+        else:
+            self.add(key, value)
+
+    def delete_if_empty(self, key, v) -> bool:
+        """After elements were removed from v, the value of key: an empty v
+        goes with its key (a "del" event), otherwise the change is
+        signalled (WATCH).  True when the key was deleted."""
+        if v:
+            self.signal(key)
+            return False
+        self.delete(key)
+        _notify.notify(_notify.GENERIC, b"del", key, self.id)
+        return True
+
+    def delete_destination(self, key) -> bool:
+        """The empty result of a STORE command (SINTERSTORE, ZRANGESTORE,
+        SORT ... STORE, GEOSEARCHSTORE ...): the destination key goes, with
+        a "del" event and a change counted.  True when there was one."""
+        if self.lookup_write(key) is not None and self.server_delete(key):
+            _notify.notify(_notify.GENERIC, b"del", key, self.id)
+            self.server.dirty += 1
+            return True
+        return False
+
     def server_delete(self, key) -> bool:
         """A deletion implied by a command (RENAME's or a STORE's
         destination ...): lazy when lazyfree-lazy-server-del is set."""
@@ -355,42 +416,9 @@ class Database(DbCore):
 
     # -- SCAN ---------------------------------------------------------------
     def scan(self, cursor: int, count: int):
-        """Incremental iteration in insertion order.
-
-        The cursor encodes the position reached plus the deletions counter at
-        that time.  Deletions shift later keys left, so the next call starts
-        that many positions earlier: every key present for the whole
-        iteration is returned (duplicates are possible, as in Redis).
-        Returns (next_cursor, keys).
-        """
-        d = self.d
-        pos = cursor & 0xFFFFFFFFFF
-        dels_at = cursor >> 40
-        rewind = (self.dels - dels_at) & 0xFFFFFF
-        if dels_at == 0 and pos == 0:
-            rewind = 0
-        start = max(0, pos - rewind)
-        cached = self._scan_cache.pop(cursor, None)
-        keys = None
-        if cached is not None:
-            it, dels0, size0 = cached
-            if dels0 == self.dels and size0 == len(d) and rewind == 0:
-                try:
-                    keys = list(islice(it, count))
-                except RuntimeError:
-                    keys = None
-        if keys is None:
-            it = iter(d)
-            keys = list(islice(it, start, start + count))
-        newpos = start + len(keys)
-        if newpos >= len(d) or not keys:
-            return 0, keys
-        dels = self.dels & 0xFFFFFF
-        nxt = (dels << 40) | newpos
-        if len(self._scan_cache) > 64:
-            self._scan_cache.clear()
-        self._scan_cache[nxt] = (it, self.dels, len(d))
-        return nxt, keys
+        """Incremental iteration in insertion order (see dict_scan).
+        Returns (next_cursor, keys)."""
+        return dict_scan(self.d, self.dels, self._scan_cache, None, cursor, count)
 
     # -- active expiry -------------------------------------------------------
     def active_expire(self, deadline: float, keys_per_loop=20, acceptable_stale=10):
@@ -427,6 +455,42 @@ class Database(DbCore):
                 return sampled, expired, False
 
 
+def dict_scan(d, dels, cache, tag, cursor: int, count: int):
+    """One step of an incremental walk over dict d in insertion order (SCAN,
+    ZSCAN of a big zset).
+
+    The cursor encodes the position reached plus the deletions counter
+    (``dels``) at that time.  Deletions shift later keys left, so the next
+    call starts that many positions earlier: every key present for the whole
+    iteration is returned (duplicates are possible, as in Redis).  ``cache``
+    keeps the iterators of recent steps under (tag, cursor), so that a walk
+    without deletions continues where it stopped.  Returns (next_cursor,
+    keys)."""
+    pos = cursor & 0xFFFFFFFFFF
+    rewind = (dels - (cursor >> 40)) & 0xFFFFFF if cursor else 0
+    start = max(0, pos - rewind)
+    cached = cache.pop((tag, cursor), None)
+    keys = None
+    if cached is not None:
+        it, dels0, size0, d0 = cached
+        if d0 is d and dels0 == dels and size0 == len(d) and rewind == 0:
+            try:
+                keys = list(islice(it, count))
+            except RuntimeError:
+                keys = None
+    if keys is None:
+        it = iter(d)
+        keys = list(islice(it, start, start + count))
+    newpos = start + len(keys)
+    if newpos >= len(d) or not keys:
+        return 0, keys
+    nxt = ((dels & 0xFFFFFF) << 40) | newpos
+    if len(cache) > 64:
+        cache.clear()
+    cache[(tag, nxt)] = (it, dels, len(d), d)
+    return nxt, keys
+
+
 def touch_watched(db: Database, key):
     for w in db.watched_keys.get(key, ()):
         if w.expired:
@@ -451,10 +515,17 @@ def signal_key_ready(db: Database, key):
         db.server.ready_keys.append((db, key))
 
 
-def check_string(v):
-    if v.__class__ is not bytes and v.__class__ is not bytearray and v.__class__ is not EmbStr:
+def check_type(v, cls):
+    """checkType for a value found otherwise than by a typed lookup: v
+    (not None) unless it is of another type than ``cls``'s (WRONGTYPE)."""
+    if v.__class__ is not cls and TYPE_NAMES.get(v.__class__) != TYPE_NAMES[cls]:
         raise WRONGTYPE_ERR
     return v
+
+
+def check_string(v):
+    """check_type for strings (the modules' API)."""
+    return check_type(v, bytes)
 
 
 WRONGTYPE_ERR = RedisError("WRONGTYPE Operation against a key holding the wrong kind of value")

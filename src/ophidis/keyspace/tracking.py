@@ -38,12 +38,7 @@ class TrackState:
 
     def __init__(self):
         self.redirect = 0
-        self.bcast = False
-        self.optin = False
-        self.optout = False
-        self.noloop = False
-        self.caching = False
-        self.broken = False
+        self.bcast = self.optin = self.optout = self.noloop = self.caching = self.broken = False
         self.prefixes = []
 
 

@@ -80,6 +80,16 @@ def simple(s: bytes) -> bytes:
     return b"+%s\r\n" % s
 
 
+def help_reply(name: bytes, text: bytes) -> bytes:
+    """addReplyHelp: a container command's HELP reply, its header, the lines
+    of ``text`` (each subcommand, then its indented description) and HELP's
+    own, as status replies."""
+    lines = [b"%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % name]
+    lines += text.splitlines()
+    lines += (b"HELP", b"    Prints this help.")
+    return b"*%d\r\n" % len(lines) + b"".join([b"+%s\r\n" % x for x in lines])
+
+
 def error(msg: bytes) -> bytes:
     return b"-%s\r\n" % msg
 

@@ -61,12 +61,12 @@ class PyListValue(deque):
         """Elements start..end (inclusive, Redis's index rules) as a list,
         read from the nearer end."""
         llen = len(self)
+        # util.index_range written out: LRANGE's hot path in pure installs,
+        # where the call cost ~2.5% of its instructions (bench/callgrind.py)
         if start < 0:
-            start += llen
+            start = max(start + llen, 0)
         if end < 0:
             end += llen
-        if start < 0:
-            start = 0
         if start > end or start >= llen:
             return []
         if end >= llen:
@@ -210,11 +210,7 @@ class Aux:
     __slots__ = ("arr", "gone", "keys", "items", "pending", "dead")
 
     def __init__(self):
-        self.arr = None
-        self.gone = None
-        self.keys = None
-        self.items = None
-        self.pending = None
+        self.arr = self.gone = self.keys = self.items = self.pending = None
         self.dead = 0
 
 
@@ -240,17 +236,22 @@ def aux_removed(v, m):
         a.dead += 1
 
 
-def remove_members(c, key, v, members, discard, event_class, event) -> int:
-    """HDEL / SREM: remove members from the hash or set v at key (the key
-    goes once v is empty), with the WATCH signal, keyspace events and dirty
-    count Redis gives.  Returns the number removed."""
+def remove_members(c, argv, cls, discard, event_class, event) -> int:
+    """HDEL / SREM key member ...: remove the members from the hash or set
+    (``discard(value, member)``; the key goes once the value is empty), with
+    the WATCH signal, keyspace events and dirty count Redis gives.  Returns
+    the number removed."""
     db = c.db
+    key = argv[1]
+    v = db.lookup_write_typed(key, cls)
+    if v is None:
+        return 0
     deleted = 0
     removed = False
     aux = v._aux is not None
-    for m in members:
+    for m in argv[2:]:
         if m in v:
-            discard(m)
+            discard(v, m)
             deleted += 1
             if aux:
                 aux_removed(v, m)

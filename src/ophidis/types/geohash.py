@@ -169,43 +169,33 @@ def standard_geohash(lon, lat) -> bytes:
 # ---------------------------------------------------------------------------
 # Neighbours and search areas
 # ---------------------------------------------------------------------------
-def _move_x(bits, step, d):
-    if d == 0:
-        return bits
-    x = bits & 0xAAAAAAAAAAAAAAAA
-    y = bits & 0x5555555555555555
-    zz = 0x5555555555555555 >> (64 - step * 2)
-    if d > 0:
-        x = x + (zz + 1)
-    else:
-        x = x | zz
-        x = x - (zz + 1)
-    x &= _U64
-    x &= 0xAAAAAAAAAAAAAAAA >> (64 - step * 2)
-    return x | y
+_X_BITS = 0xAAAAAAAAAAAAAAAA     # longitude's bits of an interleaved hash
+_Y_BITS = 0x5555555555555555     # latitude's
 
 
-def _move_y(bits, step, d):
+def _move(bits, step, d, own, other):
+    """geohash_move_x / geohash_move_y: the cell d (-1, 0 or 1) cells away
+    along the axis whose bits are ``own`` (the other axis's: ``other``)."""
     if d == 0:
         return bits
-    x = bits & 0xAAAAAAAAAAAAAAAA
-    y = bits & 0x5555555555555555
-    zz = 0xAAAAAAAAAAAAAAAA >> (64 - step * 2)
+    a = bits & own
+    b = bits & other
+    zz = other >> (64 - step * 2)
     if d > 0:
-        y = y + (zz + 1)
+        a = a + (zz + 1)
     else:
-        y = y | zz
-        y = y - (zz + 1)
-    y &= _U64
-    y &= 0x5555555555555555 >> (64 - step * 2)
-    return x | y
+        a = a | zz
+        a = a - (zz + 1)
+    a &= _U64
+    a &= own >> (64 - step * 2)
+    return a | b
 
 
 def neighbors(bits, step):
     """(north, south, east, west, north_east, north_west, south_east,
     south_west) hashes of a cell."""
     def mv(dx, dy):
-        return _move_y(_move_x(bits, step, dx), step, dy)
+        return _move(_move(bits, step, dx, _X_BITS, _Y_BITS), step, dy, _Y_BITS, _X_BITS)
     return (mv(0, 1), mv(0, -1), mv(1, 0), mv(-1, 0),
             mv(1, 1), mv(-1, 1), mv(1, -1), mv(-1, -1))
 

@@ -218,22 +218,7 @@ def dense_get(v, index, base=HDR) -> int:
 
 def dense_set(v, index, count, base=HDR) -> int:
     """Raise register index to count; 1 if it changed."""
-    pos = index * 6
-    byte = base + (pos >> 3)
-    fb = pos & 7
-    b0 = v[byte]
-    if fb <= 2:
-        if count <= (b0 >> fb) & 63:
-            return 0
-        v[byte] = (b0 & ~(63 << fb)) | (count << fb)
-        return 1
-    b1 = v[byte + 1]
-    fb8 = 8 - fb
-    if count <= ((b0 >> fb) | (b1 << fb8)) & 63:
-        return 0
-    v[byte] = (b0 & ~(63 << fb) & 0xFF) | ((count << fb) & 0xFF)
-    v[byte + 1] = (b1 & ~(63 >> fb8)) | (count >> fb8)
-    return 1
+    return 1 if dense_update(v, index, count, base) >= 0 else 0
 
 
 def dense_put(v, index, val, base=HDR):
@@ -453,8 +438,7 @@ class Sparse:
         self.total = first
         self.size = n
         self.short = short
-        self.regs = None
-        self.hist = None
+        self.regs = self.hist = None
 
     def body(self) -> bytes:
         return b"".join(self.ops)
