@@ -31,6 +31,7 @@ import hiredis
 from ophidis.protocol.resp import encode_argv
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.tools import memtier, resp
+from ophidis.tools.defaults import Defaults
 from ophidis.tools.hashslot import tag_for_slot
 from ophidis.tools.hdr import Histogram
 from ophidis.tools.resp import atoi, new_loop, parse_redis_uri
@@ -39,33 +40,15 @@ RAND_PLACEHOLDER = b"__rand_int__"
 MAX_THREADS = 500
 
 
-class Options:
-    def __init__(self):
-        self.host = "127.0.0.1"
-        self.port = 6379
-        self.socket = None
-        self.auth = None
-        self.user = None
-        self.dbnum = 0
-        self.clients = 50
-        self.requests = 100000
-        self.datasize = 3
-        self.keepalive = 1
-        self.pipeline = 1
-        self.randomkeys = False
-        self.keyspacelen = 0
-        self.quiet = False
-        self.csv = False
-        self.loop = False
-        self.idle = False
-        self.tests = None
-        self.precision = 3
-        self.threads = 0
-        self.seed = None
-        self.resp3 = False
-        self.stdinarg = False
-        self.cluster = False
-        self.cluster_nodes = None    # [ClusterNode] of the masters in cluster mode
+class Options(Defaults):
+    DEFAULTS = {
+        "host": "127.0.0.1", "port": 6379, "socket": None, "auth": None, "user": None, "dbnum": 0,
+        "clients": 50, "requests": 100000, "datasize": 3, "keepalive": 1, "pipeline": 1,
+        "randomkeys": False, "keyspacelen": 0, "tests": None, "threads": 0, "seed": None,
+        "quiet": False, "csv": False, "loop": False, "idle": False, "precision": 3,
+        "resp3": False, "stdinarg": False, "cluster": False,
+        "cluster_nodes": None,    # [ClusterNode] of the masters in cluster mode
+    }
 
 
 def usage(code=0):

@@ -30,33 +30,19 @@ import zlib
 import hiredis
 
 from ophidis.protocol.resp import encode_argv
+from ophidis.tools.defaults import Defaults
 from ophidis.tools.hdr import Histogram
 from ophidis.tools.resp import new_loop
 
 
-class MOpts:
-    def __init__(self):
-        self.host = "127.0.0.1"
-        self.port = 6379
-        self.unix = None
-        self.auth = None
-        self.threads = 4
-        self.clients = 50
-        self.test_time = None
-        self.requests = 10000
-        self.ratio = (1, 10)
-        self.pattern = ("R", "R")
-        self.key_min = 0
-        self.key_max = 10000000
-        self.key_prefix = "memtier-"
-        self.data_size = 32
-        self.pipeline = 1
-        self.hdr_prefix = None
-        self.png = None
-        self.hide_histogram = False
-        self.seed = None
-        self.key_stddev = None
-        self.key_median = None
+class MOpts(Defaults):
+    DEFAULTS = {
+        "host": "127.0.0.1", "port": 6379, "unix": None, "auth": None,
+        "threads": 4, "clients": 50, "test_time": None, "requests": 10000, "ratio": (1, 10),
+        "pattern": ("R", "R"), "key_min": 0, "key_max": 10000000, "key_prefix": "memtier-",
+        "key_stddev": None, "key_median": None, "data_size": 32, "pipeline": 1, "seed": None,
+        "hdr_prefix": None, "png": None, "hide_histogram": False,
+    }
 
 
 def usage(code):
