@@ -20,6 +20,7 @@ import time
 
 from ophidis.tools import resp
 from ophidis.tools.cli.output import err, flush, out
+from ophidis.tools.defaults import Defaults
 from ophidis.tools.resp import ConnectionClosed, atof, atoi
 
 SLOTS = 16384
@@ -48,27 +49,20 @@ def lround(x):
     return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
 
 
-class ManagerOptions:
+class ManagerOptions(Defaults):
     """What ``--cluster`` and the ``--cluster-*`` options set."""
 
+    DEFAULTS = {
+        "name": None, "argv": [], "replicas": 0, "from_": None, "to": None, "slots": 0,
+        "timeout": 60000, "pipeline": 10, "threshold": 2.0, "weights": None, "master_id": None,
+        "from_user": None, "from_pass": None, "from_askpass": False,
+        "yes": False, "fix": False, "slave": False, "empty_masters": False, "simulate": False,
+        "replace": False, "copy": False, "check_owners": False, "fix_unreachable": False,
+        "masters_only": False, "slaves_only": False,
+    }
+
     def __init__(self):
-        self.name = None
-        self.argv = []
-        self.replicas = 0
-        self.from_ = None
-        self.to = None
-        self.slots = 0
-        self.timeout = 60000
-        self.pipeline = 10
-        self.threshold = 2.0
-        self.weights = None
-        self.master_id = None
-        self.from_user = None
-        self.from_pass = None
-        self.from_askpass = False
-        self.yes = self.fix = self.slave = self.empty_masters = self.simulate = False
-        self.replace = self.copy = self.check_owners = self.fix_unreachable = False
-        self.masters_only = self.slaves_only = False
+        super().__init__()
         self.color = "xterm" in os.environ.get("TERM", "")
 
 

@@ -11,6 +11,7 @@ from ophidis.protocol import resp as protocol
 from ophidis.sysinfo import REDIS_VERSION
 from ophidis.tools.cli.cluster import ManagerOptions, parse_manager_option
 from ophidis.tools.cli.output import OUT_CSV, OUT_JSON, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal
+from ophidis.tools.defaults import Defaults
 from ophidis.tools.resp import TLS, atof, atoi, parse_redis_uri
 
 HISTFILE_DEFAULT = ".ophidiscli_history"
@@ -18,46 +19,24 @@ HISTFILE_ENV = "OPHIDISCLI_HISTFILE"
 AUTH_ENV = "REDISCLI_AUTH"
 
 
-class Config:
+class Config(Defaults):
+    DEFAULTS = {
+        "host": "127.0.0.1", "port": 6379, "socket": None, "repeat": 1, "interval": 0.0,
+        "input_dbnum": 0, "dbnum": 0, "auth": None, "user": None, "no_auth_warning": False, "askpass": False,
+        "mb_delim": b"\n", "cmd_delim": b"\n", "stdin_lastarg": False, "stdin_tag": None, "resp3": 0,
+        "cluster": False, "set_errcode": False, "quoted_input": False,
+        "latency": False, "latency_history": False, "latency_dist": False, "intrinsic": None,
+        "stat": False, "scan": False, "bigkeys": False, "memkeys": False, "hotkeys": False, "doctor": False,
+        "memkeys_samples": 0, "pattern": None, "rdb": None, "pipe": False, "pipe_timeout": 30, "eval": None,
+        "mono": False, "verbose": False, "interactive": False, "in_multi": False, "pre_multi_dbnum": 0,
+        "hints": True,
+    }
+
     def __init__(self):
-        self.host = "127.0.0.1"
-        self.port = 6379
-        self.socket = None
-        self.repeat = 1
-        self.interval = 0.0
-        self.input_dbnum = 0
-        self.dbnum = 0
-        self.auth = None
-        self.user = None
-        self.no_auth_warning = False
-        self.askpass = False
+        super().__init__()
         tty = os.isatty(1) or os.environ.get("FAKETTY") is not None
         self.output = OUT_STANDARD if tty else OUT_RAW
         self.push_output = tty
-        self.mb_delim = b"\n"
-        self.cmd_delim = b"\n"
-        self.stdin_lastarg = False
-        self.stdin_tag = None
-        self.resp3 = 0
-        self.cluster = False
-        self.set_errcode = False
-        self.quoted_input = False
-        self.latency = self.latency_history = self.latency_dist = False
-        self.intrinsic = None
-        self.stat = self.scan = self.bigkeys = self.memkeys = self.hotkeys = False
-        self.doctor = False
-        self.memkeys_samples = 0
-        self.pattern = None
-        self.rdb = None
-        self.pipe = False
-        self.pipe_timeout = 30
-        self.eval = None
-        self.mono = False
-        self.verbose = False
-        self.interactive = False
-        self.in_multi = False
-        self.pre_multi_dbnum = 0
-        self.hints = True
         self.cluster_manager = ManagerOptions()
 
 

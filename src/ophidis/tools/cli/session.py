@@ -17,6 +17,7 @@ from ophidis.tools.cli.options import Config
 from ophidis.tools.cli.output import (OUT_CSV, OUT_QUOTED_JSON, OUT_RAW, OUT_STANDARD, err, fatal, flush,
                                       format_csv, format_json, format_raw, format_tty, out)
 from ophidis.tools.cli.replication import replica_mode
+from ophidis.tools.defaults import Defaults
 from ophidis.tools.resp import ConnectionClosed, Reply, atoi
 
 
@@ -42,15 +43,13 @@ def _wants_raw(argv):
     return False
 
 
-class CLI:
+class CLI(Defaults):
+    DEFAULTS = {"conn": None, "help_entries": None, "editor": None, "last_kind": None,
+                "reissue": False, "send_asking": False}
+
     def __init__(self, cfg: Config):
+        super().__init__()
         self.cfg = cfg
-        self.conn = None
-        self.help_entries = None
-        self.editor = None
-        self.last_kind = None
-        self.reissue = False
-        self.send_asking = False
 
     # -- connection --------------------------------------------------------
     def addr(self):
