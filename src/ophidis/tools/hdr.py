@@ -143,14 +143,16 @@ class Histogram:
         return math.sqrt(t / self.total)
 
     # -- iterators (HdrHistogram's percentile and linear iterations) ------------
+    def _walk_state(self):
+        """What both iterators walk: (total count, counts by index, number of indexes)."""
+        return self.total, self.counts, self.counts_len
+
     def iter_percentiles(self, ticks_per_half_distance=1):
         """Yield (percentile, highest_equivalent_value, cumulative_count) as
         HdrHistogram's percentile iterator does (ending with a 100% step)."""
-        total = self.total
+        total, counts, end = self._walk_state()
         if not total:
             return
-        counts = self.counts
-        end = self.counts_len
         idx = -1
         cum = count = 0
         to = 0.0
@@ -181,11 +183,9 @@ class Histogram:
         levels every ``units_per_bucket``; once a reported value is above
         ``switch_after`` the step becomes ``switch_units``.
         """
-        total = self.total
+        total, counts, end = self._walk_state()
         if not total:
             return
-        counts = self.counts
-        end = self.counts_len
         idx = -1
         cum = 0
         value = 0
