@@ -5,6 +5,8 @@ subscriptions themselves are the server's ``PubSub`` (ophidis/pubsub).
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..cmdtable.registry import CHANNEL_PATTERN, CHANNEL_PUBLISH, CHANNEL_SUBSCRIBE, CHANNEL_UNSUBSCRIBE, command
 from ..errors import RedisError
 from ..protocol.resp import integer
@@ -26,67 +28,56 @@ def _after(c):
     return b""
 
 
+def _subscribe(c, argv, name, add, no_exec=False):
+    # SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE: add(c, target) for each argument
+    if c.in_script or (no_exec and c.in_exec):
+        raise RedisError("ERR %s isn't allowed for a DENY BLOCKING client" % name)
+    for target in argv[1:]:
+        add(c, target)
+    return _after(c)
+
+
+def _unsubscribe(c, argv, remove_all, remove):
+    # UNSUBSCRIBE, PUNSUBSCRIBE, SUNSUBSCRIBE: all of them, or the arguments
+    if len(argv) == 1:
+        remove_all(c)
+    else:
+        for target in argv[1:]:
+            remove(c, target)
+    return _after(c)
+
+
 @command("subscribe", flags=("pubsub_context",), channels=(CHANNEL_SUBSCRIBE, 1, -1))
 def subscribe(c, argv):
-    if c.in_script:
-        raise RedisError("ERR SUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = c.server.pubsub
-    for ch in argv[1:]:
-        ps.subscribe(c, ch)
-    return _after(c)
+    return _subscribe(c, argv, "SUBSCRIBE", c.server.pubsub.subscribe)
 
 
 @command("unsubscribe", flags=("pubsub_context",), channels=(CHANNEL_UNSUBSCRIBE, 1, -1))
 def unsubscribe(c, argv):
     ps = c.server.pubsub
-    if len(argv) == 1:
-        ps.unsubscribe_all_channels(c)
-    else:
-        for ch in argv[1:]:
-            ps.unsubscribe(c, ch)
-    return _after(c)
+    return _unsubscribe(c, argv, ps.unsubscribe_all_channels, ps.unsubscribe)
 
 
 @command("psubscribe", flags=("pubsub_context",), channels=(CHANNEL_PATTERN | CHANNEL_SUBSCRIBE, 1, -1))
 def psubscribe(c, argv):
-    if c.in_script:
-        raise RedisError("ERR PSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = c.server.pubsub
-    for pat in argv[1:]:
-        ps.psubscribe(c, pat)
-    return _after(c)
+    return _subscribe(c, argv, "PSUBSCRIBE", c.server.pubsub.psubscribe)
 
 
 @command("punsubscribe", flags=("pubsub_context",), channels=(CHANNEL_PATTERN | CHANNEL_UNSUBSCRIBE, 1, -1))
 def punsubscribe(c, argv):
     ps = c.server.pubsub
-    if len(argv) == 1:
-        ps.unsubscribe_all_patterns(c)
-    else:
-        for pat in argv[1:]:
-            ps.punsubscribe(c, pat)
-    return _after(c)
+    return _unsubscribe(c, argv, ps.unsubscribe_all_patterns, ps.punsubscribe)
 
 
 @command("ssubscribe", flags=("pubsub_context",), channels=(CHANNEL_SUBSCRIBE, 1, -1))
 def ssubscribe(c, argv):
-    if c.in_exec or c.in_script:
-        raise RedisError("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = c.server.pubsub
-    for ch in argv[1:]:
-        ps.subscribe(c, ch, shard=True)
-    return _after(c)
+    return _subscribe(c, argv, "SSUBSCRIBE", partial(c.server.pubsub.subscribe, shard=True), no_exec=True)
 
 
 @command("sunsubscribe", flags=("pubsub_context",), channels=(CHANNEL_UNSUBSCRIBE, 1, -1))
 def sunsubscribe(c, argv):
     ps = c.server.pubsub
-    if len(argv) == 1:
-        ps.unsubscribe_all_channels(c, shard=True)
-    else:
-        for ch in argv[1:]:
-            ps.unsubscribe(c, ch, shard=True)
-    return _after(c)
+    return _unsubscribe(c, argv, partial(ps.unsubscribe_all_channels, shard=True), partial(ps.unsubscribe, shard=True))
 
 
 @command("publish", channels=(CHANNEL_PUBLISH, 1, 1))

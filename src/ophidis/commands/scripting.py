@@ -151,8 +151,8 @@ def _numkeys(c, argv, bad=None):
 
 
 def _failed(argv, reply: bytes) -> bytes:
-    """A script's error reply counts as a failed call of EVAL/FCALL (a
-    raised error is counted by the dispatcher)."""
+    """The reply of a script run: an error reply counts as a failed call of
+    EVAL/FCALL (a raised error is counted by the dispatcher)."""
     if reply[:1] == b"-":
         cmd = TABLE.get(argv[0].lower())
         if cmd is not None:
@@ -273,9 +273,7 @@ def _evalsha(c, argv, ro: bool):
     readonly, allow_oom = prepare(c, s.flags, s.compat, ro)
     r = eng.run(lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv), s.fn, argv[3:3 + numkeys],
                 argv[3 + numkeys:], c.resp)
-    if r[:1] == b"-":
-        return _failed(argv, r)
-    return r
+    return _failed(argv, r)
 
 
 def evalsha_cmd(c, argv):
@@ -374,9 +372,7 @@ def _fcall(c, argv, ro):
     if srv.cluster is not None:
         _cluster_ctx(ctx, "allow-cross-slot-keys" in f.flags, argv, numkeys)
     r = reg.engine.run(ctx, f.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
-    if r[:1] == b"-":
-        return _failed(argv, r)
-    return r
+    return _failed(argv, r)
 
 
 def fcall_cmd(c, argv):

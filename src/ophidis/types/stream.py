@@ -122,6 +122,13 @@ def _delta(a: int, b: int) -> int:
 # ---------------------------------------------------------------------------
 # Nodes
 # ---------------------------------------------------------------------------
+
+def _copy_fields(src, dst, names):
+    # the fields that a copy shares with its original (immutable values)
+    for name in names:
+        setattr(dst, name, getattr(src, name))
+
+
 class Node:
     __slots__ = ("master", "mfields", "ids", "fvs", "flags", "live", "dead", "head",
                  "base", "ebytes")
@@ -164,16 +171,10 @@ class Node:
 
     def copy(self):
         n = Node.__new__(Node)
-        n.master = self.master
-        n.mfields = self.mfields
+        _copy_fields(self, n, ("master", "mfields", "live", "dead", "head", "base", "ebytes"))
         n.ids = list(self.ids)
         n.fvs = list(self.fvs)
         n.flags = bytearray(self.flags)
-        n.live = self.live
-        n.dead = self.dead
-        n.head = self.head
-        n.base = self.base
-        n.ebytes = self.ebytes
         return n
 
     # -- RDB form ---------------------------------------------------------------------
@@ -678,11 +679,7 @@ class StreamValue:
         n = StreamValue()
         n.nodes = [node.copy() for node in self.nodes]
         n.keys = list(self.keys)
-        n.length = self.length
-        n.last_id = self.last_id
-        n.first_id = self.first_id
-        n.max_deleted = self.max_deleted
-        n.entries_added = self.entries_added
+        _copy_fields(self, n, ("length", "last_id", "first_id", "max_deleted", "entries_added"))
         if self.groups is not None:
             n.groups = {}
             for name, g in self.groups.items():
