@@ -69,10 +69,7 @@ cdef RunCtx _ctx_init(RunCtx self, caller, name, bint eval_mode, bint readonly, 
     self.eval_mode = eval_mode
     self.readonly = readonly
     self.allow_oom = allow_oom
-    self.write_dirty = False
-    self.oom_at_start = False
-    self.killed = False
-    self.timedout = False
+    self.write_dirty = self.oom_at_start = self.killed = self.timedout = False
     self.repl_flags = 3
     self.argv = argv
     self.threshold = 1e9

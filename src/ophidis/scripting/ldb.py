@@ -162,24 +162,20 @@ class Ldb:
         p = buf.find(b"*")
         if p < 0:
             return "protocol error"
-        h = _length(buf, p)
-        if h is None:
-            return None
+        h = _bounded_length(buf, p)
+        if h is None or h.__class__ is str:
+            return h
         argc, p = h
-        if not 0 < argc <= 1024:
-            return "protocol error"
         argv = []
         while len(argv) < argc:
             if p >= len(buf) or buf[p] == 0:
                 return None
             if buf[p] != 36:      # '$'
                 return "protocol error"
-            h = _length(buf, p)
-            if h is None:
-                return None
+            h = _bounded_length(buf, p)
+            if h is None or h.__class__ is str:
+                return h
             n, p = h
-            if not 0 < n <= 1024:
-                return "protocol error"
             if p + n + 2 > len(buf):
                 return None
             argv.append(buf[p:p + n])
@@ -360,6 +356,15 @@ def _length(buf: bytes, p: int):
     if e < 0:
         return None
     return atoi(buf[p + 1:e]), e + 2
+
+
+def _bounded_length(buf, p):
+    # _length, and the error text when the count is not in 1..1024 (the
+    # debugger's limits for a command's arguments and their lengths)
+    h = _length(buf, p)
+    if h is not None and not 0 < h[0] <= 1024:
+        return "protocol error"
+    return h
 
 
 def _human(r: bytes, pos: int, out: list) -> int:

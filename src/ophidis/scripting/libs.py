@@ -376,6 +376,16 @@ def make_cjson(lua):
 
 # -- cmsgpack ------------------------------------------------------------------------------
 
+def _mp_header(out, n, fix, b16, b32):
+    # a MessagePack array's or map's header: fixarray/fixmap, 16 or 32 bits
+    if n < 16:
+        out.append(fix | n)
+    elif n < 65536:
+        out += b16 + _struct.pack(">H", n)
+    else:
+        out += b32 + _struct.pack(">I", n)
+
+
 def make_cmsgpack(lua):
     def is_array(items):
         n = len(items)
@@ -440,25 +450,14 @@ def make_cmsgpack(lua):
             out += v
         elif _lua_type(v) == "table" and level < 16:
             items = list(v.items())
+            n = len(items)
             if is_array(items):
-                n = len(items)
-                if n < 16:
-                    out.append(0x90 | n)
-                elif n < 65536:
-                    out += b"\xdc" + _struct.pack(">H", n)
-                else:
-                    out += b"\xdd" + _struct.pack(">I", n)
+                _mp_header(out, n, 0x90, b"\xdc", b"\xdd")
                 d = dict(items)
                 for i in range(1, n + 1):
                     enc(d.get(i), out, level + 1)
             else:
-                n = len(items)
-                if n < 16:
-                    out.append(0x80 | n)
-                elif n < 65536:
-                    out += b"\xde" + _struct.pack(">H", n)
-                else:
-                    out += b"\xdf" + _struct.pack(">I", n)
+                _mp_header(out, n, 0x80, b"\xde", b"\xdf")
                 for k, x in items:
                     enc(k, out, level + 1)
                     enc(x, out, level + 1)
