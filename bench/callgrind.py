@@ -75,6 +75,9 @@ def main(argv=None):
     ap.add_argument("-n", type=int, default=20000)
     ap.add_argument("-P", type=int, default=16, dest="pipeline", help="redis-benchmark -P (1: no pipelining)")
     ap.add_argument("--setup", default="default", choices=("default", "user", "replica", "aof"))
+    ap.add_argument("--hz", type=int, default=0, help="the server's hz (0: its default, 10); the cron's "
+                    "share of a request grows with the run's wall time, so with the machine's load: "
+                    "--hz 1 keeps it small when two trees are compared")
     ap.add_argument("--scrape", action="store_true", help="count one /metrics scrape instead")
     ap.add_argument("--annotate", type=int, default=0, metavar="N",
                     help="also print the N functions with the most instructions (callgrind_annotate)")
@@ -90,6 +93,8 @@ def main(argv=None):
     port, other = _free_port(), _free_port()
     out = os.path.join(work, "callgrind.out")
     args = ["--port", str(port), "--save", "", "--dir", work]
+    if a.hz:
+        args += ["--hz", str(a.hz)]
     if a.scrape:
         args += ["--metrics-port", str(other)]
     # a fixed hash seed: the dicts' layouts (and so their probe counts) are the same each run
