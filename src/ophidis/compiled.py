@@ -4,8 +4,9 @@ Every compiled module (``_*.pyx`` beside its pure twin, e.g.
 net/_client.pyx beside net/client.py, types/_quicklist.pyx beside
 types/containers.py) is built from the same sources (``MODULES``), and the
 twins share C declarations (``.pxd``): a field list declared for one is read
-by the others.  So they are used together or not at all: ``ENABLED`` is True
-when every module imports and was built from the sources next to it.  A
+by the others.  So they are used together or not at all: ``enabled()`` is
+True when every module is built, from the sources next to it (one digest of
+them all, which a leaf module carries).  A
 missing build (no compiler, or OPHIDIS_PURE=1 at build time), OPHIDIS_PURE=1
 at run time and a free-threaded interpreter (the compiled code counts on the
 GIL) give the pure-Python layer; a stale build (a .pyx or .pxd changed

@@ -564,7 +564,7 @@ cdef inline bytes _lc_str(void *L, int i):
 
 
 cdef object _lc_arg(void *L, int i):
-    # An argument as lupa gives it and LuaEngine._argv makes it: a string's
+    # An argument as lupa gives it and bridge.lua_argv makes it: a string's
     # bytes; a number as "%d" (integral, below 10**15) or "%.17g".  Anything
     # else is None: script_call answers it in its own order of checks.
     cdef double d

@@ -60,8 +60,6 @@ _SANDBOX_PATH = os.path.join(os.path.dirname(__file__), "sandbox.lua")
 with open(_SANDBOX_PATH, "rb") as _f:
     _SANDBOX_SRC = _f.read()
 
-_LLONG_MIN = -(1 << 63)
-_LLONG_MAX = (1 << 63) - 1
 _lua_type = _lupa.lua_type
 _monotonic = time.monotonic
 
@@ -385,12 +383,10 @@ class LuaEngine(_EngineBase):
         reg[name] = (cb, desc, fl)
         return None
 
-    _argv = staticmethod(lua_argv)
-
     def _acl_check(self, *args):
         if not args:
             return 3, b"ERR Please specify at least one argument for this redis lib call"
-        argv = self._argv(args)
+        argv = lua_argv(args)
         if argv is None:
             return 3, b"ERR Lua redis lib command arguments must be strings or integers"
         cmd = lookup(argv)
