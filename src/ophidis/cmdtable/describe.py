@@ -174,7 +174,8 @@ def command_docs_reply(cmd, resp) -> bytes:
     m = cmd.meta
     fields = []
     if cmd.module is None:
-        fields.append((b"summary", bulk(_summary(cmd.fullname).encode())))
+        # a newer command's entry (data/commands/) may carry its own summary
+        fields.append((b"summary", bulk((m.get("summary") or _summary(cmd.fullname)).encode())))
     elif m.get("summary"):      # a module command: what its registration gave
         fields.append((b"summary", bulk(m["summary"].encode())))
     if m.get("since"):

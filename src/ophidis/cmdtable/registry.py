@@ -2,7 +2,8 @@
 bytes`` registered with ``@command("name")`` (subcommands as
 ``"container|sub"``).  Its interface facts (arity, flags, key specs, ACL
 categories, argument grammar) come from Redis 7.0's command metadata shipped
-in ``ophidis/data/commands.json``; the decorator adds the facts Redis keeps
+in ``ophidis/data/commands.json``, with what 7.2-8.10 added or changed in
+``ophidis/data/commands/<family>.json``; the decorator adds the facts Redis keeps
 in code rather than in the metadata (``flags=``, see EXTRA_FLAGS) and the
 command's propagation and redaction rules (``propagate=``, ``redact=``).
 COMMAND, arity checks, key extraction, the dispatcher's checks, the
@@ -24,9 +25,36 @@ _core = compiled.load("cmdtable._core")
 # (_bodies: at the end of this module, once TABLE exists: loading
 # commands._bodies imports the commands package, which reads TABLE)
 
-_META_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "commands.json")
-with open(_META_PATH, "rb") as _f:
+_DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
+with open(os.path.join(_DATA, "commands.json"), "rb") as _f:
     META: dict = json.load(_f)
+
+
+# name -> the data/commands/ file whose entry replaced or added it
+NEWER: dict = {}
+
+
+def _load_newer(folder: str) -> None:
+    """The commands and arguments Redis added after 7.0 (7.2-8.10): one file
+    per family in ``data/commands/`` (``{"NAME": entry}``, subcommands as
+    ``"CONTAINER|SUB"``), written for Ophidis from the facts of Redis's
+    metadata and command pages (arity, flags, key specs, arguments, since).
+    An entry replaces 7.0's entry of the same name whole; files are read in
+    name order and two files naming one command is a mistake."""
+    seen = NEWER
+    for fn in sorted(os.listdir(folder)):
+        if not fn.endswith(".json"):
+            continue
+        with open(os.path.join(folder, fn), "rb") as f:
+            entries = json.load(f)
+        for name, entry in entries.items():
+            if name in seen:
+                raise ValueError("command %s in both %s and %s" % (name, seen[name], fn))
+            seen[name] = fn
+            META[name] = entry
+
+
+_load_newer(os.path.join(_DATA, "commands"))
 
 # The ACL categories, in Redis's order (ACL CAT, COMMAND INFO).
 ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
@@ -289,7 +317,7 @@ def command(name: str, flags=(), meta: dict | None = None, propagate=None, redac
     def deco(proc):
         m = meta if meta is not None else META.get(name.upper())
         if m is None:
-            raise KeyError("no Redis 7.0 metadata for command %r" % name)
+            raise KeyError("no metadata for command %r (data/commands.json, data/commands/)" % name)
         register(Command(name, proc, m, flags, propagate, redact, channels))
         return proc
 

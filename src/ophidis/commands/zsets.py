@@ -291,14 +291,28 @@ def zmscore(c, argv):
 
 
 def _zrank(c, argv, reverse):
+    # ZRANK key member [WITHSCORE] (7.2): [rank, score], a null array when
+    # the key or member is missing
+    n = len(argv)
+    withscore = False
+    if n > 3:
+        if n > 4:
+            raise RedisError("ERR wrong number of arguments for '%s' command" % (
+                "zrevrank" if reverse else "zrank"))
+        if argv[3].upper() != b"WITHSCORE":
+            raise SYNTAX
+        withscore = True
+    null = c.null_array if withscore else c.null
     z = c.db.lookup_read_typed(argv[1], ZSetValue)
     if z is None:
-        return c.null
+        return null
     r = z.rank(argv[2])
     if r is None:
-        return c.null
+        return null
     if reverse:
         r = len(z.dict) - 1 - r
+    if withscore:
+        return b"*2\r\n" + integer(r) + _dbl(c, z.dict[argv[2]])
     return integer(r)
 
 
