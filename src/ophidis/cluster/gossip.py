@@ -226,6 +226,8 @@ class Gossip:
                             sender.slaveof.remove_slave(sender)
                         master.add_slave(sender)
                         sender.slaveof = master
+                        # a replica joins its master's shard
+                        self.update_shard_id(sender, master.shard_id)
                         self.do_before_sleep(TODO_SAVE_CONFIG)
             sender_master = None
             dirty = False
@@ -249,7 +251,7 @@ class Gossip:
                 self.handle_epoch_collision(sender)
             if sender is not None:
                 self.process_gossip(msg, link, sender)
-                sender.hostname = msg.hostname or ""
+                self.process_extensions(msg, sender)
         elif t == bus.FAIL:
             if sender is not None:
                 failing = self.lookup(msg.fail_nodename)
@@ -302,6 +304,42 @@ class Gossip:
         else:
             log.warning("Received unknown packet type: %d" % t)
         return True
+
+    def process_extensions(self, msg, sender):
+        """clusterProcessPingExtensions: the hostname and human node name
+        (absent means none), the forgotten nodes, the shard id (a node
+        that sends none, as Redis 7.0, is in its master's shard)."""
+        hostname = msg.hostname or ""
+        if sender.hostname != hostname:
+            sender.hostname = hostname
+            self.do_before_sleep(TODO_SAVE_CONFIG)
+        human = msg.human_nodename or ""
+        if sender.human_nodename != human:
+            sender.human_nodename = human
+            self.do_before_sleep(TODO_SAVE_CONFIG)
+        m = self.myself
+        for name, ttl in msg.forgotten:
+            n = self.lookup(name)
+            if n is None or n is m or (m.is_slave and m.slaveof is n):
+                continue
+            self.blacklist_add(name, ttl)
+            self.del_node(n)
+            self.do_before_sleep(TODO_UPDATE_STATE | TODO_SAVE_CONFIG)
+        shard_id = msg.shard_id
+        if shard_id is None:
+            master = sender.slaveof if sender.slaveof is not None else sender
+            shard_id = master.shard_id
+        self.update_shard_id(sender, shard_id)
+
+    def update_shard_id(self, node, shard_id: bytes):
+        """updateShardId: node's shard, and ours when node is our master."""
+        if node.shard_id != shard_id:
+            node.shard_id = shard_id
+            self.do_before_sleep(TODO_SAVE_CONFIG)
+        m = self.myself
+        if node is not m and m.slaveof is node and m.shard_id != shard_id:
+            m.shard_id = shard_id
+            self.do_before_sleep(TODO_SAVE_CONFIG | TODO_FSYNC_CONFIG)
 
     def update_address_if_needed(self, node, link, msg) -> bool:
         """nodeUpdateAddressIfNeeded."""
@@ -493,7 +531,14 @@ class Gossip:
                 gossip.append(self.gossip_entry(n))
                 pfail -= 1
         msg.gossip = gossip
+        # the ping extensions of Redis 7.2+ (a 7.0 node logs and skips all
+        # but the hostname)
         msg.hostname = m.hostname or None
+        msg.human_nodename = m.human_nodename or None
+        if self.blacklist:
+            now = int(time.time())
+            msg.forgotten = [(name, t - now) for name, t in self.blacklist.items() if t >= now]
+        msg.shard_id = m.shard_id
         self.send(link, msg)
 
     def broadcast_pong(self, target: int = BROADCAST_ALL):
