@@ -161,7 +161,7 @@ class Dispatch:
             if not (c.multi_error or c.dirty_cas):   # no memory for a doomed EXEC
                 c.multi.append((cmd, argv))
             if stat_slot >= 0:
-                cl.slot_stats.account(stat_slot, 0, request_bytes(argv), QUEUED)
+                cl.slot_stats.account(stat_slot, 0, request_bytes(argv), None)
             return QUEUED
         if stat_slot >= 0:
             return self._call_counted(c, cmd, argv, stat_slot, base == "exec")
