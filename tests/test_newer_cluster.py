@@ -18,6 +18,7 @@ import redis
 from support.cluster import cluster_args, cluster_ports
 from support.differential import same_replies
 from support.resp import RespConn
+from support.tls import Certs
 from support.servers import VALKEY_SERVER, ServerProc, ValkeyServerProc, server_env, stop_all, wait_exit
 from support.wait import wait_until
 
@@ -187,6 +188,30 @@ def test_nodes_conf_is_valkeys_both_ways(tmp_path):
         assert nodes(v)[ids[0]][8:] == ["5-10", "100"]
     finally:
         v.stop()
+
+
+def test_nodes_conf_of_a_tls_cluster(tmp_path):
+    """tls-cluster: the TCP port in the address, the TLS one (which the bus
+    announces) as tls-port=; both back after a restart (CLUSTER NODES of a
+    plaintext client: the TCP port)."""
+    with Certs() as certs:
+        port, tls = cluster_ports(2)
+        args = ["--port", str(port), "--tls-port", str(tls), "--tls-cluster", "yes"] + \
+            certs.server_args() + cluster_args(TIMEOUT)
+        s = ServerProc(args, cwd=str(tmp_path))
+        try:
+            me = myid(s)
+            assert s.conn().call("CLUSTER", "SAVECONFIG") == b"+OK\r\n"
+            assert conf_lines(s)[0].startswith("%s :%d@%d,,tls-port=%d,shard-id=" % (
+                me.decode(), port, tls + 10000, tls))
+            assert nodes(s)[me][1] == ":%d@%d" % (port, tls + 10000)
+            s.stop()
+            s = ServerProc(args, cwd=str(tmp_path))
+            assert myid(s) == me and nodes(s)[me][1] == ":%d@%d" % (port, tls + 10000)
+            shard = s.client(protocol=3).execute_command("CLUSTER", "SHARDS")[0][b"nodes"][0]
+            assert (shard[b"port"], shard[b"tls-port"]) == (port, tls)
+        finally:
+            s.stop()
 
 
 # -- a cluster with valkey-server: the extensions on the bus ---------------------------------------
@@ -408,6 +433,13 @@ def test_slot_stats_is_reset_when_a_slot_goes(stats_pair):
         c.execute_command("CLUSTER", "DELSLOTS", 999)
         assert _entries(ours, "SLOTSRANGE", 999, 999) == []
         c.execute_command("CLUSTER", "ADDSLOTS", 999)
+        assert _entries(ours, "SLOTSRANGE", 999, 999)[0][1]["network-bytes-in"] == 0
+        # CONFIG RESETSTAT resets them all; turning the switch off and on does not
+        c.set("{%s}" % _key_in(999), "x")
+        c.config_set("cluster-slot-stats-enabled", "no")
+        c.config_set("cluster-slot-stats-enabled", "yes")
+        assert _entries(ours, "SLOTSRANGE", 999, 999)[0][1]["network-bytes-in"] > 0
+        c.config_resetstat()
         assert _entries(ours, "SLOTSRANGE", 999, 999)[0][1]["network-bytes-in"] == 0
     finally:
         c.config_set("cluster-slot-stats-enabled", "no")

@@ -109,7 +109,8 @@ class Cluster(Gossip, Failover, Links):
         self.update_myself_ip()
         self.myself.hostname = cfg["cluster-announce-hostname"] or ""
         self.myself.human_nodename = cfg["cluster-announce-human-nodename"] or ""
-        for name in ("cluster-announce-port", "cluster-announce-bus-port", "cluster-announce-tls-port"):
+        for name in ("cluster-announce-port", "cluster-announce-bus-port", "cluster-announce-tls-port",
+                     "tls-port"):
             cfg.on_change(name, lambda v: self.update_announced_ports())
         cfg.on_change("cluster-announce-ip", lambda v: self.update_myself_ip())
         cfg.on_change("cluster-replica-no-failover", lambda v: self.update_myself_flags())
@@ -310,21 +311,18 @@ class Cluster(Gossip, Failover, Links):
 
     # -- myself -----------------------------------------------------------------------------------
     def announced_ports(self):
-        """deriveAnnouncedPorts: (port, pport, cport)."""
+        """deriveAnnouncedPorts (Redis 7.2+): (port, pport, cport).  The
+        bus's port is the TLS port in a TLS cluster, pport the other one
+        (the TLS port of a plaintext cluster, 0 without TLS)."""
         cfg = self.srv.config
-        # tls-cluster: the TLS port is announced, the plaintext one as pport
         tls = cfg["tls-cluster"]
-        port = cfg["tls-port"] if tls else cfg["port"]
-        pport = cfg["port"] if tls else 0
-        cport = cfg["cluster-port"] or port + 10000
-        if tls and cfg["cluster-announce-tls-port"]:
-            port = cfg["cluster-announce-tls-port"]
-            pport = cfg["cluster-announce-port"]
-        elif cfg["cluster-announce-port"]:
-            port = cfg["cluster-announce-port"]
-        if cfg["cluster-announce-bus-port"]:
-            cport = cfg["cluster-announce-bus-port"]
-        return port, pport, cport
+        tcp = cfg["cluster-announce-port"] or cfg["port"]
+        tls_port = cfg["cluster-announce-tls-port"] or cfg["tls-port"]
+        cport = cfg["cluster-announce-bus-port"] or cfg["cluster-port"] or \
+            (cfg["tls-port"] if tls else cfg["port"]) + 10000
+        if tls:
+            return tls_port, tcp, cport
+        return tcp, tls_port, cport
 
     def update_announced_ports(self):
         m = self.myself

@@ -211,10 +211,8 @@ def cluster_slots(c, argv):
 
 
 def _shard_node(c, cl, n) -> bytes:
-    tls = c.server.config["tls-cluster"]
     fields = [(b"id", bulk(n.name))]
-    plain = n.pport if tls else n.port
-    tlsport = n.port if tls else 0
+    plain, tlsport = n.ports(cl)
     if plain:
         fields.append((b"port", integer(plain)))
     if tlsport:
