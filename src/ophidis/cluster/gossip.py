@@ -1,6 +1,7 @@
 """What the cluster bus messages do (clusterProcessPacket) and the messages
-we send: PING/PONG/MEET with their gossip sections and hostname extension,
-FAIL, UPDATE, PUBLISH/PUBLISHSHARD."""
+we send: PING/PONG/MEET with their gossip sections and ping extensions
+(hostname; 7.2's human node name, forgotten nodes, shard id), FAIL, UPDATE,
+PUBLISH/PUBLISHSHARD."""
 
 from __future__ import annotations
 
@@ -217,7 +218,7 @@ class Gossip:
                 else:
                     master = self.lookup(msg.slaveof)
                     if sender.is_master:
-                        self.del_node_slots(sender)
+                        self.master_became_replica(sender, master, sender_cfg)
                         sender.flags &= ~(MASTER | MIGRATE_TO)
                         sender.flags |= SLAVE
                         self.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
@@ -304,6 +305,36 @@ class Gossip:
         else:
             log.warning("Received unknown packet type: %d" % t)
         return True
+
+    def master_became_replica(self, sender, master, sender_cfg: int):
+        """A master now says it replicates master (Redis 7.2): in the same
+        shard, a failover happened there and its slots are the new
+        master's (unless the message is older than what we know); else
+        it left its shard and its slots are unassigned."""
+        if master is not None and master.shard_id == sender.shard_id:
+            if sender.config_epoch > sender_cfg:
+                log.notice("Ignore stale message from %s (%s) in shard %s; gossip config epoch: %d, current "
+                           "config epoch: %d" % (sender.name.decode(), sender.human_nodename,
+                                                 sender.shard_id.decode(), sender_cfg, sender.config_epoch))
+                return
+            moved = 0
+            for j in sender.slot_list():
+                self.del_slot(j)
+                self.add_slot(master, j)
+                moved += 1
+            self.set_node_as_master(master)
+            master.config_epoch = sender_cfg
+            log.notice("A failover occurred in shard %s; node %s (%s) lost %d slot(s) to node %s (%s) with a "
+                       "config epoch of %d" % (sender.shard_id.decode(), sender.name.decode(), sender.human_nodename,
+                                               moved, master.name.decode(), master.human_nodename,
+                                               master.config_epoch))
+            return
+        deleted = self.del_node_slots(sender)
+        log.notice("Node %s (%s) is no longer master of shard %s; removed all %d slot(s) it used to own" % (
+            sender.name.decode(), sender.human_nodename, sender.shard_id.decode(), deleted))
+        if master is not None:
+            log.notice("Node %s (%s) is now part of shard %s" % (sender.name.decode(), sender.human_nodename,
+                                                                master.shard_id.decode()))
 
     def process_extensions(self, msg, sender):
         """clusterProcessPingExtensions: the hostname and human node name
