@@ -455,3 +455,46 @@ def test_slot_stats_with_redis_py(stats_pair):
         reply = r.execute_command("CLUSTER", "SLOT-STATS", "SLOTSRANGE", 0, 1)
         assert [e[0] for e in reply] == [0, 1]
         r.close()
+
+
+def test_shards_after_a_failover():
+    """A manual failover inside a shard: the shard keeps its id, its
+    nodes swap roles, the slots follow the new master, on every node."""
+    ports = cluster_ports(3)
+    procs = []
+    try:
+        for p in ports:
+            procs.append(ophidis(p))
+        a, b, c = procs
+        a.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 8191)
+        c.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 8192, 16383)
+        for p in (b, c):
+            a.client().execute_command("CLUSTER", "MEET", "127.0.0.1", p.port)
+        wait_until(lambda: all(len(nodes(p)) == 3 and all("handshake" not in f[2] for f in nodes(p).values())
+                               for p in procs), 60, interval=0.2, what="every node knows every other")
+        ida, idb, idc = myid(a), myid(b), myid(c)
+        b.client().execute_command("CLUSTER", "REPLICATE", ida)
+        shard = shardid(a)
+        assert shardid(b) == shard
+        want = {frozenset([ida, idb]), frozenset([idc])}
+        wait_until(lambda: all(shard_groups(p) == want for p in procs), 30, interval=0.2,
+                   what="two shards on every node")
+        wait_until(lambda: b.client().info("replication")["master_link_status"] == "up", 30,
+                   what="B in sync")
+        b.client().execute_command("CLUSTER", "FAILOVER")
+
+        def swapped(p):
+            view = nodes(p)
+            return ("master" in view[idb][2] and view[idb][8:] == ["0-8191"]
+                    and "slave" in view[ida][2] and view[ida][3] == idb.decode())
+        wait_until(lambda: all(swapped(p) for p in procs), 60, interval=0.2, what="B the master everywhere")
+        assert shardid(a) == shardid(b) == shard
+        wait_until(lambda: all(shard_groups(p) == want for p in procs), 30, interval=0.2,
+                   what="still two shards")
+        shards = {frozenset(n[b"id"] for n in s[b"nodes"]): s
+                  for s in c.client(protocol=3).execute_command("CLUSTER", "SHARDS")}
+        ab = shards[frozenset([ida, idb])]
+        assert ab[b"slots"] == [0, 8191]
+        assert [(n[b"id"], n[b"role"]) for n in ab[b"nodes"]] == [(idb, b"master"), (ida, b"replica")]
+    finally:
+        stop_all(procs)
