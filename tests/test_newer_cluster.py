@@ -18,8 +18,8 @@ import redis
 from support.cluster import cluster_args, cluster_ports
 from support.differential import same_replies
 from support.resp import RespConn
-from support.tls import Certs
 from support.servers import VALKEY_SERVER, ServerProc, ValkeyServerProc, server_env, stop_all, wait_exit
+from support.tls import Certs
 from support.wait import wait_until
 
 from ophidis.cluster.slots import key_hash_slot

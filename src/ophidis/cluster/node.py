@@ -182,7 +182,6 @@ class Node:
                     parts.append("[%d-<-%s]" % (s, cluster.importing[s].name.decode()))
         return " ".join(parts)
 
-
     def ports(self, cluster):
         """(TCP port, TLS port): the bus's port is the TLS one in a TLS
         cluster (pport the plaintext one), the TCP one otherwise."""
