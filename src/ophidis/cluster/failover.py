@@ -165,7 +165,7 @@ class Failover:
         force = req.mflags & bus.MSGFLAG_FORCEACK
         if m.is_slave or m.numslots == 0:
             return
-        name = node.name.decode()
+        name = "%s (%s)" % (node.name.decode(), node.human_nodename)      # Redis 7.2's log lines
         if req_cur < self.current_epoch:
             log.warning("Failover auth denied to %s: reqEpoch (%d) < curEpoch(%d)" % (
                 name, req_cur, self.current_epoch))
@@ -183,8 +183,8 @@ class Failover:
             return
         timeout = self.node_timeout()
         if mstime() - master.voted_time < timeout * 2:
-            log.warning("Failover auth denied to %s: can't vote about this master before %d milliseconds" % (
-                name, timeout * 2 - (mstime() - master.voted_time)))
+            log.warning("Failover auth denied to %s %s: can't vote about this master before %d milliseconds" % (
+                node.name.decode(), node.human_nodename, timeout * 2 - (mstime() - master.voted_time)))
             return
         for j in bus.bitmap_to_slots(req.myslots):
             if self.slot_unclaimed(j) or self.slots[j].config_epoch <= req_cfg:

@@ -46,6 +46,11 @@ def valid_name(name: bytes) -> bool:
     return len(name) == NAMELEN and all(ch in _HEX for ch in name)
 
 
+def who(n) -> str:
+    """A node in log lines: its id and (Redis 7.2) its human node name."""
+    return "%s (%s)" % (n.name.decode(), n.human_nodename)
+
+
 def flags_string(flags: int) -> str:
     names = [n for f, n in FLAG_NAMES if flags & f]
     return ",".join(names) if names else "noflags"

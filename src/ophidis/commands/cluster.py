@@ -9,7 +9,7 @@ import os
 from .. import log
 from ..cluster import SLOTS, TODO_FSYNC_CONFIG, TODO_SAVE_CONFIG, TODO_UPDATE_STATE, key_hash_slot
 from ..cluster import slot_stats
-from ..cluster.node import MYSELF
+from ..cluster.node import MYSELF, who
 from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..memory.sizes import keys_cost
@@ -425,8 +425,7 @@ def cluster_setslot(c, argv):
         cl.del_slot(slot)
         cl.add_slot(node, slot)
         if was_mine and node is not m and m.numslots == 0 and c.server.config["cluster-allow-replica-migration"]:
-            log.warning("Configuration change detected. Reconfiguring myself as a replica of %s" %
-                        node.name.decode())
+            log.warning("Configuration change detected. Reconfiguring myself as a replica of %s" % who(node))
             cl.set_master(node)
             cl.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
         if node is m and slot in cl.importing:
