@@ -104,6 +104,7 @@ class Failover:
             if best is not None:
                 log.debug("Pinging node %s" % best.name.decode())
                 self.send_ping(best.link, bus.PING)
+        ping_interval = self.srv.config["cluster-ping-interval"]
         orphaned = 0
         max_slaves = 0
         this_slaves = 0
@@ -124,7 +125,8 @@ class Failover:
             if n.link is not None and now - n.link.ctime > timeout and n.ping_sent and \
                     ping_delay > timeout / 2 and data_delay > timeout / 2:
                 n.link.free()
-            if n.link is not None and n.ping_sent == 0 and now - n.pong_received > timeout / 2:
+            # (cluster-ping-interval, 7.2's hidden directive of the tests: instead of half the timeout)
+            if n.link is not None and n.ping_sent == 0 and now - n.pong_received > (ping_interval or timeout / 2):
                 self.send_ping(n.link, bus.PING)
                 continue
             if self.mf_end and m.is_master and self.mf_slave is n and n.link is not None:

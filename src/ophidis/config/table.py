@@ -52,6 +52,7 @@ DIRECTIVES = [
     ('cluster-link-sendbuf-limit', None, 'memory', ['modifiable'], 0, (0, 18446744073709551615)),
     ('cluster-migration-barrier', None, 'int', ['modifiable'], 1, (0, 2147483647)),
     ('cluster-node-timeout', None, 'int', ['modifiable'], 15000, (0, 9223372036854775807)),
+    ('cluster-ping-interval', None, 'int', ['modifiable', 'hidden'], 0, (0, 9223372036854775807)),
     ('cluster-port', None, 'int', ['immutable'], 0, (0, 65535)),
     ('cluster-preferred-endpoint-type', None, 'enum', ['modifiable'], 'ip', ['ip', 'hostname', 'unknown-endpoint']),
     ('cluster-replica-no-failover', 'cluster-slave-no-failover', 'bool', ['modifiable'], False, None),
