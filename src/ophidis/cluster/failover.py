@@ -136,9 +136,13 @@ class Failover:
                 continue
             delay = min(ping_delay, data_delay)
             if delay > timeout and not n.flags & (PFAIL | FAIL):
-                log.debug("*** NODE %s possibly failing" % n.name.decode())
                 n.flags |= PFAIL
                 update = True
+                if m.is_master and self.size == 1:
+                    # (7.2: the only master is the quorum itself)
+                    self.mark_failing_if_needed(n)
+                else:
+                    log.debug("*** NODE %s possibly failing" % n.name.decode())
         srv = self.srv
         if m.is_slave and srv.replica_link is None and m.slaveof is not None and \
                 not m.slaveof.flags & NOADDR and m.slaveof.ip:
