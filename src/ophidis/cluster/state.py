@@ -525,6 +525,19 @@ class Cluster(Gossip, Failover, Links):
         propagate_pending(srv)
         return len(keys)
 
+    def remove_unowned_shard_channels(self):
+        """removeAllNotOwnedShardChannelSubscriptions (7.2): the shard
+        channels of slots our (new) master does not serve lose their
+        subscribers."""
+        ps = self.srv.pubsub
+        if not ps.shard:
+            return
+        m = self.myself
+        owner = m if m.is_master else m.slaveof
+        chans = [ch for ch in ps.shard if self.slots[key_hash_slot(ch)] is not owner]
+        if chans:
+            ps.unsubscribe_shard_channels(chans)
+
     def remove_channels_in_slot(self, slot: int):
         """Shard channels of a slot we no longer serve: their subscribers
         are unsubscribed (removeChannelsInSlot)."""
@@ -604,6 +617,7 @@ class Cluster(Gossip, Failover, Links):
         self.update_shard_id(m, n.shard_id)
         n.add_slave(m)
         replica_mod.set_master(self.srv, n.ip, n.port)
+        self.remove_unowned_shard_channels()
         self.reset_manual_failover()
 
     def reset(self, hard: bool):
