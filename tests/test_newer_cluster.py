@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -497,4 +498,58 @@ def test_shards_after_a_failover():
         assert ab[b"slots"] == [0, 8191]
         assert [(n[b"id"], n[b"role"]) for n in ab[b"nodes"]] == [(idb, b"master"), (ida, b"replica")]
     finally:
+        stop_all(procs)
+
+
+def test_redis72_routing_failure_marking_and_shard_channels():
+    """M (every slot) and its replica R: SPUBLISH inside MULTI on the
+    replica (7.2: the transaction routes as sharded pub/sub); the only
+    master marks a stopped replica failed by itself (no other master to
+    report it).  Then B (a master without slots) joins: R made a replica
+    of B drops the shard channels B does not serve, telling its
+    subscribers."""
+    ports = cluster_ports(3)
+    procs = []
+    stopped = None
+    try:
+        for p in ports:
+            procs.append(ophidis(p))
+        m, r, b = procs
+        m.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        m.client().execute_command("CLUSTER", "MEET", "127.0.0.1", r.port)
+        wait_until(lambda: all(len(nodes(p)) == 2 and all("handshake" not in f[2] for f in nodes(p).values())
+                               for p in (m, r)), 60, interval=0.2, what="M and R know each other")
+        idm, idr, idb = myid(m), myid(r), myid(b)
+        r.client().execute_command("CLUSTER", "REPLICATE", idm)
+        wait_until(lambda: r.client().info("replication")["master_link_status"] == "up", 30, what="R in sync")
+        wait_until(lambda: b"cluster_state:ok" in r.conn().call_value("CLUSTER", "INFO"), 30, what="R ok")
+        slot = key_hash_slot(b"foo")
+        with r.conn() as c:
+            assert c.call("MULTI") == b"+OK\r\n"
+            assert c.call("SPUBLISH", "foo", "hello") == b"+QUEUED\r\n"
+            assert c.call("EXEC") == b"*1\r\n:0\r\n"
+            assert c.call("MULTI") == b"+OK\r\n"
+            assert c.call("SPUBLISH", "foo", "hello") == b"+QUEUED\r\n"
+            assert c.call("GET", "foo") == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, m.port)
+            assert c.call("EXEC") == b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+        # a subscriber on R of a channel of M's slots
+        sub = r.conn()
+        assert sub.call("SSUBSCRIBE", "foo") == b"*3\r\n$10\r\nssubscribe\r\n$3\r\nfoo\r\n:1\r\n"
+        # the only master with slots marks R failed alone (7.2)
+        os.kill(r.pid, signal.SIGSTOP)
+        stopped = r
+        wait_until(lambda: "fail" in nodes(m)[idr][2].split(","), 30, interval=0.2, what="R marked fail by M")
+        os.kill(r.pid, signal.SIGCONT)
+        stopped = None
+        wait_until(lambda: "fail" not in nodes(m)[idr][2].split(","), 30, interval=0.2, what="R back")
+        # R follows B now: M's slots are not B's, the subscription ends
+        m.client().execute_command("CLUSTER", "MEET", "127.0.0.1", b.port)
+        wait_until(lambda: idb in nodes(r) and "master" in nodes(r)[idb][2] and "handshake" not in nodes(r)[idb][2],
+                   30, what="R sees B")
+        assert r.client().execute_command("CLUSTER", "REPLICATE", idb) == b"OK"
+        assert sub.read() == b"*3\r\n$12\r\nsunsubscribe\r\n$3\r\nfoo\r\n:0\r\n"
+        sub.close()
+    finally:
+        if stopped is not None:
+            os.kill(stopped.pid, signal.SIGCONT)
         stop_all(procs)
