@@ -13,6 +13,7 @@ import time
 from . import sysinfo
 from .cmdtable.registry import ALL
 from .keyspace.db import stats
+from .keyspace.hfe import subexpiry_count
 from .memory.sizes import STARTUP
 
 SECTIONS = {}
@@ -199,6 +200,7 @@ def sec_stats(srv):
         "sync_partial_ok:%d" % s.sync_partial_ok,
         "sync_partial_err:%d" % s.sync_partial_err,
         "expired_keys:%d" % s.expired_keys,
+        "expired_subkeys:%d" % s.expired_subkeys,
         "expired_stale_perc:%.2f" % (s.expired_stale_perc * 100),
         "expired_time_cap_reached_count:%d" % s.expired_time_cap_reached_count,
         "expire_cycle_cpu_milliseconds:%d" % s.expire_cycle_cpu_milliseconds,
@@ -273,7 +275,8 @@ def sec_keyspace(srv):
     for db in srv.dbs:
         n = len(db.d)
         if n:
-            out.append("db%d:keys=%d,expires=%d,avg_ttl=%d" % (db.id, n, len(db.expires), db.avg_ttl))
+            out.append("db%d:keys=%d,expires=%d,avg_ttl=%d,subexpiry=%d" % (
+                db.id, n, len(db.expires), db.avg_ttl, subexpiry_count(db)))
     return out
 
 

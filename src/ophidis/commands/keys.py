@@ -6,7 +6,7 @@ import time
 
 from ..cmdtable.registry import command
 from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
-from ..keyspace import notify
+from ..keyspace import hfe, notify
 from ..keyspace.db import ENCODINGS, EmbStr, type_name
 from ..protocol.resp import MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, help_reply, integer
 from ..util import LLONG_MAX, LLONG_MIN, compile_glob, parse_int, try_int
@@ -89,6 +89,7 @@ def _rename(c, argv, nx):
     db.add(dst, v)
     if expire is not None:
         db.expires[dst] = expire
+    hfe.track_value(db, dst, v)
     db.signal(src)
     db.signal(dst)
     notify.notify(_GENERIC, b"rename_from", src, db.id)
@@ -137,6 +138,7 @@ def move(c, argv):
     dst.add(key, v)
     if expire is not None:
         dst.expires[key] = expire
+    hfe.track_value(dst, key, v)
     src.delete(key)
     src.signal(key)
     dst.signal(key)
@@ -180,9 +182,11 @@ def copy(c, argv):
         if not replace:
             return ZERO
         dst.server_delete(newkey)
-    dst.add(newkey, _dup(v))
+    v = _dup(v)
+    dst.add(newkey, v)
     if expire is not None:
         dst.expires[newkey] = expire
+    hfe.track_value(dst, newkey, v)
     dst.signal(newkey)
     notify.notify(_GENERIC, b"copy_to", newkey, dst.id)
     c.server.dirty += 1

@@ -74,7 +74,7 @@ class Stats(StatsCore):
         "numcommands_base", "unexpected_error_replies", "total_reads_processed", "total_writes_processed",
         "io_threaded_reads_processed", "client_qbuf_limit_disconnections",
         "client_outbuf_limit_disconnections", "dump_payload_sanitizations", "total_forks", "sync_full",
-        "sync_partial_ok", "sync_partial_err")
+        "sync_partial_ok", "sync_partial_err", "expired_subkeys")
 
     def reset(self):
         for name in self.COUNTERS:
@@ -108,7 +108,7 @@ def type_name(v) -> bytes:
 
 class Database(DbCore):
     __slots__ = ("id",) + DB_SLOTS + ("dels", "avg_ttl", "_expire_snapshot", "_expire_pos", "_scan_cache",
-                 "server")
+                 "server", "hfe")
 
     def __init__(self, id: int, server=None):
         self.id = id
@@ -122,6 +122,7 @@ class Database(DbCore):
         self._expire_pos = 0
         self._scan_cache = {}
         self.server = server
+        self.hfe: dict = {}              # key -> earliest field expiry of its hash (keyspace/hfe.py)
 
     # -- lookup -------------------------------------------------------------
     def lookup_read(self, key):
@@ -383,6 +384,7 @@ class Database(DbCore):
                     signal_key_ready(self, key)
         self.d = self.d.__class__()      # the cluster's SlotKeys stays one
         self.expires = {}
+        self.hfe = {}
         self.dels += n
         self._expire_snapshot = None
         self._scan_cache = {}
