@@ -75,7 +75,18 @@ def rewrite_resp(w, server, key_delay=0, progress=None):
             elif cls is SetValue:
                 _variadic(w, b"SADD", key, map(_bulk, val), len(val), 1)
             elif cls is HashValue:
-                _variadic(w, b"HMSET", key, (_bulk(f) + _bulk(v) for f, v in val.items()), len(val), 2)
+                t = val.ttl
+                if t:
+                    # fields with TTLs (rewriteHashObject): each field alone, then its time
+                    kb = _bulk(key)
+                    for f, v in val.items():
+                        w(b"*4\r\n$5\r\nHMSET\r\n" + kb + _bulk(f) + _bulk(v))
+                        when = t.get(f)
+                        if when is not None:
+                            w(b"*6\r\n$10\r\nHPEXPIREAT\r\n" + kb + _bulk(b"%d" % when) + b"$6\r\nFIELDS\r\n$1\r\n1\r\n"
+                              + _bulk(f))
+                else:
+                    _variadic(w, b"HMSET", key, (_bulk(f) + _bulk(v) for f, v in val.items()), len(val), 2)
             elif cls is ZSetValue or isinstance(val, ZSetValue):
                 _variadic(w, b"ZADD", key, (_bulk(_score(s)) + _bulk(m) for s, m in val.sl), len(val), 2)
             else:
