@@ -253,6 +253,8 @@ def parse_scan_options(argv, start, allow_type):
         elif opt == b"type" and allow_type and j >= 2:
             typ = argv[i + 1].lower()
             i += 2
+        elif opt == b"novalues":
+            raise RedisError("ERR NOVALUES option can only be used in HSCAN")   # (HSCAN takes it out)
         else:
             raise SYNTAX
     return count, pattern, typ

@@ -84,26 +84,11 @@ def drop_field(h, f):
 
 
 def clear_ttl(h, f):
-    """Field f was overwritten (HSET ...): it has no TTL any more; in a
-    listpackex it moves to the end, as Redis re-inserts it."""
+    """Field f is being overwritten (HSET ...): it has no TTL any more; in
+    a listpackex it moves to the end, as Redis re-inserts it."""
     t = h.ttl
     if t is not None and t.pop(f, None) is not None and not h.ht:
-        _reorder(h)
-
-
-def _reorder(h):
-    """Put a listpackex's fields in Redis's order: those with a TTL by
-    expiry time (a later insertion goes before equal times: see
-    ``set_ttl``), then the others in their order."""
-    t = h.ttl
-    items = list(h.items())
-    timed = sorted([(t[f], i, f, v) for i, (f, v) in enumerate(items) if f in t], key=lambda e: e[0])
-    rest = [(f, v) for f, v in items if f not in t]
-    order = [(f, v) for _, _, f, v in timed] + rest
-    if [f for f, _ in order] != [f for f, _ in items]:
-        h.clear()
-        for f, v in order:
-            h[f] = v
+        _to_end(h, f)
 
 
 def set_ttl(h, f, when):
@@ -138,6 +123,15 @@ def set_ttl(h, f, when):
         h.clear()
         for g, v in order:
             h[g] = v
+        h._aux = None       # (the random-pick helper is rebuilt when next needed)
+
+
+def _to_end(h, f):
+    """Field f of a listpackex goes to its end (Redis re-inserts it there)."""
+    v = h[f]
+    del h[f]
+    h[f] = v
+    h._aux = None
 
 
 def persist(h, f) -> bool:
@@ -146,9 +140,7 @@ def persist(h, f) -> bool:
     if t is None or t.pop(f, None) is None:
         return False
     if not h.ht:
-        v = h[f]
-        del h[f]
-        h[f] = v
+        _to_end(h, f)
     return True
 
 
