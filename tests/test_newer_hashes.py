@@ -489,3 +489,23 @@ def test_replica_and_aof_agree_with_the_master_after_expiry(start_server):
     expect = _dataset(mc)
     mc.execute_command("DEBUG", "LOADAOF")
     assert _dataset(mc) == expect
+
+
+def test_propagation_in_multi_and_scripts(server, r):
+    r.hset("h", mapping={"a": "1", "b": "2"})
+    st = SyncStream(server.port)
+    try:
+        p = r.pipeline(transaction=True)
+        p.execute_command("HPEXPIREAT", "h", 1, "FIELDS", 1, "a")
+        p.execute_command("HEXPIREAT", "h", FUTURE_S, "FIELDS", 2, "b", "nosuch")
+        p.execute_command("HPERSIST", "h", "FIELDS", 1, "nosuch")
+        assert p.execute() == [[2], [1, -2], [-2]]
+        cmds = [st.read_command() for _ in range(4)]
+        if cmds[0][0] == b"SELECT":
+            cmds = cmds[1:] + [st.read_command()]
+        assert cmds == [[b"MULTI"], [b"HDEL", b"h", b"a"],
+                        [b"HPEXPIREAT", b"h", b"%d" % FUTURE_MS, b"FIELDS", b"1", b"b"], [b"EXEC"]]
+        assert r.eval("return redis.call('HGETEX', KEYS[1], 'PERSIST', 'FIELDS', 1, 'b')", 1, "h") == [b"2"]
+        assert st.read_command() == [b"HPERSIST", b"h", b"FIELDS", b"1", b"b"]
+    finally:
+        st.close()

@@ -128,7 +128,7 @@ def _expire_generic(c, argv, name, unit_ms, relative):
         else:
             notify.notify(_HASH, b"hdel" if deleted else b"hexpire", key, db.id)
             if updated:
-                hfe.track(db, key, h)
+                hfe.note(db, key, when)
     if propagating(srv):
         if updated:
             out = [b"HPEXPIREAT", key, b"%d" % when]
@@ -386,7 +386,7 @@ def hgetex(c, argv):
     else:
         for f in found:
             hfe.set_ttl(h, f, when)
-        hfe.track(db, key, h)
+        hfe.note(db, key, when)
         srv.dirty += len(found)
         notify.notify(_HASH, b"hexpire", key, db.id)
         db.signal(key)
@@ -500,7 +500,7 @@ def hsetex(c, argv):
     if when is not None:
         for f in dict.fromkeys(fields):
             hfe.set_ttl(h, f, when)
-        hfe.track(db, key, h)
+        hfe.note(db, key, when)
     srv.dirty += len(fields)
     notify.notify(_HASH, b"hset", key, db.id)
     if when is not None:

@@ -108,7 +108,7 @@ def type_name(v) -> bytes:
 
 class Database(DbCore):
     __slots__ = ("id",) + DB_SLOTS + ("dels", "avg_ttl", "_expire_snapshot", "_expire_pos", "_scan_cache",
-                 "server", "hfe")
+                 "server", "hfe", "hfe_heap")
 
     def __init__(self, id: int, server=None):
         self.id = id
@@ -123,6 +123,7 @@ class Database(DbCore):
         self._scan_cache = {}
         self.server = server
         self.hfe: dict = {}              # key -> earliest field expiry of its hash (keyspace/hfe.py)
+        self.hfe_heap: list = []         # (that time, key), a heap
 
     # -- lookup -------------------------------------------------------------
     def lookup_read(self, key):
@@ -385,6 +386,7 @@ class Database(DbCore):
         self.d = self.d.__class__()      # the cluster's SlotKeys stays one
         self.expires = {}
         self.hfe = {}
+        self.hfe_heap = []
         self.dels += n
         self._expire_snapshot = None
         self._scan_cache = {}

@@ -8,10 +8,12 @@ its fields are kept in Redis's listpackex order (fields with TTLs first, by
 expiry time, then the others), which is the order its replies list them in.
 
 Each database keeps ``Database.hfe``: key -> a lower bound of the earliest
-field expiry of the hash at that key (Redis's db->hexpires).  An entry may
-be stale (the key renamed or deleted, the TTL raised or removed): the active
-cycle checks the value before using it and drops or corrects the entry, so
-only the places that give a key a hash with TTLs must call ``track``.
+field expiry of the hash at that key, and ``Database.hfe_heap``, the same
+(time, key) pairs as a heap (Redis's db->hexpires).  An entry may be stale
+(the key renamed or deleted, the TTL raised or removed): the active cycle
+checks the value before using it and drops or corrects the entry, so only
+the places that give a key a hash with TTLs must call ``note`` or
+``track_value``.
 
 Expiry follows Redis: a command that reads one field deletes it when its
 time has come (lazy expiry: the deletion propagates as HDEL, "hexpired"
@@ -24,6 +26,8 @@ expired fields as gone.
 """
 
 from __future__ import annotations
+
+from heapq import heappop, heappush
 
 from ..replication.propagate import also_propagate
 from ..types.containers import HashValue, aux_removed
@@ -48,19 +52,21 @@ def now_ms() -> int:
     return int(_db._time() * 1000)
 
 
-def track(db, key, h):
-    """The hash h at key has (or may have) fields with TTLs: register it
-    for the active cycle with its earliest expiry."""
-    t = h.ttl
-    if t:
-        db.hfe[key] = min(t.values())
+def note(db, key, when):
+    """A field of the hash at key expires at ``when``: the active cycle
+    visits the key by then (its registration only ever moves earlier: a
+    lower bound, checked when it comes)."""
+    cur = db.hfe.get(key)
+    if cur is None or when < cur:
+        db.hfe[key] = when
+        heappush(db.hfe_heap, (when, key))
 
 
 def track_value(db, key, v):
     """A value was put at key by RENAME, MOVE, COPY, RESTORE, a load: a
     hash with field TTLs is registered for the active cycle."""
     if v.__class__ is HashValue and v.ttl:
-        db.hfe[key] = min(v.ttl.values())
+        note(db, key, min(v.ttl.values()))
 
 
 def min_expire(h) -> int:
@@ -253,22 +259,25 @@ def active_expire(srv, db, deadline, limit=ACTIVE_FIELDS_PER_CYCLE) -> int:
     db's hashes whose earliest expiry has come (at most ``limit``), until
     ``deadline`` (time.time()).  Returns the number deleted."""
     hfe = db.hfe
-    if not hfe:
-        return 0
+    heap = db.hfe_heap
     now = now_ms()
-    due = [k for k, w in hfe.items() if w <= now]
-    if not due:
+    if not heap or heap[0][0] > now:
         return 0
     d = db.d
     done = 0
-    for key in due:
+    later = []
+    while heap and heap[0][0] <= now:
+        when, key = heappop(heap)
+        if hfe.get(key) != when:
+            continue            # an entry replaced by an earlier one, already visited
+        del hfe[key]
         h = d.get(key)
         if h.__class__ is not HashValue or not h.ttl:
-            hfe.pop(key, None)
             continue
-        when = db.expires.get(key) if db.expires else None
-        if when is not None and when <= now:
-            continue            # the key's own expiry takes it
+        kw = db.expires.get(key) if db.expires else None
+        if kw is not None and kw <= now:
+            later.append((key, when))   # the key's own expiry takes it
+            continue
         t = h.ttl
         gone = [f for f, w in t.items() if w <= now]
         if len(gone) > limit - done:
@@ -281,15 +290,14 @@ def active_expire(srv, db, deadline, limit=ACTIVE_FIELDS_PER_CYCLE) -> int:
             if not h:
                 db.delete(key)
                 notify.notify(_GENERIC, b"del", key, db.id)
-                hfe.pop(key, None)
                 continue
             db.signal(key)
         if t:
-            hfe[key] = min(t.values())
-        else:
-            hfe.pop(key, None)
+            note(db, key, min(t.values()))
         if done >= limit or _db._time() > deadline:
             break
+    for key, when in later:
+        note(db, key, when + 1000)      # looked at again if the key is still there
     return done
 
 

@@ -83,7 +83,7 @@ class Cron:
         total_sampled = total_expired = 0
         timed_out = False
         for db in self.dbs:
-            if db.hfe:
+            if db.hfe_heap:
                 hfe.active_expire(self, db, deadline)
             if not db.expires:
                 continue
