@@ -509,3 +509,20 @@ def test_propagation_in_multi_and_scripts(server, r):
         assert st.read_command() == [b"HPERSIST", b"h", b"FIELDS", b"1", b"b"]
     finally:
         st.close()
+
+
+def test_replica_readers_see_expired_fields_gone_until_the_master_deletes(start_server):
+    m = start_server("--enable-debug-command", "yes")
+    mc = m.client()
+    rep = start_server("--replicaof", "127.0.0.1", str(m.port))
+    rc = rep.client()
+    wait_until(lambda: rc.info("replication").get("master_link_status") == "up", what="the link")
+    mc.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 0)
+    mc.hset("h", mapping={"a": "1", "b": "2"})
+    mc.execute_command("HPEXPIRE", "h", 30, "FIELDS", 1, "a")
+    wait_until(lambda: rc.execute_command("HTTL", "h", "FIELDS", 1, "a") == [-2], what="the TTL on the replica")
+    assert rc.hget("h", "a") is None and rc.hgetall("h") == {b"b": b"2"}
+    assert rc.hlen("h") == 2                    # nothing deleted by the replica
+    assert mc.hget("h", "a") is None            # the master's read deletes it: HDEL
+    wait_until(lambda: rc.hlen("h") == 1, what="the master's HDEL")
+    assert rc.info("stats")["expired_subkeys"] == 0
