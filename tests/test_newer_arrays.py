@@ -415,3 +415,24 @@ def test_rdb_restart(start_server):
     s.stop()
     s2 = start_server("--dir", s.dir, "--save", "", cwd=s.dir)
     assert _snapshot(s2.client()) == before
+
+
+def test_replica_full_sync_and_stream(start_server):
+    master = start_server()
+    m = master.client()
+    _fill(m)
+    s = start_server()
+    r = s.client()
+    r.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
+    wait_until(lambda: r.info("replication").get("master_link_status") == "up", what="the link")
+    wait_until(lambda: r.exists("plain"), what="the payload")
+    assert _snapshot(r) == _snapshot(m)
+    # the stream: commands as called, the ring's rebuild and the cursor included
+    m.execute_command("ARRING", "q", "1", "c")
+    m.execute_command("ARRING", "q", "3", "d", "e")
+    m.execute_command("ARDELRANGE", "a", "2", "5")
+    m.execute_command("ARSEEK", "plain", "9")
+    m.execute_command("ARSET", "done", "0", "1")
+    wait_until(lambda: r.exists("done"), what="the stream")
+    assert _snapshot(r) == _snapshot(m)
+    assert r.execute_command("ARGETRANGE", "q", "0", "2") == m.execute_command("ARGETRANGE", "q", "0", "2")
