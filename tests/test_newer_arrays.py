@@ -436,3 +436,31 @@ def test_replica_full_sync_and_stream(start_server):
     wait_until(lambda: r.exists("done"), what="the stream")
     assert _snapshot(r) == _snapshot(m)
     assert r.execute_command("ARGETRANGE", "q", "0", "2") == m.execute_command("ARGETRANGE", "q", "0", "2")
+
+
+def _info(r, key, *full):
+    return dict(zip(*[iter(r.execute_command("ARINFO", key, *full))] * 2))
+
+
+def test_arinfo_full_follows_the_slices(r):
+    # a bulk ARSET of 20 values makes its slice dense up front (8 -> 16 -> 32)
+    r.execute_command("ARSET", "a", "0", *["v%d" % i for i in range(20)])
+    info = _info(r, "a", "FULL")
+    assert (info[b"dense-slices"], info[b"sparse-slices"]) == (1, 0)
+    assert (info[b"avg-dense-size"], info[b"avg-dense-fill"]) == (b"32", b"0.625")
+    # down to 5 elements in a 32-slot window: sparse again, capacity 5
+    r.execute_command("ARDELRANGE", "a", "5", "19")
+    info = _info(r, "a", "FULL")
+    assert (info[b"dense-slices"], info[b"sparse-slices"], info[b"avg-sparse-size"]) == (0, 1, b"5")
+    # single writes: sparse capacity 4 -> 8 -> 10, the 11th element promotes
+    for k in range(10):
+        r.execute_command("ARSET", "b", str(k * 100), "x")
+    assert _info(r, "b", "FULL")[b"avg-sparse-size"] == b"10"
+    r.execute_command("ARSET", "b", "1000", "x")
+    info = _info(r, "b", "FULL")
+    assert (info[b"dense-slices"], info[b"avg-dense-size"], info[b"avg-dense-fill"]) == (1, b"1024", b"0.0107421875")
+    # slices, the flat directory doubling, the super directory's blocks
+    r.execute_command("ARSET", "c", str(5 * 4096), "x")
+    assert (_info(r, "c")[b"slices"], _info(r, "c")[b"directory-size"]) == (1, 8)
+    r.execute_command("ARDEL", "c", str(5 * 4096))
+    assert not r.exists("c")

@@ -148,6 +148,8 @@ def arset(c, argv):
     key = argv[1]
     a = c.db.lookup_write_typed(key, ArrayValue, True)
     before = len(a)
+    if n > 1:
+        a.prepare_range(start, last)
     i = start
     for v in argv[3:]:
         a.set(i, v)
@@ -653,6 +655,8 @@ def arinsert(c, argv):
     last = start + n - 1
     if last >= UINT64_MAX:
         raise _INSERT_OVERFLOW
+    if n > 1:
+        a.prepare_range(start, last)
     i = start
     for v in argv[2:]:
         a.set(i, v)

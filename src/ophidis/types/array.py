@@ -179,7 +179,25 @@ def value_kind(b: bytes):
     return (KIND_SMALLSTR if len(b) <= 7 else KIND_STR), b
 
 
+def _pow2(n: int) -> int:
+    """nearestNextPowerOf2: the smallest power of two >= n."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _sparse_bytes(cap: int) -> int:
+    """arSparseAllocSize: the slice header, the offsets (padded to a
+    pointer) and the values."""
+    return 32 + cap * 2 + (-(cap * 2)) % 8 + cap * 8
+
+
+_DEMOTE_MIN_BYTES = _sparse_bytes(SPARSE_KMIN) * 5 // 4
+
+
 class ArrayValue:
+    """See the module's docstring.  ``slices`` maps a slice id to
+    [count, dense, a, b]: a dense slice's window (a = first offset, b =
+    its size, a power of two), a sparse one's capacity (a)."""
+
     __slots__ = ("d", "idx", "insert_idx", "slices", "dir_alloc", "dir_highest", "superdir", "sdir_cap",
                  "blocks")
 
@@ -187,7 +205,7 @@ class ArrayValue:
         self.d = {}
         self.idx = []
         self.insert_idx = None
-        self.slices = {}        # slice id -> elements in it
+        self.slices = {}
         self.dir_alloc = 0      # flat directory length
         self.dir_highest = 0    # highest slice id in use
         self.superdir = False
@@ -220,7 +238,7 @@ class ArrayValue:
         a.d = dict(self.d)
         a.idx = list(self.idx)
         a.insert_idx = self.insert_idx
-        a.slices = dict(self.slices)
+        a.slices = {k: list(v) for k, v in self.slices.items()}
         a.dir_alloc = self.dir_alloc
         a.dir_highest = self.dir_highest
         a.superdir = self.superdir
@@ -244,26 +262,38 @@ class ArrayValue:
     # -- elements --------------------------------------------------------
 
     def set(self, i: int, v: bytes) -> bool:
+        """arSet: store v at i; True when the slot was empty."""
         d = self.d
         if i in d:
             d[i] = v
             return False
+        sid = i >> SLICE_BITS
+        rel = i & (SLICE_SIZE - 1)
+        sl = self.slices.get(sid)
+        if sl is None:
+            self._dir_grow(sid)
+            self._attach(sid)
+            sl = self.slices[sid] = [0, False, min(SPARSE_KMAX, 4), 0]
+        if sl[1]:
+            _grow(sl, rel)
+        elif sl[0] >= SPARSE_KMAX:
+            self._promote(sid, sl)
+            _grow(sl, rel)
+        elif sl[0] >= sl[2]:
+            sl[2] = min(sl[2] * 2, SPARSE_KMAX)
+        sl[0] += 1
         d[i] = v
         idx = self.idx
         if not idx or i > idx[-1]:
             idx.append(i)
         else:
             insort(idx, i)
-        sid = i >> SLICE_BITS
-        n = self.slices.get(sid)
-        if n is None:
-            self._slice_added(sid)
-            self.slices[sid] = 1
-        else:
-            self.slices[sid] = n + 1
+        if sid > self.dir_highest or len(d) == 1:
+            self.dir_highest = sid
         return True
 
     def delete(self, i: int) -> bool:
+        """arDel."""
         d = self.d
         if i not in d:
             return False
@@ -273,11 +303,21 @@ class ArrayValue:
             idx.pop()
         else:
             del idx[bisect_left(idx, i)]
-        self._slice_dec(i >> SLICE_BITS, 1)
+        sid = i >> SLICE_BITS
+        sl = self.slices[sid]
+        sl[0] -= 1
+        if sl[0]:
+            if sl[1]:
+                _maybe_demote(sl)
+            return True
+        self._detach(sid)
+        if d and sid >= self.dir_highest:
+            self.dir_highest = max(self.slices) if self.slices else 0
+        self._maybe_shrink()
         return True
 
     def delete_range(self, lo: int, hi: int) -> int:
-        """Delete the elements in [lo, hi]; returns how many."""
+        """arDeleteRange: delete the elements in [lo, hi]; how many."""
         idx = self.idx
         a = bisect_left(idx, lo)
         b = bisect_right(idx, hi)
@@ -291,9 +331,51 @@ class ArrayValue:
             del d[i]
             sid = i >> SLICE_BITS
             per[sid] = per.get(sid, 0) + 1
-        for sid in sorted(per):
-            self._slice_dec(sid, per[sid])
+        slices = self.slices
+        touched = False
+        for sid, k in per.items():
+            sl = slices[sid]
+            sl[0] -= k
+            if sl[0]:
+                if sl[1]:
+                    _maybe_demote(sl)
+            else:
+                self._detach(sid)
+            if sid >= self.dir_highest:
+                touched = True
+        if touched and d:
+            self.dir_highest = max(slices)
+        self._maybe_shrink()
         return len(gone)
+
+    def prepare_range(self, lo: int, hi: int):
+        """arMayPromoteToDenseForRangeSet (ARSET / ARINSERT of several
+        values): a slice the range would fill past SPARSE_KMAX elements is
+        made dense before the writes."""
+        slo = lo >> SLICE_BITS
+        shi = hi >> SLICE_BITS
+        self._dir_grow(shi)
+        idx = self.idx
+        for sid in range(slo, shi + 1):
+            base = sid << SLICE_BITS
+            so = (lo if sid == slo else base) - base
+            eo = (hi if sid == shi else base + SLICE_SIZE - 1) - base
+            size = eo - so + 1
+            sl = self.slices.get(sid)
+            if sl is None:
+                if size > SPARSE_KMAX:
+                    self._attach(sid)
+                    off = so if so + 8 <= SLICE_SIZE else SLICE_SIZE - 8
+                    self.slices[sid] = [0, True, off, 8]
+                continue
+            if sl[1]:
+                continue
+            if size > SPARSE_KMAX:
+                self._promote(sid, sl)
+                continue
+            existing = bisect_right(idx, base + eo) - bisect_left(idx, base + so)
+            if sl[0] + size - existing > SPARSE_KMAX:
+                self._promote(sid, sl)
 
     def scan(self, start: int, end: int):
         """(index, value) of the elements between start and end inclusive,
@@ -313,16 +395,45 @@ class ArrayValue:
                 i = idx[p]
                 yield i, d[i]
 
-    # -- the directory (ARINFO) ------------------------------------------
+    # -- slices and the directory (ARINFO) --------------------------------
 
-    def _slice_added(self, sid: int):
+    def _promote(self, sid: int, sl):
+        """arSparsePromote: a dense window over the slice's elements."""
+        if not sl[0]:
+            sl[1], sl[2], sl[3] = True, 0, 8
+            return
+        base = sid << SLICE_BITS
+        idx = self.idx
+        a = bisect_left(idx, base)
+        b = bisect_left(idx, base + SLICE_SIZE)
+        mn = idx[a] - base
+        mx = idx[b - 1] - base
+        w = max(_pow2(mx - mn + 1), 8)
+        off = mn
+        if w >= SLICE_SIZE:
+            w, off = SLICE_SIZE, 0
+        elif off + w > SLICE_SIZE:
+            off = SLICE_SIZE - w
+        sl[1], sl[2], sl[3] = True, off, w
+
+    def _dir_grow(self, sid: int):
+        """arDirGrow: the flat directory doubles up to sid; a slice id past
+        the first block turns it into the super directory (block 0)."""
         if not self.superdir and sid >= SUPER_BLOCK_SLOTS:
-            # promotion: the flat directory becomes block 0
             self.superdir = True
             self.sdir_cap = 4
-            if self.dir_alloc > 0 and self.slices:
+            if self.dir_alloc > 0:
                 self.blocks[0] = len(self.slices)
             self.dir_alloc = 0
+        if self.superdir:
+            return
+        if sid >= self.dir_alloc:
+            a = self.dir_alloc or 1
+            while a <= sid:
+                a <<= 1
+            self.dir_alloc = a
+
+    def _attach(self, sid: int):
         if self.superdir:
             bid = sid // SUPER_BLOCK_SLOTS
             n = self.blocks.get(bid)
@@ -331,19 +442,8 @@ class ArrayValue:
                     self.sdir_cap = self.sdir_cap * 2 if self.sdir_cap else 4
                 n = 0
             self.blocks[bid] = n + 1
-        elif sid >= self.dir_alloc:
-            a = self.dir_alloc or 1
-            while a <= sid:
-                a <<= 1
-            self.dir_alloc = a
-        if sid > self.dir_highest or len(self.slices) == 0:
-            self.dir_highest = sid
 
-    def _slice_dec(self, sid: int, k: int):
-        n = self.slices[sid] - k
-        if n:
-            self.slices[sid] = n
-            return
+    def _detach(self, sid: int):
         del self.slices[sid]
         if self.superdir:
             bid = sid // SUPER_BLOCK_SLOTS
@@ -352,75 +452,86 @@ class ArrayValue:
                 self.blocks[bid] = left
             else:
                 del self.blocks[bid]
-        if not self.d:
-            return
-        if sid >= self.dir_highest:
-            self.dir_highest = max(self.slices) if self.slices else 0
-        if not self.superdir:
-            hi = self.dir_highest
-            if hi >= self.dir_alloc * 9 // 10:
-                return
-            a = 1
-            while a <= hi:
-                a <<= 1
-            if a < self.dir_alloc:
-                self.dir_alloc = a
 
-    def alloc_estimate(self, je) -> int:
-        """The bytes Redis's allocator would hold for this array (its
-        tracked alloc_size), ``je`` rounding a request to jemalloc's size
-        class: the header, the directory, the slices as ``full_stats``
-        models them, and the elements kept out of line (strings of 8 bytes
-        or more that are neither inline integers nor decimals)."""
-        total = je(96)
-        if self.superdir:
-            total += je(self.sdir_cap * 24) + len(self.blocks) * je(SUPER_BLOCK_SLOTS * 8)
-        elif self.dir_alloc:
-            total += je(self.dir_alloc * 8)
-        dense, sparse, win_total, _, sparse_cap = self.full_stats()
-        if sparse:
-            cap = sparse_cap // sparse
-            total += sparse * je(32 + cap * 2 + (-(cap * 2)) % 8 + cap * 8)
-        if dense:
-            total += dense * je(32 + (win_total // dense) * 8)
-        for v in self.d.values():
-            if len(v) > 7:
-                kind = value_kind(v)[0]
-                if kind == KIND_STR:
-                    total += je((2 if len(v) <= 32767 else 8) + len(v))
-        return total
+    def _maybe_shrink(self):
+        """arDirMaybeShrink (flat directory only)."""
+        if self.superdir or not self.d:
+            return
+        hi = self.dir_highest
+        if hi >= self.dir_alloc * 9 // 10:
+            return
+        a = 1
+        while a <= hi:
+            a <<= 1
+        if a < self.dir_alloc:
+            self.dir_alloc = a
 
     def directory_size(self) -> int:
         return self.sdir_cap if self.superdir else self.dir_alloc
 
     def full_stats(self):
-        """ARINFO FULL's slice figures, estimated: a slice of up to
-        SPARSE_KMAX elements counted sparse (its capacity the next power of
-        two of its count, at least 4, at most SPARSE_KMAX), a fuller one
-        dense over the power-of-two window covering its elements.  Returns
-        (dense, sparse, dense window total, dense element total, sparse
-        capacity total)."""
+        """ARINFO FULL's figures: (dense slices, sparse slices, dense
+        windows total, dense elements total, sparse capacity total)."""
         dense = sparse = win_total = dense_count = sparse_cap = 0
-        idx = self.idx
-        for sid, n in self.slices.items():
-            if n <= SPARSE_KMAX:
-                sparse += 1
-                cap = 4
-                while cap < n:
-                    cap <<= 1
-                sparse_cap += min(cap, SPARSE_KMAX) if n <= SPARSE_KMAX else cap
-            else:
+        for n, is_dense, a, b in self.slices.values():
+            if is_dense:
                 dense += 1
-                base = sid << SLICE_BITS
-                a = bisect_left(idx, base)
-                b = bisect_left(idx, base + SLICE_SIZE)
-                span = idx[b - 1] - idx[a] + 1
-                w = 8
-                while w < span:
-                    w <<= 1
-                win_total += min(w, SLICE_SIZE)
+                win_total += b
                 dense_count += n
+            else:
+                sparse += 1
+                sparse_cap += a
         return dense, sparse, win_total, dense_count, sparse_cap
+
+    def alloc_estimate(self, je) -> int:
+        """The bytes Redis's allocator holds for this array (its tracked
+        alloc_size), ``je`` rounding a request to jemalloc's size class: the
+        header, the directory, the slices and the elements kept out of line
+        (strings of 8 bytes or more that are not inline numbers)."""
+        total = je(80)
+        if self.superdir:
+            total += je(self.sdir_cap * 24) + len(self.blocks) * je(SUPER_BLOCK_SLOTS * 8)
+        elif self.dir_alloc:
+            total += je(self.dir_alloc * 8)
+        for n, is_dense, a, b in self.slices.values():
+            total += je(32 + 8 * b) if is_dense else je(_sparse_bytes(a))
+        for v in self.d.values():
+            if len(v) > 7 and value_kind(v)[0] == KIND_STR:
+                total += je((2 if len(v) <= 32767 else 8) + len(v))
+        return total
+
+
+def _grow(sl, rel: int):
+    """arSliceDenseGrowIfNeeded: widen a dense window to cover rel."""
+    off, w = sl[2], sl[3]
+    if rel >= off + w:
+        nw = w
+        while rel >= off + nw and nw < SLICE_SIZE:
+            nw <<= 1
+        noff = off
+        if nw >= SLICE_SIZE:
+            nw, noff = SLICE_SIZE, 0
+        elif noff + nw > SLICE_SIZE:
+            noff = SLICE_SIZE - nw
+        sl[2], sl[3] = noff, nw
+    elif rel < off:
+        end = off + w
+        nw = max(_pow2(end - rel), 8)
+        if nw > SLICE_SIZE:
+            nw = SLICE_SIZE
+        noff = end - nw
+        if noff < 0 or nw == SLICE_SIZE:
+            noff = 0
+        sl[2], sl[3] = noff, nw
+
+
+def _maybe_demote(sl):
+    """arDenseMaybeDemote: a dense slice left with few elements in a big
+    window becomes sparse (capacity SPARSE_KMIN)."""
+    n, _, _, w = sl
+    if n > SPARSE_KMIN or w == 8 or w < 4 * SPARSE_KMIN or 32 + 8 * w < _DEMOTE_MIN_BYTES:
+        return
+    sl[1], sl[2], sl[3] = False, SPARSE_KMIN, 0
 
 
 TYPE_NAMES[ArrayValue] = b"array"
