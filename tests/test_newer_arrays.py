@@ -464,3 +464,15 @@ def test_arinfo_full_follows_the_slices(r):
     assert (_info(r, "c")[b"slices"], _info(r, "c")[b"directory-size"]) == (1, 8)
     r.execute_command("ARDEL", "c", str(5 * 4096))
     assert not r.exists("c")
+
+
+def test_watch_sees_array_writes(r):
+    r.execute_command("ARSET", "a", "0", "x")
+    p = r.pipeline()
+    p.watch("a")
+    r.execute_command("ARSEEK", "a", "3")       # another client changes the cursor
+    p.multi()
+    p.execute_command("ARINSERT", "a", "y")
+    with pytest.raises(redis.WatchError):
+        p.execute()
+    assert r.execute_command("ARCOUNT", "a") == 1
