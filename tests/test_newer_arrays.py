@@ -127,8 +127,13 @@ def test_index_forms(r, raw):
     assert r.execute_command("ARGETRANGE", "a", "5", "7") == [b"plus", b"space", b"zeros"]
     r.execute_command("ARSET", "a", "-02", "wrapped")         # strtoull negates modulo 2**64
     assert r.execute_command("ARGET", "a", str(MAXIDX)) == b"wrapped"
-    # replies above 2**63 - 1 are unsigned integers (redis-py cannot read them)
-    assert raw.call("ARLEN", "a") == b":18446744073709551615\r\n"
+    # an unsigned reply above 2**63 - 1: a bulk string in RESP2, a big number in RESP3
+    assert raw.call("ARLEN", "a") == b"$20\r\n18446744073709551615\r\n"
+    raw.call("HELLO", "3")
+    assert raw.call("ARLEN", "a") == b"(18446744073709551615\r\n"
+    assert raw.call("ARSCAN", "a", str(MAXIDX), str(MAXIDX)) == b"*1\r\n*2\r\n(18446744073709551614\r\n$7\r\nwrapped\r\n"
+    assert raw.call("ARGREP", "a", "+", "+", "MATCH", "wr") == b"*1\r\n(18446744073709551614\r\n"
+    assert raw.call("ARLEN", "nokey") == b":0\r\n"
     assert err(r, "ARGET", "a", "-01") == "invalid array index"   # 2**64 - 1
     assert err(r, "ARGET", "a", "-0x1") == "invalid array index"
     assert err(r, "ARGET", "a", "") == "invalid array index"
@@ -178,13 +183,13 @@ def test_insert_next_seek(r, raw):
     assert r.execute_command("ARINSERT", "q", "A") == 0
     assert r.execute_command("ARGETRANGE", "q", "0", "2") == [b"A", b"b", b"c"]
     assert r.execute_command("ARSEEK", "q", str(MAXIDX)) == 1
-    assert raw.call("ARINSERT", "q", "last") == b":18446744073709551614\r\n"
+    assert raw.call("ARINSERT", "q", "last") == b"$20\r\n18446744073709551614\r\n"
     assert r.execute_command("ARNEXT", "q") is None
     assert err(r, "ARINSERT", "q", "more") == "insert index overflow"
     assert r.execute_command("ARSEEK", "q", str(MAXIDX + 1)) == 1
     assert r.execute_command("ARNEXT", "q") is None
     info = raw.call("ARINFO", "q")
-    assert b"$3\r\nlen\r\n:18446744073709551615\r\n$17\r\nnext-insert-index\r\n:0\r\n" in info
+    assert b"$3\r\nlen\r\n$20\r\n18446744073709551615\r\n$17\r\nnext-insert-index\r\n:0\r\n" in info
     assert err(r, "ARSEEK", "q", str(MAXIDX + 2)) == "invalid array index"
 
 

@@ -88,6 +88,20 @@ def _index(b: bytes) -> int:
     return v
 
 
+_LLONG_MAX = 2**63 - 1
+
+
+def _uint(resp: int, n: int) -> bytes:
+    """addReplyUnsignedLongLong: an integer, or above 2**63 - 1 a bulk
+    string (RESP2) or a big number (RESP3)."""
+    if n <= _LLONG_MAX:
+        return integer(n)
+    if resp >= 3:
+        return b"(%d\r\n" % n
+    s = b"%d" % n
+    return b"$%d\r\n%s\r\n" % (len(s), s)
+
+
 def _value(resp: int, v) -> bytes:
     if v is None:
         return null(resp)
@@ -207,19 +221,19 @@ def ardelrange(c, argv):
     for lo, hi in ranges:
         deleted += a.delete_range(lo, hi)
     _removed(c, key, a, b"ardelrange", deleted)
-    return integer(deleted)
+    return _uint(c.resp, deleted)
 
 
 @command("arlen")
 def arlen(c, argv):
     a = c.db.lookup_read_typed(argv[1], ArrayValue)
-    return ZERO if a is None else integer(a.length())
+    return ZERO if a is None else _uint(c.resp, a.length())
 
 
 @command("arcount")
 def arcount(c, argv):
     a = c.db.lookup_read_typed(argv[1], ArrayValue)
-    return ZERO if a is None else integer(len(a))
+    return ZERO if a is None else _uint(c.resp, len(a))
 
 
 # ---------------------------------------------------------------------------
@@ -275,10 +289,11 @@ def arscan(c, argv):
         return EMPTY_ARRAY
     out = []
     ap = out.append
+    resp = c.resp
     for i, v in a.scan(start, end):
         if limit is not None and len(out) >= limit:
             break
-        ap(b"*2\r\n:%d\r\n$%d\r\n%s\r\n" % (i, len(v), v))
+        ap(b"*2\r\n%s$%d\r\n%s\r\n" % (_uint(resp, i), len(v), v))
     return array_header(len(out)) + b"".join(out)
 
 
@@ -317,7 +332,12 @@ def _translate_ere(p: bytes) -> bytes:
             nxt = p[i + 1]
             if 0x31 <= nxt <= 0x39:
                 raise _BadRegex("backref")
-            out += p[i:i + 2]
+            if nxt == 0x3C:             # \< and \>: word starts and ends
+                out += rb"\b(?=\w)"
+            elif nxt == 0x3E:
+                out += rb"\b(?<=\w)"
+            else:
+                out += p[i:i + 2]
             i += 2
             continue
         if ch == 0x5B:      # '['
@@ -473,6 +493,7 @@ def argrep(c, argv):
     out = []
     ap = out.append
     test = all if and_mode else any
+    resp = c.resp
     for i, v in a.scan(start, end):
         if limit is not None and len(out) >= limit:
             break
@@ -480,9 +501,9 @@ def argrep(c, argv):
         if not test(_pred_match(pr, v, lowered, nocase) for pr in preds):
             continue
         if withvalues:
-            ap(b"*2\r\n:%d\r\n$%d\r\n%s\r\n" % (i, len(v), v))
+            ap(b"*2\r\n%s$%d\r\n%s\r\n" % (_uint(resp, i), len(v), v))
         else:
-            ap(b":%d\r\n" % i)
+            ap(_uint(resp, i))
     return array_header(len(out)) + b"".join(out)
 
 
@@ -663,7 +684,7 @@ def arinsert(c, argv):
         i += 1
     a.insert_idx = last
     _write_done(c, key, b"arinsert", n)
-    return integer(last)
+    return _uint(c.resp, last)
 
 
 def _ring_rework(a, ring_size: int):
@@ -727,7 +748,7 @@ def arnext(c, argv):
         return ZERO
     if a.insert_idx == UINT64_MAX - 1:
         return null(c.resp)
-    return integer(a.insert_idx + 1)
+    return _uint(c.resp, a.insert_idx + 1)
 
 
 @command("arseek")
@@ -808,9 +829,9 @@ def arinfo(c, argv):
     ins = a.insert_idx
     nxt = 0 if ins is None or ins == UINT64_MAX - 1 else ins + 1
     out = [map_header(resp, 12 if full else 7),
-           _field(b"count", integer(len(a))),
-           _field(b"len", integer(a.length())),
-           _field(b"next-insert-index", integer(nxt)),
+           _field(b"count", _uint(resp, len(a))),
+           _field(b"len", _uint(resp, a.length())),
+           _field(b"next-insert-index", _uint(resp, nxt)),
            _field(b"slices", integer(len(a.slices))),
            _field(b"directory-size", integer(a.directory_size())),
            _field(b"super-dir-entries", integer(len(a.blocks) if a.superdir else 0)),
