@@ -115,6 +115,14 @@ def _stream(d, v):
     return d
 
 
+def _array(d, v):
+    # ours (Redis 8.8's is not reproduced): each index then its element,
+    # in index order
+    for i, x in v.items():
+        d = _mix(_mix(d, b"%d" % i), x)
+    return d
+
+
 DIGESTERS.update({
     b"string": (0, _mix),
     b"list": (1, _list),
@@ -122,6 +130,7 @@ DIGESTERS.update({
     b"zset": (3, _zset),
     b"hash": (4, _hash),
     b"stream": (6, _stream),
+    b"array": (8, _array),
 })
 
 _ZERO = bytes(20)

@@ -42,6 +42,9 @@ T_HASH_LISTPACK_EX_PRE_GA = 23      # no min-expire before the value)
 T_HASH_METADATA = 24                # hash table: min expire, then [ttl][field][value] (ttl relative)
 T_HASH_LISTPACK_EX = 25             # listpack of field, value, ttl after a min expire
 HFE_TYPES = (T_HASH_METADATA_PRE_GA, T_HASH_LISTPACK_EX_PRE_GA, T_HASH_METADATA, T_HASH_LISTPACK_EX)
+# Redis 8.8's array (rdb.h RDB_TYPE_ARRAY): count, an insert-cursor flag and
+# cursor, then (index, element tag, element) in ascending index order
+T_ARRAY = 28
 
 TYPE_NAMES = {
     T_STRING: "string", T_LIST: "list", T_SET: "set", T_ZSET: "zset", T_HASH: "hash",
@@ -51,7 +54,7 @@ TYPE_NAMES = {
     T_ZSET_LISTPACK: "zset", T_LIST_QUICKLIST_2: "list", T_STREAM_LISTPACKS_2: "stream",
     T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream",
     T_HASH_METADATA_PRE_GA: "hash", T_HASH_LISTPACK_EX_PRE_GA: "hash", T_HASH_METADATA: "hash",
-    T_HASH_LISTPACK_EX: "hash",
+    T_HASH_LISTPACK_EX: "hash", T_ARRAY: "array",
 }
 
 # opcodes
