@@ -9,7 +9,6 @@ expiry are asserted against Redis 7.4's source and 8.x's documentation."""
 import os
 import time
 
-import pytest
 import redis
 
 from ophidis.tools import check_rdb
@@ -526,3 +525,53 @@ def test_replica_readers_see_expired_fields_gone_until_the_master_deletes(start_
     assert mc.hget("h", "a") is None            # the master's read deletes it: HDEL
     wait_until(lambda: rc.hlen("h") == 1, what="the master's HDEL")
     assert rc.info("stats")["expired_subkeys"] == 0
+
+
+def _messages(p, n):
+    out = []
+
+    def got():
+        m = p.get_message(timeout=0.1)
+        while m is not None:
+            if m["type"] == "pmessage":
+                out.append((m["channel"], m["data"]))
+            m = p.get_message(timeout=0.01)
+        return len(out) >= n
+    wait_until(got, what="%d notifications" % n)
+    return out
+
+
+def test_subkey_notifications(r):
+    """Redis 8.8's subkey channels (notify-keyspace-events S, T, I, V with
+    the event's class): the hash events name the fields they touched."""
+    r.config_set("notify-keyspace-events", "hSTIV")
+    assert r.config_get("notify-keyspace-events")["notify-keyspace-events"] == "hSTIV"
+    p = r.pubsub()
+    p.psubscribe("__sub*")
+    wait_until(lambda: p.get_message(timeout=0.1) is not None, what="psubscribe")
+    r.hset("h", mapping={"a": "1", "bc": "2"})
+    assert _messages(p, 5) == [
+        (b"__subkeyspace@0__:h", b"hset|1:a,2:bc"),
+        (b"__subkeyevent@0__:hset", b"1:h|1:a,2:bc"),
+        (b"__subkeyspaceitem@0__:h\na", b"hset"),
+        (b"__subkeyspaceitem@0__:h\nbc", b"hset"),
+        (b"__subkeyspaceevent@0__:hset|h", b"1:a,2:bc"),
+    ]
+    r.config_set("notify-keyspace-events", "hS")
+    r.execute_command("HEXPIRE", "h", 100, "FIELDS", 2, "a", "nosuch")
+    r.execute_command("HPERSIST", "h", "FIELDS", 2, "a", "bc")
+    r.hincrby("h", "bc", 1)
+    r.hdel("h", "a", "x")
+    r.execute_command("HGETDEL", "h", "FIELDS", 1, "bc")
+    assert _messages(p, 5) == [
+        (b"__subkeyspace@0__:h", b"hexpire|1:a"), (b"__subkeyspace@0__:h", b"hpersist|1:a"),
+        (b"__subkeyspace@0__:h", b"hincrby|2:bc"), (b"__subkeyspace@0__:h", b"hdel|1:a"),
+        (b"__subkeyspace@0__:h", b"hdel|2:bc"),
+    ]
+    # not without the class, and the subkey flags alone send nothing on K/E channels
+    r.config_set("notify-keyspace-events", "S")
+    r.hset("h", "z", "1")
+    r.config_set("notify-keyspace-events", "hS")
+    r.hset("h", "y", "1")
+    assert _messages(p, 1) == [(b"__subkeyspace@0__:h", b"hset|1:y")]
+    p.close()

@@ -20,7 +20,6 @@ from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import HashValue, aux_added
 from ..util import try_int
 
-_HASH = notify.HASH
 _GENERIC = notify.GENERIC
 
 _NO_FIELDS = RedisError("ERR Mandatory argument FIELDS is missing or not at the right position")
@@ -94,7 +93,7 @@ def _expire_generic(c, argv, name, unit_ms, relative):
     past = _already_expired(srv, when)
     codes = []
     updated = []
-    deleted = 0
+    deleted = []
     t = h.ttl
     for f in fields:
         if f not in h:
@@ -111,7 +110,7 @@ def _expire_generic(c, argv, name, unit_ms, relative):
         if past:
             hfe.delete_expired_field(srv, db, key, h, f)
             t = h.ttl
-            deleted += 1
+            deleted.append(f)
             codes.append(2)
             continue
         hfe.set_ttl(h, f, when)
@@ -119,14 +118,16 @@ def _expire_generic(c, argv, name, unit_ms, relative):
         updated.append(f)
         codes.append(1)
     if updated or deleted:
-        srv.dirty += len(updated) + deleted
+        srv.dirty += len(updated) + len(deleted)
         db.signal(key)
         if deleted and not h:
             db.delete(key)
-            notify.notify(_HASH, b"hdel", key, db.id)
+            hfe.hash_event(b"hdel", key, db.id, deleted)
             notify.notify(_GENERIC, b"del", key, db.id)
+        elif deleted:
+            hfe.hash_event(b"hdel", key, db.id, deleted)
         else:
-            notify.notify(_HASH, b"hdel" if deleted else b"hexpire", key, db.id)
+            hfe.hash_event(b"hexpire", key, db.id, updated)
             if updated:
                 hfe.note(db, key, when)
     if propagating(srv):
@@ -217,7 +218,7 @@ def hpersist(c, argv):
     now = hfe.now_ms()
     t = h.ttl
     codes = []
-    changed = False
+    changed = []
     for f in argv[4:]:
         if f not in h:
             codes.append(-2)
@@ -230,9 +231,9 @@ def hpersist(c, argv):
         else:
             hfe.persist(h, f)
             codes.append(1)
-            changed = True
+            changed.append(f)
     if changed:
-        notify.notify(_HASH, b"hpersist", key, db.id)
+        hfe.hash_event(b"hpersist", key, db.id, changed)
         db.signal(key)
         c.server.dirty += 1
     return _int_array(codes)
@@ -258,7 +259,7 @@ def hgetdel(c, argv):
         return b"*%d\r\n" % n + c.null * n
     out = [b"*%d\r\n" % n]
     gone = []
-    expired = False
+    expired = []
     removed = False
     for f in fields:
         if removed:
@@ -268,7 +269,7 @@ def hgetdel(c, argv):
             r = hfe.lazy_field(c, key, h, f, False)
             if r:
                 if r != 3:
-                    expired = True
+                    expired.append(f)
                     removed = r == 2
                 out.append(c.null)
                 continue
@@ -283,9 +284,9 @@ def hgetdel(c, argv):
             db.delete(key)
             removed = True
     if expired:
-        notify.notify(_HASH, b"hexpired", key, db.id)
+        hfe.hash_event(b"hexpired", key, db.id, expired)
     if gone:
-        notify.notify(_HASH, b"hdel", key, db.id)
+        hfe.hash_event(b"hdel", key, db.id, gone)
         c.server.dirty += len(gone)
         if propagating(c.server):
             rewrite_argv(c, [b"HDEL", key] + gone)
@@ -339,7 +340,8 @@ def hgetex(c, argv):
         return b"*%d\r\n" % len(fields) + c.null * len(fields)
     srv = c.server
     out = [b"*%d\r\n" % len(fields)]
-    expired = removed = False
+    expired = []
+    removed = False
     found = []
     for f in fields:
         if removed:
@@ -349,7 +351,7 @@ def hgetex(c, argv):
             r = hfe.lazy_field(c, key, h, f, False)
             if r:
                 if r != 3:
-                    expired = True
+                    expired.append(f)
                     removed = r == 2
                 out.append(c.null)
                 continue
@@ -358,7 +360,7 @@ def hgetex(c, argv):
         if v is not None:
             found.append(f)
     if expired:
-        notify.notify(_HASH, b"hexpired", key, db.id)
+        hfe.hash_event(b"hexpired", key, db.id, expired)
         if removed:
             notify.notify(_GENERIC, b"del", key, db.id)
     prop = []
@@ -369,7 +371,7 @@ def hgetex(c, argv):
     if persist:
         done = [f for f in found if hfe.persist(h, f)]
         if done:
-            notify.notify(_HASH, b"hpersist", key, db.id)
+            hfe.hash_event(b"hpersist", key, db.id, done)
             db.signal(key)
             srv.dirty += len(done)
             prop = [b"HPERSIST", key, b"FIELDS", b"%d" % len(done)] + done
@@ -377,7 +379,7 @@ def hgetex(c, argv):
         for f in found:
             hfe.delete_expired_field(srv, db, key, h, f)
         srv.dirty += len(found)
-        notify.notify(_HASH, b"hexpired", key, db.id)
+        hfe.hash_event(b"hexpired", key, db.id, found)
         if not h:
             db.delete(key)
             notify.notify(_GENERIC, b"del", key, db.id)
@@ -388,7 +390,7 @@ def hgetex(c, argv):
             hfe.set_ttl(h, f, when)
         hfe.note(db, key, when)
         srv.dirty += len(found)
-        notify.notify(_HASH, b"hexpire", key, db.id)
+        hfe.hash_event(b"hexpire", key, db.id, found)
         db.signal(key)
         prop = [b"HPEXPIREAT", key, b"%d" % when, b"FIELDS", b"%d" % len(found)] + found
     if propagating(srv):
@@ -465,7 +467,7 @@ def hsetex(c, argv):
                     gone.append(f)
         if gone:
             srv.dirty += len(gone)
-            notify.notify(_HASH, b"hdel", key, db.id)
+            hfe.hash_event(b"hdel", key, db.id, gone)
             if not h:
                 db.delete(key)
                 notify.notify(_GENERIC, b"del", key, db.id)
@@ -502,9 +504,9 @@ def hsetex(c, argv):
             hfe.set_ttl(h, f, when)
         hfe.note(db, key, when)
     srv.dirty += len(fields)
-    notify.notify(_HASH, b"hset", key, db.id)
+    hfe.hash_event(b"hset", key, db.id, list(dict.fromkeys(fields)))
     if when is not None:
-        notify.notify(_HASH, b"hexpire", key, db.id)
+        hfe.hash_event(b"hexpire", key, db.id, list(dict.fromkeys(fields)))
         if propagating(srv):
             out = [b"HSETEX", key]
             if cond is not None:

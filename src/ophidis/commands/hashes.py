@@ -93,7 +93,7 @@ def _hset_generic(c, argv, name):
     created = _set_fields(c, h, argv, 2)
     c.server.dirty += (len(argv) - 2) >> 1
     if notify.flags:
-        notify.notify(_HASH, b"hset", key, db.id)
+        hfe.hash_event(b"hset", key, db.id, argv[2::2])
     return created
 
 
@@ -125,7 +125,7 @@ def hset(c, argv):
     srv = c.server
     srv.dirty += 1
     if notify.flags:
-        notify.notify(_HASH, b"hset", key, db.id)
+        hfe.hash_event(b"hset", key, db.id, (f,))
     if len(h) == n0:
         return ZERO
     if h._aux is not None:
@@ -154,7 +154,7 @@ def hsetnx(c, argv):
     _set_fields(c, h, argv, 2)
     db.signal(key)
     c.server.dirty += 1
-    notify.notify(_HASH, b"hset", key, db.id)
+    hfe.hash_event(b"hset", key, db.id, (argv[2],))
     return ONE
 
 
@@ -191,7 +191,8 @@ def _hmget_fields(c, argv, h, out):
     (one "hexpired" event, and "del" when the hash went, for all)."""
     null = c.null
     key = argv[1]
-    expired = deleted = False
+    expired = []
+    deleted = False
     for f in argv[2:]:
         if deleted:
             out.append(null)
@@ -199,7 +200,7 @@ def _hmget_fields(c, argv, h, out):
         r = hfe.lazy_field(c, key, h, f, False)
         if r:
             if r != 3:
-                expired = True
+                expired.append(f)
                 deleted = r == 2
             out.append(null)
             continue
@@ -207,7 +208,7 @@ def _hmget_fields(c, argv, h, out):
         out.append(null if v is None else b"$%d\r\n%s\r\n" % (len(v), v))
     if expired:
         db = c.db
-        notify.notify(_HASH, b"hexpired", key, db.id)
+        hfe.hash_event(b"hexpired", key, db.id, expired)
         if deleted:
             notify.notify(notify.GENERIC, b"del", key, db.id)
     return b"".join(out)
@@ -222,7 +223,31 @@ def _hdel_field(h, f):
 
 @command("hdel")
 def hdel(c, argv):
-    return integer(remove_members(c, argv, HashValue, _hdel_field, _HASH, b"hdel"))
+    if not notify.flags & notify.SUBKEY:
+        return integer(remove_members(c, argv, HashValue, _hdel_field, _HASH, b"hdel"))
+    # subkey notifications name the fields removed: remove_members' steps
+    db = c.db
+    key = argv[1]
+    h = db.lookup_write_typed(key, HashValue)
+    if h is None:
+        return ZERO
+    gone = []
+    for f in argv[2:]:
+        if f in h:
+            hfe.drop_field(h, f)
+            gone.append(f)
+            if not h:
+                break
+    if gone:
+        if not h:
+            db.delete(key)
+        else:
+            db.signal(key)
+        hfe.hash_event(b"hdel", key, db.id, gone)
+        if not h:
+            notify.notify(notify.GENERIC, b"del", key, db.id)
+        c.server.dirty += len(gone)
+    return integer(len(gone))
 
 
 @command("hlen")
@@ -314,7 +339,7 @@ def hincrby(c, argv):
         db.signal(key)
     _set_one(c, h, field, b"%d" % value)
     c.server.dirty += 1
-    notify.notify(_HASH, b"hincrby", key, db.id)
+    hfe.hash_event(b"hincrby", key, db.id, (field,))
     return integer(value)
 
 
@@ -342,7 +367,7 @@ def hincrbyfloat(c, argv):
         db.signal(key)
     _set_one(c, h, field, b)
     c.server.dirty += 1
-    notify.notify(_HASH, b"hincrbyfloat", key, db.id)
+    hfe.hash_event(b"hincrbyfloat", key, db.id, (field,))
     if propagating(c.server):
         # Replicas and the AOF get the result, not the float arithmetic.
         rewrite_argv(c, [b"HSET", key, field, b])

@@ -46,6 +46,14 @@ MAX_ABS_MS = ((1 << 48) - 1) >> 2
 ACTIVE_FIELDS_PER_CYCLE = 10000
 
 
+def hash_event(event, key, dbid, fields):
+    """A hash event (keyspace and keyevent channels), and its subkey
+    notifications naming ``fields`` (Redis 8.8) when they are on."""
+    notify.notify(_HASH, event, key, dbid)
+    if notify.flags & notify.SUBKEY:
+        notify.notify_subkeys(_HASH, event, key, dbid, fields)
+
+
 def now_ms() -> int:
     """The command's time (frozen while a script runs, as Redis's
     commandTimeSnapshot)."""
@@ -218,7 +226,7 @@ def lazy_field(c, key, h, f, events=True) -> int:
     delete_expired_field(srv, db, key, h, f)
     r = 1
     if events:
-        notify.notify(_HASH, b"hexpired", key, db.id)
+        hash_event(b"hexpired", key, db.id, (f,))
     if not h:
         if events:
             notify.notify(_GENERIC, b"del", key, db.id)
@@ -245,7 +253,7 @@ def expire_all(c, key, h) -> bool:
     db = c.db
     for f in gone:
         delete_expired_field(srv, db, key, h, f)
-    notify.notify(_HASH, b"hexpired", key, db.id)
+    hash_event(b"hexpired", key, db.id, gone)
     if not h:
         notify.notify(_GENERIC, b"del", key, db.id)
         db.delete(key)
@@ -286,7 +294,7 @@ def active_expire(srv, db, deadline, limit=ACTIVE_FIELDS_PER_CYCLE) -> int:
             delete_expired_field(srv, db, key, h, f)
         done += len(gone)
         if gone:
-            notify.notify(_HASH, b"hexpired", key, db.id)
+            hash_event(b"hexpired", key, db.id, gone)
             if not h:
                 db.delete(key)
                 notify.notify(_GENERIC, b"del", key, db.id)
