@@ -575,3 +575,17 @@ def test_subkey_notifications(r):
     r.hset("h", "y", "1")
     assert _messages(p, 1) == [(b"__subkeyspace@0__:h", b"hset|1:y")]
     p.close()
+
+
+def test_sort_by_and_get_hash_fields_skip_expired_ones(r):
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 0)
+    try:
+        r.rpush("l", "1", "2")
+        r.hset("w_1", mapping={"f": "20", "g": "a"})
+        r.hset("w_2", mapping={"f": "10", "g": "b"})
+        r.execute_command("HPEXPIRE", "w_2", 10, "FIELDS", 1, "g")
+        wait_until(lambda: r.execute_command("HTTL", "w_2", "FIELDS", 1, "g") == [-2], what="the TTL")
+        assert r.sort("l", by="w_*->f", get="w_*->g") == [None, b"a"]
+        assert r.hlen("w_2") == 2
+    finally:
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 1)
