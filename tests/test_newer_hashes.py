@@ -589,3 +589,19 @@ def test_sort_by_and_get_hash_fields_skip_expired_ones(r):
         assert r.hlen("w_2") == 2
     finally:
         r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 1)
+
+
+def test_debug_digest_marks_fields_with_ttls(start_server):
+    """As Redis 7.4's debug.c: a field with a TTL changes the hash's digest
+    (Valkey's digest leaves TTLs out)."""
+    s = start_server("--enable-debug-command", "yes")
+    c = s.client()
+    c.hset("h", mapping={"a": "1", "b": "2"})
+    plain = c.execute_command("DEBUG", "DIGEST-VALUE", "h")
+    c.execute_command("HEXPIREAT", "h", FUTURE_S, "FIELDS", 1, "a")
+    marked = c.execute_command("DEBUG", "DIGEST-VALUE", "h")
+    assert marked != plain
+    c.execute_command("HEXPIREAT", "h", FUTURE_S + 5, "FIELDS", 1, "a")
+    assert c.execute_command("DEBUG", "DIGEST-VALUE", "h") == marked      # the time itself is not in it
+    c.execute_command("HPERSIST", "h", "FIELDS", 1, "a")
+    assert c.execute_command("DEBUG", "DIGEST-VALUE", "h") == plain
