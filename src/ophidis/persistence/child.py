@@ -65,7 +65,7 @@ import signal
 import sys
 from time import monotonic, perf_counter
 
-from .. import log
+from .. import log, oomscore
 from ..keyspace.db import stats
 from ..net import client as client_mod
 
@@ -299,6 +299,8 @@ def _child_setup(server, parent_pid):
         # the parent died before prctl took effect
         log.flush_and_exit(1)
     gc.disable()
+    # first of all, as Redis: the OOM killer should pick the child first
+    oomscore.apply(server.config["oom-score-adj"], server.config["oom-score-adj-values"], oomscore.BGCHILD)
     try:
         os.nice(CHILD_NICE)
     except OSError:

