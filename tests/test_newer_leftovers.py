@@ -141,3 +141,109 @@ def test_oom_score_adj_values_errors(r):
             r.config_set("oom-score-adj-values", bad)
     with pytest.raises(Exception, match="wrong number of arguments"):
         r.config_set("oom-score-adj-values", "1 2")
+
+
+# -- the query and reply buffers' sizes (unit/querybuf, unit/replybufsize) ------------------
+
+def _client_fields(c, name) -> dict:
+    for line in c.execute_command("CLIENT", "LIST").decode().splitlines():
+        f = dict(kv.split("=", 1) for kv in line.split(" "))
+        if f["name"] == name:
+            return f
+    raise AssertionError("no client named %s" % name)
+
+
+def _qbuf_room(c, name) -> int:
+    f = _client_fields(c, name)
+    return int(f["qbuf"]) + int(f["qbuf-free"])
+
+
+def test_query_buffer_freed_when_idle(r, server):
+    tc = server.client()
+    try:
+        tc.client_setname("qb_idle")
+        room = _qbuf_room(r, "qb_idle")
+        assert 16384 <= room < 32768
+        wait_until(lambda: int(_client_fields(r, "qb_idle")["idle"]) >= 3 and _qbuf_room(r, "qb_idle") == 0,
+                   timeout=15, what="the idle client's query buffer freed")
+        # a read gives it its room again
+        tc.ping()
+        assert 16384 <= _qbuf_room(r, "qb_idle") < 32768
+    finally:
+        tc.close()
+
+
+def test_query_buffer_of_a_big_argument_trimmed(r, server):
+    tc = server.client()
+    try:
+        tc.client_setname("qb_big")
+        tc.set("x", b"A" * 400000)
+        big = _qbuf_room(r, "qb_big")
+        assert big >= 400002
+        # smaller requests: the buffer is trimmed to the recent peak, not freed
+        def shrunk():
+            tc.set("x", b"A" * 100)
+            return 0 < _qbuf_room(r, "qb_big") < big
+        wait_until(shrunk, timeout=5, interval=0.01, what="the query buffer trimmed")
+    finally:
+        tc.close()
+
+
+def test_reply_buffer_shrinks_and_grows(r, server):
+    r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", 100)
+    tc = server.client()
+    try:
+        tc.client_setname("rb_test")
+        before = r.info("stats")
+        # a new client's reply buffer is 16 KB; idle, it shrinks to 1 KB
+        wait_until(lambda: 1024 <= int(_client_fields(r, "rb_test")["rbs"]) < 2046, timeout=5,
+                   what="the idle client's reply buffer shrunk")
+        r.set("bigval", b"x" * 32768)
+        r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "NEVER")
+
+        def grown():
+            tc.get("bigval")
+            return 16384 <= int(_client_fields(r, "rb_test")["rbs"]) < 32768
+        wait_until(grown, timeout=5, interval=0.05, what="the busy client's reply buffer grown")
+        f = _client_fields(r, "rb_test")
+        assert f["rbp"] == f["rbs"]
+        after = r.info("stats")
+        assert after["reply_buffer_shrinks"] > before["reply_buffer_shrinks"]
+        assert after["reply_buffer_expands"] >= before["reply_buffer_expands"] + 4
+        # resizing off: nothing moves
+        r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", 100)
+        r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", 0)
+        tc.ping()
+        n = r.info("stats")["reply_buffer_shrinks"]
+        wait_until(lambda: int(_client_fields(r, "rb_test")["idle"]) >= 1, timeout=5)
+        assert r.info("stats")["reply_buffer_shrinks"] == n
+        assert int(_client_fields(r, "rb_test")["rbs"]) == 16384
+    finally:
+        r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", 1)
+        r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "RESET")
+        tc.close()
+
+
+# -- DEBUG HTSTATS while a child runs (unit/other) ------------------------------------------
+
+def test_no_rehash_while_a_child_runs(start_server):
+    s = start_server("--enable-debug-command", "yes", "--save", "")
+    c = s.client(db=9)
+    pipe = c.pipeline(transaction=False)
+    for i in range(4096):
+        pipe.set("key:%d" % i, "v")
+    pipe.execute()
+    assert b"table size: 4096\n number of elements: 4096\n" in c.execute_command("DEBUG", "HTSTATS", 9)
+    c.config_set("rdb-key-save-delay", 1000000)
+    c.bgsave()
+    wait_until(lambda: c.info("persistence")["rdb_bgsave_in_progress"] == 1, what="the BGSAVE child")
+    c.mset({"k1": "v1", "k2": "v2"})
+    text = c.execute_command("DEBUG", "HTSTATS", 9)
+    assert b"table size: 4096\n number of elements: 4098\n" in text
+    kids = _children(s.proc.pid)
+    assert kids
+    for k in kids:
+        os.kill(k, 9)
+    wait_until(lambda: c.info("persistence")["rdb_bgsave_in_progress"] == 0, what="the child reaped")
+    c.set("k3", "v3")
+    assert b"table size: 8192\n number of elements: 4099\n" in c.execute_command("DEBUG", "HTSTATS", 9)
