@@ -247,3 +247,27 @@ def test_no_rehash_while_a_child_runs(start_server):
     wait_until(lambda: c.info("persistence")["rdb_bgsave_in_progress"] == 0, what="the child reaped")
     c.set("k3", "v3")
     assert b"table size: 8192\n number of elements: 4099\n" in c.execute_command("DEBUG", "HTSTATS", 9)
+
+
+# -- loading a small payload serves no event (unit/cluster/misc's -LOADING) ---------------
+
+def test_small_sync_payload_loads_without_serving(start_server):
+    """Redis serves events while loading only each time the bytes loaded
+    pass a multiple of loading-process-events-interval-bytes: a replica
+    loading a smaller payload answers nothing meanwhile, never -LOADING."""
+    master = start_server("--enable-debug-command", "yes", "--repl-diskless-sync", "no")
+    m = master.client()
+    m.execute_command("DEBUG", "POPULATE", 400, "key", 10)
+    # 400 keys at 2 ms each: the load takes about 0.8 s
+    replica = start_server("--enable-debug-command", "yes", "--key-load-delay", "2000")
+    r = replica.conn()
+    assert r.call("REPLICAOF", "127.0.0.1", str(master.port)) == b"+OK\r\n"
+    replies = set()
+
+    def linked():
+        replies.add(r.call("PING"))
+        return b"master_link_status:up" in r.call("INFO", "replication")
+    wait_until(linked, timeout=30, interval=0.005, what="the sync")
+    assert replies == {b"+PONG\r\n"}
+    assert r.call("DBSIZE") == b":400\r\n"
+    assert "MASTER <-> REPLICA sync: Loading DB in memory" in replica.output()
