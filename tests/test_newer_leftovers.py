@@ -271,3 +271,30 @@ def test_small_sync_payload_loads_without_serving(start_server):
     assert replies == {b"+PONG\r\n"}
     assert r.call("DBSIZE") == b":400\r\n"
     assert "MASTER <-> REPLICA sync: Loading DB in memory" in replica.output()
+
+
+# -- proc-title-template's validation (unit/other) ------------------------------------------
+
+TEMPLATES = ["{invalid-var}", "{title", "", "x}", "{title} {server-mode}", "{title}", " {title} ",
+             "{title} {listen-addr} {port} {tls-port} {unixsocket} {config-file}", "{{x}}", "{{",
+             "a{", "{unixsocket}", "{port}", "{config-file}", "TEST {title} {listen-addr}", "{}"]
+
+
+def _set_title(c, t):
+    try:
+        c.config_set("proc-title-template", t)
+    except Exception as e:      # noqa: BLE001
+        return "error: %s" % e
+    return c.config_get("proc-title-template")
+
+
+def test_proc_title_template_validation(r, ref):
+    try:
+        for t in TEMPLATES:
+            assert _set_title(r, t) == _set_title(ref, t), t
+        assert _set_title(r, "{invalid-var}") == (
+            "error: CONFIG SET failed (possibly related to argument 'proc-title-template') - "
+            "template format is invalid or contains unknown variables")
+    finally:
+        for c in (r, ref):
+            c.config_set("proc-title-template", "{title} {listen-addr} {server-mode}")
