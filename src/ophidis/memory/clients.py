@@ -31,7 +31,7 @@ from ..keyspace.db import stats
 from ..net import client as client_mod
 from ..net.client import client_class
 from ..protocol.resp import request_size
-from .buffers import BufState, query_free, reply_figures, resize_query, resize_reply
+from .buffers import REPLY_MIN, BufState, query_free, reply_figures, resize_query, resize_reply
 from .sizes import CLIENT_BASE, MULTI_CMD, PUBSUB_ENTRY, TRACKING_PREFIX, WATCHED_KEY
 
 BUCKET_MIN_LOG = 15     # the first bucket: up to 32 KB
@@ -221,6 +221,9 @@ class ClientMemory:
             if c.closing:
                 continue
             b = buffers_of(c)
+            if (c.last_time == b.qb_seen and not b.qb_alloc and b.rb_size == REPLY_MIN
+                    and not c.rb_peak and not c.reader.big):
+                continue            # idle, its buffers at their least: nothing would move
             resize_query(c, b, now)
             if resizing:
                 done = resize_reply(c, b, now, reset_ms)
