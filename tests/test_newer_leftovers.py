@@ -135,6 +135,24 @@ def test_oom_score_adj_from_the_configuration(start_server):
     wait_until(lambda: _oom(s2.proc.pid) == 12, what="the replica's score")
 
 
+def test_oom_score_adj_values_parsing(r, ref):
+    """strtoll's rules, as redis-server: a sign and leading blanks pass."""
+    try:
+        for v in ("10 20", "a b c", "1 2 3 4", "+5 6 7", "", "9 9 9", "1  2 3", "\t1 2 3", "1 2 3x",
+                  "-0 +0 0", "2000 -2000 1", "9223372036854775808 1 1"):
+            got = []
+            for c in (r, ref):
+                try:
+                    c.config_set("oom-score-adj-values", v)
+                    got.append(c.config_get("oom-score-adj-values"))
+                except Exception as e:      # noqa: BLE001
+                    got.append(str(e))
+            assert got[0] == got[1], v
+    finally:
+        for c in (r, ref):
+            c.config_set("oom-score-adj-values", "0 200 800")
+
+
 def test_oom_score_adj_values_errors(r):
     for bad in ("-2001 -2001 -2001", "2001 2001 2001", "1 2 x"):
         with pytest.raises(Exception, match="must be between -2000 and 2000"):

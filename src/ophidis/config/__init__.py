@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 
 from .. import log
 from ..keyspace import notify
@@ -135,12 +136,25 @@ def _render_cobl(v):
     return " ".join("%s %d %d %d" % (c, *v[c]) for c in _COBL_CLASSES)
 
 
+_STRTOLL = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)\Z")
+
+
+def _strtoll_whole(a: str):
+    """C's strtoll over the whole string (Redis's check: nothing after the
+    number): leading white space and a sign allowed, "" is 0; None when
+    something else is left."""
+    if a == "":
+        return 0
+    m = _STRTOLL.match(a)
+    return int(m.group(1)) if m is not None else None
+
+
 def _parse_oom(args, reading_file, cur):
     if len(args) != 3:
         raise ConfigError("wrong number of arguments")
     vals = []
     for a in args:
-        v = _string2ll(a)
+        v = _strtoll_whole(a)
         if v is None or v < -2000 or v > 2000:
             raise ConfigError("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
         vals.append(v)
