@@ -299,8 +299,9 @@ def _parse_add_trim(c, argv, xadd):
         raise _LIMIT_NO_STRATEGY
     if not xadd and a.strategy is None:
         raise _XTRIM_NO_STRATEGY
-    if getattr(c, "must_obey", False) or c.is_master:
-        # A master link or the AOF: the argument was already made exact.
+    if c.is_master or c.server.loading:
+        # A master link or the AOF being loaded (the only client that runs
+        # commands while loading): the argument was already made exact.
         a.limit = 0
     elif limit_given:
         if not a.approx:
