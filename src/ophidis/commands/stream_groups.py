@@ -259,7 +259,9 @@ class _Claim:
     """What XCLAIM and XAUTOCLAIM do with each pending entry they take:
     give it to the consumer argv[3] (created on first use), or drop it from
     the PEL when its entry was deleted from the stream; either propagates
-    as an XCLAIM (streamPropagateXCLAIM) and counts as a change."""
+    as an XCLAIM (streamPropagateXCLAIM) and counts as a change.  The
+    consumer is made (or seen) first, whatever is claimed (Redis 7.2), and
+    its active time is set by each entry it takes."""
     __slots__ = ("c", "argv", "g", "justid", "srv", "dirty0", "ops", "cons")
 
     def __init__(self, c, argv, g, justid):
@@ -270,7 +272,7 @@ class _Claim:
         srv = self.srv = c.server
         self.dirty0 = srv.dirty
         self.ops = [] if propagating(srv) else None
-        self.cons = None
+        self.cons = consumer_for(c, g, argv[2], argv[3], argv[1], c.db)
 
     def propagate(self, op):
         if self.ops is not None:
@@ -288,8 +290,7 @@ class _Claim:
         """Give pending entry i to the consumer; returns its reply."""
         argv = self.argv
         cons = self.cons
-        if cons is None:
-            cons = self.cons = consumer_for(self.c, self.g, argv[2], argv[3], argv[1], self.c.db)
+        cons.active_time = mstime()
         if nack.consumer is not cons and nack.consumer is not None:
             del nack.consumer.pel[i]
         nack.delivery_time = when
@@ -513,9 +514,10 @@ def _stream_info(c, argv, s):
         consumers = g.sorted_consumers()
         ap(b"$9\r\nconsumers\r\n*%d\r\n" % len(consumers))
         for cons in consumers:
-            ap(map_header(resp, 4))
+            ap(map_header(resp, 5))
             ap(b"$4\r\nname\r\n" + bulk_str(cons.name))
             ap(b"$9\r\nseen-time\r\n" + integer(cons.seen_time))
+            ap(b"$11\r\nactive-time\r\n" + integer(cons.active_time))
             ap(_pel_field(cons.pel, count, lambda i, nack: b"*3\r\n" + id_reply(i)
                           + integer(nack.delivery_time) + integer(nack.delivery_count)))
     return b"".join(parts)
@@ -578,10 +580,12 @@ def xinfo_consumers(c, argv):
         idle = now - cons.seen_time
         if idle < 0:
             idle = 0
-        ap(map_header(resp, 3))
+        ap(map_header(resp, 4))
         ap(b"$4\r\nname\r\n" + bulk_str(cons.name))
         ap(b"$7\r\npending\r\n" + integer(len(cons.pel)))
         ap(b"$4\r\nidle\r\n" + integer(idle))
+        at = cons.active_time
+        ap(b"$8\r\ninactive\r\n" + integer(now - at if at != -1 else -1))
     return b"".join(parts)
 
 

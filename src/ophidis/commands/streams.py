@@ -50,8 +50,10 @@ _LIMIT_NO_APPROX = RedisError("ERR syntax error, LIMIT cannot be used without th
 BAD_START = RedisError("ERR invalid start ID for the interval")
 _BAD_END = RedisError("ERR invalid end ID for the interval")
 NO_SUCH_KEY = RedisError("ERR no such key")
-_UNBALANCED = RedisError("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' "
-                         "must be specified.")
+_UNBALANCED = RedisError("ERR Unbalanced 'xread' list of streams: for each stream key an ID or "
+                         "'$' must be specified.")
+_UNBALANCED_GROUP = RedisError("ERR Unbalanced 'xreadgroup' list of streams: for each stream key an "
+                               "ID or '>' must be specified.")
 _UNBLOCKED_DELETED = RedisError("UNBLOCKED the stream key no longer exists")
 _NOGROUP_BLOCKED = RedisError("NOGROUP the consumer group this client was blocked on no longer exists")
 KEY_REQUIRED = RedisError(
@@ -64,11 +66,6 @@ XREAD_BLOCKED_DEFAULT_COUNT = 1000
 
 _SPACE = frozenset(b" \t\n\v\f\r")
 
-# Redis reports the one XADD failure that does not set errno (an
-# "<ms>-*" ID whose sequence is exhausted) by whatever errno holds: the
-# EDOM of an earlier failed XADD, or another value.  Mirror the two causes
-# we can see: XADD's own failures and the strtoull fallback of ID parsing.
-_errno_edom = False
 
 
 # ---------------------------------------------------------------------------
@@ -78,17 +75,12 @@ def _string2ull(s: bytes):
     """Redis's string2ull: a canonical signed 64-bit value that is not
     negative, else whatever strtoull(s, 10) accepts in full (leading spaces,
     a sign, leading zeros; a '-' negates modulo 2^64).  None if invalid."""
-    global _errno_edom
     if s.isdigit():
         v = int(s)
-        if v >> 63 or (s[0] == 48 and len(s) > 1):
-            _errno_edom = False   # not a canonical long long: strtoull ran
         return v if v <= MASK64 else None
     n = len(s)
     if not n:
         return None
-    if not (n < 21 and s[0] == 45 and s[1:].isdigit() and s[1:2] != b"0"):
-        _errno_edom = False       # strtoull ran (errno = 0 or ERANGE)
     i = 0
     while i < n and s[i] in _SPACE:
         i += 1
@@ -337,7 +329,6 @@ def _rewrite_trim(argv, s, a):
 
 @command("xadd")
 def xadd(c, argv):
-    global _errno_edom
     a, idpos = _parse_add_trim(c, argv, True)
     fpos = idpos + 1
     nf = len(argv) - fpos
@@ -360,18 +351,16 @@ def xadd(c, argv):
         i = a.id
         if not a.seq_given and (last >> 64) == (i >> 64):
             if last & MASK64 == MASK64:
-                raise _EDOM if _errno_edom else _ERANGE
+                raise _EDOM       # an exhausted <ms>-* sequence (7.2: EDOM)
             i = last + 1
     else:
         ms = mstime()
         i = ms << 64 if ms > last >> 64 else last + 1
     if i <= last:
-        _errno_edom = True
         raise _EDOM
     fv = tuple(argv[fpos:])
     tot = sum(map(len, fv))
     if tot > LP_MAX_SIZE:
-        _errno_edom = False
         raise _ERANGE
     vals = c.server.config.values
     s.append(i, fv, vals["stream-node-max-bytes"], vals["stream-node-max-entries"], tot)
@@ -516,6 +505,8 @@ def xsetid(c, argv):
     s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         raise NO_SUCH_KEY
+    if i < s.max_deleted:
+        raise RedisError("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
     if s.length:
         if i < s.last_valid_id():
             raise RedisError("ERR The ID specified in XSETID is smaller than the target stream top item")
@@ -561,7 +552,10 @@ def consumer_for(c, g, gname, name, key, db, ops=None):
 def _serve_group(s, key, gname, g, cons, start, count, noack, ops):
     """streamReplyWithRange with a group: deliver entries > start - 1 to
     cons, move the group's last ID and read counter, create or reassign
-    PEL entries.  Returns the reply body (an array of entries)."""
+    PEL entries (the consumer's active time then: Redis 7.2).  Returns the
+    reply body (an array of entries); ``ops`` gets an XCLAIM per entry
+    and an XGROUP SETID when the group's last ID moved (7.2 propagates it
+    with or without NOACK)."""
     items = s.range(start, MAX_ID, count)
     if not items:
         return EMPTY_ARRAY
@@ -576,9 +570,9 @@ def _serve_group(s, key, gname, g, cons, start, count, noack, ops):
             elif s.entries_added:
                 g.entries_read = s.estimate_distance(i)
             g.last_id = i
-            if noack:
-                moved = True
+            moved = True
         if not noack:
+            cons.active_time = now
             nack = pel.get(i)
             if nack is None:
                 nack = NACK(cons, now)
@@ -642,9 +636,6 @@ def _xread(c, argv, group_mode):
         more = n - i - 1
         o = argv[i].lower()
         if o == b"block" and more:
-            if c.in_script:
-                raise RedisError(b"ERR %s command is not allowed with BLOCK option from scripts"
-                                 % argv[0])
             i += 1
             deadline = parse_timeout(argv[i], seconds=False)
         elif o == b"count" and more:
@@ -656,7 +647,7 @@ def _xread(c, argv, group_mode):
             streams_arg = i + 1
             nstreams = n - streams_arg
             if nstreams % 2:
-                raise _UNBALANCED
+                raise _UNBALANCED_GROUP if group_mode else _UNBALANCED
             nstreams //= 2
             break
         elif o == b"group" and more >= 2:
@@ -700,6 +691,18 @@ def _xread(c, argv, group_mode):
                     "the history of this consumer by specifying a proper ID, or use the > ID to "
                     "get new messages. The $ ID would just return an empty result set.")
             ids.append(s.last_id if s is not None else 0)
+        elif a == b"+":
+            if group_mode:
+                raise RedisError(
+                    "ERR The + ID is meaningless in the context of XREADGROUP: you want to read "
+                    "the history of this consumer by specifying a proper ID, or use the > ID to "
+                    "get new messages. The + ID would just return an empty result set.")
+            if s is None:
+                ids.append(0)
+            elif not s.last_id:
+                raise RedisError("ERR the stream last element ID is 0-0")
+            else:
+                ids.append(s.last_id - 1)     # XREAD + (7.4): the last entry
         elif a == b">":
             if not group_mode:
                 raise RedisError("ERR The > ID can be specified only when calling XREADGROUP "
@@ -729,6 +732,9 @@ def _xread(c, argv, group_mode):
                 if s.last_valid_id() > g.last_id:
                     serve = True
                     gt = g.last_id
+            # Redis 7.2: the consumer is made (or seen) even when nothing
+            # is served
+            cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
         elif s.length and s.last_valid_id() > gt:
             serve = True
         if not serve:
@@ -739,17 +745,18 @@ def _xread(c, argv, group_mode):
             parts.append(b"*2\r\n")
         parts.append(bulk_str(key))
         if group_mode:
-            cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
             if history:
                 parts.append(_serve_history(c, s, cons, start, count))
             else:
+                moved = g.last_id
                 parts.append(_serve_group(s, key, gname, g, cons, start, count, noack, ops))
-            srv.dirty += 1
+                if g.last_id != moved:
+                    srv.dirty += 1        # it propagates (7.2: a history read does not)
         else:
             parts.append(entries_reply(s.range(start, MAX_ID, count)))
+    if group_mode:
+        propagate_ops(c, argv, ops, dirty0)
     if served:
-        if group_mode:
-            propagate_ops(c, argv, ops, dirty0)
         return (b"*%d\r\n" % served if resp2 else b"%%%d\r\n" % served) + b"".join(parts)
     if deadline is None:
         return c.null_array
@@ -774,8 +781,8 @@ def _xread(c, argv, group_mode):
             if s is None or s.__class__ is not StreamValue:
                 return None
             gt = gts[key]
-        if s.last_id <= gt:
-            return None
+        if not s.length or s.last_valid_id() <= gt:
+            return None         # as the command run again finds nothing (7.2)
         start = gt + 1
         head = b"*1\r\n*2\r\n" if c.resp == 2 else b"%1\r\n"
         if not group_mode:

@@ -305,11 +305,14 @@ class NACK:
 
 
 class Consumer:
-    __slots__ = ("name", "seen_time", "pel")
+    """A consumer of a group.  seen_time: its last read or claim attempt;
+    active_time: when it last got an entry (-1: never), as Redis 7.2."""
+    __slots__ = ("name", "seen_time", "active_time", "pel")
 
     def __init__(self, name: bytes, now: int):
         self.name = name
         self.seen_time = now
+        self.active_time = -1
         self.pel = SortedDict()
 
 
@@ -692,6 +695,7 @@ class StreamValue:
                     ng.pel[i] = nn
                 for cname, cons in g.consumers.items():
                     nc = Consumer(cname, cons.seen_time)
+                    nc.active_time = cons.active_time
                     for i in cons.pel:
                         nack = nacks[i]
                         nack.consumer = nc
