@@ -32,3 +32,110 @@ def test_approx_trim_with_limit_replays_from_the_aof(start_server):
         assert c.call("XLEN", "st") == b":72\r\n"
         c.close()
         s.stop()
+
+
+_TIMES = re.compile(rb"(idle|inactive|seen-time|active-time)\r\n:(\d+)\r\n")
+_MS = re.compile(rb":1\d{12}\r\n")
+
+
+def _times(reply: bytes) -> bytes:
+    """Idle and inactive times and absolute times hidden (-1 kept: a
+    consumer never active)."""
+    return _MS.sub(b":<ms>\r\n", _TIMES.sub(rb"\1\r\n:<t>\r\n", reply))
+
+
+def test_consumers_active_time_same_as_valkey(same_as_valkey):
+    """7.2: XINFO CONSUMERS' inactive (-1 until the consumer gets an
+    entry), XINFO STREAM FULL's active-time; XREADGROUP, XCLAIM and
+    XAUTOCLAIM make the consumer even when they serve nothing."""
+    same_as_valkey([
+        ["XADD", "s", "1", "f", "v"], ["XADD", "s", "2", "f", "v"],
+        ["XGROUP", "CREATE", "s", "g", "$"],
+        ["XREADGROUP", "GROUP", "g", "idle", "STREAMS", "s", ">"],
+        ["XCLAIM", "s", "g", "claimer", "0", "1"],
+        ["XAUTOCLAIM", "s", "g", "auto", "0", "0"],
+        ["XGROUP", "CREATECONSUMER", "s", "g", "made"],
+        (["XINFO", "CONSUMERS", "s", "g"], _times),
+        ["XGROUP", "SETID", "s", "g", "0"],
+        ["XREADGROUP", "GROUP", "g", "reader", "COUNT", "1", "STREAMS", "s", ">"],
+        ["XREADGROUP", "GROUP", "g", "noack", "NOACK", "STREAMS", "s", ">"],
+        ["XREADGROUP", "GROUP", "g", "idle", "STREAMS", "s", "0"],
+        ["XCLAIM", "s", "g", "claimer", "0", "1", "JUSTID"],
+        (["XINFO", "CONSUMERS", "s", "g"], _times),
+        (["XINFO", "STREAM", "s", "FULL"], _times),
+        ["XINFO", "CONSUMERS", "s", "nogroup"],
+    ])
+
+
+def test_inactive_is_measured(r):
+    r.xadd("s", {"f": "v"}, id="1")
+    r.xgroup_create("s", "g", "0")
+    r.xreadgroup("g", "c", {"s": ">"})
+    r.xgroup_createconsumer("s", "g", "never")
+    info = {x["name"]: x for x in r.xinfo_consumers("s", "g")}
+    assert info[b"never"]["inactive"] == -1
+    assert 0 <= info[b"c"]["inactive"] < 5000
+    full = r.execute_command("XINFO", "STREAM", "s", "FULL")
+    cons = dict(zip(full[full.index(b"groups") + 1][0][::2], full[full.index(b"groups") + 1][0][1::2]))
+    by = {c[1]: dict(zip(c[::2], c[1::2])) for c in cons[b"consumers"]}
+    assert by[b"never"][b"active-time"] == -1
+    assert by[b"c"][b"active-time"] >= by[b"c"][b"seen-time"] - 5000 > 0
+
+
+def test_reload_takes_the_seen_time_as_active_time(r):
+    """Our RDB files keep type 19 (what Redis 7.0 loads), which has no
+    active time: loaded, it is the seen time, as Redis loads such files."""
+    r.xadd("s", {"f": "v"}, id="1")
+    r.xgroup_create("s", "g", "0")
+    r.xgroup_createconsumer("s", "g", "c")
+    assert r.execute_command("DEBUG", "RELOAD")
+    c = r.xinfo_consumers("s", "g")[0]
+    assert c["inactive"] == c["idle"] or abs(c["inactive"] - c["idle"]) < 50
+
+
+def test_xread_plus_and_read_errors_same_as_valkey(same_as_valkey):
+    """7.4: XREAD ... + reads the last entry; XREADGROUP refuses +; the
+    'Unbalanced' errors name the command; BLOCK in a script does not
+    block and is no error (7.2)."""
+    same_as_valkey([
+        ["XREAD", "STREAMS", "s", "+"],
+        ["XADD", "s", "1-1", "f", "v"], ["XADD", "s", "5-0", "f", "w"],
+        ["XREAD", "STREAMS", "s", "+"],
+        ["XREAD", "COUNT", "5", "STREAMS", "s", "nokey", "+", "+"],
+        ["XREAD", "STREAMS", "s", "nokey", "+", "0"],
+        ["XDEL", "s", "5-0"], ["XREAD", "STREAMS", "s", "+"],
+        ["XADD", "t", "0-1", "f", "v"], ["XREAD", "STREAMS", "t", "+"],
+        ["XGROUP", "CREATE", "e", "g", "$", "MKSTREAM"],
+        ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "e", "+"],
+        ["XREAD", "STREAMS", "s", "t", "+"],
+        ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "t", ">"],
+        ["XREAD", "BLOCK", "0", "STREAMS", "s"],
+        ["EVAL", "return redis.call('XREAD', 'BLOCK', '0', 'STREAMS', 'e', '$')", "0"],
+        ["EVAL", "return redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', '0', 'STREAMS', 'e', '>')", "0"],
+        ["MULTI"], ["XREAD", "BLOCK", "0", "STREAMS", "s", "+"], ["EXEC"],
+    ])
+
+
+def test_xread_plus_on_a_stream_never_written(raw, raw3):
+    """Redis 7.4 refuses + where the last ID is 0-0 (valkey replies nil)."""
+    for c in (raw, raw3):
+        c.call("DEL", "e")
+        c.call("XGROUP", "CREATE", "e", "g", "$", "MKSTREAM")
+        assert c.call("XREAD", "STREAMS", "e", "+") == b"-ERR the stream last element ID is 0-0\r\n"
+        assert c.call("XREAD", "STREAMS", "nokey", "+") == (b"*-1\r\n" if c is raw else b"_\r\n")
+
+
+def test_xsetid_and_xadd_errors_same_as_valkey(same_as_valkey):
+    same_as_valkey([
+        ["XADD", "s", "1", "f", "v"], ["XADD", "s", "5", "f", "v"], ["XDEL", "s", "5"],
+        ["XSETID", "s", "4"], ["XSETID", "s", "5"], ["XINFO", "STREAM", "s"],
+        ["XADD", "x", "3-18446744073709551615", "f", "v"], ["XADD", "x", "3-*", "f", "v"],
+        ["XADD", "x", "2-*", "f", "v"], ["XADD", "x", "4-*", "f", "v"],
+    ])
+
+
+def test_xread_plus_in_resp2_with_redis_py(r):
+    r.xadd("s", {"f": "v"}, id="3")
+    r.xadd("s", {"f": "w"}, id="4")
+    assert r.execute_command("XREAD", "BLOCK", "50", "STREAMS", "s", "+") == [
+        [b"s", [(b"4-0", {b"f": b"w"})]]]
