@@ -139,3 +139,137 @@ def test_xread_plus_in_resp2_with_redis_py(r):
     r.xadd("s", {"f": "w"}, id="4")
     assert r.execute_command("XREAD", "BLOCK", "50", "STREAMS", "s", "+") == [
         [b"s", [(b"4-0", {b"f": b"w"})]]]
+
+
+# ---------------------------------------------------------------------------
+# 8.2: XDELEX, XACKDEL, KEEPREF | DELREF | ACKED (valkey has none of them:
+# Redis's documented replies and its own suite's cases)
+# ---------------------------------------------------------------------------
+def _two_groups(c):
+    c.call("DEL", "st")
+    c.call("XADD", "st", "1-0", "f", "v")
+    c.call("XADD", "st", "2-0", "f", "v")
+    c.call("XGROUP", "CREATE", "st", "g1", "0")
+    c.call("XGROUP", "CREATE", "st", "g2", "0")
+    c.call("XREADGROUP", "GROUP", "g1", "c1", "STREAMS", "st", ">")
+    c.call("XREADGROUP", "GROUP", "g2", "c2", "STREAMS", "st", ">")
+
+
+_NOPEL2 = b"*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n"
+
+
+def test_xackdel_policies(raw):
+    _two_groups(raw)
+    assert raw.call("XACKDEL", "st", "g1", "DELREF", "IDS", "2", "1-0", "2-0") == b"*2\r\n:1\r\n:1\r\n"
+    assert raw.call("XLEN", "st") == b":0\r\n"
+    assert raw.call("XPENDING", "st", "g1") == _NOPEL2
+    assert raw.call("XPENDING", "st", "g2") == _NOPEL2
+    assert raw.call("XACKDEL", "st", "g2", "DELREF", "IDS", "2", "1-0", "2-0") == b"*2\r\n:-1\r\n:-1\r\n"
+
+    _two_groups(raw)
+    assert raw.call("XACKDEL", "st", "g1", "ACKED", "IDS", "2", "1-0", "2-0") == b"*2\r\n:2\r\n:2\r\n"
+    assert raw.call("XLEN", "st") == b":2\r\n"
+    assert raw.call("XPENDING", "st", "g1") == _NOPEL2
+    assert raw.call("XPENDING", "st", "g2").startswith(b"*4\r\n:2\r\n")
+    assert raw.call("XACKDEL", "st", "g2", "acked", "IDS", "2", "1-0", "2-0") == b"*2\r\n:1\r\n:1\r\n"
+    assert raw.call("XLEN", "st") == b":0\r\n"
+
+    _two_groups(raw)
+    assert raw.call("XACKDEL", "st", "g1", "KEEPREF", "IDS", "2", "1-0", "2-0") == b"*2\r\n:1\r\n:1\r\n"
+    assert raw.call("XLEN", "st") == b":0\r\n"
+    assert raw.call("XPENDING", "st", "g2").startswith(b"*4\r\n:2\r\n")
+    # acknowledged in g2 though the entries are gone: 1
+    assert raw.call("XACKDEL", "st", "g2", "IDS", "2", "1-0", "2-0") == b"*2\r\n:1\r\n:1\r\n"
+    assert raw.call("XPENDING", "st", "g2") == _NOPEL2
+
+
+def test_xackdel_and_xdelex_errors(raw, raw3):
+    for c in (raw, raw3):
+        c.call("DEL", "st")
+        assert c.call("XACKDEL", "st", "g", "IDS", "2", "1-1", "2-2") == b"*2\r\n:-1\r\n:-1\r\n"
+        c.call("XADD", "st", "1-0", "f", "v")
+        assert c.call("XACKDEL", "st", "g", "IDS", "2", "1-1", "2-2") == b"*2\r\n:-1\r\n:-1\r\n"
+        assert c.call("XDELEX", "nokey", "IDS", "1", "1") == b"*1\r\n:-1\r\n"
+    c = raw
+    c.call("XGROUP", "CREATE", "st", "g", "0")
+    for cmd in (["XACKDEL", "st", "g"], ["XACKDEL", "st"], ["XDELEX", "st", "IDS", "1"]):
+        assert c.call(*cmd) == b"-ERR wrong number of arguments for '%s' command\r\n" % cmd[0].lower().encode()
+    numids = b"-ERR Number of IDs must be a positive integer\r\n"
+    mismatch = b"-ERR The `numids` parameter must match the number of arguments\r\n"
+    syntax = b"-ERR syntax error\r\n"
+    for tail, err in ((["IDS", "abc", "1-1"], numids), (["IDS", "0", "1-1"], numids),
+                      (["IDS", "-5", "1-1"], numids), (["IDS", "3", "1-1", "2-2"], mismatch),
+                      (["IDS", "1", "1-1", "2-2"], syntax), (["KEEPREF", "DELREF", "IDS", "1", "1-1"], syntax),
+                      (["KEEPREF", "ACKED", "IDS", "1", "1-1"], syntax),
+                      (["DELREF", "ACKED", "IDS", "1", "1-1"], syntax),
+                      (["IDS", "1", "+"], b"-ERR Invalid stream ID specified as stream command argument\r\n")):
+        assert c.call("XACKDEL", "st", "g", *tail) == err, tail
+        assert c.call("XDELEX", "st", *tail) == err, tail
+    # the IDS block may come first
+    assert c.call("XDELEX", "st", "IDS", "1", "1-0", "KEEPREF") == b"*1\r\n:1\r\n"
+    c.call("SET", "str", "x")
+    assert c.call("XDELEX", "str", "IDS", "1", "1").startswith(b"-WRONGTYPE")
+
+
+def test_xdelex_acked_follows_the_groups(raw):
+    raw.call("DEL", "st")
+    for j in range(5):
+        raw.call("XADD", "st", "%d-1" % j, "item", str(j))
+    raw.call("XGROUP", "CREATE", "st", "g", "0")
+    raw.call("XREADGROUP", "GROUP", "g", "c", "STREAMS", "st", ">")
+    ids = ["%d-1" % j for j in range(5)]
+    assert raw.call("XDELEX", "st", "ACKED", "IDS", "5", *ids) == b"*5\r\n" + b":2\r\n" * 5
+    raw.call("XGROUP", "DESTROY", "st", "g")
+    assert raw.call("XDELEX", "st", "ACKED", "IDS", "5", *ids) == b"*5\r\n" + b":1\r\n" * 5
+    assert raw.call("XLEN", "st") == b":0\r\n"
+    # a group that has not read an entry yet refers to it
+    raw.call("DEL", "st")
+    for j in range(1, 6):
+        raw.call("XADD", "st", "%d-0" % j, "f", "v")
+    raw.call("XGROUP", "CREATE", "st", "g1", "1-0")
+    raw.call("XGROUP", "CREATE", "st", "g2", "3-0")
+    assert raw.call("XDELEX", "st", "ACKED", "IDS", "1", "1-0") == b"*1\r\n:1\r\n"
+    assert raw.call("XDELEX", "st", "ACKED", "IDS", "1", "2-0") == b"*1\r\n:2\r\n"
+    raw.call("XGROUP", "DESTROY", "st", "g1")
+    assert raw.call("XDELEX", "st", "ACKED", "IDS", "1", "2-0") == b"*1\r\n:1\r\n"
+    # DELREF drops the references of every group; KEEPREF (the default) keeps them
+    _two_groups(raw)
+    assert raw.call("XDELEX", "st", "IDS", "1", "1-0") == b"*1\r\n:1\r\n"
+    assert raw.call("XPENDING", "st", "g1").startswith(b"*4\r\n:2\r\n")
+    assert raw.call("XDELEX", "st", "DELREF", "IDS", "2", "1-0", "2-0") == b"*2\r\n:-1\r\n:1\r\n"
+    assert raw.call("XPENDING", "st", "g1") == _NOPEL2
+    assert raw.call("XPENDING", "st", "g2") == _NOPEL2
+    info = raw.call("XINFO", "STREAM", "st")
+    assert b"max-deleted-entry-id\r\n$3\r\n2-0\r\n" in info
+
+
+def test_trim_policies(raw):
+    raw.call("DEL", "st")
+    for j in range(1, 7):
+        raw.call("XADD", "st", str(j), "f", "v")
+    raw.call("XGROUP", "CREATE", "st", "g", "0")
+    raw.call("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "st", ">")
+    # 1 and 2 pending, 3..6 unread: every entry is referenced
+    assert raw.call("XTRIM", "st", "MAXLEN", "2", "ACKED") == b":0\r\n"
+    raw.call("XACK", "st", "g", "1")
+    assert raw.call("XTRIM", "st", "MAXLEN", "0", "ACKED") == b":1\r\n"
+    assert raw.call("XTRIM", "st", "MINID", "4", "DELREF") == b":2\r\n"       # 2 (pending) and 3
+    assert raw.call("XPENDING", "st", "g") == _NOPEL2
+    assert raw.call("XTRIM", "st", "MAXLEN", "1", "KEEPREF") == b":2\r\n"
+    # XADD: an ACKED trim keeps what a group has not read
+    raw.call("DEL", "st")
+    for j in range(1, 7):
+        raw.call("XADD", "st", str(j), "f", "v")
+    raw.call("XGROUP", "CREATE", "st", "g", "3")
+    assert raw.call("XADD", "st", "MAXLEN", "1", "ACKED", "7", "f", "v") == b"$3\r\n7-0\r\n"
+    assert raw.call("XLEN", "st") == b":4\r\n"
+    assert raw.call("XRANGE", "st", "-", "+", "COUNT", "1").startswith(b"*1\r\n*2\r\n$3\r\n4-0\r\n")
+    for bad in (["XTRIM", "st", "MAXLEN", "1", "ACKED", "DELREF"], 
+                ["XTRIM", "st", "MAXLEN", "1", "KEEPREF", "KEEPREF"]):
+        assert raw.call(*bad) == b"-ERR syntax error\r\n", bad
+    # without groups, the policies trim as KEEPREF
+    raw.call("DEL", "st")
+    for j in range(1, 7):
+        raw.call("XADD", "st", str(j), "f", "v")
+    assert raw.call("XADD", "st", "ACKED", "MAXLEN", "2", "7", "f", "v") == b"$3\r\n7-0\r\n"
+    assert raw.call("XLEN", "st") == b":2\r\n"

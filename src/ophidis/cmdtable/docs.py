@@ -317,10 +317,12 @@ unwatch|Forget watched keys
 wait|Wait for replicas to acknowledge writes
 watch|Watch keys for a transaction
 xack|Acknowledge stream messages
+xackdel|Acknowledge stream messages and delete them
 xadd|Append an entry to a stream
 xautoclaim|Claim idle pending messages
 xclaim|Take over pending messages
 xdel|Remove stream entries
+xdelex|Remove stream entries, choosing what happens to group references
 xgroup|Consumer group management
 xgroup|create|Create a consumer group
 xgroup|createconsumer|Create a consumer

@@ -14,9 +14,10 @@ from ..protocol.resp import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
 from ..replication.propagate import propagating
 from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
 from ..util import parse_int
-from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, consumer_for,
-                      create_consumer, entries_reply, entry_reply, help_reply, id_reply, parse_id,
-                      parse_interval, propagate_ops, range_args, setid_op, xclaim_op)
+from .streams import (ACKED, BAD_START, BUSYGROUP, DELREF, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, code_array,
+                      consumer_for, create_consumer, drop_references, entries_reply, entry_referenced,
+                      entry_reply, help_reply, id_reply, parse_delete_args, parse_id, parse_interval,
+                      propagate_ops, range_args, setid_op, xclaim_op, xdel_one)
 
 _STREAM = notify.STREAM
 
@@ -189,6 +190,43 @@ def xack(c, argv):
             acked += 1
     c.server.dirty += acked
     return integer(acked)
+
+
+@command("xackdel")
+def xackdel(c, argv):
+    """XACKDEL key group [KEEPREF|DELREF|ACKED] IDS numids id ... (8.2):
+    XACK then XDELEX; per ID 1 (acknowledged or deleted), -1 (neither),
+    2 (ACKED: acknowledged here, still referenced elsewhere: kept)."""
+    policy, ids = parse_delete_args(argv, 3)
+    db = c.db
+    key = argv[1]
+    s = db.lookup_write_typed(key, StreamValue)
+    g = s.groups.get(argv[2]) if s is not None and s.groups else None
+    if g is None:
+        return code_array([-1] * len(ids))
+    out = []
+    deleted = changed = 0
+    pel = g.pel
+    for i in ids:
+        nack = pel.pop(i, None)
+        if nack is not None:
+            del nack.consumer.pel[i]
+            changed += 1
+        if policy == ACKED and entry_referenced(s, i):
+            out.append(2)
+            continue
+        if policy == DELREF and drop_references(s, i):
+            changed += 1
+        if xdel_one(s, i):
+            deleted += 1
+            out.append(1)
+        else:
+            out.append(1 if nack is not None else -1)
+    if deleted:
+        db.signal(key)
+        notify.notify(_STREAM, b"xdel", key, db.id)
+    c.server.dirty += deleted + changed
+    return code_array(out)
 
 
 def _nogroup(argv):

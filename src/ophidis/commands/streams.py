@@ -229,11 +229,43 @@ def setid_op(key, gname, g):
 # ---------------------------------------------------------------------------
 # XADD / XTRIM
 # ---------------------------------------------------------------------------
+# Redis 8.2's reference policies of deletions and trims (XDELEX, XACKDEL,
+# XADD/XTRIM ... KEEPREF|DELREF|ACKED)
+KEEPREF, DELREF, ACKED = 0, 1, 2
+_POLICIES = {b"keepref": KEEPREF, b"delref": DELREF, b"acked": ACKED}
+
+
+def entry_referenced(s, i) -> bool:
+    """streamEntryIsReferenced: a group has not read entry i yet (its last
+    delivered ID is below i) or holds it pending."""
+    groups = s.groups
+    if groups:
+        for g in groups.values():
+            if i > g.last_id or i in g.pel:
+                return True
+    return False
+
+
+def drop_references(s, i) -> bool:
+    """streamCleanupEntryCGroupRefs: entry i out of every group's PEL;
+    whether there was any."""
+    found = False
+    groups = s.groups
+    if groups:
+        for g in groups.values():
+            nack = g.pel.pop(i, None)
+            if nack is not None:
+                del nack.consumer.pel[i]
+                found = True
+    return found
+
+
 class _TrimArgs:
     __slots__ = ("strategy", "approx", "limit", "maxlen", "minid", "arg_idx",
-                 "nomkstream", "id", "id_given", "seq_given")
+                 "nomkstream", "id", "id_given", "seq_given", "policy")
 
     def __init__(self):
+        self.policy = None            # None (KEEPREF), or one of the policies
         self.strategy = None          # None, "maxlen" or "minid"
         self.approx = self.nomkstream = self.id_given = False
         self.limit = self.maxlen = self.minid = self.arg_idx = self.id = 0
@@ -280,6 +312,8 @@ def _parse_add_trim(c, argv, xadd):
             i += 1
         elif xadd and lo == b"nomkstream":
             a.nomkstream = True
+        elif lo in _POLICIES and a.policy is None:
+            a.policy = _POLICIES[lo]
         elif xadd:
             a.id, a.seq_given = parse_id(opt, 0, strict=True, seq_star=True)
             a.id_given = True
@@ -311,9 +345,21 @@ def _parse_add_trim(c, argv, xadd):
 
 
 def _trim(s, a):
+    policy = a.policy
+    if not policy or not s.groups:      # KEEPREF, or nothing refers to entries
+        if a.strategy == "maxlen":
+            return s.trim(maxlen=a.maxlen, approx=a.approx, limit=a.limit)
+        return s.trim(minid=a.minid, approx=a.approx, limit=a.limit)
+    removed = []
+    keep = (lambda i: entry_referenced(s, i)) if policy == ACKED else None
     if a.strategy == "maxlen":
-        return s.trim(maxlen=a.maxlen, approx=a.approx, limit=a.limit)
-    return s.trim(minid=a.minid, approx=a.approx, limit=a.limit)
+        n = s.trim_refs(maxlen=a.maxlen, approx=a.approx, limit=a.limit, keep=keep, removed=removed)
+    else:
+        n = s.trim_refs(minid=a.minid, approx=a.approx, limit=a.limit, keep=keep, removed=removed)
+    if policy == DELREF:
+        for i in removed:
+            drop_references(s, i)
+    return n
 
 
 def _rewrite_trim(argv, s, a):
@@ -475,6 +521,89 @@ def xdel(c, argv):
         notify.notify(_STREAM, b"xdel", key, db.id)
         c.server.dirty += deleted
     return integer(deleted)
+
+
+def parse_delete_args(argv, start):
+    """The policy and IDS block of XDELEX/XACKDEL from argv[start:], in
+    any order -> (policy, [ids]); the IDs are parsed (strictly) before
+    the key is looked up."""
+    policy = None
+    ids = None
+    n = len(argv)
+    j = start
+    while j < n:
+        lo = argv[j].lower()
+        if lo in _POLICIES and policy is None:
+            policy = _POLICIES[lo]
+            j += 1
+        elif lo == b"ids" and ids is None and j + 1 < n:
+            try:
+                num = parse_int(argv[j + 1])
+            except RedisError:
+                num = 0
+            if num < 1:
+                raise _NUMIDS
+            if num > n - j - 2:
+                raise _NUMIDS_MISMATCH
+            ids = [parse_id(a, 0, strict=True)[0] for a in argv[j + 2:j + 2 + num]]
+            j += 2 + num
+        else:
+            raise SYNTAX
+    if ids is None:
+        raise SYNTAX
+    return policy or KEEPREF, ids
+
+
+def xdel_one(s, i) -> bool:
+    """XDEL's deletion of entry i with its bookkeeping (first entry, the
+    greatest deleted ID)."""
+    if not s.delete(i):
+        return False
+    if i > s.max_deleted:
+        s.max_deleted = i
+    if s.length == 0:
+        s.first_id = 0
+    elif i == s.first_id:
+        s.first_id = s.first_entry()
+    return True
+
+
+_NUMIDS = RedisError("ERR Number of IDs must be a positive integer")
+_NUMIDS_MISMATCH = RedisError("ERR The `numids` parameter must match the number of arguments")
+
+
+def code_array(codes) -> bytes:
+    return b"*%d\r\n" % len(codes) + b"".join(b":%d\r\n" % x for x in codes)
+
+
+@command("xdelex")
+def xdelex(c, argv):
+    """XDELEX key [KEEPREF|DELREF|ACKED] IDS numids id ... (8.2): per ID,
+    1 deleted, -1 no such entry, 2 kept (ACKED: still referenced)."""
+    policy, ids = parse_delete_args(argv, 2)
+    db = c.db
+    key = argv[1]
+    s = db.lookup_write_typed(key, StreamValue)
+    if s is None:
+        return code_array([-1] * len(ids))
+    out = []
+    deleted = changed = 0
+    for i in ids:
+        if policy == ACKED and entry_referenced(s, i):
+            out.append(2)
+            continue
+        if policy == DELREF and drop_references(s, i):
+            changed += 1
+        if xdel_one(s, i):
+            deleted += 1
+            out.append(1)
+        else:
+            out.append(-1)
+    if deleted:
+        db.signal(key)
+        notify.notify(_STREAM, b"xdel", key, db.id)
+    c.server.dirty += deleted + changed
+    return code_array(out)
 
 
 @command("xsetid")

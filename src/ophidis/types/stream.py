@@ -605,6 +605,74 @@ class StreamValue:
             self.first_id = self.first_entry()
         return deleted
 
+    def trim_refs(self, maxlen=None, minid=None, approx=False, limit=0, keep=None,
+                  removed=None) -> int:
+        """trim with Redis 8.2's reference policies: ``keep(id)`` true for
+        an entry that must stay (ACKED: still referenced by a group), the
+        IDs removed appended to ``removed`` (DELREF drops their PEL
+        references).  With approx a node goes whole or trimming stops;
+        exact trimming skips kept entries and goes on with the next ones
+        until the length or the MINID is reached."""
+        nodes = self.nodes
+        deleted = 0
+        k = 0
+        gone = []                         # indexes of nodes left without live entries
+        while k < len(nodes):
+            if maxlen is not None and self.length <= maxlen:
+                break
+            node = nodes[k]
+            ids = node.ids
+            flags = node.flags
+            live = [j for j in range(node.head, len(ids)) if not flags[j] & FLAG_DELETED]
+            if limit and deleted + node.live > limit:
+                break
+            if maxlen is not None:
+                whole = self.length - node.live >= maxlen
+            else:
+                whole = ids[-1] < minid
+            if whole and keep is not None and any(keep(ids[j]) for j in live):
+                whole = False
+            if whole:
+                if removed is not None:
+                    removed.extend(ids[j] for j in live)
+                self.length -= node.live
+                deleted += node.live
+                node.dead += node.live
+                node.live = 0
+                gone.append(k)
+                k += 1
+                continue
+            if approx:
+                break
+            stop = len(ids) if maxlen is not None else bisect_left(ids, minid)
+            n = 0
+            for j in live:
+                if j >= stop or (maxlen is not None and self.length <= maxlen):
+                    break
+                if keep is not None and keep(ids[j]):
+                    continue
+                flags[j] |= FLAG_DELETED
+                if removed is not None:
+                    removed.append(ids[j])
+                self.length -= 1
+                n += 1
+            node.live -= n
+            node.dead += n
+            deleted += n
+            self._advance_head(node)
+            if node.live == 0:
+                gone.append(k)
+            if keep is None or (maxlen is None and stop < len(ids)):
+                break
+            k += 1
+        for k in reversed(gone):
+            self._remove_node(k)
+        if self.length == 0:
+            self.first_id = 0
+        elif deleted:
+            self.first_id = self.first_entry()
+        return deleted
+
     # -- consumer groups helpers -------------------------------------------------------
     def has_tombstones_in(self, start: int, end: int = MAX_ID) -> bool:
         """streamRangeHasTombstones."""
