@@ -10,7 +10,9 @@ documented replies."""
 from __future__ import annotations
 
 import re
+import time
 
+from support.replication import SyncStream
 from support.resp import RespConn
 
 
@@ -264,7 +266,7 @@ def test_trim_policies(raw):
     assert raw.call("XADD", "st", "MAXLEN", "1", "ACKED", "7", "f", "v") == b"$3\r\n7-0\r\n"
     assert raw.call("XLEN", "st") == b":4\r\n"
     assert raw.call("XRANGE", "st", "-", "+", "COUNT", "1").startswith(b"*1\r\n*2\r\n$3\r\n4-0\r\n")
-    for bad in (["XTRIM", "st", "MAXLEN", "1", "ACKED", "DELREF"], 
+    for bad in (["XTRIM", "st", "MAXLEN", "1", "ACKED", "DELREF"],
                 ["XTRIM", "st", "MAXLEN", "1", "KEEPREF", "KEEPREF"]):
         assert raw.call(*bad) == b"-ERR syntax error\r\n", bad
     # without groups, the policies trim as KEEPREF
@@ -273,3 +275,145 @@ def test_trim_policies(raw):
         raw.call("XADD", "st", str(j), "f", "v")
     assert raw.call("XADD", "st", "ACKED", "MAXLEN", "2", "7", "f", "v") == b"$3\r\n7-0\r\n"
     assert raw.call("XLEN", "st") == b":2\r\n"
+
+
+# ---------------------------------------------------------------------------
+# 8.4: XREADGROUP ... CLAIM min-idle-time
+# ---------------------------------------------------------------------------
+def _age(c, key, ids, ms=1000):
+    """Make pending entries look idle for ms (XCLAIM ... TIME, by their
+    holder), as Redis's own suite does."""
+    t = c.call("TIME").split(b"\r\n")
+    now = int(t[2]) * 1000 + int(t[4]) // 1000
+    for i in ids:
+        owner = re.search(rb"\*4\r\n\$\d+\r\n[^\r]+\r\n\$\d+\r\n([^\r]+)\r\n",
+                          c.call("XPENDING", key, "g", i, i, "1")).group(1)
+        c.call("XCLAIM", key, "g", owner, "0", i, "TIME", str(now - ms), "JUSTID")
+
+
+def _claim_setup(c, n=2, read=1):
+    c.call("DEL", "m")
+    for j in range(1, n + 1):
+        c.call("XADD", "m", "%d-0" % j, "f", "v%d" % j)
+    c.call("XGROUP", "CREATE", "m", "g", "0")
+    if read:
+        c.call("XREADGROUP", "GROUP", "g", "c1", "COUNT", str(read), "STREAMS", "m", ">")
+
+
+_IDLE = re.compile(rb"(\$2\r\nv\d\r\n):([1-9]\d*)\r\n")
+
+
+def _idle(reply):
+    return _IDLE.sub(rb"\1:<idle>\r\n", reply)
+
+
+def test_xreadgroup_claim_replies(raw, raw3):
+    for c in (raw, raw3):
+        _claim_setup(c)
+        _age(c, "m", ["1-0"])
+        r = c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "500", "STREAMS", "m", ">")
+        # the claimed entry first (its idle time, its delivery count before),
+        # then the new one with 0 0
+        body = (b"$1\r\nm\r\n*2\r\n*4\r\n$3\r\n1-0\r\n*2\r\n$1\r\nf\r\n$2\r\nv1\r\n:<idle>\r\n:1\r\n"
+                b"*4\r\n$3\r\n2-0\r\n*2\r\n$1\r\nf\r\n$2\r\nv2\r\n:0\r\n:0\r\n")
+        assert _idle(r) == (b"*1\r\n*2\r\n" if c is raw else b"%1\r\n") + body
+        assert int(re.search(rb"v1\r\n:(\d+)", r).group(1)) >= 1000
+        p = c.call("XPENDING", "m", "g", "-", "+", "10")
+        assert p.count(b"$2\r\nc2\r\n") == 2 and b":2\r\n*4" in p      # 1-0 delivered twice
+        # nothing idle enough, nothing new: nil
+        assert c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "100000", "STREAMS", "m", ">") == \
+            (b"*-1\r\n" if c is raw else b"_\r\n")
+
+
+def test_xreadgroup_claim_count_order_noack_and_history(raw):
+    c = raw
+    _claim_setup(c, n=6, read=6)
+    _age(c, "m", ["4-0"], 50000)
+    _age(c, "m", ["2-0"], 40000)
+    _age(c, "m", ["6-0"], 30000)
+    _age(c, "m", ["1-0"], 2000)
+    r = c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "10000", "COUNT", "10", "STREAMS", "m", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"4-0", b"2-0", b"6-0"]    # the longest idle first
+    r = c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "1500", "COUNT", "10", "STREAMS", "m", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"1-0"]
+    # COUNT covers claimed and new entries, the claimed first
+    _claim_setup(c, n=3, read=1)
+    _age(c, "m", ["1-0"])
+    r = c.call("XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "CLAIM", "50", "STREAMS", "m", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"1-0"]
+    r = c.call("XREADGROUP", "GROUP", "g", "c1", "CLAIM", "0", "STREAMS", "m", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"1-0", b"2-0", b"3-0"]
+    # CLAIM does nothing for a history read
+    r = c.call("XREADGROUP", "GROUP", "g", "c1", "CLAIM", "0", "STREAMS", "m", "0")
+    assert r.count(b"*2\r\n$3\r\n") == 3 and b"*4\r\n$3" not in r
+    # NOACK: new entries stay out of the PEL, claimed ones stay in it
+    _claim_setup(c, n=2, read=1)
+    _age(c, "m", ["1-0"])
+    r = c.call("XREADGROUP", "GROUP", "g", "c1", "NOACK", "CLAIM", "50", "STREAMS", "m", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"1-0", b"2-0"]
+    assert c.call("XPENDING", "m", "g").startswith(b"*4\r\n:1\r\n")
+    # entries gone from the stream are not claimed
+    _claim_setup(c, n=2, read=2)
+    c.call("XDEL", "m", "1-0")
+    r = c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "0", "STREAMS", "m", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"2-0"]
+
+
+def test_xreadgroup_claim_errors(raw):
+    c = raw
+    _claim_setup(c)
+    not_int = b"-ERR min-idle-time is not an integer\r\n"
+    for tail, err in (
+            (["CLAIM", "test"], not_int), (["CLAIM", "5.5"], not_int), (["CLAIM", "+10"], not_int),
+            (["CLAIM", "-0"], not_int), (["CLAIM", "10", "CLAIM", "COUNT", "1"], not_int),
+            (["CLAIM", "-10"], b"-ERR min-idle-time must be a positive integer\r\n")):
+        assert c.call("XREADGROUP", "GROUP", "g", "c1", *tail, "STREAMS", "m", ">") == err, tail
+    assert c.call("XREADGROUP", "CLAIM", "GROUP", "g", "c1", "STREAMS", "m", ">") == not_int
+    assert c.call("XREADGROUP", "GROUP", "g", "CLAIM", "50", "c1", "STREAMS", "m", ">") == b"-ERR syntax error\r\n"
+    assert c.call("XREADGROUP", "GROUP", "g", "c1", "STREAMS", "m", ">", "CLAIM", "50") == \
+        b"-ERR Invalid stream ID specified as stream command argument\r\n"
+    assert c.call("XREADGROUP", "GROUP", "nog", "c1", "CLAIM", "50", "STREAMS", "m", ">").startswith(
+        b"-NOGROUP No such key 'm' or consumer group 'nog'")
+    # a large min-idle-time only serves new entries
+    r = c.call("XREADGROUP", "GROUP", "g", "c1", "CLAIM", "9223372036854775807", "STREAMS", "m", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"2-0"]
+
+
+def test_xreadgroup_claim_blocks_until_new_entries(raw, connect):
+    c = raw
+    _claim_setup(c, n=1, read=1)
+    b = connect()
+    try:
+        b.send("XREADGROUP", "GROUP", "g", "c2", "BLOCK", "5000", "CLAIM", "100000", "STREAMS", "m", ">")
+        deadline = time.time() + 10
+        while b"blocked_clients:1" not in c.call("INFO", "clients"):
+            assert time.time() < deadline
+            time.sleep(0.01)
+        c.call("XADD", "m", "2-0", "f", "v2")
+        r = b.read(5)
+        assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"2-0"]
+    finally:
+        b.close()
+
+
+def test_xreadgroup_claim_propagates_xclaim(start_server):
+    """Each claimed entry replicates as XCLAIM (with its new delivery
+    count and time), as XREADGROUP's new entries."""
+    m = start_server()
+    c = RespConn(m.port)
+    stream = SyncStream(m.port)
+    try:
+        _claim_setup(c)
+        _age(c, "m", ["1-0"])
+        c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "50", "STREAMS", "m", ">")
+        c.call("SET", "done", "1")
+        cmds = stream.read_until(b"set")
+    finally:
+        stream.close()
+        c.close()
+    tail = cmds[cmds.index([b"MULTI"], len(cmds) - 8):]
+    names = [x[0].upper() for x in tail]
+    assert names == [b"MULTI", b"XCLAIM", b"XCLAIM", b"XGROUP", b"EXEC", b"SET"], tail
+    first = tail[1]
+    assert first[:6] == [b"XCLAIM", b"m", b"g", b"c2", b"0", b"1-0"]
+    assert first[8:10] == [b"RETRYCOUNT", b"2"]

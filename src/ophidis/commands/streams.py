@@ -678,15 +678,79 @@ def consumer_for(c, g, gname, name, key, db, ops=None):
     return cons
 
 
-def _serve_group(s, key, gname, g, cons, start, count, noack, ops):
+_CLAIM_NOT_INT = RedisError("ERR min-idle-time is not an integer")
+_CLAIM_NEGATIVE = RedisError("ERR min-idle-time must be a positive integer")
+_NEW_ENTRY_TAIL = b":0\r\n:0\r\n"
+
+
+def _claimable(s, g, min_idle, now):
+    """XREADGROUP ... CLAIM (8.4): the group's pending entries idle for
+    min_idle ms or more (whoever holds them) whose entry is still in the
+    stream, the longest idle first: (delivery time, id, nack)."""
+    out = [(nack.delivery_time, i, nack) for i, nack in g.pel.items()
+           if now - nack.delivery_time >= min_idle and s.get(i) is not None]
+    out.sort(key=lambda t: (t[0], t[1]))
+    return out
+
+
+def _claim_entries(s, key, gname, g, cons, cands, now, ops):
+    """Give the candidates to cons as XCLAIM would (a delivery more);
+    each reply item carries the idle time and the delivery count it had
+    before: [id, fields, idle, count]."""
+    parts = []
+    for t, i, nack in cands:
+        before = nack.delivery_count
+        if nack.consumer is not cons:
+            del nack.consumer.pel[i]
+            nack.consumer = cons
+            cons.pel[i] = nack
+        nack.delivery_time = now
+        nack.delivery_count = before + 1
+        cons.active_time = now
+        if ops is not None:
+            ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
+        parts.append(b"*4\r\n" + id_reply(i) + bulk_items(s.get(i)) + integer(now - t) + integer(before))
+    return parts
+
+
+def _group_body(s, key, gname, g, cons, count, noack, ops, claim):
+    """What XREADGROUP ... > serves from one stream: with CLAIM the
+    pending entries idle long enough first, then new entries (each with
+    0 0 for idle time and delivery count), COUNT covering both.  None
+    when there is nothing to serve."""
+    if claim is None:
+        if not s.length or s.last_valid_id() <= g.last_id:
+            return None
+        return _serve_group(s, key, gname, g, cons, g.last_id + 1, count, noack, ops)
+    now = mstime()
+    cands = _claimable(s, g, claim, now)
+    if count:
+        cands = cands[:count]
+    fresh = s.length and s.last_valid_id() > g.last_id and not (count and len(cands) >= count)
+    if not cands and not fresh:
+        return None
+    parts = _claim_entries(s, key, gname, g, cons, cands, now, ops)
+    if not fresh:
+        return b"*%d\r\n" % len(parts) + b"".join(parts)
+    return _serve_group(s, key, gname, g, cons, g.last_id + 1, count - len(parts) if count else 0,
+                        noack, ops, parts)
+
+
+def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None):
     """streamReplyWithRange with a group: deliver entries > start - 1 to
     cons, move the group's last ID and read counter, create or reassign
     PEL entries (the consumer's active time then: Redis 7.2).  Returns the
     reply body (an array of entries); ``ops`` gets an XCLAIM per entry
     and an XGROUP SETID when the group's last ID moved (7.2 propagates it
-    with or without NOACK)."""
+    with or without NOACK).  ``claimed``: the reply items of entries
+    CLAIM took, which come first (the new ones then have four elements)."""
     items = s.range(start, MAX_ID, count)
-    if not items:
+    if claimed is not None:
+        parts = list(claimed)
+        for i, fv in items:
+            parts.append(b"*4\r\n" + id_reply(i) + bulk_items(fv) + _NEW_ENTRY_TAIL)
+        body = b"*%d\r\n" % len(parts) + b"".join(parts)
+    elif not items:
         return EMPTY_ARRAY
     now = mstime()
     pel = g.pel
@@ -717,7 +781,7 @@ def _serve_group(s, key, gname, g, cons, start, count, noack, ops):
                 ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
     if moved and ops is not None:
         ops.append(setid_op(key, gname, g))
-    return entries_reply(items)
+    return body if claimed is not None else entries_reply(items)
 
 
 def _serve_history(c, s, cons, start, count):
@@ -759,6 +823,7 @@ def _xread(c, argv, group_mode):
     streams_arg = 0
     nstreams = 0
     noack = False
+    claim = None               # XREADGROUP ... CLAIM min-idle-time (8.4)
     gname = cname = None
     i = 1
     while i < n:
@@ -786,6 +851,11 @@ def _xread(c, argv, group_mode):
             gname = argv[i + 1]
             cname = argv[i + 2]
             i += 2
+        elif o == b"claim" and more and group_mode:
+            i += 1
+            claim = parse_int(argv[i], _CLAIM_NOT_INT)
+            if claim < 0:
+                raise _CLAIM_NEGATIVE
         elif o == b"noack":
             if not group_mode:
                 raise RedisError("ERR The NOACK option is only supported by XREADGROUP. "
@@ -852,37 +922,35 @@ def _xread(c, argv, group_mode):
         if s is None:
             continue
         gt = ids[k]
-        serve = history = False
         if group_mode:
             g = groups[k]
-            if gt != MAX_ID:
-                serve = history = True
-            elif s.length:
-                if s.last_valid_id() > g.last_id:
-                    serve = True
-                    gt = g.last_id
             # Redis 7.2: the consumer is made (or seen) even when nothing
             # is served
             cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
-        elif s.length and s.last_valid_id() > gt:
-            serve = True
-        if not serve:
+            if gt != MAX_ID:
+                body = _serve_history(c, s, cons, (gt + 1) & MAX_ID, count)
+            else:
+                n0 = len(ops) if ops is not None else 0
+                moved = g.last_id
+                body = _group_body(s, key, gname, g, cons, count, noack, ops, claim)
+                if body is None:
+                    continue
+                if g.last_id != moved or (ops is not None and len(ops) > n0) or claim is not None:
+                    srv.dirty += 1        # it propagates (7.2: a history read does not)
+            served += 1
+            if resp2:
+                parts.append(b"*2\r\n")
+            parts.append(bulk_str(key))
+            parts.append(body)
+            continue
+        if not (s.length and s.last_valid_id() > gt):
             continue
         served += 1
         start = (gt + 1) & MAX_ID
         if resp2:
             parts.append(b"*2\r\n")
         parts.append(bulk_str(key))
-        if group_mode:
-            if history:
-                parts.append(_serve_history(c, s, cons, start, count))
-            else:
-                moved = g.last_id
-                parts.append(_serve_group(s, key, gname, g, cons, start, count, noack, ops))
-                if g.last_id != moved:
-                    srv.dirty += 1        # it propagates (7.2: a history read does not)
-        else:
-            parts.append(entries_reply(s.range(start, MAX_ID, count)))
+        parts.append(entries_reply(s.range(start, MAX_ID, count)))
     if group_mode:
         propagate_ops(c, argv, ops, dirty0)
     if served:
@@ -910,16 +978,19 @@ def _xread(c, argv, group_mode):
             if s is None or s.__class__ is not StreamValue:
                 return None
             gt = gts[key]
-        if not s.length or s.last_valid_id() <= gt:
-            return None         # as the command run again finds nothing (7.2)
-        start = gt + 1
         head = b"*1\r\n*2\r\n" if c.resp == 2 else b"%1\r\n"
         if not group_mode:
-            return head + bulk_str(key) + entries_reply(s.range(start, MAX_ID, xcount))
+            if not s.length or s.last_valid_id() <= gt:
+                return None     # as the command run again finds nothing (7.2)
+            return head + bulk_str(key) + entries_reply(s.range(gt + 1, MAX_ID, xcount))
+        if claim is None and (not s.length or s.last_valid_id() <= gt):
+            return None
         ops = [] if propagating(c.server) else None
         cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
-        body = _serve_group(s, key, gname, g, cons, start, xcount, noack, ops)
+        body = _group_body(s, key, gname, g, cons, xcount, noack, ops, claim)
         _propagate_served(c, db, ops)
+        if body is None:
+            return None
         return head + bulk_str(key) + body
 
     srv.blocking_handler.block(c, keys, deadline, on_ready, _timeout_reply,
