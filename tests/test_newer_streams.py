@@ -417,3 +417,17 @@ def test_xreadgroup_claim_propagates_xclaim(start_server):
     first = tail[1]
     assert first[:6] == [b"XCLAIM", b"m", b"g", b"c2", b"0", b"1-0"]
     assert first[8:10] == [b"RETRYCOUNT", b"2"]
+
+
+def test_entriesread_is_capped_at_the_entries_added(r):
+    """Redis 8 (its own suite): an ENTRIESREAD beyond what the stream ever
+    had is taken as entries-added (valkey keeps it: a negative lag)."""
+    r.xadd("m", {"f": "v"})
+    r.execute_command("XGROUP", "CREATE", "m", "g", "$", "ENTRIESREAD", "9999")
+    g = r.xinfo_groups("m")[0]
+    assert (g["entries-read"], g["lag"]) == (1, 0)
+    r.execute_command("XGROUP", "SETID", "m", "g", "$", "ENTRIESREAD", "9999")
+    g = r.xinfo_groups("m")[0]
+    assert (g["entries-read"], g["lag"]) == (1, 0)
+    r.execute_command("XGROUP", "SETID", "m", "g", "0", "ENTRIESREAD", "-1")
+    assert r.xinfo_groups("m")[0]["entries-read"] is None

@@ -83,6 +83,8 @@ def xgroup_create(c, argv):
     gname = argv[3]
     if gname in s.groups:
         raise BUSYGROUP
+    if entries_read > s.entries_added:
+        entries_read = s.entries_added      # Redis 8: no more read than was ever added
     s.groups[gname] = Group(i, entries_read)
     c.server.dirty += 1
     notify.notify(_STREAM, b"xgroup-create", key, db.id)
@@ -99,7 +101,7 @@ def xgroup_setid(c, argv):
     else:
         i = parse_id(argv[4], 0)[0]
     g.last_id = i
-    g.entries_read = entries_read
+    g.entries_read = min(entries_read, s.entries_added)     # Redis 8's cap, as CREATE
     c.server.dirty += 1
     notify.notify(_STREAM, b"xgroup-setid", argv[2], c.db.id)
     return OK
