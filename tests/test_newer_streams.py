@@ -431,3 +431,48 @@ def test_entriesread_is_capped_at_the_entries_added(r):
     assert (g["entries-read"], g["lag"]) == (1, 0)
     r.execute_command("XGROUP", "SETID", "m", "g", "0", "ENTRIESREAD", "-1")
     assert r.xinfo_groups("m")[0]["entries-read"] is None
+
+
+# ---------------------------------------------------------------------------
+# 8.10: XREAD / XREADGROUP ... MAXCOUNT n MAXSIZE bytes
+# ---------------------------------------------------------------------------
+def _ids(reply):
+    return re.findall(rb"\$\d+\r\n(\d+-\d+)\r\n\*2\r\n", reply)
+
+
+def test_maxcount_and_maxsize_cap_the_whole_reply(raw):
+    c = raw
+    for k in ("s1", "s2", "s3"):
+        c.call("DEL", k)
+        for j in range(1, 6):
+            c.call("XADD", k, str(j), "f", "v%d" % j)
+    assert len(_ids(c.call("XREAD", "COUNT", "3", "STREAMS", "s1", "s2", "s3", "0", "0", "0"))) == 9
+    r = c.call("XREAD", "COUNT", "3", "MAXCOUNT", "4", "STREAMS", "s1", "s2", "s3", "0", "0", "0")
+    assert r.startswith(b"*2\r\n") and _ids(r) == [b"1-0", b"2-0", b"3-0", b"1-0"]
+    r = c.call("XREAD", "MAXCOUNT", "7", "STREAMS", "s1", "s2", "0", "0")
+    assert _ids(r) == [b"1-0", b"2-0", b"3-0", b"4-0", b"5-0", b"1-0", b"2-0"]
+    # MAXSIZE: the first entry always goes, then what fits
+    assert _ids(c.call("XREAD", "MAXSIZE", "1", "STREAMS", "s1", "s2", "0", "0")) == [b"1-0"]
+    one = len(b"*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nf\r\n$2\r\nv1\r\n")
+    assert len(_ids(c.call("XREAD", "MAXSIZE", str(2 * one), "STREAMS", "s1", "0"))) == 2
+    assert len(_ids(c.call("XREAD", "MAXCOUNT", "3", "MAXSIZE", "100000", "STREAMS", "s1", "0"))) == 3
+    # XREADGROUP: new entries and history alike; what MAXSIZE skips is not delivered
+    c.call("XGROUP", "CREATE", "s1", "g", "0")
+    c.call("XGROUP", "CREATE", "s2", "g", "0")
+    r = c.call("XREADGROUP", "GROUP", "g", "c", "MAXCOUNT", "6", "STREAMS", "s1", "s2", ">", ">")
+    assert len(_ids(r)) == 6
+    assert c.call("XPENDING", "s2", "g").startswith(b"*4\r\n:1\r\n")
+    assert len(_ids(c.call("XREADGROUP", "GROUP", "g", "c", "MAXCOUNT", "2", "STREAMS", "s1", "0"))) == 2
+    assert len(_ids(c.call("XREADGROUP", "GROUP", "g", "c", "MAXSIZE", "1", "STREAMS", "s2", ">"))) == 1
+    assert c.call("XPENDING", "s2", "g").startswith(b"*4\r\n:2\r\n")
+
+
+def test_maxcount_and_maxsize_errors(raw):
+    c = raw
+    c.call("DEL", "s1")
+    c.call("XADD", "s1", "1", "f", "v")
+    for args in (["MAXCOUNT", "0"], ["MAXCOUNT", "-1"], ["MAXSIZE", "0"], ["COUNT", "5", "MAXCOUNT", "3"]):
+        assert c.call("XREAD", *args, "STREAMS", "s1", "0").startswith(b"-ERR MAX"), args
+    assert c.call("XREAD", "MAXCOUNT", "x", "STREAMS", "s1", "0") == \
+        b"-ERR value is not an integer or out of range\r\n"
+    assert len(_ids(c.call("XREAD", "COUNT", "3", "MAXCOUNT", "3", "STREAMS", "s1", "0"))) == 1

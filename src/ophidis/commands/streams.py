@@ -678,9 +678,57 @@ def consumer_for(c, g, gname, name, key, db, ops=None):
     return cons
 
 
+class Budget:
+    """XREAD/XREADGROUP ... MAXCOUNT n MAXSIZE bytes (8.10): what the whole
+    reply may still hold, across its streams.  The first entry always
+    goes; after it an entry goes while the entries' reply bytes stay
+    within MAXSIZE."""
+    __slots__ = ("count", "size", "used", "n")
+
+    def __init__(self, count, size):
+        self.count = count          # 0: no MAXCOUNT
+        self.size = size            # 0: no MAXSIZE
+        self.used = 0               # reply bytes of the entries so far
+        self.n = 0                  # entries so far
+
+    def left(self, count):
+        """The per-stream COUNT narrowed to what MAXCOUNT leaves."""
+        if not self.count:
+            return count
+        rest = self.count - self.n
+        return rest if not count or rest < count else count
+
+    def done(self) -> bool:
+        return bool(self.count) and self.n >= self.count
+
+    def fits(self, i, fv) -> bool:
+        """Take entry (i, fv) if the budget has room for it."""
+        if self.done():
+            return False
+        if self.size:
+            size = len(entry_reply(i, fv))
+            if self.n and self.used + size > self.size:
+                return False
+            self.used += size
+        self.n += 1
+        return True
+
+    def take(self, items):
+        out = []
+        for i, fv in items:
+            if not self.fits(i, fv):
+                break
+            out.append((i, fv))
+        return out
+
+
 _CLAIM_NOT_INT = RedisError("ERR min-idle-time is not an integer")
 _CLAIM_NEGATIVE = RedisError("ERR min-idle-time must be a positive integer")
 _NEW_ENTRY_TAIL = b":0\r\n:0\r\n"
+# Our own texts: Redis 8.10's are not published in its documentation
+_MAXCOUNT_RANGE = RedisError("ERR MAXCOUNT must be a positive integer")
+_MAXSIZE_RANGE = RedisError("ERR MAXSIZE must be a positive integer")
+_MAXCOUNT_COUNT = RedisError("ERR MAXCOUNT must be greater than or equal to COUNT")
 
 
 def _claimable(s, g, min_idle, now):
@@ -713,7 +761,7 @@ def _claim_entries(s, key, gname, g, cons, cands, now, ops):
     return parts
 
 
-def _group_body(s, key, gname, g, cons, count, noack, ops, claim):
+def _group_body(s, key, gname, g, cons, count, noack, ops, claim, budget=None):
     """What XREADGROUP ... > serves from one stream: with CLAIM the
     pending entries idle long enough first, then new entries (each with
     0 0 for idle time and delivery count), COUNT covering both.  None
@@ -721,11 +769,16 @@ def _group_body(s, key, gname, g, cons, count, noack, ops, claim):
     if claim is None:
         if not s.length or s.last_valid_id() <= g.last_id:
             return None
-        return _serve_group(s, key, gname, g, cons, g.last_id + 1, count, noack, ops)
+        return _serve_group(s, key, gname, g, cons, g.last_id + 1, count, noack, ops, None, budget)
     now = mstime()
     cands = _claimable(s, g, claim, now)
     if count:
         cands = cands[:count]
+    if budget is not None:
+        taken = budget.take([(i, s.get(i)) for _, i, _ in cands])
+        cands = cands[:len(taken)]
+        if budget.done():
+            count = len(cands)
     fresh = s.length and s.last_valid_id() > g.last_id and not (count and len(cands) >= count)
     if not cands and not fresh:
         return None
@@ -733,10 +786,10 @@ def _group_body(s, key, gname, g, cons, count, noack, ops, claim):
     if not fresh:
         return b"*%d\r\n" % len(parts) + b"".join(parts)
     return _serve_group(s, key, gname, g, cons, g.last_id + 1, count - len(parts) if count else 0,
-                        noack, ops, parts)
+                        noack, ops, parts, budget)
 
 
-def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None):
+def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None, budget=None):
     """streamReplyWithRange with a group: deliver entries > start - 1 to
     cons, move the group's last ID and read counter, create or reassign
     PEL entries (the consumer's active time then: Redis 7.2).  Returns the
@@ -744,7 +797,11 @@ def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None)
     and an XGROUP SETID when the group's last ID moved (7.2 propagates it
     with or without NOACK).  ``claimed``: the reply items of entries
     CLAIM took, which come first (the new ones then have four elements)."""
+    if budget is not None:
+        count = budget.left(count)
     items = s.range(start, MAX_ID, count)
+    if budget is not None:
+        items = budget.take(items)
     if claimed is not None:
         parts = list(claimed)
         for i, fv in items:
@@ -784,7 +841,7 @@ def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None)
     return body if claimed is not None else entries_reply(items)
 
 
-def _serve_history(c, s, cons, start, count):
+def _serve_history(c, s, cons, start, count, budget=None):
     """streamReplyWithRangeFromConsumerPEL: the consumer's own pending
     entries from start on; deleted entries come as [id, nil]."""
     now = mstime()
@@ -794,6 +851,8 @@ def _serve_history(c, s, cons, start, count):
         if count and n >= count:
             break
         fv = s.get(i)
+        if budget is not None and not budget.fits(i, fv or ()):
+            break
         if fv is None:
             parts.append(b"*2\r\n" + id_reply(i) + c.null_array)
         else:
@@ -824,6 +883,7 @@ def _xread(c, argv, group_mode):
     nstreams = 0
     noack = False
     claim = None               # XREADGROUP ... CLAIM min-idle-time (8.4)
+    maxcount = maxsize = 0     # MAXCOUNT / MAXSIZE (8.10)
     gname = cname = None
     i = 1
     while i < n:
@@ -851,6 +911,16 @@ def _xread(c, argv, group_mode):
             gname = argv[i + 1]
             cname = argv[i + 2]
             i += 2
+        elif o == b"maxcount" and more:
+            i += 1
+            maxcount = parse_int(argv[i])
+            if maxcount < 1:
+                raise _MAXCOUNT_RANGE
+        elif o == b"maxsize" and more:
+            i += 1
+            maxsize = parse_int(argv[i])
+            if maxsize < 1:
+                raise _MAXSIZE_RANGE
         elif o == b"claim" and more and group_mode:
             i += 1
             claim = parse_int(argv[i], _CLAIM_NOT_INT)
@@ -866,6 +936,9 @@ def _xread(c, argv, group_mode):
         i += 1
     if not streams_arg:
         raise SYNTAX
+    if maxcount and count and maxcount < count:
+        raise _MAXCOUNT_COUNT
+    budget = Budget(maxcount, maxsize) if maxcount or maxsize else None
     if group_mode and gname is None:
         raise RedisError("ERR Missing GROUP option for XREADGROUP")
     keys = argv[streams_arg:streams_arg + nstreams]
@@ -927,12 +1000,14 @@ def _xread(c, argv, group_mode):
             # Redis 7.2: the consumer is made (or seen) even when nothing
             # is served
             cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
+            if budget is not None and budget.done():
+                continue
             if gt != MAX_ID:
-                body = _serve_history(c, s, cons, (gt + 1) & MAX_ID, count)
+                body = _serve_history(c, s, cons, (gt + 1) & MAX_ID, count, budget)
             else:
                 n0 = len(ops) if ops is not None else 0
                 moved = g.last_id
-                body = _group_body(s, key, gname, g, cons, count, noack, ops, claim)
+                body = _group_body(s, key, gname, g, cons, count, noack, ops, claim, budget)
                 if body is None:
                     continue
                 if g.last_id != moved or (ops is not None and len(ops) > n0) or claim is not None:
@@ -943,14 +1018,20 @@ def _xread(c, argv, group_mode):
             parts.append(bulk_str(key))
             parts.append(body)
             continue
-        if not (s.length and s.last_valid_id() > gt):
+        if not (s.length and s.last_valid_id() > gt) or (budget is not None and budget.done()):
             continue
-        served += 1
         start = (gt + 1) & MAX_ID
+        if budget is None:
+            items = s.range(start, MAX_ID, count)
+        else:
+            items = budget.take(s.range(start, MAX_ID, budget.left(count)))
+            if not items:
+                continue
+        served += 1
         if resp2:
             parts.append(b"*2\r\n")
         parts.append(bulk_str(key))
-        parts.append(entries_reply(s.range(start, MAX_ID, count)))
+        parts.append(entries_reply(items))
     if group_mode:
         propagate_ops(c, argv, ops, dirty0)
     if served:
@@ -964,6 +1045,8 @@ def _xread(c, argv, group_mode):
     for key, gt in zip(keys, ids):
         gts.setdefault(key, gt)
     xcount = count or XREAD_BLOCKED_DEFAULT_COUNT
+    if maxcount and maxcount < xcount:
+        xcount = maxcount
 
     def on_ready(c, db, key):
         s = db.lookup_nostats(key)
@@ -982,12 +1065,16 @@ def _xread(c, argv, group_mode):
         if not group_mode:
             if not s.length or s.last_valid_id() <= gt:
                 return None     # as the command run again finds nothing (7.2)
-            return head + bulk_str(key) + entries_reply(s.range(gt + 1, MAX_ID, xcount))
+            items = s.range(gt + 1, MAX_ID, xcount)
+            if maxsize:
+                items = Budget(maxcount, maxsize).take(items)
+            return head + bulk_str(key) + entries_reply(items)
         if claim is None and (not s.length or s.last_valid_id() <= gt):
             return None
         ops = [] if propagating(c.server) else None
         cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
-        body = _group_body(s, key, gname, g, cons, xcount, noack, ops, claim)
+        body = _group_body(s, key, gname, g, cons, xcount, noack, ops, claim,
+                           Budget(maxcount, maxsize) if maxsize else None)
         _propagate_served(c, db, ops)
         if body is None:
             return None
