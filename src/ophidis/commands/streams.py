@@ -815,7 +815,8 @@ def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None,
     moved = False
     for i, fv in items:
         if i > g.last_id:
-            if g.entries_read != INVALID_READ and not s.has_tombstones_in(i):
+            if (g.entries_read != INVALID_READ and g.last_id >= s.first_id
+                    and not s.has_tombstones_in(g.last_id)):
                 g.entries_read += 1
             elif s.entries_added:
                 g.entries_read = s.estimate_distance(i)

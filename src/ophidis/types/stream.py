@@ -675,11 +675,10 @@ class StreamValue:
 
     # -- consumer groups helpers -------------------------------------------------------
     def has_tombstones_in(self, start: int, end: int = MAX_ID) -> bool:
-        """streamRangeHasTombstones."""
+        """streamRangeHasTombstones (Redis 8: a tombstone before the first
+        entry counts too)."""
         md = self.max_deleted
         if not self.length or not md:
-            return False
-        if self.first_id > md:
             return False
         return start <= md <= end
 
@@ -690,6 +689,8 @@ class StreamValue:
             return 0
         if not self.length and i <= self.last_id:
             return self.entries_added
+        if i and i < self.max_deleted:
+            return INVALID_READ     # deletions between i and the last ID (Redis 8)
         if i == self.last_id:
             return self.entries_added
         if i > self.last_id:
@@ -703,9 +704,13 @@ class StreamValue:
         return INVALID_READ
 
     def group_lag(self, g):
-        """A group's lag, or None when it cannot be computed."""
-        if not self.entries_added:
+        """A group's lag, or None when it cannot be computed (streamReplyWithCGLag,
+        with Redis 8's rules for an emptied stream and a group behind the
+        first entry)."""
+        if not self.entries_added or not self.length:
             return 0
+        if g.last_id < self.first_id and self.max_deleted < self.first_id:
+            return self.length
         if g.entries_read != INVALID_READ and not self.has_tombstones_in(g.last_id):
             return self.entries_added - g.entries_read
         er = self.estimate_distance(g.last_id)
