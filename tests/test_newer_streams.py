@@ -501,3 +501,25 @@ def test_lag_follows_redis_8(r):
     r.xreadgroup("g", "c", {"n": ">"})
     g = r.xinfo_groups("n")[0]
     assert (g["entries-read"], g["lag"]) == (5, 0)
+
+
+def test_xreadgroup_claim_block_serves_what_becomes_idle(raw, connect):
+    """A reader blocked with CLAIM gets a pending entry once it is idle
+    long enough, without new entries (Redis's suite: 'messages become
+    claimable during block'); without any, the BLOCK times out."""
+    c = raw
+    _claim_setup(c, n=1, read=1)
+    b = connect()
+    try:
+        t0 = time.monotonic()
+        b.send("XREADGROUP", "GROUP", "g", "c2", "BLOCK", "5000", "CLAIM", "300", "STREAMS", "m", ">")
+        r = b.read(5)
+        assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"1-0"]
+        assert 0.2 < time.monotonic() - t0 < 4
+        assert b"$2\r\nc2\r\n" in c.call("XPENDING", "m", "g", "-", "+", "1")
+        t0 = time.monotonic()
+        assert b.call("XREADGROUP", "GROUP", "g", "c3", "BLOCK", "200", "CLAIM", "100000",
+                      "STREAMS", "m", ">") == b"*-1\r\n"
+        assert time.monotonic() - t0 >= 0.15
+    finally:
+        b.close()

@@ -1083,7 +1083,39 @@ def _xread(c, argv, group_mode):
 
     srv.blocking_handler.block(c, keys, deadline, on_ready, _timeout_reply,
                                serve_missing=group_mode)
+    if claim is not None and srv.loop is not None:
+        _arm_claim_wake(c, c.bstate, keys, gname, claim)
     return None
+
+
+def _arm_claim_wake(c, st, keys, gname, claim):
+    """A reader blocked with CLAIM is also served when a pending entry
+    becomes idle long enough: wake it then (at the latest after min-idle
+    ms, for entries delivered meanwhile), as if its keys were signalled."""
+    db = c.db
+    now = mstime()
+    delay = max(claim, 10)
+    for key in keys:
+        s = db.lookup_nostats(key)
+        g = s.groups.get(gname) if s.__class__ is StreamValue and s.groups else None
+        if g is not None:
+            for nack in g.pel.values():
+                d = nack.delivery_time + claim - now
+                if d < delay:
+                    delay = d
+    c.server.loop.call_later(max(delay, 1) / 1000.0, _claim_wake, c, st, keys, gname, claim)
+
+
+def _claim_wake(c, st, keys, gname, claim):
+    if c.bstate is not st or c.closing:
+        return
+    srv = c.server
+    db = st.db
+    for key in keys:
+        srv.ready_keys.append((db, key))
+    srv.blocking_handler.handle_ready_keys()
+    if c.bstate is st:
+        _arm_claim_wake(c, st, keys, gname, claim)
 
 
 @command("xread")
