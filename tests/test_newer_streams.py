@@ -130,7 +130,7 @@ def test_xread_plus_on_a_stream_never_written(raw, raw3):
 def test_xsetid_and_xadd_errors_same_as_valkey(same_as_valkey):
     same_as_valkey([
         ["XADD", "s", "1", "f", "v"], ["XADD", "s", "5", "f", "v"], ["XDEL", "s", "5"],
-        ["XSETID", "s", "4"], ["XSETID", "s", "5"], ["XINFO", "STREAM", "s"],
+        ["XSETID", "s", "4"], ["XSETID", "s", "5"], ["XINFO", "STREAM", "s", "FULL"],
         ["XADD", "x", "3-18446744073709551615", "f", "v"], ["XADD", "x", "3-*", "f", "v"],
         ["XADD", "x", "2-*", "f", "v"], ["XADD", "x", "4-*", "f", "v"],
     ])
@@ -523,3 +523,116 @@ def test_xreadgroup_claim_block_serves_what_becomes_idle(raw, connect):
         assert time.monotonic() - t0 >= 0.15
     finally:
         b.close()
+
+
+# ---------------------------------------------------------------------------
+# 8.6: idempotent adds (XADD ... IDMP / IDMPAUTO, XCFGSET, XIDMPRECORD)
+# ---------------------------------------------------------------------------
+def _info(c, key):
+    r = c.call("XINFO", "STREAM", key)
+    return {k.decode(): int(v) for k, v in re.findall(rb"\$\d+\r\n([a-z-]+)\r\n:(-?\d+)\r\n", r)}
+
+
+def test_idempotent_adds(raw):
+    c = raw
+    c.call("DEL", "m")
+    first = c.call("XADD", "m", "IDMP", "p1", "m1", "*", "f", "v")
+    assert c.call("XADD", "m", "IDMP", "p1", "m1", "*", "f", "other") == first     # the same entry
+    assert c.call("XADD", "m", "IDMP", "p1", "m2", "*", "f", "v") != first
+    assert c.call("XADD", "m", "IDMP", "p2", "m1", "*", "f", "v") != first
+    auto = c.call("XADD", "m", "IDMPAUTO", "p3", "*", "f", "v")
+    assert c.call("XADD", "m", "IDMPAUTO", "p3", "*", "f", "v") == auto
+    assert c.call("XADD", "m", "IDMPAUTO", "p3", "*", "f", "w") != auto
+    assert c.call("XLEN", "m") == b":5\r\n"
+    i = _info(c, "m")
+    assert (i["idmp-duration"], i["idmp-maxsize"], i["pids-tracked"], i["iids-tracked"],
+            i["iids-added"], i["iids-duplicates"]) == (100, 100, 3, 5, 5, 2)
+    r = c.call("XINFO", "STREAM", "m")
+    assert r.startswith(b"*32\r\n") and b"recorded-first-entry-id\r\n$" in r
+    assert r.index(b"iids-duplicates") < r.index(b"$6\r\ngroups")
+    # defaults on a stream that never used it
+    c.call("DEL", "n")
+    c.call("XADD", "n", "1", "f", "v")
+    i = _info(c, "n")
+    assert (i["idmp-duration"], i["idmp-maxsize"], i["pids-tracked"], i["iids-added"]) == (100, 100, 0, 0)
+    # XCFGSET: settings, the records cleared; MAXSIZE evicts the oldest
+    assert c.call("XCFGSET", "m", "IDMP-MAXSIZE", "2", "IDMP-DURATION", "300") == b"+OK\r\n"
+    assert _info(c, "m")["iids-tracked"] == 0
+    ids = [c.call("XADD", "m", "IDMP", "p", "i%d" % k, "*", "f", "v") for k in range(3)]
+    assert _info(c, "m")["iids-tracked"] == 2
+    assert c.call("XADD", "m", "IDMP", "p", "i2", "*", "f", "v") == ids[2]
+    assert c.call("XADD", "m", "IDMP", "p", "i0", "*", "f", "v") not in ids
+    # a short duration forgets
+    assert c.call("XCFGSET", "m", "IDMP-DURATION", "1") == b"+OK\r\n"
+    one = c.call("XADD", "m", "IDMP", "q", "x", "*", "f", "v")
+    deadline = time.monotonic() + 10
+    while c.call("XADD", "m", "IDMP", "q", "x", "*", "f", "v") == one:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    # NOMKSTREAM still answers nil for a missing key
+    assert c.call("XADD", "nokey", "NOMKSTREAM", "IDMP", "p", "i", "*", "f", "v") == b"$-1\r\n"
+
+
+def test_idempotent_add_errors(raw):
+    c = raw
+    c.call("DEL", "m")
+    c.call("XADD", "m", "1", "f", "v")
+    for bad in (["XCFGSET", "m"], ["XCFGSET", "m", "IDMP-DURATION"], ["XCFGSET", "m", "DURATION", "5"],
+                ["XCFGSET", "m", "IDMP-MAXSIZE", "5", "IDMP-MAXSIZE", "6"]):
+        assert c.call(*bad) in (b"-ERR syntax error\r\n",
+                                b"-ERR wrong number of arguments for 'xcfgset' command\r\n"), bad
+    for v in ("0", "86401", "x", "-1"):
+        assert c.call("XCFGSET", "m", "IDMP-DURATION", v) == b"-ERR invalid duration\r\n"
+    for v in ("0", "10001", "1.5"):
+        assert c.call("XCFGSET", "m", "IDMP-MAXSIZE", v) == b"-ERR invalid maxsize\r\n"
+    assert c.call("XCFGSET", "nokey", "IDMP-MAXSIZE", "5") == b"-ERR no such key\r\n"
+    c.call("SET", "str", "x")
+    assert c.call("XCFGSET", "str", "IDMP-MAXSIZE", "5").startswith(b"-WRONGTYPE")
+    assert c.call("XADD", "m", "IDMP", "p", "i", "5-0", "f", "v").startswith(b"-ERR")
+    assert c.call("XADD", "m", "IDMPAUTO", "p", "5", "f", "v").startswith(b"-ERR")
+    assert c.call("XLEN", "m") == b":1\r\n"
+    # XIDMPRECORD
+    assert c.call("XIDMPRECORD", "m", "p", "i", "1-0") == b"+OK\r\n"
+    assert c.call("XIDMPRECORD", "m", "p", "i", "1-0") == b"+OK\r\n"
+    assert c.call("XADD", "m", "IDMP", "p", "i", "*", "f", "v") == b"$3\r\n1-0\r\n"
+    c.call("XADD", "m", "2", "f", "v")
+    for bad in (["XIDMPRECORD", "m", "p", "i", "2-0"], ["XIDMPRECORD", "m", "p", "j", "9-0"],
+                ["XIDMPRECORD", "m", "", "j", "2-0"], ["XIDMPRECORD", "nokey", "p", "i", "1-0"],
+                ["XIDMPRECORD", "m", "p", "j", "x"]):
+        assert c.call(*bad).startswith(b"-ERR"), bad
+
+
+def test_idempotent_adds_replicate_and_rewrite(start_server):
+    """An idempotent XADD replicates as the XADD (its ID made explicit,
+    the IDMP tokens out) and an XIDMPRECORD in one transaction; a
+    duplicate replicates nothing; the AOF rewrite (without an RDB
+    preamble) rebuilds the settings and the records."""
+    m = start_server("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--enable-debug-command", "yes")
+    c = RespConn(m.port)
+    stream = SyncStream(m.port)
+    try:
+        i1 = c.call("XADD", "m", "IDMPAUTO", "p", "*", "f", "v").split(b"\r\n")[1]
+        c.call("XADD", "m", "IDMPAUTO", "p", "*", "f", "v")
+        c.call("SET", "done", "1")
+        cmds = stream.read_until(b"set")
+    finally:
+        stream.close()
+    tail = cmds[cmds.index([b"MULTI"]):]
+    assert tail[1] == [b"XADD", b"m", i1, b"f", b"v"]
+    assert tail[2][:3] == [b"XIDMPRECORD", b"m", b"p"] and tail[2][4] == i1
+    assert [x[0] for x in tail[3:]] == [b"EXEC", b"SET"]
+    assert c.call("XCFGSET", "m", "IDMP-DURATION", "500", "IDMP-MAXSIZE", "7") == b"+OK\r\n"
+    c.call("XADD", "m", "IDMP", "p", "k", "*", "f", "v")
+    before = _info(c, "m")
+    assert c.call("BGREWRITEAOF").startswith(b"+")
+    deadline = time.monotonic() + 20
+    while b"aof_rewrite_in_progress:0" not in c.call("INFO", "persistence") or \
+            b"aof_rewrite_scheduled:0" not in c.call("INFO", "persistence"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert c.call("DEBUG", "LOADAOF") == b"+OK\r\n"
+    after = _info(c, "m")
+    assert (after["idmp-duration"], after["idmp-maxsize"], after["iids-tracked"]) == (500, 7, 1)
+    assert before["iids-tracked"] == 1
+    assert c.call("XADD", "m", "IDMP", "p", "k", "*", "f", "x") != c.call("XADD", "m", "IDMP", "p", "z", "*", "f", "x")
+    c.close()

@@ -320,6 +320,7 @@ xack|Acknowledge stream messages
 xackdel|Acknowledge stream messages and delete them
 xadd|Append an entry to a stream
 xautoclaim|Claim idle pending messages
+xcfgset|Set a stream's idempotent-add settings
 xclaim|Take over pending messages
 xdel|Remove stream entries
 xdelex|Remove stream entries, choosing what happens to group references
@@ -330,6 +331,7 @@ xgroup|delconsumer|Remove a consumer
 xgroup|destroy|Remove a consumer group
 xgroup|help|Describe the XGROUP subcommands
 xgroup|setid|Move a group's last delivered id
+xidmprecord|Record an idempotent ID of a stream entry
 xinfo|Stream introspection
 xinfo|consumers|Consumers of a group
 xinfo|groups|Groups of a stream

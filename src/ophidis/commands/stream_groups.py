@@ -12,7 +12,8 @@ from ..keyspace import notify
 from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
 from ..replication.propagate import propagating
-from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
+from ..types.stream import (IDMP_DURATION, IDMP_MAXSIZE, INVALID_READ, MAX_ID, NACK, Group, Idmp,
+                            StreamValue, id_bytes)
 from ..util import parse_int
 from .streams import (ACKED, BAD_START, BUSYGROUP, DELREF, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, code_array,
                       consumer_for, create_consumer, drop_references, entries_reply, entry_referenced,
@@ -516,7 +517,7 @@ def _stream_info(c, argv, s):
                 count = 10
     resp = c.resp
     null = c.null
-    parts = [map_header(resp, 9 if full else 10),
+    parts = [map_header(resp, 9 if full else 16),
              b"$6\r\nlength\r\n", integer(s.length),
              b"$15\r\nradix-tree-keys\r\n", integer(len(s.nodes)),
              b"$16\r\nradix-tree-nodes\r\n", integer(s.rax_nodes()),
@@ -526,6 +527,15 @@ def _stream_info(c, argv, s):
              b"$23\r\nrecorded-first-entry-id\r\n", id_reply(s.first_id)]
     ap = parts.append
     if not full:
+        im = s.idmp
+        if im is None:
+            ap(_IDMP_DEFAULTS)
+        else:
+            im.purge(mstime())
+            ap(b"$13\r\nidmp-duration\r\n%s$12\r\nidmp-maxsize\r\n%s$12\r\npids-tracked\r\n%s"
+               b"$12\r\niids-tracked\r\n%s$10\r\niids-added\r\n%s$15\r\niids-duplicates\r\n%s"
+               % (integer(im.duration), integer(im.maxsize), integer(len(im.producers)),
+                  integer(im.tracked()), integer(im.added), integer(im.duplicates)))
         ap(b"$6\r\ngroups\r\n")
         ap(integer(len(s.groups) if s.groups else 0))
         first = s.range(0, MAX_ID, 1)
@@ -561,6 +571,12 @@ def _stream_info(c, argv, s):
             ap(_pel_field(cons.pel, count, lambda i, nack: b"*3\r\n" + id_reply(i)
                           + integer(nack.delivery_time) + integer(nack.delivery_count)))
     return b"".join(parts)
+
+
+# XINFO STREAM's idempotency fields (Redis 8.6) of a stream without IDMP state
+_IDMP_DEFAULTS = (b"$13\r\nidmp-duration\r\n:%d\r\n$12\r\nidmp-maxsize\r\n:%d\r\n$12\r\npids-tracked\r\n:0\r\n"
+                  b"$12\r\niids-tracked\r\n:0\r\n$10\r\niids-added\r\n:0\r\n$15\r\niids-duplicates\r\n:0\r\n"
+                  % (IDMP_DURATION, IDMP_MAXSIZE))
 
 
 def _pel_field(pel, count, row):
@@ -639,3 +655,74 @@ GROUPS <key>
 STREAM <key> [FULL [COUNT <count>]
     Show information about the stream.
 """)
+
+
+# ---------------------------------------------------------------------------
+# Idempotent adds' settings and records (Redis 8.6)
+# ---------------------------------------------------------------------------
+_BAD_DURATION = RedisError("ERR invalid duration")
+_BAD_MAXSIZE = RedisError("ERR invalid maxsize")
+
+
+@command("xcfgset")
+def xcfgset(c, argv):
+    """XCFGSET key [IDMP-DURATION seconds] [IDMP-MAXSIZE n]: the stream's
+    idempotency settings; the producers' records are cleared."""
+    duration = maxsize = None
+    n = len(argv)
+    j = 2
+    while j < n:
+        opt = argv[j].lower()
+        if opt == b"idmp-duration" and j + 1 < n and duration is None:
+            duration = parse_int(argv[j + 1], _BAD_DURATION)
+            if not 1 <= duration <= 86400:
+                raise _BAD_DURATION
+        elif opt == b"idmp-maxsize" and j + 1 < n and maxsize is None:
+            maxsize = parse_int(argv[j + 1], _BAD_MAXSIZE)
+            if not 1 <= maxsize <= 10000:
+                raise _BAD_MAXSIZE
+        else:
+            raise SYNTAX
+        j += 2
+    if duration is None and maxsize is None:
+        raise SYNTAX
+    s = c.db.lookup_write_typed(argv[1], StreamValue)
+    if s is None:
+        raise NO_SUCH_KEY
+    im = s.idmp
+    if im is None:
+        im = s.idmp = Idmp()
+    if duration is not None:
+        im.duration = duration
+    if maxsize is not None:
+        im.maxsize = maxsize
+    im.producers = {}
+    c.server.dirty += 1
+    return OK
+
+
+@command("xidmprecord")
+def xidmprecord(c, argv):
+    """XIDMPRECORD key pid iid id (internal, how the AOF and replicas learn
+    an idempotent ID): (pid, iid) now stands for entry id."""
+    i = parse_id(argv[4], 0, strict=True)[0]
+    s = c.db.lookup_write_typed(argv[1], StreamValue)
+    if s is None:
+        raise NO_SUCH_KEY
+    pid, iid = argv[2], argv[3]
+    if not pid or not iid:
+        raise RedisError("ERR IDMP producer and idempotent IDs must not be empty")
+    if s.get(i) is None:
+        raise RedisError("ERR no such stream entry")
+    now = mstime()
+    im = s.idmp
+    if im is None:
+        im = s.idmp = Idmp()
+    found = im.find(pid, iid, now)
+    if found is not None:
+        if found != i:
+            raise RedisError("ERR the producer and idempotent IDs are recorded for another entry")
+        return OK
+    im.record(pid, iid, i, now)
+    c.server.dirty += 1
+    return OK

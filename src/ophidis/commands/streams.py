@@ -20,6 +20,8 @@ with -UNBLOCKED, and XGROUP DESTROY with -NOGROUP, as in Redis.
 
 from __future__ import annotations
 
+from hashlib import blake2b
+
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
@@ -27,7 +29,7 @@ from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, bulk_items, help_reply, integer  # noqa: F401 (help_reply: see below)
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
-from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, StreamValue, id_bytes
+from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, Idmp, StreamValue, id_bytes
 from ..util import parse_int
 
 _STREAM = notify.STREAM
@@ -262,10 +264,12 @@ def drop_references(s, i) -> bool:
 
 class _TrimArgs:
     __slots__ = ("strategy", "approx", "limit", "maxlen", "minid", "arg_idx",
-                 "nomkstream", "id", "id_given", "seq_given", "policy")
+                 "nomkstream", "id", "id_given", "seq_given", "policy", "pid", "iid", "idmp_at")
 
     def __init__(self):
         self.policy = None            # None (KEEPREF), or one of the policies
+        self.pid = self.iid = None    # XADD ... IDMP pid iid / IDMPAUTO pid (8.6; iid None: auto)
+        self.idmp_at = 0              # where the IDMP tokens are (they do not replicate)
         self.strategy = None          # None, "maxlen" or "minid"
         self.approx = self.nomkstream = self.id_given = False
         self.limit = self.maxlen = self.minid = self.arg_idx = self.id = 0
@@ -314,6 +318,15 @@ def _parse_add_trim(c, argv, xadd):
             a.nomkstream = True
         elif lo in _POLICIES and a.policy is None:
             a.policy = _POLICIES[lo]
+        elif xadd and lo == b"idmpauto" and more and a.pid is None:
+            a.pid = argv[i + 1]
+            a.idmp_at = i
+            i += 1
+        elif xadd and lo == b"idmp" and more >= 2 and a.pid is None:
+            a.pid = argv[i + 1]
+            a.iid = argv[i + 2]
+            a.idmp_at = i
+            i += 2
         elif xadd:
             a.id, a.seq_given = parse_id(opt, 0, strict=True, seq_star=True)
             a.id_given = True
@@ -376,12 +389,19 @@ def _rewrite_trim(argv, s, a):
 @command("xadd")
 def xadd(c, argv):
     a, idpos = _parse_add_trim(c, argv, True)
+    if a.pid is not None and a.id_given:
+        raise _IDMP_AUTO_ID
     fpos = idpos + 1
     nf = len(argv) - fpos
     if nf < 2 or nf % 2:
         raise RedisError("ERR wrong number of arguments for 'xadd' command")
     if a.id_given and a.seq_given and a.id == 0:
         raise _ZERO_ID
+    iid = None
+    if a.pid is not None:
+        iid = a.iid if a.iid is not None else auto_iid(argv[fpos:])
+        if not a.pid or not iid:
+            raise _IDMP_EMPTY
     db = c.db
     key = argv[1]
     s = db.lookup_write_typed(key, StreamValue)
@@ -390,6 +410,14 @@ def xadd(c, argv):
             return c.null
         s = StreamValue()
         db.add(key, s)
+    now = 0
+    if a.pid is not None:
+        now = mstime()
+        im = s.idmp
+        found = im.find(a.pid, iid, now) if im is not None else None
+        if found is not None:
+            im.duplicates += 1            # the entry this (pid, iid) added: nothing new
+            return id_reply(found)
     last = s.last_id
     if last == MAX_ID:
         raise _EXHAUSTED
@@ -421,10 +449,26 @@ def xadd(c, argv):
             notify.notify(_STREAM, b"xtrim", key, db.id)
         if a.approx and out is not None:
             _rewrite_trim(out, s, a)
+    if a.pid is not None:
+        im = s.idmp
+        if im is None:
+            im = s.idmp = Idmp()
+        im.record(a.pid, iid, i, now)
+        im.added += 1
     if out is not None:
         if not (a.id_given and a.seq_given):
             out[idpos] = idb
-        rewrite_argv(c, out)
+        if a.pid is None:
+            rewrite_argv(c, out)
+        else:
+            # the XADD without its IDMP tokens, then the record (8.6's
+            # XIDMPRECORD), the two in one transaction
+            n = 2 if a.iid is None else 3
+            del out[a.idmp_at:a.idmp_at + n]
+            ops = [out]
+            if s.get(i) is not None:
+                ops.append([b"XIDMPRECORD", key, a.pid, iid, idb])
+            propagate_ops(c, argv, ops, srv.dirty - 1)
     if db.blocking_keys:
         signal_key_ready(db, key)
     return b"$%d\r\n%s\r\n" % (len(idb), idb)
@@ -554,6 +598,15 @@ def parse_delete_args(argv, start):
     return policy or KEEPREF, ids
 
 
+def auto_iid(fv) -> bytes:
+    """IDMPAUTO's idempotent ID: a digest of the entry's fields and values."""
+    h = blake2b(digest_size=16)
+    for x in fv:
+        h.update(b"%d:" % len(x))
+        h.update(x)
+    return h.digest()
+
+
 def xdel_one(s, i) -> bool:
     """XDEL's deletion of entry i with its bookkeeping (first entry, the
     greatest deleted ID)."""
@@ -569,6 +622,9 @@ def xdel_one(s, i) -> bool:
 
 
 _NUMIDS = RedisError("ERR Number of IDs must be a positive integer")
+# Our own texts: Redis 8.6's are not published in its documentation
+_IDMP_AUTO_ID = RedisError("ERR IDMP and IDMPAUTO can be used only with the * ID")
+_IDMP_EMPTY = RedisError("ERR IDMP producer and idempotent IDs must not be empty")
 _NUMIDS_MISMATCH = RedisError("ERR The `numids` parameter must match the number of arguments")
 
 

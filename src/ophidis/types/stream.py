@@ -331,11 +331,74 @@ class Group:
 
 
 # ---------------------------------------------------------------------------
+# Idempotent adds (Redis 8.6: XADD ... IDMP / IDMPAUTO, XCFGSET)
+# ---------------------------------------------------------------------------
+IDMP_DURATION = 100        # seconds an idempotent ID is remembered
+IDMP_MAXSIZE = 100         # idempotent IDs remembered per producer
+
+
+class Idmp:
+    """A stream's idempotency map: producer ID -> {idempotent ID: (entry
+    ID, expiry ms)} in insertion order, with its settings and counters."""
+    __slots__ = ("duration", "maxsize", "producers", "added", "duplicates")
+
+    def __init__(self):
+        self.duration = IDMP_DURATION
+        self.maxsize = IDMP_MAXSIZE
+        self.producers = {}
+        self.added = 0
+        self.duplicates = 0
+
+    def _purge(self, pid, now):
+        m = self.producers.get(pid)
+        if m is None:
+            return None
+        while m:
+            iid = next(iter(m))
+            if m[iid][1] > now:
+                break
+            del m[iid]
+        if not m:
+            del self.producers[pid]
+            return None
+        return m
+
+    def purge(self, now):
+        for pid in list(self.producers):
+            self._purge(pid, now)
+
+    def find(self, pid, iid, now):
+        """The entry ID recorded for (pid, iid), or None."""
+        m = self._purge(pid, now)
+        if m is None:
+            return None
+        hit = m.get(iid)
+        return None if hit is None else hit[0]
+
+    def record(self, pid, iid, i, now):
+        m = self._purge(pid, now)
+        if m is None:
+            m = self.producers[pid] = {}
+        m[iid] = (i, now + self.duration * 1000)
+        while len(m) > self.maxsize:
+            del m[next(iter(m))]
+
+    def tracked(self) -> int:
+        return sum(map(len, self.producers.values()))
+
+    def copy(self):
+        n = Idmp()
+        _copy_fields(self, n, ("duration", "maxsize", "added", "duplicates"))
+        n.producers = {pid: dict(m) for pid, m in self.producers.items()}
+        return n
+
+
+# ---------------------------------------------------------------------------
 # The stream
 # ---------------------------------------------------------------------------
 class StreamValue:
     __slots__ = ("nodes", "keys", "length", "last_id", "first_id", "max_deleted",
-                 "entries_added", "groups")
+                 "entries_added", "groups", "idmp")
 
     def __init__(self):
         self.nodes = []            # Node, ordered by master ID
@@ -346,6 +409,7 @@ class StreamValue:
         self.max_deleted = 0       # greatest ID ever deleted
         self.entries_added = 0
         self.groups = None         # name -> Group, created on demand
+        self.idmp = None           # Idmp, created on demand
 
     def __len__(self):
         return self.length
@@ -756,6 +820,8 @@ class StreamValue:
         n.nodes = [node.copy() for node in self.nodes]
         n.keys = list(self.keys)
         _copy_fields(self, n, ("length", "last_id", "first_id", "max_deleted", "entries_added"))
+        if self.idmp is not None:
+            n.idmp = self.idmp.copy()
         if self.groups is not None:
             n.groups = {}
             for name, g in self.groups.items():
@@ -789,6 +855,15 @@ class StreamValue:
             out.append([b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"])
         out.append([b"XSETID", key, id_bytes(self.last_id), b"ENTRIESADDED",
                     b"%d" % self.entries_added, b"MAXDELETEDID", id_bytes(self.max_deleted)])
+        im = self.idmp
+        if im is not None:
+            if (im.duration, im.maxsize) != (IDMP_DURATION, IDMP_MAXSIZE):
+                out.append([b"XCFGSET", key, b"IDMP-DURATION", b"%d" % im.duration,
+                            b"IDMP-MAXSIZE", b"%d" % im.maxsize])
+            for pid, m in im.producers.items():
+                for iid, (i, _) in m.items():
+                    if self.get(i) is not None:
+                        out.append([b"XIDMPRECORD", key, pid, iid, id_bytes(i)])
         for name, g in self.sorted_groups():
             out.append([b"XGROUP", b"CREATE", key, name, id_bytes(g.last_id),
                         b"ENTRIESREAD", b"%d" % g.entries_read])
