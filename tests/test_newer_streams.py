@@ -636,3 +636,82 @@ def test_idempotent_adds_replicate_and_rewrite(start_server):
     assert before["iids-tracked"] == 1
     assert c.call("XADD", "m", "IDMP", "p", "k", "*", "f", "x") != c.call("XADD", "m", "IDMP", "p", "z", "*", "f", "x")
     c.close()
+
+
+# ---------------------------------------------------------------------------
+# 8.8: XNACK
+# ---------------------------------------------------------------------------
+def _pending_rows(c, key="m"):
+    r = c.call("XPENDING", key, "g", "-", "+", "10")
+    return re.findall(rb"\*4\r\n\$\d+\r\n([^\r]+)\r\n\$\d+\r\n([^\r]*)\r\n:(-?\d+)\r\n:(\d+)\r\n", r)
+
+
+def test_xnack_modes_and_claims(raw):
+    c = raw
+    _claim_setup(c, n=4, read=4)
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "3", "3-0", "1-0", "999-0") == b":2\r\n"
+    rows = _pending_rows(c)
+    assert rows[0] == (b"1-0", b"", b"-1", b"1") and rows[2] == (b"3-0", b"", b"-1", b"1")
+    assert rows[1][1] == b"c1"
+    assert c.call("XPENDING", "m", "g").startswith(b"*4\r\n:4\r\n$3\r\n1-0\r\n$3\r\n4-0\r\n*1\r\n*2\r\n$2\r\nc1\r\n$1\r\n2\r\n")
+    # released entries are claimed first, in release order, whatever min-idle-time
+    r = c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "100000", "STREAMS", "m", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"3-0", b"1-0"]
+    assert [x[1] for x in _pending_rows(c)] == [b"c2", b"c1", b"c2", b"c1"]
+    # SILENT takes the delivery back, FATAL marks it, RETRYCOUNT sets it
+    assert c.call("XNACK", "m", "g", "SILENT", "IDS", "1", "1-0") == b":1\r\n"
+    assert c.call("XNACK", "m", "g", "FATAL", "IDS", "1", "2-0") == b":1\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "1", "4-0", "RETRYCOUNT", "7") == b":1\r\n"
+    rows = {x[0]: x for x in _pending_rows(c)}
+    assert rows[b"1-0"][3] == b"1" and rows[b"2-0"][3] == b"9223372036854775807" and rows[b"4-0"][3] == b"7"
+    # XCLAIM and XAUTOCLAIM take them at once
+    assert c.call("XCLAIM", "m", "g", "c3", "100000", "2-0", "JUSTID") == b"*1\r\n$3\r\n2-0\r\n"
+    r = c.call("XAUTOCLAIM", "m", "g", "c3", "100000", "0", "JUSTID")
+    assert r == b"*3\r\n$3\r\n0-0\r\n*2\r\n$3\r\n1-0\r\n$3\r\n4-0\r\n*0\r\n"
+    # FORCE: an unowned entry for an ID of the stream that is not pending
+    c.call("XADD", "m", "5-0", "f", "v5")
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "2", "5-0", "6-0", "FORCE") == b":1\r\n"
+    assert _pending_rows(c)[-1] == (b"5-0", b"", b"-1", b"0")
+    # XACK takes a released entry out; nothing for a missing group or key
+    assert c.call("XACK", "m", "g", "5-0") == b":1\r\n"
+    assert c.call("XNACK", "m", "nog", "FAIL", "IDS", "1", "1-0") == b":0\r\n"
+    assert c.call("XNACK", "nokey", "g", "FAIL", "IDS", "1", "1-0") == b":0\r\n"
+
+
+def test_xnack_errors(raw):
+    c = raw
+    _claim_setup(c, n=1, read=1)
+    assert c.call("XNACK", "m", "g", "BAD", "IDS", "1", "1-0") == b"-ERR mode must be SILENT, FAIL, or FATAL\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "0", "1-0") == b"-ERR numids must be a positive integer\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "x", "1-0") == b"-ERR numids must be a positive integer\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "2", "1-0") == b"-ERR number of IDs doesn't match numids\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "1", "1-0", "RETRYCOUNT", "-1") == \
+        b"-ERR Invalid RETRYCOUNT value, must be >= 0\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "1", "1-0", "BOGUS") == b"-ERR syntax error\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "X", "1", "1-0") == b"-ERR syntax error\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS", "1", "+") == \
+        b"-ERR Invalid stream ID specified as stream command argument\r\n"
+    assert c.call("XNACK", "m", "g", "FAIL", "IDS") == b"-ERR wrong number of arguments for 'xnack' command\r\n"
+
+
+def test_xnack_replicates_and_rewrites(start_server):
+    m = start_server("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--enable-debug-command", "yes")
+    c = RespConn(m.port)
+    try:
+        _claim_setup(c, n=3, read=3)
+        assert c.call("XNACK", "m", "g", "FAIL", "IDS", "2", "3-0", "1-0", "RETRYCOUNT", "4") == b":2\r\n"
+        rows = _pending_rows(c)
+        assert c.call("BGREWRITEAOF").startswith(b"+")
+        deadline = time.monotonic() + 20
+        while b"aof_rewrite_in_progress:0" not in c.call("INFO", "persistence") or \
+                b"aof_rewrite_scheduled:0" not in c.call("INFO", "persistence"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert c.call("DEBUG", "LOADAOF") == b"+OK\r\n"
+        def shape(rs):
+            return [(i, o, t if t == b"-1" else b"t", n) for i, o, t, n in rs]
+        assert shape(_pending_rows(c)) == shape(rows)
+        r = c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "100000", "STREAMS", "m", ">")
+        assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"3-0", b"1-0"]     # the release order kept
+    finally:
+        c.close()

@@ -338,6 +338,7 @@ xinfo|groups|Groups of a stream
 xinfo|help|Describe the XINFO subcommands
 xinfo|stream|Details of a stream
 xlen|Number of stream entries
+xnack|Release pending stream messages back to the group
 xpending|Pending messages of a group
 xrange|Stream entries in an id range
 xread|Read stream entries, optionally waiting

@@ -189,7 +189,8 @@ def xack(c, argv):
     for i in ids:
         nack = pel.pop(i, None)
         if nack is not None:
-            del nack.consumer.pel[i]
+            if nack.consumer is not None:
+                del nack.consumer.pel[i]
             acked += 1
     c.server.dirty += acked
     return integer(acked)
@@ -213,7 +214,8 @@ def xackdel(c, argv):
     for i in ids:
         nack = pel.pop(i, None)
         if nack is not None:
-            del nack.consumer.pel[i]
+            if nack.consumer is not None:
+                del nack.consumer.pel[i]
             changed += 1
         if policy == ACKED and entry_referenced(s, i):
             out.append(2)
@@ -286,10 +288,14 @@ def xpending(c, argv):
             nack = pel[i]
             if minidle and now - nack.delivery_time < minidle:
                 continue
+            owner = nack.consumer
             elapsed = now - nack.delivery_time
             if elapsed < 0:
                 elapsed = 0
-            rows.append(b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name) + integer(elapsed)
+            if owner is None:
+                elapsed = -1                  # released by XNACK (8.8): no owner, no idle time
+            rows.append(b"*4\r\n" + id_reply(i) + bulk_str(owner.name if owner is not None else b"")
+                        + integer(elapsed)
                         + integer(nack.delivery_count))
             if len(rows) >= count:
                 break
@@ -325,7 +331,8 @@ class _Claim:
         argv = self.argv
         self.propagate(xclaim_op(argv[1], argv[2], self.g, idarg, nack))
         del self.g.pel[i]
-        del nack.consumer.pel[i]
+        if nack.consumer is not None:
+            del nack.consumer.pel[i]
 
     def take(self, i, nack, fv, idarg, when, retrycount=-1):
         """Give pending entry i to the consumer; returns its reply."""
@@ -559,7 +566,7 @@ def _stream_info(c, argv, s):
         ap(b"$3\r\nlag\r\n")
         lag = s.group_lag(g)
         ap(integer(lag) if lag is not None else null)
-        ap(_pel_field(g.pel, count, lambda i, nack: b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name)
+        ap(_pel_field(g.pel, count, lambda i, nack: b"*4\r\n" + id_reply(i) + bulk_str(_owner(nack))
                       + integer(nack.delivery_time) + integer(nack.delivery_count)))
         consumers = g.sorted_consumers()
         ap(b"$9\r\nconsumers\r\n*%d\r\n" % len(consumers))
@@ -577,6 +584,10 @@ def _stream_info(c, argv, s):
 _IDMP_DEFAULTS = (b"$13\r\nidmp-duration\r\n:%d\r\n$12\r\nidmp-maxsize\r\n:%d\r\n$12\r\npids-tracked\r\n:0\r\n"
                   b"$12\r\niids-tracked\r\n:0\r\n$10\r\niids-added\r\n:0\r\n$15\r\niids-duplicates\r\n:0\r\n"
                   % (IDMP_DURATION, IDMP_MAXSIZE))
+
+
+def _owner(nack) -> bytes:
+    return nack.consumer.name if nack.consumer is not None else b""
 
 
 def _pel_field(pel, count, row):
@@ -726,3 +737,83 @@ def xidmprecord(c, argv):
     im.record(pid, iid, i, now)
     c.server.dirty += 1
     return OK
+
+
+# ---------------------------------------------------------------------------
+# XNACK (Redis 8.8)
+# ---------------------------------------------------------------------------
+_NACK_MODES = {b"silent": 0, b"fail": 1, b"fatal": 2}
+_LLONG_MAX = (1 << 63) - 1
+
+
+@command("xnack")
+def xnack(c, argv):
+    """XNACK key group SILENT|FAIL|FATAL IDS numids id ... [RETRYCOUNT n]
+    [FORCE]: give pending entries back to the group, owned by nobody,
+    with a delivery time of 0 (claimable at once, the first to be claimed,
+    in release order); SILENT takes the delivery back from the counter,
+    FATAL sets it to LLONG_MAX, RETRYCOUNT sets it; FORCE makes such
+    entries for IDs of the stream not pending.  Replies how many."""
+    mode = _NACK_MODES.get(argv[3].lower())
+    if mode is None:
+        raise RedisError("ERR mode must be SILENT, FAIL, or FATAL")
+    if argv[4].lower() != b"ids":
+        raise SYNTAX
+    try:
+        num = parse_int(argv[5])
+    except RedisError:
+        num = 0
+    if num < 1:
+        raise RedisError("ERR numids must be a positive integer")
+    n = len(argv)
+    if num > n - 6:
+        raise RedisError("ERR number of IDs doesn't match numids")
+    ids = [parse_id(a, 0, strict=True)[0] for a in argv[6:6 + num]]
+    retry = -1
+    force = False
+    j = 6 + num
+    while j < n:
+        opt = argv[j].lower()
+        if opt == b"retrycount" and j + 1 < n:
+            retry = parse_int(argv[j + 1])
+            if retry < 0:
+                raise RedisError("ERR Invalid RETRYCOUNT value, must be >= 0")
+            j += 2
+        elif opt == b"force":
+            force = True
+            j += 1
+        else:
+            raise SYNTAX
+    s, g = _stream_group(c, argv)
+    if g is None:
+        return ZERO
+    pel = g.pel
+    nacked = g.nacked
+    released = 0
+    for i in ids:
+        nack = pel.get(i)
+        if nack is None:
+            if not force or s.get(i) is None:
+                continue
+            nack = NACK(None, 0)
+            nack.delivery_count = 0 if mode != 2 else _LLONG_MAX
+            pel[i] = nack
+        else:
+            if nack.consumer is not None:
+                del nack.consumer.pel[i]
+                nack.consumer = None
+            if mode == 0:
+                nack.delivery_count = max(nack.delivery_count - 1, 0)
+            elif mode == 2:
+                nack.delivery_count = _LLONG_MAX
+        nack.delivery_time = 0
+        if retry >= 0:
+            nack.delivery_count = retry
+        nacked.pop(i, None)
+        nacked[i] = None
+        released += 1
+    if len(nacked) > 2 * len(pel) + 16:
+        # drop what was acknowledged or claimed since
+        g.nacked = {i: None for i in nacked if i in pel and pel[i].consumer is None}
+    c.server.dirty += released
+    return integer(released)

@@ -218,7 +218,8 @@ def _propagate_served(c, db, ops):
 
 
 def xclaim_op(key, gname, g, idarg, nack):
-    return [b"XCLAIM", key, gname, nack.consumer.name, b"0", idarg, b"TIME",
+    return [b"XCLAIM", key, gname, nack.consumer.name if nack.consumer is not None else b"", b"0", idarg,
+            b"TIME",
             b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,
             b"FORCE", b"JUSTID", b"LASTID", id_bytes(g.last_id)]
 
@@ -257,7 +258,8 @@ def drop_references(s, i) -> bool:
         for g in groups.values():
             nack = g.pel.pop(i, None)
             if nack is not None:
-                del nack.consumer.pel[i]
+                if nack.consumer is not None:
+                    del nack.consumer.pel[i]
                 found = True
     return found
 
@@ -791,10 +793,17 @@ def _claimable(s, g, min_idle, now):
     """XREADGROUP ... CLAIM (8.4): the group's pending entries idle for
     min_idle ms or more (whoever holds them) whose entry is still in the
     stream, the longest idle first: (delivery time, id, nack)."""
-    out = [(nack.delivery_time, i, nack) for i, nack in g.pel.items()
-           if now - nack.delivery_time >= min_idle and s.get(i) is not None]
+    pel = g.pel
+    first = []                          # released by XNACK (8.8): first, in release order
+    for i in g.nacked:
+        nack = pel.get(i)
+        if nack is not None and nack.consumer is None and s.get(i) is not None:
+            first.append((nack.delivery_time, i, nack))
+    taken = {t[1] for t in first}
+    out = [(nack.delivery_time, i, nack) for i, nack in pel.items()
+           if i not in taken and now - nack.delivery_time >= min_idle and s.get(i) is not None]
     out.sort(key=lambda t: (t[0], t[1]))
-    return out
+    return first + out
 
 
 def _claim_entries(s, key, gname, g, cons, cands, now, ops):
@@ -805,7 +814,8 @@ def _claim_entries(s, key, gname, g, cons, cands, now, ops):
     for t, i, nack in cands:
         before = nack.delivery_count
         if nack.consumer is not cons:
-            del nack.consumer.pel[i]
+            if nack.consumer is not None:
+                del nack.consumer.pel[i]
             nack.consumer = cons
             cons.pel[i] = nack
         nack.delivery_time = now
@@ -886,7 +896,8 @@ def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None,
                 pel[i] = nack
                 cpel[i] = nack
             else:
-                del nack.consumer.pel[i]
+                if nack.consumer is not None:
+                    del nack.consumer.pel[i]
                 nack.consumer = cons
                 nack.delivery_time = now
                 nack.delivery_count = 1

@@ -317,13 +317,14 @@ class Consumer:
 
 
 class Group:
-    __slots__ = ("last_id", "entries_read", "pel", "consumers")
+    __slots__ = ("last_id", "entries_read", "pel", "consumers", "nacked")
 
     def __init__(self, last_id: int, entries_read: int):
         self.last_id = last_id
         self.entries_read = entries_read
-        self.pel = SortedDict()          # id -> NACK
+        self.pel = SortedDict()          # id -> NACK (consumer None: released by XNACK)
         self.consumers = {}              # name -> Consumer
+        self.nacked = {}                 # ids XNACK released, in release order (kept lazily)
 
     def sorted_consumers(self):
         c = self.consumers
@@ -840,6 +841,7 @@ class StreamValue:
                         nack.consumer = nc
                         nc.pel[i] = nack
                     ng.consumers[cname] = nc
+                ng.nacked = dict(g.nacked)
                 n.groups[name] = ng
         return n
 
@@ -875,6 +877,12 @@ class StreamValue:
                     out.append([b"XCLAIM", key, name, cons.name, b"0", id_bytes(i), b"TIME",
                                 b"%d" % nack.delivery_time, b"RETRYCOUNT",
                                 b"%d" % nack.delivery_count, b"JUSTID", b"FORCE"])
+            # entries XNACK released (8.8), in release order
+            for i in g.nacked:
+                nack = g.pel.get(i)
+                if nack is not None and nack.consumer is None:
+                    out.append([b"XNACK", key, name, b"FAIL", b"IDS", b"1", id_bytes(i), b"RETRYCOUNT",
+                                b"%d" % nack.delivery_count, b"FORCE"])
         return out
 
 
