@@ -1,5 +1,6 @@
-"""Consumer-group commands of streams (t_stream.c): XGROUP, XACK, XPENDING,
-XCLAIM, XAUTOCLAIM, and XINFO.  The stream type, parsing and the reading
+"""Consumer-group commands of streams (t_stream.c): XGROUP, XACK, XACKDEL
+(8.2), XNACK (8.8), XPENDING, XCLAIM, XAUTOCLAIM, XINFO, and the
+idempotency settings XCFGSET and XIDMPRECORD (8.6).  The stream type, parsing and the reading
 commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
 
 from __future__ import annotations

@@ -1,7 +1,13 @@
 """Stream commands (t_stream.c semantics): XADD, XRANGE/XREVRANGE, XLEN,
-XDEL, XTRIM, XSETID, XREAD and XREADGROUP, and the parsing and reply
-helpers of the family; the consumer-group commands (XGROUP, XACK,
-XPENDING, XCLAIM, XAUTOCLAIM) and XINFO are in stream_groups.py.
+XDEL, XDELEX, XTRIM, XSETID, XREAD and XREADGROUP, and the parsing and
+reply helpers of the family; the consumer-group commands (XGROUP, XACK,
+XACKDEL, XNACK, XPENDING, XCLAIM, XAUTOCLAIM), XINFO, XCFGSET and
+XIDMPRECORD are in stream_groups.py.
+
+Redis 7.2-8.10 additions here: the KEEPREF/DELREF/ACKED reference
+policies (8.2), XREADGROUP ... CLAIM (8.4, with a wake-up timer for a
+blocked reader), idempotent XADD ... IDMP/IDMPAUTO (8.6, state in
+``types.stream.Idmp``), MAXCOUNT/MAXSIZE (8.10, ``Budget``).
 
 Values are ``types.stream.StreamValue``; IDs are ints (``ms << 64 | seq``).
 
