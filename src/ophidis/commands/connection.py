@@ -62,6 +62,7 @@ def clear_client_state(c):
     if c.tracking:
         srv.tracking.disable(c)
     c.no_evict = False
+    c.fieldsets = None
     c.user = srv.acl.default
     c.authenticated = srv.acl.auth_free
     c.update_slow()
