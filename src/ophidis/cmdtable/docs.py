@@ -347,10 +347,13 @@ unwatch|Forget watched keys
 wait|Wait for replicas to acknowledge writes
 watch|Watch keys for a transaction
 xack|Acknowledge stream messages
+xackdel|Acknowledge stream messages and delete them
 xadd|Append an entry to a stream
 xautoclaim|Claim idle pending messages
+xcfgset|Set a stream's idempotent-add settings
 xclaim|Take over pending messages
 xdel|Remove stream entries
+xdelex|Remove stream entries, choosing what happens to group references
 xgroup|Consumer group management
 xgroup|create|Create a consumer group
 xgroup|createconsumer|Create a consumer
@@ -358,12 +361,14 @@ xgroup|delconsumer|Remove a consumer
 xgroup|destroy|Remove a consumer group
 xgroup|help|Describe the XGROUP subcommands
 xgroup|setid|Move a group's last delivered id
+xidmprecord|Record an idempotent ID of a stream entry
 xinfo|Stream introspection
 xinfo|consumers|Consumers of a group
 xinfo|groups|Groups of a stream
 xinfo|help|Describe the XINFO subcommands
 xinfo|stream|Details of a stream
 xlen|Number of stream entries
+xnack|Release pending stream messages back to the group
 xpending|Pending messages of a group
 xrange|Stream entries in an id range
 xread|Read stream entries, optionally waiting

@@ -230,8 +230,11 @@ def stream_body(v, compress=True) -> bytes:
         ap(enc_len(g.last_id >> 64))
         ap(enc_len(g.last_id & MASK64))
         ap(enc_len(g.entries_read & MASK64))
-        ap(enc_len(len(g.pel)))
-        for i, nack in g.pel.items():
+        # entries XNACK released (no owner) are not written: Redis 7.0's
+        # format has each pending entry in a consumer's PEL
+        owned = [(i, nack) for i, nack in g.pel.items() if nack.consumer is not None]
+        ap(enc_len(len(owned)))
+        for i, nack in owned:
             ap(id_key(i))
             ap(_pack_ms(nack.delivery_time))
             ap(enc_len(nack.delivery_count))
