@@ -97,7 +97,7 @@ DIRECTIVES = [
     ('maxmemory', None, 'memory', ['modifiable'], 0, (0, 18446744073709551615)),
     ('maxmemory-clients', None, 'memory_percent', ['modifiable'], 0, (-100, 9223372036854775807)),
     ('maxmemory-eviction-tenacity', None, 'int', ['modifiable'], 10, (0, 100)),
-    ('maxmemory-policy', None, 'enum', ['modifiable'], 'noeviction', ['volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'noeviction']),
+    ('maxmemory-policy', None, 'enum', ['modifiable'], 'noeviction', ['volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl', 'volatile-lrm', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'allkeys-lrm', 'noeviction']),
     ('maxmemory-samples', None, 'int', ['modifiable'], 5, (1, 2147483647)),
     # Ophidis extensions (docs/COMPATIBILITY.md): /metrics for Prometheus; hidden
     # (CONFIG GET by exact name only): what reads CONFIG GET * sees Redis's list
