@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 import redis
 
+from ophidis.cluster.slots import key_hash_slot
+from support.resp import encode
 from support.servers import ServerProc
 from support.wait import wait_until
 
@@ -188,3 +190,181 @@ def test_volatile_lrm_evicts_only_volatile_keys_least_recently_modified(m):
     assert m.info()["evicted_keys"] > 5000
     assert alive(m, ["p:%d" % i for i in range(4000)]) == 4000
     assert alive(m, hot) >= 190
+
+
+# -- HOTKEYS ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def hk(r):
+    """The session server with no HOTKEYS session, and none left after."""
+    def clear():
+        r.execute_command("HOTKEYS", "STOP")
+        r.execute_command("HOTKEYS", "RESET")
+    clear()
+    yield r
+    clear()
+
+
+def _get(raw, resp3=False):
+    """HOTKEYS GET as {field: value}, checking the reply is an array of one map."""
+    v = raw.call_value("HOTKEYS", "GET")
+    assert isinstance(v, list) and len(v) == 1, v
+    m = v[0]
+    if resp3:
+        assert isinstance(m, dict), m
+        return m
+    assert isinstance(m, list) and len(m) % 2 == 0, m
+    return dict(zip(m[::2], m[1::2]))
+
+
+@pytest.mark.parametrize("args,err", [
+    ((), "METRICS parameter is required"),
+    (("COUNT", "1", "CPU"), "METRICS parameter is required"),
+    (("METRICS", "1"), "METRICS count does not match number of metric types provided"),
+    (("METRICS", "0", "CPU"), "METRICS count must be > 0 and <= 2"),
+    (("METRICS", "3", "CPU"), "METRICS count must be > 0 and <= 2"),
+    (("METRICS", "x", "CPU"), "METRICS count must be > 0 and <= 2"),
+    (("METRICS", "2", "CPU"), "METRICS count does not match number of metric types provided"),
+    (("METRICS", "2", "CPU", "cpu"), "METRICS CPU defined more than once!"),
+    (("METRICS", "2", "net", "NET"), "METRICS NET defined more than once!"),
+    (("METRICS", "1", "MEM"), "METRICS no valid metrics passed. Supported: CPU|NET"),
+    (("METRICS", "1", "CPU", "COUNT", "0"), "COUNT must be between 1 and 64"),
+    (("METRICS", "1", "CPU", "COUNT", "65"), "COUNT must be between 1 and 64"),
+    (("METRICS", "1", "CPU", "COUNT", "a"), "COUNT must be between 1 and 64"),
+    (("METRICS", "1", "CPU", "DURATION", "0"), "DURATION must be between 1 and 1000000"),
+    (("METRICS", "1", "CPU", "DURATION", "1000001"), "DURATION must be between 1 and 1000000"),
+    (("METRICS", "1", "CPU", "SAMPLE", "0"), "SAMPLE ratio must be positive"),
+    (("METRICS", "1", "CPU", "SAMPLE", "2147483648"), "SAMPLE ratio must be positive"),
+    (("METRICS", "1", "CPU", "SLOTS", "1", "0"), "SLOTS parameter cannot be used in non-cluster mode"),
+    (("METRICS", "1", "CPU", "COUNT"), "syntax error"),
+    (("METRICS", "1", "CPU", "FOO", "1"), "syntax error"),
+])
+def test_hotkeys_start_errors(hk, raw, args, err):
+    assert raw.call("HOTKEYS", "START", *args) == b"-ERR %s\r\n" % err.encode()
+    assert raw.call("HOTKEYS", "GET") == b"$-1\r\n"          # nothing was started
+
+
+def test_hotkeys_without_a_session_and_arity(hk, raw, raw3):
+    for sub in ("GET", "STOP"):
+        assert raw.call("HOTKEYS", sub) == b"$-1\r\n"
+        assert raw3.call("HOTKEYS", sub) == b"_\r\n"
+    assert raw.call("HOTKEYS", "RESET") == b"+OK\r\n"
+    assert raw.call("HOTKEYS") == b"-ERR wrong number of arguments for 'hotkeys' command\r\n"
+    assert raw.call("HOTKEYS", "GET", "x") == b"-ERR wrong number of arguments for 'hotkeys|get' command\r\n"
+    assert raw.call("HOTKEYS", "NOPE") == b"-ERR unknown subcommand 'NOPE'. Try HOTKEYS HELP.\r\n"
+    help_ = raw.call_value("HOTKEYS", "HELP")
+    assert help_[0] == b"HOTKEYS <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    assert any(line.startswith(b"START <METRICS count [CPU] [NET]>") for line in help_)
+
+
+def _net(*args, reply):
+    """What NET charges a command: its request as RESP and its reply."""
+    return len(encode(*args)) + len(reply)
+
+
+def test_hotkeys_counts_net_bytes_exactly_and_cpu_time(hk, raw, raw3):
+    assert raw.call("HOTKEYS", "START", "METRICS", "2", "CPU", "NET", "COUNT", "3") == b"+OK\r\n"
+    assert raw.call("HOTKEYS", "START", "METRICS", "1", "CPU") == \
+        b"-ERR hotkey tracking session already in progress\r\n"
+    raw.call("SET", "hot", "v")
+    for _ in range(10):
+        assert raw.call("GET", "hot") == b"$1\r\nv\r\n"
+    raw.call("SET", "k", "v")
+    raw.call("MSET", "a", "1", "b", "2")       # split between its two keys
+    raw.call("PING")                           # no keys: not counted
+    raw.call("DBSIZE")
+    hot = _net("SET", "hot", "v", reply=b"+OK\r\n") + 10 * _net("GET", "hot", reply=b"$1\r\nv\r\n")
+    k = _net("SET", "k", "v", reply=b"+OK\r\n")
+    mset = _net("MSET", "a", "1", "b", "2", reply=b"+OK\r\n")
+    g = _get(raw)
+    assert g[b"tracking-active"] == 1
+    assert g[b"sample-ratio"] == 1
+    assert g[b"selected-slots"] == [[0, 16383]]
+    assert g[b"net-bytes-all-commands-all-slots"] == hot + k + mset
+    assert g[b"total-net-bytes"] == hot + k + mset // 2 * 2
+    assert g[b"by-net-bytes"] == [b"hot", hot, b"k", k, b"a", mset // 2]
+    cpu = g[b"by-cpu-time-us"]
+    assert cpu[0] == b"hot" and len(cpu) <= 6
+    assert g[b"all-commands-all-slots-us"] >= cpu[1] > 0
+    assert g[b"collection-start-time-unix-ms"] > 1700000000000
+    assert g[b"collection-duration-ms"] >= 0
+    assert g[b"total-cpu-time-user-ms"] >= 0 and g[b"total-cpu-time-sys-ms"] >= 0
+    assert list(g) == [b"tracking-active", b"sample-ratio", b"selected-slots", b"all-commands-all-slots-us",
+                       b"net-bytes-all-commands-all-slots", b"collection-start-time-unix-ms",
+                       b"collection-duration-ms", b"total-cpu-time-user-ms", b"total-cpu-time-sys-ms",
+                       b"total-net-bytes", b"by-cpu-time-us", b"by-net-bytes"]
+    g3 = _get(raw3, resp3=True)        # RESP3: an array holding one map
+    assert g3[b"by-net-bytes"][:2] == [b"hot", hot]
+    assert raw.call("HOTKEYS", "RESET") == b"-ERR hotkey tracking session in progress, stop tracking first\r\n"
+    assert raw.call("HOTKEYS", "STOP") == b"+OK\r\n"
+    assert raw.call("HOTKEYS", "STOP") == b"$-1\r\n"
+    g = _get(raw)
+    assert g[b"tracking-active"] == 0
+    raw.call("GET", "hot")                     # stopped: no longer counted
+    g2 = _get(raw)
+    assert g2[b"by-net-bytes"] == g[b"by-net-bytes"]
+    assert g2[b"collection-duration-ms"] == g[b"collection-duration-ms"]
+    assert raw.call("HOTKEYS", "RESET") == b"+OK\r\n"
+    assert raw.call("HOTKEYS", "GET") == b"$-1\r\n"
+
+
+def test_hotkeys_one_metric_transactions_and_scripts(hk, raw):
+    raw.call("HOTKEYS", "START", "METRICS", "1", "NET")
+    raw.call("MULTI")
+    raw.call("SET", "m", "v")
+    raw.call("SET", "m", "v")
+    assert raw.call("EXEC") == b"*2\r\n+OK\r\n+OK\r\n"
+    # EVAL counts with its key (its request and reply); the script's own SET does not
+    assert raw.call("EVAL", "redis.call('SET', KEYS[1], 'v') return 1", "1", "s") == b":1\r\n"
+    g = _get(raw)
+    assert b"by-cpu-time-us" not in g and b"total-cpu-time-user-ms" not in g
+    # each command of the transaction counts when EXEC runs it
+    assert g[b"by-net-bytes"] == [b"s", _net("EVAL", "redis.call('SET', KEYS[1], 'v') return 1", "1", "s",
+                                             reply=b":1\r\n"),
+                                  b"m", 2 * _net("SET", "m", "v", reply=b"+OK\r\n")]
+    assert list(g)[-2:] == [b"total-net-bytes", b"by-net-bytes"]
+
+
+def test_hotkeys_duration_stops_the_session(hk, raw):
+    raw.call("HOTKEYS", "START", "METRICS", "1", "CPU", "DURATION", "1", "SAMPLE", "3")
+    wait_until(lambda: _get(raw)[b"tracking-active"] == 0, timeout=10)
+    g = _get(raw)
+    assert g[b"collection-duration-ms"] == 1000
+    assert g[b"sample-ratio"] == 3
+    assert b"sampled-commands-selected-slots-us" not in g       # only with SLOTS
+    assert raw.call("HOTKEYS", "STOP") == b"$-1\r\n"
+    assert raw.call("HOTKEYS", "RESET") == b"+OK\r\n"
+
+
+def test_hotkeys_slots_in_cluster_mode(start_server):
+    s = start_server("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                     "--cluster-require-full-coverage", "no")
+    c = s.conn()
+    assert c.call("CLUSTER", "ADDSLOTSRANGE", "0", "99") == b"+OK\r\n"
+    wait_until(lambda: b"cluster_state:ok" in c.call_value("CLUSTER", "INFO"), timeout=30)
+    assert c.call("HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "1", "100") == \
+        b"-ERR slot 100 not handled by this node\r\n"
+    assert c.call("HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "1", "16384") == \
+        b"-ERR Invalid or out of range slot\r\n"
+    assert c.call("HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "2", "5", "5") == \
+        b"-ERR duplicate slot number\r\n"
+    assert c.call("HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "3", "5", "6") == \
+        b"-ERR not enough slot numbers provided\r\n"
+    assert c.call("HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "0", "6") == \
+        b"-ERR SLOTS count must be between 1 and 16384\r\n"
+    assert c.call("HOTKEYS", "START", "METRICS", "1", "NET") == b"+OK\r\n"
+    assert _get(c)[b"selected-slots"] == [[0, 99]]
+    c.call("HOTKEYS", "STOP")
+    k3 = next(b"k%d" % i for i in range(100000) if key_hash_slot(b"k%d" % i) == 3)
+    assert c.call("HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "3", "8", "7", "3",
+                  "SAMPLE", "2") == b"+OK\r\n"
+    g = _get(c)
+    assert g[b"selected-slots"] == [[3], [7, 8]]
+    assert list(g)[3:9] == [b"sampled-commands-selected-slots-us", b"all-commands-selected-slots-us",
+                            b"all-commands-all-slots-us", b"net-bytes-sampled-commands-selected-slots",
+                            b"net-bytes-all-commands-selected-slots", b"net-bytes-all-commands-all-slots"]
+    for _ in range(20):
+        assert c.call("SET", k3, "v") == b"+OK\r\n"
+    g = _get(c)
+    assert g[b"net-bytes-all-commands-selected-slots"] == g[b"net-bytes-all-commands-all-slots"] > 0
+    assert 0 < g[b"net-bytes-sampled-commands-selected-slots"] < g[b"net-bytes-all-commands-selected-slots"]
