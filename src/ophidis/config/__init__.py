@@ -302,6 +302,8 @@ class Config:
                     raise ConfigError("appendfilename can't be empty")
                 if "/" in v or "\\" in v:
                     raise ConfigError("appendfilename can't be a path, just a filename")
+            if d.name == "backupdirname" and (not v or "/" in v or "\\" in v):
+                raise ConfigError("backupdirname can't be a path, just a dirname")
             if d.name == "appenddirname":
                 if not v:
                     raise ConfigError("appenddirname can't be empty")

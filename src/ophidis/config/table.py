@@ -31,6 +31,8 @@ DIRECTIVES = [
     ('appendonly', None, 'bool', ['modifiable', 'deny_loading'], False, None),
     ('auto-aof-rewrite-min-size', None, 'memory', ['modifiable'], 67108864, (0, 9223372036854775807)),
     ('auto-aof-rewrite-percentage', None, 'int', ['modifiable'], 100, (0, 2147483647)),
+    ('backup-sealed-ttl', None, 'int', ['modifiable'], 0, (0, 9223372036854775807)),
+    ('backupdirname', None, 'string', ['immutable'], 'backupdir', None),
     ('bgsave_cpulist', None, 'string', ['immutable', 'empty_string_is_null'], None, None),
     ('bind', None, 'special', ['modifiable', 'multi_arg'], None, None),
     ('bind-source-addr', None, 'string', ['modifiable', 'empty_string_is_null'], None, None),
