@@ -973,10 +973,10 @@ def test_automatic_rewrite_on_growth(start_server):
     assert st["aof_current_size"] >= st["aof_base_size"]
 
 
-@needs_redis
 NEWER_PERSISTENCE_FIELDS = ("backup_in_progress",)
 
 
+@needs_redis
 def test_info_persistence_fields_as_redis(start_server, tmp_path):
     s = start_server(*AOF)
     ours = list(s.client().info("persistence"))
