@@ -368,3 +368,40 @@ def test_hotkeys_slots_in_cluster_mode(start_server):
     g = _get(c)
     assert g[b"net-bytes-all-commands-selected-slots"] == g[b"net-bytes-all-commands-all-slots"] > 0
     assert 0 < g[b"net-bytes-sampled-commands-selected-slots"] < g[b"net-bytes-all-commands-selected-slots"]
+
+
+# -- INFO fields of 7.4-8.10 --------------------------------------------------------------------
+
+def test_info_newer_memory_and_stats_fields_in_redis_order(r):
+    mem = list(r.info("memory"))
+
+    def after(field, prev):
+        assert mem.index(field) == mem.index(prev) + 1, (field, prev)
+    after("allocator_muzzy", "allocator_resident")
+    after("mem_replica_full_sync_buffer", "mem_total_replication_buffers")
+    after("mem_overhead_db_hashtable_rehashing", "mem_allocator")
+    m = r.info("memory")
+    assert m["allocator_muzzy"] == m["mem_replica_full_sync_buffer"] == m["mem_overhead_db_hashtable_rehashing"] == 0
+    stats = list(r.info("stats"))
+    assert stats.index("expired_keys_active") == stats.index("expired_keys") + 1
+    assert stats.index("evicted_scripts") == stats.index("evicted_clients") + 1
+    assert "backup_in_progress" in r.info("persistence")
+
+
+def test_info_expired_keys_active_counts_the_active_cycle_only(r):
+    r.config_resetstat()
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    try:
+        r.set("lazy", "v", px=1)
+        wait_until(lambda: r.exists("lazy") == 0, timeout=10)      # expired on access
+        st = r.info("stats")
+        assert st["expired_keys"] == 1 and st["expired_keys_active"] == 0
+    finally:
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    for i in range(5):
+        r.set("active:%d" % i, "v", px=1)
+    wait_until(lambda: r.info("stats")["expired_keys_active"] == 5, timeout=10)
+    assert r.info("stats")["expired_keys"] == 6
+    assert r.dbsize() == 0
+    r.config_resetstat()
+    assert r.info("stats")["expired_keys_active"] == 0
