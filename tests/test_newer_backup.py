@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
 import redis
 
+from support.servers import server_env
 from support.wait import wait_until
 
 
@@ -225,3 +228,80 @@ def test_start_in_a_transaction_snapshots_the_whole_transaction(start_server):
     c.execute_command("BACKUP", "SEAL")
     r = restored(start_server, files(c))
     assert r.mget("before", "after") == [b"1", b"2"]
+
+
+# -- preload-file (8.10): restoring a backup -----------------------------------------------------
+
+def _sealed_backup(start_server):
+    s = start_server("--auto-aof-rewrite-percentage", "0")
+    c = s.client()
+    c.set("k1", "v1")
+    c.execute_command("BACKUP", "START")
+    wait_state(c, "incrementing")
+    c.set("k2", "v2")
+    c.execute_command("BACKUP", "SEAL")
+    c.set("k3", "v3")                 # after the seal: not in the backup
+    return s, c, os.path.join(s.dir, "backupdir", "appendonly.aof.manifest")
+
+
+def test_preload_a_sealed_backup(start_server):
+    _, _, manifest = _sealed_backup(start_server)
+    r = start_server("--preload-file", "aof:" + manifest).client()
+    assert sorted(r.keys()) == [b"k1", b"k2"]
+    assert r.info("persistence")["aof_enabled"] == 0
+    # appendonly yes: the local AOF (another dataset's) is rewritten from the preloaded one
+    d = tempfile.mkdtemp(prefix="ophidis-preload-")
+    old = start_server("--appendonly", "yes", cwd=d).client()
+    old.set("local-aof-key", "x")
+    old.shutdown(nosave=True)
+    s = start_server("--appendonly", "yes", "--preload-file", "aof:" + manifest, cwd=d)
+    r = s.client()
+    assert sorted(r.keys()) == [b"k1", b"k2"]
+    wait_until(lambda: r.info("persistence")["aof_rewrites"] == 1
+               and r.info("persistence")["aof_rewrite_in_progress"] == 0, timeout=30)
+    r.set("after-preload", "v")
+    r.shutdown(nosave=True)
+    s.stop()
+    r = start_server("--appendonly", "yes", cwd=d).client()
+    assert sorted(r.keys()) == [b"after-preload", b"k1", b"k2"]
+
+
+def test_preload_an_rdb_file_instead_of_dump_rdb(start_server):
+    src = start_server().client()
+    src.set("preload-rdb-key", "value")
+    src.sadd("preload-rdb-set", "one", "two")
+    src.save()
+    rdb = os.path.join(src.config_get("dir")["dir"], "dump.rdb")
+    d = tempfile.mkdtemp(prefix="ophidis-preload-")
+    local = start_server(cwd=d).client()
+    local.set("local-rdb-key", "no")
+    local.save()
+    for aof in ("no", "yes"):
+        r = start_server("--preload-file", "rdb:" + rdb, "--appendonly", aof, cwd=d).client()
+        assert sorted(r.keys()) == [b"preload-rdb-key", b"preload-rdb-set"]
+        # (with appendonly yes, no exit before the first AOF is written)
+        wait_until(lambda: r.info("persistence")["aof_rewrite_in_progress"] == 0, timeout=30)
+        r.shutdown(nosave=True)
+
+
+def test_preload_of_the_local_manifest_loads_as_usual(start_server):
+    d = tempfile.mkdtemp(prefix="ophidis-preload-")
+    c = start_server("--appendonly", "yes", cwd=d).client()
+    c.set("local-aof-key", "value")
+    c.shutdown(nosave=True)
+    manifest = os.path.join(d, "appendonlydir", "appendonly.aof.manifest")
+    r = start_server("--appendonly", "yes", "--preload-file", "aof:" + manifest, cwd=d).client()
+    assert r.get("local-aof-key") == b"value"
+    assert r.info("persistence")["aof_rewrites"] == 0
+
+
+@pytest.mark.parametrize("value,msg", [
+    ("aof:/tmp/foo", "preload-file must end with an extension"),
+    ("rdb:/tmp/foo", "preload-file must end with an extension"),
+    ("invalid:/tmp/foo.rdb", "argument must be in the format"),
+])
+def test_preload_file_is_validated(value, msg):
+    p = subprocess.run([sys.executable, "-m", "ophidis", "--port", "0", "--preload-file", value],
+                       capture_output=True, text=True, timeout=60, env=server_env(None))
+    assert p.returncode != 0
+    assert msg in p.stdout + p.stderr

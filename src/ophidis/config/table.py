@@ -115,6 +115,7 @@ DIRECTIVES = [
     ('port', None, 'int', ['modifiable'], 6379, (0, 65535)),
     ('proc-title-template', None, 'string', ['modifiable', 'allow_empty_string'], '{title} {listen-addr} {server-mode}', None),
     ('propagation-error-behavior', None, 'enum', ['modifiable'], 'ignore', ['ignore', 'panic', 'panic-on-replicas']),
+    ('preload-file', None, 'string', ['immutable', 'allow_empty_string'], '', None),
     ('protected-mode', None, 'bool', ['modifiable'], True, None),
     ('proto-max-bulk-len', None, 'memory', ['debug', 'modifiable'], 536870912, (1048576, 9223372036854775807)),
     ('rdb-del-sync-files', None, 'bool', ['modifiable'], False, None),
