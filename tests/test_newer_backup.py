@@ -305,3 +305,25 @@ def test_preload_file_is_validated(value, msg):
                        capture_output=True, text=True, timeout=60, env=server_env(None))
     assert p.returncode != 0
     assert msg in p.stdout + p.stderr
+
+
+def test_an_appendonly_no_backup_neither_blocks_shutdown_nor_stops_on_appendonly_no(start_server):
+    s = start_server("--auto-aof-rewrite-percentage", "0")
+    c = s.client()
+    for i in range(3):
+        c.set("k%d" % i, i)
+    c.config_set("rdb-key-save-delay", 1000000)
+    c.execute_command("BACKUP", "START")
+    assert state(c) == "snapshotting"
+    c.config_set("appendonly", "no")             # already no: the backup's AOF carries on
+    assert state(c) == "snapshotting"
+    c.config_set("rdb-key-save-delay", 0)
+    wait_state(c, "incrementing")
+    c.config_set("appendonly", "no")
+    assert state(c) == "incrementing"
+    c.execute_command("BACKUP", "ABORT")
+    c.config_set("rdb-key-save-delay", 1000000)
+    c.execute_command("BACKUP", "START")
+    assert state(c) == "snapshotting"
+    c.shutdown(nosave=True)                      # not refused ("Writing initial AOF")
+    wait_until(lambda: s.proc.poll() is not None, timeout=30)

@@ -144,8 +144,8 @@ class Aof(Rewrite, Loader):
         if v and self.state == AOF_OFF:
             if not self.start():
                 raise ConfigError("Unable to turn on AOF. Check server logs.")
-        elif not v and self.state != AOF_OFF:
-            self.stop()
+        elif not v and self.state != AOF_OFF and not self.backup.temp_aof:
+            self.stop()         # (an appendonly-no backup's AOF runs until its SEAL)
 
     def _on_auto_gc(self, v):
         if not v:
@@ -563,7 +563,8 @@ class Aof(Rewrite, Loader):
     def shutdown_check(self, force):
         """Refuse to exit while the first AOF is being written (its data
         would be lost): prepareForShutdown's AOF_WAIT_REWRITE case."""
-        if self.child_pid is not None and self.state == AOF_WAIT_REWRITE:
+        # (not a backup's AOF of an appendonly-no server: no data depends on it)
+        if self.child_pid is not None and self.state == AOF_WAIT_REWRITE and not self.backup.temp_aof:
             if force:
                 log.warning("Writing initial AOF. Exit anyway.")
                 return None
