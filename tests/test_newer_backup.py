@@ -327,3 +327,19 @@ def test_an_appendonly_no_backup_neither_blocks_shutdown_nor_stops_on_appendonly
     assert state(c) == "snapshotting"
     c.shutdown(nosave=True)                      # not refused ("Writing initial AOF")
     wait_until(lambda: s.proc.poll() is not None, timeout=30)
+
+
+def test_a_full_sync_fails_the_backup(start_server):
+    m = start_server()
+    m.client().set("from-master", "1")
+    s = start_server("--auto-aof-rewrite-percentage", "0")
+    c = s.client()
+    c.set("k", "v")
+    c.execute_command("BACKUP", "START")
+    wait_state(c, "incrementing")
+    c.replicaof("127.0.0.1", m.port)
+    wait_until(lambda: c.info("replication")["master_link_status"] == "up", timeout=30)
+    assert c.get("from-master") == b"1"
+    st = status(c)
+    assert st["state"] == "failed" and st["error"] == "appendonly is stopped"
+    assert os.listdir(os.path.join(s.dir, "backupdir")) == []

@@ -222,9 +222,11 @@ class Backup:
         self.pinned = []
 
     def aof_stopped(self):
-        """appendonly no while the AOF carries a backup's writes."""
-        if self.stopping or self.state not in ACTIVE or self.temp_aof:
+        """The AOF carrying a backup's writes stops (appendonly no; a
+        replica's full sync, whose new dataset the backup cannot follow)."""
+        if self.stopping or self.state not in ACTIVE:
             return
+        self.temp_aof = False       # being stopped by the caller already
         self._fail("appendonly is stopped")
 
     def cron(self):
