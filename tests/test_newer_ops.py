@@ -5,6 +5,8 @@ assertions are Redis's documented replies."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
 
@@ -405,3 +407,18 @@ def test_info_expired_keys_active_counts_the_active_cycle_only(r):
     assert r.dbsize() == 0
     r.config_resetstat()
     assert r.info("stats")["expired_keys_active"] == 0
+
+
+def test_info_used_memory_peak_time_follows_the_peak(r):
+    mem = list(r.info("memory"))
+    assert mem.index("used_memory_peak_time") == mem.index("used_memory_peak_human") + 1
+    t0 = r.info("memory")["used_memory_peak_time"]
+    assert 1700000000 < t0 <= time.time() + 1
+    wait_until(lambda: int(time.time()) > t0, timeout=5)
+    before = int(time.time())
+    r.set("big", b"x" * (8 << 20))              # above any peak so far
+    m = r.info("memory")
+    assert m["used_memory_peak"] >= m["used_memory"]
+    assert m["used_memory_peak_time"] >= before
+    r.delete("big")
+    assert r.info("memory")["used_memory_peak_time"] == m["used_memory_peak_time"]

@@ -126,6 +126,7 @@ def sec_memory(srv):
         "used_memory_rss_human:%s" % human_bytes(rss),
         "used_memory_peak:%d" % peak,
         "used_memory_peak_human:%s" % human_bytes(peak),
+        "used_memory_peak_time:%d" % m.peak_time,     # 8.2
         "used_memory_peak_perc:%.2f%%" % (used * 100.0 / peak if peak else 100.0),
         "used_memory_overhead:%d" % overhead,
         "used_memory_startup:%d" % startup,

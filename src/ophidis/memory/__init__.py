@@ -30,6 +30,7 @@ class Memory(Eviction):
         self.dataset = 0
         self.clients_mem = 0
         self.peak = 0
+        self.peak_time = int(_time())   # when the peak was reached (INFO used_memory_peak_time)
         self.tracking = False
         self.budget = 0            # dataset bytes allowed: maxmemory - STARTUP - clients
         self.slack = 0             # evictions go this far below the limit
@@ -357,6 +358,7 @@ class Memory(Eviction):
             + self.srv.repl_feed.buffer_bytes() + self.aof_buffer()
         if used > self.peak:
             self.peak = used
+            self.peak_time = int(_time())
         self.srv.used_memory_peak = self.peak
         return used
 
