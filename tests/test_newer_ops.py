@@ -422,3 +422,11 @@ def test_info_used_memory_peak_time_follows_the_peak(r):
     assert m["used_memory_peak_time"] >= before
     r.delete("big")
     assert r.info("memory")["used_memory_peak_time"] == m["used_memory_peak_time"]
+
+
+def test_hotkeys_counts_a_command_that_fails(hk, raw):
+    raw.call("HOTKEYS", "START", "METRICS", "1", "NET")
+    raw.call("SET", "s", "v")
+    assert raw.call("INCR", "s").startswith(b"-ERR")
+    g = _get(raw)
+    assert g[b"by-net-bytes"] == [b"s", _net("SET", "s", "v", reply=b"+OK\r\n") + len(encode("INCR", "s"))]

@@ -174,15 +174,20 @@ class HotKeys:
             if s is None or not s.active or c.in_script:
                 return proc(c, argv)
             t0 = _perf_ns()
-            r = proc(c, argv)
-            us = (_perf_ns() - t0) // 1000
-            keys = get_keys(cmd, argv)
-            if keys:
-                nbytes = _request_bytes(argv)
-                if r:
-                    nbytes += len(r)
-                s.record(keys, key_hash_slot(keys[0]) if s.slotset is not None else 0, us, nbytes)
-            return r
+            r = None
+            try:
+                r = proc(c, argv)
+                return r
+            finally:
+                # (an error reply raised by the command counts its time and
+                # request, as Redis counts a command that failed)
+                us = (_perf_ns() - t0) // 1000
+                keys = get_keys(cmd, argv)
+                if keys:
+                    nbytes = _request_bytes(argv)
+                    if r:
+                        nbytes += len(r)
+                    s.record(keys, key_hash_slot(keys[0]) if s.slotset is not None else 0, us, nbytes)
         return hot
 
 
