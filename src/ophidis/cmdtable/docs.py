@@ -21,6 +21,24 @@ acl|setuser|Create or change an ACL user
 acl|users|List ACL user names
 acl|whoami|Name of the user of this connection
 append|Append bytes to a string value
+arcount|Number of elements of an array
+ardel|Delete elements of an array by index
+ardelrange|Delete the elements in index ranges of an array
+arget|Element at an index of an array
+argetrange|Every position of an index range of an array
+argrep|Indexes of the array elements that match predicates
+arinfo|Describe an array's size and layout
+arinsert|Append values at an array's insert cursor
+arlastitems|Positions last written by ARINSERT or ARRING
+arlen|Highest index of an array plus one
+armget|Elements at several indexes of an array
+armset|Set elements at several indexes of an array
+arnext|Index the next ARINSERT writes to
+arop|Aggregate the elements of an array range
+arring|Write values into an array used as a ring buffer
+arscan|Elements of an index range of an array, with indexes
+arseek|Move an array's insert cursor
+arset|Set elements at consecutive indexes of an array
 asking|Mark the next command as following an ASK redirect
 auth|Authenticate the connection
 bgrewriteaof|Rewrite the append only file in the background

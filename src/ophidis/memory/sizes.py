@@ -31,6 +31,7 @@ from itertools import islice
 
 from ..cmdtable.keys import get_keys, range_last
 from ..keyspace.db import EmbStr
+from ..types.array import ArrayValue
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue
 from ..types.zset import ZSetValue
@@ -94,6 +95,17 @@ def pysize(v) -> int:
         return s
     if cls is _StreamValue:
         return v.mem_estimate()
+    if cls is ArrayValue:
+        # the element dict, the sorted index, the values (sampled)
+        d = v.d
+        s = 200 + getsizeof(d) + getsizeof(v.idx) + 32 * n
+        if n:
+            t = k = 0
+            for x in islice(d.values(), SAMPLE):
+                t += getsizeof(x)
+                k += 1
+            s += t * n // k
+        return s
     return getsizeof(v)
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 import struct
 
 from ..keyspace.db import stats
+from ..types.array import KIND_FLOAT, KIND_INT, KIND_SMALLSTR, KIND_STR, UINT64_MAX, ArrayValue, format_float
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MAX_ID, NACK, Consumer, Group, Node, StreamValue
 from ..types.zset import ZSetValue
 from .listpack import EncodingError, canonical_int, intset_decode, lp_decode, zipmap_decode, zl_decode
 from .rdbcodec import ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, lzf_decompress
-from .rdbformat import (QL_PACKED, QL_PLAIN, T_HASH, T_HASH_LISTPACK, T_HASH_ZIPLIST, T_HASH_ZIPMAP, T_LIST,
+from .rdbformat import (QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_HASH_ZIPLIST, T_HASH_ZIPMAP, T_LIST,
                         T_LIST_QUICKLIST, T_LIST_QUICKLIST_2, T_LIST_ZIPLIST, T_MODULE, T_MODULE_2, T_SET,
                         T_SET_INTSET, T_SET_LISTPACK, T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2,
                         T_STREAM_LISTPACKS_3, T_STRING, T_ZSET, T_ZSET_2, T_ZSET_LISTPACK, T_ZSET_ZIPLIST,
@@ -30,6 +31,7 @@ _BLOB_NAMES = {T_HASH_ZIPMAP: "Zipmap", T_LIST_ZIPLIST: "List ziplist", T_SET_IN
                T_HASH_LISTPACK: "Hash listpack", T_SET_LISTPACK: "Set listpack"}
 
 _unpack_d = struct.Struct("<d").unpack_from
+_unpack_q = struct.Struct("<q").unpack_from
 
 
 class LoadSettings:
@@ -320,6 +322,8 @@ class ValueReader:
                 self.fail("%s integrity check failed." % _BLOB_NAMES[t], start)
         if t in (T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3):
             return self.load_stream(t)
+        if t == T_ARRAY:
+            return self.load_array()
         if t in (T_MODULE, T_MODULE_2):
             if t == T_MODULE:
                 self.fail("Module value of the old format (type 6) can't be loaded")
@@ -327,6 +331,39 @@ class ValueReader:
             self.skip_module_value()
             raise UnsupportedType("module '%s'" % module_name(mid))
         self.fail("Unknown RDB encoding type %d" % t)
+
+    def load_array(self):
+        """RDB_TYPE_ARRAY (rdbencode.array_body); None when empty."""
+        start = self.pos
+        n = self.load_len()
+        flag = self.load_len()
+        if flag > 1:
+            self.fail("Array insert index flag %d is invalid" % flag, start)
+        a = ArrayValue()
+        if flag:
+            ins = self.load_len()
+            if ins >= UINT64_MAX:
+                self.fail("Array insert index is invalid", start)
+            a.insert_idx = ins
+        last = -1
+        for _ in range(n):
+            i = self.load_len()
+            if i >= UINT64_MAX or i <= last:
+                self.fail("Array index %d is out of order or invalid" % i, start)
+            last = i
+            tag = self.load_len()
+            if tag == KIND_INT:
+                v = b"%d" % _unpack_q(self.read(8))[0]
+            elif tag == KIND_FLOAT:
+                v = format_float(_unpack_d(self.read(8))[0])
+            elif tag == KIND_SMALLSTR or tag == KIND_STR:
+                v = self.load_string()
+            else:
+                self.fail("Unknown array element tag %d" % tag, start)
+            a.set(i, v)
+        if not n:
+            return None
+        return a
 
     def _set(self, items):
         v = SetValue(items)

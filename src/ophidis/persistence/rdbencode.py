@@ -13,12 +13,13 @@ import math
 import struct
 
 from ..keyspace.db import EmbStr
+from ..types.array import KIND_FLOAT, KIND_INT, ArrayValue, value_kind
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MASK64, StreamValue, id_key
 from ..types.zset import ZSetValue
 from .listpack import intset_encode, lp_build, lp_entry
 from .rdbcodec import enc_len, enc_string, redis_lzf
-from .rdbformat import (QL_PACKED, QL_PLAIN, T_HASH, T_HASH_LISTPACK, T_LIST_QUICKLIST_2, T_SET, T_SET_INTSET,
+from .rdbformat import (QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_LIST_QUICKLIST_2, T_SET, T_SET_INTSET,
                         T_STREAM_LISTPACKS_2, T_STRING, T_ZSET_2, T_ZSET_LISTPACK)
 
 
@@ -145,6 +146,8 @@ class Encoder:
             return T_ZSET_2, b"".join(out)
         if cls is StreamValue:
             return T_STREAM_LISTPACKS_2, stream_body(v, compress)
+        if cls is ArrayValue:
+            return T_ARRAY, array_body(v, compress)
         if isinstance(v, (bytes, bytearray)):
             return T_STRING, enc_string(bytes(v), compress)
         if isinstance(v, ListValue):
@@ -153,6 +156,31 @@ class Encoder:
 
 
 _pack_ms = struct.Struct("<q").pack
+_pack_d = struct.Struct("<d").pack
+
+
+def array_body(v, compress=True) -> bytes:
+    """An array as RDB_TYPE_ARRAY: the element count, 1 and the insert
+    cursor or 0 when there is none, then each element in ascending index
+    order as its index, its tag and its payload (an inline integer as 8
+    little-endian bytes, an inline decimal as its 8-byte double, a string as
+    an RDB string)."""
+    out = [enc_len(len(v))]
+    ap = out.append
+    if v.insert_idx is None:
+        ap(b"\x00")
+    else:
+        ap(b"\x01" + enc_len(v.insert_idx))
+    for i, x in v.items():
+        kind, val = value_kind(x)
+        ap(enc_len(i) + enc_len(kind))
+        if kind == KIND_INT:
+            ap(_pack_ms(val))
+        elif kind == KIND_FLOAT:
+            ap(_pack_d(val))
+        else:
+            ap(enc_string(x, compress))
+    return b"".join(out)
 
 
 def stream_body(v, compress=True) -> bytes:

@@ -34,6 +34,9 @@ T_LIST_QUICKLIST_2 = 18
 T_STREAM_LISTPACKS_2 = 19
 T_SET_LISTPACK = 20
 T_STREAM_LISTPACKS_3 = 21
+# Redis 8.8's array (rdb.h RDB_TYPE_ARRAY): count, an insert-cursor flag and
+# cursor, then (index, element tag, element) in ascending index order
+T_ARRAY = 28
 
 TYPE_NAMES = {
     T_STRING: "string", T_LIST: "list", T_SET: "set", T_ZSET: "zset", T_HASH: "hash",
@@ -41,7 +44,7 @@ TYPE_NAMES = {
     T_LIST_ZIPLIST: "list", T_SET_INTSET: "set", T_ZSET_ZIPLIST: "zset", T_HASH_ZIPLIST: "hash",
     T_LIST_QUICKLIST: "list", T_STREAM_LISTPACKS: "stream", T_HASH_LISTPACK: "hash",
     T_ZSET_LISTPACK: "zset", T_LIST_QUICKLIST_2: "list", T_STREAM_LISTPACKS_2: "stream",
-    T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream",
+    T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream", T_ARRAY: "array",
 }
 
 # opcodes

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .rdbcodec import crc64, enc_string
 from .rdbdecode import UnsupportedType, ValueReader
 from .rdbencode import Encoder
-from .rdbformat import OP_FUNCTION2, RDB_VERSION, T_STREAM_LISTPACKS_2, TYPE_NAMES, RdbError
+from .rdbformat import OP_FUNCTION2, RDB_VERSION, T_ARRAY, T_STREAM_LISTPACKS_2, TYPE_NAMES, RdbError
 
 
 def dump_payload(v, config=None) -> bytes:
@@ -64,7 +64,7 @@ def load_payload(payload: bytes, settings=None, log=None):
     listpack set and the 7.2 stream cannot appear)."""
     r = ValueReader(memoryview(payload), settings, log=log)
     t = r.byte()
-    if t not in TYPE_NAMES or t > T_STREAM_LISTPACKS_2:
+    if t not in TYPE_NAMES or (t > T_STREAM_LISTPACKS_2 and t != T_ARRAY):
         raise RdbError("Unknown RDB encoding type %d" % t, 0, quiet=True)
     try:
         v = r.load_object(t)
