@@ -46,6 +46,7 @@ from ..scripting.functions import Functions
 from .clients import Clients
 from .cron import Cron
 from .dispatch import Dispatch
+from ..hotkeys import HotKeys
 from .monitor import Monitor
 from .pause import Pause
 from .shutdown import Shutdown
@@ -112,7 +113,7 @@ FIELDS = (
     "modules",                     # modules.Modules: loaded modules (loadmodule: before the ACL users, as Redis)
     "acl",                         # acl.Acl: users, ACL LOG, the ACL file (every client has a user)
     "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
-    "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
+    "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets", "hotkeys",
     "cluster", "metrics", "tls",
 )
 
@@ -240,6 +241,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.persistence = Persistence(self)
         self.aof = Aof(self)
         self.tracking = Tracking(self)
+        self.hotkeys = HotKeys(self)   # HOTKEYS (8.6): a command wrapper while a session is active
         self.memory = Memory(self)
         self.lazyfree = self.memory.lazyfree
         self.repl_feed = ReplFeed(self)
