@@ -203,8 +203,9 @@ def sec_stats(srv):
         "sync_full:%d" % s.sync_full,
         "sync_partial_ok:%d" % s.sync_partial_ok,
         "sync_partial_err:%d" % s.sync_partial_err,
-        "expired_keys:%d" % s.expired_keys,
+        # (Redis 7.4 puts the hash fields' count first)
         "expired_subkeys:%d" % s.expired_subkeys,
+        "expired_keys:%d" % s.expired_keys,
         "expired_keys_active:%d" % s.expired_keys_active,
         "expired_stale_perc:%.2f" % (s.expired_stale_perc * 100),
         "expired_time_cap_reached_count:%d" % s.expired_time_cap_reached_count,
