@@ -21,6 +21,18 @@ from .sizes import (_EXTRACT, BYTES_BASE, PY_DICT_ENTRY, STARTUP, _simple_specs,
 
 _time = time.time
 
+
+def untouched(c, cmd) -> bool:
+    """CLIENT NO-TOUCH: whether a read by ``c`` (no_touch set, or a
+    script's client) leaves its keys' access times alone: everything but
+    TOUCH does, and a script's reads follow its caller's switch."""
+    if c.in_script:
+        caller = c.script_caller
+        if caller is None or not caller[0].no_touch:
+            return False
+    return cmd.fullname != "touch"
+
+
 class Memory(Eviction):
     def __init__(self, srv):
         self.srv = srv
@@ -179,7 +191,7 @@ class Memory(Eviction):
                         if m.dataset > m.budget and not (c.in_exec or c.in_script):
                             m.evict_for(c, cmd)
                         r = proc(c, argv)
-                        if len(argv) > 1:
+                        if len(argv) > 1 and not ((c.no_touch or c.in_script) and untouched(c, cmd)):
                             db = c.db
                             k = argv[1]
                             if k in (db.expires if volatile else db.d):
@@ -191,6 +203,8 @@ class Memory(Eviction):
                 if m.dataset > m.budget and not (c.in_exec or c.in_script):
                     m.evict_for(c, cmd)
                 r = proc(c, argv)
+                if (c.no_touch or c.in_script) and untouched(c, cmd):
+                    return r
                 db = c.db
                 keys = keys_of(cmd, argv)
                 m.touch_keys(db, keys, m.present(db, keys))
