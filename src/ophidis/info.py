@@ -102,7 +102,17 @@ def sec_clients(srv):
         "client_recent_max_output_buffer:%d" % maxout,
         "blocked_clients:%d" % (blocked + postponed),
         "tracking_clients:%d" % srv.tracking.nclients,
+        # 7.4: subscribers, clients watching keys, the keys watched and
+        # blocked on (on_nokey: a deleted key ends the wait, XREADGROUP)
+        "pubsub_clients:%d" % sum(1 for c in clients if c.pubsub_channels or c.pubsub_patterns
+                                  or c.pubsub_shard),
+        "watching_clients:%d" % sum(1 for c in clients if c.watched),
         "clients_in_timeout_table:%d" % blocked,
+        "total_watched_keys:%d" % sum(len(db.watched_keys) for db in srv.dbs),
+        "total_blocking_keys:%d" % sum(len(db.blocking_keys) for db in srv.dbs),
+        "total_blocking_keys_on_nokey:%d" % sum(
+            1 for db in srv.dbs for waiters in db.blocking_keys.values()
+            if any(w.bstate is not None and w.bstate.serve_missing for w in waiters)),
     ]
 
 
@@ -135,6 +145,7 @@ def sec_memory(srv):
         "allocator_allocated:%d" % used,
         "allocator_active:%d" % rss,
         "allocator_resident:%d" % rss,
+        "allocator_muzzy:0",
         "total_system_memory:%d" % tsm,
         "total_system_memory_human:%s" % human_bytes(tsm),
         "used_memory_lua:31744",
@@ -169,6 +180,7 @@ def sec_memory(srv):
         "mem_cluster_links:0",
         "mem_aof_buffer:%d" % m.aof_buffer(),
         "mem_allocator:pymalloc",
+        "mem_overhead_db_hashtable_rehashing:0",   # a dict resizes at once
         "active_defrag_running:0",
         "lazyfree_pending_objects:%d" % srv.lazyfree_pending,
         "lazyfreed_objects:%d" % srv.lazyfreed_objects,
@@ -231,11 +243,11 @@ def sec_stats(srv):
         "total_writes_processed:%d" % s.total_writes_processed,
         "io_threaded_reads_processed:0",
         "io_threaded_writes_processed:0",
-        "reply_buffer_shrinks:0",
-        "reply_buffer_expands:0",
         "client_query_buffer_limit_disconnections:%d" % s.client_qbuf_limit_disconnections,
         "client_output_buffer_limit_disconnections:%d" % s.client_outbuf_limit_disconnections,
-    ]
+        "reply_buffer_shrinks:0",
+        "reply_buffer_expands:0",
+    ] + srv.acl.info_lines()
 
 
 def sec_replication(srv):
