@@ -113,3 +113,18 @@ def test_loglevel_nothing_logs_nothing(start_server):
         c.call("CONFIG", "SET", "maxmemory", "1")
         c.call("CONFIG", "SET", "maxmemory", "0")
         assert s.output().count("WARNING: the new maxmemory value") == 1
+
+
+def test_hide_user_data_from_log_redacts_arguments_in_crash_reports(start_server):
+    s = start_server("--enable-debug-command", "yes", "--hide-user-data-from-log", "yes")
+    with RespConn(s.port) as c:
+        assert c.call("CONFIG", "GET", "hide-user-data-from-log") == \
+            b"*2\r\n$23\r\nhide-user-data-from-log\r\n$3\r\nyes\r\n"
+        c.send_raw(encode("DEBUG", "ASSERT", "secret-arg"))
+        c.read_until_closed()
+    wait_until(lambda: s.proc.poll() is not None, 30, what="the server's exit")
+    out = s.output()
+    assert "client->argv[0] = \"DEBUG\" (refcount: 1)" in out
+    assert "client->argv[1] = *redacted*" in out and "client->argv[2] = *redacted*" in out
+    assert "argv[0]: '\"DEBUG\"'" in out and "argv[1]: *redacted*" in out
+    assert "secret-arg" not in out and "ASSERT\"" not in out

@@ -70,6 +70,7 @@ DIRECTIVES = [
     ('hash-max-listpack-entries', 'hash-max-ziplist-entries', 'int', ['modifiable'], 512, (0, 9223372036854775807)),
     ('hash-max-listpack-value', 'hash-max-ziplist-value', 'memory', ['modifiable'], 64, (0, 9223372036854775807)),
     ('hll-sparse-max-bytes', None, 'memory', ['modifiable'], 3000, (0, 9223372036854775807)),
+    ('hide-user-data-from-log', None, 'bool', ['modifiable'], False, None),   # 7.4
     ('hz', None, 'int', ['modifiable'], 10, (0, 2147483647)),
     ('ignore-warnings', None, 'string', ['modifiable', 'allow_empty_string'], '', None),
     ('io-threads', None, 'int', ['debug', 'immutable'], 1, (1, 128)),
