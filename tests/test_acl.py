@@ -14,6 +14,7 @@ from support.servers import REDIS_SERVER, RedisServerProc, ServerProc
 from support.wait import wait_until
 
 from ophidis.acl.check import OK, _matcher, check_command, fast_allows
+from ophidis.cmdtable.registry import META, NEWER
 from ophidis.acl.users import RuleError, User
 from ophidis import compiled
 from ophidis.cmdtable.registry import ALL
@@ -64,6 +65,8 @@ class Both:
 # The commands of Redis's table that we lack (LOLWUT): Redis's rule lists and
 # categories may name them.
 MISSING = (b"lolwut",)
+# commands Redis added after 7.0 (data/commands/ entries with a later "since")
+ADDED = {n for n in NEWER if tuple(map(int, META[n].get("since", "0").split("."))) > (7, 0, 99)}
 
 
 def _rules_set(line: bytes):
@@ -164,8 +167,9 @@ def test_cat_help_genpass_errors(both):
     both.same("ACL", "CAT")
     for cat in ("keyspace", "read", "write", "dangerous", "pubsub", "scripting", "connection"):
         ra, rb = both.call("ACL", "CAT", cat)
-        sa = {x for x in parse(ra)[0] if x.split(b"|")[0] not in MISSING}
-        sb = {x for x in parse(rb)[0] if x.split(b"|")[0] not in MISSING}
+        # (commands Redis added after 7.0 are not in the reference's lists)
+        sa = {x for x in parse(ra)[0] if x.split(b"|")[0] not in MISSING and x.decode().upper() not in ADDED}
+        sb = {x for x in parse(rb)[0] if x.split(b"|")[0] not in MISSING and x.decode().upper() not in ADDED}
         assert sa == sb, cat
     for args in (("CAT", "nosuch"), ("CAT", "a", "b"), ("GENPASS", "0"), ("GENPASS", "5000"), ("GENPASS", "x"),
                  ("LOG", "x"), ("LOAD",), ("SAVE",), ("HELP",), ("FOO",), ("GETUSER",), ("DRYRUN", "default")):
