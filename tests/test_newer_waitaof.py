@@ -4,6 +4,8 @@ errors (compared byte for byte with valkey-server 9.1), and replication
 both ways with valkey-server (a 7.2+ peer that sends and reads FACK) and
 with Debian's Redis 7.0 (a replica that sends no FACK)."""
 
+import os
+import signal
 import time
 
 import pytest
@@ -78,6 +80,20 @@ def test_waitaof_with_our_replica_and_fack(start_server):
         assert mc.call("SET", "k", "v") == b"+OK\r\n"
         assert _waitaof(mc, "1", "1", "10000") == b"*2\r\n:1\r\n:1\r\n"
         assert mc.call("WAIT", "1", "10000") == b":1\r\n"
+        # WAIT and WAITAOF wait for the caller's own last write: with the
+        # replica stopped, a client that wrote nothing is answered at once
+        os.kill(r.pid, signal.SIGSTOP)
+        try:
+            assert mc.call("INCR", "n0") == b":1\r\n"
+            with RespConn(m.port) as other:
+                assert other.call("WAIT", "1", "0") == b":1\r\n"
+                assert _waitaof(other, "1", "1", "0") == b"*2\r\n:1\r\n:1\r\n"
+            assert mc.call("WAIT", "1", "200") == b":0\r\n"
+            # (the local fsync of everysec may or may not have happened yet)
+            assert _waitaof(mc, "0", "1", "200") in (b"*2\r\n:1\r\n:0\r\n", b"*2\r\n:0\r\n:0\r\n")
+        finally:
+            os.kill(r.pid, signal.SIGCONT)
+        assert mc.call("WAIT", "1", "10000") == b":1\r\n"
         assert _waitaof(rc, "0", "0", "0") == (
             b"-ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas "
             b"are just local and are not propagated.\r\n")
@@ -85,6 +101,7 @@ def test_waitaof_with_our_replica_and_fack(start_server):
         assert rc.call("CONFIG", "SET", "appendonly", "no") == b"+OK\r\n"
         assert mc.call("INCR", "n") == b":1\r\n"
         assert mc.call("WAIT", "1", "10000") == b":1\r\n"
+        assert _waitaof(mc, "1", "0", "10000") == b"*2\r\n:1\r\n:0\r\n"     # our own fsync
         assert _waitaof(mc, "1", "1", "300") == b"*2\r\n:1\r\n:0\r\n"
 
 

@@ -120,8 +120,9 @@ def lastsave(c, argv):
 
 @command("wait")
 def wait(c, argv):
-    """WAIT numreplicas timeout: the replicas that acknowledged everything
-    written so far, blocking until enough did or the timeout passed."""
+    """WAIT numreplicas timeout: the replicas that acknowledged the stream
+    up to this client's last write, blocking until enough did or the
+    timeout passed."""
     srv = c.server
     if srv.replica_link is not None:
         raise RedisError("ERR WAIT cannot be used with replica instances. Please also note that since "
@@ -132,7 +133,7 @@ def wait(c, argv):
     if t < 0:
         raise RedisError("ERR timeout is negative")
     feed = srv.repl_feed
-    off = feed.offset
+    off = c.woff        # the client's own last write (and all before it)
     n = feed.count_acks(off)
     if n >= num or c.in_exec:
         return integer(n)
@@ -151,7 +152,7 @@ def waitaof(c, argv):
     """WAITAOF numlocal numreplicas timeout (7.2): whether our AOF has
     fsynced everything written so far, and how many replicas' AOFs have
     (their REPLCONF ACK ... FACK), blocking until both are reached or the
-    timeout passed.  As WAIT, it waits for the whole stream written so far."""
+    timeout passed.  As WAIT, for the client's last write and what preceded it."""
     srv = c.server
     numlocal = parse_int(argv[1])
     if not 0 <= numlocal <= 1:
@@ -169,7 +170,7 @@ def waitaof(c, argv):
     if numlocal and aof.fsynced_reploff == -1:
         raise RedisError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
     feed = srv.repl_feed
-    off = feed.offset
+    off = c.woff
     n = feed.count_aof_acks(off)
     local = int(aof.fsynced_reploff >= off)
     if (n >= num and local >= numlocal) or c.in_exec or c.in_script:

@@ -301,7 +301,7 @@ class Client(ClientCore, asyncio.Protocol):
 
     __slots__ = (
         "id", "name", "addr", "laddr", "fd", "ctime", "multi_error", "dirty_cas", "watched",
-        "subcmd", "is_unix", "monitor", "tracking", "no_evict", "no_touch", "lib_name", "lib_ver", "bstate", "out_extra", "in_exec",
+        "subcmd", "is_unix", "monitor", "tracking", "no_evict", "no_touch", "lib_name", "lib_ver", "woff", "bstate", "out_extra", "in_exec",
         "killed", "is_master", "block_argv", "repl", "mem_usage",
         "cluster_asking", "cluster_readonly", "__weakref__",
         # HIMPORT PREPARE's fieldsets: name -> field names (None: none yet)
@@ -351,6 +351,7 @@ class Client(ClientCore, asyncio.Protocol):
         self.lib_ver = None
         self.net_in = self.net_out = self.tot_cmds = 0
         self.push_after = None     # messages its running command raised for it (pubsub._fanout)
+        self.woff = 0              # the replication offset after its last propagated write (WAIT, WAITAOF)
         self.script_caller = None  # the script client: (client running the script, its keys)
         self.is_master = False     # the replication link's client (replica side)
         self.repl = None           # replication.master.ReplicaState when this client is a replica of ours
