@@ -107,6 +107,15 @@ def test_per_client_totals_count_bytes_and_commands(server):
         assert int(b["tot-net-out"]) - int(a["tot-net-out"]) == len(first) + 7 + err
         # commands run (the unknown one is not): CLIENT INFO and PING
         assert int(b["tot-cmds"]) - int(a["tot-cmds"]) == 2
+        # a script's commands count for its caller, a transaction's each
+        assert c.call("EVAL", "redis.call('SET', 'x', '1'); return redis.call('GET', 'x')", "0") == \
+            b"$1\r\n1\r\n"
+        c.call("MULTI")
+        c.call("INCR", "n")
+        assert c.call("EXEC") == b"*1\r\n:1\r\n"
+        d = _info(c)
+        # CLIENT INFO (b's), EVAL, SET, GET, MULTI, INCR, EXEC
+        assert int(d["tot-cmds"]) - int(b["tot-cmds"]) == 7
 
 
 def test_client_kill_maxage(server):

@@ -257,7 +257,9 @@ class Dispatch:
         # queued commands of a transaction before its EXEC), as in Redis.
         if self.monitors and not cmd.skip_monitor and not cmd.admin:
             self.feed_monitors(c, cmd.redact(argv) if cmd.redact is not None else argv)
-        c.tot_cmds += 1
+        # CLIENT LIST's tot-cmds (a script's commands count for its caller)
+        sc = c.script_caller if c.in_script else None
+        (c if sc is None else sc[0]).tot_cmds += 1
         if not c.blocked:
             cmd.calls += 1
         elif c.bstate is not None:
