@@ -43,7 +43,7 @@ def test_client_setinfo_same_as_valkey(same_as_valkey):
         ["CLIENT", "SETINFO", "lib-name", "a b"],
         ["CLIENT", "SETINFO", "LIB-VER", "x\ny"],
         ["CLIENT", "SETINFO", "lib-name", "caf\xe9"],
-        ["CLIENT", "SETINFO", "lib-xx", "a"],
+        ["CLIENT", "SETINFO", "lib-xx", "a"], ["CLIENT", "SETINFO", b"\xff\xfe", "a"],
         ["CLIENT", "SETINFO", "lib-name"],
         ["CLIENT", "SETINFO", "lib-name", "a", "b"],
         ["CLIENT", "SETINFO", "lib-name", ""],
@@ -233,3 +233,17 @@ def test_resp2_subscriber_messages_unchanged(server, valkey_server):
                 c.send_raw(encode(*argv))
             outs.append(c.quit_and_read())
     assert outs[0] == outs[1]
+
+
+def test_client_no_touch_leaves_lfu_counters_alone(start_server):
+    s = start_server("--maxmemory-policy", "allkeys-lfu")
+    with RespConn(s.port) as w, RespConn(s.port) as nt:
+        w.call("SET", "k", "v")
+        base = w.call("OBJECT", "FREQ", "k")
+        assert nt.call("CLIENT", "NO-TOUCH", "ON") == b"+OK\r\n"
+        # (each access raises a counter this low with probability 1/11 or more:
+        # 100 accesses leave it unchanged with probability < 1e-4)
+        assert nt.pipeline(*[("GET", "k")] * 100) == b"$1\r\nv\r\n" * 100
+        assert w.call("OBJECT", "FREQ", "k") == base
+        assert nt.pipeline(*[("TOUCH", "k")] * 100) == b":1\r\n" * 100
+        assert int(w.call("OBJECT", "FREQ", "k")[1:-2]) > int(base[1:-2])

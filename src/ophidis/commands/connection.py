@@ -269,11 +269,10 @@ def client_no_touch(c, argv):
 def client_setinfo(c, argv):
     attr = argv[2].lower()
     if attr not in (b"lib-name", b"lib-ver"):
-        raise RedisError("ERR Unrecognized option '%s'" % argv[2].decode("utf-8", "replace"))
+        raise RedisError(b"ERR Unrecognized option '%s'" % argv[2])
     val = argv[3]
     if not valid_client_name(val):
-        raise RedisError("ERR %s cannot contain spaces, newlines or special characters."
-                         % argv[2].decode("utf-8", "replace"))
+        raise RedisError(b"ERR %s cannot contain spaces, newlines or special characters." % argv[2])
     if attr == b"lib-name":
         c.lib_name = val or None
     else:
