@@ -303,8 +303,11 @@ class Aof(Rewrite, Loader):
     # -- WAITAOF's local offset --------------------------------------------------------------------
     def _bio_fsynced(self):
         """A background fsync completed (called from the bio thread)."""
+        loop = self.server.loop
+        if loop is None:
+            return      # not serving yet: the next flush applies the offset
         try:
-            self.server.loop.call_soon_threadsafe(self._bio_applied)
+            loop.call_soon_threadsafe(self._bio_applied)
         except RuntimeError:
             pass        # the loop is closed: shutting down
 

@@ -66,7 +66,10 @@ class Bio:
                         self.fsynced_reploff = reploff
                         cb = self.on_fsynced
                         if cb is not None:
-                            cb()
+                            try:
+                                cb()
+                            except Exception:  # noqa: BLE001 - the thread must live on
+                                pass
                     except OSError as e:
                         if e.errno not in (errno_mod.EBADF, errno_mod.EINVAL):
                             self.fsync_errno = e.errno or errno_mod.EIO
