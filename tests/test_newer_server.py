@@ -128,3 +128,19 @@ def test_hide_user_data_from_log_redacts_arguments_in_crash_reports(start_server
     assert "client->argv[1] = *redacted*" in out and "client->argv[2] = *redacted*" in out
     assert "argv[0]: '\"DEBUG\"'" in out and "argv[1]: *redacted*" in out
     assert "secret-arg" not in out and "ASSERT\"" not in out
+
+
+def test_info_server_listener_lines(start_server, tmp_path):
+    s = start_server()
+    with RespConn(s.port) as c:
+        f = _info(c, "server")
+        assert f["listener0"] == "name=tcp,bind=*,bind=-::*,port=%d" % s.port
+        assert "listener1" not in f and "listener2" not in f
+    sock = str(tmp_path / "o.sock")
+    u = start_server("--bind", "127.0.0.1", "--unixsocket", sock)
+    with RespConn(u.port) as c:
+        names = _fields(c, "server")
+        assert names[-2:] == ["listener0", "listener1"]
+        f = _info(c, "server")
+        assert (f["listener0"], f["listener1"]) == ("name=tcp,bind=127.0.0.1,port=%d" % u.port,
+                                                    "name=unix,bind=%s" % sock)

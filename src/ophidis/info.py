@@ -79,7 +79,22 @@ def sec_server(srv):
         "config_file:%s" % (srv.config.config_file or ""),
         "io_threads_active:0",
     ] + (["shutdown_in_milliseconds:%d" % max(0, int((srv.shutdown_wait[0] - now) * 1000))]
-         if srv.shutdown_wait is not None else [])
+         if srv.shutdown_wait is not None else []) + listener_lines(srv.config)
+
+
+def listener_lines(cfg) -> list:
+    """7.2's listener<N> lines (getListensInfoString): one per kind of
+    listener configured, numbered as Redis's connection types (0 TCP,
+    1 unix socket, 2 TLS), with the bind addresses and the port."""
+    out = []
+    binds = "".join(",bind=%s" % b for b in cfg["bind"] or ())
+    if cfg["port"]:
+        out.append("listener0:name=tcp%s,port=%d" % (binds, cfg["port"]))
+    if cfg["unixsocket"]:
+        out.append("listener1:name=unix,bind=%s" % cfg["unixsocket"])
+    if cfg["tls-port"]:
+        out.append("listener2:name=tls%s,port=%d" % (binds, cfg["tls-port"]))
+    return out
 
 
 def sec_clients(srv):
