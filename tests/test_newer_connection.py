@@ -247,3 +247,24 @@ def test_client_no_touch_leaves_lfu_counters_alone(start_server):
         assert w.call("OBJECT", "FREQ", "k") == base
         assert nt.pipeline(*[("TOUCH", "k")] * 100) == b":1\r\n" * 100
         assert int(w.call("OBJECT", "FREQ", "k")[1:-2]) > int(base[1:-2])
+
+
+def test_client_no_touch_writes_in_place_keep_the_access_time(start_server):
+    s = start_server("--maxmemory-policy", "allkeys-lru")
+    with RespConn(s.port) as w, RespConn(s.port) as nt:
+        w.call("RPUSH", "l", "a")
+        w.call("HSET", "h", "f", "v")
+        w.call("SET", "s", "v")
+        wait_until(lambda: all(_idle(w, k) >= 2 for k in ("l", "h", "s")), what="idle keys")
+        assert nt.call("CLIENT", "NO-TOUCH", "ON") == b"+OK\r\n"
+        # changed in place: their access time stays
+        assert nt.call("RPUSH", "l", "b") == b":2\r\n"
+        assert nt.call("HSET", "h", "g", "w") == b":1\r\n"
+        assert _idle(w, "l") >= 2 and _idle(w, "h") >= 2
+        # a new key is new; a replaced value is a new object (Redis's LRU too)
+        assert nt.call("SET", "n", "v") == b"+OK\r\n"
+        assert nt.call("SET", "s", "w") == b"+OK\r\n"
+        assert _idle(w, "n") < 2 and _idle(w, "s") < 2
+        # a normal client's write touches
+        assert w.call("RPUSH", "l", "c") == b":3\r\n"
+        assert _idle(w, "l") < 2

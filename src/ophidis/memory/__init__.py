@@ -260,6 +260,10 @@ class Memory(Eviction):
                 else:
                     pre = key_cost_(db, k, v)
                     tracked = not volatile or k in exp
+                    if tracked and (c.no_touch or c.in_script) and untouched(c, cmd):
+                        # CLIENT NO-TOUCH: a value changed in place keeps
+                        # its access information (a replaced one is new)
+                        tracked = v
             try:
                 return proc(c, argv)
             finally:
@@ -277,6 +281,12 @@ class Memory(Eviction):
                         m.set_by_command = None
                     if set_by == (db.id, k):
                         pass                        # RESTORE IDLETIME/FREQ: what it set stays
+                    elif tracked is not True and tracked is not False:
+                        # NO-TOUCH: the old value (tracked) changed in place,
+                        # or replaced (a new object: fresh for LRU, LFU keeps
+                        # its counter as Redis's overwrite does)
+                        if tracked is not v and lru is not None:
+                            lru[db.id].ref[k] = m.clock
                     elif lru is not None:
                         if tracked:
                             lru[db.id].ref[k] = m.clock
@@ -467,6 +477,11 @@ class Memory(Eviction):
                 self.recompute()
             if name in ("flushdb", "flushall", "swapdb", "debug"):
                 self._reset_structures()
+        elif (c.no_touch or c.in_script) and untouched(c, cmd):
+            # CLIENT NO-TOUCH: only the keys this command created are new
+            new = [k for k, w in zip(keys, was) if not w]
+            if new:
+                self.touch_keys(db, new, [False] * len(new))
         else:
             self.touch_keys(db, keys, was)
 
