@@ -177,6 +177,7 @@ def _exchange(port, cmds, setup=()) -> bytes:
     """Every byte a RESP3 connection gets for cmds (sent one at a time)."""
     with RespConn(port) as c:
         c.call("HELLO", "3")
+        c.call("FLUSHALL")
         for argv in setup:
             c.call(*argv)
         for argv in cmds:
