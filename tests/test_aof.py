@@ -354,7 +354,9 @@ def _monitor_script(port, now_ms):
     mon = socket.create_connection(("127.0.0.1", port), timeout=10)
     mon.sendall(b"*1\r\n$7\r\nMONITOR\r\n")
     assert mon.recv(5) == b"+OK\r\n"
-    c = redis.Redis(port=port, single_connection_client=True, socket_timeout=10)
+    # (no CLIENT SETINFO at connect: MONITOR shows it where it exists, 7.2+)
+    c = redis.Redis(port=port, single_connection_client=True, socket_timeout=10, lib_name=None,
+                    lib_version=None)
     x = c.execute_command
     x("SADD", "s", "a")
     x("SPOP", "s")

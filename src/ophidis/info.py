@@ -80,7 +80,22 @@ def sec_server(srv):
         "config_file:%s" % (srv.config.config_file or ""),
         "io_threads_active:0",
     ] + (["shutdown_in_milliseconds:%d" % max(0, int((srv.shutdown_wait[0] - now) * 1000))]
-         if srv.shutdown_wait is not None else [])
+         if srv.shutdown_wait is not None else []) + listener_lines(srv.config)
+
+
+def listener_lines(cfg) -> list:
+    """7.2's listener<N> lines (getListensInfoString): one per kind of
+    listener configured, numbered as Redis's connection types (0 TCP,
+    1 unix socket, 2 TLS), with the bind addresses and the port."""
+    out = []
+    binds = "".join(",bind=%s" % b for b in cfg["bind"] or ())
+    if cfg["port"]:
+        out.append("listener0:name=tcp%s,port=%d" % (binds, cfg["port"]))
+    if cfg["unixsocket"]:
+        out.append("listener1:name=unix,bind=%s" % cfg["unixsocket"])
+    if cfg["tls-port"]:
+        out.append("listener2:name=tls%s,port=%d" % (binds, cfg["tls-port"]))
+    return out
 
 
 def sec_clients(srv):
@@ -103,7 +118,17 @@ def sec_clients(srv):
         "client_recent_max_output_buffer:%d" % maxout,
         "blocked_clients:%d" % (blocked + postponed),
         "tracking_clients:%d" % srv.tracking.nclients,
+        # 7.4: subscribers, clients watching keys, the keys watched and
+        # blocked on (on_nokey: a deleted key ends the wait, XREADGROUP)
+        "pubsub_clients:%d" % sum(1 for c in clients if c.pubsub_channels or c.pubsub_patterns
+                                  or c.pubsub_shard),
+        "watching_clients:%d" % sum(1 for c in clients if c.watched),
         "clients_in_timeout_table:%d" % blocked,
+        "total_watched_keys:%d" % sum(len(db.watched_keys) for db in srv.dbs),
+        "total_blocking_keys:%d" % sum(len(db.blocking_keys) for db in srv.dbs),
+        "total_blocking_keys_on_nokey:%d" % sum(
+            1 for db in srv.dbs for waiters in db.blocking_keys.values()
+            if any(w.bstate is not None and w.bstate.serve_missing for w in waiters)),
     ]
 
 
@@ -240,11 +265,11 @@ def sec_stats(srv):
         "total_writes_processed:%d" % s.total_writes_processed,
         "io_threaded_reads_processed:0",
         "io_threaded_writes_processed:0",
-        "reply_buffer_shrinks:%d" % srv.memory.clients.rb_shrinks,
-        "reply_buffer_expands:%d" % srv.memory.clients.rb_expands,
         "client_query_buffer_limit_disconnections:%d" % s.client_qbuf_limit_disconnections,
         "client_output_buffer_limit_disconnections:%d" % s.client_outbuf_limit_disconnections,
-    ]
+        "reply_buffer_shrinks:%d" % srv.memory.clients.rb_shrinks,
+        "reply_buffer_expands:%d" % srv.memory.clients.rb_expands,
+    ] + srv.acl.info_lines()
 
 
 def sec_replication(srv):

@@ -72,6 +72,7 @@ DIRECTIVES = [
     ('hash-max-listpack-entries', 'hash-max-ziplist-entries', 'int', ['modifiable'], 512, (0, 9223372036854775807)),
     ('hash-max-listpack-value', 'hash-max-ziplist-value', 'memory', ['modifiable'], 64, (0, 9223372036854775807)),
     ('hll-sparse-max-bytes', None, 'memory', ['modifiable'], 3000, (0, 9223372036854775807)),
+    ('hide-user-data-from-log', None, 'bool', ['modifiable'], False, None),   # 7.4
     ('hz', None, 'int', ['modifiable'], 10, (0, 2147483647)),
     ('ignore-warnings', None, 'string', ['modifiable', 'allow_empty_string'], '', None),
     ('io-threads', None, 'int', ['debug', 'immutable'], 1, (1, 128)),
@@ -92,9 +93,12 @@ DIRECTIVES = [
     ('list-max-listpack-size', 'list-max-ziplist-size', 'int', ['modifiable'], -2, (-2147483648, 2147483647)),
     ('loading-process-events-interval-bytes', None, 'int', ['modifiable', 'hidden'], 2097152, (1024, 2147483647)),
     ('logfile', None, 'string', ['immutable', 'allow_empty_string'], '', None),
-    ('loglevel', None, 'enum', ['modifiable'], 'notice', ['debug', 'verbose', 'notice', 'warning']),
+    ('locale-collate', None, 'string', ['modifiable', 'allow_empty_string'], '', None),   # 7.2
+    ('loglevel', None, 'enum', ['modifiable'], 'notice', ['debug', 'verbose', 'notice', 'warning', 'nothing']),
     ('masterauth', None, 'string', ['modifiable', 'sensitive', 'empty_string_is_null'], None, None),
     ('masteruser', None, 'string', ['modifiable', 'sensitive', 'empty_string_is_null'], None, None),
+    ('max-new-connections-per-cycle', None, 'int', ['modifiable'], 10, (1, 1000)),       # 7.2
+    ('max-new-tls-connections-per-cycle', None, 'int', ['modifiable'], 1, (1, 1000)),   # 7.2
     ('maxclients', None, 'int', ['modifiable'], 10000, (1, 4294967295)),
     ('maxmemory', None, 'memory', ['modifiable'], 0, (0, 18446744073709551615)),
     ('maxmemory-clients', None, 'memory_percent', ['modifiable'], 0, (-100, 9223372036854775807)),

@@ -22,6 +22,18 @@ from .sizes import (_EXTRACT, BYTES_BASE, PY_DICT_ENTRY, STARTUP, _simple_specs,
 
 _time = time.time
 
+
+def untouched(c, cmd) -> bool:
+    """CLIENT NO-TOUCH: whether a read by ``c`` (no_touch set, or a
+    script's client) leaves its keys' access times alone: everything but
+    TOUCH does, and a script's reads follow its caller's switch."""
+    if c.in_script:
+        caller = c.script_caller
+        if caller is None or not caller[0].no_touch:
+            return False
+    return cmd.fullname != "touch"
+
+
 class Memory(Eviction):
     def __init__(self, srv):
         self.srv = srv
@@ -186,7 +198,7 @@ class Memory(Eviction):
                         if m.dataset > m.budget and not (c.in_exec or c.in_script):
                             m.evict_for(c, cmd)
                         r = proc(c, argv)
-                        if len(argv) > 1:
+                        if len(argv) > 1 and not ((c.no_touch or c.in_script) and untouched(c, cmd)):
                             db = c.db
                             k = argv[1]
                             if k in (db.expires if volatile else db.d):
@@ -198,6 +210,8 @@ class Memory(Eviction):
                 if m.dataset > m.budget and not (c.in_exec or c.in_script):
                     m.evict_for(c, cmd)
                 r = proc(c, argv)
+                if (c.no_touch or c.in_script) and untouched(c, cmd):
+                    return r
                 db = c.db
                 keys = keys_of(cmd, argv)
                 m.touch_keys(db, keys, m.present(db, keys))
@@ -256,6 +270,10 @@ class Memory(Eviction):
                 else:
                     pre = key_cost_(db, k, v)
                     tracked = not volatile or k in exp
+                    if tracked and (c.no_touch or c.in_script) and untouched(c, cmd):
+                        # CLIENT NO-TOUCH: a value changed in place keeps
+                        # its access information (a replaced one is new)
+                        tracked = v
             try:
                 return proc(c, argv)
             finally:
@@ -273,6 +291,12 @@ class Memory(Eviction):
                         m.set_by_command = None
                     if set_by == (db.id, k):
                         pass                        # RESTORE IDLETIME/FREQ: what it set stays
+                    elif tracked is not True and tracked is not False:
+                        # NO-TOUCH: the old value (tracked) changed in place,
+                        # or replaced (a new object: fresh for LRU, LFU keeps
+                        # its counter as Redis's overwrite does)
+                        if tracked is not v and lru is not None:
+                            lru[db.id].ref[k] = m.clock
                     elif lru is not None:
                         if tracked:
                             if not lrm or srv.dirty != dirty:    # LRM: a write that changed nothing
@@ -470,6 +494,11 @@ class Memory(Eviction):
                 self.recompute()
             if name in ("flushdb", "flushall", "swapdb", "debug"):
                 self._reset_structures()
+        elif (c.no_touch or c.in_script) and untouched(c, cmd):
+            # CLIENT NO-TOUCH: only the keys this command created are new
+            new = [k for k, w in zip(keys, was) if not w]
+            if new:
+                self.touch_keys(db, new, [False] * len(new))
         else:
             if self.lrm:
                 dirty = was.pop()

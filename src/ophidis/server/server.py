@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import locale
 import os
 import signal
 import sys
@@ -308,6 +309,19 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         follow("lazyfree-lazy-server-del", upd_lazy_server_del)
         self.maxmemory = cfg["maxmemory"]
         cfg.on_change("loglevel", log.set_level)
+
+        def upd_locale(v):
+            # locale-collate (7.2): the process's LC_COLLATE ("" the environment's)
+            try:
+                locale.setlocale(locale.LC_COLLATE, v)
+            except locale.Error:
+                raise ConfigError("Invalid locale name") from None
+        cfg.on_change("locale-collate", upd_locale)
+        try:
+            upd_locale(cfg["locale-collate"])
+        except ConfigError:
+            log.warning("Failed to configure LOCALE for invalid locale name.")
+            log.flush_and_exit(1)
 
         def upd_hz(v):
             self.hz = min(max(v, 1), 500)

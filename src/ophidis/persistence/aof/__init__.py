@@ -84,6 +84,12 @@ class Aof(Rewrite, Loader):
         self.buf = []
         self.flush_scheduled = False
         self.bio = Bio()
+        self.bio.on_fsynced = self._bio_fsynced
+        # WAITAOF: the replication offset the file has fsynced (-1 while the
+        # AOF is off; 0 until the first rewrite of an AOF turned on is done),
+        # and the offset the last fsync covered, applied to it while on
+        self.fsynced_reploff = -1
+        self.fsynced_pending = 0
         # sizes / fsync bookkeeping
         self.current_size = 0
         self.base_size = 0                # aof_rewrite_base_size
@@ -214,6 +220,12 @@ class Aof(Rewrite, Loader):
             elif mode == "always" and self.last_incr_fsync_offset != self.last_incr_size:
                 pass
             else:
+                # everything written is fsynced: what propagated since (to
+                # replicas only) needs nothing more from the file
+                if mode != "no" and self.last_incr_fsync_offset == self.last_incr_size \
+                        and not self.bio.pending_fsync:
+                    self.fsynced_pending = self.server.repl_feed.offset
+                self._apply_fsynced()
                 return
         else:
             if mode == "everysec":
@@ -267,6 +279,7 @@ class Aof(Rewrite, Loader):
         # try_fsync
         if self.server.config["no-appendfsync-on-rewrite"] and self.child_active():
             return
+        reploff = self.server.repl_feed.offset
         if mode == "always":
             t0 = perf_counter()
             try:
@@ -281,11 +294,41 @@ class Aof(Rewrite, Loader):
                 self.server.latency_add("aof-fsync-always", int(dt * 1000))
             self.last_incr_fsync_offset = self.last_incr_size
             self.last_fsync = now
+            self.fsynced_pending = reploff
+            self._apply_fsynced()
         elif mode == "everysec" and now > self.last_fsync:
             if not sync_in_progress and not self.bio.pending_fsync:
-                self.bio.fsync(fd)
+                self.bio.fsync(fd, reploff)
                 self.last_incr_fsync_offset = self.last_incr_size
             self.last_fsync = now
+
+    # -- WAITAOF's local offset --------------------------------------------------------------------
+    def _bio_fsynced(self):
+        """A background fsync completed (called from the bio thread)."""
+        loop = self.server.loop
+        if loop is None:
+            return      # not serving yet: the next flush applies the offset
+        try:
+            loop.call_soon_threadsafe(self._bio_applied)
+        except RuntimeError:
+            pass        # the loop is closed: shutting down
+
+    def _bio_applied(self):
+        off = self.bio.fsynced_reploff
+        if off > self.fsynced_pending:
+            self.fsynced_pending = off
+        self._apply_fsynced()
+
+    def _apply_fsynced(self):
+        """fsynced_reploff follows what the fsyncs covered while the AOF is
+        on (not during the first rewrite of an AOF just turned on: its data
+        is not all in the files yet); blocked WAITAOF clients are checked."""
+        if self.state == AOF_ON and self.fsynced_reploff != -1 \
+                and self.fsynced_pending != self.fsynced_reploff:
+            self.fsynced_reploff = self.fsynced_pending
+            feed = self.server.repl_feed
+            if feed.waiting:
+                feed.check_waiting()
 
     def _write_failed(self, err, written, total, data, now):
         can_log = now - self.last_write_error_log > WRITE_ERROR_LOG_RATE
@@ -498,12 +541,17 @@ class Aof(Rewrite, Loader):
         self.rewrite_scheduled = False
         self.last_incr_size = 0
         self.last_incr_fsync_offset = 0
+        self.fsynced_reploff = -1
+        self.fsynced_pending = 0
         self.kill_child()
         if was_waiting:
             unlink_quiet(self.path(temp_incr_name(self.filename)))
         self.buf = []
         self._deactivate()
         self._update_denied()
+        feed = self.server.repl_feed
+        if feed.waiting:
+            feed.check_waiting()      # WAITAOF numlocal: an error now
 
     # -- a replica's full synchronisation ---------------------------------------------------
     def stop_for_sync(self):

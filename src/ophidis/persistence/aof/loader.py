@@ -367,6 +367,7 @@ class Loader:
     def startup(self):
         srv = self.server
         self.state = AOF_ON if srv.config["appendonly"] else AOF_OFF
+        self.fsynced_reploff = 0 if self.state == AOF_ON else -1
         self.load_manifest_from_disk()
         if srv.config["preload-file"] and self.preload():
             # the local AOF describes another dataset: it is rewritten

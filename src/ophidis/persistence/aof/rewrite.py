@@ -188,6 +188,11 @@ class Rewrite(child.ChildJob):
             self.lastbgrewrite_ok = False
             return False
         self.rewrites += 1
+        if self.state == AOF_WAIT_REWRITE:
+            # the first rewrite of an AOF turned on: what propagated so far
+            # is in its base once it is done (WAITAOF's local offset)
+            self.fsynced_pending = srv.repl_feed.offset
+            self.fsynced_reploff = 0
         if not hasattr(os, "fork"):
             log.warning("Can't rewrite append only file in background: fork: not supported")
             self.lastbgrewrite_ok = False
@@ -316,6 +321,11 @@ class Rewrite(child.ChildJob):
         log.notice("Background AOF rewrite finished successfully")
         if self.state == AOF_WAIT_REWRITE:
             self.state = AOF_ON
+            # WAITAOF's local offset is valid from now on
+            self.fsynced_reploff = self.fsynced_pending
+            feed = self.server.repl_feed
+            if feed.waiting:
+                feed.check_waiting()
         return True
 
     def _rename_temp(self, kind, src, dst, src_name, dst_name) -> bool:
