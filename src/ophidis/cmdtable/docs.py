@@ -103,6 +103,8 @@ debug|Debugging and testing helpers
 decr|Subtract one from an integer value
 decrby|Subtract a number from an integer value
 del|Remove keys
+delex|Delete a key, if its value or digest matches
+digest|XXH3 digest of a string value
 discard|Abandon a transaction
 dump|Serialize a value
 echo|Reply with the given message
@@ -210,6 +212,7 @@ module|unload|Unload a module
 monitor|Stream every command the server runs
 move|Move a key to another database
 mset|Set several keys
+msetex|Set several keys with one expiration, all or none
 msetnx|Set several keys only if none exists
 multi|Start a transaction
 object|Object introspection

@@ -217,13 +217,19 @@ def bitpos(c, argv):
     return integer(pos) if pos >= 0 else MINUS_ONE
 
 
+_BITOPS = (b"and", b"or", b"xor", b"not", b"diff", b"diff1", b"andor", b"one")
+
+
 @command("bitop")
 def bitop(c, argv):
     op = argv[1].lower()
-    if op not in (b"and", b"or", b"xor", b"not"):
+    if op not in _BITOPS:
         raise SYNTAX
     if op == b"not" and len(argv) != 4:
         raise RedisError("ERR BITOP NOT must be called with a single source key.")
+    if op in (b"diff", b"diff1", b"andor") and len(argv) < 5:
+        # Redis 8.2: X and at least one Y
+        raise RedisError("ERR BITOP %s must be called with at least two source keys." % op.upper().decode())
     db = c.db
     srcs = []
     for key in argv[3:]:
@@ -257,9 +263,28 @@ def bitop(c, argv):
         elif op == b"or":
             for s in srcs[1:]:
                 res |= val(s)
-        else:
+        elif op == b"xor":
             for s in srcs[1:]:
                 res ^= val(s)
+        else:
+            # Redis 8.2's operations on X (the first key) and the others
+            ys = 0
+            for s in srcs[1:]:
+                ys |= val(s)
+            mask = (1 << nbits) - 1
+            if op == b"diff":           # in X but in none of the others
+                res &= ys ^ mask
+            elif op == b"diff1":        # in one of the others but not in X
+                res = (res ^ mask) & ys
+            elif op == b"andor":        # in X and in at least one of the others
+                res &= ys
+            else:                       # one: in exactly one of all the keys
+                once = twice = 0
+                for s in srcs:
+                    v = val(s)
+                    twice |= once & v
+                    once |= v
+                res = once & (twice ^ mask)
     out = bytearray(res.to_bytes(maxlen, "big"))
     db.set_key(target, out)
     notify.notify(_STRING, b"set", target, db.id)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from xxhash import xxh3_64_intdigest
+
 from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..keyspace import db as _dbm
@@ -19,16 +21,47 @@ _GENERIC = notify.GENERIC
 _NEW = notify.NEW
 
 NX, XX, GET, KEEPTTL, EX, PX, EXAT, PXAT, PERSIST = 1, 2, 4, 8, 16, 32, 64, 128, 256
+# SET's compare-and-set conditions (Redis 8.4): on the value or its digest
+IFEQ, IFNE, IFDEQ, IFDNE = 512, 1024, 2048, 4096
 _EXPIRE_OPTS = {b"EX": EX, b"PX": PX, b"EXAT": EXAT, b"PXAT": PXAT}
 _TTL_OPTS = KEEPTTL | PERSIST | EX | PX | EXAT | PXAT
+_CONDITIONS = {b"IFEQ": IFEQ, b"IFNE": IFNE, b"IFDEQ": IFDEQ, b"IFDNE": IFDNE}
+_COND_OPTS = NX | XX | IFEQ | IFNE | IFDEQ | IFDNE
+DIGEST_ERR = RedisError("ERR must be exactly 16 hexadecimal characters")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def digest_of(v) -> bytes:
+    """DIGEST's text of a string value: its XXH3-64 as 16 lowercase hex digits."""
+    return b"%016x" % xxh3_64_intdigest(bytes(v))
+
+
+def check_digest(d: bytes) -> bytes:
+    """An IFDEQ/IFDNE argument, lowercased (the comparison ignores case)."""
+    if len(d) != 16 or not _HEX.issuperset(d):
+        raise DIGEST_ERR
+    return d.lower()
+
+
+def condition_met(cond: int, cmp: bytes, v) -> bool:
+    """Whether a key's string value v (None: no key) passes IFEQ/IFNE/IFDEQ/IFDNE cmp."""
+    if v is None:
+        return cond in (IFNE, IFDNE)
+    if cond == IFEQ:
+        return v == cmp
+    if cond == IFNE:
+        return v != cmp
+    same = digest_of(v) == cmp
+    return same if cond == IFDEQ else not same
 
 
 def _opt_error():
     return SYNTAX
 
 
-def parse_ext_args(argv, start, is_set):
-    """SET/GETEX options, with Redis's conflict rules.  Returns (flags, expire_arg)."""
+def parse_ext_args(argv, start, is_set, cond=None):
+    """SET/GETEX options, with Redis's conflict rules.  Returns (flags,
+    expire_arg); SET's IFEQ/IFNE/IFDEQ/IFDNE argument goes to cond[0]."""
     flags = 0
     expire = None
     j = start
@@ -36,10 +69,14 @@ def parse_ext_args(argv, start, is_set):
     while j < n:
         opt = argv[j].upper()
         nxt = argv[j + 1] if j + 1 < n else None
-        if opt == b"NX" and not flags & XX and is_set:
+        if opt == b"NX" and not flags & _COND_OPTS & ~NX and is_set:
             flags |= NX
-        elif opt == b"XX" and not flags & NX and is_set:
+        elif opt == b"XX" and not flags & _COND_OPTS & ~XX and is_set:
             flags |= XX
+        elif opt in _CONDITIONS and is_set and cond is not None and not flags & _COND_OPTS and nxt is not None:
+            flags |= _CONDITIONS[opt]
+            cond.append(nxt)
+            j += 1
         elif opt == b"GET" and is_set:
             flags |= GET
         elif opt == b"KEEPTTL" and not flags & (PERSIST | EX | EXAT | PX | PXAT) and is_set:
@@ -76,6 +113,7 @@ def expire_ms(expire, flags, cmdname: str) -> int:
 # -- propagation: the form each command replicates as (see propagate.py) ------------------
 
 _TTL_SET_OPTS = (b"ex", b"px", b"exat", b"pxat")
+_COND_ARGS = (b"ifeq", b"ifne", b"ifdeq", b"ifdne")
 
 
 def _is_get(a) -> bool:
@@ -83,7 +121,8 @@ def _is_get(a) -> bool:
 
 
 def propagate_set(srv, db, argv):
-    """A relative TTL becomes SET key value PXAT <ms>; GET is dropped."""
+    """A relative TTL becomes SET key value PXAT <ms>; GET is dropped, and
+    so is a condition that held (IFEQ ... IFDNE)."""
     expire = False
     get = False
     i = 3
@@ -93,6 +132,10 @@ def propagate_set(srv, db, argv):
         if a in _TTL_SET_OPTS and i + 1 < n:
             expire = True
             i += 2
+            continue
+        if a in _COND_ARGS and i + 1 < n:
+            argv = argv[:i] + argv[i + 2:]
+            n -= 2
             continue
         if a == b"get":
             get = True
@@ -180,15 +223,19 @@ def set_(c, argv):
             db.signal(key)
         c.server.dirty += 1
         return OK
-    flags, expire = parse_ext_args(argv, 3, True)
+    cond = []
+    flags, expire = parse_ext_args(argv, 3, True, cond)
+    if flags & (IFDEQ | IFDNE):
+        cond[0] = check_digest(cond[0])
     when = expire_ms(expire, flags, "set") if expire is not None else None
     old = None
-    if flags & GET:
+    if flags & (GET | IFEQ | IFNE | IFDEQ | IFDNE):
         old = db.lookup_read_typed(key, bytes)
         found = old is not None
     else:
         found = db.lookup_write(key) is not None
-    if (flags & NX and found) or (flags & XX and not found):
+    if ((flags & NX and found) or (flags & XX and not found)
+            or (cond and not condition_met(flags & (IFEQ | IFNE | IFDEQ | IFDNE), cond[0], old))):
         if flags & GET:
             return b"$%d\r\n%s\r\n" % (len(old), old) if old is not None else c.null
         return c.null
@@ -236,7 +283,7 @@ def psetex(c, argv):
 
 @command("getex", propagate=propagate_getex)
 def getex(c, argv):
-    flags, expire = parse_ext_args(argv, 2, False)
+    flags, expire = parse_ext_args(argv, 2, False)  # GETEX
     db = c.db
     key = argv[1]
     v = db.lookup_read_typed(key, bytes)
@@ -342,6 +389,104 @@ def msetnx(c, argv):
         db.set_key(key, value)
         notify.notify(_STRING, b"set", key, db.id)
     c.server.dirty += len(keys)
+    return ONE
+
+
+# -- Redis 8.4: DIGEST, DELEX (compare-and-delete), MSETEX ---------------------------------
+
+@command("digest")
+def digest(c, argv):
+    v = c.db.lookup_read_typed(argv[1], bytes)
+    if v is None:
+        return c.null
+    return b"$16\r\n%s\r\n" % digest_of(v)
+
+
+@command("delex", propagate=propagate_getdel)
+def delex(c, argv):
+    """DELEX key [IFEQ v | IFNE v | IFDEQ d | IFDNE d]: delete the key (of
+    any type without a condition; a string's whose value or digest passes)."""
+    n = len(argv)
+    cond = 0
+    if n > 2:
+        cond = _CONDITIONS.get(argv[2].upper(), 0)
+        if n != 4 or not cond:
+            raise SYNTAX
+        cmp = check_digest(argv[3]) if cond & (IFDEQ | IFDNE) else argv[3]
+    db = c.db
+    key = argv[1]
+    if cond:
+        v = db.lookup_write(key)
+        if v is None:
+            return ZERO
+        if v.__class__ is not bytes and v.__class__ is not bytearray and v.__class__ is not EmbStr:
+            raise WRONGTYPE_ERR
+        if not condition_met(cond, cmp, v):
+            return ZERO
+    elif db.lookup_write(key) is None:
+        return ZERO
+    v = db.d.get(key)
+    db.delete(key)
+    lf = c.server.lazyfree
+    if lf is not None and c.server.config["lazyfree-lazy-user-del"]:
+        lf.free(v)
+    notify.notify(_GENERIC, b"del", key, db.id)
+    c.server.dirty += 1
+    return ONE
+
+
+_NUMKEYS_ERR = RedisError("ERR invalid numkeys value or out of range")
+
+
+def propagate_msetex(srv, db, argv):
+    """A relative TTL becomes PXAT <ms> (the keys' common expiry); NX/XX,
+    which held, are dropped."""
+    nk = int(argv[1])
+    head = list(argv[:2 + 2 * nk])
+    opts = [a.lower() for a in argv[2 + 2 * nk:]]
+    if b"keepttl" in opts:
+        return head + [b"KEEPTTL"]
+    if any(o in _TTL_SET_OPTS for o in opts):
+        when = db.expires.get(argv[2])
+        if when is not None:
+            return head + [b"PXAT", b"%d" % when]
+    return head
+
+
+@command("msetex", propagate=propagate_msetex)
+def msetex(c, argv):
+    """MSETEX numkeys key value [key value ...] [NX | XX] [EX s | PX ms |
+    EXAT ts | PXAT ms-ts | KEEPTTL]: 1 when the keys were set, 0 when NX/XX
+    did not hold for all of them."""
+    try:
+        nk = parse_int(argv[1])
+    except RedisError:
+        raise _NUMKEYS_ERR from None
+    n = len(argv)
+    if nk < 1 or nk > (n - 2) // 2:
+        if nk < 1:
+            raise _NUMKEYS_ERR
+        raise SYNTAX
+    flags, expire = parse_ext_args(argv, 2 + 2 * nk, True)
+    if flags & GET:
+        raise SYNTAX
+    when = expire_ms(expire, flags, "msetex") if expire is not None else None
+    db = c.db
+    keys = argv[2:2 + 2 * nk:2]
+    if flags & (NX | XX):
+        want = not (flags & NX)
+        for key in keys:
+            if (db.lookup_write(key) is not None) != want:
+                return ZERO
+    keepttl = bool(flags & KEEPTTL)
+    for i in range(nk):
+        key = keys[i]
+        db.set_key(key, argv[3 + 2 * i], keepttl)
+        notify.notify(_STRING, b"set", key, db.id)
+        if when is not None:
+            db.expires[key] = when
+            notify.notify(_GENERIC, b"expire", key, db.id)
+    c.server.dirty += nk
     return ONE
 
 

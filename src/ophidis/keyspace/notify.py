@@ -20,12 +20,14 @@ KEY_MISS = 1 << 11  # m
 LOADED = 1 << 12
 MODULE = 1 << 13    # d
 NEW = 1 << 14       # n
+OVERWRITTEN = 1 << 15   # o (Redis 8.2): a key's value replaced by another
+TYPE_CHANGED = 1 << 16  # c (Redis 8.2): ... by one of another type
 ALL = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE
 
 _CHARS = {
     "A": ALL, "g": GENERIC, "$": STRING, "l": LIST, "s": SET, "h": HASH, "z": ZSET,
     "x": EXPIRED, "e": EVICTED, "K": KEYSPACE, "E": KEYEVENT, "t": STREAM,
-    "m": KEY_MISS, "d": MODULE, "n": NEW,
+    "m": KEY_MISS, "d": MODULE, "n": NEW, "o": OVERWRITTEN, "c": TYPE_CHANGED,
 }
 
 # Current flags; config sets it.
@@ -55,7 +57,7 @@ def flags_to_string(f: int) -> str:
     else:
         for ch, bit in (("g", GENERIC), ("$", STRING), ("l", LIST), ("s", SET), ("h", HASH),
                         ("z", ZSET), ("x", EXPIRED), ("e", EVICTED), ("t", STREAM),
-                        ("d", MODULE), ("n", NEW)):
+                        ("d", MODULE), ("n", NEW), ("o", OVERWRITTEN), ("c", TYPE_CHANGED)):
             if f & bit:
                 out.append(ch)
     if f & KEYSPACE:
