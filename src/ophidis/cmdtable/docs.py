@@ -272,6 +272,7 @@ script|help|Describe the SCRIPT subcommands
 script|kill|Stop the running script
 script|load|Cache a script
 sdiff|Difference of sets
+sdiffcard|Number of members of a set difference
 sdiffstore|Store the difference of sets
 select|Select a database
 sentinel|Sentinel commands
@@ -306,6 +307,7 @@ strlen|Length of a string value
 subscribe|Subscribe to channels
 substr|Substring of a string value
 sunion|Union of sets
+sunioncard|Number of members of a set union
 sunionstore|Store the union of sets
 sunsubscribe|Unsubscribe from shard channels
 swapdb|Exchange two databases
