@@ -120,6 +120,10 @@ class Propagator:
                 # DELs) is its unit: delivered as its call ends, as Redis's
                 # call() does, not merged into the next command's.
                 if self.pending and not c.in_exec and not c.in_script:
+                    # SCAN, RANDOMKEY (TOUCHES_ARBITRARY_KEYS): each
+                    # deletion on its own, not in a MULTI/EXEC
+                    if cmd.touches_arbitrary_keys:
+                        self.arbitrary = True
                     self.flush()
                 return
         self.forced = 0
