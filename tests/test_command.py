@@ -364,11 +364,13 @@ def test_help_first_and_last_lines_match_redis(rr, refr):
 
 def test_every_redis_command_has_its_own_summary():
     """Families register commands over time: every command of Redis 7.0's
-    table (sentinel's own excepted) already has a written summary."""
+    table and every newer one we have (sentinel's own excepted) has a
+    written summary."""
     missing = []
 
     def walk(name, m):
-        if name not in SUMMARIES:
+        # (a newer command's entry, data/commands/, may carry its own)
+        if name not in SUMMARIES and not m.get("summary"):
             missing.append(name)
         for sn, sm in (m.get("subcommands") or {}).items():
             walk("%s|%s" % (name, sn.lower().split("|")[-1]), sm)

@@ -201,10 +201,16 @@ class Acl:
         """A module's commands were put in the table."""
         table_changed()
         olds = [(cmd, RETIRED.pop(cmd.fullname, None)) for cmd in cmds]
+        # Redis 7.2+ re-applies every user's rules when the new commands
+        # have ACL categories of their own (a category rule then covers them)
+        recompute = any(cmd.meta.get("acl_categories") for cmd in cmds)
         for u in self._every_user():
             for cmd, old in olds:
                 for sel in u.selectors:
                     sel.command_added(cmd, old)
+            if recompute:
+                for sel in u.selectors:
+                    sel.recompute()
             u.commands_changed()
 
     def commands_removed(self, cmds):

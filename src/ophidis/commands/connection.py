@@ -62,6 +62,7 @@ def clear_client_state(c):
     if c.tracking:
         srv.tracking.disable(c)
     c.no_evict = False
+    c.fieldsets = None
     c.user = srv.acl.default
     c.authenticated = srv.acl.auth_free
     c.update_slow()
@@ -141,25 +142,30 @@ def hello(c, argv):
         j = 2
         if ver < 2 or ver > 3:
             raise RedisError("NOPROTO unsupported protocol version")
+    # Redis 7.2+: every option is checked first, then the credentials, and
+    # the name is set only once the client is authenticated
+    auth = name = None
     while j < n:
         more = n - 1 - j
         opt = argv[j].lower()
         if opt == b"auth" and more >= 2:
-            if not c.server.acl.authenticate(c, argv[j + 1], argv[j + 2], argv[0]):
-                raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
+            auth = (argv[j + 1], argv[j + 2])
             j += 3
         elif opt == b"setname" and more:
-            # set at once, as Redis's (a later bad option or NOAUTH keeps it)
             if not valid_client_name(argv[j + 1]):
                 raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
-            c.name = argv[j + 1] or None
+            name = argv[j + 1]
             j += 2
         else:
             raise RedisError("ERR Syntax error in HELLO option '%s'" % argv[j].decode("utf-8", "replace"))
+    if auth is not None and not c.server.acl.authenticate(c, auth[0], auth[1], argv[0]):
+        raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
     if not c.authenticated:
         raise RedisError("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-                         "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+                         "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select "
                          "the RESP protocol version at the same time")
+    if name is not None:
+        c.name = name or None
     if ver:
         c.resp = ver
         c.update_slow()

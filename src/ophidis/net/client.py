@@ -303,6 +303,8 @@ class Client(ClientCore, asyncio.Protocol):
         "subcmd", "is_unix", "monitor", "tracking", "no_evict", "bstate", "out_extra", "in_exec",
         "killed", "is_master", "block_argv", "repl", "mem_usage",
         "cluster_asking", "cluster_readonly", "__weakref__",
+        # HIMPORT PREPARE's fieldsets: name -> field names (None: none yet)
+        "fieldsets",
     )
 
     def __init__(self, server):
@@ -320,6 +322,7 @@ class Client(ClientCore, asyncio.Protocol):
         self.blocked = False
         self.cluster_asking = False     # ASKING (for the next command)
         self.cluster_readonly = False   # READONLY
+        self.fieldsets = None
         self.lua_debug = None           # SCRIPT DEBUG: None, "sync" or "fork"
         self.paused_queue = None
         self.addr = "?"

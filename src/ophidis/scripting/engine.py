@@ -482,7 +482,7 @@ class LuaEngine(_EngineBase):
             if res:
                 srv.acl.log_denial(self.client, res, CTX_LUA, cmd.fullname.encode() if res == DENIED_CMD
                                    else argv[idx])
-                return self._reject(cmd, b"ERR " + script_noperm_text(res).encode())
+                return self._reject(cmd, b"ERR " + script_noperm_text(res, cmd, user.name))
         if cmd.write or cmd.may_replicate:
             if ctx.readonly:
                 return self._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")

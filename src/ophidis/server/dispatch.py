@@ -92,7 +92,7 @@ class Dispatch:
                 c.last_cmd = cmd       # the client info ACL LOG keeps names it (Redis's lastcmd)
                 self.acl.log_denial(c, res, CTX_MULTI if in_multi else CTX_TOPLEVEL,
                                     cmd.fullname.encode() if res == DENIED_CMD else argv[idx])
-                return self.reject(c, cmd, RedisError(noperm_text(res, cmd)))
+                return self.reject(c, cmd, RedisError(noperm_text(res, cmd, c.user.name)))
         base = cmd.parent.name if cmd.parent is not None else cmd.name
         # getCommandFlags: a script's declared flags, EXEC's with its queue
         if base in SCRIPT_CALLS:
