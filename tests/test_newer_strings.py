@@ -291,3 +291,88 @@ def test_overwritten_and_type_changed(r, flags, shown):
             want.append((b"__keyspace@0__:h", b"type_changed"))
         want.append((b"__keyevent@0__:type_changed", b"h"))
     assert sorted(got) == sorted(want)
+
+
+# -- INCREX (Redis 8.8) ------------------------------------------------------------------------
+
+def test_increx_integers(raw, r):
+    r.set("k", 10)
+    assert raw.call("INCREX", "k") == b"*2\r\n:11\r\n:1\r\n"
+    assert raw.call("INCREX", "k", "BYINT", "-4") == b"*2\r\n:7\r\n:-4\r\n"
+    # outside a bound: refused (value and TTL kept) or, with SATURATE, capped
+    r.expire("k", 60)
+    assert raw.call("INCREX", "k", "BYINT", "5", "UBOUND", "10") == b"*2\r\n:7\r\n:0\r\n"
+    assert r.get("k") == b"7" and r.ttl("k") > 0
+    assert raw.call("INCREX", "k", "BYINT", "5", "UBOUND", "10", "SATURATE") == b"*2\r\n:10\r\n:3\r\n"
+    assert raw.call("INCREX", "k", "BYINT", "-50", "LBOUND", "-5", "SATURATE") == b"*2\r\n:-5\r\n:-15\r\n"
+    assert r.ttl("k") > 0                      # no expiration option: the TTL stays
+    # the type's limits
+    r.set("m", 2**63 - 2)
+    assert raw.call("INCREX", "m", "BYINT", "2") == b"*2\r\n:%d\r\n:0\r\n" % (2**63 - 2)
+    assert raw.call("INCREX", "m", "BYINT", "2", "SATURATE") == b"*2\r\n:%d\r\n:1\r\n" % (2**63 - 1)
+    # a missing key counts as 0; a refused result does not create it
+    assert raw.call("INCREX", "new", "BYINT", "5", "UBOUND", "3") == b"*2\r\n:0\r\n:0\r\n"
+    assert r.exists("new") == 0
+    assert raw.call("INCREX", "new", "BYINT", "5") == b"*2\r\n:5\r\n:5\r\n"
+
+
+def test_increx_floats(raw, raw3, r):
+    r.set("f", "1.5")
+    assert raw.call("INCREX", "f", "BYFLOAT", "0.25", "LBOUND", "0", "UBOUND", "2") == (
+        b"*2\r\n$4\r\n1.75\r\n$4\r\n0.25\r\n")
+    assert raw3.call("INCREX", "f", "BYFLOAT", "0.25") == b"*2\r\n,2\r\n,0.25\r\n"
+    assert r.get("f") == b"2"
+    assert raw.call("INCREX", "f", "BYFLOAT", "1", "UBOUND", "2.5") == b"*2\r\n$1\r\n2\r\n$1\r\n0\r\n"
+    r.set("g", "1.8")
+    assert raw.call("INCREX", "g", "BYFLOAT", "0.7", "UBOUND", "2", "SATURATE") == (
+        b"*2\r\n$1\r\n2\r\n$3\r\n0.2\r\n")
+    r.set("i", "5")
+    assert raw.call("INCREX", "i", "BYFLOAT", "0.5") == b"*2\r\n$3\r\n5.5\r\n$3\r\n0.5\r\n"
+    assert raw.call("INCREX", "i") == b"-ERR value is not an integer or out of range\r\n"
+
+
+def test_increx_expiration(raw, r):
+    r.set("k", 40)
+    assert raw.call("INCREX", "k", "BYINT", "2", "EX", "60", "ENX") == b"*2\r\n:42\r\n:2\r\n"
+    assert 0 < r.ttl("k") <= 60
+    assert raw.call("INCREX", "k", "BYINT", "3", "EX", "600", "ENX") == b"*2\r\n:45\r\n:3\r\n"
+    assert 0 < r.ttl("k") <= 60               # ENX: an expiration already there stays
+    assert raw.call("INCREX", "k", "PX", "600000") == b"*2\r\n:46\r\n:1\r\n"
+    assert r.ttl("k") > 500
+    assert raw.call("INCREX", "k", "PERSIST") == b"*2\r\n:47\r\n:1\r\n"
+    assert r.ttl("k") == -1
+
+
+def test_increx_errors(raw, r):
+    r.rpush("l", "x")
+    r.set("s", "abc")
+    assert raw.call("INCREX", "l") == WRONGTYPE
+    assert raw.call("INCREX", "s") == b"-ERR value is not an integer or out of range\r\n"
+    assert raw.call("INCREX", "s", "BYFLOAT", "1") == b"-ERR value is not a valid float\r\n"
+    assert raw.call("INCREX", "k", "BYINT", "1.5") == b"-ERR value is not an integer or out of range\r\n"
+    assert raw.call("INCREX", "k", "BYFLOAT", "x") == b"-ERR value is not a valid float\r\n"
+    for bad in (["BYINT", "1", "BYFLOAT", "1"], ["EX", "10", "PX", "10"], ["EX", "10", "PERSIST"], ["ENX"],
+                ["BYINT"], ["SATURATE", "SATURATE"], ["NOPE"], ["UBOUND"]):
+        assert raw.call("INCREX", "k", *bad) == SYNTAX, bad
+    assert raw.call("INCREX", "k", "EX", "0") == error("ERR invalid expire time in 'increx' command")
+    assert r.exists("k") == 0
+
+
+def test_increx_propagates_its_result(server, r):
+    r.flushall()
+    s = SyncStream(server.port)
+    try:
+        r.execute_command("INCREX", "k", "BYINT", "5", "EX", "100")
+        r.execute_command("INCREX", "k", "BYINT", "5", "UBOUND", "6")     # refused: nothing
+        r.execute_command("INCREX", "f", "BYFLOAT", "1.5")
+        r.set("end", "1")
+        cmds = []
+        while not cmds or cmds[-1][:2] != [b"SET", b"end"]:
+            c = s.read_command()
+            if c[0].upper() != b"SELECT":
+                cmds.append(c)
+    finally:
+        s.close()
+    assert cmds[0][:4] == [b"SET", b"k", b"5", b"PXAT"]
+    assert cmds[1] == [b"SET", b"f", b"1.5"]
+    assert len(cmds) == 3

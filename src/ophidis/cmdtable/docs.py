@@ -168,6 +168,7 @@ hvals|Values of a hash
 incr|Add one to an integer value
 incrby|Add a number to an integer value
 incrbyfloat|Add a float to a numeric value
+increx|Increment within bounds, with an expiration
 info|Server information and statistics
 keys|Key names matching a pattern
 lastsave|Unix time of the last successful save

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from fractions import Fraction
 
 from xxhash import xxh3_64_intdigest
 
@@ -574,6 +575,122 @@ def incrbyfloat(c, argv):
     c.server.dirty += 1
     notify.notify(_STRING, b"incrbyfloat", key, db.id)
     return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+# -- INCREX (Redis 8.8) -------------------------------------------------------------------
+
+_LDBL_MAX = (Fraction(2) - Fraction(1, 1 << 63)) * (Fraction(2) ** 16383)
+_INCREX_EXPIRE = {b"EX": EX, b"PX": PX, b"EXAT": EXAT, b"PXAT": PXAT}
+
+
+def propagate_increx(srv, db, argv):
+    """The result: SET key value, with the key's expiry as PXAT (none: none)."""
+    key = argv[1]
+    v = db.d.get(key)
+    if v is None:
+        return list(argv)
+    when = db.expires.get(key)
+    out = [b"SET", key, bytes(v)]
+    return out + [b"PXAT", b"%d" % when] if when is not None else out
+
+
+@command("increx", propagate=propagate_increx)
+def increx(c, argv):
+    """INCREX key [BYFLOAT f | BYINT n] [LBOUND l] [UBOUND u] [SATURATE]
+    [EX s | PX ms | EXAT ts | PXAT ms-ts | PERSIST] [ENX]: [new value,
+    increment applied]; a result outside the bounds (or the type's range)
+    is refused ([current, 0], nothing changed) or, with SATURATE, capped."""
+    by = lb = ub = expire = None
+    flt = saturate = persist = enx = False
+    ttl_flag = 0
+    j = 2
+    n = len(argv)
+    while j < n:
+        opt = argv[j].upper()
+        nxt = argv[j + 1] if j + 1 < n else None
+        if opt in (b"BYINT", b"BYFLOAT") and by is None and nxt is not None:
+            flt = opt == b"BYFLOAT"
+            by = nxt
+            j += 1
+        elif opt == b"LBOUND" and lb is None and nxt is not None:
+            lb = nxt
+            j += 1
+        elif opt == b"UBOUND" and ub is None and nxt is not None:
+            ub = nxt
+            j += 1
+        elif opt == b"SATURATE" and not saturate:
+            saturate = True
+        elif opt in _INCREX_EXPIRE and not ttl_flag and not persist and nxt is not None:
+            ttl_flag = _INCREX_EXPIRE[opt]
+            expire = nxt
+            j += 1
+        elif opt == b"PERSIST" and not ttl_flag and not persist:
+            persist = True
+        elif opt == b"ENX" and not enx:
+            enx = True
+        else:
+            raise SYNTAX
+        j += 1
+    if enx and not ttl_flag:
+        raise SYNTAX
+    num = parse_ld if flt else parse_int
+    incr = num(by) if by is not None else 1
+    lo = num(lb) if lb is not None else None
+    hi = num(ub) if ub is not None else None
+    when = expire_ms(expire, ttl_flag, "increx") if ttl_flag else None
+    db = c.db
+    key = argv[1]
+    v = db.lookup_write_typed(key, bytes)
+    if flt:
+        cur = parse_ld(v) if v is not None else Fraction(0)
+        new = ld_add(cur, incr)
+        if new != new:
+            raise RedisError("ERR increment would produce NaN or Infinity")
+        top = hi if hi is not None else _LDBL_MAX
+        bottom = lo if lo is not None else -_LDBL_MAX
+    else:
+        if v is None:
+            cur = 0
+        else:
+            cur = try_int(v)
+            if cur is None:
+                raise NOT_INT
+        new = cur + incr
+        top = hi if hi is not None else LLONG_MAX
+        bottom = lo if lo is not None else LLONG_MIN
+    if new > top or new < bottom:
+        if not saturate:
+            return _increx_reply(c, flt, cur, Fraction(0) if flt else 0)
+        new = top if new > top else bottom
+    applied = ld_add(new, -cur) if flt else new - cur
+    if flt:
+        b = format_ld(new)
+        if len(b) <= 20 and try_int(b) is not None:
+            b = EmbStr(b)
+    else:
+        b = b"%d" % new
+    # the value changes in place, as INCR's (dbReplaceValue: no "overwritten")
+    db.d[key] = b
+    if v is None and notify.flags & _NEW:
+        notify.notify(_NEW, b"new", key, db.id)
+    db.signal(key)
+    c.server.dirty += 1
+    notify.notify(_STRING, b"incrbyfloat" if flt else b"incrby", key, db.id)
+    if when is not None and not (enx and key in db.expires):
+        db.expires[key] = when
+        notify.notify(_GENERIC, b"expire", key, db.id)
+    elif persist and db.expires.pop(key, None) is not None:
+        notify.notify(_GENERIC, b"persist", key, db.id)
+    return _increx_reply(c, flt, new, applied)
+
+
+def _increx_reply(c, flt, value, applied):
+    if not flt:
+        return b"*2\r\n:%d\r\n:%d\r\n" % (value, applied)
+    a, b = format_ld(value), format_ld(applied)
+    if c.resp > 2:
+        return b"*2\r\n,%s\r\n,%s\r\n" % (a, b)
+    return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(a), a, len(b), b)
 
 
 def check_string_length(c, size: int, append: int):
