@@ -376,3 +376,22 @@ def test_increx_propagates_its_result(server, r):
     assert cmds[0][:4] == [b"SET", b"k", b"5", b"PXAT"]
     assert cmds[1] == [b"SET", b"f", b"1.5"]
     assert len(cmds) == 3
+
+
+# -- Redis 7.2: BITCOUNT and BITPOS check their arguments before the key -------------------------
+
+def test_bitcount_bitpos_argument_errors_on_a_missing_key(same_as_valkey):
+    same_as_valkey([
+        ["BITCOUNT", "nokey", "0", "1", "2"], ["BITCOUNT", "nokey", "a", "b"], ["BITCOUNT", "nokey", "0", "1", "FOO"],
+        ["BITCOUNT", "nokey", "0", "1", "BIT"], ["BITCOUNT", "nokey"],
+        ["BITPOS", "nokey", "1", "0", "-1", "FOO"], ["BITPOS", "nokey", "1", "a"], ["BITPOS", "nokey", "0", "0", "x"],
+        ["BITPOS", "nokey", "2"], ["BITPOS", "nokey", "1", "0", "1", "BIT", "x"], ["BITPOS", "nokey", "0", "0", "1", "BYTE"],
+        ["BITPOS", "nokey", "1"], ["SET", "s", "hello"], ["BITCOUNT", "s", "0", "-1", "BIT"], ["BITPOS", "s", "1", "2"],
+    ])
+
+
+def test_bitcount_with_only_a_start_is_a_syntax_error(raw):
+    # as Redis (Valkey 8 accepts a lone start)
+    assert raw.call("BITCOUNT", "nokey", "0") == SYNTAX
+    raw.call("SET", "s", "hello")
+    assert raw.call("BITCOUNT", "s", "0") == SYNTAX

@@ -128,22 +128,25 @@ def _is_bit_unit(arg) -> bool:
 
 @command("bitcount")
 def bitcount(c, argv):
+    # Redis 7.2: the arguments are checked before the key is looked up (a
+    # missing key no longer hides their errors)
+    n = len(argv)
+    if n != 2:
+        if n not in (4, 5):
+            raise SYNTAX
+        start = parse_int(argv[2])
+        end = parse_int(argv[3])
+        isbit = n == 5 and _is_bit_unit(argv[4])
     v = c.db.lookup_read_typed(argv[1], bytes)
     if v is None:
         return ZERO
-    n = len(argv)
     strlen = len(v)
     if n == 2:
         if not strlen:
             return ZERO
         return integer(_popcount(v, 0, strlen - 1))
-    if n not in (4, 5):
-        raise SYNTAX
-    start = parse_int(argv[2])
-    end = parse_int(argv[3])
     if start < 0 and end < 0 and start > end:
         return ZERO
-    isbit = n == 5 and _is_bit_unit(argv[4])
     start, end = string_range(strlen * 8 if isbit else strlen, start, end)
     if start > end:
         return ZERO
@@ -182,11 +185,8 @@ def bitpos(c, argv):
     bit = parse_int(argv[2])
     if bit != 0 and bit != 1:
         raise RedisError("ERR The bit argument must be 1 or 0.")
-    v = c.db.lookup_read_typed(argv[1], bytes)
-    if v is None:
-        return MINUS_ONE if bit else ZERO
+    # Redis 7.2: the arguments are checked before the key is looked up
     n = len(argv)
-    strlen = len(v)
     end_given = False
     isbit = False
     if n in (4, 5, 6):
@@ -195,13 +195,18 @@ def bitpos(c, argv):
         if n >= 5:
             end = parse_int(argv[4])
             end_given = True
-        else:
+    elif n != 3:
+        raise SYNTAX
+    v = c.db.lookup_read_typed(argv[1], bytes)
+    if v is None:
+        return MINUS_ONE if bit else ZERO
+    strlen = len(v)
+    if n >= 4:
+        if not end_given:
             end = strlen - 1
         start, end = string_range(strlen * 8 if isbit else strlen, start, end)
-    elif n == 3:
-        start, end = 0, strlen - 1
     else:
-        raise SYNTAX
+        start, end = 0, strlen - 1
     if start > end:
         return MINUS_ONE
     if isbit:
