@@ -395,3 +395,26 @@ def test_bitcount_with_only_a_start_is_a_syntax_error(raw):
     assert raw.call("BITCOUNT", "nokey", "0") == SYNTAX
     raw.call("SET", "s", "hello")
     assert raw.call("BITCOUNT", "s", "0") == SYNTAX
+
+
+def test_msetex_keys_for_acl_and_getkeys(r, raw, start_server):
+    assert raw.call("COMMAND", "GETKEYS", "MSETEX", "2", "a", "1", "b", "2", "EX", "10") == (
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n")
+    # every key is checked against the user's key patterns (8.6 fixed a bypass)
+    r.execute_command("ACL", "SETUSER", "u", "on", "nopass", "~a*", "+@all")
+    try:
+        c = r.connection_pool.get_connection("x")
+        try:
+            c.send_command("AUTH", "u", "x")
+            assert c.read_response() == b"OK"
+            c.send_command("MSETEX", "2", "a1", "1", "b1", "2")
+            with pytest.raises(Exception, match="No permissions to access a key|NOPERM"):
+                c.read_response()
+            c.send_command("MSETEX", "2", "a1", "1", "a2", "2")
+            assert c.read_response() == 1
+        finally:
+            c.disconnect()
+            r.connection_pool.release(c)
+    finally:
+        r.execute_command("ACL", "DELUSER", "u")
+    assert r.exists("b1") == 0
