@@ -335,8 +335,14 @@ def test_incr_file_matches_redis_server(start_server, tmp_path):
         their_sizes = (info(rc)["aof_current_size"], info(rc)["aof_base_size"])
     finally:
         rp.stop()
+    # Redis 7.2 propagates XREADGROUP's XGROUP SETID without NOACK too
+    # (redis-server 7.0 only with NOACK): the one difference of our file
+    setid = [b"XGROUP", b"SETID", b"xs", b"grp", b"9999999999999-1", b"ENTRIESREAD", b"2"]
+    assert setid in ours and setid not in theirs
+    extra = len(b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in setid)) + len(b"*7\r\n")
+    ours.remove(setid)
     assert ours == theirs
-    assert our_sizes == their_sizes and our_sizes[0] > 1000
+    assert (our_sizes[0] - extra, our_sizes[1]) == their_sizes and our_sizes[0] > 1000
     # spot checks of the forms themselves
     assert [b"SET", b"s2", b"v", b"PXAT", b"<ms>"] in ours
     assert [b"PEXPIREAT", b"s1", b"<ms>"] in ours
@@ -973,6 +979,9 @@ def test_automatic_rewrite_on_growth(start_server):
     assert st["aof_current_size"] >= st["aof_base_size"]
 
 
+NEWER_PERSISTENCE_FIELDS = ("backup_in_progress",)
+
+
 @needs_redis
 def test_info_persistence_fields_as_redis(start_server, tmp_path):
     s = start_server(*AOF)
@@ -982,7 +991,8 @@ def test_info_persistence_fields_as_redis(start_server, tmp_path):
         theirs = list(rp.client().info("persistence"))
     finally:
         rp.stop()
-    assert ours == theirs
+    # Redis 7.0's fields, in its order; then what 8.x adds
+    assert [f for f in ours if f not in NEWER_PERSISTENCE_FIELDS] == theirs
     assert "aof_pending_bio_fsync" in ours
 
 

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import hashlib
 
-from ..cmdtable.registry import TABLE, lookup_by_name
+from ..cmdtable.registry import ACL_CATEGORIES, TABLE, lookup_by_name
 from ..protocol.resp import split_args
 
-# The categories in Redis's order (ACL CAT, COMMAND INFO, descriptions).
-CATEGORIES = (
-    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
-    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
-    "connection", "transaction", "scripting",
-)
+# The categories in Redis's order (ACL CAT, COMMAND INFO, descriptions): the
+# command table's list.
+CATEGORIES = ACL_CATEGORIES
 _CATSET = frozenset(CATEGORIES)
 
 # Key pattern permissions.

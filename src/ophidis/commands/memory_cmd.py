@@ -18,6 +18,7 @@ from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
 from ..memory.sizes import STARTUP
 from ..protocol.resp import OK, bulk, double, help_reply, integer, map_header
+from ..types.array import ArrayValue
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
 from ..types.zset import ZSetValue
@@ -173,6 +174,8 @@ def redis_usage(v, samples=5) -> int:
         return ROBJ + 40 + nodes * (32 + je(7 + total // nodes))
     if cls is StreamValue:
         return _stream_usage(v, samples)
+    if cls is ArrayValue:
+        return ROBJ + v.alloc_estimate(je)
     return ROBJ
 
 

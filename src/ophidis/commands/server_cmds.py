@@ -90,6 +90,8 @@ def swapdb(c, argv):
         touch_all_watched_in_db(db_, da)
         da.d, db_.d = db_.d, da.d
         da.expires, db_.expires = db_.expires, da.expires
+        da.hfe, db_.hfe = db_.hfe, da.hfe
+        da.hfe_heap, db_.hfe_heap = db_.hfe_heap, da.hfe_heap
         da.avg_ttl, db_.avg_ttl = db_.avg_ttl, da.avg_ttl
         da.dels += 1
         db_.dels += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from .. import log
+from ..cmdtable.keys import get_keys_with_flags
 from ..cmdtable.registry import WRAPPERS, rewrap
 from ..keyspace import db as dbm
 from ..keyspace import notify
@@ -29,11 +30,13 @@ class Memory(Eviction):
         self.dataset = 0
         self.clients_mem = 0
         self.peak = 0
+        self.peak_time = int(_time())   # when the peak was reached (INFO used_memory_peak_time)
         self.tracking = False
         self.budget = 0            # dataset bytes allowed: maxmemory - STARTUP - clients
         self.slack = 0             # evictions go this far below the limit
         self.policy = cfg["maxmemory-policy"]
         self.lru_mode = self.lfu_mode = self.volatile = False
+        self.lrm = False           # volatile-lrm / allkeys-lrm: the LRU clock, moved by writes only
         self.indexes = None        # sampling policies (LFU, random, TTL): per-db Index
         self.lru = None            # LRU policies: per-db LruQueue
         self.set_by_command = None  # (db id, key) whose access info the running command set
@@ -48,6 +51,7 @@ class Memory(Eviction):
         self.lazyfree = LazyFree(srv)
         self.clients = ClientMemory(srv)   # before the hook below: it evicts first
         srv.cron_hooks.append(self.cron)
+        srv.cron_hooks.append(self.clients.buffers_cron)
         srv.startup_hooks.append(self._after_startup)
         cfg.on_change("maxmemory", lambda v: self._maxmemory_changed())
         cfg.on_change("maxmemory-policy", lambda v: self.configure(policy_changed=True))
@@ -59,7 +63,10 @@ class Memory(Eviction):
         srv = self.srv
         cfg = srv.config
         self.policy = pol = cfg["maxmemory-policy"]
-        self.lru_mode = "lru" in pol
+        # LRM (least recently modified, 8.6) keeps LRU's clock and queue;
+        # only a write that changes a key moves it (see wrap)
+        self.lrm = pol.endswith("lrm")
+        self.lru_mode = "lru" in pol or self.lrm
         self.lfu_mode = "lfu" in pol
         # An LRU/LFU policy keeps access times even without a limit (OBJECT
         # IDLETIME/FREQ, RESTORE IDLETIME/FREQ), as Redis always does; the
@@ -163,7 +170,7 @@ class Memory(Eviction):
         if not cmd.write and not (cmd.readonly and cmd.may_replicate):
             # performEvictions runs before every command, reads included;
             # no_touch commands leave the access time alone
-            if (not cmd.key_specs or "no_touch" in cmd.flags
+            if (not cmd.key_specs or "no_touch" in cmd.flags or self.lrm
                     or not (self.lru is not None or (self.indexes is not None and self.lfu_mode))):
                 def other(c, argv):
                     if m.dataset > m.budget and not (c.in_exec or c.in_script):
@@ -223,12 +230,15 @@ class Memory(Eviction):
         lru = self.lru
         volatile = self.volatile
         indexed = self.indexes is not None
+        lrm = self.lrm
+        srv = self.srv
 
         def write1(c, argv):
             if m.dataset > m.budget and not (c.in_exec or c.in_script):
                 r = m.evict_for(c, cmd)
                 if r is not None:
                     return r
+            dirty = srv.dirty
             db = c.db
             d = db.d
             k = argv[1]
@@ -265,7 +275,8 @@ class Memory(Eviction):
                         pass                        # RESTORE IDLETIME/FREQ: what it set stays
                     elif lru is not None:
                         if tracked:
-                            lru[db.id].ref[k] = m.clock
+                            if not lrm or srv.dirty != dirty:    # LRM: a write that changed nothing
+                                lru[db.id].ref[k] = m.clock
                         elif not volatile or k in exp:
                             q = lru[db.id]
                             q.keys.append(k)
@@ -278,7 +289,6 @@ class Memory(Eviction):
         if cmd.fullname != "set":
             return write1
 
-        srv = self.srv
         queue_new = lru is not None and not volatile
 
         def set_plain(c, argv):
@@ -349,6 +359,7 @@ class Memory(Eviction):
             + self.srv.repl_feed.buffer_bytes() + self.aof_buffer()
         if used > self.peak:
             self.peak = used
+            self.peak_time = int(_time())
         self.srv.used_memory_peak = self.peak
         return used
 
@@ -403,6 +414,12 @@ class Memory(Eviction):
             if v is not None:
                 pre += key_cost(db, k, v)
         was = self.present(db, keys)
+        if self.lrm:
+            # only the keys the command writes, and only if it changed something
+            kf = get_keys_with_flags(cmd, argv) or ()
+            written = {argv[p] for p, f in kf if "RO" not in f}
+            was = [w if k in written else None for k, w in zip(keys, was)]
+            was.append(self.srv.dirty)
         extra = None
         name = cmd.name
         if name == "copy" or name == "move":
@@ -454,6 +471,12 @@ class Memory(Eviction):
             if name in ("flushdb", "flushall", "swapdb", "debug"):
                 self._reset_structures()
         else:
+            if self.lrm:
+                dirty = was.pop()
+                if self.srv.dirty == dirty:
+                    return
+                keys = [k for k, w in zip(keys, was) if w is not None]
+                was = [w for w in was if w is not None]
             self.touch_keys(db, keys, was)
 
     def measure(self, db, keys):

@@ -134,7 +134,7 @@ class Propagator:
         in_script = c.in_script
         if rule is not False:
             out = list(argv) if rule is None else rule(srv, srv.dbs[dbid], argv)
-            if out is not None:
+            if out:         # (an empty rewrite: the command does not propagate)
                 mask = TO_AOF | TO_REPL if dirty else forced
                 if in_script:
                     ctx = srv.running_script()

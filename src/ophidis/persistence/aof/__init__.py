@@ -64,6 +64,7 @@ from ...replication.propagate import EXEC, MULTI, TO_AOF, select_cmd
 from .common import (AOF_OFF, AOF_ON, AOF_WAIT_REWRITE, LOAD_EMPTY, LOAD_OK, WRITE_ERROR_LOG_RATE, fdatasync,
                      fsync_dir, strerror, unlink_quiet)
 from .fsync import Bio
+from .backup import Backup
 from .loader import Loader
 from .manifest import TEMP_PREFIX, Manifest, manifest_name, temp_incr_name
 from .rewrite import Rewrite
@@ -115,6 +116,7 @@ class Aof(Rewrite, Loader):
         cfg.on_change("aof-timestamp-enabled", self._set_ts)
         cfg.on_change("appendonly", self._on_appendonly)
         cfg.on_change("aof-disable-auto-gc", self._on_auto_gc)
+        self.backup = Backup(self)     # BACKUP (8.10): online backups of BASE + INCR
         server.startup_hooks.append(self.startup)
         server.cron_hooks.append(self.cron)
         server.shutdown_hooks.append(self.on_shutdown)
@@ -142,8 +144,8 @@ class Aof(Rewrite, Loader):
         if v and self.state == AOF_OFF:
             if not self.start():
                 raise ConfigError("Unable to turn on AOF. Check server logs.")
-        elif not v and self.state != AOF_OFF:
-            self.stop()
+        elif not v and self.state != AOF_OFF and not self.backup.temp_aof:
+            self.stop()         # (an appendonly-no backup's AOF runs until its SEAL)
 
     def _on_auto_gc(self, v):
         if not v:
@@ -480,6 +482,7 @@ class Aof(Rewrite, Loader):
 
     def stop(self):
         """CONFIG SET appendonly no (stopAppendOnly)."""
+        self.backup.aof_stopped()
         self.flush(True)
         if self.fd is not None:
             try:
@@ -527,11 +530,15 @@ class Aof(Rewrite, Loader):
     # -- cron --------------------------------------------------------------------------------------------
     def cron(self):
         srv = self.server
-        if not self.child_active() and self.rewrite_scheduled and not self.rewrite_limited():
+        backup = self.backup
+        held = backup.holds_incr()       # no rewrite while a backup's INCR is pinned
+        if not self.child_active() and self.rewrite_scheduled and not held and not self.rewrite_limited():
             self.rewrite_background()
+        if backup.state != "idle":
+            backup.cron()
         if self.child_pid is not None:
             self.check_child()
-        elif not self.child_active() and self.state == AOF_ON:
+        elif not self.child_active() and self.state == AOF_ON and not held:
             perc = srv.config["auto-aof-rewrite-percentage"]
             if perc and self.current_size > srv.config["auto-aof-rewrite-min-size"]:
                 base = self.base_size or 1
@@ -556,7 +563,8 @@ class Aof(Rewrite, Loader):
     def shutdown_check(self, force):
         """Refuse to exit while the first AOF is being written (its data
         would be lost): prepareForShutdown's AOF_WAIT_REWRITE case."""
-        if self.child_pid is not None and self.state == AOF_WAIT_REWRITE:
+        # (not a backup's AOF of an appendonly-no server: no data depends on it)
+        if self.child_pid is not None and self.state == AOF_WAIT_REWRITE and not self.backup.temp_aof:
             if force:
                 log.warning("Writing initial AOF. Exit anyway.")
                 return None
@@ -594,6 +602,7 @@ class Aof(Rewrite, Loader):
             "aof_rewrites_consecutive_failures:%d" % self.consecutive_failures,
             "aof_last_write_status:%s" % ("ok" if ok else "err"),
             "aof_last_cow_size:%d" % self.last_cow,
+            "backup_in_progress:%d" % self.backup.in_progress(),
         ]
 
     def info_extra_lines(self):
