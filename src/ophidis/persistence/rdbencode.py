@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import struct
 
+from ..dtoa import fpconv
 from ..keyspace.db import EmbStr
 from ..types.array import KIND_FLOAT, KIND_INT, ArrayValue, value_kind
 from ..types.containers import HashValue, ListValue, SetValue
@@ -27,7 +28,7 @@ from .rdbformat import (QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T
 def _score_entry(d: float) -> bytes:
     if not math.isinf(d) and -(2 ** 62) <= d <= 2 ** 62 and d == int(d):
         return lp_entry(int(d))
-    return lp_entry(b"%.17g" % d)
+    return lp_entry(fpconv(d))
 
 
 def _pairs_listpack(pairs, second, compress) -> bytes:
