@@ -21,12 +21,6 @@ DENIED_KEY = 2
 DENIED_AUTH = 3
 DENIED_CHANNEL = 4
 
-# getAclErrorMessage
-MESSAGES = {
-    DENIED_CMD: "can't run this command or subcommand",
-    DENIED_KEY: "can't access at least one of the keys mentioned in the command arguments",
-    DENIED_CHANNEL: "can't publish to the channel mentioned in the command",
-}
 
 
 _PERMS = {}      # id of a key spec's flag list (the table's, static) -> (flags, permission)
@@ -252,15 +246,20 @@ def check_unrestricted_keys(user, cmd, argv, need=READ) -> bool:
     return False
 
 
-def noperm_text(result, cmd) -> str:
-    """processCommand's -NOPERM replies."""
+def error_message(result, user_name: bytes, cmd, value: bytes = b"", verbose=False) -> bytes:
+    """getAclErrorMessage (Redis 7.2+): who may not do what; the key or
+    channel is named only in the verbose form (ACL DRYRUN)."""
     if result == DENIED_CMD:
-        return "NOPERM this user has no permissions to run the '%s' command" % cmd.fullname
-    if result == DENIED_KEY:
-        return "NOPERM this user has no permissions to access one of the keys used as arguments"
-    if result == DENIED_CHANNEL:
-        return "NOPERM this user has no permissions to access one of the channels used as arguments"
-    return "ERR no permission"
+        return b"User %s has no permissions to run the '%s' command" % (user_name, cmd.fullname.encode())
+    what = b"key" if result == DENIED_KEY else b"channel"
+    if verbose:
+        return b"User %s has no permissions to access the '%s' %s" % (user_name, value, what)
+    return b"No permissions to access a %s" % what
+
+
+def noperm_text(result, cmd, user_name: bytes) -> bytes:
+    """processCommand's -NOPERM replies."""
+    return b"NOPERM " + error_message(result, user_name, cmd)
 
 
 def exec_noperm_text(result) -> str:
@@ -274,5 +273,6 @@ def exec_noperm_text(result) -> str:
             "call. This command is no longer allowed for the following reason: %s" % reason)
 
 
-def script_noperm_text(result) -> str:
-    return "The user executing the script %s" % MESSAGES.get(result, "lacking the permissions for the command")
+def script_noperm_text(result, cmd, user_name: bytes) -> bytes:
+    """scriptVerifyACL's error (the caller adds ERR)."""
+    return b"ACL failure in script: " + error_message(result, user_name, cmd)

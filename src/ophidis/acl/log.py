@@ -20,15 +20,16 @@ def _ms() -> int:
 
 
 class Entry:
-    __slots__ = ("count", "reason", "context", "object", "username", "ctime", "cinfo")
+    __slots__ = ("count", "reason", "context", "object", "username", "ctime", "cinfo", "entry_id", "created")
 
     def __init__(self, reason, context, obj, username, cinfo):
         self.count = 1
+        self.entry_id = 0
         self.reason = reason
         self.context = context
         self.object = obj
         self.username = username
-        self.ctime = _ms()
+        self.ctime = self.created = _ms()
         self.cinfo = cinfo
 
 
@@ -36,6 +37,9 @@ class AclLog:
     def __init__(self, max_len=128):
         self.entries = []       # newest first
         self.max_len = max_len
+        # entries made since start (ACL LOG RESET keeps counting): with the
+        # creation time, an entry's unique id (Redis 7.2)
+        self.made = 0
 
     def add(self, reason, context, obj: bytes, username: bytes, cinfo: bytes):
         e = Entry(reason, context, obj, username, cinfo)
@@ -49,6 +53,8 @@ class AclLog:
                 cur.ctime = e.ctime
                 cur.count += 1
                 return
+        e.entry_id = self.made
+        self.made += 1
         ents.insert(0, e)
         del ents[self.max_len:]
 
@@ -63,12 +69,15 @@ class AclLog:
         now = _ms()
         out = [array_header(len(ents))]
         for e in ents:
-            out += [map_header(resp, 7),
+            out += [map_header(resp, 10),
                     bulk(b"count"), integer(e.count),
                     bulk(b"reason"), bulk(REASONS.get(e.reason, b"unknown")),
                     bulk(b"context"), bulk(CONTEXTS[e.context].encode()),
                     bulk(b"object"), bulk(e.object),
                     bulk(b"username"), bulk(e.username),
                     bulk(b"age-seconds"), double(resp, (now - e.ctime) / 1000),
-                    bulk(b"client-info"), bulk(e.cinfo)]
+                    bulk(b"client-info"), bulk(e.cinfo),
+                    bulk(b"entry-id"), integer(e.entry_id),
+                    bulk(b"timestamp-created"), integer(e.created),
+                    bulk(b"timestamp-last-updated"), integer(e.ctime)]
         return b"".join(out)

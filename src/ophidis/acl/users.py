@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import hashlib
 
-from ..cmdtable.registry import TABLE, lookup_by_name
+from ..cmdtable.registry import ACL_CATEGORIES, TABLE, lookup_by_name
 from ..protocol.resp import split_args
 
-# The categories in Redis's order (ACL CAT, COMMAND INFO, descriptions).
-CATEGORIES = (
-    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
-    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
-    "connection", "transaction", "scripting",
-)
+# The categories in Redis's order (ACL CAT, COMMAND INFO, descriptions): the
+# command table's list.
+CATEGORIES = ACL_CATEGORIES
 _CATSET = frozenset(CATEGORIES)
 
 # Key pattern permissions.
@@ -134,7 +131,7 @@ class Selector:
     root selector of a user holds the rules given outside parentheses."""
 
     __slots__ = ("root", "allkeys", "allchannels", "allcommands", "future", "allowed", "firstargs",
-                 "patterns", "channels")
+                 "patterns", "channels", "rules")
 
     def __init__(self, root=False, pubsub_all=False):
         self.root = root
@@ -146,6 +143,10 @@ class Selector:
         self.firstargs = None             # Command -> [first arg (bytes)], or None
         self.patterns = []                # [pattern, READ|WRITE]
         self.channels = []                # patterns
+        # the command and category rules as given since the last +@all or
+        # -@all, in order (Redis 7.2+ keeps and reports them so; a rule
+        # given again moves to the end): b"+get", b"-@geo", b"+select|0"
+        self.rules = []
 
     def copy(self) -> "Selector":
         s = Selector(self.root)
@@ -157,6 +158,7 @@ class Selector:
         s.firstargs = {k: list(v) for k, v in self.firstargs.items()} if self.firstargs else None
         s.patterns = [list(p) for p in self.patterns]
         s.channels = list(self.channels)
+        s.rules = list(self.rules)
         return s
 
     # -- command bits --
@@ -183,6 +185,15 @@ class Selector:
                 if cat in sub.acl:
                     self.change_perm(sub, allow)
 
+    def _add_rule(self, name: bytes, allow: bool):
+        """ACLUpdateCommandRules: drop the earlier rules for ``name`` (either
+        sign; for a whole command, its subcommands' and first args' rules
+        too), then append this one."""
+        name = name.lower()
+        sub = name + b"|"
+        self.rules = [r for r in self.rules if r[1:] != name and not r[1:].startswith(sub)]
+        self.rules.append((b"+" if allow else b"-") + name)
+
     def all_cmds(self, allow):
         if allow:
             self.allowed = set(all_commands())
@@ -194,6 +205,20 @@ class Selector:
             self.allcommands = False
             self.future = False
         self.firstargs = None
+        self.rules = []
+
+    def recompute(self):
+        """ACLRecomputeCommandBitsFromCommandRulesAllUsers, for this
+        selector: the command bits rebuilt from +@all/-@all and the rules
+        in order (a module's commands came or went).  A rule naming a
+        command that is gone is kept, for when it comes back."""
+        rules = self.rules
+        self.all_cmds(self.future)
+        for r in rules:
+            try:
+                self.apply(r)
+            except RuleError:
+                self.rules.append(r)
 
     def command_added(self, cmd, old):
         """``cmd`` was put in the table (MODULE LOAD): allowed as ``old``,
@@ -277,6 +302,7 @@ class Selector:
                 if cmd is None:
                     raise RuleError(ERR_UNKNOWN)
                 self.change_perm(cmd, True)
+                self._add_rule(cmd.fullname.encode(), True)
             else:
                 base, _, sub = op[1:].rpartition(b"|")
                 cmd = lookup_by_name(base)
@@ -297,74 +323,29 @@ class Selector:
                     lst = self.firstargs.setdefault(cmd, [])
                     if sub.lower() not in (x.lower() for x in lst):
                         lst.append(sub)
+                self._add_rule(op[1:], True)
         elif op[:1] == b"-" and op[1:2] != b"@":
             cmd = lookup_by_name(op[1:])
             if cmd is None:
                 raise RuleError(ERR_UNKNOWN)
             self.change_perm(cmd, False)
+            self._add_rule(cmd.fullname.encode(), False)
         elif op[:1] in (b"+", b"-") and op[1:2] == b"@":
             cat = low[2:].decode("latin-1")
             if cat not in _CATSET:
                 raise RuleError(ERR_UNKNOWN)
+            self._add_rule(low[1:], op[:1] == b"+")
             self.set_category(cat, op[:1] == b"+")
         else:
             raise RuleError(ERR_SYNTAX)
 
     # -- descriptions --
     def describe_commands(self) -> bytes:
-        """ACLDescribeSelectorCommandRules: +@all or -@all, the best-fitting
-        categories, then single commands, rebuilt so they give the same set."""
-        additive = not self.future
-        fake = Selector()
-        rules = []
-        if additive:
-            rules.append(b"-@all")
-        else:
-            rules.append(b"+@all")
-            fake.all_cmds(True)
-        temp = set(self.allowed)
-        applied = set()
-        while True:
-            best = None
-            mindiff = 1 << 31
-            maxsame = 0
-            for cat in CATEGORIES:
-                if cat in applied:
-                    continue
-                on = off = 0
-                for c in category_commands(cat):
-                    if c in temp:
-                        on += 1
-                    else:
-                        off += 1
-                diff, same = (off, on) if additive else (on, off)
-                if same > diff and (diff < mindiff or (diff == mindiff and same > maxsame)):
-                    best, mindiff, maxsame = cat, diff, same
-            if best is None:
-                break
-            fake.set_category(best, additive)
-            # the inverse on the temporary copy
-            tsel = Selector()
-            tsel.allowed = temp
-            tsel.set_category(best, not additive)
-            temp = tsel.allowed
-            rules.append((b"+@" if additive else b"-@") + best.encode())
-            applied.add(best)
-        fa = self.firstargs
-        for cmd in top_commands():
-            self._describe_single(cmd, fake, rules, fa)
-            for sub in cmd.subcommands.values():
-                self._describe_single(sub, fake, rules, fa)
-        return b" ".join(rules)
-
-    def _describe_single(self, cmd, fake, rules, fa):
-        userbit = cmd in self.allowed
-        if userbit != (cmd in fake.allowed):
-            rules.append((b"+" if userbit else b"-") + cmd.fullname.encode())
-            fake.change_perm(cmd, userbit)
-        if not userbit and fa and cmd in fa:
-            for a in fa[cmd]:
-                rules.append(b"+%s|%s" % (cmd.fullname.encode(), a))
+        """ACLDescribeSelectorCommandRules (Redis 7.2+): +@all or -@all,
+        then the command and category rules in the order they were given
+        (each rule once, at its latest place)."""
+        head = b"+@all" if self.future else b"-@all"
+        return b" ".join([head] + self.rules)
 
     def keys_description(self) -> bytes:
         if self.allkeys:

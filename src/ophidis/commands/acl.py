@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ..acl.check import DENIED_CHANNEL, DENIED_CMD, DENIED_KEY, check_command
+from ..acl.check import DENIED_CHANNEL, DENIED_CMD, DENIED_KEY, check_command, error_message
 from ..acl.users import CATEGORIES, all_commands, has_spaces
 from ..cmdtable.registry import REDACTED, command, lookup_argv
 from ..errors import NOT_INT, RedisError
@@ -169,12 +169,8 @@ def acl_dryrun(c, argv):
     if (a > 0 and a != len(args)) or len(args) < -a:
         raise RedisError("ERR wrong number of arguments for '%s' command" % cmd.fullname)
     res, idx = check_command(u, cmd, args)
-    if res == DENIED_CMD:
-        return bulk(b"This user has no permissions to run the '%s' command" % cmd.fullname.encode())
-    if res == DENIED_KEY:
-        return bulk(b"This user has no permissions to access the '%s' key" % args[idx])
-    if res == DENIED_CHANNEL:
-        return bulk(b"This user has no permissions to access the '%s' channel" % args[idx])
+    if res in (DENIED_CMD, DENIED_KEY, DENIED_CHANNEL):
+        return bulk(error_message(res, u.name, cmd, args[idx] if res != DENIED_CMD else b"", verbose=True))
     return OK
 
 

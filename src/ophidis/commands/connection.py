@@ -62,6 +62,9 @@ def clear_client_state(c):
     if c.tracking:
         srv.tracking.disable(c)
     c.no_evict = False
+    c.no_touch = False
+    # lib-name and lib-ver stay: the library behind the connection is the same
+    c.fieldsets = None
     c.user = srv.acl.default
     c.authenticated = srv.acl.auth_free
     c.update_slow()
@@ -141,25 +144,30 @@ def hello(c, argv):
         j = 2
         if ver < 2 or ver > 3:
             raise RedisError("NOPROTO unsupported protocol version")
+    # Redis 7.2+: every option is checked first, then the credentials, and
+    # the name is set only once the client is authenticated
+    auth = name = None
     while j < n:
         more = n - 1 - j
         opt = argv[j].lower()
         if opt == b"auth" and more >= 2:
-            if not c.server.acl.authenticate(c, argv[j + 1], argv[j + 2], argv[0]):
-                raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
+            auth = (argv[j + 1], argv[j + 2])
             j += 3
         elif opt == b"setname" and more:
-            # set at once, as Redis's (a later bad option or NOAUTH keeps it)
             if not valid_client_name(argv[j + 1]):
                 raise RedisError("ERR Client names cannot contain spaces, newlines or special characters.")
-            c.name = argv[j + 1] or None
+            name = argv[j + 1]
             j += 2
         else:
             raise RedisError("ERR Syntax error in HELLO option '%s'" % argv[j].decode("utf-8", "replace"))
+    if auth is not None and not c.server.acl.authenticate(c, auth[0], auth[1], argv[0]):
+        raise RedisError("WRONGPASS invalid username-password pair or user is disabled.")
     if not c.authenticated:
         raise RedisError("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-                         "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+                         "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select "
                          "the RESP protocol version at the same time")
+    if name is not None:
+        c.name = name or None
     if ver:
         c.resp = ver
         c.update_slow()
@@ -251,6 +259,27 @@ def client_no_evict(c, argv):
     return OK
 
 
+@command("client|no-touch")
+def client_no_touch(c, argv):
+    c.no_touch = parse_keyword(argv[2], _ON_OFF)
+    return OK
+
+
+@command("client|setinfo")
+def client_setinfo(c, argv):
+    attr = argv[2].lower()
+    if attr not in (b"lib-name", b"lib-ver"):
+        raise RedisError(b"ERR Unrecognized option '%s'" % argv[2])
+    val = argv[3]
+    if not valid_client_name(val):
+        raise RedisError(b"ERR %s cannot contain spaces, newlines or special characters." % argv[2])
+    if attr == b"lib-name":
+        c.lib_name = val or None
+    else:
+        c.lib_ver = val or None
+    return OK
+
+
 @command("client|kill")
 def client_kill(c, argv):
     srv = c.server
@@ -264,6 +293,7 @@ def client_kill(c, argv):
         raise RedisError("ERR No such client")
     cid = None
     ctype = None
+    max_age = 0
     addr = laddr = user = None
     skipme = True
     i = 2
@@ -277,6 +307,10 @@ def client_kill(c, argv):
             cid = parse_int(val, RedisError("ERR client-id should be greater than 0"))
             if cid <= 0:
                 raise RedisError("ERR client-id should be greater than 0")
+        elif opt == b"maxage":
+            max_age = parse_int(val, RedisError("ERR maxage is not an integer or out of range"))
+            if max_age <= 0:
+                raise RedisError("ERR maxage should be greater than 0")
         elif opt == b"type":
             t = val.lower()
             if t not in _CLIENT_TYPES:
@@ -296,6 +330,7 @@ def client_kill(c, argv):
             raise SYNTAX
         i += 2
     killed = 0
+    now = time.monotonic()
     for x in list(srv.clients.values()):
         if cid is not None and x.id != cid:
             continue
@@ -308,6 +343,8 @@ def client_kill(c, argv):
         if user is not None and x.user is not user:
             continue
         if x is c and skipme:
+            continue
+        if max_age and int(now - x.ctime) < max_age:
             continue
         _kill(c, x)
         killed += 1
@@ -514,7 +551,8 @@ INFO
 KILL <ip:port>
     Kill the connection from <ip:port>.
 KILL <option> <value> [<option> <value> [...]]
-    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME.
+    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME, MAXAGE (older
+    than <maxage> seconds).
 LIST [options ...]
     Return information about connections (TYPE or ID filters).
 UNPAUSE
@@ -525,6 +563,9 @@ REPLY (ON|OFF|SKIP)
     Control the replies sent to this connection.
 SETNAME <name>
     Name this connection.
+SETINFO <option> <value>
+    Record the client library of this connection: LIB-NAME <name> or
+    LIB-VER <version>.
 UNBLOCK <clientid> [TIMEOUT|ERROR]
     Unblock a client blocked in a blocking command.
 TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]
@@ -534,6 +575,9 @@ TRACKINGINFO
     Report tracking status for this connection.
 NO-EVICT (ON|OFF)
     Protect this connection from client eviction.
+NO-TOUCH (ON|OFF)
+    While on, the commands of this connection (but TOUCH) leave the keys'
+    LRU/LFU information alone.
 """)
 
 

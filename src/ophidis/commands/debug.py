@@ -17,6 +17,7 @@ import time
 
 from .. import crash, log
 from ..cmdtable.registry import command
+from ..dtoa import fpconv
 from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import type_name
@@ -88,15 +89,24 @@ def _set(d, v):
 
 
 def _hash(d, v):
+    t = v.ttl
+    if not t:
+        for k, x in v.items():
+            d ^= _pair(k, x)
+        return d
+    mark = _from_bytes(_sha1(b"!!hexpire!!").digest(), "big")
     for k, x in v.items():
-        d ^= _pair(k, x)
+        e = _mix(_mix0(k), x)
+        if k in t:
+            e ^= mark
+        d ^= _from_bytes(_sha1(e.to_bytes(20, "big")).digest(), "big")
     return d
 
 
 def _zset(d, v):
-    # "%.17g" is C's text for every double here, "inf"/"-inf" included
+    # the score as fpconv_dtoa's text (Redis 7.2+)
     for m, s in v.dict.items():
-        d ^= _pair(m, b"%.17g" % s)
+        d ^= _pair(m, fpconv(s))
     return d
 
 
@@ -115,6 +125,14 @@ def _stream(d, v):
     return d
 
 
+def _array(d, v):
+    # ours (Redis 8.8's is not reproduced): each index then its element,
+    # in index order
+    for i, x in v.items():
+        d = _mix(_mix(d, b"%d" % i), x)
+    return d
+
+
 DIGESTERS.update({
     b"string": (0, _mix),
     b"list": (1, _list),
@@ -122,6 +140,7 @@ DIGESTERS.update({
     b"zset": (3, _zset),
     b"hash": (4, _hash),
     b"stream": (6, _stream),
+    b"array": (8, _array),
 })
 
 _ZERO = bytes(20)
@@ -345,12 +364,26 @@ def _protocol(c, name):
                      "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")
 
 
-def _htstats(size: int) -> bytes:
+def _table_size(n: int) -> int:
+    """The buckets of a Redis dict holding n entries (4 at least, grown to
+    the next power of two when full)."""
+    buckets = 4
+    while buckets < n:
+        buckets <<= 1
+    return buckets
+
+
+def _htstats(size: int, at_fork=None) -> bytes:
+    """``at_fork``: the entries when the running child was forked; Redis
+    resizes no table then (nor shrinks one), unless it holds over 5 times
+    its buckets."""
     if not size:
         return b"No stats available for empty dictionaries\n"
-    buckets = 4
-    while buckets < size:
-        buckets <<= 1
+    buckets = _table_size(size)
+    if at_fork:
+        frozen = _table_size(at_fork)
+        if size // frozen <= 5:
+            buckets = frozen
     return (b"Hash table 0 stats (main hash table):\n table size: %d\n number of elements: %d\n"
             % (buckets, size))
 
@@ -532,7 +565,11 @@ def debug(c, argv):
         if dbid < 0 or dbid >= len(srv.dbs):
             raise RedisError("ERR Out of range database")
         d = srv.dbs[dbid]
-        text = b"[Dictionary HT]\n" + _htstats(len(d.d)) + b"[Expires HT]\n" + _htstats(len(d.expires))
+        ch = srv.persistence.child if srv.child_type == "rdb" else srv.aof.child if srv.child_type == "aof" else None
+        keys = exp = None
+        if ch is not None and dbid < len(ch.db_sizes):
+            keys, exp = ch.db_sizes[dbid]
+        text = b"[Dictionary HT]\n" + _htstats(len(d.d), keys) + b"[Expires HT]\n" + _htstats(len(d.expires), exp)
         return verbatim(c.resp, text)
     if sub == b"htstats-key" and n == 3:
         v = db.lookup_nostats(argv[2])

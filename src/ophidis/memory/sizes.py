@@ -31,6 +31,7 @@ from itertools import islice
 
 from ..cmdtable.keys import get_keys, range_last
 from ..keyspace.db import EmbStr
+from ..types.array import ArrayValue
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue
 from ..types.zset import ZSetValue
@@ -69,6 +70,10 @@ def pysize(v) -> int:
         return getsizeof(v)
     n = len(v)
     if cls is _HashValue:
+        t = v.ttl
+        if t:
+            # field TTLs: their dict, an int per field (the field is shared)
+            return v.nbytes() + getsizeof(t) + 32 * len(t)
         return v.nbytes()
     if cls is _ListValue:
         return v.nbytes()
@@ -94,6 +99,17 @@ def pysize(v) -> int:
         return s
     if cls is _StreamValue:
         return v.mem_estimate()
+    if cls is ArrayValue:
+        # the element dict, the sorted index, the values (sampled)
+        d = v.d
+        s = 200 + getsizeof(d) + getsizeof(v.idx) + 32 * n
+        if n:
+            t = k = 0
+            for x in islice(d.values(), SAMPLE):
+                t += getsizeof(x)
+                k += 1
+            s += t * n // k
+        return s
     return getsizeof(v)
 
 

@@ -34,6 +34,7 @@ from .. import compiled, log, sysinfo
 from ..acl.check import DENIED_CMD, check_command, script_noperm_text
 from ..acl.log import CTX_LUA
 from ..cluster.routing import script_cluster_check
+from ..dtoa import d2string
 from ..errors import MISCONF, OOM
 from ..keyspace import db as _db_mod
 from ..keyspace.db import stats
@@ -142,6 +143,7 @@ class LuaEngine(_EngineBase):
             b"interrupt": self._interrupt,
             b"log": self._log,
             b"sha1hex": sha1hex,
+            b"d2string": d2string,
             b"setresp": self._setresp,
             b"set_repl": self._set_repl,
             b"running": self._running,
@@ -480,7 +482,7 @@ class LuaEngine(_EngineBase):
             if res:
                 srv.acl.log_denial(self.client, res, CTX_LUA, cmd.fullname.encode() if res == DENIED_CMD
                                    else argv[idx])
-                return self._reject(cmd, b"ERR " + script_noperm_text(res).encode())
+                return self._reject(cmd, b"ERR " + script_noperm_text(res, cmd, user.name))
         if cmd.write or cmd.may_replicate:
             if ctx.readonly:
                 return self._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")

@@ -93,7 +93,7 @@ class Dispatch:
                 c.last_cmd = cmd       # the client info ACL LOG keeps names it (Redis's lastcmd)
                 self.acl.log_denial(c, res, CTX_MULTI if in_multi else CTX_TOPLEVEL,
                                     cmd.fullname.encode() if res == DENIED_CMD else argv[idx])
-                return self.reject(c, cmd, RedisError(noperm_text(res, cmd)))
+                return self.reject(c, cmd, RedisError(noperm_text(res, cmd, c.user.name)))
         base = cmd.parent.name if cmd.parent is not None else cmd.name
         # getCommandFlags: a script's declared flags, EXEC's with its queue
         if base in SCRIPT_CALLS:
@@ -274,6 +274,9 @@ class Dispatch:
         # queued commands of a transaction before its EXEC), as in Redis.
         if self.monitors and not cmd.skip_monitor and not cmd.admin:
             self.feed_monitors(c, cmd.redact(argv) if cmd.redact is not None else argv)
+        # CLIENT LIST's tot-cmds (a script's commands count for its caller)
+        sc = c.script_caller if c.in_script else None
+        (c if sc is None else sc[0]).tot_cmds += 1
         if not c.blocked:
             cmd.calls += 1
         elif c.bstate is not None:
@@ -292,6 +295,14 @@ class Dispatch:
             self.handle_ready_keys()
         if c.reply_mode:
             r = self.filter_reply(c, r)
+        if c.push_after is not None and not c.in_exec and not c.in_script:
+            # messages the command raised for its own client follow its reply
+            data = b"".join(c.push_after)
+            c.push_after = None
+            if r is None:
+                c.push(data)
+            else:
+                r += data
         return r
 
     def handle_ready_keys(self):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import locale
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ import time
 from functools import partial
 from collections import deque
 
-from .. import compiled, crash, doctor, log, sysinfo
+from .. import compiled, crash, doctor, log, oomscore, sysinfo
 from ..acl import Acl
 from ..cluster.migrate_sockets import MigrateSockets
 from ..cluster.state import Cluster
@@ -46,6 +47,7 @@ from ..scripting.functions import Functions
 from .clients import Clients
 from .cron import Cron
 from .dispatch import Dispatch
+from ..hotkeys import HotKeys
 from .monitor import Monitor
 from .pause import Pause
 from .shutdown import Shutdown
@@ -112,7 +114,7 @@ FIELDS = (
     "modules",                     # modules.Modules: loaded modules (loadmodule: before the ACL users, as Redis)
     "acl",                         # acl.Acl: users, ACL LOG, the ACL file (every client has a user)
     "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
-    "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
+    "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets", "hotkeys",
     "cluster", "metrics", "tls",
 )
 
@@ -240,6 +242,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.persistence = Persistence(self)
         self.aof = Aof(self)
         self.tracking = Tracking(self)
+        self.hotkeys = HotKeys(self)   # HOTKEYS (8.6): a command wrapper while a session is active
         self.memory = Memory(self)
         self.lazyfree = self.memory.lazyfree
         self.repl_feed = ReplFeed(self)
@@ -307,6 +310,19 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.maxmemory = cfg["maxmemory"]
         cfg.on_change("loglevel", log.set_level)
 
+        def upd_locale(v):
+            # locale-collate (7.2): the process's LC_COLLATE ("" the environment's)
+            try:
+                locale.setlocale(locale.LC_COLLATE, v)
+            except locale.Error:
+                raise ConfigError("Invalid locale name") from None
+        cfg.on_change("locale-collate", upd_locale)
+        try:
+            upd_locale(cfg["locale-collate"])
+        except ConfigError:
+            log.warning("Failed to configure LOCALE for invalid locale name.")
+            log.flush_and_exit(1)
+
         def upd_hz(v):
             self.hz = min(max(v, 1), 500)
         follow("hz", upd_hz)
@@ -331,10 +347,24 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
                     self._rebind_tls(close_first=True)
         cfg.on_change("bind", upd_bind)
 
+        def upd_oom_score(v):
+            if not self.set_oom_score():
+                raise ConfigError("Failed to set current oom_score_adj. Check server logs.")
+        cfg.on_change("oom-score-adj", upd_oom_score)
+        cfg.on_change("oom-score-adj-values", upd_oom_score)
+
         def upd_tls_port(v):
             if self.loop is not None:
                 self._rebind_tls()
         cfg.on_change("tls-port", upd_tls_port)
+
+    def set_oom_score(self, process_class=None) -> bool:
+        """setOOMScoreAdj: the score of this process's class (a master's or
+        a replica's when not given) as oom-score-adj says; False when /proc
+        refused (logged)."""
+        if process_class is None:
+            process_class = oomscore.REPLICA if self.is_replica else oomscore.MASTER
+        return oomscore.apply(self.config["oom-score-adj"], self.config["oom-score-adj-values"], process_class)
 
     def update_server_slow(self):
         slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
@@ -403,6 +433,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
             if r is not None:       # a coroutine: loading while serving clients
                 await r
         log.notice("Ready to accept connections")
+        self.set_oom_score()
         await self.serve_clients()
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
