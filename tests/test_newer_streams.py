@@ -715,3 +715,31 @@ def test_xnack_replicates_and_rewrites(start_server):
         assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"3-0", b"1-0"]     # the release order kept
     finally:
         c.close()
+
+
+def test_new_commands_in_multi_scripts_acl_and_replication(start_server):
+    m = start_server()
+    c = RespConn(m.port)
+    stream = SyncStream(m.port)
+    try:
+        _two_groups(c)
+        assert c.call("MULTI") == b"+OK\r\n"
+        c.call("XACKDEL", "st", "g1", "ACKED", "IDS", "1", "1-0")
+        c.call("XDELEX", "st", "DELREF", "IDS", "1", "2-0")
+        assert c.call("EXEC") == b"*2\r\n*1\r\n:2\r\n*1\r\n:1\r\n"
+        assert c.call("EVAL", "return redis.call('XDELEX', KEYS[1], 'IDS', 1, '1-0')", "1", "st") == \
+            b"*1\r\n:1\r\n"
+        assert c.call("XTRIM", "st", "MAXLEN", "0", "ACKED") == b":0\r\n"
+        c.call("SET", "done", "1")
+        cmds = stream.read_until(b"set")
+    finally:
+        stream.close()
+    names = [x[0].upper() for x in cmds]
+    i = names.index(b"XACKDEL")
+    assert cmds[i] == [b"XACKDEL", b"st", b"g1", b"ACKED", b"IDS", b"1", b"1-0"]
+    assert cmds[i + 1] == [b"XDELEX", b"st", b"DELREF", b"IDS", b"1", b"2-0"]
+    assert [b"XDELEX", b"st", b"IDS", b"1", b"1-0"] in cmds
+    for name in (b"xdelex", b"xackdel", b"xnack", b"xcfgset", b"xidmprecord"):
+        assert b"$%d\r\n%s\r\n" % (len(name), name) in c.call("ACL", "CAT", "stream")
+        assert b"$%d\r\n%s\r\n" % (len(name), name) in c.call("ACL", "CAT", "write")
+    c.close()
