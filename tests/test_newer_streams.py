@@ -12,6 +12,13 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
+from ophidis.persistence.rdbcodec import enc_len, enc_string
+from ophidis.persistence.rdbdecode import ValueReader
+from ophidis.persistence.rdbencode import stream_body
+from ophidis.persistence.rdbformat import T_STREAM_LISTPACKS_4, T_STREAM_LISTPACKS_5, RdbError
+from ophidis.types.stream import StreamValue
 from support.replication import SyncStream
 from support.resp import RespConn
 
@@ -743,3 +750,41 @@ def test_new_commands_in_multi_scripts_acl_and_replication(start_server):
         assert b"$%d\r\n%s\r\n" % (len(name), name) in c.call("ACL", "CAT", "stream")
         assert b"$%d\r\n%s\r\n" % (len(name), name) in c.call("ACL", "CAT", "write")
     c.close()
+
+
+def _body_with_groups(extra_group_tail=b"", idmp=b""):
+    """A stream body of RDB type 27 by hand: one entry 5-0, a group g
+    (last ID 5-0, read 1) whose PEL holds 5-0 unowned (released by XNACK,
+    delivery time 0, count 3) and a consumer alice without entries."""
+    sv = StreamValue()
+    sv.append(5 << 64, (b"a", b"1"), 4096, 100)
+    head = stream_body(sv)
+    assert head.endswith(b"\x00")                    # no group
+    g = enc_len(1) + enc_string(b"g") + enc_len(5) + enc_len(0) + enc_len(1)
+    g += enc_len(1) + (5 << 64).to_bytes(16, "big") + (0).to_bytes(8, "little") + enc_len(3)
+    g += enc_len(1) + enc_string(b"alice") + (1700000000000).to_bytes(8, "little")
+    g += (1700000000001).to_bytes(8, "little") + enc_len(0)
+    return head[:-1] + g + extra_group_tail + idmp
+
+
+def test_reader_loads_redis_86_and_88_streams():
+    """RDB types 26 (8.6: idempotency state after the groups) and 27 (8.8:
+    each group's XNACKed entries after its consumers)."""
+    nacked = enc_len(1) + (5 << 64).to_bytes(16, "big")
+    idmp = enc_len(300) + enc_len(7) + enc_len(1) + enc_string(b"p") + enc_len(1) + enc_string(b"i")
+    idmp += enc_len(5) + enc_len(0) + enc_len(4) + enc_len(2)
+    v = ValueReader(_body_with_groups(nacked, idmp)).load_object(T_STREAM_LISTPACKS_5)
+    g = v.groups[b"g"]
+    assert g.pel[5 << 64].consumer is None and list(g.nacked) == [5 << 64]
+    assert g.pel[5 << 64].delivery_count == 3 and b"alice" in g.consumers
+    im = v.idmp
+    assert (im.duration, im.maxsize, im.added, im.duplicates) == (300, 7, 4, 2)
+    assert im.producers == {b"p": {b"i": (5 << 64, 5 + 300 * 1000)}}
+    # type 26: the same idempotency zone, no XNACK zone (every pending entry owned)
+    sv = StreamValue()
+    sv.append(5 << 64, (b"a", b"1"), 4096, 100)
+    v = ValueReader(stream_body(sv) + idmp).load_object(T_STREAM_LISTPACKS_4)
+    assert v.idmp.maxsize == 7 and v.length == 1
+    # an unowned entry needs the XNACK zone
+    with pytest.raises(RdbError):
+        ValueReader(_body_with_groups(b"", idmp)).load_object(T_STREAM_LISTPACKS_4)

@@ -34,6 +34,11 @@ T_LIST_QUICKLIST_2 = 18
 T_STREAM_LISTPACKS_2 = 19
 T_SET_LISTPACK = 20
 T_STREAM_LISTPACKS_3 = 21
+# Redis 8.6's stream with its idempotency state (after the groups: duration,
+# max size, producers with their (iid, entry ID) records, the two counters)
+# and 8.8's with XNACK's released entries (per group, after the consumers)
+T_STREAM_LISTPACKS_4 = 26
+T_STREAM_LISTPACKS_5 = 27
 # Redis 8.8's array (rdb.h RDB_TYPE_ARRAY): count, an insert-cursor flag and
 # cursor, then (index, element tag, element) in ascending index order
 T_ARRAY = 28
@@ -45,6 +50,7 @@ TYPE_NAMES = {
     T_LIST_QUICKLIST: "list", T_STREAM_LISTPACKS: "stream", T_HASH_LISTPACK: "hash",
     T_ZSET_LISTPACK: "zset", T_LIST_QUICKLIST_2: "list", T_STREAM_LISTPACKS_2: "stream",
     T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream", T_ARRAY: "array",
+    T_STREAM_LISTPACKS_4: "stream", T_STREAM_LISTPACKS_5: "stream",
 }
 
 # opcodes
