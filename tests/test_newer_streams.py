@@ -788,3 +788,35 @@ def test_reader_loads_redis_86_and_88_streams():
     # an unowned entry needs the XNACK zone
     with pytest.raises(RdbError):
         ValueReader(_body_with_groups(b"", idmp)).load_object(T_STREAM_LISTPACKS_4)
+
+
+def test_new_state_survives_reload_dump_and_restore(raw):
+    """A stream with idempotency state or XNACKed entries is written as
+    RDB type 26 / 27 (the other streams keep type 19, which redis-server
+    7.0 loads): DEBUG RELOAD and DUMP/RESTORE keep that state."""
+    c = raw
+    _claim_setup(c, n=3, read=3)
+    c.call("XCFGSET", "m", "IDMP-DURATION", "600", "IDMP-MAXSIZE", "9")
+    one = c.call("XADD", "m", "IDMP", "p", "i", "*", "f", "v")
+    c.call("XNACK", "m", "g", "FAIL", "IDS", "2", "3-0", "1-0")
+    c.call("DEL", "plain")
+    c.call("XADD", "plain", "1", "f", "v")
+    d = c.call("DUMP", "plain")
+    assert d[d.index(b"\r\n") + 2] == 19
+    dump = c.call("DUMP", "m")
+    assert dump[dump.index(b"\r\n") + 2] == 27
+    rows = _pending_rows(c)
+    info = _info(c, "m")
+    assert c.call("DEBUG", "RELOAD") == b"+OK\r\n"
+    assert _info(c, "m") == info
+    assert [(i, o, n) for i, o, _, n in _pending_rows(c)] == [(i, o, n) for i, o, _, n in rows]
+    assert c.call("XADD", "m", "IDMP", "p", "i", "*", "f", "v") == one
+    payload = c.call_value("DUMP", "m")
+    c.call("DEL", "m2")
+    assert c.call("RESTORE", "m2", "0", payload) == b"+OK\r\n"
+    r = c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "100000", "STREAMS", "m2", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"3-0", b"1-0"]
+    c.call("DEL", "idm")
+    c.call("XADD", "idm", "IDMPAUTO", "p", "*", "f", "v")
+    d = c.call("DUMP", "idm")
+    assert d[d.index(b"\r\n") + 2] == 26
