@@ -189,13 +189,33 @@ def test_compiled_writer_leaves_reference_counts_alone():
     assert [sys.getrefcount(o) for o in objs + list(d.values())] == before
 
 
+def _skip_string(data, i):
+    """The offset after the RDB string at ``i`` (a length, or an integer
+    encoding; the aux fields hold no compressed strings)."""
+    b = data[i]
+    kind = b >> 6
+    if kind == 0:
+        return i + 1 + (b & 0x3F)
+    if kind == 1:
+        return i + 2 + (((b & 0x3F) << 8) | data[i + 1])
+    if kind == 2:
+        size = 4 if b == 0x80 else 8
+        return i + 1 + size + int.from_bytes(data[i + 1:i + 1 + size], "big")
+    return i + 1 + {0: 1, 1: 2, 2: 4}[b & 0x3F]     # an integer-encoded string
+
+
 def _body(path):
     """The file after its aux fields (everything from the first SELECTDB),
-    once its CRC-64 is checked."""
+    once its CRC-64 is checked.  The aux fields are walked (their values,
+    e.g. the time, may hold any byte)."""
     with open(path, "rb") as f:
         data = f.read()
     assert crc64(data[:-8]) == int.from_bytes(data[-8:], "little")
-    return data[data.index(b"\xfe"):-8]
+    i = 9                           # REDIS00xx
+    while data[i] == 0xFA:          # AUX name value
+        i = _skip_string(data, _skip_string(data, i + 1))
+    assert data[i] == 0xFE, data[i:i + 8]
+    return data[i:-8]
 
 
 def _fill(c, seed):

@@ -186,7 +186,19 @@ class ServerProc(_Process):
     def __init__(self, args=(), cwd=None, config_text=None, wait=True, env=None):
         self.dir = cwd or tempfile.mkdtemp(prefix="ophidis-test-")
         self.args = list(args)
-        self.port = int(self.args[self.args.index("--port") + 1]) if "--port" in self.args else free_port()
+        chosen = "--port" in self.args or bool(config_text and "port " in config_text)
+        for attempt in range(3):
+            # a free port can be taken by another test's server before this
+            # one binds it: then another port (unless the caller chose it)
+            self.port = int(self.args[self.args.index("--port") + 1]) if "--port" in self.args else free_port()
+            try:
+                self._start(config_text, wait, env)
+                return
+            except RuntimeError as e:
+                if chosen or attempt == 2 or "Address already in use" not in str(e):
+                    raise
+
+    def _start(self, config_text, wait, env):
         cmd = [sys.executable, "-m", "ophidis"]
         self.config_path = None
         if config_text is not None:

@@ -42,6 +42,26 @@ def serving(port, host="127.0.0.1", unix=None) -> bool:
     return reply is not None and not reply.startswith(b"-LOADING")
 
 
+def _answering_pid(port, host="127.0.0.1"):
+    """The process_id INFO server gives on port; None when it cannot be
+    read (a password, a reply we do not know)."""
+    try:
+        with socket.create_connection((host, port), timeout=2) as s:
+            s.sendall(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+            buf = b""
+            while b"process_id:" not in buf or b"\r\n" not in buf.split(b"process_id:", 1)[1]:
+                chunk = s.recv(65536)
+                if not chunk or buf.startswith(b"-"):
+                    return None
+                buf += chunk
+    except OSError:
+        return None
+    try:
+        return int(buf.split(b"process_id:", 1)[1].split(b"\r\n", 1)[0])
+    except ValueError:
+        return None
+
+
 def wait_port(port, proc=None, timeout=15.0, unix=None, log=None):
     """Wait until a server accepts connections on port (or the unix socket)
     and has loaded its files.  RuntimeError when proc exits first or the
@@ -52,7 +72,10 @@ def wait_port(port, proc=None, timeout=15.0, unix=None, log=None):
         if proc is not None and proc.poll() is not None:
             raise RuntimeError("server exited with %s%s" % (proc.returncode, _tail(log)))
         if port_open(port, unix=unix) and serving(port, unix=unix):
-            return
+            # the server answering is proc itself, not another test's that
+            # took the port first (proc then exits: address in use)
+            if proc is None or unix or _answering_pid(port) in (None, proc.pid):
+                return
         if time.monotonic() >= deadline:
             raise RuntimeError("server did not start on port %s%s" % (port, _tail(log)))
         time.sleep(0.05)
