@@ -515,12 +515,12 @@ SHARED_REFCOUNT = 2147483647  # OBJ_SHARED_REFCOUNT
 
 def refcount(v, cfg) -> int:
     """OBJECT REFCOUNT / DEBUG OBJECT's refcount.  Redis stores the integers
-    0 .. 9999 as shared objects, except while maxmemory is set with an LRU or
-    LFU policy (each key then has its own object, for its access time).
+    0 .. 9999 as shared objects, except while maxmemory is set with an LRU,
+    LFU or LRM policy (each key then has its own object, for its access time).
     Values are not shared objects here: the answer follows the configuration
     of the moment the value is asked for."""
     if (v.__class__ is bytes and len(v) <= 4 and try_int(v) is not None and 0 <= int(v) < SHARED_INTEGERS
-            and not (cfg["maxmemory"] and ("lru" in cfg["maxmemory-policy"] or "lfu" in cfg["maxmemory-policy"]))):
+            and not (cfg["maxmemory"] and cfg["maxmemory-policy"][-3:] in ("lru", "lfu", "lrm"))):
         return SHARED_REFCOUNT
     return 1
 

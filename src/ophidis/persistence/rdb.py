@@ -112,7 +112,7 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
         w.write(b"\xf5" + enc_string(code))
     policy = cfg["maxmemory-policy"]
     lru = server.memory
-    save_lru = "lru" in policy
+    save_lru = "lru" in policy or "lrm" in policy   # the LRM policies keep the same clock
     save_lfu = "lfu" in policy
     tv = enc.type_and_value
     compress = enc.compress

@@ -645,8 +645,10 @@ class ValueReader:
                 if cname in g.consumers:
                     self.fail("Duplicate stream consumer detected.")
                 cons = Consumer(cname, self._ms_time())
-                if t >= T_STREAM_LISTPACKS_3:
-                    self.read(8)            # active time (Redis 7.2)
+                # Redis 7.2's active time; older files: the seen time, as
+                # Redis takes it
+                cons.active_time = (self._ms_time() if t >= T_STREAM_LISTPACKS_3
+                                    else cons.seen_time)
                 g.consumers[cname] = cons
                 for _ in range(self.load_len()):
                     i = int.from_bytes(self.read(16), "big")

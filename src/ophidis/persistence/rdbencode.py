@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import struct
 
+from ..dtoa import fpconv
 from ..keyspace.db import EmbStr
 from ..types.array import KIND_FLOAT, KIND_INT, ArrayValue, value_kind
 from ..types.containers import HashValue, ListValue, SetValue
@@ -27,7 +28,7 @@ from .rdbformat import (QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T
 def _score_entry(d: float) -> bytes:
     if not math.isinf(d) and -(2 ** 62) <= d <= 2 ** 62 and d == int(d):
         return lp_entry(int(d))
-    return lp_entry(b"%.17g" % d)
+    return lp_entry(fpconv(d))
 
 
 def _pairs_listpack(pairs, second, compress) -> bytes:
@@ -230,8 +231,11 @@ def stream_body(v, compress=True) -> bytes:
         ap(enc_len(g.last_id >> 64))
         ap(enc_len(g.last_id & MASK64))
         ap(enc_len(g.entries_read & MASK64))
-        ap(enc_len(len(g.pel)))
-        for i, nack in g.pel.items():
+        # entries XNACK released (no owner) are not written: Redis 7.0's
+        # format has each pending entry in a consumer's PEL
+        owned = [(i, nack) for i, nack in g.pel.items() if nack.consumer is not None]
+        ap(enc_len(len(owned)))
+        for i, nack in owned:
             ap(id_key(i))
             ap(_pack_ms(nack.delivery_time))
             ap(enc_len(nack.delivery_count))

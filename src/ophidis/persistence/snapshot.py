@@ -538,7 +538,8 @@ class Persistence(child.ChildJob):
 
     def load_at_startup(self):
         """A startup hook: the loading coroutine, None with appendonly yes."""
-        if self.server.config["appendonly"]:      # the AOF holds the data
+        cfg = self.server.config
+        if cfg["appendonly"] or cfg["preload-file"]:   # the AOF (or preload-file) holds the data
             return None
         return self._load_at_startup()
 

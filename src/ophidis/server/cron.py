@@ -94,6 +94,7 @@ class Cron:
                 timed_out = True
                 break
         elapsed = time.time() - t0
+        stats.expired_keys_active += total_expired
         stats.expire_cycle_cpu_milliseconds += int(elapsed * 1000)
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and elapsed >= lt:
