@@ -231,7 +231,7 @@ def test_active_expiry_under_load(r):
     r.execute_command("HPEXPIRE", "keep", 100000, "FIELDS", 1, "x")
     t0 = time.time()
     wait_until(lambda: all(r.hlen("h%d" % k) == n // 2 for k in range(5)), timeout=10, what="active expiry")
-    assert time.time() - t0 < 3.0
+    assert time.time() - t0 < 5.0       # (hz 10: a cycle every 100 ms; a loaded machine)
     assert r.info("keyspace")["db0"]["subexpiry"] == 1
     for k in range(5):
         r.execute_command("HPEXPIRE", "h%d" % k, 50, "FIELDS", n // 2, *["f%d" % i for i in range(1, n, 2)])
@@ -277,7 +277,7 @@ def test_copy_rename_move_dump_restore_keep_field_ttls(r):
     r.hset("plain", "x", "1")
     assert r.dump("plain")[-10:-8] == b"\x0a\x00"                    # no TTL: still version 10
     # a renamed hash's fields still expire actively
-    r.execute_command("HPEXPIRE", "h3", 50, "FIELDS", 2, "a", "b")
+    r.execute_command("HPEXPIRE", "h3", 1000, "FIELDS", 2, "a", "b")
     r.rename("h3", "h4")
     wait_until(lambda: r.exists("h4") == 0, what="h4's fields expired")
     r1.flushdb()

@@ -583,7 +583,8 @@ def debug(c, argv):
         v = db.lookup_nostats(argv[2])
         if v is None:
             raise _NO_SUCH_KEY
-        if object_encoding(v, srv.config) != sub:
+        enc = object_encoding(v, srv.config)
+        if enc != sub and not (sub == b"listpack" and enc == b"listpackex"):
             raise RedisError("ERR Not a %s encoded object." % sub.decode())
         return simple(b"%s structure printed on stdout" % sub.capitalize())
     if sub == b"client-eviction" and n == 2:

@@ -71,18 +71,19 @@ def _abs_time(name, arg, unit_ms, base):
     return t + base
 
 
-def _already_expired(srv, when):
-    """checkAlreadyExpired: a time in the past deletes the field, except on
-    a replica (its master's HDEL does) or while loading."""
-    return when <= hfe.now_ms() and not srv.loading and not srv.is_replica
+def _already_expired(srv, when, now):
+    """checkAlreadyExpired: a time in the past (``now``: the command's
+    time) deletes the field, except on a replica (its master's HDEL does)
+    or while loading."""
+    return when <= now and not srv.loading and not srv.is_replica
 
 
 def _expire_generic(c, argv, name, unit_ms, relative):
     db = c.db
     key = argv[1]
     h = db.lookup_write_typed(key, HashValue)
-    base = hfe.now_ms() if relative else 0
-    when = _abs_time(name, argv[2], unit_ms, base)
+    now = hfe.now_ms()
+    when = _abs_time(name, argv[2], unit_ms, now if relative else 0)
     cond = _CONDITIONS.get(argv[3].lower(), 0)
     at = 5 if cond else 4
     n = _numfields(argv, at, _NUMFIELDS_HEXPIRE)
@@ -90,7 +91,7 @@ def _expire_generic(c, argv, name, unit_ms, relative):
     if h is None:
         return _int_array([-2] * n)
     srv = c.server
-    past = _already_expired(srv, when)
+    past = _already_expired(srv, when, now)
     codes = []
     updated = []
     deleted = []
@@ -303,6 +304,7 @@ def hgetex(c, argv):
     key = argv[1]
     h = db.lookup_write_typed(key, HashValue)
     n = len(argv)
+    now = hfe.now_ms()
     when = None
     persist = False
     at = -1
@@ -323,7 +325,7 @@ def hgetex(c, argv):
         if unit is not None and i + 1 < n:
             if when is not None or persist:
                 raise RedisError("ERR Only one of EX, PX, EXAT, PXAT or PERSIST arguments can be specified")
-            when = _abs_time("hgetex", argv[i + 1], unit[0], hfe.now_ms() if unit[1] else 0)
+            when = _abs_time("hgetex", argv[i + 1], unit[0], now if unit[1] else 0)
             i += 2
             continue
         if a == b"persist":
@@ -375,7 +377,7 @@ def hgetex(c, argv):
             db.signal(key)
             srv.dirty += len(done)
             prop = [b"HPERSIST", key, b"FIELDS", b"%d" % len(done)] + done
-    elif _already_expired(srv, when):
+    elif _already_expired(srv, when, now):
         for f in found:
             hfe.delete_expired_field(srv, db, key, h, f)
         srv.dirty += len(found)
@@ -403,6 +405,7 @@ def hsetex(c, argv):
     db = c.db
     key = argv[1]
     n = len(argv)
+    now = hfe.now_ms()
     cond = None         # b"fnx" / b"fxx"
     when = None
     keepttl = False
@@ -430,7 +433,7 @@ def hsetex(c, argv):
         if unit is not None and i + 1 < n:
             if when is not None or keepttl:
                 raise RedisError("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified")
-            when = _abs_time("hsetex", argv[i + 1], unit[0], hfe.now_ms() if unit[1] else 0)
+            when = _abs_time("hsetex", argv[i + 1], unit[0], now if unit[1] else 0)
             i += 2
             continue
         if a == b"keepttl":
@@ -457,7 +460,7 @@ def hsetex(c, argv):
     elif cond == b"fxx":
         if h is None or not all(f in h for f in fields):
             return b":0\r\n"
-    if when is not None and _already_expired(srv, when):
+    if when is not None and _already_expired(srv, when, now):
         # the fields would expire at once: they are deleted instead
         gone = []
         if h is not None:

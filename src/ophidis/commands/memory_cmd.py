@@ -150,10 +150,18 @@ def redis_usage(v, samples=5) -> int:
         return je(ROBJ + 3 + len(v) + 1)
     n = len(v)
     if cls is HashValue:
+        t = v.ttl
         if not v.ht:
             lp = 7 + sum(lp_entry(f) + lp_entry(x) for f, x in v.items())
+            if t is not None:
+                # a listpackex: each field's expiry time (0: none) and the listpackEx header
+                lp += sum(lp_entry(b"%d" % t.get(f, 0)) for f in v)
+                return ROBJ + je(48) + je(lp)
             return ROBJ + je(lp)
         a = _avg(v.items(), samples, lambda fx: sds_alloc(len(fx[0])) + sds_alloc(len(fx[1])) + REDIS_DICT_ENTRY)
+        if t:
+            # the dict's HFE metadata, and an expiry meta (8 bytes) on each field with a TTL
+            return int(ROBJ + DICT + 40 + 8 * _slots(n) + a * n + 8 * len(t))
         return int(ROBJ + DICT + 8 * _slots(n) + a * n)
     if cls is SetValue:
         if v.enc == b"intset":
