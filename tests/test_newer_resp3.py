@@ -184,7 +184,7 @@ KEYS = [
     (["KEYS", "*"], unordered), ["KEYS", "zz*"], (["SCAN", "0", "COUNT", "100"], lambda b: b[:b.index(b"*", 2)] + unordered(b[b.index(b"*", 2):])),
     ["SCAN", "0", "MATCH", "nomatch*"], ["SCAN", "0", "TYPE", "list"], ["SCAN", "x"],
     ["DBSIZE"], ["SELECT", "1"], ["DBSIZE"], ["RANDOMKEY"], ["SELECT", "0"], ["SELECT", "100"], ["SWAPDB", "0", "1"],
-    ["DBSIZE"], ["SWAPDB", "0", "1"], ["FLUSHDB"], ["RANDOMKEY"], ["SET", "o", "12345"], ["OBJECT", "ENCODING", "o"],
+    ["DBSIZE"], ["SWAPDB", "0", "1"], ["FLUSHDB"], ["FLUSHALL", "SYNC"], ["FLUSHALL", "x"], ["RANDOMKEY"], ["SET", "o", "12345"], ["OBJECT", "ENCODING", "o"],
     ["OBJECT", "ENCODING", "nokey"], ["OBJECT", "REFCOUNT", "o"], (["OBJECT", "IDLETIME", "o"], number),
     ["OBJECT", "FREQ", "o"], ["DUMP", "nokey"], ["RESTORE", "o", "0", "bad"], ["SET", "str", "v"],
     ["RPUSH", "sl", "3", "1", "2"], ["SORT", "sl"], ["SORT", "sl", "DESC", "LIMIT", "0", "2"], ["SORT_RO", "sl", "ALPHA"],
@@ -375,3 +375,80 @@ TRANSACTIONS = [
 ])
 def test_every_command_same_as_redis(name, cmds, same_as_redis):
     same_as_redis(cmds)
+
+
+def text_kind(buf):
+    """A free-text reply (INFO, CLIENT LIST, MEMORY DOCTOR, ...): its RESP
+    type and, for a verbatim string, its format; not its text."""
+    if buf[:1] == b"=":
+        return b"=" + buf[buf.index(b"\r\n") + 2:][:4]
+    return buf[:1]
+
+
+def map_keys(buf):
+    """A map (RESP3) or flat field/value array (RESP2): its header, its keys
+    in order and the RESP type of each value, not the values."""
+    head, items, rest = _chunks(buf)
+    out = [head[:1]]
+    for i in range(0, len(items), 2):
+        out.append(items[i] + items[i + 1][:1])
+    return b"|".join(out) + rest
+
+
+INTROSPECTION = [
+    (["INFO"], text_kind), (["INFO", "server", "clients"], text_kind), (["INFO", "nosuchsection"], None),
+    (["CLIENT", "INFO"], text_kind), (["CLIENT", "LIST"], text_kind), (["CLIENT", "LIST", "ID", "1"], None),
+    (["MEMORY", "DOCTOR"], text_kind), (["LATENCY", "DOCTOR"], text_kind), (["MEMORY", "MALLOC-STATS"], text_kind),
+    (["MEMORY", "STATS"], map_keys), (["HELLO"], map_keys), (["HELLO", "3"], map_keys), (["HELLO", "4"], None),
+    (["FUNCTION", "DUMP"], text_kind), (["LOLWUT", "VERSION", "5", "1", "1", "1"], text_kind),
+    (["COMMAND", "LIST"], lambda b: b[:1]), (["COMMAND", "LIST", "FILTERBY", "PATTERN", "xa*"], unordered),
+    (["COMMAND", "LIST", "FILTERBY", "ACLCAT", "hyperloglog"], unordered), (["COMMAND"], lambda b: b[:1]),
+    (["COMMAND", "DOCS"], lambda b: b[:1]), (["CONFIG", "GET", "maxmemory", "save", "appendonly"], unordered),
+    (["LATENCY", "HISTOGRAM", "set"], map_keys),
+]
+
+
+def test_introspection_same_as_redis(same_as_redis):
+    same_as_redis([c[0] if c[1] is None else c for c in INTROSPECTION])
+
+
+# -- which commands the test covers -----------------------------------------------------
+
+# Not comparable by sending one command on one connection to two servers:
+EXCLUDED = {
+    "SHUTDOWN": "ends the server", "DEBUG": "server internals; its subcommands differ by design",
+    "MONITOR": "the connection then streams other clients' commands", "SYNC": "replication stream",
+    "PSYNC": "replication stream", "REPLCONF": "replication handshake", "REPLICAOF": "changes the server's role",
+    "SLAVEOF": "changes the server's role", "FAILOVER": "needs a replica", "MIGRATE": "needs a second server",
+    "ASKING": "cluster only", "RESTORE-ASKING": "cluster only", "CLUSTER": "cluster only (cluster mode off)",
+    "SENTINEL": "sentinel only", "MODULE": "modules are not loadable", "QUIT": "closes the connection",
+    "BGSAVE": "reply depends on a save in progress", "BGREWRITEAOF": "reply depends on a rewrite in progress",
+    "CLIENT|PAUSE": "pauses the other clients of the shared server", "CLIENT|REPLY": "suppresses its own reply",
+    "SUBSCRIBE": "push messages: test_pubsub_pushes", "PSUBSCRIBE": "push messages: test_pubsub_pushes",
+    "SSUBSCRIBE": "push messages: test_pubsub_pushes", "UNSUBSCRIBE": "push messages: test_pubsub_pushes",
+    "PUNSUBSCRIBE": "push messages: test_pubsub_pushes", "SUNSUBSCRIBE": "push messages: test_pubsub_pushes",
+    "SCRIPT|DEBUG": "starts the Lua debugger session", "ACL|HELP": "our own help text (shape as OBJECT HELP)",
+    "CONFIG|REWRITE": "needs a config file", "FUNCTION|HELP": "our own help text",
+    "SCRIPT|HELP": "our own help text", "SLOWLOG|HELP": "our own help text", "LATENCY|HELP": "our own help text",
+    "MEMORY|HELP": "our own help text", "PUBSUB|HELP": "our own help text", "XGROUP|HELP": "our own help text",
+    "XINFO|HELP": "our own help text", "CONFIG|HELP": "our own help text",
+}
+
+ALL_GROUPS = [STRINGS, BITMAPS, KEYS, HASHES, LISTS, SETS, ZSETS, GEO, HLL, STREAMS, SERVER, SCRIPTING,
+              TRANSACTIONS, INTROSPECTION]
+
+
+def test_every_command_is_covered_or_excluded():
+    with open(COMMANDS_JSON) as f:
+        names = set(json.load(f))
+    covered = set()
+    for group in ALL_GROUPS:
+        for c in group:
+            argv = c[0] if isinstance(c, tuple) else c
+            name = argv[0].upper()
+            covered.add(name)
+            if len(argv) > 1:
+                covered.add("%s|%s" % (name, argv[1].upper()))
+    missing = sorted(n for n in names if n not in covered and n not in EXCLUDED
+                     and not (n.split("|")[0] in EXCLUDED))
+    assert missing == []
