@@ -452,3 +452,174 @@ def test_every_command_is_covered_or_excluded():
     missing = sorted(n for n in names if n not in covered and n not in EXCLUDED
                      and not (n.split("|")[0] in EXCLUDED))
     assert missing == []
+
+
+# -- MULTI/EXEC and Lua in RESP3 -------------------------------------------------------
+
+def test_multi_exec_shapes_same_as_redis(same_as_redis):
+    same_as_redis([
+        ["WATCH", "a"], ["SET", "a", "1"], ["MULTI"], ["GET", "a"], ["EXEC"],
+        ["MULTI"], ["SET", "a"], ["GET", "a"], ["EXEC"],
+        ["MULTI"], ["HSET", "h", "f", "1"], ["HGETALL", "h"], ["SMEMBERS", "nokey"], ["ZSCORE", "nokey", "m"],
+        ["ZADD", "z", "1.5", "m"], ["ZRANGE", "z", "0", "-1", "WITHSCORES"], ["CONFIG", "GET", "maxmemory"],
+        ["LPOP", "h"], ["EVAL", "return {map={a=1}}", "0"], ["EXEC"],
+        ["MULTI"], ["SUBSCRIBE", "x"], ["EXEC"], ["MULTI"], ["EXEC", "x"], ["DISCARD"],
+    ])
+
+
+LUA = [
+    # values from commands, converted with redis.setresp(3) (and without)
+    ["HSET", "h", "f", "v"], ["SADD", "s", "1"], ["ZADD", "z", "1.5", "m"],
+    ["EVAL", "redis.setresp(3); return redis.call('HGETALL', KEYS[1])", "1", "h"],
+    ["EVAL", "redis.setresp(3); local t = redis.call('HGETALL', KEYS[1]); return t['map']['f']", "1", "h"],
+    ["EVAL", "redis.setresp(3); return redis.call('SMEMBERS', KEYS[1])", "1", "s"],
+    ["EVAL", "redis.setresp(3); local t = redis.call('SMEMBERS', KEYS[1]); return type(t['set'])", "1", "s"],
+    ["EVAL", "redis.setresp(3); return redis.call('ZSCORE', KEYS[1], 'm')", "1", "z"],
+    ["EVAL", "redis.setresp(3); return redis.call('ZSCORE', KEYS[1], 'm')['double']", "1", "z"],
+    ["EVAL", "redis.setresp(3); return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')", "1", "z"],
+    ["EVAL", "redis.setresp(3); return redis.call('GET', 'nokey')", "0"],
+    ["EVAL", "redis.setresp(3); return redis.call('GET', 'nokey') == nil", "0"],
+    ["EVAL", "redis.setresp(3); return redis.call('SISMEMBER', KEYS[1], '1')", "1", "s"],
+    ["EVAL", "redis.setresp(3); return redis.call('CLIENT', 'TRACKINGINFO')", "0"],
+    ["EVAL", "redis.setresp(3); local t = redis.call('LATENCY', 'DOCTOR'); return t['verbatim_string']['format']", "0"],
+    ["EVAL", "redis.setresp(2); return redis.call('HGETALL', KEYS[1])", "1", "h"],
+    ["EVAL", "redis.setresp(2); return redis.call('ZSCORE', KEYS[1], 'm')", "1", "z"],
+    ["EVAL", "redis.setresp(4)", "0"],
+    ["EVAL", "redis.setresp(3); return redis.pcall('HGET', KEYS[1], 'f')", "1", "z"],
+    # values built in Lua, sent as RESP3 (or their RESP2 forms)
+    ["EVAL", "return {map={a=1}}", "0"], ["EVAL", "return {set={a=true}}", "0"],
+    ["EVAL", "return {double=1.5}", "0"], ["EVAL", "return {double=0.25}", "0"], ["EVAL", "return {double=3}", "0"],
+    ["EVAL", "return {big_number='123456789012345678901234567890'}", "0"],
+    ["EVAL", "return {verbatim_string={format='txt', string='hello'}}", "0"],
+    ["EVAL", "redis.setresp(3); return true", "0"], ["EVAL", "redis.setresp(3); return false", "0"],
+    ["EVAL", "return true", "0"], ["EVAL", "return false", "0"], ["EVAL", "return nil", "0"],
+    ["EVAL", "return {1, {map={x={set={'y'}}}}, {double=2.5}}", "0"],
+    ["EVAL", "return {err='ERR custom'}", "0"], ["EVAL", "return {ok='fine'}", "0"],
+    ["EVAL", "return redis.error_reply('My Error')", "0"],
+]
+
+
+def test_lua_resp3_conversions_same_as_redis(same_as_redis):
+    same_as_redis(LUA)
+
+
+# -- push messages -----------------------------------------------------------------------
+
+def _pubsub_scenario(port, proto):
+    out = []
+    a = RespConn(port, resp3=(proto == 3))
+    b = RespConn(port)
+    try:
+        rd = a.read
+        a.send("SUBSCRIBE", "c1", "c2")
+        out += [rd(), rd()]
+        a.send("PSUBSCRIBE", "p*")
+        out.append(rd())
+        a.send("SSUBSCRIBE", "s1")
+        out.append(rd())
+        a.send("PING")
+        out.append(rd())
+        a.send("PING", "x")
+        out.append(rd())
+        a.send("GET", "k")
+        out.append(rd())
+        out.append(b.call("PUBLISH", "c1", "hello"))
+        out.append(rd())
+        out.append(b.call("PUBLISH", "p1", "pm"))
+        out.append(rd())
+        out.append(b.call("SPUBLISH", "s1", "sm"))
+        out.append(rd())
+        out.append(b.call("PUBSUB", "NUMSUB", "c1", "c9"))
+        out.append(b.call("PUBSUB", "SHARDNUMSUB", "s1"))
+        out.append(b.call("PUBSUB", "NUMPAT"))
+        a.send("UNSUBSCRIBE", "c1")
+        out.append(rd())
+        a.send("UNSUBSCRIBE")
+        out.append(rd())
+        a.send("PUNSUBSCRIBE")
+        out.append(rd())
+        a.send("SUNSUBSCRIBE")
+        out.append(rd())
+        a.send("UNSUBSCRIBE")
+        out.append(rd())
+        a.send("PUNSUBSCRIBE", "q*")
+        out.append(rd())
+        a.send("SUNSUBSCRIBE")
+        out.append(rd())
+        a.send("PING")
+        out.append(rd())
+        # keyspace notifications are pushes too
+        out.append(b.call("CONFIG", "SET", "notify-keyspace-events", "KEA"))
+        try:
+            a.send("SUBSCRIBE", "__keyspace@0__:nk")
+            out.append(rd())
+            out.append(b.call("SET", "nk", "v"))
+            out.append(rd())
+            a.send("PSUBSCRIBE", "__keyevent@0__:*")
+            out.append(rd())
+            out.append(b.call("DEL", "nk"))
+            out += [rd(), rd()]
+        finally:
+            b.call("CONFIG", "SET", "notify-keyspace-events", "")
+    finally:
+        a.close()
+        b.close()
+    return out
+
+
+def _tracking_scenario(port, proto):
+    out = []
+    a = RespConn(port, resp3=True)
+    b = RespConn(port)
+    r = RespConn(port, resp3=(proto == 3))
+    try:
+        b.call("FLUSHALL")
+        b.call("MSET", "k1", "v", "k2", "v")
+        out.append(a.call("CLIENT", "TRACKING", "on"))
+        out.append(a.call("GET", "k1"))
+        out.append(a.call("MGET", "k1", "k2"))
+        out.append(b.call("SET", "k1", "w"))
+        out.append(a.read())
+        out.append(b.call("DEL", "k2"))
+        out.append(a.read())
+        out.append(a.call("GET", "k1"))
+        out.append(b.call("FLUSHALL"))
+        out.append(a.read())
+        # the tracking client's own write (no NOLOOP): the push and the reply
+        out.append(a.call("GET", "k3"))
+        a.send("SET", "k3", "x")
+        out += [a.read(), a.read()]
+        out.append(a.call("CLIENT", "TRACKING", "off"))
+        out.append(a.call("CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "p:"))
+        out.append(b.call("SET", "p:1", "x"))
+        out.append(a.read())
+        out.append(b.call("MSET", "p:2", "x", "q", "y"))
+        out.append(a.read())
+        out.append(a.call("CLIENT", "TRACKING", "off"))
+        # redirected to a connection of protocol ``proto`` subscribed to
+        # __redis__:invalidate (RESP2: a pub/sub message)
+        rid = r.call_value("CLIENT", "ID")
+        r.send("SUBSCRIBE", "__redis__:invalidate")
+        out.append(r.read())
+        out.append(a.call("CLIENT", "TRACKING", "on", "REDIRECT", str(rid)))
+        out.append(a.call("GET", "k1"))
+        out.append(b.call("SET", "k1", "z"))
+        out.append(r.read())
+        out.append(b.call("FLUSHALL"))
+        out.append(r.read())
+        out.append(a.call("CLIENT", "TRACKING", "off"))
+    finally:
+        a.close()
+        b.close()
+        r.close()
+    return out
+
+
+@pytest.mark.parametrize("scenario", [_pubsub_scenario, _tracking_scenario])
+@pytest.mark.parametrize("proto", [2, 3])
+def test_pushes_same_as_redis(scenario, proto, server, redis_server):
+    ours = scenario(server.port, proto)
+    theirs = scenario(redis_server.port, proto)
+    diffs = ["%d:\n  ours:      %r\n  reference: %r" % (i, a, b)
+             for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    assert len(ours) == len(theirs) and not diffs, "\n".join(diffs)
