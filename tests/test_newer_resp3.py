@@ -434,15 +434,13 @@ EXCLUDED = {
     "XINFO|HELP": "our own help text", "CONFIG|HELP": "our own help text",
 }
 
-ALL_GROUPS = [STRINGS, BITMAPS, KEYS, HASHES, LISTS, SETS, ZSETS, GEO, HLL, STREAMS, SERVER, SCRIPTING,
-              TRANSACTIONS, INTROSPECTION]
-
-
 def test_every_command_is_covered_or_excluded():
+    groups = [STRINGS, BITMAPS, KEYS, HASHES, LISTS, SETS, ZSETS, GEO, HLL, STREAMS, SERVER, SCRIPTING, MORE,
+              TRANSACTIONS, INTROSPECTION, LUA]
     with open(COMMANDS_JSON) as f:
         names = set(json.load(f))
     covered = set()
-    for group in ALL_GROUPS:
+    for group in groups:
         for c in group:
             argv = c[0] if isinstance(c, tuple) else c
             name = argv[0].upper()
@@ -623,3 +621,47 @@ def test_pushes_same_as_redis(scenario, proto, server, redis_server):
     diffs = ["%d:\n  ours:      %r\n  reference: %r" % (i, a, b)
              for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
     assert len(ours) == len(theirs) and not diffs, "\n".join(diffs)
+
+
+# -- more shapes: every RESP3 type DEBUG PROTOCOL makes, SLOWLOG entries, tracking info --
+
+def slowlog_entries(buf):
+    """SLOWLOG GET: ids, times, durations and the client's address/name
+    redacted; the shapes and the logged arguments kept."""
+    buf = re.sub(rb"\*6\r\n:\d+\r\n:\d+\r\n:\d+\r\n", b"*6\r\n:#\r\n:#\r\n:#\r\n", buf)
+    return _fix_lengths(re.sub(rb"\r\n\$\d+\r\n(127\.0\.0\.1:\d+)\r\n", b"\r\n$1\r\n#\r\n", buf))
+
+
+MORE = [
+    ["DEBUG", "PROTOCOL", "string"], ["DEBUG", "PROTOCOL", "integer"], ["DEBUG", "PROTOCOL", "double"],
+    ["DEBUG", "PROTOCOL", "bignum"], ["DEBUG", "PROTOCOL", "null"], ["DEBUG", "PROTOCOL", "array"],
+    ["DEBUG", "PROTOCOL", "set"], ["DEBUG", "PROTOCOL", "map"], ["DEBUG", "PROTOCOL", "true"],
+    ["DEBUG", "PROTOCOL", "false"], ["DEBUG", "PROTOCOL", "verbatim"], ["DEBUG", "PROTOCOL", "nosuch"],
+    ["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a", "PREFIX", "b", "NOLOOP"],
+    (["CLIENT", "TRACKINGINFO"], None), ["CLIENT", "TRACKING", "off"], ["CLIENT", "TRACKING", "on", "OPTIN"],
+    ["CLIENT", "CACHING", "yes"], ["CLIENT", "TRACKINGINFO"], ["CLIENT", "CACHING", "no"], ["CLIENT", "TRACKING", "off"],
+    ["CLIENT", "TRACKING", "on", "OPTOUT"], ["CLIENT", "TRACKINGINFO"], ["CLIENT", "TRACKING", "off"],
+    ["CLIENT", "TRACKING", "on", "REDIRECT", "999999"], ["CLIENT", "TRACKINGINFO"],
+    ["CONFIG", "SET", "slowlog-log-slower-than", "0"], ["SLOWLOG", "RESET"], ["SET", "sk", "v"], ["CLIENT", "SETNAME", "nm"],
+    ["HSET", "sh", "f", "v"], ["CONFIG", "SET", "slowlog-log-slower-than", "10000"],
+    (["SLOWLOG", "GET", "3"], slowlog_entries), ["SLOWLOG", "RESET"],
+    (["HELLO", "3", "SETNAME", "hn"], map_keys), ["CLIENT", "GETNAME"], (["HELLO", "3", "AUTH", "default", "any"], map_keys),
+    ["HELLO", "2", "AUTH", "nosuch", "x"], ["HELLO", "x"],
+    ["XADD", "st", "MAXLEN", "=", "2", "1-0", "a", "1"], ["XADD", "st", "2-0", "a", "2"], ["XADD", "st", "3-0", "a", "3"],
+    ["XDEL", "st", "2-0"], ["XINFO", "STREAM", "st"], ["XGROUP", "CREATE", "st", "g", "0"],
+    ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "st", ">"], ["XDEL", "st", "3-0"],
+    ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "st", "0"], ["XCLAIM", "st", "g", "c", "0", "3-0"],
+    ["XAUTOCLAIM", "st", "g", "c", "0", "0-0", "COUNT", "1"], ["XINFO", "GROUPS", "st"],
+    ["ZADD", "zz", "1", "a", "2", "b"], ["ZRANGE", "zz", "0", "-1", "WITHSCORES", "REV"],
+    ["ZRANGEBYSCORE", "zz", "-inf", "+inf", "WITHSCORES"], ["ZREVRANGEBYSCORE", "zz", "+inf", "-inf", "WITHSCORES"],
+    ["ZUNION", "1", "zz", "WITHSCORES", "AGGREGATE", "SUM"], ["ZPOPMIN", "zz", "5"], ["ZPOPMAX", "zz", "5"],
+    ["ZADD", "zz", "1", "a", "2", "b"], ["ZMPOP", "1", "zz", "MAX", "COUNT", "2"], ["ZADD", "zz", "inf", "a"],
+    ["ZSCORE", "zz", "a"], ["ZINCRBY", "zz", "-inf", "a"], ["ZADD", "zz", "-inf", "b"], ["ZMSCORE", "zz", "b"],
+    ["ZRANGE", "zz", "0", "-1", "WITHSCORES"],
+    ["GEOADD", "g", "0", "0", "origin"], ["GEOPOS", "g", "origin"], ["GEODIST", "g", "origin", "origin"],
+    ["GEOSEARCH", "g", "FROMMEMBER", "origin", "BYRADIUS", "1", "km", "WITHCOORD", "WITHDIST"],
+]
+
+
+def test_more_shapes_same_as_redis(same_as_redis):
+    same_as_redis([c[0] if isinstance(c, tuple) and c[1] is None else c for c in MORE])
