@@ -60,7 +60,10 @@ def _linked(r):
 
 def test_disk_based_load_serves_loading(start_server):
     master = start_server("--enable-debug-command", "yes", "--repl-diskless-sync", "no")
-    replica = start_server("--enable-debug-command", "yes", "--key-load-delay", DELAY)
+    # events are served each time the load passes a multiple of this many
+    # bytes: the payload (about 430 KB) is under the default 2 MB
+    replica = start_server("--enable-debug-command", "yes", "--key-load-delay", DELAY,
+                           "--loading-process-events-interval-bytes", "1024")
     m = master.client()
     r = replica.client()
     m.execute_command("DEBUG", "POPULATE", KEYS, "key", 10)

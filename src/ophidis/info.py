@@ -231,8 +231,8 @@ def sec_stats(srv):
         "total_writes_processed:%d" % s.total_writes_processed,
         "io_threaded_reads_processed:0",
         "io_threaded_writes_processed:0",
-        "reply_buffer_shrinks:0",
-        "reply_buffer_expands:0",
+        "reply_buffer_shrinks:%d" % srv.memory.clients.rb_shrinks,
+        "reply_buffer_expands:%d" % srv.memory.clients.rb_expands,
         "client_query_buffer_limit_disconnections:%d" % s.client_qbuf_limit_disconnections,
         "client_output_buffer_limit_disconnections:%d" % s.client_outbuf_limit_disconnections,
     ]

@@ -354,12 +354,26 @@ def _protocol(c, name):
                      "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")
 
 
-def _htstats(size: int) -> bytes:
+def _table_size(n: int) -> int:
+    """The buckets of a Redis dict holding n entries (4 at least, grown to
+    the next power of two when full)."""
+    buckets = 4
+    while buckets < n:
+        buckets <<= 1
+    return buckets
+
+
+def _htstats(size: int, at_fork=None) -> bytes:
+    """``at_fork``: the entries when the running child was forked; Redis
+    resizes no table then (nor shrinks one), unless it holds over 5 times
+    its buckets."""
     if not size:
         return b"No stats available for empty dictionaries\n"
-    buckets = 4
-    while buckets < size:
-        buckets <<= 1
+    buckets = _table_size(size)
+    if at_fork:
+        frozen = _table_size(at_fork)
+        if size // frozen <= 5:
+            buckets = frozen
     return (b"Hash table 0 stats (main hash table):\n table size: %d\n number of elements: %d\n"
             % (buckets, size))
 
@@ -541,7 +555,11 @@ def debug(c, argv):
         if dbid < 0 or dbid >= len(srv.dbs):
             raise RedisError("ERR Out of range database")
         d = srv.dbs[dbid]
-        text = b"[Dictionary HT]\n" + _htstats(len(d.d)) + b"[Expires HT]\n" + _htstats(len(d.expires))
+        ch = srv.persistence.child if srv.child_type == "rdb" else srv.aof.child if srv.child_type == "aof" else None
+        keys = exp = None
+        if ch is not None and dbid < len(ch.db_sizes):
+            keys, exp = ch.db_sizes[dbid]
+        text = b"[Dictionary HT]\n" + _htstats(len(d.d), keys) + b"[Expires HT]\n" + _htstats(len(d.expires), exp)
         return verbatim(c.resp, text)
     if sub == b"htstats-key" and n == 3:
         v = db.lookup_nostats(argv[2])

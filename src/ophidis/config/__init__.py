@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 
 from .. import log
 from ..keyspace import notify
@@ -135,12 +136,25 @@ def _render_cobl(v):
     return " ".join("%s %d %d %d" % (c, *v[c]) for c in _COBL_CLASSES)
 
 
+_STRTOLL = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)\Z")
+
+
+def _strtoll_whole(a: str):
+    """C's strtoll over the whole string (Redis's check: nothing after the
+    number): leading white space and a sign allowed, "" is 0; None when
+    something else is left."""
+    if a == "":
+        return 0
+    m = _STRTOLL.match(a)
+    return int(m.group(1)) if m is not None else None
+
+
 def _parse_oom(args, reading_file, cur):
     if len(args) != 3:
         raise ConfigError("wrong number of arguments")
     vals = []
     for a in args:
-        v = _string2ll(a)
+        v = _strtoll_whole(a)
         if v is None or v < -2000 or v > 2000:
             raise ConfigError("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
         vals.append(v)
@@ -294,6 +308,8 @@ class Config:
                 v = None
             else:
                 v = s
+            if d.name == "proc-title-template" and not self.proc_title(v, ""):
+                raise ConfigError("template format is invalid or contains unknown variables")
             # pathIsBaseName: neither '/' nor '\\'
             if d.name == "dbfilename" and v and ("/" in v or "\\" in v):
                 raise ConfigError("dbfilename can't be a path, just a filename")
@@ -412,6 +428,55 @@ class Config:
         if name == "bind":
             return ["bind %s" % " ".join(v)] if v else ['bind ""'], force
         return ["%s %s" % (name, SPECIAL[name][1](v))], force
+
+    # -- the process title ------------------------------------------------------
+    def proc_title(self, template: str, title: str):
+        """expandProcTitleTemplate: the template with its {variables}
+        replaced ("{{" is a literal "{"), trimmed of spaces; None when it is
+        malformed or names an unknown variable.  Valid templates expand to
+        something with an empty title (validateProcTitleTemplate)."""
+        v = self.values
+        out = []
+        p = 0
+        n = len(template)
+        while p < n:
+            sv = template.find("{", p)
+            if sv < 0:
+                out.append(template[p:])
+                break
+            out.append(template[p:sv])
+            sv += 1
+            if sv == n:
+                return None
+            if template[sv] == "{":
+                out.append("{")
+                p = sv + 1
+                continue
+            ev = template.find("}", sv)
+            if ev < 0:
+                return None
+            name = template[sv:ev]
+            if name == "title":
+                out.append(title)
+            elif name == "listen-addr":
+                if v["port"] or v["tls-port"]:
+                    out.append("%s:%d" % (v["bind"][0] if v["bind"] else "*", v["port"] or v["tls-port"]))
+                else:
+                    out.append("unixsocket:%s" % (v["unixsocket"] or ""))
+            elif name == "server-mode":
+                out.append("[cluster]" if v["cluster-enabled"] else "")
+            elif name == "config-file":
+                out.append(self.config_file or "-")
+            elif name == "port":
+                out.append("%d" % v["port"])
+            elif name == "tls-port":
+                out.append("%d" % v["tls-port"])
+            elif name == "unixsocket":
+                out.append(v["unixsocket"] or "")
+            else:
+                return None
+            p = ev + 1
+        return "".join(out).strip(" ")
 
     # -- set ------------------------------------------------------------------
     def set(self, name: str, args: list, from_file=False):

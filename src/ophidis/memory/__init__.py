@@ -48,6 +48,7 @@ class Memory(Eviction):
         self.lazyfree = LazyFree(srv)
         self.clients = ClientMemory(srv)   # before the hook below: it evicts first
         srv.cron_hooks.append(self.cron)
+        srv.cron_hooks.append(self.clients.buffers_cron)
         srv.startup_hooks.append(self._after_startup)
         cfg.on_change("maxmemory", lambda v: self._maxmemory_changed())
         cfg.on_change("maxmemory-policy", lambda v: self.configure(policy_changed=True))

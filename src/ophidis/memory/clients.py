@@ -24,12 +24,14 @@ evicted.
 from __future__ import annotations
 
 import time
+from time import monotonic as _monotonic
 
 from .. import log
 from ..keyspace.db import stats
 from ..net import client as client_mod
 from ..net.client import client_class
 from ..protocol.resp import request_size
+from .buffers import REPLY_MIN, BufState, query_free, reply_figures, resize_query, resize_reply
 from .sizes import CLIENT_BASE, MULTI_CMD, PUBSUB_ENTRY, TRACKING_PREFIX, WATCHED_KEY
 
 BUCKET_MIN_LOG = 15     # the first bucket: up to 32 KB
@@ -38,11 +40,12 @@ BUCKETS = 1 + BUCKET_MAX_LOG - BUCKET_MIN_LOG
 MIN_LIMIT = 128 * 1024  # maxmemory-clients is never taken below this
 PEAK_SLOTS = 8          # seconds of client_recent_max_input/output_buffer
 EVICTABLE = ("normal", "pubsub")
+CRON_MIN_ITERATIONS = 5 # clientsCron visits at least this many clients per call (or all)
 
 
 class Usage:
     """What the totals count for one client (``Client.mem_usage``)."""
-    __slots__ = ("mem", "out", "cls", "bucket", "seq", "multi", "multi_n", "multi_sum")
+    __slots__ = ("mem", "out", "cls", "bucket", "seq", "multi", "multi_n", "multi_sum", "bufs")
 
     def __init__(self):
         self.mem = 0
@@ -53,6 +56,7 @@ class Usage:
         self.multi = None        # the MULTI queue measured so far, and its figure
         self.multi_n = 0
         self.multi_sum = 0
+        self.bufs = None         # buffers.BufState: its query and reply buffers as Redis sizes them
 
 
 def bucket_of(mem: int) -> int:
@@ -132,6 +136,23 @@ def measure(c, running_argv=None):
     return qbuf, argv_len, multi, omem, tot
 
 
+def buffers_of(c) -> BufState:
+    """The client's modelled buffers (memory/buffers.py)."""
+    u = c.mem_usage
+    if u is None:
+        u = c.mem_usage = Usage()
+    b = u.bufs
+    if b is None:
+        b = u.bufs = BufState(c)
+    return b
+
+
+def buffer_figures(c, qbuf: int):
+    """(qbuf-free, rbs, rbp) of CLIENT LIST; qbuf as measure gives it."""
+    b = buffers_of(c)
+    return (query_free(c, b, qbuf),) + reply_figures(c, b)
+
+
 class ClientMemory:
     """The server's client memory figures and client eviction
     (``Memory.clients``)."""
@@ -147,6 +168,9 @@ class ClientMemory:
         self.warned = 0.0           # when "Over client maxmemory ..." was last logged
         self.peak_in = [0] * PEAK_SLOTS
         self.peak_out = [0] * PEAK_SLOTS
+        self.cron_pos = 0           # where buffers_cron's previous pass stopped
+        self.rb_shrinks = 0         # INFO's reply_buffer_shrinks / expands
+        self.rb_expands = 0
         srv.config.on_change("maxmemory-clients", self.configure)
         srv.config.on_change("maxmemory", self.configure)
         self.configure()
@@ -170,6 +194,43 @@ class ClientMemory:
             self.evict()
 
     measure = staticmethod(measure)
+    buffer_figures = staticmethod(buffer_figures)
+
+    # -- the buffers' sizes (clientsCron) ----------------------------------------------------
+    def buffers_cron(self):
+        """clientsCron's resizing of query and reply buffers (as
+        memory/buffers.py models them): every client once a second, at
+        least CRON_MIN_ITERATIONS (or all) per call."""
+        srv = self.srv
+        clients = list(srv.clients.values())
+        n = len(clients)
+        if not n:
+            return
+        iterations = n // max(1, srv.hz)
+        if iterations < CRON_MIN_ITERATIONS:
+            iterations = min(n, CRON_MIN_ITERATIONS)
+        start = self.cron_pos % n
+        batch = clients[start:start + iterations]
+        if len(batch) < iterations:
+            batch += clients[:iterations - len(batch)]
+        self.cron_pos = start + iterations
+        now = _monotonic()
+        resizing = srv.reply_buffer_resizing_enabled
+        reset_ms = srv.reply_buffer_peak_reset_time
+        for c in batch:
+            if c.closing:
+                continue
+            b = buffers_of(c)
+            if (c.last_time == b.qb_seen and not b.qb_alloc and b.rb_size == REPLY_MIN
+                    and not c.rb_peak and not c.reader.big):
+                continue            # idle, its buffers at their least: nothing would move
+            resize_query(c, b, now)
+            if resizing:
+                done = resize_reply(c, b, now, reset_ms)
+                if done < 0:
+                    self.rb_shrinks += 1
+                elif done > 0:
+                    self.rb_expands += 1
 
     @property
     def total(self) -> int:

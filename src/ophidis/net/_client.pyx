@@ -233,6 +233,8 @@ cdef _dr_write(ClientCore client, list out):
         client.push_buf = None
     data = b"".join(out) if len(out) != 1 else out[0]
     n = len(data)
+    if n > client.rb_peak:
+        client.rb_peak = n
     try:
         if _dr_floor:
             held = t.get_write_buffer_size()

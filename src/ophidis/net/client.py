@@ -358,6 +358,7 @@ class Client(ClientCore, asyncio.Protocol):
         self.killed = False
         self.in_script = False
         self.slow = not self.authenticated
+        self.rb_peak = 0           # the largest write since the reply buffer's peak was reset
 
     # -- state ----------------------------------------------------------------
     def update_slow(self):
@@ -638,6 +639,8 @@ class Client(ClientCore, asyncio.Protocol):
             self.push_buf = None
         data = b"".join(out) if len(out) != 1 else out[0]
         n = len(data)
+        if n > self.rb_peak:
+            self.rb_peak = n
         try:
             if _OBUF_FLOOR:
                 # client-output-buffer-limit: the output still held plus
@@ -785,16 +788,17 @@ class Client(ClientCore, asyncio.Protocol):
         fields are memory.clients.measure's."""
         now = _monotonic()
         qbuf, argv_mem, multi_mem, omem, tot = self.server.memory.clients.measure(self, running_argv)
+        qfree, rbs, rbp = self.server.memory.clients.buffer_figures(self, qbuf)
         cmd = self.last_cmd.fullname if self.last_cmd is not None else "NULL"
         return (
             "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d "
-            "ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=1024 rbp=0 obl=0 oll=%d "
+            "ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=0 oll=%d "
             "omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d" % (
                 self.id, self.addr, self.laddr, self.fd, self.name.decode("utf-8", "replace") if self.name else "",
                 int(now - self.ctime), int(now - self.last_time), self.flags_string(), self.db.id,
                 len(self.pubsub_channels or ()), len(self.pubsub_patterns or ()), len(self.pubsub_shard or ()),
-                len(self.multi) if self.multi is not None else -1, qbuf, max(0, 16384 - qbuf), argv_mem,
-                multi_mem, (omem + 16383) // 16384, omem, tot, cmd,
+                len(self.multi) if self.multi is not None else -1, qbuf, qfree, argv_mem,
+                multi_mem, rbs, rbp, (omem + 16383) // 16384, omem, tot, cmd,
                 self.user.name.decode("utf-8", "surrogateescape"), self.resp))
 
     @property

@@ -65,7 +65,7 @@ import signal
 import sys
 from time import monotonic, perf_counter
 
-from .. import log
+from .. import log, oomscore
 from ..keyspace.db import stats
 from ..net import client as client_mod
 
@@ -162,8 +162,11 @@ class ChildContext:
 class Child:
     """A running child, seen from the parent."""
 
-    def __init__(self, pid, rfd, fork_usec, keys_total=0):
+    def __init__(self, pid, rfd, fork_usec, keys_total=0, db_sizes=()):
         self.pid = pid
+        # (keys, keys with a TTL) of each database at the fork: Redis does not
+        # grow its hash tables while a child runs (DEBUG HTSTATS shows them)
+        self.db_sizes = db_sizes
         self.fork_usec = fork_usec
         self._rfd = rfd
         self._pending = b""          # bytes read, not a whole line yet
@@ -299,6 +302,8 @@ def _child_setup(server, parent_pid):
         # the parent died before prctl took effect
         log.flush_and_exit(1)
     gc.disable()
+    # first of all, as Redis: the OOM killer should pick the child first
+    oomscore.apply(server.config["oom-score-adj"], server.config["oom-score-adj-values"], oomscore.BGCHILD)
     try:
         os.nice(CHILD_NICE)
     except OSError:
@@ -348,4 +353,5 @@ def fork(server, body, what="Background child") -> Child:
     lt = client_mod._LATENCY_MONITOR
     if lt is not None and fork_usec / 1e6 >= lt:
         server.latency_add("fork", fork_usec // 1000)
-    return Child(pid, rfd, fork_usec, sum(len(db.d) for db in server.dbs))
+    sizes = [(len(db.d), len(db.expires)) for db in server.dbs]
+    return Child(pid, rfd, fork_usec, sum(n for n, _ in sizes), sizes)

@@ -482,7 +482,9 @@ class Persistence(child.ChildJob):
 
     async def load_serving(self, reader, total, path=None, socket=False, then=None, tick=None):
         """Parse with ``reader`` while the event loop serves clients (as
-        Redis processes events while loading): the parse runs in a thread,
+        Redis processes events while loading; ``total`` bytes known under
+        loading-process-events-interval-bytes are parsed at once, no event
+        served, as Redis): the parse runs in a thread,
         commands without the ``loading`` flag get -LOADING meanwhile (INFO
         shows the progress), a SIGTERM/SIGINT ends the server without
         saving (whileBlockedCron), ``tick()`` runs every 100 ms.  Returns
@@ -491,6 +493,14 @@ class Persistence(child.ChildJob):
         srv = self.server
         self._set_loading(True, total)
         await srv.serve_clients()       # at start-up, the listeners accept from here
+        if not socket and 0 < total < srv.config["loading-process-events-interval-bytes"]:
+            # Redis processes events each time the bytes loaded pass a
+            # multiple of the interval: a smaller file or payload is
+            # loaded before any client is served (no -LOADING seen)
+            try:
+                return self._parse_checked(reader, path, socket, then)
+            finally:
+                self._set_loading(False)
         self.loading_reader = reader
         fut = srv.loop.run_in_executor(None, self._parse_checked, reader, path, socket, then)
         try:

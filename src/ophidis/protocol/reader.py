@@ -176,7 +176,7 @@ class RequestReader:
     """
 
     __slots__ = ("hiredis", "pend", "check", "py", "limits",
-                 "buf", "pos", "first", "handback", "lines")
+                 "buf", "pos", "first", "handback", "lines", "big")
 
     def __init__(self, limits):
         self.hiredis = None     # made by the first read that needs it (new_hiredis)
@@ -190,6 +190,10 @@ class RequestReader:
         self.first = False      # the request at 0 must be parsed in Python
         self.handback = True    # a multibulk request may go back to hiredis
         self.lines = None       # requests of a read of plain inline lines, split
+        # the largest big argument (BIG_ARG or more: its length + 2) seen
+        # arriving in pieces since the owner last looked (memory/buffers.py
+        # resets it): Redis makes it a query buffer of its own
+        self.big = 0
 
     # -- input ------------------------------------------------------------------
     def feed(self, data, authenticated):
@@ -391,6 +395,13 @@ class RequestReader:
             self.check = None
             raise
         self.check = (pend, state) if state is not None else None
+        if state is not None:
+            p = state[0]
+            cr = pend.find(b"\r\n", p, p + 24)
+            if cr > 0:
+                bl = _length(pend[p + 1:cr]) + 2
+                if bl - 2 >= BIG_ARG and bl > self.big:
+                    self.big = bl
         if complete:
             # hiredis still waits on what Redis takes as complete (input
             # that is not canonical RESP): continue in Python.

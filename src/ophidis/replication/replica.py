@@ -820,6 +820,7 @@ def set_master(srv, host: str, port: int, stream_db=None):
     srv.replica_link = link
     srv.is_replica = True
     srv.config.values["replicaof"] = (host, port)     # CONFIG REWRITE writes it
+    srv.set_oom_score()
     feed.role_changed()
     srv.blocking_handler.disconnect_all_blocked()
     srv.update_server_slow()
@@ -836,6 +837,7 @@ def unset_master(srv):
     srv.replica_link = None
     srv.is_replica = False
     srv.config.values["replicaof"] = None
+    srv.set_oom_score()
     feed.shift_replid()
     feed.disconnect_replicas()
     feed.last_db = -1

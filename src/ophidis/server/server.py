@@ -17,7 +17,7 @@ import time
 from functools import partial
 from collections import deque
 
-from .. import compiled, crash, doctor, log, sysinfo
+from .. import compiled, crash, doctor, log, oomscore, sysinfo
 from ..acl import Acl
 from ..cluster.migrate_sockets import MigrateSockets
 from ..cluster.state import Cluster
@@ -331,10 +331,24 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
                     self._rebind_tls(close_first=True)
         cfg.on_change("bind", upd_bind)
 
+        def upd_oom_score(v):
+            if not self.set_oom_score():
+                raise ConfigError("Failed to set current oom_score_adj. Check server logs.")
+        cfg.on_change("oom-score-adj", upd_oom_score)
+        cfg.on_change("oom-score-adj-values", upd_oom_score)
+
         def upd_tls_port(v):
             if self.loop is not None:
                 self._rebind_tls()
         cfg.on_change("tls-port", upd_tls_port)
+
+    def set_oom_score(self, process_class=None) -> bool:
+        """setOOMScoreAdj: the score of this process's class (a master's or
+        a replica's when not given) as oom-score-adj says; False when /proc
+        refused (logged)."""
+        if process_class is None:
+            process_class = oomscore.REPLICA if self.is_replica else oomscore.MASTER
+        return oomscore.apply(self.config["oom-score-adj"], self.config["oom-score-adj-values"], process_class)
 
     def update_server_slow(self):
         slow = bool(self.mem_oom or self.is_replica or self.min_replicas or self.monitors or self.pause_type or self.script_busy
@@ -403,6 +417,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
             if r is not None:       # a coroutine: loading while serving clients
                 await r
         log.notice("Ready to accept connections")
+        self.set_oom_score()
         await self.serve_clients()
         ro = self.config["replicaof"]
         if ro:     # "replicaof <host> <port>" in the configuration
