@@ -331,7 +331,7 @@ SERVER = [
     ["ACL", "SAVE"], ["ACL", "LOAD"], ["SET", "mem", "v"], (["MEMORY", "USAGE", "mem"], number), ["MEMORY", "USAGE", "nokey"],
     ["MEMORY", "PURGE"], ["LATENCY", "LATEST"], ["LATENCY", "HISTORY", "command"], ["LATENCY", "RESET"],
     ["LATENCY", "HISTOGRAM", "nosuch"], ["LATENCY", "GRAPH", "command"], ["SLOWLOG", "RESET"],
-    ["SLOWLOG", "GET", "0"], ["ROLE"], ["WAIT", "0", "0"], ["READONLY"], ["READWRITE"],
+    ["SLOWLOG", "GET", "0"], (["ROLE"], redact(rb"master\r\n:(\d+)\r\n")), ["WAIT", "0", "0"], ["READONLY"], ["READWRITE"],
     ["PUBSUB", "CHANNELS"], ["PUBSUB", "NUMSUB", "a", "b"], ["PUBSUB", "NUMPAT"], ["PUBSUB", "SHARDCHANNELS"],
     ["PUBSUB", "SHARDNUMSUB", "a"], ["PUBLISH", "ch", "m"], ["SPUBLISH", "ch", "m"], ["SAVE"],
     (["OBJECT", "HELP"], help_shape), (["CLIENT", "HELP"], help_shape), (["COMMAND", "HELP"], help_shape),
@@ -665,3 +665,75 @@ MORE = [
 
 def test_more_shapes_same_as_redis(same_as_redis):
     same_as_redis([c[0] if isinstance(c, tuple) and c[1] is None else c for c in MORE])
+
+
+def _own_pushes_scenario(port, proto):
+    """Messages a client's own command sends to itself (PUBLISH to its own
+    channel, notifications of its own writes; in MULTI and scripts too):
+    Redis 7.2+ writes them after the command's reply (7.0 wrote them
+    before it, inside EXEC's array even)."""
+    out = []
+    a = RespConn(port, resp3=(proto == 3))
+    b = RespConn(port)
+    try:
+        rd = a.read
+        b.call("FLUSHALL")
+        if proto == 3:
+            a.send("SUBSCRIBE", "ch")
+            out.append(rd())
+            a.send("PUBLISH", "ch", "m")
+            out += [rd(), rd()]
+            a.send("SSUBSCRIBE", "sch")
+            out.append(rd())
+            a.send("SPUBLISH", "sch", "m")
+            out += [rd(), rd()]
+            a.send("PSUBSCRIBE", "c*")
+            out.append(rd())
+            a.send("PUBLISH", "ch", "m2")
+            out += [rd(), rd(), rd()]
+            a.send("EVAL", "return redis.call('PUBLISH', 'ch', 'm4')", "0")
+            out += [rd(), rd(), rd()]
+            a.send("EVAL", "return {double=0/0}", "0")
+            out.append(rd())
+            a.send("EVAL", "return {double=-(0/0)}", "0")
+            out.append(rd())
+            out.append(b.call("CONFIG", "SET", "notify-keyspace-events", "KEA"))
+            try:
+                a.send("SUBSCRIBE", "__keyspace@0__:k")
+                out.append(rd())
+                a.send("SET", "k", "v")
+                out += [rd(), rd()]
+                a.send("MULTI")
+                out.append(rd())
+                for cmd in (("SET", "k", "w"), ("PUBLISH", "ch", "m3"), ("DEL", "k")):
+                    a.send(*cmd)
+                    out.append(rd())
+                a.send("EXEC")
+                out += [rd() for _ in range(5)]
+            finally:
+                b.call("CONFIG", "SET", "notify-keyspace-events", "")
+            a.send("RESET")
+            out.append(rd())
+        # a transaction that subscribes, then publishes to itself
+        a.send("MULTI")
+        out.append(rd())
+        for cmd in (("SUBSCRIBE", "x"), ("PUBLISH", "x", "hi"), ("PUBLISH", "x", "again")):
+            a.send(*cmd)
+            out.append(rd())
+        a.send("EXEC")
+        out += [rd(), rd(), rd()]
+        a.send("PING")
+        out.append(rd())
+    finally:
+        a.close()
+        b.close()
+    return out
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_own_pushes_follow_the_reply_same_as_valkey(proto, server, valkey_server):
+    ours = _own_pushes_scenario(server.port, proto)
+    theirs = _own_pushes_scenario(valkey_server.port, proto)
+    diffs = ["%d:\n  ours:      %r\n  reference: %r" % (i, a, b)
+             for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    assert len(ours) == len(theirs) and not diffs, "\n".join(diffs)

@@ -364,7 +364,7 @@ class Client(ClientCore, asyncio.Protocol):
     def update_slow(self):
         self.slow = bool(
             not self.authenticated or self.multi is not None or self.reply_mode
-            or (self.resp == 2 and (self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard))
+            or self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard
             or self.tracking or self.blocked or self.close_after_reply or self.repl is not None
             or self.cluster_asking)
 
@@ -605,7 +605,29 @@ class Client(ClientCore, asyncio.Protocol):
     def process_request(self, argv):
         """Run one request (a list of bytes) with every check of Redis's
         processCommand."""
+        if self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard or self.multi is not None:
+            return self._process_holding_pushes(argv)
         return self.server.process_command(self, argv)
+
+    def _process_holding_pushes(self, argv):
+        """A client subscribed to something (or whose EXEC may subscribe
+        it): pub/sub messages for it that its own command causes follow the
+        command's reply (see pubsub's ``deferring``)."""
+        ps = self.server.pubsub
+        if ps.deferring is not None:
+            return self.server.process_command(self, argv)
+        held = ps.deferring = (self, [])
+        try:
+            r = self.server.process_command(self, argv)
+        finally:
+            ps.deferring = None
+        if held[1]:
+            data = b"".join(held[1])
+            if r is None:
+                self.push(data)     # no reply now (blocked, CLIENT REPLY OFF)
+            else:
+                r = r + data
+        return r
 
     def error_reply(self, e: RedisError, cmd=None) -> bytes:
         # Many errors are shared instances (errors.NOT_INT ...): a raise

@@ -8,10 +8,15 @@ is O(1).
 
 PUBLISH encodes a message once per protocol (RESP2 array, RESP3 push) and
 hands the same bytes to every subscriber.  A message for the client that is
-running the current command goes into its pending reply list
-(``Client.pending_writes``) so it keeps Redis's ordering: pushes come before
-the command's own reply.  Subscription confirmations are pushes too: they
-are delivered even under CLIENT REPLY OFF, like Redis's CLIENT_PUSHING.
+running the current command (PUBLISH to a channel it is subscribed to
+itself, a keyspace notification of its own write, in a transaction or a
+script too) is held in ``deferring`` while that command runs and follows
+its reply (Redis 7.2's pending push messages; 7.0 wrote it before the
+reply, inside EXEC's array even).  Client.process_request sets
+``deferring``: a client subscribed to anything runs its commands through
+that general path.  Subscription confirmations are the replies of their
+commands, in order; they are delivered even under CLIENT REPLY OFF, like
+Redis's CLIENT_PUSHING.
 """
 
 from __future__ import annotations
@@ -79,6 +84,9 @@ class PubSub:
         self.channels: dict = {}
         self.patterns: dict = {}      # pattern -> [matcher, {client: None}]
         self.shard: dict = {}
+        # (client, [messages]) while a subscribed client's command runs:
+        # the messages for that client, written after the command's reply
+        self.deferring = None
         notify.set_publisher(self.publish)
 
     # -- INFO ----------------------------------------------------------------
@@ -220,7 +228,8 @@ class PubSub:
     def _fanout(self, subs, m2: bytes, m3: bytes) -> int:
         """Hand one pre-encoded message to every subscriber (compiled:
         net/_client.pyx's fanout, the same steps)."""
-        if _client_c is not None:
+        held = self.deferring
+        if _client_c is not None and held is None:
             n = _client_c.fanout(subs, m2, m3)
             if n >= 0:
                 return n
@@ -232,7 +241,10 @@ class PubSub:
             m = m2 if c.resp == 2 else m3
             pw = c.pending_writes
             if pw is not None:
-                pw.append(m)
+                if held is not None and held[0] is c:
+                    held[1].append(m)       # after the running command's reply
+                else:
+                    pw.append(m)
                 continue
             c.queue_push(m)
         return n
