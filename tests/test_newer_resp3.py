@@ -693,10 +693,6 @@ def _own_pushes_scenario(port, proto):
             out += [rd(), rd(), rd()]
             a.send("EVAL", "return redis.call('PUBLISH', 'ch', 'm4')", "0")
             out += [rd(), rd(), rd()]
-            a.send("EVAL", "return {double=0/0}", "0")
-            out.append(rd())
-            a.send("EVAL", "return {double=-(0/0)}", "0")
-            out.append(rd())
             out.append(b.call("CONFIG", "SET", "notify-keyspace-events", "KEA"))
             try:
                 a.send("SUBSCRIBE", "__keyspace@0__:k")

@@ -663,7 +663,6 @@ encode = function(v, out, cresp, sresp, depth)
       local txt
       if d == 1/0 then txt = "inf"
       elseif d == -1/0 then txt = "-inf"
-      elseif d ~= d then txt = "nan"     -- one NaN, whatever its sign bit (Redis 7.2)
       else txt = _sfmt("%.17g", d) end
       if cresp == 2 then bulk(out, txt) else out[#out + 1] = "," .. txt .. "\r\n" end
       return
