@@ -613,7 +613,46 @@ def _tracking_scenario(port, proto):
     return out
 
 
-@pytest.mark.parametrize("scenario", [_pubsub_scenario, _tracking_scenario])
+def _tracking_multi_script_scenario(port, proto):
+    """Invalidations of the tracking client's own writes in MULTI/EXEC and
+    scripts come after the reply (the pushes a RESP3 client gets)."""
+    a = RespConn(port, resp3=(proto == 3))
+    b = RespConn(port)
+    out = []
+    try:
+        b.call("FLUSHALL")
+        if proto == 2:
+            rid = b.call_value("CLIENT", "ID")
+            b.send("SUBSCRIBE", "__redis__:invalidate")
+            out.append(b.read())
+            out.append(a.call("CLIENT", "TRACKING", "on", "REDIRECT", str(rid)))
+            rd = b.read
+        else:
+            out.append(a.call("CLIENT", "TRACKING", "on"))
+            rd = a.read
+        out.append(a.call("GET", "k"))
+        a.send("MULTI")
+        a.send("SET", "k", "1")
+        a.send("GET", "k")
+        a.send("EXEC")
+        out += [a.read() for _ in range(4)]
+        out.append(rd())
+        out.append(a.call("GET", "k"))
+        a.send("EVAL", "redis.call('SET', 'k', 2); return redis.call('GET', 'k')", "1", "k")
+        out.append(a.read())
+        out.append(rd())
+        out.append(a.call("GET", "k"))
+        a.send("EVAL", "redis.call('SET', 'k', 2); redis.call('GET', 'k'); redis.call('SET', 'k', 3); return 1", "1", "k")
+        out.append(a.read())
+        out += [rd(), rd()]
+        out.append(a.call("CLIENT", "TRACKING", "off"))
+    finally:
+        a.close()
+        b.close()
+    return out
+
+
+@pytest.mark.parametrize("scenario", [_pubsub_scenario, _tracking_scenario, _tracking_multi_script_scenario])
 @pytest.mark.parametrize("proto", [2, 3])
 def test_pushes_same_as_redis(scenario, proto, server, redis_server):
     ours = scenario(server.port, proto)
