@@ -686,6 +686,12 @@ MORE = [
     (["SLOWLOG", "GET", "3"], slowlog_entries), ["SLOWLOG", "RESET"],
     (["HELLO", "3", "SETNAME", "hn"], map_keys), ["CLIENT", "GETNAME"], (["HELLO", "3", "AUTH", "default", "any"], map_keys),
     ["HELLO", "2", "AUTH", "nosuch", "x"], ["HELLO", "x"],
+    # an object starts at the LFU counter's initial value; the first access
+    # raises it for certain (LFU_INIT_VAL: probability 1); re-created keys
+    # start afresh
+    ["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"], ["SET", "lf", "v"], ["OBJECT", "FREQ", "lf"],
+    ["HSET", "lh", "f", "v"], ["OBJECT", "FREQ", "lh"], ["GET", "lf"], ["OBJECT", "FREQ", "lf"], ["DEL", "lf"],
+    ["SET", "lf", "v", "EX", "100"], ["OBJECT", "FREQ", "lf"], ["CONFIG", "SET", "maxmemory-policy", "noeviction"],
     ["XADD", "st", "MAXLEN", "=", "2", "1-0", "a", "1"], ["XADD", "st", "2-0", "a", "2"], ["XADD", "st", "3-0", "a", "3"],
     ["XDEL", "st", "2-0"], ["XINFO", "STREAM", "st"], ["XGROUP", "CREATE", "st", "g", "0"],
     ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "st", ">"], ["XDEL", "st", "3-0"],
