@@ -224,9 +224,8 @@ def test_resp3_push_messages(server, r):
 
 
 def test_resp3_publish_to_self_comes_after_reply(server):
-    # Redis 7.2+ holds the push for the client running PUBLISH until the
-    # command's reply is written (7.0 wrote it first); pipelined replies
-    # keep their order.
+    # Since Redis 7.2 a message for the publisher itself follows PUBLISH's
+    # reply; pipelined replies keep their order.
     out = replies_to(server.port, encode("HELLO", "3"), encode("SUBSCRIBE", "me"), encode("PUBLISH", "me", "x"),
                      encode("PING"))
     tail = msg(b"subscribe", b"me", 1, resp=3) + b":1\r\n" + msg(b"message", b"me", b"x", resp=3) + b"+PONG\r\n"

@@ -121,6 +121,8 @@ debug|Debugging and testing helpers
 decr|Subtract one from an integer value
 decrby|Subtract a number from an integer value
 del|Remove keys
+delex|Delete a key, if its value or digest matches
+digest|XXH3 digest of a string value
 discard|Abandon a transaction
 dump|Serialize a value
 echo|Reply with the given message
@@ -167,23 +169,36 @@ getset|Replace a value, returning the old one
 hdel|Remove hash fields
 hello|Handshake: protocol version, authentication, name
 hexists|Whether a hash field exists
+hexpire|Set the time to live of hash fields in seconds
+hexpireat|Set when hash fields expire, as a unix time in seconds
+hexpiretime|When hash fields expire, as a unix time in seconds
 hget|Value of a hash field
 hgetall|All fields and values of a hash
+hgetdel|Values of hash fields, deleting them
+hgetex|Values of hash fields, setting or removing their expiry
 hincrby|Add an integer to a hash field
 hincrbyfloat|Add a float to a hash field
 hkeys|Field names of a hash
 hlen|Number of fields of a hash
 hmget|Values of several hash fields
 hmset|Set several hash fields
+hpersist|Remove the expiry of hash fields
+hpexpire|Set the time to live of hash fields in milliseconds
+hpexpireat|Set when hash fields expire, as a unix time in milliseconds
+hpexpiretime|When hash fields expire, as a unix time in milliseconds
+hpttl|Time to live of hash fields in milliseconds
 hrandfield|Random fields of a hash
 hscan|Iterate over the fields of a hash
 hset|Set hash fields
+hsetex|Set hash fields and their expiry, optionally only if they all exist or none does
 hsetnx|Set a hash field only when it is absent
 hstrlen|Length of a hash field's value
+httl|Time to live of hash fields in seconds
 hvals|Values of a hash
 incr|Add one to an integer value
 incrby|Add a number to an integer value
 incrbyfloat|Add a float to a numeric value
+increx|Increment within bounds, with an expiration
 info|Server information and statistics
 keys|Key names matching a pattern
 lastsave|Unix time of the last successful save
@@ -228,6 +243,7 @@ module|unload|Unload a module
 monitor|Stream every command the server runs
 move|Move a key to another database
 mset|Set several keys
+msetex|Set several keys with one expiration, all or none
 msetnx|Set several keys only if none exists
 multi|Start a transaction
 object|Object introspection
@@ -287,6 +303,7 @@ script|help|Describe the SCRIPT subcommands
 script|kill|Stop the running script
 script|load|Cache a script
 sdiff|Difference of sets
+sdiffcard|Number of members of a set difference
 sdiffstore|Store the difference of sets
 select|Select a database
 sentinel|Sentinel commands
@@ -321,6 +338,7 @@ strlen|Length of a string value
 subscribe|Subscribe to channels
 substr|Substring of a string value
 sunion|Union of sets
+sunioncard|Number of members of a set union
 sunionstore|Store the union of sets
 sunsubscribe|Unsubscribe from shard channels
 swapdb|Exchange two databases
@@ -335,10 +353,13 @@ unwatch|Forget watched keys
 wait|Wait for replicas to acknowledge writes
 watch|Watch keys for a transaction
 xack|Acknowledge stream messages
+xackdel|Acknowledge stream messages and delete them
 xadd|Append an entry to a stream
 xautoclaim|Claim idle pending messages
+xcfgset|Set a stream's idempotent-add settings
 xclaim|Take over pending messages
 xdel|Remove stream entries
+xdelex|Remove stream entries, choosing what happens to group references
 xgroup|Consumer group management
 xgroup|create|Create a consumer group
 xgroup|createconsumer|Create a consumer
@@ -346,12 +367,14 @@ xgroup|delconsumer|Remove a consumer
 xgroup|destroy|Remove a consumer group
 xgroup|help|Describe the XGROUP subcommands
 xgroup|setid|Move a group's last delivered id
+xidmprecord|Record an idempotent ID of a stream entry
 xinfo|Stream introspection
 xinfo|consumers|Consumers of a group
 xinfo|groups|Groups of a stream
 xinfo|help|Describe the XINFO subcommands
 xinfo|stream|Details of a stream
 xlen|Number of stream entries
+xnack|Release pending stream messages back to the group
 xpending|Pending messages of a group
 xrange|Stream entries in an id range
 xread|Read stream entries, optionally waiting

@@ -17,6 +17,7 @@ import time
 
 from .. import crash, log
 from ..cmdtable.registry import command
+from ..dtoa import fpconv
 from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import type_name
@@ -88,15 +89,24 @@ def _set(d, v):
 
 
 def _hash(d, v):
+    t = v.ttl
+    if not t:
+        for k, x in v.items():
+            d ^= _pair(k, x)
+        return d
+    mark = _from_bytes(_sha1(b"!!hexpire!!").digest(), "big")
     for k, x in v.items():
-        d ^= _pair(k, x)
+        e = _mix(_mix0(k), x)
+        if k in t:
+            e ^= mark
+        d ^= _from_bytes(_sha1(e.to_bytes(20, "big")).digest(), "big")
     return d
 
 
 def _zset(d, v):
-    # "%.17g" is C's text for every double here, "inf"/"-inf" included
+    # the score as fpconv_dtoa's text (Redis 7.2+)
     for m, s in v.dict.items():
-        d ^= _pair(m, b"%.17g" % s)
+        d ^= _pair(m, fpconv(s))
     return d
 
 

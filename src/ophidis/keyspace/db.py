@@ -34,6 +34,8 @@ from .watch import touch_all_watched_in_db
 
 _time = time.time
 _NEW = _notify.NEW
+_OVERWRITTEN = _notify.OVERWRITTEN
+_TYPE_CHANGED = _notify.TYPE_CHANGED
 _KEY_MISS = _notify.KEY_MISS
 
 
@@ -68,13 +70,13 @@ class Stats(StatsCore):
 
     # the integer counters, 0 after a reset (CONFIG RESETSTAT)
     COUNTERS = (
-        "keyspace_hits", "keyspace_misses", "expired_keys", "expired_time_cap_reached_count",
-        "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "net_input_bytes",
+        "keyspace_hits", "keyspace_misses", "expired_keys", "expired_keys_active",
+        "expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "net_input_bytes",
         "net_output_bytes", "connections_received", "rejected_connections", "total_error_replies",
         "numcommands_base", "unexpected_error_replies", "total_reads_processed", "total_writes_processed",
         "io_threaded_reads_processed", "client_qbuf_limit_disconnections",
         "client_outbuf_limit_disconnections", "dump_payload_sanitizations", "total_forks", "sync_full",
-        "sync_partial_ok", "sync_partial_err")
+        "sync_partial_ok", "sync_partial_err", "expired_subkeys")
 
     def reset(self):
         for name in self.COUNTERS:
@@ -108,7 +110,7 @@ def type_name(v) -> bytes:
 
 class Database(DbCore):
     __slots__ = ("id",) + DB_SLOTS + ("dels", "avg_ttl", "_expire_snapshot", "_expire_pos", "_scan_cache",
-                 "server")
+                 "server", "hfe", "hfe_heap")
 
     def __init__(self, id: int, server=None):
         self.id = id
@@ -122,6 +124,8 @@ class Database(DbCore):
         self._expire_pos = 0
         self._scan_cache = {}
         self.server = server
+        self.hfe: dict = {}              # key -> earliest field expiry of its hash (keyspace/hfe.py)
+        self.hfe_heap: list = []         # (that time, key), a heap
 
     # -- lookup -------------------------------------------------------------
     def lookup_read(self, key):
@@ -269,9 +273,17 @@ class Database(DbCore):
             # and a key that did not exist is announced ("new").
             if self.expires and key in self.expires:
                 self.lookup_write(key)
-            if _notify.flags & _NEW and key not in self.d:
-                self.d[key] = value
-                _notify.notify(_NEW, b"new", key, self.id)
+            old = self.d.get(key)
+            if old is None:
+                if _notify.flags & _NEW:
+                    self.d[key] = value
+                    _notify.notify(_NEW, b"new", key, self.id)
+            elif _notify.flags & (_OVERWRITTEN | _TYPE_CHANGED):
+                # Redis 8.2: "overwritten", and "type_changed" when the
+                # new value is of another type
+                _notify.notify(_OVERWRITTEN, b"overwritten", key, self.id)
+                if type_name(old) != type_name(value):
+                    _notify.notify(_TYPE_CHANGED, b"type_changed", key, self.id)
         self.d[key] = value
         if not keepttl and self.expires:
             self.expires.pop(key, None)
@@ -383,6 +395,8 @@ class Database(DbCore):
                     signal_key_ready(self, key)
         self.d = self.d.__class__()      # the cluster's SlotKeys stays one
         self.expires = {}
+        self.hfe = {}
+        self.hfe_heap = []
         self.dels += n
         self._expire_snapshot = None
         self._scan_cache = {}

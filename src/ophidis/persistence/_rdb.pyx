@@ -13,6 +13,7 @@ from cpython.set cimport PySet_Add
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
+from ophidis._dtoa cimport _dtoa_fpconv
 from ophidis.types._containers cimport HashCore, SetCore, _hc_set, _hp_f, _hp_fn, _hp_is, _hp_v, _hp_vn
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
 
@@ -150,7 +151,7 @@ cdef PyObject *_cf_list = NULL
 cdef PyObject *_cf_hash = NULL
 cdef PyObject *_cf_set = NULL
 cdef PyObject *_cf_zset = NULL
-cdef Py_ssize_t _cf_off_ht = 0, _cf_off_enc = 0, _cf_off_zdict = 0, _cf_off_zskip = 0
+cdef Py_ssize_t _cf_off_ht = 0, _cf_off_ttl = 0, _cf_off_enc = 0, _cf_off_zdict = 0, _cf_off_zskip = 0
 cdef bint _cf_ready = False
 
 _CF_OPT = (4096, 8192, 16384, 32768, 65536)
@@ -392,7 +393,7 @@ cdef int _cf_score_entry(_CfBuf *b, double d) except -1:
     cdef int k
     if not isinf(d) and -4611686018427387904.0 <= d <= 4611686018427387904.0 and d == <double>(<long long>d):
         return _cf_lp_int(b, <long long>d)
-    k = snprintf(tmp, sizeof(tmp), "%.17g", d)
+    k = _dtoa_fpconv(d, tmp)
     return _cf_lp_entry(b, tmp, k)
 
 
@@ -608,6 +609,8 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
         _cf_string(out, ks, kn, compress)
         return _cf_list_body(st, v)
     if t == _cf_hash:
+        if _cf_slot(v, _cf_off_ttl) != <PyObject *>None:
+            return 1        # fields with TTLs: rdbencode's hash with metadata
         x = _cf_slot(v, _cf_off_ht)
         if x == _cf_false:
             tmp.n = 0
@@ -739,6 +742,7 @@ _cf_hash = <PyObject *>HashValue
 _cf_set = <PyObject *>SetValue
 _cf_zset = <PyObject *>ZSetValue
 _cf_off_ht = _cf_slot_offset(HashValue, "ht")
+_cf_off_ttl = _cf_slot_offset(HashValue, "ttl")
 _cf_off_enc = _cf_slot_offset(SetValue, "enc")
 _cf_off_zdict = _cf_slot_offset(ZSetValue, "dict")
 _cf_off_zskip = _cf_slot_offset(ZSetValue, "skiplist")

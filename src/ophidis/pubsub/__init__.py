@@ -8,15 +8,11 @@ is O(1).
 
 PUBLISH encodes a message once per protocol (RESP2 array, RESP3 push) and
 hands the same bytes to every subscriber.  A message for the client that is
-running the current command (PUBLISH to a channel it is subscribed to
-itself, a keyspace notification of its own write, in a transaction or a
-script too) is held in ``deferring`` while that command runs and follows
-its reply (Redis 7.2's pending push messages; 7.0 wrote it before the
-reply, inside EXEC's array even).  Client.process_request sets
-``deferring``: a client subscribed to anything runs its commands through
-that general path.  Subscription confirmations are the replies of their
-commands, in order; they are delivered even under CLIENT REPLY OFF, like
-Redis's CLIENT_PUSHING.
+running the current command (the publisher, or the writer of a key whose
+notification it is subscribed to) waits in ``Client.push_after`` and follows
+the reply of that command (``Server.call``; a transaction's or a script's
+messages follow the reply of EXEC or EVAL), as Redis 7.2 orders them.  Subscription confirmations are pushes too: they
+are delivered even under CLIENT REPLY OFF, like Redis's CLIENT_PUSHING.
 """
 
 from __future__ import annotations
@@ -84,9 +80,6 @@ class PubSub:
         self.channels: dict = {}
         self.patterns: dict = {}      # pattern -> [matcher, {client: None}]
         self.shard: dict = {}
-        # (client, [messages]) while a subscribed client's command runs:
-        # the messages for that client, written after the command's reply
-        self.deferring = None
         notify.set_publisher(self.publish)
 
     # -- INFO ----------------------------------------------------------------
@@ -228,8 +221,7 @@ class PubSub:
     def _fanout(self, subs, m2: bytes, m3: bytes) -> int:
         """Hand one pre-encoded message to every subscriber (compiled:
         net/_client.pyx's fanout, the same steps)."""
-        held = self.deferring
-        if _client_c is not None and held is None:
+        if _client_c is not None:
             n = _client_c.fanout(subs, m2, m3)
             if n >= 0:
                 return n
@@ -239,12 +231,14 @@ class PubSub:
             if c.closing:
                 continue
             m = m2 if c.resp == 2 else m3
-            pw = c.pending_writes
-            if pw is not None:
-                if held is not None and held[0] is c:
-                    held[1].append(m)       # after the running command's reply
+            if c.pending_writes is not None:
+                # the client whose command published: after that command's
+                # reply (Server.call), as Redis 7.2 orders them
+                pa = c.push_after
+                if pa is None:
+                    c.push_after = [m]
                 else:
-                    pw.append(m)
+                    pa.append(m)
                 continue
             c.queue_push(m)
         return n
