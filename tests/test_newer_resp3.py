@@ -129,6 +129,52 @@ def docs_shape(buf):
     return re.sub(rb"^([*%]\d+\r\n\$3\r\nget\r\n)[*%]\d+", lambda m: m.group(1) + b"#", buf)
 
 
+def without_fields(*names):
+    """Redis 7.2+ / 8.x fields of a reply 7.0 lacks (XINFO CONSUMERS'
+    inactive, XINFO STREAM's idempotency fields): each name/integer pair
+    dropped, and the header of the map (or flat array) holding it counted
+    down, so the rest compares with 7.0's reply."""
+    pats = [re.compile(rb"\$%d\r\n%s\r\n:-?\d+\r\n" % (len(n), re.escape(n.encode()))) for n in names]
+
+    def norm(buf):
+        out = []
+        pos = 0
+        # the headers of maps / flat field arrays, each with the pairs it
+        # holds directly: walk the reply and rebuild it
+        def walk(p):
+            t = buf[p:p + 1]
+            nl = buf.index(b"\r\n", p)
+            if t not in (b"*", b"%", b"~", b">") or buf[p + 1:nl] == b"-1":
+                _, end = parse(buf, p)
+                return buf[p:end], end
+            n = int(buf[p + 1:nl])
+            count = n * 2 if t == b"%" else n
+            q = nl + 2
+            parts = []
+            dropped = 0
+            i = 0
+            while i < count:
+                m = None
+                if i % 2 == 0 and (t == b"%" or t == b"*"):
+                    for pat in pats:
+                        m = pat.match(buf, q)
+                        if m:
+                            break
+                if m:
+                    q = m.end()
+                    dropped += 1
+                    i += 2
+                    continue
+                part, q = walk(q)
+                parts.append(part)
+                i += 1
+            n2 = n - dropped if t == b"%" else n - 2 * dropped
+            return t + b"%d\r\n" % n2 + b"".join(parts), q
+        rebuilt, end = walk(0)
+        return rebuilt + buf[end:]
+    return norm
+
+
 def number(buf):
     """An integer reply whose value differs between servers: its type only."""
     return re.sub(rb"^:-?\d+", b":#", buf)
@@ -138,6 +184,10 @@ def doubles_by_value(buf):
     """Every RESP3 double rewritten as repr(float) of its value."""
     return re.sub(rb",([^\r]+)\r\n", lambda m: b",%r\r\n" % float(m.group(1)) if m.group(1) not in (b"inf", b"-inf", b"nan") else m.group(0), buf)
 
+
+# XINFO's fields Redis added after 7.0
+XINFO_NEW = without_fields("inactive", "idmp-duration", "idmp-maxsize", "pids-tracked", "iids-tracked",
+                           "iids-added", "iids-duplicates")
 
 # -- the commands --------------------------------------------------------------------
 
@@ -304,11 +354,13 @@ STREAMS = [
     ["XCLAIM", "s", "g", "c2", "0", "9-9"], ["XAUTOCLAIM", "s", "g", "c3", "0", "0-0"], ["XAUTOCLAIM", "s", "g", "c3", "0", "0-0", "JUSTID"],
     ["XDEL", "s", "1-1"], ["XAUTOCLAIM", "s", "g", "c3", "0", "0-0"],
     ["XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD", "1"], ["XGROUP", "DELCONSUMER", "s", "g", "c0"],
-    ["XINFO", "GROUPS", "s"], (["XINFO", "CONSUMERS", "s", "g"], redact(rb"(?:seen-time|idle|inactive)\r\n:(\d+)", rb"(?:seen-time|idle|inactive)\r\n\$\d+\r\n(\d+)")),
-    ["XINFO", "STREAM", "s"], (["XINFO", "STREAM", "s", "FULL"], redact(rb"(?:seen-time|active-time|delivery-time)\r\n:(\d+)", rb"\*3\r\n\$3\r\n2-1\r\n:(\d+)", rb"\*4\r\n\$3\r\n2-1\r\n\$2\r\nc3\r\n:(\d+)")),
+    ["XINFO", "GROUPS", "s"], (["XINFO", "CONSUMERS", "s", "g"], lambda b: redact(rb"(?:seen-time|idle)\r\n:(\d+)")(XINFO_NEW(b))),
+    (["XINFO", "STREAM", "s"], XINFO_NEW), (["XINFO", "STREAM", "s", "FULL"], lambda b: redact(
+        rb"(?:seen-time|delivery-time)\r\n:(\d+)", rb"\*3\r\n\$3\r\n2-1\r\n:(\d+)",
+        rb"\*4\r\n\$3\r\n2-1\r\n\$2\r\nc3\r\n:(\d+)")(without_fields("active-time")(b))),
     ["XINFO", "STREAM", "nokey"], ["XGROUP", "DESTROY", "s", "g"], ["XGROUP", "DESTROY", "s", "g"],
     ["XTRIM", "s", "MAXLEN", "1"], ["XTRIM", "s", "MINID", "5-0"], ["XSETID", "s", "10-0"], ["XSETID", "s", "10-0", "ENTRIESADDED", "1"],
-    ["XSETID", "s2", "11-0", "ENTRIESADDED", "5", "MAXDELETEDID", "2-2"], ["XINFO", "STREAM", "s2"], ["XADD", "s", "*"],
+    ["XSETID", "s2", "11-0", "ENTRIESADDED", "5", "MAXDELETEDID", "2-2"], (["XINFO", "STREAM", "s2"], XINFO_NEW), ["XADD", "s", "*"],
 ]
 
 SERVER = [
@@ -401,7 +453,7 @@ INTROSPECTION = [
     (["MEMORY", "DOCTOR"], text_kind), (["LATENCY", "DOCTOR"], text_kind), (["MEMORY", "MALLOC-STATS"], text_kind),
     (["MEMORY", "STATS"], map_keys), (["HELLO"], map_keys), (["HELLO", "3"], map_keys), (["HELLO", "4"], None),
     (["FUNCTION", "DUMP"], text_kind), (["LOLWUT", "VERSION", "5", "1", "1", "1"], text_kind),
-    (["COMMAND", "LIST"], lambda b: b[:1]), (["COMMAND", "LIST", "FILTERBY", "PATTERN", "xa*"], unordered),
+    (["COMMAND", "LIST"], lambda b: b[:1]), (["COMMAND", "LIST", "FILTERBY", "PATTERN", "xr*"], unordered),
     (["COMMAND", "LIST", "FILTERBY", "ACLCAT", "hyperloglog"], unordered), (["COMMAND"], lambda b: b[:1]),
     (["COMMAND", "DOCS"], lambda b: b[:1]), (["CONFIG", "GET", "maxmemory", "save", "appendonly"], unordered),
     (["LATENCY", "HISTOGRAM", "set"], map_keys),
@@ -693,7 +745,7 @@ MORE = [
     ["HSET", "lh", "f", "v"], ["OBJECT", "FREQ", "lh"], ["GET", "lf"], ["OBJECT", "FREQ", "lf"], ["DEL", "lf"],
     ["SET", "lf", "v", "EX", "100"], ["OBJECT", "FREQ", "lf"], ["CONFIG", "SET", "maxmemory-policy", "noeviction"],
     ["XADD", "st", "MAXLEN", "=", "2", "1-0", "a", "1"], ["XADD", "st", "2-0", "a", "2"], ["XADD", "st", "3-0", "a", "3"],
-    ["XDEL", "st", "2-0"], ["XINFO", "STREAM", "st"], ["XGROUP", "CREATE", "st", "g", "0"],
+    ["XDEL", "st", "2-0"], (["XINFO", "STREAM", "st"], XINFO_NEW), ["XGROUP", "CREATE", "st", "g", "0"],
     ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "st", ">"], ["XDEL", "st", "3-0"],
     ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "st", "0"], ["XCLAIM", "st", "g", "c", "0", "3-0"],
     ["XAUTOCLAIM", "st", "g", "c", "0", "0-0", "COUNT", "1"], ["XINFO", "GROUPS", "st"],
