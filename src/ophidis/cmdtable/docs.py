@@ -91,6 +91,7 @@ cluster|keyslot|Hash slot of a key name
 cluster|links|Connections to the other nodes
 cluster|meet|Join another node to the cluster
 cluster|myid|Id of this node
+cluster|myshardid|Id of this node's shard
 cluster|nodes|Cluster configuration as seen by this node
 cluster|replicas|Replicas of a master node
 cluster|replicate|Become a replica of a master node
@@ -100,6 +101,7 @@ cluster|set-config-epoch|Set the config epoch of a new node
 cluster|setslot|Change the state of a hash slot
 cluster|shards|Slot ranges and nodes of every shard
 cluster|slaves|Replicas of a master node (old name)
+cluster|slot-stats|Usage statistics of this shard's slots
 cluster|slots|Mapping of hash slots to nodes
 command|Details about every command
 command|count|Number of commands
