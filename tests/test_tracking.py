@@ -253,16 +253,23 @@ def test_evicted_keys_are_invalidated_before_the_reply(tsrv, w):
     c.close()
 
 
-def test_scripts_track_their_declared_keys(tsrv, w):
+def test_scripts_track_the_keys_they_read(tsrv, w):
+    # Redis 7.2+: the keys the script's read-only commands read, not the
+    # keys it declared (7.0's rule)
     c = resp3(tsrv.port)
     c.call("CLIENT", "TRACKING", "on")
     c.call("EVAL", "redis.call('set', 'k3', 'bar')", 2, "k1", "k2")   # no read: nothing tracked
+    w.mset({"k1": "1", "k2": "2", "k3": "3"})
+    assert c.nothing_pending()
+    c.call("EVAL", "redis.call('get', 'k3'); redis.call('mget', 'k4', 'k5')", 2, "k1", "k2")
     w.mset({"k1": "1", "k2": "2"})
     assert c.nothing_pending()
-    c.call("EVAL", "redis.call('get', 'k3')", 2, "k1", "k2")            # a read: the declared keys
-    w.mset({"k1": "1", "k2": "2"})
+    w.mset({"k3": "1", "k5": "2"})
     got = set(c.read()[1][1]) | set(c.read()[1][1])
-    assert got == {b"k1", b"k2"}
+    assert got == {b"k3", b"k5"}
+    c.call("EVAL_RO", "return redis.call('get', KEYS[1])", 1, "k6")     # the command, not EVAL_RO's keys
+    w.set("k6", "1")
+    assert c.read()[1][1] == [b"k6"]
     c.close()
 
 

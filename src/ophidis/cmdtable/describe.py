@@ -110,7 +110,8 @@ def forget(cmd):
 
 def command_info_reply(cmd, resp) -> bytes:
     if cmd is None:
-        return b"_\r\n" if resp >= 3 else b"*-1\r\n"
+        # an unknown name is a null (RESP2's null bulk string), as Redis
+        return b"_\r\n" if resp >= 3 else b"$-1\r\n"
     k = (cmd, resp)
     r = _info_cache.get(k)
     if r is not None:

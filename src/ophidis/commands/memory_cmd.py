@@ -8,6 +8,7 @@ estimate of its Python objects (see memory.py)."""
 from __future__ import annotations
 
 import gc
+import sys
 
 from ..cmdtable.registry import command
 from ..dtoa import d2string
@@ -17,7 +18,7 @@ from ..keyspace.db import EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
 from ..memory.sizes import STARTUP
-from ..protocol.resp import OK, bulk, double, help_reply, integer, map_header
+from ..protocol.resp import OK, bulk, double, help_reply, integer, map_header, verbatim
 from ..types.array import ArrayValue
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
@@ -281,8 +282,8 @@ def memory_stats(c, argv):
         (b"allocator.resident", integer(rss)),
         (b"allocator-fragmentation.ratio", _dbl(c, 1.0)),
         (b"allocator-fragmentation.bytes", integer(0)),
-        (b"allocator.rss-ratio", _dbl(c, 1.0)),
-        (b"allocator.rss-bytes", integer(0)),
+        (b"allocator-rss.ratio", _dbl(c, 1.0)),
+        (b"allocator-rss.bytes", integer(0)),
         (b"rss-overhead.ratio", _dbl(c, 1.0)),
         (b"rss-overhead.bytes", integer(0)),
         (b"fragmentation", _dbl(c, rss / used if used else 1.0)),
@@ -317,13 +318,12 @@ def memory_doctor(c, argv):
             notes.append("the peak (%d bytes) is well above current usage." % m.peak)
         text = "Sam, I have a few notes for you:\n\n" + "\n".join(" * " + n for n in notes) \
             if notes else "Hi Sam, I detected no memory issues with this instance."
-    return bulk(text.encode())
+    return verbatim(c.resp, text.encode())
 
 
 @command("memory|malloc-stats")
 def memory_malloc_stats(c, argv):
-    import sys
-    return bulk(("pymalloc: %d allocated blocks; gc counts %r" % (
+    return verbatim(c.resp, ("pymalloc: %d allocated blocks; gc counts %r" % (
         sys.getallocatedblocks(), gc.get_count())).encode())
 
 

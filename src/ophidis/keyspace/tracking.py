@@ -117,16 +117,17 @@ class Tracking:
                             for k in keys_of(cmd, argv):
                                 t.invalidate(k)
                     elif remember:
+                        # a script's read-only command: the keys it reads,
+                        # for the client running the script (Redis 7.2+;
+                        # 7.0 took the keys the script declared)
                         if c.in_script:
-                            # a script that reads: the keys it declared (Redis
-                            # takes the caller's command's keys)
-                            owner, keys = c.script_caller or (None, ())
+                            owner = c.script_caller[0] if c.script_caller is not None else None
                         else:
-                            owner, keys = c, None
+                            owner = c
                         st = owner.tracking if owner is not None else None
                         if st and not st.bcast and not (
                                 (st.optin and not st.caching) or (st.optout and st.caching)):
-                            t.remember(owner, keys_of(cmd, argv) if keys is None else keys)
+                            t.remember(owner, keys_of(cmd, argv))
             finally:
                 if outer:
                     t.current = None

@@ -306,7 +306,10 @@ class Memory(Eviction):
                             q.keys.append(k)
                             q.times.append(m.clock)
                     elif indexed:
-                        m.touch(db, (k,))
+                        if pre:
+                            m.touch(db, (k,))
+                        else:
+                            m.created(db, k)    # a new object: no earlier access counts
                 if delta:
                     dbmem[db.id] += delta
                     m.dataset += delta
@@ -337,7 +340,7 @@ class Memory(Eviction):
                     q.keys.append(k)
                     q.times.append(m.clock)
                 elif indexed:
-                    m.touch(db, (k,))
+                    m.created(db, k)
             else:
                 exp = db.expires
                 if exp and k in exp:

@@ -187,7 +187,10 @@ class Eviction:
     def touch(self, db, keys):
         idx = self.indexes[db.id]
         if idx is None:
-            idx = self._index(db)
+            # built now: every key, these included, starts as just created
+            # (LFU: the counter at LFU_INIT_VAL, as Redis creates an object)
+            self._index(db)
+            return
         src = db.expires if self.volatile else db.d
         pos = idx.pos
         info = idx.info
@@ -204,6 +207,21 @@ class Eviction:
             for k in keys:
                 if k not in pos and k in src:
                     idx.add(k, now)
+
+    def created(self, db, key):
+        """A write created key (it did not exist before): its access
+        information starts afresh, as a new object's in Redis (an entry
+        left from a deleted key of that name does not carry over)."""
+        idx = self.indexes[db.id]
+        if idx is None:
+            self._index(db)
+            return
+        i = idx.pos.get(key)
+        if i is None:
+            if key in (db.expires if self.volatile else db.d):
+                idx.add(key, self._now_info())
+        else:
+            idx.info[i] = self._now_info()
 
     def _lfu_decr(self, packed):
         ldt = packed >> 8

@@ -228,9 +228,14 @@ class Dispatch:
         if cmd is not None:
             cmd.rejected_calls += 1
         msg = e.msg
-        if cmd is not None and cmd.name == "exec" and c.multi is not None:
-            # EXEC itself refused (OOM, MISCONF ...): the transaction is over.
+        if cmd is not None and cmd.name == "exec":
+            # EXEC itself refused (arity, OOM, MISCONF ...), in a transaction
+            # or not: any transaction is over (WATCHes dropped too) and the
+            # reason follows EXECABORT, without the ERR code Redis's
+            # formatted rejections do not carry.
             discard_transaction(c)
+            if msg.startswith(b"ERR "):
+                msg = msg[4:]
             msg = b"EXECABORT Transaction discarded because of: " + msg
             if self.monitors:
                 self.feed_monitors(c, [b"exec"])
