@@ -1,0 +1,251 @@
+"""The JSON type (Redis 8's built-in RedisJSON): a document held as plain
+Python values (dict, list, str, int, float, bool, None) inside ``JsonValue``.
+
+Parsing follows serde_json's rules as RedisJSON applies them (no NaN or
+Infinity, integers beyond 64 bits become floats, nesting limited to 128
+levels); serializing writes what serde_json writes: compact by default,
+non-ASCII characters as they are, floats in the shortest round-trip form
+with serde's exponent style (``1e20``, ``1.5e-7``), and the INDENT /
+NEWLINE / SPACE formatter of JSON.GET.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..keyspace.db import ENCODINGS, TYPE_NAMES
+
+MAX_DEPTH = 128
+I64_MIN = -(1 << 63)
+I64_MAX = (1 << 63) - 1
+U64_MAX = (1 << 64) - 1
+
+
+class JsonError(Exception):
+    """A document that cannot be parsed (the message is the reply's text
+    after ``ERR ``)."""
+
+
+class JsonValue:
+    __slots__ = ("v",)
+
+    def __init__(self, v=None):
+        self.v = v
+
+
+TYPE_NAMES[JsonValue] = b"ReJSON-RL"
+ENCODINGS[JsonValue] = lambda v, cfg: b"raw"
+
+
+def _bad_constant(name):
+    raise ValueError("bad constant")
+
+
+def _int(s: str):
+    v = int(s)
+    if I64_MIN <= v <= U64_MAX:
+        return v
+    return float(s)
+
+
+def _depth_ok(v, depth=0) -> bool:
+    stack = [(v, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, dict):
+            if d > MAX_DEPTH:
+                return False
+            stack.extend((y, d + 1) for y in x.values())
+        elif isinstance(x, list):
+            if d > MAX_DEPTH:
+                return False
+            stack.extend((y, d + 1) for y in x)
+    return True
+
+
+_decoder = json.JSONDecoder(parse_int=_int, parse_constant=_bad_constant)
+
+
+def parse(data: bytes):
+    """A JSON text to its value; JsonError when it is not one."""
+    try:
+        s = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise JsonError("invalid unicode code point") from None
+    try:
+        v = _decoder.decode(s)
+    except ValueError as e:
+        lineno = getattr(e, "lineno", 1)
+        colno = getattr(e, "colno", 1)
+        msg = getattr(e, "msg", "expected value")
+        if msg.startswith("Extra data"):
+            text = "trailing characters"
+        elif msg.startswith("Expecting value") or msg == "bad constant":
+            text = "expected value"
+        elif msg.startswith("Unterminated string"):
+            text = "EOF while parsing a string"
+        elif msg.startswith("Expecting property name"):
+            text = "key must be a string"
+        elif msg.startswith("Expecting ':'"):
+            text = "expected `:`"
+        elif msg.startswith("Expecting ','"):
+            text = "expected `,` or `}`" if "delimiter" in msg else "expected value"
+        else:
+            text = "expected value"
+        raise JsonError("expected value at line %d column %d" % (lineno, colno)
+                        if text == "expected value" else "%s at line %d column %d" % (text, lineno, colno)) from None
+    if isinstance(v, float) and not math.isfinite(v):
+        raise JsonError("number out of range")
+    if not _depth_ok(v):
+        raise JsonError("recursion limit exceeded")
+    return v
+
+
+def format_float(f: float) -> str:
+    """serde_json's (ryu's) text of a finite float."""
+    if f == 0:
+        return "-0.0" if math.copysign(1.0, f) < 0 else "0.0"
+    r = repr(f)
+    if "e" in r or "E" in r:
+        mant, _, exp = r.partition("e")
+        e = int(exp)
+        if -5 <= e < 16:
+            # ryu writes these in plain decimal
+            digits = mant.replace(".", "").lstrip("-")
+            neg = mant.startswith("-")
+            point = (mant.lstrip("-").find(".") if "." in mant else len(mant.lstrip("-"))) + e
+            if point <= 0:
+                s = "0." + "0" * (-point) + digits
+            elif point >= len(digits):
+                s = digits + "0" * (point - len(digits)) + ".0"
+            else:
+                s = digits[:point] + "." + digits[point:]
+            return ("-" if neg else "") + s
+        if mant.endswith(".0"):
+            mant = mant[:-2]
+        return "%se%d" % (mant, e)
+    if abs(f) >= 1e16:
+        # repr's plain digits where ryu writes an exponent
+        digits = r.rstrip("0").rstrip(".").lstrip("-")
+        if digits.endswith(".0"):
+            digits = digits[:-2]
+        intpart = r.split(".")[0].lstrip("-")
+        exp = len(intpart) - 1
+        sig = intpart.rstrip("0")
+        mant = sig[0] + ("." + sig[1:] if len(sig) > 1 else "")
+        return ("-" if f < 0 else "") + "%se%d" % (mant, exp)
+    return r
+
+
+_ESC = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _str(s: str) -> str:
+    out = []
+    for ch in s:
+        e = _ESC.get(ch)
+        if e is not None:
+            out.append(e)
+        elif ch < " ":
+            out.append("\\u%04x" % ord(ch))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _scalar(v) -> str:
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return format_float(v)
+    return _str(v)
+
+
+def dumps(v, indent=None, newline=None, space=None) -> str:
+    """serde_json's text of v (compact), or RedisJSON's formatter's with
+    INDENT / NEWLINE / SPACE."""
+    if indent is None and newline is None and space is None:
+        return _compact(v)
+    out = []
+    _pretty(v, out, indent or "", newline or "", space or "", 0)
+    return "".join(out)
+
+
+def _compact(v) -> str:
+    if isinstance(v, dict):
+        return "{" + ",".join(_str(k) + ":" + _compact(x) for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(_compact(x) for x in v) + "]"
+    return _scalar(v)
+
+
+def _pretty(v, out, ind, nl, sp, depth):
+    if isinstance(v, dict):
+        out.append("{")
+        first = True
+        for k, x in v.items():
+            if not first:
+                out.append(",")
+            first = False
+            out.append(nl + ind * (depth + 1))
+            out.append(_str(k) + ":" + sp)
+            _pretty(x, out, ind, nl, sp, depth + 1)
+        if v:
+            out.append(nl + ind * depth)
+        out.append("}")
+    elif isinstance(v, list):
+        out.append("[")
+        first = True
+        for x in v:
+            if not first:
+                out.append(",")
+            first = False
+            out.append(nl + ind * (depth + 1))
+            _pretty(x, out, ind, nl, sp, depth + 1)
+        if v:
+            out.append(nl + ind * depth)
+        out.append("]")
+    else:
+        out.append(_scalar(v))
+
+
+def type_name(v) -> str:
+    """JSON.TYPE's names."""
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def memory(v) -> int:
+    """An estimate of a value's bytes as JSON.DEBUG MEMORY reports them
+    (ijson's layout: 8-byte values, strings and containers with headers)."""
+    if v is None or v is True or v is False:
+        return 0
+    if isinstance(v, (int, float)):
+        return 0 if isinstance(v, int) and -128 <= v < 128 else 16
+    if isinstance(v, str):
+        return 16 + len(v.encode("utf-8")) + 8
+    if isinstance(v, list):
+        if not v:
+            return 0
+        return 16 + 8 * len(v) + sum(memory(x) for x in v)
+    if not v:
+        return 0
+    return 16 + 16 * len(v) + sum(memory(x) + memory(k) for k, x in v.items())
