@@ -33,6 +33,10 @@ class JsonValue:
     def __init__(self, v=None):
         self.v = v
 
+    def rewrite_commands(self, key):
+        """AOF rewrite: the document set whole at the root."""
+        yield [b"JSON.SET", key, b"$", dumps(self.v).encode("utf-8")]
+
 
 TYPE_NAMES[JsonValue] = b"ReJSON-RL"
 ENCODINGS[JsonValue] = lambda v, cfg: b"raw"
