@@ -19,7 +19,7 @@ from ..keyspace import notify
 from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer, map_header, null,
                              simple)
 from ..types import jsonpath
-from ..types.json import I64_MAX, I64_MIN, JsonError, JsonValue, dumps, memory, parse, type_name
+from ..types.json import I64_MAX, I64_MIN, JsonError, JsonValue, MAX_DEPTH, deep_copy, depth, dumps, memory, parse, type_name
 from ..util import parse_int, try_int
 
 _MODULE = notify.MODULE
@@ -57,7 +57,7 @@ def _doc(b: bytes):
     try:
         return parse(b)
     except JsonError as e:
-        raise RedisError("ERR " + str(e)) from None
+        raise RedisError("-" + str(e)) from None
 
 
 class _Path:
@@ -72,7 +72,7 @@ class _Path:
         try:
             self.q = jsonpath.compile(text)
         except jsonpath.PathError as e:
-            raise RedisError("ERR " + str(e)) from None
+            raise RedisError("-" + str(e)) from None
 
     def run(self, doc):
         return self.q.run(doc)
@@ -177,18 +177,25 @@ def _set_targets(doc, path: _Path, nx: bool, xx: bool):
 
 def _apply_set(jv, value, found, adds):
     for p in found:
+        _check_depth(len(p), value)
+    for p, _k in adds:
+        _check_depth(len(p) + 1, value)
+    for p in found:
         _set_at(jv, p, _copy(value))
     for p, k in adds:
         _get_at(jv.v, p)[k] = _copy(value)
     return len(found) + len(adds)
 
 
-def _copy(v):
-    if isinstance(v, dict):
-        return {k: _copy(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_copy(x) for x in v]
-    return v
+_copy = deep_copy
+_TOO_DEEP = RedisError("ERR recursion limit exceeded")
+
+
+def _check_depth(at: int, value):
+    """A value placed ``at`` levels below the root must keep the document
+    within RedisJSON's nesting limit."""
+    if at + depth(value) >= MAX_DEPTH:
+        raise _TOO_DEEP
 
 
 _FPHA = {b"BF16", b"FP16", b"FP32", b"FP64"}
@@ -286,8 +293,7 @@ def _merge(target, patch):
     """RFC 7396 merge patch."""
     if not isinstance(patch, dict):
         return _copy(patch)
-    if not isinstance(target, dict):
-        target = {}
+    target = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
             target.pop(k, None)
@@ -329,7 +335,9 @@ def json_merge(c, argv):
             if value is None:
                 _parent(jv.v, p).pop(p[-1]) if isinstance(p[-1], str) else None
             else:
-                _set_at(jv, p, _merge(_get_at(jv.v, p), value))
+                merged = _merge(_get_at(jv.v, p), value)
+                _check_depth(len(p), merged)
+                _set_at(jv, p, merged)
         _done(c, key, b"json.merge")
         return OK
     found, adds = _set_targets(jv.v, path, True, False)
@@ -527,11 +535,11 @@ def _del(c, argv, name):
         deleted = len(found)
     if deleted:
         v = jv.v
+        # the whole document, or a container emptied by the deletion,
+        # goes with its key (RedisJSON deletes it; no "del" event)
         if path.root or (isinstance(v, (dict, list)) and not v):
             db.delete(key)
         else:
-            db.signal(key)
-        if path.root or not v and isinstance(v, (dict, list)):
             db.signal(key)
         notify.notify(_MODULE, b"json.del", key, db.id)
         c.server.dirty += 1
@@ -628,9 +636,9 @@ def _num_op(c, argv, name, event, mult):
     try:
         by = parse(argv[3])
     except JsonError as e:
-        raise RedisError("ERR " + str(e)) from None
+        raise RedisError("-" + str(e)) from None
     if not _isnum(by):
-        raise RedisError("bad input number")
+        raise RedisError("-bad input number")
     res = path.run(jv.v)
     results = []
     for p, v in res:
@@ -762,6 +770,9 @@ def json_arrappend(c, argv):
     jv = _write_root(c, key)
     res = path.run(jv.v)
     hits = _array_targets(c, path, res)
+    for p in hits:
+        for x in values:
+            _check_depth(len(p) + 1, x)
     vals = []
     for p in hits:
         arr = _get_at(jv.v, p)
@@ -791,7 +802,7 @@ def json_arrindex(c, argv):
     try:
         want = parse(argv[3])
     except JsonError as e:
-        raise RedisError("ERR " + str(e)) from None
+        raise RedisError("-" + str(e)) from None
     start = _i64(argv[4]) if len(argv) > 4 else 0
     end = _i64(argv[5]) if len(argv) > 5 else 0
     jv = c.db.lookup_read_typed(argv[1], JsonValue)
@@ -837,6 +848,8 @@ def json_arrinsert(c, argv):
         j = n + idx if idx < 0 else idx
         if not 0 <= j <= n:
             raise RedisError("ERR index out of bounds")
+        for x in values:
+            _check_depth(len(p) + 1, x)
     vals = []
     for p in hits:
         arr = _get_at(jv.v, p)

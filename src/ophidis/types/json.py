@@ -33,6 +33,10 @@ class JsonValue:
     def __init__(self, v=None):
         self.v = v
 
+    def copy(self):
+        """COPY: a deep copy of the document."""
+        return JsonValue(deep_copy(self.v))
+
     def rewrite_commands(self, key):
         """AOF rewrite: the document set whole at the root."""
         yield [b"JSON.SET", key, b"$", dumps(self.v).encode("utf-8")]
@@ -40,6 +44,34 @@ class JsonValue:
 
 TYPE_NAMES[JsonValue] = b"ReJSON-RL"
 ENCODINGS[JsonValue] = lambda v, cfg: b"raw"
+
+
+def deep_copy(v):
+    stack = []
+    if isinstance(v, dict):
+        root = {}
+    elif isinstance(v, list):
+        root = []
+    else:
+        return v
+    stack.append((v, root))
+    while stack:
+        src, dst = stack.pop()
+        items = src.items() if isinstance(src, dict) else enumerate(src)
+        for k, x in items:
+            if isinstance(x, dict):
+                y = {}
+                stack.append((x, y))
+            elif isinstance(x, list):
+                y = []
+                stack.append((x, y))
+            else:
+                y = x
+            if isinstance(dst, dict):
+                dst[k] = y
+            else:
+                dst.append(y)
+    return root
 
 
 def _bad_constant(name):
@@ -51,6 +83,21 @@ def _int(s: str):
     if I64_MIN <= v <= U64_MAX:
         return v
     return float(s)
+
+
+def depth(v) -> int:
+    """Nesting levels of v (a scalar 0, [] or {} 1)."""
+    best = 0
+    stack = [(v, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, dict):
+            best = max(best, d)
+            stack.extend((y, d + 1) for y in x.values())
+        elif isinstance(x, list):
+            best = max(best, d)
+            stack.extend((y, d + 1) for y in x)
+    return best
 
 
 def _depth_ok(v, depth=0) -> bool:
@@ -80,30 +127,84 @@ def parse(data: bytes):
     try:
         v = _decoder.decode(s)
     except ValueError as e:
-        lineno = getattr(e, "lineno", 1)
-        colno = getattr(e, "colno", 1)
-        msg = getattr(e, "msg", "expected value")
-        if msg.startswith("Extra data"):
-            text = "trailing characters"
-        elif msg.startswith("Expecting value") or msg == "bad constant":
-            text = "expected value"
-        elif msg.startswith("Unterminated string"):
-            text = "EOF while parsing a string"
-        elif msg.startswith("Expecting property name"):
-            text = "key must be a string"
-        elif msg.startswith("Expecting ':'"):
-            text = "expected `:`"
-        elif msg.startswith("Expecting ','"):
-            text = "expected `,` or `}`" if "delimiter" in msg else "expected value"
-        else:
-            text = "expected value"
-        raise JsonError("expected value at line %d column %d" % (lineno, colno)
-                        if text == "expected value" else "%s at line %d column %d" % (text, lineno, colno)) from None
+        raise JsonError(_serde_message(s, e)) from None
     if isinstance(v, float) and not math.isfinite(v):
         raise JsonError("number out of range")
     if not _depth_ok(v):
         raise JsonError("recursion limit exceeded")
     return v
+
+
+def _serde_message(s: str, e) -> str:
+    """serde_json's text for the usual parse errors ("<what> at line L
+    column C", C the 1-based column of the offending character; at the end
+    of the input the column of the last character)."""
+    msg = getattr(e, "msg", "")
+    pos = getattr(e, "pos", 0) or 0
+    if msg == "bad constant":
+        # NaN / Infinity / -Infinity
+        msg = "Expecting value"
+    at_end = not s[pos:].strip() or msg.startswith("Unterminated string")
+    if at_end:
+        body = s.rstrip()
+        pos = len(body)
+        opened = [ch for ch in body if ch in "[{"]
+        if msg.startswith("Unterminated string") or msg.startswith("Invalid control"):
+            what = "EOF while parsing a string"
+        elif not body:
+            what = "EOF while parsing a value"
+        elif msg.startswith("Expecting property name") or msg.startswith("Expecting ':'") \
+                or (msg.startswith("Expecting ','") and body.lstrip()[:1] == "{" and opened[-1:] == ["{"]):
+            what = "EOF while parsing an object"
+        elif msg.startswith("Expecting ','") or (msg.startswith("Expecting value") and body.endswith((",", "["))
+                                                   and opened[-1:] == ["["]):
+            what = "EOF while parsing a list"
+        else:
+            what = "EOF while parsing a value"
+        line = body.count("\n") + 1
+        col = len(body) - (body.rfind("\n") + 1)
+        return "%s at line %d column %d" % (what, line, col)
+    line = s.count("\n", 0, pos) + 1
+    col = pos - (s.rfind("\n", 0, pos) + 1) + 1
+    if msg.startswith("Extra data"):
+        what = "trailing characters"
+    elif msg.startswith("Expecting property name"):
+        what = "trailing comma" if s[pos:pos + 1] == "}" else "key must be a string"
+    elif msg.startswith("Expecting ':'"):
+        what = "expected `:`"
+    elif msg.startswith("Expecting ',' delimiter"):
+        inner = s[:pos].rstrip()
+        what = "expected `,` or `}`" if _innermost(inner) == "{" else "expected `,` or `]`"
+    elif msg.startswith("Invalid control character"):
+        what = "control character (\\u0000-\\u001F) found while parsing a string"
+    elif msg.startswith("Invalid \\escape") or msg.startswith("Invalid \\uXXXX"):
+        what = "invalid escape"
+    elif msg.startswith("Expecting value") and s[pos:pos + 1] == "]" and s[:pos].rstrip().endswith(","):
+        what = "trailing comma"
+    else:
+        what = "expected value"
+    return "%s at line %d column %d" % (what, line, col)
+
+
+def _innermost(prefix: str) -> str:
+    """The innermost open bracket of a JSON prefix (strings skipped)."""
+    stack = []
+    instr = esc = False
+    for ch in prefix:
+        if instr:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                instr = False
+        elif ch == '"':
+            instr = True
+        elif ch in "[{":
+            stack.append(ch)
+        elif ch in "]}" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""
 
 
 def format_float(f: float) -> str:

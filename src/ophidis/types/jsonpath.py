@@ -179,7 +179,9 @@ class _P:
         self.i = 0
 
     def fail(self):
-        raise PathError("JSON Path error: path error: \n%s\n%s^---\n" % (self.s, " " * self.i))
+        # RedisJSON's text names the tokens its grammar expected here;
+        # ours says where only
+        raise PathError("Error occurred at position %d, Error at position %d: parsing error" % (self.i, self.i))
 
     def peek(self, n=1):
         return self.s[self.i:self.i + n]
