@@ -487,3 +487,23 @@ def test_replica_stream(start_server):
     wait_until(lambda: rep.exists("e"), what="the stream")
     assert rep.execute_command("JSON.GET", "d") == b'{"l":[6,2]}'
     assert rep.type("e") == b"ReJSON-RL"
+
+
+def test_format_expand_resp3(raw, raw3):
+    raw3.call("JSON.SET", "d", "$", '{"a":[1,{"b":null,"t":true}],"f":1.5}')
+    assert raw3.call("JSON.GET", "d", "FORMAT", "EXPAND", "$.a", "$.f") == (
+        b"*2\r\n*1\r\n*2\r\n:1\r\n%2\r\n$1\r\nb\r\n_\r\n$1\r\nt\r\n#t\r\n*1\r\n,1.5\r\n")
+    assert raw3.call("JSON.GET", "d", "FORMAT", "EXPAND1", "$.a", ".f") == (
+        b"*2\r\n*1\r\n" + bulk(b'[1,{"b":null,"t":true}]') + b"*1\r\n,1.5\r\n")
+    assert raw3.call("JSON.GET", "d", "FORMAT", "STRING", "$.f") == bulk(b"[1.5]")
+    assert raw3.call("JSON.GET", "d", "FORMAT", "BOGUS", "$.f") == b"-ERR wrong reply format\r\n"
+    assert raw.call("JSON.GET", "d", "FORMAT", "EXPAND", "$.f") == (
+        b"-ERR FORMAT argument is not supported on RESP2\r\n")
+    assert raw.call("JSON.GET", "d", "$.f", "FORMAT", "EXPAND") == bulk(b"[1.5]")   # after a path: ignored
+    assert raw3.call("JSON.ARRPOP", "d", "FORMAT", "EXPAND", "$.a") == b"*1\r\n%2\r\n$1\r\nb\r\n_\r\n$1\r\nt\r\n#t\r\n"
+    assert raw3.call("JSON.ARRPOP", "d", "FORMAT", "EXPAND", ".a") == (
+        b"-Legacy paths are supported only with FORMAT STRINGS\r\n")
+    assert raw.call("JSON.ARRPOP", "d", "FORMAT", "EXPAND", "$.a") == (
+        b"-ERR FORMAT argument is not supported on RESP2\r\n")
+    assert raw3.call("JSON.ARRPOP", "d", "FORMAT", "STRING", "$.a") == b"-ERR wrong reply format\r\n"
+    assert raw3.call("JSON.ARRPOP", "d", "FORMAT", "EXPAND1", "$.a") == b"*1\r\n:1\r\n"

@@ -379,8 +379,7 @@ def json_get(c, argv):
             f = argv[i + 1].upper()
             if f not in (b"STRING", b"EXPAND1", b"EXPAND"):
                 raise RedisError("ERR wrong reply format")
-            if f != b"STRING":
-                raise RedisError("ERR FORMAT EXPAND is not supported")
+            fmt[b"FORMAT"] = f
             i += 2
             continue
         if u == b"NOESCAPE":
@@ -395,6 +394,12 @@ def json_get(c, argv):
         return null(c.resp)
     ind, nl, sp = fmt.get(b"INDENT"), fmt.get(b"NEWLINE"), fmt.get(b"SPACE")
     doc = jv.v
+    form = fmt.get(b"FORMAT", b"STRING")
+    if c.resp >= 3 and form != b"STRING":
+        # one array per path, of its matches as RESP3 values (legacy
+        # paths too)
+        expand = form == b"EXPAND"
+        return _arr([_arr([_resp3(c, v, expand, ind, nl, sp) for _, v in p.run(doc)]) for p in paths])
     legacy = all(p.legacy for p in paths)
     if len(paths) == 1:
         p = paths[0]
@@ -452,6 +457,26 @@ def json_mget(c, argv):
         else:
             out.append(_s(dumps([x for _, x in res])))
     return _arr(out)
+
+
+def _resp3(c, v, expand, ind=None, nl=None, sp=None) -> bytes:
+    """A value as RESP3 (FORMAT EXPAND: containers as arrays and maps;
+    EXPAND1: containers as their JSON text)."""
+    if v is None:
+        return null(c.resp)
+    if v is True or v is False:
+        return b"#t\r\n" if v else b"#f\r\n"
+    if isinstance(v, int):
+        return integer(v)
+    if isinstance(v, float):
+        return double(c.resp, v)
+    if isinstance(v, str):
+        return _s(v)
+    if not expand:
+        return _s(dumps(v, ind, nl, sp))
+    if isinstance(v, list):
+        return _arr([_resp3(c, x, True) for x in v])
+    return map_header(c.resp, len(v)) + b"".join(_s(k) + _resp3(c, x, True) for k, x in v.items())
 
 
 def _resp(c, v) -> bytes:
@@ -884,16 +909,25 @@ def json_arrlen(c, argv):
 
 @command("json.arrpop")
 def json_arrpop(c, argv):
-    if len(argv) > 4:
-        raise _arity("json.arrpop")
     key = argv[1]
-    path = _Path(argv[2] if len(argv) > 2 else None)
-    if len(argv) > 3:
-        index = try_int(argv[3])
+    rest = list(argv[2:])
+    form = b"STRINGS"
+    if len(rest) >= 2 and rest[0].upper() == b"FORMAT":
+        form = rest[1].upper()
+        if form not in (b"STRINGS", b"EXPAND1", b"EXPAND"):
+            raise RedisError("ERR wrong reply format")
+        if c.resp < 3:
+            raise RedisError("ERR FORMAT argument is not supported on RESP2")
+        rest = rest[2:]
+    path = _Path(rest[0] if rest else None)
+    if len(rest) > 1:
+        index = try_int(rest[1])
         if index is None:
             index = -1
     else:
-        index = I64_MAX if len(argv) == 2 else -1
+        index = I64_MAX if not rest else -1
+    if path.legacy and form != b"STRINGS":
+        raise RedisError("Legacy paths are supported only with FORMAT STRINGS")
     jv = _write_root(c, key)
     res = path.run(jv.v)
     hits = _array_targets(c, path, res)
@@ -910,7 +944,12 @@ def json_arrpop(c, argv):
     out = []
     for p, v in res:
         t = tuple(p)
-        out.append(_s(dumps(popped[t])) if t in popped else null(c.resp))
+        if t not in popped:
+            out.append(null(c.resp))
+        elif form == b"STRINGS":
+            out.append(_s(dumps(popped[t])))
+        else:
+            out.append(_resp3(c, popped[t], form == b"EXPAND"))
     return _arr(out)
 
 
