@@ -6,11 +6,13 @@ record, RDB (DEBUG RELOAD) and AOF rewrite round trips, MODULE LIST, the
 @json ACL category and key specs."""
 
 import os
+import struct
 
 import pytest
 import redis
 from redis.exceptions import ResponseError
 
+from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
 from support.wait import wait_until
 
 DOC = '{"a":1,"b":[1,2.5,"x",null,true],"c":{"a":"two","d":{"a":[3]}}}'
@@ -423,6 +425,30 @@ def test_dump_restore_layout(r):
     r.restore("d2", 0, payload)
     assert r.execute_command("JSON.GET", "d2") == DOC.encode()
     assert r.type("d2") == b"ReJSON-RL"
+
+
+def _module_payload(encver: int, body: bytes) -> bytes:
+    data = (b"\x07" + enc_len(_module_id("ReJSON-RL", encver)) + enc_len(5) + enc_string(body, False)
+            + enc_len(0) + (10).to_bytes(2, "little"))
+    return data + crc64(data).to_bytes(8, "little")
+
+
+def test_restore_redis8_cbor_and_older_encodings(r):
+    # encoding version 4 (Redis 8): the document as CBOR, numeric arrays as
+    # RFC 8746 typed arrays (here an i16 array and a BF16 one)
+    cbor = (bytes([0xa3, 0x61]) + b"a" + bytes([0x85, 0x01, 0x20, 0xfb]) + struct.pack(">d", 0.1)
+            + bytes([0x62]) + "é".encode() + bytes([0xf6])
+            + bytes([0x61]) + b"i" + bytes([0xd8, 77, 0x44]) + struct.pack("<hh", -5, 300)
+            + bytes([0x61]) + b"b" + bytes([0xda, 0, 1, 0, 0, 0x42]) + struct.pack("<f", 1.5)[2:])
+    r.restore("v4", 0, _module_payload(4, cbor))
+    assert r.execute_command("JSON.GET", "v4") == '{"a":[1,-1,0.1,"é",null],"i":[-5,300],"b":[1.5]}'.encode()
+    r.restore("v3", 0, _module_payload(3, b'{"x":[true]}'))
+    assert r.execute_command("JSON.GET", "v3") == b'{"x":[true]}'
+    # corrupt documents are refused, not loaded
+    for bad in (_module_payload(4, b"\xff"), _module_payload(4, cbor[:-1]), _module_payload(3, b"{bad")):
+        with pytest.raises(ResponseError, match="Bad data format"):
+            r.restore("bad", 0, bad)
+    assert not r.exists("bad")
 
 
 def test_debug_reload(r):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 
 from ..keyspace.db import stats
-from ..types.json import JsonError, JsonValue, parse as json_parse
+from ..types.json import JsonError, JsonValue, cbor_decode, parse as json_parse
 from ..types.array import KIND_FLOAT, KIND_INT, KIND_SMALLSTR, KIND_STR, UINT64_MAX, ArrayValue, format_float
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MAX_ID, NACK, Consumer, Group, Node, StreamValue
@@ -330,7 +330,7 @@ class ValueReader:
             if t == T_MODULE:
                 self.fail("Module value of the old format (type 6) can't be loaded")
             mid = self.load_len()
-            if module_name(mid) == JSON_MODULE_NAME and (mid & 1023) in (2, 3):
+            if module_name(mid) == JSON_MODULE_NAME and (mid & 1023) in (2, 3, 4):
                 return self.load_json(mid & 1023)
             self.skip_module_value()
             raise UnsupportedType("module '%s'" % module_name(mid))
@@ -339,7 +339,8 @@ class ValueReader:
     def load_json(self, encver):
         """RedisJSON's module record of encoding version 2 or 3: a module
         string holding the JSON text (version 2 then an unsigned flag, and
-        two more strings when it is set), then the module EOF opcode."""
+        two more strings when it is set); version 4: a module string holding
+        the document as CBOR; then the module EOF opcode."""
         start = self.pos
         if self.load_len() != MODULE_OPCODE_STRING:
             self.fail("Error loading JSON module value", start)
@@ -355,6 +356,8 @@ class ValueReader:
         if self.load_len() != MODULE_OPCODE_EOF:
             self.fail("Error loading JSON module value", start)
         try:
+            if encver == 4:
+                return JsonValue(cbor_decode(bytes(text)))
             return JsonValue(json_parse(bytes(text)))
         except JsonError:
             self.fail("Error loading JSON module value", start)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
 
@@ -205,6 +206,108 @@ def _innermost(prefix: str) -> str:
         elif ch in "]}" and stack:
             stack.pop()
     return stack[-1] if stack else ""
+
+
+# RedisJSON's RDB encoding version 4: the document as CBOR (ijson's encode),
+# homogeneous numeric arrays as RFC 8746 typed arrays (tag -> struct code),
+# BF16 under the private tag 0x10000.
+_TYPED = {64: "B", 72: "b", 69: "<H", 77: "<h", 70: "<I", 78: "<i", 71: "<Q", 79: "<q",
+          84: "<e", 85: "<f", 86: "<d"}
+_TAG_BF16 = 0x10000
+
+
+def cbor_decode(data: bytes):
+    """A CBOR document (ijson's encoding) to its value; JsonError when it is
+    not one RedisJSON writes."""
+    try:
+        v, end = _cbor(memoryview(data), 0, 0)
+    except (IndexError, struct.error, UnicodeDecodeError, ValueError):
+        raise JsonError("CBOR decode error") from None
+    if end != len(data):
+        raise JsonError("CBOR decode error")
+    return v
+
+
+def _cbor_arg(b, p, info):
+    if info < 24:
+        return info, p
+    if info == 24:
+        return b[p], p + 1
+    if info == 25:
+        return struct.unpack_from(">H", b, p)[0], p + 2
+    if info == 26:
+        return struct.unpack_from(">I", b, p)[0], p + 4
+    if info == 27:
+        return struct.unpack_from(">Q", b, p)[0], p + 8
+    raise ValueError("indefinite or reserved length")
+
+
+def _cbor(b, p, depth):
+    if depth >= MAX_DEPTH:
+        raise ValueError("too deep")
+    ib = b[p]
+    major, info = ib >> 5, ib & 31
+    p += 1
+    if major == 7:
+        if info == 20:
+            return False, p
+        if info == 21:
+            return True, p
+        if info == 22:
+            return None, p
+        if info == 25:
+            return struct.unpack_from(">e", b, p)[0], p + 2
+        if info == 26:
+            return struct.unpack_from(">f", b, p)[0], p + 4
+        if info == 27:
+            return struct.unpack_from(">d", b, p)[0], p + 8
+        raise ValueError("simple value")
+    n, p = _cbor_arg(b, p, info)
+    if major == 0:
+        return n, p
+    if major == 1:
+        v = -1 - n
+        if v < I64_MIN:
+            raise ValueError("integer out of range")
+        return v, p
+    if major == 3:
+        return bytes(b[p:p + n]).decode("utf-8"), p + n
+    if major == 4:
+        out = []
+        for _ in range(n):
+            v, p = _cbor(b, p, depth + 1)
+            out.append(v)
+        return out, p
+    if major == 5:
+        d = {}
+        for _ in range(n):
+            k, p = _cbor(b, p, depth + 1)
+            if not isinstance(k, str):
+                raise ValueError("map key")
+            v, p = _cbor(b, p, depth + 1)
+            d[k] = v
+        return d, p
+    if major == 6:
+        if b[p] >> 5 != 2:
+            raise ValueError("typed array payload")
+        ln, q = _cbor_arg(b, p + 1, b[p] & 31)
+        raw = bytes(b[q:q + ln])
+        if len(raw) != ln:
+            raise ValueError("short payload")
+        if n == _TAG_BF16:
+            if ln % 2:
+                raise ValueError("bf16 size")
+            vals = [struct.unpack("<f", b"\0\0" + raw[i:i + 2])[0] for i in range(0, ln, 2)]
+        else:
+            code = _TYPED.get(n)
+            if code is None:
+                raise ValueError("unknown tag")
+            size = struct.calcsize(code)
+            if ln % size:
+                raise ValueError("typed array size")
+            vals = [struct.unpack_from(code, raw, i)[0] for i in range(0, ln, size)]
+        return vals, q + ln
+    raise ValueError("byte string")
 
 
 def format_float(f: float) -> str:
