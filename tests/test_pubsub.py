@@ -223,12 +223,12 @@ def test_resp3_push_messages(server, r):
     s.close()
 
 
-def test_resp3_publish_to_self_comes_before_reply(server):
-    # Redis adds the push to the client's buffer while PUBLISH runs, so it
-    # precedes the integer reply; pipelined replies keep their order.
+def test_resp3_publish_to_self_comes_after_reply(server):
+    # Since Redis 7.2 a message for the publisher itself follows PUBLISH's
+    # reply; pipelined replies keep their order.
     out = replies_to(server.port, encode("HELLO", "3"), encode("SUBSCRIBE", "me"), encode("PUBLISH", "me", "x"),
                      encode("PING"))
-    tail = msg(b"subscribe", b"me", 1, resp=3) + msg(b"message", b"me", b"x", resp=3) + b":1\r\n+PONG\r\n"
+    tail = msg(b"subscribe", b"me", 1, resp=3) + b":1\r\n" + msg(b"message", b"me", b"x", resp=3) + b"+PONG\r\n"
     assert out.endswith(tail)
 
 

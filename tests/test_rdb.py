@@ -157,9 +157,13 @@ def test_payload_version_and_checksum():
     bad = bytearray(p)
     bad[1] ^= 1
     assert not verify_payload(bytes(bad))
-    v11 = p[:-10] + b"\x0b\x00"
-    v11 += crc64(v11).to_bytes(8, "little")
-    assert not verify_payload(v11)
+    # versions up to Redis 7.4's (12: hashes with field TTLs) are taken
+    v12 = p[:-10] + b"\x0c\x00"
+    v12 += crc64(v12).to_bytes(8, "little")
+    assert verify_payload(v12)
+    v13 = p[:-10] + b"\x0d\x00"
+    v13 += crc64(v13).to_bytes(8, "little")
+    assert not verify_payload(v13)
 
 
 # -- server: SAVE, restart, encodings ------------------------------------------------
@@ -525,9 +529,9 @@ def test_wrong_signature_refused(start_server, tmp_path):
     s, rc = _start_with(start_server, tmp_path, "sig", b"NOTREDIS0010\xff" + b"\x00" * 8)
     assert rc == 1
     assert "Wrong signature trying to load DB from file" in s.output()
-    s, rc = _start_with(start_server, tmp_path, "ver", b"REDIS0012\xff" + b"\x00" * 8)
+    s, rc = _start_with(start_server, tmp_path, "ver", b"REDIS0013\xff" + b"\x00" * 8)
     assert rc == 1
-    assert "Can't handle RDB format version 12" in s.output()
+    assert "Can't handle RDB format version 13" in s.output()
 
 
 def test_failed_load_leaves_keyspace_untouched(tmp_path):

@@ -174,6 +174,16 @@ def _server_info(server):
         _raw("(CLIENT LIST failed: %r)\n" % e)
 
 
+def _args_to_log(server, argv) -> int:
+    """How many of a command's arguments a report shows: only its name
+    with hide-user-data-from-log (7.4)."""
+    try:
+        hide = server.config["hide-user-data-from-log"]
+    except Exception:  # noqa: BLE001 - a report never fails on this
+        hide = False
+    return 1 if hide else len(argv)
+
+
 def _current_client(server, client, argv):
     """logCurrentClient: the client whose command was running, its
     arguments and what its first key holds."""
@@ -185,8 +195,14 @@ def _current_client(server, client, argv):
     except Exception as e:  # noqa: BLE001
         _raw("(client info failed: %r)\n" % e)
     argv = argv or []
+    shown = _args_to_log(server, argv)
     for j, a in enumerate(argv):
+        if j >= shown:
+            _raw("argv[%d]: *redacted*\n" % j)
+            continue
         _raw("argv[%d]: '%s'\n" % (j, sdscatrepr(a[:128]).decode("latin-1")))
+        if a.lower() in (b"auth", b"auth2"):
+            break           # never the password
     if len(argv) > 1:
         db = client.db
         key = argv[1]
@@ -273,7 +289,11 @@ def assert_failed(server, expr, where, client=None, argv=None, obj=None):
         log.warning("client->conn = fd=%d" % client.fd)
         argv = argv or []
         log.warning("client->argc = %d" % len(argv))
+        shown = _args_to_log(server, argv)
         for j, a in enumerate(argv):
+            if j >= shown:
+                log.warning("client->argv[%d] = *redacted*" % j)
+                continue
             log.warning("client->argv[%d] = \"%s\" (refcount: 1)" % (j, a.decode("utf-8", "replace")))
     if obj is not None:
         log.warning("=== ASSERTION FAILED OBJECT CONTEXT ===")

@@ -13,6 +13,7 @@ import time
 from . import sysinfo
 from .cmdtable.registry import ALL
 from .keyspace.db import stats
+from .keyspace.hfe import subexpiry_count
 from .memory.sizes import STARTUP
 
 SECTIONS = {}
@@ -79,7 +80,22 @@ def sec_server(srv):
         "config_file:%s" % (srv.config.config_file or ""),
         "io_threads_active:0",
     ] + (["shutdown_in_milliseconds:%d" % max(0, int((srv.shutdown_wait[0] - now) * 1000))]
-         if srv.shutdown_wait is not None else [])
+         if srv.shutdown_wait is not None else []) + listener_lines(srv.config)
+
+
+def listener_lines(cfg) -> list:
+    """7.2's listener<N> lines (getListensInfoString): one per kind of
+    listener configured, numbered as Redis's connection types (0 TCP,
+    1 unix socket, 2 TLS), with the bind addresses and the port."""
+    out = []
+    binds = "".join(",bind=%s" % b for b in cfg["bind"] or ())
+    if cfg["port"]:
+        out.append("listener0:name=tcp%s,port=%d" % (binds, cfg["port"]))
+    if cfg["unixsocket"]:
+        out.append("listener1:name=unix,bind=%s" % cfg["unixsocket"])
+    if cfg["tls-port"]:
+        out.append("listener2:name=tls%s,port=%d" % (binds, cfg["tls-port"]))
+    return out
 
 
 def sec_clients(srv):
@@ -102,7 +118,17 @@ def sec_clients(srv):
         "client_recent_max_output_buffer:%d" % maxout,
         "blocked_clients:%d" % (blocked + postponed),
         "tracking_clients:%d" % srv.tracking.nclients,
+        # 7.4: subscribers, clients watching keys, the keys watched and
+        # blocked on (on_nokey: a deleted key ends the wait, XREADGROUP)
+        "pubsub_clients:%d" % sum(1 for c in clients if c.pubsub_channels or c.pubsub_patterns
+                                  or c.pubsub_shard),
+        "watching_clients:%d" % sum(1 for c in clients if c.watched),
         "clients_in_timeout_table:%d" % blocked,
+        "total_watched_keys:%d" % sum(len(db.watched_keys) for db in srv.dbs),
+        "total_blocking_keys:%d" % sum(len(db.blocking_keys) for db in srv.dbs),
+        "total_blocking_keys_on_nokey:%d" % sum(
+            1 for db in srv.dbs for waiters in db.blocking_keys.values()
+            if any(w.bstate is not None and w.bstate.serve_missing for w in waiters)),
     ]
 
 
@@ -126,6 +152,7 @@ def sec_memory(srv):
         "used_memory_rss_human:%s" % human_bytes(rss),
         "used_memory_peak:%d" % peak,
         "used_memory_peak_human:%s" % human_bytes(peak),
+        "used_memory_peak_time:%d" % m.peak_time,     # 8.2
         "used_memory_peak_perc:%.2f%%" % (used * 100.0 / peak if peak else 100.0),
         "used_memory_overhead:%d" % overhead,
         "used_memory_startup:%d" % startup,
@@ -135,6 +162,7 @@ def sec_memory(srv):
         "allocator_allocated:%d" % used,
         "allocator_active:%d" % rss,
         "allocator_resident:%d" % rss,
+        "allocator_muzzy:0",          # 7.4 (jemalloc's muzzy pages: none here)
         "total_system_memory:%d" % tsm,
         "total_system_memory_human:%s" % human_bytes(tsm),
         "used_memory_lua:31744",
@@ -164,11 +192,13 @@ def sec_memory(srv):
         "mem_not_counted_for_evict:%d" % m.not_counted(),
         "mem_replication_backlog:%d" % srv.repl_feed.backlog_bytes(),
         "mem_total_replication_buffers:%d" % srv.repl_feed.buffer_bytes(),
+        "mem_replica_full_sync_buffer:0",    # 8.0: the rdb-channel sync's buffer (no rdb channel here)
         "mem_clients_slaves:%d" % srv.repl_feed.replicas_share(),
         "mem_clients_normal:%d" % (m.clients.total - m.clients.totals["slave"]),
         "mem_cluster_links:0",
         "mem_aof_buffer:%d" % m.aof_buffer(),
         "mem_allocator:pymalloc",
+        "mem_overhead_db_hashtable_rehashing:0",     # 7.4: dicts never rehash incrementally here
         "active_defrag_running:0",
         "lazyfree_pending_objects:%d" % srv.lazyfree_pending,
         "lazyfreed_objects:%d" % srv.lazyfreed_objects,
@@ -198,12 +228,16 @@ def sec_stats(srv):
         "sync_full:%d" % s.sync_full,
         "sync_partial_ok:%d" % s.sync_partial_ok,
         "sync_partial_err:%d" % s.sync_partial_err,
+        # (Redis 7.4 puts the hash fields' count first)
+        "expired_subkeys:%d" % s.expired_subkeys,
         "expired_keys:%d" % s.expired_keys,
+        "expired_keys_active:%d" % s.expired_keys_active,
         "expired_stale_perc:%.2f" % (s.expired_stale_perc * 100),
         "expired_time_cap_reached_count:%d" % s.expired_time_cap_reached_count,
         "expire_cycle_cpu_milliseconds:%d" % s.expire_cycle_cpu_milliseconds,
         "evicted_keys:%d" % s.evicted_keys,
         "evicted_clients:%d" % s.evicted_clients,
+        "evicted_scripts:0",          # 7.4: the EVAL script cache is not evicted here
         "total_eviction_exceeded_time:0",
         "current_eviction_exceeded_time:0",
         "keyspace_hits:%d" % s.keyspace_hits,
@@ -231,11 +265,11 @@ def sec_stats(srv):
         "total_writes_processed:%d" % s.total_writes_processed,
         "io_threaded_reads_processed:0",
         "io_threaded_writes_processed:0",
-        "reply_buffer_shrinks:%d" % srv.memory.clients.rb_shrinks,
-        "reply_buffer_expands:%d" % srv.memory.clients.rb_expands,
         "client_query_buffer_limit_disconnections:%d" % s.client_qbuf_limit_disconnections,
         "client_output_buffer_limit_disconnections:%d" % s.client_outbuf_limit_disconnections,
-    ]
+        "reply_buffer_shrinks:%d" % srv.memory.clients.rb_shrinks,
+        "reply_buffer_expands:%d" % srv.memory.clients.rb_expands,
+    ] + srv.acl.info_lines()
 
 
 def sec_replication(srv):
@@ -273,7 +307,8 @@ def sec_keyspace(srv):
     for db in srv.dbs:
         n = len(db.d)
         if n:
-            out.append("db%d:keys=%d,expires=%d,avg_ttl=%d" % (db.id, n, len(db.expires), db.avg_ttl))
+            out.append("db%d:keys=%d,expires=%d,avg_ttl=%d,subexpiry=%d" % (
+                db.id, n, len(db.expires), db.avg_ttl, subexpiry_count(db)))
     return out
 
 

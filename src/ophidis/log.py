@@ -11,8 +11,9 @@ import os
 import sys
 import time
 
-DEBUG, VERBOSE, NOTICE, WARNING = 0, 1, 2, 3
-LEVELS = {"debug": DEBUG, "verbose": VERBOSE, "notice": NOTICE, "warning": WARNING}
+DEBUG, VERBOSE, NOTICE, WARNING, NOTHING = 0, 1, 2, 3, 4
+# "nothing" (7.2) logs nothing at all
+LEVELS = {"debug": DEBUG, "verbose": VERBOSE, "notice": NOTICE, "warning": WARNING, "nothing": NOTHING}
 _MARK = ".-*#"
 
 level = NOTICE

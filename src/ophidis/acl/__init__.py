@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .. import log as serverlog  # (``log`` is also this package's log.py)
 from ..config import ConfigError
-from .check import DENIED_AUTH, channel_allowed
+from .check import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DENIED_KEY, channel_allowed
 from .file import parse_acl_file, save_acl_file, user_line, validate_user_line
 from .log import CTX_MULTI, CTX_TOPLEVEL, AclLog
 from .users import RETIRED, RuleError, User, has_spaces, merge_selector_args, table_changed
@@ -34,6 +34,8 @@ class Acl:
         # internal clients (AOF loading, our master's link): no user, all rights
         self.superuser = self._make_default(b"(superuser)")
         self.log = AclLog(cfg["acllog-max-len"])
+        # INFO stats' acl_access_denied_* (7.2): denials by reason
+        self.denied = {DENIED_AUTH: 0, DENIED_CMD: 0, DENIED_KEY: 0, DENIED_CHANNEL: 0}
         self.auth_free = True        # new connections are authenticated (default: on, nopass)
 
         def upd_pubsub(v):
@@ -246,11 +248,17 @@ class Acl:
         return False
 
     def log_denial(self, c, reason, context, obj: bytes, username=None):
+        self.denied[reason] = self.denied.get(reason, 0) + 1
         real = c
         if c.in_script and c.script_caller is not None:
             real = c.script_caller[0]
         self.log.add(reason, context, obj, username if username is not None else c.user.name,
                      real.info_string().encode("utf-8", "surrogateescape"))
+
+    def info_lines(self) -> list:
+        d = self.denied
+        return ["acl_access_denied_auth:%d" % d[DENIED_AUTH], "acl_access_denied_cmd:%d" % d[DENIED_CMD],
+                "acl_access_denied_key:%d" % d[DENIED_KEY], "acl_access_denied_channel:%d" % d[DENIED_CHANNEL]]
 
     # -- the ACL file ----------------------------------------------------------
     def load_file(self, current=None) -> str | None:

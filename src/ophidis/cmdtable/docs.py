@@ -167,19 +167,31 @@ getset|Replace a value, returning the old one
 hdel|Remove hash fields
 hello|Handshake: protocol version, authentication, name
 hexists|Whether a hash field exists
+hexpire|Set the time to live of hash fields in seconds
+hexpireat|Set when hash fields expire, as a unix time in seconds
+hexpiretime|When hash fields expire, as a unix time in seconds
 hget|Value of a hash field
 hgetall|All fields and values of a hash
+hgetdel|Values of hash fields, deleting them
+hgetex|Values of hash fields, setting or removing their expiry
 hincrby|Add an integer to a hash field
 hincrbyfloat|Add a float to a hash field
 hkeys|Field names of a hash
 hlen|Number of fields of a hash
 hmget|Values of several hash fields
 hmset|Set several hash fields
+hpersist|Remove the expiry of hash fields
+hpexpire|Set the time to live of hash fields in milliseconds
+hpexpireat|Set when hash fields expire, as a unix time in milliseconds
+hpexpiretime|When hash fields expire, as a unix time in milliseconds
+hpttl|Time to live of hash fields in milliseconds
 hrandfield|Random fields of a hash
 hscan|Iterate over the fields of a hash
 hset|Set hash fields
+hsetex|Set hash fields and their expiry, optionally only if they all exist or none does
 hsetnx|Set a hash field only when it is absent
 hstrlen|Length of a hash field's value
+httl|Time to live of hash fields in seconds
 hvals|Values of a hash
 incr|Add one to an integer value
 incrby|Add a number to an integer value
@@ -335,10 +347,13 @@ unwatch|Forget watched keys
 wait|Wait for replicas to acknowledge writes
 watch|Watch keys for a transaction
 xack|Acknowledge stream messages
+xackdel|Acknowledge stream messages and delete them
 xadd|Append an entry to a stream
 xautoclaim|Claim idle pending messages
+xcfgset|Set a stream's idempotent-add settings
 xclaim|Take over pending messages
 xdel|Remove stream entries
+xdelex|Remove stream entries, choosing what happens to group references
 xgroup|Consumer group management
 xgroup|create|Create a consumer group
 xgroup|createconsumer|Create a consumer
@@ -346,12 +361,14 @@ xgroup|delconsumer|Remove a consumer
 xgroup|destroy|Remove a consumer group
 xgroup|help|Describe the XGROUP subcommands
 xgroup|setid|Move a group's last delivered id
+xidmprecord|Record an idempotent ID of a stream entry
 xinfo|Stream introspection
 xinfo|consumers|Consumers of a group
 xinfo|groups|Groups of a stream
 xinfo|help|Describe the XINFO subcommands
 xinfo|stream|Details of a stream
 xlen|Number of stream entries
+xnack|Release pending stream messages back to the group
 xpending|Pending messages of a group
 xrange|Stream entries in an id range
 xread|Read stream entries, optionally waiting

@@ -335,7 +335,7 @@ cdef object _hset(_Ctx x, list req):
     if pv is NULL or _g_type(pv) != <PyObject *>_HashValue or _ttl(x, key) or _watched(x, key):
         return None
     cdef HashCore h = <HashCore>pv
-    if h._aux is not None:
+    if h._aux is not None or h.ttl is not None:     # (fields with TTLs: hashes.hset)
         return None
     cdef bytes f = <bytes>req[2], v = <bytes>req[3]
     cdef PyObject *old = _hc_lookup(h, f)

@@ -62,6 +62,8 @@ def clear_client_state(c):
     if c.tracking:
         srv.tracking.disable(c)
     c.no_evict = False
+    c.no_touch = False
+    # lib-name and lib-ver stay: the library behind the connection is the same
     c.fieldsets = None
     c.user = srv.acl.default
     c.authenticated = srv.acl.auth_free
@@ -257,6 +259,27 @@ def client_no_evict(c, argv):
     return OK
 
 
+@command("client|no-touch")
+def client_no_touch(c, argv):
+    c.no_touch = parse_keyword(argv[2], _ON_OFF)
+    return OK
+
+
+@command("client|setinfo")
+def client_setinfo(c, argv):
+    attr = argv[2].lower()
+    if attr not in (b"lib-name", b"lib-ver"):
+        raise RedisError(b"ERR Unrecognized option '%s'" % argv[2])
+    val = argv[3]
+    if not valid_client_name(val):
+        raise RedisError(b"ERR %s cannot contain spaces, newlines or special characters." % argv[2])
+    if attr == b"lib-name":
+        c.lib_name = val or None
+    else:
+        c.lib_ver = val or None
+    return OK
+
+
 @command("client|kill")
 def client_kill(c, argv):
     srv = c.server
@@ -270,6 +293,7 @@ def client_kill(c, argv):
         raise RedisError("ERR No such client")
     cid = None
     ctype = None
+    max_age = 0
     addr = laddr = user = None
     skipme = True
     i = 2
@@ -283,6 +307,10 @@ def client_kill(c, argv):
             cid = parse_int(val, RedisError("ERR client-id should be greater than 0"))
             if cid <= 0:
                 raise RedisError("ERR client-id should be greater than 0")
+        elif opt == b"maxage":
+            max_age = parse_int(val, RedisError("ERR maxage is not an integer or out of range"))
+            if max_age <= 0:
+                raise RedisError("ERR maxage should be greater than 0")
         elif opt == b"type":
             t = val.lower()
             if t not in _CLIENT_TYPES:
@@ -302,6 +330,7 @@ def client_kill(c, argv):
             raise SYNTAX
         i += 2
     killed = 0
+    now = time.monotonic()
     for x in list(srv.clients.values()):
         if cid is not None and x.id != cid:
             continue
@@ -314,6 +343,8 @@ def client_kill(c, argv):
         if user is not None and x.user is not user:
             continue
         if x is c and skipme:
+            continue
+        if max_age and int(now - x.ctime) < max_age:
             continue
         _kill(c, x)
         killed += 1
@@ -520,7 +551,8 @@ INFO
 KILL <ip:port>
     Kill the connection from <ip:port>.
 KILL <option> <value> [<option> <value> [...]]
-    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME.
+    Kill connections by ID, TYPE, ADDR, LADDR, USER, SKIPME, MAXAGE (older
+    than <maxage> seconds).
 LIST [options ...]
     Return information about connections (TYPE or ID filters).
 UNPAUSE
@@ -531,6 +563,9 @@ REPLY (ON|OFF|SKIP)
     Control the replies sent to this connection.
 SETNAME <name>
     Name this connection.
+SETINFO <option> <value>
+    Record the client library of this connection: LIB-NAME <name> or
+    LIB-VER <version>.
 UNBLOCK <clientid> [TIMEOUT|ERROR]
     Unblock a client blocked in a blocking command.
 TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]
@@ -540,6 +575,9 @@ TRACKINGINFO
     Report tracking status for this connection.
 NO-EVICT (ON|OFF)
     Protect this connection from client eviction.
+NO-TOUCH (ON|OFF)
+    While on, the commands of this connection (but TOUCH) leave the keys'
+    LRU/LFU information alone.
 """)
 
 

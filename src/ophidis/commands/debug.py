@@ -89,8 +89,17 @@ def _set(d, v):
 
 
 def _hash(d, v):
+    t = v.ttl
+    if not t:
+        for k, x in v.items():
+            d ^= _pair(k, x)
+        return d
+    mark = _from_bytes(_sha1(b"!!hexpire!!").digest(), "big")
     for k, x in v.items():
-        d ^= _pair(k, x)
+        e = _mix(_mix0(k), x)
+        if k in t:
+            e ^= mark
+        d ^= _from_bytes(_sha1(e.to_bytes(20, "big")).digest(), "big")
     return d
 
 

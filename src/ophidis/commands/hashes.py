@@ -14,7 +14,7 @@ import random
 
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
-from ..keyspace import notify
+from ..keyspace import hfe, notify
 from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types.containers import SMALL_RANDOM, HashValue, aux_added, random_member, remove_members, scan_step
@@ -44,6 +44,9 @@ def _set_fields(c, h, argv, start):
                 h.ht = True
                 break
     n0 = len(h)
+    if h.ttl is not None:
+        for i in range(start, n, 2):
+            hfe.clear_ttl(h, argv[i])
     if h._aux is None:
         if n - start == 2:
             h[argv[start]] = argv[start + 1]
@@ -90,7 +93,7 @@ def _hset_generic(c, argv, name):
     created = _set_fields(c, h, argv, 2)
     c.server.dirty += (len(argv) - 2) >> 1
     if notify.flags:
-        notify.notify(_HASH, b"hset", key, db.id)
+        hfe.hash_event(b"hset", key, db.id, argv[2::2])
     return created
 
 
@@ -107,6 +110,8 @@ def hset(c, argv):
     f = argv[2]
     v = argv[3]
     n0 = len(h)
+    if h.ttl is not None:
+        hfe.clear_ttl(h, f)
     if h.ht:
         h[f] = v
     else:
@@ -120,7 +125,7 @@ def hset(c, argv):
     srv = c.server
     srv.dirty += 1
     if notify.flags:
-        notify.notify(_HASH, b"hset", key, db.id)
+        hfe.hash_event(b"hset", key, db.id, (f,))
     if len(h) == n0:
         return ZERO
     if h._aux is not None:
@@ -138,13 +143,18 @@ def hmset(c, argv):
 def hsetnx(c, argv):
     db = c.db
     key = argv[1]
-    h = db.lookup_write_typed(key, HashValue, create=True)
-    if argv[2] in h:
+    h = db.lookup_write_typed(key, HashValue)
+    if h is not None and h.ttl is not None and hfe.lazy_field(c, key, h, argv[2]) == 2:
+        h = None
+    if h is None:
+        h = HashValue()
+        db.add(key, h)
+    elif argv[2] in h:
         return ZERO
     _set_fields(c, h, argv, 2)
     db.signal(key)
     c.server.dirty += 1
-    notify.notify(_HASH, b"hset", key, db.id)
+    hfe.hash_event(b"hset", key, db.id, (argv[2],))
     return ONE
 
 
@@ -152,6 +162,8 @@ def hsetnx(c, argv):
 def hget(c, argv):
     h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
+        return c.null
+    if h.ttl is not None and hfe.lazy_field(c, argv[1], h, argv[2]):
         return c.null
     v = h.get(argv[2])
     if v is None:
@@ -165,6 +177,8 @@ def hmget(c, argv):
     null = c.null
     out = [b"*%d\r\n" % (len(argv) - 2)]
     ap = out.append
+    if h is not None and h.ttl is not None:
+        return _hmget_fields(c, argv, h, out)
     get = h.get if h is not None else {}.get
     for f in argv[2:]:
         v = get(f)
@@ -172,9 +186,68 @@ def hmget(c, argv):
     return b"".join(out)
 
 
+def _hmget_fields(c, argv, h, out):
+    """HMGET of a hash with field TTLs: expired fields are deleted as met
+    (one "hexpired" event, and "del" when the hash went, for all)."""
+    null = c.null
+    key = argv[1]
+    expired = []
+    deleted = False
+    for f in argv[2:]:
+        if deleted:
+            out.append(null)
+            continue
+        r = hfe.lazy_field(c, key, h, f, False)
+        if r:
+            if r != 3:
+                expired.append(f)
+                deleted = r == 2
+            out.append(null)
+            continue
+        v = h.get(f)
+        out.append(null if v is None else b"$%d\r\n%s\r\n" % (len(v), v))
+    if expired:
+        db = c.db
+        hfe.hash_event(b"hexpired", key, db.id, expired)
+        if deleted:
+            notify.notify(notify.GENERIC, b"del", key, db.id)
+    return b"".join(out)
+
+
+def _hdel_field(h, f):
+    del h[f]
+    t = h.ttl
+    if t is not None:
+        t.pop(f, None)
+
+
 @command("hdel")
 def hdel(c, argv):
-    return integer(remove_members(c, argv, HashValue, HashValue.__delitem__, _HASH, b"hdel"))
+    if not notify.flags & notify.SUBKEY:
+        return integer(remove_members(c, argv, HashValue, _hdel_field, _HASH, b"hdel"))
+    # subkey notifications name the fields removed: remove_members' steps
+    db = c.db
+    key = argv[1]
+    h = db.lookup_write_typed(key, HashValue)
+    if h is None:
+        return ZERO
+    gone = []
+    for f in argv[2:]:
+        if f in h:
+            hfe.drop_field(h, f)
+            gone.append(f)
+            if not h:
+                break
+    if gone:
+        if not h:
+            db.delete(key)
+        else:
+            db.signal(key)
+        hfe.hash_event(b"hdel", key, db.id, gone)
+        if not h:
+            notify.notify(notify.GENERIC, b"del", key, db.id)
+        c.server.dirty += len(gone)
+    return integer(len(gone))
 
 
 @command("hlen")
@@ -187,6 +260,8 @@ def hstrlen(c, argv):
     h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return ZERO
+    if h.ttl is not None and hfe.lazy_field(c, argv[1], h, argv[2]):
+        return ZERO
     v = h.get(argv[2])
     return ZERO if v is None else integer(len(v))
 
@@ -194,6 +269,8 @@ def hstrlen(c, argv):
 @command("hexists")
 def hexists(c, argv):
     h = c.db.lookup_read_typed(argv[1], HashValue)
+    if h is not None and h.ttl is not None and hfe.lazy_field(c, argv[1], h, argv[2]):
+        return ZERO
     return ONE if h is not None and argv[2] in h else ZERO
 
 
@@ -202,6 +279,9 @@ def hkeys(c, argv):
     h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return b"*0\r\n"
+    if h.ttl:
+        fields = [f for f, _ in hfe.live_items(h)]
+        return b"*%d\r\n" % len(fields) + _bulks(fields)
     return b"*%d\r\n" % len(h) + _bulks(h)
 
 
@@ -210,6 +290,9 @@ def hvals(c, argv):
     h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return b"*0\r\n"
+    if h.ttl:
+        vals = [v for _, v in hfe.live_items(h)]
+        return b"*%d\r\n" % len(vals) + _bulks(vals)
     return b"*%d\r\n" % len(h) + _bulks(h.values())
 
 
@@ -222,8 +305,9 @@ def hgetall(c, argv):
     h = c.db.lookup_read_typed(argv[1], HashValue)
     if h is None:
         return _map_header(c, 0)
-    return _map_header(c, len(h)) + b"".join(
-        [b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v) for k, v in h.items()])
+    items = hfe.live_items(h) if h.ttl else h.items()
+    return _map_header(c, len(items)) + b"".join(
+        [b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v) for k, v in items])
 
 
 @command("hincrby")
@@ -233,6 +317,8 @@ def hincrby(c, argv):
     key = argv[1]
     field = argv[2]
     h = db.lookup_write_typed(key, HashValue)
+    if h is not None and h.ttl is not None and hfe.lazy_field(c, key, h, field) == 2:
+        h = None
     if h is not None:
         cur = h.get(field)
         if cur is not None:
@@ -253,7 +339,7 @@ def hincrby(c, argv):
         db.signal(key)
     _set_one(c, h, field, b"%d" % value)
     c.server.dirty += 1
-    notify.notify(_HASH, b"hincrby", key, db.id)
+    hfe.hash_event(b"hincrby", key, db.id, (field,))
     return integer(value)
 
 
@@ -266,6 +352,8 @@ def hincrbyfloat(c, argv):
     key = argv[1]
     field = argv[2]
     h = db.lookup_write_typed(key, HashValue)
+    if h is not None and h.ttl is not None and hfe.lazy_field(c, key, h, field) == 2:
+        h = None
     cur = h.get(field) if h is not None else None
     value = parse_ld(cur, _NOT_FLOAT_FIELD) if cur is not None else 0
     value = ld_add(value, incr)
@@ -279,7 +367,7 @@ def hincrbyfloat(c, argv):
         db.signal(key)
     _set_one(c, h, field, b)
     c.server.dirty += 1
-    notify.notify(_HASH, b"hincrbyfloat", key, db.id)
+    hfe.hash_event(b"hincrbyfloat", key, db.id, (field,))
     if propagating(c.server):
         # Replicas and the AOF get the result, not the float arithmetic.
         rewrite_argv(c, [b"HSET", key, field, b])
@@ -369,6 +457,8 @@ def hrandfield(c, argv):
             if l < -_LONG_MAX_HALF or l > _LONG_MAX_HALF:
                 raise RedisError("ERR value is out of range")
         h = c.db.lookup_read_typed(argv[1], HashValue)
+        if h is not None and h.ttl and hfe.expire_all(c, argv[1], h):
+            h = None
         if h is None or l == 0:
             return b"*0\r\n"
         if l < 0 or l == 1:
@@ -384,6 +474,8 @@ def hrandfield(c, argv):
             fields = random_unique(h, l)
         return _header(c, len(fields), withvalues) + _pairs_reply(c, h, fields, withvalues)
     h = c.db.lookup_read_typed(argv[1], HashValue)
+    if h is not None and h.ttl and hfe.expire_all(c, argv[1], h):
+        h = None
     if h is None:
         return c.null
     f = random_member(h)
@@ -392,8 +484,13 @@ def hrandfield(c, argv):
 
 def _hscan_step(h, cursor, count):
     if not h.ht:
-        return 0, list(h)
-    return scan_step(h, cursor, count)
+        nxt, fields = 0, list(h)
+    else:
+        nxt, fields = scan_step(h, cursor, count)
+    if h.ttl:
+        now = hfe.now_ms()
+        fields = [f for f in fields if not hfe.is_expired(h, f, now)]
+    return nxt, fields
 
 
 def _hscan_encode(h, fields):
@@ -401,6 +498,29 @@ def _hscan_encode(h, fields):
                                       for f in fields])
 
 
+def _hscan_encode_novalues(h, fields):
+    return len(fields), _bulks(fields)
+
+
 @command("hscan")
 def hscan(c, argv):
-    return scan_value(c, argv, HashValue, _hscan_step, _hscan_encode)
+    # NOVALUES (7.4) may be among the options: taken out here, the others
+    # are scanGenericCommand's
+    n = len(argv)
+    novalues = False
+    if n > 3:
+        rest = []
+        i = 3
+        while i < n:
+            a = argv[i]
+            if a.lower() == b"novalues":
+                novalues = True
+                i += 1
+                continue
+            rest.append(a)
+            if i + 1 < n:
+                rest.append(argv[i + 1])
+            i += 2
+        if novalues:
+            argv = argv[:3] + rest
+    return scan_value(c, argv, HashValue, _hscan_step, _hscan_encode_novalues if novalues else _hscan_encode)

@@ -6,7 +6,7 @@ import time
 
 from ..cmdtable.registry import command
 from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
-from ..keyspace import notify
+from ..keyspace import hfe, notify
 from ..keyspace.db import ENCODINGS, EmbStr, type_name
 from ..protocol.resp import MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, help_reply, integer
 from ..util import LLONG_MAX, LLONG_MIN, compile_glob, parse_int, try_int
@@ -89,6 +89,7 @@ def _rename(c, argv, nx):
     db.add(dst, v)
     if expire is not None:
         db.expires[dst] = expire
+    hfe.track_value(db, dst, v)
     db.signal(src)
     db.signal(dst)
     notify.notify(_GENERIC, b"rename_from", src, db.id)
@@ -137,6 +138,7 @@ def move(c, argv):
     dst.add(key, v)
     if expire is not None:
         dst.expires[key] = expire
+    hfe.track_value(dst, key, v)
     src.delete(key)
     src.signal(key)
     dst.signal(key)
@@ -180,9 +182,11 @@ def copy(c, argv):
         if not replace:
             return ZERO
         dst.server_delete(newkey)
-    dst.add(newkey, _dup(v))
+    v = _dup(v)
+    dst.add(newkey, v)
     if expire is not None:
         dst.expires[newkey] = expire
+    hfe.track_value(dst, newkey, v)
     dst.signal(newkey)
     notify.notify(_GENERIC, b"copy_to", newkey, dst.id)
     c.server.dirty += 1
@@ -249,6 +253,8 @@ def parse_scan_options(argv, start, allow_type):
         elif opt == b"type" and allow_type and j >= 2:
             typ = argv[i + 1].lower()
             i += 2
+        elif opt == b"novalues":
+            raise RedisError("ERR NOVALUES option can only be used in HSCAN")   # (HSCAN takes it out)
         else:
             raise SYNTAX
     return count, pattern, typ
@@ -509,12 +515,12 @@ SHARED_REFCOUNT = 2147483647  # OBJ_SHARED_REFCOUNT
 
 def refcount(v, cfg) -> int:
     """OBJECT REFCOUNT / DEBUG OBJECT's refcount.  Redis stores the integers
-    0 .. 9999 as shared objects, except while maxmemory is set with an LRU or
-    LFU policy (each key then has its own object, for its access time).
+    0 .. 9999 as shared objects, except while maxmemory is set with an LRU,
+    LFU or LRM policy (each key then has its own object, for its access time).
     Values are not shared objects here: the answer follows the configuration
     of the moment the value is asked for."""
     if (v.__class__ is bytes and len(v) <= 4 and try_int(v) is not None and 0 <= int(v) < SHARED_INTEGERS
-            and not (cfg["maxmemory"] and ("lru" in cfg["maxmemory-policy"] or "lfu" in cfg["maxmemory-policy"]))):
+            and not (cfg["maxmemory"] and cfg["maxmemory-policy"][-3:] in ("lru", "lfu", "lrm"))):
         return SHARED_REFCOUNT
     return 1
 

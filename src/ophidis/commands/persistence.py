@@ -7,7 +7,7 @@ import time
 from .. import log
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
-from ..keyspace import notify
+from ..keyspace import hfe, notify
 from ..persistence.rdb import LoadSettings, RdbError, dump_payload, load_payload, verify_payload
 from ..protocol.resp import OK, bulk, simple
 from ..replication.propagate import rewrite_argv
@@ -160,6 +160,7 @@ def restore(c, argv):
             srv.dirty += 1
         return OK
     db.add(key, obj)
+    hfe.track_value(db, key, obj)
     if ttl:
         db.set_expire(key, ttl)     # propagates with ABSTTL (propagate_restore)
     if lru_idle != -1:

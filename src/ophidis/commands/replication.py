@@ -150,7 +150,14 @@ def replconf_cmd(c, argv):
                 off = int(val)
             except ValueError:
                 return None
-            c.server.repl_feed.ack(c, off)
+            fack = None
+            if len(argv) > i + 3 and argv[i + 2].lower() == b"fack":
+                # 7.2's replicas add the offset their AOF has fsynced (WAITAOF)
+                try:
+                    fack = int(argv[i + 3])
+                except ValueError:
+                    return None
+            c.server.repl_feed.ack(c, off, fack)
             return None
         elif opt == b"getack":
             return None

@@ -90,6 +90,8 @@ def swapdb(c, argv):
         touch_all_watched_in_db(db_, da)
         da.d, db_.d = db_.d, da.d
         da.expires, db_.expires = db_.expires, da.expires
+        da.hfe, db_.hfe = db_.hfe, da.hfe
+        da.hfe_heap, db_.hfe_heap = db_.hfe_heap, da.hfe_heap
         da.avg_ttl, db_.avg_ttl = db_.avg_ttl, da.avg_ttl
         da.dels += 1
         db_.dels += 1
@@ -120,8 +122,9 @@ def lastsave(c, argv):
 
 @command("wait")
 def wait(c, argv):
-    """WAIT numreplicas timeout: the replicas that acknowledged everything
-    written so far, blocking until enough did or the timeout passed."""
+    """WAIT numreplicas timeout: the replicas that acknowledged the stream
+    up to this client's last write, blocking until enough did or the
+    timeout passed."""
     srv = c.server
     if srv.replica_link is not None:
         raise RedisError("ERR WAIT cannot be used with replica instances. Please also note that since "
@@ -132,7 +135,7 @@ def wait(c, argv):
     if t < 0:
         raise RedisError("ERR timeout is negative")
     feed = srv.repl_feed
-    off = feed.offset
+    off = c.woff        # the client's own last write (and all before it)
     n = feed.count_acks(off)
     if n >= num or c.in_exec:
         return integer(n)
@@ -144,6 +147,47 @@ def wait(c, argv):
     srv.blocking_handler.block(c, (), time.monotonic() + t / 1000.0 if t else 0, None, timed_out)
     feed.add_waiting(c, off, num)
     return None
+
+
+@command("waitaof")
+def waitaof(c, argv):
+    """WAITAOF numlocal numreplicas timeout (7.2): whether our AOF has
+    fsynced everything written so far, and how many replicas' AOFs have
+    (their REPLCONF ACK ... FACK), blocking until both are reached or the
+    timeout passed.  As WAIT, for the client's last write and what preceded it."""
+    srv = c.server
+    numlocal = parse_int(argv[1])
+    if not 0 <= numlocal <= 1:
+        raise RedisError("ERR value is out of range, value must between 0 and 1")
+    num = parse_int(argv[2], _NOT_POSITIVE)
+    if num < 0:
+        raise _NOT_POSITIVE
+    t = parse_int(argv[3], RedisError("ERR timeout is not an integer or out of range"))
+    if t < 0:
+        raise RedisError("ERR timeout is negative")
+    if srv.replica_link is not None:
+        raise RedisError("ERR WAITAOF cannot be used with replica instances. Please also note that writes to "
+                         "replicas are just local and are not propagated.")
+    aof = srv.aof
+    if numlocal and aof.fsynced_reploff == -1:
+        raise RedisError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+    feed = srv.repl_feed
+    off = c.woff
+    n = feed.count_aof_acks(off)
+    local = int(aof.fsynced_reploff >= off)
+    if (n >= num and local >= numlocal) or c.in_exec or c.in_script:
+        return b"*2\r\n:%d\r\n:%d\r\n" % (local, n)
+
+    def timed_out(c):
+        feed.drop_waiting(c)
+        return b"*2\r\n:%d\r\n:%d\r\n" % (int(aof.fsynced_reploff >= off), feed.count_aof_acks(off))
+
+    srv.blocking_handler.block(c, (), time.monotonic() + t / 1000.0 if t else 0, None, timed_out)
+    feed.add_waiting(c, off, num, numlocal)
+    return None
+
+
+_NOT_POSITIVE = RedisError("ERR value is out of range, must be positive")
 
 
 # -- CONFIG ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from functools import cmp_to_key
 from ..acl.check import check_unrestricted_keys
 from ..cmdtable.registry import ALL, command
 from ..errors import SYNTAX, RedisError
-from ..keyspace import notify
+from ..keyspace import hfe, notify
 from ..keyspace.db import WRONGTYPE_ERR, type_name
 from ..protocol.resp import ZERO, integer
 from ..types.containers import ListValue
@@ -46,8 +46,8 @@ def _lookup_by_pattern(db, pattern, subst):
         if t != b"hash":
             return None
         v = o.get(field)
-        if v is None:
-            return None
+        if v is None or (o.ttl and hfe.is_expired(o, field, hfe.now_ms())):
+            return None         # (an expired field is not there; SORT deletes nothing)
         return bytes(v)
     if t != b"string":
         return None

@@ -1,5 +1,6 @@
-"""Consumer-group commands of streams (t_stream.c): XGROUP, XACK, XPENDING,
-XCLAIM, XAUTOCLAIM, and XINFO.  The stream type, parsing and the reading
+"""Consumer-group commands of streams (t_stream.c): XGROUP, XACK, XACKDEL
+(8.2), XNACK (8.8), XPENDING, XCLAIM, XAUTOCLAIM, XINFO, and the
+idempotency settings XCFGSET and XIDMPRECORD (8.6).  The stream type, parsing and the reading
 commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from ..keyspace import notify
 from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, OK, ONE, ZERO, integer, map_header
 from ..replication.propagate import propagating
-from ..types.stream import INVALID_READ, MAX_ID, NACK, Group, StreamValue, id_bytes
+from ..types.stream import (IDMP_DURATION, IDMP_MAXSIZE, INVALID_READ, MAX_ID, NACK, Group, Idmp,
+                            StreamValue, id_bytes)
 from ..util import parse_int
-from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, consumer_for,
-                      create_consumer, entries_reply, entry_reply, help_reply, id_reply, parse_id,
-                      parse_interval, propagate_ops, range_args, setid_op, xclaim_op)
+from .streams import (ACKED, BAD_START, BUSYGROUP, DELREF, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, code_array,
+                      consumer_for, create_consumer, drop_references, entries_reply, entry_referenced,
+                      entry_reply, help_reply, id_reply, parse_delete_args, parse_id, parse_interval,
+                      propagate_ops, range_args, setid_op, xclaim_op, xdel_one)
 
 _STREAM = notify.STREAM
 
@@ -82,6 +85,8 @@ def xgroup_create(c, argv):
     gname = argv[3]
     if gname in s.groups:
         raise BUSYGROUP
+    if entries_read > s.entries_added:
+        entries_read = s.entries_added      # Redis 8: no more read than was ever added
     s.groups[gname] = Group(i, entries_read)
     c.server.dirty += 1
     notify.notify(_STREAM, b"xgroup-create", key, db.id)
@@ -98,7 +103,7 @@ def xgroup_setid(c, argv):
     else:
         i = parse_id(argv[4], 0)[0]
     g.last_id = i
-    g.entries_read = entries_read
+    g.entries_read = min(entries_read, s.entries_added)     # Redis 8's cap, as CREATE
     c.server.dirty += 1
     notify.notify(_STREAM, b"xgroup-setid", argv[2], c.db.id)
     return OK
@@ -185,10 +190,49 @@ def xack(c, argv):
     for i in ids:
         nack = pel.pop(i, None)
         if nack is not None:
-            del nack.consumer.pel[i]
+            if nack.consumer is not None:
+                del nack.consumer.pel[i]
             acked += 1
     c.server.dirty += acked
     return integer(acked)
+
+
+@command("xackdel")
+def xackdel(c, argv):
+    """XACKDEL key group [KEEPREF|DELREF|ACKED] IDS numids id ... (8.2):
+    XACK then XDELEX; per ID 1 (acknowledged or deleted), -1 (neither),
+    2 (ACKED: acknowledged here, still referenced elsewhere: kept)."""
+    policy, ids = parse_delete_args(argv, 3)
+    db = c.db
+    key = argv[1]
+    s = db.lookup_write_typed(key, StreamValue)
+    g = s.groups.get(argv[2]) if s is not None and s.groups else None
+    if g is None:
+        return code_array([-1] * len(ids))
+    out = []
+    deleted = changed = 0
+    pel = g.pel
+    for i in ids:
+        nack = pel.pop(i, None)
+        if nack is not None:
+            if nack.consumer is not None:
+                del nack.consumer.pel[i]
+            changed += 1
+        if policy == ACKED and entry_referenced(s, i):
+            out.append(2)
+            continue
+        if policy == DELREF and drop_references(s, i):
+            changed += 1
+        if xdel_one(s, i):
+            deleted += 1
+            out.append(1)
+        else:
+            out.append(1 if nack is not None else -1)
+    if deleted:
+        db.signal(key)
+        notify.notify(_STREAM, b"xdel", key, db.id)
+    c.server.dirty += deleted + changed
+    return code_array(out)
 
 
 def _nogroup(argv):
@@ -245,10 +289,14 @@ def xpending(c, argv):
             nack = pel[i]
             if minidle and now - nack.delivery_time < minidle:
                 continue
+            owner = nack.consumer
             elapsed = now - nack.delivery_time
             if elapsed < 0:
                 elapsed = 0
-            rows.append(b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name) + integer(elapsed)
+            if owner is None:
+                elapsed = -1                  # released by XNACK (8.8): no owner, no idle time
+            rows.append(b"*4\r\n" + id_reply(i) + bulk_str(owner.name if owner is not None else b"")
+                        + integer(elapsed)
                         + integer(nack.delivery_count))
             if len(rows) >= count:
                 break
@@ -259,7 +307,9 @@ class _Claim:
     """What XCLAIM and XAUTOCLAIM do with each pending entry they take:
     give it to the consumer argv[3] (created on first use), or drop it from
     the PEL when its entry was deleted from the stream; either propagates
-    as an XCLAIM (streamPropagateXCLAIM) and counts as a change."""
+    as an XCLAIM (streamPropagateXCLAIM) and counts as a change.  The
+    consumer is made (or seen) first, whatever is claimed (Redis 7.2), and
+    its active time is set by each entry it takes."""
     __slots__ = ("c", "argv", "g", "justid", "srv", "dirty0", "ops", "cons")
 
     def __init__(self, c, argv, g, justid):
@@ -270,7 +320,7 @@ class _Claim:
         srv = self.srv = c.server
         self.dirty0 = srv.dirty
         self.ops = [] if propagating(srv) else None
-        self.cons = None
+        self.cons = consumer_for(c, g, argv[2], argv[3], argv[1], c.db)
 
     def propagate(self, op):
         if self.ops is not None:
@@ -282,14 +332,14 @@ class _Claim:
         argv = self.argv
         self.propagate(xclaim_op(argv[1], argv[2], self.g, idarg, nack))
         del self.g.pel[i]
-        del nack.consumer.pel[i]
+        if nack.consumer is not None:
+            del nack.consumer.pel[i]
 
     def take(self, i, nack, fv, idarg, when, retrycount=-1):
         """Give pending entry i to the consumer; returns its reply."""
         argv = self.argv
         cons = self.cons
-        if cons is None:
-            cons = self.cons = consumer_for(self.c, self.g, argv[2], argv[3], argv[1], self.c.db)
+        cons.active_time = mstime()
         if nack.consumer is not cons and nack.consumer is not None:
             del nack.consumer.pel[i]
         nack.delivery_time = when
@@ -475,7 +525,7 @@ def _stream_info(c, argv, s):
                 count = 10
     resp = c.resp
     null = c.null
-    parts = [map_header(resp, 9 if full else 10),
+    parts = [map_header(resp, 9 if full else 16),
              b"$6\r\nlength\r\n", integer(s.length),
              b"$15\r\nradix-tree-keys\r\n", integer(len(s.nodes)),
              b"$16\r\nradix-tree-nodes\r\n", integer(s.rax_nodes()),
@@ -485,6 +535,15 @@ def _stream_info(c, argv, s):
              b"$23\r\nrecorded-first-entry-id\r\n", id_reply(s.first_id)]
     ap = parts.append
     if not full:
+        im = s.idmp
+        if im is None:
+            ap(_IDMP_DEFAULTS)
+        else:
+            im.purge(mstime())
+            ap(b"$13\r\nidmp-duration\r\n%s$12\r\nidmp-maxsize\r\n%s$12\r\npids-tracked\r\n%s"
+               b"$12\r\niids-tracked\r\n%s$10\r\niids-added\r\n%s$15\r\niids-duplicates\r\n%s"
+               % (integer(im.duration), integer(im.maxsize), integer(len(im.producers)),
+                  integer(im.tracked()), integer(im.added), integer(im.duplicates)))
         ap(b"$6\r\ngroups\r\n")
         ap(integer(len(s.groups) if s.groups else 0))
         first = s.range(0, MAX_ID, 1)
@@ -508,17 +567,28 @@ def _stream_info(c, argv, s):
         ap(b"$3\r\nlag\r\n")
         lag = s.group_lag(g)
         ap(integer(lag) if lag is not None else null)
-        ap(_pel_field(g.pel, count, lambda i, nack: b"*4\r\n" + id_reply(i) + bulk_str(nack.consumer.name)
+        ap(_pel_field(g.pel, count, lambda i, nack: b"*4\r\n" + id_reply(i) + bulk_str(_owner(nack))
                       + integer(nack.delivery_time) + integer(nack.delivery_count)))
         consumers = g.sorted_consumers()
         ap(b"$9\r\nconsumers\r\n*%d\r\n" % len(consumers))
         for cons in consumers:
-            ap(map_header(resp, 4))
+            ap(map_header(resp, 5))
             ap(b"$4\r\nname\r\n" + bulk_str(cons.name))
             ap(b"$9\r\nseen-time\r\n" + integer(cons.seen_time))
+            ap(b"$11\r\nactive-time\r\n" + integer(cons.active_time))
             ap(_pel_field(cons.pel, count, lambda i, nack: b"*3\r\n" + id_reply(i)
                           + integer(nack.delivery_time) + integer(nack.delivery_count)))
     return b"".join(parts)
+
+
+# XINFO STREAM's idempotency fields (Redis 8.6) of a stream without IDMP state
+_IDMP_DEFAULTS = (b"$13\r\nidmp-duration\r\n:%d\r\n$12\r\nidmp-maxsize\r\n:%d\r\n$12\r\npids-tracked\r\n:0\r\n"
+                  b"$12\r\niids-tracked\r\n:0\r\n$10\r\niids-added\r\n:0\r\n$15\r\niids-duplicates\r\n:0\r\n"
+                  % (IDMP_DURATION, IDMP_MAXSIZE))
+
+
+def _owner(nack) -> bytes:
+    return nack.consumer.name if nack.consumer is not None else b""
 
 
 def _pel_field(pel, count, row):
@@ -578,10 +648,12 @@ def xinfo_consumers(c, argv):
         idle = now - cons.seen_time
         if idle < 0:
             idle = 0
-        ap(map_header(resp, 3))
+        ap(map_header(resp, 4))
         ap(b"$4\r\nname\r\n" + bulk_str(cons.name))
         ap(b"$7\r\npending\r\n" + integer(len(cons.pel)))
         ap(b"$4\r\nidle\r\n" + integer(idle))
+        at = cons.active_time
+        ap(b"$8\r\ninactive\r\n" + integer(now - at if at != -1 else -1))
     return b"".join(parts)
 
 
@@ -595,3 +667,154 @@ GROUPS <key>
 STREAM <key> [FULL [COUNT <count>]
     Show information about the stream.
 """)
+
+
+# ---------------------------------------------------------------------------
+# Idempotent adds' settings and records (Redis 8.6)
+# ---------------------------------------------------------------------------
+_BAD_DURATION = RedisError("ERR invalid duration")
+_BAD_MAXSIZE = RedisError("ERR invalid maxsize")
+
+
+@command("xcfgset")
+def xcfgset(c, argv):
+    """XCFGSET key [IDMP-DURATION seconds] [IDMP-MAXSIZE n]: the stream's
+    idempotency settings; the producers' records are cleared."""
+    duration = maxsize = None
+    n = len(argv)
+    j = 2
+    while j < n:
+        opt = argv[j].lower()
+        if opt == b"idmp-duration" and j + 1 < n and duration is None:
+            duration = parse_int(argv[j + 1], _BAD_DURATION)
+            if not 1 <= duration <= 86400:
+                raise _BAD_DURATION
+        elif opt == b"idmp-maxsize" and j + 1 < n and maxsize is None:
+            maxsize = parse_int(argv[j + 1], _BAD_MAXSIZE)
+            if not 1 <= maxsize <= 10000:
+                raise _BAD_MAXSIZE
+        else:
+            raise SYNTAX
+        j += 2
+    if duration is None and maxsize is None:
+        raise SYNTAX
+    s = c.db.lookup_write_typed(argv[1], StreamValue)
+    if s is None:
+        raise NO_SUCH_KEY
+    im = s.idmp
+    if im is None:
+        im = s.idmp = Idmp()
+    if duration is not None:
+        im.duration = duration
+    if maxsize is not None:
+        im.maxsize = maxsize
+    im.producers = {}
+    c.server.dirty += 1
+    return OK
+
+
+@command("xidmprecord")
+def xidmprecord(c, argv):
+    """XIDMPRECORD key pid iid id (internal, how the AOF and replicas learn
+    an idempotent ID): (pid, iid) now stands for entry id."""
+    i = parse_id(argv[4], 0, strict=True)[0]
+    s = c.db.lookup_write_typed(argv[1], StreamValue)
+    if s is None:
+        raise NO_SUCH_KEY
+    pid, iid = argv[2], argv[3]
+    if not pid or not iid:
+        raise RedisError("ERR IDMP producer and idempotent IDs must not be empty")
+    if s.get(i) is None:
+        raise RedisError("ERR no such stream entry")
+    now = mstime()
+    im = s.idmp
+    if im is None:
+        im = s.idmp = Idmp()
+    found = im.find(pid, iid, now)
+    if found is not None:
+        if found != i:
+            raise RedisError("ERR the producer and idempotent IDs are recorded for another entry")
+        return OK
+    im.record(pid, iid, i, now)
+    c.server.dirty += 1
+    return OK
+
+
+# ---------------------------------------------------------------------------
+# XNACK (Redis 8.8)
+# ---------------------------------------------------------------------------
+_NACK_MODES = {b"silent": 0, b"fail": 1, b"fatal": 2}
+_LLONG_MAX = (1 << 63) - 1
+
+
+@command("xnack")
+def xnack(c, argv):
+    """XNACK key group SILENT|FAIL|FATAL IDS numids id ... [RETRYCOUNT n]
+    [FORCE]: give pending entries back to the group, owned by nobody,
+    with a delivery time of 0 (claimable at once, the first to be claimed,
+    in release order); SILENT takes the delivery back from the counter,
+    FATAL sets it to LLONG_MAX, RETRYCOUNT sets it; FORCE makes such
+    entries for IDs of the stream not pending.  Replies how many."""
+    mode = _NACK_MODES.get(argv[3].lower())
+    if mode is None:
+        raise RedisError("ERR mode must be SILENT, FAIL, or FATAL")
+    if argv[4].lower() != b"ids":
+        raise SYNTAX
+    try:
+        num = parse_int(argv[5])
+    except RedisError:
+        num = 0
+    if num < 1:
+        raise RedisError("ERR numids must be a positive integer")
+    n = len(argv)
+    if num > n - 6:
+        raise RedisError("ERR number of IDs doesn't match numids")
+    ids = [parse_id(a, 0, strict=True)[0] for a in argv[6:6 + num]]
+    retry = -1
+    force = False
+    j = 6 + num
+    while j < n:
+        opt = argv[j].lower()
+        if opt == b"retrycount" and j + 1 < n:
+            retry = parse_int(argv[j + 1])
+            if retry < 0:
+                raise RedisError("ERR Invalid RETRYCOUNT value, must be >= 0")
+            j += 2
+        elif opt == b"force":
+            force = True
+            j += 1
+        else:
+            raise SYNTAX
+    s, g = _stream_group(c, argv)
+    if g is None:
+        return ZERO
+    pel = g.pel
+    nacked = g.nacked
+    released = 0
+    for i in ids:
+        nack = pel.get(i)
+        if nack is None:
+            if not force or s.get(i) is None:
+                continue
+            nack = NACK(None, 0)
+            nack.delivery_count = 0 if mode != 2 else _LLONG_MAX
+            pel[i] = nack
+        else:
+            if nack.consumer is not None:
+                del nack.consumer.pel[i]
+                nack.consumer = None
+            if mode == 0:
+                nack.delivery_count = max(nack.delivery_count - 1, 0)
+            elif mode == 2:
+                nack.delivery_count = _LLONG_MAX
+        nack.delivery_time = 0
+        if retry >= 0:
+            nack.delivery_count = retry
+        nacked.pop(i, None)
+        nacked[i] = None
+        released += 1
+    if len(nacked) > 2 * len(pel) + 16:
+        # drop what was acknowledged or claimed since
+        g.nacked = {i: None for i in nacked if i in pel and pel[i].consumer is None}
+    c.server.dirty += released
+    return integer(released)

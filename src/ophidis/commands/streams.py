@@ -1,7 +1,13 @@
 """Stream commands (t_stream.c semantics): XADD, XRANGE/XREVRANGE, XLEN,
-XDEL, XTRIM, XSETID, XREAD and XREADGROUP, and the parsing and reply
-helpers of the family; the consumer-group commands (XGROUP, XACK,
-XPENDING, XCLAIM, XAUTOCLAIM) and XINFO are in stream_groups.py.
+XDEL, XDELEX, XTRIM, XSETID, XREAD and XREADGROUP, and the parsing and
+reply helpers of the family; the consumer-group commands (XGROUP, XACK,
+XACKDEL, XNACK, XPENDING, XCLAIM, XAUTOCLAIM), XINFO, XCFGSET and
+XIDMPRECORD are in stream_groups.py.
+
+Redis 7.2-8.10 additions here: the KEEPREF/DELREF/ACKED reference
+policies (8.2), XREADGROUP ... CLAIM (8.4, with a wake-up timer for a
+blocked reader), idempotent XADD ... IDMP/IDMPAUTO (8.6, state in
+``types.stream.Idmp``), MAXCOUNT/MAXSIZE (8.10, ``Budget``).
 
 Values are ``types.stream.StreamValue``; IDs are ints (``ms << 64 | seq``).
 
@@ -20,6 +26,8 @@ with -UNBLOCKED, and XGROUP DESTROY with -NOGROUP, as in Redis.
 
 from __future__ import annotations
 
+from hashlib import blake2b
+
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
@@ -27,7 +35,7 @@ from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, bulk_items, help_reply, integer  # noqa: F401 (help_reply: see below)
 from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
-from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, StreamValue, id_bytes
+from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, Idmp, StreamValue, id_bytes
 from ..util import parse_int
 
 _STREAM = notify.STREAM
@@ -50,8 +58,10 @@ _LIMIT_NO_APPROX = RedisError("ERR syntax error, LIMIT cannot be used without th
 BAD_START = RedisError("ERR invalid start ID for the interval")
 _BAD_END = RedisError("ERR invalid end ID for the interval")
 NO_SUCH_KEY = RedisError("ERR no such key")
-_UNBALANCED = RedisError("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' "
-                         "must be specified.")
+_UNBALANCED = RedisError("ERR Unbalanced 'xread' list of streams: for each stream key an ID or "
+                         "'$' must be specified.")
+_UNBALANCED_GROUP = RedisError("ERR Unbalanced 'xreadgroup' list of streams: for each stream key an "
+                               "ID or '>' must be specified.")
 _UNBLOCKED_DELETED = RedisError("UNBLOCKED the stream key no longer exists")
 _NOGROUP_BLOCKED = RedisError("NOGROUP the consumer group this client was blocked on no longer exists")
 KEY_REQUIRED = RedisError(
@@ -64,11 +74,6 @@ XREAD_BLOCKED_DEFAULT_COUNT = 1000
 
 _SPACE = frozenset(b" \t\n\v\f\r")
 
-# Redis reports the one XADD failure that does not set errno (an
-# "<ms>-*" ID whose sequence is exhausted) by whatever errno holds: the
-# EDOM of an earlier failed XADD, or another value.  Mirror the two causes
-# we can see: XADD's own failures and the strtoull fallback of ID parsing.
-_errno_edom = False
 
 
 # ---------------------------------------------------------------------------
@@ -78,17 +83,12 @@ def _string2ull(s: bytes):
     """Redis's string2ull: a canonical signed 64-bit value that is not
     negative, else whatever strtoull(s, 10) accepts in full (leading spaces,
     a sign, leading zeros; a '-' negates modulo 2^64).  None if invalid."""
-    global _errno_edom
     if s.isdigit():
         v = int(s)
-        if v >> 63 or (s[0] == 48 and len(s) > 1):
-            _errno_edom = False   # not a canonical long long: strtoull ran
         return v if v <= MASK64 else None
     n = len(s)
     if not n:
         return None
-    if not (n < 21 and s[0] == 45 and s[1:].isdigit() and s[1:2] != b"0"):
-        _errno_edom = False       # strtoull ran (errno = 0 or ERANGE)
     i = 0
     while i < n and s[i] in _SPACE:
         i += 1
@@ -224,7 +224,8 @@ def _propagate_served(c, db, ops):
 
 
 def xclaim_op(key, gname, g, idarg, nack):
-    return [b"XCLAIM", key, gname, nack.consumer.name, b"0", idarg, b"TIME",
+    return [b"XCLAIM", key, gname, nack.consumer.name if nack.consumer is not None else b"", b"0", idarg,
+            b"TIME",
             b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,
             b"FORCE", b"JUSTID", b"LASTID", id_bytes(g.last_id)]
 
@@ -237,11 +238,46 @@ def setid_op(key, gname, g):
 # ---------------------------------------------------------------------------
 # XADD / XTRIM
 # ---------------------------------------------------------------------------
+# Redis 8.2's reference policies of deletions and trims (XDELEX, XACKDEL,
+# XADD/XTRIM ... KEEPREF|DELREF|ACKED)
+KEEPREF, DELREF, ACKED = 0, 1, 2
+_POLICIES = {b"keepref": KEEPREF, b"delref": DELREF, b"acked": ACKED}
+
+
+def entry_referenced(s, i) -> bool:
+    """streamEntryIsReferenced: a group has not read entry i yet (its last
+    delivered ID is below i) or holds it pending."""
+    groups = s.groups
+    if groups:
+        for g in groups.values():
+            if i > g.last_id or i in g.pel:
+                return True
+    return False
+
+
+def drop_references(s, i) -> bool:
+    """streamCleanupEntryCGroupRefs: entry i out of every group's PEL;
+    whether there was any."""
+    found = False
+    groups = s.groups
+    if groups:
+        for g in groups.values():
+            nack = g.pel.pop(i, None)
+            if nack is not None:
+                if nack.consumer is not None:
+                    del nack.consumer.pel[i]
+                found = True
+    return found
+
+
 class _TrimArgs:
     __slots__ = ("strategy", "approx", "limit", "maxlen", "minid", "arg_idx",
-                 "nomkstream", "id", "id_given", "seq_given")
+                 "nomkstream", "id", "id_given", "seq_given", "policy", "pid", "iid", "idmp_at")
 
     def __init__(self):
+        self.policy = None            # None (KEEPREF), or one of the policies
+        self.pid = self.iid = None    # XADD ... IDMP pid iid / IDMPAUTO pid (8.6; iid None: auto)
+        self.idmp_at = 0              # where the IDMP tokens are (they do not replicate)
         self.strategy = None          # None, "maxlen" or "minid"
         self.approx = self.nomkstream = self.id_given = False
         self.limit = self.maxlen = self.minid = self.arg_idx = self.id = 0
@@ -288,6 +324,17 @@ def _parse_add_trim(c, argv, xadd):
             i += 1
         elif xadd and lo == b"nomkstream":
             a.nomkstream = True
+        elif lo in _POLICIES and a.policy is None:
+            a.policy = _POLICIES[lo]
+        elif xadd and lo == b"idmpauto" and more and a.pid is None:
+            a.pid = argv[i + 1]
+            a.idmp_at = i
+            i += 1
+        elif xadd and lo == b"idmp" and more >= 2 and a.pid is None:
+            a.pid = argv[i + 1]
+            a.iid = argv[i + 2]
+            a.idmp_at = i
+            i += 2
         elif xadd:
             a.id, a.seq_given = parse_id(opt, 0, strict=True, seq_star=True)
             a.id_given = True
@@ -299,8 +346,9 @@ def _parse_add_trim(c, argv, xadd):
         raise _LIMIT_NO_STRATEGY
     if not xadd and a.strategy is None:
         raise _XTRIM_NO_STRATEGY
-    if getattr(c, "must_obey", False) or c.is_master:
-        # A master link or the AOF: the argument was already made exact.
+    if c.is_master or c.server.loading:
+        # A master link or the AOF being loaded (the only client that runs
+        # commands while loading): the argument was already made exact.
         a.limit = 0
     elif limit_given:
         if not a.approx:
@@ -318,9 +366,21 @@ def _parse_add_trim(c, argv, xadd):
 
 
 def _trim(s, a):
+    policy = a.policy
+    if not policy or not s.groups:      # KEEPREF, or nothing refers to entries
+        if a.strategy == "maxlen":
+            return s.trim(maxlen=a.maxlen, approx=a.approx, limit=a.limit)
+        return s.trim(minid=a.minid, approx=a.approx, limit=a.limit)
+    removed = []
+    keep = (lambda i: entry_referenced(s, i)) if policy == ACKED else None
     if a.strategy == "maxlen":
-        return s.trim(maxlen=a.maxlen, approx=a.approx, limit=a.limit)
-    return s.trim(minid=a.minid, approx=a.approx, limit=a.limit)
+        n = s.trim_refs(maxlen=a.maxlen, approx=a.approx, limit=a.limit, keep=keep, removed=removed)
+    else:
+        n = s.trim_refs(minid=a.minid, approx=a.approx, limit=a.limit, keep=keep, removed=removed)
+    if policy == DELREF:
+        for i in removed:
+            drop_references(s, i)
+    return n
 
 
 def _rewrite_trim(argv, s, a):
@@ -336,14 +396,20 @@ def _rewrite_trim(argv, s, a):
 
 @command("xadd")
 def xadd(c, argv):
-    global _errno_edom
     a, idpos = _parse_add_trim(c, argv, True)
+    if a.pid is not None and a.id_given:
+        raise _IDMP_AUTO_ID
     fpos = idpos + 1
     nf = len(argv) - fpos
     if nf < 2 or nf % 2:
         raise RedisError("ERR wrong number of arguments for 'xadd' command")
     if a.id_given and a.seq_given and a.id == 0:
         raise _ZERO_ID
+    iid = None
+    if a.pid is not None:
+        iid = a.iid if a.iid is not None else auto_iid(argv[fpos:])
+        if not a.pid or not iid:
+            raise _IDMP_EMPTY
     db = c.db
     key = argv[1]
     s = db.lookup_write_typed(key, StreamValue)
@@ -352,6 +418,14 @@ def xadd(c, argv):
             return c.null
         s = StreamValue()
         db.add(key, s)
+    now = 0
+    if a.pid is not None:
+        now = mstime()
+        im = s.idmp
+        found = im.find(a.pid, iid, now) if im is not None else None
+        if found is not None:
+            im.duplicates += 1            # the entry this (pid, iid) added: nothing new
+            return id_reply(found)
     last = s.last_id
     if last == MAX_ID:
         raise _EXHAUSTED
@@ -359,18 +433,16 @@ def xadd(c, argv):
         i = a.id
         if not a.seq_given and (last >> 64) == (i >> 64):
             if last & MASK64 == MASK64:
-                raise _EDOM if _errno_edom else _ERANGE
+                raise _EDOM       # an exhausted <ms>-* sequence (7.2: EDOM)
             i = last + 1
     else:
         ms = mstime()
         i = ms << 64 if ms > last >> 64 else last + 1
     if i <= last:
-        _errno_edom = True
         raise _EDOM
     fv = tuple(argv[fpos:])
     tot = sum(map(len, fv))
     if tot > LP_MAX_SIZE:
-        _errno_edom = False
         raise _ERANGE
     vals = c.server.config.values
     s.append(i, fv, vals["stream-node-max-bytes"], vals["stream-node-max-entries"], tot)
@@ -385,10 +457,26 @@ def xadd(c, argv):
             notify.notify(_STREAM, b"xtrim", key, db.id)
         if a.approx and out is not None:
             _rewrite_trim(out, s, a)
+    if a.pid is not None:
+        im = s.idmp
+        if im is None:
+            im = s.idmp = Idmp()
+        im.record(a.pid, iid, i, now)
+        im.added += 1
     if out is not None:
         if not (a.id_given and a.seq_given):
             out[idpos] = idb
-        rewrite_argv(c, out)
+        if a.pid is None:
+            rewrite_argv(c, out)
+        else:
+            # the XADD without its IDMP tokens, then the record (8.6's
+            # XIDMPRECORD), the two in one transaction
+            n = 2 if a.iid is None else 3
+            del out[a.idmp_at:a.idmp_at + n]
+            ops = [out]
+            if s.get(i) is not None:
+                ops.append([b"XIDMPRECORD", key, a.pid, iid, idb])
+            propagate_ops(c, argv, ops, srv.dirty - 1)
     if db.blocking_keys:
         signal_key_ready(db, key)
     return b"$%d\r\n%s\r\n" % (len(idb), idb)
@@ -487,6 +575,101 @@ def xdel(c, argv):
     return integer(deleted)
 
 
+def parse_delete_args(argv, start):
+    """The policy and IDS block of XDELEX/XACKDEL from argv[start:], in
+    any order -> (policy, [ids]); the IDs are parsed (strictly) before
+    the key is looked up."""
+    policy = None
+    ids = None
+    n = len(argv)
+    j = start
+    while j < n:
+        lo = argv[j].lower()
+        if lo in _POLICIES and policy is None:
+            policy = _POLICIES[lo]
+            j += 1
+        elif lo == b"ids" and ids is None and j + 1 < n:
+            try:
+                num = parse_int(argv[j + 1])
+            except RedisError:
+                num = 0
+            if num < 1:
+                raise _NUMIDS
+            if num > n - j - 2:
+                raise _NUMIDS_MISMATCH
+            ids = [parse_id(a, 0, strict=True)[0] for a in argv[j + 2:j + 2 + num]]
+            j += 2 + num
+        else:
+            raise SYNTAX
+    if ids is None:
+        raise SYNTAX
+    return policy or KEEPREF, ids
+
+
+def auto_iid(fv) -> bytes:
+    """IDMPAUTO's idempotent ID: a digest of the entry's fields and values."""
+    h = blake2b(digest_size=16)
+    for x in fv:
+        h.update(b"%d:" % len(x))
+        h.update(x)
+    return h.digest()
+
+
+def xdel_one(s, i) -> bool:
+    """XDEL's deletion of entry i with its bookkeeping (first entry, the
+    greatest deleted ID)."""
+    if not s.delete(i):
+        return False
+    if i > s.max_deleted:
+        s.max_deleted = i
+    if s.length == 0:
+        s.first_id = 0
+    elif i == s.first_id:
+        s.first_id = s.first_entry()
+    return True
+
+
+_NUMIDS = RedisError("ERR Number of IDs must be a positive integer")
+# Our own texts: Redis 8.6's are not published in its documentation
+_IDMP_AUTO_ID = RedisError("ERR IDMP and IDMPAUTO can be used only with the * ID")
+_IDMP_EMPTY = RedisError("ERR IDMP producer and idempotent IDs must not be empty")
+_NUMIDS_MISMATCH = RedisError("ERR The `numids` parameter must match the number of arguments")
+
+
+def code_array(codes) -> bytes:
+    return b"*%d\r\n" % len(codes) + b"".join(b":%d\r\n" % x for x in codes)
+
+
+@command("xdelex")
+def xdelex(c, argv):
+    """XDELEX key [KEEPREF|DELREF|ACKED] IDS numids id ... (8.2): per ID,
+    1 deleted, -1 no such entry, 2 kept (ACKED: still referenced)."""
+    policy, ids = parse_delete_args(argv, 2)
+    db = c.db
+    key = argv[1]
+    s = db.lookup_write_typed(key, StreamValue)
+    if s is None:
+        return code_array([-1] * len(ids))
+    out = []
+    deleted = changed = 0
+    for i in ids:
+        if policy == ACKED and entry_referenced(s, i):
+            out.append(2)
+            continue
+        if policy == DELREF and drop_references(s, i):
+            changed += 1
+        if xdel_one(s, i):
+            deleted += 1
+            out.append(1)
+        else:
+            out.append(-1)
+    if deleted:
+        db.signal(key)
+        notify.notify(_STREAM, b"xdel", key, db.id)
+    c.server.dirty += deleted + changed
+    return code_array(out)
+
+
 @command("xsetid")
 def xsetid(c, argv):
     i = parse_id(argv[2], 0, strict=True)[0]
@@ -515,6 +698,8 @@ def xsetid(c, argv):
     s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         raise NO_SUCH_KEY
+    if i < s.max_deleted:
+        raise RedisError("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
     if s.length:
         if i < s.last_valid_id():
             raise RedisError("ERR The ID specified in XSETID is smaller than the target stream top item")
@@ -557,12 +742,144 @@ def consumer_for(c, g, gname, name, key, db, ops=None):
     return cons
 
 
-def _serve_group(s, key, gname, g, cons, start, count, noack, ops):
+class Budget:
+    """XREAD/XREADGROUP ... MAXCOUNT n MAXSIZE bytes (8.10): what the whole
+    reply may still hold, across its streams.  The first entry always
+    goes; after it an entry goes while the entries' reply bytes stay
+    within MAXSIZE."""
+    __slots__ = ("count", "size", "used", "n")
+
+    def __init__(self, count, size):
+        self.count = count          # 0: no MAXCOUNT
+        self.size = size            # 0: no MAXSIZE
+        self.used = 0               # reply bytes of the entries so far
+        self.n = 0                  # entries so far
+
+    def left(self, count):
+        """The per-stream COUNT narrowed to what MAXCOUNT leaves."""
+        if not self.count:
+            return count
+        rest = self.count - self.n
+        return rest if not count or rest < count else count
+
+    def done(self) -> bool:
+        return bool(self.count) and self.n >= self.count
+
+    def fits(self, i, fv) -> bool:
+        """Take entry (i, fv) if the budget has room for it."""
+        if self.done():
+            return False
+        if self.size:
+            size = len(entry_reply(i, fv))
+            if self.n and self.used + size > self.size:
+                return False
+            self.used += size
+        self.n += 1
+        return True
+
+    def take(self, items):
+        out = []
+        for i, fv in items:
+            if not self.fits(i, fv):
+                break
+            out.append((i, fv))
+        return out
+
+
+_CLAIM_NOT_INT = RedisError("ERR min-idle-time is not an integer")
+_CLAIM_NEGATIVE = RedisError("ERR min-idle-time must be a positive integer")
+_NEW_ENTRY_TAIL = b":0\r\n:0\r\n"
+# Our own texts: Redis 8.10's are not published in its documentation
+_MAXCOUNT_RANGE = RedisError("ERR MAXCOUNT must be a positive integer")
+_MAXSIZE_RANGE = RedisError("ERR MAXSIZE must be a positive integer")
+_MAXCOUNT_COUNT = RedisError("ERR MAXCOUNT must be greater than or equal to COUNT")
+
+
+def _claimable(s, g, min_idle, now):
+    """XREADGROUP ... CLAIM (8.4): the group's pending entries idle for
+    min_idle ms or more (whoever holds them) whose entry is still in the
+    stream, the longest idle first: (delivery time, id, nack)."""
+    pel = g.pel
+    first = []                          # released by XNACK (8.8): first, in release order
+    for i in g.nacked:
+        nack = pel.get(i)
+        if nack is not None and nack.consumer is None and s.get(i) is not None:
+            first.append((nack.delivery_time, i, nack))
+    taken = {t[1] for t in first}
+    out = [(nack.delivery_time, i, nack) for i, nack in pel.items()
+           if i not in taken and now - nack.delivery_time >= min_idle and s.get(i) is not None]
+    out.sort(key=lambda t: (t[0], t[1]))
+    return first + out
+
+
+def _claim_entries(s, key, gname, g, cons, cands, now, ops):
+    """Give the candidates to cons as XCLAIM would (a delivery more);
+    each reply item carries the idle time and the delivery count it had
+    before: [id, fields, idle, count]."""
+    parts = []
+    for t, i, nack in cands:
+        before = nack.delivery_count
+        if nack.consumer is not cons:
+            if nack.consumer is not None:
+                del nack.consumer.pel[i]
+            nack.consumer = cons
+            cons.pel[i] = nack
+        nack.delivery_time = now
+        nack.delivery_count = before + 1
+        cons.active_time = now
+        if ops is not None:
+            ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
+        parts.append(b"*4\r\n" + id_reply(i) + bulk_items(s.get(i)) + integer(now - t) + integer(before))
+    return parts
+
+
+def _group_body(s, key, gname, g, cons, count, noack, ops, claim, budget=None):
+    """What XREADGROUP ... > serves from one stream: with CLAIM the
+    pending entries idle long enough first, then new entries (each with
+    0 0 for idle time and delivery count), COUNT covering both.  None
+    when there is nothing to serve."""
+    if claim is None:
+        if not s.length or s.last_valid_id() <= g.last_id:
+            return None
+        return _serve_group(s, key, gname, g, cons, g.last_id + 1, count, noack, ops, None, budget)
+    now = mstime()
+    cands = _claimable(s, g, claim, now)
+    if count:
+        cands = cands[:count]
+    if budget is not None:
+        taken = budget.take([(i, s.get(i)) for _, i, _ in cands])
+        cands = cands[:len(taken)]
+        if budget.done():
+            count = len(cands)
+    fresh = s.length and s.last_valid_id() > g.last_id and not (count and len(cands) >= count)
+    if not cands and not fresh:
+        return None
+    parts = _claim_entries(s, key, gname, g, cons, cands, now, ops)
+    if not fresh:
+        return b"*%d\r\n" % len(parts) + b"".join(parts)
+    return _serve_group(s, key, gname, g, cons, g.last_id + 1, count - len(parts) if count else 0,
+                        noack, ops, parts, budget)
+
+
+def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None, budget=None):
     """streamReplyWithRange with a group: deliver entries > start - 1 to
     cons, move the group's last ID and read counter, create or reassign
-    PEL entries.  Returns the reply body (an array of entries)."""
+    PEL entries (the consumer's active time then: Redis 7.2).  Returns the
+    reply body (an array of entries); ``ops`` gets an XCLAIM per entry
+    and an XGROUP SETID when the group's last ID moved (7.2 propagates it
+    with or without NOACK).  ``claimed``: the reply items of entries
+    CLAIM took, which come first (the new ones then have four elements)."""
+    if budget is not None:
+        count = budget.left(count)
     items = s.range(start, MAX_ID, count)
-    if not items:
+    if budget is not None:
+        items = budget.take(items)
+    if claimed is not None:
+        parts = list(claimed)
+        for i, fv in items:
+            parts.append(b"*4\r\n" + id_reply(i) + bulk_items(fv) + _NEW_ENTRY_TAIL)
+        body = b"*%d\r\n" % len(parts) + b"".join(parts)
+    elif not items:
         return EMPTY_ARRAY
     now = mstime()
     pel = g.pel
@@ -570,21 +887,23 @@ def _serve_group(s, key, gname, g, cons, start, count, noack, ops):
     moved = False
     for i, fv in items:
         if i > g.last_id:
-            if g.entries_read != INVALID_READ and not s.has_tombstones_in(i):
+            if (g.entries_read != INVALID_READ and g.last_id >= s.first_id
+                    and not s.has_tombstones_in(g.last_id)):
                 g.entries_read += 1
             elif s.entries_added:
                 g.entries_read = s.estimate_distance(i)
             g.last_id = i
-            if noack:
-                moved = True
+            moved = True
         if not noack:
+            cons.active_time = now
             nack = pel.get(i)
             if nack is None:
                 nack = NACK(cons, now)
                 pel[i] = nack
                 cpel[i] = nack
             else:
-                del nack.consumer.pel[i]
+                if nack.consumer is not None:
+                    del nack.consumer.pel[i]
                 nack.consumer = cons
                 nack.delivery_time = now
                 nack.delivery_count = 1
@@ -593,10 +912,10 @@ def _serve_group(s, key, gname, g, cons, start, count, noack, ops):
                 ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
     if moved and ops is not None:
         ops.append(setid_op(key, gname, g))
-    return entries_reply(items)
+    return body if claimed is not None else entries_reply(items)
 
 
-def _serve_history(c, s, cons, start, count):
+def _serve_history(c, s, cons, start, count, budget=None):
     """streamReplyWithRangeFromConsumerPEL: the consumer's own pending
     entries from start on; deleted entries come as [id, nil]."""
     now = mstime()
@@ -606,6 +925,8 @@ def _serve_history(c, s, cons, start, count):
         if count and n >= count:
             break
         fv = s.get(i)
+        if budget is not None and not budget.fits(i, fv or ()):
+            break
         if fv is None:
             parts.append(b"*2\r\n" + id_reply(i) + c.null_array)
         else:
@@ -635,15 +956,14 @@ def _xread(c, argv, group_mode):
     streams_arg = 0
     nstreams = 0
     noack = False
+    claim = None               # XREADGROUP ... CLAIM min-idle-time (8.4)
+    maxcount = maxsize = 0     # MAXCOUNT / MAXSIZE (8.10)
     gname = cname = None
     i = 1
     while i < n:
         more = n - i - 1
         o = argv[i].lower()
         if o == b"block" and more:
-            if c.in_script:
-                raise RedisError(b"ERR %s command is not allowed with BLOCK option from scripts"
-                                 % argv[0])
             i += 1
             deadline = parse_timeout(argv[i], seconds=False)
         elif o == b"count" and more:
@@ -655,7 +975,7 @@ def _xread(c, argv, group_mode):
             streams_arg = i + 1
             nstreams = n - streams_arg
             if nstreams % 2:
-                raise _UNBALANCED
+                raise _UNBALANCED_GROUP if group_mode else _UNBALANCED
             nstreams //= 2
             break
         elif o == b"group" and more >= 2:
@@ -665,6 +985,21 @@ def _xread(c, argv, group_mode):
             gname = argv[i + 1]
             cname = argv[i + 2]
             i += 2
+        elif o == b"maxcount" and more:
+            i += 1
+            maxcount = parse_int(argv[i])
+            if maxcount < 1:
+                raise _MAXCOUNT_RANGE
+        elif o == b"maxsize" and more:
+            i += 1
+            maxsize = parse_int(argv[i])
+            if maxsize < 1:
+                raise _MAXSIZE_RANGE
+        elif o == b"claim" and more and group_mode:
+            i += 1
+            claim = parse_int(argv[i], _CLAIM_NOT_INT)
+            if claim < 0:
+                raise _CLAIM_NEGATIVE
         elif o == b"noack":
             if not group_mode:
                 raise RedisError("ERR The NOACK option is only supported by XREADGROUP. "
@@ -675,6 +1010,9 @@ def _xread(c, argv, group_mode):
         i += 1
     if not streams_arg:
         raise SYNTAX
+    if maxcount and count and maxcount < count:
+        raise _MAXCOUNT_COUNT
+    budget = Budget(maxcount, maxsize) if maxcount or maxsize else None
     if group_mode and gname is None:
         raise RedisError("ERR Missing GROUP option for XREADGROUP")
     keys = argv[streams_arg:streams_arg + nstreams]
@@ -699,6 +1037,18 @@ def _xread(c, argv, group_mode):
                     "the history of this consumer by specifying a proper ID, or use the > ID to "
                     "get new messages. The $ ID would just return an empty result set.")
             ids.append(s.last_id if s is not None else 0)
+        elif a == b"+":
+            if group_mode:
+                raise RedisError(
+                    "ERR The + ID is meaningless in the context of XREADGROUP: you want to read "
+                    "the history of this consumer by specifying a proper ID, or use the > ID to "
+                    "get new messages. The + ID would just return an empty result set.")
+            if s is None:
+                ids.append(0)
+            elif not s.last_id:
+                raise RedisError("ERR the stream last element ID is 0-0")
+            else:
+                ids.append(s.last_id - 1)     # XREAD + (7.4): the last entry
         elif a == b">":
             if not group_mode:
                 raise RedisError("ERR The > ID can be specified only when calling XREADGROUP "
@@ -719,36 +1069,46 @@ def _xread(c, argv, group_mode):
         if s is None:
             continue
         gt = ids[k]
-        serve = history = False
         if group_mode:
             g = groups[k]
+            # Redis 7.2: the consumer is made (or seen) even when nothing
+            # is served
+            cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
+            if budget is not None and budget.done():
+                continue
             if gt != MAX_ID:
-                serve = history = True
-            elif s.length:
-                if s.last_valid_id() > g.last_id:
-                    serve = True
-                    gt = g.last_id
-        elif s.length and s.last_valid_id() > gt:
-            serve = True
-        if not serve:
+                body = _serve_history(c, s, cons, (gt + 1) & MAX_ID, count, budget)
+            else:
+                n0 = len(ops) if ops is not None else 0
+                moved = g.last_id
+                body = _group_body(s, key, gname, g, cons, count, noack, ops, claim, budget)
+                if body is None:
+                    continue
+                if g.last_id != moved or (ops is not None and len(ops) > n0) or claim is not None:
+                    srv.dirty += 1        # it propagates (7.2: a history read does not)
+            served += 1
+            if resp2:
+                parts.append(b"*2\r\n")
+            parts.append(bulk_str(key))
+            parts.append(body)
             continue
-        served += 1
+        if not (s.length and s.last_valid_id() > gt) or (budget is not None and budget.done()):
+            continue
         start = (gt + 1) & MAX_ID
+        if budget is None:
+            items = s.range(start, MAX_ID, count)
+        else:
+            items = budget.take(s.range(start, MAX_ID, budget.left(count)))
+            if not items:
+                continue
+        served += 1
         if resp2:
             parts.append(b"*2\r\n")
         parts.append(bulk_str(key))
-        if group_mode:
-            cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
-            if history:
-                parts.append(_serve_history(c, s, cons, start, count))
-            else:
-                parts.append(_serve_group(s, key, gname, g, cons, start, count, noack, ops))
-            srv.dirty += 1
-        else:
-            parts.append(entries_reply(s.range(start, MAX_ID, count)))
+        parts.append(entries_reply(items))
+    if group_mode:
+        propagate_ops(c, argv, ops, dirty0)
     if served:
-        if group_mode:
-            propagate_ops(c, argv, ops, dirty0)
         return (b"*%d\r\n" % served if resp2 else b"%%%d\r\n" % served) + b"".join(parts)
     if deadline is None:
         return c.null_array
@@ -759,6 +1119,8 @@ def _xread(c, argv, group_mode):
     for key, gt in zip(keys, ids):
         gts.setdefault(key, gt)
     xcount = count or XREAD_BLOCKED_DEFAULT_COUNT
+    if maxcount and maxcount < xcount:
+        xcount = maxcount
 
     def on_ready(c, db, key):
         s = db.lookup_nostats(key)
@@ -773,21 +1135,60 @@ def _xread(c, argv, group_mode):
             if s is None or s.__class__ is not StreamValue:
                 return None
             gt = gts[key]
-        if s.last_id <= gt:
-            return None
-        start = gt + 1
         head = b"*1\r\n*2\r\n" if c.resp == 2 else b"%1\r\n"
         if not group_mode:
-            return head + bulk_str(key) + entries_reply(s.range(start, MAX_ID, xcount))
+            if not s.length or s.last_valid_id() <= gt:
+                return None     # as the command run again finds nothing (7.2)
+            items = s.range(gt + 1, MAX_ID, xcount)
+            if maxsize:
+                items = Budget(maxcount, maxsize).take(items)
+            return head + bulk_str(key) + entries_reply(items)
+        if claim is None and (not s.length or s.last_valid_id() <= gt):
+            return None
         ops = [] if propagating(c.server) else None
         cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
-        body = _serve_group(s, key, gname, g, cons, start, xcount, noack, ops)
+        body = _group_body(s, key, gname, g, cons, xcount, noack, ops, claim,
+                           Budget(maxcount, maxsize) if maxsize else None)
         _propagate_served(c, db, ops)
+        if body is None:
+            return None
         return head + bulk_str(key) + body
 
     srv.blocking_handler.block(c, keys, deadline, on_ready, _timeout_reply,
                                serve_missing=group_mode)
+    if claim is not None and srv.loop is not None:
+        _arm_claim_wake(c, c.bstate, keys, gname, claim)
     return None
+
+
+def _arm_claim_wake(c, st, keys, gname, claim):
+    """A reader blocked with CLAIM is also served when a pending entry
+    becomes idle long enough: wake it then (at the latest after min-idle
+    ms, for entries delivered meanwhile), as if its keys were signalled."""
+    db = c.db
+    now = mstime()
+    delay = max(claim, 10)
+    for key in keys:
+        s = db.lookup_nostats(key)
+        g = s.groups.get(gname) if s.__class__ is StreamValue and s.groups else None
+        if g is not None:
+            for nack in g.pel.values():
+                d = nack.delivery_time + claim - now
+                if d < delay:
+                    delay = d
+    c.server.loop.call_later(max(delay, 1) / 1000.0, _claim_wake, c, st, keys, gname, claim)
+
+
+def _claim_wake(c, st, keys, gname, claim):
+    if c.bstate is not st or c.closing:
+        return
+    srv = c.server
+    db = st.db
+    for key in keys:
+        srv.ready_keys.append((db, key))
+    srv.blocking_handler.handle_ready_keys()
+    if c.bstate is st:
+        _arm_claim_wake(c, st, keys, gname, claim)
 
 
 @command("xread")

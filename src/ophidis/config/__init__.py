@@ -318,6 +318,15 @@ class Config:
                     raise ConfigError("appendfilename can't be empty")
                 if "/" in v or "\\" in v:
                     raise ConfigError("appendfilename can't be a path, just a filename")
+            if d.name == "preload-file" and v:
+                kind, sep, path = v.partition(":")
+                if not sep or kind not in ("rdb", "aof") or not path:
+                    raise ConfigError("preload-file argument must be in the format rdb:<path> or aof:<path>")
+                if not path.endswith(".rdb" if kind == "rdb" else ".manifest"):
+                    raise ConfigError("preload-file must end with an extension: .rdb for rdb:, "
+                                      ".manifest for aof:")
+            if d.name == "backupdirname" and (not v or "/" in v or "\\" in v):
+                raise ConfigError("backupdirname can't be a path, just a dirname")
             if d.name == "appenddirname":
                 if not v:
                     raise ConfigError("appenddirname can't be empty")

@@ -31,6 +31,8 @@ DIRECTIVES = [
     ('appendonly', None, 'bool', ['modifiable', 'deny_loading'], False, None),
     ('auto-aof-rewrite-min-size', None, 'memory', ['modifiable'], 67108864, (0, 9223372036854775807)),
     ('auto-aof-rewrite-percentage', None, 'int', ['modifiable'], 100, (0, 2147483647)),
+    ('backup-sealed-ttl', None, 'int', ['modifiable'], 0, (0, 9223372036854775807)),
+    ('backupdirname', None, 'string', ['immutable'], 'backupdir', None),
     ('bgsave_cpulist', None, 'string', ['immutable', 'empty_string_is_null'], None, None),
     ('bind', None, 'special', ['modifiable', 'multi_arg'], None, None),
     ('bind-source-addr', None, 'string', ['modifiable', 'empty_string_is_null'], None, None),
@@ -70,6 +72,7 @@ DIRECTIVES = [
     ('hash-max-listpack-entries', 'hash-max-ziplist-entries', 'int', ['modifiable'], 512, (0, 9223372036854775807)),
     ('hash-max-listpack-value', 'hash-max-ziplist-value', 'memory', ['modifiable'], 64, (0, 9223372036854775807)),
     ('hll-sparse-max-bytes', None, 'memory', ['modifiable'], 3000, (0, 9223372036854775807)),
+    ('hide-user-data-from-log', None, 'bool', ['modifiable'], False, None),   # 7.4
     ('hz', None, 'int', ['modifiable'], 10, (0, 2147483647)),
     ('ignore-warnings', None, 'string', ['modifiable', 'allow_empty_string'], '', None),
     ('io-threads', None, 'int', ['debug', 'immutable'], 1, (1, 128)),
@@ -90,14 +93,17 @@ DIRECTIVES = [
     ('list-max-listpack-size', 'list-max-ziplist-size', 'int', ['modifiable'], -2, (-2147483648, 2147483647)),
     ('loading-process-events-interval-bytes', None, 'int', ['modifiable', 'hidden'], 2097152, (1024, 2147483647)),
     ('logfile', None, 'string', ['immutable', 'allow_empty_string'], '', None),
-    ('loglevel', None, 'enum', ['modifiable'], 'notice', ['debug', 'verbose', 'notice', 'warning']),
+    ('locale-collate', None, 'string', ['modifiable', 'allow_empty_string'], '', None),   # 7.2
+    ('loglevel', None, 'enum', ['modifiable'], 'notice', ['debug', 'verbose', 'notice', 'warning', 'nothing']),
     ('masterauth', None, 'string', ['modifiable', 'sensitive', 'empty_string_is_null'], None, None),
     ('masteruser', None, 'string', ['modifiable', 'sensitive', 'empty_string_is_null'], None, None),
+    ('max-new-connections-per-cycle', None, 'int', ['modifiable'], 10, (1, 1000)),       # 7.2
+    ('max-new-tls-connections-per-cycle', None, 'int', ['modifiable'], 1, (1, 1000)),   # 7.2
     ('maxclients', None, 'int', ['modifiable'], 10000, (1, 4294967295)),
     ('maxmemory', None, 'memory', ['modifiable'], 0, (0, 18446744073709551615)),
     ('maxmemory-clients', None, 'memory_percent', ['modifiable'], 0, (-100, 9223372036854775807)),
     ('maxmemory-eviction-tenacity', None, 'int', ['modifiable'], 10, (0, 100)),
-    ('maxmemory-policy', None, 'enum', ['modifiable'], 'noeviction', ['volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'noeviction']),
+    ('maxmemory-policy', None, 'enum', ['modifiable'], 'noeviction', ['volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl', 'volatile-lrm', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'allkeys-lrm', 'noeviction']),
     ('maxmemory-samples', None, 'int', ['modifiable'], 5, (1, 2147483647)),
     # Ophidis extensions (docs/COMPATIBILITY.md): /metrics for Prometheus; hidden
     # (CONFIG GET by exact name only): what reads CONFIG GET * sees Redis's list
@@ -113,6 +119,7 @@ DIRECTIVES = [
     ('port', None, 'int', ['modifiable'], 6379, (0, 65535)),
     ('proc-title-template', None, 'string', ['modifiable', 'allow_empty_string'], '{title} {listen-addr} {server-mode}', None),
     ('propagation-error-behavior', None, 'enum', ['modifiable'], 'ignore', ['ignore', 'panic', 'panic-on-replicas']),
+    ('preload-file', None, 'string', ['immutable', 'allow_empty_string'], '', None),
     ('protected-mode', None, 'bool', ['modifiable'], True, None),
     ('proto-max-bulk-len', None, 'memory', ['debug', 'modifiable'], 536870912, (1048576, 9223372036854775807)),
     ('rdb-del-sync-files', None, 'bool', ['modifiable'], False, None),

@@ -68,13 +68,13 @@ class Stats(StatsCore):
 
     # the integer counters, 0 after a reset (CONFIG RESETSTAT)
     COUNTERS = (
-        "keyspace_hits", "keyspace_misses", "expired_keys", "expired_time_cap_reached_count",
-        "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "net_input_bytes",
+        "keyspace_hits", "keyspace_misses", "expired_keys", "expired_keys_active",
+        "expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "net_input_bytes",
         "net_output_bytes", "connections_received", "rejected_connections", "total_error_replies",
         "numcommands_base", "unexpected_error_replies", "total_reads_processed", "total_writes_processed",
         "io_threaded_reads_processed", "client_qbuf_limit_disconnections",
         "client_outbuf_limit_disconnections", "dump_payload_sanitizations", "total_forks", "sync_full",
-        "sync_partial_ok", "sync_partial_err")
+        "sync_partial_ok", "sync_partial_err", "expired_subkeys")
 
     def reset(self):
         for name in self.COUNTERS:
@@ -108,7 +108,7 @@ def type_name(v) -> bytes:
 
 class Database(DbCore):
     __slots__ = ("id",) + DB_SLOTS + ("dels", "avg_ttl", "_expire_snapshot", "_expire_pos", "_scan_cache",
-                 "server")
+                 "server", "hfe", "hfe_heap")
 
     def __init__(self, id: int, server=None):
         self.id = id
@@ -122,6 +122,8 @@ class Database(DbCore):
         self._expire_pos = 0
         self._scan_cache = {}
         self.server = server
+        self.hfe: dict = {}              # key -> earliest field expiry of its hash (keyspace/hfe.py)
+        self.hfe_heap: list = []         # (that time, key), a heap
 
     # -- lookup -------------------------------------------------------------
     def lookup_read(self, key):
@@ -383,6 +385,8 @@ class Database(DbCore):
                     signal_key_ready(self, key)
         self.d = self.d.__class__()      # the cluster's SlotKeys stays one
         self.expires = {}
+        self.hfe = {}
+        self.hfe_heap = []
         self.dels += n
         self._expire_snapshot = None
         self._scan_cache = {}

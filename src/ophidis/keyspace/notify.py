@@ -20,6 +20,13 @@ KEY_MISS = 1 << 11  # m
 LOADED = 1 << 12
 MODULE = 1 << 13    # d
 NEW = 1 << 14       # n
+# Redis 8.8's subkey notifications (a hash's fields): their own channels,
+# enabled by these flags (not by K or E), for the events of the enabled classes
+SUBKEYSPACE = 1 << 15       # S: __subkeyspace@<db>__:<key>  <event>|<fields>
+SUBKEYEVENT = 1 << 16       # T: __subkeyevent@<db>__:<event>  <key>|<fields>
+SUBKEYSPACEITEM = 1 << 17   # I: __subkeyspaceitem@<db>__:<key>\n<field>  <event>
+SUBKEYSPACEEVENT = 1 << 18  # V: __subkeyspaceevent@<db>__:<event>|<key>  <fields>
+SUBKEY = SUBKEYSPACE | SUBKEYEVENT | SUBKEYSPACEITEM | SUBKEYSPACEEVENT
 # Redis 8.8's array events (ARSET ...): enabled by "A" only, their own
 # class letter is not reproduced (docs/COMPATIBILITY.md); the rendering
 # shows "A" for 7.0's classes all set, as 7.0 does.
@@ -31,6 +38,7 @@ _CHARS = {
     "A": ALL, "g": GENERIC, "$": STRING, "l": LIST, "s": SET, "h": HASH, "z": ZSET,
     "x": EXPIRED, "e": EVICTED, "K": KEYSPACE, "E": KEYEVENT, "t": STREAM,
     "m": KEY_MISS, "d": MODULE, "n": NEW,
+    "S": SUBKEYSPACE, "T": SUBKEYEVENT, "I": SUBKEYSPACEITEM, "V": SUBKEYSPACEEVENT,
 }
 
 # Current flags; config sets it.
@@ -67,6 +75,9 @@ def flags_to_string(f: int) -> str:
         out.append("K")
     if f & KEYEVENT:
         out.append("E")
+    for ch, bit in (("S", SUBKEYSPACE), ("T", SUBKEYEVENT), ("I", SUBKEYSPACEITEM), ("V", SUBKEYSPACEEVENT)):
+        if f & bit:
+            out.append(ch)
     if f & KEY_MISS:
         out.append("m")
     return "".join(out)
@@ -83,3 +94,28 @@ def notify(type_: int, event: bytes, key: bytes, dbid: int):
         pub(b"__keyspace@%d__:%s" % (dbid, key), event)
     if f & KEYEVENT:
         pub(b"__keyevent@%d__:%s" % (dbid, event), key)
+
+
+def _lp(items) -> bytes:
+    # subkey lists: <len>:<subkey>, comma separated
+    return b",".join([b"%d:%s" % (len(x), x) for x in items])
+
+
+def notify_subkeys(type_: int, event: bytes, key: bytes, dbid: int, subkeys):
+    """The subkey notifications of an event on fields ``subkeys`` of key
+    (callers test ``flags & SUBKEY`` first)."""
+    f = flags
+    if not (f & type_) or not subkeys:
+        return
+    pub = _publish
+    if pub is None:
+        return
+    if f & SUBKEYSPACE:
+        pub(b"__subkeyspace@%d__:%s" % (dbid, key), b"%s|%s" % (event, _lp(subkeys)))
+    if f & SUBKEYEVENT:
+        pub(b"__subkeyevent@%d__:%s" % (dbid, event), b"%d:%s|%s" % (len(key), key, _lp(subkeys)))
+    if f & SUBKEYSPACEITEM:
+        for sk in subkeys:
+            pub(b"__subkeyspaceitem@%d__:%s\n%s" % (dbid, key, sk), event)
+    if f & SUBKEYSPACEEVENT:
+        pub(b"__subkeyspaceevent@%d__:%s|%s" % (dbid, event, key), _lp(subkeys))

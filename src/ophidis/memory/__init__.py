@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from .. import log
+from ..cmdtable.keys import get_keys_with_flags
 from ..cmdtable.registry import WRAPPERS, rewrap
 from ..keyspace import db as dbm
 from ..keyspace import notify
@@ -21,6 +22,18 @@ from .sizes import (_EXTRACT, BYTES_BASE, PY_DICT_ENTRY, STARTUP, _simple_specs,
 
 _time = time.time
 
+
+def untouched(c, cmd) -> bool:
+    """CLIENT NO-TOUCH: whether a read by ``c`` (no_touch set, or a
+    script's client) leaves its keys' access times alone: everything but
+    TOUCH does, and a script's reads follow its caller's switch."""
+    if c.in_script:
+        caller = c.script_caller
+        if caller is None or not caller[0].no_touch:
+            return False
+    return cmd.fullname != "touch"
+
+
 class Memory(Eviction):
     def __init__(self, srv):
         self.srv = srv
@@ -29,11 +42,13 @@ class Memory(Eviction):
         self.dataset = 0
         self.clients_mem = 0
         self.peak = 0
+        self.peak_time = int(_time())   # when the peak was reached (INFO used_memory_peak_time)
         self.tracking = False
         self.budget = 0            # dataset bytes allowed: maxmemory - STARTUP - clients
         self.slack = 0             # evictions go this far below the limit
         self.policy = cfg["maxmemory-policy"]
         self.lru_mode = self.lfu_mode = self.volatile = False
+        self.lrm = False           # volatile-lrm / allkeys-lrm: the LRU clock, moved by writes only
         self.indexes = None        # sampling policies (LFU, random, TTL): per-db Index
         self.lru = None            # LRU policies: per-db LruQueue
         self.set_by_command = None  # (db id, key) whose access info the running command set
@@ -60,7 +75,10 @@ class Memory(Eviction):
         srv = self.srv
         cfg = srv.config
         self.policy = pol = cfg["maxmemory-policy"]
-        self.lru_mode = "lru" in pol
+        # LRM (least recently modified, 8.6) keeps LRU's clock and queue;
+        # only a write that changes a key moves it (see wrap)
+        self.lrm = pol.endswith("lrm")
+        self.lru_mode = "lru" in pol or self.lrm
         self.lfu_mode = "lfu" in pol
         # An LRU/LFU policy keeps access times even without a limit (OBJECT
         # IDLETIME/FREQ, RESTORE IDLETIME/FREQ), as Redis always does; the
@@ -164,7 +182,7 @@ class Memory(Eviction):
         if not cmd.write and not (cmd.readonly and cmd.may_replicate):
             # performEvictions runs before every command, reads included;
             # no_touch commands leave the access time alone
-            if (not cmd.key_specs or "no_touch" in cmd.flags
+            if (not cmd.key_specs or "no_touch" in cmd.flags or self.lrm
                     or not (self.lru is not None or (self.indexes is not None and self.lfu_mode))):
                 def other(c, argv):
                     if m.dataset > m.budget and not (c.in_exec or c.in_script):
@@ -180,7 +198,7 @@ class Memory(Eviction):
                         if m.dataset > m.budget and not (c.in_exec or c.in_script):
                             m.evict_for(c, cmd)
                         r = proc(c, argv)
-                        if len(argv) > 1:
+                        if len(argv) > 1 and not ((c.no_touch or c.in_script) and untouched(c, cmd)):
                             db = c.db
                             k = argv[1]
                             if k in (db.expires if volatile else db.d):
@@ -192,6 +210,8 @@ class Memory(Eviction):
                 if m.dataset > m.budget and not (c.in_exec or c.in_script):
                     m.evict_for(c, cmd)
                 r = proc(c, argv)
+                if (c.no_touch or c.in_script) and untouched(c, cmd):
+                    return r
                 db = c.db
                 keys = keys_of(cmd, argv)
                 m.touch_keys(db, keys, m.present(db, keys))
@@ -224,12 +244,15 @@ class Memory(Eviction):
         lru = self.lru
         volatile = self.volatile
         indexed = self.indexes is not None
+        lrm = self.lrm
+        srv = self.srv
 
         def write1(c, argv):
             if m.dataset > m.budget and not (c.in_exec or c.in_script):
                 r = m.evict_for(c, cmd)
                 if r is not None:
                     return r
+            dirty = srv.dirty
             db = c.db
             d = db.d
             k = argv[1]
@@ -247,6 +270,10 @@ class Memory(Eviction):
                 else:
                     pre = key_cost_(db, k, v)
                     tracked = not volatile or k in exp
+                    if tracked and (c.no_touch or c.in_script) and untouched(c, cmd):
+                        # CLIENT NO-TOUCH: a value changed in place keeps
+                        # its access information (a replaced one is new)
+                        tracked = v
             try:
                 return proc(c, argv)
             finally:
@@ -264,9 +291,16 @@ class Memory(Eviction):
                         m.set_by_command = None
                     if set_by == (db.id, k):
                         pass                        # RESTORE IDLETIME/FREQ: what it set stays
+                    elif tracked is not True and tracked is not False:
+                        # NO-TOUCH: the old value (tracked) changed in place,
+                        # or replaced (a new object: fresh for LRU, LFU keeps
+                        # its counter as Redis's overwrite does)
+                        if tracked is not v and lru is not None:
+                            lru[db.id].ref[k] = m.clock
                     elif lru is not None:
                         if tracked:
-                            lru[db.id].ref[k] = m.clock
+                            if not lrm or srv.dirty != dirty:    # LRM: a write that changed nothing
+                                lru[db.id].ref[k] = m.clock
                         elif not volatile or k in exp:
                             q = lru[db.id]
                             q.keys.append(k)
@@ -279,7 +313,6 @@ class Memory(Eviction):
         if cmd.fullname != "set":
             return write1
 
-        srv = self.srv
         queue_new = lru is not None and not volatile
 
         def set_plain(c, argv):
@@ -350,6 +383,7 @@ class Memory(Eviction):
             + self.srv.repl_feed.buffer_bytes() + self.aof_buffer()
         if used > self.peak:
             self.peak = used
+            self.peak_time = int(_time())
         self.srv.used_memory_peak = self.peak
         return used
 
@@ -404,6 +438,12 @@ class Memory(Eviction):
             if v is not None:
                 pre += key_cost(db, k, v)
         was = self.present(db, keys)
+        if self.lrm:
+            # only the keys the command writes, and only if it changed something
+            kf = get_keys_with_flags(cmd, argv) or ()
+            written = {argv[p] for p, f in kf if "RO" not in f}
+            was = [w if k in written else None for k, w in zip(keys, was)]
+            was.append(self.srv.dirty)
         extra = None
         name = cmd.name
         if name == "copy" or name == "move":
@@ -454,7 +494,18 @@ class Memory(Eviction):
                 self.recompute()
             if name in ("flushdb", "flushall", "swapdb", "debug"):
                 self._reset_structures()
+        elif (c.no_touch or c.in_script) and untouched(c, cmd):
+            # CLIENT NO-TOUCH: only the keys this command created are new
+            new = [k for k, w in zip(keys, was) if not w]
+            if new:
+                self.touch_keys(db, new, [False] * len(new))
         else:
+            if self.lrm:
+                dirty = was.pop()
+                if self.srv.dirty == dirty:
+                    return
+                keys = [k for k, w in zip(keys, was) if w is not None]
+                was = [w for w in was if w is not None]
             self.touch_keys(db, keys, was)
 
     def measure(self, db, keys):

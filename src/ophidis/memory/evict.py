@@ -300,6 +300,7 @@ class Eviction:
         used = STARTUP + self.dataset + self.clients_mem
         if used > self.peak:
             self.peak = used
+            self.peak_time = int(_time())
 
     def evict_hook(self) -> bool:
         """performEvictions: True when still over the limit and nothing could

@@ -74,6 +74,10 @@ def pysize(v) -> int:
         return 64 + json_memory(v.v)
     n = len(v)
     if cls is _HashValue:
+        t = v.ttl
+        if t:
+            # field TTLs: their dict, an int per field (the field is shared)
+            return v.nbytes() + getsizeof(t) + 32 * len(t)
         return v.nbytes()
     if cls is _ListValue:
         return v.nbytes()

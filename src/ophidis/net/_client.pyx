@@ -147,6 +147,7 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
                 t0 = t1
                 cmd.calls += 1
                 cmd.usec += dt
+                client.tot_cmds += 1
                 if dt >= _slow_check:
                     _flush(x)
                     client.server.slow_call(client, cmd, req, dt)
@@ -246,6 +247,7 @@ cdef _dr_write(ClientCore client, list out):
         client.closing = True
         return
     _dr_stats.net_output_bytes += n
+    client.net_out += n
     if client.close_after_reply:
         client.close()
     elif not client.authenticated:
@@ -263,6 +265,7 @@ def set_client_memory(fn):
 def data_received(ClientCore client, data):
     """Client.data_received (asyncio.Protocol's) compiled."""
     _dr_stats.net_input_bytes += len(data)
+    client.net_in += len(data)
     # time.monotonic() (CLOCK_MONOTONIC, as _now)
     client.last_time = _now()
     try:
@@ -354,9 +357,14 @@ def fanout(dict subs, bytes m2, bytes m3):
         if c.closing:
             continue
         m = m2 if c.resp == 2 else m3
-        pw = c.pending_writes
-        if pw is not None:
-            (<list>pw).append(m)
+        if c.pending_writes is not None:
+            # the publisher itself (or the client whose command raised a
+            # notification): after its command's reply
+            pa = c.push_after
+            if pa is None:
+                c.push_after = [m]
+            else:
+                (<list>pa).append(m)
             continue
         buf = c.push_buf
         if buf is None:

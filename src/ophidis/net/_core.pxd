@@ -6,3 +6,8 @@ cdef class ClientCore:
     cdef public object pending_writes, push_buf, pubsub_channels, pubsub_patterns, pubsub_shard
     cdef public object in_script, multi, reply_mode, script_caller, lua_debug
     cdef public Py_ssize_t rb_peak     # the largest write since the reply buffer's peak reset
+    # CLIENT LIST's tot-net-in, tot-net-out, tot-cmds (Redis 8)
+    cdef public long long net_in, net_out, tot_cmds
+    # pub/sub messages for this client raised by its own running command:
+    # they follow the command's reply (Redis 7.2), see Server.call
+    cdef public object push_after

@@ -239,6 +239,7 @@ def _run_requests(self, gets, out, table, slow, t0):
                 t0 = t1
                 cmd.calls += 1
                 cmd.usec += dt
+                self.tot_cmds += 1
                 if dt >= _SLOW_CHECK:
                     self.server.slow_call(self, cmd, req, dt)
                 if _LATENCY_TRACKING:
@@ -300,7 +301,7 @@ class Client(ClientCore, asyncio.Protocol):
 
     __slots__ = (
         "id", "name", "addr", "laddr", "fd", "ctime", "multi_error", "dirty_cas", "watched",
-        "subcmd", "is_unix", "monitor", "tracking", "no_evict", "bstate", "out_extra", "in_exec",
+        "subcmd", "is_unix", "monitor", "tracking", "no_evict", "no_touch", "lib_name", "lib_ver", "woff", "bstate", "out_extra", "in_exec",
         "killed", "is_master", "block_argv", "repl", "mem_usage",
         "cluster_asking", "cluster_readonly", "__weakref__",
         # HIMPORT PREPARE's fieldsets: name -> field names (None: none yet)
@@ -345,6 +346,12 @@ class Client(ClientCore, asyncio.Protocol):
         self.monitor = False
         self.tracking = False      # tracking.TrackState while CLIENT TRACKING is on
         self.no_evict = False
+        self.no_touch = False      # CLIENT NO-TOUCH: its reads leave the keys' access times alone
+        self.lib_name = None       # CLIENT SETINFO LIB-NAME / LIB-VER (kept across RESET)
+        self.lib_ver = None
+        self.net_in = self.net_out = self.tot_cmds = 0
+        self.push_after = None     # messages its running command raised for it (pubsub._fanout)
+        self.woff = 0              # the replication offset after its last propagated write (WAIT, WAITAOF)
         self.script_caller = None  # the script client: (client running the script, its keys)
         self.is_master = False     # the replication link's client (replica side)
         self.repl = None           # replication.master.ReplicaState when this client is a replica of ours
@@ -364,7 +371,9 @@ class Client(ClientCore, asyncio.Protocol):
     def update_slow(self):
         self.slow = bool(
             not self.authenticated or self.multi is not None or self.reply_mode
-            or (self.resp == 2 and (self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard))
+            # a subscriber (RESP2's context checks; in RESP3 the messages
+            # its own commands raise follow their replies: Server.call)
+            or self.pubsub_channels or self.pubsub_patterns or self.pubsub_shard
             or self.tracking or self.blocked or self.close_after_reply or self.repl is not None
             or self.cluster_asking)
 
@@ -396,6 +405,7 @@ class Client(ClientCore, asyncio.Protocol):
 
     def data_received(self, data):
         stats.net_input_bytes += len(data)
+        self.net_in += len(data)
         self.last_time = _monotonic()
         try:
             self._data_received(data)
@@ -567,6 +577,7 @@ class Client(ClientCore, asyncio.Protocol):
             dt = perf_counter() - t0
             cmd.calls += 1
             cmd.usec += dt
+            self.tot_cmds += 1
             if dt >= _SLOW_CHECK:
                 srv.slow_call(self, cmd, argv, dt)
             if _LATENCY_TRACKING:
@@ -655,6 +666,7 @@ class Client(ClientCore, asyncio.Protocol):
             self.closing = True
             return
         stats.net_output_bytes += n
+        self.net_out += n
         if self.close_after_reply:
             self.close()
         elif not self.authenticated:
@@ -777,8 +789,12 @@ class Client(ClientCore, asyncio.Protocol):
             f += "c"
         if self.is_unix:
             f += "U"
+        if self.cluster_readonly:
+            f += "r"
         if self.no_evict:
             f += "e"
+        if self.no_touch:
+            f += "T"
         return f or "N"
 
     def info_string(self, running_argv=None) -> str:
@@ -790,16 +806,24 @@ class Client(ClientCore, asyncio.Protocol):
         qbuf, argv_mem, multi_mem, omem, tot = self.server.memory.clients.measure(self, running_argv)
         qfree, rbs, rbp = self.server.memory.clients.buffer_figures(self, qbuf)
         cmd = self.last_cmd.fullname if self.last_cmd is not None else "NULL"
+        # Redis 8's field list: 7.0's plus watch (7.4), lib-name/lib-ver
+        # (7.2), io-thread (8.0: the main thread, as io-threads 1) and the
+        # per-client totals
         return (
             "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d "
-            "ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=0 oll=%d "
-            "omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d" % (
+            "ssub=%d multi=%d watch=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=0 "
+            "oll=%d omem=%d tot-mem=%d events=r cmd=%s user=%s redir=%d resp=%d lib-name=%s lib-ver=%s "
+            "io-thread=0 tot-net-in=%d tot-net-out=%d tot-cmds=%d" % (
                 self.id, self.addr, self.laddr, self.fd, self.name.decode("utf-8", "replace") if self.name else "",
                 int(now - self.ctime), int(now - self.last_time), self.flags_string(), self.db.id,
                 len(self.pubsub_channels or ()), len(self.pubsub_patterns or ()), len(self.pubsub_shard or ()),
-                len(self.multi) if self.multi is not None else -1, qbuf, qfree, argv_mem,
-                multi_mem, rbs, rbp, (omem + 16383) // 16384, omem, tot, cmd,
-                self.user.name.decode("utf-8", "surrogateescape"), self.resp))
+                len(self.multi) if self.multi is not None else -1, len(self.watched or ()), qbuf,
+                qfree, argv_mem, multi_mem, rbs, rbp, (omem + 16383) // 16384, omem, tot, cmd,
+                self.user.name.decode("utf-8", "surrogateescape"),
+                self.tracking.redirect if self.tracking else -1, self.resp,
+                self.lib_name.decode("utf-8", "replace") if self.lib_name else "",
+                self.lib_ver.decode("utf-8", "replace") if self.lib_ver else "",
+                self.net_in, self.net_out, self.tot_cmds))
 
     @property
     def null(self):

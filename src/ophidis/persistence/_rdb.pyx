@@ -150,7 +150,7 @@ cdef PyObject *_cf_list = NULL
 cdef PyObject *_cf_hash = NULL
 cdef PyObject *_cf_set = NULL
 cdef PyObject *_cf_zset = NULL
-cdef Py_ssize_t _cf_off_ht = 0, _cf_off_enc = 0, _cf_off_zdict = 0, _cf_off_zskip = 0
+cdef Py_ssize_t _cf_off_ht = 0, _cf_off_ttl = 0, _cf_off_enc = 0, _cf_off_zdict = 0, _cf_off_zskip = 0
 cdef bint _cf_ready = False
 
 _CF_OPT = (4096, 8192, 16384, 32768, 65536)
@@ -608,6 +608,8 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
         _cf_string(out, ks, kn, compress)
         return _cf_list_body(st, v)
     if t == _cf_hash:
+        if _cf_slot(v, _cf_off_ttl) != <PyObject *>None:
+            return 1        # fields with TTLs: rdbencode's hash with metadata
         x = _cf_slot(v, _cf_off_ht)
         if x == _cf_false:
             tmp.n = 0
@@ -739,6 +741,7 @@ _cf_hash = <PyObject *>HashValue
 _cf_set = <PyObject *>SetValue
 _cf_zset = <PyObject *>ZSetValue
 _cf_off_ht = _cf_slot_offset(HashValue, "ht")
+_cf_off_ttl = _cf_slot_offset(HashValue, "ttl")
 _cf_off_enc = _cf_slot_offset(SetValue, "enc")
 _cf_off_zdict = _cf_slot_offset(ZSetValue, "dict")
 _cf_off_zskip = _cf_slot_offset(ZSetValue, "skiplist")

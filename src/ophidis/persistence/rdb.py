@@ -22,12 +22,14 @@ import random
 import time
 
 from .. import compiled, sysinfo
+from ..keyspace import hfe
 from ..types.containers import HashValue
 from .rdbcodec import crc64, enc_len, enc_string
 from .rdbdecode import LoadAborted, LoadSettings, UnsupportedType, ValueReader
 from .rdbencode import Encoder, stream_body
 from .rdbformat import (MAX_READ_VERSION, OP_AUX, OP_EOF, OP_EXPIRETIME, OP_EXPIRETIME_MS, OP_FREQ, OP_FUNCTION,
-                        OP_FUNCTION2, OP_IDLE, OP_MODULE_AUX, OP_RESIZEDB, OP_SELECTDB, RDB_VERSION, T_LIST_QUICKLIST_2,
+                        OP_FUNCTION2, OP_IDLE, OP_MODULE_AUX, OP_RESIZEDB, OP_SELECTDB, RDB_VERSION, RDB_VERSION_HFE,
+                        HFE_TYPES, T_LIST_QUICKLIST_2,
                         T_SET, T_STRING, TYPE_NAMES, RdbError, module_name)
 from .rdbpayload import (NotAFunction, dump_payload, functions_payload, load_functions_payload, load_payload,
                          verify_payload)
@@ -93,7 +95,8 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
         key_delay = 0
     w = RdbWriter(f, cfg["rdbchecksum"])
     enc = Encoder(cfg)
-    w.write(b"REDIS%04d" % RDB_VERSION)
+    # Redis 7.4's version only when a hash has field TTLs (types 24, 25)
+    w.write(b"REDIS%04d" % (RDB_VERSION_HFE if hfe.any_field_ttls(server.dbs) else RDB_VERSION))
     w.write(aux(b"redis-ver", sysinfo.REDIS_VERSION_BYTES))
     w.write(aux(b"redis-bits", b"%d" % sysinfo.arch_bits()))
     w.write(aux(b"ctime", b"%d" % int(time.time())))
@@ -109,7 +112,7 @@ def write_snapshot(f, server, progress=None, key_delay=0, functions_only=False):
         w.write(b"\xf5" + enc_string(code))
     policy = cfg["maxmemory-policy"]
     lru = server.memory
-    save_lru = "lru" in policy
+    save_lru = "lru" in policy or "lrm" in policy   # the LRM policies keep the same clock
     save_lfu = "lfu" in policy
     tv = enc.type_and_value
     compress = enc.compress
@@ -251,6 +254,7 @@ class LoadResult:
         self.expires = 0            # keys with a TTL (read)
         self.already_expired = 0    # of which already expired
         self.end_offset = 0
+        self.hfe = []               # (dbid, key) of the hashes with field TTLs
 
 
 class RdbReader(ValueReader):
@@ -443,6 +447,8 @@ class RdbReader(ValueReader):
                 d[key] = val
                 if expire != -1:
                     exps[key] = expire
+                if t in HFE_TYPES:
+                    res.hfe.append((dbid, key))
                 if lru_idle != -1:
                     res.lru.append((dbid, key, lru_idle))
                 elif lfu_freq != -1:

@@ -22,7 +22,9 @@ from ..types.zset import ZSetValue
 from .listpack import EncodingError, canonical_int, intset_decode, lp_decode, zipmap_decode, zl_decode
 from .rdbcodec import ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, lzf_decompress
 from .rdbformat import (JSON_MODULE_NAME, MODULE_OPCODE_EOF, MODULE_OPCODE_STRING,
-                        QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_HASH_ZIPLIST, T_HASH_ZIPMAP, T_LIST,
+                        QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_HASH_LISTPACK_EX,
+                        T_HASH_LISTPACK_EX_PRE_GA, T_HASH_METADATA, T_HASH_METADATA_PRE_GA, T_HASH_ZIPLIST,
+                        T_HASH_ZIPMAP, T_LIST,
                         T_LIST_QUICKLIST, T_LIST_QUICKLIST_2, T_LIST_ZIPLIST, T_MODULE, T_MODULE_2, T_SET,
                         T_SET_INTSET, T_SET_LISTPACK, T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2,
                         T_STREAM_LISTPACKS_3, T_STRING, T_ZSET, T_ZSET_2, T_ZSET_LISTPACK, T_ZSET_ZIPLIST,
@@ -71,6 +73,22 @@ class LoadAborted(Exception):
 
 class UnsupportedType(Exception):
     pass
+
+
+# EB_EXPIRE_TIME_MAX / EB_EXPIRE_TIME_INVALID of Redis's ebuckets (48 bits)
+_EB_EXPIRE_TIME_MAX = (1 << 48) - 1
+_EB_EXPIRE_TIME_INVALID = 1 << 48
+
+
+def _listpackex_order(h):
+    """A listpackex hash read from a hash table's record: its fields put in
+    Redis's order (by expiry time, the fields without one last)."""
+    t = h.ttl
+    items = list(h.items())
+    order = sorted([e for e in items if e[0] in t], key=lambda e: t[e[0]]) + [e for e in items if e[0] not in t]
+    h.clear()
+    for f, v in order:
+        h[f] = v
 
 
 class DuplicateField(EncodingError):
@@ -324,6 +342,10 @@ class ValueReader:
                 self.fail("%s integrity check failed." % _BLOB_NAMES[t], start)
         if t in (T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3):
             return self.load_stream(t)
+        if t in (T_HASH_METADATA, T_HASH_METADATA_PRE_GA):
+            return self._hash_metadata(t)
+        if t in (T_HASH_LISTPACK_EX, T_HASH_LISTPACK_EX_PRE_GA):
+            return self._hash_listpack_ex(t)
         if t == T_ARRAY:
             return self.load_array()
         if t in (T_MODULE, T_MODULE_2):
@@ -491,6 +513,80 @@ class ValueReader:
         z.skiplist = len(z) > s.zset_entries
         return z
 
+    def _hash_metadata(self, t):
+        """RDB_TYPE_HASH_METADATA (7.4: the earliest field expiry, then each
+        field's TTL relative to it, 0 for none) or its release-candidate
+        form (absolute TTLs, no earliest expiry)."""
+        s = self.s
+        lo = 0
+        if t == T_HASH_METADATA:
+            if self.n - self.pos < 8 and self.source is not None:
+                self._refill(8)
+            lo = int.from_bytes(self.read(8), "little")
+            if lo > _EB_EXPIRE_TIME_INVALID:
+                self.fail("Hash read invalid minExpire value")
+        n = self.load_len()
+        if not n:
+            return None
+        h = HashValue()
+        ttl = {}
+        big = n > s.hash_entries
+        for _ in range(n):
+            rel = self.load_len()
+            when = (rel + lo - 1 if rel else 0) if t == T_HASH_METADATA else rel
+            if when > _EB_EXPIRE_TIME_MAX:
+                self.fail("invalid expireAt time: %d" % when)
+            f = self.load_string()
+            val = self.load_string()
+            if f in h:
+                self.fail("Hash with dup elements" if s.deep and not big else "Duplicate hash fields detected")
+            h[f] = val
+            if when:
+                ttl[f] = when
+            if len(f) > s.hash_value or len(val) > s.hash_value:
+                big = True
+        h.ht = big
+        h.ttl = ttl if ttl or not big else None
+        if not big and ttl:
+            _listpackex_order(h)
+        return h
+
+    def _hash_listpack_ex(self, t):
+        """RDB_TYPE_HASH_LISTPACK_EX (7.4: the earliest expiry, then the
+        listpack of field, value, expiry time; 0 for none) or its
+        release-candidate form (no earliest expiry)."""
+        s = self.s
+        if t == T_HASH_LISTPACK_EX:
+            if self.n - self.pos < 8 and self.source is not None:
+                self._refill(8)
+            self.read(8)
+        start = self.pos
+        blob = self.load_string()
+        try:
+            self.sanitized()
+            flat = lp_decode(blob, strict_count=s.deep)
+            if len(flat) % 3:
+                raise EncodingError("not triples")
+            fields = flat[0::3]
+            if len(set(fields)) != len(fields):
+                raise EncodingError("duplicate fields")
+            times = []
+            for x in flat[2::3]:
+                w = canonical_int(x)
+                if w is None or w < 0 or w > _EB_EXPIRE_TIME_MAX:
+                    raise EncodingError("bad expiry time")
+                times.append(w)
+        except EncodingError:
+            self.fail("Hash listpack integrity check failed.", start)
+        if not fields:
+            return None
+        h = HashValue(zip(fields, flat[1::3]))
+        h.ttl = {f: w for f, w in zip(fields, times) if w}
+        h.ht = len(h) > s.hash_entries
+        if h.ht and not h.ttl:
+            h.ttl = None
+        return h
+
     def _ms_time(self):
         return int.from_bytes(self.read(8), "little", signed=True)
 
@@ -579,8 +675,10 @@ class ValueReader:
                 if cname in g.consumers:
                     self.fail("Duplicate stream consumer detected.")
                 cons = Consumer(cname, self._ms_time())
-                if t >= T_STREAM_LISTPACKS_3:
-                    self.read(8)            # active time (Redis 7.2)
+                # Redis 7.2's active time; older files: the seen time, as
+                # Redis takes it
+                cons.active_time = (self._ms_time() if t >= T_STREAM_LISTPACKS_3
+                                    else cons.seen_time)
                 g.consumers[cname] = cons
                 for _ in range(self.load_len()):
                     i = int.from_bytes(self.read(16), "big")

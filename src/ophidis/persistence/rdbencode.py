@@ -21,7 +21,8 @@ from ..types.zset import ZSetValue
 from .listpack import intset_encode, lp_build, lp_entry
 from .rdbcodec import enc_len, enc_string, redis_lzf
 from .rdbformat import (JSON_ENCVER, JSON_MODULE_NAME, MODULE_OPCODE_EOF, MODULE_OPCODE_STRING, T_MODULE_2, module_id,
-                        QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_LIST_QUICKLIST_2, T_SET, T_SET_INTSET,
+                        QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_HASH_LISTPACK_EX, T_HASH_METADATA,
+                        T_LIST_QUICKLIST_2, T_SET, T_SET_INTSET,
                         T_STREAM_LISTPACKS_2, T_STRING, T_ZSET_2, T_ZSET_LISTPACK)
 
 
@@ -39,6 +40,30 @@ def _pairs_listpack(pairs, second, compress) -> bytes:
         ents.append(lp_entry(first))
         ents.append(second(other))
     return enc_string(lp_build(ents), compress)
+
+
+def hash_with_ttls(v, compress):
+    """Redis 7.4's hash with field TTLs: RDB_TYPE_HASH_LISTPACK_EX (the
+    earliest expiry in ms, then a listpack of field, value, expiry time with
+    0 for none) or RDB_TYPE_HASH_METADATA (the earliest expiry, the count,
+    then per field its TTL as a length, 0 for none or 1 + the time after
+    the earliest, the field, the value)."""
+    t = v.ttl
+    lo = min(t.values())
+    if not v.ht:
+        ents = []
+        for f, val in v.items():
+            ents.append(lp_entry(f))
+            ents.append(lp_entry(val))
+            ents.append(lp_entry(t.get(f, 0)))
+        return T_HASH_LISTPACK_EX, lo.to_bytes(8, "little") + enc_string(lp_build(ents), compress)
+    out = [lo.to_bytes(8, "little"), enc_len(len(v))]
+    for f, val in v.items():
+        w = t.get(f)
+        out.append(enc_len(0 if w is None else w - lo + 1))
+        out.append(enc_string(f, compress))
+        out.append(enc_string(val, compress))
+    return T_HASH_METADATA, b"".join(out)
 
 
 _OPT = (4096, 8192, 16384, 32768, 65536)
@@ -123,6 +148,8 @@ class Encoder:
                     out.append(enc_string(data, compress))
             return T_LIST_QUICKLIST_2, b"".join(out)
         if cls is HashValue:
+            if v.ttl:
+                return hash_with_ttls(v, compress)
             if not v.ht:
                 return T_HASH_LISTPACK, _pairs_listpack(v.items(), lp_entry, compress)
             out = [enc_len(len(v))]
@@ -207,8 +234,11 @@ def stream_body(v, compress=True) -> bytes:
         ap(enc_len(g.last_id >> 64))
         ap(enc_len(g.last_id & MASK64))
         ap(enc_len(g.entries_read & MASK64))
-        ap(enc_len(len(g.pel)))
-        for i, nack in g.pel.items():
+        # entries XNACK released (no owner) are not written: Redis 7.0's
+        # format has each pending entry in a consumer's PEL
+        owned = [(i, nack) for i, nack in g.pel.items() if nack.consumer is not None]
+        ap(enc_len(len(owned)))
+        for i, nack in owned:
             ap(id_key(i))
             ap(_pack_ms(nack.delivery_time))
             ap(enc_len(nack.delivery_count))

@@ -10,7 +10,10 @@ the file is rdb.py, the DUMP and FUNCTION DUMP payloads rdbpayload.py.
 from __future__ import annotations
 
 RDB_VERSION = 10
-MAX_READ_VERSION = 11
+MAX_READ_VERSION = 12
+# the version of a file (or DUMP payload) holding a hash with field TTLs
+# (Redis 7.4's types 24 and 25); everything else is still written as 7.0's
+RDB_VERSION_HFE = 12
 
 # value types
 T_STRING = 0
@@ -34,6 +37,11 @@ T_LIST_QUICKLIST_2 = 18
 T_STREAM_LISTPACKS_2 = 19
 T_SET_LISTPACK = 20
 T_STREAM_LISTPACKS_3 = 21
+T_HASH_METADATA_PRE_GA = 22         # hashes with field TTLs (7.4 release candidates: absolute TTLs,
+T_HASH_LISTPACK_EX_PRE_GA = 23      # no min-expire before the value)
+T_HASH_METADATA = 24                # hash table: min expire, then [ttl][field][value] (ttl relative)
+T_HASH_LISTPACK_EX = 25             # listpack of field, value, ttl after a min expire
+HFE_TYPES = (T_HASH_METADATA_PRE_GA, T_HASH_LISTPACK_EX_PRE_GA, T_HASH_METADATA, T_HASH_LISTPACK_EX)
 # Redis 8.8's array (rdb.h RDB_TYPE_ARRAY): count, an insert-cursor flag and
 # cursor, then (index, element tag, element) in ascending index order
 T_ARRAY = 28
@@ -44,7 +52,9 @@ TYPE_NAMES = {
     T_LIST_ZIPLIST: "list", T_SET_INTSET: "set", T_ZSET_ZIPLIST: "zset", T_HASH_ZIPLIST: "hash",
     T_LIST_QUICKLIST: "list", T_STREAM_LISTPACKS: "stream", T_HASH_LISTPACK: "hash",
     T_ZSET_LISTPACK: "zset", T_LIST_QUICKLIST_2: "list", T_STREAM_LISTPACKS_2: "stream",
-    T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream", T_ARRAY: "array",
+    T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream",
+    T_HASH_METADATA_PRE_GA: "hash", T_HASH_LISTPACK_EX_PRE_GA: "hash", T_HASH_METADATA: "hash",
+    T_HASH_LISTPACK_EX: "hash", T_ARRAY: "array",
 }
 
 # opcodes

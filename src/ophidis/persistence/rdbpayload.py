@@ -8,13 +8,15 @@ from __future__ import annotations
 from .rdbcodec import crc64, enc_string
 from .rdbdecode import UnsupportedType, ValueReader
 from .rdbencode import Encoder
-from .rdbformat import OP_FUNCTION2, RDB_VERSION, T_ARRAY, T_STREAM_LISTPACKS_2, TYPE_NAMES, RdbError
+from .rdbformat import HFE_TYPES, OP_FUNCTION2, RDB_VERSION, RDB_VERSION_HFE, T_ARRAY, T_STREAM_LISTPACKS_2, TYPE_NAMES, RdbError
 
 
 def dump_payload(v, config=None) -> bytes:
     """The DUMP serialization: type, value, RDB version (2 bytes LE), CRC64."""
     t, data = Encoder(config).type_and_value(v)
-    body = bytes((t,)) + data + RDB_VERSION.to_bytes(2, "little")
+    # a hash with field TTLs goes as Redis 7.4 dumps it (its version with it)
+    ver = RDB_VERSION_HFE if t in HFE_TYPES else RDB_VERSION
+    body = bytes((t,)) + data + ver.to_bytes(2, "little")
     return body + crc64(body).to_bytes(8, "little")
 
 
@@ -24,7 +26,7 @@ def verify_payload(p: bytes, skip_checksum=False) -> bool:
     if len(p) < 10:
         return False
     ver = p[-10] | (p[-9] << 8)
-    if ver > RDB_VERSION:
+    if ver > RDB_VERSION_HFE:
         return False
     if skip_checksum:
         return True
@@ -64,7 +66,7 @@ def load_payload(payload: bytes, settings=None, log=None):
     listpack set and the 7.2 stream cannot appear)."""
     r = ValueReader(memoryview(payload), settings, log=log)
     t = r.byte()
-    if t not in TYPE_NAMES or (t > T_STREAM_LISTPACKS_2 and t != T_ARRAY):
+    if t not in TYPE_NAMES or (t > T_STREAM_LISTPACKS_2 and t != T_ARRAY and t not in HFE_TYPES):
         raise RdbError("Unknown RDB encoding type %d" % t, 0, quiet=True)
     try:
         v = r.load_object(t)

@@ -26,6 +26,7 @@ import sys
 import time
 
 from .. import log
+from ..keyspace import hfe
 from ..tools import check_rdb
 from . import child
 from .rdb import RdbReader, write_snapshot
@@ -352,6 +353,9 @@ class Persistence(child.ChildJob):
             db.expires = exps
             db._expire_snapshot = None
             db._scan_cache = {}
+        for dbid, key in res.hfe:
+            db = srv.dbs[dbid]
+            hfe.track_value(db, key, db.d.get(key))
         mem = srv.memory
         for dbid, key, idle in res.lru:
             mem.set_idle(srv.dbs[dbid], key, idle)
@@ -534,7 +538,8 @@ class Persistence(child.ChildJob):
 
     def load_at_startup(self):
         """A startup hook: the loading coroutine, None with appendonly yes."""
-        if self.server.config["appendonly"]:      # the AOF holds the data
+        cfg = self.server.config
+        if cfg["appendonly"] or cfg["preload-file"]:   # the AOF (or preload-file) holds the data
             return None
         return self._load_at_startup()
 

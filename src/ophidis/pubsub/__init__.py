@@ -8,9 +8,10 @@ is O(1).
 
 PUBLISH encodes a message once per protocol (RESP2 array, RESP3 push) and
 hands the same bytes to every subscriber.  A message for the client that is
-running the current command goes into its pending reply list
-(``Client.pending_writes``) so it keeps Redis's ordering: pushes come before
-the command's own reply.  Subscription confirmations are pushes too: they
+running the current command (the publisher, or the writer of a key whose
+notification it is subscribed to) waits in ``Client.push_after`` and follows
+the reply of that command (``Server.call``; a transaction's or a script's
+messages follow the reply of EXEC or EVAL), as Redis 7.2 orders them.  Subscription confirmations are pushes too: they
 are delivered even under CLIENT REPLY OFF, like Redis's CLIENT_PUSHING.
 """
 
@@ -230,9 +231,14 @@ class PubSub:
             if c.closing:
                 continue
             m = m2 if c.resp == 2 else m3
-            pw = c.pending_writes
-            if pw is not None:
-                pw.append(m)
+            if c.pending_writes is not None:
+                # the client whose command published: after that command's
+                # reply (Server.call), as Redis 7.2 orders them
+                pa = c.push_after
+                if pa is None:
+                    c.push_after = [m]
+                else:
+                    pa.append(m)
                 continue
             c.queue_push(m)
         return n

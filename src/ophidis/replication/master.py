@@ -226,7 +226,7 @@ class ReplicaState:
     client): its sync state, listening address, capabilities, offsets."""
 
     __slots__ = ("state", "port", "ip", "capa_eof", "capa_psync2", "rdb_only", "filter",
-                 "ack_off", "ack_time", "initial_offset", "pre_psync", "hold", "base", "sent",
+                 "ack_off", "aof_off", "ack_time", "initial_offset", "pre_psync", "hold", "base", "sent",
                  "since", "socket")
 
     def __init__(self, conf: dict, addr: str):
@@ -238,6 +238,7 @@ class ReplicaState:
         self.rdb_only = conf.get("rdb_only", False)
         self.filter = conf.get("filter")
         self.ack_off = 0
+        self.aof_off = 0               # the offset its AOF has fsynced (REPLCONF ACK ... FACK, 7.2)
         self.ack_time = time.time()
         self.initial_offset = 0
         self.pre_psync = False        # plain SYNC: no ACKs expected
@@ -249,6 +250,9 @@ class ReplicaState:
         self.sent = 0
         self.since = time.time()
         self.socket = False           # served by the diskless child
+
+
+WAITAOF_AOF_OFF = b"-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n"
 
 
 class ReplFeed:
@@ -265,7 +269,9 @@ class ReplFeed:
         self.replid2 = ZERO_ID
         self.second_offset = -1
         self.no_replicas_since = time.time()
-        self.waiting = []              # clients blocked in WAIT: (client, offset, numreplicas)
+        # clients blocked in WAIT or WAITAOF: (client, offset, numreplicas,
+        # numlocal), numlocal None for WAIT
+        self.waiting = []
         self.getack_pending = False
         self.attached = False
         self.cron_loops = 0
@@ -634,12 +640,14 @@ class ReplFeed:
         self.no_replicas_since = time.time()
 
     # -- acknowledgements and WAIT ------------------------------------------------------------
-    def ack(self, c, off: int):
+    def ack(self, c, off: int, fack=None):
         st = c.repl
         if st is None:
             return
         if off > st.ack_off:
             st.ack_off = off
+        if fack is not None and fack > st.aof_off:
+            st.aof_off = fack
         st.ack_time = time.time()
         if st.hold is not None and st.state == ONLINE:
             self._release(c)       # the first ACK after an EOF-marked payload
@@ -653,6 +661,15 @@ class ReplFeed:
         for r in self.replicas:
             st = r.repl
             if st.state == ONLINE and st.ack_off >= off:
+                n += 1
+        return n
+
+    def count_aof_acks(self, off: int) -> int:
+        """The online replicas whose AOF has fsynced the stream up to off."""
+        n = 0
+        for r in self.replicas:
+            st = r.repl
+            if st.state == ONLINE and st.aof_off >= off:
                 n += 1
         return n
 
@@ -677,8 +694,8 @@ class ReplFeed:
         self.getack_pending = False
         self.send_getack_now()
 
-    def add_waiting(self, c, off, numreplicas):
-        self.waiting.append((c, off, numreplicas))
+    def add_waiting(self, c, off, numreplicas, numlocal=None):
+        self.waiting.append((c, off, numreplicas, numlocal))
         self.request_acks()
 
     def drop_waiting(self, c):
@@ -689,15 +706,27 @@ class ReplFeed:
         if not self.waiting:
             return
         bh = self.server.blocking_handler
+        aof = self.server.aof
         keep = []
-        for c, off, num in self.waiting:
+        for w in self.waiting:
+            c, off, num, numlocal = w
             if c.closing or c.bstate is None:
                 continue
-            n = self.count_acks(off)
-            if n >= num:
-                bh.finish(c, b":%d\r\n" % n)
+            if numlocal is None:
+                n = self.count_acks(off)
+                if n >= num:
+                    bh.finish(c, b":%d\r\n" % n)
+                    continue
             else:
-                keep.append((c, off, num))
+                if numlocal and aof.fsynced_reploff == -1:
+                    bh.finish(c, WAITAOF_AOF_OFF)
+                    continue
+                n = self.count_aof_acks(off)
+                local = int(aof.fsynced_reploff >= off)
+                if n >= num and local >= numlocal:
+                    bh.finish(c, b"*2\r\n:%d\r\n:%d\r\n" % (local, n))
+                    continue
+            keep.append(w)
         self.waiting = keep
 
     # -- shutdown -----------------------------------------------------------------------------

@@ -119,8 +119,8 @@ class Propagator:
                 # What the command's lookups propagated (lazy expiry's
                 # DELs) is its unit: delivered as its call ends, as Redis's
                 # call() does, not merged into the next command's.
-                if self.pending and not c.in_exec and not c.in_script:
-                    self.flush()
+                if self.pending and not c.in_exec and not c.in_script and self.flush():
+                    c.woff = self.server.repl_feed.offset
                 return
         self.forced = 0
         srv = self.server
@@ -130,7 +130,7 @@ class Propagator:
         in_script = c.in_script
         if rule is not False:
             out = list(argv) if rule is None else rule(srv, srv.dbs[dbid], argv)
-            if out is not None:
+            if out:         # (an empty rewrite: the command does not propagate)
                 mask = TO_AOF | TO_REPL if dirty else forced
                 if in_script:
                     ctx = srv.running_script()
@@ -143,12 +143,14 @@ class Propagator:
                         # a unit of one command (the common case): delivered now
                         self.arbitrary = False
                         self._deliver([(dbid, resp(out), mask)], False)
+                        c.woff = srv.repl_feed.offset
                         return
                     self.pending.append((dbid, out, mask))
         if not c.in_exec and not in_script:
             if cmd.touches_arbitrary_keys:
                 self.arbitrary = True
-            self.flush()
+            if self.flush():
+                c.woff = srv.repl_feed.offset
         elif not self.flush_scheduled:
             self.flush_scheduled = True
             srv.loop.call_soon(self._scheduled_flush)
@@ -172,15 +174,17 @@ class Propagator:
         self.flush()
 
     # -- delivering -------------------------------------------------------------------------
-    def flush(self):
+    def flush(self) -> bool:
+        """Deliver the unit collected; False when there was none."""
         ops = self.pending
         arbitrary = self.arbitrary
         self.arbitrary = False
         if not ops:
-            return
+            return False
         self.pending = []
         wrap = len(ops) > 1 and not arbitrary
         self._deliver([(dbid, resp(argv), mask) for dbid, argv, mask in ops], wrap)
+        return True
 
     def _deliver(self, enc, wrap):
         targets = self.targets

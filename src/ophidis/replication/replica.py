@@ -598,7 +598,7 @@ class ReplicaLink:
         self.writer = writer
         # the first ACK at once: a master holding the stream after an
         # EOF-marked payload starts it on this ACK
-        writer.write(encode_request("REPLCONF", "ACK", feed.offset))
+        writer.write(self._ack(feed.offset))
         acked = time.monotonic()
         try:
             while not self.stopped:
@@ -614,7 +614,7 @@ class ReplicaLink:
                 now = time.monotonic()
                 if now - acked >= 1.0:
                     acked = now
-                    writer.write(encode_request("REPLCONF", "ACK", feed.offset))
+                    writer.write(self._ack(feed.offset))
                     await writer.drain()
                 if time.time() - self.last_io > cfg["repl-timeout"]:
                     log.warning("MASTER timeout: no data nor PING received...")
@@ -628,6 +628,14 @@ class ReplicaLink:
             if mc.multi is not None:
                 mc.multi = None     # a transaction cut by the link: resent after PSYNC
             self.read_offset = feed.offset
+
+    def _ack(self, off: int) -> bytes:
+        """REPLCONF ACK <offset>, with FACK <offset our AOF fsynced> while
+        the AOF is on (7.2: the master counts it for WAITAOF)."""
+        fsynced = self.srv.aof.fsynced_reploff
+        if fsynced == -1:
+            return encode_request("REPLCONF", "ACK", off)
+        return encode_request("REPLCONF", "ACK", off, "FACK", fsynced)
 
     def _apply(self, data: bytes):
         """Run the master's commands in ``data`` (whole units advance the
@@ -665,7 +673,7 @@ class ReplicaLink:
                     size = request_size(req)   # the master's canonical encoding
                 name = req[0].lower()
                 if name == b"replconf" and len(req) >= 2 and req[1].lower() == b"getack":
-                    self.writer.write(encode_request("REPLCONF", "ACK", feed.offset + applied))
+                    self.writer.write(self._ack(feed.offset + applied))
                 else:
                     srv.applying_master = True
                     try:

@@ -239,6 +239,9 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     elif sc.bstate is not None:
         sc.bstate.duration = dt
     cmd.usec += dt
+    caller = sc.script_caller
+    if caller is not None:
+        (<ClientCore>(<tuple>caller)[0]).tot_cmds += 1     # CLIENT LIST's tot-cmds: the caller's
     if dt >= _slow_check:
         srv.slow_call(sc, cmd, argv, dt)
     if _latency_tracking and not blocked:

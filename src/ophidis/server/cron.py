@@ -9,6 +9,7 @@ import time
 from .. import log
 from ..cmdtable.registry import ALL
 from ..crash import watchdog_schedule
+from ..keyspace import hfe
 from ..keyspace.db import stats
 from ..net import client as client_mod
 
@@ -82,6 +83,8 @@ class Cron:
         total_sampled = total_expired = 0
         timed_out = False
         for db in self.dbs:
+            if db.hfe_heap:
+                hfe.active_expire(self, db, deadline)
             if not db.expires:
                 continue
             s, e, to = db.active_expire(deadline, keys_per_loop, stale)
@@ -91,6 +94,7 @@ class Cron:
                 timed_out = True
                 break
         elapsed = time.time() - t0
+        stats.expired_keys_active += total_expired
         stats.expire_cycle_cpu_milliseconds += int(elapsed * 1000)
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and elapsed >= lt:

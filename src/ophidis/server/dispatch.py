@@ -257,6 +257,9 @@ class Dispatch:
         # queued commands of a transaction before its EXEC), as in Redis.
         if self.monitors and not cmd.skip_monitor and not cmd.admin:
             self.feed_monitors(c, cmd.redact(argv) if cmd.redact is not None else argv)
+        # CLIENT LIST's tot-cmds (a script's commands count for its caller)
+        sc = c.script_caller if c.in_script else None
+        (c if sc is None else sc[0]).tot_cmds += 1
         if not c.blocked:
             cmd.calls += 1
         elif c.bstate is not None:
@@ -275,6 +278,14 @@ class Dispatch:
             self.handle_ready_keys()
         if c.reply_mode:
             r = self.filter_reply(c, r)
+        if c.push_after is not None and not c.in_exec and not c.in_script:
+            # messages the command raised for its own client follow its reply
+            data = b"".join(c.push_after)
+            c.push_after = None
+            if r is None:
+                c.push(data)
+            else:
+                r += data
         return r
 
     def handle_ready_keys(self):

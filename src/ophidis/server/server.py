@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import locale
 import os
 import signal
 import sys
@@ -46,6 +47,7 @@ from ..scripting.functions import Functions
 from .clients import Clients
 from .cron import Cron
 from .dispatch import Dispatch
+from ..hotkeys import HotKeys
 from .monitor import Monitor
 from .pause import Pause
 from .shutdown import Shutdown
@@ -112,7 +114,7 @@ FIELDS = (
     "modules",                     # modules.Modules: loaded modules (loadmodule: before the ACL users, as Redis)
     "acl",                         # acl.Acl: users, ACL LOG, the ACL file (every client has a user)
     "blocking_handler", "pubsub", "propagator", "functions", "persistence", "aof",
-    "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets",
+    "tracking", "memory", "lazyfree", "repl_feed", "replica_link", "migrate_sockets", "hotkeys",
     "cluster", "metrics", "tls",
 )
 
@@ -240,6 +242,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.persistence = Persistence(self)
         self.aof = Aof(self)
         self.tracking = Tracking(self)
+        self.hotkeys = HotKeys(self)   # HOTKEYS (8.6): a command wrapper while a session is active
         self.memory = Memory(self)
         self.lazyfree = self.memory.lazyfree
         self.repl_feed = ReplFeed(self)
@@ -306,6 +309,19 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         follow("lazyfree-lazy-server-del", upd_lazy_server_del)
         self.maxmemory = cfg["maxmemory"]
         cfg.on_change("loglevel", log.set_level)
+
+        def upd_locale(v):
+            # locale-collate (7.2): the process's LC_COLLATE ("" the environment's)
+            try:
+                locale.setlocale(locale.LC_COLLATE, v)
+            except locale.Error:
+                raise ConfigError("Invalid locale name") from None
+        cfg.on_change("locale-collate", upd_locale)
+        try:
+            upd_locale(cfg["locale-collate"])
+        except ConfigError:
+            log.warning("Failed to configure LOCALE for invalid locale name.")
+            log.flush_and_exit(1)
 
         def upd_hz(v):
             self.hz = min(max(v, 1), 500)

@@ -56,7 +56,8 @@ cdef class SetCore(set):
 
 
 cdef class HashCore(dict):
-    cdef public object ht, _aux
+    # ttl: None, or field -> unix ms of its expiry (hash field expiration)
+    cdef public object ht, _aux, ttl
 
 
 cdef int _hc_set(HashCore h, f, v) except -1

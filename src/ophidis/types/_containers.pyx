@@ -340,10 +340,10 @@ cdef class HashCore(dict):
         return repr(dict(self.items()))
 
     def __reduce__(self):
-        return (type(self), (dict(self.items()),), (self.ht, self._aux))
+        return (type(self), (dict(self.items()),), (self.ht, self._aux, self.ttl))
 
     def __setstate__(self, state):
-        self.ht, self._aux = state
+        self.ht, self._aux, self.ttl = state
 
 
 @cython.final

@@ -149,10 +149,13 @@ class HashValue(_HashBase):
         super().__init__(*a, **kw)
         self.ht = False
         self._aux = None
+        self.ttl = None         # field -> unix ms of its expiry (keyspace/hfe.py)
 
     def copy(self):
         n = HashValue(self)
         n.ht = self.ht
+        if self.ttl is not None:
+            n.ttl = dict(self.ttl)
         return n
 
 
@@ -174,7 +177,7 @@ TYPE_NAMES[ListValue] = b"list"
 TYPE_NAMES[HashValue] = b"hash"
 TYPE_NAMES[SetValue] = b"set"
 ENCODINGS[ListValue] = lambda v, cfg: b"quicklist"
-ENCODINGS[HashValue] = lambda v, cfg: b"hashtable" if v.ht else b"listpack"
+ENCODINGS[HashValue] = lambda v, cfg: b"hashtable" if v.ht else b"listpack" if v.ttl is None else b"listpackex"
 ENCODINGS[SetValue] = lambda v, cfg: v.enc
 
 

@@ -305,22 +305,26 @@ class NACK:
 
 
 class Consumer:
-    __slots__ = ("name", "seen_time", "pel")
+    """A consumer of a group.  seen_time: its last read or claim attempt;
+    active_time: when it last got an entry (-1: never), as Redis 7.2."""
+    __slots__ = ("name", "seen_time", "active_time", "pel")
 
     def __init__(self, name: bytes, now: int):
         self.name = name
         self.seen_time = now
+        self.active_time = -1
         self.pel = SortedDict()
 
 
 class Group:
-    __slots__ = ("last_id", "entries_read", "pel", "consumers")
+    __slots__ = ("last_id", "entries_read", "pel", "consumers", "nacked")
 
     def __init__(self, last_id: int, entries_read: int):
         self.last_id = last_id
         self.entries_read = entries_read
-        self.pel = SortedDict()          # id -> NACK
+        self.pel = SortedDict()          # id -> NACK (consumer None: released by XNACK)
         self.consumers = {}              # name -> Consumer
+        self.nacked = {}                 # ids XNACK released, in release order (kept lazily)
 
     def sorted_consumers(self):
         c = self.consumers
@@ -328,11 +332,74 @@ class Group:
 
 
 # ---------------------------------------------------------------------------
+# Idempotent adds (Redis 8.6: XADD ... IDMP / IDMPAUTO, XCFGSET)
+# ---------------------------------------------------------------------------
+IDMP_DURATION = 100        # seconds an idempotent ID is remembered
+IDMP_MAXSIZE = 100         # idempotent IDs remembered per producer
+
+
+class Idmp:
+    """A stream's idempotency map: producer ID -> {idempotent ID: (entry
+    ID, expiry ms)} in insertion order, with its settings and counters."""
+    __slots__ = ("duration", "maxsize", "producers", "added", "duplicates")
+
+    def __init__(self):
+        self.duration = IDMP_DURATION
+        self.maxsize = IDMP_MAXSIZE
+        self.producers = {}
+        self.added = 0
+        self.duplicates = 0
+
+    def _purge(self, pid, now):
+        m = self.producers.get(pid)
+        if m is None:
+            return None
+        while m:
+            iid = next(iter(m))
+            if m[iid][1] > now:
+                break
+            del m[iid]
+        if not m:
+            del self.producers[pid]
+            return None
+        return m
+
+    def purge(self, now):
+        for pid in list(self.producers):
+            self._purge(pid, now)
+
+    def find(self, pid, iid, now):
+        """The entry ID recorded for (pid, iid), or None."""
+        m = self._purge(pid, now)
+        if m is None:
+            return None
+        hit = m.get(iid)
+        return None if hit is None else hit[0]
+
+    def record(self, pid, iid, i, now):
+        m = self._purge(pid, now)
+        if m is None:
+            m = self.producers[pid] = {}
+        m[iid] = (i, now + self.duration * 1000)
+        while len(m) > self.maxsize:
+            del m[next(iter(m))]
+
+    def tracked(self) -> int:
+        return sum(map(len, self.producers.values()))
+
+    def copy(self):
+        n = Idmp()
+        _copy_fields(self, n, ("duration", "maxsize", "added", "duplicates"))
+        n.producers = {pid: dict(m) for pid, m in self.producers.items()}
+        return n
+
+
+# ---------------------------------------------------------------------------
 # The stream
 # ---------------------------------------------------------------------------
 class StreamValue:
     __slots__ = ("nodes", "keys", "length", "last_id", "first_id", "max_deleted",
-                 "entries_added", "groups")
+                 "entries_added", "groups", "idmp")
 
     def __init__(self):
         self.nodes = []            # Node, ordered by master ID
@@ -343,6 +410,7 @@ class StreamValue:
         self.max_deleted = 0       # greatest ID ever deleted
         self.entries_added = 0
         self.groups = None         # name -> Group, created on demand
+        self.idmp = None           # Idmp, created on demand
 
     def __len__(self):
         return self.length
@@ -602,13 +670,80 @@ class StreamValue:
             self.first_id = self.first_entry()
         return deleted
 
+    def trim_refs(self, maxlen=None, minid=None, approx=False, limit=0, keep=None,
+                  removed=None) -> int:
+        """trim with Redis 8.2's reference policies: ``keep(id)`` true for
+        an entry that must stay (ACKED: still referenced by a group), the
+        IDs removed appended to ``removed`` (DELREF drops their PEL
+        references).  With approx a node goes whole or trimming stops;
+        exact trimming skips kept entries and goes on with the next ones
+        until the length or the MINID is reached."""
+        nodes = self.nodes
+        deleted = 0
+        k = 0
+        gone = []                         # indexes of nodes left without live entries
+        while k < len(nodes):
+            if maxlen is not None and self.length <= maxlen:
+                break
+            node = nodes[k]
+            ids = node.ids
+            flags = node.flags
+            live = [j for j in range(node.head, len(ids)) if not flags[j] & FLAG_DELETED]
+            if limit and deleted + node.live > limit:
+                break
+            if maxlen is not None:
+                whole = self.length - node.live >= maxlen
+            else:
+                whole = ids[-1] < minid
+            if whole and keep is not None and any(keep(ids[j]) for j in live):
+                whole = False
+            if whole:
+                if removed is not None:
+                    removed.extend(ids[j] for j in live)
+                self.length -= node.live
+                deleted += node.live
+                node.dead += node.live
+                node.live = 0
+                gone.append(k)
+                k += 1
+                continue
+            if approx:
+                break
+            stop = len(ids) if maxlen is not None else bisect_left(ids, minid)
+            n = 0
+            for j in live:
+                if j >= stop or (maxlen is not None and self.length <= maxlen):
+                    break
+                if keep is not None and keep(ids[j]):
+                    continue
+                flags[j] |= FLAG_DELETED
+                if removed is not None:
+                    removed.append(ids[j])
+                self.length -= 1
+                n += 1
+            node.live -= n
+            node.dead += n
+            deleted += n
+            self._advance_head(node)
+            if node.live == 0:
+                gone.append(k)
+            if keep is None or (maxlen is None and stop < len(ids)):
+                break
+            k += 1
+        for k in reversed(gone):
+            self._remove_node(k)
+        if self.length == 0:
+            self.first_id = 0
+        elif deleted:
+            self.first_id = self.first_entry()
+        return deleted
+
     # -- consumer groups helpers -------------------------------------------------------
     def has_tombstones_in(self, start: int, end: int = MAX_ID) -> bool:
-        """streamRangeHasTombstones."""
+        """streamRangeHasTombstones (Redis 8: a tombstone before the first
+        entry counts too)."""
         md = self.max_deleted
         if not self.length or not md:
-            return False
-        if self.first_id > md:
             return False
         return start <= md <= end
 
@@ -619,6 +754,8 @@ class StreamValue:
             return 0
         if not self.length and i <= self.last_id:
             return self.entries_added
+        if i and i < self.max_deleted:
+            return INVALID_READ     # deletions between i and the last ID (Redis 8)
         if i == self.last_id:
             return self.entries_added
         if i > self.last_id:
@@ -632,9 +769,13 @@ class StreamValue:
         return INVALID_READ
 
     def group_lag(self, g):
-        """A group's lag, or None when it cannot be computed."""
-        if not self.entries_added:
+        """A group's lag, or None when it cannot be computed (streamReplyWithCGLag,
+        with Redis 8's rules for an emptied stream and a group behind the
+        first entry)."""
+        if not self.entries_added or not self.length:
             return 0
+        if g.last_id < self.first_id and self.max_deleted < self.first_id:
+            return self.length
         if g.entries_read != INVALID_READ and not self.has_tombstones_in(g.last_id):
             return self.entries_added - g.entries_read
         er = self.estimate_distance(g.last_id)
@@ -680,6 +821,8 @@ class StreamValue:
         n.nodes = [node.copy() for node in self.nodes]
         n.keys = list(self.keys)
         _copy_fields(self, n, ("length", "last_id", "first_id", "max_deleted", "entries_added"))
+        if self.idmp is not None:
+            n.idmp = self.idmp.copy()
         if self.groups is not None:
             n.groups = {}
             for name, g in self.groups.items():
@@ -692,11 +835,13 @@ class StreamValue:
                     ng.pel[i] = nn
                 for cname, cons in g.consumers.items():
                     nc = Consumer(cname, cons.seen_time)
+                    nc.active_time = cons.active_time
                     for i in cons.pel:
                         nack = nacks[i]
                         nack.consumer = nc
                         nc.pel[i] = nack
                     ng.consumers[cname] = nc
+                ng.nacked = dict(g.nacked)
                 n.groups[name] = ng
         return n
 
@@ -712,6 +857,15 @@ class StreamValue:
             out.append([b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"])
         out.append([b"XSETID", key, id_bytes(self.last_id), b"ENTRIESADDED",
                     b"%d" % self.entries_added, b"MAXDELETEDID", id_bytes(self.max_deleted)])
+        im = self.idmp
+        if im is not None:
+            if (im.duration, im.maxsize) != (IDMP_DURATION, IDMP_MAXSIZE):
+                out.append([b"XCFGSET", key, b"IDMP-DURATION", b"%d" % im.duration,
+                            b"IDMP-MAXSIZE", b"%d" % im.maxsize])
+            for pid, m in im.producers.items():
+                for iid, (i, _) in m.items():
+                    if self.get(i) is not None:
+                        out.append([b"XIDMPRECORD", key, pid, iid, id_bytes(i)])
         for name, g in self.sorted_groups():
             out.append([b"XGROUP", b"CREATE", key, name, id_bytes(g.last_id),
                         b"ENTRIESREAD", b"%d" % g.entries_read])
@@ -723,6 +877,12 @@ class StreamValue:
                     out.append([b"XCLAIM", key, name, cons.name, b"0", id_bytes(i), b"TIME",
                                 b"%d" % nack.delivery_time, b"RETRYCOUNT",
                                 b"%d" % nack.delivery_count, b"JUSTID", b"FORCE"])
+            # entries XNACK released (8.8), in release order
+            for i in g.nacked:
+                nack = g.pel.get(i)
+                if nack is not None and nack.consumer is None:
+                    out.append([b"XNACK", key, name, b"FAIL", b"IDS", b"1", id_bytes(i), b"RETRYCOUNT",
+                                b"%d" % nack.delivery_count, b"FORCE"])
         return out
 
 

@@ -64,6 +64,7 @@ from ...replication.propagate import EXEC, MULTI, TO_AOF, select_cmd
 from .common import (AOF_OFF, AOF_ON, AOF_WAIT_REWRITE, LOAD_EMPTY, LOAD_OK, WRITE_ERROR_LOG_RATE, fdatasync,
                      fsync_dir, strerror, unlink_quiet)
 from .fsync import Bio
+from .backup import Backup
 from .loader import Loader
 from .manifest import TEMP_PREFIX, Manifest, manifest_name, temp_incr_name
 from .rewrite import Rewrite
@@ -83,6 +84,12 @@ class Aof(Rewrite, Loader):
         self.buf = []
         self.flush_scheduled = False
         self.bio = Bio()
+        self.bio.on_fsynced = self._bio_fsynced
+        # WAITAOF: the replication offset the file has fsynced (-1 while the
+        # AOF is off; 0 until the first rewrite of an AOF turned on is done),
+        # and the offset the last fsync covered, applied to it while on
+        self.fsynced_reploff = -1
+        self.fsynced_pending = 0
         # sizes / fsync bookkeeping
         self.current_size = 0
         self.base_size = 0                # aof_rewrite_base_size
@@ -115,6 +122,7 @@ class Aof(Rewrite, Loader):
         cfg.on_change("aof-timestamp-enabled", self._set_ts)
         cfg.on_change("appendonly", self._on_appendonly)
         cfg.on_change("aof-disable-auto-gc", self._on_auto_gc)
+        self.backup = Backup(self)     # BACKUP (8.10): online backups of BASE + INCR
         server.startup_hooks.append(self.startup)
         server.cron_hooks.append(self.cron)
         server.shutdown_hooks.append(self.on_shutdown)
@@ -142,8 +150,8 @@ class Aof(Rewrite, Loader):
         if v and self.state == AOF_OFF:
             if not self.start():
                 raise ConfigError("Unable to turn on AOF. Check server logs.")
-        elif not v and self.state != AOF_OFF:
-            self.stop()
+        elif not v and self.state != AOF_OFF and not self.backup.temp_aof:
+            self.stop()         # (an appendonly-no backup's AOF runs until its SEAL)
 
     def _on_auto_gc(self, v):
         if not v:
@@ -212,6 +220,12 @@ class Aof(Rewrite, Loader):
             elif mode == "always" and self.last_incr_fsync_offset != self.last_incr_size:
                 pass
             else:
+                # everything written is fsynced: what propagated since (to
+                # replicas only) needs nothing more from the file
+                if mode != "no" and self.last_incr_fsync_offset == self.last_incr_size \
+                        and not self.bio.pending_fsync:
+                    self.fsynced_pending = self.server.repl_feed.offset
+                self._apply_fsynced()
                 return
         else:
             if mode == "everysec":
@@ -265,6 +279,7 @@ class Aof(Rewrite, Loader):
         # try_fsync
         if self.server.config["no-appendfsync-on-rewrite"] and self.child_active():
             return
+        reploff = self.server.repl_feed.offset
         if mode == "always":
             t0 = perf_counter()
             try:
@@ -279,11 +294,41 @@ class Aof(Rewrite, Loader):
                 self.server.latency_add("aof-fsync-always", int(dt * 1000))
             self.last_incr_fsync_offset = self.last_incr_size
             self.last_fsync = now
+            self.fsynced_pending = reploff
+            self._apply_fsynced()
         elif mode == "everysec" and now > self.last_fsync:
             if not sync_in_progress and not self.bio.pending_fsync:
-                self.bio.fsync(fd)
+                self.bio.fsync(fd, reploff)
                 self.last_incr_fsync_offset = self.last_incr_size
             self.last_fsync = now
+
+    # -- WAITAOF's local offset --------------------------------------------------------------------
+    def _bio_fsynced(self):
+        """A background fsync completed (called from the bio thread)."""
+        loop = self.server.loop
+        if loop is None:
+            return      # not serving yet: the next flush applies the offset
+        try:
+            loop.call_soon_threadsafe(self._bio_applied)
+        except RuntimeError:
+            pass        # the loop is closed: shutting down
+
+    def _bio_applied(self):
+        off = self.bio.fsynced_reploff
+        if off > self.fsynced_pending:
+            self.fsynced_pending = off
+        self._apply_fsynced()
+
+    def _apply_fsynced(self):
+        """fsynced_reploff follows what the fsyncs covered while the AOF is
+        on (not during the first rewrite of an AOF just turned on: its data
+        is not all in the files yet); blocked WAITAOF clients are checked."""
+        if self.state == AOF_ON and self.fsynced_reploff != -1 \
+                and self.fsynced_pending != self.fsynced_reploff:
+            self.fsynced_reploff = self.fsynced_pending
+            feed = self.server.repl_feed
+            if feed.waiting:
+                feed.check_waiting()
 
     def _write_failed(self, err, written, total, data, now):
         can_log = now - self.last_write_error_log > WRITE_ERROR_LOG_RATE
@@ -480,6 +525,7 @@ class Aof(Rewrite, Loader):
 
     def stop(self):
         """CONFIG SET appendonly no (stopAppendOnly)."""
+        self.backup.aof_stopped()
         self.flush(True)
         if self.fd is not None:
             try:
@@ -495,12 +541,17 @@ class Aof(Rewrite, Loader):
         self.rewrite_scheduled = False
         self.last_incr_size = 0
         self.last_incr_fsync_offset = 0
+        self.fsynced_reploff = -1
+        self.fsynced_pending = 0
         self.kill_child()
         if was_waiting:
             unlink_quiet(self.path(temp_incr_name(self.filename)))
         self.buf = []
         self._deactivate()
         self._update_denied()
+        feed = self.server.repl_feed
+        if feed.waiting:
+            feed.check_waiting()      # WAITAOF numlocal: an error now
 
     # -- a replica's full synchronisation ---------------------------------------------------
     def stop_for_sync(self):
@@ -527,11 +578,15 @@ class Aof(Rewrite, Loader):
     # -- cron --------------------------------------------------------------------------------------------
     def cron(self):
         srv = self.server
-        if not self.child_active() and self.rewrite_scheduled and not self.rewrite_limited():
+        backup = self.backup
+        held = backup.holds_incr()       # no rewrite while a backup's INCR is pinned
+        if not self.child_active() and self.rewrite_scheduled and not held and not self.rewrite_limited():
             self.rewrite_background()
+        if backup.state != "idle":
+            backup.cron()
         if self.child_pid is not None:
             self.check_child()
-        elif not self.child_active() and self.state == AOF_ON:
+        elif not self.child_active() and self.state == AOF_ON and not held:
             perc = srv.config["auto-aof-rewrite-percentage"]
             if perc and self.current_size > srv.config["auto-aof-rewrite-min-size"]:
                 base = self.base_size or 1
@@ -556,7 +611,8 @@ class Aof(Rewrite, Loader):
     def shutdown_check(self, force):
         """Refuse to exit while the first AOF is being written (its data
         would be lost): prepareForShutdown's AOF_WAIT_REWRITE case."""
-        if self.child_pid is not None and self.state == AOF_WAIT_REWRITE:
+        # (not a backup's AOF of an appendonly-no server: no data depends on it)
+        if self.child_pid is not None and self.state == AOF_WAIT_REWRITE and not self.backup.temp_aof:
             if force:
                 log.warning("Writing initial AOF. Exit anyway.")
                 return None
@@ -594,6 +650,7 @@ class Aof(Rewrite, Loader):
             "aof_rewrites_consecutive_failures:%d" % self.consecutive_failures,
             "aof_last_write_status:%s" % ("ok" if ok else "err"),
             "aof_last_cow_size:%d" % self.last_cow,
+            "backup_in_progress:%d" % self.backup.in_progress(),
         ]
 
     def info_extra_lines(self):

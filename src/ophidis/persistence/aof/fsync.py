@@ -24,6 +24,10 @@ class Bio:
         self.pending_fsync = 0      # INFO aof_pending_bio_fsync
         self.busy = 0               # jobs queued or running
         self.fsync_errno = 0        # errno of a failed background fsync (0: ok)
+        # the replication offset the last completed fsync covers (WAITAOF),
+        # and what to call then (from this thread)
+        self.fsynced_reploff = 0
+        self.on_fsynced = None
         self.thread = None
 
     def _submit(self, kind, arg):
@@ -37,8 +41,9 @@ class Bio:
                 self.pending_fsync += 1
             self.cv.notify()
 
-    def fsync(self, fd):
-        self._submit("fsync", fd)
+    def fsync(self, fd, reploff=0):
+        """fsync fd; reploff: the replication offset written to it so far."""
+        self._submit("fsync", (fd, reploff))
 
     def close(self, fd):
         self._submit("close", fd)
@@ -54,9 +59,17 @@ class Bio:
                 kind, arg = self.jobs.popleft()
             try:
                 if kind == "fsync":
+                    fd, reploff = arg
                     try:
-                        fdatasync(arg)
+                        fdatasync(fd)
                         self.fsync_errno = 0
+                        self.fsynced_reploff = reploff
+                        cb = self.on_fsynced
+                        if cb is not None:
+                            try:
+                                cb()
+                            except Exception:  # noqa: BLE001 - the thread must live on
+                                pass
                     except OSError as e:
                         if e.errno not in (errno_mod.EBADF, errno_mod.EINVAL):
                             self.fsync_errno = e.errno or errno_mod.EIO

@@ -332,10 +332,51 @@ class Loader:
         else:
             log.notice("Creating AOF incr file %s on server start" % name)
 
+    def preload(self) -> bool:
+        """preload-file (8.10): load only the file it names (an RDB, or a
+        multi-part AOF manifest whose files are beside it), instead of
+        dump.rdb or the local AOF.  True when it replaced the normal
+        loading (False: the manifest named is our own AOF's)."""
+        spec = self.server.config["preload-file"]
+        kind, _, path = spec.partition(":")
+        path = os.path.abspath(path)
+        if kind == "aof" and path == os.path.abspath(self.path(manifest_name(self.filename))):
+            return False
+        if kind == "rdb":
+            am = Manifest()
+            am.base = AofInfo(path, 1, TYPE_BASE)
+        else:
+            am = read_manifest(path, log.warning, log.fatal)
+            here = os.path.dirname(path)
+            for info in ([am.base] if am.base is not None else []) + am.incrs:
+                info.name = os.path.join(here, info.name)
+        local = self.manifest
+        self.manifest = am
+        t0 = time.time()
+        try:
+            ret = self.load_files()
+        finally:
+            self.manifest = local
+        if ret in (LOAD_FAILED, LOAD_OPEN_ERR, LOAD_NOT_EXIST):
+            log.warning("Fatal error: the preload file %s could not be loaded" % path)
+            log.flush_and_exit(1)
+        log.notice("DB loaded from the preload file %s: %.3f seconds" % (path, time.time() - t0))
+        self.current_size = self.base_size = 0
+        return True
+
     def startup(self):
         srv = self.server
         self.state = AOF_ON if srv.config["appendonly"] else AOF_OFF
+        self.fsynced_reploff = 0 if self.state == AOF_ON else -1
         self.load_manifest_from_disk()
+        if srv.config["preload-file"] and self.preload():
+            # the local AOF describes another dataset: it is rewritten
+            # from the preloaded one (its files become history)
+            if self.state == AOF_ON:
+                self.state = AOF_OFF
+                if not self.start():
+                    log.flush_and_exit(1)
+            return
         if self.state == AOF_ON:
             t0 = time.time()
             ret = self.load_files()

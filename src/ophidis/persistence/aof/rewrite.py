@@ -75,7 +75,18 @@ def rewrite_resp(w, server, key_delay=0, progress=None):
             elif cls is SetValue:
                 _variadic(w, b"SADD", key, map(_bulk, val), len(val), 1)
             elif cls is HashValue:
-                _variadic(w, b"HMSET", key, (_bulk(f) + _bulk(v) for f, v in val.items()), len(val), 2)
+                t = val.ttl
+                if t:
+                    # fields with TTLs (rewriteHashObject): each field alone, then its time
+                    kb = _bulk(key)
+                    for f, v in val.items():
+                        w(b"*4\r\n$5\r\nHMSET\r\n" + kb + _bulk(f) + _bulk(v))
+                        when = t.get(f)
+                        if when is not None:
+                            w(b"*6\r\n$10\r\nHPEXPIREAT\r\n" + kb + _bulk(b"%d" % when) + b"$6\r\nFIELDS\r\n$1\r\n1\r\n"
+                              + _bulk(f))
+                else:
+                    _variadic(w, b"HMSET", key, (_bulk(f) + _bulk(v) for f, v in val.items()), len(val), 2)
             elif cls is ZSetValue or isinstance(val, ZSetValue):
                 _variadic(w, b"ZADD", key, (_bulk(_score(s)) + _bulk(m) for s, m in val.sl), len(val), 2)
             else:
@@ -177,6 +188,11 @@ class Rewrite(child.ChildJob):
             self.lastbgrewrite_ok = False
             return False
         self.rewrites += 1
+        if self.state == AOF_WAIT_REWRITE:
+            # the first rewrite of an AOF turned on: what propagated so far
+            # is in its base once it is done (WAITAOF's local offset)
+            self.fsynced_pending = srv.repl_feed.offset
+            self.fsynced_reploff = 0
         if not hasattr(os, "fork"):
             log.warning("Can't rewrite append only file in background: fork: not supported")
             self.lastbgrewrite_ok = False
@@ -238,9 +254,10 @@ class Rewrite(child.ChildJob):
         code = os.WEXITSTATUS(status) if exited else 0
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
         self._child_gone()
+        installed = False
         if exited and code == 0:
             log.notice("Background AOF rewrite terminated with success")
-            self._install_rewrite(pid)
+            installed = self._install_rewrite(pid)
             log.verbose("Background AOF rewrite signal handler took %dus" % int(
                 (time.perf_counter() - t_start) * 1e6))
         elif exited:
@@ -263,6 +280,7 @@ class Rewrite(child.ChildJob):
         self.rewrite_time_start = -1
         if self.state == AOF_WAIT_REWRITE:
             self.rewrite_scheduled = True
+        self.backup.rewrite_done(installed)
 
     def _fail_install(self):
         self.lastbgrewrite_ok = False
@@ -275,7 +293,7 @@ class Rewrite(child.ChildJob):
         base_path = self.path(base_name)
         if not self._rename_temp("base", tmp, base_path, tmp, base_name):
             self._fail_install()
-            return
+            return False
         incr_path = None
         if self.state == AOF_WAIT_REWRITE:
             temp_name = temp_incr_name(self.filename)
@@ -285,14 +303,14 @@ class Rewrite(child.ChildJob):
             if not self._rename_temp("incr", temp_path, incr_path, temp_name, incr_name):
                 self.bio.unlink(base_path)
                 self._fail_install()
-                return
+                return False
         am.incrs_to_history(keep_last=self.fd is not None)
         if not self.persist_manifest(am):
             self.bio.unlink(base_path)
             if incr_path is not None:
                 self.bio.unlink(incr_path)
             self._fail_install()
-            return
+            return False
         self.manifest = am
         if self.state != AOF_OFF:
             self.current_size = file_size(base_path) + self.last_incr_size
@@ -303,6 +321,12 @@ class Rewrite(child.ChildJob):
         log.notice("Background AOF rewrite finished successfully")
         if self.state == AOF_WAIT_REWRITE:
             self.state = AOF_ON
+            # WAITAOF's local offset is valid from now on
+            self.fsynced_reploff = self.fsynced_pending
+            feed = self.server.repl_feed
+            if feed.waiting:
+                feed.check_waiting()
+        return True
 
     def _rename_temp(self, kind, src, dst, src_name, dst_name) -> bool:
         """Rename the temporary AOF ``kind`` file ``src`` into ``dst`` (its
@@ -349,7 +373,7 @@ class Rewrite(child.ChildJob):
         srv = self.server
         if srv.child_type == "aof":
             return "in-progress"
-        if self.child_active() or in_exec:
+        if self.child_active() or in_exec or self.backup.holds_incr():
             self.rewrite_scheduled = True
             self.consecutive_failures = 0
             return "scheduled"

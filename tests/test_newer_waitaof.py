@@ -1,0 +1,147 @@
+"""WAITAOF numlocal numreplicas timeout (Redis 7.2): the local AOF's fsynced
+offset, the replicas' REPLCONF ACK ... FACK, blocking and timeouts, its
+errors (compared byte for byte with valkey-server 9.1), and replication
+both ways with valkey-server (a 7.2+ peer that sends and reads FACK) and
+with Debian's Redis 7.0 (a replica that sends no FACK)."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from support.resp import RespConn, encode
+from support.servers import REDIS_SERVER, RedisServerProc, ValkeyServerProc
+from support.wait import wait_until
+
+
+def test_waitaof_errors_and_aof_off_same_as_valkey(same_as_valkey):
+    same_as_valkey([
+        ["WAITAOF", "2", "0", "0"], ["WAITAOF", "-1", "0", "0"], ["WAITAOF", "x", "0", "0"],
+        ["WAITAOF", "0", "-1", "0"], ["WAITAOF", "0", "x", "0"], ["WAITAOF", "0", "0", "-1"],
+        ["WAITAOF", "0", "0", "x"], ["WAITAOF", "1", "0", "0"], ["WAITAOF", "0", "0", "0"],
+        ["WAITAOF", "0", "1", "10"], ["WAITAOF", "0", "0"], ["WAITAOF", "0", "0", "0", "0"],
+        ["SET", "k", "v"], ["WAITAOF", "0", "0", "0"],
+        ["MULTI"], ["WAITAOF", "0", "1", "0"], ["EXEC"],
+        ["EVAL", "return redis.call('WAITAOF', 0, 1, 0)", "0"],
+        ["EVAL", "return redis.pcall('WAITAOF', 1, 0, 0)", "0"],
+    ])
+
+
+def _waitaof(conn, *args):
+    return conn.call("WAITAOF", *args)
+
+
+def _link_up(conn):
+    wait_until(lambda: b"master_link_status:up" in conn.call("INFO", "replication"), 30,
+               what="the replica's link up")
+
+
+def test_waitaof_local_fsync_and_timeout(start_server):
+    s = start_server("--appendonly", "yes", "--appendfsync", "always")
+    with RespConn(s.port) as c:
+        wait_until(lambda: b"aof_rewrite_in_progress:0" in c.call("INFO", "persistence"), 30)
+        assert c.call("SET", "k", "v") == b"+OK\r\n"
+        assert _waitaof(c, "1", "0", "0") == b"*2\r\n:1\r\n:0\r\n"
+        # no replica: it waits for the timeout, then tells what it has
+        t0 = time.monotonic()
+        assert _waitaof(c, "1", "1", "200") == b"*2\r\n:1\r\n:0\r\n"
+        assert time.monotonic() - t0 >= 0.15
+        assert c.call("MULTI") == b"+OK\r\n"
+        c.call("WAITAOF", "1", "1", "0")
+        assert c.call("EXEC") == b"*1\r\n*2\r\n:1\r\n:0\r\n"
+
+
+def test_waitaof_blocked_client_gets_an_error_when_the_aof_is_turned_off(start_server):
+    s = start_server("--appendonly", "yes")
+    with RespConn(s.port) as c, RespConn(s.port) as admin:
+        wait_until(lambda: b"aof_rewrite_in_progress:0" in admin.call("INFO", "persistence"), 30)
+        c.send_raw(encode("WAITAOF", "1", "1", "0"))
+        wait_until(lambda: b"blocked_clients:1" in admin.call("INFO", "clients"), 20)
+        assert admin.call("CONFIG", "SET", "appendonly", "no") == b"+OK\r\n"
+        assert c.read(timeout=10) == \
+            b"-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n"
+        # CLIENT UNBLOCK answers as a timeout does
+        c.send_raw(encode("WAITAOF", "0", "1", "0"))
+        wait_until(lambda: b"blocked_clients:1" in admin.call("INFO", "clients"), 20)
+        line = [x for x in admin.call("CLIENT", "LIST").split(b"\n") if b"cmd=waitaof" in x][0]
+        cid = line.split(b"id=")[1].split(b" ")[0].decode()
+        assert admin.call("CLIENT", "UNBLOCK", cid) == b":1\r\n"
+        assert c.read(timeout=10) == b"*2\r\n:0\r\n:0\r\n"
+
+
+def test_waitaof_with_our_replica_and_fack(start_server):
+    m = start_server("--appendonly", "yes")
+    r = start_server("--appendonly", "yes", "--replicaof", "127.0.0.1", str(m.port))
+    with RespConn(m.port) as mc, RespConn(r.port) as rc:
+        _link_up(rc)
+        wait_until(lambda: b"aof_rewrite_in_progress:0" in rc.call("INFO", "persistence")
+                   and b"aof_rewrite_in_progress:0" in mc.call("INFO", "persistence"), 30)
+        assert mc.call("SET", "k", "v") == b"+OK\r\n"
+        assert _waitaof(mc, "1", "1", "10000") == b"*2\r\n:1\r\n:1\r\n"
+        assert mc.call("WAIT", "1", "10000") == b":1\r\n"
+        # WAIT and WAITAOF wait for the caller's own last write: with the
+        # replica stopped, a client that wrote nothing is answered at once
+        os.kill(r.pid, signal.SIGSTOP)
+        try:
+            assert mc.call("INCR", "n0") == b":1\r\n"
+            with RespConn(m.port) as other:
+                assert other.call("WAIT", "1", "0") == b":1\r\n"
+                assert _waitaof(other, "1", "1", "0") == b"*2\r\n:1\r\n:1\r\n"
+            assert mc.call("WAIT", "1", "200") == b":0\r\n"
+            # (the local fsync of everysec may or may not have happened yet)
+            assert _waitaof(mc, "0", "1", "200") in (b"*2\r\n:1\r\n:0\r\n", b"*2\r\n:0\r\n:0\r\n")
+        finally:
+            os.kill(r.pid, signal.SIGCONT)
+        assert mc.call("WAIT", "1", "10000") == b":1\r\n"
+        assert _waitaof(rc, "0", "0", "0") == (
+            b"-ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas "
+            b"are just local and are not propagated.\r\n")
+        # the replica's AOF off: it no longer acknowledges fsyncs
+        assert rc.call("CONFIG", "SET", "appendonly", "no") == b"+OK\r\n"
+        assert mc.call("INCR", "n") == b":1\r\n"
+        assert mc.call("WAIT", "1", "10000") == b":1\r\n"
+        assert _waitaof(mc, "1", "0", "10000") == b"*2\r\n:1\r\n:0\r\n"     # our own fsync
+        assert _waitaof(mc, "1", "1", "300") == b"*2\r\n:1\r\n:0\r\n"
+
+
+@pytest.mark.skipif(ValkeyServerProc.BINARY is None, reason="valkey-server is not installed")
+def test_waitaof_across_valkey_both_ways(start_server):
+    # a valkey replica of ours: its FACK counts
+    m = start_server("--appendonly", "yes")
+    vr = ValkeyServerProc(["--appendonly", "yes", "--replicaof", "127.0.0.1", str(m.port)])
+    try:
+        with RespConn(m.port) as mc, RespConn(vr.port) as vc:
+            _link_up(vc)
+            assert mc.call("SET", "k", "v") == b"+OK\r\n"
+            assert _waitaof(mc, "1", "1", "10000") == b"*2\r\n:1\r\n:1\r\n"
+    finally:
+        vr.stop()
+    # our replica of a valkey master: our FACK counts there
+    vm = ValkeyServerProc(["--appendonly", "yes"])
+    try:
+        r = start_server("--appendonly", "yes", "--replicaof", "127.0.0.1", str(vm.port))
+        with RespConn(vm.port) as vc, RespConn(r.port) as rc:
+            _link_up(rc)
+            wait_until(lambda: b"aof_rewrite_in_progress:0" in rc.call("INFO", "persistence"), 30)
+            assert vc.call("SET", "k", "v") == b"+OK\r\n"
+            assert _waitaof(vc, "0", "1", "10000") == b"*2\r\n:1\r\n:1\r\n"
+            assert vc.call("INCR", "n") == b":1\r\n"
+            assert _waitaof(vc, "1", "1", "10000") == b"*2\r\n:1\r\n:1\r\n"
+    finally:
+        vm.stop()
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+def test_waitaof_with_a_redis70_replica_without_fack(start_server):
+    m = start_server("--appendonly", "yes")
+    rr = RedisServerProc(["--appendonly", "yes", "--replicaof", "127.0.0.1", str(m.port)])
+    try:
+        with RespConn(m.port) as mc, RespConn(rr.port) as rc:
+            _link_up(rc)
+            assert mc.call("SET", "k", "v") == b"+OK\r\n"
+            assert mc.call("WAIT", "1", "10000") == b":1\r\n"
+            # its ACKs carry no FACK: never counted for WAITAOF
+            assert _waitaof(mc, "0", "1", "300") == b"*2\r\n:1\r\n:0\r\n"
+    finally:
+        rr.stop()
