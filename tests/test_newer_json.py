@@ -218,7 +218,7 @@ def test_arrays(raw, raw3):
     assert raw.call("JSON.ARRTRIM", "d", ".a", "1", "2") == b":2\r\n"
     assert raw.call("JSON.GET", "d", ".a") == bulk(b"[2,3]")
     assert raw.call("JSON.ARRTRIM", "d", "$..a", "5", "9") == b"*2\r\n:0\r\n:0\r\n"
-    assert raw.call("JSON.ARRTRIM", "d", ".a", "x", "1") == b"-ERR value is not an integer or out of range\r\n"
+    assert raw.call("JSON.ARRTRIM", "d", ".a", "x", "1") == b"-Couldn't parse as integer\r\n"
     assert raw.call("JSON.ARRAPPEND", "nokey", "$", "1") == (
         b"-ERR could not perform this operation on a key that doesn't exist\r\n")
     assert raw.call("JSON.ARRAPPEND", "d", "$.a", "[1") == b"-EOF while parsing a list at line 1 column 2\r\n"
@@ -292,6 +292,8 @@ def test_bad_input_and_wrong_types(raw):
                      ('{"a":1,}', "trailing comma at line 1 column 8")):
         assert raw.call("JSON.SET", "d", "$", doc) == b"-%s\r\n" % msg.encode(), doc
     assert raw.call("JSON.SET", "d", "$", "[" * 129 + "]" * 129) == b"-recursion limit exceeded\r\n"
+    assert raw.call("JSON.SET", "d", "$", b'"\xff"') == b"-Couldn't parse as UTF-8 string\r\n"
+    assert raw.call("JSON.GET", "nokey", b"$.\xff") == b"-Couldn't parse as UTF-8 string\r\n"
     raw.call("JSON.SET", "deep", "$", "[" * 100 + "]" * 100)
     assert raw.call("JSON.ARRAPPEND", "deep", "$" + "[0]" * 99, "[" * 40 + "]" * 40) == (
         b"-ERR recursion limit exceeded\r\n")
@@ -304,7 +306,7 @@ def test_bad_input_and_wrong_types(raw):
     assert raw.call("GET", "j") == wrong
     assert raw.call("JSON.GET") == b"-ERR wrong number of arguments for 'json.get' command\r\n"
     assert raw.call("JSON.SET", "j", "$") == b"-ERR wrong number of arguments for 'json.set' command\r\n"
-    assert raw.call("JSON.ARRINSERT", "j", "$", "x", "1") == b"-ERR value is not an integer or out of range\r\n"
+    assert raw.call("JSON.ARRINSERT", "j", "$", "x", "1") == b"-Couldn't parse as integer\r\n"
 
 
 def test_type_encoding_memory_copy(r):

@@ -31,7 +31,8 @@ _AT_ROOT = RedisError("ERR new objects must be created at the root")
 _SYNTAX = RedisError("ERR syntax error")
 _NOT_NUMBER = RedisError("ERR result is not a number")
 _OVERFLOW = RedisError("ERR numeric overflow")
-_BAD_INT = RedisError("ERR value is not an integer or out of range")
+# redis-module-rs's argument errors, replied as they are (no ERR)
+_BAD_INT = RedisError("Couldn't parse as integer")
 
 
 def _arity(name: str):
@@ -50,7 +51,7 @@ def _text(b: bytes) -> str:
     try:
         return b.decode("utf-8")
     except UnicodeDecodeError:
-        raise RedisError("ERR invalid UTF-8 string") from None
+        raise RedisError("Couldn't parse as UTF-8 string") from None
 
 
 def _doc(b: bytes):

@@ -124,7 +124,7 @@ def parse(data: bytes):
     try:
         s = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise JsonError("invalid unicode code point") from None
+        raise JsonError("Couldn't parse as UTF-8 string") from None
     try:
         v = _decoder.decode(s)
     except ValueError as e:
