@@ -159,6 +159,13 @@ def test_type_and_numbers(raw, raw3):
         b"-ERR Path does not exist or does not contains a number\r\n")
     assert raw.call("JSON.NUMINCRBY", "d", "$.i", "x") == b"-expected value at line 1 column 1\r\n"
     assert raw.call("JSON.NUMINCRBY", "d", "$.i", '"1"') == b"-bad input number\r\n"
+    raw.call("JSON.SET", "p", "$", '{"a":"b","b":[{"a":2},{"a":5},{"a":"c"}],"f":2,"z":0}')
+    assert raw.call("JSON.NUMPOWBY", "p", "$..a", "2") == bulk(b"[null,4,25,null]")
+    assert raw.call("JSON.NUMPOWBY", "p", ".f", "-1.0") == bulk(b"0.5")
+    assert raw.call("JSON.NUMPOWBY", "p", "$.b[0].a", "-1") == b"-ERR numeric overflow\r\n"
+    assert raw.call("JSON.NUMPOWBY", "p", "$.b[0].a", "100") == b"-ERR numeric overflow\r\n"
+    assert raw.call("JSON.NUMPOWBY", "p", "$.z", "-1.0") == b"-ERR result is not a number\r\n"
+    assert raw.call("JSON.GET", "p", "$..a") == bulk(b'["b",4,25,"c"]')           # failures change nothing
     raw.call("JSON.SET", "big", "$", str(2**63 - 1))
     assert raw.call("JSON.NUMINCRBY", "big", "$", "1") == b"-ERR numeric overflow\r\n"
     raw.call("JSON.SET", "fl", "$", "1e308")
@@ -371,7 +378,7 @@ def test_multi_and_scripts(r):
 def test_acl_category_module_list_and_command_info(r, raw):
     assert b"json" in r.execute_command("ACL", "CAT")
     cmds = set(r.execute_command("ACL", "CAT", "json"))
-    assert {b"json.set", b"json.get", b"json.mget", b"json.debug", b"json.resp"} <= cmds and len(cmds) == 24
+    assert {b"json.set", b"json.get", b"json.mget", b"json.debug", b"json.resp"} <= cmds and len(cmds) == 25
     info = raw.call("COMMAND", "INFO", "json.set")
     assert info.startswith(b"*1\r\n*10\r\n$8\r\njson.set\r\n:-4\r\n*3\r\n+write\r\n+denyoom\r\n+module\r\n"
                            b":1\r\n:1\r\n:1\r\n*3\r\n+@write\r\n+@slow\r\n+@json\r\n")

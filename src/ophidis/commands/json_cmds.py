@@ -1,5 +1,5 @@
 """JSON commands (Redis 8's built-in RedisJSON): JSON.SET GET MGET MSET DEL
-FORGET TYPE CLEAR TOGGLE MERGE NUMINCRBY NUMMULTBY STRAPPEND STRLEN
+FORGET TYPE CLEAR TOGGLE MERGE NUMINCRBY NUMMULTBY NUMPOWBY STRAPPEND STRLEN
 ARRAPPEND ARRINDEX ARRINSERT ARRLEN ARRPOP ARRTRIM OBJKEYS OBJLEN RESP DEBUG.
 
 The value is a ``JsonValue`` (types/json.py) and paths are compiled by
@@ -12,6 +12,8 @@ called.
 """
 
 from __future__ import annotations
+
+import math
 
 from ..cmdtable.registry import command
 from ..errors import RedisError
@@ -653,7 +655,39 @@ def _num_text(v) -> str:
     return dumps(v)
 
 
-def _num_op(c, argv, name, event, mult):
+def _int_op(op, v, by):
+    """The integer result of v op by, or None when it overflows (or, for
+    a power, when the exponent is negative or beyond 32 bits)."""
+    if op == "add":
+        r = v + by
+    elif op == "mul":
+        r = v * by
+    else:
+        if not 0 <= by < 1 << 32:
+            return None
+        if v in (0, 1, -1) or by == 0:
+            r = v ** (by if by < 2 else 2 + (by & 1))
+        elif by > 64:
+            return None
+        else:
+            r = v ** by
+    return r if I64_MIN <= r <= I64_MAX else None
+
+
+def _float_op(op, v, by):
+    try:
+        if op == "add":
+            r = v + by
+        elif op == "mul":
+            r = v * by
+        else:
+            r = math.pow(v, by)
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return None
+    return r if math.isfinite(r) else None
+
+
+def _num_op(c, argv, name, event, op):
     if len(argv) != 4:
         raise _arity(name)
     key = argv[1]
@@ -671,13 +705,13 @@ def _num_op(c, argv, name, event, mult):
         if not _isnum(v):
             results.append(None)
             continue
-        if isinstance(v, int) and isinstance(by, int):
-            r = v * by if mult else v + by
-            if not I64_MIN <= r <= I64_MAX:
+        if isinstance(v, int) and isinstance(by, int) and I64_MIN <= by <= I64_MAX:
+            r = _int_op(op, v, by)
+            if r is None:
                 raise _OVERFLOW
         else:
-            r = float(v) * float(by) if mult else float(v) + float(by)
-            if r != r or r in (float("inf"), float("-inf")):
+            r = _float_op(op, float(v), float(by))
+            if r is None:
                 raise _NOT_NUMBER
         results.append(r)
     hits = [(p, r) for (p, _), r in zip(res, results) if r is not None]
@@ -696,12 +730,17 @@ def _num_op(c, argv, name, event, mult):
 
 @command("json.numincrby")
 def json_numincrby(c, argv):
-    return _num_op(c, argv, "json.numincrby", b"json.numincrby", False)
+    return _num_op(c, argv, "json.numincrby", b"json.numincrby", "add")
 
 
 @command("json.nummultby")
 def json_nummultby(c, argv):
-    return _num_op(c, argv, "json.nummultby", b"json.nummultby", True)
+    return _num_op(c, argv, "json.nummultby", b"json.nummultby", "mul")
+
+
+@command("json.numpowby")
+def json_numpowby(c, argv):
+    return _num_op(c, argv, "json.numpowby", b"json.numpowby", "pow")
 
 
 # ---------------------------------------------------------------------------
