@@ -131,8 +131,14 @@ def test_merge(raw):
     assert raw.call("JSON.MERGE", "d", "$.a.new", '{"k":true}') == b"+OK\r\n"
     assert raw.call("JSON.GET", "d", "$.a") == bulk(b'[{"c":7,"n":{"z":1},"new":{"k":true}}]')
     assert raw.call("JSON.MERGE", "nokey", "$.a", "1") == b"-ERR new objects must be created at the root\r\n"
+    # a new document is stored as given; a null patch at a path sets null
     assert raw.call("JSON.MERGE", "new", "$", '{"a":null,"b":1}') == b"+OK\r\n"
-    assert raw.call("JSON.GET", "new") == bulk(b'{"b":1}')
+    assert raw.call("JSON.GET", "new") == bulk(b'{"a":null,"b":1}')
+    assert raw.call("JSON.MERGE", "new", "$.b", "null") == b"+OK\r\n"
+    assert raw.call("JSON.MERGE", "new", "$.c", '{"x":null}') == b"+OK\r\n"
+    assert raw.call("JSON.GET", "new") == bulk(b'{"a":null,"b":null,"c":{"x":null}}')
+    assert raw.call("JSON.MERGE", "new", "$", '{"c":{"x":null}}') == b"+OK\r\n"
+    assert raw.call("JSON.GET", "new") == bulk(b'{"a":null,"b":null,"c":{}}')
 
 
 # ---------------------------------------------------------------------------

@@ -129,6 +129,11 @@ def _mutation_order(paths):
     return sorted(paths, key=key, reverse=False)
 
 
+def _mutation_order_pairs(pairs):
+    order = {tuple(p): i for i, p in enumerate(_mutation_order([p for p, _ in pairs]))}
+    return sorted(pairs, key=lambda pm: order[tuple(pm[0])])
+
+
 def _prune_nested(paths):
     """Drop paths inside another of the list (deleting the outer one does)."""
     out = []
@@ -323,9 +328,8 @@ def json_merge(c, argv):
     if jv is None:
         if not path.root:
             raise _AT_ROOT
-        if value is None:
-            return OK
-        db.set_key(key, JsonValue(_merge(None, value)), keepttl=True)
+        # a new document is the value as given (its nulls kept)
+        db.set_key(key, JsonValue(value), keepttl=True)
         _done(c, key, b"json.merge")
         return OK
     if path.root:
@@ -334,21 +338,19 @@ def json_merge(c, argv):
         return OK
     found = [p for p, _ in path.run(jv.v)]
     if found:
-        for p in _mutation_order(found):
-            if value is None:
-                _parent(jv.v, p).pop(p[-1]) if isinstance(p[-1], str) else None
-            else:
-                merged = _merge(_get_at(jv.v, p), value)
-                _check_depth(len(p), merged)
-                _set_at(jv, p, merged)
+        merged = [(p, _merge(_get_at(jv.v, p), value)) for p in found]
+        for p, m in merged:
+            _check_depth(len(p), m)
+        for p, m in _mutation_order_pairs(merged):
+            _set_at(jv, p, m)
         _done(c, key, b"json.merge")
         return OK
     found, adds = _set_targets(jv.v, path, True, False)
     if not adds:
         return null(c.resp)
-    if value is not None:
-        _apply_set(jv, _merge(None, value), [], adds)
-        _done(c, key, b"json.merge")
+    # a new member takes the value as given
+    _apply_set(jv, value, [], adds)
+    _done(c, key, b"json.merge")
     return OK
 
 
