@@ -548,3 +548,21 @@ def test_format_expand_resp3(raw, raw3):
         b"-ERR FORMAT argument is not supported on RESP2\r\n")
     assert raw3.call("JSON.ARRPOP", "d", "FORMAT", "STRING", "$.a") == b"-ERR wrong reply format\r\n"
     assert raw3.call("JSON.ARRPOP", "d", "FORMAT", "EXPAND1", "$.a") == b"*1\r\n:1\r\n"
+
+
+def test_nested_array_writes_in_mutation_order(raw):
+    # the inner array is written before the outer one, so the outer
+    # insertion does not move it
+    raw.call("JSON.SET", "d", "$", '[[1,2],[3]]')
+    assert raw.call("JSON.ARRINSERT", "d", "$..*", "0", '"x"') == b"*5\r\n:3\r\n:2\r\n" + b"$-1\r\n" * 3
+    assert raw.call("JSON.GET", "d") == bulk(b'[["x",1,2],["x",3]]')
+    raw.call("JSON.SET", "n", "$", '[[0,[1,2]]]')
+    assert raw.call("JSON.ARRINSERT", "n", "$..*", "0", "9") == b"*5\r\n:3\r\n$-1\r\n:3\r\n$-1\r\n$-1\r\n"
+    assert raw.call("JSON.GET", "n") == bulk(b"[[9,0,[9,1,2]]]")
+    raw.call("JSON.SET", "p", "$", '[[0,[1,2]]]')
+    assert raw.call("JSON.ARRPOP", "p", "$..*", "0") == (
+        b"*5\r\n" + bulk(b"0") + b"$-1\r\n" + bulk(b"1") + b"$-1\r\n$-1\r\n")
+    assert raw.call("JSON.GET", "p") == bulk(b"[[[2]]]")
+    raw.call("JSON.SET", "q", "$", '{"a":[1,[2,3]],"b":{"a":[4]}}')
+    assert raw.call("JSON.DEL", "q", "$..a[0]") == b":2\r\n"
+    assert raw.call("JSON.GET", "q") == bulk(b'{"a":[[2,3]],"b":{"a":[]}}')

@@ -14,6 +14,7 @@ called.
 from __future__ import annotations
 
 import math
+from functools import cmp_to_key
 
 from ..cmdtable.registry import command
 from ..errors import RedisError
@@ -121,12 +122,29 @@ def _get_at(doc, path):
     return v
 
 
+def _mutation_cmp(a, b) -> int:
+    """RedisJSON's order of the paths a write visits: where one path goes
+    deeper than the other it comes first, members by name before array
+    indexes, higher indexes first, so one change never moves another's
+    target."""
+    for x, y in zip(a, b):
+        xi, yi = isinstance(x, int), isinstance(y, int)
+        if xi and yi:
+            if x != y:
+                return -1 if x > y else 1
+        elif xi:
+            return 1
+        elif yi:
+            return -1
+        elif x != y:
+            return -1 if x < y else 1
+    if len(a) == len(b):
+        return 0
+    return -1 if len(a) > len(b) else 1
+
+
 def _mutation_order(paths):
-    """Deepest and highest indexes first, so one change does not move
-    another's target (RedisJSON sorts its paths likewise)."""
-    def key(p):
-        return [(1, -k) if isinstance(k, int) else (0, k) for k in p]
-    return sorted(paths, key=key, reverse=False)
+    return sorted(paths, key=cmp_to_key(_mutation_cmp))
 
 
 def _mutation_order_pairs(pairs):
@@ -917,14 +935,17 @@ def json_arrinsert(c, argv):
             raise RedisError("ERR index out of bounds")
         for x in values:
             _check_depth(len(p) + 1, x)
-    vals = []
-    for p in hits:
+    lens = {}
+    for p in _mutation_order(hits):
         arr = _get_at(jv.v, p)
         j = len(arr) + idx if idx < 0 else idx
         arr[j:j] = [_copy(x) for x in values]
-        vals.append(len(arr))
+        lens[tuple(p)] = len(arr)
+    vals = [lens[tuple(p)] for p in hits]
     if hits:
         _done(c, key, b"json.arrinsert")
+    if path.legacy:
+        return integer(lens[tuple(_mutation_order(hits)[-1])])
     return _list_reply(c, path, res, vals)
 
 
@@ -974,14 +995,14 @@ def json_arrpop(c, argv):
     res = path.run(jv.v)
     hits = _array_targets(c, path, res)
     popped = {}
-    for p in hits:
+    for p in _mutation_order(hits):
         arr = _get_at(jv.v, p)
         if arr:
             popped[tuple(p)] = arr.pop(_norm_start(index, len(arr)))
     if popped:
         _done(c, key, b"json.arrpop")
     if path.legacy:
-        last = tuple(hits[-1])
+        last = tuple(_mutation_order(hits)[-1])
         return _s(dumps(popped[last])) if last in popped else null(c.resp)
     out = []
     for p, v in res:
@@ -1006,8 +1027,8 @@ def json_arrtrim(c, argv):
     jv = _write_root(c, key)
     res = path.run(jv.v)
     hits = _array_targets(c, path, res)
-    vals = []
-    for p in hits:
+    lens = {}
+    for p in _mutation_order(hits):
         arr = _get_at(jv.v, p)
         n = len(arr)
         e = _norm_start(stop, n)
@@ -1016,9 +1037,12 @@ def json_arrtrim(c, argv):
             del arr[:]
         else:
             arr[:] = arr[s:e + 1]
-        vals.append(len(arr))
+        lens[tuple(p)] = len(arr)
+    vals = [lens[tuple(p)] for p in hits]
     if hits:
         _done(c, key, b"json.arrtrim")
+    if path.legacy:
+        return integer(lens[tuple(_mutation_order(hits)[-1])])
     return _list_reply(c, path, res, vals)
 
 
