@@ -566,3 +566,19 @@ def test_nested_array_writes_in_mutation_order(raw):
     raw.call("JSON.SET", "q", "$", '{"a":[1,[2,3]],"b":{"a":[4]}}')
     assert raw.call("JSON.DEL", "q", "$..a[0]") == b":2\r\n"
     assert raw.call("JSON.GET", "q") == bulk(b'{"a":[[2,3]],"b":{"a":[]}}')
+
+
+def test_overlapping_matches(raw):
+    """Matches inside other matches: no internal error, RedisJSON's results."""
+    raw.call("JSON.SET", "d", "$", '{"a":{"a":1}}')
+    assert raw.call("JSON.SET", "d", "$..a", "5") == b"+OK\r\n"            # the outer one, replaced
+    assert raw.call("JSON.GET", "d") == bulk(b'{"a":5}')
+    raw.call("JSON.SET", "d", "$", '{"a":{"b":5,"c":[1]}}')
+    assert raw.call("JSON.CLEAR", "d", "$..*") == b":1\r\n"
+    assert raw.call("JSON.GET", "d") == bulk(b'{"a":{}}')
+    raw.call("JSON.SET", "d", "$", '{"a":{"a":{"x":1}}}')
+    assert raw.call("JSON.MERGE", "d", "$..a", '{"y":2}') == b"+OK\r\n"
+    assert raw.call("JSON.GET", "d") == bulk(b'{"a":{"a":{"x":1,"y":2},"y":2}}')
+    raw.call("JSON.SET", "d", "$", '{"a":{"a":[1]}}')
+    assert raw.call("JSON.DEL", "d", "$..a") == b":1\r\n"
+    assert raw.call("EXISTS", "d") == b":0\r\n"                           # emptied: the key goes

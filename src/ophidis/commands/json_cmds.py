@@ -115,6 +115,23 @@ def _set_at(jv, path, value):
         _parent(jv.v, path)[path[-1]] = value
 
 
+_MISSING = object()
+
+
+def _resolve(doc, path):
+    """The value at path, or _MISSING when an earlier write of the same
+    command removed or replaced what led to it."""
+    v = doc
+    for k in path:
+        if isinstance(k, int):
+            if not isinstance(v, list) or k >= len(v):
+                return _MISSING
+        elif not isinstance(v, dict) or k not in v:
+            return _MISSING
+        v = v[k]
+    return v
+
+
 def _get_at(doc, path):
     v = doc
     for k in path:
@@ -147,11 +164,6 @@ def _mutation_order(paths):
     return sorted(paths, key=cmp_to_key(_mutation_cmp))
 
 
-def _mutation_order_pairs(pairs):
-    order = {tuple(p): i for i, p in enumerate(_mutation_order([p for p, _ in pairs]))}
-    return sorted(pairs, key=lambda pm: order[tuple(pm[0])])
-
-
 def _prune_nested(paths):
     """Drop paths inside another of the list (deleting the outer one does)."""
     out = []
@@ -182,7 +194,8 @@ def _set_targets(doc, path: _Path, nx: bool, xx: bool):
     if not nx:
         found = [p for p, _ in path.run(doc)]
         if found:
-            return found, []
+            # a match inside another is replaced with it
+            return _prune_nested(found), []
     if xx:
         return [], []
     q = path.q
@@ -356,10 +369,12 @@ def json_merge(c, argv):
         return OK
     found = [p for p, _ in path.run(jv.v)]
     if found:
-        merged = [(p, _merge(_get_at(jv.v, p), value)) for p in found]
-        for p, m in merged:
+        for p in found:
+            cur = _resolve(jv.v, p)
+            if cur is _MISSING:
+                continue
+            m = _merge(cur, value)
             _check_depth(len(p), m)
-        for p, m in _mutation_order_pairs(merged):
             _set_at(jv, p, m)
         _done(c, key, b"json.merge")
         return OK
@@ -619,7 +634,8 @@ def json_clear(c, argv):
     path = _Path(argv[2] if len(argv) > 2 else None)
     jv = _write_root(c, key)
     n = 0
-    for p, v in path.run(jv.v):
+    for p, _ in path.run(jv.v):
+        v = _resolve(jv.v, p)
         if isinstance(v, (dict, list)) and v:
             v.clear()
             n += 1
