@@ -97,7 +97,9 @@ def test_bitcount_bitpos_basics(r):
     assert r.bitcount("s") == 12
     assert r.bitcount("s", 1, 1) == 4
     assert r.execute_command("bitcount", "s", 5, 30, "BIT") == 7
-    assert r.execute_command("bitcount", "nokey", "x", "y") == 0  # key missing: no parsing
+    # Redis 7.2: the arguments are parsed even when the key is missing
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        r.execute_command("bitcount", "nokey", "x", "y")
     with pytest.raises(redis.ResponseError, match="^syntax error$"):
         r.execute_command("bitcount", "s", 1)
     with pytest.raises(redis.ResponseError, match="^syntax error$"):
@@ -213,6 +215,12 @@ def test_bitcount_differential(r, ref, v, exists, start, end, unit, nargs):
     args = ["bitcount", "k"] + [str(start), str(end), unit][:nargs]
     if None in args:
         args = args[:args.index(None)]
+    if not exists and len(args) == 3:
+        # Redis 7.2 parses the arguments of a missing key too: a lone start is
+        # a syntax error there (redis-server 7.0 answers 0)
+        with pytest.raises(redis.ResponseError, match="syntax error"):
+            r.execute_command(*args)
+        return
     same(r, ref, *args)
 
 

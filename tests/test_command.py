@@ -54,13 +54,36 @@ def _todict(d):
     return d
 
 
+def _is_newer(name) -> bool:
+    return (name.decode() if isinstance(name, bytes) else name).upper() in NEWER
+
+
+def _without_newer_subs(info):
+    """COMMAND INFO of a container without the subcommands whose metadata is
+    newer than 7.0's (compared with valkey-server instead)."""
+    out = []
+    for entry in info:
+        if isinstance(entry, list) and len(entry) > 9 and isinstance(entry[9], list):
+            entry = entry[:9] + [[sub for sub in entry[9] if not _is_newer(sub[0])]] + entry[10:]
+        out.append(entry)
+    return out
+
+
+# Where Valkey's metadata differs from Redis's (src/commands/*.json), ours
+# follows Redis: {name: why}
+REDIS_NOT_VALKEY = {
+    "cluster|myshardid": "Redis flags it STALE only, Valkey LOADING and STALE",
+}
+
+
 def _strip_docs(d):
     # We ship no complexity/history texts and use our own summaries.
     d = dict(_todict(d))
     for k in (b"summary", b"complexity", b"history"):
         d.pop(k, None)
     if b"subcommands" in d:
-        d[b"subcommands"] = {k: _strip_docs(v) for k, v in _todict(d[b"subcommands"]).items()}
+        d[b"subcommands"] = {k: _strip_docs(v) for k, v in _todict(d[b"subcommands"]).items()
+                             if not _is_newer(k)}
     return d
 
 
@@ -96,6 +119,8 @@ def test_newer_commands_info_matches_valkey(server, valkey_server, proto):
     b = unparsed(valkey_server.client(protocol=proto))
     diffs = []
     for n in _newer_names(a, b):
+        if n in REDIS_NOT_VALKEY:
+            continue
         x = a.execute_command("COMMAND", "INFO", n)[0]
         y = b.execute_command("COMMAND", "INFO", n)[0]
         extra = VALKEY_ONLY_FLAGS.get(n)
@@ -114,8 +139,8 @@ def test_info_matches_redis_for_every_command(server, redis_server, proto):
     assert len(names) > 20
     diffs = []
     for n in names:
-        x = a.execute_command("COMMAND", "INFO", n)
-        y = b.execute_command("COMMAND", "INFO", n)
+        x = _without_newer_subs(a.execute_command("COMMAND", "INFO", n))
+        y = _without_newer_subs(b.execute_command("COMMAND", "INFO", n))
         if _norm(x) != _norm(y):
             diffs.append((n, x, y))
     assert not diffs

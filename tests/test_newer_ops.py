@@ -12,7 +12,7 @@ import redis
 
 from ophidis.cluster.slots import key_hash_slot
 from support.resp import encode
-from support.servers import ServerProc
+from support.servers import ServerProc, free_port
 from support.wait import wait_until
 
 MAXMEM = 20 << 20
@@ -340,7 +340,7 @@ def test_hotkeys_duration_stops_the_session(hk, raw):
 
 def test_hotkeys_slots_in_cluster_mode(start_server):
     s = start_server("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                     "--cluster-require-full-coverage", "no")
+                     "--cluster-port", str(free_port()), "--cluster-require-full-coverage", "no")
     c = s.conn()
     assert c.call("CLUSTER", "ADDSLOTSRANGE", "0", "99") == b"+OK\r\n"
     wait_until(lambda: b"cluster_state:ok" in c.call_value("CLUSTER", "INFO"), timeout=30)

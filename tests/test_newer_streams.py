@@ -12,6 +12,13 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
+from ophidis.persistence.rdbcodec import enc_len, enc_string
+from ophidis.persistence.rdbdecode import ValueReader
+from ophidis.persistence.rdbencode import stream_body
+from ophidis.persistence.rdbformat import T_STREAM_LISTPACKS_4, T_STREAM_LISTPACKS_5, RdbError
+from ophidis.types.stream import StreamValue
 from support.replication import SyncStream
 from support.resp import RespConn
 
@@ -715,3 +722,101 @@ def test_xnack_replicates_and_rewrites(start_server):
         assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"3-0", b"1-0"]     # the release order kept
     finally:
         c.close()
+
+
+def test_new_commands_in_multi_scripts_acl_and_replication(start_server):
+    m = start_server()
+    c = RespConn(m.port)
+    stream = SyncStream(m.port)
+    try:
+        _two_groups(c)
+        assert c.call("MULTI") == b"+OK\r\n"
+        c.call("XACKDEL", "st", "g1", "ACKED", "IDS", "1", "1-0")
+        c.call("XDELEX", "st", "DELREF", "IDS", "1", "2-0")
+        assert c.call("EXEC") == b"*2\r\n*1\r\n:2\r\n*1\r\n:1\r\n"
+        assert c.call("EVAL", "return redis.call('XDELEX', KEYS[1], 'IDS', 1, '1-0')", "1", "st") == \
+            b"*1\r\n:1\r\n"
+        assert c.call("XTRIM", "st", "MAXLEN", "0", "ACKED") == b":0\r\n"
+        c.call("SET", "done", "1")
+        cmds = stream.read_until(b"set")
+    finally:
+        stream.close()
+    names = [x[0].upper() for x in cmds]
+    i = names.index(b"XACKDEL")
+    assert cmds[i] == [b"XACKDEL", b"st", b"g1", b"ACKED", b"IDS", b"1", b"1-0"]
+    assert cmds[i + 1] == [b"XDELEX", b"st", b"DELREF", b"IDS", b"1", b"2-0"]
+    assert [b"XDELEX", b"st", b"IDS", b"1", b"1-0"] in cmds
+    for name in (b"xdelex", b"xackdel", b"xnack", b"xcfgset", b"xidmprecord"):
+        assert b"$%d\r\n%s\r\n" % (len(name), name) in c.call("ACL", "CAT", "stream")
+        assert b"$%d\r\n%s\r\n" % (len(name), name) in c.call("ACL", "CAT", "write")
+    c.close()
+
+
+def _body_with_groups(extra_group_tail=b"", idmp=b""):
+    """A stream body of RDB type 27 by hand: one entry 5-0, a group g
+    (last ID 5-0, read 1) whose PEL holds 5-0 unowned (released by XNACK,
+    delivery time 0, count 3) and a consumer alice without entries."""
+    sv = StreamValue()
+    sv.append(5 << 64, (b"a", b"1"), 4096, 100)
+    head = stream_body(sv)
+    assert head.endswith(b"\x00")                    # no group
+    g = enc_len(1) + enc_string(b"g") + enc_len(5) + enc_len(0) + enc_len(1)
+    g += enc_len(1) + (5 << 64).to_bytes(16, "big") + (0).to_bytes(8, "little") + enc_len(3)
+    g += enc_len(1) + enc_string(b"alice") + (1700000000000).to_bytes(8, "little")
+    g += (1700000000001).to_bytes(8, "little") + enc_len(0)
+    return head[:-1] + g + extra_group_tail + idmp
+
+
+def test_reader_loads_redis_86_and_88_streams():
+    """RDB types 26 (8.6: idempotency state after the groups) and 27 (8.8:
+    each group's XNACKed entries after its consumers)."""
+    nacked = enc_len(1) + (5 << 64).to_bytes(16, "big")
+    idmp = enc_len(300) + enc_len(7) + enc_len(1) + enc_string(b"p") + enc_len(1) + enc_string(b"i")
+    idmp += enc_len(5) + enc_len(0) + enc_len(4) + enc_len(2)
+    v = ValueReader(_body_with_groups(nacked, idmp)).load_object(T_STREAM_LISTPACKS_5)
+    g = v.groups[b"g"]
+    assert g.pel[5 << 64].consumer is None and list(g.nacked) == [5 << 64]
+    assert g.pel[5 << 64].delivery_count == 3 and b"alice" in g.consumers
+    im = v.idmp
+    assert (im.duration, im.maxsize, im.added, im.duplicates) == (300, 7, 4, 2)
+    assert im.producers == {b"p": {b"i": (5 << 64, 5 + 300 * 1000)}}
+    # type 26: the same idempotency zone, no XNACK zone (every pending entry owned)
+    sv = StreamValue()
+    sv.append(5 << 64, (b"a", b"1"), 4096, 100)
+    v = ValueReader(stream_body(sv) + idmp).load_object(T_STREAM_LISTPACKS_4)
+    assert v.idmp.maxsize == 7 and v.length == 1
+    # an unowned entry needs the XNACK zone
+    with pytest.raises(RdbError):
+        ValueReader(_body_with_groups(b"", idmp)).load_object(T_STREAM_LISTPACKS_4)
+
+
+def test_new_state_survives_reload_dump_and_restore(raw):
+    """A stream with idempotency state or XNACKed entries is written as
+    RDB type 26 / 27 (the other streams keep type 19, which redis-server
+    7.0 loads): DEBUG RELOAD and DUMP/RESTORE keep that state."""
+    c = raw
+    _claim_setup(c, n=3, read=3)
+    c.call("XCFGSET", "m", "IDMP-DURATION", "600", "IDMP-MAXSIZE", "9")
+    one = c.call("XADD", "m", "IDMP", "p", "i", "*", "f", "v")
+    c.call("XNACK", "m", "g", "FAIL", "IDS", "2", "3-0", "1-0")
+    c.call("DEL", "plain")
+    c.call("XADD", "plain", "1", "f", "v")
+    d = c.call("DUMP", "plain")
+    assert d[d.index(b"\r\n") + 2] == 19
+    dump = c.call("DUMP", "m")
+    assert dump[dump.index(b"\r\n") + 2] == 27
+    rows = _pending_rows(c)
+    info = _info(c, "m")
+    assert c.call("DEBUG", "RELOAD") == b"+OK\r\n"
+    assert _info(c, "m") == info
+    assert [(i, o, n) for i, o, _, n in _pending_rows(c)] == [(i, o, n) for i, o, _, n in rows]
+    assert c.call("XADD", "m", "IDMP", "p", "i", "*", "f", "v") == one
+    payload = c.call_value("DUMP", "m")
+    c.call("DEL", "m2")
+    assert c.call("RESTORE", "m2", "0", payload) == b"+OK\r\n"
+    r = c.call("XREADGROUP", "GROUP", "g", "c2", "CLAIM", "100000", "STREAMS", "m2", ">")
+    assert re.findall(rb"\*4\r\n\$3\r\n(\d-0)", r) == [b"3-0", b"1-0"]
+    c.call("DEL", "idm")
+    c.call("XADD", "idm", "IDMPAUTO", "p", "*", "f", "v")
+    d = c.call("DUMP", "idm")
+    assert d[d.index(b"\r\n") + 2] == 26

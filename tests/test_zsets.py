@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ophidis.types.zindex import ZIndex
 from ophidis.types.zset import ZSetValue
 from support.clients import check_scan_errors
+from support.differential import doubles_70
 from support.inprocess import Events, FakeClient
 from support.notify import KeyspaceEvents
 from support.resp import RespConn, array, error
@@ -39,7 +40,8 @@ def same(both, *args):
     a, b = both
     ra = a.call(*args)
     rb = b.call(*args)
-    assert ra == rb, "%r: ophidis %r != redis %r" % (args, ra, rb)
+    # redis-server 7.0 prints doubles with "%.17g", Redis 7.2+ (and we) not
+    assert doubles_70(ra) == doubles_70(rb), "%r: ophidis %r != redis %r" % (args, ra, rb)
     return ra
 
 
@@ -106,7 +108,7 @@ def test_zadd_errors(raw):
 def test_zadd_accepts_strtod_forms(raw):
     cases = {
         "0x10": b"16", "+5": b"5", "1e3": b"1000", ".5": b"0.5", "5.": b"5",
-        "-inf": b"-inf", "+inf": b"inf", "Infinity": b"inf", "1e-310": b"9.9999999999999694e-311",
+        "-inf": b"-inf", "+inf": b"inf", "Infinity": b"inf", "1e-310": b"1e-310",
         "0x1p-2": b"0.25", "-0": b"0",
     }
     for i, (s, want) in enumerate(cases.items()):
@@ -117,20 +119,22 @@ def test_zadd_accepts_strtod_forms(raw):
 
 def test_zincrby(raw, r):
     assert raw.call("ZINCRBY", "z", "1.5", "a") == b"$3\r\n1.5\r\n"
-    assert raw.call("ZINCRBY", "z", "0.1", "a") == b"$18\r\n1.6000000000000001\r\n"
+    assert raw.call("ZINCRBY", "z", "0.1", "a") == b"$3\r\n1.6\r\n"
     assert raw.call("ZINCRBY", "z", "0.1", "a") == b"$18\r\n1.7000000000000002\r\n"
     assert r.zscore("z", "a") == 1.7000000000000002
 
 
 def test_score_formatting(raw):
-    vals = ["1", "-1", "0.1", "1e20", "1e21", "123456789012345678", "1.5e-7", "3.14159",
-            "-0.0001", "9007199254740993", "1e300", "2.2250738585072014e-308"]
-    want = [b"%.17g" % float(v) for v in vals]
-    for i, v in enumerate(vals):
+    # Redis 7.2+'s d2string (integers within 2**62, else Grisu2); more in
+    # test_newer_doubles.py
+    cases = {"1": b"1", "-1": b"-1", "0.1": b"0.1", "1e20": b"1e+20", "1e21": b"1e+21",
+             "123456789012345678": b"123456789012345680", "1.5e-7": b"1.5e-7", "3.14159": b"3.14159",
+             "-0.0001": b"-0.0001", "9007199254740993": b"9007199254740992", "1e300": b"1e+300",
+             "2.2250738585072014e-308": b"2.2250738585072014e-308"}
+    for i, v in enumerate(cases):
         raw.call("ZADD", "z", v, "m%d" % i)
-    for i in range(len(vals)):
-        assert raw.call("ZSCORE", "z", "m%d" % i) == b"$%d\r\n%s\r\n" % (len(want[i]), want[i])
-    assert want[1] == b"-1" and want[3] == b"1e+20" and want[2] == b"0.10000000000000001"
+    for i, want in enumerate(cases.values()):
+        assert raw.call("ZSCORE", "z", "m%d" % i) == b"$%d\r\n%s\r\n" % (len(want), want)
 
 
 def test_negative_zero_listpack_vs_skiplist(raw):
@@ -852,11 +856,11 @@ def test_differential_random(server, redis_server, cmds):
         b.call("FLUSHALL")
         for cmd in cmds:
             ra, rb = a.call(*cmd), b.call(*cmd)
-            assert ra == rb, "%r: ophidis %r != redis %r" % (cmd, ra, rb)
+            assert doubles_70(ra) == doubles_70(rb), "%r: ophidis %r != redis %r" % (cmd, ra, rb)
         for k in ("k1", "k2", "k3"):
             for probe in (["ZRANGE", k, "0", "-1", "WITHSCORES"], ["OBJECT", "ENCODING", k], ["TYPE", k]):
                 ra, rb = a.call(*probe), b.call(*probe)
-                assert ra == rb, "%r: ophidis %r != redis %r" % (probe, ra, rb)
+                assert doubles_70(ra) == doubles_70(rb), "%r: ophidis %r != redis %r" % (probe, ra, rb)
     finally:
         a.close()
         b.close()
@@ -873,11 +877,11 @@ def test_differential_random_skiplist(server, redis_server, cmds):
             conn.call("CONFIG", "SET", "zset-max-listpack-entries", "3")
         for cmd in cmds:
             ra, rb = a.call(*cmd), b.call(*cmd)
-            assert ra == rb, "%r: ophidis %r != redis %r" % (cmd, ra, rb)
+            assert doubles_70(ra) == doubles_70(rb), "%r: ophidis %r != redis %r" % (cmd, ra, rb)
         for k in ("k1", "k2", "k3"):
             for probe in (["ZRANGE", k, "0", "-1", "WITHSCORES"], ["OBJECT", "ENCODING", k]):
                 ra, rb = a.call(*probe), b.call(*probe)
-                assert ra == rb, "%r: ophidis %r != redis %r" % (probe, ra, rb)
+                assert doubles_70(ra) == doubles_70(rb), "%r: ophidis %r != redis %r" % (probe, ra, rb)
     finally:
         for conn in (a, b):
             conn.call("CONFIG", "SET", "zset-max-listpack-entries", "128")

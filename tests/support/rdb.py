@@ -57,9 +57,10 @@ def build_dataset(r: redis.Redis):
     for k in (b"set:i16", b"set:i32", b"set:i64", b"set:ht", b"set:bigint"):
         add(0, k)
     # sorted sets: listpack (int/float/inf scores, ties), skiplist by count and by length
+    # (scores whose text is the same in Redis 7.0's "%.17g" and 7.2+'s shortest form)
     c.zadd(b"z:lp", {b"a": 1, b"b": 1, b"c": 2.5, b"d": -3, b"e": 1e20, b"f": float("inf"),
-                     b"g": float("-inf"), b"h": 0.1, b"i": 2**53, b"j": -0.0, b"k": 123456789})
-    c.zadd(b"z:sl", {b"m%d" % i: i / 7 for i in range(300)})
+                     b"g": float("-inf"), b"h": 0.375, b"i": 2**53, b"j": -0.0, b"k": 123456789})
+    c.zadd(b"z:sl", {b"m%d" % i: i / 8 for i in range(300)})
     c.zadd(b"z:slval", {b"short": 1, b"M" * 100: 2})
     add(0, b"z:lp")
     add(0, b"z:sl")

@@ -15,6 +15,7 @@ it.  ``Cluster`` is the server's ``cluster`` subsystem (None unless
   failover.py  failure detection, replica elections, manual failover,
                replica migration, the 100 ms cron
   routing.py   which node serves a command (getNodeByQuery), the redirections
+  slot_stats.py  CLUSTER SLOT-STATS's per-slot counters (dispatch feeds them)
 
 The CLUSTER command family is commands/cluster.py.
 """

@@ -1,6 +1,7 @@
 """What the cluster bus messages do (clusterProcessPacket) and the messages
-we send: PING/PONG/MEET with their gossip sections and hostname extension,
-FAIL, UPDATE, PUBLISH/PUBLISHSHARD."""
+we send: PING/PONG/MEET with their gossip sections and ping extensions
+(hostname; 7.2's human node name, forgotten nodes, shard id), FAIL, UPDATE,
+PUBLISH/PUBLISHSHARD."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .. import log
 from . import (MF_TIMEOUT, TODO_FSYNC_CONFIG, TODO_HANDLE_FAILOVER, TODO_HANDLE_MANUALFAILOVER, TODO_SAVE_CONFIG,
                TODO_UPDATE_STATE, bus)
 from .node import (FAIL, HANDSHAKE, MASTER, MIGRATE_TO, MYSELF, NOADDR, NOFAILOVER, PFAIL, SLAVE, Node, flags_string,
-                   mstime, valid_name)
+                   mstime, valid_name, who)
 
 _TYPE = struct.Struct(">H")
 
@@ -65,7 +66,7 @@ class Gossip:
             failures += 1
         if failures < quorum:
             return
-        log.notice("Marking node %s as failing (quorum reached)." % node.name.decode())
+        log.notice("Marking node %s as failing (quorum reached)." % who(node))
         node.flags &= ~PFAIL
         node.flags |= FAIL
         node.fail_time = mstime()
@@ -75,14 +76,14 @@ class Gossip:
     def clear_failure_if_needed(self, node: Node):
         now = mstime()
         if node.is_slave or node.numslots == 0:
-            log.notice("Clear FAIL state for node %s: %s is reachable again." % (
-                node.name.decode(), "replica" if node.is_slave else "master without slots"))
+            log.notice("Clear FAIL state for node %s:%s is reachable again." % (
+                who(node), "replica" if node.is_slave else "master without slots"))
             node.flags &= ~FAIL
             self.do_before_sleep(TODO_UPDATE_STATE | TODO_SAVE_CONFIG)
         if node.is_master and node.numslots > 0 and \
                 now - node.fail_time > self.node_timeout() * FAIL_UNDO_TIME_MULT:
             log.notice("Clear FAIL state for node %s: is reachable again and nobody is serving its slots "
-                       "after some time." % node.name.decode())
+                       "after some time." % who(node))
             node.flags &= ~FAIL
             self.do_before_sleep(TODO_UPDATE_STATE | TODO_SAVE_CONFIG)
 
@@ -178,7 +179,7 @@ class Gossip:
                 if ln.in_handshake:
                     if sender is not None:
                         log.verbose("Handshake: we already know node %s, updating the address if needed." %
-                                    sender.name.decode())
+                                    who(sender))
                         if self.update_address_if_needed(sender, link, msg):
                             self.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
                         self.del_node(ln)
@@ -217,7 +218,7 @@ class Gossip:
                 else:
                     master = self.lookup(msg.slaveof)
                     if sender.is_master:
-                        self.del_node_slots(sender)
+                        self.master_became_replica(sender, master, sender_cfg)
                         sender.flags &= ~(MASTER | MIGRATE_TO)
                         sender.flags |= SLAVE
                         self.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
@@ -226,6 +227,8 @@ class Gossip:
                             sender.slaveof.remove_slave(sender)
                         master.add_slave(sender)
                         sender.slaveof = master
+                        # a replica joins its master's shard
+                        self.update_shard_id(sender, master.shard_id)
                         self.do_before_sleep(TODO_SAVE_CONFIG)
             sender_master = None
             dirty = False
@@ -249,13 +252,12 @@ class Gossip:
                 self.handle_epoch_collision(sender)
             if sender is not None:
                 self.process_gossip(msg, link, sender)
-                sender.hostname = msg.hostname or ""
+                self.process_extensions(msg, sender)
         elif t == bus.FAIL:
             if sender is not None:
                 failing = self.lookup(msg.fail_nodename)
                 if failing is not None and not failing.flags & (FAIL | MYSELF):
-                    log.notice("FAIL message received from %s about %s" % (
-                        msg.sender.decode("ascii", "replace"), msg.fail_nodename.decode("ascii", "replace")))
+                    log.notice("FAIL message received from %s about %s" % (who(sender), who(failing)))
                     failing.flags |= FAIL
                     failing.fail_time = now
                     failing.flags &= ~PFAIL
@@ -284,7 +286,7 @@ class Gossip:
             self.mf_end = now + MF_TIMEOUT
             self.mf_slave = sender
             self.srv.pause("write", time.monotonic() + MF_TIMEOUT * MF_PAUSE_MULT / 1000)
-            log.warning("Manual failover requested by replica %s." % sender.name.decode())
+            log.warning("Manual failover requested by replica %s." % who(sender))
             self.send_ping(link, bus.PING)
         elif t == bus.UPDATE:
             if sender is None:
@@ -303,6 +305,68 @@ class Gossip:
             log.warning("Received unknown packet type: %d" % t)
         return True
 
+    def master_became_replica(self, sender, master, sender_cfg: int):
+        """A master now says it replicates master (Redis 7.2): in the same
+        shard, a failover happened there and its slots are the new
+        master's (unless the message is older than what we know); else
+        it left its shard and its slots are unassigned."""
+        if master is not None and master.shard_id == sender.shard_id:
+            if sender.config_epoch > sender_cfg:
+                log.notice("Ignore stale message from %s in shard %s; gossip config epoch: %d, current config "
+                           "epoch: %d" % (who(sender), sender.shard_id.decode(), sender_cfg, sender.config_epoch))
+                return
+            moved = 0
+            for j in sender.slot_list():
+                self.del_slot(j)
+                self.add_slot(master, j)
+                moved += 1
+            self.set_node_as_master(master)
+            master.config_epoch = sender_cfg
+            log.notice("A failover occurred in shard %s; node %s lost %d slot(s) to node %s with a config epoch "
+                       "of %d" % (sender.shard_id.decode(), who(sender), moved, who(master), master.config_epoch))
+            return
+        deleted = self.del_node_slots(sender)
+        log.notice("Node %s is no longer master of shard %s; removed all %d slot(s) it used to own" % (
+            who(sender), sender.shard_id.decode(), deleted))
+        if master is not None:
+            log.notice("Node %s is now part of shard %s" % (who(sender), master.shard_id.decode()))
+
+    def process_extensions(self, msg, sender):
+        """clusterProcessPingExtensions: the hostname and human node name
+        (absent means none), the forgotten nodes, the shard id (a node
+        that sends none, as Redis 7.0, is in its master's shard)."""
+        hostname = msg.hostname or ""
+        if sender.hostname != hostname:
+            sender.hostname = hostname
+            self.do_before_sleep(TODO_SAVE_CONFIG)
+        human = msg.human_nodename or ""
+        if sender.human_nodename != human:
+            sender.human_nodename = human
+            self.do_before_sleep(TODO_SAVE_CONFIG)
+        m = self.myself
+        for name, ttl in msg.forgotten:
+            n = self.lookup(name)
+            if n is None or n is m or (m.is_slave and m.slaveof is n):
+                continue
+            self.blacklist_add(name, ttl)
+            self.del_node(n)
+            self.do_before_sleep(TODO_UPDATE_STATE | TODO_SAVE_CONFIG)
+        shard_id = msg.shard_id
+        if shard_id is None:
+            master = sender.slaveof if sender.slaveof is not None else sender
+            shard_id = master.shard_id
+        self.update_shard_id(sender, shard_id)
+
+    def update_shard_id(self, node, shard_id: bytes):
+        """updateShardId: node's shard, and ours when node is our master."""
+        if node.shard_id != shard_id:
+            node.shard_id = shard_id
+            self.do_before_sleep(TODO_SAVE_CONFIG)
+        m = self.myself
+        if node is not m and m.slaveof is node and m.shard_id != shard_id:
+            m.shard_id = shard_id
+            self.do_before_sleep(TODO_SAVE_CONFIG | TODO_FSYNC_CONFIG)
+
     def update_address_if_needed(self, node, link, msg) -> bool:
         """nodeUpdateAddressIfNeeded."""
         if link is node.link:
@@ -319,7 +383,7 @@ class Gossip:
         if node.link is not None:
             node.link.free()
         node.flags &= ~NOADDR
-        log.warning("Address updated for node %s, now %s:%d" % (node.name.decode(), node.ip, node.port))
+        log.warning("Address updated for node %s, now %s:%d" % (who(node), node.ip, node.port))
         if self.myself.is_slave and self.myself.slaveof is node:
             self.replicate_master(node)
         return True
@@ -340,12 +404,10 @@ class Gossip:
                 if sender is not None and sender.is_master and node is not m:
                     if flags & (FAIL | PFAIL):
                         if self.add_failure_report(node, sender):
-                            log.verbose("Node %s reported node %s as not reachable." % (
-                                sender.name.decode(), node.name.decode()))
+                            log.verbose("Node %s reported node %s as not reachable." % (who(sender), who(node)))
                         self.mark_failing_if_needed(node)
                     elif self.del_failure_report(node, sender):
-                        log.verbose("Node %s reported node %s is back online." % (
-                            sender.name.decode(), node.name.decode()))
+                        log.verbose("Node %s reported node %s is back online." % (who(sender), who(node)))
                 if not flags & (FAIL | PFAIL) and node.ping_sent == 0 and \
                         self.failure_reports_count(node) == 0:
                     pong = g.pong_received * 1000
@@ -405,13 +467,12 @@ class Gossip:
                 self.owner_not_claiming.add(j)
         if newmaster is not None and cur.numslots == 0 and (
                 self.srv.config["cluster-allow-replica-migration"] or sender_slots == migrated):
-            log.warning("Configuration change detected. Reconfiguring myself as a replica of %s" %
-                        sender.name.decode())
+            log.warning("Configuration change detected. Reconfiguring myself as a replica of %s" % who(sender))
             self.set_master(sender)
             self.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
         elif m.slaveof is not None and m.slaveof.slaveof is not None and m.slaveof.slaveof is not m:
             log.warning("I'm a sub-replica! Reconfiguring myself as a replica of grandmaster %s" %
-                        m.slaveof.slaveof.name.decode())
+                        who(m.slaveof.slaveof))
             self.set_master(m.slaveof.slaveof)
             self.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
         elif dirty_slots:
@@ -493,7 +554,14 @@ class Gossip:
                 gossip.append(self.gossip_entry(n))
                 pfail -= 1
         msg.gossip = gossip
+        # the ping extensions of Redis 7.2+ (a 7.0 node logs and skips all
+        # but the hostname)
         msg.hostname = m.hostname or None
+        msg.human_nodename = m.human_nodename or None
+        if self.blacklist:
+            now = int(time.time())
+            msg.forgotten = [(name, t - now) for name, t in self.blacklist.items() if t >= now]
+        msg.shard_id = m.shard_id
         self.send(link, msg)
 
     def broadcast_pong(self, target: int = BROADCAST_ALL):

@@ -46,6 +46,11 @@ def valid_name(name: bytes) -> bool:
     return len(name) == NAMELEN and all(ch in _HEX for ch in name)
 
 
+def who(n) -> str:
+    """A node in log lines: its id and (Redis 7.2) its human node name."""
+    return "%s (%s)" % (n.name.decode(), n.human_nodename)
+
+
 def flags_string(flags: int) -> str:
     names = [n for f, n in FLAG_NAMES if flags & f]
     return ",".join(names) if names else "noflags"
@@ -60,7 +65,8 @@ class Node:
     __slots__ = ("name", "ctime", "config_epoch", "flags", "slots", "numslots", "slaves", "slaveof",
                  "ping_sent", "pong_received", "data_received", "fail_time", "voted_time",
                  "repl_offset_time", "orphaned_time", "repl_offset", "ip", "hostname", "port", "pport",
-                 "cport", "link", "inbound_link", "fail_reports", "last_in_ping_gossip")
+                 "cport", "link", "inbound_link", "fail_reports", "last_in_ping_gossip", "shard_id",
+                 "human_nodename")
 
     def __init__(self, name: bytes | None = None, flags: int = 0):
         self.name = name if name is not None else random_name()
@@ -88,6 +94,11 @@ class Node:
         self.inbound_link = None    # its link to us
         self.fail_reports: dict = {}   # reporting node -> time (ms) of its last report
         self.last_in_ping_gossip = 0
+        # Redis 7.2: the shard this node belongs to (random until the node,
+        # its master or nodes.conf tells otherwise) and its announced
+        # human-readable name (log lines and nodes.conf only)
+        self.shard_id = random_name()
+        self.human_nodename = ""
 
     # -- flags ------------------------------------------------------------------------------------
     is_master = _flag(MASTER)
@@ -142,13 +153,23 @@ class Node:
         return sum(1 for s in self.slaves if not s.failed)
 
     # -- description ------------------------------------------------------------------------------
-    def describe(self, cluster, use_pport=False) -> str:
-        """This node's line of CLUSTER NODES / nodes.conf (without "\\n")."""
-        port = self.pport if use_pport and self.pport else self.port
-        if self.hostname:
-            addr = "%s:%d@%d,%s" % (self.ip, port, self.cport, self.hostname)
+    def describe(self, cluster, use_pport=False, aux=False) -> str:
+        """This node's line of CLUSTER NODES (without "\\n"); with aux, its
+        line of nodes.conf: the TCP port in the address, then the hostname
+        field (empty when none) and the auxiliary fields of Redis 7.2+
+        (tls-port, nodename, shard-id), which clients are not shown."""
+        if aux:
+            tcp, tls = self.ports(cluster)
+            addr = "%s:%d@%d,%s,tls-port=%d" % (self.ip, tcp, self.cport, self.hostname, tls)
+            if self.human_nodename:
+                addr += ",nodename=" + self.human_nodename
+            addr += ",shard-id=" + self.shard_id.decode()
         else:
-            addr = "%s:%d@%d" % (self.ip, port, self.cport)
+            port = self.pport if use_pport and self.pport else self.port
+            if self.hostname:
+                addr = "%s:%d@%d,%s" % (self.ip, port, self.cport, self.hostname)
+            else:
+                addr = "%s:%d@%d" % (self.ip, port, self.cport)
         epoch = self.config_epoch
         if self.is_slave and self.slaveof is not None:
             epoch = self.slaveof.config_epoch
@@ -166,6 +187,29 @@ class Node:
                     parts.append("[%d-<-%s]" % (s, cluster.importing[s].name.decode()))
         return " ".join(parts)
 
+    def ports(self, cluster):
+        """(TCP port, TLS port): the bus's port is the TLS one in a TLS
+        cluster (pport the plaintext one), the TCP one otherwise."""
+        if cluster.srv.config["tls-cluster"]:
+            return self.pport, self.port
+        return self.port, self.pport
+
+    def set_ports(self, cluster, tcp: int, tls: int):
+        if cluster.srv.config["tls-cluster"]:
+            self.port, self.pport = tls, tcp
+        else:
+            self.port, self.pport = tcp, tls
+
+
+def valid_aux(value: bytes) -> bool:
+    """isValidAuxString: none of the characters the nodes.conf syntax
+    reserves (letters and digits always pass)."""
+    return not any(ch in _AUX_RESERVED for ch in value)
+
+
+_AUX_RESERVED = frozenset(b"!#$%&()*+:;<>?@[]^{|}~")
+_AUX_FIELDS = (b"shard-id", b"nodename", b"tcp-port", b"tls-port")
+
 
 class ConfigFormatError(Exception):
     pass
@@ -175,6 +219,7 @@ def parse_config(text: bytes, cluster):
     """Load nodes.conf's lines into cluster (clusterLoadConfig).  Raises
     ConfigFormatError for a line Redis would refuse."""
     now = mstime()
+    with_shard = set()      # the nodes whose line had a shard-id
     for raw in text.split(b"\n"):
         if not raw.strip(b"\r"):
             continue
@@ -203,11 +248,16 @@ def parse_config(text: bytes, cluster):
         if n is None:
             n = Node(argv[0], 0)
             cluster.add_node(n)
-        addr = argv[1].decode("utf-8", "replace")
-        if "," in addr:
-            addr, n.hostname = addr.split(",", 1)
-        else:
-            n.hostname = ""
+        # ip:port[@cport][,hostname[,aux=value]...]
+        fields = argv[1].split(b",")
+        n.hostname = fields[1].decode("utf-8", "replace") if len(fields) > 1 else ""
+        aux = {}
+        for f in fields[2:]:
+            kv = f.split(b"=")
+            if len(kv) != 2 or not valid_aux(kv[0]) or not valid_aux(kv[1]) or kv[0] not in _AUX_FIELDS:
+                raise ConfigFormatError()
+            aux[kv[0]] = kv[1]
+        addr = fields[0].decode("utf-8", "replace")
         if ":" not in addr:
             raise ConfigFormatError()
         ip, port = addr.rsplit(":", 1)
@@ -215,7 +265,25 @@ def parse_config(text: bytes, cluster):
         bus = None
         if "@" in port:
             port, bus = port.split("@", 1)
-        n.port = atoi(port.encode())
+        main = atoi(port.encode())
+        if b"shard-id" in aux:
+            if not valid_name(aux[b"shard-id"]) or any(s.shard_id != aux[b"shard-id"] for s in n.slaves):
+                raise ConfigFormatError()
+            n.shard_id = aux[b"shard-id"]
+            with_shard.add(n)
+        if b"nodename" in aux:
+            n.human_nodename = aux[b"nodename"].decode("utf-8", "replace")
+        ports = {}
+        for k in (b"tcp-port", b"tls-port"):
+            if k in aux:
+                v = aux[k]
+                if not 1 <= len(v) <= 5 or not 0 <= atoi(v) < 65536:
+                    raise ConfigFormatError()
+                ports[k] = atoi(v)
+        if not ports:       # a file of Redis 7.0: the port clients use
+            n.port = main
+        else:
+            n.set_ports(cluster, ports.get(b"tcp-port", main), ports.get(b"tls-port", main))
         n.cport = atoi(bus.encode()) if bus is not None else n.port + 10000
         for fl in argv[2].decode("utf-8", "replace").split(","):
             f = _FLAG_BY_NAME.get(fl.lower())
@@ -235,6 +303,12 @@ def parse_config(text: bytes, cluster):
             if m is None:
                 m = Node(argv[3], 0)
                 cluster.add_node(m)
+            # a file of Redis 7.0 has no shard ids: a replica is in its
+            # master's shard
+            if n not in with_shard:
+                n.shard_id = m.shard_id
+            elif m in with_shard and m.shard_id != n.shard_id:
+                raise ConfigFormatError()
             n.slaveof = m
             m.add_slave(n)
         if atoi(argv[4]):

@@ -46,7 +46,8 @@ def get_node_by_query(cluster, c, cmd, argv, asking: bool, write=None):
         commands = c.multi
     else:
         commands = ((cmd, argv),)
-    pubsubshard = cmd.fullname in _SHARD_PUBSUB
+    # (7.2: a transaction with sharded pub/sub in it is one, as the command)
+    pubsubshard = False
     first = None
     slot = 0
     n = None
@@ -55,6 +56,8 @@ def get_node_by_query(cluster, c, cmd, argv, asking: bool, write=None):
     missing = existing = 0
     db = c.server.dbs[0]
     for mcmd, margv in commands:
+        if not pubsubshard and mcmd.fullname in _SHARD_PUBSUB:
+            pubsubshard = True
         for key in cluster_keys(mcmd, margv):
             this = key_hash_slot(key)
             if first is None:

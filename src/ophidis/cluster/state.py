@@ -23,6 +23,7 @@ from .links import Links
 from .node import (FAIL, HANDSHAKE, MASTER, MIGRATE_TO, MYSELF, NOFAILOVER, PFAIL, SLAVE, ConfigFormatError, Node,
                    mstime, parse_config, random_name, valid_name)
 from .routing import redirect_blocked_clients
+from .slot_stats import SlotStats
 from .slots import SLOTS, SlotKeys, key_hash_slot
 
 MAX_REJOIN_DELAY = 5000
@@ -40,7 +41,7 @@ class Cluster(Gossip, Failover, Links):
         "owner_not_claiming", "current_epoch", "last_vote_epoch", "state", "size", "todo",
         "_todo_scheduled", "stats_sent", "stats_received", "stats_pfail_nodes",
         "links_buffer_limit_exceeded", "blacklist", "first_state_call", "among_minority_time",
-        "drop_filter", "_fast_valid",
+        "drop_filter", "_fast_valid", "slot_stats", "slot_stats_on",
         # failover (failover.py)
         "failover_auth_time", "failover_auth_count", "failover_auth_sent", "failover_auth_rank",
         "failover_auth_epoch", "cant_failover_reason", "cant_failover_logged", "mf_end", "mf_slave",
@@ -75,6 +76,8 @@ class Cluster(Gossip, Failover, Links):
         self.among_minority_time = 0
         self.drop_filter = -1                 # DEBUG DROP-CLUSTER-PACKET-FILTER
         self._fast_valid = False              # the fast path's map of our slots is current
+        self.slot_stats = SlotStats()         # CLUSTER SLOT-STATS's accumulated metrics
+        self.slot_stats_on = bool(cfg["cluster-slot-stats-enabled"])
         client_mod.set_cluster(None)
         Failover.init_failover(self)
         Links.init_links(self)
@@ -105,11 +108,15 @@ class Cluster(Gossip, Failover, Links):
         self.update_myself_flags()
         self.update_myself_ip()
         self.myself.hostname = cfg["cluster-announce-hostname"] or ""
-        for name in ("cluster-announce-port", "cluster-announce-bus-port", "cluster-announce-tls-port"):
+        self.myself.human_nodename = cfg["cluster-announce-human-nodename"] or ""
+        for name in ("cluster-announce-port", "cluster-announce-bus-port", "cluster-announce-tls-port",
+                     "tls-port"):
             cfg.on_change(name, lambda v: self.update_announced_ports())
         cfg.on_change("cluster-announce-ip", lambda v: self.update_myself_ip())
         cfg.on_change("cluster-replica-no-failover", lambda v: self.update_myself_flags())
         cfg.on_change("cluster-announce-hostname", self._upd_hostname)
+        cfg.on_change("cluster-announce-human-nodename", self._upd_human_nodename)
+        cfg.on_change("cluster-slot-stats-enabled", self._upd_slot_stats)
         srv.dbs[0].d = SlotKeys(srv.dbs[0].d)
         srv.startup_hooks.insert(0, self.start)     # the bus listens before the data loads
         srv.startup_hooks.append(self.after_load)
@@ -208,12 +215,12 @@ class Cluster(Gossip, Failover, Links):
         plaintext ports."""
         return self.srv.config["tls-cluster"] and c.transport is not None and not is_tls(c)
 
-    def describe_nodes(self, filter_flags=0, use_pport=False) -> str:
+    def describe_nodes(self, filter_flags=0, use_pport=False, aux=False) -> str:
         out = []
         for n in self.nodes.values():
             if n.flags & filter_flags:
                 continue
-            out.append(n.describe(self, use_pport) + "\n")
+            out.append(n.describe(self, use_pport, aux) + "\n")
         return "".join(out)
 
     def save_config(self, do_fsync: bool) -> bool:
@@ -221,7 +228,7 @@ class Cluster(Gossip, Failover, Links):
         file (padded with newlines, then truncated), as Redis does, so a
         crash leaves either the old or the new content."""
         self.todo &= ~TODO_SAVE_CONFIG
-        from_nodes = self.describe_nodes(HANDSHAKE)
+        from_nodes = self.describe_nodes(HANDSHAKE, aux=True)
         data = (from_nodes + "vars currentEpoch %d lastVoteEpoch %d\n" % (
             self.current_epoch, self.last_vote_epoch)).encode()
         try:
@@ -265,7 +272,8 @@ class Cluster(Gossip, Failover, Links):
         ours, neither migrating nor importing, the cluster ok, a master."""
         m = self.myself
         owned = bytearray(SLOTS)
-        if self.state == STATE_OK and m.is_master:
+        # (none while CLUSTER SLOT-STATS accumulates: dispatch counts)
+        if self.state == STATE_OK and m.is_master and not self.slot_stats_on:
             for a, b in bitmap_ranges(m.slots):
                 owned[a:b + 1] = b"\x01" * (b - a + 1)
             for s in list(self.migrating) + list(self.importing):
@@ -303,21 +311,18 @@ class Cluster(Gossip, Failover, Links):
 
     # -- myself -----------------------------------------------------------------------------------
     def announced_ports(self):
-        """deriveAnnouncedPorts: (port, pport, cport)."""
+        """deriveAnnouncedPorts (Redis 7.2+): (port, pport, cport).  The
+        bus's port is the TLS port in a TLS cluster, pport the other one
+        (the TLS port of a plaintext cluster, 0 without TLS)."""
         cfg = self.srv.config
-        # tls-cluster: the TLS port is announced, the plaintext one as pport
         tls = cfg["tls-cluster"]
-        port = cfg["tls-port"] if tls else cfg["port"]
-        pport = cfg["port"] if tls else 0
-        cport = cfg["cluster-port"] or port + 10000
-        if tls and cfg["cluster-announce-tls-port"]:
-            port = cfg["cluster-announce-tls-port"]
-            pport = cfg["cluster-announce-port"]
-        elif cfg["cluster-announce-port"]:
-            port = cfg["cluster-announce-port"]
-        if cfg["cluster-announce-bus-port"]:
-            cport = cfg["cluster-announce-bus-port"]
-        return port, pport, cport
+        tcp = cfg["cluster-announce-port"] or cfg["port"]
+        tls_port = cfg["cluster-announce-tls-port"] or cfg["tls-port"]
+        cport = cfg["cluster-announce-bus-port"] or cfg["cluster-port"] or \
+            (cfg["tls-port"] if tls else cfg["port"]) + 10000
+        if tls:
+            return tls_port, tcp, cport
+        return tcp, tls_port, cport
 
     def update_announced_ports(self):
         m = self.myself
@@ -340,7 +345,18 @@ class Cluster(Gossip, Failover, Links):
             self.myself.ip = ""      # learnt again from the next MEET
 
     def _upd_hostname(self, v):
-        self.myself.hostname = v or ""
+        if self.myself.hostname != (v or ""):
+            self.myself.hostname = v or ""
+            self.do_before_sleep(TODO_SAVE_CONFIG)
+
+    def _upd_slot_stats(self, v):
+        self.slot_stats_on = bool(v)
+        self.invalidate_fast()
+
+    def _upd_human_nodename(self, v):
+        if self.myself.human_nodename != (v or ""):
+            self.myself.human_nodename = v or ""
+            self.do_before_sleep(TODO_SAVE_CONFIG)
 
     def repl_offset(self) -> int:
         """Our replication offset as the bus reports it (the master's
@@ -423,9 +439,10 @@ class Cluster(Gossip, Failover, Links):
         log.verbose("WARNING: configEpoch collision with node %s. configEpoch set to %d" % (
             sender.name.decode(), m.config_epoch))
 
-    def blacklist_add(self, n: Node):
+    def blacklist_add(self, name: bytes, ttl: int = BLACKLIST_TTL):
+        """No gossip may bring the node back for ttl seconds."""
         self._blacklist_cleanup()
-        self.blacklist[n.name] = int(mstime() / 1000) + BLACKLIST_TTL
+        self.blacklist[name] = int(mstime() / 1000) + ttl
 
     def blacklisted(self, name: bytes) -> bool:
         self._blacklist_cleanup()
@@ -435,6 +452,15 @@ class Cluster(Gossip, Failover, Links):
         now = int(mstime() / 1000)
         for k in [k for k, t in self.blacklist.items() if t < now]:
             del self.blacklist[k]
+
+    def shards(self) -> list:
+        """The shards (Redis 7.2's): the known nodes (out of handshake)
+        grouped by shard id, each group's masters first."""
+        groups: dict = {}
+        for n in self.nodes.values():
+            if not n.in_handshake:
+                groups.setdefault(n.shard_id, []).append(n)
+        return [sorted(g, key=lambda n: not n.is_master) for g in groups.values()]
 
     def nodes_serving_slots_of(self, n: Node) -> list:
         """clusterGetNodesServingMySlots: n's master, then its replicas."""
@@ -465,6 +491,7 @@ class Cluster(Gossip, Failover, Links):
             self.remove_channels_in_slot(slot)
         n.clear_slot_bit(slot)
         self.slots[slot] = None
+        self.slot_stats.reset_slot(slot)
         return True
 
     def del_node_slots(self, n: Node) -> int:
@@ -489,7 +516,7 @@ class Cluster(Gossip, Failover, Links):
         """delKeysInSlot: every key of the slot deleted and propagated."""
         srv = self.srv
         db = srv.dbs[0]
-        keys = db.d.keys_in_slot(slot, 1 << 62)
+        keys = db.d.keys_in_slot(slot, db.d.count_in_slot(slot))
         for k in keys:
             propagate_deletion(srv, db, k)
             db.delete(k, db_mod.lazy_server_del)
@@ -497,6 +524,19 @@ class Cluster(Gossip, Failover, Links):
             srv.dirty += 1
         propagate_pending(srv)
         return len(keys)
+
+    def remove_unowned_shard_channels(self):
+        """removeAllNotOwnedShardChannelSubscriptions (7.2): the shard
+        channels of slots our (new) master does not serve lose their
+        subscribers."""
+        ps = self.srv.pubsub
+        if not ps.shard:
+            return
+        m = self.myself
+        owner = m if m.is_master else m.slaveof
+        chans = [ch for ch in ps.shard if self.slots[key_hash_slot(ch)] is not owner]
+        if chans:
+            ps.unsubscribe_shard_channels(chans)
 
     def remove_channels_in_slot(self, slot: int):
         """Shard channels of a slot we no longer serve: their subscribers
@@ -574,8 +614,10 @@ class Cluster(Gossip, Failover, Links):
         elif m.slaveof is not None:
             m.slaveof.remove_slave(m)
         m.slaveof = n
+        self.update_shard_id(m, n.shard_id)
         n.add_slave(m)
         replica_mod.set_master(self.srv, n.ip, n.port)
+        self.remove_unowned_shard_channels()
         self.reset_manual_failover()
 
     def reset(self, hard: bool):
@@ -601,6 +643,7 @@ class Cluster(Gossip, Failover, Links):
             log.warning("configEpoch set to 0 via CLUSTER RESET HARD")
             self.nodes.pop(m.name, None)
             m.name = random_name()
+            m.shard_id = random_name()
             self.add_node(m)
             log.notice("Node hard reset, now I'm %s" % m.name.decode())
         self.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)

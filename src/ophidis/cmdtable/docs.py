@@ -91,6 +91,7 @@ cluster|keyslot|Hash slot of a key name
 cluster|links|Connections to the other nodes
 cluster|meet|Join another node to the cluster
 cluster|myid|Id of this node
+cluster|myshardid|Id of this node's shard
 cluster|nodes|Cluster configuration as seen by this node
 cluster|replicas|Replicas of a master node
 cluster|replicate|Become a replica of a master node
@@ -100,6 +101,7 @@ cluster|set-config-epoch|Set the config epoch of a new node
 cluster|setslot|Change the state of a hash slot
 cluster|shards|Slot ranges and nodes of every shard
 cluster|slaves|Replicas of a master node (old name)
+cluster|slot-stats|Usage statistics of this shard's slots
 cluster|slots|Mapping of hash slots to nodes
 command|Details about every command
 command|count|Number of commands
@@ -121,6 +123,8 @@ debug|Debugging and testing helpers
 decr|Subtract one from an integer value
 decrby|Subtract a number from an integer value
 del|Remove keys
+delex|Delete a key, if its value or digest matches
+digest|XXH3 digest of a string value
 discard|Abandon a transaction
 dump|Serialize a value
 echo|Reply with the given message
@@ -196,6 +200,7 @@ hvals|Values of a hash
 incr|Add one to an integer value
 incrby|Add a number to an integer value
 incrbyfloat|Add a float to a numeric value
+increx|Increment within bounds, with an expiration
 info|Server information and statistics
 keys|Key names matching a pattern
 lastsave|Unix time of the last successful save
@@ -240,6 +245,7 @@ module|unload|Unload a module
 monitor|Stream every command the server runs
 move|Move a key to another database
 mset|Set several keys
+msetex|Set several keys with one expiration, all or none
 msetnx|Set several keys only if none exists
 multi|Start a transaction
 object|Object introspection
@@ -299,6 +305,7 @@ script|help|Describe the SCRIPT subcommands
 script|kill|Stop the running script
 script|load|Cache a script
 sdiff|Difference of sets
+sdiffcard|Number of members of a set difference
 sdiffstore|Store the difference of sets
 select|Select a database
 sentinel|Sentinel commands
@@ -333,6 +340,7 @@ strlen|Length of a string value
 subscribe|Subscribe to channels
 substr|Substring of a string value
 sunion|Union of sets
+sunioncard|Number of members of a set union
 sunionstore|Store the union of sets
 sunsubscribe|Unsubscribe from shard channels
 swapdb|Exchange two databases

@@ -120,7 +120,9 @@ def keys_from_specs(cmd, argv):
             if n is None or n < 0:
                 return None
             first += r["firstkey"]
-            last = first + n - 1
+            # numkeys keys, step apart (Redis 8.6's fix: with a step of 2,
+            # MSETEX's, 7.x's "first + n - 1" gave half of them)
+            last = first + (n - 1) * step
         else:
             return None
         if last >= argc or last < first or first >= argc:

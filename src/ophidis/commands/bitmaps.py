@@ -128,22 +128,25 @@ def _is_bit_unit(arg) -> bool:
 
 @command("bitcount")
 def bitcount(c, argv):
+    # Redis 7.2: the arguments are checked before the key is looked up (a
+    # missing key no longer hides their errors)
+    n = len(argv)
+    if n != 2:
+        if n not in (4, 5):
+            raise SYNTAX
+        start = parse_int(argv[2])
+        end = parse_int(argv[3])
+        isbit = n == 5 and _is_bit_unit(argv[4])
     v = c.db.lookup_read_typed(argv[1], bytes)
     if v is None:
         return ZERO
-    n = len(argv)
     strlen = len(v)
     if n == 2:
         if not strlen:
             return ZERO
         return integer(_popcount(v, 0, strlen - 1))
-    if n not in (4, 5):
-        raise SYNTAX
-    start = parse_int(argv[2])
-    end = parse_int(argv[3])
     if start < 0 and end < 0 and start > end:
         return ZERO
-    isbit = n == 5 and _is_bit_unit(argv[4])
     start, end = string_range(strlen * 8 if isbit else strlen, start, end)
     if start > end:
         return ZERO
@@ -182,11 +185,8 @@ def bitpos(c, argv):
     bit = parse_int(argv[2])
     if bit != 0 and bit != 1:
         raise RedisError("ERR The bit argument must be 1 or 0.")
-    v = c.db.lookup_read_typed(argv[1], bytes)
-    if v is None:
-        return MINUS_ONE if bit else ZERO
+    # Redis 7.2: the arguments are checked before the key is looked up
     n = len(argv)
-    strlen = len(v)
     end_given = False
     isbit = False
     if n in (4, 5, 6):
@@ -195,13 +195,18 @@ def bitpos(c, argv):
         if n >= 5:
             end = parse_int(argv[4])
             end_given = True
-        else:
+    elif n != 3:
+        raise SYNTAX
+    v = c.db.lookup_read_typed(argv[1], bytes)
+    if v is None:
+        return MINUS_ONE if bit else ZERO
+    strlen = len(v)
+    if n >= 4:
+        if not end_given:
             end = strlen - 1
         start, end = string_range(strlen * 8 if isbit else strlen, start, end)
-    elif n == 3:
-        start, end = 0, strlen - 1
     else:
-        raise SYNTAX
+        start, end = 0, strlen - 1
     if start > end:
         return MINUS_ONE
     if isbit:
@@ -217,13 +222,19 @@ def bitpos(c, argv):
     return integer(pos) if pos >= 0 else MINUS_ONE
 
 
+_BITOPS = (b"and", b"or", b"xor", b"not", b"diff", b"diff1", b"andor", b"one")
+
+
 @command("bitop")
 def bitop(c, argv):
     op = argv[1].lower()
-    if op not in (b"and", b"or", b"xor", b"not"):
+    if op not in _BITOPS:
         raise SYNTAX
     if op == b"not" and len(argv) != 4:
         raise RedisError("ERR BITOP NOT must be called with a single source key.")
+    if op in (b"diff", b"diff1", b"andor") and len(argv) < 5:
+        # Redis 8.2: X and at least one Y
+        raise RedisError("ERR BITOP %s must be called with at least two source keys." % op.upper().decode())
     db = c.db
     srcs = []
     for key in argv[3:]:
@@ -257,9 +268,28 @@ def bitop(c, argv):
         elif op == b"or":
             for s in srcs[1:]:
                 res |= val(s)
-        else:
+        elif op == b"xor":
             for s in srcs[1:]:
                 res ^= val(s)
+        else:
+            # Redis 8.2's operations on X (the first key) and the others
+            ys = 0
+            for s in srcs[1:]:
+                ys |= val(s)
+            mask = (1 << nbits) - 1
+            if op == b"diff":           # in X but in none of the others
+                res &= ys ^ mask
+            elif op == b"diff1":        # in one of the others but not in X
+                res = (res ^ mask) & ys
+            elif op == b"andor":        # in X and in at least one of the others
+                res &= ys
+            else:                       # one: in exactly one of all the keys
+                once = twice = 0
+                for s in srcs:
+                    v = val(s)
+                    twice |= once & v
+                    once |= v
+                res = once & (twice ^ mask)
     out = bytearray(res.to_bytes(maxlen, "big"))
     db.set_key(target, out)
     notify.notify(_STRING, b"set", target, db.id)

@@ -8,9 +8,11 @@ import os
 
 from .. import log
 from ..cluster import SLOTS, TODO_FSYNC_CONFIG, TODO_SAVE_CONFIG, TODO_UPDATE_STATE, key_hash_slot
-from ..cluster.node import MYSELF
+from ..cluster import slot_stats
+from ..cluster.node import MYSELF, who
 from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
+from ..memory.sizes import keys_cost
 from ..protocol.resp import OK, array_header, bulk, integer, map_header, null, verbatim
 from ..util import parse_int, try_int
 from .persistence import restore
@@ -88,6 +90,8 @@ MEET <ip> <port> [<bus-port>]
     Connect nodes into a working cluster.
 MYID
     Return the node id.
+MYSHARDID
+    Return the id of the node's shard.
 NODES
     Return cluster configuration seen by node. Output format:
     <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...
@@ -108,6 +112,8 @@ SLOTS
     start, end, master and replicas IP addresses, ports and ids
 SHARDS
     Return information about slot range mappings and the nodes associated with them.
+SLOT-STATS SLOTSRANGE <start slot> <end slot> | ORDERBY <metric> [LIMIT <limit>] [ASC|DESC]
+    Return usage statistics of the slots served by the node's shard.
 LINKS
     Return information about all network links between this node and its peers.
     Output format is an array where each array element is a map containing attributes of a link
@@ -143,6 +149,11 @@ def cluster_nodes(c, argv):
 @command("cluster|myid")
 def cluster_myid(c, argv):
     return bulk(_cluster(c).myself.name)
+
+
+@command("cluster|myshardid")
+def cluster_myshardid(c, argv):
+    return bulk(_cluster(c).myself.shard_id)
 
 
 def _replica_available(cl, n) -> bool:
@@ -200,10 +211,8 @@ def cluster_slots(c, argv):
 
 
 def _shard_node(c, cl, n) -> bytes:
-    tls = c.server.config["tls-cluster"]
     fields = [(b"id", bulk(n.name))]
-    plain = n.pport if tls else n.port
-    tlsport = n.port if tls else 0
+    plain, tlsport = n.ports(cl)
     if plain:
         fields.append((b"port", integer(plain)))
     if tlsport:
@@ -225,20 +234,86 @@ def _shard_node(c, cl, n) -> bytes:
 
 @command("cluster|shards")
 def cluster_shards(c, argv):
+    """The shards by shard id (Redis 7.2): a shard's slots are those of
+    its first node's master."""
     cl = _cluster(c)
     by_node: dict = {}
     for start, end, n in _ranges(cl):
         by_node.setdefault(n, []).extend((start, end))
     parts = []
-    for n in cl.nodes.values():
-        if not n.is_master:
-            continue
-        pairs = by_node.get(n, [])
-        nodes = cl.nodes_serving_slots_of(n)
+    for nodes in cl.shards():
+        first = nodes[0]
+        master = first.slaveof if (first.is_slave and first.slaveof is not None) else first
+        pairs = by_node.get(master, [])
         parts.append(map_header(c.resp, 2) + bulk(b"slots") + array_header(len(pairs)) +
                      b"".join(integer(x) for x in pairs) + bulk(b"nodes") + array_header(len(nodes)) +
                      b"".join(_shard_node(c, cl, x) for x in nodes))
     return array_header(len(parts)) + b"".join(parts)
+
+
+def _slot_stat(c, cl, slot: int, metric: str) -> int:
+    if metric == slot_stats.KEY_COUNT:
+        return cl.count_keys_in_slot(slot)
+    if metric == slot_stats.MEMORY_BYTES:
+        db = c.server.dbs[0]
+        return keys_cost(db, db.d.keys_in_slot(slot, db.d.count_in_slot(slot)))
+    return cl.slot_stats.value(metric, slot)
+
+
+def _slot_stats_entry(c, cl, slot: int) -> bytes:
+    """[slot, {metric: value}]: key-count and memory-bytes, then the
+    accumulated metrics while cluster-slot-stats-enabled is yes."""
+    metrics = slot_stats.METRICS if cl.slot_stats_on else slot_stats.METRICS[:slot_stats.ALWAYS]
+    return (array_header(2) + integer(slot) + map_header(c.resp, len(metrics)) +
+            b"".join(bulk(m.encode()) + integer(_slot_stat(c, cl, slot, m)) for m in metrics))
+
+
+@command("cluster|slot-stats")
+def cluster_slot_stats(c, argv):
+    """CLUSTER SLOT-STATS SLOTSRANGE start end | ORDERBY metric [LIMIT n]
+    [ASC|DESC]: the slots of our shard (our master's when a replica)."""
+    cl = _cluster(c)
+    m = cl.myself
+    owner = m.slaveof if (m.is_slave and m.slaveof is not None) else m
+    opt = argv[2].lower()
+    if len(argv) == 5 and opt == b"slotsrange":
+        start = _slot(argv[3])
+        end = _slot(argv[4])
+        if start > end:
+            raise RedisError("ERR Start slot number %d is greater than end slot number %d" % (start, end))
+        slots = [s for s in range(start, end + 1) if owner.has_slot(s)]
+    elif len(argv) >= 4 and opt == b"orderby":
+        metric = argv[3].decode("utf-8", "replace").lower()
+        if metric not in slot_stats.METRICS or (
+                metric != slot_stats.KEY_COUNT and not cl.slot_stats_on):
+            raise RedisError("ERR Unrecognized sort metric for ORDERBY.")
+        desc = True
+        limit = SLOTS
+        limits = orders = 0
+        i = 4
+        while i < len(argv):
+            a = argv[i].lower()
+            if a == b"limit" and i + 1 < len(argv):
+                limit = try_int(argv[i + 1])
+                if limit is None or not 1 <= limit <= SLOTS:
+                    raise RedisError("ERR Limit has to lie in between 1 and 16384 (maximum number of slots).")
+                i += 1
+                limits += 1
+            elif a == b"asc" or a == b"desc":
+                desc = a == b"desc"
+                orders += 1
+            else:
+                raise SYNTAX
+            if limits > 1 or orders > 1:
+                raise RedisError("ERR Multiple filters of the same type are disallowed.")
+            i += 1
+        values = [(_slot_stat(c, cl, s, metric), s) for s in owner.slot_list()]
+        # ties: the lower slot first, either way
+        values.sort(key=(lambda t: (-t[0], t[1])) if desc else None)
+        slots = [s for _, s in values[:limit]]
+    else:
+        raise _syntax(argv)
+    return array_header(len(slots)) + b"".join(_slot_stats_entry(c, cl, s) for s in slots)
 
 
 @command("cluster|flushslots")
@@ -350,8 +425,7 @@ def cluster_setslot(c, argv):
         cl.del_slot(slot)
         cl.add_slot(node, slot)
         if was_mine and node is not m and m.numslots == 0 and c.server.config["cluster-allow-replica-migration"]:
-            log.warning("Configuration change detected. Reconfiguring myself as a replica of %s" %
-                        node.name.decode())
+            log.warning("Configuration change detected. Reconfiguring myself as a replica of %s" % who(node))
             cl.set_master(node)
             cl.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
         if node is m and slot in cl.importing:
@@ -406,7 +480,8 @@ def cluster_getkeysinslot(c, argv):
     count = _ll(argv[3])
     if not 0 <= slot < SLOTS or count < 0:
         raise RedisError("ERR Invalid slot or number of keys")
-    keys = c.server.dbs[0].d.keys_in_slot(slot, count)
+    d = c.server.dbs[0].d
+    keys = d.keys_in_slot(slot, min(count, d.count_in_slot(slot)))
     return array_header(len(keys)) + b"".join(bulk(k) for k in keys)
 
 
@@ -419,7 +494,7 @@ def cluster_forget(c, argv):
         raise RedisError("ERR I tried hard but I can't forget myself...")
     if m.is_slave and m.slaveof is n:
         raise RedisError("ERR Can't forget my master!")
-    cl.blacklist_add(n)
+    cl.blacklist_add(n.name)
     cl.del_node(n)
     cl.do_before_sleep(TODO_UPDATE_STATE | TODO_SAVE_CONFIG)
     return OK

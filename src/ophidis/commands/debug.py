@@ -17,6 +17,7 @@ import time
 
 from .. import crash, log
 from ..cmdtable.registry import command
+from ..dtoa import fpconv
 from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import type_name
@@ -104,9 +105,9 @@ def _hash(d, v):
 
 
 def _zset(d, v):
-    # "%.17g" is C's text for every double here, "inf"/"-inf" included
+    # the score as fpconv_dtoa's text (Redis 7.2+)
     for m, s in v.dict.items():
-        d ^= _pair(m, b"%.17g" % s)
+        d ^= _pair(m, fpconv(s))
     return d
 
 

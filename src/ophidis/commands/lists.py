@@ -27,7 +27,7 @@ from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, bulk_items, integer
 from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
 from ..types.containers import ListValue, list_range_reply
-from ..util import LLONG_MAX, LLONG_MIN, index_range, parse_int, parse_keyword
+from ..util import LLONG_MAX, LLONG_MIN, index_range, parse_int, parse_keyword, parse_range_long
 
 _LIST = notify.LIST
 _GENERIC = notify.GENERIC
@@ -257,7 +257,8 @@ def lpos(c, argv):
         more = j + 1 < n
         if opt == b"rank" and more:
             j += 1
-            rank = parse_int(argv[j])
+            # Redis 7.2: -LLONG_MAX..LLONG_MAX (a LLONG_MIN rank is refused)
+            rank = parse_range_long(argv[j], -LLONG_MAX, LLONG_MAX)
             if rank == 0:
                 raise _RANK_ZERO
         elif opt == b"count" and more:

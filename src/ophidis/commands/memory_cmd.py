@@ -10,13 +10,14 @@ from __future__ import annotations
 import gc
 
 from ..cmdtable.registry import command
+from ..dtoa import d2string
 from ..errors import SYNTAX, RedisError
 from ..info import rss_bytes
 from ..keyspace.db import EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
 from ..memory.sizes import STARTUP
-from ..protocol.resp import OK, bulk, help_reply, integer, map_header
+from ..protocol.resp import OK, bulk, double, help_reply, integer, map_header
 from ..types.array import ArrayValue
 from ..types.json import JsonValue
 from ..types.json import memory as json_memory
@@ -110,9 +111,7 @@ def lp_entry(s: bytes) -> int:
 
 
 def _score_str(x: float) -> bytes:
-    if x == int(x) and abs(x) < 1 << 53:
-        return b"%d" % int(x)
-    return (b"%.17g" % x)
+    return d2string(x)
 
 
 def _slots(n: int) -> int:
@@ -290,9 +289,7 @@ def memory_stats(c, argv):
 
 
 def _dbl(c, x):
-    if c.resp >= 3:
-        return b",%.17g\r\n" % x
-    return bulk(b"%.17g" % x)
+    return double(c.resp, x)
 
 
 @command("memory|doctor")

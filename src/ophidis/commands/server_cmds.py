@@ -262,6 +262,8 @@ def config_resetstat(c, argv):
     srv.latency_events.clear()
     srv.lazyfree.freed = 0        # lazyfreeResetStats
     srv.lazyfreed_objects = 0
+    if srv.cluster is not None:
+        srv.cluster.slot_stats.reset()     # clusterSlotStatResetAll
     return OK
 
 

@@ -19,6 +19,7 @@ from ..keyspace import notify
 from ..keyspace.db import check_type
 from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
+from ..types import hll
 from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member,
                                 remove_members, scan_step)
 from ..util import LLONG_MAX, parse_int, parse_range_long, try_int
@@ -355,6 +356,71 @@ def sintercard(c, argv):
         else:
             card += 1
             if card >= limit:
+                break
+    return integer(card)
+
+
+def _card_args(argv, approx_ok):
+    """numkeys key [key ...] [APPROX] [LIMIT limit] of SUNIONCARD/SDIFFCARD
+    (SINTERCARD's rules and errors): (keys, approx, limit)."""
+    numkeys = parse_range_long(argv[1], 1, LLONG_MAX, "ERR numkeys should be greater than 0")
+    n = len(argv)
+    if numkeys > n - 2:
+        raise RedisError("ERR Number of keys can't be greater than number of args")
+    limit = 0
+    approx = False
+    j = 2 + numkeys
+    while j < n:
+        opt = argv[j].lower()
+        if opt == b"limit" and j + 1 < n:
+            j += 1
+            limit = parse_range_long(argv[j], 0, LLONG_MAX, "ERR LIMIT can't be negative")
+        elif opt == b"approx" and approx_ok:
+            approx = True
+        else:
+            raise SYNTAX
+        j += 1
+    return argv[2:2 + numkeys], approx, limit
+
+
+@command("sunioncard")
+def sunioncard(c, argv):
+    """SUNIONCARD (Redis 8.10): the union's cardinality; APPROX: the
+    HyperLogLog estimate of its members (PFADD of all of them, PFCOUNT)."""
+    keys, approx, limit = _card_args(argv, True)
+    sets = [s for s in _lookup_sets(c, keys) if s]
+    if approx:
+        regs = bytearray(hll.REGISTERS)
+        for s in sets:
+            for idx, cnt in hll.pat_lens(list(s)):
+                if cnt > regs[idx]:
+                    regs[idx] = cnt
+        card = hll.raw_count(bytes(regs))
+    elif len(sets) == 1:
+        card = len(sets[0])
+    else:
+        card = len(set().union(*sets))
+    return integer(min(card, limit) if limit else card)
+
+
+@command("sdiffcard")
+def sdiffcard(c, argv):
+    """SDIFFCARD (Redis 8.10): how many members of the first set are in none
+    of the others (at most LIMIT)."""
+    keys, _, limit = _card_args(argv, False)
+    sets = _lookup_sets(c, keys)
+    first = sets[0]
+    if not first:
+        return ZERO
+    others = [s for s in sets[1:] if s]
+    card = 0
+    for m in first:
+        for o in others:
+            if m in o:
+                break
+        else:
+            card += 1
+            if card == limit:
                 break
     return integer(card)
 

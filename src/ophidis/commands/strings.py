@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from fractions import Fraction
+
+from xxhash import xxh3_64_intdigest
 
 from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
@@ -19,16 +22,47 @@ _GENERIC = notify.GENERIC
 _NEW = notify.NEW
 
 NX, XX, GET, KEEPTTL, EX, PX, EXAT, PXAT, PERSIST = 1, 2, 4, 8, 16, 32, 64, 128, 256
+# SET's compare-and-set conditions (Redis 8.4): on the value or its digest
+IFEQ, IFNE, IFDEQ, IFDNE = 512, 1024, 2048, 4096
 _EXPIRE_OPTS = {b"EX": EX, b"PX": PX, b"EXAT": EXAT, b"PXAT": PXAT}
 _TTL_OPTS = KEEPTTL | PERSIST | EX | PX | EXAT | PXAT
+_CONDITIONS = {b"IFEQ": IFEQ, b"IFNE": IFNE, b"IFDEQ": IFDEQ, b"IFDNE": IFDNE}
+_COND_OPTS = NX | XX | IFEQ | IFNE | IFDEQ | IFDNE
+DIGEST_ERR = RedisError("ERR must be exactly 16 hexadecimal characters")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def digest_of(v) -> bytes:
+    """DIGEST's text of a string value: its XXH3-64 as 16 lowercase hex digits."""
+    return b"%016x" % xxh3_64_intdigest(bytes(v))
+
+
+def check_digest(d: bytes) -> bytes:
+    """An IFDEQ/IFDNE argument, lowercased (the comparison ignores case)."""
+    if len(d) != 16 or not _HEX.issuperset(d):
+        raise DIGEST_ERR
+    return d.lower()
+
+
+def condition_met(cond: int, cmp: bytes, v) -> bool:
+    """Whether a key's string value v (None: no key) passes IFEQ/IFNE/IFDEQ/IFDNE cmp."""
+    if v is None:
+        return cond in (IFNE, IFDNE)
+    if cond == IFEQ:
+        return v == cmp
+    if cond == IFNE:
+        return v != cmp
+    same = digest_of(v) == cmp
+    return same if cond == IFDEQ else not same
 
 
 def _opt_error():
     return SYNTAX
 
 
-def parse_ext_args(argv, start, is_set):
-    """SET/GETEX options, with Redis's conflict rules.  Returns (flags, expire_arg)."""
+def parse_ext_args(argv, start, is_set, cond=None):
+    """SET/GETEX options, with Redis's conflict rules.  Returns (flags,
+    expire_arg); SET's IFEQ/IFNE/IFDEQ/IFDNE argument goes to cond[0]."""
     flags = 0
     expire = None
     j = start
@@ -36,10 +70,14 @@ def parse_ext_args(argv, start, is_set):
     while j < n:
         opt = argv[j].upper()
         nxt = argv[j + 1] if j + 1 < n else None
-        if opt == b"NX" and not flags & XX and is_set:
+        if opt == b"NX" and not flags & _COND_OPTS & ~NX and is_set:
             flags |= NX
-        elif opt == b"XX" and not flags & NX and is_set:
+        elif opt == b"XX" and not flags & _COND_OPTS & ~XX and is_set:
             flags |= XX
+        elif opt in _CONDITIONS and is_set and cond is not None and not flags & _COND_OPTS and nxt is not None:
+            flags |= _CONDITIONS[opt]
+            cond.append(nxt)
+            j += 1
         elif opt == b"GET" and is_set:
             flags |= GET
         elif opt == b"KEEPTTL" and not flags & (PERSIST | EX | EXAT | PX | PXAT) and is_set:
@@ -76,6 +114,7 @@ def expire_ms(expire, flags, cmdname: str) -> int:
 # -- propagation: the form each command replicates as (see propagate.py) ------------------
 
 _TTL_SET_OPTS = (b"ex", b"px", b"exat", b"pxat")
+_COND_ARGS = (b"ifeq", b"ifne", b"ifdeq", b"ifdne")
 
 
 def _is_get(a) -> bool:
@@ -83,7 +122,8 @@ def _is_get(a) -> bool:
 
 
 def propagate_set(srv, db, argv):
-    """A relative TTL becomes SET key value PXAT <ms>; GET is dropped."""
+    """A relative TTL becomes SET key value PXAT <ms>; GET is dropped, and
+    so is a condition that held (IFEQ ... IFDNE)."""
     expire = False
     get = False
     i = 3
@@ -93,6 +133,10 @@ def propagate_set(srv, db, argv):
         if a in _TTL_SET_OPTS and i + 1 < n:
             expire = True
             i += 2
+            continue
+        if a in _COND_ARGS and i + 1 < n:
+            argv = argv[:i] + argv[i + 2:]
+            n -= 2
             continue
         if a == b"get":
             get = True
@@ -180,15 +224,19 @@ def set_(c, argv):
             db.signal(key)
         c.server.dirty += 1
         return OK
-    flags, expire = parse_ext_args(argv, 3, True)
+    cond = []
+    flags, expire = parse_ext_args(argv, 3, True, cond)
+    if flags & (IFDEQ | IFDNE):
+        cond[0] = check_digest(cond[0])
     when = expire_ms(expire, flags, "set") if expire is not None else None
     old = None
-    if flags & GET:
+    if flags & (GET | IFEQ | IFNE | IFDEQ | IFDNE):
         old = db.lookup_read_typed(key, bytes)
         found = old is not None
     else:
         found = db.lookup_write(key) is not None
-    if (flags & NX and found) or (flags & XX and not found):
+    if ((flags & NX and found) or (flags & XX and not found)
+            or (cond and not condition_met(flags & (IFEQ | IFNE | IFDEQ | IFDNE), cond[0], old))):
         if flags & GET:
             return b"$%d\r\n%s\r\n" % (len(old), old) if old is not None else c.null
         return c.null
@@ -236,7 +284,7 @@ def psetex(c, argv):
 
 @command("getex", propagate=propagate_getex)
 def getex(c, argv):
-    flags, expire = parse_ext_args(argv, 2, False)
+    flags, expire = parse_ext_args(argv, 2, False)  # GETEX
     db = c.db
     key = argv[1]
     v = db.lookup_read_typed(key, bytes)
@@ -345,6 +393,104 @@ def msetnx(c, argv):
     return ONE
 
 
+# -- Redis 8.4: DIGEST, DELEX (compare-and-delete), MSETEX ---------------------------------
+
+@command("digest")
+def digest(c, argv):
+    v = c.db.lookup_read_typed(argv[1], bytes)
+    if v is None:
+        return c.null
+    return b"$16\r\n%s\r\n" % digest_of(v)
+
+
+@command("delex", propagate=propagate_getdel)
+def delex(c, argv):
+    """DELEX key [IFEQ v | IFNE v | IFDEQ d | IFDNE d]: delete the key (of
+    any type without a condition; a string's whose value or digest passes)."""
+    n = len(argv)
+    cond = 0
+    if n > 2:
+        cond = _CONDITIONS.get(argv[2].upper(), 0)
+        if n != 4 or not cond:
+            raise SYNTAX
+        cmp = check_digest(argv[3]) if cond & (IFDEQ | IFDNE) else argv[3]
+    db = c.db
+    key = argv[1]
+    if cond:
+        v = db.lookup_write(key)
+        if v is None:
+            return ZERO
+        if v.__class__ is not bytes and v.__class__ is not bytearray and v.__class__ is not EmbStr:
+            raise WRONGTYPE_ERR
+        if not condition_met(cond, cmp, v):
+            return ZERO
+    elif db.lookup_write(key) is None:
+        return ZERO
+    v = db.d.get(key)
+    db.delete(key)
+    lf = c.server.lazyfree
+    if lf is not None and c.server.config["lazyfree-lazy-user-del"]:
+        lf.free(v)
+    notify.notify(_GENERIC, b"del", key, db.id)
+    c.server.dirty += 1
+    return ONE
+
+
+_NUMKEYS_ERR = RedisError("ERR invalid numkeys value or out of range")
+
+
+def propagate_msetex(srv, db, argv):
+    """A relative TTL becomes PXAT <ms> (the keys' common expiry); NX/XX,
+    which held, are dropped."""
+    nk = int(argv[1])
+    head = list(argv[:2 + 2 * nk])
+    opts = [a.lower() for a in argv[2 + 2 * nk:]]
+    if b"keepttl" in opts:
+        return head + [b"KEEPTTL"]
+    if any(o in _TTL_SET_OPTS for o in opts):
+        when = db.expires.get(argv[2])
+        if when is not None:
+            return head + [b"PXAT", b"%d" % when]
+    return head
+
+
+@command("msetex", propagate=propagate_msetex)
+def msetex(c, argv):
+    """MSETEX numkeys key value [key value ...] [NX | XX] [EX s | PX ms |
+    EXAT ts | PXAT ms-ts | KEEPTTL]: 1 when the keys were set, 0 when NX/XX
+    did not hold for all of them."""
+    try:
+        nk = parse_int(argv[1])
+    except RedisError:
+        raise _NUMKEYS_ERR from None
+    n = len(argv)
+    if nk < 1 or nk > (n - 2) // 2:
+        if nk < 1:
+            raise _NUMKEYS_ERR
+        raise SYNTAX
+    flags, expire = parse_ext_args(argv, 2 + 2 * nk, True)
+    if flags & GET:
+        raise SYNTAX
+    when = expire_ms(expire, flags, "msetex") if expire is not None else None
+    db = c.db
+    keys = argv[2:2 + 2 * nk:2]
+    if flags & (NX | XX):
+        want = not (flags & NX)
+        for key in keys:
+            if (db.lookup_write(key) is not None) != want:
+                return ZERO
+    keepttl = bool(flags & KEEPTTL)
+    for i in range(nk):
+        key = keys[i]
+        db.set_key(key, argv[3 + 2 * i], keepttl)
+        notify.notify(_STRING, b"set", key, db.id)
+        if when is not None:
+            db.expires[key] = when
+            notify.notify(_GENERIC, b"expire", key, db.id)
+    c.server.dirty += nk
+    return ONE
+
+
 _OVERFLOW = RedisError("ERR increment or decrement would overflow")
 
 
@@ -429,6 +575,122 @@ def incrbyfloat(c, argv):
     c.server.dirty += 1
     notify.notify(_STRING, b"incrbyfloat", key, db.id)
     return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+# -- INCREX (Redis 8.8) -------------------------------------------------------------------
+
+_LDBL_MAX = (Fraction(2) - Fraction(1, 1 << 63)) * (Fraction(2) ** 16383)
+_INCREX_EXPIRE = {b"EX": EX, b"PX": PX, b"EXAT": EXAT, b"PXAT": PXAT}
+
+
+def propagate_increx(srv, db, argv):
+    """The result: SET key value, with the key's expiry as PXAT (none: none)."""
+    key = argv[1]
+    v = db.d.get(key)
+    if v is None:
+        return list(argv)
+    when = db.expires.get(key)
+    out = [b"SET", key, bytes(v)]
+    return out + [b"PXAT", b"%d" % when] if when is not None else out
+
+
+@command("increx", propagate=propagate_increx)
+def increx(c, argv):
+    """INCREX key [BYFLOAT f | BYINT n] [LBOUND l] [UBOUND u] [SATURATE]
+    [EX s | PX ms | EXAT ts | PXAT ms-ts | PERSIST] [ENX]: [new value,
+    increment applied]; a result outside the bounds (or the type's range)
+    is refused ([current, 0], nothing changed) or, with SATURATE, capped."""
+    by = lb = ub = expire = None
+    flt = saturate = persist = enx = False
+    ttl_flag = 0
+    j = 2
+    n = len(argv)
+    while j < n:
+        opt = argv[j].upper()
+        nxt = argv[j + 1] if j + 1 < n else None
+        if opt in (b"BYINT", b"BYFLOAT") and by is None and nxt is not None:
+            flt = opt == b"BYFLOAT"
+            by = nxt
+            j += 1
+        elif opt == b"LBOUND" and lb is None and nxt is not None:
+            lb = nxt
+            j += 1
+        elif opt == b"UBOUND" and ub is None and nxt is not None:
+            ub = nxt
+            j += 1
+        elif opt == b"SATURATE" and not saturate:
+            saturate = True
+        elif opt in _INCREX_EXPIRE and not ttl_flag and not persist and nxt is not None:
+            ttl_flag = _INCREX_EXPIRE[opt]
+            expire = nxt
+            j += 1
+        elif opt == b"PERSIST" and not ttl_flag and not persist:
+            persist = True
+        elif opt == b"ENX" and not enx:
+            enx = True
+        else:
+            raise SYNTAX
+        j += 1
+    if enx and not ttl_flag:
+        raise SYNTAX
+    num = parse_ld if flt else parse_int
+    incr = num(by) if by is not None else 1
+    lo = num(lb) if lb is not None else None
+    hi = num(ub) if ub is not None else None
+    when = expire_ms(expire, ttl_flag, "increx") if ttl_flag else None
+    db = c.db
+    key = argv[1]
+    v = db.lookup_write_typed(key, bytes)
+    if flt:
+        cur = parse_ld(v) if v is not None else Fraction(0)
+        new = ld_add(cur, incr)
+        if new != new:
+            raise RedisError("ERR increment would produce NaN or Infinity")
+        top = hi if hi is not None else _LDBL_MAX
+        bottom = lo if lo is not None else -_LDBL_MAX
+    else:
+        if v is None:
+            cur = 0
+        else:
+            cur = try_int(v)
+            if cur is None:
+                raise NOT_INT
+        new = cur + incr
+        top = hi if hi is not None else LLONG_MAX
+        bottom = lo if lo is not None else LLONG_MIN
+    if new > top or new < bottom:
+        if not saturate:
+            return _increx_reply(c, flt, cur, Fraction(0) if flt else 0)
+        new = top if new > top else bottom
+    applied = ld_add(new, -cur) if flt else new - cur
+    if flt:
+        b = format_ld(new)
+        if len(b) <= 20 and try_int(b) is not None:
+            b = EmbStr(b)
+    else:
+        b = b"%d" % new
+    # the value changes in place, as INCR's (dbReplaceValue: no "overwritten")
+    db.d[key] = b
+    if v is None and notify.flags & _NEW:
+        notify.notify(_NEW, b"new", key, db.id)
+    db.signal(key)
+    c.server.dirty += 1
+    notify.notify(_STRING, b"incrbyfloat" if flt else b"incrby", key, db.id)
+    if when is not None and not (enx and key in db.expires):
+        db.expires[key] = when
+        notify.notify(_GENERIC, b"expire", key, db.id)
+    elif persist and db.expires.pop(key, None) is not None:
+        notify.notify(_GENERIC, b"persist", key, db.id)
+    return _increx_reply(c, flt, new, applied)
+
+
+def _increx_reply(c, flt, value, applied):
+    if not flt:
+        return b"*2\r\n:%d\r\n:%d\r\n" % (value, applied)
+    a, b = format_ld(value), format_ld(applied)
+    if c.resp > 2:
+        return b"*2\r\n,%s\r\n,%s\r\n" % (a, b)
+    return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(a), a, len(b), b)
 
 
 def check_string_length(c, size: int, append: int):

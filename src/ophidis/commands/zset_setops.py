@@ -22,7 +22,7 @@ _ZSET = notify.ZSET
 # ZUNION / ZINTER / ZDIFF (and STORE), ZINTERCARD
 # ---------------------------------------------------------------------------
 UNION, INTER, DIFF = 0, 1, 2
-_SUM, _MIN, _MAX = 0, 1, 2
+_SUM, _MIN, _MAX, _COUNT = 0, 1, 2, 3     # COUNT (Redis 8.8): the weights of the inputs holding a member
 
 
 def _src_items(v):
@@ -72,7 +72,8 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
                 weights[i] = w
                 j += 1
         elif op != DIFF and not card_only and remaining >= 2 and opt == b"aggregate":
-            aggregate = parse_keyword(argv[j + 1], {b"sum": _SUM, b"min": _MIN, b"max": _MAX})
+            aggregate = parse_keyword(argv[j + 1], {b"sum": _SUM, b"min": _MIN, b"max": _MAX,
+                                                       b"count": _COUNT})
             j += 2
         elif remaining >= 1 and dst is None and not card_only and opt == b"withscores":
             withscores = True
@@ -102,20 +103,21 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
             w0 = weights[first]
             rest = [(srcs[i], weights[i]) for i in order[1:]]
             card = 0
+            count = aggregate == _COUNT
             for m, sc in list(_src_items(s0)):
-                score = w0 * sc
+                score = w0 if count else w0 * sc
                 if score != score:
                     score = 0.0
                 ok = True
                 for v, w in rest:
                     if v is s0:
-                        val = sc * w
+                        val = w if count else sc * w
                     else:
                         val = _src_find(v, m)
                         if val is None:
                             ok = False
                             break
-                        val *= w
+                        val = w if count else val * w
                     score = _aggregate(score, val, aggregate)
                 if not ok:
                     continue
@@ -135,8 +137,9 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
             if not length(v):
                 continue
             w = weights[i]
+            count = aggregate == _COUNT
             for m, sc in list(_src_items(v)):
-                score = w * sc
+                score = w if count else w * sc
                 if score != score:
                     score = 0.0
                 cur = result.get(m)
@@ -172,7 +175,7 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
 
 
 def _aggregate(target, val, aggregate):
-    if aggregate == _SUM:
+    if aggregate == _SUM or aggregate == _COUNT:
         target += val
         if target != target:
             return 0.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 
 from ..cmdtable.registry import command
+from ..dtoa import d2string
 from ..errors import SYNTAX, RedisError
 from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
@@ -41,7 +42,7 @@ def _limits(c):
 
 
 def _dbl(c, d) -> bytes:
-    s = b"%.17g" % d
+    s = d2string(d)
     if c.resp == 2:
         return b"$%d\r\n%s\r\n" % (len(s), s)
     return b",%s\r\n" % s
@@ -56,10 +57,10 @@ def reply_pairs(c, pairs, withscores):
         parts = []
         ap = parts.append
         for s, m in pairs:
-            f = b"%.17g" % s
+            f = d2string(s)
             ap(b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(m), m, len(f), f))
         return b"*%d\r\n" % (2 * len(parts)) + b"".join(parts)
-    parts = [b"*2\r\n$%d\r\n%s\r\n,%.17g\r\n" % (len(m), m, s) for s, m in pairs]
+    parts = [b"*2\r\n$%d\r\n%s\r\n,%s\r\n" % (len(m), m, d2string(s)) for s, m in pairs]
     return b"*%d\r\n" % len(parts) + b"".join(parts)
 
 
@@ -738,7 +739,7 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
     for s, m in popped:
         if nested:
             ap(b"*2\r\n")
-        f = b"%.17g" % s
+        f = d2string(s)
         if resp3:
             ap(b"$%d\r\n%s\r\n,%s\r\n" % (len(m), m, f))
         else:
@@ -790,7 +791,7 @@ def zpopmin(c, argv):
             else:
                 db.delete(key)
                 notify.notify(_GENERIC, b"del", key, db.id)
-            f = b"%.17g" % s
+            f = d2string(s)
             if c.resp > 2:
                 return b"*2\r\n$%d\r\n%s\r\n,%s\r\n" % (len(m), m, f)
             return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(m), m, len(f), f)
@@ -951,11 +952,18 @@ def _zscan_step(z, cursor, count):
     return dict_scan(z.dict, z.dels, _zscan_cache, id(z), cursor, count)
 
 
+def _ld_auto(s) -> bytes:
+    return b"%.17g" % s
+
+
 def _zscan_encode(z, members):
+    # a listpack's scores are d2string's text; a skiplist's are printed as
+    # "%.17Lg" (ld2string), as in Redis 7.0
     d = z.dict
     parts = []
+    fmt = _ld_auto if z.skiplist else d2string
     for m in members:
-        f = b"%.17g" % d[m]
+        f = fmt(d[m])
         parts.append(b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(m), m, len(f), f))
     return 2 * len(parts), b"".join(parts)
 

@@ -14,6 +14,7 @@ import os
 import re
 
 from .. import log
+from ..cluster.node import valid_aux
 from ..keyspace import notify
 from ..protocol.resp import sdscatrepr, split_args
 from .table import DIRECTIVES
@@ -332,6 +333,9 @@ class Config:
                     raise ConfigError("appenddirname can't be empty")
                 if "/" in v or "\\" in v:
                     raise ConfigError("appenddirname can't be a path, just a dirname")
+            if d.name == "cluster-announce-human-nodename" and v and not valid_aux(v.encode(
+                    "utf-8", "surrogateescape")):     # isValidAnnouncedNodename
+                raise ConfigError("Announced human node name contained invalid character")
             if d.name == "cluster-announce-hostname" and v:     # isValidAnnouncedHostname
                 if len(v.encode("utf-8", "surrogateescape")) >= 256:
                     raise ConfigError("Hostnames must be less than 256 characters")

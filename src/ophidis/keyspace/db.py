@@ -34,6 +34,8 @@ from .watch import touch_all_watched_in_db
 
 _time = time.time
 _NEW = _notify.NEW
+_OVERWRITTEN = _notify.OVERWRITTEN
+_TYPE_CHANGED = _notify.TYPE_CHANGED
 _KEY_MISS = _notify.KEY_MISS
 
 
@@ -271,9 +273,17 @@ class Database(DbCore):
             # and a key that did not exist is announced ("new").
             if self.expires and key in self.expires:
                 self.lookup_write(key)
-            if _notify.flags & _NEW and key not in self.d:
-                self.d[key] = value
-                _notify.notify(_NEW, b"new", key, self.id)
+            old = self.d.get(key)
+            if old is None:
+                if _notify.flags & _NEW:
+                    self.d[key] = value
+                    _notify.notify(_NEW, b"new", key, self.id)
+            elif _notify.flags & (_OVERWRITTEN | _TYPE_CHANGED):
+                # Redis 8.2: "overwritten", and "type_changed" when the
+                # new value is of another type
+                _notify.notify(_OVERWRITTEN, b"overwritten", key, self.id)
+                if type_name(old) != type_name(value):
+                    _notify.notify(_TYPE_CHANGED, b"type_changed", key, self.id)
         self.d[key] = value
         if not keepttl and self.expires:
             self.expires.pop(key, None)

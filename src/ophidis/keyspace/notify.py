@@ -31,13 +31,15 @@ SUBKEY = SUBKEYSPACE | SUBKEYEVENT | SUBKEYSPACEITEM | SUBKEYSPACEEVENT
 # class letter is not reproduced (docs/COMPATIBILITY.md); the rendering
 # shows "A" for 7.0's classes all set, as 7.0 does.
 ARRAY = 1 << 20
+OVERWRITTEN = 1 << 21   # o (Redis 8.2): a key's value replaced by another
+TYPE_CHANGED = 1 << 22  # c (Redis 8.2): ... by one of another type
 ALL = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE | ARRAY
 _ALL_SHOWN = ALL & ~ARRAY
 
 _CHARS = {
     "A": ALL, "g": GENERIC, "$": STRING, "l": LIST, "s": SET, "h": HASH, "z": ZSET,
     "x": EXPIRED, "e": EVICTED, "K": KEYSPACE, "E": KEYEVENT, "t": STREAM,
-    "m": KEY_MISS, "d": MODULE, "n": NEW,
+    "m": KEY_MISS, "d": MODULE, "n": NEW, "o": OVERWRITTEN, "c": TYPE_CHANGED,
     "S": SUBKEYSPACE, "T": SUBKEYEVENT, "I": SUBKEYSPACEITEM, "V": SUBKEYSPACEEVENT,
 }
 
@@ -68,7 +70,7 @@ def flags_to_string(f: int) -> str:
     else:
         for ch, bit in (("g", GENERIC), ("$", STRING), ("l", LIST), ("s", SET), ("h", HASH),
                         ("z", ZSET), ("x", EXPIRED), ("e", EVICTED), ("t", STREAM),
-                        ("d", MODULE), ("n", NEW)):
+                        ("d", MODULE), ("n", NEW), ("o", OVERWRITTEN), ("c", TYPE_CHANGED)):
             if f & bit:
                 out.append(ch)
     if f & KEYSPACE:

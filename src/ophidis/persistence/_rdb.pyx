@@ -13,6 +13,7 @@ from cpython.set cimport PySet_Add
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
+from ophidis._dtoa cimport _dtoa_fpconv
 from ophidis.types._containers cimport HashCore, SetCore, _hc_set, _hp_f, _hp_fn, _hp_is, _hp_v, _hp_vn
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
 
@@ -392,7 +393,7 @@ cdef int _cf_score_entry(_CfBuf *b, double d) except -1:
     cdef int k
     if not isinf(d) and -4611686018427387904.0 <= d <= 4611686018427387904.0 and d == <double>(<long long>d):
         return _cf_lp_int(b, <long long>d)
-    k = snprintf(tmp, sizeof(tmp), "%.17g", d)
+    k = _dtoa_fpconv(d, tmp)
     return _cf_lp_entry(b, tmp, k)
 
 

@@ -17,7 +17,7 @@ from ..keyspace.db import stats
 from ..types.json import JsonError, JsonValue, cbor_decode, parse as json_parse
 from ..types.array import KIND_FLOAT, KIND_INT, KIND_SMALLSTR, KIND_STR, UINT64_MAX, ArrayValue, format_float
 from ..types.containers import HashValue, ListValue, SetValue
-from ..types.stream import MAX_ID, NACK, Consumer, Group, Node, StreamValue
+from ..types.stream import MAX_ID, NACK, Consumer, Group, Idmp, Node, StreamValue
 from ..types.zset import ZSetValue
 from .listpack import EncodingError, canonical_int, intset_decode, lp_decode, zipmap_decode, zl_decode
 from .rdbcodec import ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, lzf_decompress
@@ -27,7 +27,7 @@ from .rdbformat import (JSON_MODULE_NAME, MODULE_OPCODE_EOF, MODULE_OPCODE_STRIN
                         T_HASH_ZIPMAP, T_LIST,
                         T_LIST_QUICKLIST, T_LIST_QUICKLIST_2, T_LIST_ZIPLIST, T_MODULE, T_MODULE_2, T_SET,
                         T_SET_INTSET, T_SET_LISTPACK, T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2,
-                        T_STREAM_LISTPACKS_3, T_STRING, T_ZSET, T_ZSET_2, T_ZSET_LISTPACK, T_ZSET_ZIPLIST,
+                        T_STREAM_LISTPACKS_3, T_STREAM_LISTPACKS_4, T_STREAM_LISTPACKS_5, T_STRING, T_ZSET, T_ZSET_2, T_ZSET_LISTPACK, T_ZSET_ZIPLIST,
                         RdbError, module_name)
 
 _BLOB_NAMES = {T_HASH_ZIPMAP: "Zipmap", T_LIST_ZIPLIST: "List ziplist", T_SET_INTSET: "Intset",
@@ -340,7 +340,8 @@ class ValueReader:
                 self.fail("%s integrity check failed." % _BLOB_NAMES[t], start)
             except EncodingError:
                 self.fail("%s integrity check failed." % _BLOB_NAMES[t], start)
-        if t in (T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3):
+        if t in (T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3, T_STREAM_LISTPACKS_4,
+                 T_STREAM_LISTPACKS_5):
             return self.load_stream(t)
         if t in (T_HASH_METADATA, T_HASH_METADATA_PRE_GA):
             return self._hash_metadata(t)
@@ -591,7 +592,8 @@ class ValueReader:
         return int.from_bytes(self.read(8), "little", signed=True)
 
     def load_stream(self, t):
-        """A stream of RDB type 15 (Redis 5-6), 19 (7.0) or 21 (7.2)."""
+        """A stream of RDB type 15 (Redis 5-6), 19 (7.0), 21 (7.2), 26 (8.6:
+        idempotency state) or 27 (8.8: entries XNACK released)."""
         v = StreamValue()
         nodes = []
         for _ in range(self.load_len()):
@@ -689,9 +691,31 @@ class ValueReader:
                         self.fail("Duplicated consumer PEL entry  loading a stream consumer group")
                     nack.consumer = cons
                     cons.pel[i] = nack
-            for nack in pel.values():
-                if nack.consumer is None:
+            if t >= T_STREAM_LISTPACKS_5:
+                for _ in range(self.load_len()):
+                    i = int.from_bytes(self.read(16), "big")
+                    nack = pel.get(i)
+                    if nack is None or nack.consumer is not None or i in g.nacked:
+                        self.fail("Stream NACKed entry not an unowned entry of the group PEL")
+                    g.nacked[i] = None
+            for i, nack in pel.items():
+                if nack.consumer is None and i not in g.nacked:
                     self.fail("Stream CG PEL entry without consumer")
+        if t >= T_STREAM_LISTPACKS_4:
+            im = v.idmp = Idmp()
+            im.duration = self.load_len()
+            im.maxsize = self.load_len()
+            for _ in range(self.load_len()):
+                pid = self.load_string()
+                m = im.producers[pid] = {}
+                for _ in range(self.load_len()):
+                    iid = self.load_string()
+                    i = (self.load_len() << 64) | self.load_len()
+                    m[iid] = (i, (i >> 64) + im.duration * 1000)    # remembered from the entry's time
+                if not m:
+                    del im.producers[pid]
+            im.added = self.load_len()
+            im.duplicates = self.load_len()
         return v
 
     # things we can only skip
@@ -746,4 +770,18 @@ class ValueReader:
                 np = self.load_len()
                 for _ in range(np):
                     self.read(16)
+            if t >= T_STREAM_LISTPACKS_5:
+                for _ in range(self.load_len()):
+                    self.read(16)
+        if t >= T_STREAM_LISTPACKS_4:
+            self.load_len()
+            self.load_len()
+            for _ in range(self.load_len()):
+                self.load_string()
+                for _ in range(self.load_len()):
+                    self.load_string()
+                    self.load_len()
+                    self.load_len()
+            self.load_len()
+            self.load_len()
 

@@ -12,24 +12,25 @@ from __future__ import annotations
 import math
 import struct
 
+from ..dtoa import fpconv
 from ..keyspace.db import EmbStr
 from ..types.json import JsonValue, dumps as json_dumps
 from ..types.array import KIND_FLOAT, KIND_INT, ArrayValue, value_kind
 from ..types.containers import HashValue, ListValue, SetValue
-from ..types.stream import MASK64, StreamValue, id_key
+from ..types.stream import IDMP_DURATION, IDMP_MAXSIZE, MASK64, Idmp, StreamValue, id_key
 from ..types.zset import ZSetValue
 from .listpack import intset_encode, lp_build, lp_entry
 from .rdbcodec import enc_len, enc_string, redis_lzf
 from .rdbformat import (JSON_ENCVER, JSON_MODULE_NAME, MODULE_OPCODE_EOF, MODULE_OPCODE_STRING, T_MODULE_2, module_id,
                         QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_HASH_LISTPACK_EX, T_HASH_METADATA,
-                        T_LIST_QUICKLIST_2, T_SET, T_SET_INTSET,
-                        T_STREAM_LISTPACKS_2, T_STRING, T_ZSET_2, T_ZSET_LISTPACK)
+                        T_LIST_QUICKLIST_2, T_SET, T_SET_INTSET, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3,
+                        T_STREAM_LISTPACKS_4, T_STREAM_LISTPACKS_5, T_STRING, T_ZSET_2, T_ZSET_LISTPACK)
 
 
 def _score_entry(d: float) -> bytes:
     if not math.isinf(d) and -(2 ** 62) <= d <= 2 ** 62 and d == int(d):
         return lp_entry(int(d))
-    return lp_entry(b"%.17g" % d)
+    return lp_entry(fpconv(d))
 
 
 def _pairs_listpack(pairs, second, compress) -> bytes:
@@ -174,7 +175,8 @@ class Encoder:
                 out.append(pack(s))
             return T_ZSET_2, b"".join(out)
         if cls is StreamValue:
-            return T_STREAM_LISTPACKS_2, stream_body(v, compress)
+            t = stream_type(v)
+            return t, stream_body(v, compress, t)
         if cls is ArrayValue:
             return T_ARRAY, array_body(v, compress)
         if cls is JsonValue:
@@ -214,10 +216,27 @@ def array_body(v, compress=True) -> bytes:
     return b"".join(out)
 
 
-def stream_body(v, compress=True) -> bytes:
-    """A stream as RDB_TYPE_STREAM_LISTPACKS_2: the radix tree's listpacks
-    keyed by master ID, the stream's counters, then the consumer groups
-    (global PEL with delivery times/counts, consumers with their PEL IDs)."""
+def stream_type(v) -> int:
+    """The RDB type a stream is written as: Redis 7.0's (19) unless it
+    holds state only a newer type carries: entries XNACK released (27,
+    Redis 8.8) or idempotency state (26, Redis 8.6)."""
+    if v.groups:
+        for g in v.groups.values():
+            if g.nacked and any(n.consumer is None for n in g.pel.values()):
+                return T_STREAM_LISTPACKS_5
+    im = v.idmp
+    if im is not None and (im.producers or im.added or im.duplicates
+                           or (im.duration, im.maxsize) != (IDMP_DURATION, IDMP_MAXSIZE)):
+        return T_STREAM_LISTPACKS_4
+    return T_STREAM_LISTPACKS_2
+
+
+def stream_body(v, compress=True, t=T_STREAM_LISTPACKS_2) -> bytes:
+    """A stream as RDB type t (RDB_TYPE_STREAM_LISTPACKS_2 unless given):
+    the radix tree's listpacks keyed by master ID, the stream's counters,
+    then the consumer groups (global PEL with delivery times/counts,
+    consumers with their PEL IDs; from type 21 their active times, from
+    27 the entries XNACK released), from type 26 the idempotency state."""
     out = [enc_len(len(v.nodes))]
     ap = out.append
     for node in v.nodes:
@@ -234,9 +253,10 @@ def stream_body(v, compress=True) -> bytes:
         ap(enc_len(g.last_id >> 64))
         ap(enc_len(g.last_id & MASK64))
         ap(enc_len(g.entries_read & MASK64))
-        # entries XNACK released (no owner) are not written: Redis 7.0's
-        # format has each pending entry in a consumer's PEL
-        owned = [(i, nack) for i, nack in g.pel.items() if nack.consumer is not None]
+        # entries XNACK released (no owner) only from type 27: before it
+        # each pending entry is in a consumer's PEL
+        owned = [(i, nack) for i, nack in g.pel.items()
+                 if nack.consumer is not None or t >= T_STREAM_LISTPACKS_5]
         ap(enc_len(len(owned)))
         for i, nack in owned:
             ap(id_key(i))
@@ -247,9 +267,31 @@ def stream_body(v, compress=True) -> bytes:
         for cons in consumers:
             ap(enc_string(cons.name, compress))
             ap(_pack_ms(cons.seen_time))
+            if t >= T_STREAM_LISTPACKS_3:
+                ap(_pack_ms(cons.active_time))
             ap(enc_len(len(cons.pel)))
             for i in cons.pel:
                 ap(id_key(i))
+        if t >= T_STREAM_LISTPACKS_5:
+            pel = g.pel
+            nacked = [i for i in g.nacked if i in pel and pel[i].consumer is None]
+            ap(enc_len(len(nacked)))
+            for i in nacked:
+                ap(id_key(i))
+    if t >= T_STREAM_LISTPACKS_4:
+        im = v.idmp or Idmp()
+        ap(enc_len(im.duration))
+        ap(enc_len(im.maxsize))
+        ap(enc_len(len(im.producers)))
+        for pid, m in im.producers.items():
+            ap(enc_string(pid, compress))
+            ap(enc_len(len(m)))
+            for iid, (i, _) in m.items():
+                ap(enc_string(iid, compress))
+                ap(enc_len(i >> 64))
+                ap(enc_len(i & MASK64))
+        ap(enc_len(im.added))
+        ap(enc_len(im.duplicates))
     return b"".join(out)
 
 

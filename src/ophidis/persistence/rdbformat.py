@@ -42,6 +42,11 @@ T_HASH_LISTPACK_EX_PRE_GA = 23      # no min-expire before the value)
 T_HASH_METADATA = 24                # hash table: min expire, then [ttl][field][value] (ttl relative)
 T_HASH_LISTPACK_EX = 25             # listpack of field, value, ttl after a min expire
 HFE_TYPES = (T_HASH_METADATA_PRE_GA, T_HASH_LISTPACK_EX_PRE_GA, T_HASH_METADATA, T_HASH_LISTPACK_EX)
+# Redis 8.6's stream with its idempotency state (after the groups: duration,
+# max size, producers with their (iid, entry ID) records, the two counters)
+# and 8.8's with XNACK's released entries (per group, after the consumers)
+T_STREAM_LISTPACKS_4 = 26
+T_STREAM_LISTPACKS_5 = 27
 # Redis 8.8's array (rdb.h RDB_TYPE_ARRAY): count, an insert-cursor flag and
 # cursor, then (index, element tag, element) in ascending index order
 T_ARRAY = 28
@@ -55,6 +60,7 @@ TYPE_NAMES = {
     T_SET_LISTPACK: "set", T_STREAM_LISTPACKS_3: "stream",
     T_HASH_METADATA_PRE_GA: "hash", T_HASH_LISTPACK_EX_PRE_GA: "hash", T_HASH_METADATA: "hash",
     T_HASH_LISTPACK_EX: "hash", T_ARRAY: "array",
+    T_STREAM_LISTPACKS_4: "stream", T_STREAM_LISTPACKS_5: "stream",
 }
 
 # opcodes

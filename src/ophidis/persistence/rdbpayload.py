@@ -8,7 +8,8 @@ from __future__ import annotations
 from .rdbcodec import crc64, enc_string
 from .rdbdecode import UnsupportedType, ValueReader
 from .rdbencode import Encoder
-from .rdbformat import HFE_TYPES, OP_FUNCTION2, RDB_VERSION, RDB_VERSION_HFE, T_ARRAY, T_STREAM_LISTPACKS_2, TYPE_NAMES, RdbError
+from .rdbformat import (HFE_TYPES, OP_FUNCTION2, RDB_VERSION, RDB_VERSION_HFE, T_ARRAY, T_STREAM_LISTPACKS_2,
+                        T_STREAM_LISTPACKS_4, T_STREAM_LISTPACKS_5, TYPE_NAMES, RdbError)
 
 
 def dump_payload(v, config=None) -> bytes:
@@ -66,7 +67,10 @@ def load_payload(payload: bytes, settings=None, log=None):
     listpack set and the 7.2 stream cannot appear)."""
     r = ValueReader(memoryview(payload), settings, log=log)
     t = r.byte()
-    if t not in TYPE_NAMES or (t > T_STREAM_LISTPACKS_2 and t != T_ARRAY and t not in HFE_TYPES):
+    # the newer types we write ourselves (an array, hashes with field TTLs, a
+    # stream with Redis 8.6/8.8 state) are read back too
+    if t not in TYPE_NAMES or (t > T_STREAM_LISTPACKS_2 and t != T_ARRAY and t not in HFE_TYPES
+                               and t not in (T_STREAM_LISTPACKS_4, T_STREAM_LISTPACKS_5)):
         raise RdbError("Unknown RDB encoding type %d" % t, 0, quiet=True)
     try:
         v = r.load_object(t)

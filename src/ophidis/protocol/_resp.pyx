@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """RESP encoding in C: the compiled twin of protocol/resp.py's encoders of
 arrays of bulk strings (bulk_items, encode_bytes_argv); _resp.pxd has the
-inline length writers the command bodies share."""
+inline length writers the command bodies share.  fpconv and d2string are
+dtoa.py's, in C (ophidis/_dtoa.pxd)."""
 
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
@@ -10,6 +11,18 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringA
 from libc.string cimport memcpy
 
 from ophidis.protocol._resp cimport _ndigits, _put_len
+from ophidis._dtoa cimport _dtoa_d2string, _dtoa_fpconv
+
+
+def fpconv(double d):
+    cdef char buf[40]
+    return PyBytes_FromStringAndSize(buf, _dtoa_fpconv(d, buf))
+
+
+def d2string(double d):
+    cdef char buf[40]
+    return PyBytes_FromStringAndSize(buf, _dtoa_d2string(d, buf))
+
 
 def bulk_items(items):
     """commands.lists.bulk_items compiled: the RESP array of bulk strings

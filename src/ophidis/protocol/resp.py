@@ -8,9 +8,8 @@ headers (so protocol errors get Redis's exact texts), and reply encoders.
 
 from __future__ import annotations
 
-import math
-
 from .. import compiled
+from ..dtoa import d2string
 
 # the compiled twin (protocol/_resp.pyx), picked here
 _c = compiled.load("protocol._resp")
@@ -134,34 +133,15 @@ def boolean(resp: int, v: bool) -> bytes:
 
 
 def format_double(d: float) -> bytes:
-    """Redis 7.0's "%.17g" rendering of a double, with inf/-inf/nan names."""
-    if math.isinf(d):
-        return b"inf" if d > 0 else b"-inf"
-    if d != d:
-        return b"nan"
-    return b"%.17g" % d
-
-
-def format_human_double(d: float) -> bytes:
-    """Shortest round-trip form (Redis's "%.17Lg" trimmed output for INCRBYFLOAT style)."""
-    if math.isinf(d):
-        return b"inf" if d > 0 else b"-inf"
-    r = repr(d)
-    if "e" in r or "E" in r:
-        r = "%.17g" % d
-    if r.endswith(".0"):
-        r = r[:-2]
-    return r.encode()
+    """A double in a reply (addReplyDouble): Redis 7.2+'s d2string."""
+    return d2string(d)
 
 
 def double(resp: int, d: float) -> bytes:
+    """addReplyDouble: RESP3's "," double or a bulk string, as d2string."""
+    s = d2string(d)
     if resp >= 3:
-        if math.isinf(d):
-            return b",inf\r\n" if d > 0 else b",-inf\r\n"
-        if d != d:
-            return b",nan\r\n"
-        return b",%s\r\n" % format_double(d)
-    s = format_double(d)
+        return b",%s\r\n" % s
     return b"$%d\r\n%s\r\n" % (len(s), s)
 
 

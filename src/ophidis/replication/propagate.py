@@ -119,8 +119,13 @@ class Propagator:
                 # What the command's lookups propagated (lazy expiry's
                 # DELs) is its unit: delivered as its call ends, as Redis's
                 # call() does, not merged into the next command's.
-                if self.pending and not c.in_exec and not c.in_script and self.flush():
-                    c.woff = self.server.repl_feed.offset
+                if self.pending and not c.in_exec and not c.in_script:
+                    # SCAN, RANDOMKEY (TOUCHES_ARBITRARY_KEYS): each
+                    # deletion on its own, not in a MULTI/EXEC
+                    if cmd.touches_arbitrary_keys:
+                        self.arbitrary = True
+                    if self.flush():
+                        c.woff = self.server.repl_feed.offset
                 return
         self.forced = 0
         srv = self.server

@@ -17,6 +17,7 @@ from cpython.ref cimport Py_INCREF
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
 
+from ophidis._dtoa cimport _dtoa_d2string, _dtoa_fpconv
 from ophidis._util cimport __builtin_clzll, _all_bytes, _now
 from ophidis.protocol._resp cimport _digits
 from ophidis.cmdtable._core cimport CommandCore
@@ -568,7 +569,7 @@ cdef inline bytes _lc_str(void *L, int i):
 
 cdef object _lc_arg(void *L, int i):
     # An argument as lupa gives it and bridge.lua_argv makes it: a string's
-    # bytes; a number as "%d" (integral, below 10**15) or "%.17g".  Anything
+    # bytes; a number as dtoa.lua_number's text (Redis 7.2+).  Anything
     # else is None: script_call answers it in its own order of checks.
     cdef double d
     cdef int t = _L_type(L, i)
@@ -578,14 +579,12 @@ cdef object _lc_arg(void *L, int i):
         return _lc_str(L, i)
     if t == _LUA_TNUMBER:
         d = _L_tonumber(L, i)
+        if d == 0:
+            return b"0"
         if d != d:
-            return b"nan"
-        if _lc_isinf(d):
-            return b"inf" if d > 0 else b"-inf"
-        if -1e15 < d < 1e15 and d == <double><long long>d:
-            k = snprintf(buf, 40, "%lld", <long long>d)
+            k = _dtoa_fpconv(d, buf)
         else:
-            k = snprintf(buf, 40, "%.17g", d)
+            k = _dtoa_d2string(d, buf)
         return PyBytes_FromStringAndSize(buf, k)
     return None
 

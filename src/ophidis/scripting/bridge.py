@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from ..cmdtable.registry import TABLE
+from ..dtoa import fpconv, lua_number
 from ..keyspace.db import stats
 
 _LLONG_MIN = -(1 << 63)
@@ -41,9 +42,9 @@ def lua_argv(args):
         if t is bytes:
             ap(a)
         elif t is int:
-            ap(b"%d" % a if -10**15 < a < 10**15 else b"%.17g" % a)
+            ap(b"%d" % a if -2**62 <= a <= 2**62 else fpconv(float(a)))
         elif t is float:
-            ap(b"%.17g" % a)
+            ap(lua_number(a))
         else:
             return None
     return argv

@@ -34,6 +34,7 @@ from .. import compiled, log, sysinfo
 from ..acl.check import DENIED_CMD, check_command, script_noperm_text
 from ..acl.log import CTX_LUA
 from ..cluster.routing import script_cluster_check
+from ..dtoa import d2string
 from ..errors import MISCONF, OOM
 from ..keyspace import db as _db_mod
 from ..keyspace.db import stats
@@ -142,6 +143,7 @@ class LuaEngine(_EngineBase):
             b"interrupt": self._interrupt,
             b"log": self._log,
             b"sha1hex": sha1hex,
+            b"d2string": d2string,
             b"setresp": self._setresp,
             b"set_repl": self._set_repl,
             b"running": self._running,

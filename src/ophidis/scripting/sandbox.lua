@@ -22,6 +22,7 @@ local _floor, _ceil = math.floor, math.ceil
 
 local INTERNAL = "=ophidis"
 local pyinterrupt = py.interrupt
+local pyd2string = py.d2string   -- a double reply's text (dtoa.d2string)
 local RO = "Attempt to modify a readonly table"
 local HOOK_COUNT = 100000
 
@@ -660,10 +661,8 @@ encode = function(v, out, cresp, sresp, depth)
     end
     local d = _rawget(v, "double")
     if _type(d) == "number" then
-      local txt
-      if d == 1/0 then txt = "inf"
-      elseif d == -1/0 then txt = "-inf"
-      else txt = _sfmt("%.17g", d) end
+      -- (lupa hands -0 over as the integer 0)
+      local txt = (d == 0 and 1 / d < 0) and "-0" or pyd2string(d)
       if cresp == 2 then bulk(out, txt) else out[#out + 1] = "," .. txt .. "\r\n" end
       return
     end

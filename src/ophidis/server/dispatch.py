@@ -13,6 +13,7 @@ from .. import log
 from ..acl.check import DENIED_CMD, check_command, noperm_text
 from ..acl.log import CTX_MULTI, CTX_TOPLEVEL
 from ..cluster.routing import get_node_by_query, may_have_keys, redirect_error
+from ..cluster.slot_stats import MULTI_BYTES, request_bytes
 from ..cmdtable.registry import SCRIPT_CALLS, TABLE
 from ..errors import LOADING, MISCONF, NOAUTH, OOM, RedisError
 from ..keyspace.db import stats
@@ -101,6 +102,7 @@ class Dispatch:
             f = exec_flags(self, cmd, c.multi)
         else:
             f = cmd
+        stat_slot = -1      # CLUSTER SLOT-STATS: the slot this command counts for
         cl = self.cluster
         if cl is not None:
             asking = c.cluster_asking
@@ -118,6 +120,8 @@ class Dispatch:
                     cmd.rejected_calls += 1
                     e = redirect_error(cl, c, node, slot, code)
                     return self.filter_reply(c, c.error_reply(e))
+                if cl.slot_stats_on:
+                    stat_slot = slot
         if self.maxmemory and not c.in_script:
             oom = self.memory.evict_hook()
             if oom:
@@ -156,8 +160,21 @@ class Dispatch:
         if in_multi and not cmd.no_queue:
             if not (c.multi_error or c.dirty_cas):   # no memory for a doomed EXEC
                 c.multi.append((cmd, argv))
+            if stat_slot >= 0:
+                cl.slot_stats.account(stat_slot, 0, request_bytes(argv), None)
             return QUEUED
+        if stat_slot >= 0:
+            return self._call_counted(c, cmd, argv, stat_slot, base == "exec")
         return self.call(c, cmd, argv)
+
+    def _call_counted(self, c, cmd, argv, slot, is_exec):
+        """call, its time and bytes counted for slot (CLUSTER SLOT-STATS;
+        EXEC counts its MULTI too)."""
+        t0 = perf_counter()
+        r = self.call(c, cmd, argv)
+        size = request_bytes(argv) + (MULTI_BYTES if is_exec else 0)
+        self.cluster.slot_stats.account(slot, perf_counter() - t0, size, r)
+        return r
 
     def _replica_request(self, c: Client, argv):
         """A command from one of our replicas: only what produces no reply

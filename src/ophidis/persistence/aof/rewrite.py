@@ -17,6 +17,7 @@ from ...protocol.resp import encode_argv
 from ...types.containers import HashValue, ListValue, SetValue
 from ...types.zset import ZSetValue
 from .. import child
+from ...dtoa import fpconv
 from ..rdb import function_codes, write_snapshot
 from ..rdbpayload import dump_payload
 from .common import (AOF_OFF, AOF_ON, AOF_WAIT_REWRITE, REWRITE_LIMIT_MAX_MINUTES, REWRITE_LIMIT_THRESHOLD,
@@ -30,7 +31,7 @@ AUTOSYNC_BYTES = 4 * 1024 * 1024    # aof-rewrite-incremental-fsync step
 
 
 def _score(s: float) -> bytes:
-    return b"%.17g" % s
+    return fpconv(s)
 
 
 def _variadic(w, name: bytes, key: bytes, items, count: int, width: int):
