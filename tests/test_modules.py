@@ -99,9 +99,19 @@ def ref_mod():
     yield from reference_server(ENABLE)
 
 
+# Redis 8 reports its built-in JSON type as the module ReJSON (modules/__init__.py's
+# BUILTIN), listed before the loaded modules.
+REJSON = (b"*8\r\n$4\r\nname\r\n$6\r\nReJSON\r\n$3\r\nver\r\n:81000\r\n$4\r\npath\r\n"
+          b"$39\r\n/usr/local/lib/redis/modules//rejson.so\r\n$4\r\nargs\r\n*0\r\n")
+NO_MODULES = b"*1\r\n" + REJSON
+REJSON_INFO = "module:name=ReJSON,ver=81000,api=1,filters=0,usedby=[],using=[],options=[handle-io-errors]"
+
+
 def _mods(conn) -> list:
-    """MODULE LIST (RESP2: each module a flat list of pairs) as dicts."""
-    return [dict(zip(m[::2], m[1::2])) for m in conn.call_value("MODULE", "LIST")]
+    """MODULE LIST (RESP2: each module a flat list of pairs) as dicts, the
+    built-in ReJSON left out."""
+    return [dict(zip(m[::2], m[1::2])) for m in conn.call_value("MODULE", "LIST")
+            if m[1] != b"ReJSON"]
 
 
 def _write(tmp_path, name, text):
@@ -113,11 +123,11 @@ def _write(tmp_path, name, text):
 # -- MODULE LOAD / LIST / UNLOAD ------------------------------------------------------------
 
 def test_load_list_unload(c, srv):
-    assert c.call("MODULE", "LIST") == b"*0\r\n"
+    assert c.call("MODULE", "LIST") == NO_MODULES
     n0 = c.call_value("COMMAND", "COUNT")
     assert c.call("MODULE", "LOAD", RATELIMIT, "a", "b") == b"+OK\r\n"
     assert c.call("MODULE", "LIST") == (
-        b"*1\r\n*8\r\n$4\r\nname\r\n$9\r\nratelimit\r\n$3\r\nver\r\n:1\r\n$4\r\npath\r\n$%d\r\n%s\r\n"
+        b"*2\r\n" + REJSON + b"*8\r\n$4\r\nname\r\n$9\r\nratelimit\r\n$3\r\nver\r\n:1\r\n$4\r\npath\r\n$%d\r\n%s\r\n"
         b"$4\r\nargs\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n" % (len(RATELIMIT), RATELIMIT.encode()))
     assert c.call_value("COMMAND", "COUNT") == n0 + 2
     assert c.call("MODULE", "LOAD", RATELIMIT) == LOAD_FAILED          # the name is taken
@@ -134,16 +144,19 @@ def test_list_in_resp3_hello_and_info(srv, c, testmod):
     c3 = srv.conn(resp3=True)
     try:
         r = c3.call("MODULE", "LIST")
-        assert r.startswith(b"*1\r\n%4\r\n$4\r\nname\r\n$7\r\ntestmod\r\n$3\r\nver\r\n:7\r\n")
+        assert r.startswith(b"*2\r\n%4\r\n$4\r\nname\r\n$6\r\nReJSON\r\n")
+        assert b"%4\r\n$4\r\nname\r\n$7\r\ntestmod\r\n$3\r\nver\r\n:7\r\n" in r
         hello = c3.call_value("HELLO", "3")
-        assert hello[b"modules"] == [{b"name": b"testmod", b"ver": 7, b"path": testmod.encode(),
+        assert hello[b"modules"] == [{b"name": b"ReJSON", b"ver": 81000,
+                                      b"path": b"/usr/local/lib/redis/modules//rejson.so", b"args": []},
+                                     {b"name": b"testmod", b"ver": 7, b"path": testmod.encode(),
                                       b"args": [b"x"]}]
     finally:
         c3.close()
     line = "module:name=testmod,ver=7,api=1,filters=0,usedby=[],using=[],options=[]"
     for section in ((), ("modules",), ("module_list",), ("all",), ("everything",)):
         text = c.call_value("INFO", *section).decode()
-        assert "# Modules\r\n" + line + "\r\n" in text, section
+        assert "# Modules\r\n" + REJSON_INFO + "\r\n" + line + "\r\n" in text, section
 
 
 def test_loadex_configs_and_args(c, srv, testmod):
@@ -196,7 +209,7 @@ def test_bad_python_modules(c, srv, tmp_path, name):
     n0 = c.call_value("COMMAND", "COUNT")
     assert c.call("MODULE", "LOAD", _write(tmp_path, name, text)) == LOAD_FAILED
     wait_until(lambda: logged in srv.output(), timeout=20, what=logged)
-    assert c.call("MODULE", "LIST") == b"*0\r\n"
+    assert c.call("MODULE", "LIST") == NO_MODULES
     assert c.call_value("COMMAND", "COUNT") == n0
 
 
@@ -221,7 +234,9 @@ def test_errors_match_redis(ref_mod, c, tmp_path):
     py = _write(tmp_path, "m.py", "def register(ctx, args): pass\n")
     ref = ref_mod.conn()
     try:
-        for req in (("MODULE", "LIST"), ("MODULE", "UNLOAD", "nosuchmodule"),
+        # MODULE LIST differs by the built-in ReJSON (Redis 8's, not 7.0's)
+        assert c.call("MODULE", "LIST") == NO_MODULES and ref.call("MODULE", "LIST") == b"*0\r\n"
+        for req in (("MODULE", "UNLOAD", "nosuchmodule"),
                     ("MODULE", "LOAD", str(tmp_path / "missing.so")), ("MODULE", "LOAD", so),
                     ("MODULE", "LOAD", py), ("MODULE", "LOADEX", so, "CONFIG", "a"),
                     ("MODULE", "LOADEX", so, "BOGUS"), ("MODULE", "LOADEX", str(tmp_path / "x.so"), "ARGS"),
@@ -238,7 +253,7 @@ def test_module_command_protected_like_redis(redis_server, start_server):
     try:
         for req in (("MODULE", "LOAD", RATELIMIT), ("MODULE", "LOADEX", RATELIMIT), ("MODULE", "UNLOAD", "x")):
             assert a.call(*req) == b.call(*req) == NOT_ALLOWED
-        assert a.call("MODULE", "LIST") == b.call("MODULE", "LIST") == b"*0\r\n"
+        assert a.call("MODULE", "LIST") == NO_MODULES and b.call("MODULE", "LIST") == b"*0\r\n"
         assert a.call_value("MODULE", "HELP")[0] == b.call_value("MODULE", "HELP")[0]
     finally:
         a.close()

@@ -26,6 +26,7 @@ from ..protocol.resp import (OK, boolean, bulk, double, help_reply, integer, map
                              simple, verbatim)
 from ..replication.propagate import TO_REPL, also_propagate
 from ..types.stream import FLAG_DELETED, MASK64
+from ..types.json import dumps as json_dumps
 from ..util import atoi, parse_int
 from .keys import object_encoding, refcount
 
@@ -133,6 +134,11 @@ def _array(d, v):
     return d
 
 
+def _json(d, v):
+    # ours: the document's compact JSON text
+    return _mix(d, json_dumps(v.v).encode("utf-8"))
+
+
 DIGESTERS.update({
     b"string": (0, _mix),
     b"list": (1, _list),
@@ -141,6 +147,7 @@ DIGESTERS.update({
     b"hash": (4, _hash),
     b"stream": (6, _stream),
     b"array": (8, _array),
+    b"ReJSON-RL": (5, _json),
 })
 
 _ZERO = bytes(20)

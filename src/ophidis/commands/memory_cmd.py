@@ -20,6 +20,8 @@ from ..memory.sizes import PY_DICT_ENTRY as E
 from ..memory.sizes import STARTUP
 from ..protocol.resp import OK, bulk, double, help_reply, integer, map_header, verbatim
 from ..types.array import ArrayValue
+from ..types.json import JsonValue
+from ..types.json import memory as json_memory
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
 from ..types.zset import ZSetValue
@@ -149,6 +151,9 @@ def redis_usage(v, samples=5) -> int:
         return ROBJ + sds_alloc(len(v))
     if cls is EmbStr:      # an integer-looking embstr (INCRBYFLOAT)
         return je(ROBJ + 3 + len(v) + 1)
+    if cls is JsonValue:
+        # the module value's own estimate, as Redis asks RedisJSON's mem_usage
+        return ROBJ + json_memory(v.v)
     n = len(v)
     if cls is HashValue:
         t = v.ttl

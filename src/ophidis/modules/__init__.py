@@ -26,6 +26,10 @@ from ..protocol.resp import bulk, integer, map_header
 from .api import API_VERSION, ModuleContext
 
 ELF_MAGIC = b"\x7fELF"
+# Redis 8's built-in data types that MODULE LIST and INFO modules report as
+# modules (name, version, path, options): RedisJSON 8.10.0 as Redis 8.10
+# loads it; ours are part of the server (types/json.py), nothing is loaded.
+BUILTIN = (("ReJSON", 81000, "/usr/local/lib/redis/modules//rejson.so", "handle-io-errors"),)
 
 
 class Module:
@@ -156,8 +160,12 @@ class Modules:
 
     # -- what is shown ---------------------------------------------------------------------
     def list_reply(self, resp: int) -> bytes:
-        """addReplyLoadedModules (MODULE LIST, HELLO's modules)."""
-        out = [b"*%d\r\n" % len(self.loaded)]
+        """addReplyLoadedModules (MODULE LIST, HELLO's modules); Redis 8's
+        built-in data types first, as the modules it reports them as."""
+        out = [b"*%d\r\n" % (len(self.loaded) + len(BUILTIN))]
+        for name, ver, path, _opts in BUILTIN:
+            out += [map_header(resp, 4), bulk(b"name"), bulk(name.encode()), bulk(b"ver"), integer(ver),
+                    bulk(b"path"), bulk(path.encode()), bulk(b"args"), b"*0\r\n"]
         for m in self.loaded.values():
             out += [map_header(resp, 4), bulk(b"name"), bulk(m.name.encode()), bulk(b"ver"), integer(m.ver),
                     bulk(b"path"), bulk(m.path.encode("utf-8", "surrogateescape")), bulk(b"args"),
@@ -167,8 +175,10 @@ class Modules:
 
     def info_lines(self) -> list:
         """genModulesInfoString: INFO's Modules section."""
-        return ["module:name=%s,ver=%d,api=%d,filters=0,usedby=[],using=[],options=[]" % (
-            m.name, m.ver, API_VERSION) for m in self.loaded.values()]
+        return (["module:name=%s,ver=%d,api=1,filters=0,usedby=[],using=[],options=[%s]" % (name, ver, opts)
+                 for name, ver, _path, opts in BUILTIN]
+                + ["module:name=%s,ver=%d,api=%d,filters=0,usedby=[],using=[],options=[]" % (
+                    m.name, m.ver, API_VERSION) for m in self.loaded.values()])
 
     def _rewrite_lines(self) -> list:
         """rewriteConfigLoadmoduleOption: the path and arguments as loaded,

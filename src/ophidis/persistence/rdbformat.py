@@ -107,3 +107,20 @@ def module_name(mid: int) -> str:
         out.append(_MODULE_CHARSET[mid & 63])
         mid >>= 6
     return "".join(reversed(out))
+
+
+def module_id(name: str, encver: int) -> int:
+    """moduleTypeEncodeId: 9 characters of 6 bits each, then 10 bits of
+    encoding version."""
+    mid = 0
+    for ch in name:
+        mid = (mid << 6) | _MODULE_CHARSET.index(ch)
+    return (mid << 10) | encver
+
+
+# Redis 8's JSON values: the module type "ReJSON-RL"; we write encoding
+# version 3 (the document as one JSON string), which Redis 8 loads.
+JSON_MODULE_NAME = "ReJSON-RL"
+JSON_ENCVER = 3
+MODULE_OPCODE_EOF = 0
+MODULE_OPCODE_STRING = 5

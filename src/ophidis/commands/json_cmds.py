@@ -1,0 +1,1136 @@
+"""JSON commands (Redis 8's built-in RedisJSON): JSON.SET GET MGET MSET DEL
+FORGET TYPE CLEAR TOGGLE MERGE NUMINCRBY NUMMULTBY NUMPOWBY STRAPPEND STRLEN
+ARRAPPEND ARRINDEX ARRINSERT ARRLEN ARRPOP ARRTRIM OBJKEYS OBJLEN RESP DEBUG.
+
+The value is a ``JsonValue`` (types/json.py) and paths are compiled by
+types/jsonpath.py.  As RedisJSON: a ``$`` path (JSONPath) answers with one
+entry per match (nil where a match has the wrong type); a legacy path
+(``.a``, ``a[0]``) answers for its match alone (for writes, the last of its
+matches) with an error when there is none.  Keyspace events are RedisJSON's
+names (``json.set`` ...) in the module class ``d``; commands propagate as
+called.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cmp_to_key
+
+from ..cmdtable.registry import command
+from ..errors import RedisError
+from ..keyspace import notify
+from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer, map_header, null,
+                             simple)
+from ..types import jsonpath
+from ..types.json import I64_MAX, I64_MIN, JsonError, JsonValue, MAX_DEPTH, deep_copy, depth, dumps, memory, parse, type_name
+from ..util import parse_int, try_int
+
+_MODULE = notify.MODULE
+_GENERIC = notify.GENERIC
+
+_NO_KEY = RedisError("ERR could not perform this operation on a key that doesn't exist")
+_NO_PATH = RedisError("ERR Path does not exist")
+_AT_ROOT = RedisError("ERR new objects must be created at the root")
+_SYNTAX = RedisError("ERR syntax error")
+_NOT_NUMBER = RedisError("ERR result is not a number")
+_OVERFLOW = RedisError("ERR numeric overflow")
+# redis-module-rs's argument errors, replied as they are (no ERR)
+_BAD_INT = RedisError("Couldn't parse as integer")
+
+
+def _arity(name: str):
+    return RedisError("ERR wrong number of arguments for '%s' command" % name)
+
+
+def _expected(what: str):
+    return RedisError("WRONGTYPE wrong type of path value - expected %s" % what)
+
+
+def _path_or(what: str):
+    return RedisError("ERR Path does not exist or %s" % what)
+
+
+def _text(b: bytes) -> str:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RedisError("Couldn't parse as UTF-8 string") from None
+
+
+def _doc(b: bytes):
+    try:
+        return parse(b)
+    except JsonError as e:
+        raise RedisError("-" + str(e)) from None
+
+
+class _Path:
+    __slots__ = ("q", "legacy", "root")
+
+    def __init__(self, arg):
+        if arg is None:
+            text, self.legacy = "$", True
+        else:
+            text, self.legacy = jsonpath.to_query(_text(arg))
+        self.root = text == "$"
+        try:
+            self.q = jsonpath.compile(text)
+        except jsonpath.PathError as e:
+            raise RedisError("-" + str(e)) from None
+
+    def run(self, doc):
+        return self.q.run(doc)
+
+
+def _i64(b: bytes) -> int:
+    return parse_int(b, _BAD_INT)
+
+
+def _s(text: str) -> bytes:
+    return bulk(text.encode("utf-8"))
+
+
+def _arr(items) -> bytes:
+    return array_header(len(items)) + b"".join(items)
+
+
+def _done(c, key, event: bytes):
+    db = c.db
+    db.signal(key)
+    notify.notify(_MODULE, event, key, db.id)
+    c.server.dirty += 1
+
+
+def _parent(doc, path):
+    v = doc
+    for k in path[:-1]:
+        v = v[k]
+    return v
+
+
+def _set_at(jv, path, value):
+    if not path:
+        jv.v = value
+    else:
+        _parent(jv.v, path)[path[-1]] = value
+
+
+_MISSING = object()
+
+
+def _resolve(doc, path):
+    """The value at path, or _MISSING when an earlier write of the same
+    command removed or replaced what led to it."""
+    v = doc
+    for k in path:
+        if isinstance(k, int):
+            if not isinstance(v, list) or k >= len(v):
+                return _MISSING
+        elif not isinstance(v, dict) or k not in v:
+            return _MISSING
+        v = v[k]
+    return v
+
+
+def _get_at(doc, path):
+    v = doc
+    for k in path:
+        v = v[k]
+    return v
+
+
+def _mutation_cmp(a, b) -> int:
+    """RedisJSON's order of the paths a write visits: where one path goes
+    deeper than the other it comes first, members by name before array
+    indexes, higher indexes first, so one change never moves another's
+    target."""
+    for x, y in zip(a, b):
+        xi, yi = isinstance(x, int), isinstance(y, int)
+        if xi and yi:
+            if x != y:
+                return -1 if x > y else 1
+        elif xi:
+            return 1
+        elif yi:
+            return -1
+        elif x != y:
+            return -1 if x < y else 1
+    if len(a) == len(b):
+        return 0
+    return -1 if len(a) > len(b) else 1
+
+
+def _mutation_order(paths):
+    return sorted(paths, key=cmp_to_key(_mutation_cmp))
+
+
+def _prune_nested(paths):
+    """Drop paths inside another of the list (deleting the outer one does)."""
+    out = []
+    for p in sorted(paths, key=len):
+        if not any(len(o) <= len(p) and p[:len(o)] == o for o in out):
+            out.append(p)
+    return out
+
+
+def _num_reply(c, v) -> bytes:
+    if v is None:
+        return null(c.resp)
+    if isinstance(v, bool):
+        return null(c.resp)
+    if isinstance(v, int):
+        return integer(v)
+    return double(c.resp, v)
+
+
+# ---------------------------------------------------------------------------
+# JSON.SET / JSON.MSET / JSON.MERGE
+# ---------------------------------------------------------------------------
+
+def _set_targets(doc, path: _Path, nx: bool, xx: bool):
+    """The paths to write for JSON.SET at a non-root path of an existing
+    document: existing matches (unless NX), else the one new member a
+    static path names (unless XX)."""
+    if not nx:
+        found = [p for p, _ in path.run(doc)]
+        if found:
+            # a match inside another is replaced with it
+            return _prune_nested(found), []
+    if xx:
+        return [], []
+    q = path.q
+    if not q.is_static():
+        raise RedisError("Err wrong static path")
+    if not q.steps:
+        raise RedisError("Err path must end with object key to set")
+    last = q.steps[-1]
+    if last[0] == "idx":
+        if not jsonpath.Query(q.steps, q.text).run(doc):
+            raise RedisError("ERR array index out of range")
+        return [], []
+    parents = jsonpath.Query(q.steps[:-1], q.text).run(doc)
+    k = last[1][0]
+    adds = [(p, k) for p, v in parents if isinstance(v, dict) and k not in v]
+    return [], adds
+
+
+def _apply_set(jv, value, found, adds):
+    for p in found:
+        _check_depth(len(p), value)
+    for p, _k in adds:
+        _check_depth(len(p) + 1, value)
+    for p in found:
+        _set_at(jv, p, _copy(value))
+    for p, k in adds:
+        _get_at(jv.v, p)[k] = _copy(value)
+    return len(found) + len(adds)
+
+
+_copy = deep_copy
+_TOO_DEEP = RedisError("ERR recursion limit exceeded")
+
+
+def _check_depth(at: int, value):
+    """A value placed ``at`` levels below the root must keep the document
+    within RedisJSON's nesting limit."""
+    if at + depth(value) >= MAX_DEPTH:
+        raise _TOO_DEEP
+
+
+_FPHA = {b"BF16", b"FP16", b"FP32", b"FP64"}
+
+
+@command("json.set")
+def json_set(c, argv):
+    key = argv[1]
+    path = _Path(argv[2])
+    raw = argv[3]
+    nx = xx = False
+    i = 4
+    while i < len(argv):
+        a = argv[i].upper()
+        if a == b"NX" and not (nx or xx):
+            nx = True
+        elif a == b"XX" and not (nx or xx):
+            xx = True
+        elif a == b"FORMAT":
+            if i + 1 >= len(argv):
+                raise _arity("json.set")
+            i += 1
+            if argv[i] not in (b"STRING", b"JSON", b"BSON"):
+                raise RedisError("ERR wrong format")
+        elif a == b"FPHA":
+            if i + 1 >= len(argv):
+                raise _arity("json.set")
+            i += 1
+            if argv[i].upper() not in _FPHA:
+                raise RedisError("ERR invalid FPHA type")
+        else:
+            raise _SYNTAX
+        i += 1
+    db = c.db
+    jv = db.lookup_write_typed(key, JsonValue)
+    value = _doc(raw)
+    if jv is None:
+        if xx:
+            return null(c.resp)
+        if not path.root:
+            raise _AT_ROOT
+        db.set_key(key, JsonValue(value), keepttl=True)
+        _done(c, key, b"json.set")
+        return OK
+    if path.root:
+        if nx:
+            return null(c.resp)
+        jv.v = value
+        _done(c, key, b"json.set")
+        return OK
+    found, adds = _set_targets(jv.v, path, nx, xx)
+    if not found and not adds:
+        return null(c.resp)
+    _apply_set(jv, value, found, adds)
+    _done(c, key, b"json.set")
+    return OK
+
+
+@command("json.mset")
+def json_mset(c, argv):
+    if len(argv) < 4 or (len(argv) - 1) % 3:
+        raise _arity("json.mset")
+    db = c.db
+    plan = []
+    for i in range(1, len(argv), 3):
+        key = argv[i]
+        jv = db.lookup_write_typed(key, JsonValue)
+        path = _Path(argv[i + 1])
+        if path.root:
+            targets = None
+        elif jv is not None:
+            targets = _set_targets(jv.v, path, False, False)
+        else:
+            raise _AT_ROOT
+        value = _doc(argv[i + 2])
+        plan.append((key, targets, value))
+    for key, targets, value in plan:
+        if targets is None:
+            jv = db.lookup_write_typed(key, JsonValue)
+            if jv is None:
+                db.set_key(key, JsonValue(value), keepttl=True)
+            else:
+                jv.v = value
+            _done(c, key, b"json.mset")
+        else:
+            jv = db.lookup_write_typed(key, JsonValue)
+            found, adds = targets
+            if found or adds:
+                _apply_set(jv, value, found, adds)
+                _done(c, key, b"json.mset")
+    return OK
+
+
+def _merge(target, patch):
+    """RFC 7396 merge patch."""
+    if not isinstance(patch, dict):
+        return _copy(patch)
+    target = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        else:
+            target[k] = _merge(target.get(k), v)
+    return target
+
+
+@command("json.merge")
+def json_merge(c, argv):
+    key = argv[1]
+    path = _Path(argv[2])
+    i = 4
+    while i < len(argv):
+        if argv[i].upper() == b"FORMAT" and i + 1 < len(argv):
+            if argv[i + 1] not in (b"STRING", b"JSON", b"BSON"):
+                raise RedisError("ERR wrong format")
+            i += 2
+        else:
+            raise _SYNTAX
+    db = c.db
+    jv = db.lookup_write_typed(key, JsonValue)
+    value = _doc(argv[3])
+    if jv is None:
+        if not path.root:
+            raise _AT_ROOT
+        # a new document is the value as given (its nulls kept)
+        db.set_key(key, JsonValue(value), keepttl=True)
+        _done(c, key, b"json.merge")
+        return OK
+    if path.root:
+        jv.v = _merge(jv.v, value)
+        _done(c, key, b"json.merge")
+        return OK
+    found = [p for p, _ in path.run(jv.v)]
+    if found:
+        for p in found:
+            cur = _resolve(jv.v, p)
+            if cur is _MISSING:
+                continue
+            m = _merge(cur, value)
+            _check_depth(len(p), m)
+            _set_at(jv, p, m)
+        _done(c, key, b"json.merge")
+        return OK
+    found, adds = _set_targets(jv.v, path, True, False)
+    if not adds:
+        return null(c.resp)
+    # a new member takes the value as given
+    _apply_set(jv, value, [], adds)
+    _done(c, key, b"json.merge")
+    return OK
+
+
+# ---------------------------------------------------------------------------
+# JSON.GET / JSON.MGET / JSON.RESP / JSON.TYPE
+# ---------------------------------------------------------------------------
+
+_GET_OPTS = (b"INDENT", b"NEWLINE", b"SPACE")
+
+
+@command("json.get")
+def json_get(c, argv):
+    fmt = {}
+    paths = []
+    i = 2
+    n = len(argv)
+    while i < n:
+        a = argv[i]
+        u = a.upper() if len(a) <= 8 else a
+        if u in _GET_OPTS:
+            if i + 1 >= n:
+                raise _arity("json.get")
+            fmt[u] = _text(argv[i + 1])
+            i += 2
+            continue
+        if u == b"FORMAT":
+            if c.resp < 3 and not paths:
+                raise RedisError("ERR FORMAT argument is not supported on RESP2")
+            if i + 1 >= n:
+                raise _arity("json.get")
+            f = argv[i + 1].upper()
+            if f not in (b"STRING", b"EXPAND1", b"EXPAND"):
+                raise RedisError("ERR wrong reply format")
+            fmt[b"FORMAT"] = f
+            i += 2
+            continue
+        if u == b"NOESCAPE":
+            i += 1
+            continue
+        paths.append(_Path(a))
+        i += 1
+    if not paths:
+        paths.append(_Path(None))
+    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    if jv is None:
+        return null(c.resp)
+    ind, nl, sp = fmt.get(b"INDENT"), fmt.get(b"NEWLINE"), fmt.get(b"SPACE")
+    doc = jv.v
+    form = fmt.get(b"FORMAT", b"STRING")
+    if c.resp >= 3 and form != b"STRING":
+        # one array per path, of its matches as RESP3 values (legacy
+        # paths too)
+        expand = form == b"EXPAND"
+        return _arr([_arr([_resp3(c, v, expand, ind, nl, sp) for _, v in p.run(doc)]) for p in paths])
+    legacy = all(p.legacy for p in paths)
+    if len(paths) == 1:
+        p = paths[0]
+        res = p.run(doc)
+        if legacy:
+            if not res:
+                raise _NO_PATH
+            return _s(dumps(res[0][1], ind, nl, sp))
+        return _s(dumps([v for _, v in res], ind, nl, sp))
+    out = {}
+    names = _path_args(argv)
+    for p, name in zip(paths, names):
+        res = p.run(doc)
+        if legacy:
+            if not res:
+                raise _NO_PATH
+            out[name] = res[0][1]
+        else:
+            out[name] = [v for _, v in res]
+    return _s(dumps(out, ind, nl, sp))
+
+
+def _path_args(argv):
+    names = []
+    i = 2
+    while i < len(argv):
+        a = argv[i]
+        u = a.upper() if len(a) <= 8 else a
+        if u in _GET_OPTS or u == b"FORMAT":
+            i += 2
+            continue
+        if u == b"NOESCAPE":
+            i += 1
+            continue
+        names.append(_text(a))
+        i += 1
+    return names
+
+
+@command("json.mget")
+def json_mget(c, argv):
+    if len(argv) < 3:
+        raise _arity("json.mget")
+    path = _Path(argv[-1])
+    db = c.db
+    out = []
+    for key in argv[1:-1]:
+        v = db.lookup_read(key)
+        if v is None or v.__class__ is not JsonValue:
+            out.append(null(c.resp))
+            continue
+        res = path.run(v.v)
+        if path.legacy:
+            out.append(_s(dumps(res[0][1])) if res else null(c.resp))
+        else:
+            out.append(_s(dumps([x for _, x in res])))
+    return _arr(out)
+
+
+def _resp3(c, v, expand, ind=None, nl=None, sp=None) -> bytes:
+    """A value as RESP3 (FORMAT EXPAND: containers as arrays and maps;
+    EXPAND1: containers as their JSON text)."""
+    if v is None:
+        return null(c.resp)
+    if v is True or v is False:
+        return b"#t\r\n" if v else b"#f\r\n"
+    if isinstance(v, int):
+        return integer(v)
+    if isinstance(v, float):
+        return double(c.resp, v)
+    if isinstance(v, str):
+        return _s(v)
+    if not expand:
+        return _s(dumps(v, ind, nl, sp))
+    if isinstance(v, list):
+        return _arr([_resp3(c, x, True) for x in v])
+    return map_header(c.resp, len(v)) + b"".join(_s(k) + _resp3(c, x, True) for k, x in v.items())
+
+
+def _resp(c, v) -> bytes:
+    if v is None:
+        return null(c.resp)
+    if v is True or v is False:
+        return simple(b"true" if v else b"false")
+    if isinstance(v, int):
+        return integer(v)
+    if isinstance(v, float):
+        return double(c.resp, v)
+    if isinstance(v, str):
+        return _s(v)
+    if isinstance(v, list):
+        return array_header(len(v) + 1) + simple(b"[") + b"".join(_resp(c, x) for x in v)
+    parts = [simple(b"{")]
+    for k, x in v.items():
+        parts.append(_s(k))
+        parts.append(_resp(c, x))
+    return _arr(parts)
+
+
+@command("json.resp")
+def json_resp(c, argv):
+    if len(argv) > 3:
+        raise _arity("json.resp")
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    if jv is None:
+        return null(c.resp)
+    res = path.run(jv.v)
+    if path.legacy:
+        if not res:
+            raise _NO_PATH
+        return _resp(c, res[0][1])
+    return _arr([_resp(c, v) for _, v in res])
+
+
+@command("json.type")
+def json_type(c, argv):
+    if len(argv) > 3:
+        raise _arity("json.type")
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    if path.legacy:
+        if jv is None:
+            r = null(c.resp)
+        else:
+            res = path.run(jv.v)
+            r = _s(type_name(res[0][1])) if res else null(c.resp)
+    else:
+        if jv is None:
+            r = null(c.resp)
+        else:
+            r = _arr([_s(type_name(v)) for _, v in path.run(jv.v)])
+    if c.resp >= 3:
+        return array_header(1) + r
+    return r
+
+
+# ---------------------------------------------------------------------------
+# JSON.DEL / JSON.FORGET / JSON.CLEAR / JSON.TOGGLE
+# ---------------------------------------------------------------------------
+
+def _del(c, argv, name):
+    if len(argv) > 3:
+        raise _arity(name)
+    key = argv[1]
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    db = c.db
+    jv = db.lookup_write_typed(key, JsonValue)
+    if jv is None:
+        return integer(0)
+    if path.root:
+        deleted = 1
+    else:
+        found = _prune_nested([p for p, _ in path.run(jv.v) if p])
+        for p in _mutation_order(found):
+            parent = _parent(jv.v, p)
+            del parent[p[-1]]
+        deleted = len(found)
+    if deleted:
+        v = jv.v
+        # the whole document, or a container emptied by the deletion,
+        # goes with its key (RedisJSON deletes it; no "del" event)
+        if path.root or (isinstance(v, (dict, list)) and not v):
+            db.delete(key)
+        else:
+            db.signal(key)
+        notify.notify(_MODULE, b"json.del", key, db.id)
+        c.server.dirty += 1
+    return integer(deleted)
+
+
+@command("json.del")
+def json_del(c, argv):
+    return _del(c, argv, "json.del")
+
+
+@command("json.forget")
+def json_forget(c, argv):
+    return _del(c, argv, "json.forget")
+
+
+def _write_root(c, key):
+    jv = c.db.lookup_write_typed(key, JsonValue)
+    if jv is None:
+        raise _NO_KEY
+    return jv
+
+
+@command("json.clear")
+def json_clear(c, argv):
+    if len(argv) > 3:
+        raise _arity("json.clear")
+    key = argv[1]
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    jv = _write_root(c, key)
+    n = 0
+    for p, _ in path.run(jv.v):
+        v = _resolve(jv.v, p)
+        if isinstance(v, (dict, list)) and v:
+            v.clear()
+            n += 1
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0:
+            _set_at(jv, p, 0)
+            n += 1
+    if n:
+        _done(c, key, b"json.clear")
+    return integer(n)
+
+
+@command("json.toggle")
+def json_toggle(c, argv):
+    if len(argv) > 3:
+        raise _arity("json.toggle")
+    key = argv[1]
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    jv = _write_root(c, key)
+    res = path.run(jv.v)
+    if path.legacy:
+        hits = [p for p, v in res if v is True or v is False]
+        if not hits:
+            raise _path_or("not a bool")
+        last = None
+        for p in hits:
+            last = not _get_at(jv.v, p)
+            _set_at(jv, p, last)
+        _done(c, key, b"json.toggle")
+        return _s("true" if last else "false")
+    out = []
+    changed = False
+    for p, v in res:
+        if v is True or v is False:
+            _set_at(jv, p, not v)
+            out.append(integer(0 if v else 1))
+            changed = True
+        else:
+            out.append(null(c.resp))
+    if changed:
+        _done(c, key, b"json.toggle")
+    return _arr(out)
+
+
+# ---------------------------------------------------------------------------
+# JSON.NUMINCRBY / JSON.NUMMULTBY
+# ---------------------------------------------------------------------------
+
+def _isnum(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _num_text(v) -> str:
+    return dumps(v)
+
+
+def _int_op(op, v, by):
+    """The integer result of v op by, or None when it overflows (or, for
+    a power, when the exponent is negative or beyond 32 bits)."""
+    if op == "add":
+        r = v + by
+    elif op == "mul":
+        r = v * by
+    else:
+        if not 0 <= by < 1 << 32:
+            return None
+        if v in (0, 1, -1) or by == 0:
+            r = v ** (by if by < 2 else 2 + (by & 1))
+        elif by > 64:
+            return None
+        else:
+            r = v ** by
+    return r if I64_MIN <= r <= I64_MAX else None
+
+
+def _float_op(op, v, by):
+    try:
+        if op == "add":
+            r = v + by
+        elif op == "mul":
+            r = v * by
+        else:
+            r = math.pow(v, by)
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return None
+    return r if math.isfinite(r) else None
+
+
+def _num_op(c, argv, name, event, op):
+    if len(argv) != 4:
+        raise _arity(name)
+    key = argv[1]
+    path = _Path(argv[2])
+    jv = _write_root(c, key)
+    try:
+        by = parse(argv[3])
+    except JsonError as e:
+        raise RedisError("-" + str(e)) from None
+    if not _isnum(by):
+        raise RedisError("-bad input number")
+    res = path.run(jv.v)
+    results = []
+    for p, v in res:
+        if not _isnum(v):
+            results.append(None)
+            continue
+        if isinstance(v, int) and isinstance(by, int) and I64_MIN <= by <= I64_MAX:
+            r = _int_op(op, v, by)
+            if r is None:
+                raise _OVERFLOW
+        else:
+            r = _float_op(op, float(v), float(by))
+            if r is None:
+                raise _NOT_NUMBER
+        results.append(r)
+    hits = [(p, r) for (p, _), r in zip(res, results) if r is not None]
+    if path.legacy and c.resp < 3 and not hits:
+        raise _path_or("does not contains a number")
+    for p, r in hits:
+        _set_at(jv, p, r)
+    if hits:
+        _done(c, key, event)
+    if c.resp >= 3:
+        return _arr([_num_reply(c, r) for r in results])
+    if path.legacy:
+        return _s(_num_text(hits[-1][1]))
+    return _s(dumps(results))
+
+
+@command("json.numincrby")
+def json_numincrby(c, argv):
+    return _num_op(c, argv, "json.numincrby", b"json.numincrby", "add")
+
+
+@command("json.nummultby")
+def json_nummultby(c, argv):
+    return _num_op(c, argv, "json.nummultby", b"json.nummultby", "mul")
+
+
+@command("json.numpowby")
+def json_numpowby(c, argv):
+    return _num_op(c, argv, "json.numpowby", b"json.numpowby", "pow")
+
+
+# ---------------------------------------------------------------------------
+# JSON.STRAPPEND / JSON.STRLEN
+# ---------------------------------------------------------------------------
+
+@command("json.strappend")
+def json_strappend(c, argv):
+    if len(argv) > 4:
+        raise _arity("json.strappend")
+    key = argv[1]
+    if len(argv) == 4:
+        path, raw = _Path(argv[2]), argv[3]
+    else:
+        path, raw = _Path(None), argv[2]
+    jv = _write_root(c, key)
+    res = path.run(jv.v)
+    hits = [p for p, v in res if isinstance(v, str)]
+    if path.legacy and not hits:
+        raise _path_or("not a string")
+    if hits:
+        add = _doc(raw)
+        if not isinstance(add, str):
+            raise _expected("string")
+    out = []
+    for p, v in res:
+        if isinstance(v, str):
+            nv = _get_at(jv.v, p) + add
+            _set_at(jv, p, nv)
+            out.append(len(nv.encode("utf-8")))
+        else:
+            out.append(None)
+    if hits:
+        _done(c, key, b"json.strappend")
+    if path.legacy:
+        return integer([x for x in out if x is not None][-1])
+    return _arr([null(c.resp) if x is None else integer(x) for x in out])
+
+
+@command("json.strlen")
+def json_strlen(c, argv):
+    if len(argv) > 3:
+        raise _arity("json.strlen")
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    if path.legacy:
+        if jv is None:
+            return null(c.resp)
+        res = path.run(jv.v)
+        if not res:
+            raise _NO_PATH
+        v = res[0][1]
+        if not isinstance(v, str):
+            raise _expected("string")
+        return integer(len(v.encode("utf-8")))
+    if jv is None:
+        raise _NO_KEY
+    return _arr([integer(len(v.encode("utf-8"))) if isinstance(v, str) else null(c.resp)
+                 for _, v in path.run(jv.v)])
+
+
+# ---------------------------------------------------------------------------
+# arrays
+# ---------------------------------------------------------------------------
+
+def _array_targets(c, path, res, legacy_what="not an array"):
+    hits = [p for p, v in res if isinstance(v, list)]
+    if path.legacy and not hits:
+        raise _path_or(legacy_what)
+    return hits
+
+
+def _list_reply(c, path, res, vals):
+    """JSONPath's array of integers (nil where no array) or a legacy
+    path's last value."""
+    if path.legacy:
+        return integer(vals[-1])
+    out = []
+    it = iter(vals)
+    for _, v in res:
+        out.append(integer(next(it)) if isinstance(v, list) else null(c.resp))
+    return _arr(out)
+
+
+@command("json.arrappend")
+def json_arrappend(c, argv):
+    if len(argv) < 4:
+        raise _arity("json.arrappend")
+    key = argv[1]
+    path = _Path(argv[2])
+    values = [_doc(a) for a in argv[3:]]
+    jv = _write_root(c, key)
+    res = path.run(jv.v)
+    hits = _array_targets(c, path, res)
+    for p in hits:
+        for x in values:
+            _check_depth(len(p) + 1, x)
+    vals = []
+    for p in hits:
+        arr = _get_at(jv.v, p)
+        arr.extend(_copy(x) for x in values)
+        vals.append(len(arr))
+    if hits:
+        _done(c, key, b"json.arrappend")
+    return _list_reply(c, path, res, vals)
+
+
+def _norm_start(i, n):
+    return max(0, n + i) if i < 0 else min(i, n - 1)
+
+
+def _json_eq(a, b) -> bool:
+    # an integer never equals a float (RedisJSON compares the kinds first)
+    if type(a) is not type(b):
+        return False
+    return a == b
+
+
+@command("json.arrindex")
+def json_arrindex(c, argv):
+    if len(argv) < 4 or len(argv) > 6:
+        raise _arity("json.arrindex")
+    path = _Path(argv[2])
+    try:
+        want = parse(argv[3])
+    except JsonError as e:
+        raise RedisError("-" + str(e)) from None
+    start = _i64(argv[4]) if len(argv) > 4 else 0
+    end = _i64(argv[5]) if len(argv) > 5 else 0
+    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    if jv is None:
+        raise _NO_PATH
+
+    def find(arr):
+        n = len(arr)
+        if n == 0:
+            return -1
+        s = _norm_start(start, n)
+        e = n if end == 0 else (max(0, n + end) if end < 0 else min(end, n))
+        for i in range(s, e):
+            if _json_eq(arr[i], want):
+                return i
+        return -1
+
+    res = path.run(jv.v)
+    if path.legacy:
+        if not res:
+            raise _NO_PATH
+        v = res[0][1]
+        if not isinstance(v, list):
+            raise _expected("array")
+        return integer(find(v))
+    return _arr([integer(find(v)) if isinstance(v, list) else null(c.resp) for _, v in res])
+
+
+@command("json.arrinsert")
+def json_arrinsert(c, argv):
+    if len(argv) < 5:
+        raise _arity("json.arrinsert")
+    key = argv[1]
+    path = _Path(argv[2])
+    idx = _i64(argv[3])
+    values = [_doc(a) for a in argv[4:]]
+    jv = _write_root(c, key)
+    res = path.run(jv.v)
+    hits = _array_targets(c, path, res)
+    for p in hits:
+        arr = _get_at(jv.v, p)
+        n = len(arr)
+        j = n + idx if idx < 0 else idx
+        if not 0 <= j <= n:
+            raise RedisError("ERR index out of bounds")
+        for x in values:
+            _check_depth(len(p) + 1, x)
+    lens = {}
+    for p in _mutation_order(hits):
+        arr = _get_at(jv.v, p)
+        j = len(arr) + idx if idx < 0 else idx
+        arr[j:j] = [_copy(x) for x in values]
+        lens[tuple(p)] = len(arr)
+    vals = [lens[tuple(p)] for p in hits]
+    if hits:
+        _done(c, key, b"json.arrinsert")
+    if path.legacy:
+        return integer(lens[tuple(_mutation_order(hits)[-1])])
+    return _list_reply(c, path, res, vals)
+
+
+@command("json.arrlen")
+def json_arrlen(c, argv):
+    if len(argv) > 3:
+        raise _arity("json.arrlen")
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    if jv is None:
+        if path.legacy:
+            return null(c.resp)
+        raise _NO_KEY
+    res = path.run(jv.v)
+    if path.legacy:
+        if not res:
+            raise _NO_PATH
+        v = res[0][1]
+        if not isinstance(v, list):
+            raise _path_or("not an array")
+        return integer(len(v))
+    return _arr([integer(len(v)) if isinstance(v, list) else null(c.resp) for _, v in res])
+
+
+@command("json.arrpop")
+def json_arrpop(c, argv):
+    key = argv[1]
+    rest = list(argv[2:])
+    form = b"STRINGS"
+    if len(rest) >= 2 and rest[0].upper() == b"FORMAT":
+        form = rest[1].upper()
+        if form not in (b"STRINGS", b"EXPAND1", b"EXPAND"):
+            raise RedisError("ERR wrong reply format")
+        if c.resp < 3:
+            raise RedisError("ERR FORMAT argument is not supported on RESP2")
+        rest = rest[2:]
+    path = _Path(rest[0] if rest else None)
+    if len(rest) > 1:
+        index = try_int(rest[1])
+        if index is None:
+            index = -1
+    else:
+        index = I64_MAX if not rest else -1
+    if path.legacy and form != b"STRINGS":
+        raise RedisError("Legacy paths are supported only with FORMAT STRINGS")
+    jv = _write_root(c, key)
+    res = path.run(jv.v)
+    hits = _array_targets(c, path, res)
+    popped = {}
+    for p in _mutation_order(hits):
+        arr = _get_at(jv.v, p)
+        if arr:
+            popped[tuple(p)] = arr.pop(_norm_start(index, len(arr)))
+    if popped:
+        _done(c, key, b"json.arrpop")
+    if path.legacy:
+        last = tuple(_mutation_order(hits)[-1])
+        return _s(dumps(popped[last])) if last in popped else null(c.resp)
+    out = []
+    for p, v in res:
+        t = tuple(p)
+        if t not in popped:
+            out.append(null(c.resp))
+        elif form == b"STRINGS":
+            out.append(_s(dumps(popped[t])))
+        else:
+            out.append(_resp3(c, popped[t], form == b"EXPAND"))
+    return _arr(out)
+
+
+@command("json.arrtrim")
+def json_arrtrim(c, argv):
+    if len(argv) != 5:
+        raise _arity("json.arrtrim")
+    key = argv[1]
+    path = _Path(argv[2])
+    start = _i64(argv[3])
+    stop = _i64(argv[4])
+    jv = _write_root(c, key)
+    res = path.run(jv.v)
+    hits = _array_targets(c, path, res)
+    lens = {}
+    for p in _mutation_order(hits):
+        arr = _get_at(jv.v, p)
+        n = len(arr)
+        e = _norm_start(stop, n)
+        s = _norm_start(start, n) if (start < 0 or start < n) else e + 1
+        if s > e or n == 0:
+            del arr[:]
+        else:
+            arr[:] = arr[s:e + 1]
+        lens[tuple(p)] = len(arr)
+    vals = [lens[tuple(p)] for p in hits]
+    if hits:
+        _done(c, key, b"json.arrtrim")
+    if path.legacy:
+        return integer(lens[tuple(_mutation_order(hits)[-1])])
+    return _list_reply(c, path, res, vals)
+
+
+# ---------------------------------------------------------------------------
+# objects, JSON.DEBUG
+# ---------------------------------------------------------------------------
+
+@command("json.objkeys")
+def json_objkeys(c, argv):
+    if len(argv) > 3:
+        raise _arity("json.objkeys")
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+
+    def keys(v):
+        return _arr([_s(k) for k in v])
+
+    if path.legacy:
+        if jv is None:
+            return null(c.resp)
+        res = path.run(jv.v)
+        if not res:
+            return null(c.resp)
+        v = res[0][1]
+        if not isinstance(v, dict):
+            raise _path_or("not an object")
+        return keys(v)
+    if jv is None:
+        raise _NO_KEY
+    return _arr([keys(v) if isinstance(v, dict) else null(c.resp) for _, v in path.run(jv.v)])
+
+
+@command("json.objlen")
+def json_objlen(c, argv):
+    if len(argv) > 3:
+        raise _arity("json.objlen")
+    path = _Path(argv[2] if len(argv) > 2 else None)
+    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    if path.legacy:
+        if jv is None:
+            return null(c.resp)
+        res = path.run(jv.v)
+        if not res:
+            return null(c.resp)
+        v = res[0][1]
+        if not isinstance(v, dict):
+            raise _expected("object")
+        return integer(len(v))
+    if jv is None:
+        raise _path_or("not an object")
+    return _arr([integer(len(v)) if isinstance(v, dict) else null(c.resp) for _, v in path.run(jv.v)])
+
+
+@command("json.debug")
+def json_debug(c, argv):
+    sub = argv[1].upper()
+    if sub == b"MEMORY":
+        if len(argv) < 3 or len(argv) > 4:
+            raise _arity("json.debug|memory")
+        path = _Path(argv[3] if len(argv) > 3 else None)
+        jv = c.db.lookup_read_typed(argv[2], JsonValue)
+        if path.legacy:
+            if jv is None:
+                return integer(0)
+            res = path.run(jv.v)
+            if not res:
+                raise _NO_PATH
+            return integer(memory(res[0][1]))
+        if jv is None:
+            return array_header(0)
+        return _arr([integer(memory(v)) for _, v in path.run(jv.v)])
+    if sub == b"HELP":
+        return _arr([_s("MEMORY <key> [path] - reports memory usage"),
+                     _s("HELP                - this message")])
+    raise RedisError("ERR unknown subcommand - try `JSON.DEBUG HELP`")
