@@ -183,6 +183,31 @@ def _num_reply(c, v) -> bytes:
     return double(c.resp, v)
 
 
+def _read_each(c, path, jv, kind, reply, no_key, legacy_no_key, no_match, wrong):
+    """The reply of a read of the values of one kind at path: a legacy
+    path's one match as reply(value), a JSONPath's array of them with nil
+    where a match is of another kind.  no_key (JSONPath) and legacy_no_key
+    are what a missing key gives, no_match what a legacy path without a
+    match gives: an error to raise, or None for a nil reply; wrong is the
+    error of a legacy match of another kind."""
+    if jv is None:
+        err = legacy_no_key if path.legacy else no_key
+        if err is None:
+            return null(c.resp)
+        raise err
+    res = path.run(jv.v)
+    if path.legacy:
+        if not res:
+            if no_match is None:
+                return null(c.resp)
+            raise no_match
+        v = res[0][1]
+        if not isinstance(v, kind):
+            raise wrong
+        return reply(v)
+    return _arr([reply(v) if isinstance(v, kind) else null(c.resp) for _, v in res])
+
+
 # ---------------------------------------------------------------------------
 # JSON.SET / JSON.MSET / JSON.MERGE
 # ---------------------------------------------------------------------------
@@ -543,14 +568,8 @@ def json_resp(c, argv):
         raise _arity("json.resp")
     path = _Path(argv[2] if len(argv) > 2 else None)
     jv = c.db.lookup_read_typed(argv[1], JsonValue)
-    if jv is None:
-        return null(c.resp)
-    res = path.run(jv.v)
-    if path.legacy:
-        if not res:
-            raise _NO_PATH
-        return _resp(c, res[0][1])
-    return _arr([_resp(c, v) for _, v in res])
+    # every value is an object: no match is of the wrong kind
+    return _read_each(c, path, jv, object, lambda v: _resp(c, v), None, None, _NO_PATH, None)
 
 
 @command("json.type")
@@ -822,20 +841,8 @@ def json_strlen(c, argv):
         raise _arity("json.strlen")
     path = _Path(argv[2] if len(argv) > 2 else None)
     jv = c.db.lookup_read_typed(argv[1], JsonValue)
-    if path.legacy:
-        if jv is None:
-            return null(c.resp)
-        res = path.run(jv.v)
-        if not res:
-            raise _NO_PATH
-        v = res[0][1]
-        if not isinstance(v, str):
-            raise _expected("string")
-        return integer(len(v.encode("utf-8")))
-    if jv is None:
-        raise _NO_KEY
-    return _arr([integer(len(v.encode("utf-8"))) if isinstance(v, str) else null(c.resp)
-                 for _, v in path.run(jv.v)])
+    return _read_each(c, path, jv, str, lambda v: integer(len(v.encode("utf-8"))),
+                      _NO_KEY, None, _NO_PATH, _expected("string"))
 
 
 # ---------------------------------------------------------------------------
@@ -907,8 +914,6 @@ def json_arrindex(c, argv):
     start = _i64(argv[4]) if len(argv) > 4 else 0
     end = _i64(argv[5]) if len(argv) > 5 else 0
     jv = c.db.lookup_read_typed(argv[1], JsonValue)
-    if jv is None:
-        raise _NO_PATH
 
     def find(arr):
         n = len(arr)
@@ -921,15 +926,8 @@ def json_arrindex(c, argv):
                 return i
         return -1
 
-    res = path.run(jv.v)
-    if path.legacy:
-        if not res:
-            raise _NO_PATH
-        v = res[0][1]
-        if not isinstance(v, list):
-            raise _expected("array")
-        return integer(find(v))
-    return _arr([integer(find(v)) if isinstance(v, list) else null(c.resp) for _, v in res])
+    return _read_each(c, path, jv, list, lambda v: integer(find(v)),
+                      _NO_PATH, _NO_PATH, _NO_PATH, _expected("array"))
 
 
 @command("json.arrinsert")
@@ -971,19 +969,8 @@ def json_arrlen(c, argv):
         raise _arity("json.arrlen")
     path = _Path(argv[2] if len(argv) > 2 else None)
     jv = c.db.lookup_read_typed(argv[1], JsonValue)
-    if jv is None:
-        if path.legacy:
-            return null(c.resp)
-        raise _NO_KEY
-    res = path.run(jv.v)
-    if path.legacy:
-        if not res:
-            raise _NO_PATH
-        v = res[0][1]
-        if not isinstance(v, list):
-            raise _path_or("not an array")
-        return integer(len(v))
-    return _arr([integer(len(v)) if isinstance(v, list) else null(c.resp) for _, v in res])
+    return _read_each(c, path, jv, list, lambda v: integer(len(v)),
+                      _NO_KEY, None, _NO_PATH, _path_or("not an array"))
 
 
 @command("json.arrpop")
@@ -1072,23 +1059,8 @@ def json_objkeys(c, argv):
         raise _arity("json.objkeys")
     path = _Path(argv[2] if len(argv) > 2 else None)
     jv = c.db.lookup_read_typed(argv[1], JsonValue)
-
-    def keys(v):
-        return _arr([_s(k) for k in v])
-
-    if path.legacy:
-        if jv is None:
-            return null(c.resp)
-        res = path.run(jv.v)
-        if not res:
-            return null(c.resp)
-        v = res[0][1]
-        if not isinstance(v, dict):
-            raise _path_or("not an object")
-        return keys(v)
-    if jv is None:
-        raise _NO_KEY
-    return _arr([keys(v) if isinstance(v, dict) else null(c.resp) for _, v in path.run(jv.v)])
+    return _read_each(c, path, jv, dict, lambda v: _arr([_s(k) for k in v]),
+                      _NO_KEY, None, None, _path_or("not an object"))
 
 
 @command("json.objlen")
@@ -1097,19 +1069,8 @@ def json_objlen(c, argv):
         raise _arity("json.objlen")
     path = _Path(argv[2] if len(argv) > 2 else None)
     jv = c.db.lookup_read_typed(argv[1], JsonValue)
-    if path.legacy:
-        if jv is None:
-            return null(c.resp)
-        res = path.run(jv.v)
-        if not res:
-            return null(c.resp)
-        v = res[0][1]
-        if not isinstance(v, dict):
-            raise _expected("object")
-        return integer(len(v))
-    if jv is None:
-        raise _path_or("not an object")
-    return _arr([integer(len(v)) if isinstance(v, dict) else null(c.resp) for _, v in path.run(jv.v)])
+    return _read_each(c, path, jv, dict, lambda v: integer(len(v)),
+                      _path_or("not an object"), None, None, _expected("object"))
 
 
 @command("json.debug")
