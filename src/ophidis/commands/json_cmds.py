@@ -645,6 +645,22 @@ def _write_root(c, key):
     return jv
 
 
+def _write_targets(c, key, path, kind, what):
+    """The document to write (its key must exist), the matches of path and
+    the paths of those of the given kind; a legacy path must have one
+    (else "Path does not exist or <what>")."""
+    jv = _write_root(c, key)
+    res = path.run(jv.v)
+    hits = [p for p, v in res if isinstance(v, kind)]
+    if path.legacy and not hits:
+        raise _path_or(what)
+    return jv, res, hits
+
+
+def _array_targets(c, key, path):
+    return _write_targets(c, key, path, list, "not an array")
+
+
 @command("json.clear")
 def json_clear(c, argv):
     if len(argv) > 3:
@@ -811,11 +827,7 @@ def json_strappend(c, argv):
         path, raw = _Path(argv[2]), argv[3]
     else:
         path, raw = _Path(None), argv[2]
-    jv = _write_root(c, key)
-    res = path.run(jv.v)
-    hits = [p for p, v in res if isinstance(v, str)]
-    if path.legacy and not hits:
-        raise _path_or("not a string")
+    jv, res, hits = _write_targets(c, key, path, str, "not a string")
     if hits:
         add = _doc(raw)
         if not isinstance(add, str):
@@ -849,13 +861,6 @@ def json_strlen(c, argv):
 # arrays
 # ---------------------------------------------------------------------------
 
-def _array_targets(c, path, res, legacy_what="not an array"):
-    hits = [p for p, v in res if isinstance(v, list)]
-    if path.legacy and not hits:
-        raise _path_or(legacy_what)
-    return hits
-
-
 def _list_reply(c, path, res, vals):
     """JSONPath's array of integers (nil where no array) or a legacy
     path's last value."""
@@ -868,6 +873,18 @@ def _list_reply(c, path, res, vals):
     return _arr(out)
 
 
+def _lens_reply(c, key, event, path, res, hits, lens):
+    """After a write in mutation order that left lens[tuple(p)] the length
+    of each array hit: the event when anything was hit, then the reply (a
+    legacy path's is the length of the array written last)."""
+    vals = [lens[tuple(p)] for p in hits]
+    if hits:
+        _done(c, key, event)
+    if path.legacy:
+        return integer(lens[tuple(_mutation_order(hits)[-1])])
+    return _list_reply(c, path, res, vals)
+
+
 @command("json.arrappend")
 def json_arrappend(c, argv):
     if len(argv) < 4:
@@ -875,9 +892,7 @@ def json_arrappend(c, argv):
     key = argv[1]
     path = _Path(argv[2])
     values = [_doc(a) for a in argv[3:]]
-    jv = _write_root(c, key)
-    res = path.run(jv.v)
-    hits = _array_targets(c, path, res)
+    jv, res, hits = _array_targets(c, key, path)
     for p in hits:
         for x in values:
             _check_depth(len(p) + 1, x)
@@ -938,9 +953,7 @@ def json_arrinsert(c, argv):
     path = _Path(argv[2])
     idx = _i64(argv[3])
     values = [_doc(a) for a in argv[4:]]
-    jv = _write_root(c, key)
-    res = path.run(jv.v)
-    hits = _array_targets(c, path, res)
+    jv, res, hits = _array_targets(c, key, path)
     for p in hits:
         arr = _get_at(jv.v, p)
         n = len(arr)
@@ -955,12 +968,7 @@ def json_arrinsert(c, argv):
         j = len(arr) + idx if idx < 0 else idx
         arr[j:j] = [_copy(x) for x in values]
         lens[tuple(p)] = len(arr)
-    vals = [lens[tuple(p)] for p in hits]
-    if hits:
-        _done(c, key, b"json.arrinsert")
-    if path.legacy:
-        return integer(lens[tuple(_mutation_order(hits)[-1])])
-    return _list_reply(c, path, res, vals)
+    return _lens_reply(c, key, b"json.arrinsert", path, res, hits, lens)
 
 
 @command("json.arrlen")
@@ -994,9 +1002,7 @@ def json_arrpop(c, argv):
         index = I64_MAX if not rest else -1
     if path.legacy and form != b"STRINGS":
         raise RedisError("Legacy paths are supported only with FORMAT STRINGS")
-    jv = _write_root(c, key)
-    res = path.run(jv.v)
-    hits = _array_targets(c, path, res)
+    jv, res, hits = _array_targets(c, key, path)
     popped = {}
     for p in _mutation_order(hits):
         arr = _get_at(jv.v, p)
@@ -1027,9 +1033,7 @@ def json_arrtrim(c, argv):
     path = _Path(argv[2])
     start = _i64(argv[3])
     stop = _i64(argv[4])
-    jv = _write_root(c, key)
-    res = path.run(jv.v)
-    hits = _array_targets(c, path, res)
+    jv, res, hits = _array_targets(c, key, path)
     lens = {}
     for p in _mutation_order(hits):
         arr = _get_at(jv.v, p)
@@ -1041,12 +1045,7 @@ def json_arrtrim(c, argv):
         else:
             arr[:] = arr[s:e + 1]
         lens[tuple(p)] = len(arr)
-    vals = [lens[tuple(p)] for p in hits]
-    if hits:
-        _done(c, key, b"json.arrtrim")
-    if path.legacy:
-        return integer(lens[tuple(_mutation_order(hits)[-1])])
-    return _list_reply(c, path, res, vals)
+    return _lens_reply(c, key, b"json.arrtrim", path, res, hits, lens)
 
 
 # ---------------------------------------------------------------------------
