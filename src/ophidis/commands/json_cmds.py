@@ -764,10 +764,7 @@ def _num_op(c, argv, name, event, op):
     key = argv[1]
     path = _Path(argv[2])
     jv = _write_root(c, key)
-    try:
-        by = parse(argv[3])
-    except JsonError as e:
-        raise RedisError("-" + str(e)) from None
+    by = _doc(argv[3])
     if not _isnum(by):
         raise RedisError("-bad input number")
     res = path.run(jv.v)
@@ -922,10 +919,7 @@ def json_arrindex(c, argv):
     if len(argv) < 4 or len(argv) > 6:
         raise _arity("json.arrindex")
     path = _Path(argv[2])
-    try:
-        want = parse(argv[3])
-    except JsonError as e:
-        raise RedisError("-" + str(e)) from None
+    want = _doc(argv[3])
     start = _i64(argv[4]) if len(argv) > 4 else 0
     end = _i64(argv[5]) if len(argv) > 5 else 0
     jv = c.db.lookup_read_typed(argv[1], JsonValue)
