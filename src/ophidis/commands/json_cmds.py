@@ -82,6 +82,20 @@ class _Path:
         return self.q.run(doc)
 
 
+def _opt_path(argv, name: str) -> _Path:
+    """The path of a ``<key> [path]`` command; left out, the root as a
+    legacy path."""
+    if len(argv) > 3:
+        raise _arity(name)
+    return _Path(argv[2] if len(argv) > 2 else None)
+
+
+def _read_doc(c, argv, name: str):
+    """A ``<key> [path]`` read's path and document (None when no key)."""
+    path = _opt_path(argv, name)
+    return path, c.db.lookup_read_typed(argv[1], JsonValue)
+
+
 def _i64(b: bytes) -> int:
     return parse_int(b, _BAD_INT)
 
@@ -564,20 +578,14 @@ def _resp(c, v) -> bytes:
 
 @command("json.resp")
 def json_resp(c, argv):
-    if len(argv) > 3:
-        raise _arity("json.resp")
-    path = _Path(argv[2] if len(argv) > 2 else None)
-    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    path, jv = _read_doc(c, argv, "json.resp")
     # every value is an object: no match is of the wrong kind
     return _read_each(c, path, jv, object, lambda v: _resp(c, v), None, None, _NO_PATH, None)
 
 
 @command("json.type")
 def json_type(c, argv):
-    if len(argv) > 3:
-        raise _arity("json.type")
-    path = _Path(argv[2] if len(argv) > 2 else None)
-    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    path, jv = _read_doc(c, argv, "json.type")
     if path.legacy:
         if jv is None:
             r = null(c.resp)
@@ -599,10 +607,8 @@ def json_type(c, argv):
 # ---------------------------------------------------------------------------
 
 def _del(c, argv, name):
-    if len(argv) > 3:
-        raise _arity(name)
     key = argv[1]
-    path = _Path(argv[2] if len(argv) > 2 else None)
+    path = _opt_path(argv, name)
     db = c.db
     jv = db.lookup_write_typed(key, JsonValue)
     if jv is None:
@@ -663,10 +669,8 @@ def _array_targets(c, key, path):
 
 @command("json.clear")
 def json_clear(c, argv):
-    if len(argv) > 3:
-        raise _arity("json.clear")
     key = argv[1]
-    path = _Path(argv[2] if len(argv) > 2 else None)
+    path = _opt_path(argv, "json.clear")
     jv = _write_root(c, key)
     n = 0
     for p, _ in path.run(jv.v):
@@ -684,10 +688,8 @@ def json_clear(c, argv):
 
 @command("json.toggle")
 def json_toggle(c, argv):
-    if len(argv) > 3:
-        raise _arity("json.toggle")
     key = argv[1]
-    path = _Path(argv[2] if len(argv) > 2 else None)
+    path = _opt_path(argv, "json.toggle")
     jv = _write_root(c, key)
     res = path.run(jv.v)
     if path.legacy:
@@ -846,10 +848,7 @@ def json_strappend(c, argv):
 
 @command("json.strlen")
 def json_strlen(c, argv):
-    if len(argv) > 3:
-        raise _arity("json.strlen")
-    path = _Path(argv[2] if len(argv) > 2 else None)
-    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    path, jv = _read_doc(c, argv, "json.strlen")
     return _read_each(c, path, jv, str, lambda v: integer(len(v.encode("utf-8"))),
                       _NO_KEY, None, _NO_PATH, _expected("string"))
 
@@ -967,10 +966,7 @@ def json_arrinsert(c, argv):
 
 @command("json.arrlen")
 def json_arrlen(c, argv):
-    if len(argv) > 3:
-        raise _arity("json.arrlen")
-    path = _Path(argv[2] if len(argv) > 2 else None)
-    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    path, jv = _read_doc(c, argv, "json.arrlen")
     return _read_each(c, path, jv, list, lambda v: integer(len(v)),
                       _NO_KEY, None, _NO_PATH, _path_or("not an array"))
 
@@ -1048,20 +1044,14 @@ def json_arrtrim(c, argv):
 
 @command("json.objkeys")
 def json_objkeys(c, argv):
-    if len(argv) > 3:
-        raise _arity("json.objkeys")
-    path = _Path(argv[2] if len(argv) > 2 else None)
-    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    path, jv = _read_doc(c, argv, "json.objkeys")
     return _read_each(c, path, jv, dict, lambda v: _arr([_s(k) for k in v]),
                       _NO_KEY, None, None, _path_or("not an object"))
 
 
 @command("json.objlen")
 def json_objlen(c, argv):
-    if len(argv) > 3:
-        raise _arity("json.objlen")
-    path = _Path(argv[2] if len(argv) > 2 else None)
-    jv = c.db.lookup_read_typed(argv[1], JsonValue)
+    path, jv = _read_doc(c, argv, "json.objlen")
     return _read_each(c, path, jv, dict, lambda v: integer(len(v)),
                       _path_or("not an object"), None, None, _expected("object"))
 
