@@ -437,6 +437,7 @@ _GET_OPTS = (b"INDENT", b"NEWLINE", b"SPACE")
 def json_get(c, argv):
     fmt = {}
     paths = []
+    names = []
     i = 2
     n = len(argv)
     while i < n:
@@ -462,6 +463,8 @@ def json_get(c, argv):
         if u == b"NOESCAPE":
             i += 1
             continue
+        # the path as given names its entry in a multi-path reply
+        names.append(_text(a))
         paths.append(_Path(a))
         i += 1
     if not paths:
@@ -487,7 +490,6 @@ def json_get(c, argv):
             return _s(dumps(res[0][1], ind, nl, sp))
         return _s(dumps([v for _, v in res], ind, nl, sp))
     out = {}
-    names = _path_args(argv)
     for p, name in zip(paths, names):
         res = p.run(doc)
         if legacy:
@@ -497,23 +499,6 @@ def json_get(c, argv):
         else:
             out[name] = [v for _, v in res]
     return _s(dumps(out, ind, nl, sp))
-
-
-def _path_args(argv):
-    names = []
-    i = 2
-    while i < len(argv):
-        a = argv[i]
-        u = a.upper() if len(a) <= 8 else a
-        if u in _GET_OPTS or u == b"FORMAT":
-            i += 2
-            continue
-        if u == b"NOESCAPE":
-            i += 1
-            continue
-        names.append(_text(a))
-        i += 1
-    return names
 
 
 @command("json.mget")
