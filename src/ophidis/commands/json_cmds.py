@@ -279,6 +279,22 @@ def _check_depth(at: int, value):
 _FPHA = {b"BF16", b"FP16", b"FP32", b"FP64"}
 
 
+def _check_format(b: bytes):
+    """The value of JSON.SET's and JSON.MERGE's FORMAT (case counts)."""
+    if b not in (b"STRING", b"JSON", b"BSON"):
+        raise RedisError("ERR wrong format")
+
+
+def _create(c, key, path: _Path, value, event: bytes):
+    """A write to a key that does not exist: a new document, made only at
+    the root."""
+    if not path.root:
+        raise _AT_ROOT
+    c.db.set_key(key, JsonValue(value), keepttl=True)
+    _done(c, key, event)
+    return OK
+
+
 @command("json.set")
 def json_set(c, argv):
     key = argv[1]
@@ -296,8 +312,7 @@ def json_set(c, argv):
             if i + 1 >= len(argv):
                 raise _arity("json.set")
             i += 1
-            if argv[i] not in (b"STRING", b"JSON", b"BSON"):
-                raise RedisError("ERR wrong format")
+            _check_format(argv[i])
         elif a == b"FPHA":
             if i + 1 >= len(argv):
                 raise _arity("json.set")
@@ -313,11 +328,7 @@ def json_set(c, argv):
     if jv is None:
         if xx:
             return null(c.resp)
-        if not path.root:
-            raise _AT_ROOT
-        db.set_key(key, JsonValue(value), keepttl=True)
-        _done(c, key, b"json.set")
-        return OK
+        return _create(c, key, path, value, b"json.set")
     if path.root:
         if nx:
             return null(c.resp)
@@ -387,8 +398,7 @@ def json_merge(c, argv):
     i = 4
     while i < len(argv):
         if argv[i].upper() == b"FORMAT" and i + 1 < len(argv):
-            if argv[i + 1] not in (b"STRING", b"JSON", b"BSON"):
-                raise RedisError("ERR wrong format")
+            _check_format(argv[i + 1])
             i += 2
         else:
             raise _SYNTAX
@@ -396,12 +406,8 @@ def json_merge(c, argv):
     jv = db.lookup_write_typed(key, JsonValue)
     value = _doc(argv[3])
     if jv is None:
-        if not path.root:
-            raise _AT_ROOT
         # a new document is the value as given (its nulls kept)
-        db.set_key(key, JsonValue(value), keepttl=True)
-        _done(c, key, b"json.merge")
-        return OK
+        return _create(c, key, path, value, b"json.merge")
     if path.root:
         jv.v = _merge(jv.v, value)
         _done(c, key, b"json.merge")
