@@ -527,19 +527,33 @@ def json_mget(c, argv):
     return _arr(out)
 
 
-def _resp3(c, v, expand, ind=None, nl=None, sp=None) -> bytes:
-    """A value as RESP3 (FORMAT EXPAND: containers as arrays and maps;
-    EXPAND1: containers as their JSON text)."""
+# the replies of false and true: RESP3 booleans, or JSON.RESP's simple strings
+_RESP3_BOOLS = (b"#f\r\n", b"#t\r\n")
+_RESP_BOOLS = (simple(b"false"), simple(b"true"))
+
+
+def _scalar(c, v, bools):
+    """The reply of a scalar (bools: those of false and true), or None
+    for an array or object."""
     if v is None:
         return null(c.resp)
     if v is True or v is False:
-        return b"#t\r\n" if v else b"#f\r\n"
+        return bools[1] if v else bools[0]
     if isinstance(v, int):
         return integer(v)
     if isinstance(v, float):
         return double(c.resp, v)
     if isinstance(v, str):
         return _s(v)
+    return None
+
+
+def _resp3(c, v, expand, ind=None, nl=None, sp=None) -> bytes:
+    """A value as RESP3 (FORMAT EXPAND: containers as arrays and maps;
+    EXPAND1: containers as their JSON text)."""
+    r = _scalar(c, v, _RESP3_BOOLS)
+    if r is not None:
+        return r
     if not expand:
         return _s(dumps(v, ind, nl, sp))
     if isinstance(v, list):
@@ -548,16 +562,9 @@ def _resp3(c, v, expand, ind=None, nl=None, sp=None) -> bytes:
 
 
 def _resp(c, v) -> bytes:
-    if v is None:
-        return null(c.resp)
-    if v is True or v is False:
-        return simple(b"true" if v else b"false")
-    if isinstance(v, int):
-        return integer(v)
-    if isinstance(v, float):
-        return double(c.resp, v)
-    if isinstance(v, str):
-        return _s(v)
+    r = _scalar(c, v, _RESP_BOOLS)
+    if r is not None:
+        return r
     if isinstance(v, list):
         return array_header(len(v) + 1) + simple(b"[") + b"".join(_resp(c, x) for x in v)
     parts = [simple(b"{")]
