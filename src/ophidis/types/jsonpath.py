@@ -13,6 +13,7 @@ value) pairs, a path being the list of object keys (str) and array indexes
 from __future__ import annotations
 
 import re
+from functools import partialmethod
 
 
 class PathError(Exception):
@@ -318,23 +319,22 @@ class _P:
         return ("idx", idx)
 
     # filter expressions
-    def expr(self):
-        left = self.and_()
+    def chain(self, op, name, operand):
+        """The method operand's parse, then (op operand)*, grouped from the
+        left as (name, left, right)."""
+        parse = getattr(self, operand)
+        left = parse()
         while True:
             self.ws()
-            if self.eat("||"):
-                left = ("or", left, self.and_())
+            if self.eat(op):
+                left = (name, left, parse())
             else:
                 return left
 
-    def and_(self):
-        left = self.unary()
-        while True:
-            self.ws()
-            if self.eat("&&"):
-                left = ("and", left, self.unary())
-            else:
-                return left
+    # partial methods, so that a level of nesting costs as many Python
+    # frames (and meets the recursion limit as soon) as before
+    expr = partialmethod(chain, "||", "or", "and_")
+    and_ = partialmethod(chain, "&&", "and", "unary")
 
     def unary(self):
         self.ws()
