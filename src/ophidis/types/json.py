@@ -228,18 +228,25 @@ def cbor_decode(data: bytes):
     return v
 
 
+# CBOR's additional information 24..27: a 1, 2, 4 or 8 byte big-endian
+# argument that follows; under major type 7, 25..27 a half, single or double
+_CBOR_UINT = {24: struct.Struct(">B"), 25: struct.Struct(">H"), 26: struct.Struct(">I"),
+              27: struct.Struct(">Q")}
+_CBOR_FLOAT = {25: struct.Struct(">e"), 26: struct.Struct(">f"), 27: struct.Struct(">d")}
+
+
+def _cbor_fixed(b, p, st):
+    """The value st reads at p, and the position after it."""
+    return st.unpack_from(b, p)[0], p + st.size
+
+
 def _cbor_arg(b, p, info):
     if info < 24:
         return info, p
-    if info == 24:
-        return b[p], p + 1
-    if info == 25:
-        return struct.unpack_from(">H", b, p)[0], p + 2
-    if info == 26:
-        return struct.unpack_from(">I", b, p)[0], p + 4
-    if info == 27:
-        return struct.unpack_from(">Q", b, p)[0], p + 8
-    raise ValueError("indefinite or reserved length")
+    st = _CBOR_UINT.get(info)
+    if st is None:
+        raise ValueError("indefinite or reserved length")
+    return _cbor_fixed(b, p, st)
 
 
 def _cbor(b, p, depth):
@@ -255,13 +262,10 @@ def _cbor(b, p, depth):
             return True, p
         if info == 22:
             return None, p
-        if info == 25:
-            return struct.unpack_from(">e", b, p)[0], p + 2
-        if info == 26:
-            return struct.unpack_from(">f", b, p)[0], p + 4
-        if info == 27:
-            return struct.unpack_from(">d", b, p)[0], p + 8
-        raise ValueError("simple value")
+        st = _CBOR_FLOAT.get(info)
+        if st is None:
+            raise ValueError("simple value")
+        return _cbor_fixed(b, p, st)
     n, p = _cbor_arg(b, p, info)
     if major == 0:
         return n, p
