@@ -519,6 +519,8 @@ def test_replica_readers_see_expired_fields_gone_until_the_master_deletes(start_
     mc.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 0)
     mc.hset("h", mapping={"a": "1", "b": "2"})
     mc.execute_command("HPEXPIRE", "h", 30, "FIELDS", 1, "a")
+    mc.set("marker", "1")       # the replica has the hash and its TTL once it has this
+    wait_until(lambda: rc.get("marker") == b"1", what="the replica's copy")
     wait_until(lambda: rc.execute_command("HTTL", "h", "FIELDS", 1, "a") == [-2], what="the TTL on the replica")
     assert rc.hget("h", "a") is None and rc.hgetall("h") == {b"b": b"2"}
     assert rc.hlen("h") == 2                    # nothing deleted by the replica
