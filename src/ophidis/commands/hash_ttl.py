@@ -299,6 +299,18 @@ def _options(argv, name, flag, now, per, conds):
     raise _NO_FIELDS
 
 
+def _lazy_expired(c, key, h, f, expired):
+    """HGETDEL/HGETEX: field f expired on this read?  hfe.lazy_field's code
+    (0 no; 1 deleted; 2 the key went with it; 3 expired but stays), the
+    deleted field added to ``expired`` (the events are sent once, after)."""
+    if h.ttl is None:
+        return 0
+    r = hfe.lazy_field(c, key, h, f, False)
+    if r and r != 3:
+        expired.append(f)
+    return r
+
+
 @command("hgetdel")
 def hgetdel(c, argv):
     db = c.db
@@ -316,14 +328,11 @@ def hgetdel(c, argv):
         if removed:
             out.append(c.null)
             continue
-        if h.ttl is not None:
-            r = hfe.lazy_field(c, key, h, f, False)
-            if r:
-                if r != 3:
-                    expired.append(f)
-                    removed = r == 2
-                out.append(c.null)
-                continue
+        r = _lazy_expired(c, key, h, f, expired)
+        if r:
+            removed = r == 2
+            out.append(c.null)
+            continue
         v = h.get(f)
         if v is None:
             out.append(c.null)
@@ -367,14 +376,11 @@ def hgetex(c, argv):
         if removed:
             out.append(c.null)
             continue
-        if h.ttl is not None:
-            r = hfe.lazy_field(c, key, h, f, False)
-            if r:
-                if r != 3:
-                    expired.append(f)
-                    removed = r == 2
-                out.append(c.null)
-                continue
+        r = _lazy_expired(c, key, h, f, expired)
+        if r:
+            removed = r == 2
+            out.append(c.null)
+            continue
         v = h.get(f)
         out.append(_bulk_or_null(c, v))
         if v is not None:
