@@ -23,6 +23,7 @@ import resource
 import time
 from random import random
 
+from .cluster.slot_stats import request_bytes
 from .cluster.slots import key_hash_slot
 from .cmdtable.keys import get_keys
 from .cmdtable.registry import WRAPPERS, rewrap
@@ -32,15 +33,6 @@ NET = 2
 NSLOTS = 16384
 
 _perf_ns = time.perf_counter_ns
-
-
-def _request_bytes(argv) -> int:
-    """The size of argv as a RESP multibulk request."""
-    n = 3 + len(str(len(argv)))
-    for a in argv:
-        la = len(a)
-        n += la + 5 + len(str(la))
-    return n
 
 
 class Session:
@@ -184,7 +176,7 @@ class HotKeys:
                 us = (_perf_ns() - t0) // 1000
                 keys = get_keys(cmd, argv)
                 if keys:
-                    nbytes = _request_bytes(argv)
+                    nbytes = request_bytes(argv)
                     if r:
                         nbytes += len(r)
                     s.record(keys, key_hash_slot(keys[0]) if s.slotset is not None else 0, us, nbytes)
