@@ -78,6 +78,15 @@ class Session:
         table.clear()
         table.update(keep)
 
+    def _charge(self, table, keys, per):
+        """Add ``per`` to each key's sum (nothing when the share is 0),
+        pruning the table once it passes 1000 x K entries."""
+        if per:
+            for k in keys:
+                table[k] = table.get(k, 0) + per
+            if len(table) > self.count * 1000:
+                self._prune(table)
+
     def record(self, keys, slot, us, nbytes):
         n = len(keys)
         self.time_all += us
@@ -92,23 +101,12 @@ class Session:
                 self.net_sampled += nbytes
         if not (selected and sampled):
             return
-        cpu = self.cpu
-        if cpu is not None:
-            per = us // n
-            if per:
-                for k in keys:
-                    cpu[k] = cpu.get(k, 0) + per
-                if len(cpu) > self.count * 1000:
-                    self._prune(cpu)
-        net = self.net
-        if net is not None:
+        if self.cpu is not None:
+            self._charge(self.cpu, keys, us // n)
+        if self.net is not None:
             per = nbytes // n
-            if per:
-                for k in keys:
-                    net[k] = net.get(k, 0) + per
-                self.net_total += per * n
-                if len(net) > self.count * 1000:
-                    self._prune(net)
+            self._charge(self.net, keys, per)
+            self.net_total += per * n
 
 
 class HotKeys:
