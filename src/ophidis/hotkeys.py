@@ -119,6 +119,10 @@ class HotKeys:
         srv.cron_hooks.append(self.cron)
         WRAPPERS.append(self)
 
+    def tracking(self) -> bool:
+        """A session is in progress (started, not stopped or run out)."""
+        return self.session is not None and self.session.active
+
     def start(self, session):
         self.session = session
         self._activate(True)
@@ -135,7 +139,7 @@ class HotKeys:
     def cron(self):
         """A session started with DURATION stops once it has run that long."""
         s = self.session
-        if s is not None and s.active and s.duration_ms and s.elapsed_ms() >= s.duration_ms:
+        if self.tracking() and s.duration_ms and s.elapsed_ms() >= s.duration_ms:
             s.active = False
             self._activate(False)
 
