@@ -255,6 +255,15 @@ def entry_referenced(s, i) -> bool:
     return False
 
 
+def ack(pel, i):
+    """Entry i out of a group's PEL and its consumer's: the NACK it had,
+    or None."""
+    nack = pel.pop(i, None)
+    if nack is not None and nack.consumer is not None:
+        del nack.consumer.pel[i]
+    return nack
+
+
 def drop_references(s, i) -> bool:
     """streamCleanupEntryCGroupRefs: entry i out of every group's PEL;
     whether there was any."""
@@ -262,10 +271,7 @@ def drop_references(s, i) -> bool:
     groups = s.groups
     if groups:
         for g in groups.values():
-            nack = g.pel.pop(i, None)
-            if nack is not None:
-                if nack.consumer is not None:
-                    del nack.consumer.pel[i]
+            if ack(g.pel, i) is not None:
                 found = True
     return found
 
