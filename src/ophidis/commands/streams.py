@@ -656,9 +656,24 @@ def xdelex(c, argv):
     s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         return code_array([-1] * len(ids))
+    return delete_ids(c, key, s, ids, policy)
+
+
+def delete_ids(c, key, s, ids, policy, pel=None):
+    """XDELEX's deletions in the stream s at key, and their reply: per ID 2
+    kept (ACKED: still referenced), 1 deleted, -1 no such entry (DELREF
+    drops the references first).  XACKDEL gives its group's ``pel``: each ID
+    is acknowledged first, and answers 1 when acknowledged though not
+    deleted."""
+    db = c.db
     out = []
     deleted = changed = 0
     for i in ids:
+        nack = None
+        if pel is not None:
+            nack = ack(pel, i)
+            if nack is not None:
+                changed += 1
         if policy == ACKED and entry_referenced(s, i):
             out.append(2)
             continue
@@ -668,7 +683,7 @@ def xdelex(c, argv):
             deleted += 1
             out.append(1)
         else:
-            out.append(-1)
+            out.append(1 if nack is not None else -1)
     if deleted:
         db.signal(key)
         notify.notify(_STREAM, b"xdel", key, db.id)
