@@ -23,6 +23,7 @@ import resource
 import time
 from random import random
 
+from .cluster.slot_stats import request_bytes
 from .cluster.slots import key_hash_slot
 from .cmdtable.keys import get_keys
 from .cmdtable.registry import WRAPPERS, rewrap
@@ -32,15 +33,6 @@ NET = 2
 NSLOTS = 16384
 
 _perf_ns = time.perf_counter_ns
-
-
-def _request_bytes(argv) -> int:
-    """The size of argv as a RESP multibulk request."""
-    n = 3 + len(str(len(argv)))
-    for a in argv:
-        la = len(a)
-        n += la + 5 + len(str(la))
-    return n
 
 
 class Session:
@@ -86,6 +78,15 @@ class Session:
         table.clear()
         table.update(keep)
 
+    def _charge(self, table, keys, per):
+        """Add ``per`` to each key's sum (nothing when the share is 0),
+        pruning the table once it passes 1000 x K entries."""
+        if per:
+            for k in keys:
+                table[k] = table.get(k, 0) + per
+            if len(table) > self.count * 1000:
+                self._prune(table)
+
     def record(self, keys, slot, us, nbytes):
         n = len(keys)
         self.time_all += us
@@ -100,23 +101,12 @@ class Session:
                 self.net_sampled += nbytes
         if not (selected and sampled):
             return
-        cpu = self.cpu
-        if cpu is not None:
-            per = us // n
-            if per:
-                for k in keys:
-                    cpu[k] = cpu.get(k, 0) + per
-                if len(cpu) > self.count * 1000:
-                    self._prune(cpu)
-        net = self.net
-        if net is not None:
+        if self.cpu is not None:
+            self._charge(self.cpu, keys, us // n)
+        if self.net is not None:
             per = nbytes // n
-            if per:
-                for k in keys:
-                    net[k] = net.get(k, 0) + per
-                self.net_total += per * n
-                if len(net) > self.count * 1000:
-                    self._prune(net)
+            self._charge(self.net, keys, per)
+            self.net_total += per * n
 
 
 class HotKeys:
@@ -128,6 +118,10 @@ class HotKeys:
         self.wrap_active = False
         srv.cron_hooks.append(self.cron)
         WRAPPERS.append(self)
+
+    def tracking(self) -> bool:
+        """A session is in progress (started, not stopped or run out)."""
+        return self.session is not None and self.session.active
 
     def start(self, session):
         self.session = session
@@ -145,7 +139,7 @@ class HotKeys:
     def cron(self):
         """A session started with DURATION stops once it has run that long."""
         s = self.session
-        if s is not None and s.active and s.duration_ms and s.elapsed_ms() >= s.duration_ms:
+        if self.tracking() and s.duration_ms and s.elapsed_ms() >= s.duration_ms:
             s.active = False
             self._activate(False)
 
@@ -184,7 +178,7 @@ class HotKeys:
                 us = (_perf_ns() - t0) // 1000
                 keys = get_keys(cmd, argv)
                 if keys:
-                    nbytes = _request_bytes(argv)
+                    nbytes = request_bytes(argv)
                     if r:
                         nbytes += len(r)
                     s.record(keys, key_hash_slot(keys[0]) if s.slotset is not None else 0, us, nbytes)

@@ -28,6 +28,11 @@ _NUMFIELDS_POSITIVE = RedisError("ERR Number of fields must be a positive intege
 _NUMFIELDS_HEXPIRE = RedisError("ERR Parameter `numFields` should be greater than 0")
 _NEGATIVE = RedisError("ERR invalid expire time, must be >= 0")
 _NOT_INT = RedisError("ERR value is not an integer or out of range")
+_ONE_OF = {
+    b"persist": RedisError("ERR Only one of EX, PX, EXAT, PXAT or PERSIST arguments can be specified"),
+    b"keepttl": RedisError("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified"),
+}
+_ONE_COND = RedisError("ERR Only one of FXX or FNX arguments can be specified")
 
 _CONDITIONS = {b"nx": 1, b"xx": 2, b"gt": 3, b"lt": 4}
 _NX, _XX, _GT, _LT = 1, 2, 3, 4
@@ -37,17 +42,22 @@ def _bad_time(name):
     return RedisError("ERR invalid expire time in '%s' command" % name)
 
 
-def _numfields(argv, at, err):
-    """FIELDS at argv[at - 1], numfields at argv[at] (1..LONG_MAX, matching
-    the arguments after it, ``per`` of them each)."""
-    if argv[at - 1].lower() != b"fields":
-        raise _NO_FIELDS
+def _count(argv, at, per, err):
+    """numfields at argv[at]: 1..LONG_MAX (else ``err``), matching the
+    arguments after it, ``per`` of them each."""
     n = try_int(argv[at])
     if n is None or n < 1:
         raise err
-    if n != len(argv) - at - 1:
+    if n * per != len(argv) - at - 1:
         raise _NUMFIELDS_MISMATCH
     return n
+
+
+def _numfields(argv, at, err):
+    """FIELDS at argv[at - 1], numfields at argv[at] (one argument a field)."""
+    if argv[at - 1].lower() != b"fields":
+        raise _NO_FIELDS
+    return _count(argv, at, 1, err)
 
 
 def _int_array(codes):
@@ -249,6 +259,58 @@ def _bulk_or_null(c, v):
     return c.null if v is None else b"$%d\r\n%s\r\n" % (len(v), v)
 
 
+def _options(argv, name, flag, now, per, conds):
+    """The arguments of HGETEX (``flag`` PERSIST) and HSETEX (``flag``
+    KEEPTTL, ``conds``: FNX/FXX) up to FIELDS numfields, ``per`` arguments a
+    field: (when or None, flag given, b"fnx"/b"fxx" or None, the position of
+    numfields)."""
+    n = len(argv)
+    cond = None
+    when = None
+    flagged = False
+    i = 2
+    while i < n:
+        a = argv[i].lower()
+        if a == b"fields":
+            if i + 1 >= n:
+                raise _NUMFIELDS_POSITIVE
+            _count(argv, i + 1, per, _NUMFIELDS_POSITIVE)
+            return when, flagged, cond, i + 1
+        if conds and (a == b"fnx" or a == b"fxx"):
+            if cond is not None:
+                raise _ONE_COND
+            cond = a
+            i += 1
+            continue
+        unit = _EXPIRE_UNITS.get(a)
+        if unit is not None and i + 1 < n:
+            if when is not None or flagged:
+                raise _ONE_OF[flag]
+            when = _abs_time(name, argv[i + 1], unit[0], now if unit[1] else 0)
+            i += 2
+            continue
+        if a == flag:
+            if when is not None or flagged:
+                raise _ONE_OF[flag]
+            flagged = True
+            i += 1
+            continue
+        raise SYNTAX
+    raise _NO_FIELDS
+
+
+def _lazy_expired(c, key, h, f, expired):
+    """HGETDEL/HGETEX: field f expired on this read?  hfe.lazy_field's code
+    (0 no; 1 deleted; 2 the key went with it; 3 expired but stays), the
+    deleted field added to ``expired`` (the events are sent once, after)."""
+    if h.ttl is None:
+        return 0
+    r = hfe.lazy_field(c, key, h, f, False)
+    if r and r != 3:
+        expired.append(f)
+    return r
+
+
 @command("hgetdel")
 def hgetdel(c, argv):
     db = c.db
@@ -266,14 +328,11 @@ def hgetdel(c, argv):
         if removed:
             out.append(c.null)
             continue
-        if h.ttl is not None:
-            r = hfe.lazy_field(c, key, h, f, False)
-            if r:
-                if r != 3:
-                    expired.append(f)
-                    removed = r == 2
-                out.append(c.null)
-                continue
+        r = _lazy_expired(c, key, h, f, expired)
+        if r:
+            removed = r == 2
+            out.append(c.null)
+            continue
         v = h.get(f)
         if v is None:
             out.append(c.null)
@@ -303,40 +362,8 @@ def hgetex(c, argv):
     db = c.db
     key = argv[1]
     h = db.lookup_write_typed(key, HashValue)
-    n = len(argv)
     now = hfe.now_ms()
-    when = None
-    persist = False
-    at = -1
-    i = 2
-    while i < n:
-        a = argv[i].lower()
-        if a == b"fields":
-            if i + 1 >= n:
-                raise _NUMFIELDS_POSITIVE
-            at = i + 1
-            k = try_int(argv[at])
-            if k is None or k < 1:
-                raise _NUMFIELDS_POSITIVE
-            if k != n - at - 1:
-                raise _NUMFIELDS_MISMATCH
-            break
-        unit = _EXPIRE_UNITS.get(a)
-        if unit is not None and i + 1 < n:
-            if when is not None or persist:
-                raise RedisError("ERR Only one of EX, PX, EXAT, PXAT or PERSIST arguments can be specified")
-            when = _abs_time("hgetex", argv[i + 1], unit[0], now if unit[1] else 0)
-            i += 2
-            continue
-        if a == b"persist":
-            if when is not None or persist:
-                raise RedisError("ERR Only one of EX, PX, EXAT, PXAT or PERSIST arguments can be specified")
-            persist = True
-            i += 1
-            continue
-        raise SYNTAX
-    if at < 0:
-        raise _NO_FIELDS
+    when, persist, _, at = _options(argv, "hgetex", b"persist", now, 1, False)
     fields = argv[at + 1:]
     if h is None:
         return b"*%d\r\n" % len(fields) + c.null * len(fields)
@@ -349,14 +376,11 @@ def hgetex(c, argv):
         if removed:
             out.append(c.null)
             continue
-        if h.ttl is not None:
-            r = hfe.lazy_field(c, key, h, f, False)
-            if r:
-                if r != 3:
-                    expired.append(f)
-                    removed = r == 2
-                out.append(c.null)
-                continue
+        r = _lazy_expired(c, key, h, f, expired)
+        if r:
+            removed = r == 2
+            out.append(c.null)
+            continue
         v = h.get(f)
         out.append(_bulk_or_null(c, v))
         if v is not None:
@@ -404,47 +428,8 @@ def hgetex(c, argv):
 def hsetex(c, argv):
     db = c.db
     key = argv[1]
-    n = len(argv)
     now = hfe.now_ms()
-    cond = None         # b"fnx" / b"fxx"
-    when = None
-    keepttl = False
-    at = -1
-    i = 2
-    while i < n:
-        a = argv[i].lower()
-        if a == b"fields":
-            if i + 1 >= n:
-                raise _NUMFIELDS_POSITIVE
-            at = i + 1
-            k = try_int(argv[at])
-            if k is None or k < 1:
-                raise _NUMFIELDS_POSITIVE
-            if k * 2 != n - at - 1:
-                raise _NUMFIELDS_MISMATCH
-            break
-        if a == b"fnx" or a == b"fxx":
-            if cond is not None:
-                raise RedisError("ERR Only one of FXX or FNX arguments can be specified")
-            cond = a
-            i += 1
-            continue
-        unit = _EXPIRE_UNITS.get(a)
-        if unit is not None and i + 1 < n:
-            if when is not None or keepttl:
-                raise RedisError("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified")
-            when = _abs_time("hsetex", argv[i + 1], unit[0], now if unit[1] else 0)
-            i += 2
-            continue
-        if a == b"keepttl":
-            if when is not None or keepttl:
-                raise RedisError("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified")
-            keepttl = True
-            i += 1
-            continue
-        raise SYNTAX
-    if at < 0:
-        raise _NO_FIELDS
+    when, keepttl, cond, at = _options(argv, "hsetex", b"keepttl", now, 2, True)
     h = db.lookup_write_typed(key, HashValue)
     srv = c.server
     pairs = argv[at + 1:]

@@ -24,7 +24,7 @@ def _range(b, lo, hi, msg):
 @command("hotkeys|start")
 def hotkeys_start(c, argv):
     hk = c.server.hotkeys
-    if hk.session is not None and hk.session.active:
+    if hk.tracking():
         raise RedisError("ERR hotkey tracking session already in progress")
     argc = len(argv)
     if argc < 4 or argv[2].lower() != b"metrics":
@@ -93,7 +93,7 @@ def hotkeys_start(c, argv):
 @command("hotkeys|stop")
 def hotkeys_stop(c, argv):
     hk = c.server.hotkeys
-    if hk.session is None or not hk.session.active:
+    if not hk.tracking():
         return c.null
     hk.stop()
     return OK
@@ -102,7 +102,7 @@ def hotkeys_stop(c, argv):
 @command("hotkeys|reset")
 def hotkeys_reset(c, argv):
     hk = c.server.hotkeys
-    if hk.session is not None and hk.session.active:
+    if hk.tracking():
         raise RedisError("ERR hotkey tracking session in progress, stop tracking first")
     hk.reset()
     return OK

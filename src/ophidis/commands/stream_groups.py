@@ -16,10 +16,10 @@ from ..replication.propagate import propagating
 from ..types.stream import (IDMP_DURATION, IDMP_MAXSIZE, INVALID_READ, MAX_ID, NACK, Group, Idmp,
                             StreamValue, id_bytes)
 from ..util import parse_int
-from .streams import (ACKED, BAD_START, BUSYGROUP, DELREF, KEY_REQUIRED, NO_SUCH_KEY, bulk_str, code_array,
-                      consumer_for, create_consumer, drop_references, entries_reply, entry_referenced,
-                      entry_reply, help_reply, id_reply, parse_delete_args, parse_id, parse_interval,
-                      propagate_ops, range_args, setid_op, xclaim_op, xdel_one)
+from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, ack, bulk_str, code_array, consumer_for,
+                      create_consumer, delete_ids, entries_reply, entry_reply, help_reply, id_reply,
+                      parse_delete_args, parse_id, parse_interval, propagate_ops, range_args, setid_op,
+                      xclaim_op)
 
 _STREAM = notify.STREAM
 
@@ -188,10 +188,7 @@ def xack(c, argv):
     acked = 0
     pel = g.pel
     for i in ids:
-        nack = pel.pop(i, None)
-        if nack is not None:
-            if nack.consumer is not None:
-                del nack.consumer.pel[i]
+        if ack(pel, i) is not None:
             acked += 1
     c.server.dirty += acked
     return integer(acked)
@@ -209,30 +206,7 @@ def xackdel(c, argv):
     g = s.groups.get(argv[2]) if s is not None and s.groups else None
     if g is None:
         return code_array([-1] * len(ids))
-    out = []
-    deleted = changed = 0
-    pel = g.pel
-    for i in ids:
-        nack = pel.pop(i, None)
-        if nack is not None:
-            if nack.consumer is not None:
-                del nack.consumer.pel[i]
-            changed += 1
-        if policy == ACKED and entry_referenced(s, i):
-            out.append(2)
-            continue
-        if policy == DELREF and drop_references(s, i):
-            changed += 1
-        if xdel_one(s, i):
-            deleted += 1
-            out.append(1)
-        else:
-            out.append(1 if nack is not None else -1)
-    if deleted:
-        db.signal(key)
-        notify.notify(_STREAM, b"xdel", key, db.id)
-    c.server.dirty += deleted + changed
-    return code_array(out)
+    return delete_ids(c, key, s, ids, policy, g.pel)
 
 
 def _nogroup(argv):

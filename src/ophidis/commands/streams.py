@@ -255,6 +255,15 @@ def entry_referenced(s, i) -> bool:
     return False
 
 
+def ack(pel, i):
+    """Entry i out of a group's PEL and its consumer's: the NACK it had,
+    or None."""
+    nack = pel.pop(i, None)
+    if nack is not None and nack.consumer is not None:
+        del nack.consumer.pel[i]
+    return nack
+
+
 def drop_references(s, i) -> bool:
     """streamCleanupEntryCGroupRefs: entry i out of every group's PEL;
     whether there was any."""
@@ -262,10 +271,7 @@ def drop_references(s, i) -> bool:
     groups = s.groups
     if groups:
         for g in groups.values():
-            nack = g.pel.pop(i, None)
-            if nack is not None:
-                if nack.consumer is not None:
-                    del nack.consumer.pel[i]
+            if ack(g.pel, i) is not None:
                 found = True
     return found
 
@@ -650,9 +656,24 @@ def xdelex(c, argv):
     s = db.lookup_write_typed(key, StreamValue)
     if s is None:
         return code_array([-1] * len(ids))
+    return delete_ids(c, key, s, ids, policy)
+
+
+def delete_ids(c, key, s, ids, policy, pel=None):
+    """XDELEX's deletions in the stream s at key, and their reply: per ID 2
+    kept (ACKED: still referenced), 1 deleted, -1 no such entry (DELREF
+    drops the references first).  XACKDEL gives its group's ``pel``: each ID
+    is acknowledged first, and answers 1 when acknowledged though not
+    deleted."""
+    db = c.db
     out = []
     deleted = changed = 0
     for i in ids:
+        nack = None
+        if pel is not None:
+            nack = ack(pel, i)
+            if nack is not None:
+                changed += 1
         if policy == ACKED and entry_referenced(s, i):
             out.append(2)
             continue
@@ -662,7 +683,7 @@ def xdelex(c, argv):
             deleted += 1
             out.append(1)
         else:
-            out.append(-1)
+            out.append(1 if nack is not None else -1)
     if deleted:
         db.signal(key)
         notify.notify(_STREAM, b"xdel", key, db.id)
