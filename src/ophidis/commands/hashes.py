@@ -32,7 +32,7 @@ def _bulks(items) -> bytes:
     return b"".join([b"$%d\r\n%s\r\n" % (len(x), x) for x in items])
 
 
-def _set_fields(c, h, argv, start):
+def set_fields(c, h, argv, start):
     """HSET/HMSET/HSETNX body: write pairs argv[start:], converting the
     encoding as Redis does.  Returns the number of new fields."""
     n = len(argv)
@@ -90,7 +90,7 @@ def _hset_generic(c, argv, name):
     key = argv[1]
     h = db.lookup_write_typed(key, HashValue, create=True)
     db.signal(key)
-    created = _set_fields(c, h, argv, 2)
+    created = set_fields(c, h, argv, 2)
     c.server.dirty += (len(argv) - 2) >> 1
     if notify.flags:
         hfe.hash_event(b"hset", key, db.id, argv[2::2])
@@ -151,7 +151,7 @@ def hsetnx(c, argv):
         db.add(key, h)
     elif argv[2] in h:
         return ZERO
-    _set_fields(c, h, argv, 2)
+    set_fields(c, h, argv, 2)
     db.signal(key)
     c.server.dirty += 1
     hfe.hash_event(b"hset", key, db.id, (argv[2],))

@@ -17,6 +17,7 @@ from ..keyspace import notify
 from ..protocol.resp import OK, integer
 from ..replication.propagate import also_propagate, rewrite_argv
 from ..types.containers import HashValue
+from .hashes import set_fields
 
 NO_SUCH_FIELDSET = RedisError("ERR no such fieldset")
 
@@ -43,12 +44,11 @@ def himport_set(c, argv):
     db = c.db
     key = argv[2]
     old = db.lookup_write_typed(key, HashValue)     # WRONGTYPE for another type
-    h = HashValue(zip(fields, values))
-    cfg = c.server.config.values
-    lim = cfg["hash-max-listpack-value"]
-    if len(h) > cfg["hash-max-listpack-entries"] or any(len(f) > lim or len(v) > lim
-                                                         for f, v in zip(fields, values)):
-        h.ht = True
+    hset = [b"HSET", key]
+    for f, v in zip(fields, values):
+        hset += (f, v)
+    h = HashValue()
+    set_fields(c, h, hset, 2)       # HSET's fill, with its encoding rule
     db.set_key(key, h)
     srv = c.server
     srv.dirty += 1
@@ -56,9 +56,6 @@ def himport_set(c, argv):
         notify.notify(notify.HASH, b"hset", key, db.id)
     if old is not None:
         also_propagate(srv, [b"DEL", key], db)
-    hset = [b"HSET", key]
-    for f, v in zip(fields, values):
-        hset += (f, v)
     rewrite_argv(c, hset)
     return OK
 
