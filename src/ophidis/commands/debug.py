@@ -20,13 +20,12 @@ from ..cmdtable.registry import command
 from ..dtoa import fpconv
 from ..config import memtoull
 from ..errors import RedisError
-from ..keyspace.db import type_name
+from ..keyspace.db import MODULE_CLASSES, type_name
 from ..persistence.rdb import stream_body
 from ..protocol.resp import (OK, boolean, bulk, double, help_reply, integer, map_header, push_header, set_header,
                              simple, verbatim)
 from ..replication.propagate import TO_REPL, also_propagate
 from ..types.stream import FLAG_DELETED, MASK64
-from ..types.json import dumps as json_dumps
 from ..util import atoi, parse_int
 from .keys import object_encoding, refcount
 
@@ -134,9 +133,9 @@ def _array(d, v):
     return d
 
 
-def _json(d, v):
-    # ours: the document's compact JSON text
-    return _mix(d, json_dumps(v.v).encode("utf-8"))
+def _module(d, v):
+    # a module type's value: what its digest gives (ours for each type)
+    return _mix(d, v.digest())
 
 
 DIGESTERS.update({
@@ -147,7 +146,6 @@ DIGESTERS.update({
     b"hash": (4, _hash),
     b"stream": (6, _stream),
     b"array": (8, _array),
-    b"ReJSON-RL": (5, _json),
 })
 
 _ZERO = bytes(20)
@@ -158,7 +156,10 @@ _EXPIRE_HASH = _h(b"!!expire!!")
 def _object_digest(db, key, v, d: int) -> int:
     """xorObjectDigest: v's type and contents mixed into d, plus the expire
     marker."""
-    code, fn = DIGESTERS[type_name(v)]
+    if v.__class__ in MODULE_CLASSES:
+        code, fn = 5, _module        # OBJ_MODULE
+    else:
+        code, fn = DIGESTERS[type_name(v)]
     th = _TYPE_HASHES.get(code)
     if th is None:
         th = _TYPE_HASHES[code] = _h(struct.pack(">I", code))

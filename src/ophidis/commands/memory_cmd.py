@@ -14,14 +14,12 @@ from ..cmdtable.registry import command
 from ..dtoa import d2string
 from ..errors import SYNTAX, RedisError
 from ..info import rss_bytes
-from ..keyspace.db import EmbStr
+from ..keyspace.db import MODULE_CLASSES, EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
 from ..memory.sizes import STARTUP
 from ..protocol.resp import OK, bulk, double, help_reply, integer, map_header, verbatim
 from ..types.array import ArrayValue
-from ..types.json import JsonValue
-from ..types.json import memory as json_memory
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue, _rax_count, id_key
 from ..types.zset import ZSetValue
@@ -151,9 +149,9 @@ def redis_usage(v, samples=5) -> int:
         return ROBJ + sds_alloc(len(v))
     if cls is EmbStr:      # an integer-looking embstr (INCRBYFLOAT)
         return je(ROBJ + 3 + len(v) + 1)
-    if cls is JsonValue:
-        # the module value's own estimate, as Redis asks RedisJSON's mem_usage
-        return ROBJ + json_memory(v.v)
+    if cls in MODULE_CLASSES:
+        # the module value's own estimate, as Redis asks the module type's mem_usage
+        return ROBJ + v.mem_usage()
     n = len(v)
     if cls is HashValue:
         t = v.ttl

@@ -98,6 +98,20 @@ class EmbStr(bytes):
 TYPE_NAMES = {bytes: b"string", bytearray: b"string", EmbStr: b"string"}
 # type -> fn(value, config) -> OBJECT ENCODING name; data type modules add theirs.
 ENCODINGS = {}
+# Redis 8's built-in types stored as module records (persistence/modulerecord.py):
+# RDB module type name -> value class, and value class -> name.
+MODULE_TYPES = {}
+MODULE_CLASSES = {}
+
+
+def register_module_type(cls, type_name: bytes):
+    """A built-in type stored as a module record: TYPE's name for it, its
+    RDB record's type name (``cls.MODULE_NAME``)."""
+    TYPE_NAMES[cls] = type_name
+    MODULE_TYPES[cls.MODULE_NAME] = cls
+    MODULE_CLASSES[cls] = cls.MODULE_NAME
+
+
 # Value classes whose removal (DEL, overwrite, expiry, FLUSHDB ...) wakes the
 # clients blocked on the key, as Redis does for streams (XREADGROUP then
 # fails with -UNBLOCKED / -NOGROUP instead of waiting forever).

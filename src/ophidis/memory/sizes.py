@@ -30,10 +30,8 @@ import sys
 from itertools import islice
 
 from ..cmdtable.keys import get_keys, range_last
-from ..keyspace.db import EmbStr
+from ..keyspace.db import MODULE_CLASSES, EmbStr
 from ..types.array import ArrayValue
-from ..types.json import JsonValue
-from ..types.json import memory as json_memory
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import StreamValue
 from ..types.zset import ZSetValue
@@ -70,8 +68,8 @@ def pysize(v) -> int:
     cls = v.__class__
     if cls is bytes or cls is bytearray or cls is EmbStr:
         return getsizeof(v)
-    if cls is JsonValue:
-        return 64 + json_memory(v.v)
+    if cls in MODULE_CLASSES:
+        return 64 + v.mem_usage()
     n = len(v)
     if cls is _HashValue:
         t = v.ttl

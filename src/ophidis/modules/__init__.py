@@ -29,7 +29,9 @@ ELF_MAGIC = b"\x7fELF"
 # Redis 8's built-in data types that MODULE LIST and INFO modules report as
 # modules (name, version, path, options): RedisJSON 8.10.0 as Redis 8.10
 # loads it; ours are part of the server (types/json.py), nothing is loaded.
-BUILTIN = (("ReJSON", 81000, "/usr/local/lib/redis/modules//rejson.so", "handle-io-errors"),)
+BUILTIN = (
+    ("ReJSON", 81000, "/usr/local/lib/redis/modules//rejson.so", "handle-io-errors"),
+)
 
 
 class Module:

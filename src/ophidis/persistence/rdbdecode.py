@@ -14,15 +14,14 @@ from __future__ import annotations
 import struct
 
 from ..keyspace.db import stats
-from ..types.json import JsonError, JsonValue, cbor_decode, parse as json_parse
 from ..types.array import KIND_FLOAT, KIND_INT, KIND_SMALLSTR, KIND_STR, UINT64_MAX, ArrayValue, format_float
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MAX_ID, NACK, Consumer, Group, Idmp, Node, StreamValue
 from ..types.zset import ZSetValue
 from .listpack import EncodingError, canonical_int, intset_decode, lp_decode, zipmap_decode, zl_decode
 from .rdbcodec import ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, lzf_decompress
-from .rdbformat import (JSON_MODULE_NAME, MODULE_OPCODE_EOF, MODULE_OPCODE_STRING,
-                        QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_HASH_LISTPACK_EX,
+from . import modulerecord
+from .rdbformat import (                        QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_HASH_LISTPACK_EX,
                         T_HASH_LISTPACK_EX_PRE_GA, T_HASH_METADATA, T_HASH_METADATA_PRE_GA, T_HASH_ZIPLIST,
                         T_HASH_ZIPMAP, T_LIST,
                         T_LIST_QUICKLIST, T_LIST_QUICKLIST_2, T_LIST_ZIPLIST, T_MODULE, T_MODULE_2, T_SET,
@@ -353,37 +352,12 @@ class ValueReader:
             if t == T_MODULE:
                 self.fail("Module value of the old format (type 6) can't be loaded")
             mid = self.load_len()
-            if module_name(mid) == JSON_MODULE_NAME and (mid & 1023) in (2, 3, 4):
-                return self.load_json(mid & 1023)
+            cls = modulerecord.known(mid)
+            if cls is not None:
+                return modulerecord.decode(self, cls, mid)
             self.skip_module_value()
             raise UnsupportedType("module '%s'" % module_name(mid))
         self.fail("Unknown RDB encoding type %d" % t)
-
-    def load_json(self, encver):
-        """RedisJSON's module record of encoding version 2 or 3: a module
-        string holding the JSON text (version 2 then an unsigned flag, and
-        two more strings when it is set); version 4: a module string holding
-        the document as CBOR; then the module EOF opcode."""
-        start = self.pos
-        if self.load_len() != MODULE_OPCODE_STRING:
-            self.fail("Error loading JSON module value", start)
-        text = self.load_string()
-        if encver == 2:
-            if self.load_len() != 2:
-                self.fail("Error loading JSON module value", start)
-            if self.load_len():
-                for _ in range(2):
-                    if self.load_len() != MODULE_OPCODE_STRING:
-                        self.fail("Error loading JSON module value", start)
-                    self.load_string()
-        if self.load_len() != MODULE_OPCODE_EOF:
-            self.fail("Error loading JSON module value", start)
-        try:
-            if encver == 4:
-                return JsonValue(cbor_decode(bytes(text)))
-            return JsonValue(json_parse(bytes(text)))
-        except JsonError:
-            self.fail("Error loading JSON module value", start)
 
     def load_array(self):
         """RDB_TYPE_ARRAY (rdbencode.array_body); None when empty."""

@@ -13,15 +13,15 @@ import math
 import struct
 
 from ..dtoa import fpconv
-from ..keyspace.db import EmbStr
-from ..types.json import JsonValue, dumps as json_dumps
+from ..keyspace.db import MODULE_CLASSES, EmbStr
 from ..types.array import KIND_FLOAT, KIND_INT, ArrayValue, value_kind
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import IDMP_DURATION, IDMP_MAXSIZE, MASK64, Idmp, StreamValue, id_key
 from ..types.zset import ZSetValue
 from .listpack import intset_encode, lp_build, lp_entry
 from .rdbcodec import enc_len, enc_string, redis_lzf
-from .rdbformat import (JSON_ENCVER, JSON_MODULE_NAME, MODULE_OPCODE_EOF, MODULE_OPCODE_STRING, T_MODULE_2, module_id,
+from . import modulerecord
+from .rdbformat import (T_MODULE_2,
                         QL_PACKED, QL_PLAIN, T_ARRAY, T_HASH, T_HASH_LISTPACK, T_HASH_LISTPACK_EX, T_HASH_METADATA,
                         T_LIST_QUICKLIST_2, T_SET, T_SET_INTSET, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3,
                         T_STREAM_LISTPACKS_4, T_STREAM_LISTPACKS_5, T_STRING, T_ZSET_2, T_ZSET_LISTPACK)
@@ -179,8 +179,8 @@ class Encoder:
             return t, stream_body(v, compress, t)
         if cls is ArrayValue:
             return T_ARRAY, array_body(v, compress)
-        if cls is JsonValue:
-            return T_MODULE_2, json_body(v, compress)
+        if cls in MODULE_CLASSES:
+            return T_MODULE_2, modulerecord.encode(v, compress)
         if isinstance(v, (bytes, bytearray)):
             return T_STRING, enc_string(bytes(v), compress)
         if isinstance(v, ListValue):
@@ -294,16 +294,3 @@ def stream_body(v, compress=True, t=T_STREAM_LISTPACKS_2) -> bytes:
         ap(enc_len(im.duplicates))
     return b"".join(out)
 
-
-_JSON_ID = None
-
-
-def json_body(v, compress=True) -> bytes:
-    """A JSON value as RedisJSON's module record of encoding version 3: the
-    module id, then the document's JSON text as a module string, then the
-    module EOF opcode."""
-    global _JSON_ID
-    if _JSON_ID is None:
-        _JSON_ID = module_id(JSON_MODULE_NAME, JSON_ENCVER)
-    return b"".join((enc_len(_JSON_ID), enc_len(MODULE_OPCODE_STRING),
-                     enc_string(json_dumps(v.v).encode("utf-8"), compress), enc_len(MODULE_OPCODE_EOF)))

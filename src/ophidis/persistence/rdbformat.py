@@ -118,9 +118,3 @@ def module_id(name: str, encver: int) -> int:
     return (mid << 10) | encver
 
 
-# Redis 8's JSON values: the module type "ReJSON-RL"; we write encoding
-# version 3 (the document as one JSON string), which Redis 8 loads.
-JSON_MODULE_NAME = "ReJSON-RL"
-JSON_ENCVER = 3
-MODULE_OPCODE_EOF = 0
-MODULE_OPCODE_STRING = 5

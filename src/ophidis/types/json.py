@@ -15,7 +15,7 @@ import json
 import math
 import struct
 
-from ..keyspace.db import ENCODINGS, TYPE_NAMES
+from ..keyspace.db import ENCODINGS, register_module_type
 
 MAX_DEPTH = 128
 I64_MIN = -(1 << 63)
@@ -30,6 +30,12 @@ class JsonError(Exception):
 
 class JsonValue:
     __slots__ = ("v",)
+    # RedisJSON's module record (persistence/modulerecord.py): we write
+    # encoding version 3 (the document as one JSON string), which Redis 8
+    # loads; 2 (text plus an unused flag and strings) and 4 (CBOR) are read.
+    MODULE_NAME = "ReJSON-RL"
+    MODULE_ENCVER = 3
+    MODULE_ENCVERS = (2, 3, 4)
 
     def __init__(self, v=None):
         self.v = v
@@ -42,8 +48,32 @@ class JsonValue:
         """AOF rewrite: the document set whole at the root."""
         yield [b"JSON.SET", key, b"$", dumps(self.v).encode("utf-8")]
 
+    def rdb_save(self, w):
+        w.string(dumps(self.v).encode("utf-8"))
 
-TYPE_NAMES[JsonValue] = b"ReJSON-RL"
+    @classmethod
+    def rdb_load(cls, r, encver):
+        text = r.string()
+        if encver == 2 and r.uint():
+            r.string()
+            r.string()
+        try:
+            if encver == 4:
+                return cls(cbor_decode(bytes(text)))
+            return cls(parse(bytes(text)))
+        except JsonError as e:
+            raise ValueError(str(e)) from None
+
+    def mem_usage(self) -> int:
+        """The document's own estimate (RedisJSON's mem_usage)."""
+        return memory(self.v)
+
+    def digest(self) -> bytes:
+        # ours: the document's compact JSON text
+        return dumps(self.v).encode("utf-8")
+
+
+register_module_type(JsonValue, b"ReJSON-RL")
 ENCODINGS[JsonValue] = lambda v, cfg: b"raw"
 
 
