@@ -16,6 +16,8 @@ import tempfile
 from support.servers import compiled_run_only, free_port, server_env, wait_exit
 from support.wait import wait_port
 
+from ophidis.sysinfo import REDIS_VERSION
+
 pytestmark = compiled_run_only     # the request loop plays no part
 
 
@@ -109,7 +111,7 @@ def test_cli_doctor_reads_the_server_and_its_process():
         want = machine_expectations()
         for name, st in want.items():
             assert got[name] == st, (name, p.stdout)
-        assert p.stdout.startswith("Server 127.0.0.1:%d: Redis 7.0.15, pid %d\n" % (port, proc.pid))
+        assert p.stdout.startswith("Server 127.0.0.1:%d: Redis %s, pid %d\n" % (port, REDIS_VERSION, proc.pid))
         assert got["open-files"] == "WARNING"
         assert ("The open-file limit (of the server process %d) is 300, lower than maxclients 2000 + 32"
                 % proc.pid) in p.stdout

@@ -12,6 +12,8 @@ import redis
 
 from support.resp import RespConn, encode
 
+from ophidis.sysinfo import REDIS_VERSION
+
 
 def both(raw, ref_raw, *args):
     a = raw.call(*args)
@@ -228,7 +230,6 @@ VALUE_SCRIPTS = [
     "return redis.sha1hex('')",
     "return redis.sha1hex(12)",
     "return redis.sha1hex(nil)",
-    "return {redis.REDIS_VERSION, redis.REDIS_VERSION_NUM}",
     "return {redis.REPL_ALL, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_NONE}",
     "return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}",
     "return redis.replicate_commands()",
@@ -545,3 +546,12 @@ def test_eval_performance_no_recompile(r):
     out = p.execute()
     assert out[-1] == 2000
     assert time.time() - t0 < 60        # (a generous bound: the machine may be busy)
+
+
+def test_redis_version_in_lua_is_the_servers(r):
+    # redis.REDIS_VERSION / REDIS_VERSION_NUM: the Redis version we report
+    # (INFO's redis_version), the number as 0x00MMmmpp
+    major, minor, patch = (int(x) for x in REDIS_VERSION.split("."))
+    assert r.eval("return {redis.REDIS_VERSION, redis.REDIS_VERSION_NUM}", 0) == [
+        REDIS_VERSION.encode(), (major << 16) | (minor << 8) | patch]
+    assert r.info("server")["redis_version"] == REDIS_VERSION

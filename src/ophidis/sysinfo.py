@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-REDIS_VERSION = "7.0.15"
+REDIS_VERSION = "8.10.2"
 REDIS_VERSION_BYTES = REDIS_VERSION.encode()
 # The version as Lua's redis.REDIS_VERSION_NUM gives it: 0x00MMmmpp.
 REDIS_VERSION_NUM = int.from_bytes(bytes(int(x) for x in REDIS_VERSION.split(".")), "big")
