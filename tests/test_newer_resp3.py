@@ -370,7 +370,7 @@ SERVER = [
     ["CONFIG", "GET", "nosuch"], ["CONFIG", "SET", "maxmemory-samples", "5"], ["CONFIG", "SET", "nosuch", "1"],
     ["CONFIG", "RESETSTAT"], ["COMMAND", "INFO", "get", "nosuch"], (["COMMAND", "DOCS", "get"], docs_shape),
     ["COMMAND", "GETKEYS", "SET", "a", "b"], ["COMMAND", "GETKEYSANDFLAGS", "LMOVE", "a", "b", "LEFT", "RIGHT"],
-    ["COMMAND", "GETKEYS", "PING"], ["COMMAND", "INFO", "config|get"], ["COMMAND", "DOCS", "nosuch"],
+    ["COMMAND", "GETKEYS", "PING", "x"], ["COMMAND", "INFO", "config|get"], ["COMMAND", "DOCS", "nosuch"],
     (["COMMAND", "COUNT"], number), (["CLIENT", "ID"], number), ["CLIENT", "GETNAME"], ["CLIENT", "SETNAME", "me"],
     ["CLIENT", "GETNAME"], ["CLIENT", "SETNAME", "a b"], ["CLIENT", "GETREDIR"], ["CLIENT", "TRACKINGINFO"],
     ["CLIENT", "NO-EVICT", "on"], ["CLIENT", "NO-EVICT", "off"], ["CLIENT", "KILL", "ID", "999999"],
