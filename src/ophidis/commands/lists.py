@@ -724,11 +724,7 @@ def _movem(c, db, src, dst, sv, from_left, to_left, n, bulk):
     if notify.flags:
         notify.notify(_LIST, b"lpush" if to_left else b"rpush", dst, db.id)
         notify.notify(_LIST, b"lpop" if from_left else b"rpop", src, db.id)
-    if not sv:
-        db.delete(src)
-        notify.notify(_GENERIC, b"del", src, db.id)
-    elif dst != src:
-        db.signal(src)
+    db.delete_if_empty(src, sv)
     c.server.dirty += n
     return bulk_items(moved)
 
