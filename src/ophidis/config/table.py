@@ -49,6 +49,7 @@ DIRECTIVES = [
     ('cluster-announce-ip', None, 'string', ['modifiable', 'empty_string_is_null'], None, None),
     ('cluster-announce-port', None, 'int', ['modifiable'], 0, (0, 65535)),
     ('cluster-announce-tls-port', None, 'int', ['modifiable'], 0, (0, 65535)),
+    ('cluster-bus-port-protected-mode', None, 'bool', ['immutable'], False, None),
     ('cluster-config-file', None, 'string', ['immutable', 'allow_empty_string'], 'nodes.conf', None),
     ('cluster-enabled', None, 'bool', ['immutable'], False, None),
     ('cluster-link-sendbuf-limit', None, 'memory', ['modifiable'], 0, (0, 18446744073709551615)),
