@@ -173,6 +173,7 @@ DIRECTIVES = [
     ('tcp-keepalive', None, 'int', ['modifiable'], 300, (0, 2147483647)),
     ('timeout', None, 'int', ['modifiable'], 0, (0, 2147483647)),
     ('tls-auth-clients', None, 'enum', ['modifiable'], 'yes', ['no', 'yes', 'optional']),
+    ('tls-auth-clients-user', None, 'enum', ['modifiable'], 'off', ['CN', 'URI', 'off']),
     ('tls-ca-cert-dir', None, 'string', ['volatile', 'modifiable', 'empty_string_is_null'], None, None),
     ('tls-ca-cert-file', None, 'string', ['volatile', 'modifiable', 'empty_string_is_null'], None, None),
     ('tls-cert-file', None, 'string', ['volatile', 'modifiable', 'empty_string_is_null'], None, None),
