@@ -268,3 +268,48 @@ def test_lmovem_watch(r, raw, connect):
         w.call("PING")
         raw.call("LMOVEM", "s", "d", "LEFT", "RIGHT")
         assert w.call("EXEC") == NIL_ARRAY
+
+
+def test_lmovem_aof_replay(start_server):
+    # what is propagated replays to the same lists (BLMOVEM's EXACTLY form included)
+    s = start_server("--appendonly", "yes", "--enable-debug-command", "yes")
+    c = s.client()
+    c.rpush("s", *[str(i) for i in range(10)])
+    c.execute_command("LMOVEM", "s", "d", "RIGHT", "LEFT", "COUNT", "3", "OBO")
+    c.execute_command("LMOVEM", "s", "d", "LEFT", "LEFT", "EXACTLY", "2", "BULK")
+    c.execute_command("BLMOVEM", "s", "d", "LEFT", "RIGHT", "0", "COUNT", "9", "OBO")
+    c.execute_command("LMOVEM", "d", "d", "LEFT", "LEFT", "COUNT", "4", "OBO")
+    before = (c.lrange("s", 0, -1), c.lrange("d", 0, -1))
+    assert before[0] == [] and len(before[1]) == 10
+    assert c.execute_command("DEBUG", "LOADAOF") == b"OK"
+    assert (c.lrange("s", 0, -1), c.lrange("d", 0, -1)) == before
+
+
+def test_lmovem_acl_key_permissions(r, raw):
+    # the source is read and written (RW access delete: both permissions
+    # needed), the destination only written (RW insert: %W is enough)
+    r.execute_command("ACL", "SETUSER", "lm", "on", "nopass", "+@all", "%R~ro*", "%W~wo*", "~rw*")
+    try:
+        for src, dst in (("rw1", "rw2"), ("rw1", "wo2")):
+            ok = raw.call_value("ACL", "DRYRUN", "lm", "LMOVEM", src, dst, "LEFT", "RIGHT")
+            assert ok == b"OK"
+        for src, dst in (("ro1", "rw2"), ("wo1", "rw2"), ("rw1", "ro2")):
+            msg = raw.call_value("ACL", "DRYRUN", "lm", "BLMOVEM", src, dst, "LEFT", "RIGHT", "0")
+            assert msg == b"User lm has no permissions to access the '%s' key" % (
+                (src if src[:2] != "rw" else dst).encode())
+    finally:
+        r.execute_command("ACL", "DELUSER", "lm")
+
+
+def test_blmovem_served_events(r, raw):
+    raw.send("BLMOVEM", "s", "d", "RIGHT", "LEFT", "0", "EXACTLY", "2", "OBO")
+    wait_blocked(r, 1)
+    ev = events_of(r, [["RPUSH", "s", "a"], ["RPUSH", "s", "b"]])
+    assert raw.read() == array("a", "b")
+    assert ev == [
+        (b"__keyspace@0__:s", b"rpush"), (b"__keyevent@0__:rpush", b"s"),
+        (b"__keyspace@0__:s", b"rpush"), (b"__keyevent@0__:rpush", b"s"),
+        (b"__keyspace@0__:d", b"lpush"), (b"__keyevent@0__:lpush", b"d"),
+        (b"__keyspace@0__:s", b"rpop"), (b"__keyevent@0__:rpop", b"s"),
+        (b"__keyspace@0__:s", b"del"), (b"__keyevent@0__:del", b"s"),
+    ]
