@@ -30,6 +30,7 @@ _GENERIC = notify.GENERIC
 
 _NO_KEY = RedisError("ERR could not perform this operation on a key that doesn't exist")
 _NO_PATH = RedisError("ERR Path does not exist")
+_PROJECTION = RedisError(jsonpath.PROJECTION_READONLY)
 _AT_ROOT = RedisError("ERR new objects must be created at the root")
 _SYNTAX = RedisError("ERR syntax error")
 _NOT_NUMBER = RedisError("ERR result is not a number")
@@ -65,7 +66,7 @@ def _doc(b: bytes):
 
 
 class _Path:
-    __slots__ = ("q", "legacy", "root")
+    __slots__ = ("q", "legacy", "root", "proj")
 
     def __init__(self, arg):
         if arg is None:
@@ -77,9 +78,16 @@ class _Path:
             self.q = jsonpath.compile(text)
         except jsonpath.PathError as e:
             raise RedisError("-" + str(e)) from None
+        # a computed expression ($.a + 1, $.arr.length()): reads only
+        self.proj = self.q.proj is not None
 
     def run(self, doc):
+        if self.proj:
+            raise _PROJECTION
         return self.q.run(doc)
+
+    def project(self, doc):
+        return self.q.project(doc)
 
 
 def _opt_path(argv, name: str) -> _Path:
@@ -237,6 +245,8 @@ def _set_targets(doc, path: _Path, nx: bool, xx: bool):
             return _prune_nested(found), []
     if xx:
         return [], []
+    if path.proj:
+        raise _PROJECTION
     q = path.q
     if not q.is_static():
         raise RedisError("Err wrong static path")
@@ -439,6 +449,13 @@ def json_merge(c, argv):
 _GET_OPTS = (b"INDENT", b"NEWLINE", b"SPACE")
 
 
+def _values(p: _Path, doc):
+    """The values a path selects, or those a projection computes."""
+    if p.proj:
+        return p.project(doc)
+    return [v for _, v in p.run(doc)]
+
+
 @command("json.get")
 def json_get(c, argv):
     fmt = {}
@@ -485,10 +502,13 @@ def json_get(c, argv):
         # one array per path, of its matches as RESP3 values (legacy
         # paths too)
         expand = form == b"EXPAND"
-        return _arr([_arr([_resp3(c, v, expand, ind, nl, sp) for _, v in p.run(doc)]) for p in paths])
+        return _arr([_arr([_resp3(c, v, expand, ind, nl, sp) for v in _values(p, doc)]) for p in paths])
     legacy = all(p.legacy for p in paths)
     if len(paths) == 1:
         p = paths[0]
+        if p.proj:
+            # a projection answers with the list of what it computed
+            return _s(dumps(p.project(doc), ind, nl, sp))
         res = p.run(doc)
         if legacy:
             if not res:
@@ -497,6 +517,9 @@ def json_get(c, argv):
         return _s(dumps([v for _, v in res], ind, nl, sp))
     out = {}
     for p, name in zip(paths, names):
+        if p.proj:
+            out[name] = p.project(doc)
+            continue
         res = p.run(doc)
         if legacy:
             if not res:
@@ -511,13 +534,21 @@ def json_get(c, argv):
 def json_mget(c, argv):
     if len(argv) < 3:
         raise _arity("json.mget")
-    path = _Path(argv[-1])
+    _text(argv[-1])
+    try:
+        path = _Path(argv[-1])
+    except RedisError:
+        # as RedisJSON: a path that does not parse fails each key (nil)
+        path = None
     db = c.db
     out = []
     for key in argv[1:-1]:
         v = db.lookup_read(key)
-        if v is None or v.__class__ is not JsonValue:
+        if v is None or v.__class__ is not JsonValue or path is None:
             out.append(null(c.resp))
+            continue
+        if path.proj:
+            out.append(_s(dumps(path.project(v.v))))
             continue
         res = path.run(v.v)
         if path.legacy:
@@ -577,6 +608,8 @@ def _resp(c, v) -> bytes:
 @command("json.resp")
 def json_resp(c, argv):
     path, jv = _read_doc(c, argv, "json.resp")
+    if path.proj and jv is not None:
+        return _arr([_resp(c, v) for v in path.project(jv.v)])
     # every value is an object: no match is of the wrong kind
     return _read_each(c, path, jv, object, lambda v: _resp(c, v), None, None, _NO_PATH, None)
 
@@ -585,6 +618,8 @@ def json_resp(c, argv):
 def json_type(c, argv):
     path, jv = _read_doc(c, argv, "json.type")
     if path.legacy:
+        if path.proj:
+            raise _PROJECTION
         if jv is None:
             r = null(c.resp)
         else:
