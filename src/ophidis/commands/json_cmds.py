@@ -22,7 +22,9 @@ from ..keyspace import notify
 from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer, map_header, null,
                              simple)
 from ..types import jsonpath
-from ..types.json import I64_MAX, I64_MIN, JsonError, JsonValue, MAX_DEPTH, deep_copy, depth, dumps, memory, parse, type_name
+from ..types.json import (I64_MAX, I64_MIN, FphaError, JsonError, JsonValue, MAX_DEPTH,
+                          TypedList, deep_copy, depth, dumps, fpha, fpha_error_text, memory, parse, settle,
+                          strict_eq, type_name)
 from ..util import parse_int, try_int
 
 _MODULE = notify.MODULE
@@ -134,7 +136,10 @@ def _set_at(jv, path, value):
     if not path:
         jv.v = value
     else:
-        _parent(jv.v, path)[path[-1]] = value
+        parent = _parent(jv.v, path)
+        parent[path[-1]] = value
+        if parent.__class__ is TypedList:
+            settle(parent)
 
 
 _MISSING = object()
@@ -311,6 +316,7 @@ def json_set(c, argv):
     path = _Path(argv[2])
     raw = argv[3]
     nx = xx = False
+    ftype = None
     i = 4
     while i < len(argv):
         a = argv[i].upper()
@@ -327,14 +333,22 @@ def json_set(c, argv):
             if i + 1 >= len(argv):
                 raise _arity("json.set")
             i += 1
-            if argv[i].upper() not in _FPHA:
+            ftype = argv[i].upper()
+            if ftype not in _FPHA:
                 raise RedisError("ERR invalid FPHA type")
+            ftype = ftype.decode()
         else:
             raise _SYNTAX
         i += 1
     db = c.db
     jv = db.lookup_write_typed(key, JsonValue)
     value = _doc(raw)
+    if ftype is not None:
+        # numeric arrays narrowed to the width (ijson's typed arrays)
+        try:
+            value = fpha(value, ftype)
+        except FphaError as e:
+            raise RedisError("-" + fpha_error_text(raw.decode("utf-8"), e.path, ftype)) from None
     if jv is None:
         if xx:
             return null(c.resp)
@@ -929,6 +943,8 @@ def json_arrappend(c, argv):
     for p in hits:
         arr = _get_at(jv.v, p)
         arr.extend(_copy(x) for x in values)
+        if arr.__class__ is TypedList:
+            settle(arr)
         vals.append(len(arr))
     if hits:
         _done(c, key, b"json.arrappend")
@@ -941,9 +957,7 @@ def _norm_start(i, n):
 
 def _json_eq(a, b) -> bool:
     # an integer never equals a float (RedisJSON compares the kinds first)
-    if type(a) is not type(b):
-        return False
-    return a == b
+    return strict_eq(a, b)
 
 
 @command("json.arrindex")
@@ -993,6 +1007,8 @@ def json_arrinsert(c, argv):
         arr = _get_at(jv.v, p)
         j = len(arr) + idx if idx < 0 else idx
         arr[j:j] = [_copy(x) for x in values]
+        if arr.__class__ is TypedList:
+            settle(arr)
         lens[tuple(p)] = len(arr)
     return _lens_reply(c, key, b"json.arrinsert", path, res, hits, lens)
 

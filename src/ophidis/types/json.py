@@ -77,10 +77,248 @@ register_module_type(JsonValue, b"ReJSON-RL")
 ENCODINGS[JsonValue] = lambda v, cfg: b"raw"
 
 
+class TypedList(list):
+    """An array of numbers stored at one float width, as ijson stores an
+    array JSON.SET ... FPHA narrowed (or a typed float array read from Redis
+    8's RDB): ftype is FP16, BF16, FP32 or FP64, the items are the Python
+    floats of the narrowed values, and the array prints each with the fewest
+    digits that still identify it at its width (0.3, not 0.300048828125).
+    ftype None: an array that stopped being typed (a value of another kind
+    was stored in it) and prints as any other."""
+    __slots__ = ("ftype",)
+
+    def __init__(self, items=(), ftype=None):
+        super().__init__(items)
+        self.ftype = ftype
+
+
+# significant bits, smallest normal binary exponent, largest finite value
+_WIDTHS = {"FP16": (11, -14, 65504.0), "BF16": (8, -126, (2 - 2.0 ** -7) * 2.0 ** 127),
+           "FP32": (24, -126, (2 - 2.0 ** -23) * 2.0 ** 127)}
+# the names ijson's errors give the widths
+FLOAT_TYPE_NAMES = {"FP16": "F16", "BF16": "BF16", "FP32": "F32", "FP64": "F64"}
+
+
+def narrow(x, ftype):
+    """x (an int or a float) rounded to the nearest float of the width
+    (ties to even), as a Python float; None when it does not fit."""
+    try:
+        x = float(x)
+    except OverflowError:
+        return None
+    if ftype == "FP64" or x == 0:
+        return x if math.isfinite(x) else None
+    sig, emin, top = _WIDTHS[ftype]
+    e = math.frexp(x)[1]
+    q = max(e - sig, emin - sig + 1)
+    y = math.ldexp(round(math.ldexp(x, -q)), q)
+    return y if abs(y) <= top else None
+
+
+def _sig_round(x: float, digits: int) -> float:
+    # x kept to digits significant decimal digits (halves away from zero)
+    mag = math.floor(math.log10(abs(x)))
+    scale = 10.0 ** (digits - 1 - mag)
+    y = x * scale
+    r = math.floor(abs(y) + 0.5)
+    return math.copysign(r, y) / scale
+
+
+def short_float(x: float, ftype) -> float:
+    """The float whose shortest text ijson prints for x of the width: FP32
+    the shortest decimal that reads back as the same single; FP16 / BF16
+    the value rounded to the fewest significant digits (up to 5) that reads
+    back as the same half, else x itself."""
+    if ftype == "FP32":
+        for p in range(1, 10):
+            y = float("%.*g" % (p, x))
+            if narrow(y, "FP32") == x:
+                return y
+        return x
+    if ftype in ("FP16", "BF16"):
+        if not math.isfinite(x) or x == int(x):
+            return x
+        for d in range(1, 6):
+            y = _sig_round(x, d)
+            if narrow(y, ftype) == x:
+                return y
+    return x
+
+
+def _printed(v):
+    """The items of a list as they print (a typed array's with its width's
+    shortest text)."""
+    ft = v.ftype if v.__class__ is TypedList else None
+    if ft is None or ft == "FP64":
+        return v
+    return [short_float(x, ft) for x in v]
+
+
+def fpha(v, ftype):
+    """A parsed value with its numeric arrays narrowed as JSON.SET ... FPHA
+    narrows them (ijson): an array whose first item is a number is typed,
+    its numbers narrowed, until an item of another kind makes it an ordinary
+    array (numbers after that stay as they are).  Raises FphaError with the
+    path of a number that does not fit the width."""
+    return _fpha(v, ftype, [])
+
+
+class FphaError(Exception):
+    def __init__(self, path):
+        super().__init__(path)
+        self.path = path
+
+
+def _isnum(x) -> bool:
+    return (x.__class__ is int or x.__class__ is float)
+
+
+def _fpha(v, ftype, path):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if isinstance(x, (dict, list)):
+                path.append(k)
+                v[k] = _fpha(x, ftype, path)
+                path.pop()
+        return v
+    if not isinstance(v, list) or not v:
+        return v
+    out = []
+    typed = True
+    for i, x in enumerate(v):
+        if isinstance(x, (dict, list)):
+            path.append(i)
+            x = _fpha(x, ftype, path)
+            path.pop()
+        if typed and _isnum(x):
+            y = narrow(x, ftype)
+            if y is None:
+                raise FphaError(path + [i])
+            out.append(y)
+        else:
+            typed = False
+            out.append(x)
+    return TypedList(out, ftype) if typed else out
+
+
+def _float_kind(x: float):
+    # the narrowest width that holds x exactly (ijson's tag for a float)
+    for ft in ("FP16", "BF16", "FP32"):
+        if narrow(x, ft) == x:
+            return ft
+    return "FP64"
+
+
+_WIDER = {("FP16", "BF16"): "FP32", ("BF16", "FP16"): "FP32"}
+_ORDER = {"FP16": 0, "BF16": 0, "FP32": 1, "FP64": 2}
+
+
+def settle(arr):
+    """After values were stored into a typed array: it stays typed while
+    they are floats its width holds exactly, widens to hold a float that
+    needs more, and becomes an ordinary array for anything else (ijson's
+    promotion)."""
+    ft = arr.ftype
+    if ft is None:
+        return
+    for x in arr:
+        if x.__class__ is not float:
+            arr.ftype = None
+            return
+        if ft != "FP64" and narrow(x, ft) != x:
+            k = _float_kind(x)
+            ft = _WIDER.get((ft, k)) or (k if _ORDER[k] > _ORDER[ft] else ft)
+    arr.ftype = ft
+
+
+def fpha_error_text(text: str, path, ftype) -> str:
+    """serde_json's text of the error: where its reader stands once the
+    array holding the number has been read up to the number's end."""
+    i = _value_at(text, path)
+    j = _skip_ws(text, i)
+    if j < len(text) and text[j] == "]":
+        at = j + 1
+    else:
+        at = _skip_ws(text, j + 1)
+    at = len(text[:at].encode("utf-8"))
+    raw = text.encode("utf-8")
+    line_start = raw.rfind(b"\n", 0, at) + 1
+    line = 1 + raw.count(b"\n", 0, line_start)
+    return "value out of range for %s at line %d column %d" % (
+        FLOAT_TYPE_NAMES[ftype], line, at - line_start)
+
+
+def _skip_ws(s, i):
+    while i < len(s) and s[i] in " \t\n\r":
+        i += 1
+    return i
+
+
+def _value_end(s, i):
+    c = s[i]
+    if c == '"':
+        i += 1
+        while s[i] != '"':
+            i += 2 if s[i] == "\\" else 1
+        return i + 1
+    if c in "[{":
+        depth = 0
+        while True:
+            c = s[i]
+            if c == '"':
+                i = _value_end(s, i)
+                continue
+            if c in "[{":
+                depth += 1
+            elif c in "]}":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+    while i < len(s) and s[i] not in ",]} \t\n\r":
+        i += 1
+    return i
+
+
+def _value_at(s, path):
+    """The end of the value at path in the JSON text s."""
+    i = _skip_ws(s, 0)
+    for step in path:
+        if s[i] == "[":
+            i = _skip_ws(s, i + 1)
+            for _ in range(step):
+                i = _skip_ws(s, _value_end(s, i))
+                i = _skip_ws(s, i + 1)
+        else:
+            i = _skip_ws(s, i + 1)
+            while True:
+                e = _value_end(s, i)
+                key = json.loads(s[i:e])
+                i = _skip_ws(s, _skip_ws(s, e) + 1)
+                if key == step:
+                    break
+                i = _skip_ws(s, _value_end(s, i))
+                i = _skip_ws(s, i + 1)
+    return _value_end(s, i)
+
+
+def strict_eq(a, b) -> bool:
+    """Deep equality with the kinds kept apart (1 is not 1.0, true is not
+    1), as RedisJSON compares values."""
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(strict_eq(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return (isinstance(b, dict) and len(a) == len(b)
+                and all(k in b and strict_eq(x, b[k]) for k, x in a.items()))
+    return a.__class__ is b.__class__ and a == b
+
+
 def deep_copy(v):
     stack = []
     if isinstance(v, dict):
         root = {}
+    elif v.__class__ is TypedList:
+        return TypedList(v, v.ftype)
     elif isinstance(v, list):
         root = []
     else:
@@ -93,6 +331,8 @@ def deep_copy(v):
             if isinstance(x, dict):
                 y = {}
                 stack.append((x, y))
+            elif x.__class__ is TypedList:
+                y = TypedList(x, x.ftype)
             elif isinstance(x, list):
                 y = []
                 stack.append((x, y))
@@ -244,6 +484,7 @@ def _innermost(prefix: str) -> str:
 _TYPED = {64: "B", 72: "b", 69: "<H", 77: "<h", 70: "<I", 78: "<i", 71: "<Q", 79: "<q",
           84: "<e", 85: "<f", 86: "<d"}
 _TAG_BF16 = 0x10000
+_TYPED_FLOATS = {84: "FP16", 85: "FP32", 86: "FP64"}
 
 
 def cbor_decode(data: bytes):
@@ -332,6 +573,7 @@ def _cbor(b, p, depth):
             if ln % 2:
                 raise ValueError("bf16 size")
             vals = [struct.unpack("<f", b"\0\0" + raw[i:i + 2])[0] for i in range(0, ln, 2)]
+            return TypedList(vals, "BF16"), q + ln
         else:
             code = _TYPED.get(n)
             if code is None:
@@ -340,6 +582,10 @@ def _cbor(b, p, depth):
             if ln % size:
                 raise ValueError("typed array size")
             vals = [struct.unpack_from(code, raw, i)[0] for i in range(0, ln, size)]
+            ft = _TYPED_FLOATS.get(n)
+            if ft is not None:
+                # float arrays print at their width, as Redis prints them
+                return TypedList(vals, ft), q + ln
         return vals, q + ln
     raise ValueError("byte string")
 
@@ -424,7 +670,7 @@ def _compact(v) -> str:
     if isinstance(v, dict):
         return "{" + ",".join(_str(k) + ":" + _compact(x) for k, x in v.items()) + "}"
     if isinstance(v, list):
-        return "[" + ",".join(_compact(x) for x in v) + "]"
+        return "[" + ",".join(_compact(x) for x in _printed(v)) + "]"
     return _scalar(v)
 
 
@@ -445,7 +691,7 @@ def _pretty(v, out, ind, nl, sp, depth):
     elif isinstance(v, list):
         out.append("[")
         first = True
-        for x in v:
+        for x in _printed(v):
             if not first:
                 out.append(",")
             first = False
@@ -475,6 +721,9 @@ def type_name(v) -> str:
     return "object"
 
 
+_ITEM_BYTES = {"FP16": 2, "BF16": 2, "FP32": 4, "FP64": 8}
+
+
 def memory(v) -> int:
     """An estimate of a value's bytes as JSON.DEBUG MEMORY reports them
     (ijson's layout: 8-byte values, strings and containers with headers)."""
@@ -487,6 +736,9 @@ def memory(v) -> int:
     if isinstance(v, list):
         if not v:
             return 0
+        if v.__class__ is TypedList and v.ftype is not None:
+            # ijson keeps a typed array's numbers at their width
+            return 16 + _ITEM_BYTES[v.ftype] * len(v)
         return 16 + 8 * len(v) + sum(memory(x) for x in v)
     if not v:
         return 0

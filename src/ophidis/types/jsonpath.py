@@ -35,6 +35,8 @@ from __future__ import annotations
 import math
 import re
 
+from .json import strict_eq
+
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 _MAX_NESTING = 128
@@ -204,24 +206,12 @@ def _num(x):
     return None
 
 
-def _strict_eq(a, b) -> bool:
-    """Deep equality with types kept apart (1 is not 1.0, true is not 1)."""
-    ta, tb = a.__class__, b.__class__
-    if ta is not tb:
-        return False
-    if ta is list:
-        return len(a) == len(b) and all(_strict_eq(x, y) for x, y in zip(a, b))
-    if ta is dict:
-        return len(a) == len(b) and all(k in b and _strict_eq(x, b[k]) for k, x in a.items())
-    return a == b
-
-
 def _values_eq(a, b) -> bool:
     """Equality of two values for membership: numbers by value."""
     x, y = _num(a), _num(b)
     if x is not None and y is not None:
         return x == y
-    return _strict_eq(a, b)
+    return strict_eq(a, b)
 
 
 def _cmp(x, y):
@@ -272,7 +262,7 @@ def _eq(a, b) -> bool:
         return False
     x, y = a[1], b[1]
     if isinstance(x, (list, dict)) or isinstance(y, (list, dict)):
-        return _strict_eq(x, y)
+        return strict_eq(x, y)
     return _cmp(x, y) == 0
 
 
@@ -290,9 +280,9 @@ def _equals_value(t, other) -> bool:
     if k == "D" or k == "C":
         if a is not None:
             return False
-        return _strict_eq(t[1], other)
+        return strict_eq(t[1], other)
     if k == "N":
-        return any(_strict_eq(v, other) for v in t[1])
+        return any(strict_eq(v, other) for v in t[1])
     return False
 
 
