@@ -7,6 +7,7 @@ JSON: the replies are RedisJSON's (its FPHA tests' expectations, ijson's
 serializer), RESP2 and RESP3."""
 
 import json
+import struct
 
 import pytest
 
@@ -102,9 +103,18 @@ def test_persistence_copy_and_memory(raw, r):
     assert raw.call("COPY", "k", "c") == b":1\r\n"
     assert raw.call("JSON.GET", "c") == bulk(b"[1.5,2.5,3.5,0.3]")
     assert raw.call("JSON.GET", "c", "$[3]") == bulk(b"[0.30000001192092896]")
+    # RDB encoding 4 (Redis 8's CBOR) keeps the width: an f32 typed array
     dump = r.dump("k")
+    assert b"\xd8\x55\x50" + struct.pack("<4f", 1.5, 2.5, 3.5, 0.3) in dump
     assert r.restore("k2", 0, dump) == b"OK"
     assert raw.call("JSON.GET", "k2") == bulk(b"[1.5,2.5,3.5,0.3]")
+    assert raw.call("JSON.GET", "k2", "$[3]") == bulk(b"[0.30000001192092896]")
+    raw.call("JSON.SET", "h", "$", '{"a":[0.3,"x"],"b":[0.1,0.2]}', "FPHA", "BF16")
+    before = raw.call("JSON.GET", "h", "$..*")
     assert raw.call("DEBUG", "RELOAD") == b"+OK\r\n"
     assert raw.call("JSON.GET", "k", "$") == bulk(b"[[1.5,2.5,3.5,0.3]]")
+    assert raw.call("JSON.GET", "k", "$[3]") == bulk(b"[0.30000001192092896]")
+    assert raw.call("JSON.GET", "h", "$..*") == before
+    assert raw.call("JSON.GET", "h") == bulk(b'{"a":[0.30078125,"x"],"b":[0.1,0.2]}')
+    assert raw.call("JSON.DEBUG", "MEMORY", "k") == b":%d\r\n" % small
     assert json.loads(raw.call("JSON.GET", "c", "$")[4:-2]) == [[1.5, 2.5, 3.5, 0.3]]

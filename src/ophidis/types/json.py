@@ -31,10 +31,10 @@ class JsonError(Exception):
 class JsonValue:
     __slots__ = ("v",)
     # RedisJSON's module record (persistence/modulerecord.py): we write
-    # encoding version 3 (the document as one JSON string), which Redis 8
-    # loads; 2 (text plus an unused flag and strings) and 4 (CBOR) are read.
+    # encoding version 4 as Redis 8 does (the document as ijson's CBOR, in
+    # one string item); 2 and 3 (the JSON text) are read too.
     MODULE_NAME = "ReJSON-RL"
-    MODULE_ENCVER = 3
+    MODULE_ENCVER = 4
     MODULE_ENCVERS = (2, 3, 4)
 
     def __init__(self, v=None):
@@ -49,7 +49,7 @@ class JsonValue:
         yield [b"JSON.SET", key, b"$", dumps(self.v).encode("utf-8")]
 
     def rdb_save(self, w):
-        w.string(dumps(self.v).encode("utf-8"))
+        w.string(cbor_encode(self.v))
 
     @classmethod
     def rdb_load(cls, r, encver):
@@ -485,6 +485,159 @@ _TYPED = {64: "B", 72: "b", 69: "<H", 77: "<h", 70: "<I", 78: "<i", 71: "<Q", 79
           84: "<e", 85: "<f", 86: "<d"}
 _TAG_BF16 = 0x10000
 _TYPED_FLOATS = {84: "FP16", 85: "FP32", 86: "FP64"}
+
+
+# ijson's array kinds: the tag of each typed array in CBOR (RFC 8746's
+# little-endian typed arrays; bfloat16 under ijson's own tag)
+_I8, _U8, _I16, _U16, _I32, _U32, _I64, _U64 = 72, 64, 77, 69, 78, 70, 79, 71
+_F16, _F32, _F64 = 84, 85, 86
+_HET = None
+_INT_RANGES = ((_I8, -128, 127), (_U8, 0, 255), (_I16, -32768, 32767), (_U16, 0, 65535),
+               (_I32, -(1 << 31), (1 << 31) - 1), (_U32, 0, (1 << 32) - 1), (_I64, I64_MIN, I64_MAX),
+               (_U64, 0, U64_MAX))
+_INT_BOUNDS = {t: (lo, hi) for t, lo, hi in _INT_RANGES}
+_SIGNED = (_I8, _I16, _I32, _I64)
+_UNSIGNED = (_U8, _U16, _U32, _U64)
+_FLOAT_TAGS = {"FP16": _F16, "BF16": _TAG_BF16, "FP32": _F32, "FP64": _F64}
+_TAG_WIDTH = {_F16: "FP16", _TAG_BF16: "BF16", _F32: "FP32", _F64: "FP64"}
+_PACK = {_I8: "<b", _U8: "<B", _I16: "<h", _U16: "<H", _I32: "<i", _U32: "<I", _I64: "<q",
+         _U64: "<Q", _F16: "<e", _F32: "<f", _F64: "<d"}
+
+
+def _item_kind(x):
+    """ijson's kind for one item: the narrowest signed-first integer type,
+    the narrowest float type that holds it exactly, or heterogeneous."""
+    t = x.__class__
+    if t is int:
+        for tag, lo, hi in _INT_RANGES:
+            if lo <= x <= hi:
+                return tag
+        return _HET
+    if t is float:
+        for ft in ("FP16", "BF16", "FP32"):
+            if narrow(x, ft) == x:
+                return _FLOAT_TAGS[ft]
+        return _F64
+    return _HET
+
+
+def _fits(x, tag) -> bool:
+    t = x.__class__
+    if tag in _TAG_WIDTH:
+        return t is float and (tag == _F64 or narrow(x, _TAG_WIDTH[tag]) == x)
+    lo, hi = _INT_BOUNDS[tag]
+    return t is int and lo <= x <= hi
+
+
+def _widen(a, b):
+    """ijson's promotion of an array of kind a for an item of kind b."""
+    if a == b:
+        return a
+    if a is _HET or b is _HET:
+        return _HET
+    fa, fb = a in _TAG_WIDTH, b in _TAG_WIDTH
+    if fa != fb:
+        return _HET
+    if fa:
+        if _F64 in (a, b):
+            return _F64
+        return _F32
+    if a in _SIGNED and b in _SIGNED:
+        return max(a, b, key=_SIGNED.index)
+    if a in _UNSIGNED and b in _UNSIGNED:
+        return max(a, b, key=_UNSIGNED.index)
+    u, sg = (a, b) if a in _UNSIGNED else (b, a)
+    if u == _U64:
+        return _HET
+    need = _SIGNED[_UNSIGNED.index(u) + 1]
+    return max(need, sg, key=_SIGNED.index)
+
+
+def array_kind(v):
+    """The kind ijson gives an array built by pushing v's items in order."""
+    if v.__class__ is TypedList and v.ftype is not None:
+        return _FLOAT_TAGS[v.ftype]
+    tag = _HET
+    for i, x in enumerate(v):
+        if i == 0:
+            tag = _item_kind(x)
+        elif tag is _HET:
+            break
+        elif not _fits(x, tag):
+            tag = _widen(tag, _item_kind(x))
+    return tag
+
+
+def _cbor_head(major: int, n: int) -> bytes:
+    if n < 24:
+        return bytes((major << 5 | n,))
+    if n < 0x100:
+        return bytes((major << 5 | 24, n))
+    if n < 0x10000:
+        return bytes((major << 5 | 25,)) + n.to_bytes(2, "big")
+    if n < 0x100000000:
+        return bytes((major << 5 | 26,)) + n.to_bytes(4, "big")
+    return bytes((major << 5 | 27,)) + n.to_bytes(8, "big")
+
+
+def _cbor_float(f: float) -> bytes:
+    # the shortest of half, single and double that holds f bit for bit
+    try:
+        h = struct.pack(">e", f)
+        if struct.unpack(">e", h)[0] == f and math.copysign(1, f) == math.copysign(1, struct.unpack(">e", h)[0]):
+            return b"\xf9" + h
+    except OverflowError:
+        pass
+    try:
+        s = struct.pack(">f", f)
+        if struct.unpack(">f", s)[0] == f:
+            return b"\xfa" + s
+    except OverflowError:
+        pass
+    return b"\xfb" + struct.pack(">d", f)
+
+
+def cbor_encode(v) -> bytes:
+    """A document as ijson's CBOR (RedisJSON's RDB encoding version 4)."""
+    out = []
+    _cbor_put(v, out)
+    return b"".join(out)
+
+
+def _cbor_put(v, out):
+    if v is None:
+        out.append(b"\xf6")
+    elif v is True:
+        out.append(b"\xf5")
+    elif v is False:
+        out.append(b"\xf4")
+    elif v.__class__ is int:
+        out.append(_cbor_head(0, v) if v >= 0 else _cbor_head(1, -1 - v))
+    elif v.__class__ is float:
+        out.append(_cbor_float(v))
+    elif isinstance(v, str):
+        b = v.encode("utf-8")
+        out.append(_cbor_head(3, len(b)))
+        out.append(b)
+    elif isinstance(v, dict):
+        out.append(_cbor_head(5, len(v)))
+        for k, x in v.items():
+            _cbor_put(k, out)
+            _cbor_put(x, out)
+    else:
+        tag = array_kind(v)
+        if tag is _HET:
+            out.append(_cbor_head(4, len(v)))
+            for x in v:
+                _cbor_put(x, out)
+            return
+        if tag == _TAG_BF16:
+            raw = b"".join(struct.pack("<f", x)[2:] for x in v)
+        else:
+            raw = struct.pack("<%d%s" % (len(v), _PACK[tag][1]), *v)
+        out.append(_cbor_head(6, tag))
+        out.append(_cbor_head(2, len(raw)))
+        out.append(raw)
 
 
 def cbor_decode(data: bytes):
