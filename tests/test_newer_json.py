@@ -266,7 +266,8 @@ def test_objects_resp_debug(raw, raw3):
 def test_del_forget(raw):
     raw.call("JSON.SET", "d", "$", '{"a":1,"n":{"a":2,"b":[1,2,3]},"l":[{"a":3}]}')
     assert raw.call("JSON.DEL", "d", "$..a") == b":3\r\n"
-    assert raw.call("JSON.GET", "d") == bulk(b'{"n":{"b":[1,2,3]},"l":[{}]}')
+    # ijson removes a member by moving the object's last member into its place
+    assert raw.call("JSON.GET", "d") == bulk(b'{"l":[{}],"n":{"b":[1,2,3]}}')
     assert raw.call("JSON.DEL", "d", "$.n.b[0,2]") == b":2\r\n"
     assert raw.call("JSON.FORGET", "d", ".n.b[0]") == b":1\r\n"
     assert raw.call("JSON.DEL", "d", "$.zz") == b":0\r\n"

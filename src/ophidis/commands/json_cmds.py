@@ -22,8 +22,9 @@ from ..keyspace import notify
 from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer, map_header, null,
                              simple)
 from ..types import jsonpath
-from ..types.json import (I64_MAX, I64_MIN, FphaError, JsonError, JsonValue, MAX_DEPTH,
-                          TypedList, deep_copy, depth, dumps, fpha, fpha_error_text, memory, parse, settle,
+from ..types.json import (I64_MAX, I64_MIN, U64_MAX, FphaError, JsonError, JsonValue, MAX_DEPTH,
+                          TypedList, deep_copy, depth, dumps, fpha, fpha_error_text, memory, narrow, number_kind,
+                          parse, remove_key, settle,
                           strict_eq, type_name)
 from ..util import parse_int, try_int
 
@@ -268,16 +269,26 @@ def _set_targets(doc, path: _Path, nx: bool, xx: bool):
     return [], adds
 
 
-def _apply_set(jv, value, found, adds):
+def _apply_set(jv, value, found, adds) -> bool:
+    """Write value at each path (found) and as each new member (adds), as
+    RedisJSON applies a JSON.SET / JSON.MSET: a target it cannot write (the
+    document would nest too deep, or an earlier write of the command removed
+    its place) is skipped and the others still written.  (number of
+    targets written, whether all were)."""
+    d = depth(value)
+    n = 0
     for p in found:
-        _check_depth(len(p), value)
-    for p, _k in adds:
-        _check_depth(len(p) + 1, value)
-    for p in found:
+        if len(p) + d >= MAX_DEPTH or _resolve(jv.v, p) is _MISSING:
+            continue
         _set_at(jv, p, _copy(value))
+        n += 1
     for p, k in adds:
-        _get_at(jv.v, p)[k] = _copy(value)
-    return len(found) + len(adds)
+        parent = _resolve(jv.v, p) if p else jv.v
+        if len(p) + 1 + d >= MAX_DEPTH or not isinstance(parent, dict):
+            continue
+        parent[k] = _copy(value)
+        n += 1
+    return n, n == len(found) + len(adds)
 
 
 _copy = deep_copy
@@ -362,9 +373,11 @@ def json_set(c, argv):
     found, adds = _set_targets(jv.v, path, nx, xx)
     if not found and not adds:
         return null(c.resp)
-    _apply_set(jv, value, found, adds)
-    _done(c, key, b"json.set")
-    return OK
+    n, every = _apply_set(jv, value, found, adds)
+    if n:
+        _done(c, key, b"json.set")
+    # OK only when every target was written (RedisJSON)
+    return OK if every else null(c.resp)
 
 
 @command("json.mset")
@@ -385,6 +398,7 @@ def json_mset(c, argv):
             raise _AT_ROOT
         value = _doc(argv[i + 2])
         plan.append((key, targets, value))
+    every = True
     for key, targets, value in plan:
         if targets is None:
             jv = db.lookup_write_typed(key, JsonValue)
@@ -396,10 +410,13 @@ def json_mset(c, argv):
         else:
             jv = db.lookup_write_typed(key, JsonValue)
             found, adds = targets
-            if found or adds:
-                _apply_set(jv, value, found, adds)
+            # the places were found before any write: an earlier triple may
+            # have removed one (that triple's write fails, the rest go on)
+            n, ok = _apply_set(jv, value, found, adds)
+            if n:
                 _done(c, key, b"json.mset")
-    return OK
+            every = every and ok and n > 0
+    return OK if every else null(c.resp)
 
 
 def _merge(target, patch):
@@ -409,7 +426,8 @@ def _merge(target, patch):
     target = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
-            target.pop(k, None)
+            if k in target:
+                remove_key(target, k)
         else:
             target[k] = _merge(target.get(k), v)
     return target
@@ -433,24 +451,37 @@ def json_merge(c, argv):
         # a new document is the value as given (its nulls kept)
         return _create(c, key, path, value, b"json.merge")
     if path.root:
-        jv.v = _merge(jv.v, value)
+        m = _merge(jv.v, value)
+        # a merge that would nest too deep is not made (RedisJSON still
+        # answers OK at the root)
+        if depth(m) < MAX_DEPTH:
+            jv.v = m
         _done(c, key, b"json.merge")
         return OK
     found = [p for p, _ in path.run(jv.v)]
     if found:
+        merged = False
         for p in found:
+            # a match an earlier one removed, or one the merge would nest
+            # too deep, is skipped: OK when any was merged, else nil
             cur = _resolve(jv.v, p)
             if cur is _MISSING:
                 continue
             m = _merge(cur, value)
-            _check_depth(len(p), m)
+            if len(p) + depth(m) >= MAX_DEPTH:
+                continue
             _set_at(jv, p, m)
+            merged = True
+        if not merged:
+            return null(c.resp)
         _done(c, key, b"json.merge")
         return OK
     found, adds = _set_targets(jv.v, path, True, False)
     if not adds:
         return null(c.resp)
     # a new member takes the value as given
+    for p, _k in adds:
+        _check_depth(len(p) + 1, value)
     _apply_set(jv, value, [], adds)
     _done(c, key, b"json.merge")
     return OK
@@ -666,7 +697,10 @@ def _del(c, argv, name):
         found = _prune_nested([p for p, _ in path.run(jv.v) if p])
         for p in _mutation_order(found):
             parent = _parent(jv.v, p)
-            del parent[p[-1]]
+            if isinstance(parent, dict):
+                remove_key(parent, p[-1])
+            else:
+                del parent[p[-1]]
         deleted = len(found)
     if deleted:
         v = jv.v
@@ -775,9 +809,10 @@ def _num_text(v) -> str:
     return dumps(v)
 
 
-def _int_op(op, v, by):
-    """The integer result of v op by, or None when it overflows (or, for
-    a power, when the exponent is negative or beyond 32 bits)."""
+def _int_op(op, v, by, top=I64_MAX):
+    """The integer result of v op by, or None when it overflows (beyond
+    top) (or, for a power, when the exponent is negative or beyond 32
+    bits)."""
     if op == "add":
         r = v + by
     elif op == "mul":
@@ -791,7 +826,7 @@ def _int_op(op, v, by):
             return None
         else:
             r = v ** by
-    return r if I64_MIN <= r <= I64_MAX else None
+    return r if I64_MIN <= r <= top else None
 
 
 def _float_op(op, v, by):
@@ -822,14 +857,27 @@ def _num_op(c, argv, name, event, op):
         if not _isnum(v):
             results.append(None)
             continue
-        if isinstance(v, int) and isinstance(by, int) and I64_MIN <= by <= I64_MAX:
+        # an array item is held as ijson holds the array: a typed integer
+        # array computes up to u64, a typed float array keeps its width
+        parent = _parent(jv.v, p) if p else None
+        kind = number_kind(parent) if isinstance(parent, list) else ""
+        if kind == "int" and isinstance(by, int):
+            r = _int_op(op, v, by, U64_MAX)
+            if r is None:
+                raise _OVERFLOW
+        elif isinstance(v, int) and isinstance(by, int) and I64_MIN <= by <= I64_MAX and v <= I64_MAX:
             r = _int_op(op, v, by)
             if r is None:
                 raise _OVERFLOW
         else:
             r = _float_op(op, float(v), float(by))
             if r is None:
-                raise _NOT_NUMBER
+                raise _OVERFLOW if kind == "float" else _NOT_NUMBER
+            ft = parent.ftype if parent.__class__ is TypedList else None
+            if ft is not None and ft != "FP64":
+                # FPHA: the result is stored (and answered) at the width
+                # when it fits, else the array widens to hold it
+                r = narrow(r, ft) or r
         results.append(r)
     hits = [(p, r) for (p, _), r in zip(res, results) if r is not None]
     if path.legacy and c.resp < 3 and not hits:

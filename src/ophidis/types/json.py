@@ -302,6 +302,22 @@ def _value_at(s, path):
     return _value_end(s, i)
 
 
+def remove_key(d: dict, k) -> None:
+    """Delete member k of an object as ijson does: the object's last member
+    moves into its place (so {"a","b","c"} without "a" is {"c","b"})."""
+    keys = list(d)
+    i = keys.index(k)
+    if i == len(keys) - 1:
+        del d[k]
+        return
+    last = keys[-1]
+    lv = d.pop(last)
+    rest = [(kk, d.pop(kk)) for kk in keys[i + 1:-1]]
+    del d[k]
+    d[last] = lv
+    d.update(rest)
+
+
 def strict_eq(a, b) -> bool:
     """Deep equality with the kinds kept apart (1 is not 1.0, true is not
     1), as RedisJSON compares values."""
@@ -375,12 +391,13 @@ def _depth_ok(v, depth=0) -> bool:
     stack = [(v, 1)]
     while stack:
         x, d = stack.pop()
+        # serde_json's limit: 128 levels of nesting do not parse
         if isinstance(x, dict):
-            if d > MAX_DEPTH:
+            if d >= MAX_DEPTH:
                 return False
             stack.extend((y, d + 1) for y in x.values())
         elif isinstance(x, list):
-            if d > MAX_DEPTH:
+            if d >= MAX_DEPTH:
                 return False
             stack.extend((y, d + 1) for y in x)
     return True
@@ -566,6 +583,20 @@ def array_kind(v):
         elif not _fits(x, tag):
             tag = _widen(tag, _item_kind(x))
     return tag
+
+
+def number_kind(v) -> str:
+    """How ijson holds the numbers of array v: "int" (a typed integer
+    array), "half" (FP16 / BF16), "float" (FP32 / FP64), or "" (items of
+    several kinds)."""
+    tag = array_kind(v)
+    if tag is _HET:
+        return ""
+    if tag in (_F16, _TAG_BF16):
+        return "half"
+    if tag in (_F32, _F64):
+        return "float"
+    return "int"
 
 
 def _cbor_head(major: int, n: int) -> bytes:
