@@ -261,6 +261,9 @@ def test_objects_resp_debug(raw, raw3):
     assert raw.call("JSON.DEBUG", "HELP") == (
         b"*2\r\n" + bulk(b"MEMORY <key> [path] - reports memory usage") + bulk(b"HELP                - this message"))
     assert raw.call("JSON.DEBUG", "FOO") == b"-ERR unknown subcommand - try `JSON.DEBUG HELP`\r\n"
+    info = bulk(b"defrag_started") + b":0\r\n" + bulk(b"defrag_ended") + b":0\r\n" + bulk(b"keys_defrag") + b":0\r\n"
+    assert raw.call("JSON.DEBUG", "DEFRAG_INFO") == b"*6\r\n" + info
+    assert raw3.call("JSON.DEBUG", "DEFRAG_INFO") == b"%3\r\n" + info
 
 
 def test_del_forget(raw):

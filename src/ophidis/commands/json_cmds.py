@@ -1171,6 +1171,10 @@ def json_debug(c, argv):
         if jv is None:
             return array_header(0)
         return _arr([integer(memory(v)) for _, v in path.run(jv.v)])
+    if sub == b"DEFRAG_INFO":
+        # RedisJSON's defragmentation counters: we never defragment
+        return map_header(c.resp, 3) + b"".join(
+            _s(k) + integer(0) for k in ("defrag_started", "defrag_ended", "keys_defrag"))
     if sub == b"HELP":
         return _arr([_s("MEMORY <key> [path] - reports memory usage"),
                      _s("HELP                - this message")])
