@@ -167,7 +167,7 @@ def _parse_notify(args, reading_file, cur):
         raise ConfigError("wrong number of arguments")
     f = notify.parse_flags(args[0])
     if f < 0:
-        raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+        raise ConfigError(notify.INVALID_CLASS)
     return f
 
 
@@ -343,10 +343,13 @@ class Config:
                     raise ConfigError("Hostnames may only contain alphanumeric characters, hyphens or dots")
             return v
         if t == "enum":
+            # names compare without case (as configEnumGetValue's strcasecmp);
+            # the value kept is the name as the table spells it
             v = s.lower()
-            if v not in d.extra:
-                raise ConfigError("argument(s) must be one of the following: " + ", ".join(d.extra))
-            return v
+            for name in d.extra:
+                if name.lower() == v:
+                    return name
+            raise ConfigError("argument(s) must be one of the following: " + ", ".join(d.extra))
         # numeric
         lo, hi = d.extra
         v = None
