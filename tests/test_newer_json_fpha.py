@@ -7,9 +7,12 @@ JSON: the replies are RedisJSON's (its FPHA tests' expectations, ijson's
 serializer), RESP2 and RESP3."""
 
 import json
+import os
 import struct
 
 import pytest
+
+from support.wait import wait_until
 
 
 def bulk(s: bytes) -> bytes:
@@ -118,3 +121,32 @@ def test_persistence_copy_and_memory(raw, r):
     assert raw.call("JSON.GET", "h") == bulk(b'{"a":[0.30078125,"x"],"b":[0.1,0.2]}')
     assert raw.call("JSON.DEBUG", "MEMORY", "k") == b":%d\r\n" % small
     assert json.loads(raw.call("JSON.GET", "c", "$")[4:-2]) == [[1.5, 2.5, 3.5, 0.3]]
+
+
+AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
+
+
+def test_aof_rewrite_keeps_the_width(start_server):
+    s = start_server(*AOF)
+    c = s.client()
+    c.execute_command("JSON.SET", "k", "$", '{"v":[0.3,1.5],"m":[0.5,"x"],"s":"t"}', "FPHA", "FP16")
+    # an ordinary numeric array next to typed ones: set back as text
+    c.execute_command("JSON.SET", "p", "$", '{"v":[0.3],"n":[0.3]}', "FPHA", "FP32")
+    c.execute_command("JSON.SET", "p", "$.n", "[0.3]")
+    before = {k: (c.execute_command("JSON.GET", k, "$..*"), c.execute_command("JSON.GET", k)) for k in ("k", "p")}
+    assert c.bgrewriteaof()
+    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
+                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    s.stop()
+    d = os.path.join(s.dir, "appendonlydir")
+    base = [f for f in os.listdir(d) if f.endswith(".base.aof")][0]
+    with open(os.path.join(d, base), "rb") as f:
+        data = f.read()
+    assert (b"*6\r\n$8\r\nJSON.SET\r\n$1\r\nk\r\n$1\r\n$\r\n" + bulk(b'{"v":[0.3,1.5],"m":[0.5,"x"],"s":"t"}')
+            + b"$4\r\nFPHA\r\n$4\r\nFP16\r\n") in data
+    assert b"*4\r\n$8\r\nJSON.SET\r\n$1\r\np\r\n$1\r\n$\r\n" + bulk(b'{"v":[0.3],"n":[0.3]}') in data
+    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    c2 = s2.client()
+    assert c2.execute_command("JSON.GET", "k", "$..*") == before["k"][0]
+    assert c2.execute_command("JSON.GET", "k") == before["k"][1]
+    assert c2.execute_command("JSON.GET", "p") == before["p"][1]

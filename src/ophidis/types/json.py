@@ -45,8 +45,13 @@ class JsonValue:
         return JsonValue(deep_copy(self.v))
 
     def rewrite_commands(self, key):
-        """AOF rewrite: the document set whole at the root."""
-        yield [b"JSON.SET", key, b"$", dumps(self.v).encode("utf-8")]
+        """AOF rewrite: the document set whole at the root (with the FPHA
+        width of its typed arrays when setting it so rebuilds them)."""
+        argv = [b"JSON.SET", key, b"$", dumps(self.v).encode("utf-8")]
+        ft = rewrite_width(self.v)
+        if ft is not None:
+            argv += [b"FPHA", ft.encode()]
+        yield argv
 
     def rdb_save(self, w):
         w.string(cbor_encode(self.v))
@@ -199,6 +204,39 @@ def _fpha(v, ftype, path):
             typed = False
             out.append(x)
     return TypedList(out, ftype) if typed else out
+
+
+def rewrite_width(v):
+    """The FPHA width with which JSON.SET of v's text rebuilds v exactly, or
+    None (no typed arrays, or setting the text with a width would change
+    another array)."""
+    widths = set()
+    stack = [v]
+    lists = []
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(y for y in x.values() if isinstance(y, (dict, list)))
+        elif isinstance(x, list):
+            if x.__class__ is TypedList and x.ftype is not None:
+                widths.add(x.ftype)
+            else:
+                lists.append(x)
+                stack.extend(y for y in x if isinstance(y, (dict, list)))
+    if len(widths) != 1:
+        return None
+    ft = widths.pop()
+    for x in lists:
+        # an ordinary array must come back as it is: its leading numbers
+        # floats the width holds, and something else after them
+        i = 0
+        while i < len(x) and _isnum(x[i]):
+            if x[i].__class__ is not float or narrow(x[i], ft) != x[i]:
+                return None
+            i += 1
+        if i and i == len(x):
+            return None
+    return ft
 
 
 def _float_kind(x: float):
