@@ -150,3 +150,24 @@ def test_aof_rewrite_keeps_the_width(start_server):
     assert c2.execute_command("JSON.GET", "k", "$..*") == before["k"][0]
     assert c2.execute_command("JSON.GET", "k") == before["k"][1]
     assert c2.execute_command("JSON.GET", "p") == before["p"][1]
+
+
+def test_replica_full_sync_and_stream(start_server):
+    master = start_server()
+    m = master.client()
+    m.execute_command("JSON.SET", "k", "$", "[0.3,1.5]", "FPHA", "BF16")
+    s = start_server()
+    rep = s.client()
+    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
+    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    wait_until(lambda: rep.exists("k"), what="the payload")
+    # the full sync's RDB (encoding 4) keeps the width
+    assert rep.execute_command("JSON.GET", "k", "$[0]") == b"[0.30078125]"
+    assert rep.execute_command("JSON.GET", "k") == b"[0.3,1.5]"
+    # the stream carries JSON.SET ... FPHA as called
+    m.execute_command("JSON.SET", "s", "$", '{"v":[0.1]}', "FPHA", "FP16")
+    m.execute_command("JSON.NUMINCRBY", "s", "$.v[0]", "0.25")
+    m.execute_command("SET", "done", "1")
+    wait_until(lambda: rep.exists("done"), what="the stream")
+    assert rep.execute_command("JSON.GET", "s", "$.v[0]") == m.execute_command("JSON.GET", "s", "$.v[0]")
+    assert rep.execute_command("JSON.GET", "s") == m.execute_command("JSON.GET", "s") == b'{"v":[0.35]}'
