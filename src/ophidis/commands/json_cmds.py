@@ -22,10 +22,9 @@ from ..keyspace import notify
 from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer, map_header, null,
                              simple)
 from ..types import jsonpath
-from ..types.json import (I64_MAX, I64_MIN, U64_MAX, FphaError, JsonError, JsonValue, MAX_DEPTH,
-                          TypedList, deep_copy, depth, dumps, fpha, fpha_error_text, memory, narrow, number_kind,
-                          parse, remove_key, settle,
-                          strict_eq, type_name)
+from ..types.json import (I64_MAX, I64_MIN, MAX_DEPTH, U64_MAX, FphaError, JsonError, JsonValue, TypedList,
+                          deep_copy, depth, dumps, fpha, fpha_error_text, memory, narrow, number_kind, parse,
+                          remove_key, settle, strict_eq, type_name)
 from ..util import parse_int, try_int
 
 _MODULE = notify.MODULE
@@ -269,7 +268,7 @@ def _set_targets(doc, path: _Path, nx: bool, xx: bool):
     return [], adds
 
 
-def _apply_set(jv, value, found, adds) -> bool:
+def _apply_set(jv, value, found, adds) -> tuple:
     """Write value at each path (found) and as each new member (adds), as
     RedisJSON applies a JSON.SET / JSON.MSET: a target it cannot write (the
     document would nest too deep, or an earlier write of the command removed
