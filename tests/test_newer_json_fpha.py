@@ -171,3 +171,27 @@ def test_replica_full_sync_and_stream(start_server):
     wait_until(lambda: rep.exists("done"), what="the stream")
     assert rep.execute_command("JSON.GET", "s", "$.v[0]") == m.execute_command("JSON.GET", "s", "$.v[0]")
     assert rep.execute_command("JSON.GET", "s") == m.execute_command("JSON.GET", "s") == b'{"v":[0.35]}'
+
+
+def test_num_ops_on_float_arrays_without_fpha(raw, raw3):
+    # ijson holds [1.5, 2.5] at half precision (FPHA or not): an increment
+    # is stored at that width, answered as stored, printed short
+    raw.call("JSON.SET", "a", "$", '{"h":[1.5,2.5],"d":[0.1,2.5],"o":{"x":1.5}}')
+    assert raw.call("JSON.NUMINCRBY", "a", "$.h[0]", "0.1") == bulk(b"[1.599609375]")
+    assert raw.call("JSON.GET", "a", "$.h") == bulk(b"[[1.6,2.5]]")
+    assert raw.call("JSON.GET", "a", "$.h[0]") == bulk(b"[1.599609375]")
+    # a double array and an object member keep doubles
+    assert raw.call("JSON.NUMINCRBY", "a", "$.d[0]", "0.1") == bulk(b"[0.2]")
+    assert raw.call("JSON.NUMINCRBY", "a", "$.o.x", "0.1") == bulk(b"[1.6]")
+    assert raw3.call("JSON.NUMMULTBY", "a", "$.h[1]", "3") == b"*1\r\n,7.5\r\n"
+    # overflow: a double array says numeric overflow, an object member not a number
+    raw.call("JSON.SET", "b", "$", '{"d":[1.7e308,0.1],"o":{"x":1.7e308}}')
+    assert raw.call("JSON.NUMMULTBY", "b", "$.d[0]", "2") == b"-ERR numeric overflow\r\n"
+    assert raw.call("JSON.NUMMULTBY", "b", "$.o.x", "2") == b"-ERR result is not a number\r\n"
+    # integer arrays compute up to u64
+    raw.call("JSON.SET", "i", "$", "[9223372036854775807]")
+    assert raw.call("JSON.NUMINCRBY", "i", "$[0]", "1") == bulk(b"[9223372036854775808]")
+    assert raw.call("JSON.NUMINCRBY", "i", "$[0]", "9223372036854775807") == bulk(b"[18446744073709551615]")
+    assert raw.call("JSON.NUMINCRBY", "i", "$[0]", "1") == b"-ERR numeric overflow\r\n"
+    raw.call("JSON.SET", "j", "$", '{"n":9223372036854775807}')
+    assert raw.call("JSON.NUMINCRBY", "j", "$.n", "1") == b"-ERR numeric overflow\r\n"

@@ -23,7 +23,8 @@ from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer,
                              simple)
 from ..types import jsonpath
 from ..types.json import (I64_MAX, I64_MIN, MAX_DEPTH, U64_MAX, FphaError, JsonError, JsonValue, TypedList,
-                          deep_copy, depth, dumps, fpha, fpha_error_text, memory, narrow, number_kind, parse,
+                          deep_copy, depth, dumps, float_width, fpha, fpha_error_text, memory, narrow, number_kind,
+                          parse,
                           remove_key, settle, strict_eq, type_name)
 from ..util import parse_int, try_int
 
@@ -872,11 +873,19 @@ def _num_op(c, argv, name, event, op):
             r = _float_op(op, float(v), float(by))
             if r is None:
                 raise _OVERFLOW if kind == "float" else _NOT_NUMBER
-            ft = parent.ftype if parent.__class__ is TypedList else None
-            if ft is not None and ft != "FP64":
-                # FPHA: the result is stored (and answered) at the width
-                # when it fits, else the array widens to hold it
-                r = narrow(r, ft) or r
+            if kind:
+                ft = parent.ftype if parent.__class__ is TypedList else None
+                if ft is None:
+                    # ijson holds an array of floats at the narrowest width
+                    # that keeps them all (FPHA or not): made explicit here
+                    ft = float_width(parent)
+                    if ft is not None and ft != "FP64":
+                        parent = TypedList(parent, ft)
+                        _set_at(jv, p[:-1], parent)
+                if ft is not None and ft != "FP64":
+                    # the result is stored (and answered) at the width
+                    # when it fits, else the array widens to hold it
+                    r = narrow(r, ft) or r
         results.append(r)
     hits = [(p, r) for (p, _), r in zip(res, results) if r is not None]
     if path.legacy and c.resp < 3 and not hits:

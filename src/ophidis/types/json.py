@@ -637,6 +637,12 @@ def number_kind(v) -> str:
     return "int"
 
 
+def float_width(v):
+    """The width ijson holds the floats of array v at (FP16, BF16, FP32,
+    FP64), or None when it is not an array of floats."""
+    return _TAG_WIDTH.get(array_kind(v))
+
+
 def _cbor_head(major: int, n: int) -> bytes:
     if n < 24:
         return bytes((major << 5 | n,))
