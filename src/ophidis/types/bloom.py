@@ -120,7 +120,7 @@ class BloomError(Exception):
 class Link:
     """One bit array of the chain (RedisBloom's SBLink and its bloom)."""
 
-    __slots__ = ("entries", "error", "bpe", "hashes", "bits", "n2", "bf", "size")
+    __slots__ = ("entries", "error", "bpe", "hashes", "bits", "n2", "bf", "size", "mod")
 
     def __init__(self, entries, error, bpe, hashes, bits, n2, bf, size=0):
         self.entries = entries
@@ -131,6 +131,9 @@ class Link:
         self.n2 = n2
         self.bf = bf
         self.size = size
+        # what a bit index is taken modulo: a power of two for the filters of
+        # RedisBloom 1.x (n2), the bit count for the others
+        self.mod = (1 << n2) if 0 < n2 < 64 else bits
 
     @classmethod
     def new(cls, entries: int, error: float):
@@ -156,18 +159,9 @@ class Link:
                     or (self.n2 and self.bits < (1 << self.n2)) or self.bits == 0
                     or self.bits != len(self.bf) * 8 or self.hashes != math.ceil(_LN2 * self.bpe))
 
-    def check(self, a: int, b: int) -> bool:
-        mod = (1 << self.n2) if self.n2 else self.bits
-        bf = self.bf
-        for i in range(self.hashes):
-            x = ((a + i * b) & M64) % mod
-            if not bf[x >> 3] & (1 << (x & 7)):
-                return False
-        return True
-
     def add(self, a: int, b: int) -> bool:
         """Set the item's bits; True when one of them was unset."""
-        mod = (1 << self.n2) if self.n2 else self.bits
+        mod = self.mod
         bf = self.bf
         new = False
         for i in range(self.hashes):
@@ -179,6 +173,24 @@ class Link:
                 bf[byte] = c | mask
                 new = True
         return new
+
+
+def _in_chain(links, a: int, b: int) -> bool:
+    """Whether every bit of the item is set in one of the links, newest
+    first (the common miss leaves each link at its first unset bit)."""
+    for lk in reversed(links):
+        mod = lk.mod
+        bf = lk.bf
+        x = a % mod
+        if not bf[x >> 3] >> (x & 7) & 1:
+            continue
+        for i in range(1, lk.hashes):
+            x = ((a + i * b) & M64) % mod
+            if not bf[x >> 3] >> (x & 7) & 1:
+                break
+        else:
+            return True
+    return False
 
 
 class BloomValue:
@@ -216,19 +228,15 @@ class BloomValue:
 
     def check(self, item: bytes) -> bool:
         a, b = hash_pair(item, self.options & OPT_FORCE64)
-        for lk in reversed(self.links):
-            if lk.check(a, b):
-                return True
-        return False
+        return _in_chain(self.links, a, b)
 
     def add(self, item: bytes) -> int:
         """1 added, 0 (probably) there already, -2 a full non-scaling
         filter, -1 a new link that cannot be made."""
         a, b = hash_pair(item, self.options & OPT_FORCE64)
         links = self.links
-        for lk in reversed(links):
-            if lk.check(a, b):
-                return 0
+        if _in_chain(links, a, b):
+            return 0
         cur = links[-1]
         if cur.size >= cur.entries:
             if self.options & OPT_NO_SCALING:
