@@ -46,8 +46,8 @@ OPT_ALL = OPT_NOROUND | OPT_ENTS_IS_BITS | OPT_FORCE64 | OPT_NO_SCALING
 
 TIGHTENING = 0.5
 MAX_CHUNK = 16 * 1024 * 1024
-# what one link may allocate here (a header or an RDB record asking for more
-# is refused rather than taking the server's memory)
+# what a link may allocate here, and a SCANDUMP header for all its links (a
+# header asking for more is refused rather than taking the server's memory)
 MAX_LINK_BYTES = 1 << 32
 
 _HDR = struct.Struct("<QIII")
@@ -138,7 +138,7 @@ class Link:
     @classmethod
     def new(cls, entries: int, error: float):
         """bloom_init with RedisBloom's options (no rounding to a power of 2)."""
-        if entries < 1 or error <= 0 or error >= 1.0:
+        if entries < 1 or not 0.0 < error < 1.0:        # (NaN too)
             raise BloomError("invalid")
         bpe = bits_per_entry(error)
         bits = int(entries * bpe)
@@ -153,11 +153,17 @@ class Link:
         return Link(self.entries, self.error, self.bpe, self.hashes, self.bits, self.n2,
                     bytearray(self.bf), self.size)
 
-    def valid(self) -> bool:
-        """bloom_validate_integrity."""
-        return not (self.error <= 0 or self.error >= 1.0 or self.n2 > 63
+    def valid(self, nbytes=None) -> bool:
+        """bloom_validate_integrity (of a bit array of nbytes, by default its own)."""
+        if nbytes is None:
+            nbytes = len(self.bf)
+        try:
+            hashes = math.ceil(_LN2 * self.bpe)
+        except (OverflowError, ValueError):
+            return False
+        return not (not 0.0 < self.error < 1.0 or self.n2 > 63
                     or (self.n2 and self.bits < (1 << self.n2)) or self.bits == 0
-                    or self.bits != len(self.bf) * 8 or self.hashes != math.ceil(_LN2 * self.bpe))
+                    or self.bits != nbytes * 8 or self.hashes != hashes)
 
     def add(self, a: int, b: int) -> bool:
         """Set the item's bits; True when one of them was unset."""
@@ -290,18 +296,22 @@ class BloomValue:
         size, nfilters, options, growth = _HDR.unpack_from(buf)
         if nfilters <= 0 or len(buf) != _HDR.size + _LINK.size * nfilters:
             return None
+        fields = [_LINK.unpack_from(buf, _HDR.size + i * _LINK.size) for i in range(nfilters)]
+        if sum(f[0] for f in fields) > MAX_LINK_BYTES:
+            return None
         links = []
-        for i in range(nfilters):
-            nbytes, bits, lsize, error, bpe, hashes, entries, n2 = _LINK.unpack_from(
-                buf, _HDR.size + i * _LINK.size)
-            if nbytes > MAX_LINK_BYTES or bits != nbytes * 8:
-                return None
-            lk = Link(entries, error, bpe, hashes, bits, n2, bytearray(nbytes), lsize)
-            if not lk.valid():
+        for nbytes, bits, lsize, error, bpe, hashes, entries, n2 in fields:
+            # validated on an empty array of the size it claims, allocated after
+            lk = Link(entries, error, bpe, hashes, bits, n2, memoryview(b""), lsize)
+            if bits != nbytes * 8 or not lk.valid(nbytes):
                 return None
             links.append(lk)
         sb = cls(size, links, options, growth)
-        return sb if sb.valid() else None
+        if not sb.valid():
+            return None
+        for lk, f in zip(links, fields):
+            lk.bf = bytearray(f[0])
+        return sb
 
     def load_chunk(self, it: int, buf: bytes):
         """Copy a SCANDUMP chunk in; an error text (without '-') or None."""

@@ -237,6 +237,11 @@ class CuckooValue:
         cur = self.filters[fi]
         data = cur.data
         ok = True
+        if not data.strip(b"\0"):
+            # nothing to move
+            if fi == len(self.filters) - 1:
+                self.filters.pop()
+            return True
         for b in range(cur.buckets):
             base = b * bs
             for s in range(bs):
@@ -314,15 +319,17 @@ class CuckooValue:
         nfilters &= 0xFFFF      # the filter keeps a 16-bit count
         if not cf._valid(nfilters):
             return None
+        sizes = []
         total = 0
         for i in range(nfilters):
-            nb = int(buckets * float(exp) ** i) if i else buckets
+            nb = buckets * exp ** i if exp > 1 else buckets if exp or not i else 0
             if nb == 0 or nb > MAX_NUM_BUCKETS:
                 return None
+            sizes.append(nb)
             total += nb * bs
             if total > MAX_BYTES:
                 return None
-            cf.filters.append(SubFilter(nb, bytearray(nb * bs)))
+        cf.filters = [SubFilter(nb, bytearray(nb * bs)) for nb in sizes]
         return cf
 
     def _valid(self, nfilters: int) -> bool:
