@@ -271,7 +271,8 @@ def test_cf_reserve_and_insert_errors(r, raw):
     assert err(raw, "CF.RESERVE", "c", "100", "MAXITERATIONS", "0") == (
         "MAXITERATIONS: value must be in the range [1, 65535]")
     assert err(raw, "CF.RESERVE", "c", "100", "MAXITERATIONS", "x") == "Couldn't parse MAXITERATIONS"
-    assert err(raw, "CF.RESERVE", "c", "100", "EXPANSION", "32769") == "EXPANSION: value must be in the range [0, 32768]"
+    assert err(raw, "CF.RESERVE", "c", "100", "EXPANSION", "32769") == (
+        "EXPANSION: value must be in the range [0, 32768]")
     assert err(raw, "CF.RESERVE", "c", "100", "EXPANSION", "x") == "Couldn't parse EXPANSION"
     assert err(raw, "CF.RESERVE", "c", "7", "BUCKETSIZE", "4") == (
         "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]")
@@ -377,6 +378,57 @@ def test_cf_scandump_loadchunk(r, raw):
     assert err(raw, "CF.LOADCHUNK", "n", 129, b"x") == "ERR not found"
     assert err(raw, "CF.LOADCHUNK", "g", 2000, b"x") == "Couldn't load chunk!"
     assert not r.exists("n")
+
+
+# ---------------------------------------------------------------------------
+# RedisBloom's parameters
+# ---------------------------------------------------------------------------
+
+def test_parameters(start_server):
+    s = start_server("--bf-error-rate", "0.5", "--bf-initial-size", "7", "--cf-initial-size", "8", *DEBUG)
+    c = s.client(decode_responses=True)
+    assert c.config_get("bf-*") == {"bf-error-rate": "0.25", "bf-initial-size": "7", "bf-expansion-factor": "2"}
+    assert c.config_get("cf-*") == {"cf-bucket-size": "2", "cf-initial-size": "8", "cf-max-iterations": "20",
+                                    "cf-expansion-factor": "1", "cf-max-expansions": "32"}
+    raw = s.conn()
+    try:
+        def cfg_err(name, value):
+            return raw.call("CONFIG", "SET", name, value).decode()
+        prefix = "-ERR CONFIG SET failed (possibly related to argument '%s') - "
+        assert cfg_err("bf-error-rate", "x") == prefix % "bf-error-rate" + "Invalid value for `bf-error-rate`\r\n"
+        assert cfg_err("bf-error-rate", "1") == prefix % "bf-error-rate" + (
+            "Value for `bf-error-rate` must be in the range (0.000000, 1.000000)\r\n")
+        assert cfg_err("bf-initial-size", "0") == prefix % "bf-initial-size" + (
+            "Value for `bf-initial-size` must be in the range [1, 1073741824]\r\n")
+        assert cfg_err("cf-max-iterations", "1.5") == prefix % "cf-max-iterations" + (
+            "Invalid value for `cf-max-iterations`\r\n")
+        # cf-initial-size bounds cf-bucket-size, and the other way round
+        assert cfg_err("cf-bucket-size", "5") == prefix % "cf-bucket-size" + (
+            "Value for `cf-bucket-size` must be in the range [1, 4]\r\n")
+        assert c.config_set("cf-bucket-size", "4")
+        assert cfg_err("cf-initial-size", "6") == prefix % "cf-initial-size" + (
+            "Value for `cf-initial-size` must be in the range [8, 1073741824]\r\n")
+        assert raw.call("CF.INSERT", "x", "CAPACITY", "6", "ITEMS", "a") == (
+            b"-Capacity must be in the range [cf-bucket-size * 2, 1073741824]\r\n")
+        assert raw.call("CF.RESERVE", "x", "100", "BUCKETSIZE", "5") == (
+            b"-BUCKETSIZE: value must be in the range [1, 4]\r\n")
+    finally:
+        raw.close()
+    # the filters BF.ADD and CF.ADD create take the parameters
+    c.execute_command("BF.ADD", "b", "x")
+    assert c.execute_command("BF.DEBUG", "b") == [
+        # (ceil(ln 2 * bpe) is 4 here, as RedisBloom computes it)
+        "size:1", "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:7 size:1 ratio:0.125"]
+    c.execute_command("CF.ADD", "c", "x")
+    assert c.execute_command("CF.DEBUG", "c") == (
+        "bktsize:4 buckets:2 items:1 deletes:0 filters:1 max_iterations:20 expansion:1")
+    assert c.config_set("bf-expansion-factor", "0")
+    c.execute_command("BF.ADD", "n", "x")
+    assert c.execute_command("BF.INFO", "n", "EXPANSION") == [None]
+    assert c.execute_command("BF.DEBUG", "n")[1].endswith("ratio:0.25")     # non-scaling: not halved
+    assert c.config_set("cf-max-expansions", "1")
+    with pytest.raises(ResponseError, match="Maximum expansions reached"):
+        c.execute_command("CF.ADD", "c", "y")
 
 
 # ---------------------------------------------------------------------------

@@ -19,12 +19,10 @@ from ..protocol.resp import OK, array_header, boolean, bulk, integer, map_header
 from ..types.bloom import BloomError, BloomValue
 from ..util import parse_float, parse_int
 
-# RedisBloom's defaults and bounds (bf-error-rate, bf-initial-size, bf-expansion-factor)
-ERROR_RATE = 0.01
+# RedisBloom's bounds; the defaults are the bf-error-rate, bf-initial-size and
+# bf-expansion-factor parameters (config/__init__.py)
 ERROR_RATE_CAP = 0.25
-CAPACITY = 100
 CAPACITY_MAX = 1 << 30
-EXPANSION = 2
 EXPANSION_MAX = 32768
 
 NOT_FOUND = RedisError("ERR not found")
@@ -72,6 +70,12 @@ def _ll(b, err):
     return parse_int(b, err)
 
 
+def defaults(c):
+    """(error rate, capacity, expansion) of the filters BF.ADD / BF.INSERT create."""
+    cfg = c.server.config
+    return float(cfg["bf-error-rate"]), int(cfg["bf-initial-size"]), int(cfg["bf-expansion-factor"])
+
+
 def _create(c, key, error, capacity, expansion, nonscaling):
     try:
         sb = BloomValue.new(capacity, error, expansion, nonscaling)
@@ -98,8 +102,8 @@ def bf_reserve(c, argv):
         raise RedisError("ERR capacity must be in the range [1, %d]" % CAPACITY_MAX)
     # as RMUtil_ArgIndex, the words are looked for among all the arguments
     words = [a.upper() for a in argv]
-    nonscaling = b"NONSCALING" in words
-    expansion = EXPANSION
+    expansion = defaults(c)[2]
+    nonscaling = b"NONSCALING" in words or expansion == 0
     if b"EXPANSION" in words:
         at = words.index(b"EXPANSION")
         if at + 1 == n:
@@ -160,13 +164,15 @@ def _insert(c, key, items, multi, error, capacity, expansion, nonscaling, create
 @command("bf.add")
 def bf_add(c, argv):
     """BF.ADD key item"""
-    return _insert(c, argv[1], argv[2:], False, ERROR_RATE, CAPACITY, EXPANSION, False)
+    error, capacity, expansion = defaults(c)
+    return _insert(c, argv[1], argv[2:], False, error, capacity, expansion, expansion == 0)
 
 
 @command("bf.madd")
 def bf_madd(c, argv):
     """BF.MADD key item [item ...]"""
-    return _insert(c, argv[1], argv[2:], True, ERROR_RATE, CAPACITY, EXPANSION, False)
+    error, capacity, expansion = defaults(c)
+    return _insert(c, argv[1], argv[2:], True, error, capacity, expansion, expansion == 0)
 
 
 @command("bf.insert")
@@ -175,8 +181,8 @@ def bf_insert(c, argv):
     [NONSCALING] ITEMS item [item ...]: options known by their first
     letters, as RedisBloom reads them."""
     n = len(argv)
-    error, capacity, expansion = ERROR_RATE, CAPACITY, EXPANSION
-    create, nonscaling = True, False
+    error, capacity, expansion = defaults(c)
+    create, nonscaling = True, expansion == 0
     items = -1
     pos = 2
     while pos < n and items < 0:

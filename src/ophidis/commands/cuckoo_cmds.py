@@ -11,22 +11,16 @@ and COUNT.  No keyspace events; writes propagate verbatim.
 from __future__ import annotations
 
 from ..cmdtable.registry import command
+from ..config import BLOOM_BOUNDS
 from ..errors import WRONGTYPE, RedisError
 from ..protocol.resp import MINUS_ONE, OK, array_header, boolean, bulk, integer, map_header, null, simple
 from ..types.cuckoo import EXISTS, INSERTED, NOSPACE, CuckooValue, item_hash
 from ..util import parse_int
 
-# RedisBloom's defaults and bounds (cf-bucket-size, cf-initial-size,
-# cf-max-iterations, cf-expansion-factor, cf-max-expansions)
-BUCKET_SIZE = 2
-BUCKET_SIZE_MAX = 255
-CAPACITY = 1024
+# RedisBloom's defaults are the cf-bucket-size, cf-initial-size,
+# cf-max-iterations, cf-expansion-factor and cf-max-expansions parameters;
+# their bounds (config.BLOOM_BOUNDS) bound the commands' arguments too
 CAPACITY_MAX = 1 << 30
-MAX_ITERATIONS = 20
-MAX_ITERATIONS_MAX = 65535
-EXPANSION = 1
-EXPANSION_MAX = 32768
-MAX_EXPANSIONS = 32
 
 NOT_FOUND = RedisError("ERR not found")
 ITEM_EXISTS = RedisError("ERR item exists")
@@ -63,6 +57,10 @@ def written(c, key):
     c.server.dirty += 1
 
 
+def _cfg(c, name: str) -> int:
+    return int(c.server.config[name])
+
+
 def _create(c, key, capacity, bucket_size, max_iterations, expansion):
     if capacity < bucket_size * 2:
         raise RedisError("ERR Could not create filter")
@@ -74,13 +72,14 @@ def _create(c, key, capacity, bucket_size, max_iterations, expansion):
     return cf
 
 
-def _option(argv, word: bytes, err: str, lo: int, hi: int, default: int) -> int:
+def _option(argv, word: bytes, err: str, bounds: str, default: int) -> int:
     """A CF.RESERVE option, looked for among all the arguments (RMUtil_ArgIndex)."""
     for i, a in enumerate(argv):
         if a.upper() == word:
             if i + 1 >= len(argv):
                 raise RedisError("-Couldn't parse " + err)
             v = parse_int(argv[i + 1], RedisError("-Couldn't parse " + err))
+            lo, hi = BLOOM_BOUNDS[bounds]
             if not lo <= v <= hi:
                 raise RedisError("-%s: value must be in the range [%d, %d]" % (err, lo, hi))
             return v
@@ -93,9 +92,9 @@ def cf_reserve(c, argv):
     if len(argv) % 2 == 0:
         raise arity_error("cf.reserve")
     capacity = parse_int(argv[2], RedisError("-Bad capacity"))
-    max_it = _option(argv, b"MAXITERATIONS", "MAXITERATIONS", 1, MAX_ITERATIONS_MAX, MAX_ITERATIONS)
-    bucket_size = _option(argv, b"BUCKETSIZE", "BUCKETSIZE", 1, BUCKET_SIZE_MAX, BUCKET_SIZE)
-    expansion = _option(argv, b"EXPANSION", "EXPANSION", 0, EXPANSION_MAX, EXPANSION)
+    max_it = _option(argv, b"MAXITERATIONS", "MAXITERATIONS", "cf-max-iterations", _cfg(c, "cf-max-iterations"))
+    bucket_size = _option(argv, b"BUCKETSIZE", "BUCKETSIZE", "cf-bucket-size", _cfg(c, "cf-bucket-size"))
+    expansion = _option(argv, b"EXPANSION", "EXPANSION", "cf-expansion-factor", _cfg(c, "cf-expansion-factor"))
     if bucket_size * 2 > capacity or capacity > CAPACITY_MAX:
         raise RedisError("-Capacity must be in the range [2 * BUCKETSIZE, %d]" % CAPACITY_MAX)
     key = argv[1]
@@ -109,15 +108,18 @@ def cf_reserve(c, argv):
     return OK
 
 
-def _insert(c, key, items, nx, multi, capacity=CAPACITY, create=True):
+def _insert(c, key, items, nx, multi, capacity=None, create=True):
     cf, wrong = lookup(c, key, True)
     if cf is None:
         if wrong:
             raise WRONGTYPE
         if not create:
             raise NOT_FOUND
-        cf = _create(c, key, capacity, BUCKET_SIZE, MAX_ITERATIONS, EXPANSION)
-    if len(cf.filters) >= MAX_EXPANSIONS:
+        if capacity is None:
+            capacity = _cfg(c, "cf-initial-size")
+        cf = _create(c, key, capacity, _cfg(c, "cf-bucket-size"), _cfg(c, "cf-max-iterations"),
+                     _cfg(c, "cf-expansion-factor"))
+    if len(cf.filters) >= _cfg(c, "cf-max-expansions"):
         raise RedisError("-Maximum expansions reached")
     resp = c.resp
     as_bool = resp >= 3 and not (nx and multi)       # CF.INSERTNX answers integers
@@ -153,7 +155,7 @@ def _insert_args(c, argv, nx, name):
     """CF.INSERT / CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item ...:
     options known by their first letter, as RedisBloom reads them."""
     n = len(argv)
-    capacity, create = CAPACITY, True
+    capacity, create = None, True
     items = -1
     pos = 2
     while pos < n and items < 0:
@@ -163,7 +165,8 @@ def _insert_args(c, argv, nx, name):
             if pos == n:
                 raise arity_error(name)
             capacity = parse_int(argv[pos], RedisError("-Bad capacity"))
-            if not 4 <= capacity <= CAPACITY_MAX:
+            lo, hi = BLOOM_BOUNDS["cf-initial-size"]
+            if not lo <= capacity <= hi:
                 raise RedisError("-Capacity must be in the range [cf-bucket-size * 2, %d]"
                                  % CAPACITY_MAX)
             pos += 1
