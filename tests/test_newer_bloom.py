@@ -352,6 +352,29 @@ def test_cf_matches_redisbloom(r):
         b"bktsize:2 buckets:64 items:500 deletes:45 filters:6 max_iterations:20 expansion:1")
 
 
+def test_cf_compact_matches_redisbloom(raw):
+    """CF.COMPACT after the golden inserts and deletes: one sub-filter fewer,
+    the deletes reset, the buckets RedisBloom's C code ends with."""
+    raw.call("CF.RESERVE", "g", "100")
+    for i in range(0, 600, 100):
+        raw.pipeline(*[("CF.ADD", "g", "i%d" % j) for j in range(i, i + 100)])
+    raw.pipeline(*[("CF.DEL", "g", "i%d" % j) for j in range(0, 300, 3)])
+    assert raw.call("CF.COMPACT", "g") == b"+OK\r\n"
+    assert raw.call("CF.SCANDUMP", "g", 0) == b"*2\r\n:1\r\n" + bulk(bytes.fromhex(
+        "f401000000000000400000000000000000000000000000000500000000000000020014000100"))
+    got, pos = [], 1
+    while True:
+        reply = raw.call_value("CF.SCANDUMP", "g", pos)
+        if reply[0] == 0:
+            break
+        pos = reply[0]
+        got.append((pos, hashlib.sha256(reply[1]).hexdigest()[:16]))
+    assert got == [(129, "8a8ded5c3fea2e4b"), (257, "ec71d4a598c7d209"), (385, "eeb8d688cf143c6c"),
+                   (513, "686e9e26844ca495"), (641, "5027f85435fb4392")]
+    assert raw.call("CF.COMPACT", "nokey") == b"-Cuckoo filter was not found\r\n"
+    assert raw.call("CF.COMPACT", "g", "x") == b"-ERR wrong number of arguments for 'cf.compact' command\r\n"
+
+
 def test_cf_scandump_loadchunk(r, raw):
     _cf_golden(r)
     chunks = [r.execute_command("CF.SCANDUMP", "g", 0)]

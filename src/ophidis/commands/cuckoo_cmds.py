@@ -1,5 +1,6 @@
 """Cuckoo filter commands (Redis 8's built-in RedisBloom): CF.RESERVE ADD
-ADDNX INSERT INSERTNX EXISTS MEXISTS COUNT DEL SCANDUMP LOADCHUNK INFO DEBUG.
+ADDNX INSERT INSERTNX EXISTS MEXISTS COUNT DEL COMPACT SCANDUMP LOADCHUNK INFO
+DEBUG.
 
 The value is a ``CuckooValue`` (types/cuckoo.py).  Arguments, errors and
 reply shapes are RedisBloom's (rebloom.c): CF.INSERTNX answers integers in
@@ -237,6 +238,22 @@ def cf_del(c, argv):
         raise RedisError("-Not found")
     written(c, key)
     return boolean(c.resp, cf.delete(item_hash(argv[2])))
+
+
+@command("cf.compact")
+def cf_compact(c, argv):
+    """CF.COMPACT key: fingerprints of newer sub-filters moved into older
+    ones where they fit, emptied newest sub-filters dropped (registered by
+    RedisBloom as read-only, yet it replicates)"""
+    if len(argv) != 2:
+        raise arity_error("cf.compact")
+    key = argv[1]
+    cf, _wrong = lookup(c, key, True)
+    if cf is None:
+        raise RedisError("-Cuckoo filter was not found")
+    cf.compact(True)
+    written(c, key)
+    return OK
 
 
 @command("cf.scandump")
