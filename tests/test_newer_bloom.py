@@ -464,6 +464,13 @@ def test_type_encoding_copy_rename(r, raw):
     assert r.type("b") == b"MBbloom--"
     assert r.type("c") == b"MBbloomCF"
     assert r.object("encoding", "b") == b"raw"
+    # SCAN's TYPE compares a module type's name without case, as Redis
+    r.set("s", "x")
+    assert r.scan(0, _type="MBbloom--")[1] == [b"b"]
+    assert r.scan(0, _type="mbbloomcf")[1] == [b"c"]
+    # DEBUG OBJECT's serializedlength: the module record (DUMP less its type byte and trailer)
+    line = r.execute_command("DEBUG", "OBJECT", "c")
+    assert b"serializedlength:%d " % (len(r.dump("c")) - 11) in line, line
     assert r.memory_usage("b") >= 240 and r.memory_usage("c") >= 1080
     assert r.copy("b", "b2") and r.copy("c", "c2")
     r.execute_command("BF.ADD", "b2", "y")
