@@ -757,3 +757,13 @@ def test_fuzzed_headers_chunks_and_records(r, raw):
     assert loaded > 20 and restored > 100, (loaded, restored)
     assert raw.call("PING") == b"+PONG\r\n"
     assert r.execute_command("BF.SCANDUMP", "bg", 0) == [1, GOLDEN_BF_HEADER]
+
+
+def test_migrate(start_server):
+    a, b = start_server(*DEBUG), start_server(*DEBUG)
+    ca, cb = a.client(), b.client()
+    _fill(ca)
+    before = _snapshot(ca)
+    assert ca.execute_command("MIGRATE", "127.0.0.1", b.port, "", 0, 5000, "KEYS", "b", "c") == b"OK"
+    assert not ca.exists("b", "c")
+    assert _snapshot(cb) == before
