@@ -642,6 +642,7 @@ def test_aof_rewrite_and_restart(start_server):
     s = start_server(*AOF)
     c = s.client()
     _fill(c)
+    c.expire("c", 1000)
     assert c.bgrewriteaof()
     assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
                       and c.info("persistence")["aof_rewrite_scheduled"] == 0)
@@ -657,7 +658,9 @@ def test_aof_rewrite_and_restart(start_server):
     assert b"$12\r\nBF.LOADCHUNK\r\n$1\r\nb\r\n$1\r\n1\r\n" in data
     assert b"$12\r\nCF.LOADCHUNK\r\n$1\r\nc\r\n$1\r\n1\r\n" in data
     s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
-    assert _snapshot(s2.client()) == before
+    c2 = s2.client()
+    assert _snapshot(c2) == before
+    assert 0 < c2.ttl("c") <= 1000 and c2.ttl("b") == -1
 
 
 def test_rdb_restart(start_server):
