@@ -11,6 +11,8 @@ import os
 import struct
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from redis.exceptions import ResponseError, WatchError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
@@ -770,3 +772,49 @@ def test_migrate(start_server):
     assert ca.execute_command("MIGRATE", "127.0.0.1", b.port, "", 0, 5000, "KEYS", "b", "c") == b"OK"
     assert not ca.exists("b", "c")
     assert _snapshot(cb) == before
+
+
+# ---------------------------------------------------------------------------
+# properties against a model: no false negatives, counts never below the truth
+# ---------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from("adde"), st.integers(0, 60)), min_size=1, max_size=150),
+       st.sampled_from([(4, 1, 1), (8, 2, 2), (16, 4, 0), (64, 2, 1)]))
+def test_cuckoo_model(raw, ops, shape):
+    capacity, bucket_size, expansion = shape
+    raw.call("DEL", "m")
+    raw.call("CF.RESERVE", "m", capacity, "BUCKETSIZE", bucket_size, "EXPANSION", expansion, "MAXITERATIONS", 5)
+    model = {}
+    for op, n in ops:
+        item = "i%d" % n
+        if op in "ad":                        # add (twice as likely as a delete)
+            reply = raw.call("CF.ADD", "m", item)
+            if reply == b":1\r\n":
+                model[item] = model.get(item, 0) + 1
+            else:
+                assert reply == b"-Filter is full\r\n" and expansion == 0
+        elif model.get(item):                  # delete only what was added
+            assert raw.call("CF.DEL", "m", item) == b":1\r\n"
+            model[item] -= 1
+    for item, count in model.items():
+        got = int(raw.call("CF.COUNT", "m", item)[1:-2])
+        assert got >= count
+        if count:
+            assert raw.call("CF.EXISTS", "m", item) == b":1\r\n"
+    assert b"items:%d " % sum(model.values()) in raw.call("CF.DEBUG", "m")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.binary(max_size=20), min_size=1, max_size=200),
+       st.sampled_from([(1, "0.1", 2), (5, "0.01", 1), (20, "0.001", 4), (3, "0.25", 3)]))
+def test_bloom_model(raw, items, shape):
+    capacity, error, expansion = shape
+    raw.call("DEL", "m")
+    raw.call("BF.RESERVE", "m", error, capacity, "EXPANSION", expansion)
+    added = 0
+    for item in items:
+        reply = raw.call("BF.ADD", "m", item)
+        added += reply == b":1\r\n"
+    assert raw.call("BF.MEXISTS", "m", *items) == b"*%d\r\n" % len(items) + b":1\r\n" * len(items)
+    assert raw.call("BF.CARD", "m") == b":%d\r\n" % added
