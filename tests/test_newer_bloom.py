@@ -187,6 +187,79 @@ def test_bf_scaling_matches_redisbloom(r):
         b"Number of items inserted", 250, b"Expansion rate", 2]
 
 
+def test_figures_redisbloom_asserts(r, raw3):
+    """The figures RedisBloom's own test suite expects of a server (its
+    tests/flow: test_overall's debug/info/expansion, test_resp3)."""
+    r.execute_command("BF.RESERVE", "bf", "0.01", "10")
+    pipe_all(r, [("BF.ADD", "bf", str(i)) for i in range(100)])
+    assert r.execute_command("BF.DEBUG", "bf") == [
+        b"size:99",
+        b"bytes:16 bits:128 hashes:8 hashwidth:64 capacity:10 size:10 ratio:0.005",
+        b"bytes:32 bits:256 hashes:9 hashwidth:64 capacity:20 size:20 ratio:0.0025",
+        b"bytes:72 bits:576 hashes:10 hashwidth:64 capacity:40 size:40 ratio:0.00125",
+        b"bytes:160 bits:1280 hashes:11 hashwidth:64 capacity:80 size:29 ratio:0.000625"]
+    r.delete("bf")
+    r.execute_command("BF.RESERVE", "bf", "0.001", "100")
+    assert r.execute_command("BF.INFO", "bf") == [b"Capacity", 100, b"Size", 296, b"Number of filters", 1,
+                                                   b"Number of items inserted", 0, b"Expansion rate", 2]
+    pipe_all(r, [("BF.ADD", "bf", str(i)) for i in range(4000)])
+    assert r.execute_command("BF.DEBUG", "bf") == [
+        b"size:3997",
+        b"bytes:200 bits:1600 hashes:11 hashwidth:64 capacity:100 size:100 ratio:0.0005",
+        b"bytes:432 bits:3456 hashes:12 hashwidth:64 capacity:200 size:200 ratio:0.00025",
+        b"bytes:936 bits:7488 hashes:13 hashwidth:64 capacity:400 size:400 ratio:0.000125",
+        b"bytes:2016 bits:16128 hashes:14 hashwidth:64 capacity:800 size:800 ratio:6.25e-05",
+        b"bytes:4320 bits:34560 hashes:15 hashwidth:64 capacity:1600 size:1600 ratio:3.125e-05",
+        b"bytes:9216 bits:73728 hashes:16 hashwidth:64 capacity:3200 size:897 ratio:1.5625e-05"]
+    for name, exp, filters in (("exp1", 1, 23), ("exp2", 2, 5), ("exp4", 4, 4)):
+        r.execute_command("BF.RESERVE", name, "0.01", "4", "EXPANSION", exp)
+        pipe_all(r, [("BF.ADD", name, str(i)) for i in range(100)])
+        assert r.execute_command("BF.INFO", name)[5] == filters
+    # test_resp3's sequence
+    r.flushall()
+    assert raw3.call("BF.ADD", "test", "item") == b"#t\r\n"
+    assert raw3.call("BF.INFO", "test") == (
+        b"%5\r\n+Capacity\r\n:100\r\n+Size\r\n:240\r\n+Number of filters\r\n:1\r\n"
+        b"+Number of items inserted\r\n:1\r\n+Expansion rate\r\n:2\r\n")
+    assert raw3.call("BF.INSERT", "test", "ITEMS", "item2", "item3", "item2") == b"*3\r\n#t\r\n#t\r\n#f\r\n"
+    raw3.call("CF.RESERVE", "a", "9", "EXPANSION", "0")
+    assert [raw3.call(*c.split()) for c in ("CF.ADD a 3", "CF.ADD a 4", "CF.ADDNX a 4", "CF.ADDNX a 9")] == [
+        b"#t\r\n", b"#t\r\n", b"#f\r\n", b"#t\r\n"]
+    assert raw3.call("CF.INSERT", "a", "ITEMS", "4", "5") == b"*2\r\n#t\r\n#t\r\n"
+    assert raw3.call("CF.INSERTNX", "a", "ITEMS", "4", "6") == b"*2\r\n:0\r\n:1\r\n"
+    assert [raw3.call("CF.DEL", "a", "3") for _ in range(2)] == [b"#t\r\n", b"#f\r\n"]
+    assert raw3.call("CF.MEXISTS", "a", "4", "3") == b"*2\r\n#t\r\n#f\r\n"
+    assert raw3.call("CF.COUNT", "a", "4") == b":2\r\n"
+    assert raw3.call("CF.INFO", "a") == (
+        b"%8\r\n+Size\r\n:64\r\n+Number of buckets\r\n:4\r\n+Number of filters\r\n:1\r\n"
+        b"+Number of items inserted\r\n:5\r\n+Number of items deleted\r\n:1\r\n+Bucket size\r\n:2\r\n"
+        b"+Expansion rate\r\n:0\r\n+Max iterations\r\n:20\r\n")
+
+
+def test_cuckoo_figures_redisbloom_asserts(r, raw):
+    """test_cuckoo's expectations in RedisBloom's own suite."""
+    for spec in ("a 64 BUCKETSIZE 1", "b 64 BUCKETSIZE 2", "c 256 BUCKETSIZE 4 MAXITERATIONS 500",
+                 "d 64 EXPANSION 1", "e 64 EXPANSION 2", "f 64 EXPANSION 4 MAXITERATIONS 500"):
+        r.execute_command("CF.RESERVE", *spec.split())
+    for key in "abcdef":
+        assert pipe_all(r, [("CF.ADD", key, str(i)) for i in range(1000)]) == [1] * 1000
+        assert pipe_all(r, [("CF.EXISTS", key, str(i)) for i in range(1000)]) == [1] * 1000
+    assert [r.execute_command("CF.DEBUG", k) for k in "abcdef"] == [
+        b"bktsize:1 buckets:64 items:1000 deletes:0 filters:18 max_iterations:20 expansion:1",
+        b"bktsize:2 buckets:32 items:1000 deletes:0 filters:17 max_iterations:20 expansion:1",
+        b"bktsize:4 buckets:64 items:1000 deletes:0 filters:4 max_iterations:500 expansion:1",
+        b"bktsize:2 buckets:32 items:1000 deletes:0 filters:17 max_iterations:20 expansion:1",
+        b"bktsize:2 buckets:32 items:1000 deletes:0 filters:5 max_iterations:20 expansion:2",
+        b"bktsize:2 buckets:32 items:1000 deletes:0 filters:3 max_iterations:500 expansion:4"]
+    r.execute_command("CF.RESERVE", "m", "4")
+    assert pipe_all(r, [("CF.ADD", "m", str(i)) for i in range(124)]) == [1] * 124
+    assert raw.call("CF.ADD", "m", "2048") == b"-Maximum expansions reached\r\n"
+    r.execute_command("CF.RESERVE", "z", "4", "EXPANSION", "0")
+    assert [r.execute_command("CF.ADD", "z", i) for i in (1, 2, 3, 4)] == [1, 1, 1, 1]
+    assert r.execute_command("CF.INSERT", "z", "ITEMS", "5", "6") == [-1, -1]
+    assert raw.call("CF.ADD", "z", "7") == b"-Filter is full\r\n"
+
+
 def test_bf_scandump_loadchunk(r, raw):
     _bf_golden(r)
     chunks = [r.execute_command("BF.SCANDUMP", "g", 0)]
