@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..cmdtable.registry import command
 from ..errors import WRONGTYPE, RedisError
 from ..protocol.resp import OK, array_header, boolean, bulk, integer, map_header, null, simple
-from ..types.bloom import BloomError, BloomValue
+from ..types.bloom import OPT_FORCE64, BloomError, BloomValue
 from ..util import parse_float, parse_int
 
 # RedisBloom's bounds; the defaults are the bf-error-rate, bf-initial-size and
@@ -62,14 +62,6 @@ def written(c, key):
     c.server.dirty += 1
 
 
-def _double(b, err):
-    return parse_float(b, err)
-
-
-def _ll(b, err):
-    return parse_int(b, err)
-
-
 def defaults(c):
     """(error rate, capacity, expansion) of the filters BF.ADD / BF.INSERT create."""
     cfg = c.server.config
@@ -93,11 +85,11 @@ def bf_reserve(c, argv):
     n = len(argv)
     if n > 7:
         raise arity_error("bf.reserve")
-    error = _double(argv[2], RedisError("ERR bad error rate"))
+    error = parse_float(argv[2], RedisError("ERR bad error rate"))
     if not 0.0 < error < 1.0:
         raise RedisError("ERR error rate must be in the range (0.000000, 1.000000)")
     error = min(error, ERROR_RATE_CAP)
-    capacity = _ll(argv[3], RedisError("ERR bad capacity"))
+    capacity = parse_int(argv[3], RedisError("ERR bad capacity"))
     if not 1 <= capacity <= CAPACITY_MAX:
         raise RedisError("ERR capacity must be in the range [1, %d]" % CAPACITY_MAX)
     # as RMUtil_ArgIndex, the words are looked for among all the arguments
@@ -108,7 +100,7 @@ def bf_reserve(c, argv):
         at = words.index(b"EXPANSION")
         if at + 1 == n:
             raise RedisError("ERR no expansion")
-        expansion = _ll(argv[at + 1], RedisError("ERR bad expansion"))
+        expansion = parse_int(argv[at + 1], RedisError("ERR bad expansion"))
         if expansion == 0:
             nonscaling = True
         elif nonscaling:
@@ -196,12 +188,12 @@ def bf_insert(c, argv):
             if pos == n:
                 raise arity_error("bf.insert")
             if arg[1:2] == b"r":
-                error = _double(argv[pos], RedisError("-Bad error rate"))
+                error = parse_float(argv[pos], RedisError("-Bad error rate"))
                 if not 0.0 < error < 1.0:
                     raise RedisError("-Bad error rate")
                 error = min(error, ERROR_RATE_CAP)
             else:
-                expansion = _ll(argv[pos], RedisError("-Bad expansion"))
+                expansion = parse_int(argv[pos], RedisError("-Bad expansion"))
                 if not 0 <= expansion <= EXPANSION_MAX:
                     raise RedisError("-Bad expansion")
             pos += 1
@@ -209,7 +201,7 @@ def bf_insert(c, argv):
             pos += 1
             if pos == n:
                 raise arity_error("bf.insert")
-            capacity = _ll(argv[pos], RedisError("-Bad capacity"))
+            capacity = parse_int(argv[pos], RedisError("-Bad capacity"))
             if not 1 <= capacity <= CAPACITY_MAX:
                 raise RedisError("-Bad capacity")
             pos += 1
@@ -300,7 +292,7 @@ def bf_card(c, argv):
 def bf_debug(c, argv):
     """BF.DEBUG key: the chain's size, then a line per link"""
     sb = typed(c, argv[1], BloomValue)
-    hw = 64 if sb.options & 4 else 32
+    hw = 64 if sb.options & OPT_FORCE64 else 32
     out = [bulk(b"size:%d" % sb.size)]
     for lk in sb.links:
         out.append(bulk(("bytes:%d bits:%d hashes:%d hashwidth:%d capacity:%d size:%d ratio:%g" % (
@@ -314,7 +306,7 @@ def bf_scandump(c, argv):
     """BF.SCANDUMP key iterator: [1, header] for 0, then [next, chunk] until
     [0, ""]"""
     sb = typed(c, argv[1], BloomValue)
-    it = _ll(argv[2], RedisError("-Second argument must be numeric"))
+    it = parse_int(argv[2], RedisError("-Second argument must be numeric"))
     if it == 0:
         return b"*2\r\n:1\r\n" + bulk(sb.header())
     nxt, data = sb.chunk(it)
@@ -325,7 +317,7 @@ def bf_scandump(c, argv):
 def bf_loadchunk(c, argv):
     """BF.LOADCHUNK key iterator data: the header (iterator 1) creates the
     filter, the chunks fill it in"""
-    it = _ll(argv[2], RedisError("ERR Second argument must be numeric"))
+    it = parse_int(argv[2], RedisError("ERR Second argument must be numeric"))
     key, buf = argv[1], bytes(argv[3])
     sb, wrong = lookup(c, key, BloomValue, True)
     if sb is None and not wrong and it == 1:

@@ -229,9 +229,6 @@ class BloomValue:
     def capacity(self) -> int:
         return sum(lk.entries for lk in self.links)
 
-    def hashes(self, item: bytes):
-        return hash_pair(item, self.options & OPT_FORCE64)
-
     def check(self, item: bytes) -> bool:
         a, b = hash_pair(item, self.options & OPT_FORCE64)
         return _in_chain(self.links, a, b)

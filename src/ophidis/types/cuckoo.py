@@ -112,18 +112,6 @@ class CuckooValue:
         return True
 
     # -- lookups -------------------------------------------------------------------
-    def _find(self, h1, h2, fp):
-        """The (sub-filter, slot index) of the newest copy of fp, or None."""
-        bs = self.bucket_size
-        for f in reversed(self.filters):
-            data = f.data
-            for h in (h1, h2):
-                loc = ((h % f.buckets) * bs) & 0xFFFFFFFF
-                i = data.find(fp, loc, loc + bs)
-                if i >= 0:
-                    return f, i
-        return None
-
     def check(self, h: int) -> bool:
         fp = h % 255 + 1
         bs = self.bucket_size
