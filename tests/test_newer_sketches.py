@@ -53,7 +53,7 @@ def test_cms_initbyprob_dimensions(r):
     # log10f (0.9 / 0.999 gives 1, 0.3 / 0.25 exactly 2)
     for e, p, w, d in (("0.01", "0.01", 200, 7), ("0.001", "0.002", 2000, 9), ("0.5", "0.5", 4, 1),
                        ("0.3", "0.25", 7, 2), ("0.07", "0.0625", 29, 4), ("0.9", "0.999", 3, 1),
-                       ("0.000001", "0.000001", 2000000, 20)):
+                       ("0.0001", "0.000001", 20000, 20)):
         r.delete("p")
         assert r.execute_command("CMS.INITBYPROB", "p", e, p) == b"OK"
         info = r.execute_command("CMS.INFO", "p")

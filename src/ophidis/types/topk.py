@@ -25,6 +25,7 @@ with a terminating NUL (a lone NUL for an empty slot).
 
 from __future__ import annotations
 
+import math
 import random
 import struct
 from array import array
@@ -128,20 +129,30 @@ class TopK:
                 if c > maxc:
                     maxc = c
             else:
+                # each unit of the increment is one draw that decays the
+                # count with probability d; the failed draws before a
+                # success are counted at once (a geometric variate), which
+                # is the same distribution as drawing them one by one
                 left = incr
                 while left > 0:
                     if c < DECAY_TABLE:
                         d = table[c]
                     else:
                         d = table[DECAY_TABLE - 1] ** (c // (DECAY_TABLE - 1)) * table[c % (DECAY_TABLE - 1)]
-                    if _rand() < d:
-                        c -= 1
-                        if c == 0:
-                            fps[loc] = fp
-                            c = left
-                            if c > maxc:
-                                maxc = c
+                    if d < 1.0:
+                        if d <= 0.0:
                             break
+                        fails = math.log(1.0 - _rand()) / math.log1p(-d)
+                        if fails >= left:
+                            break
+                        left -= int(fails)
+                    c -= 1
+                    if c == 0:
+                        fps[loc] = fp
+                        c = left
+                        if c > maxc:
+                            maxc = c
+                        break
                     left -= 1
                 counts[loc] = c
         if maxc >= heap_min:
