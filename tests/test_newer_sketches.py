@@ -426,13 +426,16 @@ def test_acl_categories_and_command_info(r, raw):
         b"tdigest.cdf", b"tdigest.trimmed_mean", b"tdigest.info"}
     assert len(r.execute_command("ACL", "CAT", "cms")) == 6
     assert len(r.execute_command("ACL", "CAT", "topk")) == 7
-    info = raw.call("COMMAND", "INFO", "cms.incrby", "topk.list", "tdigest.merge")
+    # a module command's categories are exactly its registration's (no
+    # implied @slow): CMS.INCRBY "write cms", CMS.INITBYDIM "write fast cms"
+    info = raw.call("COMMAND", "INFO", "cms.incrby", "topk.list", "tdigest.merge", "cms.initbydim")
+    assert b"*3\r\n+@write\r\n+@fast\r\n+@cms\r\n" in info
     assert (b"$10\r\ncms.incrby\r\n:-4\r\n*3\r\n+write\r\n+denyoom\r\n+module\r\n:1\r\n:1\r\n:1\r\n"
-            b"*3\r\n+@write\r\n+@slow\r\n+@cms\r\n") in info
+            b"*2\r\n+@write\r\n+@cms\r\n") in info
     assert (b"$9\r\ntopk.list\r\n:-2\r\n*2\r\n+readonly\r\n+module\r\n:1\r\n:1\r\n:1\r\n"
-            b"*3\r\n+@read\r\n+@slow\r\n+@topk\r\n") in info
+            b"*2\r\n+@read\r\n+@topk\r\n") in info
     assert (b"$13\r\ntdigest.merge\r\n:-4\r\n*4\r\n+write\r\n+denyoom\r\n+module\r\n+movablekeys\r\n"
-            b":1\r\n:1\r\n:1\r\n*3\r\n+@write\r\n+@slow\r\n+@tdigest\r\n") in info
+            b":1\r\n:1\r\n:1\r\n*2\r\n+@write\r\n+@tdigest\r\n") in info
     assert raw.call("COMMAND", "GETKEYS", "TDIGEST.MERGE", "d", "2", "a", "b", "OVERRIDE") == (
         b"*3\r\n" + bulk(b"d") + bulk(b"a") + bulk(b"b"))
     r.execute_command("ACL", "SETUSER", "u", "on", "nopass", "~*", "+@all", "-@tdigest")
