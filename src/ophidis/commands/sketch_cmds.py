@@ -198,8 +198,8 @@ def cms_info(c, argv):
 _TOPK_NOKEY = RedisError("-TopK: key does not exist")
 _TOPK_INCR = RedisError("-TopK: increment must be an integer greater or equal to 0" + " " * 28
                         + "and smaller or equal to 100,000")
-# the most memory one Top-K may take (its buckets, and heap slots at about
-# a hundred bytes each here): past it TOPK.RESERVE answers the module's
+# the most memory one Top-K may take (its buckets and heap slots, 8 bytes
+# each): past it TOPK.RESERVE answers the module's
 # allocation-failure error
 _TOPK_MAX_BYTES = 4 << 30
 
@@ -241,7 +241,7 @@ def topk_reserve(c, argv):
             raise RedisError("-TopK: invalid decay value. must be '<= 1' & '> 0'")
     else:
         width, depth, decay = 8, 7, 0.9
-    if 8 * width * depth + 100 * k > _TOPK_MAX_BYTES:
+    if 8 * width * depth + 8 * k > _TOPK_MAX_BYTES:
         raise RedisError("ERR Insufficient memory to create topk data structure")
     c.db.set_key(key, TopK(k, width, depth, decay))
     _written(c, key)

@@ -32,6 +32,7 @@ MAX_CELLS = 1 << 32
 
 _f32 = struct.Struct("<f")
 assert array("I").itemsize == 4
+_ZERO = (0,)
 
 
 def _float32(x: float) -> float:
@@ -63,7 +64,7 @@ class CountMinSketch:
         self.depth = depth
         self.counter = counter
         if table is None:
-            table = array("I", bytes(4 * width * depth))
+            table = array("I", _ZERO) * (width * depth)
         self.table = table
 
     def _cells(self, item: bytes):

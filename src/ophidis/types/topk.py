@@ -38,6 +38,8 @@ GA = 1919
 DECAY_TABLE = 256
 
 _slot = struct.Struct("<IIQII")
+_ZERO = (0,)
+_EMPTY = (0, None, 0)
 _rng = random.Random()
 _rand = _rng.random
 
@@ -54,10 +56,11 @@ class TopK:
         self.depth = depth
         self.decay = decay
         n = width * depth
-        self.fps = array("I", bytes(4 * n))
-        self.counts = array("I", bytes(4 * n))
-        # heap slots: [fingerprint, item (bytes, None when empty), count]
-        self.heap = [[0, None, 0] for _ in range(k)]
+        self.fps = array("I", _ZERO) * n
+        self.counts = array("I", _ZERO) * n
+        # heap slots: (fingerprint, item (bytes, None when empty), count),
+        # replaced whole when they change (the empty ones share one tuple)
+        self.heap = [_EMPTY] * k
         if loaded:
             # after a load the module builds the table as a running product
             t = [1.0]
@@ -158,12 +161,12 @@ class TopK:
         if maxc >= heap_min:
             i = self._find(item, fp)
             if i >= 0:
-                self.heap[i][2] = maxc
+                s = self.heap[i]
+                self.heap[i] = (s[0], s[1], maxc)
                 self._sift_down(i)
             else:
-                top = self.heap[0]
-                expelled = top[1]
-                self.heap[0] = [fp, bytes(item), maxc]
+                expelled = self.heap[0][1]
+                self.heap[0] = (fp, bytes(item), maxc)
                 self._sift_down(0)
                 return expelled
         return None
@@ -200,7 +203,7 @@ class TopK:
         t.k, t.width, t.depth, t.decay = self.k, self.width, self.depth, self.decay
         t.fps = array("I", self.fps)
         t.counts = array("I", self.counts)
-        t.heap = [list(s) for s in self.heap]
+        t.heap = list(self.heap)
         t.table = list(self.table)
         return t
 
@@ -209,7 +212,7 @@ class TopK:
         w.uint(self.width)
         w.uint(self.depth)
         w.double(self.decay)
-        b = array("I", bytes(8 * self.width * self.depth))
+        b = array("I", _ZERO) * (2 * self.width * self.depth)
         b[0::2] = self.fps
         b[1::2] = self.counts
         if b.itemsize == 4 and struct.pack("=I", 1) != struct.pack("<I", 1):
@@ -253,7 +256,7 @@ class TopK:
         for i in range(k):
             fp, _len, _ptr, c, _pad = _slot.unpack_from(raw, i * _slot.size)
             it = bytes(r.string())
-            t.heap[i] = [fp, it[:-1] if len(it) > 1 else None, c]
+            t.heap[i] = (fp, it[:-1] if len(it) > 1 else None, c)
         return t
 
     def mem_usage(self) -> int:
