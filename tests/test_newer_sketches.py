@@ -600,3 +600,37 @@ def test_replica_stream(start_server):
     assert rep.execute_command("CMS.QUERY", "c", "x") == [4]
     assert rep.execute_command("TDIGEST.QUANTILE", "t", 0.5) == m.execute_command("TDIGEST.QUANTILE", "t", 0.5)
     assert rep.execute_command("TOPK.LIST", "k", "WITHCOUNT") == [b"a", 2, b"b", 1]
+
+
+def test_keyspace_events_and_watch(r):
+    # RedisBloom sends no events of its own: a created key is "new" (class
+    # n), and nothing else is published for these writes
+    r.config_set("notify-keyspace-events", "KEAn")
+    p = r.pubsub()
+    p.psubscribe("__keyevent@*")
+    wait_until(lambda: p.get_message(timeout=0.1) is not None)
+    r.execute_command("CMS.INITBYDIM", "c", 10, 2)
+    r.execute_command("CMS.INCRBY", "c", "a", 1)
+    r.execute_command("TOPK.RESERVE", "k", 2)
+    r.execute_command("TOPK.ADD", "k", "a")
+    r.execute_command("TDIGEST.CREATE", "t")
+    r.execute_command("TDIGEST.ADD", "t", 1)
+    r.execute_command("TDIGEST.MERGE", "t", 1, "t")
+    r.set("done", 1)
+    events = []
+    wait_until(lambda: events.append(p.get_message(timeout=0.1)) or
+               [e for e in events if e and e["channel"].endswith(b":set")])
+    names = [(e["channel"].split(b":", 1)[1], e["data"]) for e in events if e]
+    assert names == [(b"new", b"c"), (b"new", b"k"), (b"new", b"t"), (b"new", b"t"), (b"new", b"done"),
+                     (b"set", b"done")]
+    p.close()
+    r.config_set("notify-keyspace-events", "")
+    # a write invalidates a WATCH on its key
+    w = r.pipeline(transaction=True)
+    w.watch("c")
+    r.execute_command("CMS.INCRBY", "c", "a", 1)
+    w.multi()
+    w.get("x")
+    with pytest.raises(Exception, match="[Ww]atch"):
+        w.execute()
+    w.reset()
