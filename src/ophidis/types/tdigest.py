@@ -77,6 +77,21 @@ def _qsort(means, weights, lo, hi):
                 means[start], means[end] = means[end], means[start]
                 weights[start], weights[end] = weights[end], weights[start]
             continue
+        low = min(means[start:end + 1])
+        if means[(end + start) // 2] == low:
+            # the pivot is the smallest mean: the partition compares in
+            # vain, swaps the middle to the end and the end to the front,
+            # and goes on with the rest; done here without the comparisons
+            # for as long as the middle holds that smallest mean
+            while end - start > 1 and means[(end + start) // 2] == low:
+                p = (end + start) // 2
+                means[p], means[end] = means[end], means[p]
+                weights[p], weights[end] = weights[end], weights[p]
+                means[start], means[end] = means[end], means[start]
+                weights[start], weights[end] = weights[end], weights[start]
+                start += 1
+            stack.append((start, end))
+            continue
         p = (end + start) // 2
         pivot = means[p]
         means[p], means[end] = means[end], means[p]
