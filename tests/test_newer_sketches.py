@@ -634,3 +634,28 @@ def test_keyspace_events_and_watch(r):
     with pytest.raises(Exception, match="[Ww]atch"):
         w.execute()
     w.reset()
+
+
+def test_tdigest_duplicates_as_the_library(r):
+    # many equal means: the library's quicksort leaves equal means in an
+    # order of its own, which decides how the centroids merge (9 centroids
+    # after 14 compressions here, the library's numbers)
+    r.execute_command("TDIGEST.CREATE", "t", "COMPRESSION", 10)
+    vals = [i % 3 for i in range(500)] + [(i % 5) * 0.5 for i in range(300)]
+    for i in range(0, len(vals), 100):
+        r.execute_command("TDIGEST.ADD", "t", *vals[i:i + 100])
+    info = r.execute_command("TDIGEST.INFO", "t")
+    assert info[4:8] + info[14:16] == [b"Merged nodes", 11, b"Unmerged nodes", 21, b"Total compressions", 13]
+    assert [float(x) for x in r.execute_command("TDIGEST.QUANTILE", "t", 0.1, 0.5, 0.9)] == [
+        0.11947584789311409, 0.95040297875834501, 1.9493537325243999]
+    assert [float(x) for x in r.execute_command("TDIGEST.CDF", "t", 1.0, 0.5)] == [
+        0.51770119477006338, 0.29323035280940835]
+    # the estimates compressed the buffer
+    info = r.execute_command("TDIGEST.INFO", "t")
+    assert info[4:8] + info[14:16] == [b"Merged nodes", 9, b"Unmerged nodes", 0, b"Total compressions", 14]
+    # with compression 5 and 300 samples, six stay buffered (as there)
+    r.execute_command("TDIGEST.CREATE", "u", "COMPRESSION", 5)
+    r.execute_command("TDIGEST.ADD", "u", *[repr(v) for v in VALUES[:300]])
+    info = r.execute_command("TDIGEST.INFO", "u")
+    assert info[4:16] == [b"Merged nodes", 7, b"Unmerged nodes", 6, b"Merged weight", 294, b"Unmerged weight", 6,
+                          b"Observations", 300, b"Total compressions", 9]
