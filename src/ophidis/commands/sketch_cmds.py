@@ -315,8 +315,10 @@ def topk_list(c, argv):
     tk = _topk(c, argv[1])
     pairs = tk.listing()
     out = [array_header(len(pairs) * (2 if with_count else 1))]
+    resp = c.resp
     for item, cnt in pairs:
-        out.append(_cstr(item))
+        # (a NULL C string is a null reply)
+        out.append(null(resp) if item is None else _cstr(item))
         if with_count:
             out.append(integer(cnt))
     return b"".join(out)

@@ -189,12 +189,14 @@ class TopK:
 
     def listing(self):
         """The heap's (item, count) pairs by count, highest first (ties in
-        heap order), up to the first empty slot."""
+        heap order), up to the first slot with no count; the item is None
+        for a counted slot without one (an empty item after an RDB load,
+        which the module stores as a lone NUL)."""
         out = []
         for fp, item, c in sorted(self.heap, key=lambda s: -s[2]):
             if c == 0:
                 break
-            out.append((item if item is not None else b"", c))
+            out.append((item, c))
         return out
 
     # -- module-type record and the generic commands ---------------------
