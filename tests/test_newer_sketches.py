@@ -390,6 +390,9 @@ def _snapshot(r):
 def test_type_encoding_memory(r):
     _fill(r)
     assert [r.type(k) for k in "cktu"] == [b"CMSk-TYPE", b"TopK-TYPE", b"TDIS-TYPE", b"TDIS-TYPE"]
+    # SCAN's TYPE takes a module type's name in any case
+    assert sorted(r.scan(0, count=100, _type="tdis-type")[1]) == [b"t", b"u"]
+    assert r.scan(0, count=100, _type="CMSk-TYPE")[1] == [b"c"]
     assert {r.object("encoding", k) for k in "cktu"} == {b"raw"}
     # the module's estimates (plus the key's own overhead)
     assert r.memory_usage("c") >= 32 + 4 * 300
