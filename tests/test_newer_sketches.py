@@ -390,6 +390,14 @@ def _snapshot(r):
 def test_type_encoding_memory(r):
     _fill(r)
     assert [r.type(k) for k in "cktu"] == [b"CMSk-TYPE", b"TopK-TYPE", b"TDIS-TYPE", b"TDIS-TYPE"]
+    # DEBUG OBJECT's serializedlength is the module record's size (the
+    # numbers RedisBloom 8.10 gives for the same values)
+    r.execute_command("TDIGEST.CREATE", "d1")
+    r.execute_command("TDIGEST.ADD", "d1", *range(1, 11))
+    r.execute_command("CMS.INITBYDIM", "c1", 20, 2)
+    for k, n in (("d1", 244), ("c1", 30)):
+        assert b"serializedlength:%d " % n in r.execute_command("DEBUG", "OBJECT", k), k
+    r.delete("d1", "c1")
     # SCAN's TYPE takes a module type's name in any case
     assert sorted(r.scan(0, count=100, _type="tdis-type")[1]) == [b"t", b"u"]
     assert r.scan(0, count=100, _type="CMSk-TYPE")[1] == [b"c"]

@@ -21,6 +21,7 @@ from ..dtoa import fpconv
 from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import MODULE_CLASSES, type_name
+from ..persistence.modulerecord import encode as module_record
 from ..persistence.rdb import stream_body
 from ..protocol.resp import (OK, boolean, bulk, double, help_reply, integer, map_header, push_header, set_header,
                              simple, verbatim)
@@ -209,6 +210,9 @@ def _serialized_length(v) -> int:
             except ValueError:
                 pass
         return n + (1 if n < 64 else 2 if n < 16384 else 5)
+    if v.__class__ in MODULE_CLASSES:
+        # a module type's record (module id, items, EOF), as Redis sizes it
+        return len(module_record(v))
     t = type_name(v)
     if t == b"stream":
         return len(stream_body(v))
