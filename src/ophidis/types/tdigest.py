@@ -200,8 +200,32 @@ class TDigest:
         self.unmerged_weight = new_unmerged
 
     def add_many(self, values):
-        for v in values:
-            self.add(v, 1)
+        """``add(v, 1)`` for each value, in runs: the buffer is filled up to
+        the point where ``add`` would compress, then compressed, and so on
+        (the same nodes, extremes and compressions as one at a time)."""
+        i = 0
+        n = len(values)
+        while i < n:
+            room = self.cap - 1 - (self.merged_nodes + self.unmerged_nodes)
+            if room <= 0 or self.unmerged_weight + self.merged_weight + n - i > LLONG_MAX \
+                    or len(self.means) != self.merged_nodes + self.unmerged_nodes:
+                # a compress is due (or a limit is near): one at a time
+                self.add(values[i], 1)
+                i += 1
+                continue
+            run = values[i:i + room]
+            k = len(run)
+            low = min(run)
+            high = max(run)
+            if low < self.min:
+                self.min = low
+            if high > self.max:
+                self.max = high
+            self.means.extend(run)
+            self.weights.extend([1] * k)
+            self.unmerged_nodes += k
+            self.unmerged_weight += k
+            i += k
 
     def compress(self):
         """td_compress: raises Overflow (EDOM)."""
