@@ -449,6 +449,11 @@ def test_acl_categories_and_command_info(r, raw):
             b":1\r\n:1\r\n:1\r\n*2\r\n+@write\r\n+@tdigest\r\n") in info
     assert raw.call("COMMAND", "GETKEYS", "TDIGEST.MERGE", "d", "2", "a", "b", "OVERRIDE") == (
         b"*3\r\n" + bulk(b"d") + bulk(b"a") + bulk(b"b"))
+    # COMMAND DOCS names the module Redis 8 reports them as; COMMAND LIST
+    # filters by it
+    assert b"$6\r\nmodule\r\n$2\r\nbf\r\n" in raw.call("COMMAND", "DOCS", "topk.add")
+    listed = raw.call("COMMAND", "LIST", "FILTERBY", "MODULE", "bf")
+    assert int(listed[1:listed.index(b"\r\n")]) >= 27 and b"tdigest.byrevrank" in listed
     r.execute_command("ACL", "SETUSER", "u", "on", "nopass", "~*", "+@all", "-@tdigest")
     try:
         u = r.connection_pool.connection_class(host=r.connection_pool.connection_kwargs["host"],
