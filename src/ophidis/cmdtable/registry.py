@@ -60,7 +60,7 @@ _load_newer(os.path.join(_DATA, "commands"))
 ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
                   "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
                   "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json",
-                  "bloom", "cuckoo")
+                  "bloom", "cuckoo", "cms", "topk", "tdigest")
 
 
 # Implicit ACL categories, as Redis derives them from the command flags.
