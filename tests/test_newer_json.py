@@ -609,5 +609,6 @@ def test_command_docs_name_the_module(r, raw):
         doc = raw.call("COMMAND", "DOCS", cmd)
         assert b"$5\r\ngroup\r\n$6\r\nmodule\r\n" in doc, doc
         assert b"$6\r\nmodule\r\n$%d\r\n%s\r\n" % (len(module), module) in doc, doc
-    assert sorted(r.execute_command("COMMAND", "LIST", "FILTERBY", "MODULE", "ReJSON"))[:2] == [
-        b"json.arrappend", b"json.arrindex"]
+    listed = raw.call("COMMAND", "LIST", "FILTERBY", "MODULE", "ReJSON")
+    n = int(listed[1:listed.index(b"\r\n")])
+    assert n >= 25 and listed.count(b"\r\njson.") == n and b"\r\njson.get\r\n" in listed
