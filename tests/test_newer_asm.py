@@ -1,0 +1,251 @@
+"""Redis 8.4's atomic slot migration (CLUSTER MIGRATION IMPORT / STATUS /
+CANCEL) between Ophidis nodes of a real 3-master cluster: the keys of the
+slot range move with their TTLs, writes made while the slots move are kept
+(the client only ever sees its replies or MOVED, never ASK or TRYAGAIN),
+every node agrees on the new owner, the source keeps no key of the range;
+cancelling; the errors of Redis's cluster_asm.c for bad requests.  There is
+no redis-server 8.x here: the replies are Redis's documented ones."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+import redis
+from support.cluster import Cluster
+from support.resp import RespConn
+from support.wait import wait_until
+
+from ophidis.cluster.slots import key_hash_slot
+
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+FIELDS = [b"id", b"slots", b"source", b"dest", b"operation", b"state", b"last_error", b"retries",
+          b"create_time", b"start_time", b"end_time", b"write_pause_ms"]
+
+
+def keys_in(lo, hi, n, prefix="k"):
+    """n key names whose slots are in lo..hi."""
+    out = []
+    i = 0
+    while len(out) < n:
+        k = "%s%d" % (prefix, i)
+        if lo <= key_hash_slot(k.encode()) <= hi:
+            out.append(k)
+        i += 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster(["ophidis"] * 3)
+    try:
+        c.form(3)
+        yield c
+    finally:
+        c.stop()
+
+
+def status(cl, i, *args):
+    """CLUSTER MIGRATION STATUS (ALL, or ID id) as a list of dicts."""
+    args = args or ("ALL",)
+    rows = cl.client(i).execute_command("CLUSTER", "MIGRATION", "STATUS", *args)
+    out = []
+    for row in rows:
+        assert row[0::2] == FIELDS
+        out.append(dict(zip(FIELDS, row[1::2])))
+    return out
+
+
+def wait_state(cl, i, task_id, states, timeout=30):
+    def done():
+        rows = status(cl, i, "ID", task_id)
+        return rows and rows[0][b"state"].decode() in states and rows[0]
+    return wait_until(done, timeout, interval=0.05, what="task %s in %s" % (task_id, states))
+
+
+def test_errors_for_bad_requests(cluster):
+    c = cluster.client(1)
+
+    def err(*args):
+        with pytest.raises(redis.ResponseError) as e:
+            c.execute_command("CLUSTER", "MIGRATION", *args)
+        return str(e.value)
+
+    arity = "wrong number of arguments for 'cluster|migration' command"
+    assert err("IMPORT") == arity
+    assert err("IMPORT", 0) == arity
+    assert err("IMPORT", 0, 1, 2) == arity
+    assert err("STATUS") == arity
+    assert err("STATUS", "ALL", "x") == arity
+    assert err("STATUS", "ID") == arity
+    assert err("CANCEL", "ID") == arity
+    assert err("CANCEL", "ALL", "x") == arity
+    assert err("STATUS", "x") == "unknown argument"
+    assert err("CANCEL", "x") == "unknown argument"
+    assert err("FOO", "x") == "unknown argument"
+    assert err("IMPORT", 0, 16384) == "Invalid or out of range slot"
+    assert err("IMPORT", -1, 5) == "Invalid or out of range slot"
+    assert err("IMPORT", "a", 5) == "Invalid or out of range slot"
+    assert err("IMPORT", 10, 5) == "start slot number 10 is greater than end slot number 5"
+    assert err("IMPORT", 0, 10, 5, 15) == "Slot 5 specified multiple times"
+    assert err("IMPORT", 5461, 5470) == "this node is already the owner of the slot range"
+    assert err("IMPORT", 5000, 5470) == "slots belong to different source nodes"
+    assert err("IMPORT", 0, 10, 11000, 11010) == "slots belong to different source nodes"
+    assert c.execute_command("CLUSTER", "MIGRATION", "STATUS", "ALL") == []
+    assert c.execute_command("CLUSTER", "MIGRATION", "STATUS", "ID", "nosuchtask") == []
+    assert c.execute_command("CLUSTER", "MIGRATION", "CANCEL", "ALL") == 0
+    assert c.execute_command("CLUSTER", "MIGRATION", "CANCEL", "ID", "nosuchtask") == 0
+
+
+def test_errors_outside_a_formed_cluster(start_server):
+    plain = start_server()
+    with pytest.raises(redis.ResponseError, match="^This instance has cluster support disabled$"):
+        plain.client().execute_command("CLUSTER", "MIGRATION", "STATUS", "ALL")
+    lone = start_server("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+    with pytest.raises(redis.ResponseError, match="^slot has no owner: 0$"):
+        lone.client().execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 10)
+
+
+def test_import_moves_the_slots_and_their_keys(cluster):
+    src, dst = cluster.client(0), cluster.client(1)
+    src_id, dst_id = cluster.myid(0), cluster.myid(1)
+    keys = keys_in(0, 99, 200)
+    for i, k in enumerate(keys[:150]):
+        src.set(k, "v%d" % i)
+    src.expire(keys[0], 1000)
+    src.hset(keys[150], mapping={"a": "1", "b": "2"})
+    src.rpush(keys[151], "x", "y", "z")
+    src.zadd(keys[152], {"m": 1.5})
+    src.sadd(keys[153], "s1", "s2")
+    src.xadd(keys[154], {"f": "v"}, id="1-1")
+    other = keys_in(100, 200, 5, prefix="o")        # not moving
+    for k in other:
+        src.set(k, "stay")
+    before = src.dbsize()
+
+    # writes to the moving slots while they move: each is acknowledged by
+    # the source or redirected (MOVED) to the destination, never ASK/TRYAGAIN
+    written, problems, moved, stop = {}, [], [], threading.Event()
+
+    def writer():
+        a = RespConn(cluster.ports[0])
+        b = RespConn(cluster.ports[1])
+        n = 0
+        try:
+            while not stop.is_set() or n < 50:
+                k = "w%d" % n
+                while key_hash_slot(k.encode()) > 99:
+                    n += 1
+                    k = "w%d" % n
+                r = a.call("SET", k, n)
+                if r.startswith(b"-"):
+                    if r != b"-MOVED %d 127.0.0.1:%d\r\n" % (key_hash_slot(k.encode()), cluster.ports[1]):
+                        problems.append(r)
+                        return
+                    moved.append(k)
+                    r = b.call("SET", k, n)
+                if r != b"+OK\r\n":
+                    problems.append(r)
+                    return
+                written[k] = n
+                n += 1
+        finally:
+            a.close()
+            b.close()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        time.sleep(0.2)
+        task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 99).decode()
+        assert HEX40.match(task_id)
+        row = wait_state(cluster, 1, task_id, ("completed", "failed"))
+    finally:
+        stop.set()
+        t.join(60)
+    assert not problems
+    assert row[b"state"] == b"completed", row
+    assert row[b"slots"] == b"0-99"
+    assert row[b"source"].decode() == src_id and row[b"dest"].decode() == dst_id
+    assert row[b"operation"] == b"import" and row[b"last_error"] == b"" and row[b"retries"] == 0
+    assert row[b"write_pause_ms"] == 0
+    assert 0 < row[b"create_time"] <= row[b"start_time"] <= row[b"end_time"]
+
+    # every node agrees: 0-99 is the destination's
+    wait_until(lambda: all(cluster.owner_of(s, i) == cluster.ports[1] for i in range(3) for s in (0, 50, 99)),
+               30, interval=0.1, what="every node sees the new owner")
+    assert all(cluster.owner_of(100, i) == cluster.ports[0] for i in range(3))
+    shards = cluster.client(1, protocol=3).execute_command("CLUSTER", "SHARDS")
+    mine = [s for s in shards if any(n[b"id"].decode() == dst_id for n in s[b"nodes"])][0]
+    assert 0 in mine[b"slots"] and 99 in mine[b"slots"]
+
+    # the source's side of the task, and its keys gone
+    srow = wait_state(cluster, 0, task_id, ("completed",))
+    assert srow[b"operation"] == b"migrate" and srow[b"slots"] == b"0-99"
+    assert srow[b"write_pause_ms"] >= 0
+    wait_until(lambda: all(src.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0 for s in range(100)),
+               30, interval=0.1, what="the source's keys of 0-99 deleted")
+    assert src.dbsize() == before - 155
+    assert all(src.get(k) == b"stay" for k in other)
+
+    # the keys on the destination, with their types and TTLs
+    for i, k in enumerate(keys[:150]):
+        assert dst.get(k) == b"v%d" % i
+    assert 900 < dst.ttl(keys[0]) <= 1000
+    assert dst.ttl(keys[1]) == -1
+    assert dst.hgetall(keys[150]) == {b"a": b"1", b"b": b"2"}
+    assert dst.lrange(keys[151], 0, -1) == [b"x", b"y", b"z"]
+    assert dst.zscore(keys[152], "m") == 1.5
+    assert dst.smembers(keys[153]) == {b"s1", b"s2"}
+    assert dst.xrange(keys[154]) == [(b"1-1", {b"f": b"v"})]
+    # no acknowledged write lost
+    assert len(written) >= 50 and moved
+    for k, v in written.items():
+        assert dst.get(k) == str(v).encode(), k
+    info = dst.info("cluster")
+    assert info["cluster_slot_migration_active_tasks"] == 0
+
+
+def test_cancel_stops_an_import(cluster):
+    src, dst = cluster.client(0), cluster.client(2)
+    keys = keys_in(200, 209, 20, prefix="c")
+    for k in keys:
+        src.set(k, "v")
+    # the source is busy for a while: the import waits for its reply
+    busy = RespConn(cluster.ports[0])
+    busy.send("DEBUG", "SLEEP", "1.5")
+    try:
+        time.sleep(0.1)
+        task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 200, 209).decode()
+        with pytest.raises(redis.ResponseError, match="^overlapping import exists for slot range: 205-300$"):
+            dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 205, 300)
+        with pytest.raises(redis.ResponseError, match="^another ASM task is already in progress$"):
+            dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 300, 310)
+        assert dst.info("cluster")["cluster_slot_migration_active_tasks"] == 1
+        assert dst.execute_command("CLUSTER", "MIGRATION", "CANCEL", "ID", task_id) == 1
+        assert dst.execute_command("CLUSTER", "MIGRATION", "CANCEL", "ALL") == 0
+    finally:
+        busy.read_reply()
+        busy.close()
+    row = status(cluster, 2, "ID", task_id)[0]
+    assert row[b"state"] == b"canceled"
+    assert row[b"last_error"].startswith(b"Cancelled due to user request")
+    assert row[b"end_time"] >= row[b"start_time"] > 0
+    # nothing moved; the source keeps its keys, the destination has none
+    time.sleep(0.5)
+    assert all(cluster.owner_of(s, i) == cluster.ports[0] for i in range(3) for s in (200, 209))
+    assert all(src.get(k) == b"v" for k in keys)
+    assert all(dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0 for s in range(200, 210))
+    # the source's side ended with the lost link
+    wait_until(lambda: all(r[b"state"] != b"send-stream" for r in status(cluster, 0)), 20, interval=0.1,
+               what="the source's task ended")
+    # a new import of the same slots works
+    task2 = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 200, 209).decode()
+    assert wait_state(cluster, 2, task2, ("completed", "failed"))[b"state"] == b"completed"
+    wait_until(lambda: all(cluster.owner_of(200, i) == cluster.ports[2] for i in range(3)), 30, interval=0.1,
+               what="every node sees the new owner")
+    assert all(dst.get(k) == b"v" for k in keys)
+    rows = status(cluster, 2)
+    assert [r[b"id"].decode() for r in rows[:2]] == [task2, task_id]
