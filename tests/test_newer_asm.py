@@ -14,8 +14,10 @@ import time
 
 import pytest
 import redis
-from support.cluster import Cluster
+from redis.cluster import RedisCluster
+from support.cluster import Cluster, cluster_args, cluster_ports
 from support.resp import RespConn
+from support.servers import ServerProc
 from support.wait import wait_until
 
 from ophidis.cluster.slots import key_hash_slot
@@ -103,9 +105,13 @@ def test_errors_outside_a_formed_cluster(start_server):
     plain = start_server()
     with pytest.raises(redis.ResponseError, match="^This instance has cluster support disabled$"):
         plain.client().execute_command("CLUSTER", "MIGRATION", "STATUS", "ALL")
-    lone = start_server("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-    with pytest.raises(redis.ResponseError, match="^slot has no owner: 0$"):
-        lone.client().execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 10)
+    (port,) = cluster_ports(1)
+    lone = ServerProc(["--port", str(port)] + cluster_args(2000))
+    try:
+        with pytest.raises(redis.ResponseError, match="^slot has no owner: 0$"):
+            lone.client().execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 10)
+    finally:
+        lone.stop()
 
 
 def test_import_moves_the_slots_and_their_keys(cluster):
@@ -204,8 +210,8 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     assert len(written) >= 50 and moved
     for k, v in written.items():
         assert dst.get(k) == str(v).encode(), k
-    info = dst.info("cluster")
-    assert info["cluster_slot_migration_active_tasks"] == 0
+    assert cluster.info(1)["cluster_slot_migration_active_tasks"] == "0"
+    assert cluster.info(0)["cluster_slot_migration_stats_active_trim_started"] == "0"
 
 
 def test_cancel_stops_an_import(cluster):
@@ -223,7 +229,7 @@ def test_cancel_stops_an_import(cluster):
             dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 205, 300)
         with pytest.raises(redis.ResponseError, match="^another ASM task is already in progress$"):
             dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 300, 310)
-        assert dst.info("cluster")["cluster_slot_migration_active_tasks"] == 1
+        assert cluster.info(2)["cluster_slot_migration_active_tasks"] == "1"
         assert dst.execute_command("CLUSTER", "MIGRATION", "CANCEL", "ID", task_id) == 1
         assert dst.execute_command("CLUSTER", "MIGRATION", "CANCEL", "ALL") == 0
     finally:
@@ -249,3 +255,53 @@ def test_cancel_stops_an_import(cluster):
     assert all(dst.get(k) == b"v" for k in keys)
     rows = status(cluster, 2)
     assert [r[b"id"].decode() for r in rows[:2]] == [task2, task_id]
+
+
+def slot_counts(cl, i=0) -> dict:
+    """Slots per master port, as node i sees them."""
+    out = {}
+    for s in cl.client(i).execute_command("CLUSTER", "SLOTS"):
+        out[s[2][1]] = out.get(s[2][1], 0) + s[1] - s[0] + 1
+    return out
+
+
+def test_cli_rebalance_and_reshard_use_cluster_migration(cluster):
+    """ophidis-cli --cluster rebalance / reshard with
+    --cluster-use-atomic-slot-migration: one CLUSTER MIGRATION IMPORT per
+    source, followed to its end; the keys follow their slots."""
+    rc = cluster.redis_cluster()
+    keys = keys_in(0, 16383, 300, prefix="cli")
+    for k in keys:
+        rc.set(k, k)
+    before = slot_counts(cluster)
+    assert before[cluster.ports[0]] < 5400        # the earlier tests took slots from node 0
+    out = cluster.cli("--cluster", "rebalance", "127.0.0.1:%d" % cluster.ports[0],
+                      "--cluster-use-atomic-slot-migration", tool="ophidis-cli")
+    assert ">>> Rebalancing across 3 nodes" in out
+    wait_until(lambda: all(slot_counts(cluster, i) == slot_counts(cluster, 0) for i in range(3)), 30,
+               interval=0.1, what="every node agrees")
+    after = slot_counts(cluster)
+    assert all(abs(n - 5461) <= 2 for n in after.values()), after
+    tasks = status(cluster, 0)
+    assert tasks[0][b"operation"] == b"import" and tasks[0][b"state"] == b"completed"
+
+    ids = {cluster.ports[i]: cluster.myid(i) for i in range(3)}
+    out = cluster.cli("--cluster", "reshard", "127.0.0.1:%d" % cluster.ports[1],
+                      "--cluster-from", ids[cluster.ports[0]], "--cluster-to", ids[cluster.ports[2]],
+                      "--cluster-slots", "300", "--cluster-yes", "--cluster-use-atomic-slot-migration",
+                      tool="ophidis-cli")
+    moving = re.findall(r"Moving slots ([0-9 -]+) from 127\.0\.0\.1:(\d+) to 127\.0\.0\.1:(\d+): OK", out)
+    assert len(moving) == 1, out
+    assert (int(moving[0][1]), int(moving[0][2])) == (cluster.ports[0], cluster.ports[2])
+    wait_until(lambda: all(slot_counts(cluster, i) == slot_counts(cluster, 0) for i in range(3)), 30,
+               interval=0.1, what="every node agrees")
+    final = slot_counts(cluster)
+    assert final[cluster.ports[0]] == after[cluster.ports[0]] - 300
+    assert final[cluster.ports[2]] == after[cluster.ports[2]] + 300
+    for a, b in (r.split("-") for r in moving[0][0].split()):
+        assert all(cluster.owner_of(s) == cluster.ports[2] for s in (int(a), int(b)))
+    # every key where its slot now is, and nowhere else
+    for k in keys:
+        assert rc.get(k) == k.encode()
+    total = sum(cluster.client(i).dbsize() for i in range(3))
+    assert total == sum(1 for _ in rc.scan_iter(count=1000, target_nodes=RedisCluster.PRIMARIES))

@@ -572,8 +572,8 @@ class Asm:
 
     # -- INFO ---------------------------------------------------------------------------------------
     def info_lines(self) -> list:
-        """INFO's cluster_slot_migration_* fields (our trimming is done at
-        once, never by an active trim job: those counters stay 0)."""
+        """CLUSTER INFO's cluster_slot_migration_* fields (our trimming is
+        done at once, never by an active trim job: those counters stay 0)."""
         return ["cluster_slot_migration_active_tasks:%d" % self.active_count(),
                 "cluster_slot_migration_active_trim_running:0",
                 "cluster_slot_migration_active_trim_current_job_keys:0",

@@ -690,6 +690,7 @@ class Cluster(Gossip, Failover, Links):
         ]
         lines += self.stats_lines()
         lines.append("total_cluster_links_buffer_limit_exceeded:%d" % self.links_buffer_limit_exceeded)
+        lines += self.asm.info_lines()      # Redis 8.4's slot migration fields
         return "\r\n".join(lines) + "\r\n"
 
     def stats_lines(self) -> list:
