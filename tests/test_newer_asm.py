@@ -257,6 +257,29 @@ def test_cancel_stops_an_import(cluster):
     assert [r[b"id"].decode() for r in rows[:2]] == [task2, task_id]
 
 
+def test_a_failed_import_is_retried(cluster):
+    """The source refuses (one of its slots is MIGRATING): the import fails,
+    says why, and is retried every second until the source accepts."""
+    src, dst = cluster.client(0), cluster.client(2)
+    keys = keys_in(300, 309, 10, prefix="r")
+    for k in keys:
+        src.set(k, "r")
+    src.execute_command("CLUSTER", "SETSLOT", 305, "MIGRATING", cluster.myid(1))
+    try:
+        task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 300, 309).decode()
+        row = wait_until(lambda: [r for r in status(cluster, 2, "ID", task_id) if r[b"retries"] >= 1], 20,
+                         interval=0.05, what="a retry")[0]
+        assert row[b"state"] != b"completed"
+        assert b"STABLE" in row[b"last_error"], row
+    finally:
+        src.execute_command("CLUSTER", "SETSLOT", 305, "STABLE")
+    row = wait_state(cluster, 2, task_id, ("completed",))
+    assert row[b"retries"] >= 1
+    wait_until(lambda: all(cluster.owner_of(300, i) == cluster.ports[2] for i in range(3)), 30, interval=0.1,
+               what="every node sees the new owner")
+    assert all(dst.get(k) == b"r" for k in keys)
+
+
 def slot_counts(cl, i=0) -> dict:
     """Slots per master port, as node i sees them."""
     out = {}
@@ -305,3 +328,33 @@ def test_cli_rebalance_and_reshard_use_cluster_migration(cluster):
         assert rc.get(k) == k.encode()
     total = sum(cluster.client(i).dbsize() for i in range(3))
     assert total == sum(1 for _ in rc.scan_iter(count=1000, target_nodes=RedisCluster.PRIMARIES))
+
+
+def test_replicas_follow_the_migration():
+    """The destination's replica receives the imported keys (the import
+    propagates as the destination's own writes); the source's replica loses
+    them with the source's DELs."""
+    cl = Cluster(["ophidis"] * 5)       # masters 0, 1, 2; 3 replicates 0, 4 replicates 1
+    try:
+        cl.form(3)
+        src, dst = cl.client(0), cl.client(1)
+        keys = keys_in(0, 49, 40)
+        for k in keys:
+            src.set(k, k, px=600000)
+        src_replica, dst_replica = cl.client(3), cl.client(4)
+        wait_until(lambda: sum(src_replica.execute_command("CLUSTER", "COUNTKEYSINSLOT", s)
+                               for s in range(50)) == 40, 30, interval=0.1, what="the source's replica")
+        task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 49).decode()
+        assert wait_state(cl, 1, task_id, ("completed", "failed"))[b"state"] == b"completed"
+        wait_until(lambda: sum(dst_replica.execute_command("CLUSTER", "COUNTKEYSINSLOT", s)
+                               for s in range(50)) == 40, 30, interval=0.1, what="the destination's replica")
+        wait_until(lambda: sum(src_replica.execute_command("CLUSTER", "COUNTKEYSINSLOT", s)
+                               for s in range(50)) == 0, 30, interval=0.1, what="the source's replica emptied")
+        dst_replica.execute_command("READONLY")
+        assert all(dst_replica.get(k) == k.encode() for k in keys)
+        assert all(0 < dst_replica.pttl(k) <= 600000 for k in keys)
+        # the replicas see the new owner too
+        wait_until(lambda: all(cl.owner_of(25, i) == cl.ports[1] for i in range(5)), 30, interval=0.1,
+                   what="every node sees the new owner")
+    finally:
+        cl.stop()

@@ -34,7 +34,9 @@ client sees ASK or TRYAGAIN for the ranges.
 A failed import (the link lost, the source refusing) deletes what it had
 imported and is retried every second until it succeeds or is cancelled
 (CLUSTER MIGRATION CANCEL); the source's side fails with the link, and on
-the pause's timeout lets the held writes run where they are.
+the pause's timeout lets the held writes run where they are.  An idle
+stream carries ``CLUSTER SYNCSLOTS PING`` every second; the destination
+gives up after repl-timeout seconds without a byte.
 
 Tasks are listed by CLUSTER MIGRATION STATUS: the active one, then the
 finished ones (newest first, at most cluster-slot-migration-max-archived-tasks).
@@ -63,6 +65,8 @@ MIGRATE = "migrate"
 MARKER = (b"cluster", b"syncslots")
 SNAPSHOT_EOF = encode_argv([b"CLUSTER", b"SYNCSLOTS", b"SNAPSHOT-EOF"])
 STREAM_EOF = encode_argv([b"CLUSTER", b"SYNCSLOTS", b"STREAM-EOF"])
+PING = encode_argv([b"CLUSTER", b"SYNCSLOTS", b"PING"])
+PING_INTERVAL = 1000        # ms between the source's keep-alives on an idle stream
 RETRY_DELAY = 1000          # ms between a failed import and its next attempt
 CRON_INTERVAL = 0.1
 HANDOFF_INTERVAL = 0.005
@@ -97,7 +101,7 @@ class Task:
 
     __slots__ = ("id", "operation", "ranges", "slots", "state", "source", "dest", "error", "retries",
                  "create_time", "start_time", "end_time", "paused_time", "client", "runner", "writer",
-                 "retry_at")
+                 "retry_at", "last_io")
 
     def __init__(self, task_id: str, operation: str, ranges):
         self.id = task_id
@@ -117,6 +121,7 @@ class Task:
         self.runner = None      # the destination's side: the asyncio task
         self.writer = None      # the destination's side: the connection
         self.retry_at = 0
+        self.last_io = 0        # the source's side: when the stream last had bytes
 
     def status(self) -> list:
         """CLUSTER MIGRATION STATUS's fields, in Redis's order."""
@@ -327,7 +332,10 @@ class Asm:
         mc.addr = "%s:%d" % (node.ip, port)
         mc.db = srv.dbs[0]
         while True:
-            data = await reader.read(65536)
+            try:
+                data = await asyncio.wait_for(reader.read(65536), timeout)
+            except asyncio.TimeoutError:
+                raise Failed("timeout: no data from the source for %d seconds" % timeout) from None
             if not data:
                 raise Failed("connection lost")
             rd.feed(data)
@@ -413,6 +421,7 @@ class Asm:
         self.streaming = t
         self.srv.propagator.attach(self)
         t.state = "send-stream"
+        t.last_io = mstime()
         log.notice("Migrate task %s started for slots: %s" % (t.id, ranges_text(t.ranges)))
         self._schedule()
         return b"+OK\r\n" + snapshot + SNAPSHOT_EOF
@@ -467,6 +476,7 @@ class Asm:
                 out.append(data)
         if out:
             t.client.write([b"".join(out)])
+            t.last_io = mstime()
 
     def _stop_streaming(self):
         if self.streaming is not None:
@@ -525,8 +535,12 @@ class Asm:
                 self._release()
             elif now - t.paused_time > self.srv.config["cluster-slot-migration-write-pause-timeout"]:
                 self._migrate_failed(t, "write pause timeout")
-        elif t.state == "send-stream" and (t.client is None or t.client.closing):
-            self._migrate_failed(t, "connection lost")
+        elif t.state == "send-stream":
+            if t.client is None or t.client.closing:
+                self._migrate_failed(t, "connection lost")
+            elif now - t.last_io >= PING_INTERVAL:
+                t.client.write([PING])      # the destination times out a silent source
+                t.last_io = now
 
     def _migrate_failed(self, t, text: str):
         if t.state in ("failed", "canceled", "completed"):
