@@ -164,6 +164,8 @@ class Asm:
         return sum(1 for t in self.tasks if t.operation == IMPORT or t.state != "failed")
 
     def _archive(self, t):
+        if t in self.archived:
+            return
         t.end_time = mstime()
         if t in self.tasks:
             self.tasks.remove(t)
@@ -405,9 +407,6 @@ class Asm:
                 raise RedisError("ERR I'm not the owner of hash slot %d" % s)
             if s in cl.migrating or s in cl.importing:
                 raise RedisError("ERR all slot states must be STABLE to start a slot migration task.")
-        for t in list(self.tasks):
-            if t.operation == MIGRATE and t.state == "failed":
-                self._archive(t)
         if self.tasks:
             raise RedisError("ERR another ASM task is already in progress")
         t = Task(task_id, MIGRATE, ranges)
@@ -555,6 +554,7 @@ class Asm:
         t.client = None
         if c is not None and not c.closing:
             c.close()
+        self._archive(t)        # (the destination retries with a new connection)
         if was_paused:
             self._release()
 
