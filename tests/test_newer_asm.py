@@ -134,6 +134,7 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     # writes to the moving slots while they move: each is acknowledged by
     # the source or redirected (MOVED) to the destination, never ASK/TRYAGAIN
     written, problems, moved, stop = {}, [], [], threading.Event()
+    counter, incrs = keys_in(0, 99, 1, prefix="counter")[0], [0]
 
     def writer():
         a = RespConn(cluster.ports[0])
@@ -157,6 +158,14 @@ def test_import_moves_the_slots_and_their_keys(cluster):
                     return
                 written[k] = n
                 n += 1
+                # a counter: each acknowledged INCR counts once on the destination
+                r = a.call("INCR", counter)
+                if r.startswith(b"-MOVED"):
+                    r = b.call("INCR", counter)
+                if not r.startswith(b":"):
+                    problems.append(r)
+                    return
+                incrs[0] += 1
         finally:
             a.close()
             b.close()
@@ -193,7 +202,7 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     assert srow[b"write_pause_ms"] >= 0
     wait_until(lambda: all(src.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0 for s in range(100)),
                30, interval=0.1, what="the source's keys of 0-99 deleted")
-    assert src.dbsize() == before - 155
+    assert src.dbsize() == before - 155     # (the writer's keys went too)
     assert all(src.get(k) == b"stay" for k in other)
 
     # the keys on the destination, with their types and TTLs
@@ -210,6 +219,7 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     assert len(written) >= 50 and moved
     for k, v in written.items():
         assert dst.get(k) == str(v).encode(), k
+    assert int(dst.get(counter)) == incrs[0] > 0
     assert cluster.info(1)["cluster_slot_migration_active_tasks"] == "0"
     assert cluster.info(0)["cluster_slot_migration_stats_active_trim_started"] == "0"
 
