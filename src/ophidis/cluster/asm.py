@@ -371,8 +371,10 @@ class Asm:
                 await asyncio.sleep(0.01)
             r = srv.process_command(mc, req)
         if r is not None and r[:1] == b"-":
-            log.warning("Error applying a migrated command (%s): %s" % (
-                req[0].decode("utf-8", "replace"), r.rstrip().decode("utf-8", "replace")))
+            # what the source sends succeeded there: an error here (OOM ...)
+            # would lose data, so the attempt fails (and is retried)
+            raise Failed("error applying %s: %s" % (
+                req[0].decode("utf-8", "replace"), r[1:].rstrip().decode("utf-8", "replace")))
 
     def _takeover(self, t):
         """Everything up to the source's STREAM-EOF is applied: the slots
@@ -559,11 +561,12 @@ class Asm:
             self._release()
 
     # -- CANCEL -------------------------------------------------------------------------------------
-    def cancel(self, task_id=None) -> int:
+    def cancel(self, task_id=None, reason="user request") -> int:
+        """CLUSTER MIGRATION CANCEL ID task-id (ALL: None): how many."""
         n = 0
         for t in list(self.tasks):
             if task_id is None or t.id == task_id:
-                self._cancel(t, "user request")
+                self._cancel(t, reason)
                 n += 1
         return n
 

@@ -646,6 +646,7 @@ class Cluster(Gossip, Failover, Links):
                 db.flush()
         self.close_all_slots()
         self.reset_manual_failover()
+        self.asm.cancel(None, "cluster reset")     # slot migrations end with the configuration
         for s in range(SLOTS):
             self.del_slot(s)
         for n in list(self.nodes.values()):
