@@ -352,6 +352,8 @@ def test_replicas_follow_the_migration():
         for k in keys:
             src.set(k, k, px=600000)
         src_replica, dst_replica = cl.client(3), cl.client(4)
+        with pytest.raises(redis.ResponseError, match=r"^slot migration not allowed on replica\.$"):
+            dst_replica.execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 49)
         wait_until(lambda: sum(src_replica.execute_command("CLUSTER", "COUNTKEYSINSLOT", s)
                                for s in range(50)) == 40, 30, interval=0.1, what="the source's replica")
         task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 49).decode()
