@@ -170,6 +170,8 @@ def test_import_moves_the_slots_and_their_keys(cluster):
             a.close()
             b.close()
 
+    # the source pauses only once its unsent stream is within this many bytes
+    src.config_set("cluster-slot-migration-handoff-max-lag-bytes", 0)
     t = threading.Thread(target=writer)
     t.start()
     try:

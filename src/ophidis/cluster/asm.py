@@ -19,8 +19,9 @@ commands, MULTI/EXEC and SELECT are not sent; cluster mode has db 0 only).
 The destination applies what it reads as its master's stream is applied
 (a client that skips cluster redirections; what it runs propagates to the
 destination's own replicas and AOF).  After the snapshot's marker it sends
-``CLUSTER SYNCSLOTS PAUSE <task-id>``: the source stops streaming, holds the
-writes to those slots (their clients wait, as under CLIENT PAUSE WRITE,
+``CLUSTER SYNCSLOTS PAUSE <task-id>``: once what it has not yet sent is within
+cluster-slot-migration-handoff-max-lag-bytes ("handoff-prep" until then),
+the source stops streaming, holds the writes to those slots (their clients wait, as under CLIENT PAUSE WRITE,
 for at most cluster-slot-migration-write-pause-timeout ms) and answers
 with the marker ``CLUSTER SYNCSLOTS STREAM-EOF``, after every write it
 streamed.  The destination, having applied everything up to it, takes the
@@ -174,9 +175,9 @@ class Asm:
 
     def _schedule(self):
         if self._timer is None and (self.tasks or self.held):
-            # (quicker while writes wait for a handoff)
-            self._timer = self.srv.loop.call_later(HANDOFF_INTERVAL if self.paused else CRON_INTERVAL,
-                                                   self._cron)
+            # (quicker around a handoff)
+            quick = self.paused or (self.streaming is not None and self.streaming.state == "handoff-prep")
+            self._timer = self.srv.loop.call_later(HANDOFF_INTERVAL if quick else CRON_INTERVAL, self._cron)
 
     def _cron(self):
         self._timer = None
@@ -484,24 +485,40 @@ class Asm:
             self.streaming = None
             self.srv.propagator.detach(self)
 
-    def syncslots_pause(self, c, task_id: str) -> bytes:
-        """The destination caught up: writes to the slots wait; the
-        stream ends."""
+    def syncslots_pause(self, c, task_id: str):
+        """The destination applied the snapshot: once what we have not sent
+        yet is within cluster-slot-migration-handoff-max-lag-bytes, writes
+        to the slots wait and the stream ends (its STREAM-EOF marker is the
+        reply, now or from the cron)."""
         t = self.streaming
         if t is None or t.id != task_id or t.client is not c:
             raise RedisError("ERR no slot migration task %s streams to this connection" % task_id)
+        log.notice("Migrate task %s preparing to handoff for slots: %s" % (t.id, ranges_text(t.ranges)))
+        if self._lag(t) > self.srv.config["cluster-slot-migration-handoff-max-lag-bytes"]:
+            t.state = "handoff-prep"        # the stream drains first (the cron)
+            self._reschedule()
+            return None
+        return self._handoff(t)
+
+    def _lag(self, t) -> int:
+        tr = t.client.transport
+        return tr.get_write_buffer_size() if tr is not None else 0
+
+    def _handoff(self, t) -> bytes:
         propagate_pending(self.srv)
         self._stop_streaming()
         t.state = "handoff"
         t.paused_time = mstime()
         self.paused = t.slots
         self.cl.invalidate_fast()
+        self._reschedule()
+        return STREAM_EOF
+
+    def _reschedule(self):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._schedule()
-        log.notice("Migrate task %s preparing to handoff for slots: %s" % (t.id, ranges_text(t.ranges)))
-        return STREAM_EOF
 
     def hold(self, c, argv):
         """A write to a slot being handed off waits for the handoff."""
@@ -536,6 +553,11 @@ class Asm:
                 self._release()
             elif now - t.paused_time > self.srv.config["cluster-slot-migration-write-pause-timeout"]:
                 self._migrate_failed(t, "write pause timeout")
+        elif t.state == "handoff-prep":
+            if t.client is None or t.client.closing:
+                self._migrate_failed(t, "connection lost")
+            elif self._lag(t) <= self.srv.config["cluster-slot-migration-handoff-max-lag-bytes"]:
+                t.client.write([self._handoff(t)])
         elif t.state == "send-stream":
             if t.client is None or t.client.closing:
                 self._migrate_failed(t, "connection lost")
