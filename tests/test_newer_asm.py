@@ -372,3 +372,35 @@ def test_replicas_follow_the_migration():
                    what="every node sees the new owner")
     finally:
         cl.stop()
+
+
+class AuthCluster(Cluster):
+    """Nodes with requirepass; masterauth is what the import sends."""
+
+    def client(self, i, **kw):
+        kw.setdefault("password", "sekret")
+        return super().client(i, **kw)
+
+
+def test_import_authenticates_with_masterauth():
+    cl = AuthCluster(["ophidis"] * 2, extra=["--requirepass", "sekret", "--masterauth", "sekret"])
+    try:
+        cl.form(2)
+        src, dst = cl.client(0), cl.client(1)
+        keys = keys_in(10, 19, 10)
+        for k in keys:
+            src.set(k, "auth")
+        task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 10, 19).decode()
+        assert wait_state(cl, 1, task_id, ("completed",))[b"retries"] == 0
+        assert all(dst.get(k) == b"auth" for k in keys)
+        # without the password the source refuses, and the task says so
+        dst.config_set("masterauth", "wrong")
+        task2 = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 20, 29).decode()
+        row = wait_until(lambda: [r for r in status(cl, 1, "ID", task2) if r[b"last_error"]], 20,
+                         interval=0.05, what="the failed attempt")[0]
+        assert row[b"last_error"].startswith(b"AUTH to the source failed: WRONGPASS"), row
+        assert dst.execute_command("CLUSTER", "MIGRATION", "CANCEL", "ALL") == 1
+        assert status(cl, 1, "ID", task2)[0][b"state"] == b"canceled"
+        assert cl.owner_of(25) == cl.ports[0]
+    finally:
+        cl.stop()
