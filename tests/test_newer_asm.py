@@ -17,7 +17,8 @@ import redis
 from redis.cluster import RedisCluster
 from support.cluster import Cluster, cluster_args, cluster_ports
 from support.resp import RespConn
-from support.servers import ServerProc
+from support.servers import ServerProc, stop_all
+from support.tls import Certs
 from support.wait import wait_until
 
 from ophidis.cluster.slots import key_hash_slot
@@ -404,3 +405,35 @@ def test_import_authenticates_with_masterauth():
         assert cl.owner_of(25) == cl.ports[0]
     finally:
         cl.stop()
+
+
+def test_import_over_tls():
+    """tls-cluster and tls-replication: the import connects to the source's
+    TLS port with the replication client's certificate."""
+    with Certs() as certs:
+        p0, t0, p1, t1 = cluster_ports(4)
+        procs = []
+        try:
+            for port, tls in ((p0, t0), (p1, t1)):
+                procs.append(ServerProc(["--port", str(port), "--tls-port", str(tls), "--tls-cluster", "yes",
+                                         "--tls-replication", "yes"] + certs.server_args() + cluster_args(2000)))
+            a, b = procs[0].client(), procs[1].client()
+            a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 8191)
+            b.execute_command("CLUSTER", "ADDSLOTSRANGE", 8192, 16383)
+            a.execute_command("CLUSTER", "MEET", "127.0.0.1", t1)
+            wait_until(lambda: all(b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO") for c in (a, b)),
+                       30, interval=0.1, what="the TLS cluster ok")
+            keys = keys_in(0, 9, 10)
+            for k in keys:
+                a.set(k, "tls")
+            task_id = b.execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 9).decode()
+
+            def row():
+                r = b.execute_command("CLUSTER", "MIGRATION", "STATUS", "ID", task_id)[0]
+                return r[11] == b"completed" and r
+            wait_until(row, 30, interval=0.05, what="the import over TLS")
+            assert all(b.get(k) == b"tls" for k in keys)
+            wait_until(lambda: all(a.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0 for s in range(10)),
+                       30, interval=0.1, what="the source's keys gone")
+        finally:
+            stop_all(procs)
