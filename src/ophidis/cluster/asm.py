@@ -236,6 +236,7 @@ class Asm:
     def _start(self, t):
         if t.start_time < 0:
             t.start_time = mstime()
+        t.state = "connecting"
         t.runner = self.srv.loop.create_task(self._run_import(t))
         self._schedule()
 
@@ -258,8 +259,10 @@ class Asm:
             await self._import(t)
         except asyncio.CancelledError:
             raise
-        except (Failed, OSError, ConnectionError, asyncio.TimeoutError, EOFError) as e:
+        except Exception as e:  # noqa: BLE001 - whatever ends an attempt fails it (and it is retried)
             if t in self.tasks and t.state not in ("failed", "canceled", "completed"):
+                if not isinstance(e, (Failed, OSError, asyncio.TimeoutError, EOFError)):
+                    log.warning("Import task %s: unexpected %r" % (t.id, e))
                 text = str(e) or e.__class__.__name__
                 self._import_failed(t, text)
         finally:
