@@ -293,6 +293,56 @@ def test_a_failed_import_is_retried(cluster):
     assert all(dst.get(k) == b"r" for k in keys)
 
 
+def test_a_large_range_is_snapshotted_by_a_child(cluster):
+    """At FORK_KEYS keys or more the source forks for the snapshot; writes
+    made meanwhile follow it, none lost."""
+    src, dst = cluster.client(0), cluster.client(1)
+    keys = keys_in(400, 499, 3000, prefix="big")
+    p = src.pipeline(transaction=False)
+    for i, k in enumerate(keys):
+        p.set(k, i)
+    p.execute()
+    forks = src.info("stats")["total_forks"]
+    stop, acked = threading.Event(), []
+
+    def writer():
+        conn = RespConn(cluster.ports[0])
+        other = RespConn(cluster.ports[1])
+        try:
+            n = 0
+            while not stop.is_set():
+                k = keys[n % len(keys)]
+                r = conn.call("SET", k, "w%d" % n)
+                if r.startswith(b"-MOVED"):
+                    r = other.call("SET", k, "w%d" % n)
+                if r == b"+OK\r\n":
+                    acked.append((k, n))
+                n += 1
+        finally:
+            conn.close()
+            other.close()
+
+    th = threading.Thread(target=writer)
+    th.start()
+    try:
+        task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 400, 499).decode()
+        row = wait_state(cluster, 1, task_id, ("completed", "failed"), timeout=60)
+    finally:
+        stop.set()
+        th.join(60)
+    assert row[b"state"] == b"completed", row
+    assert src.info("stats")["total_forks"] == forks + 1
+    last = {}
+    for k, n in acked:
+        last[k] = n
+    assert acked
+    for i, k in enumerate(keys):
+        want = b"w%d" % last[k] if k in last else b"%d" % i
+        assert dst.get(k) == want, k
+    wait_until(lambda: sum(src.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(400, 500)) == 0,
+               30, interval=0.1, what="the source's keys gone")
+
+
 def slot_counts(cl, i=0) -> dict:
     """Slots per master port, as node i sees them."""
     out = {}

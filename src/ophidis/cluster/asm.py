@@ -9,9 +9,11 @@ masterauth as a replica would) and sends
     CLUSTER SYNCSLOTS START <task-id> <our node id> <start> <end> [...]
 
 The source answers ``+OK`` followed by the slots' snapshot: one
-``RESTORE key abs-ttl payload REPLACE ABSTTL`` per key, taken in one step
-of the event loop (a point in time), then the marker
-``CLUSTER SYNCSLOTS SNAPSHOT-EOF``.  From the same moment the source is a
+``RESTORE key abs-ttl payload REPLACE ABSTTL`` per key as of one point in
+time, then the marker ``CLUSTER SYNCSLOTS SNAPSHOT-EOF``: serialised in the
+event loop for a small range, by a forked child for FORK_KEYS keys or more
+(its pipe relayed to the connection; the writes streamed meanwhile wait on
+our side until its marker has gone).  From the same moment the source is a
 propagation target (replication/propagate.py): every write it propagates
 whose keys hash to the ranges follows on the connection, in order (keyless
 commands, MULTI/EXEC and SELECT are not sent; cluster mode has db 0 only).
@@ -46,6 +48,7 @@ finished ones (newest first, at most cluster-slot-migration-max-archived-tasks).
 from __future__ import annotations
 
 import asyncio
+import os
 
 import hiredis
 
@@ -54,6 +57,7 @@ from ..cmdtable.keys import cluster_keys
 from ..cmdtable.registry import lookup_fullname
 from ..errors import RedisError
 from ..net.client import Client
+from ..persistence.child import fork
 from ..persistence.rdbpayload import dump_payload
 from ..protocol.resp import encode_argv
 from ..replication.propagate import TO_REPL, propagate_pending
@@ -70,6 +74,7 @@ PING = encode_argv([b"CLUSTER", b"SYNCSLOTS", b"PING"])
 PING_INTERVAL = 1000        # ms between the source's keep-alives on an idle stream
 RETRY_DELAY = 1000          # ms between a failed import and its next attempt
 CRON_INTERVAL = 0.1
+FORK_KEYS = 1000            # a snapshot of more keys is serialised by a forked child
 HANDOFF_INTERVAL = 0.005
 
 
@@ -102,7 +107,7 @@ class Task:
 
     __slots__ = ("id", "operation", "ranges", "slots", "state", "source", "dest", "error", "retries",
                  "create_time", "start_time", "end_time", "paused_time", "client", "runner", "writer",
-                 "retry_at", "last_io")
+                 "retry_at", "last_io", "child", "rfd", "pending", "tail")
 
     def __init__(self, task_id: str, operation: str, ranges):
         self.id = task_id
@@ -123,6 +128,10 @@ class Task:
         self.writer = None      # the destination's side: the connection
         self.retry_at = 0
         self.last_io = 0        # the source's side: when the stream last had bytes
+        self.child = None       # the source's side: the snapshot's forked child,
+        self.rfd = None         # the pipe it writes the snapshot to,
+        self.pending = None     # the writes streamed meanwhile (sent after it),
+        self.tail = b""         # the last bytes relayed (its end marker)
 
     def status(self) -> list:
         """CLUSTER MIGRATION STATUS's fields, in Redis's order."""
@@ -150,6 +159,7 @@ class Asm:
         self.paused: frozenset = frozenset()   # slots whose writes wait (the handoff)
         self.held: list = []         # clients waiting for the handoff
         self._timer = None
+        self.reap: list = []         # snapshot children not reaped yet
 
     # -- lookups ----------------------------------------------------------------------------------
     def find(self, task_id: str):
@@ -174,7 +184,7 @@ class Asm:
         del self.archived[max(1, self.srv.config["cluster-slot-migration-max-archived-tasks"]):]
 
     def _schedule(self):
-        if self._timer is None and (self.tasks or self.held):
+        if self._timer is None and (self.tasks or self.held or self.reap):
             # (quicker around a handoff)
             quick = self.paused or (self.streaming is not None and self.streaming.state == "handoff-prep")
             self._timer = self.srv.loop.call_later(HANDOFF_INTERVAL if quick else CRON_INTERVAL, self._cron)
@@ -182,6 +192,10 @@ class Asm:
     def _cron(self):
         self._timer = None
         now = mstime()
+        for ch in list(self.reap):
+            if ch.poll() is not None:
+                ch.close()
+                self.reap.remove(ch)
         for t in list(self.tasks):
             if t.operation == MIGRATE:
                 self._migrate_cron(t, now)
@@ -421,15 +435,92 @@ class Asm:
         t.client = c
         t.start_time = mstime()
         t.state = "send-bulk-and-stream"
-        snapshot = self._snapshot(t)
+        d = self.srv.dbs[0].d
+        nkeys = sum(d.count_in_slot(s) for s in t.slots)
         self.tasks.append(t)
         self.streaming = t
         self.srv.propagator.attach(self)
-        t.state = "send-stream"
         t.last_io = mstime()
-        log.notice("Migrate task %s started for slots: %s" % (t.id, ranges_text(t.ranges)))
+        log.notice("Migrate task %s started for slots: %s (number of keys at start: %d)" % (
+            t.id, ranges_text(t.ranges), nkeys))
         self._schedule()
+        if nkeys >= FORK_KEYS:
+            try:
+                self._fork_snapshot(t)
+                return b"+OK\r\n"         # the snapshot follows from the child
+            except OSError as e:
+                log.warning("Can't fork for the slot migration's snapshot (%s): serialising it here" % e)
+        snapshot = self._snapshot(t)
+        t.state = "send-stream"
         return b"+OK\r\n" + snapshot + SNAPSHOT_EOF
+
+    def _fork_snapshot(self, t):
+        """The snapshot at this point in time, serialised by a forked child
+        into a pipe we relay to the destination; the writes streamed
+        meanwhile wait (t.pending) for its end marker."""
+        rfd, wfd = os.pipe()
+
+        def body(ctx):
+            os.close(rfd)
+            with open(wfd, "wb", buffering=1 << 20) as f:
+                f.write(self._snapshot(t))
+                f.write(SNAPSHOT_EOF)
+            return 0
+        try:
+            child = fork(self.srv, body, what="Slot migration snapshot child")
+        except OSError:
+            os.close(rfd)
+            os.close(wfd)
+            raise
+        os.close(wfd)
+        os.set_blocking(rfd, False)
+        t.child = child
+        t.rfd = rfd
+        t.pending = []
+        t.tail = b""
+        self.srv.loop.add_reader(rfd, self._relay, t)
+
+    def _relay(self, t):
+        """The child's snapshot bytes go on to the destination; at its end
+        (the marker last: the child succeeded) the held writes follow."""
+        try:
+            data = os.read(t.rfd, 1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if data:
+            t.tail = (t.tail + data)[-len(SNAPSHOT_EOF):]
+            c = t.client
+            if c is not None and not c.closing:
+                c.write([data])
+                t.last_io = mstime()
+            return
+        self._end_child(t)
+        if t.tail != SNAPSHOT_EOF:
+            self._migrate_failed(t, "the snapshot child failed")
+            return
+        pending = t.pending
+        t.pending = None
+        if pending and t.client is not None:
+            t.client.write([b"".join(pending)])
+        t.state = "send-stream"
+
+    def _end_child(self, t, kill=False):
+        if t.rfd is not None:
+            self.srv.loop.remove_reader(t.rfd)
+            os.close(t.rfd)
+            t.rfd = None
+        ch = t.child
+        t.child = None
+        if ch is not None:
+            if kill:
+                ch.kill()
+                ch.close()
+            elif ch.poll() is None:
+                self.reap.append(ch)       # reaped by the cron
+            else:
+                ch.close()
 
     def _snapshot(self, t) -> bytes:
         srv = self.srv
@@ -480,8 +571,11 @@ class Asm:
             if slots.pop() in t.slots:
                 out.append(data)
         if out:
-            t.client.write([b"".join(out)])
-            t.last_io = mstime()
+            if t.pending is not None:
+                t.pending.append(b"".join(out))     # after the child's snapshot
+            else:
+                t.client.write([b"".join(out)])
+                t.last_io = mstime()
 
     def _stop_streaming(self):
         if self.streaming is not None:
@@ -561,10 +655,10 @@ class Asm:
                 self._migrate_failed(t, "connection lost")
             elif self._lag(t) <= self.srv.config["cluster-slot-migration-handoff-max-lag-bytes"]:
                 t.client.write([self._handoff(t)])
-        elif t.state == "send-stream":
+        elif t.state in ("send-stream", "send-bulk-and-stream"):
             if t.client is None or t.client.closing:
                 self._migrate_failed(t, "connection lost")
-            elif now - t.last_io >= PING_INTERVAL:
+            elif t.state == "send-stream" and now - t.last_io >= PING_INTERVAL:
                 t.client.write([PING])      # the destination times out a silent source
                 t.last_io = now
 
@@ -575,6 +669,8 @@ class Asm:
         log.warning("Migrate task %s failed: slots=%s, err=%s" % (t.id, ranges_text(t.ranges), t.error))
         if self.streaming is t:
             self._stop_streaming()
+        self._end_child(t, kill=True)
+        t.pending = None
         was_paused = t.state == "handoff"
         t.state = "failed"
         c = t.client
