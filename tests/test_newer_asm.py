@@ -40,11 +40,26 @@ def keys_in(lo, hi, n, prefix="k"):
     return out
 
 
+def settled(cl):
+    """Every node sees the masters' configEpochs distinct (the collisions of
+    a new cluster resolved), as before any slot moves in production."""
+    def ok():
+        views = set()
+        for i in range(len(cl.nodes)):
+            epochs = tuple(sorted((f[0], f[6]) for f in cl.nodes_view(i) if "master" in f[2]))
+            if len({e for _, e in epochs}) != len(epochs):
+                return False
+            views.add(epochs)
+        return len(views) == 1
+    wait_until(ok, 60, interval=0.1, what="distinct configEpochs everywhere")
+
+
 @pytest.fixture(scope="module")
 def cluster():
     c = Cluster(["ophidis"] * 3)
     try:
         c.form(3)
+        settled(c)
         yield c
     finally:
         c.stop()
@@ -400,6 +415,7 @@ def test_replicas_follow_the_migration():
     cl = Cluster(["ophidis"] * 5)       # masters 0, 1, 2; 3 replicates 0, 4 replicates 1
     try:
         cl.form(3)
+        settled(cl)
         src, dst = cl.client(0), cl.client(1)
         keys = keys_in(0, 49, 40)
         for k in keys:
@@ -437,6 +453,7 @@ def test_import_authenticates_with_masterauth():
     cl = AuthCluster(["ophidis"] * 2, extra=["--requirepass", "sekret", "--masterauth", "sekret"])
     try:
         cl.form(2)
+        settled(cl)
         src, dst = cl.client(0), cl.client(1)
         keys = keys_in(10, 19, 10)
         for k in keys:

@@ -23,13 +23,15 @@ The destination applies what it reads as its master's stream is applied
 destination's own replicas and AOF).  After the snapshot's marker it sends
 ``CLUSTER SYNCSLOTS PAUSE <task-id>``: once what it has not yet sent is within
 cluster-slot-migration-handoff-max-lag-bytes ("handoff-prep" until then),
-the source stops streaming, holds the writes to those slots (their clients wait, as under CLIENT PAUSE WRITE,
-for at most cluster-slot-migration-write-pause-timeout ms) and answers
-with the marker ``CLUSTER SYNCSLOTS STREAM-EOF``, after every write it
-streamed.  The destination, having applied everything up to it, takes the
-slots: they become its own with a configEpoch greater than any it knows,
-nodes.conf is saved and a PONG tells every node.  The source, seeing the
-slots claimed with the greater epoch, gives them up and deletes their keys
+the source stops streaming, holds the writes to those slots (their clients
+wait, as under CLIENT PAUSE WRITE, for at most
+cluster-slot-migration-write-pause-timeout ms) and answers with the marker ``CLUSTER SYNCSLOTS STREAM-EOF <its currentEpoch>``, after
+every write it streamed.  The destination, having applied everything up to
+it, takes the slots: they become its own with a configEpoch greater than
+any it knows and than the source's, nodes.conf is saved, a PONG tells every
+node and ``CLUSTER SYNCSLOTS DONE <task-id> <epoch>`` tells the source.  The
+source gives the slots up on DONE (or on seeing them claimed with the
+greater epoch on the bus, should DONE not arrive), deletes their keys
 (propagated as DELs, as any slot lost to a newer configuration), then lets
 the held clients run: they are redirected (MOVED) to the new owner.  No
 client sees ASK or TRYAGAIN for the ranges.
@@ -61,7 +63,7 @@ from ..persistence.child import fork
 from ..persistence.rdbpayload import dump_payload
 from ..protocol.resp import encode_argv
 from ..replication.propagate import TO_REPL, propagate_pending
-from . import TODO_UPDATE_STATE
+from . import TODO_FSYNC_CONFIG, TODO_SAVE_CONFIG, TODO_UPDATE_STATE
 from .node import mstime, random_name
 from .slots import key_hash_slot
 
@@ -69,7 +71,6 @@ IMPORT = "import"
 MIGRATE = "migrate"
 MARKER = (b"cluster", b"syncslots")
 SNAPSHOT_EOF = encode_argv([b"CLUSTER", b"SYNCSLOTS", b"SNAPSHOT-EOF"])
-STREAM_EOF = encode_argv([b"CLUSTER", b"SYNCSLOTS", b"STREAM-EOF"])
 PING = encode_argv([b"CLUSTER", b"SYNCSLOTS", b"PING"])
 PING_INTERVAL = 1000        # ms between the source's keep-alives on an idle stream
 RETRY_DELAY = 1000          # ms between a failed import and its next attempt
@@ -372,7 +373,13 @@ class Asm:
                         writer.write(encode_argv([b"CLUSTER", b"SYNCSLOTS", b"PAUSE", t.id]))
                         t.state = "wait-stream-eof"
                     elif kind == b"STREAM-EOF":
-                        self._takeover(t)
+                        epoch = int(req[3]) if len(req) > 3 and req[3].isdigit() else 0
+                        self._takeover(t, epoch)
+                        # the source gives the slots up on this, whatever it
+                        # has heard of our epoch (the bus tells the others)
+                        writer.write(encode_argv([b"CLUSTER", b"SYNCSLOTS", b"DONE", t.id,
+                                                  b"%d" % cl.myself.config_epoch]))
+                        await asyncio.wait_for(writer.drain(), timeout)
                         return
                     continue
                 await self._apply(mc, req)
@@ -394,16 +401,18 @@ class Asm:
             raise Failed("error applying %s: %s" % (
                 req[0].decode("utf-8", "replace"), r[1:].rstrip().decode("utf-8", "replace")))
 
-    def _takeover(self, t):
+    def _takeover(self, t, source_epoch=0):
         """Everything up to the source's STREAM-EOF is applied: the slots
-        become ours with the greatest configEpoch, and every node is told."""
+        become ours with a configEpoch above every one we know and the
+        source's currentEpoch (it sent it with the marker), and every node
+        is told."""
         cl = self.cl
         m = cl.myself
         t.state = "takeover"
         for s in sorted(t.slots):
             cl.del_slot(s)
             cl.add_slot(m, s)
-        cl.current_epoch = cl.max_epoch() + 1
+        cl.current_epoch = max(cl.max_epoch(), source_epoch) + 1
         m.config_epoch = cl.current_epoch
         log.notice("configEpoch set to %d after importing slots %s" % (m.config_epoch, ranges_text(t.ranges)))
         cl.save_config_or_die(True)
@@ -609,7 +618,37 @@ class Asm:
         self.paused = t.slots
         self.cl.invalidate_fast()
         self._reschedule()
-        return STREAM_EOF
+        return encode_argv([b"CLUSTER", b"SYNCSLOTS", b"STREAM-EOF", b"%d" % self.cl.current_epoch])
+
+    def syncslots_done(self, c, task_id: str, epoch: int):
+        """The destination took the slots (with ``epoch``): they are its
+        now, here too, without waiting for the bus (where an epoch bumped
+        meanwhile could make us keep them); their keys go."""
+        t = self.tasks[0] if self.tasks else None
+        if t is None or t.id != task_id or t.client is not c or t.state != "handoff":
+            return None
+        cl = self.cl
+        dest = cl.lookup(t.dest.encode())
+        if dest is None:
+            return None
+        m = cl.myself
+        if epoch > dest.config_epoch:
+            dest.config_epoch = epoch
+        if epoch > cl.current_epoch:
+            cl.current_epoch = epoch
+        for s in sorted(t.slots):
+            had = cl.slots[s] is m and cl.count_keys_in_slot(s)
+            cl.del_slot(s)
+            cl.add_slot(dest, s)
+            if had:
+                cl.del_keys_in_slot(s)
+        cl.do_before_sleep(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
+        if m.is_master and m.numslots == 0 and self.srv.config["cluster-allow-replica-migration"]:
+            log.warning("Configuration change detected. Reconfiguring myself as a replica of %s" %
+                        dest.name.decode())
+            cl.set_master(dest)
+        self._migrate_cron(t, mstime())     # completed: the held writes run (MOVED)
+        return None
 
     def _reschedule(self):
         if self._timer is not None:

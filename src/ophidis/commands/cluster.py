@@ -680,7 +680,8 @@ def cluster_migration(c, argv):
 def cluster_syncslots(c, argv):
     """The slot migration's own requests between our nodes (cluster/asm.py):
     START <task-id> <dest-id> <start end>... on the source (the snapshot and
-    the stream follow the reply), PAUSE <task-id> (the handoff)."""
+    the stream follow the reply), PAUSE <task-id> (the handoff), DONE
+    <task-id> <epoch> (the destination took the slots)."""
     cl = _cluster(c)
     sub = argv[2].lower()
     n = len(argv)
@@ -690,6 +691,8 @@ def cluster_syncslots(c, argv):
                                       argv[4].decode("utf-8", "surrogateescape"), ranges)
     if sub == b"pause" and n == 4:
         return cl.asm.syncslots_pause(c, argv[3].decode("utf-8", "surrogateescape"))
+    if sub == b"done" and n == 5:
+        return cl.asm.syncslots_done(c, argv[3].decode("utf-8", "surrogateescape"), _ll(argv[4]))
     raise _syntax(argv)
 
 
