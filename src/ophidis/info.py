@@ -299,7 +299,10 @@ def sec_errorstats(srv):
 
 
 def sec_cluster(srv):
-    return ["cluster_enabled:%d" % int(srv.config["cluster-enabled"])]
+    out = ["cluster_enabled:%d" % int(srv.config["cluster-enabled"])]
+    if srv.cluster is not None:
+        out += srv.cluster.asm.info_lines()     # Redis 8.4's slot migration fields
+    return out
 
 
 def sec_keyspace(srv):

@@ -120,6 +120,10 @@ class Dispatch:
                     cmd.rejected_calls += 1
                     e = redirect_error(cl, c, node, slot, code)
                     return self.filter_reply(c, c.error_reply(e))
+                if cl.asm.paused and slot in cl.asm.paused and (not in_multi or base == "exec") \
+                        and (f.write or f.may_replicate):
+                    cl.asm.hold(c, argv)        # a slot migration's handoff: the write waits
+                    return None
                 if cl.slot_stats_on:
                     stat_slot = slot
         if self.maxmemory and not c.in_script:
