@@ -12,14 +12,17 @@ import time
 
 from . import sysinfo
 from .cmdtable.registry import ALL
-from .keyspace.db import stats
+from .keyspace.db import TYPE_NAMES, stats
 from .keyspace.hfe import subexpiry_count
 from .memory.sizes import STARTUP
 
 SECTIONS = {}
-DEFAULT_SECTIONS = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-                    "modules", "errorstats", "cluster", "keyspace"]
-ALL_SECTIONS = DEFAULT_SECTIONS + ["commandstats", "latencystats"]
+# Redis 8's threads section follows persistence; keysizes follows keyspace
+# but is computed on demand (a pass over every key, sec_keysizes), so plain
+# INFO leaves it out and ALL / EVERYTHING / KEYSIZES show it.
+DEFAULT_SECTIONS = ["server", "clients", "memory", "persistence", "threads", "stats", "replication",
+                    "cpu", "modules", "errorstats", "cluster", "keyspace"]
+ALL_SECTIONS = DEFAULT_SECTIONS + ["keysizes", "commandstats", "latencystats"]
 
 
 def human_bytes(n: float) -> str:
@@ -129,7 +132,18 @@ def sec_clients(srv):
         "total_blocking_keys_on_nokey:%d" % sum(
             1 for db in srv.dbs for waiters in db.blocking_keys.values()
             if any(w.bstate is not None and w.bstate.serve_missing for w in waiters)),
+        # 8.8: clients that sent something in the last 512 ms (Redis keeps
+        # a window of four 128 ms slots; here each client's last read time)
+        "active_clients:%d" % active_clients(srv),
     ]
+
+
+ACTIVE_WINDOW = 0.512
+
+
+def active_clients(srv) -> int:
+    since = time.monotonic() - ACTIVE_WINDOW
+    return sum(1 for c in srv.clients.values() if c.read_events and c.last_time >= since)
 
 
 def sec_memory(srv):
@@ -269,7 +283,31 @@ def sec_stats(srv):
         "client_output_buffer_limit_disconnections:%d" % s.client_outbuf_limit_disconnections,
         "reply_buffer_shrinks:%d" % srv.memory.clients.rb_shrinks,
         "reply_buffer_expands:%d" % srv.memory.clients.rb_expands,
-    ] + srv.acl.info_lines()
+    ] + eventloop_lines(srv) + srv.acl.info_lines()
+
+
+def eventloop_lines(srv):
+    """Redis 7.2's eventloop_* fields.  An event loop cycle here is a
+    handled read of a client socket or a cron run (uvloop and asyncio give
+    no hook around the loop's own iterations); its duration runs from the
+    read to the end of its requests and replies.  The commands' time is
+    the top-level commands' (commandstats' time less that of the commands
+    EXEC and scripts ran inside it)."""
+    cmd = sum(c.usec for c in ALL.values()) - stats.el_nested
+    return [
+        "eventloop_cycles:%d" % (stats.total_reads_processed + stats.el_cron_cycles),
+        "eventloop_duration_sum:%d" % int(stats.el_duration * 1e6),
+        "eventloop_duration_cmd_sum:%d" % max(0, int(cmd * 1e6)),
+        "instantaneous_eventloop_cycles_per_sec:%d" % int(srv.instantaneous(srv.el_samples)),
+        "instantaneous_eventloop_duration_usec:%d" % int(srv.instantaneous(srv.el_dur_samples)),
+    ]
+
+
+def sec_threads(srv):
+    """Redis 8's threads section: one line per I/O thread; here the main
+    thread, as Redis with io-threads 1 (every client, every read and write)."""
+    return ["io_thread_0:clients=%d,reads=%d,writes=%d" % (
+        len(srv.clients), stats.total_reads_processed, stats.total_writes_processed)]
 
 
 def sec_replication(srv):
@@ -309,6 +347,51 @@ def sec_keyspace(srv):
         if n:
             out.append("db%d:keys=%d,expires=%d,avg_ttl=%d,subexpiry=%d" % (
                 db.id, n, len(db.expires), db.avg_ttl, subexpiry_count(db)))
+    return out
+
+
+# INFO keysizes (Redis 8): per database and type, how many keys have a
+# size in each power-of-two bin (strings: bytes; lists, sets, sorted sets,
+# hashes: elements); the other types are not counted.
+KEYSIZES_TYPES = ((b"string", "distrib_strings_sizes"), (b"list", "distrib_lists_items"),
+                  (b"set", "distrib_sets_items"), (b"zset", "distrib_zsets_items"),
+                  (b"hash", "distrib_hashes_items"))
+_BIN_UNITS = ("", "K", "M", "G", "T", "P", "E")
+
+
+def bin_label(b: int) -> str:
+    """A bin's lower bound as Redis prints it: 0, 1, 2 ... 512, 1K ... 512K, 1M ..."""
+    if b < 0:
+        return "0"
+    return "%d%s" % (1 << (b % 10), _BIN_UNITS[b // 10])
+
+
+def keysizes_lines(db) -> list:
+    """The db's histogram lines (none for a type without keys).  A size n
+    falls in bin floor(log2 n) (0 has its own bin, -1 here); a hash counts
+    the fields it holds, expired ones not yet removed included, as Redis."""
+    names = TYPE_NAMES
+    hist = {t: {} for t, _ in KEYSIZES_TYPES}
+    for v in db.d.values():
+        h = hist.get(names.get(v.__class__))
+        if h is None:
+            continue        # a type the histograms leave out
+        b = len(v).bit_length() - 1
+        h[b] = h.get(b, 0) + 1
+    out = []
+    for t, field in KEYSIZES_TYPES:
+        h = hist.get(t)
+        if h:
+            out.append("db%d_%s:%s" % (db.id, field, ",".join(
+                "%s=%d" % (bin_label(b), h[b]) for b in sorted(h))))
+    return out
+
+
+def sec_keysizes(srv):
+    out = []
+    for db in srv.dbs:
+        if db.d:
+            out += keysizes_lines(db)
     return out
 
 
@@ -364,7 +447,8 @@ def sec_latencystats(srv):
 
 SECTIONS.update({
     "server": sec_server, "clients": sec_clients, "memory": sec_memory,
-    "persistence": sec_persistence, "stats": sec_stats, "replication": sec_replication,
+    "persistence": sec_persistence, "threads": sec_threads, "stats": sec_stats,
+    "replication": sec_replication, "keysizes": sec_keysizes,
     "cpu": sec_cpu, "modules": sec_modules, "errorstats": sec_errorstats,
     "cluster": sec_cluster, "keyspace": sec_keyspace, "commandstats": sec_commandstats,
     "latencystats": sec_latencystats,
