@@ -300,6 +300,21 @@ def eventloop_lines(srv):
         "eventloop_duration_cmd_sum:%d" % max(0, int(cmd * 1e6)),
         "instantaneous_eventloop_cycles_per_sec:%d" % int(srv.instantaneous(srv.el_samples)),
         "instantaneous_eventloop_duration_usec:%d" % int(srv.instantaneous(srv.el_dur_samples)),
+    ] + batch_lines()
+
+
+def batch_lines():
+    """Redis 8.8's figures: the commands per batch (a read that ran
+    commands, as CLIENT LIST's parse-batch-*), and the commands that went to
+    the slowlog (their count, total and largest time in ms)."""
+    n = stats.pb_cnt
+    return [
+        "commands_per_parse_batch_sum:%d" % stats.pb_sum,
+        "commands_per_parse_batch_cnt:%d" % n,
+        "commands_per_parse_batch_avg:%.2f" % (stats.pb_sum / n if n else 0.0),
+        "slowlog_commands_count:%d" % stats.slowlog_count,
+        "slowlog_commands_time_ms_sum:%d" % int(stats.slowlog_ms),
+        "slowlog_commands_time_ms_max:%d" % stats.slowlog_ms_max,
     ]
 
 

@@ -6,6 +6,9 @@ cdef class StatsCore:
     # the threads section) and the seconds spent handling the reads (the
     # eventloop_* fields, see info.py)
     cdef public long long total_reads_processed, total_writes_processed
+    # commands run by the reads that ran any, and those reads (8.8's
+    # commands_per_parse_batch_*)
+    cdef public long long pb_sum, pb_cnt
     cdef public double el_duration
 
 

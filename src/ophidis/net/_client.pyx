@@ -279,10 +279,13 @@ def data_received(ClientCore client, data):
         # Pushes (pub/sub, notifications) for this client go into the
         # pending reply list only while its requests are being run.
         client.pending_writes = None
-    if client.tot_cmds != n0:
-        # the read's pipeline (avg-pipeline-len-sum / -cnt)
-        client.pl_sum += client.tot_cmds - n0
+    cdef long long n = client.tot_cmds - n0
+    if n:
+        # the read's batch of commands (parse-batch-cmd-sum / -cnt)
+        client.pl_sum += n
         client.pl_cnt += 1
+        _dr_stats.pb_sum += n
+        _dr_stats.pb_cnt += 1
     if _dr_client_mem is not None:
         _dr_client_mem(client)    # after the read's requests and replies
     _dr_stats.el_duration += _now() - t0

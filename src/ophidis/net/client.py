@@ -419,9 +419,11 @@ class Client(ClientCore, asyncio.Protocol):
             self.pending_writes = None
         n = self.tot_cmds - n0
         if n:
-            # the read's pipeline (avg-pipeline-len-sum / -cnt)
+            # the read's batch of commands (parse-batch-cmd-sum / -cnt)
             self.pl_sum += n
             self.pl_cnt += 1
+            stats.pb_sum += n
+            stats.pb_cnt += 1
         if _CLIENT_MEM is not None:
             _CLIENT_MEM(self)    # after the read's requests and replies
         stats.el_duration += _monotonic() - t0
@@ -825,7 +827,7 @@ class Client(ClientCore, asyncio.Protocol):
             "ssub=%d multi=%d watch=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=0 "
             "oll=%d omem=%d tot-mem=%d events=r cmd=%s user=%s redir=%d resp=%d lib-name=%s lib-ver=%s "
             "io-thread=0 tot-net-in=%d tot-net-out=%d tot-cmds=%d read-events=%d "
-            "avg-pipeline-len-sum=%d avg-pipeline-len-cnt=%d" % (
+            "parse-batch-cmd-sum=%d parse-batch-cnt=%d" % (
                 self.id, self.addr, self.laddr, self.fd, self.name.decode("utf-8", "replace") if self.name else "",
                 int(now - self.ctime), int(now - self.last_time), self.flags_string(), self.db.id,
                 len(self.pubsub_channels or ()), len(self.pubsub_patterns or ()), len(self.pubsub_shard or ()),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
+from ..keyspace.db import stats
 from ..net import client as client_mod
 from ..net.client import Client
 from ..protocol.resp import sdscatrepr
@@ -63,6 +64,12 @@ class Monitor:
         th = client_mod._SLOWLOG_THRESHOLD
         if th is not None and dt >= th and not cmd.skip_slowlog:
             self.slowlog_add(c, cmd.redact(argv) if cmd.redact is not None else argv, dt)
+            # 8.8's slowlog_commands_* (INFO stats)
+            ms = dt * 1000
+            stats.slowlog_count += 1
+            stats.slowlog_ms += ms
+            if ms > stats.slowlog_ms_max:
+                stats.slowlog_ms_max = int(ms)
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and dt >= lt:
             self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))
