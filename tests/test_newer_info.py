@@ -385,3 +385,40 @@ def test_memory_stats_lut_follows_the_key_counts(r):
     r.expire("a", 100)
     # 5 keys: 8 buckets; 1 with a TTL: 4
     assert stats()[b"overhead.db.hashtable.lut"] == (8 + 4) * 8
+
+
+# -- INFO DEBUG (7.2) ------------------------------------------------------------------------
+
+DEBUG_FIELDS = ["eventloop_duration_aof_sum", "eventloop_duration_cron_sum", "eventloop_duration_max",
+                "eventloop_cmd_per_cycle_max"]
+
+
+def test_debug_section(server, valkey_server, connect):
+    c = connect()
+    c.call("CONFIG", "RESETSTAT")
+    c.pipeline(*[("PING",)] * 7)
+    # only when asked by name, last
+    assert "Debug" not in titles(server.port, "everything")
+    assert titles(server.port, "debug", "server") == ["Server", "Debug"]
+    ours = dict(ln.split(":") for ln in section(server.port, "debug"))
+    theirs = [ln.split(":")[0] for ln in section(valkey_server.port, "debug")]
+    assert list(ours)[:4] == DEBUG_FIELDS == theirs[:4]
+    # Redis 7.4's Lua allocator lines follow
+    assert list(ours)[4:] == ["allocator_allocated_lua", "allocator_active_lua", "allocator_resident_lua",
+                              "allocator_frag_bytes_lua"]
+    # the pipeline of 7 came in one read (or few): more than one command a cycle
+    assert 2 <= int(ours["eventloop_cmd_per_cycle_max"]) <= 7
+    assert int(ours["eventloop_duration_max"]) > 0
+    # the cron runs 10 times a second: its time shows within a second or two
+    wait_until(lambda: int(dict(ln.split(":") for ln in section(server.port, "debug"))[
+        "eventloop_duration_cron_sum"]) > 0, timeout=20, what="cron time")
+    assert ours["eventloop_duration_aof_sum"] == "0"        # no AOF here
+
+
+def test_debug_aof_time(start_server):
+    srv = start_server("--appendonly", "yes")
+    with RespConn(srv.port) as c:
+        for i in range(20):
+            c.call("SET", "k%d" % i, "v")
+        wait_until(lambda: int(dict(ln.split(":") for ln in section(srv.port, "debug"))[
+            "eventloop_duration_aof_sum"]) > 0, timeout=20, what="AOF write time")

@@ -25,6 +25,11 @@ DEFAULT_SECTIONS = ["server", "clients", "memory", "persistence", "threads", "st
 ALL_SECTIONS = DEFAULT_SECTIONS + ["keysizes", "commandstats", "latencystats"]
 
 
+# the Lua VM's memory as we report it (a fixed estimate: lupa's allocator
+# is not measured)
+LUA_VM_BYTES = 31744
+
+
 def human_bytes(n: float) -> str:
     n = float(n)
     if n < 1024:
@@ -179,8 +184,8 @@ def sec_memory(srv):
         "allocator_muzzy:0",          # 7.4 (jemalloc's muzzy pages: none here)
         "total_system_memory:%d" % tsm,
         "total_system_memory_human:%s" % human_bytes(tsm),
-        "used_memory_lua:31744",
-        "used_memory_vm_eval:31744",
+        "used_memory_lua:%d" % LUA_VM_BYTES,
+        "used_memory_vm_eval:%d" % LUA_VM_BYTES,
         "used_memory_lua_human:31.00K",
         "used_memory_scripts_eval:0",
         "number_of_cached_scripts:%d" % scripts,
@@ -315,6 +320,24 @@ def batch_lines():
         "slowlog_commands_count:%d" % stats.slowlog_count,
         "slowlog_commands_time_ms_sum:%d" % int(stats.slowlog_ms),
         "slowlog_commands_time_ms_max:%d" % stats.slowlog_ms_max,
+    ]
+
+
+def sec_debug(srv):
+    """INFO DEBUG (7.2, not part of ALL / EVERYTHING): the time writing the
+    AOF and in cron runs, the longest cycle (usec), the most commands one
+    read ran; 7.4's Lua allocator lines give our Lua memory estimate
+    (used_memory_vm_eval: no allocator of its own to measure)."""
+    lua = LUA_VM_BYTES
+    return [
+        "eventloop_duration_aof_sum:%d" % int(stats.el_aof * 1e6),
+        "eventloop_duration_cron_sum:%d" % int(stats.el_cron * 1e6),
+        "eventloop_duration_max:%d" % int(stats.el_max * 1e6),
+        "eventloop_cmd_per_cycle_max:%d" % stats.pb_max,
+        "allocator_allocated_lua:%d" % lua,
+        "allocator_active_lua:%d" % lua,
+        "allocator_resident_lua:%d" % lua,
+        "allocator_frag_bytes_lua:0",
     ]
 
 
@@ -463,7 +486,7 @@ def sec_latencystats(srv):
 SECTIONS.update({
     "server": sec_server, "clients": sec_clients, "memory": sec_memory,
     "persistence": sec_persistence, "threads": sec_threads, "stats": sec_stats,
-    "replication": sec_replication, "keysizes": sec_keysizes,
+    "replication": sec_replication, "keysizes": sec_keysizes, "debug": sec_debug,
     "cpu": sec_cpu, "modules": sec_modules, "errorstats": sec_errorstats,
     "cluster": sec_cluster, "keyspace": sec_keyspace, "commandstats": sec_commandstats,
     "latencystats": sec_latencystats,

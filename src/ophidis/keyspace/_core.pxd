@@ -8,8 +8,8 @@ cdef class StatsCore:
     cdef public long long total_reads_processed, total_writes_processed
     # commands run by the reads that ran any, and those reads (8.8's
     # commands_per_parse_batch_*)
-    cdef public long long pb_sum, pb_cnt
-    cdef public double el_duration
+    cdef public long long pb_sum, pb_cnt, pb_max
+    cdef public double el_duration, el_max
 
 
 cdef class DbCore:

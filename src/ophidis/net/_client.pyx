@@ -286,9 +286,14 @@ def data_received(ClientCore client, data):
         client.pl_cnt += 1
         _dr_stats.pb_sum += n
         _dr_stats.pb_cnt += 1
+        if n > _dr_stats.pb_max:
+            _dr_stats.pb_max = n
     if _dr_client_mem is not None:
         _dr_client_mem(client)    # after the read's requests and replies
-    _dr_stats.el_duration += _now() - t0
+    cdef double d = _now() - t0
+    _dr_stats.el_duration += d
+    if d > _dr_stats.el_max:
+        _dr_stats.el_max = d
 
 
 cdef _dr_read(ClientCore client, data):

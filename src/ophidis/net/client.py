@@ -424,9 +424,14 @@ class Client(ClientCore, asyncio.Protocol):
             self.pl_cnt += 1
             stats.pb_sum += n
             stats.pb_cnt += 1
+            if n > stats.pb_max:
+                stats.pb_max = n
         if _CLIENT_MEM is not None:
             _CLIENT_MEM(self)    # after the read's requests and replies
-        stats.el_duration += _monotonic() - t0
+        d = _monotonic() - t0
+        stats.el_duration += d
+        if d > stats.el_max:
+            stats.el_max = d
 
     def _data_received(self, data):
         """Run the requests of one read (see reader.py for the steps)."""

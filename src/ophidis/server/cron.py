@@ -29,8 +29,12 @@ class Cron:
                 import traceback
                 log.warning("cron error: %s" % traceback.format_exc().replace("\n", " | "))
             # a cron run is one of the event loop's cycles (eventloop_*)
+            d = time.monotonic() - t0
             stats.el_cron_cycles += 1
-            stats.el_duration += time.monotonic() - t0
+            stats.el_duration += d
+            stats.el_cron += d
+            if d > stats.el_max:
+                stats.el_max = d
 
     def cron_once(self):
         if self.pause_cron:
