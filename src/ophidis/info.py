@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections import Counter
 
 from . import sysinfo
 from .cmdtable.registry import ALL
@@ -395,6 +396,7 @@ KEYSIZES_TYPES = ((b"string", "distrib_strings_sizes"), (b"list", "distrib_lists
                   (b"set", "distrib_sets_items"), (b"zset", "distrib_zsets_items"),
                   (b"hash", "distrib_hashes_items"))
 _BIN_UNITS = ("", "K", "M", "G", "T", "P", "E")
+_COUNTED = frozenset(t for t, _ in KEYSIZES_TYPES)
 
 
 def bin_label(b: int) -> str:
@@ -409,13 +411,19 @@ def keysizes_lines(db) -> list:
     falls in bin floor(log2 n) (0 has its own bin, -1 here); a hash counts
     the fields it holds, expired ones not yet removed included, as Redis."""
     names = TYPE_NAMES
+    vals = db.d.values()
+    try:
+        # (class, size) pairs counted in C: most keys share a few of them
+        pairs = Counter(zip(map(type, vals), map(len, vals)))
+    except TypeError:
+        # a value without a size (a module type's): those left out first
+        pairs = Counter((v.__class__, len(v)) for v in vals if names.get(v.__class__) in _COUNTED)
     hist = {t: {} for t, _ in KEYSIZES_TYPES}
-    for v in db.d.values():
-        h = hist.get(names.get(v.__class__))
-        if h is None:
-            continue        # a type the histograms leave out
-        b = len(v).bit_length() - 1
-        h[b] = h.get(b, 0) + 1
+    for (cls, n), k in pairs.items():
+        h = hist.get(names.get(cls))
+        if h is not None:       # else a type the histograms leave out
+            b = n.bit_length() - 1
+            h[b] = h.get(b, 0) + k
     out = []
     for t, field in KEYSIZES_TYPES:
         h = hist.get(t)
