@@ -91,6 +91,7 @@ def test_keysizes_collections(r):
 def test_keysizes_other_types_and_dbs(r):
     # types outside the five are not counted; each db has its own lines
     r.xadd("st", {"a": "1"})
+    r.execute_command("JSON.SET", "j", "$", '{"a": [1, 2]}')     # a type without a size
     r.pfadd("hll", "a", "b", "c")           # a HyperLogLog is a string
     r.execute_command("SELECT", 0)
     r2 = r.connection_pool.connection_kwargs["port"]
