@@ -122,15 +122,20 @@ def test_keysizes_counts_expired_hash_fields_until_removed(r):
         r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 
 
-def test_keysizes_section_placement(r, server):
+REDIS8_ORDER = ["Server", "Clients", "Memory", "Persistence", "Threads", "Stats", "Replication", "CPU",
+                "Modules", "Commandstats", "Errorstats", "Latencystats", "Cluster", "Keyspace", "Keysizes"]
+
+
+def test_section_order(r, server, valkey_server):
     r.set("a", "b")
-    # computed on demand: not in plain INFO; ALL / EVERYTHING show it after Keyspace
-    assert "Keysizes" not in titles(server.port)
-    for arg in ("all", "everything"):
-        t = titles(server.port, arg)
-        assert t.index("Keysizes") == t.index("Keyspace") + 1
+    # Redis 8's order and default sections (Keysizes last, after Keyspace)
+    assert titles(server.port, "all") == REDIS8_ORDER
+    assert titles(server.port) == [t for t in REDIS8_ORDER if t not in ("Commandstats", "Latencystats")]
     assert titles(server.port, "keysizes") == ["Keysizes"]
     assert titles(server.port, "KEYSIZES", "server") == ["Server", "Keysizes"]
+    # valkey's order of the sections both have
+    theirs = titles(valkey_server.port, "all")
+    assert [t for t in theirs if t in REDIS8_ORDER] == [t for t in REDIS8_ORDER if t in theirs]
 
 
 # -- INFO threads (Redis 8.0) ----------------------------------------------------------------

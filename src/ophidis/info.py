@@ -18,12 +18,12 @@ from .keyspace.hfe import subexpiry_count
 from .memory.sizes import STARTUP
 
 SECTIONS = {}
-# Redis 8's threads section follows persistence; keysizes follows keyspace
-# but is computed on demand (a pass over every key, sec_keysizes), so plain
-# INFO leaves it out and ALL / EVERYTHING / KEYSIZES show it.
-DEFAULT_SECTIONS = ["server", "clients", "memory", "persistence", "threads", "stats", "replication",
-                    "cpu", "modules", "errorstats", "cluster", "keyspace"]
-ALL_SECTIONS = DEFAULT_SECTIONS + ["keysizes", "commandstats", "latencystats"]
+# Redis 8's sections in its order (genRedisInfoString's): threads follows
+# persistence, keysizes keyspace; both are default sections.  Keysizes is
+# computed when asked (a pass over the keys, sec_keysizes).
+ALL_SECTIONS = ["server", "clients", "memory", "persistence", "threads", "stats", "replication", "cpu",
+                "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace", "keysizes"]
+DEFAULT_SECTIONS = [s for s in ALL_SECTIONS if s not in ("commandstats", "latencystats")]
 
 
 # the Lua VM's memory as we report it (a fixed estimate: lupa's allocator
