@@ -4,6 +4,7 @@ CLIENT LIST's read and pipeline counters (8.8), MEMORY STATS' 7.4 fields.
 Field names and order are compared with valkey-server 9.1 where Valkey has
 them; Redis 8's documented formats otherwise."""
 
+import random
 import re
 import time
 
@@ -105,6 +106,87 @@ def test_keysizes_other_types_and_dbs(r):
         "db3_distrib_strings_sizes:2=1",
         "db3_distrib_lists_items:2=1",
     ]
+
+
+LEN_CMD = {b"string": "STRLEN", b"list": "LLEN", b"set": "SCARD", b"zset": "ZCARD", b"hash": "HLEN"}
+FIELD = {b"string": "distrib_strings_sizes", b"list": "distrib_lists_items", b"set": "distrib_sets_items",
+         b"zset": "distrib_zsets_items", b"hash": "distrib_hashes_items"}
+
+
+def expected_keysizes(r, dbs) -> list:
+    """The histogram lines computed from the client side (each key's TYPE
+    and length), as Redis's tests check INFO keysizes."""
+    out = []
+    for db in dbs:
+        r.execute_command("SELECT", db)
+        hist = {}
+        for key in r.scan_iter(count=1000):
+            t = r.type(key)
+            if t not in LEN_CMD:
+                continue
+            n = r.execute_command(LEN_CMD[t], key)
+            b = n.bit_length() - 1
+            hist.setdefault(t, {})
+            hist[t][b] = hist[t].get(b, 0) + 1
+        for t in (b"string", b"list", b"set", b"zset", b"hash"):
+            if t in hist:
+                out.append("db%d_%s:%s" % (db, FIELD[t], ",".join(
+                    "%s=%d" % ("0" if b < 0 else "%d%s" % (1 << (b % 10), ["", "K", "M"][b // 10]), k)
+                    for b, k in sorted(hist[t].items()))))
+    r.execute_command("SELECT", 0)
+    return out
+
+
+def test_keysizes_match_the_keys_after_a_mixed_workload(r):
+    rnd = random.Random(7)
+    for db in (0, 2):
+        r.execute_command("SELECT", db)
+        for i in range(300):
+            k = "k%d" % rnd.randrange(120)
+            op = rnd.randrange(14)
+            try:
+                if op == 0:
+                    r.set(k, "x" * rnd.randrange(0, 3000))
+                elif op == 1:
+                    r.rpush(k, *range(rnd.randrange(1, 40)))
+                elif op == 2:
+                    r.sadd(k, *range(rnd.randrange(1, 70)))
+                elif op == 3:
+                    r.zadd(k, {str(j): j for j in range(rnd.randrange(1, 20))})
+                elif op == 4:
+                    r.hset(k, mapping={"f%d" % j: j for j in range(rnd.randrange(1, 150))})
+                elif op == 5:
+                    r.append(k, "y" * rnd.randrange(1, 600))
+                elif op == 6:
+                    r.setbit(k, rnd.randrange(0, 9000), 1)
+                elif op == 7:
+                    r.lmove(k, "k%d" % rnd.randrange(120), "LEFT", "RIGHT")
+                elif op == 8:
+                    r.spop(k, rnd.randrange(1, 5))
+                elif op == 9:
+                    r.zremrangebyrank(k, 0, rnd.randrange(0, 4))
+                elif op == 10:
+                    r.delete(k)
+                elif op == 11:
+                    r.sunionstore(k, "k%d" % rnd.randrange(120), "k%d" % rnd.randrange(120))
+                elif op == 12:
+                    r.incrby(k, rnd.randrange(-10 ** 12, 10 ** 12))
+                else:
+                    r.execute_command("BITFIELD", k, "SET", "u8", rnd.randrange(0, 4000), 255)
+            except Exception:  # noqa: BLE001 - WRONGTYPE and the like: the key is unchanged
+                pass
+    r.execute_command("SELECT", 0)
+    got = keysizes(r)
+    assert got == expected_keysizes(r, (0, 2))
+    assert any(ln.startswith("db2_") for ln in got) and any(ln.startswith("db0_") for ln in got)
+    # a key moved between dbs, two dbs swapped, a key renamed, DEBUG RELOAD
+    r.rpush("moved", 1, 2, 3)
+    r.move("moved", 5)
+    r.swapdb(0, 2)
+    if r.exists("k1"):
+        r.rename("k1", "k1-renamed")
+    r.execute_command("DEBUG", "RELOAD")
+    assert keysizes(r) == expected_keysizes(r, (0, 2, 5))
 
 
 def test_keysizes_counts_expired_hash_fields_until_removed(r):
