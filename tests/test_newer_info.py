@@ -354,6 +354,22 @@ def test_slowlog_commands_stats(server, connect, config):
     # a command under the threshold does not count
     c.call("PING")
     assert stats_of(server.port)["slowlog_commands_count"] == "2"
+    # commandstats: the three figures follow failed_calls once a command was logged
+    cs = dict(ln.split(":", 1) for ln in section(server.port, "commandstats"))
+    fields = dict(kv.split("=") for kv in cs["cmdstat_debug"].split(","))
+    assert list(fields) == ["calls", "usec", "usec_per_call", "rejected_calls", "failed_calls",
+                            "slowlog_count", "slowlog_time_ms_sum", "slowlog_time_ms_max"]
+    assert fields["slowlog_count"] == "2" and 70 <= int(fields["slowlog_time_ms_sum"]) < 1000
+    assert fields["slowlog_time_ms_max"] == s["slowlog_commands_time_ms_max"]
+    assert "slowlog_count" not in cs["cmdstat_ping"]
+    # entries trimmed off the log still count
+    config(r, **{"slowlog-max-len": "0"})
+    c.call("DEBUG", "SLEEP", "0.015")
+    assert stats_of(server.port)["slowlog_commands_count"] == "3"
+    c.call("CONFIG", "RESETSTAT")
+    assert stats_of(server.port)["slowlog_commands_count"] == "0"
+    assert "slowlog_count" not in dict(ln.split(":", 1) for ln in section(server.port, "commandstats")).get(
+        "cmdstat_debug", "")
     r.close()
 
 

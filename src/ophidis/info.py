@@ -447,9 +447,15 @@ def sec_commandstats(srv):
         cmd = ALL[name]
         if cmd.calls or cmd.rejected_calls or cmd.failed_calls:
             usec = int(cmd.usec * 1e6)
-            out.append("cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d" % (
+            line = "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d" % (
                 name, cmd.calls, usec, usec / cmd.calls if cmd.calls else 0.0,
-                cmd.rejected_calls, cmd.failed_calls))
+                cmd.rejected_calls, cmd.failed_calls)
+            sl = cmd.slowlog_stats
+            if sl is not None:
+                # 8.8: once the command went to the slowlog
+                line += ",slowlog_count=%d,slowlog_time_ms_sum=%d,slowlog_time_ms_max=%d" % (
+                    sl[0], int(sl[1]), sl[2])
+            out.append(line)
     return out
 
 

@@ -256,6 +256,7 @@ def config_resetstat(c, argv):
         cmd.usec = 0
         cmd.rejected_calls = 0
         cmd.failed_calls = 0
+        cmd.slowlog_stats = None
         cmd.hist = [0] * 64
     srv.ops_samples.clear()
     srv.el_samples.clear()
