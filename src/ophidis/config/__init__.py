@@ -167,7 +167,7 @@ def _parse_notify(args, reading_file, cur):
         raise ConfigError("wrong number of arguments")
     f = notify.parse_flags(args[0])
     if f < 0:
-        raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+        raise ConfigError(notify.INVALID_CLASS)
     return f
 
 
