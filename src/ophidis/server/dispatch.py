@@ -291,6 +291,11 @@ class Dispatch:
         elif c.bstate is not None:
             c.bstate.duration = dt     # its latency is recorded when it is unblocked
         cmd.usec += dt
+        if c.in_exec or c.in_script:
+            # a transaction's or a script's command: its time is already in
+            # its EXEC's / EVAL's (eventloop_duration_cmd_sum counts the
+            # top-level commands, info.py)
+            stats.el_nested += dt
         th = client_mod._SLOW_CHECK
         if th is not None and dt >= th:
             self.slow_call(c, cmd, argv, dt)
