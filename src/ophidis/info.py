@@ -19,11 +19,15 @@ from .memory.sizes import STARTUP
 
 SECTIONS = {}
 # Redis 8's sections in its order (genRedisInfoString's): threads follows
-# persistence, keysizes keyspace; both are default sections.  Keysizes is
-# computed when asked (a pass over the keys, sec_keysizes).
+# persistence, keysizes keyspace.  Redis keeps keysizes' histograms as keys
+# change and lists it in the default and ALL sets; we compute it when asked
+# (a pass over the keys, sec_keysizes: about 0.3 s a million keys), so only
+# INFO keysizes and INFO everything show it: the INFO that monitoring sends
+# every second (and /metrics' INFO ALL) must not stall the server.
 ALL_SECTIONS = ["server", "clients", "memory", "persistence", "threads", "stats", "replication", "cpu",
                 "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace", "keysizes"]
-DEFAULT_SECTIONS = [s for s in ALL_SECTIONS if s not in ("commandstats", "latencystats")]
+ON_DEMAND = ("keysizes",)
+DEFAULT_SECTIONS = [s for s in ALL_SECTIONS if s not in ("commandstats", "latencystats") + ON_DEMAND]
 
 
 # the Lua VM's memory as we report it (a fixed estimate: lupa's allocator
@@ -521,7 +525,7 @@ def gen_info(srv, args) -> str:
         want = []
         for n in names:
             if n == "all":
-                want += [s for s in ALL_SECTIONS if s not in want]
+                want += [s for s in ALL_SECTIONS if s not in want and s not in ON_DEMAND]
             elif n == "everything":
                 want += [s for s in ALL_SECTIONS if s not in want]
             elif n == "default":
