@@ -59,12 +59,17 @@ _load_newer(os.path.join(_DATA, "commands"))
 # The ACL categories, in Redis's order (ACL CAT, COMMAND INFO).
 ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
                   "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
-                  "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json")
+                  "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json",
+                  "bloom", "cuckoo", "cms", "topk", "tdigest")
 
 
 # Implicit ACL categories, as Redis derives them from the command flags.
 def _acl_categories(meta) -> list:
     cats = [c.lower() for c in meta.get("acl_categories", [])]
+    if meta.get("module_acl"):
+        # a module command's categories are exactly what its registration
+        # gives (RedisModule_SetCommandACLCategories): nothing implied
+        return cats
     flags = meta.get("command_flags", [])
     if "WRITE" in flags:
         cats.append("write")
@@ -147,6 +152,8 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
         "name", "fullname", "flags", "meta", "acl", "group",
         "parent", "key_specs",
         "rejected_calls", "failed_calls",
+        # None, or [count, ms, max ms] of its slowlog entries (commandstats, 8.8)
+        "slowlog_stats",
         # fast flag booleans used by the dispatcher
         "readonly", "noauth", "loading", "stale",
         "nomulti", "pubsub", "admin", "fast",
@@ -193,6 +200,7 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
         self.usec = 0
         self.rejected_calls = 0
         self.failed_calls = 0
+        self.slowlog_stats = None
         self.hist = [0] * 64
         f = self.flags
         self.write = "write" in f
