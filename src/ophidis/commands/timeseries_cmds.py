@@ -1,6 +1,7 @@
 """Time series commands (Redis 8's built-in RedisTimeSeries): TS.CREATE
 ALTER ADD MADD INCRBY DECRBY CREATERULE DELETERULE DEL GET MGET RANGE
-REVRANGE MRANGE MREVRANGE INFO QUERYINDEX.
+REVRANGE MRANGE MREVRANGE INFO QUERYINDEX, and Redis 8.10's TS.READ,
+TS.QUERYLABELS, TS.NRANGE / NREVRANGE.
 
 The value is a ``TimeSeries`` (types/timeseries.py).  Options are found
 the module's way (the first argument equal to the keyword, anywhere in the
@@ -20,12 +21,13 @@ the selected database.
 from __future__ import annotations
 
 import re
+import time
 from bisect import bisect_left
 
 from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace import notify
-from ..keyspace.db import mstime
+from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import OK, array_header, bulk, double, error, integer, map_header, null, set_header, simple
 from ..replication.propagate import propagating, rewrite_argv
 from ..types import timeseries as T
@@ -206,7 +208,10 @@ def _peek(db, key):
     """A series for internal use (compaction destinations): no stats, None
     when missing or another type."""
     v = db.lookup_write(key)
-    return v if v.__class__ is TimeSeries else None
+    if v.__class__ is not TimeSeries:
+        return None
+    v.name = key
+    return v
 
 
 def _done(c, key, event: bytes, cls=_MODULE):
@@ -372,10 +377,12 @@ def _internal_add(c, s: TimeSeries, t: int, v: float, dp_override: int):
             raise _UPSERT from None
         if s.rules:
             _recompute(c, s, t, t)
+        signal_key_ready(c.db, s.name)
     else:
         s.append(t, v)
         for rule in s.rules:
             _compact(c, s, rule, t, v)
+    signal_key_ready(c.db, s.name)
     return t, True
 
 
@@ -1188,3 +1195,199 @@ def ts_mrange(c, argv):
 @command("ts.mrevrange")
 def ts_mrevrange(c, argv):
     return _mrange(c, argv, True)
+
+
+@command("ts.querylabels")
+def ts_querylabels(c, argv):
+    """TS.QUERYLABELS LABELS [FILTER ...] | VALUES label [FILTER ...]: the
+    label names (or one label's values) over the series selected."""
+    n = len(argv)
+    if n < 2:
+        raise _arity(argv)
+    sub = argv[1].lower()
+    if sub not in (b"labels", b"values"):
+        raise _err("unknown subtype, must be one of LABELS|VALUES")
+    label = None
+    fs = 2
+    if sub == b"values":
+        if n < 3:
+            raise _arity(argv)
+        label = argv[2]
+        fs = 3
+    preds = None
+    if n > fs:
+        if argv[fs].lower() != b"filter":
+            raise _err("unknown argument, expected FILTER")
+        if n - 1 - fs <= 0:
+            raise _err("FILTER given with no filter expressions")
+        preds = _parse_filter(argv[fs + 1:])
+    db = c.db
+    out = set()
+    for key, s in list(db.d.items()):
+        if s.__class__ is not TimeSeries or not db.is_live(key):
+            continue
+        if preds is not None and not T.matches(s, preds):
+            continue
+        for k, v in s.labels:
+            if label is None:
+                out.add(k)
+            elif k == label:
+                out.add(v)
+    items = sorted(out)
+    return set_header(c.resp, len(items)) + b"".join(bulk(x) for x in items)
+
+
+# -- TS.READ ---------------------------------------------------------------------------
+
+def _read_reply(c, key, cursor, max_count, need):
+    """The samples at or after cursor (at most max_count), or None while
+    fewer than ``need`` are there (need 0: reply whatever there is)."""
+    db = c.db
+    s = db.lookup_nostats(key)
+    if s is None:
+        return None if need else b"*0\r\n"
+    if s.__class__ is not TimeSeries:
+        return error(b"WRONGTYPE Operation against a key holding the wrong kind of value")
+    if s.last_ts < cursor or not s.ts:
+        return None if need else b"*0\r\n"
+    a = T.RangeArgs()
+    a.start = cursor
+    a.count = max_count
+    rows = T.query(s, a)
+    if need and len(rows) < need:
+        return None
+    return _rows(c.resp, rows, False)
+
+
+@command("ts.read", flags=("may_block",))
+def ts_read(c, argv):
+    """TS.READ key timestamp [BLOCK ms min_count] [MAX_COUNT n] (8.10)."""
+    n = len(argv)
+    opts = argv[3:]
+    has_block = _idx(opts, b"block") >= 0
+    has_max = _idx(opts, b"max_count") >= 0
+    if n < 3 or n != 3 + (3 if has_block else 0) + (2 if has_max else 0):
+        raise _arity(argv)
+    ms, min_count, max_count = 0, 1, -1
+    if has_block:
+        p = _idx(opts, b"block")
+        ms = _ll(opts[p + 1]) if p + 2 < len(opts) else None
+        min_count = _ll(opts[p + 2]) if p + 2 < len(opts) else None
+        if ms is None or min_count is None or ms < 0:
+            raise RedisError("TSDB: BLOCK milliseconds must be a non-negative integer")
+        if min_count <= 0:
+            raise RedisError("TSDB: BLOCK min_count must be a positive integer")
+    if has_max:
+        p = _idx(opts, b"max_count")
+        max_count = _ll(opts[p + 1]) if p + 1 < len(opts) else None
+        if max_count is None or max_count <= 0:
+            raise RedisError("TSDB: MAX_COUNT must be a positive integer")
+    if max_count != -1 and min_count > max_count:
+        raise RedisError("TSDB: BLOCK min_count must be <= MAX_COUNT")
+    key = argv[1]
+    tb = argv[2]
+    db = c.db
+    if tb == b"-":
+        cursor = 0
+    elif tb in (b"+", b"$"):
+        s = db.lookup_read(key)
+        if s is None:
+            cursor = 0
+        elif s.__class__ is not TimeSeries:
+            raise RedisError("WRONGTYPE Operation against a key holding the wrong kind of value")
+        elif not s.ts:
+            cursor = 0
+        else:
+            cursor = s.last_ts + (1 if tb == b"$" else 0)
+    else:
+        cursor = _ts_arg(tb)
+        if cursor is None:
+            raise RedisError("TSDB: invalid timestamp")
+    r = _read_reply(c, key, cursor, max_count, min_count if has_block else 0)
+    if r is not None:
+        return r
+    if c.in_exec or c.in_script:
+        raise RedisError("TSDB: blocking TS.READ (with BLOCK) is not allowed inside MULTI, EVAL, "
+                         "or a deny-blocking context")
+    deadline = time.monotonic() + ms / 1000.0 if ms else 0
+
+    def on_ready(c, db, k):
+        return _read_reply(c, key, cursor, max_count, min_count)
+
+    def on_timeout(c):
+        return _read_reply(c, key, cursor, max_count, 0)
+
+    c.server.blocking_handler.block(c, [key], deadline, on_ready, on_timeout)
+    return None
+
+
+# -- TS.NRANGE / TS.NREVRANGE (8.10) -----------------------------------------------------
+
+def _nrange(c, argv, rev):
+    n = len(argv)
+    if n < 5:
+        raise _arity(argv)
+    nk = _ll(argv[1])
+    if nk is None or nk <= 0:
+        raise _err("numkeys must be a positive integer")
+    if nk > n - 4:
+        raise _arity(argv)
+    rs = 2 + nk
+    keys = argv[2:rs]
+    per_key = None
+    rel = _idx(argv[rs:], b"aggregation")
+    if nk > 1 and rel >= 0:
+        first = rs + rel + 1
+        per_key = []
+        for k in range(nk):
+            if first + k >= n or _ll(argv[first + k]) is not None:
+                raise _err("the number of AGGREGATION arguments must be equal to numkeys")
+            spec = argv[first + k]
+            if not spec:
+                raise _err("Unknown aggregation type")
+            per_key.append(tuple(_parse_agg_spec(spec)))
+        if first + nk < n and argv[first + nk].lower() in A.BY_NAME:
+            raise _err("the number of AGGREGATION arguments must be equal to numkeys")
+        argv = list(argv[:first + 1]) + list(argv[first + nk:])
+    a = _parse_range(argv, rs)
+    series = [_get(c, k) for k in keys]
+    widths = []
+    results = []
+    for i, s in enumerate(series):
+        if per_key is not None:
+            a.aggs = per_key[i]
+        rows = T.query(s, a, rev, _latest(c, s) if a.latest else None)
+        w = max(1, len(a.aggs))
+        widths.append(w)
+        results.append([(t, v if isinstance(v, list) else [v]) for t, v in rows])
+    pos = [0] * nk
+    limit = a.count if a.count >= 0 else None
+    out = []
+    while limit is None or len(out) < limit:
+        fronts = [results[i][pos[i]][0] for i in range(nk) if pos[i] < len(results[i])]
+        if not fronts:
+            break
+        target = max(fronts) if rev else min(fronts)
+        row = []
+        for i in range(nk):
+            if pos[i] < len(results[i]) and results[i][pos[i]][0] == target:
+                row += results[i][pos[i]][1]
+                pos[i] += 1
+            else:
+                row += [float("nan")] * widths[i]
+        out.append((target, row))
+    resp = c.resp
+    body = [array_header(len(out))]
+    for t, row in out:
+        body.append(b"*2\r\n" + integer(t) + array_header(len(row)) + b"".join(_val(resp, v) for v in row))
+    return b"".join(body)
+
+
+@command("ts.nrange")
+def ts_nrange(c, argv):
+    return _nrange(c, argv, False)
+
+
+@command("ts.nrevrange")
+def ts_nrevrange(c, argv):
+    return _nrange(c, argv, True)
