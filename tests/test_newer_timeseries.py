@@ -1,0 +1,539 @@
+"""Redis 8's time series (RedisTimeSeries built in): the TS.* commands'
+replies in RESP2 and RESP3 byte for byte as the module builds them (valkey
+has no time series), its ``ERR TSDB: ...`` errors, duplicate policies and
+IGNORE, retention, compaction rules with every aggregator, TS.RANGE's
+options, label filters (MGET / MRANGE / QUERYINDEX / QUERYLABELS), GROUPBY,
+Redis 8.10's TS.READ / TS.NRANGE, keyspace events, MULTI and scripts, and
+the TSDB-TYPE module record (DUMP/RESTORE, DEBUG RELOAD, AOF rewrite,
+replication)."""
+
+import math
+import os
+import threading
+
+import pytest
+import redis
+from redis.exceptions import ResponseError
+
+from ophidis.persistence.rdbcodec import crc64
+from support.wait import wait_until
+
+
+def err(r, *args):
+    with pytest.raises(ResponseError) as e:
+        r.execute_command(*args)
+    return str(e.value)
+
+
+def bulk(s: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(s), s)
+
+
+def sample2(t, v: bytes) -> bytes:
+    return b"*2\r\n:%d\r\n+%s\r\n" % (t, v)
+
+
+def sample3(t, v: bytes) -> bytes:
+    return b"*2\r\n:%d\r\n,%s\r\n" % (t, v)
+
+
+# ---------------------------------------------------------------------------
+# create / add / get / range: replies
+# ---------------------------------------------------------------------------
+
+def test_add_get_range_reply_shapes(raw, raw3):
+    assert raw.call("TS.CREATE", "s", "LABELS", "a", "1") == b"+OK\r\n"
+    assert raw.call("TS.ADD", "s", "1", "1.5") == b":1\r\n"
+    assert raw.call("TS.ADD", "s", "2", "100") == b":2\r\n"
+    assert raw.call("TS.ADD", "s", "3", "0.001") == b":3\r\n"
+    assert raw.call("TS.ADD", "s", "4", "-2.5e20") == b":4\r\n"
+    # RESP2: values as simple strings in the module's shortest form
+    assert raw.call("TS.RANGE", "s", "-", "+") == (
+        b"*4\r\n" + sample2(1, b"1.5") + sample2(2, b"100") + sample2(3, b"1E-3") + sample2(4, b"-2.5E20"))
+    assert raw3.call("TS.RANGE", "s", "-", "+") == (
+        b"*4\r\n" + sample3(1, b"1.5") + sample3(2, b"100") + sample3(3, b"0.001") + sample3(4, b"-2.5e+20"))
+    assert raw.call("TS.GET", "s") == sample2(4, b"-2.5E20")
+    assert raw.call("TS.REVRANGE", "s", "2", "3") == b"*2\r\n" + sample2(3, b"1E-3") + sample2(2, b"100")
+    assert raw.call("TS.RANGE", "s", "-", "+", "COUNT", "1") == b"*1\r\n" + sample2(1, b"1.5")
+    raw.call("TS.CREATE", "e")
+    assert raw.call("TS.GET", "e") == b"*0\r\n"
+    assert raw.call("TS.RANGE", "e", "-", "+") == b"*0\r\n"
+    assert raw.call("TYPE", "s") == b"+TSDB-TYPE\r\n"
+    assert raw.call("OBJECT", "ENCODING", "s") == b"$3\r\nraw\r\n"
+
+
+def test_info_fields(r, raw3):
+    r.execute_command("TS.CREATE", "s", "RETENTION", "5000", "CHUNK_SIZE", "128", "DUPLICATE_POLICY",
+                      "max", "ENCODING", "uncompressed", "IGNORE", "10", "0.5", "LABELS", "x", "y")
+    for i in range(20):
+        r.execute_command("TS.ADD", "s", i, i)
+    info = r.execute_command("TS.INFO", "s")
+    d = dict(zip(info[::2], info[1::2]))
+    assert d[b"totalSamples"] == 20 and d[b"firstTimestamp"] == 0 and d[b"lastTimestamp"] == 19
+    assert d[b"retentionTime"] == 5000 and d[b"chunkSize"] == 128 and d[b"chunkCount"] == 3
+    assert d[b"chunkType"] == b"uncompressed" and d[b"duplicatePolicy"] == b"max"
+    assert d[b"labels"] == [[b"x", b"y"]] and d[b"sourceKey"] is None and d[b"rules"] == []
+    assert d[b"ignoreMaxTimeDiff"] == 10 and d[b"ignoreMaxValDiff"] == b"0.5"
+    assert list(d) == [b"totalSamples", b"memoryUsage", b"firstTimestamp", b"lastTimestamp",
+                       b"retentionTime", b"chunkCount", b"chunkSize", b"chunkType", b"duplicatePolicy",
+                       b"labels", b"sourceKey", b"rules", b"ignoreMaxTimeDiff", b"ignoreMaxValDiff"]
+    dbg = r.execute_command("TS.INFO", "s", "DEBUG")
+    dd = dict(zip(dbg[::2], dbg[1::2]))
+    assert dd[b"keySelfName"] == b"s" and len(dd[b"Chunks"]) == 3
+    assert dd[b"Chunks"][0][:6] == [b"startTimestamp", 0, b"endTimestamp", 7, b"samples", 8]
+    r.execute_command("TS.CREATE", "d")
+    r.execute_command("TS.CREATERULE", "s", "d", "AGGREGATION", "avg", "10", "5")
+    out = raw3.call("TS.INFO", "s")
+    assert out.startswith(b"%14\r\n+totalSamples\r\n:20\r\n+memoryUsage\r\n:")
+    assert (b"+labels\r\n%1\r\n$1\r\nx\r\n$1\r\ny\r\n+sourceKey\r\n_\r\n"
+            b"+rules\r\n%1\r\n$1\r\nd\r\n*3\r\n:10\r\n+AVG\r\n:5\r\n"
+            b"+ignoreMaxTimeDiff\r\n:10\r\n+ignoreMaxValDiff\r\n,0.5\r\n") in out
+    d = dict(zip(*[iter(r.execute_command("TS.INFO", "d"))] * 2))
+    assert d[b"sourceKey"] == b"s" and d[b"duplicatePolicy"] == b"block"
+
+
+def test_errors(r):
+    r.execute_command("TS.CREATE", "s")
+    r.set("str", "x")
+    assert err(r, "TS.CREATE", "s") == "TSDB: key already exists"
+    assert err(r, "TS.ADD", "s", "1", "abc") == "TSDB: invalid value"
+    assert err(r, "TS.ADD", "s", "x", "1") == "TSDB: invalid timestamp"
+    assert err(r, "TS.ADD", "s", "-1", "1") == "TSDB: invalid timestamp, must be a nonnegative integer"
+    assert err(r, "TS.ADD", "str", "1", "1") == "TSDB: the key is not a TSDB key"
+    assert err(r, "TS.GET", "str") == "WRONGTYPE Operation against a key holding the wrong kind of value"
+    assert err(r, "TS.GET", "nokey") == "TSDB: the key does not exist"
+    assert err(r, "TS.GET", "s", "x") == "TSDB: wrong 3rd argument"
+    assert err(r, "TS.CREATE", "n", "RETENTION", "x") == "TSDB: Couldn't parse RETENTION"
+    assert err(r, "TS.CREATE", "n", "CHUNK_SIZE", "100") == (
+        "TSDB: CHUNK_SIZE value must be a multiple of 8 in the range [48 .. 1048576]")
+    assert err(r, "TS.CREATE", "n", "DUPLICATE_POLICY", "nope") == "TSDB: Unknown DUPLICATE_POLICY"
+    assert err(r, "TS.CREATE", "n", "ENCODING", "zip") == "TSDB: unknown ENCODING parameter"
+    assert err(r, "TS.CREATE", "n", "IGNORE", "-1", "1") == "TSDB: IGNORE arguments cannot be negative"
+    assert err(r, "TS.CREATE", "n", "LABELS", "a", "(b)") == "TSDB: Couldn't parse LABELS"
+    assert err(r, "TS.RANGE", "s", "x", "+") == "TSDB: wrong fromTimestamp"
+    assert err(r, "TS.RANGE", "s", "-", "y") == "TSDB: wrong toTimestamp"
+    assert err(r, "TS.RANGE", "s", "-", "+", "AGGREGATION", "bogus", "10") == "TSDB: Unknown aggregation type"
+    assert err(r, "TS.RANGE", "s", "-", "+", "AGGREGATION", "avg", "0") == (
+        "TSDB: bucketDuration must be greater than zero")
+    assert err(r, "TS.RANGE", "s", "-", "+", "ALIGN", "start") == (
+        "TSDB: ALIGN parameter can only be used with AGGREGATION")
+    assert err(r, "TS.RANGE", "s", "-", "+", "AGGREGATION", "avg", "10", "ALIGN", "-") == (
+        "TSDB: start alignment can only be used with explicit start timestamp")
+    assert err(r, "TS.RANGE", "s", "-", "+", "COUNT", "0") == "TSDB: Invalid COUNT value"
+    assert err(r, "TS.RANGE", "s", "-", "+", "FILTER_BY_VALUE", "1") == (
+        "TSDB: FILTER_BY_VALUE one or more arguments are missing")
+    assert err(r, "TS.RANGE", "s", "-", "+", "AGGREGATION", "avg,,sum", "10") == (
+        "TSDB: Empty aggregation type in list")
+    assert err(r, "TS.MRANGE", "-", "+", "FILTER", "a!=b") == "TSDB: please provide at least one matcher"
+    assert err(r, "TS.MRANGE", "-", "+", "WITHLABELS") == "TSDB: missing FILTER argument"
+    assert err(r, "TS.MGET", "FILTER", "x") == "TSDB: failed parsing labels"
+    assert err(r, "TS.MRANGE", "-", "+", "FILTER", "a=b", "GROUPBY", "a", "REDUCE", "last") == (
+        "TSDB: Invalid reducer type")
+    assert err(r, "TS.CREATERULE", "s", "s", "AGGREGATION", "avg", "10") == (
+        "TSDB: the source key and destination key should be different")
+    assert err(r, "TS.DELETERULE", "s", "x") == "TSDB: compaction rule does not exist"
+    assert err(r, "TS.INCRBY", "str", "1") == "WRONGTYPE Operation against a key holding the wrong kind of value"
+    assert err(r, "TS.ADD", "s") == "wrong number of arguments for 'ts.add' command"
+    r.execute_command("TS.ADD", "s", "10", "1")
+    assert err(r, "TS.INCRBY", "s", "1", "TIMESTAMP", "5") == (
+        "TSDB: timestamp must be equal to or higher than the maximum existing timestamp")
+    assert err(r, "TS.ADD", "s", "10", "2") == (
+        "TSDB: Error at upsert, update is not supported when DUPLICATE_POLICY is set to BLOCK mode, "
+        "or either current or new value is NaN and DUPLICATE_POLICY is MAX/MIN/SUM")
+
+
+def test_error_prefixes(raw):
+    raw.call("TS.CREATE", "s")
+    assert raw.call("TS.GET", "nokey") == b"-ERR TSDB: the key does not exist\r\n"
+    # the module replies this one without ERR
+    assert raw.call("TS.CREATE", "n", "RETENTION", "-1") == b"-TSDB: Couldn't parse RETENTION\r\n"
+
+
+# ---------------------------------------------------------------------------
+# writes: duplicates, IGNORE, retention, MADD, INCRBY
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("policy,expect", [("last", 10.0), ("first", 5.0), ("min", 5.0), ("max", 10.0),
+                                           ("sum", 15.0)])
+def test_duplicate_policies(r, policy, expect):
+    r.execute_command("TS.CREATE", "s", "DUPLICATE_POLICY", policy)
+    r.execute_command("TS.ADD", "s", 1, 5)
+    assert r.execute_command("TS.ADD", "s", 1, 10) == 1
+    assert float(r.execute_command("TS.GET", "s")[1]) == expect
+    # ON_DUPLICATE overrides the series' policy
+    r.execute_command("TS.ADD", "s", 1, 99, "ON_DUPLICATE", "LAST")
+    assert r.execute_command("TS.GET", "s") == [1, b"99"]
+
+
+def test_out_of_order_and_ignore(r):
+    r.execute_command("TS.ADD", "s", 10, 1)
+    r.execute_command("TS.ADD", "s", 5, 2)
+    r.execute_command("TS.ADD", "s", 7, 3)
+    assert r.execute_command("TS.RANGE", "s", "-", "+") == [[5, b"2"], [7, b"3"], [10, b"1"]]
+    r.execute_command("TS.CREATE", "i", "DUPLICATE_POLICY", "LAST", "IGNORE", "5", "1")
+    assert r.execute_command("TS.ADD", "i", 100, 10) == 100
+    assert r.execute_command("TS.ADD", "i", 103, 10.5) == 100      # filtered: the last timestamp
+    assert r.execute_command("TS.ADD", "i", 106, 10.5) == 106      # too far in time
+    assert r.execute_command("TS.ADD", "i", 107, 12) == 107        # too far in value
+    assert len(r.execute_command("TS.RANGE", "i", "-", "+")) == 3
+
+
+def test_retention(r):
+    r.execute_command("TS.CREATE", "s", "RETENTION", "10")
+    for t in (1, 5, 12, 20):
+        r.execute_command("TS.ADD", "s", t, t)
+    assert r.execute_command("TS.RANGE", "s", "-", "+") == [[12, b"12"], [20, b"20"]]
+    assert err(r, "TS.ADD", "s", "3", "1") == "TSDB: Timestamp is older than retention"
+    info = dict(zip(*[iter(r.execute_command("TS.INFO", "s"))] * 2))
+    assert info[b"totalSamples"] == 2 and info[b"firstTimestamp"] == 12
+
+
+def test_madd_and_incrby(r, raw):
+    r.execute_command("TS.CREATE", "a")
+    raw.call("SET", "str", "x")
+    assert raw.call("TS.MADD", "a", "1", "1", "missing", "1", "1", "a", "2", "x", "a", "3", "3") == (
+        b"*4\r\n:1\r\n-ERR TSDB: the key is not a TSDB key\r\n-ERR TSDB: invalid value\r\n:3\r\n")
+    assert r.execute_command("TS.INCRBY", "c", "2.5", "TIMESTAMP", "10") == 10
+    assert r.execute_command("TS.INCRBY", "c", "1", "TIMESTAMP", "10") == 10
+    assert r.execute_command("TS.DECRBY", "c", "0.5", "TIMESTAMP", "11") == 11
+    assert r.execute_command("TS.RANGE", "c", "-", "+") == [[10, b"3.5"], [11, b"3"]]
+    assert r.execute_command("TS.ADD", "now", "*", "1") > 1_600_000_000_000
+
+
+# ---------------------------------------------------------------------------
+# aggregation and compaction
+# ---------------------------------------------------------------------------
+
+VALUES = [(0, 1.0), (1, 4.0), (3, 2.0), (10, 5.0), (12, 1.0), (25, 7.0)]
+
+
+def _expect(kind, vals):
+    n = len(vals)
+    m = sum(vals) / n
+    var_p = sum((v - m) ** 2 for v in vals) / n
+    var_s = var_p * n / (n - 1) if n > 1 else 0.0
+    return {"avg": m, "sum": sum(vals), "min": min(vals), "max": max(vals), "range": max(vals) - min(vals),
+            "count": n, "first": vals[0], "last": vals[-1], "std.p": math.sqrt(var_p),
+            "std.s": math.sqrt(var_s), "var.p": var_p, "var.s": var_s, "countall": n, "countnan": 0}[kind]
+
+
+# (countNaN takes no sample of these: its buckets are empty, see test_nan_values...)
+KINDS = ["avg", "sum", "min", "max", "range", "count", "first", "last", "std.p", "std.s", "var.p", "var.s",
+         "countAll"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_compaction_rule_each_aggregator(r, kind):
+    r.execute_command("TS.CREATE", "src")
+    r.execute_command("TS.CREATE", "dst")
+    assert r.execute_command("TS.CREATERULE", "src", "dst", "AGGREGATION", kind, "10") == b"OK"
+    for t, v in VALUES:
+        r.execute_command("TS.ADD", "src", t, v)
+    got = r.execute_command("TS.RANGE", "dst", "-", "+")
+    assert [t for t, _ in got] == [0, 10]
+    buckets = {0: [1.0, 4.0, 2.0], 10: [5.0, 1.0]}
+    for t, v in got:
+        assert float(v) == pytest.approx(_expect(kind.lower(), buckets[t]))
+    # the same buckets through TS.RANGE ... AGGREGATION (the last bucket too)
+    rng = r.execute_command("TS.RANGE", "src", "-", "+", "AGGREGATION", kind, "10")
+    assert [t for t, _ in rng] == [0, 10, 20]
+    # LATEST: the unfinished bucket of the compaction
+    assert r.execute_command("TS.GET", "dst", "LATEST")[0] == 20
+    assert [t for t, _ in r.execute_command("TS.RANGE", "dst", "-", "+", "LATEST")] == [0, 10, 20]
+
+
+def test_twa_and_out_of_order_recompute(r):
+    for i in range(100):
+        r.execute_command("TS.ADD", "s", i, i % 7)
+    assert r.execute_command("TS.RANGE", "s", "0", "10", "AGGREGATION", "twa", "10") == [[0, b"2.55"], [10, b"3"]]
+    r.execute_command("TS.CREATE", "src")
+    r.execute_command("TS.CREATE", "dst")
+    r.execute_command("TS.CREATERULE", "src", "dst", "AGGREGATION", "sum", "10")
+    for t in (1, 2, 11, 21):
+        r.execute_command("TS.ADD", "src", t, 1)
+    assert r.execute_command("TS.RANGE", "dst", "-", "+") == [[0, b"2"], [10, b"1"]]
+    r.execute_command("TS.ADD", "src", 5, 10)               # a finished bucket: recomputed
+    assert r.execute_command("TS.RANGE", "dst", "-", "+") == [[0, b"12"], [10, b"1"]]
+    r.execute_command("TS.ADD", "src", 22, 4)               # the current bucket
+    assert r.execute_command("TS.GET", "dst", "LATEST") == [20, b"5"]
+    assert r.execute_command("TS.DEL", "src", "0", "9") == 3
+    assert r.execute_command("TS.RANGE", "dst", "-", "+") == [[10, b"1"]]
+    assert r.execute_command("TS.DELETERULE", "src", "dst") == b"OK"
+    assert dict(zip(*[iter(r.execute_command("TS.INFO", "dst"))] * 2))[b"sourceKey"] is None
+
+
+def test_range_options(r, raw, raw3):
+    for t, v in ((15, 1), (17, 4), (51, 3), (73, 5), (75, 3)):
+        r.execute_command("TS.ADD", "t", t, v)
+    q = ["TS.RANGE", "t", "0", "100", "ALIGN", "0", "AGGREGATION", "max", "10"]
+    assert r.execute_command(*q) == [[10, b"4"], [50, b"3"], [70, b"5"]]
+    assert r.execute_command(*q, "BUCKETTIMESTAMP", "+") == [[20, b"4"], [60, b"3"], [80, b"5"]]
+    assert r.execute_command(*q, "BUCKETTIMESTAMP", "mid") == [[15, b"4"], [55, b"3"], [75, b"5"]]
+    assert r.execute_command(*q, "EMPTY") == [[10, b"4"], [20, b"NaN"], [30, b"NaN"], [40, b"NaN"],
+                                              [50, b"3"], [60, b"NaN"], [70, b"5"]]
+    assert r.execute_command("TS.RANGE", "t", "0", "100", "AGGREGATION", "last", "10", "EMPTY")[1] == [20, b"4"]
+    assert r.execute_command("TS.RANGE", "t", "0", "100", "AGGREGATION", "sum", "10", "EMPTY")[1] == [20, b"0"]
+    assert r.execute_command("TS.RANGE", "t", "-", "+", "FILTER_BY_TS", "15", "51", "75",
+                             "FILTER_BY_VALUE", "2", "5") == [[51, b"3"], [75, b"3"]]
+    assert r.execute_command("TS.REVRANGE", "t", "-", "+", "AGGREGATION", "count", "20", "COUNT", "2") == (
+        [[60, b"2"], [40, b"1"]])
+    assert r.execute_command("TS.RANGE", "t", "5", "100", "ALIGN", "start", "AGGREGATION", "count", "10") == (
+        [[15, b"2"], [45, b"1"], [65, b"1"], [75, b"1"]])
+    # several aggregators (8.8): one row per bucket with a value each
+    assert raw.call("TS.RANGE", "t", "-", "+", "AGGREGATION", "min,max", "50") == (
+        b"*2\r\n*3\r\n:0\r\n+1\r\n+4\r\n*3\r\n:50\r\n+3\r\n+5\r\n")
+    assert raw3.call("TS.RANGE", "t", "-", "+", "AGGREGATION", "min,max", "50") == (
+        b"*2\r\n*3\r\n:0\r\n,1\r\n,4\r\n*3\r\n:50\r\n,3\r\n,5\r\n")
+
+
+def test_nan_values_and_count_aggregators(r):
+    for t, v in ((1, "1"), (2, "nan"), (3, "3"), (12, "nan")):
+        r.execute_command("TS.ADD", "s", t, v, "ON_DUPLICATE", "LAST")
+    assert r.execute_command("TS.RANGE", "s", "-", "+", "AGGREGATION", "countNaN,countAll,avg", "10") == [
+        [0, b"1", b"3", b"2"], [10, b"1", b"1", b"NaN"]]
+    assert err(r, "TS.INCRBY", "s", "1", "TIMESTAMP", "20") == "TSDB: cannot increment/decrement NaN value"
+
+
+# ---------------------------------------------------------------------------
+# filters: MGET, MRANGE, QUERYINDEX, QUERYLABELS
+# ---------------------------------------------------------------------------
+
+def _labelled(r):
+    r.execute_command("TS.CREATE", "k1", "LABELS", "t", "a", "team", "ny")
+    r.execute_command("TS.CREATE", "k2", "LABELS", "t", "a", "team", "sf", "x", "1")
+    r.execute_command("TS.CREATE", "k3", "LABELS", "t", "b")
+    for k in ("k1", "k2", "k3"):
+        for i in range(4):
+            r.execute_command("TS.ADD", k, i, i * (2 if k == "k2" else 1))
+
+
+def test_queryindex_filters(r):
+    _labelled(r)
+    q = lambda *f: sorted(r.execute_command("TS.QUERYINDEX", *f))  # noqa: E731
+    assert q("t=a") == [b"k1", b"k2"]
+    assert q("t=(a,b)") == [b"k1", b"k2", b"k3"]
+    assert q("t=a", "team!=ny") == [b"k2"]
+    assert q("t=(a,b)", "x=") == [b"k1", b"k3"]
+    assert q("t=(a,b)", "x!=") == [b"k2"]
+    assert q("t=(a,b)", "team!=(ny,sf)") == [b"k3"]
+    assert r.execute_command("TS.QUERYLABELS", "LABELS") == [b"t", b"team", b"x"]
+    assert r.execute_command("TS.QUERYLABELS", "VALUES", "team", "FILTER", "t=a") == [b"ny", b"sf"]
+    assert err(r, "TS.QUERYLABELS", "BOGUS") == "TSDB: unknown subtype, must be one of LABELS|VALUES"
+
+
+def test_mget_mrange_shapes(raw, raw3, r):
+    _labelled(r)
+    assert raw.call("TS.MGET", "SELECTED_LABELS", "team", "FILTER", "t=a") == (
+        b"*2\r\n*3\r\n$2\r\nk1\r\n*1\r\n*2\r\n$4\r\nteam\r\n$2\r\nny\r\n" + sample2(3, b"3")
+        + b"*3\r\n$2\r\nk2\r\n*1\r\n*2\r\n$4\r\nteam\r\n$2\r\nsf\r\n" + sample2(3, b"6"))
+    assert raw3.call("TS.MGET", "FILTER", "t=b") == b"%1\r\n$2\r\nk3\r\n*2\r\n%0\r\n" + sample3(3, b"3")
+    assert raw.call("TS.MRANGE", "0", "1", "WITHLABELS", "FILTER", "t=b") == (
+        b"*1\r\n*3\r\n$2\r\nk3\r\n*1\r\n*2\r\n$1\r\nt\r\n$1\r\nb\r\n*2\r\n" + sample2(0, b"0") + sample2(1, b"1"))
+    assert raw3.call("TS.MRANGE", "0", "1", "AGGREGATION", "sum", "10", "FILTER", "t=b") == (
+        b"%1\r\n$2\r\nk3\r\n*3\r\n%0\r\n%1\r\n$11\r\naggregators\r\n*1\r\n$3\r\nsum\r\n*1\r\n" + sample3(0, b"1"))
+    # GROUPBY / REDUCE: a series per label value, named label=value
+    res = r.execute_command("TS.MRANGE", "0", "3", "WITHLABELS", "FILTER", "t=a", "GROUPBY", "t", "REDUCE", "sum")
+    assert res == [[b"t=a", [[b"t", b"a"], [b"__reducer__", b"sum"], [b"__source__", b"k1,k2"]],
+                    [[0, b"0"], [1, b"3"], [2, b"6"], [3, b"9"]]]]
+    assert raw3.call("TS.MREVRANGE", "0", "3", "COUNT", "1", "FILTER", "t=a", "GROUPBY", "team", "REDUCE", "max") == (
+        b"%2\r\n$7\r\nteam=ny\r\n*4\r\n%0\r\n%1\r\n$8\r\nreducers\r\n*1\r\n$3\r\nmax\r\n"
+        b"%1\r\n$7\r\nsources\r\n*1\r\n$2\r\nk1\r\n*1\r\n" + sample3(3, b"3")
+        + b"$7\r\nteam=sf\r\n*4\r\n%0\r\n%1\r\n$8\r\nreducers\r\n*1\r\n$3\r\nmax\r\n"
+        b"%1\r\n$7\r\nsources\r\n*1\r\n$2\r\nk2\r\n*1\r\n" + sample3(3, b"6"))
+    r.execute_command("TS.CREATE", "k4", "LABELS", "t", "a")
+    res = r.execute_command("TS.MRANGE", "-", "+", "EXCLUDEEMPTY", "FILTER", "t=a")
+    assert [x[0] for x in res] == [b"k1", b"k2"]
+
+
+def test_nrange(r, raw):
+    for k, t, v in (("a", 1, 1), ("a", 2, 2), ("b", 2, 20), ("b", 3, 30)):
+        r.execute_command("TS.ADD", k, t, v)
+    assert raw.call("TS.NRANGE", "2", "a", "b", "-", "+") == (
+        b"*3\r\n*2\r\n:1\r\n*2\r\n+1\r\n+NaN\r\n*2\r\n:2\r\n*2\r\n+2\r\n+20\r\n*2\r\n:3\r\n*2\r\n+NaN\r\n+30\r\n")
+    assert r.execute_command("TS.NREVRANGE", "2", "a", "b", "-", "+", "COUNT", "1") == [[3, [b"NaN", b"30"]]]
+    assert r.execute_command("TS.NRANGE", "2", "a", "b", "-", "+", "AGGREGATION", "sum", "min,max", "10") == [
+        [0, [b"3", b"20", b"30"]]]
+    assert err(r, "TS.NRANGE", "0", "a", "-", "+") == "TSDB: numkeys must be a positive integer"
+
+
+# ---------------------------------------------------------------------------
+# TS.READ
+# ---------------------------------------------------------------------------
+
+def test_read_and_block(r, server):
+    r.execute_command("TS.ADD", "s", 100, 1)
+    assert r.execute_command("TS.READ", "s", "$") == []
+    assert r.execute_command("TS.READ", "s", "+") == [[100, b"1"]]
+    assert r.execute_command("TS.READ", "nokey", "0") == []
+    assert err(r, "TS.READ", "s", "0", "BLOCK", "10", "0") == "TSDB: BLOCK min_count must be a positive integer"
+    c2 = server.client()
+    out = {}
+
+    def reader():
+        out["r"] = c2.execute_command("TS.READ", "s", "101", "BLOCK", "0", "2")
+    th = threading.Thread(target=reader)
+    th.start()
+    try:
+        wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
+        r.execute_command("TS.ADD", "s", 101, 2)
+        assert r.info("clients")["blocked_clients"] == 1       # min_count 2 not reached yet
+        r.execute_command("TS.ADD", "s", 102, 3)
+        th.join(10)
+        assert out["r"] == [[101, b"2"], [102, b"3"]]
+    finally:
+        th.join(10)
+        c2.close()
+    assert r.execute_command("TS.READ", "s", "102", "BLOCK", "50", "5") == [[102, b"3"]]   # timeout flushes
+
+
+# ---------------------------------------------------------------------------
+# events, MULTI, scripts, metadata
+# ---------------------------------------------------------------------------
+
+def test_keyspace_events(r, server):
+    r.config_set("notify-keyspace-events", "KEA")
+    p = server.client().pubsub()
+    p.psubscribe("__keyspace@0__:*")
+    wait_until(lambda: p.get_message(timeout=0.1) is not None)
+    r.execute_command("TS.CREATE", "s")
+    r.execute_command("TS.CREATE", "d")
+    r.execute_command("TS.CREATERULE", "s", "d", "AGGREGATION", "sum", "10")
+    r.execute_command("TS.ADD", "s", 1, 1)
+    r.execute_command("TS.ADD", "s", 11, 1)
+    r.execute_command("TS.INCRBY", "s", 1, "TIMESTAMP", 12)
+    r.execute_command("TS.ALTER", "s", "RETENTION", "0")
+    r.execute_command("TS.DEL", "s", 0, 1)
+    r.execute_command("TS.DELETERULE", "s", "d")
+    got = []
+    wait_until(lambda: (got.extend(m for m in [p.get_message(timeout=0.1)] if m) or len(got) >= 10))
+    assert [(m["channel"][15:], m["data"]) for m in got[:10]] == [
+        (b"s", b"ts.create"), (b"d", b"ts.create"), (b"s", b"ts.createrule:src"), (b"d", b"ts.createrule:dest"),
+        (b"s", b"ts.add"), (b"d", b"ts.add:dest"), (b"s", b"ts.add"), (b"s", b"ts.incrby"),
+        (b"s", b"ts.alter"), (b"s", b"ts.del")]
+    p.close()
+
+
+def test_multi_and_script(r):
+    p = r.pipeline(transaction=True)
+    p.execute_command("TS.ADD", "s", 1, 1)
+    p.execute_command("TS.ADD", "s", 2, 2)
+    p.execute_command("TS.RANGE", "s", "-", "+")
+    assert p.execute()[2] == [[1, b"1"], [2, b"2"]]
+    assert r.eval("return redis.call('TS.GET', KEYS[1])", 1, "s") == [2, b"2"]
+    assert r.eval("return redis.call('TS.ADD', KEYS[1], 3, 3)", 1, "s") == 3
+
+
+def test_module_list_acl_and_command_info(r, raw):
+    mods = r.execute_command("MODULE", "LIST")
+    assert [b"name", b"timeseries", b"ver", 81000] in [m[:4] for m in mods]
+    assert b"timeseries" in r.execute_command("ACL", "CAT")
+    cmds = set(r.execute_command("ACL", "CAT", "timeseries"))
+    assert {b"ts.add", b"ts.range", b"ts.mrange", b"ts.read", b"ts.nrange", b"ts.querylabels"} <= cmds
+    assert raw.call("COMMAND", "INFO", "ts.add").startswith(
+        b"*1\r\n*10\r\n$6\r\nts.add\r\n:-4\r\n*3\r\n+write\r\n+denyoom\r\n+module\r\n:1\r\n:1\r\n:1\r\n"
+        b"*3\r\n+@write\r\n+@slow\r\n+@timeseries\r\n")
+    assert raw.call("COMMAND", "GETKEYS", "TS.MADD", "a", "1", "1", "b", "1", "1") == b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    assert raw.call("COMMAND", "GETKEYS", "TS.CREATERULE", "a", "b", "AGGREGATION", "avg", "1") == (
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n")
+
+
+# ---------------------------------------------------------------------------
+# persistence
+# ---------------------------------------------------------------------------
+
+def _fill(r):
+    r.execute_command("TS.CREATE", "s", "RETENTION", "100000", "CHUNK_SIZE", "64", "DUPLICATE_POLICY", "sum",
+                      "LABELS", "k", "v")
+    r.execute_command("TS.CREATE", "d", "LABELS", "kind", "compaction")
+    r.execute_command("TS.CREATERULE", "s", "d", "AGGREGATION", "avg", "10")
+    for i in range(25):
+        r.execute_command("TS.ADD", "s", i, i * 1.5)
+
+
+def _snapshot(r):
+    out = {}
+    for k in ("s", "d"):
+        info = dict(zip(*[iter(r.execute_command("TS.INFO", k))] * 2))
+        for f in (b"memoryUsage", b"chunkType", b"chunkCount"):
+            info.pop(f)
+        out[k] = (r.execute_command("TS.RANGE", k, "-", "+"), info, r.execute_command("TS.GET", k, "LATEST"))
+    return out
+
+
+def _module_id(name: str, encver: int) -> int:
+    cs = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    mid = 0
+    for ch in name:
+        mid = (mid << 6) | cs.index(ch)
+    return (mid << 10) | encver
+
+
+def test_dump_restore(r):
+    _fill(r)
+    payload = r.dump("s")
+    assert payload[0] == 7 and payload[1:10] == b"\x81" + _module_id("TSDB-TYPE", 9).to_bytes(8, "big")
+    r.restore("s2", 0, payload)
+    assert r.execute_command("TS.RANGE", "s2", "-", "+") == r.execute_command("TS.RANGE", "s", "-", "+")
+    assert r.type("s2") == b"TSDB-TYPE"
+    body = payload[:-10]
+    for cut in (5, 30):                       # a record that ends too soon
+        data = body[:-cut] + b"\x00" + payload[-10:-8]
+        with pytest.raises(ResponseError, match="Bad data format"):
+            r.restore("bad", 0, data + crc64(data).to_bytes(8, "little"))
+    assert not r.exists("bad")
+    r.execute_command("COPY", "s", "s3")
+    assert r.execute_command("TS.RANGE", "s3", "-", "+") == r.execute_command("TS.RANGE", "s", "-", "+")
+    assert r.memory_usage("s") > 64
+
+
+def test_debug_reload(r):
+    _fill(r)
+    before = _snapshot(r)
+    dig = r.execute_command("DEBUG", "DIGEST-VALUE", "s")
+    assert r.execute_command("DEBUG", "RELOAD") == b"OK"
+    assert _snapshot(r) == before
+    assert r.execute_command("DEBUG", "DIGEST-VALUE", "s") == dig
+    # the rule still runs after the reload
+    r.execute_command("TS.ADD", "s", 31, 1)
+    assert r.execute_command("TS.RANGE", "d", "-", "+")[-1][0] == 20
+
+
+AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
+
+
+def test_aof_rewrite_and_restart(start_server):
+    s = start_server(*AOF)
+    c = s.client()
+    _fill(c)
+    c.execute_command("TS.ADD", "auto", "*", "1")
+    assert c.bgrewriteaof()
+    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
+                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    c.execute_command("TS.ADD", "s", 40, 2)                     # in the incr file
+    c.execute_command("TS.INCRBY", "auto", "1")                 # replayed with its timestamp
+    before = _snapshot(c)
+    auto = c.execute_command("TS.RANGE", "auto", "-", "+")
+    s.stop()
+    assert os.path.isdir(os.path.join(s.dir, "appendonlydir"))
+    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    c2 = s2.client()
+    assert _snapshot(c2) == before
+    assert c2.execute_command("TS.RANGE", "auto", "-", "+") == auto
+
+
+def test_replica_stream(start_server):
+    master = start_server()
+    m = master.client()
+    m.execute_command("TS.ADD", "s", 1, 1, "LABELS", "a", "b")
+    s = start_server()
+    rep = s.client()
+    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
+    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    wait_until(lambda: rep.exists("s"), what="the payload")
+    m.execute_command("TS.ADD", "s", "*", 2)
+    m.execute_command("TS.MADD", "s", "*", 3, "nokey", 1, 1)
+    m.execute_command("TS.INCRBY", "s", 1)
+    m.execute_command("TS.CREATE", "done")
+    wait_until(lambda: rep.exists("done"), what="the stream")
+    assert rep.execute_command("TS.RANGE", "s", "-", "+") == m.execute_command("TS.RANGE", "s", "-", "+")
+    assert rep.execute_command("TS.QUERYINDEX", "a=b") == [b"s"]
