@@ -12,11 +12,10 @@ import os
 import threading
 
 import pytest
-import redis
 from redis.exceptions import ResponseError
+from support.wait import wait_until
 
 from ophidis.persistence.rdbcodec import crc64
-from support.wait import wait_until
 
 
 def err(r, *args):
@@ -309,7 +308,7 @@ def _labelled(r):
 
 def test_queryindex_filters(r):
     _labelled(r)
-    q = lambda *f: sorted(r.execute_command("TS.QUERYINDEX", *f))  # noqa: E731
+    q = lambda *f: sorted(r.execute_command("TS.QUERYINDEX", *f))
     assert q("t=a") == [b"k1", b"k2"]
     assert q("t=(a,b)") == [b"k1", b"k2", b"k3"]
     assert q("t=a", "team!=ny") == [b"k2"]

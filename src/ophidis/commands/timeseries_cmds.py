@@ -28,7 +28,18 @@ from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace import notify
 from ..keyspace.db import mstime, signal_key_ready
-from ..protocol.resp import OK, array_header, bulk, double, error, integer, map_header, null, set_header, simple
+from ..protocol.resp import (
+    OK,
+    array_header,
+    bulk,
+    double,
+    error,
+    integer,
+    map_header,
+    null,
+    set_header,
+    simple,
+)
 from ..replication.propagate import propagating, rewrite_argv
 from ..types import timeseries as T
 from ..types import ts_aggregate as A
@@ -517,7 +528,7 @@ def ts_add(c, argv):
     if tsb == b"*":
         tsb = b"%d" % mstime()
     try:
-        t, changed = _add_one(c, key, tsb, argv[3], argv)
+        t, _ = _add_one(c, key, tsb, argv[3], argv)
     finally:
         c.db.signal(key)
         notify.notify(_MODULE, b"ts.add", key, c.db.id)
