@@ -8,7 +8,9 @@ and the key of the series it is a compaction of.
 
 Chunks are not kept as such: the arrays are one run, and TS.INFO's chunk
 figures are derived from the chunk size.  The RDB record is RedisTimeSeries'
-(module type ``TSDB-TYPE``, encoding version 9) with uncompressed chunks.
+(module type ``TSDB-TYPE``, encoding version 9): its chunks are written and
+read in the module's layouts, Gorilla-compressed (types/ts_gorilla.py) or
+uncompressed as the series' encoding says.
 
 ``query`` is TS.RANGE's engine: retention, FILTER_BY_TS / FILTER_BY_VALUE,
 AGGREGATION with one or more aggregators, ALIGN, BUCKETTIMESTAMP, EMPTY.
@@ -24,6 +26,7 @@ from bisect import bisect_left, bisect_right
 from ..keyspace.db import ENCODINGS, register_module_type
 from ..persistence.modulerecord import ModuleFormatError
 from . import ts_aggregate as agg
+from . import ts_gorilla as gorilla
 
 NAN = float("nan")
 U64 = (1 << 64) - 1
@@ -236,9 +239,8 @@ class TimeSeries:
         w.string(self.name)
         w.uint(self.retention)
         w.uint(self.chunk_size)
-        # our chunks are written in the uncompressed layout, so the record
-        # says so (a compressed series reloads as uncompressed in Redis)
-        w.uint(OPT_UNCOMPRESSED)
+        compressed = not self.options & OPT_UNCOMPRESSED
+        w.uint(OPT_COMPRESSED if compressed else OPT_UNCOMPRESSED)
         w.uint(self.last_ts)
         w.double(self.last_v if self.ts else 0.0)
         w.uint(len(self.ts))
@@ -263,13 +265,19 @@ class TimeSeries:
             w.uint(r.start & U64)
             w.uint(1 if r.valid else 0)
             r.ctx.save(w)
+        if compressed:
+            chunks = gorilla.encode(self.ts, self.vs, self.chunk_size)
+            w.uint(len(chunks))
+            for ch in chunks:
+                ch.save(w)
+            return
         spc = self.chunk_size // 16
         n = len(self.ts)
-        chunks = max(1, -(-n // spc))
-        w.uint(chunks)
+        nchunks = max(1, -(-n // spc))
+        w.uint(nchunks)
         ts, vs = self.ts, self.vs
         pack = _SAMPLE.pack
-        for c in range(chunks):
+        for c in range(nchunks):
             lo, hi = c * spc, min(n, (c + 1) * spc)
             buf = b"".join(pack(ts[k] & U64, vs[k]) for k in range(lo, hi))
             buf += b"\0" * (self.chunk_size - len(buf))
@@ -298,8 +306,8 @@ class TimeSeries:
         for _ in range(r.uint()):
             k = bytes(r.string())
             labels.append((k, bytes(r.string())))
-        s = cls(name, retention, chunk_size, options or OPT_COMPRESSED, dup, ignore_td, ignore_vd,
-                labels)
+        options = OPT_UNCOMPRESSED if options & OPT_UNCOMPRESSED else OPT_COMPRESSED
+        s = cls(name, retention, chunk_size, options, dup, ignore_td, ignore_vd, labels)
         s.src = src
         for _ in range(r.uint()):
             dest = bytes(r.string())
@@ -314,21 +322,40 @@ class TimeSeries:
             rule.valid = bool(r.uint()) if encver >= 9 else True
             rule.ctx.load(r, encver)
             s.rules.append(rule)
-        if options & OPT_COMPRESSED and not options & OPT_UNCOMPRESSED:
-            raise ModuleFormatError("Gorilla-compressed time series chunks are not supported")
         ts, vs = s.ts, s.vs
-        unpack = _SAMPLE.unpack_from
-        for _ in range(r.uint()):
-            r.uint()        # base timestamp
-            n = r.uint()
-            size = r.uint()
-            buf = bytes(r.string())
-            if n * 16 > size or size != len(buf):
-                raise ModuleFormatError("bad time series chunk")
-            for k in range(n):
-                t, v = unpack(buf, k * 16)
-                ts.append(t)
-                vs.append(v)
+        nchunks = r.uint()
+        if options & OPT_UNCOMPRESSED:
+            unpack = _SAMPLE.unpack_from
+            for _ in range(nchunks):
+                r.uint()        # base timestamp
+                n = r.uint()
+                size = r.uint()
+                buf = bytes(r.string())
+                if n * 16 > size or size != len(buf):
+                    raise ModuleFormatError("bad time series chunk")
+                for k in range(n):
+                    t, v = unpack(buf, k * 16)
+                    ts.append(t)
+                    vs.append(v)
+        else:
+            for _ in range(nchunks):
+                size, count, idx = r.uint(), r.uint(), r.uint()
+                base_v, base_t = r.uint(), r.uint()
+                for _f in range(5):     # the append state: previous timestamp, delta, value, window
+                    r.uint()
+                data = bytes(r.string())
+                if (not data or size != len(data) or size % 8 or idx > len(data) * 8
+                        or (count > 0 and idx // 2 < count - 1)):
+                    raise ModuleFormatError("bad compressed time series chunk")
+                try:
+                    cts, cvs = gorilla.decode(count, base_v, base_t, data)
+                except gorilla.FormatError as e:
+                    raise ModuleFormatError(str(e)) from None
+                ts.extend(t if t < 1 << 63 else t - (1 << 64) for t in cts)
+                vs.extend(cvs)
+        for k in range(1, len(ts)):
+            if ts[k] <= ts[k - 1]:
+                raise ModuleFormatError("time series samples out of order")
         return s
 
 
