@@ -558,3 +558,25 @@ def test_replica_stream(start_server):
     wait_until(lambda: rep.exists("done"), what="the stream")
     assert rep.execute_command("TS.RANGE", "s", "-", "+") == m.execute_command("TS.RANGE", "s", "-", "+")
     assert rep.execute_command("TS.QUERYINDEX", "a=b") == [b"s"]
+
+
+def test_rule_references_follow_rename_and_delete(r):
+    r.execute_command("TS.CREATE", "src")
+    r.execute_command("TS.CREATE", "dst")
+    r.execute_command("TS.CREATERULE", "src", "dst", "AGGREGATION", "sum", "10")
+    info = lambda k: dict(zip(*[iter(r.execute_command("TS.INFO", k))] * 2))
+    r.rename("dst", "dst2")
+    r.execute_command("TS.ADD", "src", 1, 1)
+    r.execute_command("TS.ADD", "src", 11, 1)
+    assert r.execute_command("TS.RANGE", "dst2", "-", "+") == [[0, b"1"]]
+    assert info("src")[b"rules"] == [[b"dst2", 10, b"SUM", 0]]
+    r.rename("src", "src2")
+    assert info("dst2")[b"sourceKey"] == b"src2"
+    r.execute_command("TS.ADD", "src2", 21, 5)
+    assert r.execute_command("TS.RANGE", "dst2", "-", "+") == [[0, b"1"], [10, b"1"]]
+    # a RESTOREd copy keeps no rule references (the module's DUMP has none)
+    r.restore("src3", 0, r.dump("src2"))
+    assert info("src3")[b"rules"] == [] and info("src2")[b"rules"] == [[b"dst2", 10, b"SUM", 0]]
+    r.delete("dst2")
+    assert info("src2")[b"rules"] == []
+    r.execute_command("TS.ADD", "src2", 40, 1)

@@ -204,6 +204,36 @@ def _last(resp, s: TimeSeries, latest=None) -> bytes:
 
 # -- lookups --------------------------------------------------------------------
 
+def _named(db, v: TimeSeries, key):
+    """A series found under another name than the one it was last used
+    under: renamed (the old name is gone), the series related to it by
+    compaction rules are pointed at the new name, as the module does on
+    RENAME; a copy (RESTORE, the old name still holds another series)
+    keeps no rule references, as the module's DUMP does not."""
+    old = v.name
+    if old == key:
+        return
+    v.name = bytes(key)
+    if not v.rules and v.src is None:
+        return
+    d = db.d
+    prev = d.get(old)
+    if prev is not None and prev is not v:
+        v.rules = []
+        v.src = None
+        return
+    for rule in v.rules:
+        dst = d.get(rule.dest)
+        if dst is not None and dst.__class__ is TimeSeries and dst.src == old:
+            dst.src = v.name
+    if v.src is not None:
+        src = d.get(v.src)
+        if src is not None and src.__class__ is TimeSeries:
+            rule = src.rule_for(old)
+            if rule is not None:
+                rule.dest = v.name
+
+
 def _get(c, key, write=False) -> TimeSeries:
     db = c.db
     v = db.lookup_write(key) if write else db.lookup_read(key)
@@ -211,7 +241,7 @@ def _get(c, key, write=False) -> TimeSeries:
         raise _NOT_EXISTS
     if v.__class__ is not TimeSeries:
         raise _WRONGTYPE
-    v.name = key
+    _named(c.db, v, key)
     return v
 
 
@@ -221,8 +251,47 @@ def _peek(db, key):
     v = db.lookup_write(key)
     if v.__class__ is not TimeSeries:
         return None
-    v.name = key
+    _named(db, v, key)
     return v
+
+
+def _renamed(db, old: bytes):
+    """The series last used as ``old`` that now lives under another key
+    (renamed and not used since), as (key, series), or None."""
+    for key, v in db.d.items():
+        if v.__class__ is TimeSeries and v.name == old and key != old:
+            return key, v
+    return None
+
+
+def _prune(c, s: TimeSeries):
+    """deleteReferenceToDeletedSeries: rules whose destination is gone (or
+    no longer names this series as its source) and a source that is gone
+    are forgotten (a renamed one is followed to its new key)."""
+    db = c.db
+    d = db.d
+    if s.rules:
+        keep = []
+        for rule in s.rules:
+            dst = d.get(rule.dest)
+            if dst is None:
+                found = _renamed(db, rule.dest)
+                if found is not None:
+                    _named(db, found[1], found[0])
+                    dst = found[1]
+            if dst is not None and dst.__class__ is TimeSeries and dst.src == s.name:
+                keep.append(rule)
+        if len(keep) != len(s.rules):
+            s.rules = keep
+    if s.src is not None:
+        src = d.get(s.src)
+        if src is None:
+            found = _renamed(db, s.src)
+            if found is not None:
+                _named(db, found[1], found[0])
+                src = found[1]
+        if src is None or src.__class__ is not TimeSeries or src.rule_for(s.name) is None:
+            s.src = None
 
 
 def _done(c, key, event: bytes, cls=_MODULE):
@@ -391,6 +460,8 @@ def _internal_add(c, s: TimeSeries, t: int, v: float, dp_override: int):
         signal_key_ready(c.db, s.name)
     else:
         s.append(t, v)
+        if s.rules:
+            _prune(c, s)
         for rule in s.rules:
             _compact(c, s, rule, t, v)
     signal_key_ready(c.db, s.name)
@@ -511,7 +582,7 @@ def _add_one(c, key, tsb, vb, argv):
     elif s is None or s.__class__ is not TimeSeries:
         raise _NOT_TSDB
     else:
-        s.name = key
+        _named(db, s, key)
         if argv is not None:
             d = _dup_policy(argv, b"on_duplicate")
             if d is not None:
@@ -591,7 +662,7 @@ def _incr(c, argv, sign: int, name: bytes):
         s = _new_series(key, _parse_create(argv))
         db.add(key, s)
     else:
-        s.name = key
+        _named(db, s, key)
     if t < s.last_ts and s.last_ts != 0:
         raise RedisError("TSDB: timestamp must be equal to or higher than the maximum existing timestamp")
     cur = s.last_v
@@ -671,9 +742,11 @@ def ts_createrule(c, argv):
     if src_key == dst_key:
         raise _err("the source key and destination key should be different")
     src = _get(c, src_key, write=True)
+    _prune(c, src)
     if src.src is not None:
         raise _err("the source key already has a source rule")
     dst = _get(c, dst_key, write=True)
+    _prune(c, dst)
     if dst.rules:
         raise _err("the destination key already has a dst rule")
     if dst.src is not None:
@@ -695,6 +768,7 @@ def ts_deleterule(c, argv):
         raise _arity(argv)
     src_key, dst_key = argv[1], argv[2]
     src = _get(c, src_key, write=True)
+    _prune(c, src)
     rule = src.rule_for(dst_key)
     if rule is None:
         raise _err("compaction rule does not exist")
@@ -917,9 +991,10 @@ def _info_pairs(c, s: TimeSeries, debug: bool):
     def kv(k, v):
         out.append(simple(k) + v)
     n = len(s.ts)
-    kv(b"totalSamples", integer(n))
+    lo, hi = s.window(0, (1 << 63) - 1)       # samples past the retention window are not counted
+    kv(b"totalSamples", integer(hi - lo))
     kv(b"memoryUsage", integer(s.mem_usage()))
-    kv(b"firstTimestamp", integer(s.first_valid()))
+    kv(b"firstTimestamp", integer(s.ts[lo] if hi > lo else 0))
     kv(b"lastTimestamp", integer(s.last_ts))
     kv(b"retentionTime", integer(s.retention))
     kv(b"chunkCount", integer(s.chunk_count()))
@@ -961,6 +1036,7 @@ def ts_info(c, argv):
     if len(argv) < 2 or len(argv) > 3:
         raise _arity(argv)
     s = _get(c, argv[1])
+    _prune(c, s)
     debug = _idx(argv[1:], b"debug") >= 0
     pairs = _info_pairs(c, s, debug)
     return map_header(c.resp, len(pairs)) + b"".join(pairs)
@@ -1020,7 +1096,7 @@ def _query_index(c, preds):
     out = []
     for key, v in list(db.d.items()):
         if v.__class__ is TimeSeries and T.matches(v, preds) and db.is_live(key):
-            v.name = key
+            _named(db, v, key)
             out.append((bytes(key), v))
     out.sort(key=lambda kv: kv[0])
     return out
