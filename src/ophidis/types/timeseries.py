@@ -511,6 +511,18 @@ def _twa_gap(t1, v1, t2, v2, ta, tb):
 def query(s: TimeSeries, a: RangeArgs, reverse=False, extra=None):
     """TS.RANGE / TS.REVRANGE: a list of (ts, value) without aggregation,
     or of (ts, [values]) with it; COUNT applied."""
+    if not a.aggs and a.fts is None and not a.has_fv and extra is None:
+        # plain samples: only the COUNT wanted are copied
+        i, j = s.window(a.start, a.end)
+        if a.count >= 0:
+            if reverse:
+                i = max(i, j - a.count)
+            else:
+                j = min(j, i + a.count)
+        rows = list(zip(s.ts[i:j], s.vs[i:j]))
+        if reverse:
+            rows.reverse()
+        return rows
     ts, vs = raw_samples(s, a, extra)
     if a.aggs:
         rows = aggregate(ts, vs, a)
