@@ -580,3 +580,37 @@ def test_rule_references_follow_rename_and_delete(r):
     r.delete("dst2")
     assert info("src2")[b"rules"] == []
     r.execute_command("TS.ADD", "src2", 40, 1)
+
+
+def test_module_configuration(r):
+    assert r.config_get("ts-*") == {
+        "ts-chunk-size-bytes": "4096", "ts-compaction-policy": "", "ts-duplicate-policy": "block",
+        "ts-encoding": "compressed", "ts-ignore-max-time-diff": "0", "ts-ignore-max-val-diff": "0.000000",
+        "ts-num-threads": "3", "ts-retention-policy": "0"}
+    try:
+        r.config_set("ts-retention-policy", 1000)
+        r.config_set("ts-duplicate-policy", "last")
+        r.config_set("ts-chunk-size-bytes", 256)
+        r.config_set("ts-encoding", "uncompressed")
+        r.config_set("ts-compaction-policy", "max:1s:1h;avg:10:0:5")
+        with pytest.raises(ResponseError):
+            r.config_set("ts-chunk-size-bytes", 100)
+        with pytest.raises(ResponseError):
+            r.config_set("ts-compaction-policy", "bogus:1:1")
+        r.execute_command("TS.CREATE", "c", "LABELS", "a", "b")
+        info = dict(zip(*[iter(r.execute_command("TS.INFO", "c"))] * 2))
+        assert (info[b"retentionTime"], info[b"chunkSize"], info[b"chunkType"], info[b"duplicatePolicy"]) == (
+            1000, 256, b"uncompressed", b"last")
+        assert info[b"rules"] == []           # TS.CREATE: no policy rules
+        r.execute_command("TS.ADD", "s", 1, 1, "LABELS", "a", "b")
+        info = dict(zip(*[iter(r.execute_command("TS.INFO", "s"))] * 2))
+        assert info[b"rules"] == [[b"s_MAX_1000", 1000, b"MAX", 0], [b"s_AVG_10_5", 10, b"AVG", 5]]
+        d = dict(zip(*[iter(r.execute_command("TS.INFO", "s_MAX_1000"))] * 2))
+        assert d[b"labels"] == [[b"a", b"b"], [b"aggregation", b"MAX"], [b"time_bucket", b"1000"]]
+        assert d[b"retentionTime"] == 3600000 and d[b"sourceKey"] == b"s" and d[b"duplicatePolicy"] is None
+        r.execute_command("TS.ADD", "s", 1, 5)          # ts-duplicate-policy last
+        assert r.execute_command("TS.GET", "s") == [1, b"5"]
+    finally:
+        for k, v in (("ts-retention-policy", 0), ("ts-duplicate-policy", "block"), ("ts-chunk-size-bytes", 4096),
+                     ("ts-encoding", "compressed"), ("ts-compaction-policy", "")):
+            r.config_set(k, v)

@@ -347,23 +347,25 @@ def _dup_policy(argv, word: bytes):
     return p
 
 
-def _parse_create(argv) -> _Create:
+def _parse_create(argv, cfg) -> _Create:
+    """parseCreateArgs: the settings of a new series, the ts-* configuration
+    giving the defaults."""
     cc = _Create()
     labels = _parse_labels(argv)
     cc.labels = labels or []
-    cc.retention = 0
+    cc.retention = cfg["ts-retention-policy"]
     if _idx(argv, b"retention") > 0:
         r = _after(argv, b"retention", _ll, "Couldn't parse RETENTION")
         if r < 0:
             raise RedisError("TSDB: Couldn't parse RETENTION")
         cc.retention = r
-    cc.chunk_size = 4096
+    cc.chunk_size = cfg["ts-chunk-size-bytes"]
     if _idx(argv, b"chunk_size") >= 0:
         cs = _after(argv, b"chunk_size", _ll, "Couldn't parse CHUNK_SIZE")
         if cs < T.CHUNK_MIN or cs > T.CHUNK_MAX or cs % 8:
             raise _err("CHUNK_SIZE value must be a multiple of 8 in the range [48 .. 1048576]")
         cc.chunk_size = cs
-    cc.options = T.OPT_COMPRESSED
+    cc.options = T.OPT_UNCOMPRESSED if cfg["ts-encoding"] == "uncompressed" else T.OPT_COMPRESSED
     pos = _idx(argv, b"encoding")
     if pos > 0:
         if pos + 1 >= len(argv):
@@ -381,8 +383,8 @@ def _parse_create(argv) -> _Create:
         if _idx(argv, b"compressed") > 0:
             cc.options = T.OPT_COMPRESSED
     d = _dup_policy(argv, b"duplicate_policy")
-    cc.dup = T.DP_BLOCK if d is None else d
-    cc.ignore_td, cc.ignore_vd = 0, 0.0
+    cc.dup = T.DP_BY_NAME[cfg["ts-duplicate-policy"].encode()] if d is None else d
+    cc.ignore_td, cc.ignore_vd = cfg["ts-ignore-max-time-diff"], float(cfg["ts-ignore-max-val-diff"])
     pos = _idx(argv, b"ignore")
     if pos > 0:
         if pos + 2 >= len(argv):
@@ -397,6 +399,56 @@ def _parse_create(argv) -> _Create:
     return cc
 
 
+_UNITS = {"": 1, "m": 1, "s": 1000, "M": 60000, "h": 3600000, "d": 86400000}
+
+
+def _duration(tok: str, zero_ok: bool):
+    n = len(tok) - (1 if tok[-1:] in "msMhd" else 0)
+    v = int(tok[:n]) * _UNITS[tok[n:]]
+    if v == 0 and not zero_ok:
+        raise ValueError(tok)
+    return v
+
+
+def _policy(text: str):
+    """ts-compaction-policy's rules as (aggregator, bucket, retention,
+    alignment); the configuration checked the syntax."""
+    out = []
+    for part in text.split(";"):
+        if not part:
+            continue
+        f = part.split(":")
+        try:
+            out.append((A.BY_NAME[f[0].lower().encode()], _duration(f[1], False), _duration(f[2], True),
+                        _duration(f[3], True) if len(f) > 3 else 0))
+        except (KeyError, ValueError, IndexError):
+            return []
+    return out
+
+
+def _policy_rules(c, key, s: TimeSeries):
+    """SeriesCreateRulesFromGlobalConfig: a series created by TS.ADD /
+    INCRBY / DECRBY gets a compaction of its own per ts-compaction-policy
+    rule, named <key>_<AGG>_<bucket>[_<alignment>], labelled with the
+    source's labels plus aggregation and time_bucket."""
+    text = c.server.config["ts-compaction-policy"]
+    if not text:
+        return
+    db = c.db
+    cfg = c.server.config
+    for kind, bucket, retention, align in _policy(text):
+        name = A.NAMES[kind]
+        dest = b"%s_%s_%d" % (key, name, bucket) + (b"_%d" % align if align else b"")
+        if db.lookup_write(dest) is not None:
+            continue
+        labels = list(s.labels) + [(b"aggregation", name), (b"time_bucket", b"%d" % bucket)]
+        opts = T.OPT_UNCOMPRESSED if cfg["ts-encoding"] == "uncompressed" else T.OPT_COMPRESSED
+        d = TimeSeries(dest, retention, cfg["ts-chunk-size-bytes"], opts, T.DP_NONE, 0, 0.0, labels)
+        d.src = bytes(key)
+        db.add(dest, d)
+        s.rules.append(T.Rule(dest, bucket, align, kind))
+
+
 def _new_series(key, cc: _Create) -> TimeSeries:
     return TimeSeries(bytes(key), cc.retention, cc.chunk_size, cc.options, cc.dup, cc.ignore_td,
                       cc.ignore_vd, cc.labels)
@@ -406,7 +458,7 @@ def _new_series(key, cc: _Create) -> TimeSeries:
 def ts_create(c, argv):
     if len(argv) < 2:
         raise _arity(argv)
-    cc = _parse_create(argv)
+    cc = _parse_create(argv, c.server.config)
     key = argv[1]
     db = c.db
     if db.lookup_write(key) is not None:
@@ -420,7 +472,7 @@ def ts_create(c, argv):
 def ts_alter(c, argv):
     if len(argv) < 2:
         raise _arity(argv)
-    cc = _parse_create(argv)
+    cc = _parse_create(argv, c.server.config)
     key = argv[1]
     s = _get(c, key, write=True)
     if _idx(argv, b"retention") > 0:
@@ -446,7 +498,7 @@ def _internal_add(c, s: TimeSeries, t: int, v: float, dp_override: int):
     n = len(s.ts)
     if s.retention and t < last and s.retention < last - t:
         raise _err("Timestamp is older than retention")
-    dp = dp_override or s.dup or T.DP_BLOCK
+    dp = dp_override or s.dup or T.DP_BY_NAME[c.server.config["ts-duplicate-policy"].encode()]
     if (dp == T.DP_LAST and n and v == v and s.last_v == s.last_v and t >= last
             and t - last <= s.ignore_td and abs(v - s.last_v) <= s.ignore_vd):
         return last, False
@@ -576,9 +628,10 @@ def _add_one(c, key, tsb, vb, argv):
     s = db.lookup_write(key)
     dp = T.DP_NONE
     if s is None and argv is not None:
-        cc = _parse_create(argv)
+        cc = _parse_create(argv, c.server.config)
         s = _new_series(key, cc)
         db.add(key, s)
+        _policy_rules(c, key, s)
     elif s is None or s.__class__ is not TimeSeries:
         raise _NOT_TSDB
     else:
@@ -659,8 +712,9 @@ def _incr(c, argv, sign: int, name: bytes):
         if t is None:
             raise _err("invalid timestamp")
     if s is None:
-        s = _new_series(key, _parse_create(argv))
+        s = _new_series(key, _parse_create(argv, c.server.config))
         db.add(key, s)
+        _policy_rules(c, key, s)
     else:
         _named(db, s, key)
     if t < s.last_ts and s.last_ts != 0:

@@ -221,6 +221,22 @@ def _parse_dir(args, reading_file, cur):
     return os.getcwd()
 
 
+# RedisTimeSeries' compaction policy: aggregator:bucket:retention[:alignment]
+# rules separated by ';' (durations in ms or with an m/s/M/h/d unit)
+_TS_DUR = r"[0-9]+[msMhd]?"
+_TS_RULE = (r"(avg|sum|min|max|range|count|first|last|std\.p|std\.s|var\.p|var\.s|twa|countnan|countall)"
+            r":%s:%s(:%s)?" % (_TS_DUR, _TS_DUR, _TS_DUR))
+_TS_POLICY = re.compile(r"(?i)%s(;%s)*;?\Z" % (_TS_RULE, _TS_RULE))
+
+
+def _nonneg_double(s):
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return None
+    return v if v >= 0 else None
+
+
 SPECIAL = {
     "save": (_parse_save, _render_save, [(3600, 1), (300, 100), (60, 10000)]),
     "client-output-buffer-limit": (_parse_cobl, _render_cobl, {
@@ -326,6 +342,10 @@ class Config:
                 if not path.endswith(".rdb" if kind == "rdb" else ".manifest"):
                     raise ConfigError("preload-file must end with an extension: .rdb for rdb:, "
                                       ".manifest for aof:")
+            if d.name == "ts-compaction-policy" and v and not _TS_POLICY.match(v):
+                raise ConfigError("Invalid compaction policy")
+            if d.name == "ts-ignore-max-val-diff" and _nonneg_double(v) is None:
+                raise ConfigError("argument must be a non-negative double")
             if d.name == "backupdirname" and (not v or "/" in v or "\\" in v):
                 raise ConfigError("backupdirname can't be a path, just a dirname")
             if d.name == "appenddirname":
@@ -373,6 +393,8 @@ class Config:
         if t == "memory_percent" and v < 0:
             if v < lo:
                 raise ConfigError("percentage argument must be less or equal to %d" % -lo)
+        elif d.name == "ts-chunk-size-bytes" and v % 8:
+            raise ConfigError("argument must be a multiple of 8")
         elif v < lo or v > hi:
             if t == "octal":
                 raise ConfigError("argument must be between %o and %o inclusive" % (lo, hi))
