@@ -614,3 +614,19 @@ def test_module_configuration(r):
         for k, v in (("ts-retention-policy", 0), ("ts-duplicate-policy", "block"), ("ts-chunk-size-bytes", 4096),
                      ("ts-encoding", "compressed"), ("ts-compaction-policy", "")):
             r.config_set(k, v)
+
+
+def test_filters_and_acl(r, server):
+    _labelled(r)
+    r.execute_command("ACL", "SETUSER", "ts", "on", "nopass", "~k1", "~k2", "+@all")
+    u = server.client(username="ts", password="x")
+    try:
+        assert u.execute_command("TS.QUERYINDEX", "t=(a,b)") == [b"k1", b"k2", b"k3"]    # not checked
+        with pytest.raises(ResponseError, match="current user doesn't have read permission"):
+            u.execute_command("TS.MGET", "FILTER", "t=(a,b)")
+        with pytest.raises(ResponseError, match="^TSDB: current user"):
+            u.execute_command("TS.MRANGE", "-", "+", "FILTER", "t=b")
+        assert u.execute_command("TS.QUERYLABELS", "VALUES", "t") == [b"a"]
+    finally:
+        u.close()
+        r.execute_command("ACL", "DELUSER", "ts")

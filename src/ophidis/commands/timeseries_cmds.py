@@ -24,6 +24,8 @@ import re
 import time
 from bisect import bisect_left
 
+from ..acl.check import check_key
+from ..acl.users import READ
 from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace import notify
@@ -58,6 +60,8 @@ def _err(msg: str) -> RedisError:
 _NOT_EXISTS = _err("the key does not exist")
 _WRONGTYPE = RedisError("ERR WRONGTYPE Operation against a key holding the wrong kind of value")
 _NOT_TSDB = _err("the key is not a TSDB key")
+_NOPERM = RedisError("NOPERM TSDB: current user doesn't have read permission to one or more keys that match "
+                     "the specified filter")
 _UPSERT = _err("Error at upsert, update is not supported when DUPLICATE_POLICY is set to BLOCK mode, "
                "or either current or new value is NaN and DUPLICATE_POLICY is MAX/MIN/SUM")
 
@@ -1144,8 +1148,10 @@ def _parse_filter(args):
     return preds
 
 
-def _query_index(c, preds):
-    """The series of the selected db matching the filter, by key."""
+def _query_index(c, preds, acl=True):
+    """The series of the selected db matching the filter, by key; with
+    ``acl``, NOPERM when the user may not read one of them (as the module's
+    MGET / MRANGE; its QUERYINDEX lists keys without checking)."""
     db = c.db
     out = []
     for key, v in list(db.d.items()):
@@ -1153,6 +1159,11 @@ def _query_index(c, preds):
             _named(db, v, key)
             out.append((bytes(key), v))
     out.sort(key=lambda kv: kv[0])
+    user = c.user
+    if acl and user is not None and not user.unrestricted:
+        for key, _ in out:
+            if not check_key(user, key, READ):
+                raise _NOPERM
     return out
 
 
@@ -1217,7 +1228,7 @@ def ts_queryindex(c, argv):
     if len(argv) < 2:
         raise _arity(argv)
     preds = _parse_filter(argv[1:])
-    found = _query_index(c, preds)
+    found = _query_index(c, preds, acl=False)
     return set_header(c.resp, len(found)) + b"".join(bulk(k) for k, _ in found)
 
 
@@ -1364,9 +1375,13 @@ def ts_querylabels(c, argv):
         preds = _parse_filter(argv[fs + 1:])
     db = c.db
     out = set()
+    user = c.user
+    limited = user is not None and not user.unrestricted
     for key, s in list(db.d.items()):
         if s.__class__ is not TimeSeries or not db.is_live(key):
             continue
+        if limited and not check_key(user, key, READ):
+            continue            # the module leaves out what the user may not read
         if preds is not None and not T.matches(s, preds):
             continue
         for k, v in s.labels:
