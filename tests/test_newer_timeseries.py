@@ -383,6 +383,22 @@ def test_read_and_block(r, server):
         th.join(10)
         c2.close()
     assert r.execute_command("TS.READ", "s", "102", "BLOCK", "50", "5") == [[102, b"3"]]   # timeout flushes
+    # deleting the key answers a blocked reader with an empty array
+    c3 = server.client()
+    th = threading.Thread(target=lambda: out.__setitem__("d", c3.execute_command("TS.READ", "s", "$", "BLOCK", "0", "1")))
+    th.start()
+    try:
+        wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
+        r.delete("s")
+        th.join(10)
+        assert out["d"] == []
+    finally:
+        th.join(10)
+        c3.close()
+    with pytest.raises(ResponseError, match="not allowed inside MULTI"):
+        p = r.pipeline(transaction=True)
+        p.execute_command("TS.READ", "s", "0", "BLOCK", "0", "1")
+        p.execute()
 
 
 # ---------------------------------------------------------------------------

@@ -1468,12 +1468,15 @@ def ts_read(c, argv):
     deadline = time.monotonic() + ms / 1000.0 if ms else 0
 
     def on_ready(c, db, k):
-        return _read_reply(c, key, cursor, max_count, min_count)
+        # the key gone or replaced: what there is (nothing, or WRONGTYPE)
+        v = db.d.get(key)
+        gone = v is None or v.__class__ is not TimeSeries
+        return _read_reply(c, key, cursor, max_count, 0 if gone else min_count)
 
     def on_timeout(c):
         return _read_reply(c, key, cursor, max_count, 0)
 
-    c.server.blocking_handler.block(c, [key], deadline, on_ready, on_timeout)
+    c.server.blocking_handler.block(c, [key], deadline, on_ready, on_timeout, serve_missing=True)
     return None
 
 

@@ -23,7 +23,7 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 
-from ..keyspace.db import ENCODINGS, register_module_type
+from ..keyspace.db import DELETE_SIGNALS, ENCODINGS, register_module_type
 from ..persistence.modulerecord import ModuleFormatError
 from . import ts_aggregate as agg
 from . import ts_gorilla as gorilla
@@ -361,6 +361,9 @@ class TimeSeries:
 
 register_module_type(TimeSeries, b"TSDB-TYPE")
 ENCODINGS[TimeSeries] = lambda v, cfg: b"raw"
+# TS.READ ... BLOCK is answered when its key goes away (the module blocks
+# with REDISMODULE_BLOCK_UNBLOCK_DELETED)
+DELETE_SIGNALS.add(TimeSeries)
 
 
 # -- TS.RANGE's engine ------------------------------------------------------------------
