@@ -385,7 +385,10 @@ def test_read_and_block(r, server):
     assert r.execute_command("TS.READ", "s", "102", "BLOCK", "50", "5") == [[102, b"3"]]   # timeout flushes
     # deleting the key answers a blocked reader with an empty array
     c3 = server.client()
-    th = threading.Thread(target=lambda: out.__setitem__("d", c3.execute_command("TS.READ", "s", "$", "BLOCK", "0", "1")))
+
+    def reader2():
+        out["d"] = c3.execute_command("TS.READ", "s", "$", "BLOCK", "0", "1")
+    th = threading.Thread(target=reader2)
     th.start()
     try:
         wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
