@@ -649,3 +649,26 @@ def test_filters_and_acl(r, server):
     finally:
         u.close()
         r.execute_command("ACL", "DELUSER", "ts")
+
+
+def test_range_edges_twa_and_empty(r):
+    for t, v in ((5, 0), (15, 10), (45, 40), (55, 50)):
+        r.execute_command("TS.ADD", "s", t, v)
+    # TWA interpolates from the samples just outside the range, its buckets
+    # cut at the range's ends: the samples lie on v = t - 5, so each bucket's
+    # TWA is that line's mean over [max(start, bucket), min(end, bucket end)]
+    assert r.execute_command("TS.RANGE", "s", "10", "50", "AGGREGATION", "twa", "10") == [
+        [10, b"10"], [40, b"40"]]
+    # EMPTY fills the buckets between, and the range's edges when the series
+    # has samples beyond them
+    assert r.execute_command("TS.RANGE", "s", "10", "50", "AGGREGATION", "twa", "10", "EMPTY") == [
+        [10, b"10"], [20, b"20"], [30, b"30"], [40, b"40"], [50, b"45"]]
+    # no sample inside the range, samples on both sides: every bucket, the
+    # last value carried forward
+    assert r.execute_command("TS.RANGE", "s", "20", "40", "AGGREGATION", "last", "10", "EMPTY") == [
+        [20, b"10"], [30, b"10"], [40, b"10"]]
+    assert r.execute_command("TS.RANGE", "s", "20", "30", "AGGREGATION", "max", "10", "EMPTY") == [
+        [20, b"NaN"], [30, b"NaN"]]
+    # no sample beyond the range: no edge buckets
+    assert r.execute_command("TS.RANGE", "s", "0", "100", "AGGREGATION", "count", "10", "EMPTY") == [
+        [0, b"1"], [10, b"1"], [20, b"0"], [30, b"0"], [40, b"1"], [50, b"1"]]

@@ -431,14 +431,57 @@ def _report_ts(a: RangeArgs, bs: int) -> int:
     return max(0, t)
 
 
-def aggregate(ts, vs, a: RangeArgs):
-    """Rows (bucket timestamp, [value per aggregator]) in time order."""
+def _passes(a: RangeArgs, t: int, v: float) -> bool:
+    if v != v:
+        return False        # neighbours for interpolation are real values
+    if a.fts is not None and t not in a.fts:
+        return False
+    return not a.has_fv or a.fmin <= v <= a.fmax
+
+
+def neighbours(s: TimeSeries, a: RangeArgs):
+    """The nearest samples (that the filters keep, not NaN) before the
+    range's start and after its end, each (ts, value) or None: TWA
+    interpolates from them and EMPTY fills the range's edges up to them."""
+    i, j = s.window(a.start, a.end)
+    before = after = None
+    k = i - 1
+    lo = s.window(0, a.end)[0]
+    while k >= lo:
+        if _passes(a, s.ts[k], s.vs[k]):
+            before = (s.ts[k], s.vs[k])
+            break
+        k -= 1
+    k = j
+    n = len(s.ts)
+    while k < n:
+        if _passes(a, s.ts[k], s.vs[k]):
+            after = (s.ts[k], s.vs[k])
+            break
+        k += 1
+    return before, after
+
+
+def _interp(p, q, ta, tb):
+    """The mean over [ta, tb] of the line through samples p and q."""
+    (t1, v1), (t2, v2) = p, q
+    if t2 == t1:
+        return v1
+    va = v1 + (ta - t1) * (v2 - v1) / (t2 - t1)
+    vb = v1 + (tb - t1) * (v2 - v1) / (t2 - t1)
+    return (va + vb) / 2.0
+
+
+def aggregate(ts, vs, a: RangeArgs, before=None, after=None):
+    """Rows (bucket timestamp, [value per aggregator]) in time order.
+    ``before`` / ``after``: the nearest kept samples outside the range
+    (``neighbours``)."""
     d = a.bucket
     align = _align(a)
     kinds = a.aggs
+    rs, re_ = a.start, a.end
     rows = []
     n = len(ts)
-    # group sample indices by bucket
     buckets = []
     k = 0
     while k < n:
@@ -450,65 +493,104 @@ def aggregate(ts, vs, a: RangeArgs):
         buckets.append((bs, k, e))
         k = e
     ctxs = [agg.new(kind) for kind in kinds]
-    prev = None          # the last bucket's (bs, last ts, last value) for TWA and EMPTY
-    for bi, (bs, lo, hi) in enumerate(buckets):
-        if a.empty and prev is not None:
-            gap = prev[0] + d
-            while gap < bs:
-                vals = []
+    # the valid (non-NaN) samples, for interpolation across buckets
+    valid = [(ts[m], vs[m]) for m in range(n) if vs[m] == vs[m]]
+    vts = [t for t, _ in valid]
+
+    def near(t_lo, t_hi):
+        """The valid samples just before t_lo and just after t_hi (the
+        outside neighbours at the range's edges)."""
+        x = bisect_left(vts, t_lo)
+        p = valid[x - 1] if x else before
+        y = bisect_right(vts, t_hi)
+        q = valid[y] if y < len(valid) else after
+        return p, q
+
+    def empty_row(bs):
+        ta, tb = max(max(0, bs), rs), min(bs + d, re_)
+        vals = []
+        for c in ctxs:
+            if c.kind == agg.AGG_TWA:
+                p, q = near(ta, tb)
+                vals.append(_interp(p, q, ta, tb) if p is not None and q is not None else NAN)
+            else:
+                vals.append(c.empty())
+        return (_report_ts(a, bs), vals)
+
+    def fill(first, last):
+        b = first
+        while b <= last:
+            rows.append(empty_row(b))
+            b += d
+
+    if a.empty:
+        first_b = rs - (rs - align) % d
+        last_b = re_ - (re_ - align) % d
+        if not buckets:
+            # a range without samples: filled when the series has samples on both sides
+            if before is not None and after is not None and last_b - first_b <= d * 1000000:
                 for c in ctxs:
-                    if c.kind == agg.AGG_TWA:
-                        vals.append(_twa_gap(prev[1], prev[2], ts[lo], vs[lo], gap, gap + d))
-                    else:
-                        vals.append(c.empty())
-                rows.append((_report_ts(a, gap), vals))
-                gap += d
+                    if c.kind == agg.AGG_LAST:
+                        c.v = before[1]
+                fill(first_b, last_b)
+            return rows
+        if before is not None and first_b < buckets[0][0]:
+            for c in ctxs:
+                if c.kind == agg.AGG_LAST:
+                    c.v = before[1]
+            fill(first_b, buckets[0][0] - d)
+    prev_bs = None
+    last_valid = before
+    for bi, (bs, lo, hi) in enumerate(buckets):
+        if a.empty and prev_bs is not None:
+            fill(prev_bs + d, bs - d)
         vals = []
         took_any = False
+        ta, tb = max(max(0, bs), rs), min(bs + d, re_)
         for c in ctxs:
             c.reset()
             took = False
             if c.kind == agg.AGG_TWA:
-                c.bounds(max(0, bs), bs + d)
-                if prev is not None and prev[2] == prev[2]:
-                    c.prev_sample(prev[2], prev[1])
+                c.bounds(ta, tb)
+                if last_valid is not None and not (bi == 0 and ts[lo] == 0):
+                    c.prev_sample(last_valid[1], last_valid[0])
             for m in range(lo, hi):
                 v = vs[m]
                 if c.accepts(v):
                     c.add(v, ts[m])
                     took = True
-            if took and c.kind == agg.AGG_TWA and bi + 1 < len(buckets):
-                nlo = buckets[bi + 1][1]
-                if vs[nlo] == vs[nlo]:
-                    c.next_sample(vs[nlo], ts[nlo])
+            if took and c.kind == agg.AGG_TWA:
+                nxt = None
+                for m in range(hi, n):
+                    if vs[m] == vs[m]:
+                        nxt = (ts[m], vs[m])
+                        break
+                if nxt is None:
+                    nxt = after
+                if nxt is not None:
+                    c.next_sample(nxt[1], nxt[0])
             took_any = took_any or took
-            vals.append(c.value() if took else c.empty())
-        last_valid = None
+            if took:
+                vals.append(c.value())
+            elif c.kind == agg.AGG_TWA:
+                p, q = near(ta, tb)
+                vals.append(_interp(p, q, ta, tb) if p is not None and q is not None else NAN)
+            else:
+                vals.append(c.empty())
+        if took_any:
+            rows.append((_report_ts(a, bs), vals))
+        elif a.empty:
+            rows.append(empty_row(bs))
         for m in range(hi - 1, lo - 1, -1):
             if vs[m] == vs[m]:
                 last_valid = (ts[m], vs[m])
                 break
-        if took_any:
-            rows.append((_report_ts(a, bs), vals))
-        elif a.empty:
-            rows.append((_report_ts(a, bs), [c.empty() for c in ctxs]))
-        if last_valid is not None:
-            prev = (bs, last_valid[0], last_valid[1])
-        elif prev is not None:
-            prev = (bs, prev[1], prev[2])
-        else:
-            prev = (bs, ts[hi - 1], NAN)
+        prev_bs = bs
+    if a.empty and after is not None:
+        last_b = re_ - (re_ - align) % d
+        if prev_bs + d <= last_b and last_b - prev_bs <= d * 1000000:
+            fill(prev_bs + d, last_b)
     return rows
-
-
-def _twa_gap(t1, v1, t2, v2, ta, tb):
-    """TWA of an empty bucket [ta, tb): the mean of the line through the
-    neighbouring samples over it."""
-    if v1 != v1 or v2 != v2 or t2 == t1:
-        return NAN
-    va = v1 + (ta - t1) * (v2 - v1) / (t2 - t1)
-    vb = v1 + (tb - t1) * (v2 - v1) / (t2 - t1)
-    return (va + vb) / 2.0
 
 
 def query(s: TimeSeries, a: RangeArgs, reverse=False, extra=None):
@@ -528,7 +610,8 @@ def query(s: TimeSeries, a: RangeArgs, reverse=False, extra=None):
         return rows
     ts, vs = raw_samples(s, a, extra)
     if a.aggs:
-        rows = aggregate(ts, vs, a)
+        before, after = neighbours(s, a) if (a.empty or agg.AGG_TWA in a.aggs) else (None, None)
+        rows = aggregate(ts, vs, a, before, after)
     else:
         rows = list(zip(ts, vs))
     if reverse:
