@@ -672,3 +672,24 @@ def test_range_edges_twa_and_empty(r):
     # no sample beyond the range: no edge buckets
     assert r.execute_command("TS.RANGE", "s", "0", "100", "AGGREGATION", "count", "10", "EMPTY") == [
         [0, b"1"], [10, b"1"], [20, b"0"], [30, b"0"], [40, b"1"], [50, b"1"]]
+
+
+def test_del_with_compaction(r):
+    r.execute_command("TS.CREATE", "src")
+    r.execute_command("TS.CREATE", "dst")
+    r.execute_command("TS.CREATERULE", "src", "dst", "AGGREGATION", "sum", "1")
+    base = 1_700_000_000_000
+    for t in (5, 6, 10, 11, 20):
+        r.execute_command("TS.ADD", "src", base + t, 1)
+    assert len(r.execute_command("TS.RANGE", "dst", "-", "+")) == 4
+    # the current bucket emptied: the destination's last bucket becomes current again
+    assert r.execute_command("TS.DEL", "src", base + 20, base + 20) == 1
+    assert [t - base for t, _ in r.execute_command("TS.RANGE", "dst", "-", "+")] == [5, 6, 10]
+    assert r.execute_command("TS.GET", "dst", "LATEST") == [base + 11, b"1"]
+    r.execute_command("TS.ADD", "src", base + 30, 1)
+    assert [t - base for t, _ in r.execute_command("TS.RANGE", "dst", "-", "+")] == [5, 6, 10, 11]
+    # a huge range with 1 ms buckets: only the touched buckets are visited
+    assert r.execute_command("TS.DEL", "src", "0", base + 10) == 3
+    assert [t - base for t, _ in r.execute_command("TS.RANGE", "dst", "-", "+")] == [11]
+    assert r.execute_command("TS.DEL", "src", "-", "+") == 2
+    assert r.execute_command("TS.RANGE", "dst", "-", "+") == []

@@ -512,7 +512,7 @@ def _internal_add(c, s: TimeSeries, t: int, v: float, dp_override: int):
         except T.UpsertError:
             raise _UPSERT from None
         if s.rules:
-            _recompute(c, s, t, t)
+            _upsert_compaction(c, s, t)
         signal_key_ready(c.db, s.name)
     else:
         s.append(t, v)
@@ -576,41 +576,111 @@ def _bucket_value(rule: T.Rule, samples):
     return a.value() if took else None
 
 
-def _recompute(c, s: TimeSeries, lo: int, hi: int):
-    """The compaction buckets over [lo, hi] after an out-of-order insert,
-    an update or a deletion in the source: the current bucket's context
-    is rebuilt; finished buckets are recomputed into the destination (or
-    removed from it when no sample is left)."""
+def _calc(s: TimeSeries, rule: T.Rule, bs: int):
+    """SeriesCalcRange over the bucket starting at bs (unnormalized): its
+    value, or None when no sample of it is one the aggregator takes."""
+    return _bucket_value(rule, s.bucket_samples(max(0, bs), bs + rule.bucket - 1))
+
+
+def _reopen(s: TimeSeries, rule: T.Rule, bs: int) -> bool:
+    """The rule's current bucket rebuilt from the source's samples of the
+    bucket starting at bs; False when it has none the aggregator takes."""
+    bn = max(0, bs)
+    ctx = rule.ctx
+    ctx.reset()
+    rule.valid = False
+    if rule.kind == A.AGG_TWA:
+        ctx.bounds(bn, bs + rule.bucket)
+        i = bisect_left(s.ts, bn)
+        if i > 0 and s.vs[i - 1] == s.vs[i - 1]:
+            ctx.prev_sample(s.vs[i - 1], s.ts[i - 1])
+    for t, v in s.bucket_samples(bn, bs + rule.bucket - 1):
+        if ctx.accepts(v):
+            ctx.add(v, t)
+            rule.valid = True
+    return rule.valid
+
+
+def _dest_upsert(c, rule: T.Rule, t: int, v: float):
+    """RuleSeriesUpsertSample: a recomputed finished bucket into the
+    destination (policy LAST)."""
+    dest = _peek(c.db, rule.dest)
+    if dest is None:
+        return
+    if not dest.ts or t > dest.ts[-1]:
+        dest.append(t, v)
+    else:
+        dest.upsert(t, v, T.DP_LAST)
+    signal_key_ready(c.db, rule.dest)
+
+
+def _dest_delete(c, rule: T.Rule, lo: int, hi: int):
+    dest = _peek(c.db, rule.dest)
+    if dest is not None and hi >= lo:
+        dest.delete_range(lo, hi)
+
+
+def _upsert_compaction(c, s: TimeSeries, t: int):
+    """upsertCompaction: an insert at or before the last timestamp."""
+    _prune(c, s)
+    for rule in s.rules:
+        cur = rule.bucket_start(s.last_ts)
+        if t >= max(0, cur):
+            _reopen(s, rule, cur)
+            rule.start = max(0, cur)
+        else:
+            bs = rule.bucket_start(t)
+            val = _calc(s, rule, bs)
+            if val is not None:
+                _dest_upsert(c, rule, max(0, bs), val)
+
+
+def _delete_compaction(c, s: TimeSeries, lo: int, hi: int, last_before: int):
+    """CompactionDelRange: the buckets TS.DEL touched, recomputed; those
+    left without samples removed from the destination; the current bucket
+    reopened from the destination's last one when it emptied."""
+    _prune(c, s)
     for rule in s.rules:
         d = rule.bucket
-        b = max(0, rule.bucket_start(lo))
-        while b <= hi:
-            bs = rule.bucket_start(b)
-            bn = max(0, bs)
-            end = bs + d - 1
-            samples = list(s.bucket_samples(bn, end))
-            if rule.start != -1 and bn >= rule.start:
-                ctx = rule.ctx
-                ctx.reset()
-                rule.valid = False
-                if rule.kind == A.AGG_TWA:
-                    ctx.bounds(bn, bs + d)
-                    i = bisect_left(s.ts, bn)
-                    if i > 0 and s.vs[i - 1] == s.vs[i - 1]:
-                        ctx.prev_sample(s.vs[i - 1], s.ts[i - 1])
-                for t, v in samples:
-                    if ctx.accepts(v):
-                        ctx.add(v, t)
-                        rule.valid = True
+        cur = rule.bucket_start(last_before)
+        curn = max(0, cur)
+        latest_deleted = False
+        if lo >= curn:
+            if not _reopen(s, rule, cur):
+                latest_deleted = True
+        else:
+            sb = rule.bucket_start(lo)
+            val = _calc(s, rule, sb)
+            if val is None:
+                del_start = max(0, sb)
             else:
-                dest = _peek(c.db, rule.dest)
-                if dest is not None:
-                    val = _bucket_value(rule, samples)
-                    if val is None:
-                        dest.delete_range(bn, bn)
-                    else:
-                        _add_to_dest(c, dest, rule.dest, bn, val)
-            b = bs + d
+                del_start = sb + d
+                _dest_upsert(c, rule, max(0, sb), val)
+            eb = rule.bucket_start(hi)
+            if hi >= curn:
+                if not _reopen(s, rule, cur):
+                    latest_deleted = True
+                del_end = max(0, eb - d)
+            else:
+                val = _calc(s, rule, eb)
+                if val is None:
+                    del_end = max(0, eb)
+                else:
+                    del_end = max(0, eb - d)
+                    _dest_upsert(c, rule, max(0, eb), val)
+            if del_end >= del_start:
+                _dest_delete(c, rule, del_start, del_end)
+        if latest_deleted:
+            dest = _peek(c.db, rule.dest)
+            last = 0
+            if dest is not None:
+                k = bisect_left(dest.ts, last_before) - 1
+                if k >= 0:
+                    last = dest.ts[k]
+                    del dest.ts[k]
+                    del dest.vs[k]
+            ws = rule.bucket_start(last)
+            rule.start = max(0, ws) if _reopen(s, rule, ws) else -1
 
 
 def _parse_ts_value(tsb, vb):
@@ -1035,9 +1105,10 @@ def ts_del(c, argv):
         if bad:
             raise _err("When a series has compactions, deleting samples or compaction buckets beyond "
                        "the series retention period is not possible")
+    last_before = s.last_ts
     n = s.delete_range(a.start, a.end)
-    if n and s.rules:
-        _recompute(c, s, a.start, min(a.end, max(a.start, s.last_ts) + max(r.bucket for r in s.rules)))
+    if s.rules:
+        _delete_compaction(c, s, a.start, a.end, last_before)
     _done(c, key, b"ts.del")
     return integer(n)
 
