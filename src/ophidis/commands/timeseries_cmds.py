@@ -726,10 +726,12 @@ def ts_add(c, argv):
     if tsb == b"*":
         tsb = b"%d" % mstime()
     try:
-        t, _ = _add_one(c, key, tsb, argv[3], argv)
+        t, changed = _add_one(c, key, tsb, argv[3], argv)
     finally:
         c.db.signal(key)
         notify.notify(_MODULE, b"ts.add", key, c.db.id)
+    if not changed:
+        return integer(t)       # dropped by IGNORE: not propagated, as the module
     c.server.dirty += 1
     if propagating(c.server) and tsb is not argv[2]:
         rewrite_argv(c, [argv[0], key, tsb] + list(argv[3:]))
@@ -751,17 +753,19 @@ def ts_madd(c, argv):
                 now = b"%d" % mstime()
             tsb = now
         try:
-            t, _ = _add_one(c, key, tsb, vb, None)
+            t, changed = _add_one(c, key, tsb, vb, None)
         except RedisError as e:
             out.append(error(str(e).encode()))
             continue
         out.append(integer(t))
+        if not changed:
+            continue
         repl += [key, tsb, vb]
         c.db.signal(key)
         c.server.dirty += 1
     for i in range(1, n, 3):
         notify.notify(_MODULE, b"ts.add", argv[i], c.db.id)
-    if propagating(c.server) and repl != [b"TS.MADD"] + list(argv[1:]):
+    if propagating(c.server) and len(repl) > 1 and repl[1:] != list(argv[1:]):
         rewrite_argv(c, repl)
     return b"".join(out)
 
