@@ -321,7 +321,9 @@ class TimeSeries:
             rule.start = start - (1 << 64) if start >= 1 << 63 else start
             rule.valid = bool(r.uint()) if encver >= 9 else True
             rule.ctx.load(r, encver)
-            s.rules.append(rule)
+            # the module's loader puts each rule in front: a reload reverses
+            # their order (TS.INFO's rules), and so does ours
+            s.rules.insert(0, rule)
         ts, vs = s.ts, s.vs
         nchunks = r.uint()
         if options & OPT_UNCOMPRESSED:
