@@ -513,7 +513,6 @@ def _internal_add(c, s: TimeSeries, t: int, v: float, dp_override: int):
             raise _UPSERT from None
         if s.rules:
             _upsert_compaction(c, s, t)
-        signal_key_ready(c.db, s.name)
     else:
         s.append(t, v)
         if s.rules:
