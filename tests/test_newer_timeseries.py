@@ -693,3 +693,49 @@ def test_del_with_compaction(r):
     assert [t - base for t, _ in r.execute_command("TS.RANGE", "dst", "-", "+")] == [11]
     assert r.execute_command("TS.DEL", "src", "-", "+") == 2
     assert r.execute_command("TS.RANGE", "dst", "-", "+") == []
+
+
+def test_option_parsing_errors(r):
+    r.execute_command("TS.CREATE", "s")
+    cases = [
+        (("TS.RANGE", "s", "-", "+", "AGGREGATION", "avg"), "TSDB: Couldn't parse AGGREGATION"),
+        (("TS.RANGE", "s", "-", "+", "COUNT"), "TSDB: COUNT argument is missing"),
+        (("TS.RANGE", "s", "-", "+", "COUNT", "x"), "TSDB: Couldn't parse COUNT"),
+        (("TS.RANGE", "s", "-", "+", "FILTER_BY_TS"), "TSDB: FILTER_BY_TS one or more arguments are missing"),
+        (("TS.RANGE", "s", "-", "+", "FILTER_BY_VALUE", "a", "1"), "TSDB: Couldn't parse MIN"),
+        (("TS.RANGE", "s", "-", "+", "AGGREGATION", "avg", "10", "BUCKETTIMESTAMP", "x"),
+         "TSDB: unknown BUCKETTIMESTAMP parameter"),
+        (("TS.RANGE", "s", "-", "+", "AGGREGATION", "avg", "10", "ALIGN", "x"), "TSDB: unknown ALIGN parameter"),
+        (("TS.RANGE", "s", "-", "10", "AGGREGATION", "avg", "10", "ALIGN", "end", "LATEST", "EMPTY"),
+         "TSDB: EMPTY flag should be the 3rd or 5th flag after AGGREGATION flag"),
+        (("TS.CREATE", "n", "CHUNK_SIZE"), "TSDB: Couldn't parse CHUNK_SIZE"),
+        (("TS.CREATE", "n", "DUPLICATE_POLICY"), "TSDB: Couldn't parse DUPLICATE_POLICY"),
+        (("TS.CREATE", "n", "IGNORE", "1"), "TSDB: Couldn't parse IGNORE"),
+        (("TS.CREATE", "n", "ENCODING"), "wrong number of arguments for 'ts.create' command"),
+        (("TS.MRANGE", "-", "+", "FILTER", "a=b", "GROUPBY"), "wrong number of arguments for 'ts.mrange' command"),
+        (("TS.MRANGE", "-", "+", "FILTER", "a=b", "GROUPBY", "x", "REDUCE"),
+         "wrong number of arguments for 'ts.mrange' command"),
+        (("TS.MRANGE", "-", "+", "GROUPBY", "x", "REDUCE", "sum", "FILTER", "a=b"),
+         "TSDB: GROUPBY should always come after filter"),
+        (("TS.MRANGE", "-", "+", "WITHLABELS", "SELECTED_LABELS", "a", "FILTER", "x=y"),
+         "TSDB: cannot accept WITHLABELS and SELECT_LABELS together"),
+        (("TS.MGET", "SELECTED_LABELS", "FILTER", "x=y"), "TSDB: SELECT_LABELS should have at least 1 parameter"),
+        (("TS.MRANGE", "-", "+", "FILTER", "a=b", "GROUPBY", "a", "REDUCE", "max", "EXCLUDEEMPTY"),
+         "TSDB: EXCLUDEEMPTY is not allowed with GROUPBY"),
+        (("TS.MRANGE", "-", "+", "EXCLUDEEMPTY", "FILTER", "a=b", "GROUPBY", "a", "REDUCE", "max"),
+         "TSDB: EXCLUDEEMPTY is not allowed with GROUPBY"),
+        (("TS.MRANGE", "-", "+", "AGGREGATION", "min,max", "10", "FILTER", "a=b", "GROUPBY", "a", "REDUCE", "max"),
+         "TSDB: GROUPBY is not allowed when multiple aggregators are specified"),
+        (("TS.CREATERULE", "s", "d", "AGGREGATION", "min,max", "10"),
+         "TSDB: CREATERULE requires exactly one aggregation type"),
+        (("TS.READ", "s", "0", "MAX_COUNT", "0"), "TSDB: MAX_COUNT must be a positive integer"),
+        (("TS.READ", "s", "0", "BLOCK", "10", "5", "MAX_COUNT", "2"), "TSDB: BLOCK min_count must be <= MAX_COUNT"),
+        (("TS.READ", "s", "x"), "TSDB: invalid timestamp"),
+        (("TS.NRANGE", "1", "s", "-", "+", "AGGREGATION", "nope", "10"), "TSDB: Unknown aggregation type"),
+        (("TS.NRANGE", "2", "s", "s", "-", "+", "AGGREGATION", "avg", "10"),
+         "TSDB: the number of AGGREGATION arguments must be equal to numkeys"),
+        (("TS.QUERYLABELS", "LABELS", "x"), "TSDB: unknown argument, expected FILTER"),
+        (("TS.QUERYLABELS", "LABELS", "FILTER"), "TSDB: FILTER given with no filter expressions"),
+    ]
+    for args, msg in cases:
+        assert err(r, *args) == msg, args
