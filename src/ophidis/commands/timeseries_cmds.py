@@ -1222,15 +1222,24 @@ def _parse_filter(args):
     return preds
 
 
+def _all_series(c):
+    """The series of the selected database as (key, series)."""
+    db = c.db
+    found, scanned = T.series_of(db, c.server.dbs)
+    if scanned:
+        for key, v in found:
+            _named(db, v, key)      # known under their keys again: the next query needs no scan
+    return found
+
+
 def _query_index(c, preds, acl=True):
     """The series of the selected db matching the filter, by key; with
     ``acl``, NOPERM when the user may not read one of them (as the module's
     MGET / MRANGE; its QUERYINDEX lists keys without checking)."""
     db = c.db
     out = []
-    for key, v in list(db.d.items()):
-        if v.__class__ is TimeSeries and T.matches(v, preds) and db.is_live(key):
-            _named(db, v, key)
+    for key, v in _all_series(c):
+        if T.matches(v, preds) and db.is_live(key):
             out.append((bytes(key), v))
     out.sort(key=lambda kv: kv[0])
     user = c.user
@@ -1451,8 +1460,8 @@ def ts_querylabels(c, argv):
     out = set()
     user = c.user
     limited = user is not None and not user.unrestricted
-    for key, s in list(db.d.items()):
-        if s.__class__ is not TimeSeries or not db.is_live(key):
+    for key, s in _all_series(c):
+        if not db.is_live(key):
             continue
         if limited and not check_key(user, key, READ):
             continue            # the module leaves out what the user may not read

@@ -20,6 +20,7 @@ AGGREGATION with one or more aggregators, ALIGN, BUCKETTIMESTAMP, EMPTY.
 from __future__ import annotations
 
 import struct
+import weakref
 from array import array
 from bisect import bisect_left, bisect_right
 
@@ -86,9 +87,13 @@ def bucket_start(ts: int, d: int, align: int) -> int:
     return ts - (ts - align) % d
 
 
+# every series object alive (the label filters' candidates: see series_of)
+LIVE = weakref.WeakSet()
+
+
 class TimeSeries:
     __slots__ = ("name", "ts", "vs", "retention", "chunk_size", "options", "dup", "ignore_td",
-                 "ignore_vd", "labels", "src", "rules")
+                 "ignore_vd", "labels", "src", "rules", "__weakref__")
     MODULE_NAME = "TSDB-TYPE"
     MODULE_ENCVER = 9
     MODULE_ENCVERS = (2, 3, 4, 5, 6, 7, 8, 9)
@@ -107,6 +112,7 @@ class TimeSeries:
         self.labels = list(labels)
         self.src = None
         self.rules = []
+        LIVE.add(self)
 
     # -- state -------------------------------------------------------------
     def __len__(self):
@@ -624,6 +630,24 @@ def query(s: TimeSeries, a: RangeArgs, reverse=False, extra=None):
 
 
 # -- label filters (TS.MGET / MRANGE / QUERYINDEX) ------------------------------------------
+
+def series_of(db, dbs):
+    """The series of database ``db`` as (key, series), and whether the
+    database had to be scanned: they come from the live series objects,
+    each found under the key it was last used as; when one is found in no
+    database under that key (renamed or moved since, or deleted and not yet
+    freed), the database's keys are scanned instead."""
+    d = db.d
+    out = []
+    for v in list(LIVE):
+        k = v.name
+        if d.get(k) is v:
+            out.append((k, v))
+            continue
+        if not any(o.d.get(k) is v for o in dbs if o is not db):
+            return [(k, v) for k, v in d.items() if v.__class__ is TimeSeries], True
+    return out, False
+
 
 EQ, NEQ, LIST_MATCH, LIST_NOTMATCH, CONTAINS, NCONTAINS = range(6)
 
