@@ -739,3 +739,23 @@ def test_option_parsing_errors(r):
     ]
     for args, msg in cases:
         assert err(r, *args) == msg, args
+
+
+def test_filters_follow_rename_move_swapdb_and_flush(r):
+    for k in ("a", "b"):
+        r.execute_command("TS.ADD", k, 1, 1, "LABELS", "l", "v")
+    r.set("plain", "x")
+    q = lambda: sorted(r.execute_command("TS.QUERYINDEX", "l=v"))
+    assert q() == [b"a", b"b"]
+    r.rename("a", "a2")
+    assert q() == [b"a2", b"b"]
+    r.move("b", 1)
+    assert q() == [b"a2"]
+    r.swapdb(0, 1)
+    assert q() == [b"b"]
+    r.swapdb(0, 1)
+    r.delete("a2")
+    assert q() == []
+    r.execute_command("TS.ADD", "c", 1, 1, "LABELS", "l", "v")
+    r.flushdb()
+    assert q() == []
