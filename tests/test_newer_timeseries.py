@@ -15,7 +15,8 @@ import pytest
 from redis.exceptions import ResponseError
 from support.wait import wait_until
 
-from ophidis.persistence.rdbcodec import crc64
+from ophidis.persistence.modulerecord import ModuleWriter
+from ophidis.persistence.rdbcodec import crc64, enc_len
 
 
 def err(r, *args):
@@ -759,3 +760,27 @@ def test_filters_follow_rename_move_swapdb_and_flush(r):
     r.execute_command("TS.ADD", "c", 1, 1, "LABELS", "l", "v")
     r.flushdb()
     assert q() == []
+
+
+def test_restore_old_encoding_one_sample_list(r):
+    # encoding version 1 (RedisTimeSeries 1.0): chunk size counted in
+    # samples, no last-sample fields, the samples as a plain list
+    w = ModuleWriter(False)
+    w.string(b"old")
+    w.uint(0)            # retention
+    w.uint(256)          # chunk size in samples (4096 bytes)
+    w.uint(1)            # options: uncompressed
+    w.uint(1)            # labels
+    w.string(b"k")
+    w.string(b"v")
+    w.uint(0)            # rules
+    w.uint(2)            # samples
+    for t, v in ((10, 1.5), (20, -2.0)):
+        w.uint(t)
+        w.double(v)
+    data = (b"\x07" + enc_len(_module_id("TSDB-TYPE", 1)) + b"".join(w.out) + b"\x00"
+            + (10).to_bytes(2, "little"))
+    r.restore("old", 0, data + crc64(data).to_bytes(8, "little"))
+    assert r.execute_command("TS.RANGE", "old", "-", "+") == [[10, b"1.5"], [20, b"-2"]]
+    info = dict(zip(*[iter(r.execute_command("TS.INFO", "old"))] * 2))
+    assert info[b"chunkSize"] == 4096 and info[b"labels"] == [[b"k", b"v"]] and info[b"duplicatePolicy"] is None

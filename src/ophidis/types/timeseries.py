@@ -96,7 +96,7 @@ class TimeSeries:
                  "ignore_vd", "labels", "src", "rules", "__weakref__")
     MODULE_NAME = "TSDB-TYPE"
     MODULE_ENCVER = 9
-    MODULE_ENCVERS = (2, 3, 4, 5, 6, 7, 8, 9)
+    MODULE_ENCVERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 
     def __init__(self, name=b"", retention=0, chunk_size=4096, options=OPT_COMPRESSED,
                  dup=DP_BLOCK, ignore_td=0, ignore_vd=0.0, labels=()):
@@ -298,15 +298,16 @@ class TimeSeries:
         retention = r.uint()
         chunk_size = r.uint()
         if encver < 2:
-            raise ModuleFormatError("time series encoding %d is not supported" % encver)
+            chunk_size *= 16        # counted in samples before encoding 2
         if chunk_size == 0 or chunk_size % 8:
             raise ModuleFormatError("chunkSizeBytes must be a non-zero multiple of 8")
-        options = r.uint()
-        r.uint()            # last timestamp (the samples say it)
-        r.double()          # last value
-        r.uint()            # total samples
+        options = r.uint() if encver >= 1 else OPT_UNCOMPRESSED
+        if encver >= 2:
+            r.uint()        # last timestamp (the samples say it)
+            r.double()      # last value
+            r.uint()        # total samples
         dup = r.uint() if encver >= 3 else DP_NONE
-        src = bytes(r.string()) if r.uint() else None
+        src = bytes(r.string()) if encver >= 2 and r.uint() else None
         ignore_td, ignore_vd = (r.uint(), r.double()) if encver >= 8 else (0, 0.0)
         labels = []
         for _ in range(r.uint()):
@@ -331,6 +332,16 @@ class TimeSeries:
             # their order (TS.INFO's rules), and so does ours
             s.rules.insert(0, rule)
         ts, vs = s.ts, s.vs
+        if encver < 2:
+            # encodings 0 and 1: the samples one by one
+            for _ in range(r.uint()):
+                t = r.uint()
+                v = r.double()
+                if ts and t <= ts[-1]:
+                    raise ModuleFormatError("time series samples out of order")
+                ts.append(t)
+                vs.append(v)
+            return s
         nchunks = r.uint()
         if options & OPT_UNCOMPRESSED:
             unpack = _SAMPLE.unpack_from
