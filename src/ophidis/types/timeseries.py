@@ -14,7 +14,8 @@ uncompressed as the series' encoding says.
 
 ``query`` is TS.RANGE's engine: retention, FILTER_BY_TS / FILTER_BY_VALUE,
 AGGREGATION with one or more aggregators, ALIGN, BUCKETTIMESTAMP, EMPTY.
-``matches`` evaluates a TS.MGET/MRANGE/QUERYINDEX filter on labels.
+``matches`` evaluates a TS.MGET/MRANGE/QUERYINDEX filter on labels and
+``series_of`` finds a database's series for them.
 """
 
 from __future__ import annotations
@@ -65,20 +66,6 @@ class Rule:
     def bucket_start(self, ts: int) -> int:
         return bucket_start(ts, self.bucket, self.align)
 
-    def copy(self):
-        r = Rule(self.dest, self.bucket, self.align, self.kind)
-        r.start = self.start
-        r.valid = self.valid
-        r.ctx = _copy_ctx(self.ctx)
-        return r
-
-
-def _copy_ctx(c):
-    n = type(c)()
-    for cls in type(c).__mro__:
-        for s in cls.__dict__.get("__slots__", ()):
-            setattr(n, s, getattr(c, s))
-    return n
 
 
 def bucket_start(ts: int, d: int, align: int) -> int:
