@@ -67,7 +67,6 @@ class Rule:
         return bucket_start(ts, self.bucket, self.align)
 
 
-
 def bucket_start(ts: int, d: int, align: int) -> int:
     """The start of the bucket holding ts (may be negative before the
     first aligned bucket: callers clamp it to 0 where they report it)."""
