@@ -448,9 +448,15 @@ def test_module_list_acl_and_command_info(r, raw):
     assert b"timeseries" in r.execute_command("ACL", "CAT")
     cmds = set(r.execute_command("ACL", "CAT", "timeseries"))
     assert {b"ts.add", b"ts.range", b"ts.mrange", b"ts.read", b"ts.nrange", b"ts.querylabels"} <= cmds
+    # categories exactly as the module registers them (nothing implied for a module command)
     assert raw.call("COMMAND", "INFO", "ts.add").startswith(
         b"*1\r\n*10\r\n$6\r\nts.add\r\n:-4\r\n*3\r\n+write\r\n+denyoom\r\n+module\r\n:1\r\n:1\r\n:1\r\n"
-        b"*3\r\n+@write\r\n+@slow\r\n+@timeseries\r\n")
+        b"*2\r\n+@write\r\n+@timeseries\r\n")
+    assert raw.call("COMMAND", "INFO", "ts.get").startswith(
+        b"*1\r\n*10\r\n$6\r\nts.get\r\n:-2\r\n*2\r\n+readonly\r\n+module\r\n:1\r\n:1\r\n:1\r\n"
+        b"*3\r\n+@read\r\n+@fast\r\n+@timeseries\r\n")
+    assert raw.call("COMMAND", "INFO", "ts.createrule").startswith(
+        b"*1\r\n*10\r\n$13\r\nts.createrule\r\n:-6\r\n*3\r\n+write\r\n+module\r\n+fast\r\n")
     assert raw.call("COMMAND", "GETKEYS", "TS.MADD", "a", "1", "1", "b", "1", "1") == b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
     assert raw.call("COMMAND", "GETKEYS", "TS.CREATERULE", "a", "b", "AGGREGATION", "avg", "1") == (
         b"*2\r\n$1\r\na\r\n$1\r\nb\r\n")

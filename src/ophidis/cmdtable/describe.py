@@ -141,7 +141,12 @@ def _args_reply(resp, args) -> bytes:
     for a in args:
         # names are reported lower case and tokens upper case, as Redis's
         # generated command table has them
-        fields = [(b"name", bulk(a["name"].lower().encode())), (b"type", bulk(a["type"].encode()))]
+        name = a["name"].lower()
+        fields = [(b"name", bulk(name.encode())), (b"type", bulk(a["type"].encode()))]
+        if a["type"] not in ("oneof", "block"):
+            # Redis 7.2: how the argument is shown in a syntax line (its
+            # name unless the metadata says otherwise)
+            fields.append((b"display_text", bulk(a.get("display_text", name).encode())))
         if "key_spec_index" in a:
             fields.append((b"key_spec_index", integer(a["key_spec_index"])))
         if "token" in a:

@@ -145,6 +145,6 @@ def command_help(c, argv):
         "GETKEYSANDFLAGS <full-command>",
         "    Key names and their access flags in a full command line.",
         "HELP",
-        "    Prints this help.",
+        "    Print this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
