@@ -455,6 +455,9 @@ def test_module_list_acl_and_command_info(r, raw):
     assert raw.call("COMMAND", "INFO", "ts.get").startswith(
         b"*1\r\n*10\r\n$6\r\nts.get\r\n:-2\r\n*2\r\n+readonly\r\n+module\r\n:1\r\n:1\r\n:1\r\n"
         b"*3\r\n+@read\r\n+@fast\r\n+@timeseries\r\n")
+    docs = raw.call("COMMAND", "DOCS", "ts.get")
+    assert b"$5\r\ngroup\r\n$6\r\nmodule\r\n" in docs
+    assert b"$5\r\ntoken\r\n$6\r\nLATEST\r\n$5\r\nflags\r\n*1\r\n+optional\r\n" in docs
     assert raw.call("COMMAND", "INFO", "ts.createrule").startswith(
         b"*1\r\n*10\r\n$13\r\nts.createrule\r\n:-6\r\n*3\r\n+write\r\n+module\r\n+fast\r\n")
     assert raw.call("COMMAND", "GETKEYS", "TS.MADD", "a", "1", "1", "b", "1", "1") == b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
