@@ -736,6 +736,7 @@ def test_option_parsing_errors(r):
          "TSDB: EXCLUDEEMPTY is not allowed with GROUPBY"),
         (("TS.MRANGE", "-", "+", "AGGREGATION", "min,max", "10", "FILTER", "a=b", "GROUPBY", "a", "REDUCE", "max"),
          "TSDB: GROUPBY is not allowed when multiple aggregators are specified"),
+        (("TS.CREATERULE", "s", "d", "AGGREGATION", "avg", "10", "-5"), "TSDB: Couldn't parse alignTimestamp"),
         (("TS.CREATERULE", "s", "d", "AGGREGATION", "min,max", "10"),
          "TSDB: CREATERULE requires exactly one aggregation type"),
         (("TS.READ", "s", "0", "MAX_COUNT", "0"), "TSDB: MAX_COUNT must be a positive integer"),

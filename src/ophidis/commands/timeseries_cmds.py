@@ -864,9 +864,9 @@ def ts_createrule(c, argv):
     if len(argv) == 7:
         align = _ts_arg(argv[off + 3])
         if align is None:
-            if _ll(argv[off + 3]) is None:
-                raise _err("Couldn't parse alignTimestamp")
-            raise _err("alignTimestamp should be greater or equal to 0")
+            # (a negative one fails to parse too: the module's "should be
+            # greater or equal to 0" check comes after and is never reached)
+            raise _err("Couldn't parse alignTimestamp")
     if len(kinds) != 1:
         raise _err("CREATERULE requires exactly one aggregation type")
     src_key, dst_key = argv[1], argv[2]
