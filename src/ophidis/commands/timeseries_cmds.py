@@ -26,6 +26,7 @@ from bisect import bisect_left
 
 from ..acl.check import check_key
 from ..acl.users import READ
+from ..cluster.slots import key_hash_slot
 from ..cmdtable.registry import command
 from ..errors import RedisError
 from ..keyspace import notify
@@ -443,6 +444,8 @@ def _policy_rules(c, key, s: TimeSeries):
     for kind, bucket, retention, align in _policy(text):
         name = A.NAMES[kind]
         dest = b"%s_%s_%d" % (key, name, bucket) + (b"_%d" % align if align else b"")
+        if cfg["cluster-enabled"] and key_hash_slot(dest) != key_hash_slot(key):
+            continue            # the module skips a compaction that would live in another slot
         if db.lookup_write(dest) is not None:
             continue
         labels = list(s.labels) + [(b"aggregation", name), (b"time_bucket", b"%d" % bucket)]
