@@ -455,6 +455,9 @@ def test_module_list_acl_and_command_info(r, raw):
     assert raw.call("COMMAND", "INFO", "ts.get").startswith(
         b"*1\r\n*10\r\n$6\r\nts.get\r\n:-2\r\n*2\r\n+readonly\r\n+module\r\n:1\r\n:1\r\n:1\r\n"
         b"*3\r\n+@read\r\n+@fast\r\n+@timeseries\r\n")
+    assert raw.call("COMMAND", "GETKEYS", "TS.NRANGE", "2", "a", "b", "-", "+") == (
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n")
+    assert b"dont_cache" in raw.call("COMMAND", "INFO", "ts.mrange")
     docs = raw.call("COMMAND", "DOCS", "ts.get")
     assert b"$5\r\ngroup\r\n$6\r\nmodule\r\n" in docs
     assert b"$5\r\ntoken\r\n$6\r\nLATEST\r\n$5\r\nflags\r\n*1\r\n+optional\r\n" in docs
