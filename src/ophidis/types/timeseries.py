@@ -498,8 +498,11 @@ def aggregate(ts, vs, a: RangeArgs, before=None, after=None):
         buckets.append((bs, k, e))
         k = e
     ctxs = [agg.new(kind) for kind in kinds]
-    # the valid (non-NaN) samples, for interpolation across buckets
-    valid = [(ts[m], vs[m]) for m in range(n) if vs[m] == vs[m]]
+    # the valid (non-NaN) samples, for interpolation across buckets (TWA, EMPTY)
+    if a.empty or agg.AGG_TWA in kinds:
+        valid = [(ts[m], vs[m]) for m in range(n) if vs[m] == vs[m]]
+    else:
+        valid = []
     vts = [t for t, _ in valid]
 
     def near(t_lo, t_hi):
