@@ -625,10 +625,19 @@ def test_module_configuration(r):
         r.config_set("ts-chunk-size-bytes", 256)
         r.config_set("ts-encoding", "uncompressed")
         r.config_set("ts-compaction-policy", "max:1s:1h;avg:10:0:5")
-        with pytest.raises(ResponseError):
+        with pytest.raises(ResponseError, match="TSDB: CHUNK_SIZE value must be a multiple of 8"):
             r.config_set("ts-chunk-size-bytes", 100)
-        with pytest.raises(ResponseError):
+        with pytest.raises(ResponseError, match="Invalid compaction policy: bogus:1:1"):
             r.config_set("ts-compaction-policy", "bogus:1:1")
+        with pytest.raises(ResponseError, match="Invalid duplicate policy: nope"):
+            r.config_set("ts-duplicate-policy", "nope")
+        with pytest.raises(ResponseError, match="Invalid encoding: zip"):
+            r.config_set("ts-encoding", "zip")
+        with pytest.raises(ResponseError, match="Invalid value for `ts-ignore-max-val-diff`"):
+            r.config_set("ts-ignore-max-val-diff", "x")
+        r.config_set("ts-ignore-max-val-diff", "1.5")
+        assert r.config_get("ts-ignore-max-val-diff") == {"ts-ignore-max-val-diff": "1.500000"}
+        r.config_set("ts-ignore-max-val-diff", "0")
         r.execute_command("TS.CREATE", "c", "LABELS", "a", "b")
         info = dict(zip(*[iter(r.execute_command("TS.INFO", "c"))] * 2))
         assert (info[b"retentionTime"], info[b"chunkSize"], info[b"chunkType"], info[b"duplicatePolicy"]) == (
