@@ -191,8 +191,11 @@ def command_docs_reply(cmd, resp) -> bytes:
     fields.append((b"group", bulk(cmd.group.replace("_", "-").encode())))
     if m.get("complexity"):
         fields.append((b"complexity", bulk(m["complexity"].encode())))
-    if cmd.module is not None:
-        fields.append((b"module", bulk(cmd.module.encode())))
+    # a loaded module's name, or the module Redis 8 reports a built-in
+    # data type's command as (its entry's "module": "bf" ...)
+    module = cmd.module if cmd.module is not None else m.get("module")
+    if module is not None:
+        fields.append((b"module", bulk(module.encode())))
     doc_flags = []
     if m.get("deprecated_since"):
         doc_flags.append(b"deprecated")

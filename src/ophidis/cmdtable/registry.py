@@ -60,7 +60,8 @@ _load_newer(os.path.join(_DATA, "commands"))
 ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
                   "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
                   "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json",
-                  "bloom", "cuckoo", "timeseries")
+                  "bloom", "cuckoo", "cms", "topk", "tdigest",
+                  "timeseries")
 
 
 # Implicit ACL categories, as Redis derives them from the command flags.
@@ -156,6 +157,8 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
         "name", "fullname", "flags", "meta", "acl", "group",
         "parent", "key_specs",
         "rejected_calls", "failed_calls",
+        # None, or [count, ms, max ms] of its slowlog entries (commandstats, 8.8)
+        "slowlog_stats",
         # fast flag booleans used by the dispatcher
         "readonly", "noauth", "loading", "stale",
         "nomulti", "pubsub", "admin", "fast",
@@ -202,6 +205,7 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
         self.usec = 0
         self.rejected_calls = 0
         self.failed_calls = 0
+        self.slowlog_stats = None
         self.hist = [0] * 64
         f = self.flags
         self.write = "write" in f
