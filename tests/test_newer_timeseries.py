@@ -460,6 +460,8 @@ def test_module_list_acl_and_command_info(r, raw):
     assert b"dont_cache" in raw.call("COMMAND", "INFO", "ts.mrange")
     docs = raw.call("COMMAND", "DOCS", "ts.get")
     assert b"$5\r\ngroup\r\n$6\r\nmodule\r\n" in docs
+    assert b"$6\r\nmodule\r\n$10\r\ntimeseries\r\n" in docs
+    assert raw.call("COMMAND", "LIST", "FILTERBY", "MODULE", "timeseries").startswith(b"*21\r\n")
     assert b"$5\r\ntoken\r\n$6\r\nLATEST\r\n$5\r\nflags\r\n*1\r\n+optional\r\n" in docs
     assert raw.call("COMMAND", "INFO", "ts.createrule").startswith(
         b"*1\r\n*10\r\n$13\r\nts.createrule\r\n:-6\r\n*3\r\n+write\r\n+module\r\n+fast\r\n")
