@@ -1,0 +1,107 @@
+"""Vector sets: VADD and VSIM speed and recall@10 against an exact search.
+
+Starts an Ophidis server (this checkout's src) on a free port, adds N
+random vectors of DIM dimensions (Gaussian, float32, FP32 blobs, pipelined)
+with VADD, then runs Q queries with VSIM (COUNT 10) and compares each
+answer with the exact 10 nearest by cosine similarity computed with numpy
+(VSIM ... TRUTH is checked too on the first queries).  Prints the insert
+and query rates and the mean recall@10.
+
+    python bench/vset_recall.py                # N=100000 DIM=128 (slow in pure Python)
+    python bench/vset_recall.py -n 10000 -q 200
+    python bench/vset_recall.py --quant NOQUANT --ef 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=100000, help="vectors added")
+    ap.add_argument("-d", "--dim", type=int, default=128)
+    ap.add_argument("-q", "--queries", type=int, default=200)
+    ap.add_argument("--quant", default="Q8", choices=["Q8", "NOQUANT", "BIN"])
+    ap.add_argument("--ef", type=int, default=0, help="VSIM EF (0: the default, 100)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--port", type=int, default=0, help="use a server already running there")
+    a = ap.parse_args()
+
+    rng = np.random.default_rng(a.seed)
+    data = rng.standard_normal((a.n, a.dim)).astype(np.float32)
+    queries = rng.standard_normal((a.queries, a.dim)).astype(np.float32)
+
+    proc = None
+    port = a.port
+    if not port:
+        port = free_port()
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+        proc = subprocess.Popen([sys.executable, "-m", "ophidis.main", "--port", str(port), "--save", ""],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        r = redis.Redis(port=port)
+        deadline = time.time() + 30
+        while True:
+            try:
+                r.ping()
+                break
+            except redis.ConnectionError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        r.delete("bench:vset")
+        t0 = time.perf_counter()
+        batch = 200
+        for start in range(0, a.n, batch):
+            p = r.pipeline(transaction=False)
+            for i in range(start, min(start + batch, a.n)):
+                p.execute_command("VADD", "bench:vset", "FP32", data[i].tobytes(), i, a.quant)
+            p.execute()
+        t_add = time.perf_counter() - t0
+        assert r.execute_command("VCARD", "bench:vset") == a.n
+
+        unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+        extra = ["EF", a.ef] if a.ef else []
+        hits = 0
+        truth_hits = 0
+        truth_checked = 0
+        t_sim = 0.0
+        for qi, q in enumerate(queries):
+            exact = np.argsort(-(unit @ (q / np.linalg.norm(q))), kind="stable")[:10]
+            t0 = time.perf_counter()
+            got = r.execute_command("VSIM", "bench:vset", "FP32", q.tobytes(), "COUNT", 10, *extra)
+            t_sim += time.perf_counter() - t0
+            hits += len({int(x) for x in got} & set(exact.tolist()))
+            if qi < 10:
+                tr = r.execute_command("VSIM", "bench:vset", "FP32", q.tobytes(), "COUNT", 10, "TRUTH")
+                truth_hits += len({int(x) for x in tr} & set(exact.tolist()))
+                truth_checked += 1
+        print("vectors %d x %d (%s): VADD %.0f/s (%.1fs)" % (a.n, a.dim, a.quant, a.n / t_add, t_add))
+        print("VSIM COUNT 10%s: %.0f/s, recall@10 %.4f over %d queries"
+              % (" EF %d" % a.ef if a.ef else "", a.queries / t_sim, hits / (10.0 * a.queries), a.queries))
+        print("VSIM TRUTH recall@10 (quantization only): %.4f" % (truth_hits / (10.0 * truth_checked)))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()
