@@ -252,9 +252,13 @@ class HNSW:
         predicate on nodes) only accepted nodes are results, the walk goes
         on through the others, and ``max_effort`` bounds the candidates
         expanded."""
-        heappush, heappop = heapq.heappush, heapq.heappop
+        heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
+        fvecs = self.fvecs
+        binary = self.quant == QUANT_BIN
+        dim = _F32(self.dim)
+        one = _F32(1.0)
         d0 = float(self.dists(q, [ep.row])[0])
-        visited = {ep.id}
+        visited = {ep}
         cand = [(d0, ep.id, ep)]
         res = []
         if accept is None or accept(ep):
@@ -267,29 +271,32 @@ class HNSW:
             effort += 1
             if len(res) >= ef and cd > -res[0][0]:
                 break
-            fresh = [n for n in cur.links[layer] if n.id not in visited]
+            fresh = [n for n in cur.links[layer] if n not in visited]
             if not fresh:
                 continue
-            for n in fresh:
-                visited.add(n.id)
-            ds = self.dists(q, [n.row for n in fresh]).tolist()
-            for n, d in zip(fresh, ds):
-                furthest = -res[0][0] if res else _INF
-                if accept is None:
+            visited.update(fresh)
+            dot = fvecs[[n.row for n in fresh]] @ q
+            ds = ((dim - dot) / dim if binary else one - dot).tolist()
+            furthest = -res[0][0] if res else _INF
+            if accept is None:
+                for n, d in zip(fresh, ds):
                     if d < furthest or len(res) < ef:
                         heappush(cand, (d, n.id, n))
                         if len(res) < ef:
                             heappush(res, (-d, n.id, n))
                         else:
-                            heapq.heapreplace(res, (-d, n.id, n))
-                else:
+                            heapreplace(res, (-d, n.id, n))
+                        furthest = -res[0][0]
+            else:
+                for n, d in zip(fresh, ds):
                     if d < furthest or len(cand) < ef:
                         heappush(cand, (d, n.id, n))
                     if (d < furthest or len(res) < ef) and accept(n):
                         if len(res) < ef:
                             heappush(res, (-d, n.id, n))
                         else:
-                            heapq.heapreplace(res, (-d, n.id, n))
+                            heapreplace(res, (-d, n.id, n))
+                        furthest = -res[0][0]
         out = [(-nd, i, n) for nd, i, n in res]
         out.sort()
         return [(d, n) for d, _, n in out]
