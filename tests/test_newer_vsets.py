@@ -277,6 +277,9 @@ def test_vlinks(raw, raw3, r):
     _abc(r)
     assert raw3.call("VLINKS", "s", "zz") == b"_\r\n"
     assert raw.call("VLINKS", "s", "a", "BOGUS") == b"-ERR wrong number of arguments for 'vlinks' command\r\n"
+    assert raw.call("VLINKS", "s", "a", "WITHSCORES", "x") == b"-ERR wrong number of arguments for 'vlinks' command\r\n"
+    assert raw.call("VRANDMEMBER", "s", "1", "2") == b"-ERR wrong number of arguments for 'vrandmember' command\r\n"
+    assert raw.call("VRANGE", "s", "-", "+", "1", "2") == b"-ERR wrong number of arguments for 'vrange' command\r\n"
     layers = r.execute_command("VLINKS", "s", "a")
     assert sorted(layers[-1]) == [b"b", b"c"]
     with_scores = r.execute_command("VLINKS", "s", "a", "WITHSCORES")

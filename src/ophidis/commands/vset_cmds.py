@@ -387,6 +387,8 @@ def vismember(c, argv):
 @command("vlinks")
 def vlinks(c, argv):
     withscores = False
+    if len(argv) > 4:
+        raise _arity("vlinks")
     if len(argv) == 4:
         if argv[3].upper() != b"WITHSCORES":
             raise _arity("vlinks")
@@ -440,6 +442,8 @@ def vinfo(c, argv):
 
 @command("vrandmember")
 def vrandmember(c, argv):
+    if len(argv) > 3:
+        raise _arity("vrandmember")
     with_count = len(argv) == 3
     count = 1
     if with_count:
@@ -476,6 +480,8 @@ def _range_op(arg: bytes):
 
 @command("vrange")
 def vrange(c, argv):
+    if len(argv) > 5:
+        raise _arity("vrange")
     count = -1
     if len(argv) == 5:
         count = try_int(argv[4])
