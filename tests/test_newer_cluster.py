@@ -215,6 +215,36 @@ def test_nodes_conf_of_a_tls_cluster(tmp_path):
             s.stop()
 
 
+def test_bus_port_protected_mode(tmp_path):
+    """Redis 8.10.2: a cluster node without tls-cluster warns that its bus
+    port has no authentication, and with cluster-bus-port-protected-mode
+    yes refuses to start; with tls-cluster it starts without the warning."""
+    port, tls = cluster_ports(2)
+    p = subprocess.run([sys.executable, "-m", "ophidis", "--port", str(port), "--cluster-bus-port-protected-mode",
+                        "yes"] + cluster_args(TIMEOUT), cwd=str(tmp_path), env=server_env(), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 1, p.stdout
+    assert "cluster-bus-port-protected-mode is yes but tls-cluster is off" in p.stdout
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "tls").mkdir()
+    s = ophidis(port, dir=str(tmp_path / "plain"))
+    try:
+        assert "the cluster bus port is not authenticated" in s.output()
+        assert s.conn().call("CONFIG", "GET", "cluster-bus-port-protected-mode") == \
+            b"*2\r\n$31\r\ncluster-bus-port-protected-mode\r\n$2\r\nno\r\n"
+    finally:
+        s.stop()
+    with Certs() as certs:
+        s = ServerProc(["--port", str(port), "--tls-port", str(tls), "--tls-cluster", "yes",
+                        "--cluster-bus-port-protected-mode", "yes"] + certs.server_args() + cluster_args(TIMEOUT),
+                       cwd=str(tmp_path / "tls"))
+        try:
+            assert s.conn().call("PING") == b"+PONG\r\n"
+            assert "not authenticated" not in s.output()
+        finally:
+            s.stop()
+
+
 # -- a cluster with valkey-server: the extensions on the bus ---------------------------------------
 
 @needs_valkey

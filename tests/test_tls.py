@@ -133,6 +133,41 @@ def test_redis_cli_and_redis_py_over_tls(certs, srv):
     r.close()
 
 
+def test_tls_auth_clients_user_cn(certs, srv):
+    """Redis 8.6's certificate login: with tls-auth-clients-user CN a TLS
+    client whose certificate's Common Name is an enabled user is that user
+    without AUTH; any other certificate (no such user, a disabled one) or a
+    plaintext client starts as the default user; off (the default) ignores
+    the certificate."""
+    certs.client_cert("cn-user", "test_user")
+    certs.client_cert("cn-off", "off_user")
+    admin = srv.client()
+    admin.execute_command("ACL", "SETUSER", "test_user", "on", ">clientpass", "~*", "+acl", "+get")
+    admin.execute_command("ACL", "SETUSER", "off_user", "off", ">x", "~*", "+@all")
+    try:
+        assert admin.config_get("tls-auth-clients-user") == {"tls-auth-clients-user": "off"}
+        with tls_client(certs, srv.tls_port, cert="cn-user") as c:
+            assert c.acl_whoami() == "default"
+        admin.config_set("tls-auth-clients-user", "CN")
+        with tls_client(certs, srv.tls_port, cert="cn-user") as c:
+            assert c.acl_whoami() == "test_user"
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                c.set("k", "v")
+        for cert in ("cn-off", "client"):
+            with tls_client(certs, srv.tls_port, cert=cert) as c:
+                assert c.acl_whoami() == "default"
+        assert admin.acl_whoami() == "default"
+        admin.config_set("tls-auth-clients-user", "uri")      # no URI name in these certificates
+        assert admin.config_get("tls-auth-clients-user") == {"tls-auth-clients-user": "URI"}
+        with tls_client(certs, srv.tls_port, cert="cn-user") as c:
+            assert c.acl_whoami() == "default"
+        with pytest.raises(redis.ResponseError, match="must be one of the following: CN, URI, off"):
+            admin.config_set("tls-auth-clients-user", "SAN")
+    finally:
+        admin.config_set("tls-auth-clients-user", "off")
+        admin.execute_command("ACL", "DELUSER", "test_user", "off_user")
+
+
 def test_tls_only_server(certs):
     """port 0: TLS only; INFO's tcp_port and the start-up line show the
     TLS port, as Redis's."""

@@ -62,6 +62,11 @@ class Certs:
         self._cert("redis", "Generic-cert", "ca", "generic_cert")
         self._cert("stranger", "Stranger", "other-ca", "generic_cert")
 
+    def client_cert(self, name, cn):
+        """A client certificate ``name``.{crt,key} of our CA whose Common
+        Name is ``cn`` (tls-auth-clients-user CN)."""
+        self._cert(name, cn, "ca", "client_cert")
+
     def _cert(self, name, cn, ca, ext):
         d = self.dir
         _run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", name + ".key", cwd=d)

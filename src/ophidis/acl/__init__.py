@@ -247,6 +247,28 @@ class Acl:
         self.log_denial(c, DENIED_AUTH, CTX_MULTI if c.multi is not None else CTX_TOPLEVEL, command, name)
         return False
 
+    def authenticate_certificate(self, c, cert, by: str) -> bool:
+        """tls-auth-clients-user CN | URI (Redis 8.6, valkey 8.1): a TLS
+        client whose verified certificate has one Common Name (one URI
+        subject alternative name), the name of an enabled user, is that
+        user from the start, without AUTH.  The name is compared whole (a
+        NUL inside it is part of it: Redis 8.10.1's fix)."""
+        cert = cert or {}
+        if by == "CN":
+            cns = [v for rdn in cert.get("subject", ()) for k, v in rdn if k == "commonName"]
+        else:
+            cns = [v for k, v in cert.get("subjectAltName", ()) if k == "URI"]
+        if len(cns) != 1:
+            return False
+        u = self.users.get(cns[0].encode("utf-8", "surrogateescape"))
+        if u is None or not u.enabled:
+            return False
+        c.authenticated = True
+        c.user = u
+        c.update_slow()
+        serverlog.verbose("TLS client authenticated as user %s by its certificate" % u.name.decode("utf-8", "replace"))
+        return True
+
     def log_denial(self, c, reason, context, obj: bytes, username=None):
         self.denied[reason] = self.denied.get(reason, 0) + 1
         real = c

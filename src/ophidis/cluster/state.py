@@ -104,6 +104,16 @@ class Cluster(Gossip, Failover, Links):
         if not cfg["bind"] and cfg["bind"] is not None:
             log.warning("No bind address is configured, but it is required for the Cluster bus.")
             log.flush_and_exit(1)
+        if not cfg["tls-cluster"]:
+            # Redis 8.10.2: the bus has no authentication of its own; say so,
+            # and refuse to run that way when the operator asked (texts ours)
+            if cfg["cluster-bus-port-protected-mode"]:
+                log.warning("cluster-bus-port-protected-mode is yes but tls-cluster is off: the cluster bus "
+                            "port would accept unauthenticated nodes. Enable tls-cluster or set "
+                            "cluster-bus-port-protected-mode no.")
+                log.flush_and_exit(1)
+            log.warning("WARNING: the cluster bus port is not authenticated (tls-cluster is off): any host "
+                        "that can reach it can join this cluster. Restrict access to it, or enable tls-cluster.")
         self.update_announced_ports()
         self.update_myself_flags()
         self.update_myself_ip()

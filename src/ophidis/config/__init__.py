@@ -343,10 +343,13 @@ class Config:
                     raise ConfigError("Hostnames may only contain alphanumeric characters, hyphens or dots")
             return v
         if t == "enum":
+            # names compare without case (as configEnumGetValue's strcasecmp);
+            # the value kept is the name as the table spells it
             v = s.lower()
-            if v not in d.extra:
-                raise ConfigError("argument(s) must be one of the following: " + ", ".join(d.extra))
-            return v
+            for name in d.extra:
+                if name.lower() == v:
+                    return name
+            raise ConfigError("argument(s) must be one of the following: " + ", ".join(d.extra))
         # numeric
         lo, hi = d.extra
         v = None

@@ -105,6 +105,11 @@ class Clients:
             return
         stats.connections_received += 1     # stat_numconnections: accepted ones
         self.clients[c.id] = c
+        by = self.config["tls-auth-clients-user"]
+        if by != "off":
+            tls = transport.get_extra_info("ssl_object")
+            if tls is not None:
+                self.acl.authenticate_certificate(c, tls.getpeercert(), by)
         if log.enabled(log.DEBUG):
             log.debug("Accepted %s" % c.addr)
 
