@@ -389,6 +389,19 @@ def test_recall_links_and_deletion(r, quant):
     assert seen == left
 
 
+def test_extreme_components(r):
+    # as C's float arithmetic: an infinite norm makes NaNs or a zero vector;
+    # nothing crashes and the set stays usable
+    assert r.execute_command("VADD", "s", "VALUES", 2, "inf", 1, "a") == 1
+    assert r.execute_command("VADD", "s", "VALUES", 2, 1e38, 1e38, "b") == 1
+    assert r.execute_command("VADD", "s", "VALUES", 2, 0, 0, "c") == 1
+    assert err(r, "VADD", "s", "VALUES", 2, "nan", 1, "d") == "invalid vector specification"
+    assert r.execute_command("VEMB", "s", "c") == [b"0", b"0"]
+    assert r.execute_command("VEMB", "s", "b") == [b"nan", b"nan"]     # 0 * the infinite norm
+    assert sorted(r.execute_command("VSIM", "s", "VALUES", 2, 1, 1)) == [b"a", b"b", b"c"]
+    assert r.execute_command("VCARD", "s") == 3
+
+
 def test_identical_vectors_stay_connected(r):
     for i in range(120):
         r.execute_command("VADD", "s", "VALUES", 4, 1, 1, 1, 1, "e%d" % i)

@@ -150,13 +150,16 @@ class HNSW:
     def encode(self, vec: np.ndarray):
         """A float32 vector (the set's dimension) as stored: the normalized
         and quantized form, its range (Q8) and its L2 norm."""
-        unit, l2 = normalize(vec)
-        if self.quant == QUANT_Q8:
-            q, r = quantize_q8(unit)
-            return q, r, l2
-        if self.quant == QUANT_BIN:
-            return quantize_bin(unit, self.width), 0.0, l2
-        return unit, 0.0, l2
+        # huge or infinite components give NaNs and zeros as C's float
+        # arithmetic does (Redis's too), without numpy's warnings
+        with np.errstate(all="ignore"):
+            unit, l2 = normalize(vec)
+            if self.quant == QUANT_Q8:
+                q, r = quantize_q8(unit)
+                return q, r, l2
+            if self.quant == QUANT_BIN:
+                return quantize_bin(unit, self.width), 0.0, l2
+            return unit, 0.0, l2
 
     def compute_form(self, q, qrange: float) -> np.ndarray:
         """The float32 vector the distances are computed with."""
@@ -209,13 +212,14 @@ class HNSW:
         """The approximate original vector: dequantized and scaled back by
         the norm (BIN: +1/-1 components, not scaled)."""
         row = self.vecs[node.row]
-        if self.quant == QUANT_Q8:
-            v = (row.astype(_F32) * _F32(node.qrange)) / _F32(127.0)
-        elif self.quant == QUANT_BIN:
+        if self.quant == QUANT_BIN:
             return self.fvecs[node.row].copy()
-        else:
-            v = row.copy()
-        return (v * _F32(node.l2)).astype(_F32)
+        with np.errstate(all="ignore"):
+            if self.quant == QUANT_Q8:
+                v = (row.astype(_F32) * _F32(node.qrange)) / _F32(127.0)
+            else:
+                v = row.copy()
+            return (v * _F32(node.l2)).astype(_F32)
 
     # -- distances -------------------------------------------------------------
 
@@ -358,11 +362,12 @@ class HNSW:
         return [cands[i][1] for i in keep]
 
     def _link(self, a: Node, b: Node, layer: int, d_ab: float, force=False, limit=0) -> bool:
-        """Link a and b both ways on layer.  A full b gives up its farthest
-        link for a when a is nearer than it (with ``force``, even when it is
-        not), and the node it dropped is linked to a instead: its link
-        count stays and the graph stays connected.  ``limit``: at most that
-        many links for a (a new node gets M on every layer, as Redis's)."""
+        """Link a and b both ways on layer.  A full b gives up its least
+        useful link for a when a is worth more (``_least_useful``; with
+        ``force`` its farthest link, whatever a is worth), and the node it
+        dropped is linked to a when it is left with few links: the graph
+        stays connected.  ``limit``: at most that many links for a (a new
+        node gets M on every layer, as Redis's)."""
         al, bl = a.links[layer], b.links[layer]
         cap = self.cap(layer)
         room = min(cap, limit) if limit else cap
@@ -374,10 +379,12 @@ class HNSW:
             return True
         if len(al) + 2 > room:
             return False
-        ds = self.node_dists(b, bl)
-        w = max(range(len(ds)), key=ds.__getitem__)
-        if d_ab >= ds[w] and not force:
-            return False
+        w = self._least_useful(b, bl, a, d_ab)
+        if w < 0:
+            if not force:
+                return False
+            ds = self.node_dists(b, bl)
+            w = max(range(len(ds)), key=ds.__getitem__)
         drop = bl[w]
         bl[w] = a
         al.append(b)
@@ -389,6 +396,27 @@ class HNSW:
             al.append(drop)
             dl.append(a)
         return True
+
+    def _least_useful(self, b: Node, bl: list, a: Node, d_ab: float) -> int:
+        """Which of b's links (an index in bl) to give up for a, or -1 to
+        keep them all: the selection heuristic run over bl and a, nearest
+        first, keeps the diverse ones; the farthest of those it passes over
+        goes (a itself: -1)."""
+        cands = bl + [a]
+        rows = [n.row for n in cands]
+        ds = self.dists(self.fvecs[b.row], rows).tolist()
+        ds[-1] = d_ab
+        order = sorted(range(len(cands)), key=ds.__getitem__)
+        pw = self._pairwise(rows)
+        keep = []
+        passed = []
+        for i in order:
+            if not keep or float(pw[i, keep].min()) > ds[i]:
+                keep.append(i)
+            else:
+                passed.append(i)
+        w = passed[-1] if passed else order[-1]
+        return -1 if w == len(bl) else w
 
     def insert(self, vec: np.ndarray, item: bytes, attrib, ef: int = EF_CONSTRUCTION) -> Node:
         q, qrange, l2 = self.encode(vec)

@@ -69,7 +69,8 @@ class VectorSet:
         self.proj_input = input_dim
 
     def project(self, vec: np.ndarray) -> np.ndarray:
-        return (self.proj @ vec).astype(np.float32)
+        with np.errstate(all="ignore"):
+            return (self.proj @ vec).astype(np.float32)
 
     # -- elements --------------------------------------------------------------
 
