@@ -345,10 +345,14 @@ class HNSW:
         if len(cands) <= m:
             return [n for _, n in cands]
         cands = cands[:4 * m]
-        pw = self._pairwise([n.row for _, n in cands])
+        pw = self._pairwise([n.row for _, n in cands]).tolist()
         keep = []
         for i, (d, _) in enumerate(cands):
-            if not keep or float(pw[i, keep].min()) > d:
+            row = pw[i]
+            for k in keep:
+                if row[k] <= d:
+                    break
+            else:
                 keep.append(i)
                 if len(keep) >= m:
                     break
@@ -407,14 +411,17 @@ class HNSW:
         ds = self.dists(self.fvecs[b.row], rows).tolist()
         ds[-1] = d_ab
         order = sorted(range(len(cands)), key=ds.__getitem__)
-        pw = self._pairwise(rows)
+        pw = self._pairwise(rows).tolist()
         keep = []
         passed = []
         for i in order:
-            if not keep or float(pw[i, keep].min()) > ds[i]:
-                keep.append(i)
+            row, d = pw[i], ds[i]
+            for k in keep:
+                if row[k] <= d:
+                    passed.append(i)
+                    break
             else:
-                passed.append(i)
+                keep.append(i)
         w = passed[-1] if passed else order[-1]
         return -1 if w == len(bl) else w
 
