@@ -105,7 +105,7 @@ def quantize_bin(vec: np.ndarray, words: int):
 
 
 class HNSW:
-    __slots__ = ("dim", "quant", "M", "nodes", "rows", "vecs", "fvecs", "ranges", "entry", "max_level",
+    __slots__ = ("dim", "quant", "M", "nodes", "rows", "vecs", "fvecs", "entry", "max_level",
                  "last_id", "width")
 
     def __init__(self, dim: int, quant: int = QUANT_Q8, M: int = DEFAULT_M):
@@ -125,7 +125,6 @@ class HNSW:
         # matrix product giving the dot products the distances come from
         self.vecs = np.zeros((8, self.width), dtype=dtype)
         self.fvecs = self.vecs if quant == QUANT_NONE else np.zeros((8, dim), dtype=_F32)
-        self.ranges = np.zeros(8, dtype=_F32)
         self.entry = None
         self.max_level = 0
         self.last_id = 0
@@ -180,13 +179,11 @@ class HNSW:
         n = len(self.rows)
         if n == len(self.vecs):
             self.vecs = np.concatenate([self.vecs, np.zeros_like(self.vecs)])
-            self.ranges = np.concatenate([self.ranges, np.zeros_like(self.ranges)])
             self.fvecs = self.vecs if self.quant == QUANT_NONE else np.concatenate(
                 [self.fvecs, np.zeros_like(self.fvecs)])
         self.vecs[n] = q
         if self.quant != QUANT_NONE:
             self.fvecs[n] = self.compute_form(q, qrange)
-        self.ranges[n] = qrange
         node.row = n
         node.qrange = qrange
         self.rows.append(node)
@@ -199,10 +196,13 @@ class HNSW:
             self.vecs[r] = self.vecs[n]
             if self.quant != QUANT_NONE:
                 self.fvecs[r] = self.fvecs[n]
-            self.ranges[r] = self.ranges[n]
             self.rows[r] = last
             last.row = r
         node.row = -1
+        if len(self.vecs) > 64 and n < len(self.vecs) // 4:
+            half = len(self.vecs) // 2
+            self.vecs = self.vecs[:half].copy()
+            self.fvecs = self.vecs if self.quant == QUANT_NONE else self.fvecs[:half].copy()
 
     def raw_vector(self, node: Node) -> bytes:
         """The stored vector's bytes (VEMB RAW, RDB)."""
