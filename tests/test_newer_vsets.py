@@ -260,6 +260,10 @@ def test_filter_language():
     assert ok("'' == 0", "{}") and not ok("''", "{}")
     assert ok("3 in [1, 2, 3]", "{}") and not ok("3 in 3", "{}")
     assert ok("'a' in .t", '{"t":["a","b"]}')
+    # a string within a string
+    assert ok("'lic' in .n", '{"n":"Alice"}') and ok("'Alice' in .n", '{"n":"Alice"}')
+    assert not ok("'xyz' in .n", '{"n":"Alice"}') and not ok(".n in ''", '{"n":"Alice"}')
+    assert ok("'' in .n && '' in ''", '{"n":"Alice"}') and not ok("1 in '1'", "{}")
     assert not ok(".o", '{"o":{"x":1}}')                         # objects are not values
     assert not ok(".a", "not json")
     assert ok("1 / 0 > 100", "{}")
@@ -463,12 +467,28 @@ def test_command_info(r, raw):
     vadd = raw.call("COMMAND", "INFO", "VADD")
     # arity, flags, first/last key and step, then the implicit categories
     assert vadd.startswith(b"*1\r\n*10\r\n$4\r\nvadd\r\n:-5\r\n*3\r\n+write\r\n+denyoom\r\n+module\r\n"
-                           b":1\r\n:1\r\n:1\r\n*2\r\n+@write\r\n+@slow\r\n")
+                           b":1\r\n:1\r\n:1\r\n*3\r\n+@write\r\n+@slow\r\n+@vectorset\r\n")
     vsim = raw.call("COMMAND", "INFO", "VSIM")
     assert b":-4\r\n*2\r\n+readonly\r\n+module\r\n" in vsim and b"+@read\r\n+@slow\r\n" in vsim
     vcard = raw.call("COMMAND", "INFO", "VCARD")
     assert b":2\r\n*3\r\n+readonly\r\n+module\r\n+fast\r\n" in vcard and b"+@read\r\n+@fast\r\n" in vcard
     assert raw.call("COMMAND", "GETKEYS", "VSIM", "k", "ELE", "e") == b"*1\r\n$1\r\nk\r\n"
+    # the @vectorset category (ACL CAT lists it after json)
+    cats = r.execute_command("ACL", "CAT")
+    assert cats[cats.index(b"json") + 1] == b"vectorset"
+    names = {b"vadd", b"vrem", b"vsim", b"vcard", b"vdim", b"vemb", b"vgetattr", b"vsetattr", b"vinfo", b"vlinks",
+             b"vrandmember", b"vismember", b"vrange"}
+    assert set(r.execute_command("ACL", "CAT", "vectorset")) == names
+    assert names & set(r.execute_command("ACL", "CAT", "write")) == {b"vadd", b"vrem", b"vsetattr"}
+    assert names & set(r.execute_command("ACL", "CAT", "fast")) == {
+        b"vcard", b"vdim", b"vemb", b"vgetattr", b"vsetattr", b"vinfo", b"vlinks"}
+    r.execute_command("ACL", "SETUSER", "vu", "on", "nopass", "~*", "+@all", "-@vectorset")
+    try:
+        assert raw.call("AUTH", "vu", "x") == b"+OK\r\n"
+        assert raw.call("VCARD", "s").startswith(b"-NOPERM")
+        assert raw.call("GET", "s") == b"$-1\r\n"
+    finally:
+        r.execute_command("ACL", "DELUSER", "vu")
 
 
 def _snapshot(r):

@@ -59,7 +59,8 @@ _load_newer(os.path.join(_DATA, "commands"))
 # The ACL categories, in Redis's order (ACL CAT, COMMAND INFO).
 ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
                   "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
-                  "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json")
+                  "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json",
+                  "vectorset")
 
 
 # Implicit ACL categories, as Redis derives them from the command flags.

@@ -3,7 +3,8 @@
 backslash escapes included), tuples ``[1, "a"]``, ``null`` and selectors
 ``.field`` (a top-level field of the element's JSON attributes); operators,
 from the tightest: ``!``/``not``, ``**`` (right-associative), ``* / %``,
-``+ -``, comparisons ``> >= < <= == != in``, ``and``/``&&``, ``or``/``||``.
+``+ -``, comparisons ``> >= < <= == != in`` (``in``: membership in a tuple,
+or a string within a string), ``and``/``&&``, ``or``/``||``.
 
 An expression compiles into a postfix program (a shunting-yard pass that
 also checks that every operator has its operands); running it against an
@@ -364,7 +365,11 @@ def run_filter(program: list, attrib: bytes) -> bool:
         elif op == "!=":
             r = float(not _equal(a, b))
         elif op == "in":
-            r = float(b[0] == TUPLE and any(_equal(a, x) for x in b[1]))
+            # membership in a tuple, or a string within a string
+            if b[0] == TUPLE:
+                r = float(any(_equal(a, x) for x in b[1]))
+            else:
+                r = float(a[0] == STR and b[0] == STR and a[1] in b[1])
         elif op == "and":
             r = float(_truth(a) and _truth(b))
         else:
