@@ -260,6 +260,12 @@ def test_filter_language():
     assert ok("'' == 0", "{}") and not ok("''", "{}")
     assert ok("3 in [1, 2, 3]", "{}") and not ok("3 in 3", "{}")
     assert ok("'a' in .t", '{"t":["a","b"]}')
+    # escapes in string literals; JSON strings are decoded
+    attrs = '{"dq": "a\\"b", "sq": "O\'Brien", "bs": "x\\\\y", "nl": "l1\\nl2"}'
+    assert ok('.dq == "a\\"b"', attrs) and ok(".sq == 'O\\'Brien'", attrs)
+    assert ok('.bs == "x\\\\y"', attrs) and ok('.nl == "l1\\nl2"', attrs)
+    assert ok('"\\"b" in .dq', attrs) and ok('.dq in ["zzz", "a\\"b"]', attrs)
+    assert ok("'a\"b' == .dq", attrs) and ok('.sq == "O\'Brien"', attrs)
     # a string within a string
     assert ok("'lic' in .n", '{"n":"Alice"}') and ok("'Alice' in .n", '{"n":"Alice"}')
     assert not ok("'xyz' in .n", '{"n":"Alice"}') and not ok(".n in ''", '{"n":"Alice"}')

@@ -1,6 +1,6 @@
 """VSIM's FILTER expressions, with the language of Redis 8's vector sets
-(expr.c): values are numbers, strings ('..' or "..", kept as written,
-backslash escapes included), tuples ``[1, "a"]``, ``null`` and selectors
+(expr.c): values are numbers, strings ('..' or "..",
+with backslash escapes), tuples ``[1, "a"]``, ``null`` and selectors
 ``.field`` (a top-level field of the element's JSON attributes); operators,
 from the tightest: ``!``/``not``, ``**`` (right-associative), ``* / %``,
 ``+ -``, comparisons ``> >= < <= == != in`` (``in``: membership in a tuple,
@@ -65,6 +65,25 @@ def _strtod(s: str):
         return None
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    """A string literal's escapes: \\n \\t \\r \\b \\f, and a backslash before
+    any other character stands for that character."""
+    out = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            out.append(_ESCAPES.get(text[i + 1], text[i + 1]))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 class _Lexer:
     def __init__(self, text: str):
         self.s = text
@@ -100,6 +119,8 @@ class _Lexer:
             if c == quote:
                 text = self.s[start:self.p]
                 self.p += 1
+                if "\\" in text:
+                    text = _unescape(text)
                 return (STR, text)
             self.p += 1
         return None
