@@ -15,6 +15,7 @@ expression false; there are no run-time errors.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -331,6 +332,18 @@ def _mod(a, b):
     return math.fmod(a, b)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse_attrib(attrib: bytes):
+    """The attributes as a dict (None when they are not a JSON object);
+    cached: a filtered search tests the same elements again and again.
+    The dicts are shared, never modified."""
+    try:
+        doc = json.loads(attrib)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def run_filter(program: list, attrib: bytes) -> bool:
     """Whether the attributes (JSON text) pass the program."""
     doc = None
@@ -339,11 +352,8 @@ def run_filter(program: list, attrib: bytes) -> bool:
         kind = t[0]
         if kind == SEL:
             if doc is None:
-                try:
-                    doc = json.loads(attrib)
-                except (ValueError, UnicodeDecodeError):
-                    return False
-                if not isinstance(doc, dict):
+                doc = _parse_attrib(attrib)
+                if doc is None:
                     return False
             if not t[1] or t[1] not in doc:
                 return False
