@@ -256,6 +256,8 @@ class HNSW:
         predicate on nodes) only accepted nodes are results, the walk goes
         on through the others, and ``max_effort`` bounds the candidates
         expanded."""
+        if accept is None and ef >= 32:
+            return self._walk_wide(q, ep, ef, layer)
         heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
         fvecs = self.fvecs
         binary = self.quant == QUANT_BIN
@@ -301,6 +303,51 @@ class HNSW:
                         else:
                             heapreplace(res, (-d, n.id, n))
                         furthest = -res[0][0]
+        out = [(-nd, i, n) for nd, i, n in res]
+        out.sort()
+        return [(d, n) for d, _, n in out]
+
+    def _walk_wide(self, q, ep: Node, ef: int, layer: int, batch: int = 4):
+        """search_layer without a filter, expanding up to ``batch`` of the
+        nearest candidates at a time (those still within the results'
+        bound): the same walk in fewer, larger vector products."""
+        heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
+        fvecs = self.fvecs
+        binary = self.quant == QUANT_BIN
+        dim = _F32(self.dim)
+        one = _F32(1.0)
+        d0 = float(self.dists(q, [ep.row])[0])
+        visited = {ep}
+        cand = [(d0, ep.id, ep)]
+        res = [(-d0, ep.id, ep)]
+        while cand:
+            furthest = -res[0][0]
+            full = len(res) >= ef
+            fresh = []
+            taken = 0
+            while cand and taken < batch:
+                if full and cand[0][0] > furthest:
+                    break
+                cur = heappop(cand)[2]
+                taken += 1
+                for n in cur.links[layer]:
+                    if n not in visited:
+                        visited.add(n)
+                        fresh.append(n)
+            if not taken:
+                break
+            if not fresh:
+                continue
+            dot = fvecs[[n.row for n in fresh]] @ q
+            ds = ((dim - dot) / dim if binary else one - dot).tolist()
+            for n, d in zip(fresh, ds):
+                if d < furthest or len(res) < ef:
+                    heappush(cand, (d, n.id, n))
+                    if len(res) < ef:
+                        heappush(res, (-d, n.id, n))
+                    else:
+                        heapreplace(res, (-d, n.id, n))
+                    furthest = -res[0][0]
         out = [(-nd, i, n) for nd, i, n in res]
         out.sort()
         return [(d, n) for d, _, n in out]
