@@ -289,6 +289,8 @@ NEWER_HELP = (b"MYSHARDID", b"SLOT-STATS")
 
 
 def _without_newer_help(reply: bytes) -> bytes:
+    # HELP's last line: Redis 7.2's "Print this help." (7.0: "Prints")
+    reply = reply.replace(b"+    Prints this help.\r\n", b"+    Print this help.\r\n")
     lines = reply.split(b"\r\n")[1:-1]
     kept = []
     skip = False

@@ -140,7 +140,7 @@ def test_seed_config_loads_and_daemonizes(tmp_path):
     ("save 10", "Invalid save parameters"),
     ("port 1 2", "wrong number of arguments"),
     ('dbfilename "unbalanced', "Unbalanced quotes in configuration line"),
-    ("notify-keyspace-events Q", "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
+    ("notify-keyspace-events Q", "Invalid event class character. Use 'Ag$lshzxeKEtmdnocaSTIV'."),
 ])
 def test_fatal_config_errors(tmp_path, line, msg):
     conf = tmp_path / "bad.conf"

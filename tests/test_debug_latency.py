@@ -131,7 +131,7 @@ def test_debug_misc_and_errors(r):
         r.execute_command("DEBUG", "HTSTATS", "99")
     assert b"[Dictionary HT]" in r.execute_command("DEBUG", "HTSTATS", "0")
     h = r.execute_command("DEBUG", "HELP")
-    assert h[0].startswith(b"DEBUG <subcommand>") and h[-1] == b"    Prints this help."  # addReplyHelp's line in 7.0
+    assert h[0].startswith(b"DEBUG <subcommand>") and h[-1] == b"    Print this help."  # addReplyHelp's line since 7.2
 
 
 def test_debug_reload_keeps_the_data(r):
@@ -232,7 +232,7 @@ def test_latency_reset_graph_doctor(lat):
 
 def test_latency_help_and_errors(r):
     h = r.execute_command("LATENCY", "HELP")
-    assert h[0].startswith(b"LATENCY <subcommand>") and h[-1] == b"    Prints this help."  # addReplyHelp's line in 7.0
+    assert h[0].startswith(b"LATENCY <subcommand>") and h[-1] == b"    Print this help."  # addReplyHelp's line since 7.2
     with pytest.raises(redis.ResponseError, match="^unknown subcommand 'FOO'. Try LATENCY HELP.$"):
         r.execute_command("LATENCY", "FOO")
     with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'latency\\|history' command"):

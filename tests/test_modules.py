@@ -17,6 +17,8 @@ from support.replication import SyncStream
 from support.servers import REDIS_CLI, REDIS_SERVER, ROOT, RedisServerProc, ServerProc, reference_server, running_server
 from support.wait import wait_until
 
+from ophidis.modules import BUILTIN
+
 RATELIMIT = os.path.join(ROOT, "examples", "modules", "ratelimit.py")
 ENABLE = ("--enable-module-command", "yes")
 LOAD_FAILED = b"-ERR Error loading the extension. Please check the server logs.\r\n"
@@ -99,24 +101,20 @@ def ref_mod():
     yield from reference_server(ENABLE)
 
 
-# Redis 8 reports its built-in JSON type as the module ReJSON and its vector
-# sets as the module vectorset (modules/__init__.py's BUILTIN), listed before
-# the loaded modules.
-REJSON = (b"*8\r\n$4\r\nname\r\n$6\r\nReJSON\r\n$3\r\nver\r\n:81000\r\n$4\r\npath\r\n"
-          b"$39\r\n/usr/local/lib/redis/modules//rejson.so\r\n$4\r\nargs\r\n*0\r\n"
-          b"*8\r\n$4\r\nname\r\n$9\r\nvectorset\r\n$3\r\nver\r\n:1\r\n$4\r\npath\r\n$0\r\n\r\n"
-          b"$4\r\nargs\r\n*0\r\n")
-BUILTINS = 2
-BUILTIN_NAMES = (b"ReJSON", b"vectorset")
-NO_MODULES = b"*%d\r\n" % BUILTINS + REJSON
-REJSON_INFO = ("module:name=ReJSON,ver=81000,api=1,filters=0,usedby=[],using=[],options=[handle-io-errors]\r\n"
-               "module:name=vectorset,ver=1,api=1,filters=0,usedby=[],using=[],"
-               "options=[handle-io-errors|handle-repl-async-load]")
+# Redis 8 reports its built-in data types as modules (modules/__init__.py's
+# BUILTIN: ReJSON, bf ...), listed before the loaded modules.
+REJSON = b"".join(b"*8\r\n$4\r\nname\r\n$%d\r\n%s\r\n$3\r\nver\r\n:%d\r\n$4\r\npath\r\n$%d\r\n%s\r\n"
+                  b"$4\r\nargs\r\n*0\r\n" % (len(n), n.encode(), v, len(p), p.encode())
+                  for n, v, p, _o in BUILTIN)
+NO_MODULES = b"*%d\r\n" % len(BUILTIN) + REJSON
+REJSON_INFO = "\r\n".join("module:name=%s,ver=%d,api=1,filters=0,usedby=[],using=[],options=[%s]" % (n, v, o)
+                          for n, v, _p, o in BUILTIN)
+BUILTIN_NAMES = {n.encode() for n, _v, _p, _o in BUILTIN}
 
 
 def _mods(conn) -> list:
     """MODULE LIST (RESP2: each module a flat list of pairs) as dicts, the
-    built-in modules left out."""
+    built-in ReJSON left out."""
     return [dict(zip(m[::2], m[1::2])) for m in conn.call_value("MODULE", "LIST")
             if m[1] not in BUILTIN_NAMES]
 
@@ -134,7 +132,7 @@ def test_load_list_unload(c, srv):
     n0 = c.call_value("COMMAND", "COUNT")
     assert c.call("MODULE", "LOAD", RATELIMIT, "a", "b") == b"+OK\r\n"
     assert c.call("MODULE", "LIST") == (
-        b"*%d\r\n" % (BUILTINS + 1) + REJSON + b"*8\r\n$4\r\nname\r\n$9\r\nratelimit\r\n$3\r\nver\r\n:1\r\n$4\r\npath\r\n$%d\r\n%s\r\n"
+        b"*%d\r\n" % (len(BUILTIN) + 1) + REJSON + b"*8\r\n$4\r\nname\r\n$9\r\nratelimit\r\n$3\r\nver\r\n:1\r\n$4\r\npath\r\n$%d\r\n%s\r\n"
         b"$4\r\nargs\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n" % (len(RATELIMIT), RATELIMIT.encode()))
     assert c.call_value("COMMAND", "COUNT") == n0 + 2
     assert c.call("MODULE", "LOAD", RATELIMIT) == LOAD_FAILED          # the name is taken
@@ -151,12 +149,11 @@ def test_list_in_resp3_hello_and_info(srv, c, testmod):
     c3 = srv.conn(resp3=True)
     try:
         r = c3.call("MODULE", "LIST")
-        assert r.startswith(b"*%d\r\n%%4\r\n$4\r\nname\r\n$6\r\nReJSON\r\n" % (BUILTINS + 1))
+        assert r.startswith(b"*%d\r\n%%4\r\n$4\r\nname\r\n$6\r\nReJSON\r\n" % (len(BUILTIN) + 1))
         assert b"%4\r\n$4\r\nname\r\n$7\r\ntestmod\r\n$3\r\nver\r\n:7\r\n" in r
         hello = c3.call_value("HELLO", "3")
-        assert hello[b"modules"] == [{b"name": b"ReJSON", b"ver": 81000,
-                                      b"path": b"/usr/local/lib/redis/modules//rejson.so", b"args": []},
-                                     {b"name": b"vectorset", b"ver": 1, b"path": b"", b"args": []},
+        assert hello[b"modules"] == [{b"name": n.encode(), b"ver": v, b"path": p.encode(), b"args": []}
+                                     for n, v, p, _o in BUILTIN] + [
                                      {b"name": b"testmod", b"ver": 7, b"path": testmod.encode(),
                                       b"args": [b"x"]}]
     finally:

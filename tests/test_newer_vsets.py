@@ -479,9 +479,11 @@ def test_command_info(r, raw):
     vcard = raw.call("COMMAND", "INFO", "VCARD")
     assert b":2\r\n*3\r\n+readonly\r\n+module\r\n+fast\r\n" in vcard and b"+@read\r\n+@fast\r\n" in vcard
     assert raw.call("COMMAND", "GETKEYS", "VSIM", "k", "ELE", "e") == b"*1\r\n$1\r\nk\r\n"
-    # the @vectorset category (ACL CAT lists it after json)
+    # the @vectorset category (ACL CAT lists it with the other data types')
     cats = r.execute_command("ACL", "CAT")
-    assert cats[cats.index(b"json") + 1] == b"vectorset"
+    assert cats.index(b"vectorset") > cats.index(b"json")
+    docs = raw.call("COMMAND", "DOCS", "VSIM")
+    assert b"$5\r\ngroup\r\n$6\r\nmodule\r\n" in docs and b"$6\r\nmodule\r\n$9\r\nvectorset\r\n" in docs
     names = {b"vadd", b"vrem", b"vsim", b"vcard", b"vdim", b"vemb", b"vgetattr", b"vsetattr", b"vinfo", b"vlinks",
              b"vrandmember", b"vismember", b"vrange"}
     assert set(r.execute_command("ACL", "CAT", "vectorset")) == names

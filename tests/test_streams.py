@@ -104,8 +104,7 @@ def mask(reply: bytes) -> bytes:
     and seen times of XINFO STREAM FULL)."""
     reply = _IDLE.sub(b"idle\r\n:<idle>", reply)
     reply = _INACTIVE.sub(b"inactive\r\n:<idle>", reply)
-    # Redis 7.2 says "Print this help." in every HELP reply: a change of
-    # protocol.resp's help_reply, not of streams
+    # Redis 7.2 says "Print this help." in every HELP reply, 7.0 "Prints"
     reply = reply.replace(b"+    Prints this help.\r\n", b"+    Print this help.\r\n")
     reply = _PENDING_IDLE.sub(rb"\1:<idle>", reply)
     return _MSTIME.sub(b":<ms>\r\n", reply)

@@ -141,7 +141,12 @@ def _args_reply(resp, args) -> bytes:
     for a in args:
         # names are reported lower case and tokens upper case, as Redis's
         # generated command table has them
-        fields = [(b"name", bulk(a["name"].lower().encode())), (b"type", bulk(a["type"].encode()))]
+        name = a["name"].lower()
+        fields = [(b"name", bulk(name.encode())), (b"type", bulk(a["type"].encode()))]
+        if a["type"] not in ("oneof", "block"):
+            # Redis 7.2: how the argument is shown in a syntax line (its
+            # name unless the metadata says otherwise)
+            fields.append((b"display_text", bulk(a.get("display_text", name).encode())))
         if "key_spec_index" in a:
             fields.append((b"key_spec_index", integer(a["key_spec_index"])))
         if "token" in a:
@@ -186,8 +191,11 @@ def command_docs_reply(cmd, resp) -> bytes:
     fields.append((b"group", bulk(cmd.group.replace("_", "-").encode())))
     if m.get("complexity"):
         fields.append((b"complexity", bulk(m["complexity"].encode())))
-    if cmd.module is not None:
-        fields.append((b"module", bulk(cmd.module.encode())))
+    # a loaded module's name, or the module Redis 8 reports a built-in
+    # data type's command as (its entry's "module": "bf" ...)
+    module = cmd.module if cmd.module is not None else m.get("module")
+    if module is not None:
+        fields.append((b"module", bulk(module.encode())))
     doc_flags = []
     if m.get("deprecated_since"):
         doc_flags.append(b"deprecated")

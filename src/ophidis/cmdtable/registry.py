@@ -60,12 +60,16 @@ _load_newer(os.path.join(_DATA, "commands"))
 ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
                   "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
                   "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json",
-                  "vectorset")
+                  "bloom", "cuckoo", "cms", "topk", "tdigest", "vectorset")
 
 
 # Implicit ACL categories, as Redis derives them from the command flags.
 def _acl_categories(meta) -> list:
     cats = [c.lower() for c in meta.get("acl_categories", [])]
+    if meta.get("module_acl"):
+        # a module command's categories are exactly what its registration
+        # gives (RedisModule_SetCommandACLCategories): nothing implied
+        return cats
     flags = meta.get("command_flags", [])
     if "WRITE" in flags:
         cats.append("write")

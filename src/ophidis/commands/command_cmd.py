@@ -76,7 +76,10 @@ def command_list(c, argv):
         if filt is not None:
             kind, arg = filt
             if kind == b"module":
-                if x.module is None or x.module.lower().encode() != arg.lower():
+                # (a built-in data type's commands count as the module Redis
+                # 8 reports them as: their entry's "module")
+                mod = x.module if x.module is not None else x.meta.get("module")
+                if mod is None or mod.lower().encode() != arg.lower():
                     continue
             elif kind == b"aclcat":
                 cat = arg.lower().decode("latin-1")
@@ -145,6 +148,6 @@ def command_help(c, argv):
         "GETKEYSANDFLAGS <full-command>",
         "    Key names and their access flags in a full command line.",
         "HELP",
-        "    Prints this help.",
+        "    Print this help.",
     ]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)

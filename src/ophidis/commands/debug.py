@@ -21,6 +21,7 @@ from ..dtoa import fpconv
 from ..config import memtoull
 from ..errors import RedisError
 from ..keyspace.db import MODULE_CLASSES, type_name
+from ..persistence import modulerecord
 from ..persistence.rdb import stream_body
 from ..protocol.resp import (OK, boolean, bulk, double, help_reply, integer, map_header, push_header, set_header,
                              simple, verbatim)
@@ -209,6 +210,8 @@ def _serialized_length(v) -> int:
             except ValueError:
                 pass
         return n + (1 if n < 64 else 2 if n < 16384 else 5)
+    if v.__class__ in MODULE_CLASSES:
+        return len(modulerecord.encode(v))       # the module record, as Redis measures it
     t = type_name(v)
     if t == b"stream":
         return len(stream_body(v))

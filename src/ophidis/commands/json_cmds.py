@@ -22,7 +22,10 @@ from ..keyspace import notify
 from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer, map_header, null,
                              simple)
 from ..types import jsonpath
-from ..types.json import I64_MAX, I64_MIN, JsonError, JsonValue, MAX_DEPTH, deep_copy, depth, dumps, memory, parse, type_name
+from ..types.json import (I64_MAX, I64_MIN, MAX_DEPTH, U64_MAX, FphaError, JsonError, JsonValue, TypedList,
+                          deep_copy, depth, dumps, float_width, fpha, fpha_error_text, memory, narrow, number_kind,
+                          parse,
+                          remove_key, settle, strict_eq, type_name)
 from ..util import parse_int, try_int
 
 _MODULE = notify.MODULE
@@ -30,6 +33,7 @@ _GENERIC = notify.GENERIC
 
 _NO_KEY = RedisError("ERR could not perform this operation on a key that doesn't exist")
 _NO_PATH = RedisError("ERR Path does not exist")
+_PROJECTION = RedisError(jsonpath.PROJECTION_READONLY)
 _AT_ROOT = RedisError("ERR new objects must be created at the root")
 _SYNTAX = RedisError("ERR syntax error")
 _NOT_NUMBER = RedisError("ERR result is not a number")
@@ -65,7 +69,7 @@ def _doc(b: bytes):
 
 
 class _Path:
-    __slots__ = ("q", "legacy", "root")
+    __slots__ = ("q", "legacy", "root", "proj")
 
     def __init__(self, arg):
         if arg is None:
@@ -77,9 +81,16 @@ class _Path:
             self.q = jsonpath.compile(text)
         except jsonpath.PathError as e:
             raise RedisError("-" + str(e)) from None
+        # a computed expression ($.a + 1, $.arr.length()): reads only
+        self.proj = self.q.proj is not None
 
     def run(self, doc):
+        if self.proj:
+            raise _PROJECTION
         return self.q.run(doc)
+
+    def project(self, doc):
+        return self.q.project(doc)
 
 
 def _opt_path(argv, name: str) -> _Path:
@@ -126,7 +137,10 @@ def _set_at(jv, path, value):
     if not path:
         jv.v = value
     else:
-        _parent(jv.v, path)[path[-1]] = value
+        parent = _parent(jv.v, path)
+        parent[path[-1]] = value
+        if parent.__class__ is TypedList:
+            settle(parent)
 
 
 _MISSING = object()
@@ -237,6 +251,8 @@ def _set_targets(doc, path: _Path, nx: bool, xx: bool):
             return _prune_nested(found), []
     if xx:
         return [], []
+    if path.proj:
+        raise _PROJECTION
     q = path.q
     if not q.is_static():
         raise RedisError("Err wrong static path")
@@ -253,16 +269,26 @@ def _set_targets(doc, path: _Path, nx: bool, xx: bool):
     return [], adds
 
 
-def _apply_set(jv, value, found, adds):
+def _apply_set(jv, value, found, adds) -> tuple:
+    """Write value at each path (found) and as each new member (adds), as
+    RedisJSON applies a JSON.SET / JSON.MSET: a target it cannot write (the
+    document would nest too deep, or an earlier write of the command removed
+    its place) is skipped and the others still written.  (number of
+    targets written, whether all were)."""
+    d = depth(value)
+    n = 0
     for p in found:
-        _check_depth(len(p), value)
-    for p, _k in adds:
-        _check_depth(len(p) + 1, value)
-    for p in found:
+        if len(p) + d >= MAX_DEPTH or _resolve(jv.v, p) is _MISSING:
+            continue
         _set_at(jv, p, _copy(value))
+        n += 1
     for p, k in adds:
-        _get_at(jv.v, p)[k] = _copy(value)
-    return len(found) + len(adds)
+        parent = _resolve(jv.v, p) if p else jv.v
+        if len(p) + 1 + d >= MAX_DEPTH or not isinstance(parent, dict):
+            continue
+        parent[k] = _copy(value)
+        n += 1
+    return n, n == len(found) + len(adds)
 
 
 _copy = deep_copy
@@ -301,6 +327,7 @@ def json_set(c, argv):
     path = _Path(argv[2])
     raw = argv[3]
     nx = xx = False
+    ftype = None
     i = 4
     while i < len(argv):
         a = argv[i].upper()
@@ -317,14 +344,22 @@ def json_set(c, argv):
             if i + 1 >= len(argv):
                 raise _arity("json.set")
             i += 1
-            if argv[i].upper() not in _FPHA:
+            ftype = argv[i].upper()
+            if ftype not in _FPHA:
                 raise RedisError("ERR invalid FPHA type")
+            ftype = ftype.decode()
         else:
             raise _SYNTAX
         i += 1
     db = c.db
     jv = db.lookup_write_typed(key, JsonValue)
     value = _doc(raw)
+    if ftype is not None:
+        # numeric arrays narrowed to the width (ijson's typed arrays)
+        try:
+            value = fpha(value, ftype)
+        except FphaError as e:
+            raise RedisError("-" + fpha_error_text(raw.decode("utf-8"), e.path, ftype)) from None
     if jv is None:
         if xx:
             return null(c.resp)
@@ -338,9 +373,11 @@ def json_set(c, argv):
     found, adds = _set_targets(jv.v, path, nx, xx)
     if not found and not adds:
         return null(c.resp)
-    _apply_set(jv, value, found, adds)
-    _done(c, key, b"json.set")
-    return OK
+    n, every = _apply_set(jv, value, found, adds)
+    if n:
+        _done(c, key, b"json.set")
+    # OK only when every target was written (RedisJSON)
+    return OK if every else null(c.resp)
 
 
 @command("json.mset")
@@ -361,6 +398,7 @@ def json_mset(c, argv):
             raise _AT_ROOT
         value = _doc(argv[i + 2])
         plan.append((key, targets, value))
+    every = True
     for key, targets, value in plan:
         if targets is None:
             jv = db.lookup_write_typed(key, JsonValue)
@@ -372,10 +410,13 @@ def json_mset(c, argv):
         else:
             jv = db.lookup_write_typed(key, JsonValue)
             found, adds = targets
-            if found or adds:
-                _apply_set(jv, value, found, adds)
+            # the places were found before any write: an earlier triple may
+            # have removed one (that triple's write fails, the rest go on)
+            n, ok = _apply_set(jv, value, found, adds)
+            if n:
                 _done(c, key, b"json.mset")
-    return OK
+            every = every and ok and n > 0
+    return OK if every else null(c.resp)
 
 
 def _merge(target, patch):
@@ -385,7 +426,8 @@ def _merge(target, patch):
     target = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
-            target.pop(k, None)
+            if k in target:
+                remove_key(target, k)
         else:
             target[k] = _merge(target.get(k), v)
     return target
@@ -409,24 +451,37 @@ def json_merge(c, argv):
         # a new document is the value as given (its nulls kept)
         return _create(c, key, path, value, b"json.merge")
     if path.root:
-        jv.v = _merge(jv.v, value)
+        m = _merge(jv.v, value)
+        # a merge that would nest too deep is not made (RedisJSON still
+        # answers OK at the root)
+        if depth(m) < MAX_DEPTH:
+            jv.v = m
         _done(c, key, b"json.merge")
         return OK
     found = [p for p, _ in path.run(jv.v)]
     if found:
+        merged = False
         for p in found:
+            # a match an earlier one removed, or one the merge would nest
+            # too deep, is skipped: OK when any was merged, else nil
             cur = _resolve(jv.v, p)
             if cur is _MISSING:
                 continue
             m = _merge(cur, value)
-            _check_depth(len(p), m)
+            if len(p) + depth(m) >= MAX_DEPTH:
+                continue
             _set_at(jv, p, m)
+            merged = True
+        if not merged:
+            return null(c.resp)
         _done(c, key, b"json.merge")
         return OK
     found, adds = _set_targets(jv.v, path, True, False)
     if not adds:
         return null(c.resp)
     # a new member takes the value as given
+    for p, _k in adds:
+        _check_depth(len(p) + 1, value)
     _apply_set(jv, value, [], adds)
     _done(c, key, b"json.merge")
     return OK
@@ -437,6 +492,13 @@ def json_merge(c, argv):
 # ---------------------------------------------------------------------------
 
 _GET_OPTS = (b"INDENT", b"NEWLINE", b"SPACE")
+
+
+def _values(p: _Path, doc):
+    """The values a path selects, or those a projection computes."""
+    if p.proj:
+        return p.project(doc)
+    return [v for _, v in p.run(doc)]
 
 
 @command("json.get")
@@ -485,10 +547,13 @@ def json_get(c, argv):
         # one array per path, of its matches as RESP3 values (legacy
         # paths too)
         expand = form == b"EXPAND"
-        return _arr([_arr([_resp3(c, v, expand, ind, nl, sp) for _, v in p.run(doc)]) for p in paths])
+        return _arr([_arr([_resp3(c, v, expand, ind, nl, sp) for v in _values(p, doc)]) for p in paths])
     legacy = all(p.legacy for p in paths)
     if len(paths) == 1:
         p = paths[0]
+        if p.proj:
+            # a projection answers with the list of what it computed
+            return _s(dumps(p.project(doc), ind, nl, sp))
         res = p.run(doc)
         if legacy:
             if not res:
@@ -497,6 +562,9 @@ def json_get(c, argv):
         return _s(dumps([v for _, v in res], ind, nl, sp))
     out = {}
     for p, name in zip(paths, names):
+        if p.proj:
+            out[name] = p.project(doc)
+            continue
         res = p.run(doc)
         if legacy:
             if not res:
@@ -511,13 +579,21 @@ def json_get(c, argv):
 def json_mget(c, argv):
     if len(argv) < 3:
         raise _arity("json.mget")
-    path = _Path(argv[-1])
+    _text(argv[-1])
+    try:
+        path = _Path(argv[-1])
+    except RedisError:
+        # as RedisJSON: a path that does not parse fails each key (nil)
+        path = None
     db = c.db
     out = []
     for key in argv[1:-1]:
         v = db.lookup_read(key)
-        if v is None or v.__class__ is not JsonValue:
+        if v is None or v.__class__ is not JsonValue or path is None:
             out.append(null(c.resp))
+            continue
+        if path.proj:
+            out.append(_s(dumps(path.project(v.v))))
             continue
         res = path.run(v.v)
         if path.legacy:
@@ -577,6 +653,8 @@ def _resp(c, v) -> bytes:
 @command("json.resp")
 def json_resp(c, argv):
     path, jv = _read_doc(c, argv, "json.resp")
+    if path.proj and jv is not None:
+        return _arr([_resp(c, v) for v in path.project(jv.v)])
     # every value is an object: no match is of the wrong kind
     return _read_each(c, path, jv, object, lambda v: _resp(c, v), None, None, _NO_PATH, None)
 
@@ -585,6 +663,8 @@ def json_resp(c, argv):
 def json_type(c, argv):
     path, jv = _read_doc(c, argv, "json.type")
     if path.legacy:
+        if path.proj:
+            raise _PROJECTION
         if jv is None:
             r = null(c.resp)
         else:
@@ -617,7 +697,10 @@ def _del(c, argv, name):
         found = _prune_nested([p for p, _ in path.run(jv.v) if p])
         for p in _mutation_order(found):
             parent = _parent(jv.v, p)
-            del parent[p[-1]]
+            if isinstance(parent, dict):
+                remove_key(parent, p[-1])
+            else:
+                del parent[p[-1]]
         deleted = len(found)
     if deleted:
         v = jv.v
@@ -726,9 +809,10 @@ def _num_text(v) -> str:
     return dumps(v)
 
 
-def _int_op(op, v, by):
-    """The integer result of v op by, or None when it overflows (or, for
-    a power, when the exponent is negative or beyond 32 bits)."""
+def _int_op(op, v, by, top=I64_MAX):
+    """The integer result of v op by, or None when it overflows (beyond
+    top) (or, for a power, when the exponent is negative or beyond 32
+    bits)."""
     if op == "add":
         r = v + by
     elif op == "mul":
@@ -742,7 +826,7 @@ def _int_op(op, v, by):
             return None
         else:
             r = v ** by
-    return r if I64_MIN <= r <= I64_MAX else None
+    return r if I64_MIN <= r <= top else None
 
 
 def _float_op(op, v, by):
@@ -773,14 +857,35 @@ def _num_op(c, argv, name, event, op):
         if not _isnum(v):
             results.append(None)
             continue
-        if isinstance(v, int) and isinstance(by, int) and I64_MIN <= by <= I64_MAX:
+        # an array item is held as ijson holds the array: a typed integer
+        # array computes up to u64, a typed float array keeps its width
+        parent = _parent(jv.v, p) if p else None
+        kind = number_kind(parent) if isinstance(parent, list) else ""
+        if kind == "int" and isinstance(by, int):
+            r = _int_op(op, v, by, U64_MAX)
+            if r is None:
+                raise _OVERFLOW
+        elif isinstance(v, int) and isinstance(by, int) and I64_MIN <= by <= I64_MAX and v <= I64_MAX:
             r = _int_op(op, v, by)
             if r is None:
                 raise _OVERFLOW
         else:
             r = _float_op(op, float(v), float(by))
             if r is None:
-                raise _NOT_NUMBER
+                raise _OVERFLOW if kind == "float" else _NOT_NUMBER
+            if kind:
+                ft = parent.ftype if parent.__class__ is TypedList else None
+                if ft is None:
+                    # ijson holds an array of floats at the narrowest width
+                    # that keeps them all (FPHA or not): made explicit here
+                    ft = float_width(parent)
+                    if ft is not None and ft != "FP64":
+                        parent = TypedList(parent, ft)
+                        _set_at(jv, p[:-1], parent)
+                if ft is not None and ft != "FP64":
+                    # the result is stored (and answered) at the width
+                    # when it fits, else the array widens to hold it
+                    r = narrow(r, ft) or r
         results.append(r)
     hits = [(p, r) for (p, _), r in zip(res, results) if r is not None]
     if path.legacy and c.resp < 3 and not hits:
@@ -894,6 +999,8 @@ def json_arrappend(c, argv):
     for p in hits:
         arr = _get_at(jv.v, p)
         arr.extend(_copy(x) for x in values)
+        if arr.__class__ is TypedList:
+            settle(arr)
         vals.append(len(arr))
     if hits:
         _done(c, key, b"json.arrappend")
@@ -906,9 +1013,7 @@ def _norm_start(i, n):
 
 def _json_eq(a, b) -> bool:
     # an integer never equals a float (RedisJSON compares the kinds first)
-    if type(a) is not type(b):
-        return False
-    return a == b
+    return strict_eq(a, b)
 
 
 @command("json.arrindex")
@@ -958,6 +1063,8 @@ def json_arrinsert(c, argv):
         arr = _get_at(jv.v, p)
         j = len(arr) + idx if idx < 0 else idx
         arr[j:j] = [_copy(x) for x in values]
+        if arr.__class__ is TypedList:
+            settle(arr)
         lens[tuple(p)] = len(arr)
     return _lens_reply(c, key, b"json.arrinsert", path, res, hits, lens)
 
@@ -1072,6 +1179,10 @@ def json_debug(c, argv):
         if jv is None:
             return array_header(0)
         return _arr([integer(memory(v)) for _, v in path.run(jv.v)])
+    if sub == b"DEFRAG_INFO":
+        # RedisJSON's defragmentation counters: we never defragment
+        return map_header(c.resp, 3) + b"".join(
+            _s(k) + integer(0) for k in ("defrag_started", "defrag_ended", "keys_defrag"))
     if sub == b"HELP":
         return _arr([_s("MEMORY <key> [path] - reports memory usage"),
                      _s("HELP                - this message")])

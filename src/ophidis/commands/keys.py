@@ -300,7 +300,8 @@ def scan(c, argv):
         keys = [k for k in keys if m(k)]
     if typ is not None:
         d = db.d
-        keys = [k for k in keys if k in d and type_name(d[k]) == typ]
+        # compared without case: a module type's name has capitals (MBbloom--)
+        keys = [k for k in keys if k in d and type_name(d[k]).lower() == typ]
     expires = db.expires
     if expires:
         now = _time() * 1000

@@ -1,5 +1,6 @@
 """List commands (t_list.c semantics): pushes, pops, ranges, LPOS, moves and
-the blocking variants BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP.
+the blocking variants BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP; Redis 8.10's
+LMOVEM and BLMOVEM (several elements moved at once).
 
 A list is a ``ListValue`` (types/containers.py: packed nodes when the
 compiled module is loaded, else a deque of bytes).  Redis 7.0 always encodes
@@ -341,6 +342,7 @@ def linsert(c, argv):
         return MINUS_ONE
     v.insert(i + 1 if after else i, argv[4])
     db.signal(key)
+    signal_key_ready(db, key)   # a BLMOVEM EXACTLY may wait for the list to grow
     notify.notify(_LIST, b"linsert", key, db.id)
     c.server.dirty += 1
     return integer(len(v))
@@ -660,3 +662,131 @@ def blmove(c, argv):
 def brpoplpush(c, argv):
     deadline = parse_timeout(argv[3])
     return _blmove(c, argv, argv[1], argv[2], False, True, deadline, True)
+
+
+# ---------------------------------------------------------------------------
+# LMOVEM / BLMOVEM (Redis 8.10)
+# ---------------------------------------------------------------------------
+_SELECTOR = {b"count": False, b"exactly": True}
+_ORDERING = {b"obo": False, b"bulk": True}
+
+
+def _parse_movem(argv, at):
+    """The optional ``COUNT|EXACTLY n OBO|BULK`` block from argv[at] ->
+    (count, exactly, bulk, given); without it one element, as LMOVE."""
+    rest = len(argv) - at
+    if rest == 0:
+        return 1, False, False, False
+    if rest != 3:
+        raise SYNTAX
+    exactly = parse_keyword(argv[at], _SELECTOR)
+    count = parse_int(argv[at + 1], _COUNT_GT0)
+    if count < 1:
+        raise _COUNT_GT0
+    bulk = parse_keyword(argv[at + 2], _ORDERING)
+    return count, exactly, bulk, True
+
+
+def _movem(c, db, src, dst, sv, from_left, to_left, n, bulk):
+    """Move n elements (1 <= n <= len(sv)) from one end of sv (the list at
+    src) to one end of dst; the reply lists them in destination order.
+
+    The block taken is the n elements at the source's end; OBO pushes them
+    one at a time in the order they were popped, BULK keeps their order in
+    the source.  The destination's type is checked before anything moves."""
+    dv = sv if dst == src else db.lookup_write_typed(dst, ListValue)
+    popped = sv.popn(n, from_left)          # in popping order
+    if bulk:
+        if not from_left:
+            popped.reverse()                # back to source order
+        moved = popped                      # destination order, either end
+        if dv is None:
+            db.add(dst, ListValue(moved))
+        else:
+            if to_left:
+                dv.extendleft(reversed(moved))
+            else:
+                dv.extend(moved)
+    else:
+        if to_left:
+            moved = popped[::-1]
+            if dv is not None:
+                dv.extendleft(popped)
+        else:
+            moved = popped
+            if dv is not None:
+                dv.extend(popped)
+        if dv is None:
+            db.add(dst, ListValue(moved))
+    if dv is not None:
+        db.signal(dst)
+        signal_key_ready(db, dst)
+    if notify.flags:
+        notify.notify(_LIST, b"lpush" if to_left else b"rpush", dst, db.id)
+        notify.notify(_LIST, b"lpop" if from_left else b"rpop", src, db.id)
+    db.delete_if_empty(src, sv)
+    c.server.dirty += n
+    return bulk_items(moved)
+
+
+def _movem_needed(sv, count, exactly):
+    """How many elements a move takes from sv (None: it cannot be served)."""
+    if not sv:
+        return None
+    if exactly:
+        return count if len(sv) >= count else None
+    return min(count, len(sv))
+
+
+@command("lmovem")
+def lmovem(c, argv):
+    from_left = _where(argv[3])
+    to_left = _where(argv[4])
+    count, exactly, bulk, _given = _parse_movem(argv, 5)
+    db = c.db
+    src, dst = argv[1], argv[2]
+    sv = db.lookup_write_typed(src, ListValue)
+    n = _movem_needed(sv, count, exactly)
+    if n is None:
+        return c.null_array
+    return _movem(c, db, src, dst, sv, from_left, to_left, n, bulk)
+
+
+@command("blmovem")
+def blmovem(c, argv):
+    from_left = _where(argv[3])
+    to_left = _where(argv[4])
+    deadline = parse_timeout(argv[5])
+    count, exactly, bulk, given = _parse_movem(argv, 6)
+    db = c.db
+    src, dst = argv[1], argv[2]
+
+    def as_lmovem(n):
+        # what is propagated: the non-blocking form, the number moved fixed
+        if not given:
+            return [b"LMOVEM", src, dst, argv[3], argv[4]]
+        return [b"LMOVEM", src, dst, argv[3], argv[4], b"EXACTLY", b"%d" % n,
+                b"BULK" if bulk else b"OBO"]
+
+    sv = db.lookup_write_typed(src, ListValue)
+    n = _movem_needed(sv, count, exactly)
+    if n is not None:
+        reply = _movem(c, db, src, dst, sv, from_left, to_left, n, bulk)
+        rewrite_argv(c, as_lmovem(n))
+        return reply
+    if not _may_block(c):
+        return c.null_array
+
+    def on_ready(c, db, key):
+        sv = db.lookup_nostats(key)
+        if sv.__class__ is not ListValue:
+            return None
+        n = _movem_needed(sv, count, exactly)
+        if n is None:
+            return None
+        reply = _movem(c, db, key, dst, sv, from_left, to_left, n, bulk)
+        _propagate_served(c, db, as_lmovem(n))
+        return reply
+
+    c.server.blocking_handler.block(c, [src], deadline, on_ready, _timeout_null_array, also=(dst,))
+    return None

@@ -166,7 +166,7 @@ _HELP = [
     "SHARDNUMSUB [<shardchannel> ...]",
     "    Return the number of subscribers for the specified shard level channel(s)",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ]
 
 

@@ -79,7 +79,7 @@ def script_kill(c, is_eval: bool):
 
 def _help(name, lines):
     lines = ["%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % name] + lines + [
-        "HELP", "    Prints this help."]
+        "HELP", "    Print this help."]
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
 
 

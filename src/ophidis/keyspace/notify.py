@@ -27,21 +27,29 @@ SUBKEYEVENT = 1 << 16       # T: __subkeyevent@<db>__:<event>  <key>|<fields>
 SUBKEYSPACEITEM = 1 << 17   # I: __subkeyspaceitem@<db>__:<key>\n<field>  <event>
 SUBKEYSPACEEVENT = 1 << 18  # V: __subkeyspaceevent@<db>__:<event>|<key>  <fields>
 SUBKEY = SUBKEYSPACE | SUBKEYEVENT | SUBKEYSPACEITEM | SUBKEYSPACEEVENT
-# Redis 8.8's array events (ARSET ...): enabled by "A" only, their own
-# class letter is not reproduced (docs/COMPATIBILITY.md); the rendering
-# shows "A" for 7.0's classes all set, as 7.0 does.
-ARRAY = 1 << 20
+ARRAY = 1 << 20         # a (Redis 8.8): the array commands (ARSET ...)
 OVERWRITTEN = 1 << 21   # o (Redis 8.2): a key's value replaced by another
 TYPE_CHANGED = 1 << 22  # c (Redis 8.2): ... by one of another type
+# "A": every class but m, n, o and c (Redis 8.8 counts the array class in it)
 ALL = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE | ARRAY
-_ALL_SHOWN = ALL & ~ARRAY
 
 _CHARS = {
     "A": ALL, "g": GENERIC, "$": STRING, "l": LIST, "s": SET, "h": HASH, "z": ZSET,
     "x": EXPIRED, "e": EVICTED, "K": KEYSPACE, "E": KEYEVENT, "t": STREAM,
     "m": KEY_MISS, "d": MODULE, "n": NEW, "o": OVERWRITTEN, "c": TYPE_CHANGED,
-    "S": SUBKEYSPACE, "T": SUBKEYEVENT, "I": SUBKEYSPACEITEM, "V": SUBKEYSPACEEVENT,
+    "S": SUBKEYSPACE, "T": SUBKEYEVENT, "I": SUBKEYSPACEITEM, "V": SUBKEYSPACEEVENT, "a": ARRAY,
 }
+# CONFIG SET's error lists the letters in Redis 8.10's order
+INVALID_CLASS = "Invalid event class character. Use 'Ag$lshzxeKEtmdnocaSTIV'."
+
+# CONFIG GET's rendering (keyspaceEventsFlagsToString): "A" stands for the
+# first group when all of ALL is set (n, o and c are then not shown, as in
+# Redis), the second group follows either way
+_FIRST = (("g", GENERIC), ("$", STRING), ("l", LIST), ("s", SET), ("h", HASH), ("z", ZSET),
+          ("x", EXPIRED), ("e", EVICTED), ("t", STREAM), ("d", MODULE), ("a", ARRAY),
+          ("n", NEW), ("o", OVERWRITTEN), ("c", TYPE_CHANGED))
+_SECOND = (("K", KEYSPACE), ("E", KEYEVENT), ("m", KEY_MISS), ("S", SUBKEYSPACE),
+           ("T", SUBKEYEVENT), ("I", SUBKEYSPACEITEM), ("V", SUBKEYSPACEEVENT))
 
 # Current flags; config sets it.
 flags = 0
@@ -65,23 +73,11 @@ def parse_flags(s: str) -> int:
 
 def flags_to_string(f: int) -> str:
     out = []
-    if f & _ALL_SHOWN == _ALL_SHOWN:
+    if f & ALL == ALL:
         out.append("A")
     else:
-        for ch, bit in (("g", GENERIC), ("$", STRING), ("l", LIST), ("s", SET), ("h", HASH),
-                        ("z", ZSET), ("x", EXPIRED), ("e", EVICTED), ("t", STREAM),
-                        ("d", MODULE), ("n", NEW), ("o", OVERWRITTEN), ("c", TYPE_CHANGED)):
-            if f & bit:
-                out.append(ch)
-    if f & KEYSPACE:
-        out.append("K")
-    if f & KEYEVENT:
-        out.append("E")
-    for ch, bit in (("S", SUBKEYSPACE), ("T", SUBKEYEVENT), ("I", SUBKEYSPACEITEM), ("V", SUBKEYSPACEEVENT)):
-        if f & bit:
-            out.append(ch)
-    if f & KEY_MISS:
-        out.append("m")
+        out += [ch for ch, bit in _FIRST if f & bit]
+    out += [ch for ch, bit in _SECOND if f & bit]
     return "".join(out)
 
 

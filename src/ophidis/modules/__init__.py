@@ -31,6 +31,7 @@ ELF_MAGIC = b"\x7fELF"
 # loads it; ours are part of the server (types/json.py), nothing is loaded.
 BUILTIN = (
     ("ReJSON", 81000, "/usr/local/lib/redis/modules//rejson.so", "handle-io-errors"),
+    ("bf", 81000, "/usr/local/lib/redis/modules//redisbloom.so", "handle-io-errors"),
     ("vectorset", 1, "", "handle-io-errors|handle-repl-async-load"),
 )
 

@@ -61,8 +61,9 @@ class ModuleWriter:
         self.out.append(b"\x02" + enc_len(x))
 
     def sint(self, x: int):
-        # stored as the unsigned 64-bit pattern of the signed value
-        self.out.append(b"\x01" + enc_len(x & 0xFFFFFFFFFFFFFFFF))
+        # RedisModule_SaveSigned: the unsigned item (its opcode too) of the
+        # value's 64-bit pattern
+        self.out.append(b"\x02" + enc_len(x & 0xFFFFFFFFFFFFFFFF))
 
     def float(self, x: float):
         self.out.append(b"\x03" + _pack_f(x))
@@ -93,7 +94,11 @@ class ModuleReader:
         return self.src.load_len()
 
     def sint(self) -> int:
-        self._op(OP_SINT)
+        # RedisModule_LoadSigned reads an unsigned item; the signed opcode,
+        # which Redis never writes, is read too
+        op = self.src.load_len()
+        if op != OP_UINT and op != OP_SINT:
+            raise ModuleFormatError("module opcode %d where %d was expected" % (op, OP_UINT))
         v = self.src.load_len()
         return v - (1 << 64) if v >= 1 << 63 else v
 

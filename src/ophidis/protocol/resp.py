@@ -85,7 +85,7 @@ def help_reply(name: bytes, text: bytes) -> bytes:
     own, as status replies."""
     lines = [b"%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" % name]
     lines += text.splitlines()
-    lines += (b"HELP", b"    Prints this help.")
+    lines += (b"HELP", b"    Print this help.")
     return b"*%d\r\n" % len(lines) + b"".join([b"+%s\r\n" % x for x in lines])
 
 
