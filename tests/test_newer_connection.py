@@ -17,7 +17,8 @@ from support.wait import wait_until
 FIELDS = ["id", "addr", "laddr", "fd", "name", "age", "idle", "flags", "db", "sub", "psub", "ssub",
           "multi", "watch", "qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl", "oll",
           "omem", "tot-mem", "events", "cmd", "user", "redir", "resp", "lib-name", "lib-ver",
-          "io-thread", "tot-net-in", "tot-net-out", "tot-cmds"]
+          "io-thread", "tot-net-in", "tot-net-out", "tot-cmds", "read-events", "parse-batch-cmd-sum",
+          "parse-batch-cnt"]
 
 
 def _fields(line: bytes) -> dict:

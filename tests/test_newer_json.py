@@ -599,3 +599,16 @@ def test_overlapping_matches(raw):
     raw.call("JSON.SET", "d", "$", '{"a":{"a":[1]}}')
     assert raw.call("JSON.DEL", "d", "$..a") == b":1\r\n"
     assert raw.call("EXISTS", "d") == b":0\r\n"                           # emptied: the key goes
+
+
+def test_command_docs_name_the_module(r, raw):
+    # Redis 8 reports its built-in types' commands as module commands:
+    # group "module" and the module's name (ReJSON, bf)
+    for cmd, module in ((b"json.get", b"ReJSON"), (b"json.set", b"ReJSON"), (b"bf.add", b"bf"),
+                        (b"cf.add", b"bf"), (b"cms.query", b"bf")):
+        doc = raw.call("COMMAND", "DOCS", cmd)
+        assert b"$5\r\ngroup\r\n$6\r\nmodule\r\n" in doc, doc
+        assert b"$6\r\nmodule\r\n$%d\r\n%s\r\n" % (len(module), module) in doc, doc
+    listed = raw.call("COMMAND", "LIST", "FILTERBY", "MODULE", "ReJSON")
+    n = int(listed[1:listed.index(b"\r\n")])
+    assert n >= 25 and listed.count(b"\r\njson.") == n and b"\r\njson.get\r\n" in listed

@@ -9,17 +9,30 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections import Counter
 
 from . import sysinfo
 from .cmdtable.registry import ALL
-from .keyspace.db import stats
+from .keyspace.db import TYPE_NAMES, stats
 from .keyspace.hfe import subexpiry_count
 from .memory.sizes import STARTUP
 
 SECTIONS = {}
-DEFAULT_SECTIONS = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-                    "modules", "errorstats", "cluster", "keyspace"]
-ALL_SECTIONS = DEFAULT_SECTIONS + ["commandstats", "latencystats"]
+# Redis 8's sections in its order (genRedisInfoString's): threads follows
+# persistence, keysizes keyspace.  Redis keeps keysizes' histograms as keys
+# change and lists it in the default and ALL sets; we compute it when asked
+# (a pass over the keys, sec_keysizes: about 0.3 s a million keys), so only
+# INFO keysizes and INFO everything show it: the INFO that monitoring sends
+# every second (and /metrics' INFO ALL) must not stall the server.
+ALL_SECTIONS = ["server", "clients", "memory", "persistence", "threads", "stats", "replication", "cpu",
+                "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace", "keysizes"]
+ON_DEMAND = ("keysizes",)
+DEFAULT_SECTIONS = [s for s in ALL_SECTIONS if s not in ("commandstats", "latencystats") + ON_DEMAND]
+
+
+# the Lua VM's memory as we report it (a fixed estimate: lupa's allocator
+# is not measured)
+LUA_VM_BYTES = 31744
 
 
 def human_bytes(n: float) -> str:
@@ -129,7 +142,18 @@ def sec_clients(srv):
         "total_blocking_keys_on_nokey:%d" % sum(
             1 for db in srv.dbs for waiters in db.blocking_keys.values()
             if any(w.bstate is not None and w.bstate.serve_missing for w in waiters)),
+        # 8.8: clients that sent something in the last 512 ms (Redis keeps
+        # a window of four 128 ms slots; here each client's last read time)
+        "active_clients:%d" % active_clients(srv),
     ]
+
+
+ACTIVE_WINDOW = 0.512
+
+
+def active_clients(srv) -> int:
+    since = time.monotonic() - ACTIVE_WINDOW
+    return sum(1 for c in srv.clients.values() if c.read_events and c.last_time >= since)
 
 
 def sec_memory(srv):
@@ -165,8 +189,8 @@ def sec_memory(srv):
         "allocator_muzzy:0",          # 7.4 (jemalloc's muzzy pages: none here)
         "total_system_memory:%d" % tsm,
         "total_system_memory_human:%s" % human_bytes(tsm),
-        "used_memory_lua:31744",
-        "used_memory_vm_eval:31744",
+        "used_memory_lua:%d" % LUA_VM_BYTES,
+        "used_memory_vm_eval:%d" % LUA_VM_BYTES,
         "used_memory_lua_human:31.00K",
         "used_memory_scripts_eval:0",
         "number_of_cached_scripts:%d" % scripts,
@@ -269,7 +293,64 @@ def sec_stats(srv):
         "client_output_buffer_limit_disconnections:%d" % s.client_outbuf_limit_disconnections,
         "reply_buffer_shrinks:%d" % srv.memory.clients.rb_shrinks,
         "reply_buffer_expands:%d" % srv.memory.clients.rb_expands,
-    ] + srv.acl.info_lines()
+    ] + eventloop_lines(srv) + srv.acl.info_lines()
+
+
+def eventloop_lines(srv):
+    """Redis 7.2's eventloop_* fields.  An event loop cycle here is a
+    handled read of a client socket or a cron run (uvloop and asyncio give
+    no hook around the loop's own iterations); its duration runs from the
+    read to the end of its requests and replies.  The commands' time is
+    the top-level commands' (commandstats' time less that of the commands
+    EXEC and scripts ran inside it)."""
+    cmd = sum(c.usec for c in ALL.values()) - stats.el_nested
+    return [
+        "eventloop_cycles:%d" % (stats.total_reads_processed + stats.el_cron_cycles),
+        "eventloop_duration_sum:%d" % int(stats.el_duration * 1e6),
+        "eventloop_duration_cmd_sum:%d" % max(0, int(cmd * 1e6)),
+        "instantaneous_eventloop_cycles_per_sec:%d" % int(srv.instantaneous(srv.el_samples)),
+        "instantaneous_eventloop_duration_usec:%d" % int(srv.instantaneous(srv.el_dur_samples)),
+    ] + batch_lines()
+
+
+def batch_lines():
+    """Redis 8.8's figures: the commands per batch (a read that ran
+    commands, as CLIENT LIST's parse-batch-*), and the commands that went to
+    the slowlog (their count, total and largest time in ms)."""
+    n = stats.pb_cnt
+    return [
+        "commands_per_parse_batch_sum:%d" % stats.pb_sum,
+        "commands_per_parse_batch_cnt:%d" % n,
+        "commands_per_parse_batch_avg:%.2f" % (stats.pb_sum / n if n else 0.0),
+        "slowlog_commands_count:%d" % stats.slowlog_count,
+        "slowlog_commands_time_ms_sum:%d" % int(stats.slowlog_ms),
+        "slowlog_commands_time_ms_max:%d" % stats.slowlog_ms_max,
+    ]
+
+
+def sec_debug(srv):
+    """INFO DEBUG (7.2, not part of ALL / EVERYTHING): the time writing the
+    AOF and in cron runs, the longest cycle (usec), the most commands one
+    read ran; 7.4's Lua allocator lines give our Lua memory estimate
+    (used_memory_vm_eval: no allocator of its own to measure)."""
+    lua = LUA_VM_BYTES
+    return [
+        "eventloop_duration_aof_sum:%d" % int(stats.el_aof * 1e6),
+        "eventloop_duration_cron_sum:%d" % int(stats.el_cron * 1e6),
+        "eventloop_duration_max:%d" % int(stats.el_max * 1e6),
+        "eventloop_cmd_per_cycle_max:%d" % stats.pb_max,
+        "allocator_allocated_lua:%d" % lua,
+        "allocator_active_lua:%d" % lua,
+        "allocator_resident_lua:%d" % lua,
+        "allocator_frag_bytes_lua:0",
+    ]
+
+
+def sec_threads(srv):
+    """Redis 8's threads section: one line per I/O thread; here the main
+    thread, as Redis with io-threads 1 (every client, every read and write)."""
+    return ["io_thread_0:clients=%d,reads=%d,writes=%d" % (
+        len(srv.clients), stats.total_reads_processed, stats.total_writes_processed)]
 
 
 def sec_replication(srv):
@@ -299,7 +380,10 @@ def sec_errorstats(srv):
 
 
 def sec_cluster(srv):
-    return ["cluster_enabled:%d" % int(srv.config["cluster-enabled"])]
+    out = ["cluster_enabled:%d" % int(srv.config["cluster-enabled"])]
+    if srv.cluster is not None:
+        out += srv.cluster.asm.info_lines()     # Redis 8.4's slot migration fields
+    return out
 
 
 def sec_keyspace(srv):
@@ -312,15 +396,73 @@ def sec_keyspace(srv):
     return out
 
 
+# INFO keysizes (Redis 8): per database and type, how many keys have a
+# size in each power-of-two bin (strings: bytes; lists, sets, sorted sets,
+# hashes: elements); the other types are not counted.
+KEYSIZES_TYPES = ((b"string", "distrib_strings_sizes"), (b"list", "distrib_lists_items"),
+                  (b"set", "distrib_sets_items"), (b"zset", "distrib_zsets_items"),
+                  (b"hash", "distrib_hashes_items"))
+_BIN_UNITS = ("", "K", "M", "G", "T", "P", "E")
+_COUNTED = frozenset(t for t, _ in KEYSIZES_TYPES)
+
+
+def bin_label(b: int) -> str:
+    """A bin's lower bound as Redis prints it: 0, 1, 2 ... 512, 1K ... 512K, 1M ..."""
+    if b < 0:
+        return "0"
+    return "%d%s" % (1 << (b % 10), _BIN_UNITS[b // 10])
+
+
+def keysizes_lines(db) -> list:
+    """The db's histogram lines (none for a type without keys).  A size n
+    falls in bin floor(log2 n) (0 has its own bin, -1 here); a hash counts
+    the fields it holds, expired ones not yet removed included, as Redis."""
+    names = TYPE_NAMES
+    vals = db.d.values()
+    try:
+        # (class, size) pairs counted in C: most keys share a few of them
+        pairs = Counter(zip(map(type, vals), map(len, vals)))
+    except TypeError:
+        # a value without a size (a module type's): those left out first
+        pairs = Counter((v.__class__, len(v)) for v in vals if names.get(v.__class__) in _COUNTED)
+    hist = {t: {} for t, _ in KEYSIZES_TYPES}
+    for (cls, n), k in pairs.items():
+        h = hist.get(names.get(cls))
+        if h is not None:       # else a type the histograms leave out
+            b = n.bit_length() - 1
+            h[b] = h.get(b, 0) + k
+    out = []
+    for t, field in KEYSIZES_TYPES:
+        h = hist.get(t)
+        if h:
+            out.append("db%d_%s:%s" % (db.id, field, ",".join(
+                "%s=%d" % (bin_label(b), h[b]) for b in sorted(h))))
+    return out
+
+
+def sec_keysizes(srv):
+    out = []
+    for db in srv.dbs:
+        if db.d:
+            out += keysizes_lines(db)
+    return out
+
+
 def sec_commandstats(srv):
     out = []
     for name in sorted(ALL):
         cmd = ALL[name]
         if cmd.calls or cmd.rejected_calls or cmd.failed_calls:
             usec = int(cmd.usec * 1e6)
-            out.append("cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d" % (
+            line = "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d" % (
                 name, cmd.calls, usec, usec / cmd.calls if cmd.calls else 0.0,
-                cmd.rejected_calls, cmd.failed_calls))
+                cmd.rejected_calls, cmd.failed_calls)
+            sl = cmd.slowlog_stats
+            if sl is not None:
+                # 8.8: once the command went to the slowlog
+                line += ",slowlog_count=%d,slowlog_time_ms_sum=%d,slowlog_time_ms_max=%d" % (
+                    sl[0], int(sl[1]), sl[2])
+            out.append(line)
     return out
 
 
@@ -364,7 +506,8 @@ def sec_latencystats(srv):
 
 SECTIONS.update({
     "server": sec_server, "clients": sec_clients, "memory": sec_memory,
-    "persistence": sec_persistence, "stats": sec_stats, "replication": sec_replication,
+    "persistence": sec_persistence, "threads": sec_threads, "stats": sec_stats,
+    "replication": sec_replication, "keysizes": sec_keysizes, "debug": sec_debug,
     "cpu": sec_cpu, "modules": sec_modules, "errorstats": sec_errorstats,
     "cluster": sec_cluster, "keyspace": sec_keyspace, "commandstats": sec_commandstats,
     "latencystats": sec_latencystats,
@@ -382,7 +525,7 @@ def gen_info(srv, args) -> str:
         want = []
         for n in names:
             if n == "all":
-                want += [s for s in ALL_SECTIONS if s not in want]
+                want += [s for s in ALL_SECTIONS if s not in want and s not in ON_DEMAND]
             elif n == "everything":
                 want += [s for s in ALL_SECTIONS if s not in want]
             elif n == "default":

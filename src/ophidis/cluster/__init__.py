@@ -16,6 +16,7 @@ it.  ``Cluster`` is the server's ``cluster`` subsystem (None unless
                replica migration, the 100 ms cron
   routing.py   which node serves a command (getNodeByQuery), the redirections
   slot_stats.py  CLUSTER SLOT-STATS's per-slot counters (dispatch feeds them)
+  asm.py       atomic slot migration (CLUSTER MIGRATION, CLUSTER SYNCSLOTS)
 
 The CLUSTER command family is commands/cluster.py.
 """

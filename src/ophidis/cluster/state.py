@@ -16,6 +16,7 @@ from ..net.tls import is_tls
 from ..replication import replica as replica_mod
 from ..replication.propagate import propagate_deletion, propagate_pending
 from . import TODO_FSYNC_CONFIG, TODO_HANDLE_FAILOVER, TODO_HANDLE_MANUALFAILOVER, TODO_SAVE_CONFIG, TODO_UPDATE_STATE
+from .asm import Asm
 from .bus import STATE_FAIL, STATE_OK, TYPE_COUNT, bitmap_ranges, type_name
 from .failover import Failover
 from .gossip import Gossip
@@ -42,6 +43,7 @@ class Cluster(Gossip, Failover, Links):
         "_todo_scheduled", "stats_sent", "stats_received", "stats_pfail_nodes",
         "links_buffer_limit_exceeded", "blacklist", "first_state_call", "among_minority_time",
         "drop_filter", "_fast_valid", "slot_stats", "slot_stats_on",
+        "asm",                                # atomic slot migration (asm.py)
         # failover (failover.py)
         "failover_auth_time", "failover_auth_count", "failover_auth_sent", "failover_auth_rank",
         "failover_auth_epoch", "cant_failover_reason", "cant_failover_logged", "mf_end", "mf_slave",
@@ -78,6 +80,7 @@ class Cluster(Gossip, Failover, Links):
         self._fast_valid = False              # the fast path's map of our slots is current
         self.slot_stats = SlotStats()         # CLUSTER SLOT-STATS's accumulated metrics
         self.slot_stats_on = bool(cfg["cluster-slot-stats-enabled"])
+        self.asm = Asm(self)
         client_mod.set_cluster(None)
         Failover.init_failover(self)
         Links.init_links(self)
@@ -287,6 +290,8 @@ class Cluster(Gossip, Failover, Links):
             for a, b in bitmap_ranges(m.slots):
                 owned[a:b + 1] = b"\x01" * (b - a + 1)
             for s in list(self.migrating) + list(self.importing):
+                owned[s] = 0
+            for s in self.asm.paused:       # handed off by a slot migration: writes wait
                 owned[s] = 0
         client_mod.set_cluster(bytes(owned))
         self._fast_valid = True
@@ -641,6 +646,7 @@ class Cluster(Gossip, Failover, Links):
                 db.flush()
         self.close_all_slots()
         self.reset_manual_failover()
+        self.asm.cancel(None, "cluster reset")     # slot migrations end with the configuration
         for s in range(SLOTS):
             self.del_slot(s)
         for n in list(self.nodes.values()):
@@ -695,6 +701,7 @@ class Cluster(Gossip, Failover, Links):
         ]
         lines += self.stats_lines()
         lines.append("total_cluster_links_buffer_limit_exceeded:%d" % self.links_buffer_limit_exceeded)
+        lines += self.asm.info_lines()      # Redis 8.4's slot migration fields
         return "\r\n".join(lines) + "\r\n"
 
     def stats_lines(self) -> list:

@@ -152,6 +152,8 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
         "name", "fullname", "flags", "meta", "acl", "group",
         "parent", "key_specs",
         "rejected_calls", "failed_calls",
+        # None, or [count, ms, max ms] of its slowlog entries (commandstats, 8.8)
+        "slowlog_stats",
         # fast flag booleans used by the dispatcher
         "readonly", "noauth", "loading", "stale",
         "nomulti", "pubsub", "admin", "fast",
@@ -198,6 +200,7 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
         self.usec = 0
         self.rejected_calls = 0
         self.failed_calls = 0
+        self.slowlog_stats = None
         self.hist = [0] * 64
         f = self.flags
         self.write = "write" in f

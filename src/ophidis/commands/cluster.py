@@ -9,6 +9,7 @@ import os
 from .. import log
 from ..cluster import SLOTS, TODO_FSYNC_CONFIG, TODO_SAVE_CONFIG, TODO_UPDATE_STATE, key_hash_slot
 from ..cluster import slot_stats
+from ..cluster.asm import check_ranges
 from ..cluster.node import MYSELF, who
 from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
@@ -613,6 +614,86 @@ def cluster_links(c, argv):
                        bulk(b"events") + bulk(events) + bulk(b"send-buffer-allocated") +
                        integer(link.buffered()) + bulk(b"send-buffer-used") + integer(link.buffered()))
     return array_header(len(out)) + b"".join(out)
+
+
+def _arity(argv):
+    return RedisError("ERR wrong number of arguments for 'cluster|%s' command" %
+                      argv[1].decode("utf-8", "replace").lower())
+
+
+def _slot_ranges(argv, pos) -> list:
+    """parseSlotRangesOrReply: start/end pairs from argv[pos:], checked."""
+    ranges = [(_slot(argv[j]), _slot(argv[j + 1])) for j in range(pos, len(argv), 2)]
+    if not 0 < len(ranges) < SLOTS:
+        raise RedisError("ERR invalid number of slot ranges: %d" % len(ranges))
+    check_ranges(ranges)
+    return ranges
+
+
+def _status_reply(c, tasks) -> bytes:
+    out = [array_header(len(tasks))]
+    for t in tasks:
+        fields = t.status()
+        out.append(map_header(c.resp, len(fields)))
+        for k, v in fields:
+            out.append(bulk(k.encode()))
+            out.append(integer(v) if v.__class__ is int else bulk(_text(v)))
+    return b"".join(out)
+
+
+@command("cluster|migration")
+def cluster_migration(c, argv):
+    """Redis 8.4's atomic slot migration (cluster/asm.py): IMPORT on the
+    destination, STATUS and CANCEL on either side."""
+    cl = _cluster(c)
+    asm = cl.asm
+    sub = argv[2].lower()
+    n = len(argv)
+    if sub == b"import":
+        if (n - 3) % 2:
+            raise _arity(argv)
+        return bulk(asm.import_slots(_slot_ranges(argv, 3)).encode())
+    if sub not in (b"status", b"cancel"):
+        raise RedisError("ERR unknown argument")
+    if n not in (4, 5):
+        raise _arity(argv)
+    opt = argv[3].lower()
+    if opt == b"id":
+        if n != 5:
+            raise _arity(argv)
+        task_id = argv[4].decode("utf-8", "surrogateescape")
+    elif opt == b"all":
+        if n != 4:
+            raise _arity(argv)
+        task_id = None
+    else:
+        raise RedisError("ERR unknown argument")
+    if sub == b"cancel":
+        return integer(asm.cancel(task_id))
+    if task_id is None:
+        return _status_reply(c, asm.tasks + asm.archived)
+    t = asm.find(task_id)
+    return _status_reply(c, [t] if t is not None else [])
+
+
+@command("cluster|syncslots")
+def cluster_syncslots(c, argv):
+    """The slot migration's own requests between our nodes (cluster/asm.py):
+    START <task-id> <dest-id> <start end>... on the source (the snapshot and
+    the stream follow the reply), PAUSE <task-id> (the handoff), DONE
+    <task-id> <epoch> (the destination took the slots)."""
+    cl = _cluster(c)
+    sub = argv[2].lower()
+    n = len(argv)
+    if sub == b"start" and n >= 7 and (n - 5) % 2 == 0:
+        ranges = [(_slot(argv[j]), _slot(argv[j + 1])) for j in range(5, n, 2)]
+        return cl.asm.syncslots_start(c, argv[3].decode("utf-8", "surrogateescape"),
+                                      argv[4].decode("utf-8", "surrogateescape"), ranges)
+    if sub == b"pause" and n == 4:
+        return cl.asm.syncslots_pause(c, argv[3].decode("utf-8", "surrogateescape"))
+    if sub == b"done" and n == 5:
+        return cl.asm.syncslots_done(c, argv[3].decode("utf-8", "surrogateescape"), _ll(argv[4]))
+    raise _syntax(argv)
 
 
 @command("asking")

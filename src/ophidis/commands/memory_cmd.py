@@ -274,7 +274,14 @@ def memory_stats(c, argv):
                            + bulk(b"overhead.hashtable.main") + integer(len(db.d) * E)
                            + bulk(b"overhead.hashtable.expires") + integer(len(db.expires) * X)))
     fields += [
+        # 7.4: the databases' bucket arrays (Redis's dicts: a power of two of
+        # at least 4 pointers per non-empty dict) and the rehashing ones
+        # (none: our dicts never rehash incrementally)
+        (b"overhead.db.hashtable.lut", integer(sum(
+            _lut(len(db.d)) + _lut(len(db.expires)) for db in srv.dbs))),
+        (b"overhead.db.hashtable.rehashing", integer(0)),
         (b"overhead.total", integer(overhead)),
+        (b"db.dict.rehashing.count", integer(0)),
         (b"keys.count", integer(nkeys)),
         (b"keys.bytes-per-key", integer(dataset // nkeys if nkeys else 0)),
         (b"dataset.bytes", integer(dataset)),
@@ -283,6 +290,7 @@ def memory_stats(c, argv):
         (b"allocator.allocated", integer(used)),
         (b"allocator.active", integer(rss)),
         (b"allocator.resident", integer(rss)),
+        (b"allocator.muzzy", integer(0)),       # 7.4 (jemalloc's muzzy pages: none here)
         (b"allocator-fragmentation.ratio", _dbl(c, 1.0)),
         (b"allocator-fragmentation.bytes", integer(0)),
         (b"allocator-rss.ratio", _dbl(c, 1.0)),
@@ -293,6 +301,11 @@ def memory_stats(c, argv):
         (b"fragmentation.bytes", integer(rss - used)),
     ]
     return map_header(c.resp, len(fields)) + b"".join(bulk(k) + v for k, v in fields)
+
+
+def _lut(n: int) -> int:
+    """Bytes of the bucket array of a Redis dict holding n entries."""
+    return 0 if not n else max(4, 1 << (n - 1).bit_length()) * 8
 
 
 def _dbl(c, x):

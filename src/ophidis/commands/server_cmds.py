@@ -256,8 +256,11 @@ def config_resetstat(c, argv):
         cmd.usec = 0
         cmd.rejected_calls = 0
         cmd.failed_calls = 0
+        cmd.slowlog_stats = None
         cmd.hist = [0] * 64
     srv.ops_samples.clear()
+    srv.el_samples.clear()
+    srv.el_dur_samples.clear()
     srv._last_sample = None
     srv.latency_events.clear()
     srv.lazyfree.freed = 0        # lazyfreeResetStats

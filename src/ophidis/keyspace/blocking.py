@@ -175,7 +175,7 @@ class BlockingHandler:
             # the command is logged when it completes, as it was sent
             # (Redis's updateStatsOnUnblock; its execution time is tiny)
             if argv is not None and client_mod._SLOWLOG_THRESHOLD == 0 and not st_cmd.skip_slowlog:
-                self.server.slowlog_add(c, argv, 0.0)
+                self.server.slowlog_add(c, argv, 0.0, st_cmd)
         if reply is not None:
             c.write([reply])
         self.server.loop.call_soon(c.resume)

@@ -76,12 +76,19 @@ class Stats(StatsCore):
         "numcommands_base", "unexpected_error_replies", "total_reads_processed", "total_writes_processed",
         "io_threaded_reads_processed", "client_qbuf_limit_disconnections",
         "client_outbuf_limit_disconnections", "dump_payload_sanitizations", "total_forks", "sync_full",
-        "sync_partial_ok", "sync_partial_err", "expired_subkeys")
+        "sync_partial_ok", "sync_partial_err", "expired_subkeys", "el_cron_cycles", "pb_sum", "pb_cnt", "pb_max",
+        "slowlog_count", "slowlog_ms_max")
 
     def reset(self):
         for name in self.COUNTERS:
             setattr(self, name, 0)
         self.expired_stale_perc = 0.0
+        self.el_duration = 0.0       # seconds handling reads and cron runs (eventloop_duration_sum)
+        self.el_nested = 0.0         # seconds of the commands run by EXEC and scripts
+        self.el_max = 0.0            # the longest cycle (INFO debug)
+        self.el_cron = 0.0           # seconds in cron runs (INFO debug)
+        self.el_aof = 0.0            # seconds writing the AOF (INFO debug)
+        self.slowlog_ms = 0.0        # milliseconds of the commands that went to the slowlog
         self.errorstats = {}
 
 

@@ -247,6 +247,7 @@ cdef _dr_write(ClientCore client, list out):
         client.closing = True
         return
     _dr_stats.net_output_bytes += n
+    _dr_stats.total_writes_processed += 1
     client.net_out += n
     if client.close_after_reply:
         client.close()
@@ -265,17 +266,34 @@ def set_client_memory(fn):
 def data_received(ClientCore client, data):
     """Client.data_received (asyncio.Protocol's) compiled."""
     _dr_stats.net_input_bytes += len(data)
+    _dr_stats.total_reads_processed += 1
     client.net_in += len(data)
+    client.read_events += 1
     # time.monotonic() (CLOCK_MONOTONIC, as _now)
-    client.last_time = _now()
+    cdef double t0 = _now()
+    client.last_time = t0
+    cdef long long n0 = client.tot_cmds
     try:
         _dr_read(client, data)
     finally:
         # Pushes (pub/sub, notifications) for this client go into the
         # pending reply list only while its requests are being run.
         client.pending_writes = None
+    cdef long long n = client.tot_cmds - n0
+    if n:
+        # the read's batch of commands (parse-batch-cmd-sum / -cnt)
+        client.pl_sum += n
+        client.pl_cnt += 1
+        _dr_stats.pb_sum += n
+        _dr_stats.pb_cnt += 1
+        if n > _dr_stats.pb_max:
+            _dr_stats.pb_max = n
     if _dr_client_mem is not None:
         _dr_client_mem(client)    # after the read's requests and replies
+    cdef double d = _now() - t0
+    _dr_stats.el_duration += d
+    if d > _dr_stats.el_max:
+        _dr_stats.el_max = d
 
 
 cdef _dr_read(ClientCore client, data):

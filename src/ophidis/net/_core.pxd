@@ -8,6 +8,9 @@ cdef class ClientCore:
     cdef public Py_ssize_t rb_peak     # the largest write since the reply buffer's peak reset
     # CLIENT LIST's tot-net-in, tot-net-out, tot-cmds (Redis 8)
     cdef public long long net_in, net_out, tot_cmds
+    # Redis 8.8's read-events, parse-batch-cmd-sum and parse-batch-cnt: the
+    # reads, and the commands and count of the reads that ran commands
+    cdef public long long read_events, pl_sum, pl_cnt
     # pub/sub messages for this client raised by its own running command:
     # they follow the command's reply (Redis 7.2), see Server.call
     cdef public object push_after

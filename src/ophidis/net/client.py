@@ -350,6 +350,7 @@ class Client(ClientCore, asyncio.Protocol):
         self.lib_name = None       # CLIENT SETINFO LIB-NAME / LIB-VER (kept across RESET)
         self.lib_ver = None
         self.net_in = self.net_out = self.tot_cmds = 0
+        self.read_events = self.pl_sum = self.pl_cnt = 0
         self.push_after = None     # messages its running command raised for it (pubsub._fanout)
         self.woff = 0              # the replication offset after its last propagated write (WAIT, WAITAOF)
         self.script_caller = None  # the script client: (client running the script, its keys)
@@ -405,16 +406,32 @@ class Client(ClientCore, asyncio.Protocol):
 
     def data_received(self, data):
         stats.net_input_bytes += len(data)
+        stats.total_reads_processed += 1
         self.net_in += len(data)
-        self.last_time = _monotonic()
+        self.read_events += 1
+        t0 = self.last_time = _monotonic()
+        n0 = self.tot_cmds
         try:
             self._data_received(data)
         finally:
             # Pushes (pub/sub, notifications) for this client go into the
             # pending reply list only while its requests are being run.
             self.pending_writes = None
+        n = self.tot_cmds - n0
+        if n:
+            # the read's batch of commands (parse-batch-cmd-sum / -cnt)
+            self.pl_sum += n
+            self.pl_cnt += 1
+            stats.pb_sum += n
+            stats.pb_cnt += 1
+            if n > stats.pb_max:
+                stats.pb_max = n
         if _CLIENT_MEM is not None:
             _CLIENT_MEM(self)    # after the read's requests and replies
+        d = _monotonic() - t0
+        stats.el_duration += d
+        if d > stats.el_max:
+            stats.el_max = d
 
     def _data_received(self, data):
         """Run the requests of one read (see reader.py for the steps)."""
@@ -666,6 +683,7 @@ class Client(ClientCore, asyncio.Protocol):
             self.closing = True
             return
         stats.net_output_bytes += n
+        stats.total_writes_processed += 1
         self.net_out += n
         if self.close_after_reply:
             self.close()
@@ -807,13 +825,14 @@ class Client(ClientCore, asyncio.Protocol):
         qfree, rbs, rbp = self.server.memory.clients.buffer_figures(self, qbuf)
         cmd = self.last_cmd.fullname if self.last_cmd is not None else "NULL"
         # Redis 8's field list: 7.0's plus watch (7.4), lib-name/lib-ver
-        # (7.2), io-thread (8.0: the main thread, as io-threads 1) and the
-        # per-client totals
+        # (7.2), io-thread (8.0: the main thread, as io-threads 1), the
+        # per-client totals and 8.8's read and pipeline counters
         return (
             "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d "
             "ssub=%d multi=%d watch=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=0 "
             "oll=%d omem=%d tot-mem=%d events=r cmd=%s user=%s redir=%d resp=%d lib-name=%s lib-ver=%s "
-            "io-thread=0 tot-net-in=%d tot-net-out=%d tot-cmds=%d" % (
+            "io-thread=0 tot-net-in=%d tot-net-out=%d tot-cmds=%d read-events=%d "
+            "parse-batch-cmd-sum=%d parse-batch-cnt=%d" % (
                 self.id, self.addr, self.laddr, self.fd, self.name.decode("utf-8", "replace") if self.name else "",
                 int(now - self.ctime), int(now - self.last_time), self.flags_string(), self.db.id,
                 len(self.pubsub_channels or ()), len(self.pubsub_patterns or ()), len(self.pubsub_shard or ()),
@@ -823,7 +842,7 @@ class Client(ClientCore, asyncio.Protocol):
                 self.tracking.redirect if self.tracking else -1, self.resp,
                 self.lib_name.decode("utf-8", "replace") if self.lib_name else "",
                 self.lib_ver.decode("utf-8", "replace") if self.lib_ver else "",
-                self.net_in, self.net_out, self.tot_cmds))
+                self.net_in, self.net_out, self.tot_cmds, self.read_events, self.pl_sum, self.pl_cnt))
 
     @property
     def null(self):

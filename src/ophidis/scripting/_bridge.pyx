@@ -240,6 +240,7 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     elif sc.bstate is not None:
         sc.bstate.duration = dt
     cmd.usec += dt
+    _db_mod.stats.el_nested += dt      # inside its EVAL's time (eventloop_duration_cmd_sum)
     caller = sc.script_caller
     if caller is not None:
         (<ClientCore>(<tuple>caller)[0]).tot_cmds += 1     # CLIENT LIST's tot-cmds: the caller's

@@ -22,11 +22,19 @@ class Cron:
     async def cron(self):
         while not self._stopping:
             await asyncio.sleep(1.0 / self.hz)
+            t0 = time.monotonic()
             try:
                 self.cron_once()
             except Exception:  # noqa: BLE001
                 import traceback
                 log.warning("cron error: %s" % traceback.format_exc().replace("\n", " | "))
+            # a cron run is one of the event loop's cycles (eventloop_*)
+            d = time.monotonic() - t0
+            stats.el_cron_cycles += 1
+            stats.el_duration += d
+            stats.el_cron += d
+            if d > stats.el_max:
+                stats.el_max = d
 
     def cron_once(self):
         if self.pause_cron:
@@ -37,13 +45,19 @@ class Cron:
         now = time.monotonic()
         # instantaneous metrics every 100ms
         ops = self.total_commands()
-        sample = (now, ops, stats.net_input_bytes, stats.net_output_bytes)
-        if self._last_sample is not None:
-            dt = now - self._last_sample[0]
+        cycles = stats.total_reads_processed + stats.el_cron_cycles
+        sample = (now, ops, stats.net_input_bytes, stats.net_output_bytes, cycles, stats.el_duration)
+        last = self._last_sample
+        if last is not None:
+            dt = now - last[0]
             if dt > 0:
-                self.ops_samples.append((ops - self._last_sample[1]) / dt)
-                self.net_in_samples.append((sample[2] - self._last_sample[2]) / dt)
-                self.net_out_samples.append((sample[3] - self._last_sample[3]) / dt)
+                self.ops_samples.append((ops - last[1]) / dt)
+                self.net_in_samples.append((sample[2] - last[2]) / dt)
+                self.net_out_samples.append((sample[3] - last[3]) / dt)
+                # eventloop cycles per second, and the mean cycle in usec
+                n = cycles - last[4]
+                self.el_samples.append(n / dt)
+                self.el_dur_samples.append((sample[5] - last[5]) * 1e6 / n if n > 0 else 0.0)
         self._last_sample = sample
         # active expiry: 25% of the cycle time at most
         if self.active_expire_enabled:

@@ -120,6 +120,10 @@ class Dispatch:
                     cmd.rejected_calls += 1
                     e = redirect_error(cl, c, node, slot, code)
                     return self.filter_reply(c, c.error_reply(e))
+                if cl.asm.paused and slot in cl.asm.paused and (not in_multi or base == "exec") \
+                        and (f.write or f.may_replicate):
+                    cl.asm.hold(c, argv)        # a slot migration's handoff: the write waits
+                    return None
                 if cl.slot_stats_on:
                     stat_slot = slot
         if self.maxmemory and not c.in_script:
@@ -287,6 +291,11 @@ class Dispatch:
         elif c.bstate is not None:
             c.bstate.duration = dt     # its latency is recorded when it is unblocked
         cmd.usec += dt
+        if c.in_exec or c.in_script:
+            # a transaction's or a script's command: its time is already in
+            # its EXEC's / EVAL's (eventloop_duration_cmd_sum counts the
+            # top-level commands, info.py)
+            stats.el_nested += dt
         th = client_mod._SLOW_CHECK
         if th is not None and dt >= th:
             self.slow_call(c, cmd, argv, dt)

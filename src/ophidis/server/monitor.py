@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
+from ..keyspace.db import stats
 from ..net import client as client_mod
 from ..net.client import Client
 from ..protocol.resp import sdscatrepr
@@ -35,7 +36,22 @@ class Monitor:
         for m in list(self.monitors):
             m.push(line)
 
-    def slowlog_add(self, c, argv, dt):
+    def slowlog_add(self, c, argv, dt, cmd=None):
+        # 8.8's slowlog_commands_* (INFO stats) and, for the command,
+        # commandstats' slowlog_* (entries trimmed later count too)
+        ms = dt * 1000
+        stats.slowlog_count += 1
+        stats.slowlog_ms += ms
+        if ms > stats.slowlog_ms_max:
+            stats.slowlog_ms_max = int(ms)
+        if cmd is not None:
+            st = cmd.slowlog_stats
+            if st is None:
+                st = cmd.slowlog_stats = [0, 0.0, 0]
+            st[0] += 1
+            st[1] += ms
+            if ms > st[2]:
+                st[2] = int(ms)
         e = SlowlogEntry()
         e.id = self.slowlog_next_id
         self.slowlog_next_id += 1
@@ -62,7 +78,7 @@ class Monitor:
         """A call took at least the slowlog or latency-monitor threshold."""
         th = client_mod._SLOWLOG_THRESHOLD
         if th is not None and dt >= th and not cmd.skip_slowlog:
-            self.slowlog_add(c, cmd.redact(argv) if cmd.redact is not None else argv, dt)
+            self.slowlog_add(c, cmd.redact(argv) if cmd.redact is not None else argv, dt, cmd)
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and dt >= lt:
             self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))

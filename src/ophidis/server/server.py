@@ -90,7 +90,8 @@ FIELDS = (
     "dbs", "ready_keys", "command_table", "dirty", "active_expire_enabled",
     # statistics, slowlog, latency
     "start_time", "start_monotonic", "cron_loops", "pause_cron", "ops_samples",
-    "net_in_samples", "net_out_samples", "_last_sample", "slowlog", "slowlog_next_id",
+    "net_in_samples", "net_out_samples", "el_samples", "el_dur_samples", "_last_sample", "slowlog",
+    "slowlog_next_id",
     "latency_events",
     # persistence state (written by persistence/snapshot.py and aof.py)
     "loading", "async_loading", "lastsave", "lastbgsave_ok", "last_bgsave_status_ok", "bgsave_in_progress",
@@ -157,6 +158,8 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.ops_samples = deque(maxlen=16)
         self.net_in_samples = deque(maxlen=16)
         self.net_out_samples = deque(maxlen=16)
+        self.el_samples = deque(maxlen=16)        # eventloop cycles per second
+        self.el_dur_samples = deque(maxlen=16)    # mean eventloop cycle, usec
         self._last_sample = None
         self.slowlog = deque()
         self.slowlog_next_id = 0

@@ -59,6 +59,7 @@ from time import perf_counter
 from ... import log
 from ...config import ConfigError
 from ...errors import RedisError
+from ...keyspace.db import stats
 from ...net import client as client_mod
 from ...replication.propagate import EXEC, MULTI, TO_AOF, select_cmd
 from .common import (AOF_OFF, AOF_ON, AOF_WAIT_REWRITE, LOAD_EMPTY, LOAD_OK, WRITE_ERROR_LOG_RATE, fdatasync,
@@ -204,6 +205,15 @@ class Aof(Rewrite, Loader):
 
     # -- writing (flushAppendOnlyFile) -------------------------------------------------------------
     def flush(self, force):
+        if self.fd is None:
+            return
+        t0 = time.monotonic()
+        try:
+            self._flush(force)
+        finally:
+            stats.el_aof += time.monotonic() - t0       # INFO debug's eventloop_duration_aof_sum
+
+    def _flush(self, force):
         fd = self.fd
         if fd is None:
             return

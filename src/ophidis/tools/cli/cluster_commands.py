@@ -513,6 +513,14 @@ def cmd_reshard(m, argv):
         flush()
         if read_answer(4)[:3] != b"yes":
             return False
+    if o.atomic:
+        for src, slots in _by_source(table):
+            ok, e = m.move_slots_atomic(src, target, slots, OPT_VERBOSE)
+            if not ok:
+                out("\n")
+                m.error("*** Atomic slot migration failed: %s\n" % e)
+                return False
+        return True
     for src, slot in table:
         ok, e = m.move_slot(src, target, slot, OPT_VERBOSE)
         if not ok:
@@ -520,6 +528,17 @@ def cmd_reshard(m, argv):
                 m.error("clusterManagerMoveSlot failed: %s\n" % e)
             return False
     return True
+
+
+def _by_source(table):
+    """The plan's (source, slot) pairs as (source, sorted slots), in order."""
+    groups = []
+    for src, slot in table:
+        if groups and groups[-1][0] is src:
+            groups[-1][1].append(slot)
+        else:
+            groups.append((src, [slot]))
+    return [(src, sorted(slots)) for src, slots in groups]
 
 
 def cmd_rebalance(m, argv):
@@ -586,6 +605,14 @@ def cmd_rebalance(m, argv):
                 return False
             if o.simulate:
                 out("#" * len(table))
+            elif o.atomic:
+                ok, e = m.move_slots_atomic(src, dst, sorted(slot for _, slot in table), OPT_QUIET | OPT_UPDATE)
+                if not ok:
+                    out("\n")
+                    m.error("*** Atomic slot migration failed: %s\n" % e)
+                    return False
+                out("#" * len(table))
+                flush()
             else:
                 for s, slot in table:
                     ok, e = m.move_slot(s, dst, slot, OPT_QUIET | OPT_UPDATE)
