@@ -61,7 +61,7 @@ ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash
                   "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
                   "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json",
                   "bloom", "cuckoo", "cms", "topk", "tdigest",
-                  "timeseries")
+                  "timeseries", "vectorset")
 
 
 # Implicit ACL categories, as Redis derives them from the command flags.

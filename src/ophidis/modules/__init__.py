@@ -33,6 +33,7 @@ BUILTIN = (
     ("ReJSON", 81000, "/usr/local/lib/redis/modules//rejson.so", "handle-io-errors"),
     ("bf", 81000, "/usr/local/lib/redis/modules//redisbloom.so", "handle-io-errors"),
     ("timeseries", 81000, "/usr/local/lib/redis/modules//redistimeseries.so", "handle-io-errors"),
+    ("vectorset", 1, "", "handle-io-errors|handle-repl-async-load"),
 )
 
 
