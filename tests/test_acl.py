@@ -217,10 +217,20 @@ def test_cat_help_genpass_errors(both):
     assert newer[:2] == ("array", "json")
     assert parse(ra)[0] == parse(rb)[0] + [c.encode() for c in newer]
     theirs = set(both.b.call_value("COMMAND", "LIST"))     # commands newer than the reference's are left out
+    subs = {}
+
+    def known(x):
+        # a subcommand the reference has (CLUSTER MIGRATION, Redis 8.4's, is not valkey's)
+        name, _, sub = x.partition(b"|")
+        if not sub:
+            return True
+        if name not in subs:
+            subs[name] = {s[0] for s in both.b.call_value("COMMAND", "INFO", name)[0][9]}
+        return x in subs[name]
     for cat in ("keyspace", "read", "write", "dangerous", "pubsub", "scripting", "connection"):
         ra, rb = both.call("ACL", "CAT", cat)
         sa = {x for x in parse(ra)[0] if x not in MISSING and x.split(b"|")[0] not in MISSING
-              and x.split(b"|")[0] in theirs}
+              and x.split(b"|")[0] in theirs and known(x)}
         sb = {x for x in parse(rb)[0] if x not in MISSING and x.split(b"|")[0] not in MISSING}
         assert sa == sb, cat
     for args in (("CAT", "nosuch"), ("CAT", "a", "b"), ("GENPASS", "0"), ("GENPASS", "5000"), ("GENPASS", "x"),

@@ -73,9 +73,10 @@ def test_client_list_memory_fields_as_redis(each_server, c):
            "qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl", "oll", "omem", "tot-mem",
            "events", "cmd", "user", "redir", "resp"]
     # ours is Redis 8's line: watch (7.4) after multi, then lib-name/lib-ver
-    # (7.2), io-thread and the per-client totals at the end
+    # (7.2), io-thread and the per-client totals at the end, then 8.8's read
+    # and parse-batch counters
     v8 = v70[:13] + ["watch"] + v70[13:] + ["lib-name", "lib-ver", "io-thread", "tot-net-in", "tot-net-out",
-                                            "tot-cmds"]
+                                            "tot-cmds", "read-events", "parse-batch-cmd-sum", "parse-batch-cnt"]
     names = [f.split("=")[0] for f in line.split()]
     assert names == (v70 if isinstance(each_server, RedisServerProc) else v8)
     qb.close()

@@ -60,7 +60,8 @@ _load_newer(os.path.join(_DATA, "commands"))
 ACL_CATEGORIES = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
                   "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
                   "blocking", "dangerous", "connection", "transaction", "scripting", "array", "json",
-                  "bloom", "cuckoo", "cms", "topk", "tdigest")
+                  "bloom", "cuckoo", "cms", "topk", "tdigest",
+                  "timeseries", "vectorset")
 
 
 # Implicit ACL categories, as Redis derives them from the command flags.
@@ -114,6 +115,10 @@ EXTRA_FLAGS = frozenset((
     # read-only, but CLIENT TRACKING does not remember its keys (scripts
     # remember the keys of the commands they run instead; call()'s list)
     "not_tracked",
+    # may block the client although Redis reports no BLOCKING flag for it
+    # (a module command blocking on keys: TS.READ ... BLOCK); kept off the
+    # client's fast path as blocking commands are
+    "may_block",
 ))
 
 
@@ -239,7 +244,7 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
         # is slow, when nothing takes the fast path; but a script may change
         # the switches the loop reads (2: the loop reads them again after it).
         self.fastpath = (proc is not None and not self.blocking and not self.admin and not self.pubsub
-                         and not self.noscript)
+                         and not self.noscript and "may_block" not in f)
         if proc is not None and fullname in SCRIPT_CALLS:
             self.fastpath = 2
         # In cluster mode the fast path also needs the command's keys to be

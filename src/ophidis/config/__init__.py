@@ -272,6 +272,29 @@ def _bloom_entries():
     return out
 
 
+# RedisTimeSeries' compaction policy: aggregator:bucket:retention[:alignment]
+# rules separated by ';' (durations in ms or with an m/s/M/h/d unit)
+_TS_DUR = r"[0-9]+[msMhd]?"
+_TS_RULE = (r"(avg|sum|min|max|range|count|first|last|std\.p|std\.s|var\.p|var\.s|twa|countnan|countall)"
+            r":%s:%s(:%s)?" % (_TS_DUR, _TS_DUR, _TS_DUR))
+_TS_POLICY = re.compile(r"(?i)%s(;%s)*;?\Z" % (_TS_RULE, _TS_RULE))
+
+
+_TS_ENUM_ERRORS = {"ts-duplicate-policy": "Invalid duplicate policy: %s", "ts-encoding": "Invalid encoding: %s"}
+
+
+def _ts_double(s):
+    """ts-ignore-max-val-diff's value (an integer or a double), None when
+    it is neither."""
+    if not s or s[:1].isspace() or s[-1:].isspace() or "_" in s:
+        return None
+    try:
+        v = float(s)
+    except ValueError:
+        return None
+    return None if v != v else v
+
+
 SPECIAL = {
     "save": (_parse_save, _render_save, [(3600, 1), (300, 100), (60, 10000)]),
     "client-output-buffer-limit": (_parse_cobl, _render_cobl, {
@@ -378,6 +401,17 @@ class Config:
                 if not path.endswith(".rdb" if kind == "rdb" else ".manifest"):
                     raise ConfigError("preload-file must end with an extension: .rdb for rdb:, "
                                       ".manifest for aof:")
+            # RedisTimeSeries' string parameters: its texts, the value as its getter prints it
+            if d.name == "ts-compaction-policy" and v and not _TS_POLICY.match(v):
+                raise ConfigError("Invalid compaction policy: %s" % v)
+            if d.name == "ts-ignore-max-val-diff":
+                x = _ts_double(v)
+                if x is None:
+                    raise ConfigError("Invalid value for `ts-ignore-max-val-diff`")
+                if x < 0:
+                    raise ConfigError("Invalid value for `ts-ignore-max-val-diff`. Value must be in the range "
+                                      "[%f .. %f]" % (0.0, 1.7976931348623157e308))
+                v = "%f" % x
             if d.name == "backupdirname" and (not v or "/" in v or "\\" in v):
                 raise ConfigError("backupdirname can't be a path, just a dirname")
             if d.name == "appenddirname":
@@ -401,6 +435,8 @@ class Config:
             for name in d.extra:
                 if name.lower() == v:
                     return name
+            if d.name in _TS_ENUM_ERRORS:       # RedisTimeSeries' own texts
+                raise ConfigError(_TS_ENUM_ERRORS[d.name] % s)
             raise ConfigError("argument(s) must be one of the following: " + ", ".join(d.extra))
         # numeric
         lo, hi = d.extra
@@ -428,6 +464,8 @@ class Config:
         if t == "memory_percent" and v < 0:
             if v < lo:
                 raise ConfigError("percentage argument must be less or equal to %d" % -lo)
+        elif d.name == "ts-chunk-size-bytes" and v % 8:
+            raise ConfigError("TSDB: CHUNK_SIZE value must be a multiple of 8 in the range [48 .. 1048576]")
         elif v < lo or v > hi:
             if t == "octal":
                 raise ConfigError("argument must be between %o and %o inclusive" % (lo, hi))

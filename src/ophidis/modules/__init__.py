@@ -32,6 +32,8 @@ ELF_MAGIC = b"\x7fELF"
 BUILTIN = (
     ("ReJSON", 81000, "/usr/local/lib/redis/modules//rejson.so", "handle-io-errors"),
     ("bf", 81000, "/usr/local/lib/redis/modules//redisbloom.so", "handle-io-errors"),
+    ("timeseries", 81000, "/usr/local/lib/redis/modules//redistimeseries.so", "handle-io-errors"),
+    ("vectorset", 1, "", "handle-io-errors|handle-repl-async-load"),
 )
 
 
