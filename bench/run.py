@@ -439,6 +439,87 @@ def scripting_suite(quick):
     return res
 
 
+# -- Redis 8's built-in types (issue 33) -----------------------------------------------
+
+def _doc_1k() -> str:
+    """A JSON document of about 1 KB: an object of strings, numbers and a
+    nested array, as an application's record looks."""
+    items = ", ".join('{"id": %d, "name": "item-%04d", "price": %d.5, "tags": ["a", "b"]}' % (i, i, i)
+                      for i in range(12))
+    return '{"user": "ada", "active": true, "score": 12.5, "items": [%s]}' % items
+
+
+def types8_suite(quick):
+    """Redis 8's types on Ophidis alone (redis-server 7.0 and valkey have none
+    of them, so there is no ratio against Redis): redis-benchmark -c 50
+    -P 16 rates of JSON.SET/JSON.GET of a 1 KB document, BF.ADD/BF.EXISTS,
+    TS.ADD, each beside SET/GET of a 1 KB string on the same server (the
+    yardstick), and the memory of 100k such documents, of a Bloom filter
+    and a time series of 1M items.  Vector sets: bench/vset_recall.py."""
+    n = 20_000 if quick else 200_000
+    m = 100_000 if quick else 1_000_000
+    doc = _doc_1k()
+    base = ["-n", str(n), "-c", "50", "-P", "16"]
+    tests = [("SET 1 KB string", ["-r", "100000", "SET", "s:__rand_int__", "x" * len(doc)]),
+             ("GET 1 KB string", ["-r", "100000", "GET", "s:__rand_int__"]),
+             ("JSON.SET 1 KB doc", ["-r", "100000", "JSON.SET", "j:__rand_int__", "$", doc]),
+             ("JSON.GET 1 KB doc", ["-r", "100000", "JSON.GET", "j:__rand_int__"]),
+             ("JSON.GET $.items[3].price", ["-r", "100000", "JSON.GET", "j:__rand_int__", "$.items[3].price"]),
+             ("BF.ADD", ["-r", "10000000", "BF.ADD", "bf", "item:__rand_int__"]),
+             ("BF.EXISTS", ["-r", "10000000", "BF.EXISTS", "bf", "item:__rand_int__"]),
+             ("TS.ADD *", ["TS.ADD", "ts", "*", "21.5", "ON_DUPLICATE", "LAST"])]
+    res = {"document_bytes": len(doc), "rows": [], "memory": {}}
+    s = Server("ophidis")
+    try:
+        print("\n== Redis 8's types on ophidis: redis-benchmark -c 50 -P 16 -n %d (no redis-server has "
+              "them: the yardstick is SET/GET of %d bytes on the same server)" % (n, len(doc)))
+        print("%-28s %12s %12s" % ("test", "rps", "vs SET/GET"))
+        got = {}
+        for name, args in tests:
+            # -q, not --csv: a custom command's test name is its command
+            # line, whose commas and quotes (the document) break the CSV
+            out = subprocess.run(["redis-benchmark", "-p", str(s.port), "-q"] + base + args, capture_output=True,
+                                 text=True, timeout=1800).stdout
+            rates = re.findall(r"([0-9.]+) requests per second", out)
+            got[name] = float(rates[-1]) if rates else 0.0
+            yard = got.get("GET 1 KB string" if "GET" in name or "EXISTS" in name else "SET 1 KB string", 0.0)
+            ratio = got[name] / yard if yard else 0.0
+            res["rows"].append({"test": name, "rps": got[name], "vs_string": round(ratio, 3)})
+            print("%-28s %12.0f %12.2f" % (name, got[name], ratio))
+    finally:
+        s.stop()
+    # memory: RSS growth of 100k documents (against 100k 1 KB strings), a
+    # Bloom filter and a time series of m items
+    def grown(fill):
+        s = Server("ophidis")
+        try:
+            time.sleep(0.3)
+            rss0 = rss_of(s.proc.pid)
+            mass_insert(s.port, fill())
+            time.sleep(0.5)
+            return rss_of(s.proc.pid) - rss0
+        finally:
+            s.stop()
+    k = 10_000 if quick else 100_000
+    mem = res["memory"]
+    mem["strings_1k"] = grown(lambda: (resp("SET", "s:%d" % i, "x" * len(doc)) for i in range(k)))
+    mem["json_1k"] = grown(lambda: (resp("JSON.SET", "j:%d" % i, "$", doc) for i in range(k)))
+    # the filter and the series: MEMORY USAGE (one key; RSS moves in steps)
+    s = Server("ophidis")
+    try:
+        mass_insert(s.port, (resp("BF.ADD", "bf", "item:%d" % i) for i in range(m)))
+        mass_insert(s.port, (resp("TS.ADD", "ts", i + 1, i % 100) for i in range(m)))
+        mem["bloom_items"] = int(s.cli("memory", "usage", "bf").strip() or 0)
+        mem["ts_samples"] = int(s.cli("memory", "usage", "ts").strip() or 0)
+    finally:
+        s.stop()
+    print("memory: %d documents %.1f MB (%d strings of the same size: %.1f MB, %.2fx); Bloom filter of %d items "
+          "%.1f MB; time series of %d samples %.1f MB (%.1f bytes a sample)" % (
+              k, mb(mem["json_1k"]), k, mb(mem["strings_1k"]), mem["json_1k"] / max(1, mem["strings_1k"]),
+              m, mb(mem["bloom_items"]), m, mb(mem["ts_samples"]), mem["ts_samples"] / m))
+    return res
+
+
 # -- pubsub: PUBLISH fan-out --------------------------------------------------------
 
 MSG_MARK = b"$7\r\nmessage\r\n"
@@ -990,9 +1071,10 @@ def tls_suite(quick):
 
 
 EXTRA_SUITES = {"tls": tls_suite, "collections": collections_suite, "scripting": scripting_suite, "pubsub": pubsub_suite,
-                "persistence": persistence_suite, "replication": replication_suite, "cluster": cluster_suite}
+                "persistence": persistence_suite, "replication": replication_suite, "cluster": cluster_suite,
+                "types8": types8_suite}
 ALL_SUITES = ("default,pipeline,bigvalues,manyclients,single,evict,memory,collections,scripting,pubsub,persistence,"
-              "replication,cluster,tls")
+              "replication,cluster,tls,types8")
 
 
 def _on_signal(signum, _frame):
