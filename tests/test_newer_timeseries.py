@@ -808,3 +808,14 @@ def test_restore_old_encoding_one_sample_list(r):
     assert r.execute_command("TS.RANGE", "old", "-", "+") == [[10, b"1.5"], [20, b"-2"]]
     info = dict(zip(*[iter(r.execute_command("TS.INFO", "old"))] * 2))
     assert info[b"chunkSize"] == 4096 and info[b"labels"] == [[b"k", b"v"]] and info[b"duplicatePolicy"] is None
+
+
+def test_mrange_resp3_names_aggregators_in_lower_case(r, raw3):
+    # RESP3 MRANGE lists its aggregators by their lower-case names, countNaN
+    # and countAll included ("countnan", as redis-py 8.1's tests expect)
+    r.execute_command("TS.CREATE", "lc", "LABELS", "kind", "lc")
+    r.execute_command("TS.MADD", "lc", "1000", "NaN", "lc", "1001", "27")
+    out = raw3.call("TS.MRANGE", "1000", "1001", "AGGREGATION", "countNaN", "1000", "FILTER", "kind=lc")
+    assert b"$11\r\naggregators\r\n*1\r\n$8\r\ncountnan\r\n" in out, out
+    out = raw3.call("TS.MRANGE", "1000", "1001", "AGGREGATION", "countAll", "1000", "FILTER", "kind=lc")
+    assert b"$11\r\naggregators\r\n*1\r\n$8\r\ncountall\r\n" in out, out

@@ -24,8 +24,6 @@ BY_NAME = {b"min": AGG_MIN, b"max": AGG_MAX, b"sum": AGG_SUM, b"avg": AGG_AVG, b
            b"countnan": AGG_COUNT_NAN, b"countall": AGG_COUNT_ALL}
 NAMES = {v: k.upper() for k, v in BY_NAME.items()}
 LOWER = {v: k for k, v in BY_NAME.items()}
-LOWER[AGG_COUNT_NAN] = b"countNaN"
-LOWER[AGG_COUNT_ALL] = b"countAll"
 
 
 class Agg:
