@@ -9,6 +9,7 @@ import re
 import time
 
 import pytest
+import redis
 
 from support.resp import RespConn, parse
 from support.wait import wait_until
@@ -530,3 +531,34 @@ def test_debug_aof_time(start_server):
             c.call("SET", "k%d" % i, "v")
         wait_until(lambda: int(dict(ln.split(":") for ln in section(srv.port, "debug"))[
             "eventloop_duration_aof_sum"]) > 0, timeout=20, what="AOF write time")
+
+
+# -- SLOWLOG GET's argument count (8.10) and slowlog-max-argc ---------------------------------
+
+def test_slowlog_argc(r):
+    """Redis 8.10: each SLOWLOG GET entry ends with the command's argument
+    count before trimming; slowlog-max-argc (default 32) sets how many
+    arguments an entry keeps, the last one kept saying how many more."""
+    assert r.config_get("slowlog-max-argc") == {"slowlog-max-argc": "32"}
+    try:
+        r.config_set("slowlog-log-slower-than", 0)
+        r.slowlog_reset()
+        r.execute_command("SADD", "s", *range(40))
+        e = r.execute_command("SLOWLOG", "GET", "1")[0]
+        assert len(e) == 7 and e[6] == 42
+        assert len(e[3]) == 32 and e[3][-1] == b"... (11 more arguments)"
+        r.config_set("slowlog-max-argc", 4)
+        r.slowlog_reset()
+        r.execute_command("SADD", "s", "a", "b", "c", "d")
+        e = r.execute_command("SLOWLOG", "GET", "1")[0]
+        assert e[3] == [b"SADD", b"s", b"a", b"... (3 more arguments)"] and e[6] == 6
+        r.slowlog_reset()
+        r.execute_command("SADD", "s", "a")
+        e = r.execute_command("SLOWLOG", "GET", "1")[0]
+        assert e[3] == [b"SADD", b"s", b"a"] and e[6] == 3
+        with pytest.raises(redis.ResponseError):
+            r.config_set("slowlog-max-argc", 0)
+    finally:
+        r.config_set("slowlog-log-slower-than", 10000)
+        r.config_set("slowlog-max-argc", 32)
+        r.slowlog_reset()

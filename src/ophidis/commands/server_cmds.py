@@ -368,13 +368,16 @@ def slowlog_get(c, argv):
     entries = list(srv.slowlog)[:count]
     out = [b"*%d\r\n" % len(entries)]
     for e in entries:
-        out.append(b"*6\r\n")
+        # Redis 8.10: a 7th field, the command's argument count before the
+        # entry trimmed its arguments
+        out.append(b"*7\r\n")
         out.append(integer(e.id))
         out.append(integer(e.time))
         out.append(integer(e.duration))
         out.append(bulk_array(e.argv))
         out.append(bulk(e.addr))
         out.append(bulk(e.name))
+        out.append(integer(e.argc))
     return b"".join(out)
 
 

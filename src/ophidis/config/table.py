@@ -171,6 +171,7 @@ DIRECTIVES = [
     ('shutdown-on-sigterm', None, 'enum', ['modifiable', 'multi_arg'], 'default', ['default', 'save', 'nosave', 'now', 'force']),
     ('shutdown-timeout', None, 'int', ['modifiable'], 10, (0, 2147483647)),
     ('slowlog-log-slower-than', None, 'int', ['modifiable'], 10000, (-1, 9223372036854775807)),
+    ('slowlog-max-argc', None, 'int', ['modifiable'], 32, (1, 2147483647)),
     ('slowlog-max-len', None, 'int', ['modifiable'], 128, (0, 9223372036854775807)),
     ('socket-mark-id', None, 'int', ['immutable'], 0, (0, 4294967295)),
     ('stop-writes-on-bgsave-error', None, 'bool', ['modifiable'], True, None),

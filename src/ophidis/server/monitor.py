@@ -13,7 +13,7 @@ from ..protocol.resp import sdscatrepr
 
 
 class SlowlogEntry:
-    __slots__ = ("id", "time", "duration", "argv", "addr", "name")
+    __slots__ = ("id", "time", "duration", "argv", "addr", "name", "argc")
 
 
 class Monitor:
@@ -58,10 +58,13 @@ class Monitor:
         e.time = int(time.time())
         e.duration = int(dt * 1e6)
         n = len(argv)
+        # at most slowlog-max-argc arguments (8.10's directive; 7.0 kept 32),
+        # the last kept one saying how many more there were
+        keep = self.config["slowlog-max-argc"]
         args = []
-        for i, a in enumerate(argv[:32]):
-            if i == 31 and n > 32:
-                args.append(b"... (%d more arguments)" % (n - 31))
+        for i, a in enumerate(argv[:keep]):
+            if i == keep - 1 and n > keep:
+                args.append(b"... (%d more arguments)" % (n - keep + 1))
                 break
             if len(a) > 128:
                 a = a[:128] + b"... (%d more bytes)" % (len(a) - 128)
@@ -69,6 +72,7 @@ class Monitor:
         e.argv = args
         e.addr = c.addr.encode()
         e.name = c.name or b""
+        e.argc = n
         self.slowlog.appendleft(e)
         maxlen = self.config["slowlog-max-len"]
         while len(self.slowlog) > maxlen:
