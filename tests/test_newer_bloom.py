@@ -7,7 +7,6 @@ round trips, a replica, MULTI and scripts, TYPE, MODULE LIST, ACL
 categories and key specs."""
 
 import hashlib
-import os
 import struct
 
 import pytest
@@ -16,6 +15,8 @@ from hypothesis import strategies as st
 from redis.exceptions import ResponseError, WatchError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
+from support.modtypes import aof_base, follow, module_id, restart, rewrite_aof
+from support.resp import bulk
 from support.wait import wait_until
 
 
@@ -24,10 +25,6 @@ def err(raw, *args):
     reply = raw.call(*args)
     assert reply[:1] == b"-", reply
     return reply[1:-2].decode()
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
 
 
 def pipe_all(r, cmds):
@@ -604,16 +601,8 @@ def test_multi_and_scripts(r):
 # persistence
 # ---------------------------------------------------------------------------
 
-def _module_id(name: str, encver: int) -> int:
-    cs = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    mid = 0
-    for ch in name:
-        mid = (mid << 6) | cs.index(ch)
-    return (mid << 10) | encver
-
-
 def _payload(name, encver, items) -> bytes:
-    body = b"\x07" + enc_len(_module_id(name, encver))
+    body = b"\x07" + enc_len(module_id(name, encver))
     for kind, v in items:
         if kind == "u":
             body += enc_len(2) + enc_len(v)
@@ -649,7 +638,7 @@ def test_dump_restore_bloom_layout(r):
     # RedisBloom's record, MBbloom-- encoding version 4 (with compression
     # off: the bit arrays here are short enough that LZF is not tried either)
     payload = r.dump("b")
-    assert payload[:10] == b"\x07\x81" + _module_id("MBbloom--", 4).to_bytes(8, "big")
+    assert payload[:10] == b"\x07\x81" + module_id("MBbloom--", 4).to_bytes(8, "big")
     assert r.restore("b2", 0, _payload("MBbloom--", 4, items)) == b"OK"
     assert r.execute_command("BF.DEBUG", "b2") == r.execute_command("BF.DEBUG", "b")
     assert r.restore("b3", 0, payload) == b"OK"
@@ -681,7 +670,7 @@ def test_dump_restore_cuckoo_layout(r):
     items = [("u", nf), ("u", buckets), ("u", items_n), ("u", deletes), ("u", bs), ("u", maxit), ("u", exp)]
     for data in subs:
         items += [("u", len(data) // bs), ("s", data)]
-    assert r.dump("c")[:10] == b"\x07\x81" + _module_id("MBbloomCF", 4).to_bytes(8, "big")
+    assert r.dump("c")[:10] == b"\x07\x81" + module_id("MBbloomCF", 4).to_bytes(8, "big")
     assert r.restore("c2", 0, _payload("MBbloomCF", 4, items)) == b"OK"
     assert r.execute_command("CF.DEBUG", "c2") == r.execute_command("CF.DEBUG", "c")
     assert r.execute_command("DEBUG", "DIGEST-VALUE", "c2") == r.execute_command("DEBUG", "DIGEST-VALUE", "c")
@@ -718,21 +707,16 @@ def test_aof_rewrite_and_restart(start_server):
     c = s.client()
     _fill(c)
     c.expire("c", 1000)
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     c.execute_command("BF.ADD", "b", "after")                       # in the incr file
     c.execute_command("CF.ADD", "c", "after")
     before = _snapshot(c)
     s.stop()
-    d = os.path.join(s.dir, "appendonlydir")
-    base = [f for f in os.listdir(d) if f.endswith(".base.aof")][0]
-    with open(os.path.join(d, base), "rb") as f:
-        data = f.read()
+    data = aof_base(s)
     # RedisBloom's aof_rewrite: the header, then the chunks, as LOADCHUNKs
     assert b"$12\r\nBF.LOADCHUNK\r\n$1\r\nb\r\n$1\r\n1\r\n" in data
     assert b"$12\r\nCF.LOADCHUNK\r\n$1\r\nc\r\n$1\r\n1\r\n" in data
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF)
     c2 = s2.client()
     assert _snapshot(c2) == before
     assert 0 < c2.ttl("c") <= 1000 and c2.ttl("b") == -1
@@ -745,7 +729,7 @@ def test_rdb_restart(start_server):
     before = _snapshot(c)
     assert c.save()
     s.stop()
-    s2 = start_server("--dir", s.dir, "--save", "", *DEBUG, cwd=s.dir)
+    s2 = restart(start_server, s, "--save", "", *DEBUG)
     assert _snapshot(s2.client()) == before
 
 
@@ -755,8 +739,7 @@ def test_replica_stream(start_server):
     m.execute_command("BF.ADD", "b", "x")
     s = start_server(*DEBUG)
     rep = s.client()
-    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    follow(rep, master)
     wait_until(lambda: rep.exists("b"), what="the payload")
     _fill_more = [("BF.MADD", "b", "y", "z"), ("CF.INSERT", "c", "ITEMS", "a", "b"), ("CF.DEL", "c", "a"),
                   ("BF.INSERT", "n", "CAPACITY", "5", "ITEMS", "q"), ("SET", "done", "1")]

@@ -13,20 +13,11 @@ import threading
 
 import pytest
 from redis.exceptions import ResponseError
-from support.wait import wait_until
 
 from ophidis.persistence.modulerecord import ModuleWriter
 from ophidis.persistence.rdbcodec import crc64, enc_len
-
-
-def err(r, *args):
-    with pytest.raises(ResponseError) as e:
-        r.execute_command(*args)
-    return str(e.value)
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
+from support.modtypes import AOF, err, follow, module_id, restart, rewrite_aof
+from support.wait import wait_until
 
 
 def sample2(t, v: bytes) -> bytes:
@@ -491,18 +482,10 @@ def _snapshot(r):
     return out
 
 
-def _module_id(name: str, encver: int) -> int:
-    cs = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    mid = 0
-    for ch in name:
-        mid = (mid << 6) | cs.index(ch)
-    return (mid << 10) | encver
-
-
 def test_dump_restore(r):
     _fill(r)
     payload = r.dump("s")
-    assert payload[0] == 7 and payload[1:10] == b"\x81" + _module_id("TSDB-TYPE", 9).to_bytes(8, "big")
+    assert payload[0] == 7 and payload[1:10] == b"\x81" + module_id("TSDB-TYPE", 9).to_bytes(8, "big")
     r.restore("s2", 0, payload)
     assert r.execute_command("TS.RANGE", "s2", "-", "+") == r.execute_command("TS.RANGE", "s", "-", "+")
     assert r.type("s2") == b"TSDB-TYPE"
@@ -553,24 +536,19 @@ def test_debug_reload(r):
     assert r.execute_command("TS.RANGE", "d", "-", "+")[-1][0] == 20
 
 
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
-
-
 def test_aof_rewrite_and_restart(start_server):
     s = start_server(*AOF)
     c = s.client()
     _fill(c)
     c.execute_command("TS.ADD", "auto", "*", "1")
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     c.execute_command("TS.ADD", "s", 40, 2)                     # in the incr file
     c.execute_command("TS.INCRBY", "auto", "1")                 # replayed with its timestamp
     before = _snapshot(c)
     auto = c.execute_command("TS.RANGE", "auto", "-", "+")
     s.stop()
     assert os.path.isdir(os.path.join(s.dir, "appendonlydir"))
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF)
     c2 = s2.client()
     assert _snapshot(c2) == before
     assert c2.execute_command("TS.RANGE", "auto", "-", "+") == auto
@@ -582,8 +560,7 @@ def test_replica_stream(start_server):
     m.execute_command("TS.ADD", "s", 1, 1, "LABELS", "a", "b")
     s = start_server()
     rep = s.client()
-    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    follow(rep, master)
     wait_until(lambda: rep.exists("s"), what="the payload")
     m.execute_command("TS.ADD", "s", "*", 2)
     m.execute_command("TS.MADD", "s", "*", 3, "nokey", 1, 1)
@@ -802,7 +779,7 @@ def test_restore_old_encoding_one_sample_list(r):
     for t, v in ((10, 1.5), (20, -2.0)):
         w.uint(t)
         w.double(v)
-    data = (b"\x07" + enc_len(_module_id("TSDB-TYPE", 1)) + b"".join(w.out) + b"\x00"
+    data = (b"\x07" + enc_len(module_id("TSDB-TYPE", 1)) + b"".join(w.out) + b"\x00"
             + (10).to_bytes(2, "little"))
     r.restore("old", 0, data + crc64(data).to_bytes(8, "little"))
     assert r.execute_command("TS.RANGE", "old", "-", "+") == [[10, b"1.5"], [20, b"-2"]]
