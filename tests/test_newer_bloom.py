@@ -257,18 +257,24 @@ def test_cuckoo_figures_redisbloom_asserts(r, raw):
     assert raw.call("CF.ADD", "z", "7") == b"-Filter is full\r\n"
 
 
-def test_bf_scandump_loadchunk(r, raw):
-    _bf_golden(r)
-    chunks = [r.execute_command("BF.SCANDUMP", "g", 0)]
+def _scandump_copy(r, family):
+    """SCANDUMP the filter g of family (BF or CF) to its end, LOADCHUNK every
+    chunk into copy; the two filters are then the same."""
+    chunks = [r.execute_command(family + ".SCANDUMP", "g", 0)]
     while True:
-        it, data = r.execute_command("BF.SCANDUMP", "g", chunks[-1][0])
+        it, data = r.execute_command(family + ".SCANDUMP", "g", chunks[-1][0])
         if it == 0:
             break
         chunks.append([it, data])
     for it, data in chunks:
-        assert r.execute_command("BF.LOADCHUNK", "copy", it, data) == b"OK"
-    assert r.execute_command("BF.DEBUG", "copy") == r.execute_command("BF.DEBUG", "g")
+        assert r.execute_command(family + ".LOADCHUNK", "copy", it, data) == b"OK"
+    assert r.execute_command(family + ".DEBUG", "copy") == r.execute_command(family + ".DEBUG", "g")
     assert r.execute_command("DEBUG", "DIGEST-VALUE", "copy") == r.execute_command("DEBUG", "DIGEST-VALUE", "g")
+
+
+def test_bf_scandump_loadchunk(r, raw):
+    _bf_golden(r)
+    _scandump_copy(r, "BF")
     # a negative or past-the-end cursor ends the scan
     assert r.execute_command("BF.SCANDUMP", "g", -3) == [0, b""]
     assert r.execute_command("BF.SCANDUMP", "g", 10**6) == [0, b""]
@@ -449,16 +455,7 @@ def test_cf_compact_matches_redisbloom(raw):
 
 def test_cf_scandump_loadchunk(r, raw):
     _cf_golden(r)
-    chunks = [r.execute_command("CF.SCANDUMP", "g", 0)]
-    while True:
-        pos, data = r.execute_command("CF.SCANDUMP", "g", chunks[-1][0])
-        if pos == 0:
-            break
-        chunks.append([pos, data])
-    for pos, data in chunks:
-        assert r.execute_command("CF.LOADCHUNK", "copy", pos, data) == b"OK"
-    assert r.execute_command("CF.DEBUG", "copy") == r.execute_command("CF.DEBUG", "g")
-    assert r.execute_command("DEBUG", "DIGEST-VALUE", "copy") == r.execute_command("DEBUG", "DIGEST-VALUE", "g")
+    _scandump_copy(r, "CF")
     # an empty filter dumps nothing
     r.execute_command("CF.RESERVE", "e", "100")
     assert r.execute_command("CF.SCANDUMP", "e", 0) == [0, None]
