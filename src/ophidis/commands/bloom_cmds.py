@@ -14,7 +14,7 @@ RM_ReplicateVerbatim does.
 from __future__ import annotations
 
 from ..cmdtable.registry import command
-from ..errors import WRONGTYPE, RedisError
+from ..errors import WRONGTYPE, RedisError, arity_error
 from ..protocol.resp import OK, array_header, boolean, bulk, integer, map_header, null, simple
 from ..types.bloom import OPT_FORCE64, BloomError, BloomValue
 from ..util import parse_float, parse_int
@@ -27,10 +27,6 @@ EXPANSION_MAX = 32768
 
 NOT_FOUND = RedisError("ERR not found")
 ITEM_EXISTS = RedisError("ERR item exists")
-
-
-def arity_error(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
 
 
 def lookup(c, key, cls, write=False):

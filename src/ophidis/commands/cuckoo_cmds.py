@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..cmdtable.registry import command
 from ..config import BLOOM_BOUNDS
-from ..errors import WRONGTYPE, RedisError
+from ..errors import WRONGTYPE, RedisError, arity_error
 from ..protocol.resp import MINUS_ONE, OK, array_header, boolean, bulk, integer, map_header, null, simple
 from ..types.cuckoo import EXISTS, INSERTED, NOSPACE, CuckooValue, item_hash
 from ..util import parse_int
@@ -25,10 +25,6 @@ CAPACITY_MAX = 1 << 30
 
 NOT_FOUND = RedisError("ERR not found")
 ITEM_EXISTS = RedisError("ERR item exists")
-
-
-def arity_error(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
 
 
 def lookup(c, key, write=False):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ..cmdtable.registry import command
-from ..errors import RedisError, WRONGTYPE
+from ..errors import WRONGTYPE, RedisError, arity_error
 from ..protocol.resp import (OK, array_header, boolean, bulk, double, error, integer, map_header, null,
                              simple)
 from ..types.cms import I64_MAX, MAX_CELLS, U32_MAX, CountMinSketch, dims_from_prob
@@ -27,10 +27,6 @@ from ..util import parse_float, try_int
 
 U64_HALF = 1 << 63
 LLONG_MIN = -(1 << 63)
-
-
-def _arity(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
 
 
 def _written(c, key):
@@ -120,7 +116,7 @@ def cms_initbyprob(c, argv):
 @command("cms.incrby")
 def cms_incrby(c, argv):
     if len(argv) % 2:
-        raise _arity("cms.incrby")
+        raise arity_error("cms.incrby")
     key = argv[1]
     cms = _cms(c, key, True)
     pairs = []
@@ -228,7 +224,7 @@ def _u32(b, msg: str) -> int:
 @command("topk.reserve")
 def topk_reserve(c, argv):
     if len(argv) not in (3, 6):
-        raise _arity("topk.reserve")
+        raise arity_error("topk.reserve")
     key = argv[1]
     if c.db.lookup_write(key) is not None:
         raise RedisError("-TopK: key already exists")
@@ -268,7 +264,7 @@ def topk_add(c, argv):
 @command("topk.incrby")
 def topk_incrby(c, argv):
     if len(argv) % 2:
-        raise _arity("topk.incrby")
+        raise arity_error("topk.incrby")
     key = argv[1]
     tk = _topk(c, key, True)
     n = (len(argv) - 2) // 2
@@ -304,7 +300,7 @@ def topk_count(c, argv):
 @command("topk.list")
 def topk_list(c, argv):
     if len(argv) > 3:
-        raise _arity("topk.list")
+        raise arity_error("topk.list")
     with_count = False
     if len(argv) == 3:
         # the module compares only as many letters as were given
@@ -378,7 +374,7 @@ def _doubles(resp, values) -> bytes:
 @command("tdigest.create")
 def tdigest_create(c, argv):
     if len(argv) not in (2, 4):
-        raise _arity("tdigest.create")
+        raise arity_error("tdigest.create")
     key = argv[1]
     old = c.db.lookup_write(key)
     if old is not None:
@@ -438,7 +434,7 @@ def tdigest_merge(c, argv):
     if nkeys <= 0:
         raise RedisError("ERR T-Digest: numkeys needs to be a positive integer")
     if nkeys > len(argv) - 3:
-        raise _arity("tdigest.merge")
+        raise arity_error("tdigest.merge")
     compression = int(start.compression) if start is not None else 0
     use_max = start is None
     override = False
@@ -448,7 +444,7 @@ def tdigest_merge(c, argv):
         if at >= 0:
             use_max = False
             if at + 1 >= len(rest):
-                raise _arity("tdigest.merge")
+                raise arity_error("tdigest.merge")
             compression = _compression(rest[at + 1])
         if _index_of(b"OVERRIDE", rest) >= 0:
             override = True

@@ -18,7 +18,7 @@ import random
 import numpy as np
 
 from ..cmdtable.registry import command
-from ..errors import RedisError
+from ..errors import RedisError, arity_error
 from ..protocol.resp import (EMPTY_ARRAY, array_header, boolean, bulk, double, integer, map_header,
                              null, null_array, simple)
 from ..types import hnsw
@@ -32,10 +32,6 @@ DEFAULT_EF_SEARCH = 100
 DEFAULT_COUNT = 10
 
 _BAD_VECTOR = RedisError("ERR invalid vector specification")
-
-
-def _arity(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
 
 
 def _parse_vector(argv, start: int, allow_reduce: bool):
@@ -105,7 +101,7 @@ def vadd(c, argv):
     vec, reduce_dim, used = parsed
     argc = len(argv)
     if argc - 2 - used < 1:
-        raise _arity("vadd")
+        raise arity_error("vadd")
     item = argv[2 + used]
     ef = DEFAULT_EF_BUILD
     M = hnsw.DEFAULT_M
@@ -388,10 +384,10 @@ def vismember(c, argv):
 def vlinks(c, argv):
     withscores = False
     if len(argv) > 4:
-        raise _arity("vlinks")
+        raise arity_error("vlinks")
     if len(argv) == 4:
         if argv[3].upper() != b"WITHSCORES":
-            raise _arity("vlinks")
+            raise arity_error("vlinks")
         withscores = True
     vs = _vset_read(c, argv[1])
     resp = c.resp
@@ -443,7 +439,7 @@ def vinfo(c, argv):
 @command("vrandmember")
 def vrandmember(c, argv):
     if len(argv) > 3:
-        raise _arity("vrandmember")
+        raise arity_error("vrandmember")
     with_count = len(argv) == 3
     count = 1
     if with_count:
@@ -481,7 +477,7 @@ def _range_op(arg: bytes):
 @command("vrange")
 def vrange(c, argv):
     if len(argv) > 5:
-        raise _arity("vrange")
+        raise arity_error("vrange")
     count = -1
     if len(argv) == 5:
         count = try_int(argv[4])
