@@ -30,8 +30,9 @@ ITEM_EXISTS = RedisError("ERR item exists")
 
 
 def lookup(c, key, cls, write=False):
-    """The key's value when it is a ``cls``, else None; WRONGTYPE is the
-    caller's to raise (some commands read another type as empty)."""
+    """(the key's value when it is a ``cls`` or None, whether the key holds
+    another type): WRONGTYPE is the caller's to raise (some commands read
+    another type as empty).  cuckoo_cmds shares it, typed and written."""
     db = c.db
     v = db.lookup_write(key) if write else db.lookup_read(key)
     if v is None:
@@ -53,7 +54,8 @@ def typed(c, key, cls, write=False):
 
 def written(c, key):
     """A write that got past its checks: WATCH is told and it propagates
-    verbatim (RM_CloseKey's signal, RM_ReplicateVerbatim's dirty++)."""
+    verbatim (RM_CloseKey's signal, RM_ReplicateVerbatim's dirty++); every
+    RedisBloom family's (cuckoo_cmds, sketch_cmds)."""
     c.db.signal(key)
     c.server.dirty += 1
 

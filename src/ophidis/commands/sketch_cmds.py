@@ -24,16 +24,20 @@ from ..types.cms import I64_MAX, MAX_CELLS, U32_MAX, CountMinSketch, dims_from_p
 from ..types.tdigest import INT_MAX, NAN, Overflow, TDigest, c_round, capacity, half_round_down
 from ..types.topk import TopK
 from ..util import parse_float, try_int
+from .bloom_cmds import written
 
 U64_HALF = 1 << 63
 LLONG_MIN = -(1 << 63)
 
 
-def _written(c, key):
-    """A module write: the key's watchers are told (RM_CloseKey of a key
-    opened for writing) and the command propagates as called."""
-    c.db.signal(key)
-    c.server.dirty += 1
+def _typed(c, key, cls, nokey: RedisError, write: bool):
+    """The key's ``cls`` value: the family's ``nokey`` error when it is
+    missing, WRONGTYPE (the typed lookup's) when it holds another type."""
+    db = c.db
+    v = db.lookup_write_typed(key, cls) if write else db.lookup_read_typed(key, cls)
+    if v is None:
+        raise nokey
+    return v
 
 
 def _index_of(word: bytes, args) -> int:
@@ -66,11 +70,7 @@ _CMS_NOKEY = RedisError("-CMS: key does not exist")
 
 
 def _cms(c, key, write=False) -> CountMinSketch:
-    db = c.db
-    v = db.lookup_write_typed(key, CountMinSketch) if write else db.lookup_read_typed(key, CountMinSketch)
-    if v is None:
-        raise _CMS_NOKEY
-    return v
+    return _typed(c, key, CountMinSketch, _CMS_NOKEY, write)
 
 
 def _cms_create(c, argv, by_dim: bool):
@@ -99,7 +99,7 @@ def _cms_create(c, argv, by_dim: bool):
     if width * depth > MAX_CELLS:
         raise RedisError("-CMS: Insufficient memory to create the key")
     c.db.set_key(key, CountMinSketch(width, depth))
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -131,7 +131,7 @@ def cms_incrby(c, argv):
     for item, v in pairs:
         n = cms.incrby(item, v)
         out.append(integer(n) if n != U32_MAX else error(b"CMS: INCRBY overflow"))
-    _written(c, key)
+    written(c, key)
     return b"".join(out)
 
 
@@ -176,7 +176,7 @@ def cms_merge(c, argv):
     if res is None:
         raise RedisError("-CMS: MERGE overflow")
     dest.table, dest.counter = res
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -201,11 +201,7 @@ _TOPK_MAX_BYTES = 4 << 30
 
 
 def _topk(c, key, write=False) -> TopK:
-    db = c.db
-    v = db.lookup_write_typed(key, TopK) if write else db.lookup_read_typed(key, TopK)
-    if v is None:
-        raise _TOPK_NOKEY
-    return v
+    return _typed(c, key, TopK, _TOPK_NOKEY, write)
 
 
 def _cstr(b: bytes) -> bytes:
@@ -240,7 +236,7 @@ def topk_reserve(c, argv):
     if 8 * width * depth + 8 * k > _TOPK_MAX_BYTES:
         raise RedisError("ERR Insufficient memory to create topk data structure")
     c.db.set_key(key, TopK(k, width, depth, decay))
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -257,7 +253,7 @@ def topk_add(c, argv):
     out = [array_header(len(items))]
     for it in items:
         out.append(_expelled(resp, tk.add(it, 1)))
-    _written(c, key)
+    written(c, key)
     return b"".join(out)
 
 
@@ -278,7 +274,7 @@ def topk_incrby(c, argv):
             out.extend([error(_TOPK_INCR.msg)] * (n - i))
             break
         out.append(_expelled(resp, tk.add(argv[2 + 2 * i], incr)))
-    _written(c, key)
+    written(c, key)
     return b"".join(out)
 
 
@@ -336,11 +332,7 @@ _TD_OVERFLOW = RedisError("ERR T-Digest: overflow detected")
 
 
 def _td(c, key, write=False) -> TDigest:
-    db = c.db
-    v = db.lookup_write_typed(key, TDigest) if write else db.lookup_read_typed(key, TDigest)
-    if v is None:
-        raise _TD_NOKEY
-    return v
+    return _typed(c, key, TDigest, _TD_NOKEY, write)
 
 
 def _compression(b) -> int:
@@ -387,7 +379,7 @@ def tdigest_create(c, argv):
             raise RedisError("ERR T-Digest: wrong keyword")
         compression = _compression(argv[3])
     c.db.set_key(key, _new_digest(compression, "ERR T-Digest: allocation failed"))
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -395,7 +387,7 @@ def tdigest_create(c, argv):
 def tdigest_reset(c, argv):
     key = argv[1]
     _td(c, key, True).reset()
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -417,7 +409,7 @@ def tdigest_add(c, argv):
         # what was added before stays, unpropagated, as in the module
         c.db.signal(key)
         raise _TD_OVERFLOW from None
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -478,7 +470,7 @@ def tdigest_merge(c, argv):
     if db.lookup_write(key) is not None:
         db.delete(key)
     db.set_key(key, to)
-    _written(c, key)
+    written(c, key)
     return OK
 
 

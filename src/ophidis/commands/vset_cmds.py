@@ -24,14 +24,23 @@ from ..protocol.resp import (EMPTY_ARRAY, array_header, boolean, bulk, double, i
 from ..types import hnsw
 from ..types.vectorset import MAX_DIM, VectorSet
 from ..types.vsetexpr import FilterSyntaxError, compile_filter, run_filter
-from ..util import try_int
+from ..util import LLONG_MAX, try_int
 from .numparse import string2d
 
 DEFAULT_EF_BUILD = 200
 DEFAULT_EF_SEARCH = 100
 DEFAULT_COUNT = 10
+MAX_EF = 1000000             # EF's bound, in VADD and VSIM
 
 _BAD_VECTOR = RedisError("ERR invalid vector specification")
+
+
+def _int_option(arg, name: str, lo: int, hi: int) -> int:
+    """A VADD/VSIM option's integer in [lo, hi], else ``ERR invalid <name>``."""
+    v = try_int(arg)
+    if v is None or v < lo or v > hi:
+        raise RedisError("ERR invalid " + name)
+    return v
 
 
 def _parse_vector(argv, start: int, allow_reduce: bool):
@@ -113,14 +122,10 @@ def vadd(c, argv):
         if opt == b"CAS":
             pass
         elif opt == b"EF" and j + 1 < argc:
-            ef = try_int(argv[j + 1])
-            if ef is None or ef <= 0 or ef > 1000000:
-                raise RedisError("ERR invalid EF")
+            ef = _int_option(argv[j + 1], "EF", 1, MAX_EF)
             j += 1
         elif opt == b"M" and j + 1 < argc:
-            M = try_int(argv[j + 1])
-            if M is None or M < hnsw.MIN_M or M > hnsw.MAX_M:
-                raise RedisError("ERR invalid M")
+            M = _int_option(argv[j + 1], "M", hnsw.MIN_M, hnsw.MAX_M)
             j += 1
         elif opt == b"SETATTR" and j + 1 < argc:
             attrib = bytes(argv[j + 1])
@@ -248,9 +253,7 @@ def vsim(c, argv):
         elif opt == b"NOTHREAD":
             pass
         elif opt == b"COUNT" and j + 1 < argc:
-            count = try_int(argv[j + 1])
-            if count is None or count <= 0:
-                raise RedisError("ERR invalid COUNT")
+            count = _int_option(argv[j + 1], "COUNT", 1, LLONG_MAX)
             j += 1
         elif opt == b"EPSILON" and j + 1 < argc:
             epsilon = string2d(argv[j + 1])
@@ -258,14 +261,10 @@ def vsim(c, argv):
                 raise RedisError("ERR invalid EPSILON")
             j += 1
         elif opt == b"EF" and j + 1 < argc:
-            ef = try_int(argv[j + 1])
-            if ef is None or ef <= 0 or ef > 1000000:
-                raise RedisError("ERR invalid EF")
+            ef = _int_option(argv[j + 1], "EF", 1, MAX_EF)
             j += 1
         elif opt == b"FILTER-EF" and j + 1 < argc:
-            filter_ef = try_int(argv[j + 1])
-            if filter_ef is None or filter_ef <= 0:
-                raise RedisError("ERR invalid FILTER-EF")
+            filter_ef = _int_option(argv[j + 1], "FILTER-EF", 1, LLONG_MAX)
             j += 1
         elif opt == b"FILTER" and j + 1 < argc:
             raw = bytes(argv[j + 1])
