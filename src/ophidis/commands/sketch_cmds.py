@@ -335,6 +335,18 @@ def _td(c, key, write=False) -> TDigest:
     return _typed(c, key, TDigest, _TD_NOKEY, write)
 
 
+def _td_doubles(args, what: str) -> list:
+    """The arguments as doubles; ``error parsing <what>`` at the first that
+    is not one."""
+    out = []
+    for a in args:
+        x = _double(a)
+        if x is None:
+            raise RedisError("ERR T-Digest: error parsing " + what)
+        out.append(x)
+    return out
+
+
 def _compression(b) -> int:
     v = try_int(b)
     if v is None:
@@ -513,12 +525,7 @@ def tdigest_quantile(c, argv):
 @command("tdigest.cdf")
 def tdigest_cdf(c, argv):
     td = _td(c, argv[1])
-    xs = []
-    for a in argv[2:]:
-        x = _double(a)
-        if x is None:
-            raise RedisError("ERR T-Digest: error parsing cdf")
-        xs.append(x)
+    xs = _td_doubles(argv[2:], "cdf")
     return _doubles(c.resp, [td.cdf(x) for x in xs])
 
 
@@ -540,12 +547,7 @@ def tdigest_trimmed_mean(c, argv):
 
 def _rank(c, argv, reverse: bool):
     td = _td(c, argv[1])
-    xs = []
-    for a in argv[2:]:
-        x = _double(a)
-        if x is None:
-            raise RedisError("ERR T-Digest: error parsing value")
-        xs.append(x)
+    xs = _td_doubles(argv[2:], "value")
     size = float(td.size())
     lo = td.min
     hi = td.max

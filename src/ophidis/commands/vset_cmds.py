@@ -93,6 +93,15 @@ def _vset_read(c, key):
     return c.db.lookup_read_typed(key, VectorSet)
 
 
+def _element(c, argv):
+    """(the vector set at argv[1], its element argv[2]'s node): (None, None)
+    without the set, (the set, None) without the element."""
+    vs = _vset_read(c, argv[1])
+    if vs is None:
+        return None, None
+    return vs, vs.elements.get(argv[2])
+
+
 def _changed(c, key):
     c.db.signal(key)
     c.server.dirty += 1
@@ -343,11 +352,8 @@ def vemb(c, argv):
             raw = True
         else:
             raise RedisError("ERR invalid option")
-    vs = _vset_read(c, argv[1])
+    vs, node = _element(c, argv)
     resp = c.resp
-    if vs is None:
-        return null(resp)
-    node = vs.elements.get(argv[2])
     if node is None:
         return null(resp)
     g = vs.graph
@@ -364,10 +370,7 @@ def vemb(c, argv):
 
 @command("vgetattr")
 def vgetattr(c, argv):
-    vs = _vset_read(c, argv[1])
-    if vs is None:
-        return null(c.resp)
-    node = vs.elements.get(argv[2])
+    _vs, node = _element(c, argv)
     if node is None or node.attrib is None:
         return null(c.resp)
     return bulk(node.attrib)
@@ -388,11 +391,8 @@ def vlinks(c, argv):
         if argv[3].upper() != b"WITHSCORES":
             raise arity_error("vlinks")
         withscores = True
-    vs = _vset_read(c, argv[1])
+    vs, node = _element(c, argv)
     resp = c.resp
-    if vs is None:
-        return null(resp)
-    node = vs.elements.get(argv[2])
     if node is None:
         return null(resp)
     g = vs.graph

@@ -919,24 +919,15 @@ class _P:
         return ("slice", (None, b, self.step()))
 
     def numbers(self):
-        a = self.number()
-        if a is None:
-            return None
-        out = [a]
-        while True:
-            save = self.i
-            self.ws()
-            if self.eat(","):
-                self.ws()
-                n = self.number()
-                if n is not None:
-                    out.append(n)
-                    continue
-            self.i = save
-            return ("idx", out)
+        return self.listed(self.number, "idx")
 
     def strings(self):
-        a = self.string()
+        return self.listed(self.string, "key")
+
+    def listed(self, item, tag: str):
+        """A comma-separated list of item()s, as (tag, [items]); None when
+        the first is missing (a trailing comma is left unread)."""
+        a = item()
         if a is None:
             return None
         out = [a]
@@ -945,12 +936,12 @@ class _P:
             self.ws()
             if self.eat(","):
                 self.ws()
-                n = self.string()
+                n = item()
                 if n is not None:
                     out.append(n)
                     continue
             self.i = save
-            return ("key", out)
+            return (tag, out)
 
     def string(self):
         """A quoted string: without escapes, or with ``\\\\`` and ``\\"``
@@ -1056,35 +1047,25 @@ class _P:
     # arithmetic
 
     def arith(self):
-        left = self.arith_term()
-        if left is None:
-            return None
-        while True:
-            save = self.i
-            self.ws()
-            c = self.s[self.i:self.i + 1]
-            if c in ("+", "-"):
-                self.i += 1
-                self.ws()
-                right = self.arith_term()
-                if right is not None:
-                    left = ("bin", c, left, right)
-                    continue
-            self.i = save
-            return left
+        return self.binary(self.arith_term, ("+", "-"))
 
     def arith_term(self):
-        left = self.factor()
+        return self.binary(self.factor, ("*", "/", "%"))
+
+    def binary(self, operand, ops):
+        """operand (op operand)*, left-associative: ("bin", op, left, right);
+        an operator without an operand after it is left unread."""
+        left = operand()
         if left is None:
             return None
         while True:
             save = self.i
             self.ws()
             c = self.s[self.i:self.i + 1]
-            if c in ("*", "/", "%"):
+            if c in ops:
                 self.i += 1
                 self.ws()
-                right = self.factor()
+                right = operand()
                 if right is not None:
                     left = ("bin", c, left, right)
                     continue
