@@ -337,11 +337,20 @@ def _f64_to_i64(f):
     return None
 
 
+def _any_node(pred):
+    """pred(a, b) over operands that may be node lists ("N"): true when it
+    holds for any node of a (with b), else of b (with a)."""
+    def run(a, b):
+        if a[0] == "N":
+            return any(run(("D", v), b) for v in a[1])
+        if b[0] == "N":
+            return any(run(a, ("D", v)) for v in b[1])
+        return pred(a, b)
+    return run
+
+
+@_any_node
 def _size_of(a, b) -> bool:
-    if a[0] == "N":
-        return any(_size_of(("D", v), b) for v in a[1])
-    if b[0] == "N":
-        return any(_size_of(a, ("D", v)) for v in b[1])
     n = _as_number(b)
     if n is None:
         return False
@@ -353,11 +362,8 @@ def _size_of(a, b) -> bool:
     return n >= 0 and ln is not None and ln == n
 
 
+@_any_node
 def _empty(a, b) -> bool:
-    if a[0] == "N":
-        return any(_empty(("D", v), b) for v in a[1])
-    if b[0] == "N":
-        return any(_empty(a, ("D", v)) for v in b[1])
     ln, want = _seq_len(a), _as_bool(b)
     if ln is None or want is None:
         return False
@@ -387,11 +393,8 @@ def _regex(pattern: str, full: bool):
     return rx
 
 
+@_any_node
 def _re(a, b) -> bool:
-    if a[0] == "N":
-        return any(_re(("D", v), b) for v in a[1])
-    if b[0] == "N":
-        return any(_re(a, ("D", v)) for v in b[1])
     s, p = _as_str(a), _as_str(b)
     if s is None or p is None:
         return False
