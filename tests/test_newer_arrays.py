@@ -9,7 +9,7 @@ import pytest
 import redis
 from redis.exceptions import ResponseError
 
-from support.modtypes import AOF, aof_base, err, follow, restart, rewrite_aof
+from support.modtypes import AOF, aof_base, err, follow, rdb_restart, restart, rewrite_aof
 from support.wait import wait_until
 
 MAXIDX = 2**64 - 2          # the highest index an element can have
@@ -398,14 +398,7 @@ def test_aof_rewrite_and_restart(start_server):
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "")
-    c = s.client()
-    _fill(c)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    s2 = restart(start_server, s, "--save", "")
-    assert _snapshot(s2.client()) == before
+    rdb_restart(start_server, _fill, _snapshot)
 
 
 def test_replica_full_sync_and_stream(start_server):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from redis.exceptions import ResponseError, WatchError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
-from support.modtypes import aof_base, follow, module_id, restart, rewrite_aof
+from support.modtypes import AOF, aof_base, follow, module_id, rdb_restart, restart, rewrite_aof
 from support.resp import bulk
 from support.wait import wait_until
 
@@ -696,11 +696,11 @@ def test_debug_reload(r):
 
 
 DEBUG = ("--enable-debug-command", "yes")
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always") + DEBUG
+AOF_DEBUG = AOF + DEBUG
 
 
 def test_aof_rewrite_and_restart(start_server):
-    s = start_server(*AOF)
+    s = start_server(*AOF_DEBUG)
     c = s.client()
     _fill(c)
     c.expire("c", 1000)
@@ -713,21 +713,14 @@ def test_aof_rewrite_and_restart(start_server):
     # RedisBloom's aof_rewrite: the header, then the chunks, as LOADCHUNKs
     assert b"$12\r\nBF.LOADCHUNK\r\n$1\r\nb\r\n$1\r\n1\r\n" in data
     assert b"$12\r\nCF.LOADCHUNK\r\n$1\r\nc\r\n$1\r\n1\r\n" in data
-    s2 = restart(start_server, s, *AOF)
+    s2 = restart(start_server, s, *AOF_DEBUG)
     c2 = s2.client()
     assert _snapshot(c2) == before
     assert 0 < c2.ttl("c") <= 1000 and c2.ttl("b") == -1
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "", *DEBUG)
-    c = s.client()
-    _fill(c)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    s2 = restart(start_server, s, "--save", "", *DEBUG)
-    assert _snapshot(s2.client()) == before
+    rdb_restart(start_server, _fill, _snapshot, *DEBUG)
 
 
 def test_replica_stream(start_server):

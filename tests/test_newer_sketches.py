@@ -8,14 +8,13 @@ records, DEBUG RELOAD, AOF rewrite, a replica, MULTI and scripts, the ACL
 categories and COMMAND INFO."""
 
 import math
-import os
 import struct
 
 import pytest
 from redis.exceptions import ResponseError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
-from support.modtypes import AOF, err, follow, module_id, restart, rewrite_aof
+from support.modtypes import AOF, err, follow, module_id, rdb_restart, restart, rewrite_aof
 from support.resp import bulk
 from support.wait import wait_until
 
@@ -580,15 +579,7 @@ def test_aof_rewrite_and_restart(start_server):
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "")
-    c = s.client()
-    _fill(c)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    assert os.path.exists(os.path.join(s.dir, "dump.rdb"))
-    s2 = restart(start_server, s, "--save", "")
-    assert _snapshot(s2.client()) == before
+    rdb_restart(start_server, _fill, _snapshot)
 
 
 def test_replica_stream(start_server):

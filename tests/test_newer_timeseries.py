@@ -7,6 +7,7 @@ Redis 8.10's TS.READ / TS.NRANGE, keyspace events, MULTI and scripts, and
 the TSDB-TYPE module record (DUMP/RESTORE, DEBUG RELOAD, AOF rewrite,
 replication)."""
 
+import contextlib
 import math
 import os
 import threading
@@ -351,45 +352,43 @@ def test_nrange(r, raw):
 # TS.READ
 # ---------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _blocked(r, server, *args):
+    """A new client sends args from a thread; yields (the dict its reply
+    lands in as "reply", the thread) once the server counts it blocked."""
+    c = server.client()
+    out = {}
+
+    def reader():
+        out["reply"] = c.execute_command(*args)
+    th = threading.Thread(target=reader)
+    th.start()
+    try:
+        wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
+        yield out, th
+    finally:
+        th.join(10)
+        c.close()
+
+
 def test_read_and_block(r, server):
     r.execute_command("TS.ADD", "s", 100, 1)
     assert r.execute_command("TS.READ", "s", "$") == []
     assert r.execute_command("TS.READ", "s", "+") == [[100, b"1"]]
     assert r.execute_command("TS.READ", "nokey", "0") == []
     assert err(r, "TS.READ", "s", "0", "BLOCK", "10", "0") == "TSDB: BLOCK min_count must be a positive integer"
-    c2 = server.client()
-    out = {}
-
-    def reader():
-        out["r"] = c2.execute_command("TS.READ", "s", "101", "BLOCK", "0", "2")
-    th = threading.Thread(target=reader)
-    th.start()
-    try:
-        wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
+    with _blocked(r, server, "TS.READ", "s", "101", "BLOCK", "0", "2") as (out, th):
         r.execute_command("TS.ADD", "s", 101, 2)
         assert r.info("clients")["blocked_clients"] == 1       # min_count 2 not reached yet
         r.execute_command("TS.ADD", "s", 102, 3)
         th.join(10)
-        assert out["r"] == [[101, b"2"], [102, b"3"]]
-    finally:
-        th.join(10)
-        c2.close()
+        assert out["reply"] == [[101, b"2"], [102, b"3"]]
     assert r.execute_command("TS.READ", "s", "102", "BLOCK", "50", "5") == [[102, b"3"]]   # timeout flushes
     # deleting the key answers a blocked reader with an empty array
-    c3 = server.client()
-
-    def reader2():
-        out["d"] = c3.execute_command("TS.READ", "s", "$", "BLOCK", "0", "1")
-    th = threading.Thread(target=reader2)
-    th.start()
-    try:
-        wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
+    with _blocked(r, server, "TS.READ", "s", "$", "BLOCK", "0", "1") as (out, th):
         r.delete("s")
         th.join(10)
-        assert out["d"] == []
-    finally:
-        th.join(10)
-        c3.close()
+        assert out["reply"] == []
     with pytest.raises(ResponseError, match="not allowed inside MULTI"):
         p = r.pipeline(transaction=True)
         p.execute_command("TS.READ", "s", "0", "BLOCK", "0", "1")

@@ -7,7 +7,6 @@ type everywhere else: TYPE / OBJECT ENCODING / MEMORY USAGE / COPY, keyspace
 events, MULTI and scripts, DUMP/RESTORE of the "vectorset" module record,
 DEBUG RELOAD, AOF rewrite + restart and a replica."""
 
-import os
 import random
 import struct
 
@@ -16,7 +15,7 @@ from redis.exceptions import ResponseError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len
 from ophidis.types.vsetexpr import FilterSyntaxError, compile_filter, run_filter
-from support.modtypes import AOF, err, follow, module_id, restart, rewrite_aof
+from support.modtypes import AOF, err, follow, module_id, rdb_restart, restart, rewrite_aof
 from support.resp import bulk
 from support.wait import wait_until
 
@@ -579,15 +578,7 @@ def test_aof_rewrite_and_restart(start_server):
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "")
-    c = s.client()
-    _fill(c)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    s2 = restart(start_server, s, "--save", "")
-    assert _snapshot(s2.client()) == before
-    assert os.path.exists(os.path.join(s.dir, "dump.rdb"))
+    rdb_restart(start_server, _fill, _snapshot)
 
 
 def test_replica(start_server):

@@ -60,3 +60,19 @@ def follow(rep, master):
     """REPLICAOF master on the client rep, then wait until the link is up."""
     rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
     wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+
+
+def rdb_restart(start_server, fill, snapshot, *args):
+    """fill(client) a server that saves only when told (args: more
+    directives, for both servers), SAVE, stop it, start another on its
+    dump.rdb, check snapshot(client) is the same there; the new server."""
+    s = start_server("--save", "", *args)
+    c = s.client()
+    fill(c)
+    before = snapshot(c)
+    assert c.save()
+    s.stop()
+    assert os.path.exists(os.path.join(s.dir, "dump.rdb"))
+    s2 = restart(start_server, s, "--save", "", *args)
+    assert snapshot(s2.client()) == before
+    return s2
