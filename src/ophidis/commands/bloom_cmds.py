@@ -52,6 +52,16 @@ def typed(c, key, cls, write=False):
     return v
 
 
+def vacant(c, key, cls):
+    """A RESERVE's check: WRONGTYPE when the key holds another type,
+    ITEM_EXISTS when it holds a ``cls`` already."""
+    v, wrong = lookup(c, key, cls, True)
+    if wrong:
+        raise WRONGTYPE
+    if v is not None:
+        raise ITEM_EXISTS
+
+
 def written(c, key):
     """A write that got past its checks: WATCH is told and it propagates
     verbatim (RM_CloseKey's signal, RM_ReplicateVerbatim's dirty++); every
@@ -106,11 +116,7 @@ def bf_reserve(c, argv):
         if not 0 <= expansion <= EXPANSION_MAX:
             raise RedisError("ERR expansion must be in the range [0, %d]" % EXPANSION_MAX)
     key = argv[1]
-    v, wrong = lookup(c, key, BloomValue, True)
-    if wrong:
-        raise WRONGTYPE
-    if v is not None:
-        raise ITEM_EXISTS
+    vacant(c, key, BloomValue)
     _create(c, key, error, capacity, expansion, nonscaling)
     written(c, key)
     return OK

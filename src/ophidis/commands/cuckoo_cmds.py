@@ -17,7 +17,7 @@ from ..errors import WRONGTYPE, RedisError, arity_error
 from ..protocol.resp import MINUS_ONE, OK, array_header, boolean, bulk, integer, map_header, null, simple
 from ..types.cuckoo import EXISTS, INSERTED, NOSPACE, CuckooValue, item_hash
 from ..util import parse_int
-from .bloom_cmds import ITEM_EXISTS, NOT_FOUND, lookup, typed, written
+from .bloom_cmds import ITEM_EXISTS, NOT_FOUND, lookup, typed, vacant, written
 
 # RedisBloom's defaults are the cf-bucket-size, cf-initial-size,
 # cf-max-iterations, cf-expansion-factor and cf-max-expansions parameters;
@@ -66,11 +66,7 @@ def cf_reserve(c, argv):
     if bucket_size * 2 > capacity or capacity > CAPACITY_MAX:
         raise RedisError("-Capacity must be in the range [2 * BUCKETSIZE, %d]" % CAPACITY_MAX)
     key = argv[1]
-    v, wrong = lookup(c, key, CuckooValue, True)
-    if wrong:
-        raise WRONGTYPE
-    if v is not None:
-        raise ITEM_EXISTS
+    vacant(c, key, CuckooValue)
     _create(c, key, capacity, bucket_size, max_it, expansion)
     written(c, key)
     return OK

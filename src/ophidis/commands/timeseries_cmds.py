@@ -28,7 +28,7 @@ from ..acl.check import check_key
 from ..acl.users import READ
 from ..cluster.slots import key_hash_slot
 from ..cmdtable.registry import command
-from ..errors import RedisError
+from ..errors import RedisError, arity_error
 from ..keyspace import notify
 from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import (
@@ -68,7 +68,7 @@ _UPSERT = _err("Error at upsert, update is not supported when DUPLICATE_POLICY i
 
 
 def _arity(argv):
-    return RedisError("ERR wrong number of arguments for '%s' command" % argv[0].decode("utf-8", "replace").lower())
+    return arity_error(argv[0].decode("utf-8", "replace").lower())
 
 
 def _idx(argv, word: bytes) -> int:
