@@ -17,5 +17,5 @@
 - rdb: the every-type dataset and DUMP payload decoding of the RDB tests;
 - modtypes: the tests of Redis 8's built-in types: module_id (their RDB
   records' ids), err, AOF and the round trips (rewrite_aof, aof_base,
-  restart, follow).
+  restart, rdb_restart, follow).
 """
