@@ -1010,14 +1010,20 @@ class _P:
         if f is not None:
             return f
         self.i = start
+        return self.parenthesized(self.filter)
+
+    def parenthesized(self, inner):
+        """``(`` inner() ``)``, spaces allowed inside; None with the
+        position unchanged when it is not there."""
+        start = self.i
         if self.eat("("):
             self.ws()
-            f = self.filter()
-            if f is not None:
+            e = inner()
+            if e is not None:
                 self.ws()
                 if self.eat(")"):
-                    return f
-        self.i = start
+                    return e
+            self.i = start
         return None
 
     def single_filter(self):
@@ -1089,15 +1095,9 @@ class _P:
         return self.primary()
 
     def primary(self):
-        start = self.i
-        if self.eat("("):
-            self.ws()
-            e = self.arith()
-            if e is not None:
-                self.ws()
-                if self.eat(")"):
-                    return e
-            self.i = start
+        e = self.parenthesized(self.arith)
+        if e is not None:
+            return e
         t = self.term()
         if t is None:
             return None
