@@ -3,22 +3,16 @@ for byte as Redis's t_array.c builds them (valkey has no arrays), errors,
 keyspace events, MULTI and scripts, DUMP/RESTORE, RDB (DEBUG RELOAD) and AOF
 rewrite round trips, ACL category and key specs."""
 
-import os
 import struct
 
 import pytest
 import redis
 from redis.exceptions import ResponseError
 
+from support.modtypes import AOF, aof_base, err, follow, rdb_restart, restart, rewrite_aof
 from support.wait import wait_until
 
 MAXIDX = 2**64 - 2          # the highest index an element can have
-
-
-def err(r, *args):
-    with pytest.raises(ResponseError) as e:
-        r.execute_command(*args)
-    return str(e.value)
 
 
 # ---------------------------------------------------------------------------
@@ -387,39 +381,24 @@ def test_debug_reload_and_rdb(r):
     assert r.execute_command("ARGET", "a", "6") == b"0.1"
 
 
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
-
-
 def test_aof_rewrite_and_restart(start_server):
     s = start_server(*AOF)
     c = s.client()
     _fill(c)
     before = _snapshot(c)
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     c.execute_command("ARRING", "r", "2", "x", "y", "z")     # after the rewrite: in the incr file
     s.stop()
-    d = os.path.join(s.dir, "appendonlydir")
-    base = [f for f in os.listdir(d) if f.endswith(".base.aof")][0]
-    with open(os.path.join(d, base), "rb") as f:
-        data = f.read()
+    data = aof_base(s)
     assert b"ARMSET" in data and b"ARSEEK" in data
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF)
     c2 = s2.client()
     assert _snapshot(c2) == before
     assert c2.execute_command("ARGETRANGE", "r", "0", "1") == [b"z", b"y"]
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "")
-    c = s.client()
-    _fill(c)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    s2 = start_server("--dir", s.dir, "--save", "", cwd=s.dir)
-    assert _snapshot(s2.client()) == before
+    rdb_restart(start_server, _fill, _snapshot)
 
 
 def test_replica_full_sync_and_stream(start_server):
@@ -428,8 +407,7 @@ def test_replica_full_sync_and_stream(start_server):
     _fill(m)
     s = start_server()
     r = s.client()
-    r.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: r.info("replication").get("master_link_status") == "up", what="the link")
+    follow(r, master)
     wait_until(lambda: r.exists("plain"), what="the payload")
     assert _snapshot(r) == _snapshot(m)
     # the stream: commands as called, the ring's rebuild and the cursor included

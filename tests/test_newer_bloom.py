@@ -7,7 +7,6 @@ round trips, a replica, MULTI and scripts, TYPE, MODULE LIST, ACL
 categories and key specs."""
 
 import hashlib
-import os
 import struct
 
 import pytest
@@ -16,6 +15,8 @@ from hypothesis import strategies as st
 from redis.exceptions import ResponseError, WatchError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
+from support.modtypes import AOF, aof_base, follow, module_id, rdb_restart, restart, rewrite_aof
+from support.resp import bulk
 from support.wait import wait_until
 
 
@@ -24,10 +25,6 @@ def err(raw, *args):
     reply = raw.call(*args)
     assert reply[:1] == b"-", reply
     return reply[1:-2].decode()
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
 
 
 def pipe_all(r, cmds):
@@ -260,18 +257,24 @@ def test_cuckoo_figures_redisbloom_asserts(r, raw):
     assert raw.call("CF.ADD", "z", "7") == b"-Filter is full\r\n"
 
 
-def test_bf_scandump_loadchunk(r, raw):
-    _bf_golden(r)
-    chunks = [r.execute_command("BF.SCANDUMP", "g", 0)]
+def _scandump_copy(r, family):
+    """SCANDUMP the filter g of family (BF or CF) to its end, LOADCHUNK every
+    chunk into copy; the two filters are then the same."""
+    chunks = [r.execute_command(family + ".SCANDUMP", "g", 0)]
     while True:
-        it, data = r.execute_command("BF.SCANDUMP", "g", chunks[-1][0])
+        it, data = r.execute_command(family + ".SCANDUMP", "g", chunks[-1][0])
         if it == 0:
             break
         chunks.append([it, data])
     for it, data in chunks:
-        assert r.execute_command("BF.LOADCHUNK", "copy", it, data) == b"OK"
-    assert r.execute_command("BF.DEBUG", "copy") == r.execute_command("BF.DEBUG", "g")
+        assert r.execute_command(family + ".LOADCHUNK", "copy", it, data) == b"OK"
+    assert r.execute_command(family + ".DEBUG", "copy") == r.execute_command(family + ".DEBUG", "g")
     assert r.execute_command("DEBUG", "DIGEST-VALUE", "copy") == r.execute_command("DEBUG", "DIGEST-VALUE", "g")
+
+
+def test_bf_scandump_loadchunk(r, raw):
+    _bf_golden(r)
+    _scandump_copy(r, "BF")
     # a negative or past-the-end cursor ends the scan
     assert r.execute_command("BF.SCANDUMP", "g", -3) == [0, b""]
     assert r.execute_command("BF.SCANDUMP", "g", 10**6) == [0, b""]
@@ -452,16 +455,7 @@ def test_cf_compact_matches_redisbloom(raw):
 
 def test_cf_scandump_loadchunk(r, raw):
     _cf_golden(r)
-    chunks = [r.execute_command("CF.SCANDUMP", "g", 0)]
-    while True:
-        pos, data = r.execute_command("CF.SCANDUMP", "g", chunks[-1][0])
-        if pos == 0:
-            break
-        chunks.append([pos, data])
-    for pos, data in chunks:
-        assert r.execute_command("CF.LOADCHUNK", "copy", pos, data) == b"OK"
-    assert r.execute_command("CF.DEBUG", "copy") == r.execute_command("CF.DEBUG", "g")
-    assert r.execute_command("DEBUG", "DIGEST-VALUE", "copy") == r.execute_command("DEBUG", "DIGEST-VALUE", "g")
+    _scandump_copy(r, "CF")
     # an empty filter dumps nothing
     r.execute_command("CF.RESERVE", "e", "100")
     assert r.execute_command("CF.SCANDUMP", "e", 0) == [0, None]
@@ -604,16 +598,8 @@ def test_multi_and_scripts(r):
 # persistence
 # ---------------------------------------------------------------------------
 
-def _module_id(name: str, encver: int) -> int:
-    cs = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    mid = 0
-    for ch in name:
-        mid = (mid << 6) | cs.index(ch)
-    return (mid << 10) | encver
-
-
 def _payload(name, encver, items) -> bytes:
-    body = b"\x07" + enc_len(_module_id(name, encver))
+    body = b"\x07" + enc_len(module_id(name, encver))
     for kind, v in items:
         if kind == "u":
             body += enc_len(2) + enc_len(v)
@@ -649,7 +635,7 @@ def test_dump_restore_bloom_layout(r):
     # RedisBloom's record, MBbloom-- encoding version 4 (with compression
     # off: the bit arrays here are short enough that LZF is not tried either)
     payload = r.dump("b")
-    assert payload[:10] == b"\x07\x81" + _module_id("MBbloom--", 4).to_bytes(8, "big")
+    assert payload[:10] == b"\x07\x81" + module_id("MBbloom--", 4).to_bytes(8, "big")
     assert r.restore("b2", 0, _payload("MBbloom--", 4, items)) == b"OK"
     assert r.execute_command("BF.DEBUG", "b2") == r.execute_command("BF.DEBUG", "b")
     assert r.restore("b3", 0, payload) == b"OK"
@@ -681,7 +667,7 @@ def test_dump_restore_cuckoo_layout(r):
     items = [("u", nf), ("u", buckets), ("u", items_n), ("u", deletes), ("u", bs), ("u", maxit), ("u", exp)]
     for data in subs:
         items += [("u", len(data) // bs), ("s", data)]
-    assert r.dump("c")[:10] == b"\x07\x81" + _module_id("MBbloomCF", 4).to_bytes(8, "big")
+    assert r.dump("c")[:10] == b"\x07\x81" + module_id("MBbloomCF", 4).to_bytes(8, "big")
     assert r.restore("c2", 0, _payload("MBbloomCF", 4, items)) == b"OK"
     assert r.execute_command("CF.DEBUG", "c2") == r.execute_command("CF.DEBUG", "c")
     assert r.execute_command("DEBUG", "DIGEST-VALUE", "c2") == r.execute_command("DEBUG", "DIGEST-VALUE", "c")
@@ -710,43 +696,31 @@ def test_debug_reload(r):
 
 
 DEBUG = ("--enable-debug-command", "yes")
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always") + DEBUG
+AOF_DEBUG = AOF + DEBUG
 
 
 def test_aof_rewrite_and_restart(start_server):
-    s = start_server(*AOF)
+    s = start_server(*AOF_DEBUG)
     c = s.client()
     _fill(c)
     c.expire("c", 1000)
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     c.execute_command("BF.ADD", "b", "after")                       # in the incr file
     c.execute_command("CF.ADD", "c", "after")
     before = _snapshot(c)
     s.stop()
-    d = os.path.join(s.dir, "appendonlydir")
-    base = [f for f in os.listdir(d) if f.endswith(".base.aof")][0]
-    with open(os.path.join(d, base), "rb") as f:
-        data = f.read()
+    data = aof_base(s)
     # RedisBloom's aof_rewrite: the header, then the chunks, as LOADCHUNKs
     assert b"$12\r\nBF.LOADCHUNK\r\n$1\r\nb\r\n$1\r\n1\r\n" in data
     assert b"$12\r\nCF.LOADCHUNK\r\n$1\r\nc\r\n$1\r\n1\r\n" in data
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF_DEBUG)
     c2 = s2.client()
     assert _snapshot(c2) == before
     assert 0 < c2.ttl("c") <= 1000 and c2.ttl("b") == -1
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "", *DEBUG)
-    c = s.client()
-    _fill(c)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    s2 = start_server("--dir", s.dir, "--save", "", *DEBUG, cwd=s.dir)
-    assert _snapshot(s2.client()) == before
+    rdb_restart(start_server, _fill, _snapshot, *DEBUG)
 
 
 def test_replica_stream(start_server):
@@ -755,8 +729,7 @@ def test_replica_stream(start_server):
     m.execute_command("BF.ADD", "b", "x")
     s = start_server(*DEBUG)
     rep = s.client()
-    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    follow(rep, master)
     wait_until(lambda: rep.exists("b"), what="the payload")
     _fill_more = [("BF.MADD", "b", "y", "z"), ("CF.INSERT", "c", "ITEMS", "a", "b"), ("CF.DEL", "c", "a"),
                   ("BF.INSERT", "n", "CAPACITY", "5", "ITEMS", "q"), ("SET", "done", "1")]

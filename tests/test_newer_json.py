@@ -5,7 +5,6 @@ TYPE / OBJECT ENCODING / MEMORY USAGE, DUMP/RESTORE as RedisJSON's module
 record, RDB (DEBUG RELOAD) and AOF rewrite round trips, MODULE LIST, the
 @json ACL category and key specs."""
 
-import os
 import struct
 
 import pytest
@@ -13,19 +12,11 @@ import redis
 from redis.exceptions import ResponseError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
+from support.modtypes import AOF, aof_base, follow, module_id, rdb_restart, restart, rewrite_aof
+from support.resp import bulk
 from support.wait import wait_until
 
 DOC = '{"a":1,"b":[1,2.5,"x",null,true],"c":{"a":"two","d":{"a":[3]}}}'
-
-
-def err(r, *args):
-    with pytest.raises(ResponseError) as e:
-        r.execute_command(*args)
-    return str(e.value)
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
 
 
 # ---------------------------------------------------------------------------
@@ -424,20 +415,12 @@ def _snapshot(r):
     return {k: r.execute_command("JSON.GET", k) for k in ("d", "n", "s")}
 
 
-def _module_id(name: str, encver: int) -> int:
-    cs = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    mid = 0
-    for ch in name:
-        mid = (mid << 6) | cs.index(ch)
-    return (mid << 10) | encver
-
-
 def test_dump_restore_layout(r):
     _fill(r)
     payload = r.dump("d")
     assert payload[0] == 7                                   # RDB_TYPE_MODULE_2
     # the module id as a 64-bit RDB length (0x81 then 8 bytes big endian)
-    assert payload[1:10] == b"\x81" + _module_id("ReJSON-RL", 4).to_bytes(8, "big")
+    assert payload[1:10] == b"\x81" + module_id("ReJSON-RL", 4).to_bytes(8, "big")
     # RDB_MODULE_OPCODE_STRING, the document as ijson's CBOR (encoding
     # version 4, as Redis 8 writes it), RDB_MODULE_OPCODE_EOF: floats in
     # the shortest CBOR width that holds them, [3] an i8 typed array
@@ -460,7 +443,7 @@ def test_dump_restore_layout(r):
 
 
 def _module_payload(encver: int, body: bytes) -> bytes:
-    data = (b"\x07" + enc_len(_module_id("ReJSON-RL", encver)) + enc_len(5) + enc_string(body, False)
+    data = (b"\x07" + enc_len(module_id("ReJSON-RL", encver)) + enc_len(5) + enc_string(body, False)
             + enc_len(0) + (10).to_bytes(2, "little"))
     return data + crc64(data).to_bytes(8, "little")
 
@@ -493,41 +476,27 @@ def test_debug_reload(r):
     assert r.execute_command("JSON.TYPE", "n", "$[*]") == [b"number", b"number", b"integer", b"string"]
 
 
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
-
-
 def test_aof_rewrite_and_restart(start_server):
     s = start_server(*AOF)
     c = s.client()
     _fill(c)
     before = _snapshot(c)
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     c.execute_command("JSON.ARRAPPEND", "d", "$.b", '"after"')      # in the incr file
     before[b"d" if isinstance(next(iter(before)), bytes) else "d"] = c.execute_command("JSON.GET", "d")
     s.stop()
-    d = os.path.join(s.dir, "appendonlydir")
-    base = [f for f in os.listdir(d) if f.endswith(".base.aof")][0]
-    with open(os.path.join(d, base), "rb") as f:
-        data = f.read()
+    data = aof_base(s)
     assert b"*4\r\n$8\r\nJSON.SET\r\n$1\r\nd\r\n$1\r\n$\r\n" + bulk(DOC.encode()) in data
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF)
     assert _snapshot(s2.client()) == before
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "")
-    c = s.client()
-    _fill(c)
-    c.expire("d", 1000)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    s2 = start_server("--dir", s.dir, "--save", "", cwd=s.dir)
-    c2 = s2.client()
-    assert _snapshot(c2) == before
-    assert 0 < c2.ttl("d") <= 1000
+    def fill(c):
+        _fill(c)
+        c.expire("d", 1000)
+    s2 = rdb_restart(start_server, fill, _snapshot)
+    assert 0 < s2.client().ttl("d") <= 1000
 
 
 def test_replica_stream(start_server):
@@ -536,8 +505,7 @@ def test_replica_stream(start_server):
     m.execute_command("JSON.SET", "d", "$", '{"l":[]}')
     s = start_server()
     rep = s.client()
-    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    follow(rep, master)
     wait_until(lambda: rep.exists("d"), what="the payload")
     m.execute_command("JSON.ARRAPPEND", "d", "$.l", "1", "2")
     m.execute_command("JSON.NUMINCRBY", "d", "$.l[0]", "5")

@@ -7,16 +7,13 @@ JSON: the replies are RedisJSON's (its FPHA tests' expectations, ijson's
 serializer), RESP2 and RESP3."""
 
 import json
-import os
 import struct
 
 import pytest
 
+from support.modtypes import AOF, aof_base, follow, restart, rewrite_aof
+from support.resp import bulk
 from support.wait import wait_until
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
 
 
 @pytest.mark.parametrize("width", ["FP32", "FP16", "BF16", "FP64", "fp16"])
@@ -123,9 +120,6 @@ def test_persistence_copy_and_memory(raw, r):
     assert json.loads(raw.call("JSON.GET", "c", "$")[4:-2]) == [[1.5, 2.5, 3.5, 0.3]]
 
 
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
-
-
 def test_aof_rewrite_keeps_the_width(start_server):
     s = start_server(*AOF)
     c = s.client()
@@ -134,18 +128,13 @@ def test_aof_rewrite_keeps_the_width(start_server):
     c.execute_command("JSON.SET", "p", "$", '{"v":[0.3],"n":[0.3]}', "FPHA", "FP32")
     c.execute_command("JSON.SET", "p", "$.n", "[0.3]")
     before = {k: (c.execute_command("JSON.GET", k, "$..*"), c.execute_command("JSON.GET", k)) for k in ("k", "p")}
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     s.stop()
-    d = os.path.join(s.dir, "appendonlydir")
-    base = [f for f in os.listdir(d) if f.endswith(".base.aof")][0]
-    with open(os.path.join(d, base), "rb") as f:
-        data = f.read()
+    data = aof_base(s)
     assert (b"*6\r\n$8\r\nJSON.SET\r\n$1\r\nk\r\n$1\r\n$\r\n" + bulk(b'{"v":[0.3,1.5],"m":[0.5,"x"],"s":"t"}')
             + b"$4\r\nFPHA\r\n$4\r\nFP16\r\n") in data
     assert b"*4\r\n$8\r\nJSON.SET\r\n$1\r\np\r\n$1\r\n$\r\n" + bulk(b'{"v":[0.3],"n":[0.3]}') in data
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF)
     c2 = s2.client()
     assert c2.execute_command("JSON.GET", "k", "$..*") == before["k"][0]
     assert c2.execute_command("JSON.GET", "k") == before["k"][1]
@@ -158,8 +147,7 @@ def test_replica_full_sync_and_stream(start_server):
     m.execute_command("JSON.SET", "k", "$", "[0.3,1.5]", "FPHA", "BF16")
     s = start_server()
     rep = s.client()
-    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    follow(rep, master)
     wait_until(lambda: rep.exists("k"), what="the payload")
     # the full sync's RDB (encoding 4) keeps the width
     assert rep.execute_command("JSON.GET", "k", "$[0]") == b"[0.30078125]"

@@ -8,13 +8,10 @@ expectations, byte for byte in RESP2 and RESP3."""
 import json
 
 import pytest
+from support.resp import bulk
 
 PROJ_ERR = (b"-ERR computed/projection expressions are only supported by "
             b"JSON.GET/JSON.MGET/JSON.RESP\r\n")
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
 
 
 def setj(raw, key, doc):

@@ -8,28 +8,19 @@ records, DEBUG RELOAD, AOF rewrite, a replica, MULTI and scripts, the ACL
 categories and COMMAND INFO."""
 
 import math
-import os
 import struct
 
 import pytest
 from redis.exceptions import ResponseError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string
+from support.modtypes import AOF, err, follow, module_id, rdb_restart, restart, rewrite_aof
+from support.resp import bulk
 from support.wait import wait_until
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
 
 
 def ints(*xs) -> bytes:
     return b"*%d\r\n" % len(xs) + b"".join(b":%d\r\n" % x for x in xs)
-
-
-def err(r, *args):
-    with pytest.raises(ResponseError) as e:
-        r.execute_command(*args)
-    return str(e.value)
 
 
 # ---------------------------------------------------------------------------
@@ -475,14 +466,6 @@ def test_acl_categories_and_command_info(r, raw):
 # persistence: the module's RDB records
 # ---------------------------------------------------------------------------
 
-def _module_id(name: str, encver: int) -> int:
-    cs = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    mid = 0
-    for ch in name:
-        mid = (mid << 6) | cs.index(ch)
-    return (mid << 10) | encver
-
-
 def _uint(x):
     return enc_len(2) + enc_len(x)
 
@@ -501,7 +484,7 @@ def _string(b):
 
 
 def _payload(name, items: bytes) -> bytes:
-    data = b"\x07" + enc_len(_module_id(name, 0)) + items + enc_len(0) + (11).to_bytes(2, "little")
+    data = b"\x07" + enc_len(module_id(name, 0)) + items + enc_len(0) + (11).to_bytes(2, "little")
     return data + crc64(data).to_bytes(8, "little")
 
 
@@ -520,7 +503,7 @@ def test_restore_cms_record(r):
     r.restore("d2", 0, r.dump("d"))
     assert r.execute_command("CMS.QUERY", "d2", "x", "y", "z") == [9, 2, 0]
     payload = r.dump("d")
-    assert payload[1:10] == b"\x81" + _module_id("CMSk-TYPE", 0).to_bytes(8, "big")
+    assert payload[1:10] == b"\x81" + module_id("CMSk-TYPE", 0).to_bytes(8, "big")
     assert payload[10:16] == _uint(50) + _uint(4) + _uint(11)
 
 
@@ -582,34 +565,21 @@ def test_topk_empty_item_after_reload(raw, raw3):
     assert raw.call("TOPK.COUNT", "k", "") == ints(1)
 
 
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
-
-
 def test_aof_rewrite_and_restart(start_server):
     s = start_server(*AOF)
     c = s.client()
     _fill(c)
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     c.execute_command("CMS.INCRBY", "c", "a", 10)                  # in the incr file
     c.execute_command("TDIGEST.ADD", "u", 1, 2, 3)
     before = _snapshot(c)
     s.stop()
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF)
     assert _snapshot(s2.client()) == before
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "")
-    c = s.client()
-    _fill(c)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    assert os.path.exists(os.path.join(s.dir, "dump.rdb"))
-    s2 = start_server("--dir", s.dir, "--save", "", cwd=s.dir)
-    assert _snapshot(s2.client()) == before
+    rdb_restart(start_server, _fill, _snapshot)
 
 
 def test_replica_stream(start_server):
@@ -618,8 +588,7 @@ def test_replica_stream(start_server):
     m.execute_command("CMS.INITBYDIM", "c", 10, 2)
     s = start_server()
     rep = s.client()
-    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    follow(rep, master)
     wait_until(lambda: rep.exists("c"), what="the payload")
     m.execute_command("CMS.INCRBY", "c", "x", 4)
     m.execute_command("TDIGEST.CREATE", "t")

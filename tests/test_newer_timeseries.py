@@ -7,26 +7,18 @@ Redis 8.10's TS.READ / TS.NRANGE, keyspace events, MULTI and scripts, and
 the TSDB-TYPE module record (DUMP/RESTORE, DEBUG RELOAD, AOF rewrite,
 replication)."""
 
+import contextlib
 import math
 import os
 import threading
 
 import pytest
 from redis.exceptions import ResponseError
-from support.wait import wait_until
 
 from ophidis.persistence.modulerecord import ModuleWriter
 from ophidis.persistence.rdbcodec import crc64, enc_len
-
-
-def err(r, *args):
-    with pytest.raises(ResponseError) as e:
-        r.execute_command(*args)
-    return str(e.value)
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
+from support.modtypes import AOF, err, follow, module_id, restart, rewrite_aof
+from support.wait import wait_until
 
 
 def sample2(t, v: bytes) -> bytes:
@@ -360,45 +352,43 @@ def test_nrange(r, raw):
 # TS.READ
 # ---------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _blocked(r, server, *args):
+    """A new client sends args from a thread; yields (the dict its reply
+    lands in as "reply", the thread) once the server counts it blocked."""
+    c = server.client()
+    out = {}
+
+    def reader():
+        out["reply"] = c.execute_command(*args)
+    th = threading.Thread(target=reader)
+    th.start()
+    try:
+        wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
+        yield out, th
+    finally:
+        th.join(10)
+        c.close()
+
+
 def test_read_and_block(r, server):
     r.execute_command("TS.ADD", "s", 100, 1)
     assert r.execute_command("TS.READ", "s", "$") == []
     assert r.execute_command("TS.READ", "s", "+") == [[100, b"1"]]
     assert r.execute_command("TS.READ", "nokey", "0") == []
     assert err(r, "TS.READ", "s", "0", "BLOCK", "10", "0") == "TSDB: BLOCK min_count must be a positive integer"
-    c2 = server.client()
-    out = {}
-
-    def reader():
-        out["r"] = c2.execute_command("TS.READ", "s", "101", "BLOCK", "0", "2")
-    th = threading.Thread(target=reader)
-    th.start()
-    try:
-        wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
+    with _blocked(r, server, "TS.READ", "s", "101", "BLOCK", "0", "2") as (out, th):
         r.execute_command("TS.ADD", "s", 101, 2)
         assert r.info("clients")["blocked_clients"] == 1       # min_count 2 not reached yet
         r.execute_command("TS.ADD", "s", 102, 3)
         th.join(10)
-        assert out["r"] == [[101, b"2"], [102, b"3"]]
-    finally:
-        th.join(10)
-        c2.close()
+        assert out["reply"] == [[101, b"2"], [102, b"3"]]
     assert r.execute_command("TS.READ", "s", "102", "BLOCK", "50", "5") == [[102, b"3"]]   # timeout flushes
     # deleting the key answers a blocked reader with an empty array
-    c3 = server.client()
-
-    def reader2():
-        out["d"] = c3.execute_command("TS.READ", "s", "$", "BLOCK", "0", "1")
-    th = threading.Thread(target=reader2)
-    th.start()
-    try:
-        wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the blocked reader")
+    with _blocked(r, server, "TS.READ", "s", "$", "BLOCK", "0", "1") as (out, th):
         r.delete("s")
         th.join(10)
-        assert out["d"] == []
-    finally:
-        th.join(10)
-        c3.close()
+        assert out["reply"] == []
     with pytest.raises(ResponseError, match="not allowed inside MULTI"):
         p = r.pipeline(transaction=True)
         p.execute_command("TS.READ", "s", "0", "BLOCK", "0", "1")
@@ -491,18 +481,10 @@ def _snapshot(r):
     return out
 
 
-def _module_id(name: str, encver: int) -> int:
-    cs = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    mid = 0
-    for ch in name:
-        mid = (mid << 6) | cs.index(ch)
-    return (mid << 10) | encver
-
-
 def test_dump_restore(r):
     _fill(r)
     payload = r.dump("s")
-    assert payload[0] == 7 and payload[1:10] == b"\x81" + _module_id("TSDB-TYPE", 9).to_bytes(8, "big")
+    assert payload[0] == 7 and payload[1:10] == b"\x81" + module_id("TSDB-TYPE", 9).to_bytes(8, "big")
     r.restore("s2", 0, payload)
     assert r.execute_command("TS.RANGE", "s2", "-", "+") == r.execute_command("TS.RANGE", "s", "-", "+")
     assert r.type("s2") == b"TSDB-TYPE"
@@ -553,24 +535,19 @@ def test_debug_reload(r):
     assert r.execute_command("TS.RANGE", "d", "-", "+")[-1][0] == 20
 
 
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
-
-
 def test_aof_rewrite_and_restart(start_server):
     s = start_server(*AOF)
     c = s.client()
     _fill(c)
     c.execute_command("TS.ADD", "auto", "*", "1")
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     c.execute_command("TS.ADD", "s", 40, 2)                     # in the incr file
     c.execute_command("TS.INCRBY", "auto", "1")                 # replayed with its timestamp
     before = _snapshot(c)
     auto = c.execute_command("TS.RANGE", "auto", "-", "+")
     s.stop()
     assert os.path.isdir(os.path.join(s.dir, "appendonlydir"))
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF)
     c2 = s2.client()
     assert _snapshot(c2) == before
     assert c2.execute_command("TS.RANGE", "auto", "-", "+") == auto
@@ -582,8 +559,7 @@ def test_replica_stream(start_server):
     m.execute_command("TS.ADD", "s", 1, 1, "LABELS", "a", "b")
     s = start_server()
     rep = s.client()
-    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    follow(rep, master)
     wait_until(lambda: rep.exists("s"), what="the payload")
     m.execute_command("TS.ADD", "s", "*", 2)
     m.execute_command("TS.MADD", "s", "*", 3, "nokey", 1, 1)
@@ -802,7 +778,7 @@ def test_restore_old_encoding_one_sample_list(r):
     for t, v in ((10, 1.5), (20, -2.0)):
         w.uint(t)
         w.double(v)
-    data = (b"\x07" + enc_len(_module_id("TSDB-TYPE", 1)) + b"".join(w.out) + b"\x00"
+    data = (b"\x07" + enc_len(module_id("TSDB-TYPE", 1)) + b"".join(w.out) + b"\x00"
             + (10).to_bytes(2, "little"))
     r.restore("old", 0, data + crc64(data).to_bytes(8, "little"))
     assert r.execute_command("TS.RANGE", "old", "-", "+") == [[10, b"1.5"], [20, b"-2"]]

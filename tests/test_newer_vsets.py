@@ -7,7 +7,6 @@ type everywhere else: TYPE / OBJECT ENCODING / MEMORY USAGE / COPY, keyspace
 events, MULTI and scripts, DUMP/RESTORE of the "vectorset" module record,
 DEBUG RELOAD, AOF rewrite + restart and a replica."""
 
-import os
 import random
 import struct
 
@@ -16,17 +15,9 @@ from redis.exceptions import ResponseError
 
 from ophidis.persistence.rdbcodec import crc64, enc_len
 from ophidis.types.vsetexpr import FilterSyntaxError, compile_filter, run_filter
+from support.modtypes import AOF, err, follow, module_id, rdb_restart, restart, rewrite_aof
+from support.resp import bulk
 from support.wait import wait_until
-
-
-def err(r, *args):
-    with pytest.raises(ResponseError) as e:
-        r.execute_command(*args)
-    return str(e.value)
-
-
-def bulk(s: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(s), s)
 
 
 def fp32(*xs) -> bytes:
@@ -521,20 +512,12 @@ def _fill(r):
         r.execute_command("VREM", "s", e)
 
 
-def _module_id(name: str, encver: int) -> int:
-    cs = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    mid = 0
-    for ch in name:
-        mid = (mid << 6) | cs.index(ch)
-    return (mid << 10) | encver
-
-
 def test_dump_restore(r):
     _fill(r)
     before = _snapshot(r)
     payload = r.dump("s")
     assert payload[0] == 7                                     # RDB_TYPE_MODULE_2
-    assert payload[1:10] == b"\x81" + _module_id("vectorset", 0).to_bytes(8, "big")
+    assert payload[1:10] == b"\x81" + module_id("vectorset", 0).to_bytes(8, "big")
     # dimension 8, count 57, quantization Q8 (1) | M 16 << 8, flags (attributes):
     # unsigned items (opcode 2, then an RDB length)
     assert payload[10:19] == b"\x02" + enc_len(8) + b"\x02" + enc_len(57) + b"\x02" + enc_len(1 | 16 << 8) + b"\x02\x02"
@@ -572,21 +555,16 @@ def test_debug_reload(r):
     _links_ok(r, "s")
 
 
-AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
-
-
 def test_aof_rewrite_and_restart(start_server):
     s = start_server(*AOF)
     c = s.client()
     _fill(c)
-    assert c.bgrewriteaof()
-    assert wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                      and c.info("persistence")["aof_rewrite_scheduled"] == 0)
+    rewrite_aof(c)
     c.execute_command("VADD", "f", "VALUES", 5, 1, 2, 3, 4, 5, "late", "NOQUANT", "M", 6)   # the incr file
     c.execute_command("VREM", "s", "e4")
     before = _snapshot(c)
     s.stop()
-    s2 = start_server("--dir", s.dir, *AOF, cwd=s.dir)
+    s2 = restart(start_server, s, *AOF)
     after = _snapshot(s2.client())
     # the set rebuilt from the RESTORE of the rewrite keeps its graph; the
     # late additions are replayed (their links may differ): compare members
@@ -600,15 +578,7 @@ def test_aof_rewrite_and_restart(start_server):
 
 
 def test_rdb_restart(start_server):
-    s = start_server("--save", "")
-    c = s.client()
-    _fill(c)
-    before = _snapshot(c)
-    assert c.save()
-    s.stop()
-    s2 = start_server("--dir", s.dir, "--save", "", cwd=s.dir)
-    assert _snapshot(s2.client()) == before
-    assert os.path.exists(os.path.join(s.dir, "dump.rdb"))
+    rdb_restart(start_server, _fill, _snapshot)
 
 
 def test_replica(start_server):
@@ -617,8 +587,7 @@ def test_replica(start_server):
     m.execute_command("VADD", "s", "VALUES", 2, 1, 0, "a", "SETATTR", '{"x":1}')
     rep_s = start_server()
     rep = rep_s.client()
-    rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
-    wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
+    follow(rep, master)
     wait_until(lambda: rep.exists("s"), what="the payload")
     m.execute_command("VADD", "s", "VALUES", 2, 0, 1, "b")
     m.execute_command("VADD", "s", "VALUES", 2, 1, 1, "a")                # an update

@@ -31,6 +31,12 @@ def err(text):
     return RedisError(text)
 
 
+def arity_error(name: str) -> RedisError:
+    """Redis's wrong-number-of-arguments error for the command ``name``
+    (lower case, as the command table spells it)."""
+    return RedisError("ERR wrong number of arguments for '%s' command" % name)
+
+
 WRONGTYPE = RedisError("WRONGTYPE Operation against a key holding the wrong kind of value")
 SYNTAX = RedisError("ERR syntax error")
 NOT_INT = RedisError("ERR value is not an integer or out of range")

@@ -14,5 +14,8 @@
 - clients: outcomes (one command on two servers), scan_to_end;
 - inprocess: FakeClient/Events (commands on a Database in this process),
   run_inprocess (in a separate interpreter);
-- rdb: the every-type dataset and DUMP payload decoding of the RDB tests.
+- rdb: the every-type dataset and DUMP payload decoding of the RDB tests;
+- modtypes: the tests of Redis 8's built-in types: module_id (their RDB
+  records' ids), err, AOF and the round trips (rewrite_aof, aof_base,
+  restart, rdb_restart, follow).
 """

@@ -15,7 +15,7 @@ import re
 from fractions import Fraction
 
 from ..cmdtable.registry import command
-from ..errors import SYNTAX, RedisError
+from ..errors import SYNTAX, RedisError, arity_error
 from ..keyspace import notify
 from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, integer, map_header, null
 from ..types.array import (KIND_FLOAT, KIND_INT, SLICE_SIZE, UINT64_MAX, ArrayValue, d2string, string2ll,
@@ -36,10 +36,6 @@ _RANGE_TOO_BIG = RedisError("ERR range exceeds maximum of %d items" % MAX_REPLY_
 _COUNT_TOO_BIG = RedisError("ERR count exceeds maximum of %d items" % MAX_REPLY_ITEMS)
 _NO_SUCH_KEY = RedisError("ERR no such key")
 _SPACES = b" \t\n\v\f\r"
-
-
-def _arity(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
 
 
 def _strtoull(b: bytes):
@@ -175,7 +171,7 @@ def arset(c, argv):
 @command("armset")
 def armset(c, argv):
     if (len(argv) - 2) % 2:
-        raise _arity("armset")
+        raise arity_error("armset")
     idxs = [_index(argv[p]) for p in range(2, len(argv), 2)]
     key = argv[1]
     a = c.db.lookup_write_typed(key, ArrayValue, True)
@@ -207,7 +203,7 @@ def ardel(c, argv):
 @command("ardelrange")
 def ardelrange(c, argv):
     if (len(argv) - 2) % 2:
-        raise _arity("ardelrange")
+        raise arity_error("ardelrange")
     ranges = []
     for p in range(2, len(argv), 2):
         s = _index(argv[p])
@@ -283,7 +279,7 @@ def arscan(c, argv):
             raise SYNTAX
         limit = _positive_limit(argv[5])
     elif len(argv) != 4:
-        raise _arity("arscan")
+        raise arity_error("arscan")
     a = c.db.lookup_read_typed(argv[1], ArrayValue)
     if a is None:
         return EMPTY_ARRAY
@@ -611,7 +607,7 @@ def arop(c, argv):
             raise RedisError("ERR MATCH requires a value argument")
         target = argv[5]
     elif len(argv) != 5:
-        raise _arity("arop")
+        raise arity_error("arop")
     a = c.db.lookup_read_typed(argv[1], ArrayValue)
     if a is None:
         return ZERO if op in (_OPMATCH, _USED) else null(c.resp)
@@ -776,7 +772,7 @@ def arlastitems(c, argv):
             raise SYNTAX
         rev = True
     elif len(argv) != 3:
-        raise _arity("arlastitems")
+        raise arity_error("arlastitems")
     a = c.db.lookup_read_typed(argv[1], ArrayValue)
     if a is None:
         return EMPTY_ARRAY

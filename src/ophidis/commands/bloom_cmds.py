@@ -14,7 +14,7 @@ RM_ReplicateVerbatim does.
 from __future__ import annotations
 
 from ..cmdtable.registry import command
-from ..errors import WRONGTYPE, RedisError
+from ..errors import WRONGTYPE, RedisError, arity_error
 from ..protocol.resp import OK, array_header, boolean, bulk, integer, map_header, null, simple
 from ..types.bloom import OPT_FORCE64, BloomError, BloomValue
 from ..util import parse_float, parse_int
@@ -29,13 +29,10 @@ NOT_FOUND = RedisError("ERR not found")
 ITEM_EXISTS = RedisError("ERR item exists")
 
 
-def arity_error(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
-
-
 def lookup(c, key, cls, write=False):
-    """The key's value when it is a ``cls``, else None; WRONGTYPE is the
-    caller's to raise (some commands read another type as empty)."""
+    """(the key's value when it is a ``cls`` or None, whether the key holds
+    another type): WRONGTYPE is the caller's to raise (some commands read
+    another type as empty).  cuckoo_cmds shares it, typed and written."""
     db = c.db
     v = db.lookup_write(key) if write else db.lookup_read(key)
     if v is None:
@@ -55,9 +52,20 @@ def typed(c, key, cls, write=False):
     return v
 
 
+def vacant(c, key, cls):
+    """A RESERVE's check: WRONGTYPE when the key holds another type,
+    ITEM_EXISTS when it holds a ``cls`` already."""
+    v, wrong = lookup(c, key, cls, True)
+    if wrong:
+        raise WRONGTYPE
+    if v is not None:
+        raise ITEM_EXISTS
+
+
 def written(c, key):
     """A write that got past its checks: WATCH is told and it propagates
-    verbatim (RM_CloseKey's signal, RM_ReplicateVerbatim's dirty++)."""
+    verbatim (RM_CloseKey's signal, RM_ReplicateVerbatim's dirty++); every
+    RedisBloom family's (cuckoo_cmds, sketch_cmds)."""
     c.db.signal(key)
     c.server.dirty += 1
 
@@ -108,11 +116,7 @@ def bf_reserve(c, argv):
         if not 0 <= expansion <= EXPANSION_MAX:
             raise RedisError("ERR expansion must be in the range [0, %d]" % EXPANSION_MAX)
     key = argv[1]
-    v, wrong = lookup(c, key, BloomValue, True)
-    if wrong:
-        raise WRONGTYPE
-    if v is not None:
-        raise ITEM_EXISTS
+    vacant(c, key, BloomValue)
     _create(c, key, error, capacity, expansion, nonscaling)
     written(c, key)
     return OK

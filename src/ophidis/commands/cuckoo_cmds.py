@@ -13,49 +13,16 @@ from __future__ import annotations
 
 from ..cmdtable.registry import command
 from ..config import BLOOM_BOUNDS
-from ..errors import WRONGTYPE, RedisError
+from ..errors import WRONGTYPE, RedisError, arity_error
 from ..protocol.resp import MINUS_ONE, OK, array_header, boolean, bulk, integer, map_header, null, simple
 from ..types.cuckoo import EXISTS, INSERTED, NOSPACE, CuckooValue, item_hash
 from ..util import parse_int
+from .bloom_cmds import ITEM_EXISTS, NOT_FOUND, lookup, typed, vacant, written
 
 # RedisBloom's defaults are the cf-bucket-size, cf-initial-size,
 # cf-max-iterations, cf-expansion-factor and cf-max-expansions parameters;
 # their bounds (config.BLOOM_BOUNDS) bound the commands' arguments too
 CAPACITY_MAX = 1 << 30
-
-NOT_FOUND = RedisError("ERR not found")
-ITEM_EXISTS = RedisError("ERR item exists")
-
-
-def arity_error(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
-
-
-def lookup(c, key, write=False):
-    """(the filter or None, whether the key holds another type)"""
-    db = c.db
-    v = db.lookup_write(key) if write else db.lookup_read(key)
-    if v is None:
-        return None, False
-    if v.__class__ is not CuckooValue:
-        return None, True
-    return v, False
-
-
-def typed(c, key):
-    """The filter, NOT_FOUND when missing, WRONGTYPE for another type."""
-    v, wrong = lookup(c, key)
-    if wrong:
-        raise WRONGTYPE
-    if v is None:
-        raise NOT_FOUND
-    return v
-
-
-def written(c, key):
-    """A write past its checks: WATCH is told, and it propagates verbatim."""
-    c.db.signal(key)
-    c.server.dirty += 1
 
 
 def _cfg(c, name: str) -> int:
@@ -99,18 +66,14 @@ def cf_reserve(c, argv):
     if bucket_size * 2 > capacity or capacity > CAPACITY_MAX:
         raise RedisError("-Capacity must be in the range [2 * BUCKETSIZE, %d]" % CAPACITY_MAX)
     key = argv[1]
-    v, wrong = lookup(c, key, True)
-    if wrong:
-        raise WRONGTYPE
-    if v is not None:
-        raise ITEM_EXISTS
+    vacant(c, key, CuckooValue)
     _create(c, key, capacity, bucket_size, max_it, expansion)
     written(c, key)
     return OK
 
 
 def _insert(c, key, items, nx, multi, capacity=None, create=True):
-    cf, wrong = lookup(c, key, True)
+    cf, wrong = lookup(c, key, CuckooValue, True)
     if cf is None:
         if wrong:
             raise WRONGTYPE
@@ -197,7 +160,7 @@ def cf_insertnx(c, argv):
 
 
 def _check(c, argv, multi, count):
-    cf, _wrong = lookup(c, argv[1])
+    cf, _wrong = lookup(c, argv[1], CuckooValue)
     resp = c.resp
     out = []
     for item in argv[2:]:
@@ -233,7 +196,7 @@ def cf_count(c, argv):
 def cf_del(c, argv):
     """CF.DEL key item: one copy removed"""
     key = argv[1]
-    cf, _wrong = lookup(c, key, True)
+    cf, _wrong = lookup(c, key, CuckooValue, True)
     if cf is None:
         raise RedisError("-Not found")
     written(c, key)
@@ -248,7 +211,7 @@ def cf_compact(c, argv):
     if len(argv) != 2:
         raise arity_error("cf.compact")
     key = argv[1]
-    cf, _wrong = lookup(c, key, True)
+    cf, _wrong = lookup(c, key, CuckooValue, True)
     if cf is None:
         raise RedisError("-Cuckoo filter was not found")
     cf.compact(True)
@@ -263,7 +226,7 @@ def cf_scandump(c, argv):
     pos = parse_int(argv[2], RedisError("-Invalid position"))
     if pos < 0:
         raise RedisError("-Invalid position")
-    cf = typed(c, argv[1])
+    cf = typed(c, argv[1], CuckooValue)
     resp = c.resp
     if not cf.num_items:
         return b"*2\r\n:0\r\n" + null(resp)
@@ -279,7 +242,7 @@ def cf_scandump(c, argv):
 def cf_loadchunk(c, argv):
     """CF.LOADCHUNK key iterator data"""
     key = argv[1]
-    cf, wrong = lookup(c, key, True)
+    cf, wrong = lookup(c, key, CuckooValue, True)
     pos = parse_int(argv[2], RedisError("-Invalid position"))
     if pos == 0:
         raise RedisError("-Invalid position")
@@ -310,7 +273,7 @@ def cf_loadchunk(c, argv):
 @command("cf.info")
 def cf_info(c, argv):
     """CF.INFO key: a map in RESP3, a flat array in RESP2"""
-    cf = typed(c, argv[1])
+    cf = typed(c, argv[1], CuckooValue)
     fields = ((b"Size", cf.mem_usage()), (b"Number of buckets", cf.num_buckets),
               (b"Number of filters", len(cf.filters)), (b"Number of items inserted", cf.num_items),
               (b"Number of items deleted", cf.num_deletes), (b"Bucket size", cf.bucket_size),
@@ -325,7 +288,7 @@ def cf_info(c, argv):
 @command("cf.debug")
 def cf_debug(c, argv):
     """CF.DEBUG key: the filter's figures on one line"""
-    cf = typed(c, argv[1])
+    cf = typed(c, argv[1], CuckooValue)
     return bulk(b"bktsize:%d buckets:%d items:%d deletes:%d filters:%d max_iterations:%d "
                 b"expansion:%d" % (cf.bucket_size, cf.num_buckets, cf.num_items, cf.num_deletes,
                                    len(cf.filters), cf.max_iterations, cf.expansion))

@@ -17,7 +17,7 @@ import math
 from functools import cmp_to_key
 
 from ..cmdtable.registry import command
-from ..errors import RedisError
+from ..errors import RedisError, arity_error
 from ..keyspace import notify
 from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer, map_header, null,
                              simple)
@@ -40,10 +40,6 @@ _NOT_NUMBER = RedisError("ERR result is not a number")
 _OVERFLOW = RedisError("ERR numeric overflow")
 # redis-module-rs's argument errors, replied as they are (no ERR)
 _BAD_INT = RedisError("Couldn't parse as integer")
-
-
-def _arity(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
 
 
 def _expected(what: str):
@@ -97,7 +93,7 @@ def _opt_path(argv, name: str) -> _Path:
     """The path of a ``<key> [path]`` command; left out, the root as a
     legacy path."""
     if len(argv) > 3:
-        raise _arity(name)
+        raise arity_error(name)
     return _Path(argv[2] if len(argv) > 2 else None)
 
 
@@ -337,12 +333,12 @@ def json_set(c, argv):
             xx = True
         elif a == b"FORMAT":
             if i + 1 >= len(argv):
-                raise _arity("json.set")
+                raise arity_error("json.set")
             i += 1
             _check_format(argv[i])
         elif a == b"FPHA":
             if i + 1 >= len(argv):
-                raise _arity("json.set")
+                raise arity_error("json.set")
             i += 1
             ftype = argv[i].upper()
             if ftype not in _FPHA:
@@ -383,7 +379,7 @@ def json_set(c, argv):
 @command("json.mset")
 def json_mset(c, argv):
     if len(argv) < 4 or (len(argv) - 1) % 3:
-        raise _arity("json.mset")
+        raise arity_error("json.mset")
     db = c.db
     plan = []
     for i in range(1, len(argv), 3):
@@ -513,7 +509,7 @@ def json_get(c, argv):
         u = a.upper() if len(a) <= 8 else a
         if u in _GET_OPTS:
             if i + 1 >= n:
-                raise _arity("json.get")
+                raise arity_error("json.get")
             fmt[u] = _text(argv[i + 1])
             i += 2
             continue
@@ -521,7 +517,7 @@ def json_get(c, argv):
             if c.resp < 3 and not paths:
                 raise RedisError("ERR FORMAT argument is not supported on RESP2")
             if i + 1 >= n:
-                raise _arity("json.get")
+                raise arity_error("json.get")
             f = argv[i + 1].upper()
             if f not in (b"STRING", b"EXPAND1", b"EXPAND"):
                 raise RedisError("ERR wrong reply format")
@@ -578,7 +574,7 @@ def json_get(c, argv):
 @command("json.mget")
 def json_mget(c, argv):
     if len(argv) < 3:
-        raise _arity("json.mget")
+        raise arity_error("json.mget")
     _text(argv[-1])
     try:
         path = _Path(argv[-1])
@@ -844,7 +840,7 @@ def _float_op(op, v, by):
 
 def _num_op(c, argv, name, event, op):
     if len(argv) != 4:
-        raise _arity(name)
+        raise arity_error(name)
     key = argv[1]
     path = _Path(argv[2])
     jv = _write_root(c, key)
@@ -923,7 +919,7 @@ def json_numpowby(c, argv):
 @command("json.strappend")
 def json_strappend(c, argv):
     if len(argv) > 4:
-        raise _arity("json.strappend")
+        raise arity_error("json.strappend")
     key = argv[1]
     if len(argv) == 4:
         path, raw = _Path(argv[2]), argv[3]
@@ -987,7 +983,7 @@ def _lens_reply(c, key, event, path, res, hits, lens):
 @command("json.arrappend")
 def json_arrappend(c, argv):
     if len(argv) < 4:
-        raise _arity("json.arrappend")
+        raise arity_error("json.arrappend")
     key = argv[1]
     path = _Path(argv[2])
     values = [_doc(a) for a in argv[3:]]
@@ -1019,7 +1015,7 @@ def _json_eq(a, b) -> bool:
 @command("json.arrindex")
 def json_arrindex(c, argv):
     if len(argv) < 4 or len(argv) > 6:
-        raise _arity("json.arrindex")
+        raise arity_error("json.arrindex")
     path = _Path(argv[2])
     want = _doc(argv[3])
     start = _i64(argv[4]) if len(argv) > 4 else 0
@@ -1044,7 +1040,7 @@ def json_arrindex(c, argv):
 @command("json.arrinsert")
 def json_arrinsert(c, argv):
     if len(argv) < 5:
-        raise _arity("json.arrinsert")
+        raise arity_error("json.arrinsert")
     key = argv[1]
     path = _Path(argv[2])
     idx = _i64(argv[3])
@@ -1123,7 +1119,7 @@ def json_arrpop(c, argv):
 @command("json.arrtrim")
 def json_arrtrim(c, argv):
     if len(argv) != 5:
-        raise _arity("json.arrtrim")
+        raise arity_error("json.arrtrim")
     key = argv[1]
     path = _Path(argv[2])
     start = _i64(argv[3])
@@ -1166,7 +1162,7 @@ def json_debug(c, argv):
     sub = argv[1].upper()
     if sub == b"MEMORY":
         if len(argv) < 3 or len(argv) > 4:
-            raise _arity("json.debug|memory")
+            raise arity_error("json.debug|memory")
         path = _Path(argv[3] if len(argv) > 3 else None)
         jv = c.db.lookup_read_typed(argv[2], JsonValue)
         if path.legacy:

@@ -17,27 +17,27 @@ from __future__ import annotations
 import math
 
 from ..cmdtable.registry import command
-from ..errors import RedisError, WRONGTYPE
+from ..errors import WRONGTYPE, RedisError, arity_error
 from ..protocol.resp import (OK, array_header, boolean, bulk, double, error, integer, map_header, null,
                              simple)
 from ..types.cms import I64_MAX, MAX_CELLS, U32_MAX, CountMinSketch, dims_from_prob
 from ..types.tdigest import INT_MAX, NAN, Overflow, TDigest, c_round, capacity, half_round_down
 from ..types.topk import TopK
 from ..util import parse_float, try_int
+from .bloom_cmds import written
 
 U64_HALF = 1 << 63
 LLONG_MIN = -(1 << 63)
 
 
-def _arity(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
-
-
-def _written(c, key):
-    """A module write: the key's watchers are told (RM_CloseKey of a key
-    opened for writing) and the command propagates as called."""
-    c.db.signal(key)
-    c.server.dirty += 1
+def _typed(c, key, cls, nokey: RedisError, write: bool):
+    """The key's ``cls`` value: the family's ``nokey`` error when it is
+    missing, WRONGTYPE (the typed lookup's) when it holds another type."""
+    db = c.db
+    v = db.lookup_write_typed(key, cls) if write else db.lookup_read_typed(key, cls)
+    if v is None:
+        raise nokey
+    return v
 
 
 def _index_of(word: bytes, args) -> int:
@@ -70,11 +70,7 @@ _CMS_NOKEY = RedisError("-CMS: key does not exist")
 
 
 def _cms(c, key, write=False) -> CountMinSketch:
-    db = c.db
-    v = db.lookup_write_typed(key, CountMinSketch) if write else db.lookup_read_typed(key, CountMinSketch)
-    if v is None:
-        raise _CMS_NOKEY
-    return v
+    return _typed(c, key, CountMinSketch, _CMS_NOKEY, write)
 
 
 def _cms_create(c, argv, by_dim: bool):
@@ -103,7 +99,7 @@ def _cms_create(c, argv, by_dim: bool):
     if width * depth > MAX_CELLS:
         raise RedisError("-CMS: Insufficient memory to create the key")
     c.db.set_key(key, CountMinSketch(width, depth))
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -120,7 +116,7 @@ def cms_initbyprob(c, argv):
 @command("cms.incrby")
 def cms_incrby(c, argv):
     if len(argv) % 2:
-        raise _arity("cms.incrby")
+        raise arity_error("cms.incrby")
     key = argv[1]
     cms = _cms(c, key, True)
     pairs = []
@@ -135,7 +131,7 @@ def cms_incrby(c, argv):
     for item, v in pairs:
         n = cms.incrby(item, v)
         out.append(integer(n) if n != U32_MAX else error(b"CMS: INCRBY overflow"))
-    _written(c, key)
+    written(c, key)
     return b"".join(out)
 
 
@@ -180,7 +176,7 @@ def cms_merge(c, argv):
     if res is None:
         raise RedisError("-CMS: MERGE overflow")
     dest.table, dest.counter = res
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -205,11 +201,7 @@ _TOPK_MAX_BYTES = 4 << 30
 
 
 def _topk(c, key, write=False) -> TopK:
-    db = c.db
-    v = db.lookup_write_typed(key, TopK) if write else db.lookup_read_typed(key, TopK)
-    if v is None:
-        raise _TOPK_NOKEY
-    return v
+    return _typed(c, key, TopK, _TOPK_NOKEY, write)
 
 
 def _cstr(b: bytes) -> bytes:
@@ -228,7 +220,7 @@ def _u32(b, msg: str) -> int:
 @command("topk.reserve")
 def topk_reserve(c, argv):
     if len(argv) not in (3, 6):
-        raise _arity("topk.reserve")
+        raise arity_error("topk.reserve")
     key = argv[1]
     if c.db.lookup_write(key) is not None:
         raise RedisError("-TopK: key already exists")
@@ -244,7 +236,7 @@ def topk_reserve(c, argv):
     if 8 * width * depth + 8 * k > _TOPK_MAX_BYTES:
         raise RedisError("ERR Insufficient memory to create topk data structure")
     c.db.set_key(key, TopK(k, width, depth, decay))
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -261,14 +253,14 @@ def topk_add(c, argv):
     out = [array_header(len(items))]
     for it in items:
         out.append(_expelled(resp, tk.add(it, 1)))
-    _written(c, key)
+    written(c, key)
     return b"".join(out)
 
 
 @command("topk.incrby")
 def topk_incrby(c, argv):
     if len(argv) % 2:
-        raise _arity("topk.incrby")
+        raise arity_error("topk.incrby")
     key = argv[1]
     tk = _topk(c, key, True)
     n = (len(argv) - 2) // 2
@@ -282,7 +274,7 @@ def topk_incrby(c, argv):
             out.extend([error(_TOPK_INCR.msg)] * (n - i))
             break
         out.append(_expelled(resp, tk.add(argv[2 + 2 * i], incr)))
-    _written(c, key)
+    written(c, key)
     return b"".join(out)
 
 
@@ -304,7 +296,7 @@ def topk_count(c, argv):
 @command("topk.list")
 def topk_list(c, argv):
     if len(argv) > 3:
-        raise _arity("topk.list")
+        raise arity_error("topk.list")
     with_count = False
     if len(argv) == 3:
         # the module compares only as many letters as were given
@@ -340,11 +332,19 @@ _TD_OVERFLOW = RedisError("ERR T-Digest: overflow detected")
 
 
 def _td(c, key, write=False) -> TDigest:
-    db = c.db
-    v = db.lookup_write_typed(key, TDigest) if write else db.lookup_read_typed(key, TDigest)
-    if v is None:
-        raise _TD_NOKEY
-    return v
+    return _typed(c, key, TDigest, _TD_NOKEY, write)
+
+
+def _td_doubles(args, what: str) -> list:
+    """The arguments as doubles; ``error parsing <what>`` at the first that
+    is not one."""
+    out = []
+    for a in args:
+        x = _double(a)
+        if x is None:
+            raise RedisError("ERR T-Digest: error parsing " + what)
+        out.append(x)
+    return out
 
 
 def _compression(b) -> int:
@@ -378,7 +378,7 @@ def _doubles(resp, values) -> bytes:
 @command("tdigest.create")
 def tdigest_create(c, argv):
     if len(argv) not in (2, 4):
-        raise _arity("tdigest.create")
+        raise arity_error("tdigest.create")
     key = argv[1]
     old = c.db.lookup_write(key)
     if old is not None:
@@ -391,7 +391,7 @@ def tdigest_create(c, argv):
             raise RedisError("ERR T-Digest: wrong keyword")
         compression = _compression(argv[3])
     c.db.set_key(key, _new_digest(compression, "ERR T-Digest: allocation failed"))
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -399,7 +399,7 @@ def tdigest_create(c, argv):
 def tdigest_reset(c, argv):
     key = argv[1]
     _td(c, key, True).reset()
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -421,7 +421,7 @@ def tdigest_add(c, argv):
         # what was added before stays, unpropagated, as in the module
         c.db.signal(key)
         raise _TD_OVERFLOW from None
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -438,7 +438,7 @@ def tdigest_merge(c, argv):
     if nkeys <= 0:
         raise RedisError("ERR T-Digest: numkeys needs to be a positive integer")
     if nkeys > len(argv) - 3:
-        raise _arity("tdigest.merge")
+        raise arity_error("tdigest.merge")
     compression = int(start.compression) if start is not None else 0
     use_max = start is None
     override = False
@@ -448,7 +448,7 @@ def tdigest_merge(c, argv):
         if at >= 0:
             use_max = False
             if at + 1 >= len(rest):
-                raise _arity("tdigest.merge")
+                raise arity_error("tdigest.merge")
             compression = _compression(rest[at + 1])
         if _index_of(b"OVERRIDE", rest) >= 0:
             override = True
@@ -482,7 +482,7 @@ def tdigest_merge(c, argv):
     if db.lookup_write(key) is not None:
         db.delete(key)
     db.set_key(key, to)
-    _written(c, key)
+    written(c, key)
     return OK
 
 
@@ -525,12 +525,7 @@ def tdigest_quantile(c, argv):
 @command("tdigest.cdf")
 def tdigest_cdf(c, argv):
     td = _td(c, argv[1])
-    xs = []
-    for a in argv[2:]:
-        x = _double(a)
-        if x is None:
-            raise RedisError("ERR T-Digest: error parsing cdf")
-        xs.append(x)
+    xs = _td_doubles(argv[2:], "cdf")
     return _doubles(c.resp, [td.cdf(x) for x in xs])
 
 
@@ -552,12 +547,7 @@ def tdigest_trimmed_mean(c, argv):
 
 def _rank(c, argv, reverse: bool):
     td = _td(c, argv[1])
-    xs = []
-    for a in argv[2:]:
-        x = _double(a)
-        if x is None:
-            raise RedisError("ERR T-Digest: error parsing value")
-        xs.append(x)
+    xs = _td_doubles(argv[2:], "value")
     size = float(td.size())
     lo = td.min
     hi = td.max

@@ -28,7 +28,7 @@ from ..acl.check import check_key
 from ..acl.users import READ
 from ..cluster.slots import key_hash_slot
 from ..cmdtable.registry import command
-from ..errors import RedisError
+from ..errors import RedisError, arity_error
 from ..keyspace import notify
 from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import (
@@ -68,7 +68,7 @@ _UPSERT = _err("Error at upsert, update is not supported when DUPLICATE_POLICY i
 
 
 def _arity(argv):
-    return RedisError("ERR wrong number of arguments for '%s' command" % argv[0].decode("utf-8", "replace").lower())
+    return arity_error(argv[0].decode("utf-8", "replace").lower())
 
 
 def _idx(argv, word: bytes) -> int:
@@ -303,6 +303,17 @@ def _done(c, key, event: bytes, cls=_MODULE):
     db = c.db
     db.signal(key)
     notify.notify(cls, event, key, db.id)
+    c.server.dirty += 1
+
+
+def _rule_done(c, src_key, dst_key, src_event: bytes, dst_event: bytes):
+    """_done for a compaction rule's two keys: each signalled and notified,
+    one write."""
+    db = c.db
+    db.signal(src_key)
+    db.signal(dst_key)
+    notify.notify(_MODULE, src_event, src_key, db.id)
+    notify.notify(_MODULE, dst_event, dst_key, db.id)
     c.server.dirty += 1
 
 
@@ -887,12 +898,7 @@ def ts_createrule(c, argv):
         raise _err("the destination key already has a src rule")
     dst.src = bytes(src_key)
     src.rules.append(T.Rule(bytes(dst_key), d, align, kinds[0]))
-    db = c.db
-    db.signal(src_key)
-    db.signal(dst_key)
-    notify.notify(_MODULE, b"ts.createrule:src", src_key, db.id)
-    notify.notify(_MODULE, b"ts.createrule:dest", dst_key, db.id)
-    c.server.dirty += 1
+    _rule_done(c, src_key, dst_key, b"ts.createrule:src", b"ts.createrule:dest")
     return OK
 
 
@@ -910,12 +916,7 @@ def ts_deleterule(c, argv):
     dst = _get(c, dst_key, write=True)
     if dst.src == src_key:
         dst.src = None
-    db = c.db
-    db.signal(src_key)
-    db.signal(dst_key)
-    notify.notify(_MODULE, b"ts.deleterule:src", src_key, db.id)
-    notify.notify(_MODULE, b"ts.deleterule:dest", dst_key, db.id)
-    c.server.dirty += 1
+    _rule_done(c, src_key, dst_key, b"ts.deleterule:src", b"ts.deleterule:dest")
     return OK
 
 

@@ -18,24 +18,29 @@ import random
 import numpy as np
 
 from ..cmdtable.registry import command
-from ..errors import RedisError
+from ..errors import RedisError, arity_error
 from ..protocol.resp import (EMPTY_ARRAY, array_header, boolean, bulk, double, integer, map_header,
                              null, null_array, simple)
 from ..types import hnsw
 from ..types.vectorset import MAX_DIM, VectorSet
 from ..types.vsetexpr import FilterSyntaxError, compile_filter, run_filter
-from ..util import try_int
+from ..util import LLONG_MAX, try_int
 from .numparse import string2d
 
 DEFAULT_EF_BUILD = 200
 DEFAULT_EF_SEARCH = 100
 DEFAULT_COUNT = 10
+MAX_EF = 1000000             # EF's bound, in VADD and VSIM
 
 _BAD_VECTOR = RedisError("ERR invalid vector specification")
 
 
-def _arity(name: str):
-    return RedisError("ERR wrong number of arguments for '%s' command" % name)
+def _int_option(arg, name: str, lo: int, hi: int) -> int:
+    """A VADD/VSIM option's integer in [lo, hi], else ``ERR invalid <name>``."""
+    v = try_int(arg)
+    if v is None or v < lo or v > hi:
+        raise RedisError("ERR invalid " + name)
+    return v
 
 
 def _parse_vector(argv, start: int, allow_reduce: bool):
@@ -88,6 +93,15 @@ def _vset_read(c, key):
     return c.db.lookup_read_typed(key, VectorSet)
 
 
+def _element(c, argv):
+    """(the vector set at argv[1], its element argv[2]'s node): (None, None)
+    without the set, (the set, None) without the element."""
+    vs = _vset_read(c, argv[1])
+    if vs is None:
+        return None, None
+    return vs, vs.elements.get(argv[2])
+
+
 def _changed(c, key):
     c.db.signal(key)
     c.server.dirty += 1
@@ -105,7 +119,7 @@ def vadd(c, argv):
     vec, reduce_dim, used = parsed
     argc = len(argv)
     if argc - 2 - used < 1:
-        raise _arity("vadd")
+        raise arity_error("vadd")
     item = argv[2 + used]
     ef = DEFAULT_EF_BUILD
     M = hnsw.DEFAULT_M
@@ -117,14 +131,10 @@ def vadd(c, argv):
         if opt == b"CAS":
             pass
         elif opt == b"EF" and j + 1 < argc:
-            ef = try_int(argv[j + 1])
-            if ef is None or ef <= 0 or ef > 1000000:
-                raise RedisError("ERR invalid EF")
+            ef = _int_option(argv[j + 1], "EF", 1, MAX_EF)
             j += 1
         elif opt == b"M" and j + 1 < argc:
-            M = try_int(argv[j + 1])
-            if M is None or M < hnsw.MIN_M or M > hnsw.MAX_M:
-                raise RedisError("ERR invalid M")
+            M = _int_option(argv[j + 1], "M", hnsw.MIN_M, hnsw.MAX_M)
             j += 1
         elif opt == b"SETATTR" and j + 1 < argc:
             attrib = bytes(argv[j + 1])
@@ -252,9 +262,7 @@ def vsim(c, argv):
         elif opt == b"NOTHREAD":
             pass
         elif opt == b"COUNT" and j + 1 < argc:
-            count = try_int(argv[j + 1])
-            if count is None or count <= 0:
-                raise RedisError("ERR invalid COUNT")
+            count = _int_option(argv[j + 1], "COUNT", 1, LLONG_MAX)
             j += 1
         elif opt == b"EPSILON" and j + 1 < argc:
             epsilon = string2d(argv[j + 1])
@@ -262,14 +270,10 @@ def vsim(c, argv):
                 raise RedisError("ERR invalid EPSILON")
             j += 1
         elif opt == b"EF" and j + 1 < argc:
-            ef = try_int(argv[j + 1])
-            if ef is None or ef <= 0 or ef > 1000000:
-                raise RedisError("ERR invalid EF")
+            ef = _int_option(argv[j + 1], "EF", 1, MAX_EF)
             j += 1
         elif opt == b"FILTER-EF" and j + 1 < argc:
-            filter_ef = try_int(argv[j + 1])
-            if filter_ef is None or filter_ef <= 0:
-                raise RedisError("ERR invalid FILTER-EF")
+            filter_ef = _int_option(argv[j + 1], "FILTER-EF", 1, LLONG_MAX)
             j += 1
         elif opt == b"FILTER" and j + 1 < argc:
             raw = bytes(argv[j + 1])
@@ -348,11 +352,8 @@ def vemb(c, argv):
             raw = True
         else:
             raise RedisError("ERR invalid option")
-    vs = _vset_read(c, argv[1])
+    vs, node = _element(c, argv)
     resp = c.resp
-    if vs is None:
-        return null(resp)
-    node = vs.elements.get(argv[2])
     if node is None:
         return null(resp)
     g = vs.graph
@@ -369,10 +370,7 @@ def vemb(c, argv):
 
 @command("vgetattr")
 def vgetattr(c, argv):
-    vs = _vset_read(c, argv[1])
-    if vs is None:
-        return null(c.resp)
-    node = vs.elements.get(argv[2])
+    _vs, node = _element(c, argv)
     if node is None or node.attrib is None:
         return null(c.resp)
     return bulk(node.attrib)
@@ -388,16 +386,13 @@ def vismember(c, argv):
 def vlinks(c, argv):
     withscores = False
     if len(argv) > 4:
-        raise _arity("vlinks")
+        raise arity_error("vlinks")
     if len(argv) == 4:
         if argv[3].upper() != b"WITHSCORES":
-            raise _arity("vlinks")
+            raise arity_error("vlinks")
         withscores = True
-    vs = _vset_read(c, argv[1])
+    vs, node = _element(c, argv)
     resp = c.resp
-    if vs is None:
-        return null(resp)
-    node = vs.elements.get(argv[2])
     if node is None:
         return null(resp)
     g = vs.graph
@@ -443,7 +438,7 @@ def vinfo(c, argv):
 @command("vrandmember")
 def vrandmember(c, argv):
     if len(argv) > 3:
-        raise _arity("vrandmember")
+        raise arity_error("vrandmember")
     with_count = len(argv) == 3
     count = 1
     if with_count:
@@ -481,7 +476,7 @@ def _range_op(arg: bytes):
 @command("vrange")
 def vrange(c, argv):
     if len(argv) > 5:
-        raise _arity("vrange")
+        raise arity_error("vrange")
     count = -1
     if len(argv) == 5:
         count = try_int(argv[4])

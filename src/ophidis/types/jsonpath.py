@@ -337,11 +337,20 @@ def _f64_to_i64(f):
     return None
 
 
+def _any_node(pred):
+    """pred(a, b) over operands that may be node lists ("N"): true when it
+    holds for any node of a (with b), else of b (with a)."""
+    def run(a, b):
+        if a[0] == "N":
+            return any(run(("D", v), b) for v in a[1])
+        if b[0] == "N":
+            return any(run(a, ("D", v)) for v in b[1])
+        return pred(a, b)
+    return run
+
+
+@_any_node
 def _size_of(a, b) -> bool:
-    if a[0] == "N":
-        return any(_size_of(("D", v), b) for v in a[1])
-    if b[0] == "N":
-        return any(_size_of(a, ("D", v)) for v in b[1])
     n = _as_number(b)
     if n is None:
         return False
@@ -353,11 +362,8 @@ def _size_of(a, b) -> bool:
     return n >= 0 and ln is not None and ln == n
 
 
+@_any_node
 def _empty(a, b) -> bool:
-    if a[0] == "N":
-        return any(_empty(("D", v), b) for v in a[1])
-    if b[0] == "N":
-        return any(_empty(a, ("D", v)) for v in b[1])
     ln, want = _seq_len(a), _as_bool(b)
     if ln is None or want is None:
         return False
@@ -387,11 +393,8 @@ def _regex(pattern: str, full: bool):
     return rx
 
 
+@_any_node
 def _re(a, b) -> bool:
-    if a[0] == "N":
-        return any(_re(("D", v), b) for v in a[1])
-    if b[0] == "N":
-        return any(_re(a, ("D", v)) for v in b[1])
     s, p = _as_str(a), _as_str(b)
     if s is None or p is None:
         return False
@@ -919,24 +922,15 @@ class _P:
         return ("slice", (None, b, self.step()))
 
     def numbers(self):
-        a = self.number()
-        if a is None:
-            return None
-        out = [a]
-        while True:
-            save = self.i
-            self.ws()
-            if self.eat(","):
-                self.ws()
-                n = self.number()
-                if n is not None:
-                    out.append(n)
-                    continue
-            self.i = save
-            return ("idx", out)
+        return self.listed(self.number, "idx")
 
     def strings(self):
-        a = self.string()
+        return self.listed(self.string, "key")
+
+    def listed(self, item, tag: str):
+        """A comma-separated list of item()s, as (tag, [items]); None when
+        the first is missing (a trailing comma is left unread)."""
+        a = item()
         if a is None:
             return None
         out = [a]
@@ -945,12 +939,12 @@ class _P:
             self.ws()
             if self.eat(","):
                 self.ws()
-                n = self.string()
+                n = item()
                 if n is not None:
                     out.append(n)
                     continue
             self.i = save
-            return ("key", out)
+            return (tag, out)
 
     def string(self):
         """A quoted string: without escapes, or with ``\\\\`` and ``\\"``
@@ -1016,14 +1010,20 @@ class _P:
         if f is not None:
             return f
         self.i = start
+        return self.parenthesized(self.filter)
+
+    def parenthesized(self, inner):
+        """``(`` inner() ``)``, spaces allowed inside; None with the
+        position unchanged when it is not there."""
+        start = self.i
         if self.eat("("):
             self.ws()
-            f = self.filter()
-            if f is not None:
+            e = inner()
+            if e is not None:
                 self.ws()
                 if self.eat(")"):
-                    return f
-        self.i = start
+                    return e
+            self.i = start
         return None
 
     def single_filter(self):
@@ -1056,35 +1056,25 @@ class _P:
     # arithmetic
 
     def arith(self):
-        left = self.arith_term()
-        if left is None:
-            return None
-        while True:
-            save = self.i
-            self.ws()
-            c = self.s[self.i:self.i + 1]
-            if c in ("+", "-"):
-                self.i += 1
-                self.ws()
-                right = self.arith_term()
-                if right is not None:
-                    left = ("bin", c, left, right)
-                    continue
-            self.i = save
-            return left
+        return self.binary(self.arith_term, ("+", "-"))
 
     def arith_term(self):
-        left = self.factor()
+        return self.binary(self.factor, ("*", "/", "%"))
+
+    def binary(self, operand, ops):
+        """operand (op operand)*, left-associative: ("bin", op, left, right);
+        an operator without an operand after it is left unread."""
+        left = operand()
         if left is None:
             return None
         while True:
             save = self.i
             self.ws()
             c = self.s[self.i:self.i + 1]
-            if c in ("*", "/", "%"):
+            if c in ops:
                 self.i += 1
                 self.ws()
-                right = self.factor()
+                right = operand()
                 if right is not None:
                     left = ("bin", c, left, right)
                     continue
@@ -1105,15 +1095,9 @@ class _P:
         return self.primary()
 
     def primary(self):
-        start = self.i
-        if self.eat("("):
-            self.ws()
-            e = self.arith()
-            if e is not None:
-                self.ws()
-                if self.eat(")"):
-                    return e
-            self.i = start
+        e = self.parenthesized(self.arith)
+        if e is not None:
+            return e
         t = self.term()
         if t is None:
             return None

@@ -33,6 +33,9 @@ class Agg:
     __slots__ = ()
     kind = 0
 
+    def __init__(self):
+        self.reset()
+
     @staticmethod
     def accepts(v: float) -> bool:
         return v == v       # NaN samples are skipped by the usual aggregators
@@ -43,9 +46,6 @@ class Agg:
 
 class _Single(Agg):
     __slots__ = ("v",)
-
-    def __init__(self):
-        self.v = 0.0
 
     def reset(self):
         self.v = 0.0
@@ -99,8 +99,8 @@ class CountAll(Count):
         return True
 
 
-class Last(Agg):
-    __slots__ = ("v", "ts", "fresh")
+class Last(_Single):
+    __slots__ = ("ts", "fresh")
     kind = AGG_LAST
 
     def __init__(self):
@@ -118,27 +118,13 @@ class Last(Agg):
         # the value stays: EMPTY buckets carry the last one forward
         self.fresh = True
 
-    def value(self):
-        return self.v
-
     def empty(self):
         return self.v
-
-    def save(self, w):
-        w.double(self.v)
-
-    def load(self, r, encver):
-        self.v = r.double()
-        if 3 <= encver < 7:
-            r.uint()
 
 
 class First(Agg):
     __slots__ = ("v", "ts", "unset")
     kind = AGG_FIRST
-
-    def __init__(self):
-        self.reset()
 
     def reset(self):
         self.v = 0.0
@@ -166,9 +152,6 @@ class First(Agg):
 
 class _MaxMin(Agg):
     __slots__ = ("hi", "lo")
-
-    def __init__(self):
-        self.reset()
 
     def reset(self):
         self.hi = -DBL_MAX
@@ -219,9 +202,6 @@ class Avg(Agg):
     __slots__ = ("s", "n", "over")
     kind = AGG_AVG
 
-    def __init__(self):
-        self.reset()
-
     def reset(self):
         self.s = 0.0
         self.n = 0
@@ -256,9 +236,6 @@ class Avg(Agg):
 
 class _Std(Agg):
     __slots__ = ("s", "s2", "n")
-
-    def __init__(self):
-        self.reset()
 
     def reset(self):
         self.s = 0.0
@@ -332,9 +309,6 @@ class Twa(Agg):
     the neighbouring buckets' samples when there are any) over its width."""
     __slots__ = ("res", "pts", "pv", "ta", "tb", "first", "last", "is_first", "n")
     kind = AGG_TWA
-
-    def __init__(self):
-        self.reset()
 
     def reset(self):
         self.res = 0.0
