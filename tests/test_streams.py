@@ -1084,7 +1084,10 @@ def test_copy_rename_dump_restore_digest(raw):
     assert payload[0] == 19
     raw.send("RESTORE", "r", "0", payload)
     assert raw.read() == b"+OK\r\n"
-    assert raw.call("XINFO", "STREAM", "r", "FULL") == raw.call("XINFO", "STREAM", "s", "FULL")
+    # the payload is 7.0's (type 19): a consumer's active-time comes back
+    # as its seen time (they differ when XREADGROUP crossed a millisecond)
+    assert strip_active(raw.call("XINFO", "STREAM", "r", "FULL")) == \
+        strip_active(raw.call("XINFO", "STREAM", "s", "FULL"))
     assert raw.call("RENAME", "r", "r2") == b"+OK\r\n"
     assert raw.call("XLEN", "r2") == b":2\r\n"
     keys = raw.call("SCAN", "0", "TYPE", "stream", "COUNT", "100").split(b"\r\n")[5:-1:2]
