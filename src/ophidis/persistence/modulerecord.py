@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 
-from ..keyspace.db import MODULE_CLASSES, MODULE_TYPES
+from ..keyspace.db import MODULE_TYPES
 from .rdbcodec import enc_len, enc_string
 from .rdbformat import module_id, module_name
 
@@ -113,18 +113,6 @@ class ModuleReader:
     def string(self) -> bytes:
         self._op(OP_STRING)
         return self.src.load_string()
-
-    def peek_eof(self) -> bool:
-        """True when the next item is the EOF opcode (not consumed): for
-        layouts whose trailing items are optional."""
-        src = self.src
-        op = src.byte()
-        src.pos -= 1        # the byte is in the window, just before pos
-        return op == OP_EOF
-
-
-def is_module_value(v) -> bool:
-    return v.__class__ in MODULE_CLASSES
 
 
 def encode(v, compress=True) -> bytes:
