@@ -15,7 +15,8 @@ import time
 import pytest
 import redis
 from redis.cluster import RedisCluster
-from support.cluster import Cluster, cluster_args, cluster_ports
+from support.cluster import (Cluster, cluster_args, cluster_ports, keys_in, settled, settled_masters,
+                             status, wait_state)
 from support.resp import RespConn
 from support.servers import ServerProc, stop_all
 from support.tls import Certs
@@ -24,63 +25,9 @@ from support.wait import wait_until
 from ophidis.cluster.slots import key_hash_slot
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
-FIELDS = [b"id", b"slots", b"source", b"dest", b"operation", b"state", b"last_error", b"retries",
-          b"create_time", b"start_time", b"end_time", b"write_pause_ms"]
-
-
-def keys_in(lo, hi, n, prefix="k"):
-    """n key names whose slots are in lo..hi."""
-    out = []
-    i = 0
-    while len(out) < n:
-        k = "%s%d" % (prefix, i)
-        if lo <= key_hash_slot(k.encode()) <= hi:
-            out.append(k)
-        i += 1
-    return out
-
-
-def settled(cl):
-    """Every node sees the masters' configEpochs distinct (the collisions of
-    a new cluster resolved), as before any slot moves in production."""
-    def ok():
-        views = set()
-        for i in range(len(cl.nodes)):
-            epochs = tuple(sorted((f[0], f[6]) for f in cl.nodes_view(i) if "master" in f[2]))
-            if len({e for _, e in epochs}) != len(epochs):
-                return False
-            views.add(epochs)
-        return len(views) == 1
-    wait_until(ok, 60, interval=0.1, what="distinct configEpochs everywhere")
-
-
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster(["ophidis"] * 3)
-    try:
-        c.form(3)
-        settled(c)
-        yield c
-    finally:
-        c.stop()
-
-
-def status(cl, i, *args):
-    """CLUSTER MIGRATION STATUS (ALL, or ID id) as a list of dicts."""
-    args = args or ("ALL",)
-    rows = cl.client(i).execute_command("CLUSTER", "MIGRATION", "STATUS", *args)
-    out = []
-    for row in rows:
-        assert row[0::2] == FIELDS
-        out.append(dict(zip(FIELDS, row[1::2])))
-    return out
-
-
-def wait_state(cl, i, task_id, states, timeout=30):
-    def done():
-        rows = status(cl, i, "ID", task_id)
-        return rows and rows[0][b"state"].decode() in states and rows[0]
-    return wait_until(done, timeout, interval=0.05, what="task %s in %s" % (task_id, states))
+    yield from settled_masters(3)
 
 
 def test_errors_for_bad_requests(cluster):

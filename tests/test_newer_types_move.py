@@ -7,8 +7,7 @@ bytes and by each type's own reads on the other side."""
 from __future__ import annotations
 
 import pytest
-from support.cluster import Cluster
-from test_newer_asm import keys_in, settled, wait_state
+from support.cluster import keys_in, settled_masters, wait_state
 
 DEBUG = ("--enable-debug-command", "yes")
 
@@ -76,13 +75,7 @@ def test_migrate_moves_every_type(start_server):
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster(["ophidis"] * 3)
-    try:
-        c.form(3)
-        settled(c)
-        yield c
-    finally:
-        c.stop()
+    yield from settled_masters(3)
 
 
 def test_slot_migration_moves_every_type(cluster):

@@ -17,6 +17,8 @@ from redis.cluster import RedisCluster
 from support.servers import REDIS_CLI, RedisServerProc, ServerProc, server_env, stop_all
 from support.wait import wait_until
 
+from ophidis.cluster.slots import key_hash_slot
+
 
 def _free(port: int) -> bool:
     for p in (port, port + 10000):
@@ -193,3 +195,63 @@ class Cluster:
     def stop(self):
         stop_all(self.nodes)
 
+
+def keys_in(lo, hi, n, prefix="k"):
+    """n key names whose slots are in lo..hi."""
+    out = []
+    i = 0
+    while len(out) < n:
+        k = "%s%d" % (prefix, i)
+        if lo <= key_hash_slot(k.encode()) <= hi:
+            out.append(k)
+        i += 1
+    return out
+
+
+def settled(cl):
+    """Every node sees the masters' configEpochs distinct (the collisions of
+    a new cluster resolved), as before any slot moves in production."""
+    def ok():
+        views = set()
+        for i in range(len(cl.nodes)):
+            epochs = tuple(sorted((f[0], f[6]) for f in cl.nodes_view(i) if "master" in f[2]))
+            if len({e for _, e in epochs}) != len(epochs):
+                return False
+            views.add(epochs)
+        return len(views) == 1
+    wait_until(ok, 60, interval=0.1, what="distinct configEpochs everywhere")
+
+
+def settled_masters(n=3):
+    """A generator for a module fixture: n masters of ours formed, their
+    epochs settled (slot migrations start from there); stopped after."""
+    c = Cluster(["ophidis"] * n)
+    try:
+        c.form(n)
+        settled(c)
+        yield c
+    finally:
+        c.stop()
+
+
+# CLUSTER MIGRATION STATUS's fields, in Redis 8.4's order
+FIELDS = [b"id", b"slots", b"source", b"dest", b"operation", b"state", b"last_error", b"retries",
+          b"create_time", b"start_time", b"end_time", b"write_pause_ms"]
+
+
+def status(cl, i, *args):
+    """CLUSTER MIGRATION STATUS (ALL, or ID id) as a list of dicts."""
+    args = args or ("ALL",)
+    rows = cl.client(i).execute_command("CLUSTER", "MIGRATION", "STATUS", *args)
+    out = []
+    for row in rows:
+        assert row[0::2] == FIELDS
+        out.append(dict(zip(FIELDS, row[1::2])))
+    return out
+
+
+def wait_state(cl, i, task_id, states, timeout=30):
+    def done():
+        rows = status(cl, i, "ID", task_id)
+        return rows and rows[0][b"state"].decode() in states and rows[0]
+    return wait_until(done, timeout, interval=0.05, what="task %s in %s" % (task_id, states))
