@@ -240,12 +240,16 @@ class Acl:
         (``command``: AUTH or HELLO as sent, what ACL LOG names)."""
         u = self.users.get(name)
         if u is not None and u.enabled and u.check_password(password):
-            c.authenticated = True
-            c.user = u
-            c.update_slow()
+            self._log_in(c, u)
             return True
         self.log_denial(c, DENIED_AUTH, CTX_MULTI if c.multi is not None else CTX_TOPLEVEL, command, name)
         return False
+
+    @staticmethod
+    def _log_in(c, u):
+        c.authenticated = True
+        c.user = u
+        c.update_slow()
 
     def authenticate_certificate(self, c, cert, by: str) -> bool:
         """tls-auth-clients-user CN | URI (Redis 8.6, valkey 8.1): a TLS
@@ -263,9 +267,7 @@ class Acl:
         u = self.users.get(cns[0].encode("utf-8", "surrogateescape"))
         if u is None or not u.enabled:
             return False
-        c.authenticated = True
-        c.user = u
-        c.update_slow()
+        self._log_in(c, u)
         serverlog.verbose("TLS client authenticated as user %s by its certificate" % u.name.decode("utf-8", "replace"))
         return True
 
