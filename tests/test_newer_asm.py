@@ -103,8 +103,11 @@ def test_import_moves_the_slots_and_their_keys(cluster):
         a = RespConn(cluster.ports[0])
         b = RespConn(cluster.ports[1])
         n = 0
+        deadline = time.monotonic() + 120
         try:
-            while not stop.is_set() or n < 50:
+            # after the handoff, go on until a write has been redirected
+            # (on 2 busy cores the thread may not have written since the pause)
+            while (not stop.is_set() or n < 50 or not moved) and time.monotonic() < deadline:
                 k = "w%d" % n
                 while key_hash_slot(k.encode()) > 99:
                     n += 1
