@@ -5,6 +5,11 @@ they change redis-benchmark's rates).
     python bench/callgrind.py [--src DIR] [--test set | --script | --function] [-n 20000] [--setup MODE]
     python bench/callgrind.py --scrape          # one /metrics scrape
     python bench/callgrind.py --subscribers 50 -P 1   # PUBLISH fan-out
+    python bench/callgrind.py --vs-redis [--tests set,zadd] [-P 16] [-n 10000]
+
+With ``--vs-redis`` one Ophidis process and one redis-server process run
+under callgrind and the same workload goes to each, test by test: the
+table of instructions per request and the ratio (issue 34's figure).
 
 The server runs under ``valgrind --tool=callgrind``; after a warm-up of
 5,000 requests the counters are zeroed (``callgrind_control -z``),
@@ -68,6 +73,111 @@ def _total(out) -> int:
     return int(m.group(1))
 
 
+# --vs-redis: the tests of issue 34's table.  (name, the filling run, the
+# measured command).  A pop test first fills its key with distinct members
+# (-r 1000000) so that every measured request pops something.
+VS_TESTS = {
+    "set": (None, ["-t", "set"]),
+    "get": (["-t", "set"], ["-t", "get"]),
+    "incr": (None, ["-t", "incr"]),
+    "lpush": (None, ["-t", "lpush"]),
+    "rpop": (["-t", "lpush"], ["-t", "rpop"]),
+    "sadd": (None, ["-t", "sadd"]),
+    "hset": (None, ["-t", "hset"]),
+    "zadd": (None, ["-t", "zadd"]),
+    "zpopmin": (["-t", "zadd"], ["-t", "zpopmin"]),
+    "mset": (None, ["-t", "mset"]),
+    "lrange_100": (["-t", "lrange_100"], ["LRANGE", "mylist", "0", "99"]),
+    "lrange_600": (["-t", "lrange_600"], ["LRANGE", "mylist", "0", "599"]),
+    "spop": (["-t", "sadd"], ["-t", "spop"]),
+    "evalsha": ("script", None),
+    "fcall": ("function", None),
+}
+
+
+class Counted:
+    """One server process under callgrind; count() runs a workload and
+    returns the instructions the server spent on it."""
+
+    def __init__(self, argv, work, name, env=None):
+        self.port = _free_port()
+        self.out = os.path.join(work, name + ".callgrind.out")
+        self.p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out]
+                                  + argv + ["--port", str(self.port), "--save", "", "--dir", work],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait(lambda: _up(self.port), name)
+
+    def cli(self, *args) -> str:
+        return subprocess.run(["redis-cli", "-p", str(self.port)] + list(args), check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    def bench(self, pipeline, n, what, keyspace=1000):
+        run = subprocess.run(["redis-benchmark", "-p", str(self.port), "-P", str(pipeline), "-c", "1",
+                              "-r", str(keyspace), "-q", "-n", str(n)] + what, capture_output=True, text=True)
+        if run.returncode:
+            raise SystemExit("redis-benchmark %s: %s%s" % (" ".join(what), run.stdout[-500:], run.stderr[-500:]))
+
+    def count(self, pipeline, n, what) -> int:
+        subprocess.run(["callgrind_control", "-z", str(self.p.pid)], capture_output=True)
+        self.bench(pipeline, n, what)
+        before = set(glob.glob(self.out + ".*"))
+        subprocess.run(["callgrind_control", "-d", str(self.p.pid)], capture_output=True)
+        _wait(lambda: set(glob.glob(self.out + ".*")) - before, "the callgrind dump", 120)
+        time.sleep(0.5)     # the dump file is complete once its totals line is written
+        return _total(self.out)
+
+    def stop(self):
+        self.p.kill()
+        self.p.wait()
+
+
+def _vs_redis(a):
+    tests = [t.strip() for t in a.tests.split(",") if t.strip()]
+    for t in tests:
+        if t not in VS_TESTS:
+            raise SystemExit("unknown test %r (one of %s)" % (t, ", ".join(VS_TESTS)))
+    work = tempfile.mkdtemp(prefix="ophidis-cg-")
+    env = dict(os.environ, PYTHONPATH=a.src, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
+    hz = ["--hz", str(a.hz or 1)]
+    servers = {}
+    try:
+        servers["ophidis"] = Counted([sys.executable, "-m", "ophidis"] + hz, work, "ophidis", env)
+        servers["redis"] = Counted([a.redis_server] + hz, work, "redis")
+        rows = []
+        for t in tests:
+            fill, what = VS_TESTS[t]
+            per = {}
+            for name, s in servers.items():
+                s.cli("FLUSHALL")
+                s.cli("FUNCTION", "FLUSH")
+                if fill == "script":
+                    sha = s.cli("SCRIPT", "LOAD", SCRIPT)
+                    what_here = ["EVALSHA", sha, "1", "key:__rand_int__", "v"]
+                elif fill == "function":
+                    s.cli("FUNCTION", "LOAD", FUNCTION)
+                    what_here = ["FCALL", "setget", "1", "key:__rand_int__", "v"]
+                else:
+                    what_here = what
+                    if fill:
+                        # enough distinct members for the warm-up and the measured pops
+                        s.bench(16, 2 * (a.n + 5000), fill, keyspace=1000000)
+                s.bench(a.pipeline, 5000, what_here)
+                per[name] = s.count(a.pipeline, a.n, what_here) / a.n
+            ratio = per["ophidis"] / per["redis"]
+            rows.append((t, per["ophidis"], per["redis"], ratio))
+            print("%-11s -P %-2d ophidis %8.0f  redis %8.0f  ratio %.2f" % (t, a.pipeline, *rows[-1][1:]),
+                  flush=True)
+        print()
+        print("| test (-P %d) | Ophidis | redis-server | ratio |" % a.pipeline)
+        print("|---|---:|---:|---:|")
+        for t, o, r, q in rows:
+            print("| %s | %s | %s | %.2f |" % (t.upper(), format(round(o), ","), format(round(r), ","), q))
+    finally:
+        for s in servers.values():
+            s.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", default=os.path.join(ROOT, "src"), help="the ophidis source tree to run")
@@ -88,7 +198,14 @@ def main(argv=None):
                     help="PUBLISH to N subscribers of its channel instead of --test")
     ap.add_argument("--function", action="store_true",
                     help="FCALL of the same two calls as a function instead of --test")
+    ap.add_argument("--vs-redis", action="store_true",
+                    help="the same workloads against redis-server under callgrind too: a table of "
+                    "instructions per request and the ratio (hz 1 on both unless --hz)")
+    ap.add_argument("--tests", default=",".join(VS_TESTS), help="with --vs-redis: which tests (%(default)s)")
+    ap.add_argument("--redis-server", default="redis-server", help="with --vs-redis: the reference binary")
     a = ap.parse_args(argv)
+    if a.vs_redis:
+        return _vs_redis(a)
     work = tempfile.mkdtemp(prefix="ophidis-cg-")
     port, other = _free_port(), _free_port()
     out = os.path.join(work, "callgrind.out")

@@ -369,6 +369,11 @@ def _body_traffic(rnd):
         ("SPOP", "nosp"), ("SPOP", "nosp"), ("SPOP", "nosp", 1), ("SPOP", "nosp", "x"), ("SPOP", "s"),
         ("SPOP", "a", 1, 2), ("SADD", "sp1", "a"), ("SPOP", "sp1"), ("SPOP", "sp1"), ("EXISTS", "sp1"),
         ("SPOP", "l2"), ("SPOP", "spx"), ("SPOP",),
+        # ZPOPMIN: a skiplist of 140 members popped to its end (the body while
+        # more than one is left, Python for the last, a missing key, a string)
+        *[("ZADD", "zp", rnd.choice([i % 7, "%d.25" % (i % 5), "-1.5", "1e3"]), "p%d" % i) for i in range(140)],
+        ("OBJECT", "ENCODING", "zp"), *[("ZPOPMIN", "zp")] * 141, ("EXISTS", "zp"), ("ZPOPMIN", "zp"),
+        ("ZPOPMIN", "a"), ("ZPOPMIN", "zp", 2), ("ZADD", "zp2", 1, "x", 2, "y"), ("ZPOPMIN", "zp2"),
     ]
     for i in range(300):
         k = rnd.randrange(6)
@@ -384,7 +389,7 @@ def _body_traffic(rnd):
 
 
 _BODY_KEYS = ["s", "l1", "l2", "l3", "lt", "lx", "sx", "hx", "gx", "mt", "mu", "st", "st2", "sbig", "h", "h2",
-              "h3", "h4", "h5", "st3", "lr", "z", "zt", "hbig", "a", "b", "conv", "iconv", "sp1", "spx"] + ["r%d" % k for k in range(6)] + \
+              "h3", "h4", "h5", "st3", "lr", "z", "zt", "hbig", "a", "b", "conv", "iconv", "sp1", "spx", "zp", "zp2"] + ["r%d" % k for k in range(6)] + \
              ["rs%d" % k for k in range(6)] + ["rh%d" % k for k in range(6)] + ["rx%d" % k for k in range(6)] + ["rz"]
 
 

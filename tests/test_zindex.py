@@ -1,5 +1,6 @@
-"""The sorted set's ordered index (types/zindex.py) against a model: a plain
-sorted list of (score, member) tuples.  Random operations (adds, removals,
+"""The sorted set's ordered index (types/zindex.py and its compiled twin
+types/_zindex.pyx, each) against a model: a plain sorted list of (score,
+member) tuples.  Random operations (adds, removals,
 pops, slice deletions, searches, positional reads) with a small sublist size
 so that splits, merges, emptied sublists and the positional tree's rebuilds
 and updates all happen; after each step every read agrees with the model."""
@@ -11,8 +12,11 @@ import random
 
 import pytest
 
+from ophidis import compiled
 from ophidis.types import zindex
-from ophidis.types.zindex import ZIndex
+
+_c = compiled.load("types._zindex")
+TWINS = ["pure"] + (["compiled"] if _c is not None else [])
 
 _SCORES = [-2.5, -1.0, -0.0, 0.0, 1.0, 1.5, 3.0, 1e300, -float("inf"), float("inf")]
 
@@ -30,15 +34,28 @@ def _check(ix, model):
         assert ix[0] == model[0] and ix[-1] == model[-1]
 
 
+@pytest.fixture(params=TWINS)
+def twin(request):
+    """The ZIndex class of one twin."""
+    return zindex.ZIndex if request.param == "pure" else _c.ZIndex
+
+
 @pytest.fixture
-def small_load(monkeypatch):
-    monkeypatch.setattr(zindex, "LOAD", 4)
+def small_load(twin, monkeypatch):
+    """That class, with blocks of 4 (so that splits and merges happen)."""
+    if twin is zindex.ZIndex:
+        monkeypatch.setattr(zindex, "LOAD", 4)
+        yield twin
+    else:
+        old = _c.set_load(4)
+        yield twin
+        _c.set_load(old)
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_operations_match_a_sorted_list(small_load, seed):
     rnd = random.Random(seed)
-    ix = ZIndex()
+    ix = small_load()
     model = []
     members = {}
     for step in range(1500):
@@ -101,6 +118,7 @@ def test_random_operations_match_a_sorted_list(small_load, seed):
 
 
 def test_missing_pairs_raise(small_load):
+    ZIndex = small_load
     ix = ZIndex([(1.0, b"a"), (2.0, b"b")])
     with pytest.raises(ValueError):
         ix.remove(1.0, b"b")
@@ -113,17 +131,20 @@ def test_missing_pairs_raise(small_load):
     assert list(ix) == [(1.0, b"a"), (2.0, b"b")]
 
 
-def test_negative_zero_keeps_its_sign():
-    ix = ZIndex()
+def test_negative_zero_keeps_its_sign(twin):
+    ix = twin()
     ix.add(-0.0, b"a")
     ix.add(0.0, b"b")
     assert [str(s) for s, _ in ix] == ["-0.0", "0.0"]
 
 
-def test_a_million_pairs_stay_logarithmic():
+def test_a_million_pairs_stay_logarithmic(twin):
     n = 1_000_000
-    ix = ZIndex((float(i // 3), b"m%07d" % i) for i in range(n))
-    assert len(ix._mem) == n // zindex.LOAD
+    ix = twin((float(i // 3), b"m%07d" % i) for i in range(n))
+    if twin is zindex.ZIndex:
+        assert len(ix._mem) == n // zindex.LOAD
+    else:
+        assert ix.nbytes() <= 17 * n          # 16 bytes a pair, blocks filled when built
     for k in range(0, n, 9973):
         s = float(k // 3)
         assert ix.index_left(s, b"m%07d" % k) == k
@@ -131,3 +152,20 @@ def test_a_million_pairs_stay_logarithmic():
     ix.add(0.5, b"x")
     assert ix.index_left(0.5, b"x") == 3
     assert ix[n] == (float((n - 1) // 3), b"m%07d" % (n - 1))
+
+
+def test_compiled_iterators_refuse_a_changed_index():
+    if _c is None:
+        pytest.skip("the pure-Python layer runs")
+    ix = _c.ZIndex([(1.0, b"a"), (2.0, b"b")])
+    it = iter(ix)
+    assert next(it) == (1.0, b"a")
+    ix.add(3.0, b"c")
+    with pytest.raises(RuntimeError):
+        next(it)
+    with pytest.raises(TypeError):
+        ix.add(1.0, "not bytes")
+    assert list(ix) == [(1.0, b"a"), (2.0, b"b"), (3.0, b"c")]
+    assert ix.pop(0) == (1.0, b"a") and ix.pop() == (3.0, b"c")
+    import pickle
+    assert list(pickle.loads(pickle.dumps(ix))) == [(2.0, b"b")]

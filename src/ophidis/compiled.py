@@ -40,6 +40,7 @@ MODULES = {
     "cmdtable._core": "a command's C fields (the command table's Command)",
     "types._containers": "sets' and hashes' C fields, HashCore (types/containers.py)",
     "types._quicklist": "QuickList, the list value (types/containers.py)",
+    "types._zindex": "ZIndex, the sorted set's ordered index (types/zindex.py)",
     "protocol._resp": "RESP array encoding (protocol/resp.py)",
     "protocol._reader": "the request reader's checks and C parser (protocol/reader.py)",
     "acl._check": "the fast path's ACL check (acl/check.py)",

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The compiled command bodies: the common case of a few commands
 redis-benchmark's default list runs (GET SET INCR DECR MSET PING LPUSH
-RPUSH LPOP RPOP LRANGE SADD SPOP HSET ZADD), run by the request loop
+RPUSH LPOP RPOP LRANGE SADD SPOP HSET ZADD ZPOPMIN), run by the request loop
 (net/_client.pyx) without a Python call.  Each mirrors the hot path of its
 Python function in the command's family (commands/strings.py, lists.py,
 ...), which stays the definition: a body returns None for anything but that
@@ -24,6 +24,10 @@ from ophidis.protocol._resp cimport _digits, _ndigits, _put_len
 from ophidis.server._core cimport ServerCore
 from ophidis.types._containers cimport HashCore, SetCore, _hc_lookup, _hc_set, _hc_set_in_place
 from ophidis.types._quicklist cimport QuickList
+from ophidis.types._zindex cimport ZEnt, ZIndex
+from ophidis._dtoa cimport _dtoa_d2string
+from cpython.dict cimport PyDict_DelItem
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_FromDouble
 
 from ..keyspace import db as _dbm
 from ..keyspace import notify as _notify
@@ -116,7 +120,8 @@ cdef str _LP_VALUE = "hash-max-listpack-value"
 cdef str _LP_ENTRIES = "hash-max-listpack-entries"
 
 BODIES = {"ping": 1, "get": 2, "set": 3, "incr": 4, "decr": 5, "lpush": 6, "rpush": 7, "lpop": 8,
-          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13, "spop": 20, "zadd": 14}
+          "rpop": 9, "sadd": 10, "hset": 11, "mset": 12, "lrange": 13, "spop": 20, "zadd": 14,
+          "zpopmin": 21}
 
 
 def body_code(str fullname, module):
@@ -175,6 +180,8 @@ cdef object _body(int code, _Ctx x, list req):
         return _ping(x, req)
     if code == 20:
         return _spop(x, req)
+    if code == 21:
+        return _zpopmin(x, req)
     if code == 4:
         return _incr(x, req, 1)
     if code == 5:
@@ -457,7 +464,7 @@ cdef object _lrange(_Ctx x, list req):
 # other than "0"), an existing zset without TTL, nobody watching or blocked
 # on the key, no keyspace events, and a member that is already there or a
 # skiplist-encoded set (no listpack conversion to decide); the ordered index
-# (types/zindex.py) is edited by its own add and remove.  Anything else:
+# (types/_zindex.pyx's ZIndex) is edited through its C methods.  Anything else:
 # None, the Python function.
 
 from libc.stdlib cimport strtod as _z_strtod
@@ -507,28 +514,76 @@ cdef object _zadd(_Ctx x, list req):
         return None
     z = <object>pv
     member = req[3]
-    d = z.dict
-    cdef PyObject *pc = PyDict_GetItem(d, member)
-    sl = z.sl
     if not PyBytes_Check(member):
         return None
+    sl = z.sl
+    if _g_type(<PyObject *>sl) != <PyObject *>ZIndex:
+        return None
+    cdef ZIndex ix = <ZIndex>sl
+    d = z.dict
+    cdef PyObject *pc = PyDict_GetItem(d, member)
     if pc is NULL:
         if not z.skiplist:
             return None         # a listpack: the conversion rule in Python
-        fs = score
-        PyDict_SetItem(d, member, fs)
-        sl.add(fs, member)
+        PyDict_SetItem(d, member, PyFloat_FromDouble(score))
+        ix.add_(score, <bytes>member)
         x.dirty += 1
         return _ONE
-    cur = <object>pc
-    if cur.__class__ is not float:
+    if _g_type(pc) != <PyObject *>float:
         return None
-    if <double>cur == score:
+    cdef double cur = PyFloat_AS_DOUBLE(<object>pc)
+    if cur == score:
         return _ZERO
-    fs = score
-    sl.remove(cur, member)
-    PyDict_SetItem(d, member, fs)
-    sl.add(fs, member)
+    ix.remove_(cur, <bytes>member)
+    PyDict_SetItem(d, member, PyFloat_FromDouble(score))
+    ix.add_(score, <bytes>member)
     x.dirty += 1
     return _ZERO
 
+
+# ZPOPMIN key (commands/zsets.zpopmin's fast path): a zset of more than one
+# member (emptying it deletes the key: Python), no TTL, not watched, no
+# keyspace events.
+cdef object _zpopmin(_Ctx x, list req):
+    if len(req) != 2 or x.flags:
+        return None
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL or _g_type(pv) != <PyObject *>_ZSetValue or _ttl(x, key) or _watched(x, key):
+        return None
+    z = <object>pv
+    sl = z.sl
+    if _g_type(<PyObject *>sl) != <PyObject *>ZIndex or (<ZIndex>sl).length < 2:
+        return None
+    cdef ZIndex ix = <ZIndex>sl
+    cdef ZEnt *first = &ix.blk[0].e[0]
+    cdef double score = first.score
+    member = <bytes>first.member
+    PyDict_DelItem(z.dict, member)
+    ix.pop_(0)
+    z.dels += 1
+    x.dirty += 1
+    # *2 $<len> member then the score as a bulk string (RESP2) or a double
+    cdef char f[40]
+    cdef Py_ssize_t fn = _dtoa_d2string(score, f), mn = PyBytes_GET_SIZE(member)
+    cdef Py_ssize_t size = 4 + 1 + _ndigits(mn) + 2 + mn + 2 + fn + 3
+    if x.resp < 3:
+        size += _ndigits(fn) + 2
+    out = PyBytes_FromStringAndSize(NULL, size)
+    cdef char *p = PyBytes_AS_STRING(out)
+    memcpy(p, b"*2\r\n", 4)
+    p = _put_len(p + 4, 36, mn)
+    memcpy(p, PyBytes_AS_STRING(member), mn)
+    p += mn
+    p[0] = 13
+    p[1] = 10
+    p += 2
+    if x.resp < 3:
+        p = _put_len(p, 36, fn)
+    else:
+        p[0] = 44
+        p += 1
+    memcpy(p, f, fn)
+    p[fn] = 13
+    p[fn + 1] = 10
+    return out

@@ -12,6 +12,7 @@ import time
 from collections import deque
 
 from ..keyspace.db import EmbStr
+from ..types.zset import ZIndex as _ZIndex
 from .sizes import LAZYFREE_THRESHOLD, _StreamValue, _ZSetValue
 
 _perf = time.perf_counter
@@ -65,8 +66,7 @@ class LazyFree:
     def _parts(self, v):
         """The plain containers holding v's elements."""
         if v.__class__ is _ZSetValue:
-            sl = v.sl
-            return [sl._mem, sl._sc, v.dict, v]
+            return [v.sl, v.dict, v]
         if v.__class__ is _StreamValue:
             parts = [v]
             for node in v.nodes:
@@ -129,10 +129,11 @@ class LazyFree:
             for v in big:
                 self.queue.append(self._parts(v))
             return True
+        if o.__class__ is _ZIndex:
+            del o[max(0, len(o) - n):]      # a zset's ordered index, from its end
+            return True
         if isinstance(o, (set, list, deque)):
             pop = o.pop
-            if o.__class__ is list and o[-1].__class__ is list:
-                n = 2      # the zset index's sublists (up to ~2000 members each)
             for _ in range(min(n, len(o))):
                 pop()
             return True

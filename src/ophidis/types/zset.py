@@ -10,14 +10,18 @@ Interface used by persistence and other modules:
 The zset command module may extend this class (ranges, ranks, pops) but
 keeps these names.
 
-The ordered index ``sl`` is a ``ZIndex`` (types/zindex.py) of (score,
-member) pairs, in exactly Redis's skiplist order (score, then member bytes).
+The ordered index ``sl`` is a ``ZIndex`` (types/zindex.py, compiled twin
+types/_zindex.pyx) of (score, member) pairs, in exactly Redis's skiplist order (score, then member bytes).
 Ranks, score ranges and pops are O(log N).  ``dels`` counts removals (ZSCAN
 cursors).
 """
 
+from .. import compiled
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
-from .zindex import ZIndex
+from . import zindex
+
+_c = compiled.load("types._zindex")
+ZIndex = _c.ZIndex if _c is not None else zindex.ZIndex
 
 
 class ZSetValue:
