@@ -313,9 +313,14 @@ cdef _dr_read(ClientCore client, data):
     cdef ReadFeed feed = _read_feed(<bytes>data, rd, inline)
     cdef list out = []
     client.pending_writes = out
-    r = run(client, feed, out, _dr_table, client.slow or _server_slow, _now())
-    nreq = r[0]
-    last = r[1]
+    # (run's body, called in C: no Python call, no argument parsing)
+    cdef _Ctx x = _Ctx.__new__(_Ctx)
+    try:
+        r = _run(client, feed, out, _dr_table, client.slow or _server_slow, _now(), x)
+    finally:
+        _flush(x)
+    nreq = (<tuple>r)[0]
+    last = (<tuple>r)[1]
     cdef bint stopped = client.blocked or client.close_after_reply or client.paused_queue is not None
     if inline:
         # _python_input's case of a read of plain inline lines
