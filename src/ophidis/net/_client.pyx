@@ -236,13 +236,17 @@ cdef _dr_write(ClientCore client, list out):
     n = len(data)
     if n > client.rb_peak:
         client.rb_peak = n
+    if client.t_of is not t:
+        client.t_write = t.write
+        client.t_wbs = t.get_write_buffer_size
+        client.t_of = t
     try:
         if _dr_floor:
-            held = t.get_write_buffer_size()
+            held = client.t_wbs()
             if (held + n >= _dr_floor or client.out_extra is not None) \
                     and client.server.check_output_limits(client, held, n):
                 return
-        t.write(data)
+        client.t_write(data)
     except Exception:
         client.closing = True
         return
