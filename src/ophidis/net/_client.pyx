@@ -42,13 +42,14 @@ SOURCE_HASH = PYX_HASH
 cdef object _ProtocolError = hiredis.ProtocolError
 cdef object _CGETS = type(hiredis.Reader().gets)     # a parser's own gets (no Python code)
 
-# client.py's switches (client._sync keeps them equal to its globals)
-_server_slow = False
-_slow_check = 0.01
-_latency_tracking = True
-_ready = []
+# client.py's switches (client._sync keeps them equal to its globals; C
+# globals: the loop reads them for every request)
+cdef bint _server_slow = False
+cdef double _slow_check = 0.01
+cdef bint _latency_tracking = True
+cdef list _ready = []
 
-_propagator = None     # replication.propagate.Propagator while a target is attached
+cdef object _propagator = None     # replication.propagate.Propagator while a target is attached
 
 
 def sync(bint server_slow, double slow_check, bint latency_tracking, list ready, propagator):
