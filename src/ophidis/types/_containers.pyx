@@ -362,10 +362,12 @@ cdef object _hc_eq(HashCore a, other):
             if _hp_vn(w) != _hp_vn(v) or memcmp(_hp_v(w), _hp_v(v), _hp_vn(v)) != 0:
                 return False
         return True
-    # another dict: its own storage, as dict's == reads it
+    # another dict: its own storage, as dict's == reads it (the pair held
+    # while other's lookup may run Python code)
     if a.tab.used != _hp_dict_len(<PyObject *>other):
         return False
     while _hc_next(a, &pos, &v):
+        held = <object>v
         f = _hp_field(v)
         w = _hp_dict_get(<PyObject *>other, <PyObject *>f)
         if w == NULL:
