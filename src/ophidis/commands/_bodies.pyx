@@ -22,7 +22,7 @@ from ophidis.keyspace._core cimport DbCore, StatsCore
 from ophidis.net._core cimport ClientCore
 from ophidis.protocol._resp cimport _digits, _ndigits, _put_len
 from ophidis.server._core cimport ServerCore
-from ophidis.types._containers cimport HashCore, SetCore, _hc_lookup, _hc_set, _hc_set_in_place
+from ophidis.types._containers cimport HashCore, SetCore, _hc_len, _hc_lookup, _hc_set, _hc_set_in_place
 from ophidis.types._quicklist cimport QuickList
 from ophidis.types._zindex cimport ZEnt, ZIndex
 from ophidis._dtoa cimport _dtoa_d2string
@@ -356,7 +356,7 @@ cdef object _hset(_Ctx x, list req):
         if PyBytes_GET_SIZE(f) > lim or PyBytes_GET_SIZE(v) > lim:
             return None
         # (an update too converts a hash over the limit: hashTypeSet)
-        if len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
+        if _hc_len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
             return None
     # an update in place when _hc_put would do it (no new pair made first)
     if not (known and _hc_set_in_place(old, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))):
