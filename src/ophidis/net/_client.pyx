@@ -279,7 +279,7 @@ def data_received(ClientCore client, data):
     client.last_time = t0
     cdef long long n0 = client.tot_cmds
     try:
-        _dr_read(client, data)
+        _dr_read(client, data, t0)
     finally:
         # Pushes (pub/sub, notifications) for this client go into the
         # pending reply list only while its requests are being run.
@@ -301,7 +301,7 @@ def data_received(ClientCore client, data):
         _dr_stats.el_max = d
 
 
-cdef _dr_read(ClientCore client, data):
+cdef _dr_read(ClientCore client, data, double t0):
     if client.closing or client.close_after_reply:
         return
     if (client.blocked or client.paused_queue is not None or type(data) is not bytes
@@ -321,7 +321,7 @@ cdef _dr_read(ClientCore client, data):
     # (run's body, called in C: no Python call, no argument parsing)
     cdef _Ctx x = _Ctx.__new__(_Ctx)
     try:
-        r = _run(client, feed, out, _dr_table, client.slow or _server_slow, _now(), x)
+        r = _run(client, feed, out, _dr_table, client.slow or _server_slow, t0, x)
     finally:
         _flush(x)
     nreq = (<tuple>r)[0]
