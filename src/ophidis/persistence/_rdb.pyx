@@ -14,7 +14,7 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
-from ophidis.types._containers cimport HashCore, SetCore, _hc_len, _hc_next, _hc_set, _hp_f, _hp_fn, _hp_v, _hp_vn
+from ophidis.types._containers cimport HashCore, OphTab, SetCore, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn, _tab_next
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
 
 from ..keyspace.db import EmbStr
@@ -582,7 +582,7 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     cdef _CfBuf *tmp = &st.tmp
     cdef bint compress = st.compress
     cdef double dscore
-    cdef HashCore hc
+    cdef const OphTab *tab
     if not _cf_is_bytes(k):
         return 1
     ks = _cf_bytes_str(k)
@@ -600,12 +600,12 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
         if _cf_slot(v, _cf_off_ttl) != <PyObject *>None:
             return 1        # fields with TTLs: rdbencode's hash with metadata
         # (the hash's pairs, read in its table without taking references)
-        hc = <HashCore><object>v
+        tab = _hc_tab(v)
         x = _cf_slot(v, _cf_off_ht)
         if x == _cf_false:
             tmp.n = 0
             start = _cf_lp_open(tmp)
-            while _hc_next(hc, &pos, &x):
+            while _tab_next(tab, &pos, &x):
                 _cf_lp_entry(tmp, _hp_f(x), _hp_fn(x))
                 _cf_lp_entry(tmp, _hp_v(x), _hp_vn(x))
                 count += 2
@@ -617,8 +617,8 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
             return 1
         _cf_byte(out, 4)
         _cf_string(out, ks, kn, compress)
-        _cf_len(out, _hc_len(hc))
-        while _hc_next(hc, &pos, &x):
+        _cf_len(out, tab.used)
+        while _tab_next(tab, &pos, &x):
             _cf_string(out, _hp_f(x), _hp_fn(x), compress)
             _cf_string(out, _hp_v(x), _hp_vn(x), compress)
         return 0

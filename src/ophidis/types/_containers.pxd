@@ -151,6 +151,16 @@ cdef inline Py_ssize_t _hc_len(HashCore h) noexcept:
     return h.tab.used
 
 
+cdef Py_ssize_t TAB_OFFSET      # where ``tab`` is in a HashCore instance
+
+
+cdef inline const OphTab *_hc_tab(PyObject *h) noexcept:
+    # the table of HashCore h, from a borrowed pointer without touching
+    # its reference count (the RDB writer in a forked child: no page of
+    # the parent's written, no copy-on-write)
+    return <const OphTab *>(<char *>h + TAB_OFFSET)
+
+
 cdef inline bint _hc_set_in_place(PyObject *old, const char *v, Py_ssize_t vn) noexcept:
     # an existing field's pair takes the value v[:vn] in place when only
     # the table holds it and it has the room; False: it does not

@@ -537,6 +537,14 @@ cdef class HashCore(dict):
         self.ht, self._aux, self.ttl = state
 
 
+cdef Py_ssize_t _tab_offset():
+    cdef HashCore h = HashCore()
+    return <char *>&h.tab - <char *><PyObject *>h
+
+
+TAB_OFFSET = _tab_offset()
+
+
 def hash_pairs(HashCore h):
     """The pairs of ``h`` in order (tests/test_hashpairs.py looks at the
     storage; holding a pair stops updates in place)."""
