@@ -11,7 +11,7 @@ SOURCE_HASH = PYX_HASH
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.list cimport PyList_GetSlice, PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from libc.stdio cimport snprintf
@@ -25,8 +25,9 @@ from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
 from ophidis.net._client cimport _latency_tracking, _propagator, _server_slow, _slow_check
 from ophidis.net._core cimport ClientCore
 from ophidis.server._core cimport ServerCore
+from ophidis.keyspace._core cimport StatsCore
 
-from time import time as _time_time
+from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 
 from ..cmdtable.registry import TABLE
 from ..errors import OOM, RedisError
@@ -87,6 +88,8 @@ cdef dict _s_db_vars = vars(_db_mod)    # keyspace.db's globals (its _time: the 
 if "_time" not in _s_db_vars:
     raise ImportError("scripting._bridge: keyspace.db has no _time")
 cdef object _s_resp_int = resp_int
+cdef StatsCore _s_stats = _db_mod.stats     # the one Stats (commands/_bodies.pyx holds it too)
+cdef _Ctx _s_x = None       # the bodies' context _s_call loads for each redis.call (one object, reused)
 
 
 cdef object _s_reply(eng, bytes r):
@@ -146,7 +149,9 @@ cdef object _script_call(eng, list argv, bint raw):
     min-replicas, not a replica), the script's client's user is unrestricted,
     the server is not a cluster node and no debugger runs, the checks of
     LuaEngine._run_call that cannot apply are skipped and the call and its
-    reply conversion run here.  argv: the arguments as Lua gave them."""
+    reply conversion run here.  argv: the arguments as Lua gave them.
+    raw: the command's RESP reply (bytes) is returned as it is, not as
+    (4, reply)."""
     cdef EngineCore e = <EngineCore?>eng
     cdef ServerCore srv
     c = e.ctx
@@ -203,7 +208,7 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
     if r is None:
         return 0, None
     if raw:
-        return 4, r
+        return r        # the RESP reply itself (every other outcome is a (kind, value) tuple)
     return _s_reply(eng, <bytes>r)
 
 
@@ -215,12 +220,15 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     cdef long long us
     cdef int slot
     cdef _Ctx x
+    global _s_x
     sc.last_cmd = cmd
     t0 = _now()
     try:
         r = None
         if cmd.cbody:
-            x = _Ctx.__new__(_Ctx)
+            x = _s_x
+            if x is None or x.valid:    # (valid: in use further up the stack)
+                x = _s_x = _Ctx.__new__(_Ctx)
             _load(x, sc)
             x.last_cmd = cmd
             try:
@@ -240,7 +248,7 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     elif sc.bstate is not None:
         sc.bstate.duration = dt
     cmd.usec += dt
-    _db_mod.stats.el_nested += dt      # inside its EVAL's time (eventloop_duration_cmd_sum)
+    _s_stats.el_nested += dt      # inside its EVAL's time (eventloop_duration_cmd_sum)
     caller = sc.script_caller
     if caller is not None:
         (<ClientCore>(<tuple>caller)[0]).tot_cmds += 1     # CLIENT LIST's tot-cmds: the caller's
@@ -402,7 +410,7 @@ cdef class LuaLink:
     cdef object lua
     cdef readonly object call
     cdef readonly object pcall
-    cdef int run_ref             # the sandbox's run_prep (0: not bound)
+    cdef int run_ref             # the sandbox's run_prep_t (0: not bound)
     cdef int errh_ref            # its err_handler
     cdef int einfo_ref           # its error_info
     cdef int enc_ref             # its encode_reply
@@ -418,13 +426,15 @@ cdef class LuaLink:
     cdef object run_sc
     cdef bint run_plain
     # the command names redis.call was given last (argv[0] as bytes whose
-    # hash is known), by the address of the Lua string
+    # hash is known, the command table's lookup then finds it by identity),
+    # by the address of the Lua string; replaced in turn (name_next)
     cdef const char *name_at[8]
     cdef list names
+    cdef int name_next
     cdef object count_error
 
     def bind(self, prep, err_handler, error_info, encode, count_error, bint eval_mode):
-        """The sandbox's run_prep, err_handler, error_info and encode_reply
+        """The sandbox's run_prep_t, err_handler, error_info and encode_reply
         (the steps of its run_t, see _lc_exec), engine._count_error, and
         whether scripts get KEYS and ARGV as globals (EVAL) or arguments."""
         self.run_ref = self._ref(prep)
@@ -550,14 +560,37 @@ cdef object _lc_name(void *L, LuaLink link):
     if _L_type(L, 1) != _LUA_TSTRING:
         return _lc_arg(L, 1)
     p = _L_tolstring(L, 1, &ln)
-    k = (<size_t>p >> 4) & 7
-    b = <bytes>link.names[k]
-    if link.name_at[k] == p and <size_t>PyBytes_GET_SIZE(b) == ln and memcmp(PyBytes_AS_STRING(b), p, ln) == 0:
-        return b
-    b = PyBytes_FromStringAndSize(p, ln)
-    hash(b)
+    for k in range(8):
+        if link.name_at[k] == p:
+            b = <bytes>link.names[k]
+            if <size_t>PyBytes_GET_SIZE(b) == ln and memcmp(PyBytes_AS_STRING(b), p, ln) == 0:
+                return b
+            break
+    else:
+        k = link.name_next
+        link.name_next = (k + 1) & 7
+    b = _s_canonical(PyBytes_FromStringAndSize(p, ln))
     link.names[k] = b
     link.name_at[k] = p
+    return b
+
+
+cdef dict _s_canon = {}     # a command's name -> the command table's own key object
+
+
+cdef bytes _s_canonical(bytes b):
+    # b, or the command table's key equal to it (the table's lookup of a
+    # key it holds stops at the identity; an equal object is compared)
+    k = _s_canon.get(b)
+    if k is not None:
+        return <bytes>k
+    if b in _s_table:
+        for k in _s_table:
+            if k == b:
+                if len(_s_canon) < 4096:
+                    _s_canon[b] = k
+                return <bytes>k
+    hash(b)
     return b
 
 
@@ -591,23 +624,22 @@ cdef object _lc_arg(void *L, int i):
 
 
 cdef int _lc_push(void *L, ScriptBridge b, r) except -3:
-    # script_call's (kind, value) onto the Lua stack: 1 (a value pushed), -1
-    # (an error table pushed to raise), -2 (b.pending holds the value)
+    # script_call's (kind, value), or the command's reply (bytes, raw), onto
+    # the Lua stack: 1 (a value pushed), -1 (an error table pushed to raise),
+    # -2 (b.pending holds the value)
     cdef int base
     cdef const char *p
     cdef const char *end
-    k = (<tuple>r)[0]
-    v = (<tuple>r)[1]
-    if k == 4:      # a reply in RESP: the common types here, the rest in Python
+    if type(r) is bytes:    # a reply in RESP: the common types here, the rest in Python
         base = _L_gettop(L)
-        p = PyBytes_AS_STRING(<bytes>v)
-        end = p + PyBytes_GET_SIZE(<bytes>v)
+        p = PyBytes_AS_STRING(<bytes>r)
+        end = p + PyBytes_GET_SIZE(<bytes>r)
         if _lc_resp(L, &p, end, 0) and p == end:
             return 1
         _L_settop(L, base)
-        r = _s_reply(b.eng, <bytes>v)
-        k = (<tuple>r)[0]
-        v = (<tuple>r)[1]
+        r = _s_reply(b.eng, <bytes>r)
+    k = (<tuple>r)[0]
+    v = (<tuple>r)[1]
     if k == 0:
         t = type(v)
         if v is None:
@@ -689,7 +721,7 @@ cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcep
 
 cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int caller_resp):
     # The sandbox's run_t(fn, KEYS, ARGV) on the link's thread, step by step
-    # (run_prep, fn under err_handler, error_info), and its outcome as
+    # (run_prep_t, fn under err_handler, error_info), and its outcome as
     # script_run makes it from lupa's: the reply, or None (nothing run)
     # where an argument is not bytes.
     cdef void *T = link.T
@@ -811,6 +843,20 @@ cdef class _Frozen:
         return self.t
 
 
+cdef inline double _time_now() noexcept:
+    # time.time(), as CPython computes it (CLOCK_REALTIME in nanoseconds / 1e9)
+    cdef timespec ts
+    cdef long long ns
+    clock_gettime(CLOCK_REALTIME, &ts)
+    ns = <long long>ts.tv_sec * 1000000000 + ts.tv_nsec
+    if ns % 1000000000 == 0:
+        return <double>(ns // 1000000000)
+    return <double>ns / 1e9
+
+
+cdef _Frozen _s_frozen = None     # the snapshot _script_run installs (one object, reused)
+
+
 cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_resp):
     cdef ClientCore sc, caller
     cdef ServerCore srv
@@ -833,9 +879,12 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_r
             ctx.oom_at_start = False
     eng.ctx = ctx
     # Keys do not expire while a script runs (Redis's script time snapshot).
-    frozen = _Frozen.__new__(_Frozen)
-    frozen.t = _time_time()
+    global _s_frozen
     prev_time = <object>PyDict_GetItem(_s_db_vars, "_time")
+    frozen = _s_frozen
+    if frozen is None or frozen is prev_time:       # (a run inside a run keeps its own)
+        frozen = _s_frozen = _Frozen.__new__(_Frozen)
+    frozen.t = _time_now()
     PyDict_SetItem(_s_db_vars, "_time", frozen)
     link = eng._link
     out = None
@@ -955,8 +1004,8 @@ cdef object _evalsha(ClientCore c, list argv, bint ro):
             raise _ev_noscript
     p = _ev_prep(c, srv, s.flags, s.compat, ro)
     ctx = _ctx_init(RunCtx.__new__(RunCtx), c, s.sha, True, p[0], p[1], argv)
-    r = _script_run(eng, ctx, s.fn, argv[3:3 + n], argv[3 + n:], c.resp)
-    if (<bytes>r)[:1] == b"-":
+    r = _script_run(eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), PyList_GetSlice(argv, 3 + n, len(argv)), c.resp)
+    if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
 
@@ -980,9 +1029,14 @@ cdef object _fcall(ClientCore c, list argv, bint ro):
     eng = reg._engine               # (the engine property makes it where it is missing)
     if eng is None:
         eng = reg.engine
-    r = _script_run(eng, ctx, f.fn, argv[3:3 + n], argv[3 + n:], c.resp)
-    if (<bytes>r)[:1] == b"-":
+    r = _script_run(eng, ctx, f.fn, PyList_GetSlice(argv, 3, 3 + n), PyList_GetSlice(argv, 3 + n, len(argv)), c.resp)
+    if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
+
+
+cdef inline bint _ev_is_error(r):
+    # (<bytes>r)[:1] == b"-"
+    return PyBytes_GET_SIZE(<bytes>r) > 0 and PyBytes_AS_STRING(<bytes>r)[0] == 45
 
 

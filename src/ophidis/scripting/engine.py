@@ -187,7 +187,7 @@ class LuaEngine(_EngineBase):
         if _bridge is not None:      # the compiled twin of LuaEngine.run
             self.run = partial(_bridge.script_run, self)
             if self._link is not None:
-                self._link.bind(h[b"run_prep"], h[b"err_handler"], h[b"error_info"], self._encode,
+                self._link.bind(h[b"run_prep_t"], h[b"err_handler"], h[b"error_info"], self._encode,
                                 count_error, mode == "eval")
         self._mk_err = h[b"mk_err"]
         self._mk_double = h[b"mk_double"]

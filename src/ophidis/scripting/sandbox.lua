@@ -179,6 +179,7 @@ end
 -- Interruption hook (busy scripts, SCRIPT KILL, FUNCTION LOAD timeout) -------
 local hook
 local kill_msg = nil
+local t_hooked = false    -- run_prep_t's thread has the count hook (see run_prep_t)
 hook = function()
   -- The busy state, the other clients and SCRIPT KILL are served wherever
   -- the hook fires; only the raise waits for a frame of user code (the
@@ -188,6 +189,7 @@ hook = function()
     if not msg then return end
     kill_msg = msg
     dbg.sethook(hook, "l")
+    t_hooked = false
   end
   local info = dbg.getinfo(2, "S")
   if info and info.source == INTERNAL then return end
@@ -796,8 +798,24 @@ else
     return finish(_xpcall(function() return fn(keys, argv) end, err_handler))
   end
 end
+-- run_prep for the compiled layer's own thread (_lc_exec), which nothing
+-- but its runs use: its count hook, set once, stays between runs (the
+-- count goes on across them; the hook only polls), and is set again after
+-- a run that was killed (the hook then fires on every line).
+local function run_prep_t(keys, argv)
+  if mode == "eval" then
+    _rawset(G, "KEYS", keys)
+    _rawset(G, "ARGV", argv)
+  end
+  if kill_msg or not t_hooked then
+    kill_msg = nil
+    dbg.sethook(hook, "", HOOK_COUNT)
+    t_hooked = true
+  end
+end
 helpers.run_t = run_t
 helpers.run_prep = run_prep
+helpers.run_prep_t = run_prep_t
 helpers.err_handler = err_handler
 helpers.error_info = error_info
 if mode == "eval" then
