@@ -339,6 +339,7 @@ cdef _lf_vii _L_unref = NULL
 cdef _lf_ii _L_toboolean = NULL
 cdef _lf_newthread _L_newthread = NULL
 cdef _lf_pcall _L_pcall = NULL
+cdef _lf_vi _L_rawset = NULL
 
 
 cdef bint _lc_load(bytes path):
@@ -346,7 +347,7 @@ cdef bint _lc_load(bytes path):
     global _lc_state
     cdef void *h
     cdef void *f
-    cdef void **slots[26]
+    cdef void **slots[27]
     cdef int i
     if _lc_state:
         return _lc_state > 0
@@ -358,7 +359,8 @@ cdef bint _lc_load(bytes path):
              b"lua_pushboolean", b"lua_createtable", b"lua_rawseti", b"lua_call", b"lua_pushnil",
              b"lua_tolstring", b"lua_tonumber", b"lua_touserdata", b"lua_pushlstring", b"lua_pushnumber",
              b"lua_setfield", b"lua_getfield", b"lua_pushcclosure", b"lua_pushlightuserdata",
-             b"lua_rawgeti", b"luaL_ref", b"luaL_unref", b"lua_toboolean", b"lua_newthread", b"lua_pcall"]
+             b"lua_rawgeti", b"luaL_ref", b"luaL_unref", b"lua_toboolean", b"lua_newthread", b"lua_pcall",
+             b"lua_rawset"]
     slots[0] = <void **>&_L_gettop
     slots[1] = <void **>&_L_error
     slots[2] = <void **>&_L_type
@@ -385,10 +387,11 @@ cdef bint _lc_load(bytes path):
     slots[23] = <void **>&_L_toboolean
     slots[24] = <void **>&_L_newthread
     slots[25] = <void **>&_L_pcall
-    for i in range(26):
+    slots[26] = <void **>&_L_rawset
+    for i in range(27):
         f = dlsym(h, <bytes>names[i])
         if f == NULL:
-            for i in range(26):
+            for i in range(27):
                 slots[i][0] = NULL
             return False
         slots[i][0] = f
@@ -411,6 +414,10 @@ cdef class LuaLink:
     cdef readonly object call
     cdef readonly object pcall
     cdef int run_ref             # the sandbox's run_prep_t (0: not bound)
+    cdef int g_ref               # its globals table (KEYS and ARGV of an EVAL) ...
+    cdef int keys_ref, argv_ref  # ... and the strings "KEYS" and "ARGV"
+    cdef bint armed              # the thread's count hook is set and no kill is pending
+                                 # (else _lc_exec calls run_prep_t; disarm)
     cdef int errh_ref            # its err_handler
     cdef int einfo_ref           # its error_info
     cdef int enc_ref             # its encode_reply
@@ -433,16 +440,26 @@ cdef class LuaLink:
     cdef int name_next
     cdef object count_error
 
-    def bind(self, prep, err_handler, error_info, encode, count_error, bint eval_mode):
-        """The sandbox's run_prep_t, err_handler, error_info and encode_reply
-        (the steps of its run_t, see _lc_exec), engine._count_error, and
-        whether scripts get KEYS and ARGV as globals (EVAL) or arguments."""
+    def bind(self, prep, globals_, err_handler, error_info, encode, count_error, bint eval_mode):
+        """The sandbox's run_prep_t, its globals, err_handler, error_info and
+        encode_reply (the steps of its run_t, see _lc_exec),
+        engine._count_error, and whether scripts get KEYS and ARGV as
+        globals (EVAL) or arguments."""
+        self.g_ref = self._ref(globals_)
+        self.keys_ref = self._ref(b"KEYS")
+        self.argv_ref = self._ref(b"ARGV")
+        self.armed = False
         self.run_ref = self._ref(prep)
         self.errh_ref = self._ref(err_handler)
         self.einfo_ref = self._ref(error_info)
         self.enc_ref = self._ref(encode)
         self.count_error = count_error
         self.eval_mode = eval_mode
+
+    def disarm(self):
+        """The sandbox's hook raises a kill (its kill_msg is set, its hook
+        fires on every line): the next run calls run_prep_t."""
+        self.armed = False
 
     cdef int _ref(self, v) except? -1:
         # a registry reference to a Lua value lupa holds (through a global)
@@ -742,11 +759,25 @@ cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int calle
     _lc_strings(T, keys)
     _lc_strings(T, args)
     try:
-        _L_rawgeti(T, _LUA_REGISTRY, link.run_ref)
-        _L_pushvalue(T, 1)
-        _L_pushvalue(T, 2)
-        if _L_pcall(T, 2, 0, 0):
-            raise RuntimeError(_lc_value(T, -1))
+        # run_prep_t's steps: KEYS and ARGV (EVAL) here while the link is
+        # armed (the count hook set, no kill pending), else run_prep_t
+        if link.armed:
+            if link.eval_mode:
+                _L_rawgeti(T, _LUA_REGISTRY, link.g_ref)
+                _L_rawgeti(T, _LUA_REGISTRY, link.keys_ref)
+                _L_pushvalue(T, 1)
+                _L_rawset(T, 3)
+                _L_rawgeti(T, _LUA_REGISTRY, link.argv_ref)
+                _L_pushvalue(T, 2)
+                _L_rawset(T, 3)
+                _L_settop(T, 2)
+        else:
+            _L_rawgeti(T, _LUA_REGISTRY, link.run_ref)
+            _L_pushvalue(T, 1)
+            _L_pushvalue(T, 2)
+            if _L_pcall(T, 2, 0, 0):
+                raise RuntimeError(_lc_value(T, -1))
+            link.armed = True
         _L_rawgeti(T, _LUA_REGISTRY, link.errh_ref)
         _L_rawgeti(T, _LUA_REGISTRY, fref)
         if link.eval_mode:

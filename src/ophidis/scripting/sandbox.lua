@@ -179,7 +179,6 @@ end
 -- Interruption hook (busy scripts, SCRIPT KILL, FUNCTION LOAD timeout) -------
 local hook
 local kill_msg = nil
-local t_hooked = false    -- run_prep_t's thread has the count hook (see run_prep_t)
 hook = function()
   -- The busy state, the other clients and SCRIPT KILL are served wherever
   -- the hook fires; only the raise waits for a frame of user code (the
@@ -189,7 +188,6 @@ hook = function()
     if not msg then return end
     kill_msg = msg
     dbg.sethook(hook, "l")
-    t_hooked = false
   end
   local info = dbg.getinfo(2, "S")
   if info and info.source == INTERNAL then return end
@@ -775,9 +773,9 @@ function helpers.compile(body, name)
 end
 
 -- A run: run_prep, then fn called under err_handler, then finish.  The
--- compiled layer (net/_speedups.pyx, _lc_exec) takes the same steps itself:
--- run_prep, fn through lua_pcall with err_handler as its message handler,
--- error_info on an error.
+-- compiled layer (scripting/_bridge.pyx, _lc_exec) takes the same steps on
+-- a thread of its own: run_prep_t's (below), fn through lua_pcall with
+-- err_handler as its message handler, error_info on an error.
 local function run_prep(keys, argv)
   if mode == "eval" then
     _rawset(G, "KEYS", keys)
@@ -800,22 +798,22 @@ else
 end
 -- run_prep for the compiled layer's own thread (_lc_exec), which nothing
 -- but its runs use: its count hook, set once, stays between runs (the
--- count goes on across them; the hook only polls), and is set again after
--- a run that was killed (the hook then fires on every line).
+-- count goes on across them; the hook only polls).  _lc_exec calls it
+-- for its first run and for the first after pyinterrupt returned a kill
+-- (kill_msg set, the hook on every line: LuaEngine._interrupt disarms the
+-- link); for the others it sets KEYS and ARGV into G itself.
 local function run_prep_t(keys, argv)
   if mode == "eval" then
     _rawset(G, "KEYS", keys)
     _rawset(G, "ARGV", argv)
   end
-  if kill_msg or not t_hooked then
-    kill_msg = nil
-    dbg.sethook(hook, "", HOOK_COUNT)
-    t_hooked = true
-  end
+  kill_msg = nil
+  dbg.sethook(hook, "", HOOK_COUNT)
 end
 helpers.run_t = run_t
 helpers.run_prep = run_prep
 helpers.run_prep_t = run_prep_t
+helpers.G = G
 helpers.err_handler = err_handler
 helpers.error_info = error_info
 if mode == "eval" then
