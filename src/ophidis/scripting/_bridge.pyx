@@ -21,7 +21,7 @@ from ophidis._dtoa cimport _dtoa_d2string, _dtoa_fpconv
 from ophidis._util cimport __builtin_clzll, _all_bytes, _now
 from ophidis.protocol._resp cimport _digits
 from ophidis.cmdtable._core cimport CommandCore
-from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
+from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load, _reload
 from ophidis.net._client cimport _latency_tracking, _propagator, _server_slow, _slow_check
 from ophidis.net._core cimport ClientCore
 from ophidis.server._core cimport ServerCore
@@ -90,6 +90,8 @@ if "_time" not in _s_db_vars:
 cdef object _s_resp_int = resp_int
 cdef StatsCore _s_stats = _db_mod.stats     # the one Stats (commands/_bodies.pyx holds it too)
 cdef _Ctx _s_x = None       # the bodies' context _s_call loads for each redis.call (one object, reused)
+cdef bint _s_x_fresh = False    # _s_x's configuration fields (notify flags, lazy free) were loaded
+                                # in this run, and no Python code ran since (_s_freeze)
 
 
 cdef object _s_reply(eng, bytes r):
@@ -156,6 +158,7 @@ cdef object _script_call(eng, list argv, bint raw):
     cdef ServerCore srv
     c = e.ctx
     if c is None or type(c) is not RunCtx or e.ldb is not None:
+        _s_freeze()
         return _s_pure(eng, argv)
     srv = e.server
     sc = e.client
@@ -169,8 +172,10 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
     cdef CommandCore cc
     cdef bint write
     if not argv or not _all_bytes(argv):
+        _s_freeze()
         return _s_pure(eng, argv)
     if ctx.timedout or _now() - ctx.start > ctx.threshold:
+        _s_freeze()
         return _s_pure(eng, argv)
     name = <bytes>argv[0]
     cmd = _s_table.get(name)
@@ -178,28 +183,36 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
         cmd = _s_table.get(name.lower())
     n = len(argv)
     if cmd is None:
+        _s_freeze()
         return _s_pure(eng, argv)
     cc = <CommandCore>cmd
     if cc.subcommands and n > 1:
+        _s_freeze()
         return _s_pure(eng, argv)
     a = cc.arity
     if (a > 0 and a != n) or n < -a:
+        _s_freeze()
         return eng._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
     if cc.noscript and not srv.script_disable_deny_script:
+        _s_freeze()
         return eng._reject(cmd, b"ERR This Redis command is not allowed from script")
     if _server_slow or not plain:
+        _s_freeze()
         return eng._run_call(cmd, argv)
     write = cc.write
     if write or cc.may_replicate:
         if ctx.readonly:
+            _s_freeze()
             return eng._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")
     if (ctx.oom_at_start and cc.denyoom and not ctx.allow_oom and not ctx.write_dirty
             and srv.maxmemory):
+        _s_freeze()
         return eng._reject(cmd, _s_oom)
     if write:
         ctx.write_dirty = True
     try:
         if _propagator is not None or cc.blocking or sc.reply_mode:
+            _s_freeze()
             r = srv.call(sc, cmd, argv)
         else:
             r = _s_call(srv, sc, cc, argv)
@@ -220,7 +233,7 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     cdef long long us
     cdef int slot
     cdef _Ctx x
-    global _s_x
+    global _s_x, _s_x_fresh
     sc.last_cmd = cmd
     t0 = _now()
     try:
@@ -229,13 +242,19 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
             x = _s_x
             if x is None or x.valid:    # (valid: in use further up the stack)
                 x = _s_x = _Ctx.__new__(_Ctx)
-            _load(x, sc)
+                _load(x, sc)
+            elif _s_x_fresh:
+                _reload(x, sc)
+            else:
+                _load(x, sc)
+                _s_x_fresh = True
             x.last_cmd = cmd
             try:
                 r = _body(cmd.cbody, x, argv)
             finally:
                 _flush(x)
         if r is None:
+            _s_freeze()
             r = cmd.proc(sc, argv)
     except RedisError as e:
         r = sc.error_reply(e, cmd)
@@ -736,28 +755,29 @@ cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcep
     return False
 
 
-cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int caller_resp):
+cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, Py_ssize_t a0, int caller_resp):
     # The sandbox's run_t(fn, KEYS, ARGV) on the link's thread, step by step
     # (run_prep_t, fn under err_handler, error_info), and its outcome as
     # script_run makes it from lupa's: the reply, or None (nothing run)
-    # where an argument is not bytes.
+    # where an argument is not bytes.  ARGV: args[a0:].
     cdef void *T = link.T
     cdef int i, top, st
+    cdef Py_ssize_t j
     cdef size_t ln
     cdef const char *p
     for v in keys:
         if type(v) is not bytes:
             return None
-    for v in args:
-        if type(v) is not bytes:
+    for j in range(a0, len(args)):
+        if type(args[j]) is not bytes:
             return None
     fref = link.fn_ref(fn)
     if not _L_checkstack(T, 8):
         return None
     # the stack: 1 KEYS, 2 ARGV, 3 err_handler, 4 fn (then its result)
     _L_settop(T, 0)
-    _lc_strings(T, keys)
-    _lc_strings(T, args)
+    _lc_strings(T, keys, 0)
+    _lc_strings(T, args, a0)
     try:
         # run_prep_t's steps: KEYS and ARGV (EVAL) here while the link is
         # armed (the count hook set, no kill pending), else run_prep_t
@@ -814,14 +834,15 @@ cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int calle
         _L_settop(T, 0)
 
 
-cdef int _lc_strings(void *T, list items) except -1:
-    # a Lua array of the bytes in items (KEYS, ARGV) pushed on T
-    cdef int i = 0
-    _L_createtable(T, len(items), 0)
-    for v in items:
-        i += 1
-        _L_pushlstring(T, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
-        _L_rawseti(T, -2, i)
+cdef int _lc_strings(void *T, list items, Py_ssize_t start) except -1:
+    # a Lua array of the bytes in items[start:] (KEYS, ARGV) pushed on T
+    cdef Py_ssize_t j, n = len(items)
+    cdef bytes v
+    _L_createtable(T, <int>(n - start if n > start else 0), 0)
+    for j in range(start, n):
+        v = <bytes>items[j]
+        _L_pushlstring(T, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        _L_rawseti(T, -2, <int>(j - start + 1))
     return 0
 
 
@@ -863,7 +884,7 @@ cdef object _lc_value(void *T, int i):
 def script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_resp):
     """LuaEngine.run compiled (the same steps; a debugged script and more
     than 64 keys and arguments go to the Python one)."""
-    return _script_run(eng, ctx, fn, keys, args, caller_resp)
+    return _script_run(eng, ctx, fn, keys, args, 0, caller_resp)
 
 
 cdef class _Frozen:
@@ -885,14 +906,47 @@ cdef inline double _time_now() noexcept:
     return <double>ns / 1e9
 
 
-cdef _Frozen _s_frozen = None     # the snapshot _script_run installs (one object, reused)
+# Keys do not expire while a script runs (Redis's script time snapshot):
+# keyspace.db._time is a _Frozen then.  The command bodies read no clock,
+# so _script_run only notes the time (_s_freeze_due) and the snapshot is
+# installed before the first Python code of the run that may read it
+# (_s_freeze: a command's Python function, Server.call, the pure bridge,
+# the hook's poll through freeze_clock), and taken out at the run's end.
+cdef object _s_cfg = None         # the server's Config, and its values
+cdef dict _s_cfg_values = None
+cdef _Frozen _s_frozen = None     # the snapshot (one object, reused)
+cdef object _s_frozen_prev = None     # keyspace.db._time before it was installed
+cdef bint _s_freeze_due = False       # a run's snapshot is not installed yet
 
 
-cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_resp):
+cdef inline int _s_freeze() except -1:
+    # Python code may run next: the time snapshot installed, _s_x's
+    # configuration fields to be read again
+    global _s_freeze_due, _s_frozen_prev, _s_x_fresh
+    _s_x_fresh = False
+    if _s_freeze_due:
+        _s_freeze_due = False
+        _s_frozen_prev = <object>PyDict_GetItem(_s_db_vars, "_time")
+        PyDict_SetItem(_s_db_vars, "_time", _s_frozen)
+    return 0
+
+
+def freeze_clock():
+    """The running script's time snapshot installed (LuaEngine._interrupt,
+    before the other clients are served)."""
+    _s_freeze()
+
+
+cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, Py_ssize_t a0, int caller_resp):
+    # LuaEngine.run(ctx, fn, keys, args[a0:], caller_resp)
     cdef ClientCore sc, caller
     cdef ServerCore srv
     cdef _Frozen frozen
-    if eng.ldb is not None or len(keys) + len(args) > 64:
+    if a0 and (type(args) is not list or a0 > len(args)):
+        raise TypeError("script_run: a0 needs a list")
+    if eng.ldb is not None or len(keys) + len(args) - a0 > 64:
+        if a0:
+            args = PyList_GetSlice(args, a0, len(args))
         return type(eng).run(eng, ctx, fn, keys, args, caller_resp)    # LuaEngine.run
     srv = eng.server
     sc = eng.client
@@ -901,7 +955,12 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_r
     sc.script_caller = (caller, keys)
     sc.resp = 2
     sc.user = caller.user
-    th = srv.config.values["busy-reply-threshold"]
+    global _s_cfg, _s_cfg_values
+    cfg = srv.config
+    if cfg is not _s_cfg:
+        _s_cfg_values = cfg.values      # (Config's dict of values, made once)
+        _s_cfg = cfg
+    th = _s_cfg_values["busy-reply-threshold"]
     ctx.threshold = th / 1000.0 if th > 0 else 1e9
     if srv.maxmemory:
         try:
@@ -909,14 +968,21 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_r
         except Exception:
             ctx.oom_at_start = False
     eng.ctx = ctx
-    # Keys do not expire while a script runs (Redis's script time snapshot).
-    global _s_frozen
-    prev_time = <object>PyDict_GetItem(_s_db_vars, "_time")
-    frozen = _s_frozen
-    if frozen is None or frozen is prev_time:       # (a run inside a run keeps its own)
-        frozen = _s_frozen = _Frozen.__new__(_Frozen)
-    frozen.t = _time_now()
-    PyDict_SetItem(_s_db_vars, "_time", frozen)
+    # the time snapshot (above): noted, installed by _s_freeze; a run inside
+    # a run (never from a script; kept safe) installs its own at once
+    global _s_frozen, _s_frozen_prev, _s_freeze_due, _s_x_fresh
+    _s_x_fresh = False
+    nested = _s_freeze_due or _s_frozen_prev is not None
+    if nested:
+        prev_time = <object>PyDict_GetItem(_s_db_vars, "_time")
+        frozen = _Frozen.__new__(_Frozen)
+        frozen.t = _time_now()
+        PyDict_SetItem(_s_db_vars, "_time", frozen)
+    else:
+        if _s_frozen is None:
+            _s_frozen = _Frozen.__new__(_Frozen)
+        _s_frozen.t = _time_now()
+        _s_freeze_due = True
     link = eng._link
     out = None
     try:
@@ -926,13 +992,23 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_r
             lk.run_srv = srv
             lk.run_sc = sc
             lk.run_plain = srv.cluster is None and sc.user.unrestricted
-            out = _lc_exec(lk, eng, ctx, fn, keys, args, caller_resp)
+            out = _lc_exec(lk, eng, ctx, fn, keys, args, a0, caller_resp)
         if out is None:
+            _s_freeze()
+            if a0:
+                args = PyList_GetSlice(args, a0, len(args))
             r = eng._run(fn, len(keys), *keys, *args)
     finally:
         if link is not None:
             (<LuaLink>link).run_ctx = (<LuaLink>link).run_srv = (<LuaLink>link).run_sc = None
-        PyDict_SetItem(_s_db_vars, "_time", prev_time)
+        _s_x_fresh = False
+        if nested:
+            PyDict_SetItem(_s_db_vars, "_time", prev_time)
+        else:
+            _s_freeze_due = False
+            if _s_frozen_prev is not None:
+                PyDict_SetItem(_s_db_vars, "_time", _s_frozen_prev)
+                _s_frozen_prev = None
         eng.ctx = None
         if ctx.timedout:
             srv.script_busy = None
@@ -1035,7 +1111,7 @@ cdef object _evalsha(ClientCore c, list argv, bint ro):
             raise _ev_noscript
     p = _ev_prep(c, srv, s.flags, s.compat, ro)
     ctx = _ctx_init(RunCtx.__new__(RunCtx), c, s.sha, True, p[0], p[1], argv)
-    r = _script_run(eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), PyList_GetSlice(argv, 3 + n, len(argv)), c.resp)
+    r = _script_run(eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
     if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
@@ -1060,7 +1136,7 @@ cdef object _fcall(ClientCore c, list argv, bint ro):
     eng = reg._engine               # (the engine property makes it where it is missing)
     if eng is None:
         eng = reg.engine
-    r = _script_run(eng, ctx, f.fn, PyList_GetSlice(argv, 3, 3 + n), PyList_GetSlice(argv, 3 + n, len(argv)), c.resp)
+    r = _script_run(eng, ctx, f.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
     if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r

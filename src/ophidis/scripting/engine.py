@@ -590,6 +590,8 @@ class LuaEngine(_EngineBase):
     # -- busy scripts -------------------------------------------------------------------
     def _interrupt(self):
         try:
+            if _bridge is not None:
+                _bridge.freeze_clock()      # the run's time snapshot (the compiled run installs it late)
             msg = self._interrupt_inner()
             if msg is not None and self._link is not None:
                 self._link.disarm()     # the sandbox's hook now raises (run_prep_t resets it)
