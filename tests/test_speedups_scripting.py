@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -332,3 +333,29 @@ def test_shared_errors_keep_no_tracebacks(pure):
         assert grown < 8 * 1024 * 1024, grown
     finally:
         s.stop()
+
+
+_SNAP = ("for i = 1, 20 do local s = string.rep('x', 5000000) end "     # time, few Lua instructions (no hook)
+         "return {redis.call('exists', KEYS[1]), redis.call('get', KEYS[1]), redis.call('get', KEYS[2])}")
+
+
+def test_the_time_snapshot_is_the_runs_start(pair):
+    """Keys do not expire while a script runs: the compiled run notes the
+    time at its start and installs the snapshot before its first Python code
+    (here the GET of a key with a TTL, after the key's expiry in real time;
+    the other GET is a compiled body, which reads no clock)."""
+    lib = ("#!lua name=snap\nredis.register_function('snap', function(KEYS, ARGV) %s end)"
+           % _SNAP)
+    for p in pair:
+        with RespConn(p) as c:
+            c.call("FUNCTION", "FLUSH")
+            c.call("FUNCTION", "LOAD", lib)
+            sha = c.call("SCRIPT", "LOAD", _SNAP)[-42:-2].decode()
+            for call in (("EVAL", _SNAP, "2", "t", "plain"), ("EVALSHA", sha, "2", "t", "plain"),
+                         ("FCALL", "snap", "2", "t", "plain")):
+                c.call("SET", "plain", "p")
+                assert c.call("SET", "t", "v", "PX", "5") == b"+OK\r\n"
+                t0 = time.monotonic()
+                assert c.call(*call) == b"*3\r\n:1\r\n$1\r\nv\r\n$1\r\np\r\n", call
+                assert time.monotonic() - t0 > 0.005    # (the key expired during the run)
+                assert c.call("EXISTS", "t") == b":0\r\n"
