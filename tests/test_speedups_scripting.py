@@ -359,3 +359,20 @@ def test_the_time_snapshot_is_the_runs_start(pair):
                 assert c.call(*call) == b"*3\r\n:1\r\n$1\r\nv\r\n$1\r\np\r\n", call
                 assert time.monotonic() - t0 > 0.005    # (the key expired during the run)
                 assert c.call("EXISTS", "t") == b":0\r\n"
+
+
+def test_notifications_switched_between_runs(pair):
+    """The compiled bodies' configuration (keyspace events, lazy free) is
+    read once a run: a CONFIG SET between two runs of one script applies to
+    the second (two redis.call in each run: the second call reuses it)."""
+    src = "redis.call('set', KEYS[1], 'a') redis.call('set', KEYS[1], 'b') return 1"
+    for p in pair:
+        with RespConn(p) as c, RespConn(p) as sub:
+            sha = c.call("SCRIPT", "LOAD", src)[-42:-2].decode()
+            sub.call("SUBSCRIBE", "__keyspace@0__:ev")
+            for events in (b"", b"K$", b""):
+                c.call("CONFIG", "SET", "notify-keyspace-events", events)
+                assert c.call("EVALSHA", sha, "1", "ev") == b":1\r\n"
+            c.call("PUBLISH", "__keyspace@0__:ev", "end")
+            msgs = [sub.read_value() for _ in range(3)]
+            assert [m[2] for m in msgs] == [b"set", b"set", b"end"], msgs
