@@ -449,7 +449,7 @@ cdef class LuaLink:
     # while a script runs)
     cdef object run_ctx
     cdef ServerCore run_srv
-    cdef object run_sc
+    cdef ClientCore run_sc
     cdef bint run_plain
     # the command names redis.call was given last (argv[0] as bytes whose
     # hash is known, the command table's lookup then finds it by identity),
@@ -948,9 +948,9 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, Py_ssize_t a
         if a0:
             args = PyList_GetSlice(args, a0, len(args))
         return type(eng).run(eng, ctx, fn, keys, args, caller_resp)    # LuaEngine.run
-    srv = eng.server
-    sc = eng.client
-    caller = ctx.caller
+    srv = <ServerCore>eng.server        # (a LuaEngine's, set once)
+    sc = <ClientCore>eng.client
+    caller = <ClientCore?>ctx.caller
     sc.db = caller.db
     sc.script_caller = (caller, keys)
     sc.resp = 2
@@ -960,7 +960,7 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, Py_ssize_t a
     if cfg is not _s_cfg:
         _s_cfg_values = cfg.values      # (Config's dict of values, made once)
         _s_cfg = cfg
-    th = _s_cfg_values["busy-reply-threshold"]
+    cdef long long th = _s_cfg_values["busy-reply-threshold"]
     ctx.threshold = th / 1000.0 if th > 0 else 1e9
     if srv.maxmemory:
         try:
@@ -1037,7 +1037,6 @@ cdef object _ev_prepare = None      # commands.scripting.prepare
 cdef object _ev_failed = None       # commands.scripting._failed
 cdef object _ev_noscript = None     # errors.NOSCRIPT
 cdef object _ev_bad_numkeys = None  # commands.scripting._BAD_NUMKEYS
-cdef tuple _ev_plain = (False, False)
 
 
 def eval_setup(eval_, fcall, engine, numkeys, prepare, failed, noscript, bad_numkeys):
@@ -1052,14 +1051,16 @@ def eval_setup(eval_, fcall, engine, numkeys, prepare, failed, noscript, bad_num
     _ev_bad_numkeys = bad_numkeys
 
 
-cdef object _ev_prep(c, ServerCore srv, flags, bint compat, bint ro):
-    # prepare's two fast exits on a master, else prepare
+cdef int _ev_prep(c, ServerCore srv, flags, bint compat, bint ro) except -1:
+    # prepare's (readonly, allow_oom) as bits 1 and 2: its two fast exits on
+    # a master, else prepare
     if not srv.is_replica:
         if compat:
-            return (ro, False)
+            return 1 if ro else 0
         if not flags and not ro and srv.lastbgsave_ok and not srv.min_replicas and not srv.maxmemory:
-            return _ev_plain
-    return _ev_prepare(c, flags, compat, ro)
+            return 0
+    p = _ev_prepare(c, flags, compat, ro)
+    return (1 if p[0] else 0) | (2 if p[1] else 0)
 
 
 cdef Py_ssize_t _ev_nkeys(c, list argv, bad) except -1:
@@ -1094,7 +1095,8 @@ def fcall_ro_cmd(ClientCore c, list argv):
 
 
 cdef object _evalsha(ClientCore c, list argv, bint ro):
-    cdef ServerCore srv = c.server
+    cdef ServerCore srv = <ServerCore>c.server
+    cdef int p
     if srv.monitors or c.lua_debug is not None or srv.cluster is not None:
         return _ev_eval(c, argv, True, ro)
     cdef ScriptCore s
@@ -1104,21 +1106,23 @@ cdef object _evalsha(ClientCore c, list argv, bint ro):
     eng = srv.lua_eval or _ev_engine(srv)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, None)
     cdef dict scripts = srv.lua_scripts
-    s = scripts.get(sha)            # the keys are lower case (and so, mostly, is the sha sent)
-    if s is None:
-        s = scripts.get(sha.lower())
-        if s is None:
+    so = scripts.get(sha)           # the keys are lower case (and so, mostly, is the sha sent)
+    if so is None:
+        so = scripts.get(sha.lower())
+        if so is None:
             raise _ev_noscript
+    s = <ScriptCore>so              # (lua_scripts holds Script objects)
     p = _ev_prep(c, srv, s.flags, s.compat, ro)
-    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, s.sha, True, p[0], p[1], argv)
-    r = _script_run(eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
+    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, s.sha, True, p & 1, p & 2, argv)
+    r = _script_run(<EngineCore>eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
     if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
 
 
 cdef object _fcall(ClientCore c, list argv, bint ro):
-    cdef ServerCore srv = c.server
+    cdef ServerCore srv = <ServerCore>c.server
+    cdef int p
     if srv.monitors or srv.cluster is not None:
         return _ev_fcall(c, argv, ro)
     reg = srv.functions
@@ -1129,14 +1133,14 @@ cdef object _fcall(ClientCore c, list argv, bint ro):
         fo = fns.get(argv[1].lower())
         if fo is None:
             return _ev_fcall(c, argv, ro)
-    f = fo
+    f = <FunctionCore>fo            # (the registry holds Function objects)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
     p = _ev_prep(c, srv, f.flags, False, ro)
-    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, f.name, False, p[0], p[1], argv)
+    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, f.name, False, p & 1, p & 2, argv)
     eng = reg._engine               # (the engine property makes it where it is missing)
     if eng is None:
         eng = reg.engine
-    r = _script_run(eng, ctx, f.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
+    r = _script_run(<EngineCore?>eng, ctx, f.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
     if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r

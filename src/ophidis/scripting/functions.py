@@ -58,6 +58,9 @@ class Functions:
     state is only created when a library is first loaded or called.
     """
 
+    # (slots: FCALL's compiled twin reads functions and _engine on each call)
+    __slots__ = ("server", "_engine", "libraries", "functions")
+
     def __init__(self, srv):
         self.server = srv
         self._engine = None
