@@ -345,14 +345,17 @@ LEN_CMD = {"list": "llen", "hash": "hlen", "set": "scard", "zset": "zcard"}
 KEY = {"list": "biglist", "hash": "bighash", "set": "bigset", "zset": "bigzset"}
 
 
-def collections_suite(quick):
+COLLECTION_TYPES = ("list", "hash", "set", "zset")
+
+
+def collections_suite(quick, types=COLLECTION_TYPES):
     n = 100_000 if quick else 1_000_000
     res = {"elements": n, "per_command": PER_CMD, "types": {}}
     print("\n== collections: one %d-element list/hash/set/zset per fresh server, pipelined "
           "RPUSH/HSET/SADD/ZADD of %d elements per command" % (n, PER_CMD))
     print("%-6s %12s %12s %7s %14s %14s %7s %10s" % ("type", "redis RSS", "ophidis RSS", "ratio",
                                                     "redis used_mem", "ophidis used", "ratio", "fill o/r"))
-    for typ in ("list", "hash", "set", "zset"):
+    for typ in types:
         row = {}
         for kind in ("redis", "ophidis"):
             s = Server(kind)
@@ -1093,6 +1096,8 @@ def main():
     ap.add_argument("--noise", action="store_true",
                     help="redis-benchmark suites: run redis-server a second time in each round and print "
                          "its ratio to the first (the run's noise)")
+    ap.add_argument("--types", default=",".join(COLLECTION_TYPES),
+                    help="the collections suite's types (default: %(default)s)")
     a = ap.parse_args()
     suites = a.suites.split(",")
     unknown = [x for x in suites if x not in SUITES and x not in EXTRA_SUITES and x != "memory"]
@@ -1175,7 +1180,10 @@ def run(a, suites):
         if suite in EXTRA_SUITES:
             t = time.time()
             try:
-                results["suites"][suite] = EXTRA_SUITES[suite](a.quick)
+                if suite == "collections":
+                    results["suites"][suite] = collections_suite(a.quick, a.types.split(","))
+                else:
+                    results["suites"][suite] = EXTRA_SUITES[suite](a.quick)
             except Exception as e:  # report, keep going with the other suites
                 print("\n== %s: FAILED: %s: %s" % (suite, type(e).__name__, e))
                 results["suites"][suite] = {"error": "%s: %s" % (type(e).__name__, e)}

@@ -1,13 +1,14 @@
-"""The compiled hash value (net/_speedups.pyx's HashCore: a dict whose
-entries are HashPair objects, {pair: pair}) against its pure twin, a plain
-dict of bytes -> bytes: random sequences of the dict operations the server
-uses give the same results, the same exceptions and the same contents, in
-the same order.  Fields and values straddle the pairs' room (updates in
+"""The compiled hash value (types/_containers.pyx's HashCore: a dict
+subclass keeping HashPair objects, a field and its value each, in its own
+table) against its pure twin, a plain dict of bytes -> bytes: random
+sequences of the dict operations the server uses give the same results,
+the same exceptions and the same contents, in the same order.  Fields and values straddle the pairs' room (updates in
 place, and updates that need a new pair), include the empty string,
 binary bytes and values over 64 KB."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 import sys
 
@@ -54,6 +55,10 @@ ops = st.one_of(
     st.tuples(st.just("copy_then_set"), _fields, _values),
     st.tuples(st.just("eq"), st.dictionaries(_fields, _values, max_size=3)),
     st.tuples(st.just("clear")),
+    st.tuples(st.just("or"), st.dictionaries(_fields, _values, max_size=3)),
+    st.tuples(st.just("ior"), st.dictionaries(_fields, _values, max_size=3)),
+    st.tuples(st.just("pickle")),
+    st.tuples(st.just("many"), st.integers(0, 40), st.integers(0, 40)),
 )
 
 
@@ -118,6 +123,23 @@ def _apply(h, op, make):
     if name == "clear":
         h.clear()
         return None
+    if name == "or":
+        return list((h | op[1]).items()), list((op[1] | h).items())
+    if name == "ior":
+        h |= op[1]
+        return None
+    if name == "pickle":
+        c = pickle.loads(pickle.dumps(h))
+        assert c.__class__ is h.__class__
+        return list(c.items())
+    if name == "many":
+        # a run of new fields (the table grows), then some of them deleted
+        for i in range(op[1]):
+            h[b"many:%d" % i] = b"x" * (i % 30)
+        for i in range(0, op[1], 2 if op[2] % 2 else 3):
+            if i < op[2]:
+                del h[b"many:%d" % i]
+        return None
     raise AssertionError(name)
 
 
@@ -158,23 +180,29 @@ def test_storage_is_one_pair_per_field():
     h = HashValue()
     for i in range(1000):
         h[b"field:%d" % i] = b"value:%d" % i
-    pairs = list(dict.values(h))
-    assert all(type(p) is native.HashPair for p in pairs)
-    # the key and the value of an entry are the same object
-    assert all(k is v for k, v in zip(dict.keys(h), pairs))
+    pairs = native.hash_pairs(h)
+    assert all(type(p) is native.HashPair for p in pairs) and len(pairs) == 1000
+    # the pairs live in HashCore's own table: the dict's storage is empty
+    assert dict.__len__(h) == 0 and list(dict.keys(h)) == []
     # a 12-byte field and a 12-byte value: one 64-byte pymalloc block
     p = pairs[500]
     assert sys.getsizeof(p) == 64
     assert hash(p) == hash(b"field:500") and p == b"field:500" and not (p != b"field:500")
     assert p != b"field:501" and p != "field:500"
+    # the table: 2048 4-byte slots for 1000 fields, room for 1365 pairs
+    assert sys.getsizeof(h) == sys.getsizeof(HashValue()) + 2048 * 4 + 1365 * 8
+
+
+def _pair(h, f):
+    return next(p for p in native.hash_pairs(h) if p == f)
 
 
 def test_updates_in_place_and_beyond_the_room():
     h = HashValue({b"f": b"1", b"g": b"2", b"h": b"3"})
-    pid = id(dict.__getitem__(h, b"g"))
+    pid = id(_pair(h, b"g"))
     h[b"g"] = b"xy"              # fits the 16-byte rounded room: same object
-    assert id(dict.__getitem__(h, b"g")) == pid and h[b"g"] == b"xy"
-    held = dict.__getitem__(h, b"g")
+    assert id(_pair(h, b"g")) == pid and h[b"g"] == b"xy"
+    held = _pair(h, b"g")
     h[b"g"] = b"ab"              # a pair someone else holds is never written
     assert repr(held) == "HashPair(b'g', b'xy')" and h[b"g"] == b"ab"
     del held
@@ -185,6 +213,85 @@ def test_updates_in_place_and_beyond_the_room():
     assert list(h.items()) == [(b"f", b"1"), (b"g", b"w" * 500), (b"h", b"3")]
     del h[b"g"]
     assert list(h) == [b"f", b"h"] and b"g" not in h
+    h[b"g"] = b"4"               # back at the end, as in a dict
+    assert list(h) == [b"f", b"h", b"g"]
+
+
+def test_growth_deletes_and_reinserts_keep_dict_order():
+    # many fields (the table grows several times), deletes (holes packed
+    # away when it grows again), popitem, reinserted fields: the same
+    # order and contents as a dict
+    h, d = HashValue(), {}
+    for i in range(5000):
+        h[b"f%d" % i] = d[b"f%d" % i] = b"v%d" % i
+    for i in range(0, 5000, 3):
+        del h[b"f%d" % i]
+        del d[b"f%d" % i]
+    for i in range(0, 5000, 7):
+        h[b"f%d" % i] = d[b"f%d" % i] = b"w%d" % i
+    for _ in range(100):
+        assert h.popitem() == d.popitem()
+    for i in range(5000, 9000):
+        h[b"f%d" % i] = d[b"f%d" % i] = b"x" * (i % 40)
+    assert list(h.items()) == list(d.items()) and len(h) == len(d)
+    for f in list(d):
+        assert h.pop(f) == d.pop(f)
+    assert len(h) == 0 and list(h) == [] and not h
+    h[b"a"] = b"1"
+    assert list(h.items()) == [(b"a", b"1")]
+
+
+def test_iteration_while_modifying_is_a_dicts():
+    for make in (HashValue, dict):
+        # updating values while iterating: allowed, every field seen once
+        h = make({b"f%d" % i: b"v" for i in range(50)})
+        seen = []
+        for f in h:
+            h[f] = b"w" * 100
+            seen.append(f)
+        assert seen == [b"f%d" % i for i in range(50)] and set(h.values()) == {b"w" * 100}
+        # adding or deleting: RuntimeError at the next step
+        for change in (lambda h: h.__setitem__(b"new", b"1"), lambda h: h.__delitem__(b"f3"),
+                       lambda h: h.pop(b"f4"), lambda h: h.popitem(), lambda h: h.clear()):
+            for view in (None, "keys", "values", "items"):
+                h = make({b"f%d" % i: b"v" for i in range(50)})
+                it = iter(h) if view is None else iter(getattr(h, view)())
+                next(it)
+                change(h)
+                with pytest.raises(RuntimeError):
+                    next(it)
+        # a delete then an add (the size unchanged): "keys changed" once
+        # more fields than there were are met
+        h = make({b"a": b"1", b"b": b"2"})
+        it = iter(h)
+        assert next(it) == b"a"
+        del h[b"a"]
+        h[b"c"] = b"3"
+        assert next(it) == b"b"
+        with pytest.raises(RuntimeError):
+            next(it)
+
+
+def test_dict_operators_and_copies():
+    h = HashValue({b"a": b"1", b"b": b"2"})
+    d = {b"b": b"3", b"c": b"4"}
+    assert h | d == {b"a": b"1", b"b": b"3", b"c": b"4"} and type(h | d) is dict
+    assert d | h == {b"b": b"2", b"c": b"4", b"a": b"1"}
+    assert list((d | h).items()) == list((d | dict(h)).items())
+    h2 = h.copy()
+    h2 |= d
+    assert h2 == {b"a": b"1", b"b": b"3", b"c": b"4"} and type(h2) is HashValue
+    assert h == {b"a": b"1", b"b": b"2"}
+    assert isinstance(h, dict) and dict(h) == {b"a": b"1", b"b": b"2"} and {**h} == dict(h)
+    c = copy.copy(h)
+    assert type(c) is HashValue and c == h and list(c) == list(h)
+    c[b"a"] = b"9"
+    assert h[b"a"] == b"1"
+    big = HashValue({b"f%d" % i: b"v%d" % i for i in range(3000)})
+    big.ht = True
+    for c in (copy.deepcopy(big), pickle.loads(pickle.dumps(big)), big.copy()):
+        assert type(c) is HashValue and c == big and list(c.items()) == list(big.items()) and c.ht is True
+    assert sys.getsizeof(big) > sys.getsizeof({}) and big.nbytes() > sys.getsizeof(big)
 
 
 def test_long_and_binary_fields_and_values():

@@ -643,3 +643,54 @@ def test_zadd_body_keeps_the_index_consistent(pair):
             got.append(c.call("DEBUG", "DIGEST-VALUE", "z"))
         outs.append(got)
     assert outs[0] == outs[1]
+
+
+def _each(c, *cmds):
+    """The exact bytes of each reply to cmds, sent in one write."""
+    c.sock.sendall(b"".join(encode(*x) for x in cmds))
+    return [c.read() for _ in cmds]
+
+
+def test_spop_body_pops_every_member_once(pair):
+    """SPOP key on a big set (the compiled body once the set's random index
+    exists): with SADD/SREM in between (the index's added and removed
+    members), every member is popped exactly once and the key goes with the
+    last; a watched key sees the change; a replica's stream gets SREM."""
+    for p in pair:
+        command(p, "FLUSHALL")
+        with RespConn(p) as c:
+            c.pipeline(*[("SADD", "s", "m%d" % i) for i in range(300)])
+            popped = _each(c, *[("SPOP", "s")] * 101)       # (the first in Python: builds the index)
+            c.pipeline(*[("SADD", "s", "n%d" % i) for i in range(40)],
+                       *[("SREM", "s", "m%d" % i) for i in range(0, 300, 3)])
+            first = {r.split(b"\r\n")[1] for r in popped}
+            popped += _each(c, *[("SPOP", "s")] * 400)
+            got = [r.split(b"\r\n")[1] for r in popped if r != b"$-1\r\n"]
+            assert len(got) == len(set(got)) == 300 - len({b"m%d" % i for i in range(0, 300, 3)} - first) + 40
+            assert set(got) == ({b"m%d" % i for i in range(300)} - ({b"m%d" % i for i in range(0, 300, 3)} - first)
+                                | {b"n%d" % i for i in range(40)})
+            assert popped[-1] == b"$-1\r\n"
+            assert [c.call("EXISTS", "s"), c.call("SPOP", "s")] == [b":0\r\n", b"$-1\r\n"]
+        # a watched key: the transaction fails after another client's SPOP
+        with RespConn(p) as c, RespConn(p) as other:
+            c.pipeline(*[("SADD", "w", "m%d" % i) for i in range(100)])
+            c.call("SPOP", "w")
+            c.call("WATCH", "w")
+            other.call("SPOP", "w")
+            assert c.pipeline(("MULTI",), ("SCARD", "w"), ("EXEC",)).endswith(b"*-1\r\n")
+            assert c.call("SCARD", "w") == b":98\r\n"
+
+
+def test_spop_propagates_as_srem(pair):
+    for p in pair:
+        command(p, "FLUSHALL")
+        stream = SyncStream(p)
+        try:
+            with RespConn(p) as c:
+                c.pipeline(*[("SADD", "s", "m%d" % i) for i in range(100)])
+                popped = [c.call("SPOP", "s").split(b"\r\n")[1] for _ in range(5)]
+            command(p, "SETNX", "__end__", 1)
+            prop = stream.read_until(b"setnx")
+        finally:
+            stream.close()
+        assert [a for a in prop if a[0].lower() == b"srem"] == [[b"SREM", b"s", m] for m in popped]

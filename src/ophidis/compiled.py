@@ -129,7 +129,7 @@ def load(name: str):
 def fields(pxd: str, cls: str) -> tuple:
     """The fields class ``cls`` declares in ``pxd`` (a path relative to the
     package, e.g. "net/_core.pxd"), in order: the field list both twins are
-    built from."""
+    built from (less those whose comment says "(compiled only)")."""
     with open(os.path.join(ROOT, pxd), encoding="utf-8") as f:
         text = f.read()
     m = re.search(r"^cdef class %s\b[^\n]*:\n((?:[ \t]+[^\n]*\n|\n)*)" % re.escape(cls), text, re.M)
@@ -137,10 +137,10 @@ def fields(pxd: str, cls: str) -> tuple:
         raise LookupError("%s declares no class %s" % (pxd, cls))
     out = []
     for line in m.group(1).splitlines():
-        code = line.split("#", 1)[0]
+        code, _, comment = line.partition("#")
         words = code.split()
-        if words[:1] != ["cdef"] or "(" in code:
-            continue            # not a field (a method, a comment)
+        if words[:1] != ["cdef"] or "(" in code or "(compiled only)" in comment:
+            continue            # not a field (a method, a comment), or C storage the twin has not
         parts = " ".join(w for w in words[1:] if w not in ("public", "readonly")).split(",")
         # "<type words> name, name, ...": the first name ends the type
         out.append(parts[0].split()[-1].lstrip("*"))

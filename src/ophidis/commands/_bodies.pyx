@@ -14,7 +14,7 @@ SOURCE_HASH = PYX_HASH
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Check, PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport PyObject
-from cpython.set cimport PySet_Add, PySet_Contains
+from cpython.set cimport PySet_Add, PySet_Contains, PySet_Discard
 from libc.string cimport memcpy
 
 from ophidis.cmdtable._core cimport CommandCore
@@ -22,12 +22,14 @@ from ophidis.keyspace._core cimport DbCore, StatsCore
 from ophidis.net._core cimport ClientCore
 from ophidis.protocol._resp cimport _digits, _ndigits, _put_len
 from ophidis.server._core cimport ServerCore
-from ophidis.types._containers cimport HashCore, SetCore, _hc_lookup, _hc_set, _hc_set_in_place
+from ophidis.types._containers cimport HashCore, SetCore, _hc_len, _hc_lookup, _hc_set, _hc_set_in_place
 from ophidis.types._quicklist cimport QuickList
 from ophidis.types._zindex cimport ZEnt, ZIndex
 from ophidis._dtoa cimport _dtoa_d2string
 from cpython.dict cimport PyDict_DelItem
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_FromDouble
+
+import os as _os
 
 from ..keyspace import db as _dbm
 from ..keyspace import notify as _notify
@@ -361,7 +363,7 @@ cdef object _hset(_Ctx x, list req):
         if PyBytes_GET_SIZE(f) > lim or PyBytes_GET_SIZE(v) > lim:
             return None
         # (an update too converts a hash over the limit: hashTypeSet)
-        if len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
+        if _hc_len(h) + (0 if known else 1) > cfg[_LP_ENTRIES]:
             return None
     # an update in place when _hc_put would do it (no new pair made first)
     if not (known and _hc_set_in_place(old, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))):
@@ -438,12 +440,68 @@ cdef object _pop(_Ctx x, list req, bint front):
     return r
 
 
+# SPOP's random picks: xorshift64*, seeded from the OS at import (the
+# Python function draws from the random module; a pick only has to be fair)
+cdef unsigned long long _rng = int.from_bytes(_os.urandom(8), "little") | 1
+
+
+cdef inline Py_ssize_t _rand_below(Py_ssize_t n) noexcept:
+    global _rng
+    _rng ^= _rng >> 12
+    _rng ^= _rng << 25
+    _rng ^= _rng >> 27
+    return <Py_ssize_t>(((_rng * 2685821657736338717ULL) >> 11) % <unsigned long long>n)
+
+
 cdef object _spop(_Ctx x, list req):
-    # sets.spop without a count of a missing key (redis-benchmark's SPOP
-    # empties its one-member set at once): a write lookup, no stats, no event
-    if len(req) != 2 or PyDict_GetItem(x.d, req[1]) is not NULL:
+    # sets.spop without a count: a missing key (a write lookup: no stats,
+    # no event), or a member of a set of two or more whose random index
+    # (containers._random_index's Aux: the member list and the removed
+    # ones) is already there, as after the first SPOP of a big set.  Not
+    # while anything is propagated (SPOP goes as SREM key member).
+    if len(req) != 2:
         return None
-    return _NULL3 if x.resp >= 3 else _NULL_BULK
+    key = req[1]
+    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    if pv is NULL:
+        return _NULL3 if x.resp >= 3 else _NULL_BULK
+    if x.flags or _g_type(pv) != <PyObject *>_SetValue or _ttl(x, key) or _watched(x, key):
+        return None
+    cdef SetCore s = <SetCore>pv
+    a = s._aux
+    cdef Py_ssize_t n = len(s), i, k
+    if a is None or n < 2 or x.srv.propagate_hooks:
+        return None
+    arr = a.arr
+    gone = a.gone
+    if type(arr) is not list or type(gone) is not set:
+        return None
+    cdef list lst = <list>arr
+    cdef set g = <set>gone
+    if len(lst) - len(g) != n or len(g) > n + 16:
+        return None
+    while True:
+        k = len(lst)
+        i = _rand_below(k)
+        m = lst[i]
+        last = lst.pop()
+        if i < k - 1:
+            lst[i] = last
+        if g and m in g:
+            g.discard(m)
+            continue
+        break
+    PySet_Discard(s, m)
+    if a.keys is not None:
+        a.dead += 1
+    x.dirty += 1
+    cdef Py_ssize_t mn = PyBytes_GET_SIZE(m)
+    out = PyBytes_FromStringAndSize(NULL, mn + 5 + _ndigits(mn))
+    cdef char *p = _put_len(PyBytes_AS_STRING(out), 36, mn)
+    memcpy(p, PyBytes_AS_STRING(m), mn)
+    p[mn] = 13
+    p[mn + 1] = 10
+    return out
 
 
 cdef object _lrange(_Ctx x, list req):

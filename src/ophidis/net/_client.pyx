@@ -42,13 +42,14 @@ SOURCE_HASH = PYX_HASH
 cdef object _ProtocolError = hiredis.ProtocolError
 cdef object _CGETS = type(hiredis.Reader().gets)     # a parser's own gets (no Python code)
 
-# client.py's switches (client._sync keeps them equal to its globals)
-_server_slow = False
-_slow_check = 0.01
-_latency_tracking = True
-_ready = []
+# client.py's switches (client._sync keeps them equal to its globals; C
+# globals: the loop reads them for every request)
+cdef bint _server_slow = False
+cdef double _slow_check = 0.01
+cdef bint _latency_tracking = True
+cdef list _ready = []
 
-_propagator = None     # replication.propagate.Propagator while a target is attached
+cdef object _propagator = None     # replication.propagate.Propagator while a target is attached
 
 
 def sync(bint server_slow, double slow_check, bint latency_tracking, list ready, propagator):
@@ -236,13 +237,17 @@ cdef _dr_write(ClientCore client, list out):
     n = len(data)
     if n > client.rb_peak:
         client.rb_peak = n
+    if client.t_of is not t:
+        client.t_write = t.write
+        client.t_wbs = t.get_write_buffer_size
+        client.t_of = t
     try:
         if _dr_floor:
-            held = t.get_write_buffer_size()
+            held = client.t_wbs()
             if (held + n >= _dr_floor or client.out_extra is not None) \
                     and client.server.check_output_limits(client, held, n):
                 return
-        t.write(data)
+        client.t_write(data)
     except Exception:
         client.closing = True
         return
@@ -274,7 +279,7 @@ def data_received(ClientCore client, data):
     client.last_time = t0
     cdef long long n0 = client.tot_cmds
     try:
-        _dr_read(client, data)
+        _dr_read(client, data, t0)
     finally:
         # Pushes (pub/sub, notifications) for this client go into the
         # pending reply list only while its requests are being run.
@@ -296,7 +301,7 @@ def data_received(ClientCore client, data):
         _dr_stats.el_max = d
 
 
-cdef _dr_read(ClientCore client, data):
+cdef _dr_read(ClientCore client, data, double t0):
     if client.closing or client.close_after_reply:
         return
     if (client.blocked or client.paused_queue is not None or type(data) is not bytes
@@ -313,9 +318,14 @@ cdef _dr_read(ClientCore client, data):
     cdef ReadFeed feed = _read_feed(<bytes>data, rd, inline)
     cdef list out = []
     client.pending_writes = out
-    r = run(client, feed, out, _dr_table, client.slow or _server_slow, _now())
-    nreq = r[0]
-    last = r[1]
+    # (run's body, called in C: no Python call, no argument parsing)
+    cdef _Ctx x = _Ctx.__new__(_Ctx)
+    try:
+        r = _run(client, feed, out, _dr_table, client.slow or _server_slow, t0, x)
+    finally:
+        _flush(x)
+    nreq = (<tuple>r)[0]
+    last = (<tuple>r)[1]
     cdef bint stopped = client.blocked or client.close_after_reply or client.paused_queue is not None
     if inline:
         # _python_input's case of a read of plain inline lines

@@ -352,6 +352,7 @@ class Client(ClientCore, asyncio.Protocol):
         self.net_in = self.net_out = self.tot_cmds = 0
         self.read_events = self.pl_sum = self.pl_cnt = 0
         self.push_after = None     # messages its running command raised for it (pubsub._fanout)
+        self.t_of = self.t_write = self.t_wbs = None    # (net/_client.pyx's _dr_write)
         self.woff = 0              # the replication offset after its last propagated write (WAIT, WAITAOF)
         self.script_caller = None  # the script client: (client running the script, its keys)
         self.is_master = False     # the replication link's client (replica side)

@@ -14,7 +14,7 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
-from ophidis.types._containers cimport HashCore, SetCore, _hc_set, _hp_f, _hp_fn, _hp_is, _hp_v, _hp_vn
+from ophidis.types._containers cimport HashCore, SetCore, _hc_len, _hc_next, _hc_set, _hp_f, _hp_fn, _hp_v, _hp_vn
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
 
 from ..keyspace.db import EmbStr
@@ -263,19 +263,6 @@ cdef inline bint _cf_str(PyObject *o, const char **s, Py_ssize_t *n) noexcept:
         n[0] = _cf_ba_len(o)
         return True
     return False
-
-
-cdef inline bint _cf_pair(PyObject *k, PyObject *v, const char **s, Py_ssize_t *n,
-                          const char **s2, Py_ssize_t *n2) noexcept:
-    """A hash entry's field and value: read from its HashPair (the entry's
-    value; no reference taken), or from two strings (a dict of another class)."""
-    if _hp_is(v):
-        s[0] = _hp_f(v)
-        n[0] = _hp_fn(v)
-        s2[0] = _hp_v(v)
-        n2[0] = _hp_vn(v)
-        return True
-    return _cf_str(k, s, n) and _cf_str(v, s2, n2)
 
 
 cdef bint _cf_lzf_to(_CfBuf *b, const char *s, Py_ssize_t n, Py_ssize_t out_len, Py_ssize_t extra) except -1:
@@ -595,6 +582,7 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     cdef _CfBuf *tmp = &st.tmp
     cdef bint compress = st.compress
     cdef double dscore
+    cdef HashCore hc
     if not _cf_is_bytes(k):
         return 1
     ks = _cf_bytes_str(k)
@@ -611,15 +599,15 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     if t == _cf_hash:
         if _cf_slot(v, _cf_off_ttl) != <PyObject *>None:
             return 1        # fields with TTLs: rdbencode's hash with metadata
+        # (the hash's pairs, read in its table without taking references)
+        hc = <HashCore><object>v
         x = _cf_slot(v, _cf_off_ht)
         if x == _cf_false:
             tmp.n = 0
             start = _cf_lp_open(tmp)
-            while _cf_dict_next(v, &pos, &f, &x):
-                if not _cf_pair(f, x, &s, &n, &s2, &n2):
-                    return 1
-                _cf_lp_entry(tmp, s, n)
-                _cf_lp_entry(tmp, s2, n2)
+            while _hc_next(hc, &pos, &x):
+                _cf_lp_entry(tmp, _hp_f(x), _hp_fn(x))
+                _cf_lp_entry(tmp, _hp_v(x), _hp_vn(x))
                 count += 2
             _cf_lp_close(tmp, start, count)
             _cf_byte(out, 16)
@@ -629,12 +617,10 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
             return 1
         _cf_byte(out, 4)
         _cf_string(out, ks, kn, compress)
-        _cf_len(out, _cf_dict_len(v))
-        while _cf_dict_next(v, &pos, &f, &x):
-            if not _cf_pair(f, x, &s, &n, &s2, &n2):
-                return 1
-            _cf_string(out, s, n, compress)
-            _cf_string(out, s2, n2, compress)
+        _cf_len(out, _hc_len(hc))
+        while _hc_next(hc, &pos, &x):
+            _cf_string(out, _hp_f(x), _hp_fn(x), compress)
+            _cf_string(out, _hp_v(x), _hp_vn(x), compress)
         return 0
     if t == _cf_set:
         if not _cf_set_walk:
@@ -1032,9 +1018,9 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
                 else:
                     for i in range(0, nf, 2):
                         PyDict_SetItem(val, flat[i], flat[i + 1])
-                if len(<dict>val) * 2 != nf:       # a field twice
+                if len(val) * 2 != nf:       # a field twice
                     break
-                val.ht = len(<dict>val) > hash_entries
+                val.ht = len(val) > hash_entries
             else:
                 try:
                     val = build(t, x)

@@ -3,3 +3,5 @@
 cdef class ServerCore:
     cdef public object config, maxmemory, min_replicas, monitors, dirty, lastbgsave_ok, is_replica
     cdef public object lua_eval, lua_scripts, functions, cluster, script_busy
+    # the normal class's output limit (0: none), read for every client read
+    cdef public object obuf_normal_limit

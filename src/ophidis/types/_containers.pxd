@@ -1,8 +1,10 @@
 # The C declarations of types/_containers.pyx that other compiled modules
-# use: the sets' and hashes' C fields, and a hash's entries (HashPair: a
-# field and its value in one object) as the request loop's bodies and the
-# RDB writer read them.
-from cpython.object cimport PyObject, PyTypeObject
+# use: the sets' and hashes' C fields, a hash's entries (HashPair: a field
+# and its value in one object) and the table that holds them (OphTab), as
+# the request loop's bodies and the RDB writer read them.
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_GET_SIZE
+from cpython.object cimport PyObject, PyTypeObject, PyObject_Hash
+from libc.stdint cimport int32_t
 
 cdef extern from *:
     """
@@ -22,6 +24,63 @@ cdef extern from *:
     #define OPH_PVN(o) ((Py_ssize_t)((OphPair *)(o))->vlen)
     #define OPH_PHASH(o) (((OphPair *)(o))->hash)
 
+    /* A hash's table (HashCore.tab): its pairs in insertion order (``ent``,
+       NULL where one was deleted) and an open-addressing index of them
+       (``idx``: mask + 1 slots, each OPH_EMPTY, OPH_GONE or a position in
+       ent; probed as CPython's dict probes).  At most 2/3 of the slots are
+       ever used (``nent`` <= its room), so a probe always meets an empty
+       slot.  The layout of CPython's dict without the hash and the value
+       of each entry: a pair carries its hash, and is key and value. */
+    typedef struct {
+        PyObject **ent;
+        int32_t *idx;
+        Py_ssize_t used;        /* live pairs */
+        Py_ssize_t nent;        /* positions of ent in use (live and deleted) */
+        Py_ssize_t mask;        /* slots - 1; -1: no table yet */
+    } OphTab;
+
+    #define OPH_EMPTY (-1)
+    #define OPH_GONE (-2)
+
+    /* the slot of the index that holds field f[:fn] (hash h), or -1 */
+    static Py_ssize_t oph_tab_find(const OphTab *t, const char *f, Py_ssize_t fn, Py_hash_t h) {
+        size_t mask, i, perturb;
+        int32_t ix;
+        PyObject *p;
+        if (t->mask < 0)
+            return -1;
+        mask = (size_t)t->mask;
+        perturb = (size_t)h;
+        i = (size_t)h & mask;
+        for (;;) {
+            ix = t->idx[i];
+            if (ix == OPH_EMPTY)
+                return -1;
+            if (ix >= 0) {
+                p = t->ent[ix];
+                if (OPH_PHASH(p) == h && OPH_PFN(p) == fn && (fn == 0 || memcmp(OPH_PF(p), f, fn) == 0))
+                    return (Py_ssize_t)i;
+            }
+            perturb >>= 5;
+            i = (i * 5 + perturb + 1) & mask;
+        }
+    }
+
+    /* the next live pair from position *pos (borrowed), 0 at the end */
+    static int oph_tab_next(const OphTab *t, Py_ssize_t *pos, PyObject **p) {
+        Py_ssize_t i = *pos;
+        while (i < t->nent) {
+            if (t->ent[i] != NULL) {
+                *p = t->ent[i];
+                *pos = i + 1;
+                return 1;
+            }
+            i++;
+        }
+        *pos = i;
+        return 0;
+    }
+
     /* the value of pair p becomes v[:vn] if it has the room (1), else 0 */
     static int oph_pair_setv(PyObject *p, const char *v, Py_ssize_t vn) {
         OphPair *q = (OphPair *)p;
@@ -40,8 +99,16 @@ cdef extern from *:
     Py_hash_t _hp_hash "OPH_PHASH"(PyObject *o) noexcept
     bint _hp_setv "oph_pair_setv"(PyObject *p, const char *v, Py_ssize_t vn) noexcept
     Py_ssize_t _hp_refcnt "Py_REFCNT"(PyObject *o) noexcept
-    PyObject *_hp_dict_get "PyDict_GetItemWithError"(PyObject *d, PyObject *k) except? NULL
     Py_ssize_t _HP_HDR "OPH_PAIR_HDR"
+
+    ctypedef struct OphTab:
+        PyObject **ent
+        int32_t *idx
+        Py_ssize_t used
+        Py_ssize_t nent
+        Py_ssize_t mask
+    Py_ssize_t _tab_find "oph_tab_find"(const OphTab *t, const char *f, Py_ssize_t fn, Py_hash_t h) noexcept
+    bint _tab_next "oph_tab_next"(const OphTab *t, Py_ssize_t *pos, PyObject **p) noexcept
 
 
 cdef PyTypeObject *PAIR_TYPE     # HashPair's type
@@ -58,18 +125,33 @@ cdef class SetCore(set):
 cdef class HashCore(dict):
     # ttl: None, or field -> unix ms of its expiry (hash field expiration)
     cdef public object ht, _aux, ttl
+    # the fields and values, as pairs (the dict's own storage stays empty)
+    cdef OphTab tab             # (compiled only)
 
 
 cdef int _hc_set(HashCore h, f, v) except -1
 
 
 cdef inline PyObject *_hc_lookup(HashCore h, key) except? NULL:
-    # the entry's (value) pair for key, borrowed; NULL: none
-    return _hp_dict_get(<PyObject *>h, <PyObject *>key)
+    # the pair of field ``key``, borrowed; NULL: none (a key that is not
+    # bytes is hashed, as a dict would, then not found)
+    cdef Py_hash_t hv = PyObject_Hash(key)
+    if not PyBytes_Check(key):
+        return NULL
+    cdef Py_ssize_t i = _tab_find(&h.tab, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
+    return NULL if i < 0 else h.tab.ent[h.tab.idx[i]]
+
+
+cdef inline bint _hc_next(HashCore h, Py_ssize_t *pos, PyObject **p) noexcept:
+    # the next pair (borrowed) from *pos, the first at 0; False at the end
+    return _tab_next(&h.tab, pos, p)
+
+
+cdef inline Py_ssize_t _hc_len(HashCore h) noexcept:
+    return h.tab.used
 
 
 cdef inline bint _hc_set_in_place(PyObject *old, const char *v, Py_ssize_t vn) noexcept:
-    # an existing entry's (value) pair takes the value v[:vn] in place when
-    # only this entry holds it (as key and value, or as value) and it has
-    # the room; False: it does not
-    return _hp_refcnt(old) <= 2 and _hp_setv(old, v, vn)
+    # an existing field's pair takes the value v[:vn] in place when only
+    # the table holds it and it has the room; False: it does not
+    return _hp_refcnt(old) <= 1 and _hp_setv(old, v, vn)

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The compiled set and hash values: the C fields of types.containers.SetValue
 (SetCore) and HashCore, the dict of bytes -> bytes a hash is, stored as
-HashPairs.  types/containers.py's pure HashValue (a plain dict) is the
+HashPairs in its own table.  types/containers.py's pure HashValue (a plain dict) is the
 twin; tests/test_hashpairs.py runs random operations through both."""
 
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
@@ -9,8 +9,8 @@ SOURCE_HASH = PYX_HASH
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_DelItem, PyDict_SetItem
 from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
+from cpython.ref cimport Py_INCREF
 from libc.string cimport memcmp, memcpy
 
 cdef class SetCore(set):
@@ -20,29 +20,31 @@ cdef class SetCore(set):
 
 
 # ===========================================================================
-# Hashes (issue 17): HashCore, a dict whose entries are HashPair objects
+# Hashes (issues 17 and 34): HashCore, a table of HashPair objects
 # ===========================================================================
 # In compiled installs a hash keeps each field and its value in ONE object,
-# a HashPair, stored as both key and value of the dict ({pair: pair}): a
-# non-GC variable-size object holding hash(field), the two lengths, and the
-# field's bytes followed by the value's (64 bytes for a 12-byte field and a
-# 12-byte value, one pymalloc class, where a dict of bytes held two 45-byte
-# bytes objects).  A pair hashes as its field and compares equal to a bytes
-# object with its field's content (and to a pair with the same field), so
-# the dict's own lookups, ``in`` and ``del`` work with a bytes key.
-# HashCore then overrides every dict method and protocol the code base uses
-# so that, seen from Python, a HashValue is a dict of bytes -> bytes
-# (types.containers' pure HashValue, a plain dict, is the twin;
-# tests/test_hashpairs.py runs random operations through both): reads
-# return new bytes objects made from the pair.
+# a HashPair: a non-GC variable-size object holding hash(field), the two
+# lengths, and the field's bytes followed by the value's (64 bytes for a
+# 12-byte field and a 12-byte value, one pymalloc class, where a dict of
+# bytes held two 45-byte bytes objects).  The pairs live in HashCore's own
+# table (OphTab, _containers.pxd): CPython's compact dict layout, the pairs
+# in insertion order plus an index of 4-byte slots, without the dict's
+# 24-byte entries (hash, key, value): ~16 bytes a field at 1M fields where
+# a dict of {pair: pair} took ~42 (issue 34).  HashCore still derives from
+# dict (a hash is a dict in both installs, and isinstance(h, dict) holds)
+# but the dict's own storage stays empty: HashCore overrides every dict
+# method and protocol, so that, seen from Python, a HashValue is a dict of
+# bytes -> bytes in insertion order (types.containers' pure HashValue, a
+# plain dict, is the twin; tests/test_hashpairs.py runs random operations
+# through both): reads return new bytes objects made from the pair.  C
+# code reads the table through _containers.pxd (_hc_lookup, _hc_next,
+# _hc_len), never through the PyDict API.
 #
-# The entry's value is the authoritative pair: an update writes the new
-# value into the pair in place when no one else holds it and it has room
-# (allocations are rounded up to 16 bytes, as pymalloc's classes), else a
-# new pair becomes the entry's value and the dict keeps the old one as its
-# key (dict keeps an existing key on update; that is what keeps the field's
-# position, as a dict of bytes would).  Such a key is only read for its
-# field.  Pairs never leave this module's methods: Python code sees bytes.
+# An update writes the new value into the field's pair in place when no
+# one else holds it and it has room (allocations are rounded up to 16
+# bytes, as pymalloc's classes), else a new pair takes the field's position
+# in the table.  Pairs never leave this module (``hash_pairs`` aside, for
+# the tests): Python code sees bytes.
 
 cdef extern from *:
     """
@@ -120,12 +122,140 @@ cdef extern from *:
     };
 
     static int oph_pair_ready(void) { return PyType_Ready(&OphPair_Type); }
+
+    /* -- the table (OphTab, _containers.pxd) -- */
+
+    /* a slot of the index that is free (empty or deleted) for hash h */
+    static size_t oph_tab_free(const OphTab *t, Py_hash_t h) {
+        size_t mask = (size_t)t->mask, perturb = (size_t)h, i = (size_t)h & mask;
+        while (t->idx[i] >= 0) {
+            perturb >>= 5;
+            i = (i * 5 + perturb + 1) & mask;
+        }
+        return i;
+    }
+
+    #define OPH_USABLE(mask) ((((mask) + 1) << 1) / 3)
+
+    /* a new index of the smallest power of 2 >= 3 * used slots (8 at
+       least, as CPython's dict grows), the live pairs packed at the front
+       of a new ent of the index's usable size */
+    static int oph_tab_resize(OphTab *t) {
+        Py_ssize_t size = 8, room, i, n = 0;
+        int32_t *idx;
+        PyObject **ent;
+        while (size < 3 * t->used)
+            size <<= 1;
+        room = OPH_USABLE(size - 1);
+        if (size > ((Py_ssize_t)1 << 31) || (size_t)room > PY_SSIZE_T_MAX / sizeof(PyObject *)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        idx = (int32_t *)PyMem_Malloc((size_t)size * sizeof(int32_t));
+        ent = (PyObject **)PyMem_Malloc((size_t)room * sizeof(PyObject *));
+        if (idx == NULL || ent == NULL) {
+            PyMem_Free(idx);
+            PyMem_Free(ent);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(idx, 0xff, (size_t)size * sizeof(int32_t));       /* OPH_EMPTY */
+        for (i = 0; i < t->nent; i++)
+            if (t->ent[i] != NULL)
+                ent[n++] = t->ent[i];
+        PyMem_Free(t->idx);
+        PyMem_Free(t->ent);
+        t->idx = idx;
+        t->ent = ent;
+        t->mask = size - 1;
+        t->nent = n;
+        for (i = 0; i < n; i++)
+            idx[oph_tab_free(t, OPH_PHASH(ent[i]))] = (int32_t)i;
+        return 0;
+    }
+
+    /* pair p (a field not in the table) appended; the table takes a reference */
+    static int oph_tab_add(OphTab *t, PyObject *p) {
+        size_t i;
+        if (t->mask < 0 || t->nent >= OPH_USABLE(t->mask))
+            if (oph_tab_resize(t) < 0)
+                return -1;
+        i = oph_tab_free(t, OPH_PHASH(p));
+        t->idx[i] = (int32_t)t->nent;
+        Py_INCREF(p);
+        t->ent[t->nent++] = p;
+        t->used++;
+        return 0;
+    }
+
+    /* the pair in slot i of the index removed; its reference is returned */
+    static PyObject *oph_tab_take(OphTab *t, Py_ssize_t i) {
+        int32_t ix = t->idx[i];
+        PyObject *p = t->ent[ix];
+        t->idx[i] = OPH_GONE;
+        t->ent[ix] = NULL;
+        t->used--;
+        return p;
+    }
+
+    /* the slot of the index that points at position ix of ent */
+    static Py_ssize_t oph_tab_slot_of(const OphTab *t, Py_ssize_t ix) {
+        size_t mask = (size_t)t->mask, perturb, i;
+        Py_hash_t h = OPH_PHASH(t->ent[ix]);
+        perturb = (size_t)h;
+        i = (size_t)h & mask;
+        while (t->idx[i] != ix) {
+            perturb >>= 5;
+            i = (i * 5 + perturb + 1) & mask;
+        }
+        return (Py_ssize_t)i;
+    }
+
+    /* the last pair removed (its reference returned), as dict.popitem; NULL: empty */
+    static PyObject *oph_tab_pop_last(OphTab *t) {
+        Py_ssize_t ix = t->nent - 1;
+        PyObject *p;
+        if (t->used == 0)
+            return NULL;
+        while (t->ent[ix] == NULL)
+            ix--;
+        p = oph_tab_take(t, oph_tab_slot_of(t, ix));
+        t->nent = ix;
+        return p;
+    }
+
+    /* every pair released, the table's memory freed */
+    static void oph_tab_clear(OphTab *t) {
+        Py_ssize_t i, n = t->nent;
+        PyObject **ent = t->ent;
+        PyMem_Free(t->idx);
+        t->idx = NULL;
+        t->ent = NULL;
+        t->used = t->nent = 0;
+        t->mask = -1;
+        for (i = 0; i < n; i++)
+            Py_XDECREF(ent[i]);
+        PyMem_Free(ent);
+    }
+
+    /* bytes of memory the table holds (its two arrays) */
+    static Py_ssize_t oph_tab_bytes(const OphTab *t) {
+        if (t->mask < 0)
+            return 0;
+        return (t->mask + 1) * (Py_ssize_t)sizeof(int32_t) + OPH_USABLE(t->mask) * (Py_ssize_t)sizeof(PyObject *);
+    }
     #define OPH_PAIR_TYPE ((PyObject *)&OphPair_Type)
     """
     object _hp_new "oph_pair_new"(const char *f, Py_ssize_t fn, Py_hash_t h, const char *v, Py_ssize_t vn)
     int _hp_ready "oph_pair_ready"() except -1
     PyObject *_HP_TYPE "OPH_PAIR_TYPE"
-    PyObject *_hp_dict_setdefault "PyDict_SetDefault"(PyObject *d, PyObject *k, PyObject *v) except NULL
+    int _tab_add "oph_tab_add"(OphTab *t, PyObject *p) except -1
+    PyObject *_tab_take "oph_tab_take"(OphTab *t, Py_ssize_t i) noexcept
+    PyObject *_tab_pop_last "oph_tab_pop_last"(OphTab *t) noexcept
+    void _tab_clear "oph_tab_clear"(OphTab *t) noexcept
+    Py_ssize_t _tab_bytes "oph_tab_bytes"(const OphTab *t) noexcept
+    void _hp_decref "Py_DECREF"(PyObject *o) noexcept
+    PyObject *_hp_dict_get "PyDict_GetItemWithError"(PyObject *d, PyObject *k) except? NULL
     bint _hp_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v) noexcept
     Py_ssize_t _hp_dict_len "PyDict_GET_SIZE"(PyObject *d) noexcept
     bint _hp_bytes_exact "PyBytes_CheckExact"(object o) noexcept
@@ -148,15 +278,22 @@ cdef inline bytes _hp_value(PyObject *p):
 cdef int _hc_put(HashCore h, const char *f, Py_ssize_t fn, Py_hash_t hv,
                  const char *v, Py_ssize_t vn) except -1:
     """h[field] = value, field f[:fn] (whose hash is hv), value v[:vn]."""
-    p = _hp_new(f, fn, hv, v, vn)
-    # a new field: one lookup, that inserts
-    cdef PyObject *old = _hp_dict_setdefault(<PyObject *>h, <PyObject *>p, <PyObject *>p)
-    if old == <PyObject *>p:
+    cdef Py_ssize_t i = _tab_find(&h.tab, f, fn, hv)
+    cdef PyObject *old
+    cdef Py_ssize_t ix
+    if i < 0:
+        p = _hp_new(f, fn, hv, v, vn)
+        _tab_add(&h.tab, <PyObject *>p)
         return 0
-    # an existing one: in place, else p is the entry's value
+    # an existing field: in place, else a new pair in its position
+    ix = h.tab.idx[i]
+    old = h.tab.ent[ix]
     if _hc_set_in_place(old, v, vn):
         return 0
-    PyDict_SetItem(h, p, p)
+    p = _hp_new(f, fn, hv, v, vn)
+    Py_INCREF(p)
+    h.tab.ent[ix] = <PyObject *>p
+    _hp_decref(old)
     return 0
 
 
@@ -171,21 +308,24 @@ cdef int _hc_set(HashCore h, f, v) except -1:
                    PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
 
 
+cdef Py_ssize_t _hc_slot(HashCore h, key) except -2:
+    """The slot of the table's index that holds field ``key``, -1: none (a
+    key that is not bytes is hashed, as a dict would, then not found)."""
+    cdef Py_hash_t hv = hash(key)
+    if not PyBytes_Check(key):
+        return -1
+    return _tab_find(&h.tab, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
+
+
 cdef int _hc_update(HashCore h, o) except -1:
     cdef PyObject *k
     cdef PyObject *v
     cdef Py_ssize_t pos = 0, i = 0
-    cdef bint empty
     if isinstance(o, HashCore):
         if o is h:
             return 0
-        empty = _hp_dict_len(<PyObject *>h) == 0
-        while _hp_dict_next(<PyObject *>o, &pos, &k, &v):
-            if empty:
-                q = _hp_new(_hp_f(v), _hp_fn(v), _hp_hash(v), _hp_v(v), _hp_vn(v))
-                PyDict_SetItem(h, q, q)
-            else:
-                _hc_put(h, _hp_f(v), _hp_fn(v), _hp_hash(v), _hp_v(v), _hp_vn(v))
+        while _hc_next(<HashCore>o, &pos, &v):
+            _hc_put(h, _hp_f(v), _hp_fn(v), _hp_hash(v), _hp_v(v), _hp_vn(v))
         return 0
     if type(o) is dict:
         while _hp_dict_next(<PyObject *>o, &pos, &k, &v):
@@ -206,22 +346,28 @@ cdef int _hc_update(HashCore h, o) except -1:
 
 
 cdef object _hc_eq(HashCore a, other):
-    cdef PyObject *k
     cdef PyObject *v
     cdef PyObject *w
-    cdef Py_ssize_t pos = 0
+    cdef Py_ssize_t pos = 0, i
     if not isinstance(other, dict):
         return NotImplemented
-    if _hp_dict_len(<PyObject *>a) != _hp_dict_len(<PyObject *>other):
-        return False
     if isinstance(other, HashCore):
-        while _hp_dict_next(<PyObject *>a, &pos, &k, &v):
-            w = _hc_lookup(<HashCore>other, <object>v)
-            if w == NULL or _hp_vn(w) != _hp_vn(v) or memcmp(_hp_v(w), _hp_v(v), _hp_vn(v)) != 0:
+        if a.tab.used != (<HashCore>other).tab.used:
+            return False
+        while _hc_next(a, &pos, &v):
+            i = _tab_find(&(<HashCore>other).tab, _hp_f(v), _hp_fn(v), _hp_hash(v))
+            if i < 0:
+                return False
+            w = (<HashCore>other).tab.ent[(<HashCore>other).tab.idx[i]]
+            if _hp_vn(w) != _hp_vn(v) or memcmp(_hp_v(w), _hp_v(v), _hp_vn(v)) != 0:
                 return False
         return True
-    # another dict: its own storage, as dict's == reads it
-    while _hp_dict_next(<PyObject *>a, &pos, &k, &v):
+    # another dict: its own storage, as dict's == reads it (the pair held
+    # while other's lookup may run Python code)
+    if a.tab.used != _hp_dict_len(<PyObject *>other):
+        return False
+    while _hc_next(a, &pos, &v):
+        held = <object>v
         f = _hp_field(v)
         w = _hp_dict_get(<PyObject *>other, <PyObject *>f)
         if w == NULL:
@@ -237,8 +383,14 @@ cdef object _hc_eq(HashCore a, other):
 cdef class HashCore(dict):
     """The fields of types.containers.HashValue the bodies read, as C
     fields (HashValue derives from this class when the module is built),
-    and the dict of bytes -> bytes a hash is, stored as HashPairs (above;
-    the fields are declared in _containers.pxd)."""
+    and the dict of bytes -> bytes a hash is, stored as HashPairs in its
+    own table (above; the fields are declared in _containers.pxd)."""
+
+    def __cinit__(self):
+        self.tab.mask = -1
+
+    def __dealloc__(self):
+        _tab_clear(&self.tab)
 
     def __init__(self, *args, **kw):
         if len(args) > 1:
@@ -247,6 +399,12 @@ cdef class HashCore(dict):
             _hc_update(self, args[0])
         if kw:
             _hc_update(self, kw)
+
+    def __len__(self):
+        return self.tab.used
+
+    def __contains__(self, key):
+        return _hc_slot(self, key) >= 0
 
     def __getitem__(self, key):
         cdef PyObject *p = _hc_lookup(self, key)
@@ -264,23 +422,31 @@ cdef class HashCore(dict):
         _hc_set(self, key, value)
 
     def __delitem__(self, key):
-        PyDict_DelItem(self, key)
+        cdef Py_ssize_t i = _hc_slot(self, key)
+        if i < 0:
+            raise KeyError(key)
+        _hp_decref(_tab_take(&self.tab, i))
 
     def pop(self, key, *default):
         if len(default) > 1:
             raise TypeError("pop expected at most 2 arguments, got %d" % (len(default) + 1))
-        cdef PyObject *p = _hc_lookup(self, key)
-        if p == NULL:
+        cdef Py_ssize_t i = _hc_slot(self, key)
+        if i < 0:
             if default:
                 return default[0]
             raise KeyError(key)
-        v = _hp_value(p)
-        PyDict_DelItem(self, key)
-        return v
+        p = <object>_tab_take(&self.tab, i)     # (the table's reference, now p's)
+        _hp_decref(<PyObject *>p)
+        return _hp_value(<PyObject *>p)
 
     def popitem(self):
-        k, v = dict.popitem(self)
-        return _hp_field(<PyObject *>v), _hp_value(<PyObject *>v)
+        cdef PyObject *p = _tab_pop_last(&self.tab)
+        if p == NULL:
+            raise KeyError("popitem(): dictionary is empty")
+        try:
+            return _hp_field(p), _hp_value(p)
+        finally:
+            _hp_decref(p)
 
     def setdefault(self, key, default=None):
         cdef PyObject *p = _hc_lookup(self, key)
@@ -296,6 +462,9 @@ cdef class HashCore(dict):
             _hc_update(self, args[0])
         if kw:
             _hc_update(self, kw)
+
+    def clear(self):
+        _tab_clear(&self.tab)
 
     def __iter__(self):
         return _HashIter(self, 0)
@@ -315,14 +484,36 @@ cdef class HashCore(dict):
     def copy(self):
         return type(self)(self)
 
+    def __or__(self, other):
+        # as dict's: a plain dict (PyDict_Copy of a subclass)
+        if not isinstance(self, HashCore) or not isinstance(other, dict):
+            return NotImplemented
+        r = dict(self.items())
+        r.update(other)
+        return r
+
+    def __ror__(self, other):
+        if not isinstance(other, dict):
+            return NotImplemented
+        r = dict(other)
+        r.update(self.items())
+        return r
+
+    def __ior__(self, other):
+        _hc_update(self, other)
+        return self
+
+    def __sizeof__(self):
+        return dict.__sizeof__(self) + _tab_bytes(&self.tab)
+
     def nbytes(self):
-        """Estimated bytes held (memory.sizes.pysize): the dict's table plus
-        ``len`` times the average allocation of the first few pairs."""
-        cdef PyObject *k
+        """Estimated bytes held (memory.sizes.pysize): the object and its
+        table plus ``len`` times the average allocation of the first few
+        pairs."""
         cdef PyObject *v
-        cdef Py_ssize_t pos = 0, t = 0, c = 0, n = _hp_dict_len(<PyObject *>self)
+        cdef Py_ssize_t pos = 0, t = 0, c = 0, n = self.tab.used
         s = _getsizeof(self)
-        while c < 4 and _hp_dict_next(<PyObject *>self, &pos, &k, &v):
+        while c < 4 and _hc_next(self, &pos, &v):
             t += _HP_HDR + Py_SIZE(<object>v)
             c += 1
         if c:
@@ -346,35 +537,50 @@ cdef class HashCore(dict):
         self.ht, self._aux, self.ttl = state
 
 
+def hash_pairs(HashCore h):
+    """The pairs of ``h`` in order (tests/test_hashpairs.py looks at the
+    storage; holding a pair stops updates in place)."""
+    cdef PyObject *v
+    cdef Py_ssize_t pos = 0
+    out = []
+    while _hc_next(h, &pos, &v):
+        out.append(<object>v)
+    return out
+
+
 @cython.final
 cdef class _HashIter:
-    """Iterator over a HashCore's fields (0), values (1) or items (2)."""
+    """Iterator over a HashCore's fields (0), values (1) or items (2), with
+    dict's checks: a change of size, or more fields met than there were."""
     cdef HashCore h
-    cdef Py_ssize_t pos, used
+    cdef Py_ssize_t pos, used, left
     cdef int kind
 
     def __cinit__(self, HashCore h, int kind):
         self.h = h
         self.kind = kind
-        self.used = _hp_dict_len(<PyObject *>h)
+        self.used = self.left = h.tab.used
 
     def __iter__(self):
         return self
 
     def __length_hint__(self):
-        return 0 if self.h is None else max(0, self.used)
+        return 0 if self.h is None else max(0, self.left)
 
     def __next__(self):
-        cdef PyObject *k
         cdef PyObject *v
         if self.h is None:
             raise StopIteration
-        if _hp_dict_len(<PyObject *>self.h) != self.used:
+        if self.h.tab.used != self.used:
             self.used = -1
             raise RuntimeError("dictionary changed size during iteration")
-        if not _hp_dict_next(<PyObject *>self.h, &self.pos, &k, &v):
+        if not _hc_next(self.h, &self.pos, &v):
             self.h = None
             raise StopIteration
+        if self.left <= 0:
+            self.left = -1
+            raise RuntimeError("dictionary keys changed during iteration")
+        self.left -= 1
         if self.kind == 0:
             return _hp_field(v)
         if self.kind == 1:
@@ -399,7 +605,7 @@ cdef class _HashView:
         return iter(list(_HashIter(self.h, self.kind))[::-1])
 
     def __len__(self):
-        return _hp_dict_len(<PyObject *>self.h)
+        return self.h.tab.used
 
     def __contains__(self, x):
         cdef PyObject *p
@@ -422,5 +628,3 @@ cdef class _HashView:
 
     def __repr__(self):
         return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
-
-

@@ -17,10 +17,11 @@ methods plus ``range``/``popn``/``nbytes`` (and ``bulk_range`` compiled).
 
 ``HashValue`` is a dict of bytes -> bytes in both installs.  When the
 compiled layer is loaded it derives from ``_containers.HashCore``, which
-stores each field and its value as one ``HashPair`` object (``{pair:
-pair}``) and overrides the dict methods, so reads return new bytes objects
-and every caller sees the same mapping (tests/test_hashpairs.py compares it
-with a plain dict); only bytes fields and values can be stored.
+stores each field and its value as one ``HashPair`` object in its own
+table (the dict's storage stays empty) and overrides every dict method, so
+reads return new bytes objects and every caller sees the same mapping
+(tests/test_hashpairs.py compares it with a plain dict); only bytes fields
+and values can be stored.
   SetValue(iterable of bytes), .enc (b"intset" or b"hashtable")
 
 Big hashes and sets carry an optional helper (``_aux``, see ``Aux``) that
