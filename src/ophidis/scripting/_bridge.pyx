@@ -942,12 +942,17 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, Py_ssize_t a
     cdef ClientCore sc, caller
     cdef ServerCore srv
     cdef _Frozen frozen
+    global _s_x_fresh
     if a0 and (type(args) is not list or a0 > len(args)):
         raise TypeError("script_run: a0 needs a list")
     if eng.ldb is not None or len(keys) + len(args) - a0 > 64:
         if a0:
             args = PyList_GetSlice(args, a0, len(args))
-        return type(eng).run(eng, ctx, fn, keys, args, caller_resp)    # LuaEngine.run
+        _s_x_fresh = False
+        try:
+            return type(eng).run(eng, ctx, fn, keys, args, caller_resp)    # LuaEngine.run
+        finally:
+            _s_x_fresh = False
     srv = <ServerCore>eng.server        # (a LuaEngine's, set once)
     sc = <ClientCore>eng.client
     caller = <ClientCore?>ctx.caller
@@ -970,7 +975,7 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, Py_ssize_t a
     eng.ctx = ctx
     # the time snapshot (above): noted, installed by _s_freeze; a run inside
     # a run (never from a script; kept safe) installs its own at once
-    global _s_frozen, _s_frozen_prev, _s_freeze_due, _s_x_fresh
+    global _s_frozen, _s_frozen_prev, _s_freeze_due
     _s_x_fresh = False
     nested = _s_freeze_due or _s_frozen_prev is not None
     if nested:
