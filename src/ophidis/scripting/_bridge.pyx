@@ -10,10 +10,11 @@ same scripts through both."""
 SOURCE_HASH = PYX_HASH
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_GetSlice, PyList_New, PyList_SET_ITEM
+from cpython.dict cimport PyDict_GetItem, PyDict_GetItemWithError, PyDict_SetItem
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_GetSlice, PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
 
@@ -171,6 +172,7 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
     cdef Py_ssize_t n, a
     cdef CommandCore cc
     cdef bint write
+    cdef PyObject *pc
     if not argv or not _all_bytes(argv):
         _s_freeze()
         return _s_pure(eng, argv)
@@ -178,9 +180,10 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
         _s_freeze()
         return _s_pure(eng, argv)
     name = <bytes>argv[0]
-    cmd = _s_table.get(name)
-    if cmd is None:
-        cmd = _s_table.get(name.lower())
+    pc = PyDict_GetItemWithError(_s_table, name)
+    if pc == NULL:
+        pc = PyDict_GetItemWithError(_s_table, name.lower())
+    cmd = <object>pc if pc != NULL else None
     n = len(argv)
     if cmd is None:
         _s_freeze()
@@ -223,6 +226,19 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
     if raw:
         return r        # the RESP reply itself (every other outcome is a (kind, value) tuple)
     return _s_reply(eng, <bytes>r)
+
+
+cdef inline int _s_hist_add(list hist, int slot) except -1:
+    # hist[slot] += 1 (the counters are ints)
+    if slot >= PyList_GET_SIZE(hist) or type(<object>PyList_GET_ITEM(hist, slot)) is not int:
+        hist[slot] += 1
+        return 0
+    old = <object>PyList_GET_ITEM(hist, slot)
+    new = PyLong_FromLongLong(PyLong_AsLongLong(old) + 1)
+    Py_INCREF(new)
+    PyList_SET_ITEM(hist, slot, new)    # (steals new; the list's reference to old is dropped below)
+    Py_DECREF(old)
+    return 0
 
 
 cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
@@ -276,7 +292,7 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     if _latency_tracking and not blocked:
         us = <long long>(dt * 976562.5)
         slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
-        cmd.hist[slot] += 1
+        _s_hist_add(cmd.hist, slot)
     return r
 
 
@@ -707,6 +723,22 @@ cdef int _lc_push(void *L, ScriptBridge b, r) except -3:
     return -1 if b.raise_ else 1
 
 
+cdef inline long long _lc_int(const char *p, const char *e) noexcept:
+    # the integer at p (up to e, the \r): a sign and up to 18 digits here,
+    # anything else as strtoll reads it
+    cdef long long n = 0
+    cdef bint neg = p < e and p[0] == 45
+    cdef const char *q = p + 1 if neg else p
+    if q == e or e - q > 18:
+        return _lc_strtoll(p, NULL, 10)
+    while q < e:
+        if not (48 <= q[0] <= 57):
+            return _lc_strtoll(p, NULL, 10)
+        n = n * 10 + (q[0] - 48)
+        q += 1
+    return -n if neg else n
+
+
 cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcept:
     # One RESP2 reply at pp[0] pushed as engine._parse makes it (bulk, null,
     # integer, status, array of these); False for anything else (the caller
@@ -722,7 +754,7 @@ cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcep
         return False
     c = p[0]
     if c == 36 or c == 42 or c == 58:       # '$' '*' ':'
-        n = _lc_strtoll(p + 1, NULL, 10)
+        n = _lc_int(p + 1, nl - 1)
         if c == 58:
             _L_pushnumber(L, <double>n)
             pp[0] = nl + 1
@@ -1118,8 +1150,9 @@ cdef object _evalsha(ClientCore c, list argv, bint ro):
             raise _ev_noscript
     s = <ScriptCore>so              # (lua_scripts holds Script objects)
     p = _ev_prep(c, srv, s.flags, s.compat, ro)
-    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, s.sha, True, p & 1, p & 2, argv)
+    ctx = _ctx_init(_ev_take(), c, s.sha, True, p & 1, p & 2, argv)
     r = _script_run(<EngineCore>eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
+    _ev_give(ctx)
     if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
@@ -1141,14 +1174,37 @@ cdef object _fcall(ClientCore c, list argv, bint ro):
     f = <FunctionCore>fo            # (the registry holds Function objects)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
     p = _ev_prep(c, srv, f.flags, False, ro)
-    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, f.name, False, p & 1, p & 2, argv)
+    ctx = _ctx_init(_ev_take(), c, f.name, False, p & 1, p & 2, argv)
     eng = reg._engine               # (the engine property makes it where it is missing)
     if eng is None:
         eng = reg.engine
     r = _script_run(<EngineCore?>eng, ctx, f.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
+    _ev_give(ctx)
     if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
+
+
+cdef RunCtx _ev_spare = None   # a RunCtx nothing holds any more, for the next EVALSHA/FCALL
+
+
+cdef inline RunCtx _ev_take():
+    global _ev_spare
+    ctx = _ev_spare
+    if ctx is None:
+        return RunCtx.__new__(RunCtx)
+    _ev_spare = None
+    return ctx
+
+
+cdef inline int _ev_give(RunCtx ctx) except -1:
+    # ctx back as the spare where the run kept no reference to it (its
+    # references dropped: the caller, its name and its argv)
+    global _ev_spare
+    if Py_REFCNT(ctx) == 1:
+        ctx.caller = ctx.name = ctx.argv = None
+        _ev_spare = ctx
+    return 0
 
 
 cdef inline bint _ev_is_error(r):
