@@ -376,3 +376,32 @@ def test_notifications_switched_between_runs(pair):
             c.call("PUBLISH", "__keyspace@0__:ev", "end")
             msgs = [sub.read_value() for _ in range(3)]
             assert [m[2] for m in msgs] == [b"set", b"set", b"end"], msgs
+
+
+def test_the_last_sha_and_name_after_flush_and_delete(pair):
+    """EVALSHA and FCALL look a script or a function up with the key object
+    of the last one found: the same replies after SCRIPT FLUSH, FUNCTION
+    DELETE/LOAD, and for a sha or a name in upper case."""
+    lib = "#!lua name=ln\nredis.register_function('f1', function(k, a) return 'one' end)"
+    lib2 = "#!lua name=ln\nredis.register_function('f1', function(k, a) return 'two' end)"
+    out = []
+    for p in pair:
+        with RespConn(p) as c:
+            c.call("FUNCTION", "FLUSH")
+            c.call("SCRIPT", "FLUSH")
+            sha = c.call("SCRIPT", "LOAD", "return 'x'")[-42:-2].decode()
+            c.call("FUNCTION", "LOAD", lib)
+            got = [c.call("EVALSHA", sha, "0"), c.call("EVALSHA", sha.upper(), "0"), c.call("EVALSHA", sha, "0"),
+                   c.call("FCALL", "f1", "0"), c.call("FCALL", "F1", "0"), c.call("FCALL", "f1", "0")]
+            c.call("SCRIPT", "FLUSH")
+            c.call("FUNCTION", "DELETE", "ln")
+            got += [c.call("EVALSHA", sha, "0"), c.call("FCALL", "f1", "0")]
+            c.call("SCRIPT", "LOAD", "return 'x'")
+            c.call("FUNCTION", "LOAD", lib2)
+            got += [c.call("EVALSHA", sha, "0"), c.call("FCALL", "f1", "0"), c.call("FCALL", "F1", "0")]
+            out.append(got)
+    assert out[0] == out[1]
+    x, one, two = b"$1\r\nx\r\n", b"$3\r\none\r\n", b"$3\r\ntwo\r\n"
+    assert out[0] == [x, x, x, one, one, one,
+                      b"-NOSCRIPT No matching script. Please use EVAL.\r\n", b"-ERR Function not found\r\n",
+                      x, two, two]

@@ -1143,12 +1143,14 @@ cdef object _evalsha(ClientCore c, list argv, bint ro):
     eng = srv.lua_eval or _ev_engine(srv)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, None)
     cdef dict scripts = srv.lua_scripts
-    so = scripts.get(sha)           # the keys are lower case (and so, mostly, is the sha sent)
+    so = scripts.get(_ev_same(sha, _ev_key))     # the keys are lower case (and so, mostly, is the sha sent)
     if so is None:
         so = scripts.get(sha.lower())
         if so is None:
             raise _ev_noscript
     s = <ScriptCore>so              # (lua_scripts holds Script objects)
+    global _ev_key
+    _ev_key = s.sha                 # (lua_scripts' key: create_script stores a script under its sha)
     p = _ev_prep(c, srv, s.flags, s.compat, ro)
     ctx = _ctx_init(_ev_take(), c, s.sha, True, p & 1, p & 2, argv)
     r = _script_run(<EngineCore>eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
@@ -1166,12 +1168,16 @@ cdef object _fcall(ClientCore c, list argv, bint ro):
     reg = srv.functions
     cdef dict fns = reg.functions
     cdef FunctionCore f
-    fo = fns.get(argv[1])           # the names are kept in lower case
+    global _fc_key
+    name = _ev_same(argv[1], _fc_key)
+    fo = fns.get(name)              # the names are kept in lower case
     if fo is None:
-        fo = fns.get(argv[1].lower())
+        name = argv[1].lower()
+        fo = fns.get(name)
         if fo is None:
             return _ev_fcall(c, argv, ro)
     f = <FunctionCore>fo            # (the registry holds Function objects)
+    _fc_key = f.key                 # (its key in the registry, for the next call)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
     p = _ev_prep(c, srv, f.flags, False, ro)
     ctx = _ctx_init(_ev_take(), c, f.name, False, p & 1, p & 2, argv)
@@ -1183,6 +1189,19 @@ cdef object _fcall(ClientCore c, list argv, bint ro):
     if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
+
+
+cdef object _ev_key = None      # the sha (lua_scripts' key object) EVALSHA found last
+cdef object _fc_key = None      # the name (the registry's key object) FCALL found last
+
+
+cdef inline object _ev_same(b, k):
+    # k where both are bytes and equal (k: a dict's own key object, its
+    # lookup then stops at the identity), else b
+    if (type(b) is bytes and type(k) is bytes and PyBytes_GET_SIZE(<bytes>k) == PyBytes_GET_SIZE(<bytes>b)
+            and memcmp(PyBytes_AS_STRING(<bytes>k), PyBytes_AS_STRING(<bytes>b), PyBytes_GET_SIZE(<bytes>b)) == 0):
+        return k
+    return b
 
 
 cdef RunCtx _ev_spare = None   # a RunCtx nothing holds any more, for the next EVALSHA/FCALL

@@ -39,6 +39,7 @@ class Function(_FunctionBase):
         self.fn = fn
         self.desc = desc
         self.flags = flags
+        self.key = name.lower()     # its key in Functions.functions (FCALL's compiled twin reuses the object)
 
 
 class Library:
@@ -105,7 +106,7 @@ class Functions:
         self.libraries[lib.name] = lib
         # Function names are case-insensitive (FCALL TEST finds "test").
         for fname, f in lib.functions.items():
-            self.functions[fname.lower()] = f
+            self.functions[f.key] = f
 
     @staticmethod
     def metadata(code: bytes):
