@@ -26,7 +26,7 @@ from ophidis.cmdtable._core cimport CommandCore
 from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
 from ophidis.keyspace._core cimport StatsCore
 from ophidis.net._core cimport ClientCore
-from ophidis.protocol._reader cimport ReadFeed, _plain_lines, _read_feed
+from ophidis.protocol._reader cimport ReadFeed, ReaderCore, _plain_lines, _read_feed
 from ophidis.protocol._reader import ends_with_request
 from ophidis.server._core cimport ServerCore
 
@@ -314,7 +314,8 @@ cdef _dr_read(ClientCore client, data, double t0):
         return
     rd = client.reader
     cdef bint inline = PyBytes_AS_STRING(data)[0] != 42
-    if rd.pend is not None or (<ServerCore>client.server).obuf_normal_limit or (inline and not _plain_lines(data)):
+    if not isinstance(rd, ReaderCore) or (<ReaderCore>rd).pend is not None \
+            or (<ServerCore>client.server).obuf_normal_limit or (inline and not _plain_lines(data)):
         client._data_received(data)
         return
     # at a request boundary: hiredis holds nothing (a multibulk header it
@@ -354,7 +355,7 @@ cdef _dr_read(ClientCore client, data, double t0):
         if out:
             _dr_write(client, out)
         return
-    if nreq > 0 and rd.pend is None and (
+    if nreq > 0 and (<ReaderCore>rd).pend is None and (
             (feed.gets is None and feed.pos == PyBytes_GET_SIZE(data))    # all taken here
             or (type(last) is list and <list>last and not stopped and ends_with_request(data, <list>last))):
         # the read ended with the last request: nothing is left
