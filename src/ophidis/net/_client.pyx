@@ -240,9 +240,14 @@ cdef _dr_write(ClientCore client, list out):
     if client.t_of is not t:
         client.t_write = t.write
         client.t_wbs = t.get_write_buffer_size
+        try:
+            client.t_high = t.get_write_buffer_limits()[1]
+        except Exception:
+            client.t_high = -1
         client.t_of = t
     try:
-        if _dr_floor:
+        if _dr_floor and (client.wpaused or client.t_high < 0 or n + client.t_high >= _dr_floor
+                          or client.out_extra is not None):
             held = client.t_wbs()
             if (held + n >= _dr_floor or client.out_extra is not None) \
                     and client.server.check_output_limits(client, held, n):

@@ -18,3 +18,10 @@ cdef class ClientCore:
     # from (a method looked up on uvloop's transport per write costs ~700
     # instructions)
     cdef public object t_of, t_write, t_wbs
+    # the transport's high-water mark (-1: unknown) and whether it asked us
+    # to pause writing (pause_writing): not paused, it holds no more than
+    # the mark, so a small write needs no look at its buffer; out_extra:
+    # output held outside the transport (client-output-buffer-limit)
+    cdef public Py_ssize_t t_high
+    cdef public bint wpaused
+    cdef public object out_extra

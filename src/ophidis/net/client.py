@@ -301,7 +301,7 @@ class Client(ClientCore, asyncio.Protocol):
 
     __slots__ = (
         "id", "name", "addr", "laddr", "fd", "ctime", "multi_error", "dirty_cas", "watched",
-        "subcmd", "is_unix", "monitor", "tracking", "no_evict", "no_touch", "lib_name", "lib_ver", "woff", "bstate", "out_extra", "in_exec",
+        "subcmd", "is_unix", "monitor", "tracking", "no_evict", "no_touch", "lib_name", "lib_ver", "woff", "bstate", "in_exec",
         "killed", "is_master", "block_argv", "repl", "mem_usage",
         "cluster_asking", "cluster_readonly", "__weakref__",
         # HIMPORT PREPARE's fieldsets: name -> field names (None: none yet)
@@ -353,6 +353,8 @@ class Client(ClientCore, asyncio.Protocol):
         self.read_events = self.pl_sum = self.pl_cnt = 0
         self.push_after = None     # messages its running command raised for it (pubsub._fanout)
         self.t_of = self.t_write = self.t_wbs = None    # (net/_client.pyx's _dr_write)
+        self.t_high = -1
+        self.wpaused = False
         self.woff = 0              # the replication offset after its last propagated write (WAIT, WAITAOF)
         self.script_caller = None  # the script client: (client running the script, its keys)
         self.is_master = False     # the replication link's client (replica side)
@@ -397,10 +399,10 @@ class Client(ClientCore, asyncio.Protocol):
         self.watched = None
 
     def pause_writing(self):
-        pass
+        self.wpaused = True
 
     def resume_writing(self):
-        pass
+        self.wpaused = False
 
     def eof_received(self):
         return False
