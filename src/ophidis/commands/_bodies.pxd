@@ -14,6 +14,7 @@ cdef class _Ctx:
     cdef long long flags, dirty, hits, misses
     cdef int resp
     cdef bint lazy, valid
+    cdef object req_last         # net/_client's run: the last request it took
 
 
 cdef int _load(_Ctx x, ClientCore client) except -1

@@ -68,12 +68,18 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
     of bulk strings)."""
     cdef _Ctx x = _Ctx.__new__(_Ctx)
     try:
-        return _run(client, gets, out, table, slow, t0, x)
+        nreq = _run(client, gets, out, table, slow, t0, x)
+        return nreq, x.req_last
     finally:
         _flush(x)
 
 
-cdef object _run(ClientCore client, gets, list out, dict table, bint slow, double t0, _Ctx x):
+cdef bytes _name_key = None     # the last command name looked up by a run (its hash cached)
+
+
+cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, double t0, _Ctx x) except? -1:
+    # returns nreq (see run); the last request taken goes in x.req_last
+    global _name_key
     cdef Py_ssize_t nreq = 0, n
     cdef double t1, dt
     cdef long long us
@@ -96,7 +102,8 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
         try:
             req = feed.take() if feed is not None else gets()
         except _ProtocolError:
-            return ~nreq, last
+            x.req_last = last
+            return ~nreq
         if req is False:
             break
         nreq += 1
@@ -110,7 +117,16 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
                                PyBytes_GET_SIZE(name)) == 0:
                 c = last_c
             else:
-                c = table.get(name)
+                # the last run's name object, when the same name comes again:
+                # its hash is cached, a fresh one's would be computed
+                if _name_key is not None and PyBytes_GET_SIZE(name) == PyBytes_GET_SIZE(_name_key) \
+                        and memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(_name_key),
+                                   PyBytes_GET_SIZE(name)) == 0:
+                    c = table.get(_name_key)
+                else:
+                    c = table.get(name)
+                    if PyBytes_GET_SIZE(name) <= 32:
+                        _name_key = name
                 last_name = name
                 last_c = c
             n = len(<list>req)
@@ -179,7 +195,8 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
             last_name = None
             r = client.process_request(req)
         else:
-            return ~(nreq - 1), last     # Redis's parser takes over (RequestReader.taken)
+            x.req_last = last
+            return ~(nreq - 1)           # Redis's parser takes over (RequestReader.taken)
         if r is not None:
             out.append(r)
         if client.blocked or client.close_after_reply or client.paused_queue is not None or client.closing:
@@ -188,7 +205,8 @@ cdef object _run(ClientCore client, gets, list out, dict table, bint slow, doubl
         fast = client.user.fast
         prop = _propagator
         t0 = _now()
-    return nreq, last
+    x.req_last = last
+    return nreq
 
 
 # ===========================================================================
@@ -332,6 +350,7 @@ cdef _dr_read(ClientCore client, data, double t0):
     # bodies' context object reused, a new one if a read ever nests)
     global _dr_ctx_busy
     cdef _Ctx x
+    cdef Py_ssize_t nreq
     cdef bint shared = not _dr_ctx_busy
     if shared:
         x = _dr_ctx
@@ -339,14 +358,14 @@ cdef _dr_read(ClientCore client, data, double t0):
     else:
         x = _Ctx.__new__(_Ctx)
     try:
-        r = _run(client, feed, out, _dr_table, client.slow or _server_slow, t0, x)
+        nreq = _run(client, feed, out, _dr_table, client.slow or _server_slow, t0, x)
+        last = x.req_last
     finally:
         _flush(x)
+        x.req_last = None
         if shared:
             x.client = None     # (no closed client kept alive by the shared context)
             _dr_ctx_busy = False
-    cdef Py_ssize_t nreq = (<tuple>r)[0]
-    last = (<tuple>r)[1]
     cdef bint stopped = client.blocked or client.close_after_reply or client.paused_queue is not None
     if inline:
         # _python_input's case of a read of plain inline lines
