@@ -12,7 +12,7 @@ loops with the same traffic."""
 SOURCE_HASH = PYX_HASH
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_GetItem, PyDict_SetItem
+from cpython.dict cimport PyDict_Check, PyDict_SetItem
 from cpython.object cimport PyObject
 from cpython.set cimport PySet_Add, PySet_Contains, PySet_Discard
 from libc.string cimport memcpy
@@ -36,6 +36,13 @@ from ..keyspace import notify as _notify
 from ..types import containers as _containers
 from ..types import zset as _zset
 
+cdef extern from "Python.h":
+    # a dict's item, borrowed (NULL: none): PyDict_GetItem without its
+    # save and restore of the error state (~80 instructions a lookup); the
+    # keys looked up here (bytes, str) cannot fail to hash or compare
+    PyObject *_dget "PyDict_GetItemWithError" (object d, object k) except? NULL
+
+
 cdef class _Ctx:
     """What the compiled bodies read of the client, its db and the server,
     loaded once for a run of bodies (nothing but a body runs in between, so
@@ -47,8 +54,8 @@ cdef class _Ctx:
 cdef int _load(_Ctx x, ClientCore client) except -1:
     _reload(x, client)
     # the modules' dicts read directly (a module's getattr costs ~250 instructions)
-    x.flags = <object>PyDict_GetItem(_notify_vars, "flags")
-    x.lazy = <object>PyDict_GetItem(_dbm_vars, "lazy_server_del")
+    x.flags = <object>_dget(_notify_vars, "flags")
+    x.lazy = <object>_dget(_dbm_vars, "lazy_server_del")
     return 0
 
 
@@ -256,7 +263,7 @@ cdef object _get(_Ctx x, list req):
     # the value is read through its borrowed pointer: no reference count
     # written (a page of the keyspace not dirtied while a child has it)
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    cdef PyObject *pv = _dget(x.d, key)
     if pv is NULL:
         # a miss (db.lookup_read), unless a keymiss event is to be sent
         if x.flags:
@@ -294,7 +301,7 @@ cdef object _incr(_Ctx x, list req, long long delta):
         return None
     d = x.d
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(d, key)
+    cdef PyObject *pv = _dget(d, key)
     if pv is NULL or _g_type(pv) != <PyObject *>bytes or _ttl(x, key) or _watched(x, key):
         return None
     # the canonical decimal form of a number below 10^18 (anything else:
@@ -326,7 +333,7 @@ cdef object _sadd(_Ctx x, list req):
     if len(req) != 3 or x.flags:
         return None
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    cdef PyObject *pv = _dget(x.d, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_SetValue or _ttl(x, key):
         return None
     cdef SetCore s = <SetCore>pv
@@ -347,7 +354,7 @@ cdef object _hset(_Ctx x, list req):
     if len(req) != 4 or x.flags:
         return None
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    cdef PyObject *pv = _dget(x.d, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_HashValue or _ttl(x, key) or _watched(x, key):
         return None
     cdef HashCore h = <HashCore>pv
@@ -402,7 +409,7 @@ cdef object _push(_Ctx x, list req, bint front):
         return None
     d = x.d
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(d, key)
+    cdef PyObject *pv = _dget(d, key)
     cdef QuickList ql
     cdef Py_ssize_t n = len(req), i
     if _held(x, key):
@@ -427,7 +434,7 @@ cdef object _pop(_Ctx x, list req, bint front):
     if len(req) != 2:
         return None
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    cdef PyObject *pv = _dget(x.d, key)
     if pv is NULL:
         return _NULL3 if x.resp >= 3 else _NULL_BULK
     if _g_type(pv) != <PyObject *>QuickList or x.flags:
@@ -462,7 +469,7 @@ cdef object _spop(_Ctx x, list req):
     if len(req) != 2:
         return None
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    cdef PyObject *pv = _dget(x.d, key)
     if pv is NULL:
         return _NULL3 if x.resp >= 3 else _NULL_BULK
     if x.flags or _g_type(pv) != <PyObject *>_SetValue or _ttl(x, key) or _watched(x, key):
@@ -510,7 +517,7 @@ cdef object _lrange(_Ctx x, list req):
     if not _canonical_ll(<bytes>req[2], &start) or not _canonical_ll(<bytes>req[3], &end):
         return None
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    cdef PyObject *pv = _dget(x.d, key)
     if pv is NULL:
         if x.flags:
             return None
@@ -570,7 +577,7 @@ cdef object _zadd(_Ctx x, list req):
     if len(req) != 4 or x.flags:
         return None
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    cdef PyObject *pv = _dget(x.d, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_ZSetValue or _ttl(x, key) or _held(x, key):
         return None
     cdef double score
@@ -586,7 +593,7 @@ cdef object _zadd(_Ctx x, list req):
         return None
     cdef ZIndex ix = <ZIndex>sl
     d = z.dict
-    cdef PyObject *pc = PyDict_GetItem(d, member)
+    cdef PyObject *pc = _dget(d, member)
     if pc is NULL:
         if not z.skiplist:
             return None         # a listpack: the conversion rule in Python
@@ -613,7 +620,7 @@ cdef object _zpopmin(_Ctx x, list req):
     if len(req) != 2 or x.flags:
         return None
     key = req[1]
-    cdef PyObject *pv = PyDict_GetItem(x.d, key)
+    cdef PyObject *pv = _dget(x.d, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_ZSetValue or _ttl(x, key) or _watched(x, key):
         return None
     z = <object>pv
