@@ -14,7 +14,8 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
-from ophidis.types._containers cimport HashCore, SetCore, _hc_len, _hc_next, _hc_set, _hp_f, _hp_fn, _hp_v, _hp_vn
+from ophidis.types._containers cimport (HashCore, SetCore, ZDict, _hc_len, _hc_next, _hc_set, _hp_f, _hp_fn, _hp_v, _hp_vn,
+                                       _tab_next, _zd_len)
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
 
 from ..keyspace.db import EmbStr
@@ -583,6 +584,7 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     cdef bint compress = st.compress
     cdef double dscore
     cdef HashCore hc
+    cdef ZDict zd
     if not _cf_is_bytes(k):
         return 1
     ks = _cf_bytes_str(k)
@@ -660,15 +662,16 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     if t == _cf_zset:
         x = _cf_slot(v, _cf_off_zdict)
         enc = _cf_slot(v, _cf_off_zskip)
-        if x == NULL or _cf_type(x) != <PyObject *>dict or (enc != _cf_true and enc != _cf_false):
+        if x == NULL or _cf_type(x) != <PyObject *>ZDict or (enc != _cf_true and enc != _cf_false):
             return 1
-        n2 = _cf_dict_len(x)
+        zd = <ZDict>x
+        n2 = _zd_len(zd)
         st.arr_room(n2 + 1, sizeof(_CfScored))
         sc = <_CfScored *>st.arr
-        while _cf_dict_next(x, &pos, &f, &t):
-            if count >= n2 or not _cf_str(f, &s, &n) or not _cf_is_float(t):
+        while _tab_next(&zd.tab, &pos, &f):
+            if count >= n2 or not _cf_str(f, &s, &n):
                 return 1
-            sc[count].score = _cf_float(t)
+            sc[count].score = zd.sc[pos - 1]
             sc[count].p = s
             sc[count].n = n
             count += 1
