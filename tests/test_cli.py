@@ -3,6 +3,7 @@ redis-cli's own output for the same invocations."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import re
@@ -10,9 +11,11 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 import hiredis
@@ -485,19 +488,23 @@ def test_cluster_ask_redirection():
 # ---------------------------------------------------------------------------
 # Interactive mode through a pseudo-terminal
 # ---------------------------------------------------------------------------
+_WINSIZE = struct.pack("HHHH", 50, 250, 0, 0)
+
+
 class Pty:
     def __init__(self, argv, env):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:   # child
             try:
+                # the size set by the child itself, before the program runs:
+                # set only by the parent, it could come after linenoise asked
+                # (it then queries the cursor with ESC [6n and waits)
+                fcntl.ioctl(1, termios.TIOCSWINSZ, _WINSIZE)
                 os.execvpe(argv[0], argv, env)
             finally:
                 os._exit(127)
-        import fcntl
-        import struct
-        import termios
         # A wide terminal: no line wrapping, and linenoise needs a size.
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, _WINSIZE)
         self.buf = b""
 
     def send(self, s):

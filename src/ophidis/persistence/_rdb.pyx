@@ -14,8 +14,8 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
-from ophidis.types._containers cimport (HashCore, SetCore, ZDict, _hc_len, _hc_next, _hc_set, _hp_f, _hp_fn, _hp_v, _hp_vn,
-                                       _tab_next, _zd_len)
+from ophidis.types._containers cimport (HashCore, OphTab, SetCore, ZDict, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn,
+                                       _tab_next, _zd_sc, _zd_tab)
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
 
 from ..keyspace.db import EmbStr
@@ -583,8 +583,8 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     cdef _CfBuf *tmp = &st.tmp
     cdef bint compress = st.compress
     cdef double dscore
-    cdef HashCore hc
-    cdef ZDict zd
+    cdef const OphTab *tab
+    cdef const double *zsc
     if not _cf_is_bytes(k):
         return 1
     ks = _cf_bytes_str(k)
@@ -602,12 +602,12 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
         if _cf_slot(v, _cf_off_ttl) != <PyObject *>None:
             return 1        # fields with TTLs: rdbencode's hash with metadata
         # (the hash's pairs, read in its table without taking references)
-        hc = <HashCore><object>v
+        tab = _hc_tab(v)
         x = _cf_slot(v, _cf_off_ht)
         if x == _cf_false:
             tmp.n = 0
             start = _cf_lp_open(tmp)
-            while _hc_next(hc, &pos, &x):
+            while _tab_next(tab, &pos, &x):
                 _cf_lp_entry(tmp, _hp_f(x), _hp_fn(x))
                 _cf_lp_entry(tmp, _hp_v(x), _hp_vn(x))
                 count += 2
@@ -619,8 +619,8 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
             return 1
         _cf_byte(out, 4)
         _cf_string(out, ks, kn, compress)
-        _cf_len(out, _hc_len(hc))
-        while _hc_next(hc, &pos, &x):
+        _cf_len(out, tab.used)
+        while _tab_next(tab, &pos, &x):
             _cf_string(out, _hp_f(x), _hp_fn(x), compress)
             _cf_string(out, _hp_v(x), _hp_vn(x), compress)
         return 0
@@ -664,14 +664,16 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
         enc = _cf_slot(v, _cf_off_zskip)
         if x == NULL or _cf_type(x) != <PyObject *>ZDict or (enc != _cf_true and enc != _cf_false):
             return 1
-        zd = <ZDict>x
-        n2 = _zd_len(zd)
+        # (the members and scores, read in its table without taking references)
+        tab = _zd_tab(x)
+        zsc = _zd_sc(x)
+        n2 = tab.used
         st.arr_room(n2 + 1, sizeof(_CfScored))
         sc = <_CfScored *>st.arr
-        while _tab_next(&zd.tab, &pos, &f):
+        while _tab_next(tab, &pos, &f):
             if count >= n2 or not _cf_str(f, &s, &n):
                 return 1
-            sc[count].score = zd.sc[pos - 1]
+            sc[count].score = zsc[pos - 1]
             sc[count].p = s
             sc[count].n = n
             count += 1

@@ -52,7 +52,7 @@ cdef extern from *:
        parallel to ent. */
 
     /* the slot of the index that holds member k[:kn] (hash h), or -1 */
-    static Py_ssize_t oph_ztab_find(const OphTab *t, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) {
+    static inline Py_ssize_t oph_ztab_find(const OphTab *t, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) {
         size_t mask, i, perturb;
         int32_t ix;
         PyObject *p;
@@ -183,6 +183,16 @@ cdef inline Py_ssize_t _hc_len(HashCore h) noexcept:
     return h.tab.used
 
 
+cdef Py_ssize_t TAB_OFFSET      # where ``tab`` is in a HashCore instance
+
+
+cdef inline const OphTab *_hc_tab(PyObject *h) noexcept:
+    # the table of HashCore h, from a borrowed pointer without touching
+    # its reference count (the RDB writer in a forked child: no page of
+    # the parent's written, no copy-on-write)
+    return <const OphTab *>(<char *>h + TAB_OFFSET)
+
+
 cdef inline bint _hc_set_in_place(PyObject *old, const char *v, Py_ssize_t vn) noexcept:
     # an existing field's pair takes the value v[:vn] in place when only
     # the table holds it and it has the room; False: it does not
@@ -203,12 +213,16 @@ cdef int _zd_add(ZDict z, object key, Py_hash_t hv, double s) except -1
 cdef int _zd_discard(ZDict z, object key) except -1
 
 
-cdef inline Py_ssize_t _zd_find(ZDict z, object key) except -2:
-    # the position in z.tab.ent (and z.sc) of member ``key`` (bytes), -1: none
-    cdef Py_hash_t hv = PyObject_Hash(key)
-    cdef Py_ssize_t i = _ztab_find(&z.tab, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
-    return -1 if i < 0 else z.tab.idx[i]
+cdef Py_ssize_t ZTAB_OFFSET     # where ``tab`` is in a ZDict instance
+cdef Py_ssize_t ZSC_OFFSET      # where ``sc`` is
 
 
-cdef inline Py_ssize_t _zd_len(ZDict z) noexcept:
-    return z.tab.used
+cdef inline const OphTab *_zd_tab(PyObject *z) noexcept:
+    # the table of ZDict z, from a borrowed pointer without touching its
+    # reference count (the RDB writer in a forked child: as _hc_tab)
+    return <const OphTab *>(<char *>z + ZTAB_OFFSET)
+
+
+cdef inline const double *_zd_sc(PyObject *z) noexcept:
+    # the scores of ZDict z, parallel to _zd_tab(z).ent (as _zd_tab)
+    return (<const double **>(<char *>z + ZSC_OFFSET))[0]

@@ -568,6 +568,14 @@ cdef class HashCore(dict):
         self.ht, self._aux, self.ttl = state
 
 
+cdef Py_ssize_t _tab_offset():
+    cdef HashCore h = HashCore()
+    return <char *>&h.tab - <char *><PyObject *>h
+
+
+TAB_OFFSET = _tab_offset()
+
+
 def hash_pairs(HashCore h):
     """The pairs of ``h`` in order (tests/test_hashpairs.py looks at the
     storage; holding a pair stops updates in place)."""
@@ -675,7 +683,8 @@ cdef class _HashView:
 # ZSetValue's plain dict is its twin; tests/test_zdict.py runs random
 # operations through both).  Reads make a new float from the double; a
 # score stored is a float or an int (as a float).  C code goes through
-# _containers.pxd (_zd_find, _zd_add, _zd_discard, _zd_len).
+# _containers.pxd (_ztab_find, _zd_add, _zd_discard; the RDB writer: _zd_tab,
+# _zd_sc and _tab_next, with borrowed pointers).
 
 
 cdef inline double _zd_score(v) except? -1.0:
@@ -1013,3 +1022,17 @@ cdef class _ZView:
 
     def __repr__(self):
         return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
+
+
+cdef Py_ssize_t _ztab_offset():
+    cdef ZDict z = ZDict()
+    return <char *>&z.tab - <char *><PyObject *>z
+
+
+cdef Py_ssize_t _zsc_offset():
+    cdef ZDict z = ZDict()
+    return <char *>&z.sc - <char *><PyObject *>z
+
+
+ZTAB_OFFSET = _ztab_offset()
+ZSC_OFFSET = _zsc_offset()
