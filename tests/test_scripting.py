@@ -496,6 +496,29 @@ def test_busy_script_and_script_kill(start_server):
     other.close()
 
 
+def test_kill_again_after_a_killed_run(start_server):
+    # The compiled layer's Lua thread keeps its count hook between runs and
+    # sets it again after a killed one (the sandbox's run_prep_t): the runs
+    # after a kill finish normally, and the next busy script (EVALSHA or
+    # FCALL) is interrupted and killed again.
+    s = start_server("--busy-reply-threshold", "50")
+    other = RespConn(s.port)
+    spin = "local i = 0 while true do i = i + 1 end"
+    sha = other.call("SCRIPT", "LOAD", spin)[-42:-2].decode()
+    lib = "#!lua name=spinlib\nredis.register_function('spin', function() %s end)" % spin
+    assert other.call("FUNCTION", "LOAD", lib) == b"$7\r\nspinlib\r\n"
+    count = "local n = 0 for i = 1, 300000 do n = n + 1 end return n"
+    for cmd, kill in [("EVALSHA", "SCRIPT"), ("FCALL", "FUNCTION")] * 2:
+        t, res = _run_async(s.port, cmd, sha if cmd == "EVALSHA" else "spin", "0")
+        _wait_busy(s.port)
+        assert other.call(kill, "KILL") == b"+OK\r\n"
+        t.join(30)
+        assert res and res[0].startswith(b"-ERR Script killed by user with SCRIPT KILL...")
+        assert other.call("EVAL", count, "0") == b":300000\r\n"
+        assert other.call("EVAL", "return redis.call('ping')", "0") == b"+PONG\r\n"
+    other.close()
+
+
 def test_script_kill_cannot_be_swallowed_by_pcall(start_server):
     s = start_server("--busy-reply-threshold", "50")
     other = RespConn(s.port)

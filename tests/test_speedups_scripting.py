@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -332,3 +333,75 @@ def test_shared_errors_keep_no_tracebacks(pure):
         assert grown < 8 * 1024 * 1024, grown
     finally:
         s.stop()
+
+
+_SNAP = ("for i = 1, 20 do local s = string.rep('x', 5000000) end "     # time, few Lua instructions (no hook)
+         "return {redis.call('exists', KEYS[1]), redis.call('get', KEYS[1]), redis.call('get', KEYS[2])}")
+
+
+def test_the_time_snapshot_is_the_runs_start(pair):
+    """Keys do not expire while a script runs: the compiled run notes the
+    time at its start and installs the snapshot before its first Python code
+    (here the GET of a key with a TTL, after the key's expiry in real time;
+    the other GET is a compiled body, which reads no clock)."""
+    lib = ("#!lua name=snap\nredis.register_function('snap', function(KEYS, ARGV) %s end)"
+           % _SNAP)
+    for p in pair:
+        with RespConn(p) as c:
+            c.call("FUNCTION", "FLUSH")
+            c.call("FUNCTION", "LOAD", lib)
+            sha = c.call("SCRIPT", "LOAD", _SNAP)[-42:-2].decode()
+            for call in (("EVAL", _SNAP, "2", "t", "plain"), ("EVALSHA", sha, "2", "t", "plain"),
+                         ("FCALL", "snap", "2", "t", "plain")):
+                c.call("SET", "plain", "p")
+                assert c.call("SET", "t", "v", "PX", "5") == b"+OK\r\n"
+                t0 = time.monotonic()
+                assert c.call(*call) == b"*3\r\n:1\r\n$1\r\nv\r\n$1\r\np\r\n", call
+                assert time.monotonic() - t0 > 0.005    # (the key expired during the run)
+                assert c.call("EXISTS", "t") == b":0\r\n"
+
+
+def test_notifications_switched_between_runs(pair):
+    """The compiled bodies' configuration (keyspace events, lazy free) is
+    read once a run: a CONFIG SET between two runs of one script applies to
+    the second (two redis.call in each run: the second call reuses it)."""
+    src = "redis.call('set', KEYS[1], 'a') redis.call('set', KEYS[1], 'b') return 1"
+    for p in pair:
+        with RespConn(p) as c, RespConn(p) as sub:
+            sha = c.call("SCRIPT", "LOAD", src)[-42:-2].decode()
+            sub.call("SUBSCRIBE", "__keyspace@0__:ev")
+            for events in (b"", b"K$", b""):
+                c.call("CONFIG", "SET", "notify-keyspace-events", events)
+                assert c.call("EVALSHA", sha, "1", "ev") == b":1\r\n"
+            c.call("PUBLISH", "__keyspace@0__:ev", "end")
+            msgs = [sub.read_value() for _ in range(3)]
+            assert [m[2] for m in msgs] == [b"set", b"set", b"end"], msgs
+
+
+def test_the_last_sha_and_name_after_flush_and_delete(pair):
+    """EVALSHA and FCALL look a script or a function up with the key object
+    of the last one found: the same replies after SCRIPT FLUSH, FUNCTION
+    DELETE/LOAD, and for a sha or a name in upper case."""
+    lib = "#!lua name=ln\nredis.register_function('f1', function(k, a) return 'one' end)"
+    lib2 = "#!lua name=ln\nredis.register_function('f1', function(k, a) return 'two' end)"
+    out = []
+    for p in pair:
+        with RespConn(p) as c:
+            c.call("FUNCTION", "FLUSH")
+            c.call("SCRIPT", "FLUSH")
+            sha = c.call("SCRIPT", "LOAD", "return 'x'")[-42:-2].decode()
+            c.call("FUNCTION", "LOAD", lib)
+            got = [c.call("EVALSHA", sha, "0"), c.call("EVALSHA", sha.upper(), "0"), c.call("EVALSHA", sha, "0"),
+                   c.call("FCALL", "f1", "0"), c.call("FCALL", "F1", "0"), c.call("FCALL", "f1", "0")]
+            c.call("SCRIPT", "FLUSH")
+            c.call("FUNCTION", "DELETE", "ln")
+            got += [c.call("EVALSHA", sha, "0"), c.call("FCALL", "f1", "0")]
+            c.call("SCRIPT", "LOAD", "return 'x'")
+            c.call("FUNCTION", "LOAD", lib2)
+            got += [c.call("EVALSHA", sha, "0"), c.call("FCALL", "f1", "0"), c.call("FCALL", "F1", "0")]
+            out.append(got)
+    assert out[0] == out[1]
+    x, one, two = b"$1\r\nx\r\n", b"$3\r\none\r\n", b"$3\r\ntwo\r\n"
+    assert out[0] == [x, x, x, one, one, one,
+                      b"-NOSCRIPT No matching script. Please use EVAL.\r\n", b"-ERR Function not found\r\n",
+                      x, two, two]

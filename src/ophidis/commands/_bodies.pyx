@@ -44,6 +44,16 @@ cdef class _Ctx:
 
 
 cdef int _load(_Ctx x, ClientCore client) except -1:
+    _reload(x, client)
+    # the modules' dicts read directly (a module's getattr costs ~250 instructions)
+    x.flags = <object>PyDict_GetItem(_notify_vars, "flags")
+    x.lazy = <object>PyDict_GetItem(_dbm_vars, "lazy_server_del")
+    return 0
+
+
+cdef int _reload(_Ctx x, ClientCore client) except -1:
+    # _load but for the configuration's fields (flags, lazy): those of x's
+    # last _load (the script bridge's calls of one run, no Python code since)
     x.client = client
     x.srv = client.server
     db = x.db = client.db
@@ -60,9 +70,6 @@ cdef int _load(_Ctx x, ClientCore client) except -1:
         x.wk = db.watched_keys
         x.bk = db.blocking_keys
     x.d = d if PyDict_Check(d) else None
-    # the modules' dicts read directly (a module's getattr costs ~250 instructions)
-    x.flags = <object>PyDict_GetItem(_notify_vars, "flags")
-    x.lazy = <object>PyDict_GetItem(_dbm_vars, "lazy_server_del")
     x.resp = client.resp
     x.valid = True
     return 0

@@ -26,7 +26,7 @@ from ophidis.cmdtable._core cimport CommandCore
 from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
 from ophidis.keyspace._core cimport StatsCore
 from ophidis.net._core cimport ClientCore
-from ophidis.protocol._reader cimport ReadFeed, _plain_lines, _read_feed
+from ophidis.protocol._reader cimport ReadFeed, ReaderCore, _plain_lines, _read_feed
 from ophidis.protocol._reader import ends_with_request
 from ophidis.server._core cimport ServerCore
 
@@ -301,6 +301,10 @@ def data_received(ClientCore client, data):
         _dr_stats.el_max = d
 
 
+cdef _Ctx _dr_ctx = _Ctx.__new__(_Ctx)
+cdef bint _dr_ctx_busy = False
+
+
 cdef _dr_read(ClientCore client, data, double t0):
     if client.closing or client.close_after_reply:
         return
@@ -310,7 +314,8 @@ cdef _dr_read(ClientCore client, data, double t0):
         return
     rd = client.reader
     cdef bint inline = PyBytes_AS_STRING(data)[0] != 42
-    if rd.pend is not None or client.server.obuf_normal_limit or (inline and not _plain_lines(data)):
+    if not isinstance(rd, ReaderCore) or (<ReaderCore>rd).pend is not None \
+            or (<ServerCore>client.server).obuf_normal_limit or (inline and not _plain_lines(data)):
         client._data_received(data)
         return
     # at a request boundary: hiredis holds nothing (a multibulk header it
@@ -318,13 +323,24 @@ cdef _dr_read(ClientCore client, data, double t0):
     cdef ReadFeed feed = _read_feed(<bytes>data, rd, inline)
     cdef list out = []
     client.pending_writes = out
-    # (run's body, called in C: no Python call, no argument parsing)
-    cdef _Ctx x = _Ctx.__new__(_Ctx)
+    # (run's body, called in C: no Python call, no argument parsing; the
+    # bodies' context object reused, a new one if a read ever nests)
+    global _dr_ctx_busy
+    cdef _Ctx x
+    cdef bint shared = not _dr_ctx_busy
+    if shared:
+        x = _dr_ctx
+        _dr_ctx_busy = True
+    else:
+        x = _Ctx.__new__(_Ctx)
     try:
         r = _run(client, feed, out, _dr_table, client.slow or _server_slow, t0, x)
     finally:
         _flush(x)
-    nreq = (<tuple>r)[0]
+        if shared:
+            x.client = None     # (no closed client kept alive by the shared context)
+            _dr_ctx_busy = False
+    cdef Py_ssize_t nreq = (<tuple>r)[0]
     last = (<tuple>r)[1]
     cdef bint stopped = client.blocked or client.close_after_reply or client.paused_queue is not None
     if inline:
@@ -339,7 +355,7 @@ cdef _dr_read(ClientCore client, data, double t0):
         if out:
             _dr_write(client, out)
         return
-    if nreq > 0 and rd.pend is None and (
+    if nreq > 0 and (<ReaderCore>rd).pend is None and (
             (feed.gets is None and feed.pos == PyBytes_GET_SIZE(data))    # all taken here
             or (type(last) is list and <list>last and not stopped and ends_with_request(data, <list>last))):
         # the read ended with the last request: nothing is left

@@ -1,4 +1,12 @@
 # What the request loop (net/_client.pyx) uses of protocol/_reader.pyx.
+
+# The C fields of protocol/reader.py's RequestReader (the one declaration
+# of the field list: the pure twin takes its slots from this file): what
+# the per-read path reads of every read.
+cdef class ReaderCore:
+    cdef public object pend
+
+
 cdef class ReadFeed:
     cdef bytes data
     cdef Py_ssize_t pos

@@ -149,6 +149,12 @@ cdef inline Py_ssize_t _len_line(const char *p, Py_ssize_t i, Py_ssize_t n, Py_s
     return j + 2
 
 
+cdef class ReaderCore:
+    """The fields of protocol.reader.RequestReader the per-read path reads,
+    as C fields (RequestReader derives from this class when the module is
+    built; declared in _reader.pxd)."""
+
+
 cdef class ReadFeed:
     """One read's requests for the request loop (see above)."""
 

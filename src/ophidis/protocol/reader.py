@@ -164,7 +164,13 @@ def _skip_requests(buf, nreq) -> int:
     return pos
 
 
-class RequestReader:
+if _c is not None:
+    _ReaderBase, _C_FIELDS = _c.ReaderCore, frozenset(compiled.fields("protocol/_reader.pxd", "ReaderCore"))
+else:
+    _ReaderBase, _C_FIELDS = object, frozenset()
+
+
+class RequestReader(_ReaderBase):
     """One connection's input: see the module's docstring.
 
     Attributes the request loop uses directly: ``hiredis`` (the parser
@@ -175,8 +181,8 @@ class RequestReader:
     (a request hiredis holds partly, or input for the Python parser).
     """
 
-    __slots__ = ("hiredis", "pend", "check", "py", "limits",
-                 "buf", "pos", "first", "handback", "lines", "big")
+    __slots__ = tuple(n for n in ("hiredis", "pend", "check", "py", "limits",
+                                  "buf", "pos", "first", "handback", "lines", "big") if n not in _C_FIELDS)
 
     def __init__(self, limits):
         self.hiredis = None     # made by the first read that needs it (new_hiredis)

@@ -11,7 +11,7 @@ cdef class ScriptCore:
 
 
 cdef class FunctionCore:
-    cdef public object name, lib, fn, desc, flags
+    cdef public object name, lib, fn, desc, flags, key     # key: its key in Functions.functions
 
 
 cdef class RunCtx:

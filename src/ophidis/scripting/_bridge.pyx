@@ -10,10 +10,11 @@ same scripts through both."""
 SOURCE_HASH = PYX_HASH
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
-from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.dict cimport PyDict_GetItem, PyDict_GetItemWithError, PyDict_SetItem
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_GetSlice, PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT
 from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
 
@@ -21,12 +22,13 @@ from ophidis._dtoa cimport _dtoa_d2string, _dtoa_fpconv
 from ophidis._util cimport __builtin_clzll, _all_bytes, _now
 from ophidis.protocol._resp cimport _digits
 from ophidis.cmdtable._core cimport CommandCore
-from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
+from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load, _reload
 from ophidis.net._client cimport _latency_tracking, _propagator, _server_slow, _slow_check
 from ophidis.net._core cimport ClientCore
 from ophidis.server._core cimport ServerCore
+from ophidis.keyspace._core cimport StatsCore
 
-from time import time as _time_time
+from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 
 from ..cmdtable.registry import TABLE
 from ..errors import OOM, RedisError
@@ -87,6 +89,10 @@ cdef dict _s_db_vars = vars(_db_mod)    # keyspace.db's globals (its _time: the 
 if "_time" not in _s_db_vars:
     raise ImportError("scripting._bridge: keyspace.db has no _time")
 cdef object _s_resp_int = resp_int
+cdef StatsCore _s_stats = _db_mod.stats     # the one Stats (commands/_bodies.pyx holds it too)
+cdef _Ctx _s_x = None       # the bodies' context _s_call loads for each redis.call (one object, reused)
+cdef bint _s_x_fresh = False    # _s_x's configuration fields (notify flags, lazy free) were loaded
+                                # in this run, and no Python code ran since (_s_freeze)
 
 
 cdef object _s_reply(eng, bytes r):
@@ -146,11 +152,14 @@ cdef object _script_call(eng, list argv, bint raw):
     min-replicas, not a replica), the script's client's user is unrestricted,
     the server is not a cluster node and no debugger runs, the checks of
     LuaEngine._run_call that cannot apply are skipped and the call and its
-    reply conversion run here.  argv: the arguments as Lua gave them."""
+    reply conversion run here.  argv: the arguments as Lua gave them.
+    raw: the command's RESP reply (bytes) is returned as it is, not as
+    (4, reply)."""
     cdef EngineCore e = <EngineCore?>eng
     cdef ServerCore srv
     c = e.ctx
     if c is None or type(c) is not RunCtx or e.ldb is not None:
+        _s_freeze()
         return _s_pure(eng, argv)
     srv = e.server
     sc = e.client
@@ -163,38 +172,50 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
     cdef Py_ssize_t n, a
     cdef CommandCore cc
     cdef bint write
+    cdef PyObject *pc
     if not argv or not _all_bytes(argv):
+        _s_freeze()
         return _s_pure(eng, argv)
     if ctx.timedout or _now() - ctx.start > ctx.threshold:
+        _s_freeze()
         return _s_pure(eng, argv)
     name = <bytes>argv[0]
-    cmd = _s_table.get(name)
-    if cmd is None:
-        cmd = _s_table.get(name.lower())
+    pc = PyDict_GetItemWithError(_s_table, name)
+    if pc == NULL:
+        pc = PyDict_GetItemWithError(_s_table, name.lower())
+    cmd = <object>pc if pc != NULL else None
     n = len(argv)
     if cmd is None:
+        _s_freeze()
         return _s_pure(eng, argv)
     cc = <CommandCore>cmd
     if cc.subcommands and n > 1:
+        _s_freeze()
         return _s_pure(eng, argv)
     a = cc.arity
     if (a > 0 and a != n) or n < -a:
+        _s_freeze()
         return eng._reject(cmd, b"ERR Wrong number of args calling Redis command from script")
     if cc.noscript and not srv.script_disable_deny_script:
+        _s_freeze()
         return eng._reject(cmd, b"ERR This Redis command is not allowed from script")
     if _server_slow or not plain:
+        _s_freeze()
         return eng._run_call(cmd, argv)
     write = cc.write
     if write or cc.may_replicate:
         if ctx.readonly:
+            _s_freeze()
             return eng._reject(cmd, b"ERR Write commands are not allowed from read-only scripts.")
     if (ctx.oom_at_start and cc.denyoom and not ctx.allow_oom and not ctx.write_dirty
             and srv.maxmemory):
+        _s_freeze()
         return eng._reject(cmd, _s_oom)
     if write:
         ctx.write_dirty = True
     try:
         if _propagator is not None or cc.blocking or sc.reply_mode:
+            _s_freeze()
             r = srv.call(sc, cmd, argv)
         else:
             r = _s_call(srv, sc, cc, argv)
@@ -203,8 +224,21 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
     if r is None:
         return 0, None
     if raw:
-        return 4, r
+        return r        # the RESP reply itself (every other outcome is a (kind, value) tuple)
     return _s_reply(eng, <bytes>r)
+
+
+cdef inline int _s_hist_add(list hist, int slot) except -1:
+    # hist[slot] += 1 (the counters are ints)
+    if slot >= PyList_GET_SIZE(hist) or type(<object>PyList_GET_ITEM(hist, slot)) is not int:
+        hist[slot] += 1
+        return 0
+    old = <object>PyList_GET_ITEM(hist, slot)
+    new = PyLong_FromLongLong(PyLong_AsLongLong(old) + 1)
+    Py_INCREF(new)
+    PyList_SET_ITEM(hist, slot, new)    # (steals new; the list's reference to old is dropped below)
+    Py_DECREF(old)
+    return 0
 
 
 cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
@@ -215,19 +249,28 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     cdef long long us
     cdef int slot
     cdef _Ctx x
+    global _s_x, _s_x_fresh
     sc.last_cmd = cmd
     t0 = _now()
     try:
         r = None
         if cmd.cbody:
-            x = _Ctx.__new__(_Ctx)
-            _load(x, sc)
+            x = _s_x
+            if x is None or x.valid:    # (valid: in use further up the stack)
+                x = _s_x = _Ctx.__new__(_Ctx)
+                _load(x, sc)
+            elif _s_x_fresh:
+                _reload(x, sc)
+            else:
+                _load(x, sc)
+                _s_x_fresh = True
             x.last_cmd = cmd
             try:
                 r = _body(cmd.cbody, x, argv)
             finally:
                 _flush(x)
         if r is None:
+            _s_freeze()
             r = cmd.proc(sc, argv)
     except RedisError as e:
         r = sc.error_reply(e, cmd)
@@ -240,7 +283,7 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     elif sc.bstate is not None:
         sc.bstate.duration = dt
     cmd.usec += dt
-    _db_mod.stats.el_nested += dt      # inside its EVAL's time (eventloop_duration_cmd_sum)
+    _s_stats.el_nested += dt      # inside its EVAL's time (eventloop_duration_cmd_sum)
     caller = sc.script_caller
     if caller is not None:
         (<ClientCore>(<tuple>caller)[0]).tot_cmds += 1     # CLIENT LIST's tot-cmds: the caller's
@@ -249,7 +292,7 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     if _latency_tracking and not blocked:
         us = <long long>(dt * 976562.5)
         slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
-        cmd.hist[slot] += 1
+        _s_hist_add(cmd.hist, slot)
     return r
 
 
@@ -331,6 +374,7 @@ cdef _lf_vii _L_unref = NULL
 cdef _lf_ii _L_toboolean = NULL
 cdef _lf_newthread _L_newthread = NULL
 cdef _lf_pcall _L_pcall = NULL
+cdef _lf_vi _L_rawset = NULL
 
 
 cdef bint _lc_load(bytes path):
@@ -338,7 +382,7 @@ cdef bint _lc_load(bytes path):
     global _lc_state
     cdef void *h
     cdef void *f
-    cdef void **slots[26]
+    cdef void **slots[27]
     cdef int i
     if _lc_state:
         return _lc_state > 0
@@ -350,7 +394,8 @@ cdef bint _lc_load(bytes path):
              b"lua_pushboolean", b"lua_createtable", b"lua_rawseti", b"lua_call", b"lua_pushnil",
              b"lua_tolstring", b"lua_tonumber", b"lua_touserdata", b"lua_pushlstring", b"lua_pushnumber",
              b"lua_setfield", b"lua_getfield", b"lua_pushcclosure", b"lua_pushlightuserdata",
-             b"lua_rawgeti", b"luaL_ref", b"luaL_unref", b"lua_toboolean", b"lua_newthread", b"lua_pcall"]
+             b"lua_rawgeti", b"luaL_ref", b"luaL_unref", b"lua_toboolean", b"lua_newthread", b"lua_pcall",
+             b"lua_rawset"]
     slots[0] = <void **>&_L_gettop
     slots[1] = <void **>&_L_error
     slots[2] = <void **>&_L_type
@@ -377,10 +422,11 @@ cdef bint _lc_load(bytes path):
     slots[23] = <void **>&_L_toboolean
     slots[24] = <void **>&_L_newthread
     slots[25] = <void **>&_L_pcall
-    for i in range(26):
+    slots[26] = <void **>&_L_rawset
+    for i in range(27):
         f = dlsym(h, <bytes>names[i])
         if f == NULL:
-            for i in range(26):
+            for i in range(27):
                 slots[i][0] = NULL
             return False
         slots[i][0] = f
@@ -402,7 +448,11 @@ cdef class LuaLink:
     cdef object lua
     cdef readonly object call
     cdef readonly object pcall
-    cdef int run_ref             # the sandbox's run_prep (0: not bound)
+    cdef int run_ref             # the sandbox's run_prep_t (0: not bound)
+    cdef int g_ref               # its globals table (KEYS and ARGV of an EVAL) ...
+    cdef int keys_ref, argv_ref  # ... and the strings "KEYS" and "ARGV"
+    cdef bint armed              # the thread's count hook is set and no kill is pending
+                                 # (else _lc_exec calls run_prep_t; disarm)
     cdef int errh_ref            # its err_handler
     cdef int einfo_ref           # its error_info
     cdef int enc_ref             # its encode_reply
@@ -415,24 +465,36 @@ cdef class LuaLink:
     # while a script runs)
     cdef object run_ctx
     cdef ServerCore run_srv
-    cdef object run_sc
+    cdef ClientCore run_sc
     cdef bint run_plain
     # the command names redis.call was given last (argv[0] as bytes whose
-    # hash is known), by the address of the Lua string
+    # hash is known, the command table's lookup then finds it by identity),
+    # by the address of the Lua string; replaced in turn (name_next)
     cdef const char *name_at[8]
     cdef list names
+    cdef int name_next
     cdef object count_error
 
-    def bind(self, prep, err_handler, error_info, encode, count_error, bint eval_mode):
-        """The sandbox's run_prep, err_handler, error_info and encode_reply
-        (the steps of its run_t, see _lc_exec), engine._count_error, and
-        whether scripts get KEYS and ARGV as globals (EVAL) or arguments."""
+    def bind(self, prep, globals_, err_handler, error_info, encode, count_error, bint eval_mode):
+        """The sandbox's run_prep_t, its globals, err_handler, error_info and
+        encode_reply (the steps of its run_t, see _lc_exec),
+        engine._count_error, and whether scripts get KEYS and ARGV as
+        globals (EVAL) or arguments."""
+        self.g_ref = self._ref(globals_)
+        self.keys_ref = self._ref(b"KEYS")
+        self.argv_ref = self._ref(b"ARGV")
+        self.armed = False
         self.run_ref = self._ref(prep)
         self.errh_ref = self._ref(err_handler)
         self.einfo_ref = self._ref(error_info)
         self.enc_ref = self._ref(encode)
         self.count_error = count_error
         self.eval_mode = eval_mode
+
+    def disarm(self):
+        """The sandbox's hook raises a kill (its kill_msg is set, its hook
+        fires on every line): the next run calls run_prep_t."""
+        self.armed = False
 
     cdef int _ref(self, v) except? -1:
         # a registry reference to a Lua value lupa holds (through a global)
@@ -550,14 +612,37 @@ cdef object _lc_name(void *L, LuaLink link):
     if _L_type(L, 1) != _LUA_TSTRING:
         return _lc_arg(L, 1)
     p = _L_tolstring(L, 1, &ln)
-    k = (<size_t>p >> 4) & 7
-    b = <bytes>link.names[k]
-    if link.name_at[k] == p and <size_t>PyBytes_GET_SIZE(b) == ln and memcmp(PyBytes_AS_STRING(b), p, ln) == 0:
-        return b
-    b = PyBytes_FromStringAndSize(p, ln)
-    hash(b)
+    for k in range(8):
+        if link.name_at[k] == p:
+            b = <bytes>link.names[k]
+            if <size_t>PyBytes_GET_SIZE(b) == ln and memcmp(PyBytes_AS_STRING(b), p, ln) == 0:
+                return b
+            break
+    else:
+        k = link.name_next
+        link.name_next = (k + 1) & 7
+    b = _s_canonical(PyBytes_FromStringAndSize(p, ln))
     link.names[k] = b
     link.name_at[k] = p
+    return b
+
+
+cdef dict _s_canon = {}     # a command's name -> the command table's own key object
+
+
+cdef bytes _s_canonical(bytes b):
+    # b, or the command table's key equal to it (the table's lookup of a
+    # key it holds stops at the identity; an equal object is compared)
+    k = _s_canon.get(b)
+    if k is not None:
+        return <bytes>k
+    if b in _s_table:
+        for k in _s_table:
+            if k == b:
+                if len(_s_canon) < 4096:
+                    _s_canon[b] = k
+                return <bytes>k
+    hash(b)
     return b
 
 
@@ -591,23 +676,22 @@ cdef object _lc_arg(void *L, int i):
 
 
 cdef int _lc_push(void *L, ScriptBridge b, r) except -3:
-    # script_call's (kind, value) onto the Lua stack: 1 (a value pushed), -1
-    # (an error table pushed to raise), -2 (b.pending holds the value)
+    # script_call's (kind, value), or the command's reply (bytes, raw), onto
+    # the Lua stack: 1 (a value pushed), -1 (an error table pushed to raise),
+    # -2 (b.pending holds the value)
     cdef int base
     cdef const char *p
     cdef const char *end
-    k = (<tuple>r)[0]
-    v = (<tuple>r)[1]
-    if k == 4:      # a reply in RESP: the common types here, the rest in Python
+    if type(r) is bytes:    # a reply in RESP: the common types here, the rest in Python
         base = _L_gettop(L)
-        p = PyBytes_AS_STRING(<bytes>v)
-        end = p + PyBytes_GET_SIZE(<bytes>v)
+        p = PyBytes_AS_STRING(<bytes>r)
+        end = p + PyBytes_GET_SIZE(<bytes>r)
         if _lc_resp(L, &p, end, 0) and p == end:
             return 1
         _L_settop(L, base)
-        r = _s_reply(b.eng, <bytes>v)
-        k = (<tuple>r)[0]
-        v = (<tuple>r)[1]
+        r = _s_reply(b.eng, <bytes>r)
+    k = (<tuple>r)[0]
+    v = (<tuple>r)[1]
     if k == 0:
         t = type(v)
         if v is None:
@@ -639,6 +723,22 @@ cdef int _lc_push(void *L, ScriptBridge b, r) except -3:
     return -1 if b.raise_ else 1
 
 
+cdef inline long long _lc_int(const char *p, const char *e) noexcept:
+    # the integer at p (up to e, the \r): a sign and up to 18 digits here,
+    # anything else as strtoll reads it
+    cdef long long n = 0
+    cdef bint neg = p < e and p[0] == 45
+    cdef const char *q = p + 1 if neg else p
+    if q == e or e - q > 18:
+        return _lc_strtoll(p, NULL, 10)
+    while q < e:
+        if not (48 <= q[0] <= 57):
+            return _lc_strtoll(p, NULL, 10)
+        n = n * 10 + (q[0] - 48)
+        q += 1
+    return -n if neg else n
+
+
 cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcept:
     # One RESP2 reply at pp[0] pushed as engine._parse makes it (bulk, null,
     # integer, status, array of these); False for anything else (the caller
@@ -654,7 +754,7 @@ cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcep
         return False
     c = p[0]
     if c == 36 or c == 42 or c == 58:       # '$' '*' ':'
-        n = _lc_strtoll(p + 1, NULL, 10)
+        n = _lc_int(p + 1, nl - 1)
         if c == 58:
             _L_pushnumber(L, <double>n)
             pp[0] = nl + 1
@@ -687,34 +787,49 @@ cdef bint _lc_resp(void *L, const char **pp, const char *end, int depth) noexcep
     return False
 
 
-cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int caller_resp):
+cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, Py_ssize_t a0, int caller_resp):
     # The sandbox's run_t(fn, KEYS, ARGV) on the link's thread, step by step
-    # (run_prep, fn under err_handler, error_info), and its outcome as
+    # (run_prep_t, fn under err_handler, error_info), and its outcome as
     # script_run makes it from lupa's: the reply, or None (nothing run)
-    # where an argument is not bytes.
+    # where an argument is not bytes.  ARGV: args[a0:].
     cdef void *T = link.T
     cdef int i, top, st
+    cdef Py_ssize_t j
     cdef size_t ln
     cdef const char *p
     for v in keys:
         if type(v) is not bytes:
             return None
-    for v in args:
-        if type(v) is not bytes:
+    for j in range(a0, len(args)):
+        if type(args[j]) is not bytes:
             return None
     fref = link.fn_ref(fn)
     if not _L_checkstack(T, 8):
         return None
     # the stack: 1 KEYS, 2 ARGV, 3 err_handler, 4 fn (then its result)
     _L_settop(T, 0)
-    _lc_strings(T, keys)
-    _lc_strings(T, args)
+    _lc_strings(T, keys, 0)
+    _lc_strings(T, args, a0)
     try:
-        _L_rawgeti(T, _LUA_REGISTRY, link.run_ref)
-        _L_pushvalue(T, 1)
-        _L_pushvalue(T, 2)
-        if _L_pcall(T, 2, 0, 0):
-            raise RuntimeError(_lc_value(T, -1))
+        # run_prep_t's steps: KEYS and ARGV (EVAL) here while the link is
+        # armed (the count hook set, no kill pending), else run_prep_t
+        if link.armed:
+            if link.eval_mode:
+                _L_rawgeti(T, _LUA_REGISTRY, link.g_ref)
+                _L_rawgeti(T, _LUA_REGISTRY, link.keys_ref)
+                _L_pushvalue(T, 1)
+                _L_rawset(T, 3)
+                _L_rawgeti(T, _LUA_REGISTRY, link.argv_ref)
+                _L_pushvalue(T, 2)
+                _L_rawset(T, 3)
+                _L_settop(T, 2)
+        else:
+            _L_rawgeti(T, _LUA_REGISTRY, link.run_ref)
+            _L_pushvalue(T, 1)
+            _L_pushvalue(T, 2)
+            if _L_pcall(T, 2, 0, 0):
+                raise RuntimeError(_lc_value(T, -1))
+            link.armed = True
         _L_rawgeti(T, _LUA_REGISTRY, link.errh_ref)
         _L_rawgeti(T, _LUA_REGISTRY, fref)
         if link.eval_mode:
@@ -751,14 +866,15 @@ cdef object _lc_exec(LuaLink link, eng, ctx, fn, list keys, list args, int calle
         _L_settop(T, 0)
 
 
-cdef int _lc_strings(void *T, list items) except -1:
-    # a Lua array of the bytes in items (KEYS, ARGV) pushed on T
-    cdef int i = 0
-    _L_createtable(T, len(items), 0)
-    for v in items:
-        i += 1
-        _L_pushlstring(T, PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
-        _L_rawseti(T, -2, i)
+cdef int _lc_strings(void *T, list items, Py_ssize_t start) except -1:
+    # a Lua array of the bytes in items[start:] (KEYS, ARGV) pushed on T
+    cdef Py_ssize_t j, n = len(items)
+    cdef bytes v
+    _L_createtable(T, <int>(n - start if n > start else 0), 0)
+    for j in range(start, n):
+        v = <bytes>items[j]
+        _L_pushlstring(T, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        _L_rawseti(T, -2, <int>(j - start + 1))
     return 0
 
 
@@ -800,7 +916,7 @@ cdef object _lc_value(void *T, int i):
 def script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_resp):
     """LuaEngine.run compiled (the same steps; a debugged script and more
     than 64 keys and arguments go to the Python one)."""
-    return _script_run(eng, ctx, fn, keys, args, caller_resp)
+    return _script_run(eng, ctx, fn, keys, args, 0, caller_resp)
 
 
 cdef class _Frozen:
@@ -811,20 +927,77 @@ cdef class _Frozen:
         return self.t
 
 
-cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_resp):
+cdef inline double _time_now() noexcept:
+    # time.time(), as CPython computes it (CLOCK_REALTIME in nanoseconds / 1e9)
+    cdef timespec ts
+    cdef long long ns
+    clock_gettime(CLOCK_REALTIME, &ts)
+    ns = <long long>ts.tv_sec * 1000000000 + ts.tv_nsec
+    if ns % 1000000000 == 0:
+        return <double>(ns // 1000000000)
+    return <double>ns / 1e9
+
+
+# Keys do not expire while a script runs (Redis's script time snapshot):
+# keyspace.db._time is a _Frozen then.  The command bodies read no clock,
+# so _script_run only notes the time (_s_freeze_due) and the snapshot is
+# installed before the first Python code of the run that may read it
+# (_s_freeze: a command's Python function, Server.call, the pure bridge,
+# the hook's poll through freeze_clock), and taken out at the run's end.
+cdef object _s_cfg = None         # the server's Config, and its values
+cdef dict _s_cfg_values = None
+cdef _Frozen _s_frozen = None     # the snapshot (one object, reused)
+cdef object _s_frozen_prev = None     # keyspace.db._time before it was installed
+cdef bint _s_freeze_due = False       # a run's snapshot is not installed yet
+
+
+cdef inline int _s_freeze() except -1:
+    # Python code may run next: the time snapshot installed, _s_x's
+    # configuration fields to be read again
+    global _s_freeze_due, _s_frozen_prev, _s_x_fresh
+    _s_x_fresh = False
+    if _s_freeze_due:
+        _s_freeze_due = False
+        _s_frozen_prev = <object>PyDict_GetItem(_s_db_vars, "_time")
+        PyDict_SetItem(_s_db_vars, "_time", _s_frozen)
+    return 0
+
+
+def freeze_clock():
+    """The running script's time snapshot installed (LuaEngine._interrupt,
+    before the other clients are served)."""
+    _s_freeze()
+
+
+cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, Py_ssize_t a0, int caller_resp):
+    # LuaEngine.run(ctx, fn, keys, args[a0:], caller_resp)
     cdef ClientCore sc, caller
     cdef ServerCore srv
     cdef _Frozen frozen
-    if eng.ldb is not None or len(keys) + len(args) > 64:
-        return type(eng).run(eng, ctx, fn, keys, args, caller_resp)    # LuaEngine.run
-    srv = eng.server
-    sc = eng.client
-    caller = ctx.caller
+    global _s_x_fresh
+    if a0 and (type(args) is not list or a0 > len(args)):
+        raise TypeError("script_run: a0 needs a list")
+    if eng.ldb is not None or len(keys) + len(args) - a0 > 64:
+        if a0:
+            args = PyList_GetSlice(args, a0, len(args))
+        _s_x_fresh = False
+        try:
+            return type(eng).run(eng, ctx, fn, keys, args, caller_resp)    # LuaEngine.run
+        finally:
+            _s_x_fresh = False
+    srv = <ServerCore>eng.server        # (a LuaEngine's, set once)
+    sc = <ClientCore>eng.client
+    caller = <ClientCore?>ctx.caller
     sc.db = caller.db
     sc.script_caller = (caller, keys)
     sc.resp = 2
     sc.user = caller.user
-    th = srv.config.values["busy-reply-threshold"]
+    global _s_cfg, _s_cfg_values
+    cfg = srv.config
+    if cfg is not _s_cfg:
+        _s_cfg_values = cfg.values      # (Config's dict of values, made once)
+        _s_cfg = cfg
+    cdef long long th = _s_cfg_values["busy-reply-threshold"]
     ctx.threshold = th / 1000.0 if th > 0 else 1e9
     if srv.maxmemory:
         try:
@@ -832,11 +1005,21 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_r
         except Exception:
             ctx.oom_at_start = False
     eng.ctx = ctx
-    # Keys do not expire while a script runs (Redis's script time snapshot).
-    frozen = _Frozen.__new__(_Frozen)
-    frozen.t = _time_time()
-    prev_time = <object>PyDict_GetItem(_s_db_vars, "_time")
-    PyDict_SetItem(_s_db_vars, "_time", frozen)
+    # the time snapshot (above): noted, installed by _s_freeze; a run inside
+    # a run (never from a script; kept safe) installs its own at once
+    global _s_frozen, _s_frozen_prev, _s_freeze_due
+    _s_x_fresh = False
+    nested = _s_freeze_due or _s_frozen_prev is not None
+    if nested:
+        prev_time = <object>PyDict_GetItem(_s_db_vars, "_time")
+        frozen = _Frozen.__new__(_Frozen)
+        frozen.t = _time_now()
+        PyDict_SetItem(_s_db_vars, "_time", frozen)
+    else:
+        if _s_frozen is None:
+            _s_frozen = _Frozen.__new__(_Frozen)
+        _s_frozen.t = _time_now()
+        _s_freeze_due = True
     link = eng._link
     out = None
     try:
@@ -846,13 +1029,23 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, int caller_r
             lk.run_srv = srv
             lk.run_sc = sc
             lk.run_plain = srv.cluster is None and sc.user.unrestricted
-            out = _lc_exec(lk, eng, ctx, fn, keys, args, caller_resp)
+            out = _lc_exec(lk, eng, ctx, fn, keys, args, a0, caller_resp)
         if out is None:
+            _s_freeze()
+            if a0:
+                args = PyList_GetSlice(args, a0, len(args))
             r = eng._run(fn, len(keys), *keys, *args)
     finally:
         if link is not None:
             (<LuaLink>link).run_ctx = (<LuaLink>link).run_srv = (<LuaLink>link).run_sc = None
-        PyDict_SetItem(_s_db_vars, "_time", prev_time)
+        _s_x_fresh = False
+        if nested:
+            PyDict_SetItem(_s_db_vars, "_time", prev_time)
+        else:
+            _s_freeze_due = False
+            if _s_frozen_prev is not None:
+                PyDict_SetItem(_s_db_vars, "_time", _s_frozen_prev)
+                _s_frozen_prev = None
         eng.ctx = None
         if ctx.timedout:
             srv.script_busy = None
@@ -881,7 +1074,6 @@ cdef object _ev_prepare = None      # commands.scripting.prepare
 cdef object _ev_failed = None       # commands.scripting._failed
 cdef object _ev_noscript = None     # errors.NOSCRIPT
 cdef object _ev_bad_numkeys = None  # commands.scripting._BAD_NUMKEYS
-cdef tuple _ev_plain = (False, False)
 
 
 def eval_setup(eval_, fcall, engine, numkeys, prepare, failed, noscript, bad_numkeys):
@@ -896,14 +1088,16 @@ def eval_setup(eval_, fcall, engine, numkeys, prepare, failed, noscript, bad_num
     _ev_bad_numkeys = bad_numkeys
 
 
-cdef object _ev_prep(c, ServerCore srv, flags, bint compat, bint ro):
-    # prepare's two fast exits on a master, else prepare
+cdef int _ev_prep(c, ServerCore srv, flags, bint compat, bint ro) except -1:
+    # prepare's (readonly, allow_oom) as bits 1 and 2: its two fast exits on
+    # a master, else prepare
     if not srv.is_replica:
         if compat:
-            return (ro, False)
+            return 1 if ro else 0
         if not flags and not ro and srv.lastbgsave_ok and not srv.min_replicas and not srv.maxmemory:
-            return _ev_plain
-    return _ev_prepare(c, flags, compat, ro)
+            return 0
+    p = _ev_prepare(c, flags, compat, ro)
+    return (1 if p[0] else 0) | (2 if p[1] else 0)
 
 
 cdef Py_ssize_t _ev_nkeys(c, list argv, bad) except -1:
@@ -938,7 +1132,8 @@ def fcall_ro_cmd(ClientCore c, list argv):
 
 
 cdef object _evalsha(ClientCore c, list argv, bint ro):
-    cdef ServerCore srv = c.server
+    cdef ServerCore srv = <ServerCore>c.server
+    cdef int p
     if srv.monitors or c.lua_debug is not None or srv.cluster is not None:
         return _ev_eval(c, argv, True, ro)
     cdef ScriptCore s
@@ -948,41 +1143,91 @@ cdef object _evalsha(ClientCore c, list argv, bint ro):
     eng = srv.lua_eval or _ev_engine(srv)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, None)
     cdef dict scripts = srv.lua_scripts
-    s = scripts.get(sha)            # the keys are lower case (and so, mostly, is the sha sent)
-    if s is None:
-        s = scripts.get(sha.lower())
-        if s is None:
+    so = scripts.get(_ev_same(sha, _ev_key))     # the keys are lower case (and so, mostly, is the sha sent)
+    if so is None:
+        so = scripts.get(sha.lower())
+        if so is None:
             raise _ev_noscript
+    s = <ScriptCore>so              # (lua_scripts holds Script objects)
+    global _ev_key
+    _ev_key = s.sha                 # (lua_scripts' key: create_script stores a script under its sha)
     p = _ev_prep(c, srv, s.flags, s.compat, ro)
-    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, s.sha, True, p[0], p[1], argv)
-    r = _script_run(eng, ctx, s.fn, argv[3:3 + n], argv[3 + n:], c.resp)
-    if (<bytes>r)[:1] == b"-":
+    ctx = _ctx_init(_ev_take(), c, s.sha, True, p & 1, p & 2, argv)
+    r = _script_run(<EngineCore>eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
+    _ev_give(ctx)
+    if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
 
 
 cdef object _fcall(ClientCore c, list argv, bint ro):
-    cdef ServerCore srv = c.server
+    cdef ServerCore srv = <ServerCore>c.server
+    cdef int p
     if srv.monitors or srv.cluster is not None:
         return _ev_fcall(c, argv, ro)
     reg = srv.functions
     cdef dict fns = reg.functions
     cdef FunctionCore f
-    fo = fns.get(argv[1])           # the names are kept in lower case
+    global _fc_key
+    name = _ev_same(argv[1], _fc_key)
+    fo = fns.get(name)              # the names are kept in lower case
     if fo is None:
-        fo = fns.get(argv[1].lower())
+        name = argv[1].lower()
+        fo = fns.get(name)
         if fo is None:
             return _ev_fcall(c, argv, ro)
-    f = fo
+    f = <FunctionCore>fo            # (the registry holds Function objects)
+    _fc_key = f.key                 # (its key in the registry, for the next call)
     cdef Py_ssize_t n = _ev_nkeys(c, argv, _ev_bad_numkeys)
     p = _ev_prep(c, srv, f.flags, False, ro)
-    ctx = _ctx_init(RunCtx.__new__(RunCtx), c, f.name, False, p[0], p[1], argv)
+    ctx = _ctx_init(_ev_take(), c, f.name, False, p & 1, p & 2, argv)
     eng = reg._engine               # (the engine property makes it where it is missing)
     if eng is None:
         eng = reg.engine
-    r = _script_run(eng, ctx, f.fn, argv[3:3 + n], argv[3 + n:], c.resp)
-    if (<bytes>r)[:1] == b"-":
+    r = _script_run(<EngineCore?>eng, ctx, f.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
+    _ev_give(ctx)
+    if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r
+
+
+cdef object _ev_key = None      # the sha (lua_scripts' key object) EVALSHA found last
+cdef object _fc_key = None      # the name (the registry's key object) FCALL found last
+
+
+cdef inline object _ev_same(b, k):
+    # k where both are bytes and equal (k: a dict's own key object, its
+    # lookup then stops at the identity), else b
+    if (type(b) is bytes and type(k) is bytes and PyBytes_GET_SIZE(<bytes>k) == PyBytes_GET_SIZE(<bytes>b)
+            and memcmp(PyBytes_AS_STRING(<bytes>k), PyBytes_AS_STRING(<bytes>b), PyBytes_GET_SIZE(<bytes>b)) == 0):
+        return k
+    return b
+
+
+cdef RunCtx _ev_spare = None   # a RunCtx nothing holds any more, for the next EVALSHA/FCALL
+
+
+cdef inline RunCtx _ev_take():
+    global _ev_spare
+    ctx = _ev_spare
+    if ctx is None:
+        return RunCtx.__new__(RunCtx)
+    _ev_spare = None
+    return ctx
+
+
+cdef inline int _ev_give(RunCtx ctx) except -1:
+    # ctx back as the spare where the run kept no reference to it (its
+    # references dropped: the caller, its name and its argv)
+    global _ev_spare
+    if Py_REFCNT(ctx) == 1:
+        ctx.caller = ctx.name = ctx.argv = None
+        _ev_spare = ctx
+    return 0
+
+
+cdef inline bint _ev_is_error(r):
+    # (<bytes>r)[:1] == b"-"
+    return PyBytes_GET_SIZE(<bytes>r) > 0 and PyBytes_AS_STRING(<bytes>r)[0] == 45
 
 

@@ -187,7 +187,7 @@ class LuaEngine(_EngineBase):
         if _bridge is not None:      # the compiled twin of LuaEngine.run
             self.run = partial(_bridge.script_run, self)
             if self._link is not None:
-                self._link.bind(h[b"run_prep"], h[b"err_handler"], h[b"error_info"], self._encode,
+                self._link.bind(h[b"run_prep_t"], h[b"G"], h[b"err_handler"], h[b"error_info"], self._encode,
                                 count_error, mode == "eval")
         self._mk_err = h[b"mk_err"]
         self._mk_double = h[b"mk_double"]
@@ -590,7 +590,12 @@ class LuaEngine(_EngineBase):
     # -- busy scripts -------------------------------------------------------------------
     def _interrupt(self):
         try:
-            return self._interrupt_inner()
+            if _bridge is not None:
+                _bridge.freeze_clock()      # the run's time snapshot (the compiled run installs it late)
+            msg = self._interrupt_inner()
+            if msg is not None and self._link is not None:
+                self._link.disarm()     # the sandbox's hook now raises (run_prep_t resets it)
+            return msg
         except Exception:  # noqa: BLE001
             import traceback
             log.warning("script interrupt error: %s" % traceback.format_exc().replace("\n", " | "))

@@ -39,6 +39,7 @@ class Function(_FunctionBase):
         self.fn = fn
         self.desc = desc
         self.flags = flags
+        self.key = name.lower()     # its key in Functions.functions (FCALL's compiled twin reuses the object)
 
 
 class Library:
@@ -57,6 +58,9 @@ class Functions:
     Every server has one (``server.functions``, installed at start); its Lua
     state is only created when a library is first loaded or called.
     """
+
+    # (slots: FCALL's compiled twin reads functions and _engine on each call)
+    __slots__ = ("server", "_engine", "libraries", "functions")
 
     def __init__(self, srv):
         self.server = srv
@@ -102,7 +106,7 @@ class Functions:
         self.libraries[lib.name] = lib
         # Function names are case-insensitive (FCALL TEST finds "test").
         for fname, f in lib.functions.items():
-            self.functions[fname.lower()] = f
+            self.functions[f.key] = f
 
     @staticmethod
     def metadata(code: bytes):

@@ -773,9 +773,9 @@ function helpers.compile(body, name)
 end
 
 -- A run: run_prep, then fn called under err_handler, then finish.  The
--- compiled layer (net/_speedups.pyx, _lc_exec) takes the same steps itself:
--- run_prep, fn through lua_pcall with err_handler as its message handler,
--- error_info on an error.
+-- compiled layer (scripting/_bridge.pyx, _lc_exec) takes the same steps on
+-- a thread of its own: run_prep_t's (below), fn through lua_pcall with
+-- err_handler as its message handler, error_info on an error.
 local function run_prep(keys, argv)
   if mode == "eval" then
     _rawset(G, "KEYS", keys)
@@ -796,8 +796,24 @@ else
     return finish(_xpcall(function() return fn(keys, argv) end, err_handler))
   end
 end
+-- run_prep for the compiled layer's own thread (_lc_exec), which nothing
+-- but its runs use: its count hook, set once, stays between runs (the
+-- count goes on across them; the hook only polls).  _lc_exec calls it
+-- for its first run and for the first after pyinterrupt returned a kill
+-- (kill_msg set, the hook on every line: LuaEngine._interrupt disarms the
+-- link); for the others it sets KEYS and ARGV into G itself.
+local function run_prep_t(keys, argv)
+  if mode == "eval" then
+    _rawset(G, "KEYS", keys)
+    _rawset(G, "ARGV", argv)
+  end
+  kill_msg = nil
+  dbg.sethook(hook, "", HOOK_COUNT)
+end
 helpers.run_t = run_t
 helpers.run_prep = run_prep
+helpers.run_prep_t = run_prep_t
+helpers.G = G
 helpers.err_handler = err_handler
 helpers.error_info = error_info
 if mode == "eval" then
