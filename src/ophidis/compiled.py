@@ -38,7 +38,7 @@ MODULES = {
     "server._core": "the server's C fields (server.Server)",
     "keyspace._core": "the keyspace's C fields (keyspace/db.py's Stats, Database)",
     "cmdtable._core": "a command's C fields (the command table's Command)",
-    "types._containers": "sets' and hashes' C fields, HashCore (types/containers.py)",
+    "types._containers": "sets' and hashes' C fields, HashCore (types/containers.py), ZDict (types/zset.py)",
     "types._quicklist": "QuickList, the list value (types/containers.py)",
     "types._zindex": "ZIndex, the sorted set's ordered index (types/zindex.py)",
     "protocol._resp": "RESP array encoding (protocol/resp.py)",

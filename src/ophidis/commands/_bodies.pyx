@@ -11,9 +11,9 @@ loops with the same traffic."""
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Check, PyDict_SetItem
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyObject_Hash
 from cpython.set cimport PySet_Add, PySet_Contains, PySet_Discard
 from libc.string cimport memcpy
 
@@ -22,12 +22,11 @@ from ophidis.keyspace._core cimport DbCore, StatsCore
 from ophidis.net._core cimport ClientCore
 from ophidis.protocol._resp cimport _digits, _ndigits, _put_len
 from ophidis.server._core cimport ServerCore
-from ophidis.types._containers cimport HashCore, SetCore, _hc_len, _hc_lookup, _hc_set, _hc_set_in_place
+from ophidis.types._containers cimport (HashCore, SetCore, ZDict, _hc_len, _hc_lookup, _hc_set, _hc_set_in_place,
+                                       _zd_add, _zd_discard, _ztab_find)
 from ophidis.types._quicklist cimport QuickList
 from ophidis.types._zindex cimport ZEnt, ZIndex
 from ophidis._dtoa cimport _dtoa_d2string
-from cpython.dict cimport PyDict_DelItem
-from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_FromDouble
 
 import os as _os
 
@@ -586,28 +585,31 @@ cdef object _zadd(_Ctx x, list req):
         return None
     z = <object>pv
     member = req[3]
-    if not PyBytes_Check(member):
+    if not PyBytes_CheckExact(member):
         return None
     sl = z.sl
     if _g_type(<PyObject *>sl) != <PyObject *>ZIndex:
         return None
     cdef ZIndex ix = <ZIndex>sl
     d = z.dict
-    cdef PyObject *pc = _dget(d, member)
-    if pc is NULL:
+    if _g_type(<PyObject *>d) != <PyObject *>ZDict:
+        return None
+    cdef ZDict zd = <ZDict>d
+    cdef Py_hash_t hv = PyObject_Hash(member)
+    cdef Py_ssize_t i = _ztab_find(&zd.tab, <PyObject *>member, PyBytes_AS_STRING(member), PyBytes_GET_SIZE(member), hv)
+    if i < 0:
         if not z.skiplist:
             return None         # a listpack: the conversion rule in Python
-        PyDict_SetItem(d, member, PyFloat_FromDouble(score))
+        _zd_add(zd, member, hv, score)
         ix.add_(score, <bytes>member)
         x.dirty += 1
         return _ONE
-    if _g_type(pc) != <PyObject *>float:
-        return None
-    cdef double cur = PyFloat_AS_DOUBLE(<object>pc)
+    cdef Py_ssize_t e = zd.tab.idx[i]
+    cdef double cur = zd.sc[e]
     if cur == score:
         return _ZERO
     ix.remove_(cur, <bytes>member)
-    PyDict_SetItem(d, member, PyFloat_FromDouble(score))
+    zd.sc[e] = score
     ix.add_(score, <bytes>member)
     x.dirty += 1
     return _ZERO
@@ -631,7 +633,10 @@ cdef object _zpopmin(_Ctx x, list req):
     cdef ZEnt *first = &ix.blk[0].e[0]
     cdef double score = first.score
     member = <bytes>first.member
-    PyDict_DelItem(z.dict, member)
+    d = z.dict
+    if _g_type(<PyObject *>d) != <PyObject *>ZDict:
+        return None
+    _zd_discard(<ZDict>d, member)
     ix.pop_(0)
     z.dels += 1
     x.dirty += 1

@@ -10,7 +10,7 @@ from ..keyspace import notify
 from ..keyspace.db import check_type
 from ..protocol.resp import ZERO, integer
 from ..types.containers import SetValue
-from ..types.zset import ZSetValue
+from ..types.zset import ZDict, ZSetValue
 from ..util import parse_int, parse_keyword
 from .numparse import string2d
 from .zsets import finish_store_result, reply_pairs
@@ -159,7 +159,7 @@ def _setop(c, argv, numkeys_idx, op, dst, card_only, cmdname):
                     result[m] = sc
     z = ZSetValue()
     z.skiplist = True
-    z.dict = result
+    z.dict = result if result.__class__ is ZDict else ZDict(result)
     z.sl.update((s, m) for m, s in result.items())
     if dst is not None:
         if result:

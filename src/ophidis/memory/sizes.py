@@ -96,8 +96,9 @@ def pysize(v) -> int:
             for m in islice(d, SAMPLE):
                 t += getsizeof(m)
                 k += 1
-            # member + float + the index's member slot and score (16)
-            s += (t // k + 24 + 16 + 1) * n
+            # member + float (a plain dict's; a ZDict keeps the score in its
+            # table, in getsizeof(d)) + the index's member slot and score (16)
+            s += (t // k + (24 if d.__class__ is dict else 0) + 16 + 1) * n
         return s
     if cls is _StreamValue:
         return v.mem_estimate()

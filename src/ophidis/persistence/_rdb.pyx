@@ -14,7 +14,8 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
-from ophidis.types._containers cimport HashCore, OphTab, SetCore, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn, _tab_next
+from ophidis.types._containers cimport (HashCore, OphTab, SetCore, ZDict, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn,
+                                       _tab_next, _zd_sc, _zd_tab)
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
 
 from ..keyspace.db import EmbStr
@@ -583,6 +584,7 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     cdef bint compress = st.compress
     cdef double dscore
     cdef const OphTab *tab
+    cdef const double *zsc
     if not _cf_is_bytes(k):
         return 1
     ks = _cf_bytes_str(k)
@@ -660,15 +662,18 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     if t == _cf_zset:
         x = _cf_slot(v, _cf_off_zdict)
         enc = _cf_slot(v, _cf_off_zskip)
-        if x == NULL or _cf_type(x) != <PyObject *>dict or (enc != _cf_true and enc != _cf_false):
+        if x == NULL or _cf_type(x) != <PyObject *>ZDict or (enc != _cf_true and enc != _cf_false):
             return 1
-        n2 = _cf_dict_len(x)
+        # (the members and scores, read in its table without taking references)
+        tab = _zd_tab(x)
+        zsc = _zd_sc(x)
+        n2 = tab.used
         st.arr_room(n2 + 1, sizeof(_CfScored))
         sc = <_CfScored *>st.arr
-        while _cf_dict_next(x, &pos, &f, &t):
-            if count >= n2 or not _cf_str(f, &s, &n) or not _cf_is_float(t):
+        while _tab_next(tab, &pos, &f):
+            if count >= n2 or not _cf_str(f, &s, &n):
                 return 1
-            sc[count].score = _cf_float(t)
+            sc[count].score = zsc[pos - 1]
             sc[count].p = s
             sc[count].n = n
             count += 1

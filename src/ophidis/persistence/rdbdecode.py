@@ -17,7 +17,7 @@ from ..keyspace.db import stats
 from ..types.array import KIND_FLOAT, KIND_INT, KIND_SMALLSTR, KIND_STR, UINT64_MAX, ArrayValue, format_float
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import MAX_ID, NACK, Consumer, Group, Idmp, Node, StreamValue
-from ..types.zset import ZSetValue
+from ..types.zset import ZDict, ZSetValue
 from .listpack import EncodingError, canonical_int, intset_decode, lp_decode, zipmap_decode, zl_decode
 from .rdbcodec import ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, crc64, lzf_decompress
 from . import modulerecord
@@ -266,7 +266,7 @@ class ValueReader:
             n = self.load_len()
             if not n:
                 return None
-            d = {}
+            d = ZDict()
             maxlen = 0
             for _ in range(n):
                 m = self.load_string()

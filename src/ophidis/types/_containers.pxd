@@ -42,6 +42,38 @@ cdef extern from *:
     #define OPH_EMPTY (-1)
     #define OPH_GONE (-2)
 
+    /* the next slot of a probe (CPython's dict's order); every probe of
+       an OphTab goes through it */
+    #define OPH_PROBE_NEXT(i, perturb, mask) do { (perturb) >>= 5; (i) = ((i) * 5 + (perturb) + 1) & (mask); } while (0)
+
+    /* A zset's member -> score map (ZDict.tab, ZDict.sc) is the same table
+       with bytes objects as its entries (their hash: PyObject_Hash, which
+       a bytes object caches) and their scores as doubles in ``sc``,
+       parallel to ent. */
+
+    /* the slot of the index that holds member k[:kn] (hash h), or -1 */
+    static inline Py_ssize_t oph_ztab_find(const OphTab *t, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) {
+        size_t mask, i, perturb;
+        int32_t ix;
+        PyObject *p;
+        if (t->mask < 0)
+            return -1;
+        mask = (size_t)t->mask;
+        perturb = (size_t)h;
+        i = (size_t)h & mask;
+        for (;;) {
+            ix = t->idx[i];
+            if (ix == OPH_EMPTY)
+                return -1;
+            if (ix >= 0) {
+                p = t->ent[ix];
+                if (p == key || (PyBytes_GET_SIZE(p) == kn && (kn == 0 || memcmp(PyBytes_AS_STRING(p), k, kn) == 0)))
+                    return (Py_ssize_t)i;
+            }
+            OPH_PROBE_NEXT(i, perturb, mask);
+        }
+    }
+
     /* the slot of the index that holds field f[:fn] (hash h), or -1 */
     static Py_ssize_t oph_tab_find(const OphTab *t, const char *f, Py_ssize_t fn, Py_hash_t h) {
         size_t mask, i, perturb;
@@ -61,8 +93,7 @@ cdef extern from *:
                 if (OPH_PHASH(p) == h && OPH_PFN(p) == fn && (fn == 0 || memcmp(OPH_PF(p), f, fn) == 0))
                     return (Py_ssize_t)i;
             }
-            perturb >>= 5;
-            i = (i * 5 + perturb + 1) & mask;
+            OPH_PROBE_NEXT(i, perturb, mask);
         }
     }
 
@@ -109,6 +140,7 @@ cdef extern from *:
         Py_ssize_t mask
     Py_ssize_t _tab_find "oph_tab_find"(const OphTab *t, const char *f, Py_ssize_t fn, Py_hash_t h) noexcept
     bint _tab_next "oph_tab_next"(const OphTab *t, Py_ssize_t *pos, PyObject **p) noexcept
+    Py_ssize_t _ztab_find "oph_ztab_find"(const OphTab *t, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) noexcept
 
 
 cdef PyTypeObject *PAIR_TYPE     # HashPair's type
@@ -165,3 +197,32 @@ cdef inline bint _hc_set_in_place(PyObject *old, const char *v, Py_ssize_t vn) n
     # an existing field's pair takes the value v[:vn] in place when only
     # the table holds it and it has the room; False: it does not
     return _hp_refcnt(old) <= 1 and _hp_setv(old, v, vn)
+
+
+cdef class ZDict(dict):
+    # a zset's member -> score map (types.zset.ZSetValue.dict in compiled
+    # installs): the members (bytes) in tab, their scores in sc (parallel to
+    # tab.ent); the dict's own storage stays empty
+    cdef OphTab tab
+    cdef double *sc
+
+
+# adds member ``key`` (exact bytes, hash hv, not in z) with score s
+cdef int _zd_add(ZDict z, object key, Py_hash_t hv, double s) except -1
+# removes member ``key``: 1, or 0 when it is not there
+cdef int _zd_discard(ZDict z, object key) except -1
+
+
+cdef Py_ssize_t ZTAB_OFFSET     # where ``tab`` is in a ZDict instance
+cdef Py_ssize_t ZSC_OFFSET      # where ``sc`` is
+
+
+cdef inline const OphTab *_zd_tab(PyObject *z) noexcept:
+    # the table of ZDict z, from a borrowed pointer without touching its
+    # reference count (the RDB writer in a forked child: as _hc_tab)
+    return <const OphTab *>(<char *>z + ZTAB_OFFSET)
+
+
+cdef inline const double *_zd_sc(PyObject *z) noexcept:
+    # the scores of ZDict z, parallel to _zd_tab(z).ent (as _zd_tab)
+    return (<const double **>(<char *>z + ZSC_OFFSET))[0]

@@ -10,6 +10,7 @@ SOURCE_HASH = PYX_HASH
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
+from cpython.mem cimport PyMem_Free
 from cpython.ref cimport Py_INCREF
 from libc.string cimport memcmp, memcpy
 
@@ -45,6 +46,8 @@ cdef class SetCore(set):
 # bytes, as pymalloc's classes), else a new pair takes the field's position
 # in the table.  Pairs never leave this module (``hash_pairs`` aside, for
 # the tests): Python code sees bytes.
+
+ctypedef Py_hash_t (*_hashfn)(PyObject *) noexcept
 
 cdef extern from *:
     """
@@ -128,67 +131,88 @@ cdef extern from *:
     /* a slot of the index that is free (empty or deleted) for hash h */
     static size_t oph_tab_free(const OphTab *t, Py_hash_t h) {
         size_t mask = (size_t)t->mask, perturb = (size_t)h, i = (size_t)h & mask;
-        while (t->idx[i] >= 0) {
-            perturb >>= 5;
-            i = (i * 5 + perturb + 1) & mask;
-        }
+        while (t->idx[i] >= 0)
+            OPH_PROBE_NEXT(i, perturb, mask);
         return i;
     }
 
     #define OPH_USABLE(mask) ((((mask) + 1) << 1) / 3)
 
+    /* an entry's hash: a pair's (hash tables), a bytes object's (zsets) */
+    typedef Py_hash_t (*oph_hashfn)(PyObject *);
+    static Py_hash_t oph_pair_hashfn(PyObject *p) { return OPH_PHASH(p); }
+    static Py_hash_t oph_bytes_hashfn(PyObject *p) { return PyObject_Hash(p); }   /* cached: never fails */
+
     /* a new index of the smallest power of 2 >= 3 * used slots (8 at
-       least, as CPython's dict grows), the live pairs packed at the front
-       of a new ent of the index's usable size */
-    static int oph_tab_resize(OphTab *t) {
+       least, as CPython's dict grows), the live entries packed at the front
+       of a new ent of the index's usable size (and their scores, when the
+       table has the parallel array *sc) */
+    static int oph_tab_resize_ex(OphTab *t, oph_hashfn hf, double **sc) {
         Py_ssize_t size = 8, room, i, n = 0;
         int32_t *idx;
         PyObject **ent;
+        double *nsc = NULL;
         while (size < 3 * t->used)
             size <<= 1;
         room = OPH_USABLE(size - 1);
-        if (size > ((Py_ssize_t)1 << 31) || (size_t)room > PY_SSIZE_T_MAX / sizeof(PyObject *)) {
+        if (size > ((Py_ssize_t)1 << 31) || (size_t)room > PY_SSIZE_T_MAX / sizeof(double)) {
             PyErr_NoMemory();
             return -1;
         }
         idx = (int32_t *)PyMem_Malloc((size_t)size * sizeof(int32_t));
         ent = (PyObject **)PyMem_Malloc((size_t)room * sizeof(PyObject *));
-        if (idx == NULL || ent == NULL) {
+        if (sc != NULL)
+            nsc = (double *)PyMem_Malloc((size_t)room * sizeof(double));
+        if (idx == NULL || ent == NULL || (sc != NULL && nsc == NULL)) {
             PyMem_Free(idx);
             PyMem_Free(ent);
+            PyMem_Free(nsc);
             PyErr_NoMemory();
             return -1;
         }
         memset(idx, 0xff, (size_t)size * sizeof(int32_t));       /* OPH_EMPTY */
         for (i = 0; i < t->nent; i++)
-            if (t->ent[i] != NULL)
+            if (t->ent[i] != NULL) {
+                if (sc != NULL)
+                    nsc[n] = (*sc)[i];
                 ent[n++] = t->ent[i];
+            }
         PyMem_Free(t->idx);
         PyMem_Free(t->ent);
         t->idx = idx;
         t->ent = ent;
+        if (sc != NULL) {
+            PyMem_Free(*sc);
+            *sc = nsc;
+        }
         t->mask = size - 1;
         t->nent = n;
         for (i = 0; i < n; i++)
-            idx[oph_tab_free(t, OPH_PHASH(ent[i]))] = (int32_t)i;
+            idx[oph_tab_free(t, hf(ent[i]))] = (int32_t)i;
         return 0;
+    }
+
+    /* entry p (hash h, not in the table) appended; the table takes a
+       reference; its position in ent (and *sc), -1: no memory */
+    static Py_ssize_t oph_tab_add_ex(OphTab *t, PyObject *p, Py_hash_t h, oph_hashfn hf, double **sc) {
+        size_t i;
+        if (t->mask < 0 || t->nent >= OPH_USABLE(t->mask))
+            if (oph_tab_resize_ex(t, hf, sc) < 0)
+                return -1;
+        i = oph_tab_free(t, h);
+        t->idx[i] = (int32_t)t->nent;
+        Py_INCREF(p);
+        t->ent[t->nent] = p;
+        t->used++;
+        return t->nent++;
     }
 
     /* pair p (a field not in the table) appended; the table takes a reference */
     static int oph_tab_add(OphTab *t, PyObject *p) {
-        size_t i;
-        if (t->mask < 0 || t->nent >= OPH_USABLE(t->mask))
-            if (oph_tab_resize(t) < 0)
-                return -1;
-        i = oph_tab_free(t, OPH_PHASH(p));
-        t->idx[i] = (int32_t)t->nent;
-        Py_INCREF(p);
-        t->ent[t->nent++] = p;
-        t->used++;
-        return 0;
+        return oph_tab_add_ex(t, p, OPH_PHASH(p), oph_pair_hashfn, NULL) < 0 ? -1 : 0;
     }
 
-    /* the pair in slot i of the index removed; its reference is returned */
+    /* the entry in slot i of the index removed; its reference is returned */
     static PyObject *oph_tab_take(OphTab *t, Py_ssize_t i) {
         int32_t ix = t->idx[i];
         PyObject *p = t->ent[ix];
@@ -199,32 +223,36 @@ cdef extern from *:
     }
 
     /* the slot of the index that points at position ix of ent */
-    static Py_ssize_t oph_tab_slot_of(const OphTab *t, Py_ssize_t ix) {
+    static Py_ssize_t oph_tab_slot_of(const OphTab *t, Py_ssize_t ix, Py_hash_t h) {
         size_t mask = (size_t)t->mask, perturb, i;
-        Py_hash_t h = OPH_PHASH(t->ent[ix]);
         perturb = (size_t)h;
         i = (size_t)h & mask;
-        while (t->idx[i] != ix) {
-            perturb >>= 5;
-            i = (i * 5 + perturb + 1) & mask;
-        }
+        while (t->idx[i] != ix)
+            OPH_PROBE_NEXT(i, perturb, mask);
         return (Py_ssize_t)i;
     }
 
-    /* the last pair removed (its reference returned), as dict.popitem; NULL: empty */
-    static PyObject *oph_tab_pop_last(OphTab *t) {
+    /* the last entry removed (its reference returned, its position in
+       *pos), as dict.popitem; NULL: empty */
+    static PyObject *oph_tab_pop_last_ex(OphTab *t, oph_hashfn hf, Py_ssize_t *pos) {
         Py_ssize_t ix = t->nent - 1;
         PyObject *p;
         if (t->used == 0)
             return NULL;
         while (t->ent[ix] == NULL)
             ix--;
-        p = oph_tab_take(t, oph_tab_slot_of(t, ix));
+        p = oph_tab_take(t, oph_tab_slot_of(t, ix, hf(t->ent[ix])));
         t->nent = ix;
+        *pos = ix;
         return p;
     }
 
-    /* every pair released, the table's memory freed */
+    static PyObject *oph_tab_pop_last(OphTab *t) {
+        Py_ssize_t pos;
+        return oph_tab_pop_last_ex(t, oph_pair_hashfn, &pos);
+    }
+
+    /* every entry released, the table's memory freed */
     static void oph_tab_clear(OphTab *t) {
         Py_ssize_t i, n = t->nent;
         PyObject **ent = t->ent;
@@ -238,11 +266,11 @@ cdef extern from *:
         PyMem_Free(ent);
     }
 
-    /* bytes of memory the table holds (its two arrays) */
-    static Py_ssize_t oph_tab_bytes(const OphTab *t) {
+    /* bytes of memory the table holds (its two arrays; + the scores' with sc) */
+    static Py_ssize_t oph_tab_bytes(const OphTab *t, int sc) {
         if (t->mask < 0)
             return 0;
-        return (t->mask + 1) * (Py_ssize_t)sizeof(int32_t) + OPH_USABLE(t->mask) * (Py_ssize_t)sizeof(PyObject *);
+        return (t->mask + 1) * (Py_ssize_t)sizeof(int32_t) + OPH_USABLE(t->mask) * (Py_ssize_t)(sc ? sizeof(PyObject *) + sizeof(double) : sizeof(PyObject *));
     }
     #define OPH_PAIR_TYPE ((PyObject *)&OphPair_Type)
     """
@@ -253,7 +281,10 @@ cdef extern from *:
     PyObject *_tab_take "oph_tab_take"(OphTab *t, Py_ssize_t i) noexcept
     PyObject *_tab_pop_last "oph_tab_pop_last"(OphTab *t) noexcept
     void _tab_clear "oph_tab_clear"(OphTab *t) noexcept
-    Py_ssize_t _tab_bytes "oph_tab_bytes"(const OphTab *t) noexcept
+    Py_ssize_t _tab_bytes "oph_tab_bytes"(const OphTab *t, int sc) noexcept
+    Py_ssize_t _ztab_add "oph_tab_add_ex"(OphTab *t, PyObject *p, Py_hash_t h, _hashfn hf, double **sc) except -1
+    PyObject *_ztab_pop_last "oph_tab_pop_last_ex"(OphTab *t, _hashfn hf, Py_ssize_t *pos) noexcept
+    _hashfn _bytes_hashfn "oph_bytes_hashfn"
     void _hp_decref "Py_DECREF"(PyObject *o) noexcept
     PyObject *_hp_dict_get "PyDict_GetItemWithError"(PyObject *d, PyObject *k) except? NULL
     bint _hp_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v) noexcept
@@ -504,7 +535,7 @@ cdef class HashCore(dict):
         return self
 
     def __sizeof__(self):
-        return dict.__sizeof__(self) + _tab_bytes(&self.tab)
+        return dict.__sizeof__(self) + _tab_bytes(&self.tab, 0)
 
     def nbytes(self):
         """Estimated bytes held (memory.sizes.pysize): the object and its
@@ -636,3 +667,372 @@ cdef class _HashView:
 
     def __repr__(self):
         return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
+
+
+# ===========================================================================
+# Sorted sets (issue 34): ZDict, a zset's member -> score map
+# ===========================================================================
+# In compiled installs types.zset.ZSetValue.dict is a ZDict: the members
+# (bytes objects) in an OphTab as the hash's pairs (insertion order, 4-byte
+# index slots probed as dict probes; a member's hash is the bytes object's
+# own, cached by it) and their scores as C doubles in ``sc``, parallel to
+# the table's entries: 8 + 8 bytes an entry + the index, where a dict took
+# its 24-byte entries and a 32-byte float a member.  As HashCore it derives
+# from dict with its own storage left empty and overrides every dict method
+# and protocol, so that Python code sees a dict of bytes -> float (the pure
+# ZSetValue's plain dict is its twin; tests/test_zdict.py runs random
+# operations through both).  Reads make a new float from the double; a
+# score stored is a float or an int (as a float).  C code goes through
+# _containers.pxd (_ztab_find, _zd_add, _zd_discard; the RDB writer: _zd_tab,
+# _zd_sc and _tab_next, with borrowed pointers).
+
+
+cdef inline double _zd_score(v) except? -1.0:
+    if type(v) is float:
+        return <double>v
+    if isinstance(v, (float, int)):
+        return float(v)
+    raise TypeError("a sorted set's scores are floats, not %s" % type(v).__name__)
+
+
+cdef inline object _zd_key(key):
+    # ``key`` as the exact bytes object stored
+    if not PyBytes_Check(key):
+        raise TypeError("a sorted set's members are bytes, not %s" % type(key).__name__)
+    if not _hp_bytes_exact(key):
+        return bytes(key)
+    return key
+
+
+cdef inline Py_ssize_t _zd_pos(ZDict z, key) except -2:
+    # the position of member ``key`` (-1: none; a key that is not bytes is
+    # hashed, as a dict would, then not found)
+    cdef Py_hash_t hv = hash(key)
+    if not PyBytes_Check(key):
+        return -1
+    cdef Py_ssize_t i = _ztab_find(&z.tab, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
+    return -1 if i < 0 else z.tab.idx[i]
+
+
+cdef int _zd_add(ZDict z, object key, Py_hash_t hv, double s) except -1:
+    cdef Py_ssize_t ix = _ztab_add(&z.tab, <PyObject *>key, hv, _bytes_hashfn, &z.sc)
+    z.sc[ix] = s
+    return 0
+
+
+cdef int _zd_put(ZDict z, key, double s) except -1:
+    """z[key] = s."""
+    key = _zd_key(key)
+    cdef Py_hash_t hv = hash(key)
+    cdef Py_ssize_t i = _ztab_find(&z.tab, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
+    if i >= 0:
+        z.sc[z.tab.idx[i]] = s
+        return 0
+    return _zd_add(z, key, hv, s)
+
+
+cdef int _zd_discard(ZDict z, object key) except -1:
+    cdef Py_hash_t hv = PyObject_Hash(key)
+    cdef Py_ssize_t i
+    if not PyBytes_Check(key):
+        return 0
+    i = _ztab_find(&z.tab, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
+    if i < 0:
+        return 0
+    _hp_decref(_tab_take(&z.tab, i))
+    return 1
+
+
+cdef int _zd_update(ZDict z, o) except -1:
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef Py_ssize_t pos = 0, i = 0
+    if isinstance(o, ZDict):
+        if o is z:
+            return 0
+        while _tab_next(&(<ZDict>o).tab, &pos, &k):
+            _zd_put(z, <object>k, (<ZDict>o).sc[pos - 1])
+        return 0
+    if type(o) is dict:
+        while _hp_dict_next(<PyObject *>o, &pos, &k, &v):
+            _zd_put(z, <object>k, _zd_score(<object>v))
+        return 0
+    if hasattr(o, "keys"):
+        for f in o.keys():
+            _zd_put(z, f, _zd_score(o[f]))
+        return 0
+    for item in o:
+        t = tuple(item)
+        if len(t) != 2:
+            raise ValueError("dictionary update sequence element #%d has length %d; 2 is required"
+                             % (i, len(t)))
+        _zd_put(z, t[0], _zd_score(t[1]))
+        i += 1
+    return 0
+
+
+cdef object _zd_eq(ZDict a, other):
+    cdef PyObject *k
+    cdef PyObject *w
+    cdef Py_ssize_t pos = 0, j
+    if not isinstance(other, dict):
+        return NotImplemented
+    if isinstance(other, ZDict):
+        if a.tab.used != (<ZDict>other).tab.used:
+            return False
+        while _tab_next(&a.tab, &pos, &k):
+            j = _zd_pos(<ZDict>other, <object>k)
+            if j < 0 or not ((<ZDict>other).sc[j] == a.sc[pos - 1]):
+                return False
+        return True
+    # another dict: its own storage, as dict's == reads it (the member held
+    # while other's lookup may run Python code)
+    if a.tab.used != _hp_dict_len(<PyObject *>other):
+        return False
+    while _tab_next(&a.tab, &pos, &k):
+        held = <object>k
+        s = a.sc[pos - 1]
+        w = _hp_dict_get(<PyObject *>other, k)
+        if w == NULL:
+            return False
+        if not (s == <object>w):
+            return False
+    return True
+
+
+cdef class ZDict(dict):
+    """A sorted set's member -> score map: a dict of bytes -> float whose
+    entries live in its own table (above; the fields are declared in
+    _containers.pxd)."""
+
+    def __cinit__(self):
+        self.tab.mask = -1
+        self.sc = NULL
+
+    def __dealloc__(self):
+        _tab_clear(&self.tab)
+        PyMem_Free(self.sc)
+        self.sc = NULL
+
+    def __init__(self, *args, **kw):
+        if len(args) > 1:
+            raise TypeError("ZDict expected at most 1 argument, got %d" % len(args))
+        if args:
+            _zd_update(self, args[0])
+        if kw:
+            _zd_update(self, kw)
+
+    def __len__(self):
+        return self.tab.used
+
+    def __contains__(self, key):
+        return _zd_pos(self, key) >= 0
+
+    def __getitem__(self, key):
+        cdef Py_ssize_t j = _zd_pos(self, key)
+        if j < 0:
+            raise KeyError(key)
+        return self.sc[j]
+
+    def get(self, key, default=None):
+        cdef Py_ssize_t j = _zd_pos(self, key)
+        if j < 0:
+            return default
+        return self.sc[j]
+
+    def __setitem__(self, key, value):
+        _zd_put(self, key, _zd_score(value))
+
+    def __delitem__(self, key):
+        if not _zd_discard(self, key):
+            raise KeyError(key)
+
+    def pop(self, key, *default):
+        if len(default) > 1:
+            raise TypeError("pop expected at most 2 arguments, got %d" % (len(default) + 1))
+        cdef Py_ssize_t j = _zd_pos(self, key)
+        if j < 0:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        s = self.sc[j]
+        _zd_discard(self, key)
+        return s
+
+    def popitem(self):
+        cdef Py_ssize_t pos
+        cdef PyObject *p = _ztab_pop_last(&self.tab, _bytes_hashfn, &pos)
+        if p == NULL:
+            raise KeyError("popitem(): dictionary is empty")
+        m = <object>p
+        _hp_decref(p)       # (the table's reference, now m's)
+        return m, self.sc[pos]
+
+    def setdefault(self, key, default=None):
+        cdef Py_ssize_t j = _zd_pos(self, key)
+        if j >= 0:
+            return self.sc[j]
+        _zd_put(self, key, _zd_score(default))
+        return default
+
+    def update(self, *args, **kw):
+        if len(args) > 1:
+            raise TypeError("update expected at most 1 argument, got %d" % len(args))
+        if args:
+            _zd_update(self, args[0])
+        if kw:
+            _zd_update(self, kw)
+
+    def clear(self):
+        _tab_clear(&self.tab)
+        PyMem_Free(self.sc)
+        self.sc = NULL
+
+    def __iter__(self):
+        return _ZIter(self, 0)
+
+    def __reversed__(self):
+        return iter(list(self)[::-1])
+
+    def keys(self):
+        return _ZView(self, 0)
+
+    def values(self):
+        return _ZView(self, 1)
+
+    def items(self):
+        return _ZView(self, 2)
+
+    def copy(self):
+        return type(self)(self)
+
+    def __or__(self, other):
+        # as dict's: a plain dict (PyDict_Copy of a subclass)
+        if not isinstance(self, ZDict) or not isinstance(other, dict):
+            return NotImplemented
+        r = dict(self.items())
+        r.update(other)
+        return r
+
+    def __ror__(self, other):
+        if not isinstance(other, dict):
+            return NotImplemented
+        r = dict(other)
+        r.update(self.items())
+        return r
+
+    def __ior__(self, other):
+        _zd_update(self, other)
+        return self
+
+    def __sizeof__(self):
+        return dict.__sizeof__(self) + _tab_bytes(&self.tab, 1)
+
+    def __eq__(self, other):
+        return _zd_eq(self, other)
+
+    def __ne__(self, other):
+        r = _zd_eq(self, other)
+        return r if r is NotImplemented else not r
+
+    def __repr__(self):
+        return repr(dict(self.items()))
+
+    def __reduce__(self):
+        return (type(self), (dict(self.items()),))
+
+
+@cython.final
+cdef class _ZIter:
+    """Iterator over a ZDict's members (0), scores (1) or items (2), with
+    dict's checks: a change of size, or more members met than there were."""
+    cdef ZDict z
+    cdef Py_ssize_t pos, used, left
+    cdef int kind
+
+    def __cinit__(self, ZDict z, int kind):
+        self.z = z
+        self.kind = kind
+        self.used = self.left = z.tab.used
+
+    def __iter__(self):
+        return self
+
+    def __length_hint__(self):
+        return 0 if self.z is None else max(0, self.left)
+
+    def __next__(self):
+        cdef PyObject *v
+        if self.z is None:
+            raise StopIteration
+        if self.z.tab.used != self.used:
+            self.used = -1
+            raise RuntimeError("dictionary changed size during iteration")
+        if not _tab_next(&self.z.tab, &self.pos, &v):
+            self.z = None
+            raise StopIteration
+        if self.left <= 0:
+            self.left = -1
+            raise RuntimeError("dictionary keys changed during iteration")
+        self.left -= 1
+        if self.kind == 0:
+            return <object>v
+        if self.kind == 1:
+            return self.z.sc[self.pos - 1]
+        return (<object>v, self.z.sc[self.pos - 1])
+
+
+@cython.final
+cdef class _ZView:
+    """keys()/values()/items() of a ZDict (the parts of dict's views in use)."""
+    cdef ZDict z
+    cdef int kind
+
+    def __cinit__(self, ZDict z, int kind):
+        self.z = z
+        self.kind = kind
+
+    def __iter__(self):
+        return _ZIter(self.z, self.kind)
+
+    def __reversed__(self):
+        return iter(list(_ZIter(self.z, self.kind))[::-1])
+
+    def __len__(self):
+        return self.z.tab.used
+
+    def __contains__(self, x):
+        cdef Py_ssize_t j
+        if self.kind == 0:
+            return x in self.z
+        if self.kind == 1:
+            for v in _ZIter(self.z, 1):
+                if v == x:
+                    return True
+            return False
+        if not isinstance(x, tuple) or len(x) != 2:
+            return False
+        j = _zd_pos(self.z, x[0])
+        return j >= 0 and self.z.sc[j] == x[1]
+
+    def __eq__(self, other):
+        if self.kind == 1 or not isinstance(other, _SET_LIKE) and not isinstance(other, _ZView):
+            return NotImplemented
+        return set(self) == set(other)
+
+    def __repr__(self):
+        return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
+
+
+cdef Py_ssize_t _ztab_offset():
+    cdef ZDict z = ZDict()
+    return <char *>&z.tab - <char *><PyObject *>z
+
+
+cdef Py_ssize_t _zsc_offset():
+    cdef ZDict z = ZDict()
+    return <char *>&z.sc - <char *><PyObject *>z
+
+
+ZTAB_OFFSET = _ztab_offset()
+ZSC_OFFSET = _zsc_offset()

@@ -3,7 +3,8 @@
 Interface used by persistence and other modules:
   ZSetValue()                      empty set
   z.add(member, score)             insert or update
-  z.dict                           member -> float score
+  z.dict                           member -> float score (a ZDict: a
+                                   dict, or its compiled twin)
   iter(z.items())                  (member, score) in rank order
   len(z)
   z.skiplist                       False: listpack encoding, True: skiplist
@@ -22,13 +23,18 @@ from . import zindex
 
 _c = compiled.load("types._zindex")
 ZIndex = _c.ZIndex if _c is not None else zindex.ZIndex
+# the member -> score map: in compiled installs a ZDict (types/_containers.pyx:
+# a dict of bytes -> float keeping its members and their scores as doubles
+# in its own table), else a plain dict
+_cc = compiled.load("types._containers")
+ZDict = _cc.ZDict if _cc is not None else dict
 
 
 class ZSetValue:
     __slots__ = ("dict", "sl", "skiplist", "dels")
 
     def __init__(self):
-        self.dict = {}
+        self.dict = ZDict()
         self.sl = ZIndex()
         self.skiplist = False
         self.dels = 0
@@ -38,7 +44,7 @@ class ZSetValue:
         """A zset of d (member -> float score, no NaN), its ordered index
         built in one go (one sort, not an insertion a member)."""
         z = cls()
-        z.dict = d
+        z.dict = d if d.__class__ is ZDict else ZDict(d)
         z.sl = ZIndex([(sc, m) for m, sc in d.items()])
         return z
 
@@ -68,7 +74,7 @@ class ZSetValue:
 
     def copy(self):
         n = ZSetValue()
-        n.dict = dict(self.dict)
+        n.dict = ZDict(self.dict)
         n.sl = ZIndex(self.sl)
         n.skiplist = self.skiplist
         return n

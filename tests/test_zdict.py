@@ -1,0 +1,276 @@
+"""The compiled member -> score map of a sorted set (types/_containers.pyx's
+ZDict: a dict subclass keeping its members and their scores, as doubles,
+in its own table) against its pure twin, a plain dict of bytes -> float:
+random sequences of the dict operations the server uses give the same
+results, the same exceptions and the same contents, in the same order."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ophidis import compiled
+from ophidis.types import zset
+
+native = compiled.load("types._containers")
+pytestmark = pytest.mark.skipif(native is None, reason="the compiled module is not built (or OPHIDIS_PURE=1)")
+
+_members = st.one_of(st.sampled_from([b"", b"a", b"member:1", b"member:2", b"\x00\xff", b"m" * 300]),
+                     st.binary(max_size=3))
+_scores = st.one_of(st.sampled_from([0.0, -0.0, 1.0, -1.5, math.inf, -math.inf, 1e300, 5e-324]),
+                    st.floats(allow_nan=False))
+_others = st.one_of(_members, st.sampled_from([7, "member:1", None, (b"a",), 1.0]))
+
+ops = st.one_of(
+    st.tuples(st.just("setitem"), _members, _scores),
+    st.tuples(st.just("setitem"), _members, _scores),
+    st.tuples(st.just("getitem"), _others),
+    st.tuples(st.just("get"), _others),
+    st.tuples(st.just("get_default"), _members),
+    st.tuples(st.just("delitem"), _others),
+    st.tuples(st.just("pop"), _members),
+    st.tuples(st.just("pop_default"), _members),
+    st.tuples(st.just("popitem")),
+    st.tuples(st.just("setdefault"), _members, _scores),
+    st.tuples(st.just("update_dict"), st.dictionaries(_members, _scores, max_size=5)),
+    st.tuples(st.just("update_pairs"), st.lists(st.tuples(_members, _scores), max_size=5)),
+    st.tuples(st.just("update_zdict"), st.dictionaries(_members, _scores, max_size=5)),
+    st.tuples(st.just("contains"), _others),
+    st.tuples(st.just("keys_contains"), _others),
+    st.tuples(st.just("items_contains"), _members, _scores),
+    st.tuples(st.just("values_contains"), _scores),
+    st.tuples(st.just("iter")),
+    st.tuples(st.just("reversed")),
+    st.tuples(st.just("keys")),
+    st.tuples(st.just("values")),
+    st.tuples(st.just("items")),
+    st.tuples(st.just("copy_then_set"), _members, _scores),
+    st.tuples(st.just("eq"), st.dictionaries(_members, _scores, max_size=3)),
+    st.tuples(st.just("clear")),
+    st.tuples(st.just("or"), st.dictionaries(_members, _scores, max_size=3)),
+    st.tuples(st.just("ior"), st.dictionaries(_members, _scores, max_size=3)),
+    st.tuples(st.just("pickle")),
+    st.tuples(st.just("many"), st.integers(0, 40), st.integers(0, 40)),
+)
+
+
+def _apply(h, op, make):
+    name = op[0]
+    if name == "setitem":
+        h[op[1]] = op[2]
+        return None
+    if name == "getitem":
+        return h[op[1]]
+    if name == "get":
+        return h.get(op[1])
+    if name == "get_default":
+        return h.get(op[1], b"default")
+    if name == "delitem":
+        del h[op[1]]
+        return None
+    if name == "pop":
+        return h.pop(op[1])
+    if name == "pop_default":
+        return h.pop(op[1], None)
+    if name == "popitem":
+        return h.popitem()
+    if name == "setdefault":
+        return h.setdefault(op[1], op[2])
+    if name in ("update_dict", "update_pairs"):
+        h.update(op[1])
+        return None
+    if name == "update_zdict":
+        h.update(make(op[1]))
+        return None
+    if name == "contains":
+        return op[1] in h
+    if name == "keys_contains":
+        return op[1] in h.keys()
+    if name == "items_contains":
+        return (op[1], op[2]) in h.items()
+    if name == "values_contains":
+        return op[1] in h.values()
+    if name == "iter":
+        return list(h)
+    if name == "reversed":
+        return list(reversed(h))
+    if name == "keys":
+        return list(h.keys()), len(h.keys())
+    if name == "values":
+        return list(h.values()), len(h.values())
+    if name == "items":
+        return list(h.items()), len(h.items())
+    if name == "copy_then_set":
+        c = h.copy()
+        assert c == h and c.__class__ is h.__class__
+        before = list(h.items())
+        c[op[1]] = op[2]
+        assert list(h.items()) == before
+        return list(c.items())
+    if name == "eq":
+        return h == op[1], op[1] == h, h != op[1], h == make(op[1])
+    if name == "clear":
+        h.clear()
+        return None
+    if name == "or":
+        return list((h | op[1]).items()), list((op[1] | h).items())
+    if name == "ior":
+        h |= op[1]
+        return None
+    if name == "pickle":
+        c = pickle.loads(pickle.dumps(h))
+        assert c.__class__ is h.__class__
+        return list(c.items())
+    if name == "many":
+        # a run of new members (the table grows), then some of them deleted
+        for i in range(op[1]):
+            h[b"many:%d" % i] = float(i % 30)
+        for i in range(0, op[1], 2 if op[2] % 2 else 3):
+            if i < op[2]:
+                del h[b"many:%d" % i]
+        return None
+    raise AssertionError(name)
+
+
+def _outcome(h, op, make):
+    try:
+        r = _apply(h, op, make)
+    except (KeyError, TypeError) as e:
+        return ("error", type(e), e.args if type(e) is KeyError else None)
+    # the same floats, -0.0 included
+    return ("ok", repr(r))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_members, _scores, max_size=20), st.lists(ops, max_size=60))
+def test_compiled_map_matches_dict_twin(initial, seq):
+    h = native.ZDict(initial)
+    d = dict(initial)
+    for op in seq:
+        assert _outcome(h, op, native.ZDict) == _outcome(d, op, dict), op
+        assert len(h) == len(d)
+        assert bool(h) == bool(d)
+        assert repr(list(h.items())) == repr(list(d.items()))
+    assert h == d and d == h and not (h != d)
+    assert dict(h) == d and list(dict(h)) == list(d)
+    assert {**h} == d
+    assert sorted(h) == sorted(d)
+    assert repr(h) == repr(d)
+    assert all(type(m) is bytes for m in h) and all(type(s) is float for s in h.values())
+
+
+def test_zset_value_uses_the_compiled_map():
+    z = zset.ZSetValue()
+    assert zset.ZDict is native.ZDict and type(z.dict) is native.ZDict
+    z.add(b"a", 1.0)
+    z.add(b"b", 2.0)
+    z.add(b"a", 3.0)
+    assert list(z.items()) == [(b"b", 2.0), (b"a", 3.0)] and z.dict == {b"a": 3.0, b"b": 2.0}
+    c = z.copy()
+    assert type(c.dict) is native.ZDict and c.dict == z.dict
+    f = zset.ZSetValue.from_dict({b"x": 1.0, b"y": -1.0})
+    assert type(f.dict) is native.ZDict and list(f.items()) == [(b"y", -1.0), (b"x", 1.0)]
+    assert f.remove(b"y") and not f.remove(b"y") and len(f) == 1
+
+
+def test_storage_is_the_table():
+    z = native.ZDict()
+    members = [b"member:%d" % i for i in range(1000)]
+    for i, m in enumerate(members):
+        z[m] = float(i)
+    # the members are the very objects stored; the dict's storage is empty
+    assert all(a is b for a, b in zip(z, members))
+    assert dict.__len__(z) == 0 and list(dict.keys(z)) == []
+    # 2048 4-byte slots for 1000 members, room for 1365 (member, score)
+    assert sys.getsizeof(z) == sys.getsizeof(native.ZDict()) + 2048 * 4 + 1365 * 16
+    # an int score is kept as a float; anything else is refused
+    z[b"i"] = 7
+    assert type(z[b"i"]) is float and z[b"i"] == 7.0
+    with pytest.raises(TypeError):
+        z[b"s"] = "1"
+    with pytest.raises(TypeError):
+        z["s"] = 1.0
+    with pytest.raises(TypeError):
+        z[[1]]
+    assert b"s" not in z
+
+
+def test_growth_deletes_and_reinserts_keep_dict_order():
+    h, d = native.ZDict(), {}
+    for i in range(5000):
+        h[b"f%d" % i] = d[b"f%d" % i] = float(i)
+    for i in range(0, 5000, 3):
+        del h[b"f%d" % i]
+        del d[b"f%d" % i]
+    for i in range(0, 5000, 7):
+        h[b"f%d" % i] = d[b"f%d" % i] = -float(i)
+    for _ in range(100):
+        assert h.popitem() == d.popitem()
+    for i in range(5000, 9000):
+        h[b"f%d" % i] = d[b"f%d" % i] = i / 7
+    assert list(h.items()) == list(d.items()) and len(h) == len(d)
+    for f in list(d):
+        assert h.pop(f) == d.pop(f)
+    assert len(h) == 0 and list(h) == [] and not h
+    h[b"a"] = 1.0
+    assert list(h.items()) == [(b"a", 1.0)]
+
+
+def test_iteration_while_modifying_is_a_dicts():
+    for make in (native.ZDict, dict):
+        h = make({b"f%d" % i: 1.0 for i in range(50)})
+        seen = []
+        for f in h:
+            h[f] = 2.0
+            seen.append(f)
+        assert seen == [b"f%d" % i for i in range(50)] and set(h.values()) == {2.0}
+        for change in (lambda h: h.__setitem__(b"new", 1.0), lambda h: h.__delitem__(b"f3"),
+                       lambda h: h.pop(b"f4"), lambda h: h.popitem(), lambda h: h.clear()):
+            for view in (None, "keys", "values", "items"):
+                h = make({b"f%d" % i: 1.0 for i in range(50)})
+                it = iter(h) if view is None else iter(getattr(h, view)())
+                next(it)
+                change(h)
+                with pytest.raises(RuntimeError):
+                    next(it)
+        h = make({b"a": 1.0, b"b": 2.0})
+        it = iter(h)
+        assert next(it) == b"a"
+        del h[b"a"]
+        h[b"c"] = 3.0
+        assert next(it) == b"b"
+        with pytest.raises(RuntimeError):
+            next(it)
+
+
+def test_copies_pickles_and_operators():
+    h = native.ZDict({b"a": 1.0, b"b": 2.0})
+    d = {b"b": 3.0, b"c": 4.0}
+    assert h | d == {b"a": 1.0, b"b": 3.0, b"c": 4.0} and type(h | d) is dict
+    assert list((d | h).items()) == list((d | dict(h)).items())
+    big = native.ZDict({b"m%d" % i: i * 0.5 for i in range(3000)})
+    for c in (copy.copy(big), copy.deepcopy(big), pickle.loads(pickle.dumps(big)), big.copy(), native.ZDict(big)):
+        assert type(c) is native.ZDict and c == big and list(c.items()) == list(big.items())
+        c[b"m1"] = -1.0
+        assert big[b"m1"] == 0.5
+    assert big != native.ZDict({b"m%d" % i: i * 0.5 for i in range(2999)})
+    assert big == {b"m%d" % i: i * 0.5 for i in range(3000)}
+    bigger = dict(big)
+    bigger[b"m5"] = 9.0
+    assert big != bigger and not (big == native.ZDict(bigger))
+
+
+def test_rdb_round_trip():
+    from ophidis.persistence import rdbpayload
+    for n, skiplist in ((300, True), (3, False)):
+        z = zset.ZSetValue.from_dict({b"member:%d" % i: i * 1.5 - 7 for i in range(n)})
+        z.skiplist = skiplist
+        back = rdbpayload.load_payload(rdbpayload.dump_payload(z))
+        assert type(back.dict) is native.ZDict and back.dict == z.dict
+        assert list(back.items()) == list(z.items())
