@@ -258,6 +258,16 @@ cdef extern from "Python.h":
     Py_ssize_t _g_len "PyBytes_GET_SIZE"(PyObject *o)
 
 
+cdef inline bytes _bulk_reply(const char *v, Py_ssize_t n):
+    # "$<n>\r\n<v>\r\n": GET's and SPOP's reply
+    out = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
+    cdef char *p = _put_len(PyBytes_AS_STRING(out), 36, n)
+    memcpy(p, v, n)
+    p[n] = 13
+    p[n + 1] = 10
+    return out
+
+
 cdef object _get(_Ctx x, list req):
     # the value is read through its borrowed pointer: no reference count
     # written (a page of the keyspace not dirtied while a child has it)
@@ -272,13 +282,7 @@ cdef object _get(_Ctx x, list req):
     if _g_type(pv) != <PyObject *>bytes or _ttl(x, key):
         return None
     x.hits += 1
-    cdef Py_ssize_t n = _g_len(pv)
-    out = PyBytes_FromStringAndSize(NULL, n + 5 + _ndigits(n))
-    cdef char *p = _put_len(PyBytes_AS_STRING(out), 36, n)
-    memcpy(p, _g_str(pv), n)
-    p[n] = 13
-    p[n + 1] = 10
-    return out
+    return _bulk_reply(_g_str(pv), _g_len(pv))
 
 
 cdef object _set(_Ctx x, list req):
@@ -501,13 +505,7 @@ cdef object _spop(_Ctx x, list req):
     if a.keys is not None:
         a.dead += 1
     x.dirty += 1
-    cdef Py_ssize_t mn = PyBytes_GET_SIZE(m)
-    out = PyBytes_FromStringAndSize(NULL, mn + 5 + _ndigits(mn))
-    cdef char *p = _put_len(PyBytes_AS_STRING(out), 36, mn)
-    memcpy(p, PyBytes_AS_STRING(m), mn)
-    p[mn] = 13
-    p[mn + 1] = 10
-    return out
+    return _bulk_reply(PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m))
 
 
 cdef object _lrange(_Ctx x, list req):
