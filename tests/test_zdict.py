@@ -14,6 +14,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.mapping_model import apply_op, mapping_ops
 
 from ophidis import compiled
 from ophidis.types import zset
@@ -27,120 +28,17 @@ _scores = st.one_of(st.sampled_from([0.0, -0.0, 1.0, -1.5, math.inf, -math.inf, 
                     st.floats(allow_nan=False))
 _others = st.one_of(_members, st.sampled_from([7, "member:1", None, (b"a",), 1.0]))
 
-ops = st.one_of(
-    st.tuples(st.just("setitem"), _members, _scores),
-    st.tuples(st.just("setitem"), _members, _scores),
-    st.tuples(st.just("getitem"), _others),
-    st.tuples(st.just("get"), _others),
-    st.tuples(st.just("get_default"), _members),
-    st.tuples(st.just("delitem"), _others),
-    st.tuples(st.just("pop"), _members),
-    st.tuples(st.just("pop_default"), _members),
-    st.tuples(st.just("popitem")),
-    st.tuples(st.just("setdefault"), _members, _scores),
-    st.tuples(st.just("update_dict"), st.dictionaries(_members, _scores, max_size=5)),
-    st.tuples(st.just("update_pairs"), st.lists(st.tuples(_members, _scores), max_size=5)),
-    st.tuples(st.just("update_zdict"), st.dictionaries(_members, _scores, max_size=5)),
-    st.tuples(st.just("contains"), _others),
-    st.tuples(st.just("keys_contains"), _others),
-    st.tuples(st.just("items_contains"), _members, _scores),
-    st.tuples(st.just("values_contains"), _scores),
-    st.tuples(st.just("iter")),
-    st.tuples(st.just("reversed")),
-    st.tuples(st.just("keys")),
-    st.tuples(st.just("values")),
-    st.tuples(st.just("items")),
-    st.tuples(st.just("copy_then_set"), _members, _scores),
-    st.tuples(st.just("eq"), st.dictionaries(_members, _scores, max_size=3)),
-    st.tuples(st.just("clear")),
-    st.tuples(st.just("or"), st.dictionaries(_members, _scores, max_size=3)),
-    st.tuples(st.just("ior"), st.dictionaries(_members, _scores, max_size=3)),
-    st.tuples(st.just("pickle")),
-    st.tuples(st.just("many"), st.integers(0, 40), st.integers(0, 40)),
-)
+ops = mapping_ops(_members, _scores, _others)
 
 
-def _apply(h, op, make):
-    name = op[0]
-    if name == "setitem":
-        h[op[1]] = op[2]
-        return None
-    if name == "getitem":
-        return h[op[1]]
-    if name == "get":
-        return h.get(op[1])
-    if name == "get_default":
-        return h.get(op[1], b"default")
-    if name == "delitem":
-        del h[op[1]]
-        return None
-    if name == "pop":
-        return h.pop(op[1])
-    if name == "pop_default":
-        return h.pop(op[1], None)
-    if name == "popitem":
-        return h.popitem()
-    if name == "setdefault":
-        return h.setdefault(op[1], op[2])
-    if name in ("update_dict", "update_pairs"):
-        h.update(op[1])
-        return None
-    if name == "update_zdict":
-        h.update(make(op[1]))
-        return None
-    if name == "contains":
-        return op[1] in h
-    if name == "keys_contains":
-        return op[1] in h.keys()
-    if name == "items_contains":
-        return (op[1], op[2]) in h.items()
-    if name == "values_contains":
-        return op[1] in h.values()
-    if name == "iter":
-        return list(h)
-    if name == "reversed":
-        return list(reversed(h))
-    if name == "keys":
-        return list(h.keys()), len(h.keys())
-    if name == "values":
-        return list(h.values()), len(h.values())
-    if name == "items":
-        return list(h.items()), len(h.items())
-    if name == "copy_then_set":
-        c = h.copy()
-        assert c == h and c.__class__ is h.__class__
-        before = list(h.items())
-        c[op[1]] = op[2]
-        assert list(h.items()) == before
-        return list(c.items())
-    if name == "eq":
-        return h == op[1], op[1] == h, h != op[1], h == make(op[1])
-    if name == "clear":
-        h.clear()
-        return None
-    if name == "or":
-        return list((h | op[1]).items()), list((op[1] | h).items())
-    if name == "ior":
-        h |= op[1]
-        return None
-    if name == "pickle":
-        c = pickle.loads(pickle.dumps(h))
-        assert c.__class__ is h.__class__
-        return list(c.items())
-    if name == "many":
-        # a run of new members (the table grows), then some of them deleted
-        for i in range(op[1]):
-            h[b"many:%d" % i] = float(i % 30)
-        for i in range(0, op[1], 2 if op[2] % 2 else 3):
-            if i < op[2]:
-                del h[b"many:%d" % i]
-        return None
-    raise AssertionError(name)
+def _fill(i):
+    # the value of the i-th key of the "many" run
+    return float(i % 30)
 
 
 def _outcome(h, op, make):
     try:
-        r = _apply(h, op, make)
+        r = apply_op(h, op, make, _fill)
     except (KeyError, TypeError) as e:
         return ("error", type(e), e.args if type(e) is KeyError else None)
     # the same floats, -0.0 included
