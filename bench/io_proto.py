@@ -18,9 +18,12 @@ object per read, ``Client.data_received``, send from ``write``):
   g       uvloop still the loop; the client sockets in an epoll set of our
           own whose fd is one ``add_reader`` of uvloop's: its callback serves
           every ready socket in C
-  h       the stdlib asyncio loop (``SelectorEventLoop``) with a selector
+  h       the stdlib asyncio loop (a ``SelectorEventLoop``) with a selector
           whose ``select()`` serves the client sockets in C while the loop
-          has nothing due, the GIL released around the blocking epoll_wait
+          has nothing due, the GIL released around the blocking epoll_wait;
+          the loop's call_at (overridden) ends that wait; its call_soon made
+          while the poller serves sockets runs at the end of the pass (as
+          Redis's beforeSleep), outside the asyncio loop
 
 Not handled (a prototype): TLS, unix sockets, the busy-script poller,
 connection_lost ordering beyond ``call_soon``.  The workload is
@@ -33,10 +36,13 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import selectors
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 from callgrind import VS_TESTS, Counted, _free_port, _up, _wait
 
@@ -205,6 +211,9 @@ cdef class Poller:
     cdef int ep, outer
     cdef set live
     cdef object loop
+    cdef public bint pending     # set by the loop's call_soon/call_at: return to the loop
+    cdef public bint dispatching # inside run()'s pass over ready sockets
+    cdef public list soon        # call_soon's callbacks made meanwhile: run at the pass's end
 
     def __cinit__(self, loop, int outer=-1):
         cdef epoll_event ev
@@ -212,6 +221,7 @@ cdef class Poller:
         self.outer = outer
         self.loop = loop
         self.live = set()
+        self.soon = []
         if outer >= 0:
             ev.events = EPOLLIN
             ev.data.u64 = 0
@@ -280,6 +290,7 @@ cdef class Poller:
         if timeout is not None:
             deadline = _mono() + <double>timeout
             ms = <int>(<double>timeout * 1000 + 0.999)
+        self.pending = False
         while True:
             if ms == 0:
                 n = epoll_wait(self.ep, evs, 64, 0)
@@ -289,12 +300,26 @@ cdef class Poller:
             if n < 0:
                 PyErr_CheckSignals()    # a signal's Python handler (SIGTERM: shutdown)
                 return
-            for i in range(n):
-                if evs[i].data.u64 == 0:
-                    outer_ready = True
-                else:
-                    self._ready(<CTransport><PyObject*>evs[i].data.u64, evs[i].events)
-            if outer_ready or ms == 0 or n == 0:
+            self.dispatching = True
+            try:
+                for i in range(n):
+                    if evs[i].data.u64 == 0:
+                        outer_ready = True
+                    else:
+                        self._ready(<CTransport><PyObject*>evs[i].data.u64, evs[i].events)
+                # Redis's beforeSleep: what the pass scheduled with call_soon
+                # (push flushes, AOF and replication flushes, unblocked
+                # clients) runs here, not through the asyncio loop
+                while self.soon:
+                    todo, self.soon = self.soon, []
+                    for cb, args in todo:
+                        try:
+                            cb(*args)
+                        except Exception:
+                            traceback.print_exc()
+            finally:
+                self.dispatching = False
+            if outer_ready or ms == 0 or n == 0 or self.pending:
                 return
             if ms > 0:
                 ms = <int>((deadline - _mono()) * 1000 + 0.999)
@@ -323,6 +348,26 @@ class ClientSelector(selectors.EpollSelector):
         return super().select(timeout)
 
 
+class ClientLoop(asyncio.SelectorEventLoop):
+    # a callback or timer added while the poller serves clients (a push's
+    # flush, a future's done callback) must end the poller's wait
+    poller = None
+
+    def call_soon(self, callback, *args, context=None):
+        p = self.poller
+        if p is not None:
+            if p.dispatching and context is None:
+                p.soon.append((callback, args))    # (no Handle: the server ignores it)
+                return None
+            p.pending = True
+        return super().call_soon(callback, *args, context=context)
+
+    def call_at(self, when, callback, *args, context=None):
+        if self.poller is not None:
+            self.poller.pending = True
+        return super().call_at(when, callback, *args, context=context)
+
+
 def main():
     design = os.environ["IOPROTO_DESIGN"]
     cfg, _, _ = load_config(sys.argv[1:])
@@ -330,7 +375,7 @@ def main():
     sel = None
     if design == "h":
         sel = ClientSelector()
-        loop = asyncio.SelectorEventLoop(sel)
+        loop = ClientLoop(sel)
     else:
         loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -339,6 +384,7 @@ def main():
         if design == "h":
             poller = ioproto_c.Poller(loop, sel.fileno())
             sel.poller = poller
+            loop.poller = poller
         else:
             poller = ioproto_c.Poller(loop)
             loop.add_reader(poller.fileno(), poller)
@@ -407,12 +453,37 @@ class Proto(Counted):
             self.port = port
 
 
+def _subscribe(port, n):
+    """n subscribers of channel 'chan' on port, drained by a thread."""
+    subs = []
+    for _ in range(n):
+        sk = socket.create_connection(("127.0.0.1", port))
+        sk.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nchan\r\n")
+        subs.append(sk)
+
+    def drain():
+        sel = selectors.DefaultSelector()
+        for sk in subs:
+            sel.register(sk, selectors.EVENT_READ)
+        while True:
+            for key, _ in sel.select():
+                try:
+                    if not key.fileobj.recv(1 << 16):
+                        return
+                except OSError:
+                    return
+    threading.Thread(target=drain, daemon=True).start()
+    return subs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                    "src"))
     ap.add_argument("--designs", default="uvloop,g,h")
-    ap.add_argument("--tests", default="get,set")
+    ap.add_argument("--tests", default="get,set", help="tests of bench/callgrind.py's --vs-redis table, or "
+                    "'publish': PUBLISH to --subscribers subscribers on the design's port")
+    ap.add_argument("--subscribers", type=int, default=10)
     ap.add_argument("-n", type=int, default=10000)
     ap.add_argument("-P", type=int, default=1, dest="pipeline")
     ap.add_argument("--save", metavar="DIR", help="keep each profile as DIR/<design>-<test>.cg")
@@ -426,12 +497,19 @@ def main(argv=None):
             s = Proto(work, design, a.src)
             try:
                 for t in a.tests.split(","):
-                    fill, what = VS_TESTS[t]
+                    if t == "publish":
+                        subs = _subscribe(s.bench_port, a.subscribers)
+                        fill, what = None, ["PUBLISH", "chan", "hello"]
+                    else:
+                        subs = []
+                        fill, what = VS_TESTS[t]
                     s.cli("FLUSHALL")
                     if fill:
                         s.bench(16, 2 * (a.n + 5000), fill, keyspace=1000000)
                     s.bench(a.pipeline, 5000, what)
                     per = s.count(a.pipeline, a.n, what) / a.n
+                    for sk in subs:
+                        sk.close()
                     print("%-7s %-6s -P %d: %6.0f instructions a request" % (design, t, a.pipeline, per), flush=True)
                     if a.save:
                         os.makedirs(a.save, exist_ok=True)
