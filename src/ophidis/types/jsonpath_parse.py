@@ -117,10 +117,9 @@ class _P:
                 return ("desc", ("key", [name]))
             if self.eat("*"):
                 return ("desc", ("all",))
-            if self.eat("["):
-                b = self.bracket_body()
-                if b is not None:
-                    return ("desc", b)
+            b = self.bracket()
+            if b is not None:
+                return ("desc", b)
             self.i = start
             return None
         if self.eat("."):
@@ -139,21 +138,22 @@ class _P:
                     return ("key", [name])
             if self.eat("*"):
                 return ("all",)
-            if self.eat("["):
-                b = self.bracket_body()
-                if b is not None:
-                    return b
-            self.i = start
-            return None
-        if self.eat("["):
-            b = self.bracket_body()
+            b = self.bracket()
             if b is not None:
                 return b
             self.i = start
+            return None
+        b = self.bracket()
+        if b is not None:
+            return b
+        self.i = start
         return None
 
-    def bracket_body(self):
-        """After ``[``: the bracket's contents and ``]``."""
+    def bracket(self):
+        """``[``, the bracket's contents and ``]``: the step, or None (after a
+        ``[``, the position is then left after it)."""
+        if not self.eat("["):
+            return None
         start = self.i
         self.ws()
         for alt in (self.range_, self.numbers, self.strings, self.star, self.filter_):
@@ -208,20 +208,22 @@ class _P:
             if not self.eat(":"):
                 self.i = start
                 return None
-            after = self.i
-            self.ws()
-            b = self.number()
-            if b is None:
-                self.i = after
+            b = self.slice_end()
             return ("slice", (a, b, self.step()))
         if not self.eat(":"):
             return None
+        b = self.slice_end()
+        return ("slice", (None, b, self.step()))
+
+    def slice_end(self):
+        """After a slice's first ``:``: its end, or None with the position
+        left after the colon."""
         after = self.i
         self.ws()
         b = self.number()
         if b is None:
             self.i = after
-        return ("slice", (None, b, self.step()))
+        return b
 
     def numbers(self):
         return self.listed(self.number, "idx")
