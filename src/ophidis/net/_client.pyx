@@ -22,11 +22,11 @@ import hiredis
 from ophidis._util cimport __builtin_clzll, _all_bytes, _now
 from ophidis.acl._check cimport _acl_ok
 from ophidis.cluster._slots cimport _cluster, _cluster_local
-from ophidis.cmdtable._core cimport CommandCore
+from ophidis.cmdtable._core cimport CommandCore, _table_gen
 from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
 from ophidis.keyspace._core cimport StatsCore
 from ophidis.net._core cimport ClientCore
-from ophidis.protocol._reader cimport ReadFeed, ReaderCore, _plain_lines, _read_feed
+from ophidis.protocol._reader cimport ReadFeed, ReaderCore, _feed_at, _feed_clear, _plain_lines, _read_feed
 from ophidis.protocol._reader import ends_with_request
 from ophidis.server._core cimport ServerCore
 
@@ -74,21 +74,71 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
         _flush(x)
 
 
-cdef bytes _name_key = None     # the last command name looked up by a run (its hash cached)
+cdef dict _dr_table = _TABLE       # the command table (the loop's table is always this one)
+
+
+# The last command name looked up (at most 32 bytes) and its command, while
+# the table's generation is _name_gen (cmdtable/_core.pyx's table_changed):
+# the C parser gives a repeated name as this very object (protocol/_reader.pyx's
+# _name0), another equal name is compared; a new name is looked up
+cdef bytes _name_key = None
+cdef object _name_cmd = None
+cdef unsigned long long _name_gen = 0
+
+
+cdef inline object _lookup(dict table, bytes name):
+    # table.get(name), through the cache above for the command table
+    global _name_key, _name_cmd, _name_gen
+    cdef Py_ssize_t n
+    if name is not _name_key:
+        n = PyBytes_GET_SIZE(name)
+        if _name_key is None or n != PyBytes_GET_SIZE(_name_key) \
+                or memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(_name_key), n) != 0 \
+                or table is not _dr_table:
+            c = table.get(name)
+            if n <= 32 and table is _dr_table:
+                _name_key = name
+                _name_cmd = c
+                _name_gen = _table_gen
+            return c
+    elif table is not _dr_table:
+        return table.get(name)
+    if _name_gen != _table_gen:
+        _name_cmd = table.get(_name_key)
+        _name_gen = _table_gen
+    return _name_cmd
+
+
+# The ACL rules' generation: acl/users.py tells acl_changed whenever a
+# user's rules change (User._update, which makes its ``fast`` anew)
+cdef unsigned long long _acl_gen = 1
+
+
+def acl_changed():
+    global _acl_gen
+    _acl_gen += 1
+
+
+cdef inline object _user_fast(ClientCore client):
+    # client.user.fast (a getattr on the User costs ~130 instructions),
+    # taken again when the client's user or any user's rules changed
+    u = client.user
+    if u is not client.acl_user or client.acl_gen != _acl_gen:
+        client.acl_fast = u.fast
+        client.acl_user = u
+        client.acl_gen = _acl_gen
+    return client.acl_fast
 
 
 cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, double t0, _Ctx x) except? -1:
     # returns nreq (see run); the last request taken goes in x.req_last
-    global _name_key
     cdef Py_ssize_t nreq = 0, n
     cdef double t1, dt
     cdef long long us
     cdef int slot
     cdef CommandCore cmd
-    cdef bytes name, last_name = None
     last = None
-    last_c = None
-    fast = client.user.fast
+    fast = _user_fast(client)
     prop = _propagator
     cdef ServerCore srv = client.server
     dirty0 = None
@@ -109,26 +159,8 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
         nreq += 1
         last = req
         if type(req) is list and <list>req and _all_bytes(<list>req):
-            # a pipeline repeats its command: the last name's lookup is
-            # reused (the table cannot change before the general path runs)
-            name = <bytes>(<list>req)[0]
-            if last_name is not None and PyBytes_GET_SIZE(name) == PyBytes_GET_SIZE(last_name) \
-                    and memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(last_name),
-                               PyBytes_GET_SIZE(name)) == 0:
-                c = last_c
-            else:
-                # the last run's name object, when the same name comes again:
-                # its hash is cached, a fresh one's would be computed
-                if _name_key is not None and PyBytes_GET_SIZE(name) == PyBytes_GET_SIZE(_name_key) \
-                        and memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(_name_key),
-                                   PyBytes_GET_SIZE(name)) == 0:
-                    c = table.get(_name_key)
-                else:
-                    c = table.get(name)
-                    if PyBytes_GET_SIZE(name) <= 32:
-                        _name_key = name
-                last_name = name
-                last_c = c
+            # a repeated command name's lookup is kept until the table changes
+            c = _lookup(table, <bytes>(<list>req)[0])
             n = len(<list>req)
             if c is not None and not slow and (<CommandCore>c).fastpath \
                     and (<CommandCore>c).amin <= n <= (<CommandCore>c).amax \
@@ -188,11 +220,10 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
                         or client.closing:
                     break
                 slow = client.slow or _server_slow
-                fast = client.user.fast
+                fast = _user_fast(client)
                 prop = _propagator
                 continue
             _flush(x)
-            last_name = None
             r = client.process_request(req)
         else:
             x.req_last = last
@@ -202,7 +233,7 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
         if client.blocked or client.close_after_reply or client.paused_queue is not None or client.closing:
             break
         slow = client.slow or _server_slow
-        fast = client.user.fast
+        fast = _user_fast(client)
         prop = _propagator
         t0 = _now()
     x.req_last = last
@@ -218,7 +249,6 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
 # normal class.  Anything else, and whatever the loop leaves for
 # RequestReader.taken, goes to the Python methods (the definition).
 
-cdef dict _dr_table = _TABLE
 cdef StatsCore _dr_stats = _stats
 cdef object _dr_client_mem = None   # client.set_client_memory's function
 
@@ -326,6 +356,8 @@ def data_received(ClientCore client, data):
 
 cdef _Ctx _dr_ctx = _Ctx.__new__(_Ctx)
 cdef bint _dr_ctx_busy = False
+cdef ReadFeed _dr_feed = ReadFeed.__new__(ReadFeed)     # reused as _dr_ctx (a new one if reads nest)
+cdef bint _dr_feed_busy = False
 
 
 cdef _dr_read(ClientCore client, data, double t0):
@@ -343,7 +375,24 @@ cdef _dr_read(ClientCore client, data, double t0):
         return
     # at a request boundary: hiredis holds nothing (a multibulk header it
     # would pre-size is looked for in what the C parser leaves to it)
-    cdef ReadFeed feed = _read_feed(<bytes>data, rd, inline)
+    global _dr_feed_busy
+    cdef ReadFeed feed
+    cdef bint own_feed = not _dr_feed_busy
+    if own_feed:
+        feed = _feed_at(_dr_feed, <bytes>data, rd, inline)
+        _dr_feed_busy = True
+    else:
+        feed = _read_feed(<bytes>data, rd, inline)
+    try:
+        _dr_run(client, <bytes>data, rd, inline, feed, t0)
+    finally:
+        if own_feed:
+            _feed_clear(feed)
+            _dr_feed_busy = False
+
+
+cdef _dr_run(ClientCore client, bytes data, rd, bint inline, ReadFeed feed, double t0):
+    # _dr_read's run of the read's requests (feed: its C parser)
     cdef list out = []
     client.pending_writes = out
     # (run's body, called in C: no Python call, no argument parsing; the

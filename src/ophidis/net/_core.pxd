@@ -25,3 +25,7 @@ cdef class ClientCore:
     cdef public Py_ssize_t t_high
     cdef public bint wpaused
     cdef public object out_extra
+    # the compiled loop's copy of user.fast (net/_client.pyx's _user_fast):
+    # taken from acl_user while the ACL rules' generation was acl_gen
+    cdef object acl_user, acl_fast       # (compiled only)
+    cdef unsigned long long acl_gen      # (compiled only)
