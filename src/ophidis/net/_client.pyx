@@ -15,6 +15,8 @@ runs in Python.  Keep the two loops identical in behaviour:
 tests/test_speedups.py runs the same traffic through both."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_SIZE
+from cpython.object cimport PyObject
 from libc.string cimport memcmp
 
 import hiredis
@@ -282,7 +284,7 @@ cdef _dr_write(ClientCore client, list out):
         out = <list>client.push_buf + out
         client.push_buf = None
     data = b"".join(out) if len(out) != 1 else out[0]
-    n = len(data)
+    n = PyBytes_GET_SIZE(data) if type(data) is bytes else len(data)
     if n > client.rb_peak:
         client.rb_peak = n
     if client.t_of is not t:
@@ -323,9 +325,10 @@ def set_client_memory(fn):
 
 def data_received(ClientCore client, data):
     """Client.data_received (asyncio.Protocol's) compiled."""
-    _dr_stats.net_input_bytes += len(data)
+    cdef Py_ssize_t nb = PyBytes_GET_SIZE(data) if type(data) is bytes else len(data)
+    _dr_stats.net_input_bytes += nb
     _dr_stats.total_reads_processed += 1
-    client.net_in += len(data)
+    client.net_in += nb
     client.read_events += 1
     # time.monotonic() (CLOCK_MONOTONIC, as _now)
     cdef double t0 = _now()
@@ -357,7 +360,30 @@ def data_received(ClientCore client, data):
 cdef _Ctx _dr_ctx = _Ctx.__new__(_Ctx)
 cdef bint _dr_ctx_busy = False
 cdef ReadFeed _dr_feed = ReadFeed.__new__(ReadFeed)     # reused as _dr_ctx (a new one if reads nest)
+cdef list _dr_out = []      # the read's reply list, reused with _dr_feed (a new one once given away)
 cdef bint _dr_feed_busy = False
+cdef type _dr_rd_type = None    # the last class of client.reader seen to derive from ReaderCore
+
+
+cdef extern from "Python.h":
+    void Py_SET_SIZE(object o, Py_ssize_t size)
+    PyObject *_list_item "PyList_GET_ITEM" (object l, Py_ssize_t i)
+    void _decref "Py_DECREF" (PyObject *o)
+
+
+cdef bint _list_empty(list l) noexcept:
+    # l emptied keeping its storage (del l[:] frees it, and the next append
+    # allocates again); False: too long, not emptied
+    cdef PyObject *items[16]
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(l)
+    if n > 16:
+        return False
+    for i in range(n):
+        items[i] = _list_item(l, i)
+    Py_SET_SIZE(l, 0)
+    for i in range(n):
+        _decref(items[i])
+    return True
 
 
 cdef _dr_read(ClientCore client, data, double t0):
@@ -369,31 +395,44 @@ cdef _dr_read(ClientCore client, data, double t0):
         return
     rd = client.reader
     cdef bint inline = PyBytes_AS_STRING(data)[0] != 42
-    if not isinstance(rd, ReaderCore) or (<ReaderCore>rd).pend is not None \
+    global _dr_rd_type
+    if type(rd) is not _dr_rd_type:
+        # (isinstance walks the reader class's MRO: its answer is kept per class)
+        if not isinstance(rd, ReaderCore):
+            client._data_received(data)
+            return
+        _dr_rd_type = type(rd)
+    if (<ReaderCore>rd).pend is not None \
             or (<ServerCore>client.server).obuf_normal_limit or (inline and not _plain_lines(data)):
         client._data_received(data)
         return
     # at a request boundary: hiredis holds nothing (a multibulk header it
     # would pre-size is looked for in what the C parser leaves to it)
-    global _dr_feed_busy
+    global _dr_feed_busy, _dr_out
     cdef ReadFeed feed
-    cdef bint own_feed = not _dr_feed_busy
+    cdef list out
+    cdef bint own_feed = not _dr_feed_busy, kept = False
     if own_feed:
         feed = _feed_at(_dr_feed, <bytes>data, rd, inline)
+        out = _dr_out
         _dr_feed_busy = True
     else:
         feed = _read_feed(<bytes>data, rd, inline)
+        out = []
     try:
-        _dr_run(client, <bytes>data, rd, inline, feed, t0)
+        kept = _dr_run(client, <bytes>data, rd, inline, feed, out, t0)
     finally:
         if own_feed:
             _feed_clear(feed)
+            if not kept or not _list_empty(out):
+                _dr_out = []
             _dr_feed_busy = False
 
 
-cdef _dr_run(ClientCore client, bytes data, rd, bint inline, ReadFeed feed, double t0):
-    # _dr_read's run of the read's requests (feed: its C parser)
-    cdef list out = []
+cdef int _dr_run(ClientCore client, bytes data, rd, bint inline, ReadFeed feed, list out, double t0) except -1:
+    # _dr_read's run of the read's requests (feed: its C parser; out: the
+    # reply list, empty): 1 when out may be reused, 0 when it went to Python
+    # code that may keep it
     client.pending_writes = out
     # (run's body, called in C: no Python call, no argument parsing; the
     # bodies' context object reused, a new one if a read ever nests)
@@ -424,19 +463,20 @@ cdef _dr_run(ClientCore client, bytes data, rd, bint inline, ReadFeed feed, doub
                 if out:
                     _dr_write(client, out)
                 client._qbuf_limit()
-                return
+                return 1
         if out:
             _dr_write(client, out)
-        return
+        return 1
     if nreq > 0 and (<ReaderCore>rd).pend is None and (
             (feed.gets is None and feed.pos == PyBytes_GET_SIZE(data))    # all taken here
             or (type(last) is list and <list>last and not stopped and ends_with_request(data, <list>last))):
         # the read ended with the last request: nothing is left
         if out:
             _dr_write(client, out)
-        return
+        return 1
     if client._taken(data, nreq, last, out):
         client._python_then()
+    return 0
 
 
 # =====================================================================================
