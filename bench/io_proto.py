@@ -13,8 +13,10 @@ get_write_buffer_size/limits, is_closing, close, abort, pause/resume_reading,
 get_extra_info), served by a C poller (recv into a 16 KiB buffer, one bytes
 object per read, ``Client.data_received``, send from ``write``):
 
-  uvloop  today's server: uvloop, the Client as the transport's Protocol
-          (the figure of bench/callgrind.py)
+  uvloop  the server's own listeners, as bench/callgrind.py measures them
+          (before main's a49b5be: uvloop's transports, the Client as their
+          Protocol; since: net/_sock.pyx's SockConn over add_reader, which
+          is io_floor.py's design c)
   g       uvloop still the loop; the client sockets in an epoll set of our
           own whose fd is one ``add_reader`` of uvloop's: its callback serves
           every ready socket in C
