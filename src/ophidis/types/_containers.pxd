@@ -150,8 +150,35 @@ cdef inline bint _hp_is(PyObject *o) noexcept:
     return <PyTypeObject *>o.ob_type == PAIR_TYPE
 
 
-cdef class SetCore(set):
+cdef class SetCore:
+    # a set of bytes (types.containers.SetValue in compiled installs): NOT a
+    # set subclass (CPython's set algebra would read a subclass's own, empty,
+    # storage); its members (bytes objects) in tab, as ZDict's
     cdef public object enc, _aux
+    cdef OphTab tab             # (compiled only)
+
+
+# adds member m (bytes): 1, or 0 when it was there
+cdef int _sc_add(SetCore s, object m) except -1
+# removes member m: 1, or 0 when it was not there
+cdef int _sc_discard(SetCore s, object m) except -1
+
+
+cdef inline bint _sc_has(SetCore s, object m) except -1:
+    # m in s (a key that is not bytes is hashed, as a set would, then not found)
+    cdef Py_hash_t hv = PyObject_Hash(m)
+    if not PyBytes_Check(m):
+        return False
+    return _ztab_find(&s.tab, <PyObject *>m, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m), hv) >= 0
+
+
+cdef Py_ssize_t STAB_OFFSET     # where ``tab`` is in a SetCore instance
+
+
+cdef inline const OphTab *_sc_tab(PyObject *s) noexcept:
+    # the table of SetCore s, from a borrowed pointer without touching its
+    # reference count (the RDB writer in a forked child: as _hc_tab)
+    return <const OphTab *>(<char *>s + STAB_OFFSET)
 
 
 cdef class HashCore(dict):

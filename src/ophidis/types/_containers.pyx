@@ -1,8 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The compiled set and hash values: the C fields of types.containers.SetValue
-(SetCore) and HashCore, the dict of bytes -> bytes a hash is, stored as
-HashPairs in its own table.  types/containers.py's pure HashValue (a plain dict) is the
-twin; tests/test_hashpairs.py runs random operations through both."""
+"""The compiled set, hash and sorted-set maps: SetCore (types.containers.SetValue's
+base, a set of bytes in its own table), HashCore, the dict of bytes -> bytes a
+hash is, stored as HashPairs in its own table, and ZDict (a zset's member ->
+score map).  types/containers.py's pure SetValue (a set) and HashValue (a
+dict) and zset.py's plain dict are the twins; tests/test_setcore.py,
+test_hashpairs.py and test_zdict.py run random operations through both."""
 
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
@@ -13,12 +15,6 @@ from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
 from cpython.mem cimport PyMem_Free
 from cpython.ref cimport Py_INCREF
 from libc.string cimport memcmp, memcpy
-
-cdef class SetCore(set):
-    """The fields of types.containers.SetValue the bodies read, as C fields
-    (SetValue derives from this class when the module is built; declared in
-    _containers.pxd)."""
-
 
 # ===========================================================================
 # Hashes (issues 17 and 34): HashCore, a table of HashPair objects
@@ -1036,3 +1032,248 @@ cdef Py_ssize_t _zsc_offset():
 
 ZTAB_OFFSET = _ztab_offset()
 ZSC_OFFSET = _zsc_offset()
+
+
+
+# ===========================================================================
+# Sets (issue 34): SetCore, a set of bytes in an OphTab
+# ===========================================================================
+# In compiled installs types.containers.SetValue derives from SetCore: the
+# members (bytes objects, their hash cached by them) in an OphTab as ZDict's
+# (insertion order, 4-byte index slots probed as dict probes, 8-byte entry
+# pointers): ~19 bytes a member at 1M members where a set's table took 32
+# (2^21 16-byte entries).  SetCore is NOT a set subclass: CPython's set
+# algebra (``a & b``, ``set.intersection(a, ...)``, ``set(a)``, ``a == b``
+# ...) reads a set subclass's own storage directly, which here would be
+# empty, so a silent wrong answer.  As its own type, the set functions see
+# it as any iterable (set(a), set().union(a), frozenset(a): correct), and
+# the operators it does not define (``&``, ``|``, ``-``, ``<=``) raise
+# TypeError.  It has the set methods the server uses (add, discard, remove,
+# pop, clear, update, difference_update, intersection, union, difference,
+# copy; ==), the algebra's results being plain sets as a set subclass's are.
+# The pure SetValue (a set subclass) is the twin; tests/test_setcore.py runs
+# random operations through both.  Members are bytes (another type:
+# TypeError; a bytes subclass is stored as bytes).  C code goes through
+# _containers.pxd (_sc_has, _sc_add, _sc_discard; the RDB writer: _sc_tab
+# and _tab_next, with borrowed pointers).  Iteration is in insertion order
+# (a set's is its table's: Redis's order is neither, and callers needing
+# an order sort).
+
+
+cdef inline object _sc_key(m):
+    # ``m`` as the exact bytes object stored
+    if not PyBytes_Check(m):
+        raise TypeError("a set's members are bytes, not %s" % type(m).__name__)
+    if not _hp_bytes_exact(m):
+        return bytes(m)
+    return m
+
+
+cdef int _sc_add(SetCore s, object m) except -1:
+    m = _sc_key(m)
+    cdef Py_hash_t hv = hash(m)
+    if _ztab_find(&s.tab, <PyObject *>m, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m), hv) >= 0:
+        return 0
+    _ztab_add(&s.tab, <PyObject *>m, hv, _bytes_hashfn, NULL)
+    return 1
+
+
+cdef int _sc_discard(SetCore s, object m) except -1:
+    cdef Py_hash_t hv = PyObject_Hash(m)
+    cdef Py_ssize_t i
+    if not PyBytes_Check(m):
+        return 0
+    i = _ztab_find(&s.tab, <PyObject *>m, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m), hv)
+    if i < 0:
+        return 0
+    _hp_decref(_tab_take(&s.tab, i))
+    return 1
+
+
+cdef int _sc_update(SetCore s, o) except -1:
+    cdef PyObject *k
+    cdef Py_ssize_t pos = 0
+    cdef Py_hash_t hv
+    if isinstance(o, SetCore):
+        if o is s:
+            return 0
+        while _tab_next(&(<SetCore>o).tab, &pos, &k):
+            hv = PyObject_Hash(<object>k)
+            if _ztab_find(&s.tab, k, PyBytes_AS_STRING(<object>k), PyBytes_GET_SIZE(<object>k), hv) < 0:
+                _ztab_add(&s.tab, k, hv, _bytes_hashfn, NULL)
+        return 0
+    for m in o:
+        _sc_add(s, m)
+    return 0
+
+
+cdef object _sc_eq(SetCore a, other):
+    cdef PyObject *k
+    cdef Py_ssize_t pos = 0
+    if not isinstance(other, (SetCore, set, frozenset)):
+        return NotImplemented
+    if a.tab.used != len(other):
+        return False
+    while _tab_next(&a.tab, &pos, &k):
+        held = <object>k
+        if held not in other:
+            return False
+    return True
+
+
+cdef inline bint _in_all(m, tuple others) except -1:
+    for o in others:
+        if m not in o:
+            return False
+    return True
+
+
+cdef inline bint _in_any(m, tuple others) except -1:
+    for o in others:
+        if m in o:
+            return True
+    return False
+
+
+cdef tuple _as_containers(tuple others):
+    # the others of intersection()/difference() as containers (an iterator
+    # or other one-pass iterable: a set of it, as the set methods take them)
+    return tuple([o if isinstance(o, (SetCore, set, frozenset, dict)) else set(o) for o in others])
+
+
+cdef class SetCore:
+    """A set of bytes stored in its own table (above; the fields are
+    declared in _containers.pxd): the base of types.containers.SetValue in
+    compiled installs."""
+
+    def __cinit__(self, *args, **kw):
+        self.tab.mask = -1
+
+    def __dealloc__(self):
+        _tab_clear(&self.tab)
+
+    def __init__(self, items=()):
+        _sc_update(self, items)
+
+    def __len__(self):
+        return self.tab.used
+
+    def __contains__(self, m):
+        return _sc_has(self, m)
+
+    def __iter__(self):
+        return _SetIter(self)
+
+    def add(self, m):
+        _sc_add(self, m)
+
+    def discard(self, m):
+        _sc_discard(self, m)
+
+    def remove(self, m):
+        if not _sc_discard(self, m):
+            raise KeyError(m)
+
+    def pop(self):
+        cdef Py_ssize_t pos
+        cdef PyObject *p = _ztab_pop_last(&self.tab, _bytes_hashfn, &pos)
+        if p == NULL:
+            raise KeyError("pop from an empty set")
+        m = <object>p
+        _hp_decref(p)       # (the table's reference, now m's)
+        return m
+
+    def clear(self):
+        _tab_clear(&self.tab)
+
+    def update(self, *others):
+        for o in others:
+            _sc_update(self, o)
+
+    def difference_update(self, *others):
+        for o in others:
+            if o is self:
+                _tab_clear(&self.tab)
+                continue
+            for m in o:
+                _sc_discard(self, m)
+
+    def intersection(self, *others):
+        """A set of the members in every one of others (a plain set, as a
+        set subclass's intersection gives)."""
+        cdef tuple os = _as_containers(others)
+        return {m for m in self if _in_all(m, os)}
+
+    def difference(self, *others):
+        cdef tuple os = _as_containers(others)
+        return {m for m in self if not _in_any(m, os)}
+
+    def union(self, *others):
+        r = set(self)
+        for o in others:
+            r.update(o)
+        return r
+
+    def copy(self):
+        return type(self)(self)
+
+    def __eq__(self, other):
+        return _sc_eq(self, other)
+
+    def __ne__(self, other):
+        r = _sc_eq(self, other)
+        return r if r is NotImplemented else not r
+
+    __hash__ = None
+
+    def __sizeof__(self):
+        return object.__sizeof__(self) + _tab_bytes(&self.tab, 0)
+
+    def __repr__(self):
+        if not self.tab.used:
+            return "%s()" % type(self).__name__
+        return "%s(%r)" % (type(self).__name__, set(self))
+
+    def __reduce__(self):
+        return (type(self), (list(self),), (self.enc, self._aux))
+
+    def __setstate__(self, state):
+        self.enc, self._aux = state
+
+
+@cython.final
+cdef class _SetIter:
+    """Iterator over a SetCore's members, with set's check: a change of size."""
+    cdef SetCore s
+    cdef Py_ssize_t pos, used, left
+
+    def __cinit__(self, SetCore s):
+        self.s = s
+        self.used = self.left = s.tab.used
+
+    def __iter__(self):
+        return self
+
+    def __length_hint__(self):
+        return 0 if self.s is None else max(0, self.left)
+
+    def __next__(self):
+        cdef PyObject *v
+        if self.s is None:
+            raise StopIteration
+        if self.s.tab.used != self.used:
+            self.used = -1
+            raise RuntimeError("Set changed size during iteration")
+        if not _tab_next(&self.s.tab, &self.pos, &v):
+            self.s = None
+            raise StopIteration
+        self.left -= 1
+        return <object>v
+
+
+cdef Py_ssize_t _stab_offset():
+    cdef SetCore s = SetCore()
+    return <char *>&s.tab - <char *><PyObject *>s
+
+
+STAB_OFFSET = _stab_offset()
