@@ -478,7 +478,7 @@ cdef object _spop(_Ctx x, list req):
         return None
     cdef SetCore s = <SetCore>pv
     a = s._aux
-    cdef Py_ssize_t n = len(s), i, k
+    cdef Py_ssize_t n = s.tab.used, i, k
     if a is None or n < 2 or x.srv.propagate_hooks:
         return None
     arr = a.arr

@@ -208,6 +208,47 @@ cdef extern from *:
         return oph_tab_add_ex(t, p, OPH_PHASH(p), oph_pair_hashfn, NULL) < 0 ? -1 : 0;
     }
 
+    /* bytes object key (hash h) added unless an equal one is there: 1
+       added (the table takes a reference), 0 there, -1 no memory.  One
+       probe finds it or the slot it goes in (the first free one met, as
+       oph_tab_free's) while the table has room. */
+    static int oph_btab_add(OphTab *t, PyObject *key, Py_hash_t h) {
+        size_t mask, i, perturb;
+        Py_ssize_t slot = -1, kn = PyBytes_GET_SIZE(key);
+        const char *k = PyBytes_AS_STRING(key);
+        int32_t ix;
+        PyObject *p;
+        if (t->mask >= 0) {
+            mask = (size_t)t->mask;
+            perturb = (size_t)h;
+            i = (size_t)h & mask;
+            for (;;) {
+                ix = t->idx[i];
+                if (ix == OPH_EMPTY) {
+                    if (slot < 0)
+                        slot = (Py_ssize_t)i;
+                    break;
+                }
+                if (ix >= 0) {
+                    p = t->ent[ix];
+                    if (p == key || (PyBytes_GET_SIZE(p) == kn && (kn == 0 || memcmp(PyBytes_AS_STRING(p), k, kn) == 0)))
+                        return 0;
+                } else if (slot < 0) {
+                    slot = (Py_ssize_t)i;
+                }
+                OPH_PROBE_NEXT(i, perturb, mask);
+            }
+            if (t->nent < OPH_USABLE(t->mask)) {
+                t->idx[slot] = (int32_t)t->nent;
+                Py_INCREF(key);
+                t->ent[t->nent++] = key;
+                t->used++;
+                return 1;
+            }
+        }
+        return oph_tab_add_ex(t, key, h, oph_bytes_hashfn, NULL) < 0 ? -1 : 1;
+    }
+
     /* the entry in slot i of the index removed; its reference is returned */
     static PyObject *oph_tab_take(OphTab *t, Py_ssize_t i) {
         int32_t ix = t->idx[i];
@@ -281,6 +322,7 @@ cdef extern from *:
     Py_ssize_t _ztab_add "oph_tab_add_ex"(OphTab *t, PyObject *p, Py_hash_t h, _hashfn hf, double **sc) except -1
     PyObject *_ztab_pop_last "oph_tab_pop_last_ex"(OphTab *t, _hashfn hf, Py_ssize_t *pos) noexcept
     _hashfn _bytes_hashfn "oph_bytes_hashfn"
+    int _btab_add "oph_btab_add"(OphTab *t, PyObject *key, Py_hash_t h) except -1
     void _hp_decref "Py_DECREF"(PyObject *o) noexcept
     PyObject *_hp_dict_get "PyDict_GetItemWithError"(PyObject *d, PyObject *k) except? NULL
     bint _hp_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v) noexcept
@@ -1070,12 +1112,9 @@ cdef inline object _sc_key(m):
 
 
 cdef int _sc_add(SetCore s, object m) except -1:
-    m = _sc_key(m)
-    cdef Py_hash_t hv = hash(m)
-    if _ztab_find(&s.tab, <PyObject *>m, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m), hv) >= 0:
-        return 0
-    _ztab_add(&s.tab, <PyObject *>m, hv, _bytes_hashfn, NULL)
-    return 1
+    if not _hp_bytes_exact(m):
+        m = _sc_key(m)
+    return _btab_add(&s.tab, <PyObject *>m, PyObject_Hash(m))
 
 
 cdef int _sc_discard(SetCore s, object m) except -1:
@@ -1093,14 +1132,15 @@ cdef int _sc_discard(SetCore s, object m) except -1:
 cdef int _sc_update(SetCore s, o) except -1:
     cdef PyObject *k
     cdef Py_ssize_t pos = 0
-    cdef Py_hash_t hv
     if isinstance(o, SetCore):
         if o is s:
             return 0
         while _tab_next(&(<SetCore>o).tab, &pos, &k):
-            hv = PyObject_Hash(<object>k)
-            if _ztab_find(&s.tab, k, PyBytes_AS_STRING(<object>k), PyBytes_GET_SIZE(<object>k), hv) < 0:
-                _ztab_add(&s.tab, k, hv, _bytes_hashfn, NULL)
+            _btab_add(&s.tab, k, PyObject_Hash(<object>k))
+        return 0
+    if type(o) is list:
+        for m in <list>o:
+            _sc_add(s, m)
         return 0
     for m in o:
         _sc_add(s, m)
