@@ -48,6 +48,7 @@ MODULES = {
     "commands._bodies": "the compiled command bodies (commands/strings.py, lists.py, ...)",
     "net._client": "the request loop and per-read path (net/client.py)",
     "scripting._bridge": "redis.call's bridge and the script run (scripting/engine.py)",
+    "scripting._evalcmds": "EVALSHA's and FCALL's command procs (commands/scripting.py)",
     "persistence._listpack": "listpack decoding (persistence/listpack.py)",
     "persistence._rdb": "the RDB writer's and loader's hot loops (persistence/rdb.py)",
 }

@@ -384,12 +384,13 @@ def fcall_ro_cmd(c, argv):
 
 
 # EVALSHA's and FCALL's commands: the compiled twins' procs
-# (scripting/_bridge.pyx's evalsha_cmd ... fcall_ro_cmd: the common case in
+# (scripting/_evalcmds.pyx's evalsha_cmd ... fcall_ro_cmd: the common case in
 # C, no Python frame in between) where built, the four above otherwise.
 _PROCS = (evalsha_cmd, evalsha_ro_cmd, fcall_cmd, fcall_ro_cmd)
-if _bridge is not None:
-    _bridge.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
-    _PROCS = (_bridge.evalsha_cmd, _bridge.evalsha_ro_cmd, _bridge.fcall_cmd, _bridge.fcall_ro_cmd)
+_evalcmds = compiled.load("scripting._evalcmds")
+if _evalcmds is not None:
+    _evalcmds.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
+    _PROCS = (_evalcmds.evalsha_cmd, _evalcmds.evalsha_ro_cmd, _evalcmds.fcall_cmd, _evalcmds.fcall_ro_cmd)
 command("evalsha", propagate=False)(_PROCS[0])
 command("evalsha_ro", flags=("not_tracked",), propagate=False)(_PROCS[1])
 command("fcall", propagate=False)(_PROCS[2])

@@ -19,3 +19,8 @@ cdef class RunCtx:
     cdef public double start, last_poll, threshold
     cdef public bint eval_mode, readonly, write_dirty, allow_oom, oom_at_start, killed, timedout, cross_slot
     cdef public Py_ssize_t slot
+
+
+# the script run's entry points for scripting/_evalcmds.pyx (EVALSHA/FCALL)
+cdef RunCtx _ctx_init(RunCtx self, caller, name, bint eval_mode, bint readonly, bint allow_oom, argv)
+cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, Py_ssize_t a0, int caller_resp)
