@@ -344,6 +344,161 @@ cdef inline bytes _hp_value(PyObject *p):
     return PyBytes_FromStringAndSize(_hp_v(p), _hp_vn(p))
 
 
+# -- iterators and views of the three tables ------------------------------------
+# HashCore, ZDict and SetCore iterate their OphTab the same way: one
+# iterator and one view type, the entry made into what Python sees by the
+# map's ``item`` function (kind 0: the key, 1: the value, 2: the item).
+
+ctypedef object (*_itemfn)(object owner, PyObject *p, Py_ssize_t pos, int kind)
+
+
+cdef object _hc_item(object owner, PyObject *v, Py_ssize_t pos, int kind):
+    if kind == 0:
+        return _hp_field(v)
+    if kind == 1:
+        return _hp_value(v)
+    return (_hp_field(v), _hp_value(v))
+
+
+cdef object _zd_item(object owner, PyObject *v, Py_ssize_t pos, int kind):
+    # (pos: the position after the entry's, as _tab_next leaves it)
+    if kind == 0:
+        return <object>v
+    if kind == 1:
+        return (<ZDict>owner).sc[pos - 1]
+    return (<object>v, (<ZDict>owner).sc[pos - 1])
+
+
+cdef object _sc_item(object owner, PyObject *v, Py_ssize_t pos, int kind):
+    return <object>v
+
+
+@cython.final
+cdef class _TabIter:
+    """Iterator over the table of a HashCore, ZDict or SetCore (``owner``):
+    its keys (0), values (1) or items (2), with dict's checks (a change of
+    size, or more entries met than there were) or a set's (a change of
+    size)."""
+    cdef object owner           # None once at the end
+    cdef const OphTab *tab      # owner's
+    cdef _itemfn item
+    cdef Py_ssize_t pos, used, left
+    cdef int kind
+    cdef bint is_set
+
+    def __iter__(self):
+        return self
+
+    def __length_hint__(self):
+        return 0 if self.owner is None else max(0, self.left)
+
+    def __next__(self):
+        cdef PyObject *v
+        if self.owner is None:
+            raise StopIteration
+        if self.tab.used != self.used:
+            self.used = -1
+            raise RuntimeError("Set changed size during iteration" if self.is_set
+                               else "dictionary changed size during iteration")
+        if not _tab_next(self.tab, &self.pos, &v):
+            self.owner = None
+            raise StopIteration
+        if self.left <= 0 and not self.is_set:
+            self.left = -1
+            raise RuntimeError("dictionary keys changed during iteration")
+        self.left -= 1
+        return self.item(self.owner, v, self.pos, self.kind)
+
+
+cdef _TabIter _tab_iter(object owner, const OphTab *tab, _itemfn item, int kind, bint is_set):
+    cdef _TabIter it = _TabIter.__new__(_TabIter)
+    it.owner = owner
+    it.tab = tab
+    it.item = item
+    it.kind = kind
+    it.is_set = is_set
+    it.used = it.left = tab.used
+    return it
+
+
+cdef object _MISSING = object()
+
+
+@cython.final
+cdef class _TabView:
+    """keys()/values()/items() of a HashCore or a ZDict (the parts of
+    dict's views in use)."""
+    cdef object owner
+    cdef const OphTab *tab      # owner's
+    cdef _itemfn item
+    cdef int kind
+
+    def __iter__(self):
+        return _tab_iter(self.owner, self.tab, self.item, self.kind, False)
+
+    def __reversed__(self):
+        return iter(list(self)[::-1])
+
+    def __len__(self):
+        return self.tab.used
+
+    def __contains__(self, x):
+        if self.kind == 0:
+            return x in self.owner
+        if self.kind == 1:
+            for v in self:
+                if v == x:
+                    return True
+            return False
+        if not isinstance(x, tuple) or len(x) != 2:
+            return False
+        v = self.owner.get(x[0], _MISSING)
+        return v is not _MISSING and v == x[1]
+
+    def __eq__(self, other):
+        if self.kind == 1 or not isinstance(other, _SET_LIKE) and not isinstance(other, _TabView):
+            return NotImplemented
+        return set(self) == set(other)
+
+    def __repr__(self):
+        return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
+
+
+cdef _TabView _tab_view(object owner, const OphTab *tab, _itemfn item, int kind):
+    cdef _TabView w = _TabView.__new__(_TabView)
+    w.owner = owner
+    w.tab = tab
+    w.item = item
+    w.kind = kind
+    return w
+
+
+cdef int _btab_discard(OphTab *t, object key) except -1:
+    """Member ``key`` removed from the table of bytes objects t (a ZDict's or a
+    SetCore's): 1, or 0 when it is not there (a key that is not bytes is
+    hashed, as a dict or set would, then not found)."""
+    cdef Py_hash_t hv = PyObject_Hash(key)
+    cdef Py_ssize_t i
+    if not PyBytes_Check(key):
+        return 0
+    i = _ztab_find(t, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
+    if i < 0:
+        return 0
+    _hp_decref(_tab_take(t, i))
+    return 1
+
+
+cdef object _btab_pop(OphTab *t, Py_ssize_t *pos, str empty):
+    """The last member of the table of bytes objects t removed (its position
+    in *pos), as dict.popitem; KeyError(empty) when there is none."""
+    cdef PyObject *p = _ztab_pop_last(t, _bytes_hashfn, pos)
+    if p == NULL:
+        raise KeyError(empty)
+    m = <object>p
+    _hp_decref(p)       # (the table's reference, now m's)
+    return m
+
+
 cdef int _hc_put(HashCore h, const char *f, Py_ssize_t fn, Py_hash_t hv,
                  const char *v, Py_ssize_t vn) except -1:
     """h[field] = value, field f[:fn] (whose hash is hv), value v[:vn]."""
@@ -536,19 +691,19 @@ cdef class HashCore(dict):
         _tab_clear(&self.tab)
 
     def __iter__(self):
-        return _HashIter(self, 0)
+        return _tab_iter(self, &self.tab, _hc_item, 0, False)
 
     def __reversed__(self):
         return iter(list(self)[::-1])
 
     def keys(self):
-        return _HashView(self, 0)
+        return _tab_view(self, &self.tab, _hc_item, 0)
 
     def values(self):
-        return _HashView(self, 1)
+        return _tab_view(self, &self.tab, _hc_item, 1)
 
     def items(self):
-        return _HashView(self, 2)
+        return _tab_view(self, &self.tab, _hc_item, 2)
 
     def copy(self):
         return type(self)(self)
@@ -625,88 +780,6 @@ def hash_pairs(HashCore h):
     return out
 
 
-@cython.final
-cdef class _HashIter:
-    """Iterator over a HashCore's fields (0), values (1) or items (2), with
-    dict's checks: a change of size, or more fields met than there were."""
-    cdef HashCore h
-    cdef Py_ssize_t pos, used, left
-    cdef int kind
-
-    def __cinit__(self, HashCore h, int kind):
-        self.h = h
-        self.kind = kind
-        self.used = self.left = h.tab.used
-
-    def __iter__(self):
-        return self
-
-    def __length_hint__(self):
-        return 0 if self.h is None else max(0, self.left)
-
-    def __next__(self):
-        cdef PyObject *v
-        if self.h is None:
-            raise StopIteration
-        if self.h.tab.used != self.used:
-            self.used = -1
-            raise RuntimeError("dictionary changed size during iteration")
-        if not _hc_next(self.h, &self.pos, &v):
-            self.h = None
-            raise StopIteration
-        if self.left <= 0:
-            self.left = -1
-            raise RuntimeError("dictionary keys changed during iteration")
-        self.left -= 1
-        if self.kind == 0:
-            return _hp_field(v)
-        if self.kind == 1:
-            return _hp_value(v)
-        return (_hp_field(v), _hp_value(v))
-
-
-@cython.final
-cdef class _HashView:
-    """keys()/values()/items() of a HashCore (the parts of dict's views in use)."""
-    cdef HashCore h
-    cdef int kind
-
-    def __cinit__(self, HashCore h, int kind):
-        self.h = h
-        self.kind = kind
-
-    def __iter__(self):
-        return _HashIter(self.h, self.kind)
-
-    def __reversed__(self):
-        return iter(list(_HashIter(self.h, self.kind))[::-1])
-
-    def __len__(self):
-        return self.h.tab.used
-
-    def __contains__(self, x):
-        cdef PyObject *p
-        if self.kind == 0:
-            return x in self.h
-        if self.kind == 1:
-            for v in _HashIter(self.h, 1):
-                if v == x:
-                    return True
-            return False
-        if not isinstance(x, tuple) or len(x) != 2:
-            return False
-        p = _hc_lookup(self.h, x[0])
-        return p != NULL and _hp_value(p) == x[1]
-
-    def __eq__(self, other):
-        if self.kind == 1 or not isinstance(other, _SET_LIKE) and not isinstance(other, _HashView):
-            return NotImplemented
-        return set(self) == set(other)
-
-    def __repr__(self):
-        return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
-
-
 # ===========================================================================
 # Sorted sets (issue 34): ZDict, a zset's member -> score map
 # ===========================================================================
@@ -733,10 +806,11 @@ cdef inline double _zd_score(v) except? -1.0:
     raise TypeError("a sorted set's scores are floats, not %s" % type(v).__name__)
 
 
-cdef inline object _zd_key(key):
-    # ``key`` as the exact bytes object stored
+cdef inline object _member_key(key, str what):
+    # ``key`` as the exact bytes object a ZDict or SetCore (a "sorted set"'s
+    # or a "set"'s members) stores
     if not PyBytes_Check(key):
-        raise TypeError("a sorted set's members are bytes, not %s" % type(key).__name__)
+        raise TypeError("a %s's members are bytes, not %s" % (what, type(key).__name__))
     if not _hp_bytes_exact(key):
         return bytes(key)
     return key
@@ -760,7 +834,7 @@ cdef int _zd_add(ZDict z, object key, Py_hash_t hv, double s) except -1:
 
 cdef int _zd_put(ZDict z, key, double s) except -1:
     """z[key] = s."""
-    key = _zd_key(key)
+    key = _member_key(key, "sorted set")
     cdef Py_hash_t hv = hash(key)
     cdef Py_ssize_t i = _ztab_find(&z.tab, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
     if i >= 0:
@@ -770,15 +844,7 @@ cdef int _zd_put(ZDict z, key, double s) except -1:
 
 
 cdef int _zd_discard(ZDict z, object key) except -1:
-    cdef Py_hash_t hv = PyObject_Hash(key)
-    cdef Py_ssize_t i
-    if not PyBytes_Check(key):
-        return 0
-    i = _ztab_find(&z.tab, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
-    if i < 0:
-        return 0
-    _hp_decref(_tab_take(&z.tab, i))
-    return 1
+    return _btab_discard(&z.tab, key)
 
 
 cdef int _zd_update(ZDict z, o) except -1:
@@ -899,11 +965,7 @@ cdef class ZDict(dict):
 
     def popitem(self):
         cdef Py_ssize_t pos
-        cdef PyObject *p = _ztab_pop_last(&self.tab, _bytes_hashfn, &pos)
-        if p == NULL:
-            raise KeyError("popitem(): dictionary is empty")
-        m = <object>p
-        _hp_decref(p)       # (the table's reference, now m's)
+        m = _btab_pop(&self.tab, &pos, "popitem(): dictionary is empty")
         return m, self.sc[pos]
 
     def setdefault(self, key, default=None):
@@ -927,19 +989,19 @@ cdef class ZDict(dict):
         self.sc = NULL
 
     def __iter__(self):
-        return _ZIter(self, 0)
+        return _tab_iter(self, &self.tab, _zd_item, 0, False)
 
     def __reversed__(self):
         return iter(list(self)[::-1])
 
     def keys(self):
-        return _ZView(self, 0)
+        return _tab_view(self, &self.tab, _zd_item, 0)
 
     def values(self):
-        return _ZView(self, 1)
+        return _tab_view(self, &self.tab, _zd_item, 1)
 
     def items(self):
-        return _ZView(self, 2)
+        return _tab_view(self, &self.tab, _zd_item, 2)
 
     def copy(self):
         return type(self)(self)
@@ -978,88 +1040,6 @@ cdef class ZDict(dict):
 
     def __reduce__(self):
         return (type(self), (dict(self.items()),))
-
-
-@cython.final
-cdef class _ZIter:
-    """Iterator over a ZDict's members (0), scores (1) or items (2), with
-    dict's checks: a change of size, or more members met than there were."""
-    cdef ZDict z
-    cdef Py_ssize_t pos, used, left
-    cdef int kind
-
-    def __cinit__(self, ZDict z, int kind):
-        self.z = z
-        self.kind = kind
-        self.used = self.left = z.tab.used
-
-    def __iter__(self):
-        return self
-
-    def __length_hint__(self):
-        return 0 if self.z is None else max(0, self.left)
-
-    def __next__(self):
-        cdef PyObject *v
-        if self.z is None:
-            raise StopIteration
-        if self.z.tab.used != self.used:
-            self.used = -1
-            raise RuntimeError("dictionary changed size during iteration")
-        if not _tab_next(&self.z.tab, &self.pos, &v):
-            self.z = None
-            raise StopIteration
-        if self.left <= 0:
-            self.left = -1
-            raise RuntimeError("dictionary keys changed during iteration")
-        self.left -= 1
-        if self.kind == 0:
-            return <object>v
-        if self.kind == 1:
-            return self.z.sc[self.pos - 1]
-        return (<object>v, self.z.sc[self.pos - 1])
-
-
-@cython.final
-cdef class _ZView:
-    """keys()/values()/items() of a ZDict (the parts of dict's views in use)."""
-    cdef ZDict z
-    cdef int kind
-
-    def __cinit__(self, ZDict z, int kind):
-        self.z = z
-        self.kind = kind
-
-    def __iter__(self):
-        return _ZIter(self.z, self.kind)
-
-    def __reversed__(self):
-        return iter(list(_ZIter(self.z, self.kind))[::-1])
-
-    def __len__(self):
-        return self.z.tab.used
-
-    def __contains__(self, x):
-        cdef Py_ssize_t j
-        if self.kind == 0:
-            return x in self.z
-        if self.kind == 1:
-            for v in _ZIter(self.z, 1):
-                if v == x:
-                    return True
-            return False
-        if not isinstance(x, tuple) or len(x) != 2:
-            return False
-        j = _zd_pos(self.z, x[0])
-        return j >= 0 and self.z.sc[j] == x[1]
-
-    def __eq__(self, other):
-        if self.kind == 1 or not isinstance(other, _SET_LIKE) and not isinstance(other, _ZView):
-            return NotImplemented
-        return set(self) == set(other)
-
-    def __repr__(self):
-        return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
 
 
 cdef Py_ssize_t _ztab_offset():
@@ -1102,31 +1082,14 @@ ZSC_OFFSET = _zsc_offset()
 # an order sort).
 
 
-cdef inline object _sc_key(m):
-    # ``m`` as the exact bytes object stored
-    if not PyBytes_Check(m):
-        raise TypeError("a set's members are bytes, not %s" % type(m).__name__)
-    if not _hp_bytes_exact(m):
-        return bytes(m)
-    return m
-
-
 cdef int _sc_add(SetCore s, object m) except -1:
     if not _hp_bytes_exact(m):
-        m = _sc_key(m)
+        m = _member_key(m, "set")
     return _btab_add(&s.tab, <PyObject *>m, PyObject_Hash(m))
 
 
 cdef int _sc_discard(SetCore s, object m) except -1:
-    cdef Py_hash_t hv = PyObject_Hash(m)
-    cdef Py_ssize_t i
-    if not PyBytes_Check(m):
-        return 0
-    i = _ztab_find(&s.tab, <PyObject *>m, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m), hv)
-    if i < 0:
-        return 0
-    _hp_decref(_tab_take(&s.tab, i))
-    return 1
+    return _btab_discard(&s.tab, m)
 
 
 cdef int _sc_update(SetCore s, o) except -1:
@@ -1202,7 +1165,7 @@ cdef class SetCore:
         return _sc_has(self, m)
 
     def __iter__(self):
-        return _SetIter(self)
+        return _tab_iter(self, &self.tab, _sc_item, 0, True)
 
     def add(self, m):
         _sc_add(self, m)
@@ -1216,12 +1179,7 @@ cdef class SetCore:
 
     def pop(self):
         cdef Py_ssize_t pos
-        cdef PyObject *p = _ztab_pop_last(&self.tab, _bytes_hashfn, &pos)
-        if p == NULL:
-            raise KeyError("pop from an empty set")
-        m = <object>p
-        _hp_decref(p)       # (the table's reference, now m's)
-        return m
+        return _btab_pop(&self.tab, &pos, "pop from an empty set")
 
     def clear(self):
         _tab_clear(&self.tab)
@@ -1279,36 +1237,6 @@ cdef class SetCore:
 
     def __setstate__(self, state):
         self.enc, self._aux = state
-
-
-@cython.final
-cdef class _SetIter:
-    """Iterator over a SetCore's members, with set's check: a change of size."""
-    cdef SetCore s
-    cdef Py_ssize_t pos, used, left
-
-    def __cinit__(self, SetCore s):
-        self.s = s
-        self.used = self.left = s.tab.used
-
-    def __iter__(self):
-        return self
-
-    def __length_hint__(self):
-        return 0 if self.s is None else max(0, self.left)
-
-    def __next__(self):
-        cdef PyObject *v
-        if self.s is None:
-            raise StopIteration
-        if self.s.tab.used != self.used:
-            self.used = -1
-            raise RuntimeError("Set changed size during iteration")
-        if not _tab_next(&self.s.tab, &self.pos, &v):
-            self.s = None
-            raise StopIteration
-        self.left -= 1
-        return <object>v
 
 
 cdef Py_ssize_t _stab_offset():
