@@ -51,9 +51,8 @@ cdef class _Ctx:
 
 cdef int _load(_Ctx x, ClientCore client) except -1:
     _reload(x, client)
-    # the modules' dicts read directly (a module's getattr costs ~250 instructions)
-    x.flags = <object>_dget(_notify_vars, "flags")
-    x.lazy = <object>_dget(_dbm_vars, "lazy_server_del")
+    x.flags = _cfg_flags
+    x.lazy = _cfg_lazy
     return 0
 
 
@@ -110,12 +109,21 @@ cdef int _flush(_Ctx x) except -1:
 # commands are at the end of the file (they use QuickList's C methods).
 # tests/test_speedups.py drives both loops with the same traffic.
 
-# the modules' dicts, read directly (a module's getattr costs ~250 instructions)
-cdef dict _notify_vars = vars(_notify)     # flags
-cdef dict _dbm_vars = vars(_dbm)           # lazy_server_del
-for _d, _name in ((_notify_vars, "flags"), (_dbm_vars, "lazy_server_del")):
-    if _name not in _d:
-        raise ImportError("commands._bodies: %s is not defined" % _name)
+# keyspace.notify.flags and keyspace.db.lazy_server_del, copied when their
+# setters change them (reading a module's dict per run costs ~230 instructions)
+cdef long long _cfg_flags = 0
+cdef bint _cfg_lazy = False
+
+
+def _config_sync():
+    global _cfg_flags, _cfg_lazy
+    _cfg_flags = _notify.flags
+    _cfg_lazy = _dbm.lazy_server_del
+
+
+_notify.watch_flags(_config_sync)
+_dbm.watch_lazy_server_del(_config_sync)
+_config_sync()
 cdef StatsCore _stats = _dbm.stats
 cdef object _SetValue = _containers.SetValue
 cdef object _HashValue = _containers.HashValue
