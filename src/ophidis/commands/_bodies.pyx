@@ -14,7 +14,6 @@ SOURCE_HASH = PYX_HASH
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Check, PyDict_SetItem
 from cpython.object cimport PyObject, PyObject_Hash
-from cpython.set cimport PySet_Add, PySet_Contains, PySet_Discard
 from libc.string cimport memcpy
 
 from ophidis.cmdtable._core cimport CommandCore
@@ -23,7 +22,7 @@ from ophidis.net._core cimport ClientCore
 from ophidis.protocol._resp cimport _digits, _ndigits, _put_len
 from ophidis.server._core cimport ServerCore
 from ophidis.types._containers cimport (HashCore, SetCore, ZDict, _hc_len, _hc_lookup, _hc_set, _hc_set_in_place,
-                                       _zd_add, _zd_discard, _ztab_find)
+                                       _sc_add, _sc_discard, _sc_has, _zd_add, _zd_discard, _ztab_find)
 from ophidis.types._quicklist cimport QuickList
 from ophidis.types._zindex cimport ZEnt, ZIndex
 from ophidis._dtoa cimport _dtoa_d2string
@@ -351,11 +350,11 @@ cdef object _sadd(_Ctx x, list req):
     if s._aux is not None or s.enc is not _HASHTABLE and s.enc != _HASHTABLE:
         return None
     m = req[2]
-    if PySet_Contains(s, m):
+    if _sc_has(s, m):
         return _ZERO
     if _watched(x, key):
         return None
-    PySet_Add(s, m)
+    _sc_add(s, m)
     x.dirty += 1
     return _ONE
 
@@ -487,7 +486,7 @@ cdef object _spop(_Ctx x, list req):
         return None
     cdef SetCore s = <SetCore>pv
     a = s._aux
-    cdef Py_ssize_t n = len(s), i, k
+    cdef Py_ssize_t n = s.tab.used, i, k
     if a is None or n < 2 or x.srv.propagate_hooks:
         return None
     arr = a.arr
@@ -509,7 +508,7 @@ cdef object _spop(_Ctx x, list req):
             g.discard(m)
             continue
         break
-    PySet_Discard(s, m)
+    _sc_discard(s, m)
     if a.keys is not None:
         a.dead += 1
     x.dirty += 1
