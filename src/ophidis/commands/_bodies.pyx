@@ -12,8 +12,9 @@ loops with the same traffic."""
 SOURCE_HASH = PYX_HASH
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_SetItem
+from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_SetItem, PyDict_Size
 from cpython.object cimport PyObject, PyObject_Hash
+from cpython.ref cimport Py_INCREF
 from libc.string cimport memcpy
 
 from ophidis.cmdtable._core cimport CommandCore
@@ -153,24 +154,33 @@ def body_code(str fullname, module):
     return BODIES.get(fullname, 0)
 
 
-cdef inline bint _ttl(_Ctx x, key):
+cdef inline bint _in(m, key) except -1:
+    # key in m, for a mapping that is mostly empty (a dict's size read in C)
+    if type(m) is dict:
+        return PyDict_Size(m) != 0 and PyDict_Contains(m, key) == 1
+    return bool(m) and key in m
+
+
+cdef inline bint _ttl(_Ctx x, key) except -1:
     # has key a TTL (the bodies leave such keys to the Python functions)
-    ex = x.ex
-    return bool(ex) and key in ex
+    return _in(x.ex, key)
 
 
-cdef inline bint _held(_Ctx x, key):
+cdef inline bint _held(_Ctx x, key) except -1:
     # is key watched (WATCH) or waited on (a blocked client)
-    wk = x.wk
-    if wk and key in wk:
-        return True
-    bk = x.bk
-    return bool(bk) and key in bk
+    return _in(x.wk, key) or _in(x.bk, key)
 
 
-cdef inline bint _watched(_Ctx x, key):
-    wk = x.wk
-    return bool(wk) and key in wk
+cdef inline bint _watched(_Ctx x, key) except -1:
+    return _in(x.wk, key)
+
+
+cdef inline int _dset(d, key, value) except -1:
+    # d[key] = value (PyDict_SetItem for an exact dict)
+    if type(d) is dict:
+        return PyDict_SetItem(d, key, value)
+    d[key] = value
+    return 0
 
 
 cdef object _body(int code, _Ctx x, list req):
@@ -298,12 +308,29 @@ cdef object _set(_Ctx x, list req):
     key = req[1]
     if _held(x, key):
         return None
-    x.d[key] = req[2]
+    _dset(x.d, key, req[2])
     ex = x.ex
     if ex:
         ex.pop(key, None)
     x.dirty += 1
     return _OK
+
+
+# INCR's results 0..9999 are shared value objects, as Redis's
+# shared.integers (OBJ_SHARED_INTEGERS): a counter's new value is then no
+# allocation (bytes are immutable: sharing them is not observable)
+cdef enum:
+    SHARED_INTEGERS = 10000
+cdef PyObject *_shared_ints[SHARED_INTEGERS]
+
+
+cdef inline object _shared_int(long long v, const char *digits, Py_ssize_t n):
+    cdef PyObject *o = _shared_ints[v]
+    if o is NULL:
+        b = PyBytes_FromStringAndSize(digits, n)
+        Py_INCREF(b)            # the table's reference, kept for the process's life
+        _shared_ints[v] = o = <PyObject *>b
+    return <object>o
 
 
 cdef object _incr(_Ctx x, list req, long long delta):
@@ -325,8 +352,11 @@ cdef object _incr(_Ctx x, list req, long long delta):
     if acc < 0:
         k -= 1
         buf[k] = 45
-    new = PyBytes_FromStringAndSize(buf + k, 24 - k)
-    d[key] = new
+    if 0 <= acc < SHARED_INTEGERS:
+        new = _shared_int(acc, buf + k, 24 - k)
+    else:
+        new = PyBytes_FromStringAndSize(buf + k, 24 - k)
+    _dset(d, key, new)
     x.dirty += 1
     out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
     cdef char *p = PyBytes_AS_STRING(out)
@@ -404,7 +434,7 @@ cdef object _mset(_Ctx x, list req):
     ex = x.ex
     for i in range(1, n, 2):
         key = req[i]
-        d[key] = req[i + 1]
+        _dset(d, key, req[i + 1])
         if ex:
             ex.pop(key, None)
     x.dirty += (n - 1) >> 1

@@ -21,13 +21,14 @@ from libc.string cimport memcmp
 
 import hiredis
 
-from ophidis._util cimport __builtin_clzll, _all_bytes, _now
+from ophidis._util cimport _all_bytes, _hist_add, _now
 from ophidis.acl._check cimport _acl_ok
 from ophidis.cluster._slots cimport _cluster, _cluster_local
 from ophidis.cmdtable._core cimport CommandCore, _table_gen
 from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
 from ophidis.keyspace._core cimport StatsCore
 from ophidis.net._core cimport ClientCore
+from ophidis.net._sock cimport SockConn, set_direct
 from ophidis.protocol._reader cimport ReadFeed, ReaderCore, _feed_at, _feed_clear, _plain_lines, _read_feed
 from ophidis.protocol._reader import ends_with_request
 from ophidis.server._core cimport ServerCore
@@ -136,8 +137,6 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
     # returns nreq (see run); the last request taken goes in x.req_last
     cdef Py_ssize_t nreq = 0, n
     cdef double t1, dt
-    cdef long long us
-    cdef int slot
     cdef CommandCore cmd
     last = None
     fast = _user_fast(client)
@@ -203,9 +202,7 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
                     _flush(x)
                     client.server.slow_call(client, cmd, req, dt)
                 if _latency_tracking:
-                    us = <long long>(dt * 976562.5)
-                    slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
-                    cmd.hist[slot] += 1
+                    _hist_add(cmd.hist, dt)
                 if prop is not None:
                     # Server.call's propagation (client._propagate)
                     _flush(x)
@@ -302,7 +299,10 @@ cdef _dr_write(ClientCore client, list out):
             if (held + n >= _dr_floor or client.out_extra is not None) \
                     and client.server.check_output_limits(client, held, n):
                 return
-        client.t_write(data)
+        if type(t) is SockConn and type(data) is bytes:
+            (<SockConn>t).c_write(<bytes>data)     # (net/_sock.pyx's write, no Python call)
+        else:
+            client.t_write(data)
     except Exception:
         client.closing = True
         return
@@ -325,6 +325,18 @@ def set_client_memory(fn):
 
 def data_received(ClientCore client, data):
     """Client.data_received (asyncio.Protocol's) compiled."""
+    _dr_data(client, data)
+
+
+cdef object _dr_direct(object client, object data):
+    # data_received for net/_sock.pyx's SockConn, called from C
+    return _dr_data(<ClientCore>client, data)
+
+
+set_direct(_dr_direct, data_received)
+
+
+cdef object _dr_data(ClientCore client, data):
     cdef Py_ssize_t nb = PyBytes_GET_SIZE(data) if type(data) is bytes else len(data)
     _dr_stats.net_input_bytes += nb
     _dr_stats.total_reads_processed += 1

@@ -53,22 +53,28 @@ cdef inline bint _again(int e) noexcept:
     return e == EAGAIN or e == EINTR
 
 
+cdef sock_data_fn _direct_fn = NULL    # net/_client.pyx's data_received, callable from C
+cdef object _direct_py = None           # ... and the Python function object it is
+
+
+cdef int set_direct(sock_data_fn fn, object py_fn) except -1:
+    """net/_client.pyx gives its data_received: a protocol whose class's
+    data_received is ``py_fn`` gets its reads through ``fn``, in C."""
+    global _direct_fn, _direct_py
+    _direct_fn = fn
+    _direct_py = py_fn
+    return 0
+
+
 cdef class SockConn:
     """One accepted plain connection (a non-blocking socket) and its
-    protocol; reading starts with ``start()``."""
-
-    cdef readonly int fd
-    cdef object sock, loop, protocol, _data, peer, local
-    cdef list wbuf              # bytes not yet sent, the first from woff on
-    cdef Py_ssize_t woff, wsize, high, low
-    cdef bint reading, writing, closing, closed, wpaused
+    protocol; reading starts with ``start()``.  (Fields: _sock.pxd.)"""
 
     def __cinit__(self, loop, sock, protocol):
         self.loop = loop
         self.sock = sock
         self.fd = sock.fileno()
-        self.protocol = protocol
-        self._data = protocol.data_received
+        self._set_protocol(protocol)
         self.wbuf = []
         self.high = HIGH_DEFAULT
         self.low = HIGH_DEFAULT // 4
@@ -95,7 +101,10 @@ cdef class SockConn:
             return
         n = recv(self.fd, _rbuf, READ_SIZE, 0)
         if n > 0:
-            self._data(PyBytes_FromStringAndSize(_rbuf, n))
+            if self.direct != NULL:
+                self.direct(self.protocol, PyBytes_FromStringAndSize(_rbuf, n))
+            else:
+                self._data(PyBytes_FromStringAndSize(_rbuf, n))
             return
         if n == 0:
             self._eof()
@@ -130,26 +139,30 @@ cdef class SockConn:
     def write(self, data):
         """Send at once what the socket takes; keep the rest, sent when the
         socket is writable again."""
+        if type(data) is not bytes:
+            data = bytes(data)
+        self.c_write(<bytes>data)
+
+    cdef int c_write(self, bytes data) except -1:
+        # write(), for net/_client.pyx's replies (no Python call)
         cdef ssize_t n
         cdef Py_ssize_t ln
         cdef int e
-        if type(data) is not bytes:
-            data = bytes(data)
-        ln = PyBytes_GET_SIZE(<bytes>data)
+        ln = PyBytes_GET_SIZE(data)
         if ln == 0 or self.closed:
-            return
+            return 0
         if self.wsize:
             self.wbuf.append(data)
             self.wsize += ln
         else:
             n = send(self.fd, PyBytes_AS_STRING(<bytes>data), ln, MSG_NOSIGNAL)
             if n == ln:
-                return
+                return 0
             if n < 0:
                 e = errno
                 if not _again(e):
                     self._fatal(e, False)     # (the caller may still be running on the client)
-                    return
+                    return 0
                 n = 0
             self.wbuf.append(data)
             self.woff = n
@@ -159,6 +172,7 @@ cdef class SockConn:
         if not self.wpaused and self.wsize > self.high:
             self.wpaused = True
             self.protocol.pause_writing()
+        return 0
 
     def writelines(self, list_of_data):
         for d in list_of_data:
@@ -295,8 +309,13 @@ cdef class SockConn:
         return self.protocol
 
     def set_protocol(self, protocol):
+        self._set_protocol(protocol)
+
+    cdef _set_protocol(self, protocol):
         self.protocol = protocol
         self._data = protocol.data_received
+        self.direct = _direct_fn if (_direct_fn != NULL and
+                                     getattr(type(protocol), "data_received", None) is _direct_py) else NULL
 
     def can_write_eof(self):
         return False
