@@ -38,15 +38,12 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import selectors
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 
-from callgrind import VS_TESTS, Counted, _free_port, _up, _wait
+from callgrind import VS_TESTS, Counted, _free_port, _up, _wait, subscribe
 
 CYTHON = r"""
 # cython: language_level=3, boundscheck=False, wraparound=False
@@ -455,29 +452,6 @@ class Proto(Counted):
             self.port = port
 
 
-def _subscribe(port, n):
-    """n subscribers of channel 'chan' on port, drained by a thread."""
-    subs = []
-    for _ in range(n):
-        sk = socket.create_connection(("127.0.0.1", port))
-        sk.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nchan\r\n")
-        subs.append(sk)
-
-    def drain():
-        sel = selectors.DefaultSelector()
-        for sk in subs:
-            sel.register(sk, selectors.EVENT_READ)
-        while True:
-            for key, _ in sel.select():
-                try:
-                    if not key.fileobj.recv(1 << 16):
-                        return
-                except OSError:
-                    return
-    threading.Thread(target=drain, daemon=True).start()
-    return subs
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -500,7 +474,7 @@ def main(argv=None):
             try:
                 for t in a.tests.split(","):
                     if t == "publish":
-                        subs = _subscribe(s.bench_port, a.subscribers)
+                        subs = subscribe(s.bench_port, a.subscribers)
                         fill, what = None, ["PUBLISH", "chan", "hello"]
                     else:
                         subs = []
