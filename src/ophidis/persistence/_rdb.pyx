@@ -14,6 +14,7 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
+from ophidis.keyspace._keyspace cimport Keyspace, KsEntry, _ks_next
 from ophidis.types._containers cimport (HashCore, OphTab, SetCore, ZDict, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn,
                                        _tab_next, _zd_sc, _zd_tab)
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
@@ -567,14 +568,20 @@ cdef int _cf_list_body(_RdbOut st, PyObject *v) except -1:
 
 cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     """type byte, key, value of one key (1: not covered, nothing to keep)."""
+    if not _cf_is_bytes(k):
+        return 1
+    return _cf_value_kn(st, _cf_bytes_str(k), _cf_bytes_len(k), v)
+
+
+cdef int _cf_value_kn(_RdbOut st, const char *ks, Py_ssize_t kn, PyObject *v) except -1:
+    # _cf_value of the key's bytes (a keyspace table's entry)
     cdef PyObject *t = _cf_type(v)
     cdef PyObject *f
     cdef PyObject *x
     cdef PyObject *enc
-    cdef const char *ks
     cdef const char *s = NULL
     cdef const char *s2 = NULL
-    cdef Py_ssize_t kn, n = 0, n2 = 0, pos = 0, start, count = 0, i, width
+    cdef Py_ssize_t n = 0, n2 = 0, pos = 0, start, count = 0, i, width
     cdef Py_hash_t h
     cdef long long lv
     cdef long long *ints
@@ -585,10 +592,6 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     cdef double dscore
     cdef const OphTab *tab
     cdef const double *zsc
-    if not _cf_is_bytes(k):
-        return 1
-    ks = _cf_bytes_str(k)
-    kn = _cf_bytes_len(k)
     if t == <PyObject *>bytes or t == <PyObject *>bytearray or t == _cf_embstr:
         _cf_str(v, &s, &n)
         _cf_byte(out, 0)
@@ -762,6 +765,9 @@ def rdb_write_keys(d, exp, write, bint compress, int list_fill, int list_depth, 
     st.compress = compress
     st.list_fill = list_fill
     st.list_depth = list_depth
+    if isinstance(d, Keyspace):
+        return _write_table(st, <Keyspace>d, exp if has_exp else None, write, fallback, progress, done,
+                            key_delay, sleep)
     while _cf_dict_next(dp, &pos, &k, &v):
         if has_exp:
             w = _cf_dict_get(ep, k)
@@ -778,6 +784,49 @@ def rdb_write_keys(d, exp, write, bint compress, int list_fill, int list_depth, 
         if _cf_value(st, k, v):
             st.out.n = mark
             chunk = fallback(<object>k, <object>v)
+            _cf_put(&st.out, PyBytes_AS_STRING(chunk), len(chunk))
+        done += 1
+        if key_delay:
+            sleep(key_delay)
+        if progress is not None and not done & 1023:
+            progress(done)
+        if st.out.n >= 65536:
+            write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
+            st.out.n = 0
+    if st.out.n:
+        write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
+    return done
+
+
+cdef Py_ssize_t _write_table(_RdbOut st, Keyspace d, exp, write, fallback, progress, Py_ssize_t done,
+                             double key_delay, sleep) except -1:
+    # rdb_write_keys over a keyspace table: its entries read in place
+    # (borrowed, no reference count written: a forked child's pages stay
+    # shared); a key object is made only for an expiry lookup or a fallback
+    cdef KsEntry *e
+    cdef Py_ssize_t pos = 0, mark
+    cdef PyObject *ep = <PyObject *>exp
+    cdef PyObject *w
+    cdef long long when
+    cdef object key
+    while _ks_next(d, &pos, &e):
+        if exp is not None:
+            key = PyBytes_FromStringAndSize(e.key, e.klen)
+            w = _cf_dict_get(ep, <PyObject *>key)
+            if w != NULL:
+                if _cf_is_int(w):
+                    when = _cf_long(w)
+                elif _cf_is_float(w):
+                    when = <long long>_cf_float(w)
+                else:
+                    when = int(<object>w)
+                _cf_byte(&st.out, 0xFC)
+                _cf_le(&st.out, <unsigned long long>when, 8)
+            key = None
+        mark = st.out.n
+        if _cf_value_kn(st, e.key, e.klen, e.value):
+            st.out.n = mark
+            chunk = fallback(PyBytes_FromStringAndSize(e.key, e.klen), <object>e.value)
             _cf_put(&st.out, PyBytes_AS_STRING(chunk), len(chunk))
         done += 1
         if key_delay:
