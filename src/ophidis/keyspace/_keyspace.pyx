@@ -34,6 +34,7 @@ SOURCE_HASH = PYX_HASH
 cdef extern from "Python.h":
     Py_ssize_t PyObject_Hash(object o) except -1
     PyObject *PyDict_GetItemWithError(object d, object k) except? NULL
+    bint PyDict_Next(object d, Py_ssize_t *pos, PyObject **k, PyObject **v)
 
 
 DEF MINSIZE = 8
@@ -126,6 +127,19 @@ cdef int _ks_set(Keyspace t, bytes key, object value) except -1:
         Py_XDECREF(old)
         return 0
     return _ks_insert(t, k, kn, h, value)
+
+
+cdef int _from_dict(Keyspace t, dict d) except -1:
+    # t.update(d) in C (a snapshot's load: the table sized once)
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    if t.used == 0 and len(d) * 3 > (t.mask + 1) * 2:
+        _resize(t, len(d) * 3 // 2 + 1)
+    while PyDict_Next(d, &pos, &k, &v):
+        _check_key(<object>k)
+        _ks_set(t, <bytes>k, <object>v)
+    return 0
 
 
 cdef inline object _take(Keyspace t, Py_ssize_t s):
@@ -281,8 +295,11 @@ cdef class Keyspace:
             while _ks_next(o, &pos, &e):
                 self[_key(e)] = <object>e.value
         elif PyDict_Check(other):
-            for k, v in (<dict>other).items():
-                self[k] = v
+            if type(self) is Keyspace:
+                _from_dict(self, <dict>other)
+            else:
+                for k, v in (<dict>other).items():
+                    self[k] = v
         elif hasattr(other, "keys"):
             for k in other.keys():
                 self[k] = other[k]
