@@ -14,7 +14,7 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
-from ophidis.keyspace._keyspace cimport Keyspace, KsEntry, _ks_next
+from ophidis.keyspace._keyspace cimport Keyspace, KsEntry, _ks_get, _ks_next, _ks_set
 from ophidis.types._containers cimport (HashCore, OphTab, SetCore, ZDict, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn,
                                        _tab_next, _zd_sc, _zd_tab)
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
@@ -841,12 +841,32 @@ cdef Py_ssize_t _write_table(_RdbOut st, Keyspace d, exp, write, fallback, progr
     return done
 
 
-def rdb_load_plain_strings(bytes data, Py_ssize_t p, Py_ssize_t n, dict d):
+cdef inline int _ld_has(object d, bytes key) except -1:
+    # key in d: a database's table (a Keyspace) or a dict
+    if _cf_type(<PyObject *>d) == <PyObject *>Keyspace:
+        return _ks_get(<Keyspace>d, key) != NULL
+    return PyDict_Contains(d, key)
+
+
+cdef inline int _ld_put(object d, bytes key, object val) except -1:
+    if _cf_type(<PyObject *>d) == <PyObject *>Keyspace:
+        return _ks_set(<Keyspace>d, key, val)
+    return PyDict_SetItem(d, key, val)
+
+
+cdef inline int _ld_check(object d) except -1:
+    if _cf_type(<PyObject *>d) != <PyObject *>Keyspace and _cf_type(<PyObject *>d) != <PyObject *>dict:
+        raise TypeError("a keyspace table or a dict is expected")
+    return 0
+
+
+def rdb_load_plain_strings(bytes data, Py_ssize_t p, Py_ssize_t n, d):
     """rdb.load_plain_strings_py in C: the run of plain string records (6-bit
     lengths, no expiry) from ``p``; returns (the position, the count)."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t count = 0, q, kl, vl
     cdef object key
+    _ld_check(d)
     if n > len(data):
         n = len(data)
     while p < n and s[p] == 0:
@@ -860,9 +880,9 @@ def rdb_load_plain_strings(bytes data, Py_ssize_t p, Py_ssize_t n, dict d):
         if vl >= 64 or q + 1 + vl > n:
             break
         key = PyBytes_FromStringAndSize(<char *>s + p + 2, kl)
-        if PyDict_Contains(d, key):
+        if _ld_has(d, key):
             break
-        PyDict_SetItem(d, key, PyBytes_FromStringAndSize(<char *>s + q + 1, vl))
+        _ld_put(d, key, PyBytes_FromStringAndSize(<char *>s + q + 1, vl))
         count += 1
         p = q + 1 + vl
     return p, count
@@ -997,7 +1017,7 @@ cdef object _ld_string(const unsigned char *s, Py_ssize_t *p, Py_ssize_t n):
     return out
 
 
-def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list counts, hash_cls=None,
+def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, d, build, list counts, hash_cls=None,
                      Py_ssize_t hash_entries=0):
     """From ``p`` in ``data`` (the first ``n`` bytes), the run of records
     described above into ``d``; ``counts[type]`` += 1 for each.  With
@@ -1012,6 +1032,7 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
     cdef object key, val, x
     cdef list items, flat
     cdef Py_ssize_t nf
+    _ld_check(d)
     if n > len(data):
         n = len(data)
     while p < n:
@@ -1020,7 +1041,7 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
             break
         q = p + 1
         key = _ld_string(s, &q, n)
-        if key is None or PyDict_Contains(d, key):
+        if key is None or _ld_has(d, key):
             break
         if t == 0:
             val = _ld_string(s, &q, n)
@@ -1082,7 +1103,7 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
                     break
                 if val is None:
                     break
-        PyDict_SetItem(d, key, val)
+        _ld_put(d, key, val)
         counts[t] += 1
         count += 1
         p = q
