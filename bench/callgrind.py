@@ -28,6 +28,7 @@ import argparse
 import glob
 import os
 import re
+import selectors
 import shutil
 import socket
 import subprocess
@@ -186,6 +187,29 @@ def _vs_redis(a):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def subscribe(port, n):
+    """n subscribers of channel 'chan' on port, drained by a thread."""
+    subs = []
+    for _ in range(n):
+        sk = socket.create_connection(("127.0.0.1", port))
+        sk.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nchan\r\n")
+        subs.append(sk)
+
+    def drain():
+        sel = selectors.DefaultSelector()
+        for sk in subs:
+            sel.register(sk, selectors.EVENT_READ)
+        while True:
+            for key, _ in sel.select():
+                try:
+                    if not key.fileobj.recv(1 << 16):
+                        return
+                except OSError:
+                    return
+    threading.Thread(target=drain, daemon=True).start()
+    return subs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", default=os.path.join(ROOT, "src"), help="the ophidis source tree to run")
@@ -272,22 +296,7 @@ def main(argv=None):
             a.test = "fcall"
         elif a.subscribers:
             # PUBLISH fan-out: the subscribers are raw sockets, drained by a thread
-            subs = []
-            for _ in range(a.subscribers):
-                sk = socket.create_connection(("127.0.0.1", port))
-                sk.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nchan\r\n")
-                subs.append(sk)
-
-            def drain():
-                import selectors
-                sel = selectors.DefaultSelector()
-                for sk in subs:
-                    sel.register(sk, selectors.EVENT_READ)
-                while True:
-                    for key, _ in sel.select():
-                        if not key.fileobj.recv(1 << 16):
-                            return
-            threading.Thread(target=drain, daemon=True).start()
+            subs = subscribe(port, a.subscribers)  # noqa: F841 - kept open while measured
             what = ["PUBLISH", "chan", "hello"]
             a.test = "publish to %d subscribers" % a.subscribers
         else:

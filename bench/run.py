@@ -1133,13 +1133,18 @@ def run(a, suites):
         args = scale(SUITES[suite], factor)
         kinds = ("redis", "ophidis", "redis again") if a.noise else ("redis", "ophidis")
         best = {k: {} for k in kinds}
+        lat = {k: {} for k in kinds}     # test -> (p50, p99) of its best round
         for _ in range(a.rounds):
             for kind in kinds:
                 s = Server(kind.split()[0], SUITE_SERVER_ARGS.get(suite, ()))
                 try:
                     if suite in SUITE_WARMUP:
                         redis_benchmark(s.port, SUITE_WARMUP[suite])
-                    r = redis_benchmark(s.port, args)
+                    rr = redis_benchmark(s.port, args, rows=True)
+                    r = {k: v.get("rps", 0.0) for k, v in rr.items()}
+                    for k, v in rr.items():
+                        if v.get("rps", 0.0) > best[kind].get(k, 0):
+                            lat[kind][k] = (v.get("p50_latency_ms", 0.0), v.get("p99_latency_ms", 0.0))
                     if suite == "evict":
                         print("%s: %s" % (kind, " ".join(
                             x for x in s.cli("info", "memory").split() if x.startswith("used_memory:"))
@@ -1151,8 +1156,9 @@ def run(a, suites):
                     best[kind][k] = max(v, best[kind].get(k, 0))
         table = []
         print("\n== %s: redis-benchmark %s" % (suite, " ".join(args)))
-        print("%-28s %14s %14s %7s%s" % ("test", "redis rps", "ophidis rps", "ratio",
-                                         "   noise (redis again / redis)" if a.noise else ""))
+        print("%-28s %14s %14s %7s %8s %s%s" % ("test", "redis rps", "ophidis rps", "ratio",
+                                               "noise" if a.noise else "", "p50 / p99 ms: redis, ophidis",
+                                               "" if not a.noise else " (noise: redis again / redis)"))
         for test, rv in best["redis"].items():
             ov = best["ophidis"].get(test, 0.0)
             ratio = ov / rv if rv else 0.0
@@ -1161,9 +1167,13 @@ def run(a, suites):
             if a.noise:
                 again = best["redis again"].get(test, 0.0)
                 row["noise"] = round(again / rv, 3) if rv else 0.0
-                noise = " %7.2f" % row["noise"]
+                noise = "%7.2f" % row["noise"]
+            rl, ol = lat["redis"].get(test, (0.0, 0.0)), lat["ophidis"].get(test, (0.0, 0.0))
+            row["p50_ms"] = {"redis": rl[0], "ophidis": ol[0]}
+            row["p99_ms"] = {"redis": rl[1], "ophidis": ol[1]}
             table.append(row)
-            print("%-28s %14.0f %14.0f %7.2f%s" % (test, rv, ov, ratio, noise))
+            print("%-28s %14.0f %14.0f %7.2f %8s %.3f / %.3f, %.3f / %.3f" % (
+                test, rv, ov, ratio, noise, rl[0], rl[1], ol[0], ol[1]))
         results["suites"][suite] = {"args": args, "rows": table}
         sys.stdout.flush()
     if "memory" in suites:

@@ -4,6 +4,9 @@ invalid-number settings, case-insensitive function names; scripts' declared
 flags on read-only and stale replicas, failed calls, pushes of a busy
 script (on ophidis-server and redis-server alike: ``each_server``)."""
 
+import os
+import time
+
 import pytest
 from redis.exceptions import ResponseError
 from support.resp import RespConn
@@ -139,6 +142,48 @@ def test_a_busy_script_pushes_reach_blocked_clients_when_it_ends(each_server):
             x.close()
         c.config_set("lua-time-limit", 5000)
         c.execute_command("DEBUG", "set-disable-deny-scripts", 0)
+        c.close()
+
+
+def test_a_connection_accepted_as_a_script_starts_is_served_while_it_runs(each_server):
+    """A connection accepted in the event-loop iteration that starts a busy
+    script is a client of the server already: it gets -BUSY and can kill
+    the script (Redis creates the client in its accept handler; the pure
+    install, which accepts through the event loop's servers, cannot:
+    docs/COMPATIBILITY.md)."""
+    c = each_server.client()
+    if os.environ.get("OPHIDIS_PURE") == "1" and "ophidis_version" in c.info("server"):
+        pytest.skip("the pure install accepts through the event loop's servers")
+    c.config_set("lua-time-limit", 10)
+    try:
+        sleeper = RespConn(each_server.port)
+        for _ in range(3):
+            runner = RespConn(each_server.port)
+            assert runner.call("PING") == b"+PONG\r\n"
+            # the server is kept from its event loop while the new connection
+            # and the script arrive: it sees both in the same wake-up
+            sleeper.send("DEBUG", "SLEEP", "0.2")
+            time.sleep(0.05)
+            other = RespConn(each_server.port, timeout=5)
+            runner.send("EVAL", "while true do end", 0)
+            killed = False
+            try:
+                wait_until(lambda: other.call("PING").startswith(b"-BUSY"))
+                assert other.call("SCRIPT", "KILL") == b"+OK\r\n"
+                killed = True
+                assert runner.read().startswith(b"-ERR Script killed by user with SCRIPT KILL")
+            finally:
+                if not killed:
+                    # a new connection is served by the busy script's poller
+                    last = RespConn(each_server.port)
+                    last.call("SCRIPT", "KILL")
+                    last.close()
+                other.close()
+                runner.close()
+            assert sleeper.read() == b"+OK\r\n"
+        sleeper.close()
+    finally:
+        c.config_set("lua-time-limit", 5000)
         c.close()
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from support.differential import doubles_70
 from support.replication import SyncStream
 from support.resp import RespConn, command, encode
-from support.servers import SRC, twin_pair
+from support.servers import ROOT, SRC, start_twin, twin_pair
 from support.wait import wait_until
 
 from ophidis.cmdtable.registry import Command
@@ -694,3 +694,65 @@ def test_spop_propagates_as_srem(pair):
         finally:
             stream.close()
         assert [a for a in prop if a[0].lower() == b"srem"] == [[b"SREM", b"s", m] for m in popped]
+
+
+def _acl_and_table_changes(port):
+    # what a client sees while another changes its user's rules and the
+    # command table between its reads (see the test below)
+    seen = []
+    ratelimit = os.path.join(ROOT, "examples", "modules", "ratelimit.py")
+    with RespConn(port) as admin, RespConn(port) as c:
+        admin.call("ACL", "SETUSER", "u", "on", ">pw", "+@all", "allkeys", "allchannels")
+        seen.append(c.call("AUTH", "u", "pw"))
+        seen += [c.call("SET", "k", "v"), c.call("GET", "k"), c.call("GET", "k")]
+        # narrowed: -get, then no key but other*
+        admin.call("ACL", "SETUSER", "u", "-get")
+        seen += [c.call("GET", "k"), c.call("GET", "k"), c.call("SET", "k", "w")]
+        admin.call("ACL", "SETUSER", "u", "+get", "resetkeys", "~other*")
+        seen += [c.call("GET", "k"), c.call("GET", "other1"), c.pipeline(("GET", "k"), ("GET", "other2"))]
+        # unrestricted again, then another user and back
+        admin.call("ACL", "SETUSER", "u", "allkeys")
+        seen += [c.call("GET", "k"), c.call("GET", "k")]
+        admin.call("ACL", "SETUSER", "r", "on", ">pw", "-@all", "+get", "+auth", "~k")
+        seen += [c.call("AUTH", "r", "pw"), c.call("GET", "k"), c.call("SET", "k", "x"), c.call("GET", "j")]
+        seen += [c.call("AUTH", "u", "pw"), c.call("SET", "j", "y"), c.call("GET", "j")]
+        # a module's command, unknown, then loaded, then unloaded
+        seen += [c.call("RATELIMIT.PEEK", "rl", "10"), c.call("RATELIMIT.PEEK", "rl", "10")]
+        seen.append(admin.call("MODULE", "LOAD", ratelimit))
+        seen += [c.call("RATELIMIT.PEEK", "rl", "10"), c.call("RATELIMIT.PEEK", "rl", "10")]
+        seen.append(admin.call("MODULE", "UNLOAD", "ratelimit"))
+        seen += [c.call("RATELIMIT.PEEK", "rl", "10"), c.call("GET", "k")]
+    return seen
+
+
+def test_loop_follows_acl_and_table_changes():
+    """The compiled loop keeps a command name's lookup and a client's
+    user.fast across reads: another client's ACL SETUSER narrowing (or
+    widening) the user's rules, an AUTH as another user and a module's
+    commands coming and going take effect on the client's next request,
+    as in the Python loop."""
+    if not compiled.enabled():
+        pytest.skip("the compiled layer is not built (or OPHIDIS_PURE=1)")
+    servers = []
+    try:
+        for pure in (False, True):
+            servers.append(start_twin(pure=pure, args=("--enable-module-command", "yes")))
+        seen = [_acl_and_table_changes(s.port) for s in servers]
+    finally:
+        for s in servers:
+            s.stop()
+            shutil.rmtree(s.dir, ignore_errors=True)
+    assert seen[0] == seen[1]
+    noperm = b"-NOPERM User u has no permissions to run the 'get' command\r\n"
+    nokey = b"-NOPERM No permissions to access a key\r\n"
+    s = seen[0]
+    assert s[:4] == [b"+OK\r\n", b"+OK\r\n", b"$1\r\nv\r\n", b"$1\r\nv\r\n"]
+    assert s[4:7] == [noperm, noperm, b"+OK\r\n"]
+    assert s[7:10] == [nokey, b"$-1\r\n", nokey + b"$-1\r\n"]
+    assert s[10:12] == [b"$1\r\nw\r\n"] * 2
+    assert s[12:16] == [b"+OK\r\n", b"$1\r\nw\r\n", b"-NOPERM User r has no permissions to run the 'set' command\r\n",
+                        nokey]
+    assert s[16:19] == [b"+OK\r\n", b"+OK\r\n", b"$1\r\ny\r\n"]
+    assert s[19] == s[20] and s[19].startswith(b"-ERR unknown command 'RATELIMIT.PEEK'")
+    assert s[21] == b"+OK\r\n" and s[22] == s[23] and not s[22].startswith(b"-")
+    assert s[24] == b"+OK\r\n" and s[25] == s[19] and s[26] == b"$1\r\nw\r\n"

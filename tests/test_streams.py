@@ -18,7 +18,7 @@ import zlib
 import pytest
 
 from ophidis.memory.sizes import pysize
-from ophidis.commands.streams import _string2ull, parse_id
+from ophidis.commands.stream_args import _string2ull, parse_id
 from ophidis.errors import RedisError
 from ophidis.persistence.rdbcodec import crc64, enc_len, enc_string, lzf_decompress, redis_lzf
 from ophidis.persistence.rdbdecode import ValueReader

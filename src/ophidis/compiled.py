@@ -48,6 +48,7 @@ MODULES = {
     "cluster._slots": "key slots and SlotKeys (cluster/slots.py)",
     "commands._bodies": "the compiled command bodies (commands/strings.py, lists.py, ...)",
     "net._client": "the request loop and per-read path (net/client.py)",
+    "net._sock": "the plain client connections' transport (net/accept.py; else the event loop's)",
     "scripting._bridge": "redis.call's bridge and the script run (scripting/engine.py)",
     "scripting._evalcmds": "EVALSHA's and FCALL's command procs (commands/scripting.py)",
     "persistence._listpack": "listpack decoding (persistence/listpack.py)",

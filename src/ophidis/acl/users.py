@@ -58,6 +58,17 @@ _CACHE = {}
 RETIRED: dict = {}
 
 
+# Told (no arguments) whenever a user's rules change (User._update makes
+# its ``fast`` anew): the compiled request loop keeps each client's
+# ``user.fast`` until then (net/client.py sets it; None: nothing to tell).
+_rules_changed = None
+
+
+def set_rules_hook(fn):
+    global _rules_changed
+    _rules_changed = fn
+
+
 def table_changed():
     """Commands were added to or removed from the table (modules)."""
     _CACHE.clear()
@@ -448,6 +459,8 @@ class User:
         r = self.selectors[0]
         self.unrestricted = (len(self.selectors) == 1 and r.allcommands and r.allkeys and r.allchannels)
         self.fast = None if self.unrestricted else {}
+        if _rules_changed is not None:
+            _rules_changed()
 
     def apply(self, op: bytes, pubsub_all=None):
         """ACLSetUser: one rule; RuleError when refused."""

@@ -13,3 +13,9 @@ cdef class CommandCore:
     cdef public Py_ssize_t arity
     cdef public bint write, may_replicate, noscript, denyoom, blocking
     cdef public dict subcommands
+
+
+# The command table's generation (table_changed bumps it whenever
+# cmdtable/registry.py changes TABLE): what the request loop checks its
+# cached lookup of a command name against.
+cdef unsigned long long _table_gen

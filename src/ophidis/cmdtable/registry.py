@@ -278,11 +278,18 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
 
 
 # name (lowercase bytes) -> Command, for top-level commands; also upper-case keys.
+# Changed only here (_table_changed after each change).
 TABLE: dict = {}
 # The commands that run a script (their flags may be the script's own)
 SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
 # fullname (lowercase str) -> Command, includes subcommands "client|kill".
 ALL: dict = {}
+
+
+def _table_changed():
+    # the compiled request loop keeps a name's lookup until TABLE changes
+    if _core is not None:
+        _core.table_changed()
 
 
 def _container_proc(container: Command):
@@ -314,6 +321,7 @@ def _get_container(name: str) -> Command:
         bname = name.encode()
         TABLE[bname] = cmd
         TABLE[bname.upper()] = cmd
+        _table_changed()
     return cmd
 
 
@@ -352,6 +360,7 @@ def register(cmd: Command):
         bname = name.encode()
         TABLE[bname] = cmd
         TABLE[bname.upper()] = cmd
+        _table_changed()
     active = [w for w in WRAPPERS if w.wrap_active]
     if active and cmd.proc is not None:     # as rewrap() would have wrapped it
         _ORIG[cmd] = p = cmd.proc
@@ -367,6 +376,7 @@ def unregister(cmd: Command):
     if TABLE.get(bname) is cmd:
         del TABLE[bname]
         TABLE.pop(bname.upper(), None)
+        _table_changed()
     if ALL.get(cmd.fullname) is cmd:
         del ALL[cmd.fullname]
     _ORIG.pop(cmd, None)
@@ -430,10 +440,12 @@ def rename_command(old: bytes, new: bytes):
         return "No such command in rename-command"
     for k in [k for k, v in TABLE.items() if v is cmd and k.lower() == old.lower()]:
         del TABLE[k]
+    _table_changed()
     if new:
         if new.lower() in TABLE:
             return "Target command name already exists"
         TABLE[new.lower()] = TABLE[new.upper()] = cmd
+        _table_changed()
     return None
 
 

@@ -12,8 +12,9 @@ loops with the same traffic."""
 SOURCE_HASH = PYX_HASH
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Contains, PyDict_Size
 from cpython.object cimport PyObject, PyObject_Hash
-from cpython.set cimport PySet_Add, PySet_Contains, PySet_Discard
+from cpython.ref cimport Py_INCREF
 from libc.string cimport memcpy
 
 from ophidis.cmdtable._core cimport CommandCore
@@ -23,7 +24,7 @@ from ophidis.net._core cimport ClientCore
 from ophidis.protocol._resp cimport _digits, _ndigits, _put_len
 from ophidis.server._core cimport ServerCore
 from ophidis.types._containers cimport (HashCore, SetCore, ZDict, _hc_len, _hc_lookup, _hc_set, _hc_set_in_place,
-                                       _zd_add, _zd_discard, _ztab_find)
+                                       _sc_add, _sc_discard, _sc_has, _zd_add, _zd_discard, _ztab_find)
 from ophidis.types._quicklist cimport QuickList
 from ophidis.types._zindex cimport ZEnt, ZIndex
 from ophidis._dtoa cimport _dtoa_d2string
@@ -52,9 +53,8 @@ cdef class _Ctx:
 
 cdef int _load(_Ctx x, ClientCore client) except -1:
     _reload(x, client)
-    # the modules' dicts read directly (a module's getattr costs ~250 instructions)
-    x.flags = <object>_dget(_notify_vars, "flags")
-    x.lazy = <object>_dget(_dbm_vars, "lazy_server_del")
+    x.flags = _cfg_flags
+    x.lazy = _cfg_lazy
     return 0
 
 
@@ -111,12 +111,21 @@ cdef int _flush(_Ctx x) except -1:
 # commands are at the end of the file (they use QuickList's C methods).
 # tests/test_speedups.py drives both loops with the same traffic.
 
-# the modules' dicts, read directly (a module's getattr costs ~250 instructions)
-cdef dict _notify_vars = vars(_notify)     # flags
-cdef dict _dbm_vars = vars(_dbm)           # lazy_server_del
-for _d, _name in ((_notify_vars, "flags"), (_dbm_vars, "lazy_server_del")):
-    if _name not in _d:
-        raise ImportError("commands._bodies: %s is not defined" % _name)
+# keyspace.notify.flags and keyspace.db.lazy_server_del, copied when their
+# setters change them (reading a module's dict per run costs ~230 instructions)
+cdef long long _cfg_flags = 0
+cdef bint _cfg_lazy = False
+
+
+def _config_sync():
+    global _cfg_flags, _cfg_lazy
+    _cfg_flags = _notify.flags
+    _cfg_lazy = _dbm.lazy_server_del
+
+
+_notify.watch_flags(_config_sync)
+_dbm.watch_lazy_server_del(_config_sync)
+_config_sync()
 cdef StatsCore _stats = _dbm.stats
 cdef object _SetValue = _containers.SetValue
 cdef object _HashValue = _containers.HashValue
@@ -146,24 +155,25 @@ def body_code(str fullname, module):
     return BODIES.get(fullname, 0)
 
 
-cdef inline bint _ttl(_Ctx x, key):
+cdef inline bint _in(m, key) except -1:
+    # key in m, for a mapping that is mostly empty (a dict's size read in C)
+    if type(m) is dict:
+        return PyDict_Size(m) != 0 and PyDict_Contains(m, key) == 1
+    return bool(m) and key in m
+
+
+cdef inline bint _ttl(_Ctx x, key) except -1:
     # has key a TTL (the bodies leave such keys to the Python functions)
-    ex = x.ex
-    return bool(ex) and key in ex
+    return _in(x.ex, key)
 
 
-cdef inline bint _held(_Ctx x, key):
+cdef inline bint _held(_Ctx x, key) except -1:
     # is key watched (WATCH) or waited on (a blocked client)
-    wk = x.wk
-    if wk and key in wk:
-        return True
-    bk = x.bk
-    return bool(bk) and key in bk
+    return _in(x.wk, key) or _in(x.bk, key)
 
 
-cdef inline bint _watched(_Ctx x, key):
-    wk = x.wk
-    return bool(wk) and key in wk
+cdef inline bint _watched(_Ctx x, key) except -1:
+    return _in(x.wk, key)
 
 
 cdef inline PyObject *_kget(_Ctx x, key) noexcept:
@@ -317,6 +327,23 @@ cdef object _set(_Ctx x, list req):
     return _OK
 
 
+# INCR's results 0..9999 are shared value objects, as Redis's
+# shared.integers (OBJ_SHARED_INTEGERS): a counter's new value is then no
+# allocation (bytes are immutable: sharing them is not observable)
+cdef enum:
+    SHARED_INTEGERS = 10000
+cdef PyObject *_shared_ints[SHARED_INTEGERS]
+
+
+cdef inline object _shared_int(long long v, const char *digits, Py_ssize_t n):
+    cdef PyObject *o = _shared_ints[v]
+    if o is NULL:
+        b = PyBytes_FromStringAndSize(digits, n)
+        Py_INCREF(b)            # the table's reference, kept for the process's life
+        _shared_ints[v] = o = <PyObject *>b
+    return <object>o
+
+
 cdef object _incr(_Ctx x, list req, long long delta):
     if x.flags:
         return None
@@ -335,7 +362,10 @@ cdef object _incr(_Ctx x, list req, long long delta):
     if acc < 0:
         k -= 1
         buf[k] = 45
-    new = PyBytes_FromStringAndSize(buf + k, 24 - k)
+    if 0 <= acc < SHARED_INTEGERS:
+        new = _shared_int(acc, buf + k, 24 - k)
+    else:
+        new = PyBytes_FromStringAndSize(buf + k, 24 - k)
     _kset(x, key, new)
     x.dirty += 1
     out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
@@ -360,11 +390,11 @@ cdef object _sadd(_Ctx x, list req):
     if s._aux is not None or s.enc is not _HASHTABLE and s.enc != _HASHTABLE:
         return None
     m = req[2]
-    if PySet_Contains(s, m):
+    if _sc_has(s, m):
         return _ZERO
     if _watched(x, key):
         return None
-    PySet_Add(s, m)
+    _sc_add(s, m)
     x.dirty += 1
     return _ONE
 
@@ -494,7 +524,7 @@ cdef object _spop(_Ctx x, list req):
         return None
     cdef SetCore s = <SetCore>pv
     a = s._aux
-    cdef Py_ssize_t n = len(s), i, k
+    cdef Py_ssize_t n = s.tab.used, i, k
     if a is None or n < 2 or x.srv.propagate_hooks:
         return None
     arr = a.arr
@@ -516,7 +546,7 @@ cdef object _spop(_Ctx x, list req):
             g.discard(m)
             continue
         break
-    PySet_Discard(s, m)
+    _sc_discard(s, m)
     if a.keys is not None:
         a.dead += 1
     x.dirty += 1

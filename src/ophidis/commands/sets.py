@@ -1,6 +1,9 @@
 """Set commands (t_set.c).
 
-A set is a ``SetValue`` (a Python set of bytes).  ``enc`` is what OBJECT
+A set is a ``SetValue`` (a set of bytes: a Python set in pure installs,
+types/_containers.pyx's SetCore, which is no set subclass, in compiled
+ones: this module uses the methods both have, types/containers.py's
+docstring lists them, never the set operators).  ``enc`` is what OBJECT
 ENCODING reports: b"intset" while every member is an integer in Redis's
 strict form (string2ll: no sign '+', no leading zeros, no spaces, int64
 range) and the set has at most set-max-intset-entries members; adding a

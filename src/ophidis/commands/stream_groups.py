@@ -1,7 +1,9 @@
 """Consumer-group commands of streams (t_stream.c): XGROUP, XACK, XACKDEL
 (8.2), XNACK (8.8), XPENDING, XCLAIM, XAUTOCLAIM, XINFO, and the
-idempotency settings XCFGSET and XIDMPRECORD (8.6).  The stream type, parsing and the reading
-commands (XADD ... XREAD, XREADGROUP) are in streams.py."""
+idempotency settings XCFGSET and XIDMPRECORD (8.6).  The stream commands
+(XADD ... XREAD, XREADGROUP) are in streams.py, what a group hands its
+readers in stream_delivery.py, IDs, replies and propagation ops in
+stream_args.py."""
 
 from __future__ import annotations
 
@@ -16,12 +18,17 @@ from ..replication.propagate import propagating
 from ..types.stream import (IDMP_DURATION, IDMP_MAXSIZE, INVALID_READ, MAX_ID, NACK, Group, Idmp,
                             StreamValue, id_bytes)
 from ..util import parse_int
-from .streams import (BAD_START, BUSYGROUP, KEY_REQUIRED, NO_SUCH_KEY, ack, bulk_str, code_array, consumer_for,
-                      create_consumer, delete_ids, entries_reply, entry_reply, help_reply, id_reply,
-                      parse_delete_args, parse_id, parse_interval, propagate_ops, range_args, setid_op,
-                      xclaim_op)
+from .stream_args import (BAD_START, NO_SUCH_KEY, bulk_str, entries_reply, entry_reply, id_reply, parse_id,
+                          parse_interval, propagate_ops, range_args, setid_op, xclaim_op)
+from .stream_delivery import consumer_for, create_consumer
+from .streams import ack, code_array, delete_ids, help_reply, parse_delete_args
 
 _STREAM = notify.STREAM
+
+KEY_REQUIRED = RedisError(
+    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to "
+    "use the MKSTREAM option to create an empty stream automatically.")
+BUSYGROUP = RedisError("BUSYGROUP Consumer Group name already exists")
 
 
 # ---------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Stream commands (t_stream.c semantics): XADD, XRANGE/XREVRANGE, XLEN,
-XDEL, XDELEX, XTRIM, XSETID, XREAD and XREADGROUP, and the parsing and
-reply helpers of the family; the consumer-group commands (XGROUP, XACK,
-XACKDEL, XNACK, XPENDING, XCLAIM, XAUTOCLAIM), XINFO, XCFGSET and
-XIDMPRECORD are in stream_groups.py.
+XDEL, XDELEX, XTRIM, XSETID, XREAD and XREADGROUP; the consumer-group
+commands (XGROUP, XACK, XACKDEL, XNACK, XPENDING, XCLAIM, XAUTOCLAIM),
+XINFO, XCFGSET and XIDMPRECORD are in stream_groups.py, what a group hands
+XREADGROUP's readers in stream_delivery.py, the IDs, replies and
+propagation ops the family shares in stream_args.py.
 
 Redis 7.2-8.10 additions here: the KEEPREF/DELREF/ACKED reference
 policies (8.2), XREADGROUP ... CLAIM (8.4, with a wake-up timer for a
@@ -34,9 +35,12 @@ from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import mstime, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, bulk_items, help_reply, integer  # noqa: F401 (help_reply: see below)
-from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
-from ..types.stream import INVALID_READ, MASK64, MAX_ID, NACK, Consumer, Idmp, StreamValue, id_bytes
+from ..replication.propagate import propagating, rewrite_argv
+from ..types.stream import MASK64, MAX_ID, Idmp, StreamValue, id_bytes
 from ..util import parse_int
+from .stream_args import (NO_SUCH_KEY, bulk_str, entries_reply, id_reply, parse_id, propagate_ops, propagate_served,
+                          range_args)
+from .stream_delivery import Budget, consumer_for, group_body, serve_history
 
 _STREAM = notify.STREAM
 
@@ -44,7 +48,6 @@ _STREAM = notify.STREAM
 # from here: importing this module from acl.py is what registers the stream
 # commands where COMMAND has always listed them.
 
-INVALID_ID = RedisError("ERR Invalid stream ID specified as stream command argument")
 _EDOM = RedisError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
 _ERANGE = RedisError("ERR Elements are too large to be stored")
 _ZERO_ID = RedisError("ERR The ID specified in XADD must be greater than 0-0")
@@ -55,184 +58,15 @@ _LIMIT_NEG = RedisError("ERR The LIMIT argument must be >= 0.")
 _LIMIT_NO_STRATEGY = RedisError("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy")
 _XTRIM_NO_STRATEGY = RedisError("ERR syntax error, XTRIM must be called with a trimming strategy")
 _LIMIT_NO_APPROX = RedisError("ERR syntax error, LIMIT cannot be used without the special ~ option")
-BAD_START = RedisError("ERR invalid start ID for the interval")
-_BAD_END = RedisError("ERR invalid end ID for the interval")
-NO_SUCH_KEY = RedisError("ERR no such key")
 _UNBALANCED = RedisError("ERR Unbalanced 'xread' list of streams: for each stream key an ID or "
                          "'$' must be specified.")
 _UNBALANCED_GROUP = RedisError("ERR Unbalanced 'xreadgroup' list of streams: for each stream key an "
                                "ID or '>' must be specified.")
 _UNBLOCKED_DELETED = RedisError("UNBLOCKED the stream key no longer exists")
 _NOGROUP_BLOCKED = RedisError("NOGROUP the consumer group this client was blocked on no longer exists")
-KEY_REQUIRED = RedisError(
-    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to "
-    "use the MKSTREAM option to create an empty stream automatically.")
-BUSYGROUP = RedisError("BUSYGROUP Consumer Group name already exists")
 
 LP_MAX_SIZE = 1 << 30
 XREAD_BLOCKED_DEFAULT_COUNT = 1000
-
-_SPACE = frozenset(b" \t\n\v\f\r")
-
-
-
-# ---------------------------------------------------------------------------
-# IDs
-# ---------------------------------------------------------------------------
-def _string2ull(s: bytes):
-    """Redis's string2ull: a canonical signed 64-bit value that is not
-    negative, else whatever strtoull(s, 10) accepts in full (leading spaces,
-    a sign, leading zeros; a '-' negates modulo 2^64).  None if invalid."""
-    if s.isdigit():
-        v = int(s)
-        return v if v <= MASK64 else None
-    n = len(s)
-    if not n:
-        return None
-    i = 0
-    while i < n and s[i] in _SPACE:
-        i += 1
-    neg = False
-    if i < n and s[i] in b"+-":
-        neg = s[i] == 45
-        i += 1
-    digits = s[i:]
-    if not digits.isdigit():
-        return None
-    v = int(digits)
-    if v > MASK64:
-        return None
-    if neg:
-        if i == 1 and n < 21 and digits[0] != 48 and v <= 1 << 63:
-            return None       # string2ll took it: a negative number
-        return (-v) & MASK64
-    return v
-
-
-def parse_id(b: bytes, missing_seq=0, strict=False, seq_star=False, err=INVALID_ID):
-    """streamGenericParseIDOrReply -> (id, seq_given).  With seq_star the
-    ``<ms>-*`` form is accepted (seq_given False).  err is mostly shared
-    (XCLAIM's options end its ids by it): its traceback is reset before
-    each raise, as parse_int's."""
-    if len(b) > 127:
-        raise err.with_traceback(None)
-    s = b.split(b"\0", 1)[0] if b"\0" in b else b
-    if s == b"-" or s == b"+":
-        if strict:
-            raise err.with_traceback(None)
-        return (0 if s == b"-" else MAX_ID), True
-    dash = s.find(b"-")
-    if dash < 0:
-        ms = _string2ull(s)
-        if ms is None:
-            raise err.with_traceback(None)
-        return (ms << 64) | missing_seq, True
-    ms = _string2ull(s[:dash])
-    if ms is None:
-        raise err.with_traceback(None)
-    rest = s[dash + 1:]
-    if seq_star and rest == b"*":
-        return ms << 64, False
-    seq = _string2ull(rest)
-    if seq is None:
-        raise err.with_traceback(None)
-    return (ms << 64) | seq, True
-
-
-def parse_interval(b: bytes, missing_seq: int):
-    """streamParseIntervalIDOrReply -> (id, exclusive)."""
-    if len(b) > 1 and b[0] == 40:        # "("
-        return parse_id(b[1:], missing_seq, strict=True)[0], True
-    return parse_id(b, missing_seq)[0], False
-
-
-def range_args(start_arg, end_arg):
-    start, sx = parse_interval(start_arg, 0)
-    if sx:
-        if start == MAX_ID:
-            raise BAD_START
-        start += 1
-    end, ex = parse_interval(end_arg, MASK64)
-    if ex:
-        if end == 0:
-            raise _BAD_END
-        end -= 1
-    return start, end
-
-
-# ---------------------------------------------------------------------------
-# Replies
-# ---------------------------------------------------------------------------
-def bulk_str(b: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(b), b)
-
-
-def id_reply(i: int) -> bytes:
-    s = b"%d-%d" % (i >> 64, i & MASK64)
-    return b"$%d\r\n%s\r\n" % (len(s), s)
-
-
-def entry_reply(i: int, fv) -> bytes:
-    s = b"%d-%d" % (i >> 64, i & MASK64)
-    return b"*2\r\n$%d\r\n%s\r\n" % (len(s), s) + bulk_items(fv)
-
-
-def entries_reply(items) -> bytes:
-    if not items:
-        return EMPTY_ARRAY
-    parts = [b"*%d\r\n" % len(items)]
-    ap = parts.append
-    for i, fv in items:
-        s = b"%d-%d" % (i >> 64, i & MASK64)
-        ap(b"*2\r\n$%d\r\n%s\r\n" % (len(s), s))
-        ap(bulk_items(fv))
-    return b"".join(parts)
-
-
-# ---------------------------------------------------------------------------
-# Propagation
-# ---------------------------------------------------------------------------
-def propagate_ops(c, argv, ops, dirty0):
-    """Redis's alsoPropagate + preventCommandPropagation for a command run
-    by ``Server.call``: ``ops`` replicate instead of the command (in one
-    MULTI/EXEC when there are several).  The last op takes the command's
-    place (propagate.rewrite_argv, as for BLPOP); earlier ones join the
-    unit first.  With no ops nothing may replicate, so the dirty counter
-    goes back to where it was."""
-    srv = c.server
-    if not propagating(srv):
-        return
-    if not ops:
-        srv.dirty = dirty0
-        return
-    if srv.dirty == dirty0:
-        srv.dirty += 1
-    db = c.db
-    for op in ops[:-1]:
-        also_propagate(srv, op, db)
-    rewrite_argv(c, ops[-1])
-
-
-def _propagate_served(c, db, ops):
-    """Ops of a blocked client being served (outside any command): one unit."""
-    srv = c.server
-    if not ops or not propagating(srv):
-        return
-    for op in ops:
-        also_propagate(srv, op, db)
-    propagate_pending(srv)
-
-
-def xclaim_op(key, gname, g, idarg, nack):
-    return [b"XCLAIM", key, gname, nack.consumer.name if nack.consumer is not None else b"", b"0", idarg,
-            b"TIME",
-            b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,
-            b"FORCE", b"JUSTID", b"LASTID", id_bytes(g.last_id)]
-
-
-def setid_op(key, gname, g):
-    return [b"XGROUP", b"SETID", key, gname, id_bytes(g.last_id), b"ENTRIESREAD",
-            b"%d" % g.entries_read]
 
 
 # ---------------------------------------------------------------------------
@@ -738,230 +572,16 @@ def xsetid(c, argv):
 
 
 # ---------------------------------------------------------------------------
-# Consumer groups: helpers
+# XREAD / XREADGROUP
 # ---------------------------------------------------------------------------
-def create_consumer(c, g, name, key, db):
-    """streamCreateConsumer (notifies, dirty++)."""
-    cons = Consumer(name, mstime())
-    g.consumers[name] = cons
-    c.server.dirty += 1
-    notify.notify(_STREAM, b"xgroup-createconsumer", key, db.id)
-    return cons
-
-
-def consumer_for(c, g, gname, name, key, db, ops=None):
-    """The consumer name of group g for a read or a claim: created when
-    missing (then, with ``ops``, an XGROUP CREATECONSUMER to propagate),
-    its seen time updated otherwise."""
-    cons = g.consumers.get(name)
-    if cons is None:
-        cons = create_consumer(c, g, name, key, db)
-        if ops is not None:
-            ops.append([b"XGROUP", b"CREATECONSUMER", key, gname, name])
-    else:
-        cons.seen_time = mstime()
-    return cons
-
-
-class Budget:
-    """XREAD/XREADGROUP ... MAXCOUNT n MAXSIZE bytes (8.10): what the whole
-    reply may still hold, across its streams.  The first entry always
-    goes; after it an entry goes while the entries' reply bytes stay
-    within MAXSIZE."""
-    __slots__ = ("count", "size", "used", "n")
-
-    def __init__(self, count, size):
-        self.count = count          # 0: no MAXCOUNT
-        self.size = size            # 0: no MAXSIZE
-        self.used = 0               # reply bytes of the entries so far
-        self.n = 0                  # entries so far
-
-    def left(self, count):
-        """The per-stream COUNT narrowed to what MAXCOUNT leaves."""
-        if not self.count:
-            return count
-        rest = self.count - self.n
-        return rest if not count or rest < count else count
-
-    def done(self) -> bool:
-        return bool(self.count) and self.n >= self.count
-
-    def fits(self, i, fv) -> bool:
-        """Take entry (i, fv) if the budget has room for it."""
-        if self.done():
-            return False
-        if self.size:
-            size = len(entry_reply(i, fv))
-            if self.n and self.used + size > self.size:
-                return False
-            self.used += size
-        self.n += 1
-        return True
-
-    def take(self, items):
-        out = []
-        for i, fv in items:
-            if not self.fits(i, fv):
-                break
-            out.append((i, fv))
-        return out
-
-
 _CLAIM_NOT_INT = RedisError("ERR min-idle-time is not an integer")
 _CLAIM_NEGATIVE = RedisError("ERR min-idle-time must be a positive integer")
-_NEW_ENTRY_TAIL = b":0\r\n:0\r\n"
 # Our own texts: Redis 8.10's are not published in its documentation
 _MAXCOUNT_RANGE = RedisError("ERR MAXCOUNT must be a positive integer")
 _MAXSIZE_RANGE = RedisError("ERR MAXSIZE must be a positive integer")
 _MAXCOUNT_COUNT = RedisError("ERR MAXCOUNT must be greater than or equal to COUNT")
 
 
-def _claimable(s, g, min_idle, now):
-    """XREADGROUP ... CLAIM (8.4): the group's pending entries idle for
-    min_idle ms or more (whoever holds them) whose entry is still in the
-    stream, the longest idle first: (delivery time, id, nack)."""
-    pel = g.pel
-    first = []                          # released by XNACK (8.8): first, in release order
-    for i in g.nacked:
-        nack = pel.get(i)
-        if nack is not None and nack.consumer is None and s.get(i) is not None:
-            first.append((nack.delivery_time, i, nack))
-    taken = {t[1] for t in first}
-    out = [(nack.delivery_time, i, nack) for i, nack in pel.items()
-           if i not in taken and now - nack.delivery_time >= min_idle and s.get(i) is not None]
-    out.sort(key=lambda t: (t[0], t[1]))
-    return first + out
-
-
-def _claim_entries(s, key, gname, g, cons, cands, now, ops):
-    """Give the candidates to cons as XCLAIM would (a delivery more);
-    each reply item carries the idle time and the delivery count it had
-    before: [id, fields, idle, count]."""
-    parts = []
-    for t, i, nack in cands:
-        before = nack.delivery_count
-        if nack.consumer is not cons:
-            if nack.consumer is not None:
-                del nack.consumer.pel[i]
-            nack.consumer = cons
-            cons.pel[i] = nack
-        nack.delivery_time = now
-        nack.delivery_count = before + 1
-        cons.active_time = now
-        if ops is not None:
-            ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
-        parts.append(b"*4\r\n" + id_reply(i) + bulk_items(s.get(i)) + integer(now - t) + integer(before))
-    return parts
-
-
-def _group_body(s, key, gname, g, cons, count, noack, ops, claim, budget=None):
-    """What XREADGROUP ... > serves from one stream: with CLAIM the
-    pending entries idle long enough first, then new entries (each with
-    0 0 for idle time and delivery count), COUNT covering both.  None
-    when there is nothing to serve."""
-    if claim is None:
-        if not s.length or s.last_valid_id() <= g.last_id:
-            return None
-        return _serve_group(s, key, gname, g, cons, g.last_id + 1, count, noack, ops, None, budget)
-    now = mstime()
-    cands = _claimable(s, g, claim, now)
-    if count:
-        cands = cands[:count]
-    if budget is not None:
-        taken = budget.take([(i, s.get(i)) for _, i, _ in cands])
-        cands = cands[:len(taken)]
-        if budget.done():
-            count = len(cands)
-    fresh = s.length and s.last_valid_id() > g.last_id and not (count and len(cands) >= count)
-    if not cands and not fresh:
-        return None
-    parts = _claim_entries(s, key, gname, g, cons, cands, now, ops)
-    if not fresh:
-        return b"*%d\r\n" % len(parts) + b"".join(parts)
-    return _serve_group(s, key, gname, g, cons, g.last_id + 1, count - len(parts) if count else 0,
-                        noack, ops, parts, budget)
-
-
-def _serve_group(s, key, gname, g, cons, start, count, noack, ops, claimed=None, budget=None):
-    """streamReplyWithRange with a group: deliver entries > start - 1 to
-    cons, move the group's last ID and read counter, create or reassign
-    PEL entries (the consumer's active time then: Redis 7.2).  Returns the
-    reply body (an array of entries); ``ops`` gets an XCLAIM per entry
-    and an XGROUP SETID when the group's last ID moved (7.2 propagates it
-    with or without NOACK).  ``claimed``: the reply items of entries
-    CLAIM took, which come first (the new ones then have four elements)."""
-    if budget is not None:
-        count = budget.left(count)
-    items = s.range(start, MAX_ID, count)
-    if budget is not None:
-        items = budget.take(items)
-    if claimed is not None:
-        parts = list(claimed)
-        for i, fv in items:
-            parts.append(b"*4\r\n" + id_reply(i) + bulk_items(fv) + _NEW_ENTRY_TAIL)
-        body = b"*%d\r\n" % len(parts) + b"".join(parts)
-    elif not items:
-        return EMPTY_ARRAY
-    now = mstime()
-    pel = g.pel
-    cpel = cons.pel
-    moved = False
-    for i, fv in items:
-        if i > g.last_id:
-            if (g.entries_read != INVALID_READ and g.last_id >= s.first_id
-                    and not s.has_tombstones_in(g.last_id)):
-                g.entries_read += 1
-            elif s.entries_added:
-                g.entries_read = s.estimate_distance(i)
-            g.last_id = i
-            moved = True
-        if not noack:
-            cons.active_time = now
-            nack = pel.get(i)
-            if nack is None:
-                nack = NACK(cons, now)
-                pel[i] = nack
-                cpel[i] = nack
-            else:
-                if nack.consumer is not None:
-                    del nack.consumer.pel[i]
-                nack.consumer = cons
-                nack.delivery_time = now
-                nack.delivery_count = 1
-                cpel[i] = nack
-            if ops is not None:
-                ops.append(xclaim_op(key, gname, g, id_bytes(i), nack))
-    if moved and ops is not None:
-        ops.append(setid_op(key, gname, g))
-    return body if claimed is not None else entries_reply(items)
-
-
-def _serve_history(c, s, cons, start, count, budget=None):
-    """streamReplyWithRangeFromConsumerPEL: the consumer's own pending
-    entries from start on; deleted entries come as [id, nil]."""
-    now = mstime()
-    parts = []
-    n = 0
-    for i in cons.pel.irange(minimum=start):
-        if count and n >= count:
-            break
-        fv = s.get(i)
-        if budget is not None and not budget.fits(i, fv or ()):
-            break
-        if fv is None:
-            parts.append(b"*2\r\n" + id_reply(i) + c.null_array)
-        else:
-            nack = cons.pel[i]
-            nack.delivery_time = now
-            nack.delivery_count += 1
-            parts.append(entry_reply(i, fv))
-        n += 1
-    return b"*%d\r\n" % n + b"".join(parts)
-
-
-# ---------------------------------------------------------------------------
-# XREAD / XREADGROUP
-# ---------------------------------------------------------------------------
 def _may_block(c) -> bool:
     return not (c.in_exec or c.in_script)
 
@@ -1098,11 +718,11 @@ def _xread(c, argv, group_mode):
             if budget is not None and budget.done():
                 continue
             if gt != MAX_ID:
-                body = _serve_history(c, s, cons, (gt + 1) & MAX_ID, count, budget)
+                body = serve_history(c, s, cons, (gt + 1) & MAX_ID, count, budget)
             else:
                 n0 = len(ops) if ops is not None else 0
                 moved = g.last_id
-                body = _group_body(s, key, gname, g, cons, count, noack, ops, claim, budget)
+                body = group_body(s, key, gname, g, cons, count, noack, ops, claim, budget)
                 if body is None:
                     continue
                 if g.last_id != moved or (ops is not None and len(ops) > n0) or claim is not None:
@@ -1168,9 +788,9 @@ def _xread(c, argv, group_mode):
             return None
         ops = [] if propagating(c.server) else None
         cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
-        body = _group_body(s, key, gname, g, cons, xcount, noack, ops, claim,
+        body = group_body(s, key, gname, g, cons, xcount, noack, ops, claim,
                            Budget(maxcount, maxsize) if maxsize else None)
-        _propagate_served(c, db, ops)
+        propagate_served(c, db, ops)
         if body is None:
             return None
         return head + bulk_str(key) + body

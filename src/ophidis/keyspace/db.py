@@ -40,8 +40,22 @@ _TYPE_CHANGED = _notify.TYPE_CHANGED
 _KEY_MISS = _notify.KEY_MISS
 
 
-# lazyfree-lazy-server-del (kept current by the server's config hook)
+# lazyfree-lazy-server-del (kept current by the server's config hook,
+# through set_lazy_server_del)
 lazy_server_del = False
+_lazy_watchers = []     # told after set_lazy_server_del (the compiled bodies' copy)
+
+
+def set_lazy_server_del(v: bool):
+    global lazy_server_del
+    lazy_server_del = v
+    for fn in _lazy_watchers:
+        fn()
+
+
+def watch_lazy_server_del(fn):
+    """fn() is called whenever set_lazy_server_del changes the setting."""
+    _lazy_watchers.append(fn)
 
 
 def mstime() -> int:

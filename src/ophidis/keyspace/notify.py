@@ -51,9 +51,22 @@ _FIRST = (("g", GENERIC), ("$", STRING), ("l", LIST), ("s", SET), ("h", HASH), (
 _SECOND = (("K", KEYSPACE), ("E", KEYEVENT), ("m", KEY_MISS), ("S", SUBKEYSPACE),
            ("T", SUBKEYEVENT), ("I", SUBKEYSPACEITEM), ("V", SUBKEYSPACEEVENT))
 
-# Current flags; config sets it.
+# Current flags; the server's config sets them (set_flags).
 flags = 0
 _publish = None
+_flags_watchers = []    # told after set_flags (the compiled bodies' copy of flags)
+
+
+def set_flags(f: int):
+    global flags
+    flags = f
+    for fn in _flags_watchers:
+        fn()
+
+
+def watch_flags(fn):
+    """fn() is called whenever set_flags changes the flags."""
+    _flags_watchers.append(fn)
 
 
 def set_publisher(fn):

@@ -13,7 +13,7 @@ from collections import deque
 
 from ..keyspace.db import EmbStr, KeyTable
 from ..types.zset import ZIndex as _ZIndex
-from .sizes import LAZYFREE_THRESHOLD, _StreamValue, _ZSetValue
+from .sizes import LAZYFREE_THRESHOLD, _SetValue, _StreamValue, _ZSetValue
 
 _perf = time.perf_counter
 
@@ -132,7 +132,8 @@ class LazyFree:
         if o.__class__ is _ZIndex:
             del o[max(0, len(o) - n):]      # a zset's ordered index, from its end
             return True
-        if isinstance(o, (set, list, deque)):
+        # (a compiled SetValue is not a set: named here)
+        if isinstance(o, (set, list, deque, _SetValue)):
             pop = o.pop
             for _ in range(min(n, len(o))):
                 pop()

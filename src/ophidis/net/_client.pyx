@@ -15,18 +15,21 @@ runs in Python.  Keep the two loops identical in behaviour:
 tests/test_speedups.py runs the same traffic through both."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_SIZE
+from cpython.object cimport PyObject
 from libc.string cimport memcmp
 
 import hiredis
 
-from ophidis._util cimport __builtin_clzll, _all_bytes, _now
+from ophidis._util cimport _all_bytes, _hist_add, _now
 from ophidis.acl._check cimport _acl_ok
 from ophidis.cluster._slots cimport _cluster, _cluster_local
-from ophidis.cmdtable._core cimport CommandCore
+from ophidis.cmdtable._core cimport CommandCore, _table_gen
 from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load
 from ophidis.keyspace._core cimport StatsCore
 from ophidis.net._core cimport ClientCore
-from ophidis.protocol._reader cimport ReadFeed, ReaderCore, _plain_lines, _read_feed
+from ophidis.net._sock cimport SockConn, set_direct
+from ophidis.protocol._reader cimport ReadFeed, ReaderCore, _feed_at, _feed_clear, _plain_lines, _read_feed
 from ophidis.protocol._reader import ends_with_request
 from ophidis.server._core cimport ServerCore
 
@@ -74,21 +77,69 @@ def run(ClientCore client, gets, list out, dict table, bint slow, double t0):
         _flush(x)
 
 
-cdef bytes _name_key = None     # the last command name looked up by a run (its hash cached)
+cdef dict _dr_table = _TABLE       # the command table (the loop's table is always this one)
+
+
+# The last command name looked up (at most 32 bytes) and its command, while
+# the table's generation is _name_gen (cmdtable/_core.pyx's table_changed):
+# the C parser gives a repeated name as this very object (protocol/_reader.pyx's
+# _name0), another equal name is compared; a new name is looked up
+cdef bytes _name_key = None
+cdef object _name_cmd = None
+cdef unsigned long long _name_gen = 0
+
+
+cdef inline object _lookup(dict table, bytes name):
+    # table.get(name), through the cache above for the command table
+    global _name_key, _name_cmd, _name_gen
+    cdef Py_ssize_t n
+    if name is not _name_key:
+        n = PyBytes_GET_SIZE(name)
+        if _name_key is None or n != PyBytes_GET_SIZE(_name_key) \
+                or memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(_name_key), n) != 0 \
+                or table is not _dr_table:
+            c = table.get(name)
+            if n <= 32 and table is _dr_table:
+                _name_key = name
+                _name_cmd = c
+                _name_gen = _table_gen
+            return c
+    elif table is not _dr_table:
+        return table.get(name)
+    if _name_gen != _table_gen:
+        _name_cmd = table.get(_name_key)
+        _name_gen = _table_gen
+    return _name_cmd
+
+
+# The ACL rules' generation: acl/users.py tells acl_changed whenever a
+# user's rules change (User._update, which makes its ``fast`` anew)
+cdef unsigned long long _acl_gen = 1
+
+
+def acl_changed():
+    global _acl_gen
+    _acl_gen += 1
+
+
+cdef inline object _user_fast(ClientCore client):
+    # client.user.fast (a getattr on the User costs ~130 instructions),
+    # taken again when the client's user or any user's rules changed
+    u = client.user
+    if u is not client.acl_user or client.acl_gen != _acl_gen:
+        client.acl_fast = u.fast
+        client.acl_user = u
+        client.acl_gen = _acl_gen
+    return client.acl_fast
 
 
 cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, double t0, _Ctx x) except? -1:
     # returns nreq (see run); the last request taken goes in x.req_last
-    global _name_key
     cdef Py_ssize_t nreq = 0, n
     cdef double t1, dt
-    cdef long long us
-    cdef int slot
     cdef CommandCore cmd
-    cdef bytes name, last_name = None
     last = None
-    last_c = None
-    fast = client.user.fast
+    fast = _user_fast(client)
     prop = _propagator
     cdef ServerCore srv = client.server
     dirty0 = None
@@ -109,26 +160,8 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
         nreq += 1
         last = req
         if type(req) is list and <list>req and _all_bytes(<list>req):
-            # a pipeline repeats its command: the last name's lookup is
-            # reused (the table cannot change before the general path runs)
-            name = <bytes>(<list>req)[0]
-            if last_name is not None and PyBytes_GET_SIZE(name) == PyBytes_GET_SIZE(last_name) \
-                    and memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(last_name),
-                               PyBytes_GET_SIZE(name)) == 0:
-                c = last_c
-            else:
-                # the last run's name object, when the same name comes again:
-                # its hash is cached, a fresh one's would be computed
-                if _name_key is not None and PyBytes_GET_SIZE(name) == PyBytes_GET_SIZE(_name_key) \
-                        and memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(_name_key),
-                                   PyBytes_GET_SIZE(name)) == 0:
-                    c = table.get(_name_key)
-                else:
-                    c = table.get(name)
-                    if PyBytes_GET_SIZE(name) <= 32:
-                        _name_key = name
-                last_name = name
-                last_c = c
+            # a repeated command name's lookup is kept until the table changes
+            c = _lookup(table, <bytes>(<list>req)[0])
             n = len(<list>req)
             if c is not None and not slow and (<CommandCore>c).fastpath \
                     and (<CommandCore>c).amin <= n <= (<CommandCore>c).amax \
@@ -169,9 +202,7 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
                     _flush(x)
                     client.server.slow_call(client, cmd, req, dt)
                 if _latency_tracking:
-                    us = <long long>(dt * 976562.5)
-                    slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
-                    cmd.hist[slot] += 1
+                    _hist_add(cmd.hist, dt)
                 if prop is not None:
                     # Server.call's propagation (client._propagate)
                     _flush(x)
@@ -188,11 +219,10 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
                         or client.closing:
                     break
                 slow = client.slow or _server_slow
-                fast = client.user.fast
+                fast = _user_fast(client)
                 prop = _propagator
                 continue
             _flush(x)
-            last_name = None
             r = client.process_request(req)
         else:
             x.req_last = last
@@ -202,7 +232,7 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
         if client.blocked or client.close_after_reply or client.paused_queue is not None or client.closing:
             break
         slow = client.slow or _server_slow
-        fast = client.user.fast
+        fast = _user_fast(client)
         prop = _propagator
         t0 = _now()
     x.req_last = last
@@ -218,7 +248,6 @@ cdef Py_ssize_t _run(ClientCore client, gets, list out, dict table, bint slow, d
 # normal class.  Anything else, and whatever the loop leaves for
 # RequestReader.taken, goes to the Python methods (the definition).
 
-cdef dict _dr_table = _TABLE
 cdef StatsCore _dr_stats = _stats
 cdef object _dr_client_mem = None   # client.set_client_memory's function
 
@@ -252,7 +281,7 @@ cdef _dr_write(ClientCore client, list out):
         out = <list>client.push_buf + out
         client.push_buf = None
     data = b"".join(out) if len(out) != 1 else out[0]
-    n = len(data)
+    n = PyBytes_GET_SIZE(data) if type(data) is bytes else len(data)
     if n > client.rb_peak:
         client.rb_peak = n
     if client.t_of is not t:
@@ -270,7 +299,10 @@ cdef _dr_write(ClientCore client, list out):
             if (held + n >= _dr_floor or client.out_extra is not None) \
                     and client.server.check_output_limits(client, held, n):
                 return
-        client.t_write(data)
+        if type(t) is SockConn and type(data) is bytes:
+            (<SockConn>t).c_write(<bytes>data)     # (net/_sock.pyx's write, no Python call)
+        else:
+            client.t_write(data)
     except Exception:
         client.closing = True
         return
@@ -293,9 +325,22 @@ def set_client_memory(fn):
 
 def data_received(ClientCore client, data):
     """Client.data_received (asyncio.Protocol's) compiled."""
-    _dr_stats.net_input_bytes += len(data)
+    _dr_data(client, data)
+
+
+cdef object _dr_direct(object client, object data):
+    # data_received for net/_sock.pyx's SockConn, called from C
+    return _dr_data(<ClientCore>client, data)
+
+
+set_direct(_dr_direct, data_received)
+
+
+cdef object _dr_data(ClientCore client, data):
+    cdef Py_ssize_t nb = PyBytes_GET_SIZE(data) if type(data) is bytes else len(data)
+    _dr_stats.net_input_bytes += nb
     _dr_stats.total_reads_processed += 1
-    client.net_in += len(data)
+    client.net_in += nb
     client.read_events += 1
     # time.monotonic() (CLOCK_MONOTONIC, as _now)
     cdef double t0 = _now()
@@ -326,6 +371,31 @@ def data_received(ClientCore client, data):
 
 cdef _Ctx _dr_ctx = _Ctx.__new__(_Ctx)
 cdef bint _dr_ctx_busy = False
+cdef ReadFeed _dr_feed = ReadFeed.__new__(ReadFeed)     # reused as _dr_ctx (a new one if reads nest)
+cdef list _dr_out = []      # the read's reply list, reused with _dr_feed (a new one once given away)
+cdef bint _dr_feed_busy = False
+cdef type _dr_rd_type = None    # the last class of client.reader seen to derive from ReaderCore
+
+
+cdef extern from "Python.h":
+    void Py_SET_SIZE(object o, Py_ssize_t size)
+    PyObject *_list_item "PyList_GET_ITEM" (object l, Py_ssize_t i)
+    void _decref "Py_DECREF" (PyObject *o)
+
+
+cdef bint _list_empty(list l) noexcept:
+    # l emptied keeping its storage (del l[:] frees it, and the next append
+    # allocates again); False: too long, not emptied
+    cdef PyObject *items[16]
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(l)
+    if n > 16:
+        return False
+    for i in range(n):
+        items[i] = _list_item(l, i)
+    Py_SET_SIZE(l, 0)
+    for i in range(n):
+        _decref(items[i])
+    return True
 
 
 cdef _dr_read(ClientCore client, data, double t0):
@@ -337,14 +407,44 @@ cdef _dr_read(ClientCore client, data, double t0):
         return
     rd = client.reader
     cdef bint inline = PyBytes_AS_STRING(data)[0] != 42
-    if not isinstance(rd, ReaderCore) or (<ReaderCore>rd).pend is not None \
+    global _dr_rd_type
+    if type(rd) is not _dr_rd_type:
+        # (isinstance walks the reader class's MRO: its answer is kept per class)
+        if not isinstance(rd, ReaderCore):
+            client._data_received(data)
+            return
+        _dr_rd_type = type(rd)
+    if (<ReaderCore>rd).pend is not None \
             or (<ServerCore>client.server).obuf_normal_limit or (inline and not _plain_lines(data)):
         client._data_received(data)
         return
     # at a request boundary: hiredis holds nothing (a multibulk header it
     # would pre-size is looked for in what the C parser leaves to it)
-    cdef ReadFeed feed = _read_feed(<bytes>data, rd, inline)
-    cdef list out = []
+    global _dr_feed_busy, _dr_out
+    cdef ReadFeed feed
+    cdef list out
+    cdef bint own_feed = not _dr_feed_busy, kept = False
+    if own_feed:
+        feed = _feed_at(_dr_feed, <bytes>data, rd, inline)
+        out = _dr_out
+        _dr_feed_busy = True
+    else:
+        feed = _read_feed(<bytes>data, rd, inline)
+        out = []
+    try:
+        kept = _dr_run(client, <bytes>data, rd, inline, feed, out, t0)
+    finally:
+        if own_feed:
+            _feed_clear(feed)
+            if not kept or not _list_empty(out):
+                _dr_out = []
+            _dr_feed_busy = False
+
+
+cdef int _dr_run(ClientCore client, bytes data, rd, bint inline, ReadFeed feed, list out, double t0) except -1:
+    # _dr_read's run of the read's requests (feed: its C parser; out: the
+    # reply list, empty): 1 when out may be reused, 0 when it went to Python
+    # code that may keep it
     client.pending_writes = out
     # (run's body, called in C: no Python call, no argument parsing; the
     # bodies' context object reused, a new one if a read ever nests)
@@ -375,19 +475,20 @@ cdef _dr_read(ClientCore client, data, double t0):
                 if out:
                     _dr_write(client, out)
                 client._qbuf_limit()
-                return
+                return 1
         if out:
             _dr_write(client, out)
-        return
+        return 1
     if nreq > 0 and (<ReaderCore>rd).pend is None and (
             (feed.gets is None and feed.pos == PyBytes_GET_SIZE(data))    # all taken here
             or (type(last) is list and <list>last and not stopped and ends_with_request(data, <list>last))):
         # the read ended with the last request: nothing is left
         if out:
             _dr_write(client, out)
-        return
+        return 1
     if client._taken(data, nreq, last, out):
         client._python_then()
+    return 0
 
 
 # =====================================================================================

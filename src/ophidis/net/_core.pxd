@@ -2,7 +2,8 @@
 # client.py's pure twin takes its slots from this file, see util.pxd_fields).
 cdef class ClientCore:
     cdef public object server, transport, reader, db, resp, authenticated, slow, closing
-    cdef public object close_after_reply, blocked, paused_queue, last_time, last_cmd, user
+    cdef public object close_after_reply, blocked, paused_queue, last_cmd, user
+    cdef public double last_time   # the clock (time.monotonic) at the client's last read
     cdef public object pending_writes, push_buf, pubsub_channels, pubsub_patterns, pubsub_shard
     cdef public object in_script, multi, reply_mode, script_caller, lua_debug
     cdef public Py_ssize_t rb_peak     # the largest write since the reply buffer's peak reset
@@ -25,3 +26,7 @@ cdef class ClientCore:
     cdef public Py_ssize_t t_high
     cdef public bint wpaused
     cdef public object out_extra
+    # the compiled loop's copy of user.fast (net/_client.pyx's _user_fast):
+    # taken from acl_user while the ACL rules' generation was acl_gen
+    cdef object acl_user, acl_fast       # (compiled only)
+    cdef unsigned long long acl_gen      # (compiled only)

@@ -23,6 +23,7 @@ import hiredis
 
 from .. import compiled, log
 from ..acl.check import fast_allows
+from ..acl.users import set_rules_hook
 from ..cluster.slots import key_hash_slot
 from ..cmdtable.registry import TABLE
 from ..errors import RedisError
@@ -47,6 +48,8 @@ class _NoLoop:
 
 
 _loop = _c if _c is not None else _NoLoop
+if _c is not None:
+    set_rules_hook(_c.acl_changed)      # the compiled loop's cache of user.fast
 
 _HiredisProtocolError = hiredis.ProtocolError
 # hiredis gives ints, lists, None ... for non-bulk elements of a request;

@@ -1,6 +1,8 @@
 """Listening sockets: TCP addresses (bind, port, rebinding on CONFIG SET),
 the TLS port (tls-port: the same addresses, each connection upgraded by
-net/tls.py before its Client serves it) and the unix socket."""
+net/tls.py before its Client serves it) and the unix socket.  In a compiled
+install the plain ones are net/accept.py's PlainListener (the server's own
+accept and net/_sock.pyx's transport), else the event loop's servers."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import socket
 
 from .. import log
 from ..config import ConfigError
+from .accept import PlainListener
 from .client import Client
 from .tls import TlsListener
 
@@ -39,8 +42,19 @@ class Listeners:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-            srv = await loop.create_unix_server(lambda: Client(self), path, backlog=backlog,
-                                                start_serving=False)
+            if PlainListener.available():
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    sock.bind(path)
+                    sock.listen(backlog)
+                    sock.setblocking(False)
+                except OSError:
+                    sock.close()
+                    raise
+                srv = PlainListener(self, [sock], lambda: Client(self), start=False)
+            else:
+                srv = await loop.create_unix_server(lambda: Client(self), path, backlog=backlog,
+                                                    start_serving=False)
             perm = cfg["unixsocketperm"]
             if perm:
                 os.chmod(path, perm)
@@ -105,6 +119,10 @@ class Listeners:
     async def _serve_tcp(self, socks, backlog, kind="tcp", start=True):
         if kind == "tls":
             self.listeners.append((kind, TlsListener(self, socks, lambda: Client(self), start=start)))
+            return
+        if PlainListener.available():
+            # the compiled install's own accept and transport (net/_sock.pyx)
+            self.listeners.append((kind, PlainListener(self, socks, lambda: Client(self), start=start)))
             return
         for sock in socks:
             srv = await self.loop.create_server(lambda: Client(self), sock=sock, backlog=backlog,

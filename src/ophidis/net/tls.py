@@ -30,6 +30,7 @@ import ssl
 
 from .. import log
 from ..config import ConfigError
+from .accept import Acceptor
 from .sslnative import error_code, native, set_ciphersuites
 
 # tls-protocols words -> versions (Redis's default: TLSv1.2 and TLSv1.3)
@@ -244,72 +245,23 @@ class Tls:
         return self.client
 
 
-class TlsListener:
+class TlsListener(Acceptor):
     """The tls-port's listening sockets (acceptTLSHandler): each accepted
     connection is admitted (maxclients), then handed to the event loop's
     SSL transport with the context of the moment (connect_accepted_socket,
     the handshake first); ``make_client()`` is the Client it then serves.
-    Quacks like the asyncio Server for the listener list (``sockets``,
-    ``close``, ``is_serving``, ``start_serving``); accepts from the start
-    unless ``start`` is false."""
-
-    MAX_ACCEPTS = 1000      # per readable event (MAX_ACCEPTS_PER_CALL)
+    Accepts from the start unless ``start`` is false."""
 
     def __init__(self, server, socks, make_client, context=None, admit=True, start=True):
-        self.server = server
-        self.sockets = list(socks)
-        self.make_client = make_client
         self.context = context or server.tls.server_context    # the context of the moment
         self.admit = admit            # client connections count against maxclients
-        self.serving = False
-        if start:
-            self._start()
+        super().__init__(server, socks, make_client, start)
 
-    def _start(self):
-        loop = self.server.loop
-        for sk in self.sockets:
-            loop.add_reader(sk.fileno(), self._accept, sk)
-        self.serving = True
-
-    def is_serving(self) -> bool:
-        return self.serving
-
-    async def start_serving(self):
-        if not self.serving:
-            self._start()
-
-    def close(self):
-        loop = self.server.loop
-        for sk in self.sockets:
-            if self.serving:
-                try:
-                    loop.remove_reader(sk.fileno())
-                except (ValueError, OSError):
-                    pass
-            sk.close()
-        self.sockets = []
-        self.serving = False
-
-    def _accept(self, lsock):
+    def accepted(self, conn):
         srv = self.server
-        for _ in range(self.MAX_ACCEPTS):
-            try:
-                conn, _addr = lsock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                log.warning("Accepting client connection: %s" % e.strerror)
-                return
-            conn.setblocking(False)
-            try:
-                # before the handshake: its records must not wait for the
-                # peer's delayed ACK (Nagle)
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass                # a unix socket
-            if self.admit and not srv.admit(conn):
-                continue
-            srv.loop.create_task(self._handshake(conn))
+        if self.admit and not srv.admit(conn):
+            return
+        srv.loop.create_task(self._handshake(conn))
 
     async def _handshake(self, conn):
         srv = self.server

@@ -9,14 +9,13 @@ SOURCE_HASH = PYX_HASH
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Contains, PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.set cimport PySet_Add
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
 from ophidis.keyspace._keyspace cimport Keyspace, KsEntry, _ks_get, _ks_next, _ks_set
 from ophidis.types._containers cimport (HashCore, OphTab, SetCore, ZDict, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn,
-                                       _tab_next, _zd_sc, _zd_tab)
+                                       _sc_tab, _tab_next, _zd_sc, _zd_tab)
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
 
 from ..keyspace.db import EmbStr
@@ -31,8 +30,8 @@ from .rdbcodec import redis_lzf
 # ``rdb_write_keys`` writes one database's key entries (expiry, type, key, value)
 # with the same bytes as the Python writer (rdbencode.Encoder.type_and_value, which
 # stays the pure twin: OPHIDIS_PURE=1, LRU/LFU policies).  It walks the keyspace
-# with borrowed references only (PyDict_Next, oph_set_next, the
-# QuickList's node buffers, __slots__ read at their offsets): no reference
+# with borrowed references only (PyDict_Next, the tables of sets, hashes and
+# zsets (OphTab), the QuickList's node buffers, __slots__ read at their offsets): no reference
 # count of a parent object is written, so a forked child copies only the pages it allocates in.
 # Values it does not cover (streams, unknown types, odd contents) are written
 # by ``fallback(key, value)`` (Python) for that key.  LZF goes through
@@ -47,7 +46,6 @@ cdef extern from "Python.h":
     int _cf_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v)
     PyObject *_cf_dict_get "PyDict_GetItem"(PyObject *d, PyObject *k)
     Py_ssize_t _cf_dict_len "PyDict_GET_SIZE"(PyObject *d)
-    Py_ssize_t _cf_set_len "PySet_GET_SIZE"(PyObject *s)
     bint _cf_is_bytes "PyBytes_Check"(PyObject *o)
     bint _cf_is_bytearray "PyByteArray_Check"(PyObject *o)
     bint _cf_is_int "PyLong_CheckExact"(PyObject *o)
@@ -65,70 +63,8 @@ cdef extern from "Python.h":
 cdef extern from *:
     """
     static PyObject *_cf_slot(PyObject *o, Py_ssize_t off) { return *(PyObject **)((char *)o + off); }
-
-    /* A set's members with borrowed references: its table, as
-       PySetObject/setentry (Include/cpython/setobject.h) lay it out in the
-       versions this was checked on (3.11-3.13, GIL builds).  Deleted slots
-       hold setobject.c's dummy key, found by oph_set_walk_probe (a key
-       added then discarded), which also checks a walk; elsewhere, or when
-       the probe fails, the writer hands sets to the Python writer. */
-    #if PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED)
-    static PyObject *oph_set_dummy = NULL;
-
-    static int oph_set_next(PyObject *s, Py_ssize_t *pos, PyObject **key, Py_hash_t *hash) {
-        PySetObject *so = (PySetObject *)s;
-        Py_ssize_t i = *pos;
-        while (i <= so->mask) {
-            setentry *e = &so->table[i++];
-            if (e->key != NULL && e->key != oph_set_dummy) {
-                *pos = i;
-                *key = e->key;
-                *hash = e->hash;
-                return 1;
-            }
-        }
-        *pos = i;
-        return 0;
-    }
-
-    static int oph_set_walk_probe(void) {
-        PyObject *s = PySet_New(NULL), *k = PyLong_FromLong(5), *k2 = PyLong_FromLong(6), *key;
-        PySetObject *so = (PySetObject *)s;
-        Py_ssize_t pos = 0, n = 0;
-        Py_hash_t h;
-        int ok = 0;
-        if (s == NULL || k == NULL || k2 == NULL)
-            goto done;
-        if (PySet_Add(s, k) < 0 || PySet_Add(s, k2) < 0 || PySet_Discard(s, k) != 1)
-            goto done;
-        if (so->mask != 7 || so->used != 1 || so->table[5].key == NULL || so->table[5].key == k
-                || so->table[6].key != k2)
-            goto done;
-        oph_set_dummy = so->table[5].key;
-        while (oph_set_next(s, &pos, &key, &h))
-            n += (key == k2 && h == 6) ? 1 : 100;
-        ok = n == 1;
-    done:
-        if (!ok)
-            oph_set_dummy = NULL;
-        Py_XDECREF(s);
-        Py_XDECREF(k);
-        Py_XDECREF(k2);
-        PyErr_Clear();
-        return ok;
-    }
-    #else
-    static int oph_set_next(PyObject *s, Py_ssize_t *pos, PyObject **key, Py_hash_t *hash) { return 0; }
-    static int oph_set_walk_probe(void) { return 0; }
-    #endif
     """
     PyObject *_cf_slot(PyObject *o, Py_ssize_t off) noexcept
-    int _cf_set_next "oph_set_next"(PyObject *s, Py_ssize_t *pos, PyObject **k, Py_hash_t *h) noexcept
-    int _cf_set_walk_probe "oph_set_walk_probe"() noexcept
-
-# sets are walked in C where their table's layout is known (else: fallback)
-cdef bint _cf_set_walk = _cf_set_walk_probe()
-SET_WALK = _cf_set_walk
 
 ctypedef struct _CfBuf:
     char *p
@@ -582,7 +518,6 @@ cdef int _cf_value_kn(_RdbOut st, const char *ks, Py_ssize_t kn, PyObject *v) ex
     cdef const char *s = NULL
     cdef const char *s2 = NULL
     cdef Py_ssize_t n = 0, n2 = 0, pos = 0, start, count = 0, i, width
-    cdef Py_hash_t h
     cdef long long lv
     cdef long long *ints
     cdef _CfScored *sc
@@ -628,16 +563,16 @@ cdef int _cf_value_kn(_RdbOut st, const char *ks, Py_ssize_t kn, PyObject *v) ex
             _cf_string(out, _hp_v(x), _hp_vn(x), compress)
         return 0
     if t == _cf_set:
-        if not _cf_set_walk:
-            return 1
+        # (the set's members, read in its table without taking references)
+        tab = _sc_tab(v)
         enc = _cf_slot(v, _cf_off_enc)
         if enc == NULL or not _cf_is_bytes(enc):
             return 1
         if _cf_bytes_len(enc) == 6 and memcmp(_cf_bytes_str(enc), b"intset", 6) == 0:
-            n2 = _cf_set_len(v)
+            n2 = tab.used
             st.arr_room(n2 + 1, sizeof(long long))
             ints = <long long *>st.arr
-            while _cf_set_next(v, &pos, &f, &h):
+            while _tab_next(tab, &pos, &f):
                 if count >= n2 or not _cf_str(f, &s, &n) or not _cf_canon(s, n, &lv):
                     return 1
                 ints[count] = lv
@@ -656,11 +591,9 @@ cdef int _cf_value_kn(_RdbOut st, const char *ks, Py_ssize_t kn, PyObject *v) ex
             return _cf_string(out, tmp.p, tmp.n, compress)
         _cf_byte(out, 2)
         _cf_string(out, ks, kn, compress)
-        _cf_len(out, _cf_set_len(v))
-        while _cf_set_next(v, &pos, &f, &h):
-            if not _cf_str(f, &s, &n):
-                return 1
-            _cf_string(out, s, n, compress)
+        _cf_len(out, tab.used)
+        while _tab_next(tab, &pos, &f):
+            _cf_string(out, _cf_bytes_str(f), _cf_bytes_len(f), compress)
         return 0
     if t == _cf_zset:
         x = _cf_slot(v, _cf_off_zdict)

@@ -19,4 +19,6 @@ cdef class ReadFeed:
 
 
 cdef ReadFeed _read_feed(bytes data, rd, bint inline)
+cdef ReadFeed _feed_at(ReadFeed f, bytes data, rd, bint inline)    # reused for a new read
+cdef void _feed_clear(ReadFeed f) noexcept
 cdef bint _plain_lines(bytes data) noexcept

@@ -212,8 +212,17 @@ cdef class ReadFeed:
         return False
 
 
+# The last command name _mbulk made (at most 32 bytes): a request whose
+# first argument has the same bytes gets this object again (bytes are
+# immutable: a copy would be equal in everything but identity), so that a
+# connection repeating its command allocates no name and the request loop
+# finds its cached lookup by identity (net/_client.pyx's _name_key).
+cdef bytes _name0 = None
+
+
 cdef object _mbulk(const char *p, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end):
     # the canonical multibulk request at pos, whole, or None
+    global _name0
     cdef Py_ssize_t argc, i, q, bl
     if p[pos] != 42:
         return None
@@ -227,7 +236,14 @@ cdef object _mbulk(const char *p, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end)
         q = _len_line(p, q + 1, n, &bl)
         if q < 0 or q + bl + 2 > n or p[q + bl] != 13 or p[q + bl + 1] != 10:
             return None
-        a = PyBytes_FromStringAndSize(p + q, bl)
+        if i == 0:
+            a = _name0
+            if a is None or PyBytes_GET_SIZE(a) != bl or memcmp(PyBytes_AS_STRING(a), p + q, bl) != 0:
+                a = PyBytes_FromStringAndSize(p + q, bl)
+                if bl <= 32:
+                    _name0 = a
+        else:
+            a = PyBytes_FromStringAndSize(p + q, bl)
         Py_INCREF(a)
         PyList_SET_ITEM(req, i, a)
         q += bl + 2
@@ -236,11 +252,24 @@ cdef object _mbulk(const char *p, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end)
 
 
 cdef ReadFeed _read_feed(bytes data, rd, bint inline):
-    cdef ReadFeed f = ReadFeed.__new__(ReadFeed)
+    return _feed_at(ReadFeed.__new__(ReadFeed), data, rd, inline)
+
+
+cdef ReadFeed _feed_at(ReadFeed f, bytes data, rd, bint inline):
+    # f made the feed of a new read (the per-read path reuses one feed)
     f.data = data
+    f.pos = 0
     f.rd = rd
     f.inline = inline
+    f.gets = None
     return f
+
+
+cdef void _feed_clear(ReadFeed f) noexcept:
+    # f done with: nothing of the read kept alive
+    f.data = None
+    f.rd = None
+    f.gets = None
 
 
 def parse_requests(bytes data):

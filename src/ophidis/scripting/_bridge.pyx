@@ -18,7 +18,7 @@ from libc.stdio cimport snprintf
 from libc.string cimport memchr, memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_d2string, _dtoa_fpconv
-from ophidis._util cimport __builtin_clzll, _all_bytes, _now
+from ophidis._util cimport _all_bytes, _hist_add, _now
 from ophidis.protocol._resp cimport _digits
 from ophidis.cmdtable._core cimport CommandCore
 from ophidis.commands._bodies cimport _Ctx, _body, _flush, _load, _reload
@@ -227,26 +227,11 @@ cdef object _s_run_call(eng, RunCtx ctx, ServerCore srv, ClientCore sc, bint pla
     return _s_reply(eng, <bytes>r)
 
 
-cdef inline int _s_hist_add(list hist, int slot) except -1:
-    # hist[slot] += 1 (the counters are ints)
-    if slot >= PyList_GET_SIZE(hist) or type(<object>PyList_GET_ITEM(hist, slot)) is not int:
-        hist[slot] += 1
-        return 0
-    old = <object>PyList_GET_ITEM(hist, slot)
-    new = PyLong_FromLongLong(PyLong_AsLongLong(old) + 1)
-    Py_INCREF(new)
-    PyList_SET_ITEM(hist, slot, new)    # (steals new; the list's reference to old is dropped below)
-    Py_DECREF(old)
-    return 0
-
-
 cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     # Server.call (server/dispatch.py) for a script's command when only its
     # accounting applies: no MONITOR (_server_slow is off), no propagation
     # target, not a replica, CLIENT REPLY on, a command that does not block.
     cdef double t0, dt
-    cdef long long us
-    cdef int slot
     cdef _Ctx x
     global _s_x, _s_x_fresh
     sc.last_cmd = cmd
@@ -289,9 +274,7 @@ cdef object _s_call(srv, ClientCore sc, CommandCore cmd, list argv):
     if dt >= _slow_check:
         srv.slow_call(sc, cmd, argv, dt)
     if _latency_tracking and not blocked:
-        us = <long long>(dt * 976562.5)
-        slot = 64 - __builtin_clzll(<unsigned long long>us) if us > 0 else 0
-        _s_hist_add(cmd.hist, slot)
+        _hist_add(cmd.hist, dt)
     return r
 
 

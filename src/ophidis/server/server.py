@@ -293,7 +293,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
 
         follow("latency-monitor-threshold", client_mod.set_latency_monitor)
         follow("latency-tracking", client_mod.set_latency_tracking)
-        follow("notify-keyspace-events", partial(setattr, notify, "flags"))
+        follow("notify-keyspace-events", notify.set_flags)
 
         def upd_maxmemory(v):
             self.maxmemory = v
@@ -308,7 +308,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.min_replicas = cfg["min-replicas-to-write"] if cfg["min-replicas-max-lag"] else 0
 
         def upd_lazy_server_del(v):
-            db_mod.lazy_server_del = bool(v)
+            db_mod.set_lazy_server_del(bool(v))
         follow("lazyfree-lazy-server-del", upd_lazy_server_del)
         self.maxmemory = cfg["maxmemory"]
         cfg.on_change("loglevel", log.set_level)

@@ -51,11 +51,13 @@ cdef extern from *:
        a bytes object caches) and their scores as doubles in ``sc``,
        parallel to ent. */
 
-    /* the slot of the index that holds member k[:kn] (hash h), or -1 */
-    static inline Py_ssize_t oph_ztab_find(const OphTab *t, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) {
+    /* the slot of the index whose entry p has match(p, ...) (hash h), or
+       -1: the probe loop of every find (inlined into each with its match,
+       a constant) */
+    typedef int (*oph_match)(PyObject *p, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h);
+    static inline Py_ssize_t oph_find(const OphTab *t, oph_match match, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) {
         size_t mask, i, perturb;
         int32_t ix;
-        PyObject *p;
         if (t->mask < 0)
             return -1;
         mask = (size_t)t->mask;
@@ -65,36 +67,30 @@ cdef extern from *:
             ix = t->idx[i];
             if (ix == OPH_EMPTY)
                 return -1;
-            if (ix >= 0) {
-                p = t->ent[ix];
-                if (p == key || (PyBytes_GET_SIZE(p) == kn && (kn == 0 || memcmp(PyBytes_AS_STRING(p), k, kn) == 0)))
-                    return (Py_ssize_t)i;
-            }
+            if (ix >= 0 && match(t->ent[ix], key, k, kn, h))
+                return (Py_ssize_t)i;
             OPH_PROBE_NEXT(i, perturb, mask);
         }
     }
 
+    /* a zset's or set's member (a bytes object) is key, or k[:kn] */
+    static inline int oph_bytes_match(PyObject *p, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) {
+        return p == key || (PyBytes_GET_SIZE(p) == kn && (kn == 0 || memcmp(PyBytes_AS_STRING(p), k, kn) == 0));
+    }
+
+    /* a hash's pair has the field k[:kn] (hash h) */
+    static inline int oph_pair_match(PyObject *p, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) {
+        return OPH_PHASH(p) == h && OPH_PFN(p) == kn && (kn == 0 || memcmp(OPH_PF(p), k, kn) == 0);
+    }
+
+    /* the slot of the index that holds member k[:kn] (bytes object key, hash h), or -1 */
+    static inline Py_ssize_t oph_ztab_find(const OphTab *t, PyObject *key, const char *k, Py_ssize_t kn, Py_hash_t h) {
+        return oph_find(t, oph_bytes_match, key, k, kn, h);
+    }
+
     /* the slot of the index that holds field f[:fn] (hash h), or -1 */
     static Py_ssize_t oph_tab_find(const OphTab *t, const char *f, Py_ssize_t fn, Py_hash_t h) {
-        size_t mask, i, perturb;
-        int32_t ix;
-        PyObject *p;
-        if (t->mask < 0)
-            return -1;
-        mask = (size_t)t->mask;
-        perturb = (size_t)h;
-        i = (size_t)h & mask;
-        for (;;) {
-            ix = t->idx[i];
-            if (ix == OPH_EMPTY)
-                return -1;
-            if (ix >= 0) {
-                p = t->ent[ix];
-                if (OPH_PHASH(p) == h && OPH_PFN(p) == fn && (fn == 0 || memcmp(OPH_PF(p), f, fn) == 0))
-                    return (Py_ssize_t)i;
-            }
-            OPH_PROBE_NEXT(i, perturb, mask);
-        }
+        return oph_find(t, oph_pair_match, NULL, f, fn, h);
     }
 
     /* the next live pair from position *pos (borrowed), 0 at the end */
@@ -150,8 +146,35 @@ cdef inline bint _hp_is(PyObject *o) noexcept:
     return <PyTypeObject *>o.ob_type == PAIR_TYPE
 
 
-cdef class SetCore(set):
+cdef class SetCore:
+    # a set of bytes (types.containers.SetValue in compiled installs): NOT a
+    # set subclass (CPython's set algebra would read a subclass's own, empty,
+    # storage); its members (bytes objects) in tab, as ZDict's
     cdef public object enc, _aux
+    cdef OphTab tab             # (compiled only)
+
+
+# adds member m (bytes): 1, or 0 when it was there
+cdef int _sc_add(SetCore s, object m) except -1
+# removes member m: 1, or 0 when it was not there
+cdef int _sc_discard(SetCore s, object m) except -1
+
+
+cdef inline bint _sc_has(SetCore s, object m) except -1:
+    # m in s (a key that is not bytes is hashed, as a set would, then not found)
+    cdef Py_hash_t hv = PyObject_Hash(m)
+    if not PyBytes_Check(m):
+        return False
+    return _ztab_find(&s.tab, <PyObject *>m, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m), hv) >= 0
+
+
+cdef Py_ssize_t STAB_OFFSET     # where ``tab`` is in a SetCore instance
+
+
+cdef inline const OphTab *_sc_tab(PyObject *s) noexcept:
+    # the table of SetCore s, from a borrowed pointer without touching its
+    # reference count (the RDB writer in a forked child: as _hc_tab)
+    return <const OphTab *>(<char *>s + STAB_OFFSET)
 
 
 cdef class HashCore(dict):

@@ -1,8 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The compiled set and hash values: the C fields of types.containers.SetValue
-(SetCore) and HashCore, the dict of bytes -> bytes a hash is, stored as
-HashPairs in its own table.  types/containers.py's pure HashValue (a plain dict) is the
-twin; tests/test_hashpairs.py runs random operations through both."""
+"""The compiled set, hash and sorted-set maps: SetCore (types.containers.SetValue's
+base, a set of bytes in its own table), HashCore, the dict of bytes -> bytes a
+hash is, stored as HashPairs in its own table, and ZDict (a zset's member ->
+score map).  types/containers.py's pure SetValue (a set) and HashValue (a
+dict) and zset.py's plain dict are the twins; tests/test_setcore.py,
+test_hashpairs.py and test_zdict.py run random operations through both."""
 
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
@@ -13,12 +15,6 @@ from cpython.object cimport PyObject, PyTypeObject, Py_SIZE
 from cpython.mem cimport PyMem_Free
 from cpython.ref cimport Py_INCREF
 from libc.string cimport memcmp, memcpy
-
-cdef class SetCore(set):
-    """The fields of types.containers.SetValue the bodies read, as C fields
-    (SetValue derives from this class when the module is built; declared in
-    _containers.pxd)."""
-
 
 # ===========================================================================
 # Hashes (issues 17 and 34): HashCore, a table of HashPair objects
@@ -212,6 +208,47 @@ cdef extern from *:
         return oph_tab_add_ex(t, p, OPH_PHASH(p), oph_pair_hashfn, NULL) < 0 ? -1 : 0;
     }
 
+    /* bytes object key (hash h) added unless an equal one is there: 1
+       added (the table takes a reference), 0 there, -1 no memory.  One
+       probe finds it or the slot it goes in (the first free one met, as
+       oph_tab_free's) while the table has room. */
+    static int oph_btab_add(OphTab *t, PyObject *key, Py_hash_t h) {
+        size_t mask, i, perturb;
+        Py_ssize_t slot = -1, kn = PyBytes_GET_SIZE(key);
+        const char *k = PyBytes_AS_STRING(key);
+        int32_t ix;
+        PyObject *p;
+        if (t->mask >= 0) {
+            mask = (size_t)t->mask;
+            perturb = (size_t)h;
+            i = (size_t)h & mask;
+            for (;;) {
+                ix = t->idx[i];
+                if (ix == OPH_EMPTY) {
+                    if (slot < 0)
+                        slot = (Py_ssize_t)i;
+                    break;
+                }
+                if (ix >= 0) {
+                    p = t->ent[ix];
+                    if (p == key || (PyBytes_GET_SIZE(p) == kn && (kn == 0 || memcmp(PyBytes_AS_STRING(p), k, kn) == 0)))
+                        return 0;
+                } else if (slot < 0) {
+                    slot = (Py_ssize_t)i;
+                }
+                OPH_PROBE_NEXT(i, perturb, mask);
+            }
+            if (t->nent < OPH_USABLE(t->mask)) {
+                t->idx[slot] = (int32_t)t->nent;
+                Py_INCREF(key);
+                t->ent[t->nent++] = key;
+                t->used++;
+                return 1;
+            }
+        }
+        return oph_tab_add_ex(t, key, h, oph_bytes_hashfn, NULL) < 0 ? -1 : 1;
+    }
+
     /* the entry in slot i of the index removed; its reference is returned */
     static PyObject *oph_tab_take(OphTab *t, Py_ssize_t i) {
         int32_t ix = t->idx[i];
@@ -285,6 +322,7 @@ cdef extern from *:
     Py_ssize_t _ztab_add "oph_tab_add_ex"(OphTab *t, PyObject *p, Py_hash_t h, _hashfn hf, double **sc) except -1
     PyObject *_ztab_pop_last "oph_tab_pop_last_ex"(OphTab *t, _hashfn hf, Py_ssize_t *pos) noexcept
     _hashfn _bytes_hashfn "oph_bytes_hashfn"
+    int _btab_add "oph_btab_add"(OphTab *t, PyObject *key, Py_hash_t h) except -1
     void _hp_decref "Py_DECREF"(PyObject *o) noexcept
     PyObject *_hp_dict_get "PyDict_GetItemWithError"(PyObject *d, PyObject *k) except? NULL
     bint _hp_dict_next "PyDict_Next"(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v) noexcept
@@ -304,6 +342,161 @@ cdef inline bytes _hp_field(PyObject *p):
 
 cdef inline bytes _hp_value(PyObject *p):
     return PyBytes_FromStringAndSize(_hp_v(p), _hp_vn(p))
+
+
+# -- iterators and views of the three tables ------------------------------------
+# HashCore, ZDict and SetCore iterate their OphTab the same way: one
+# iterator and one view type, the entry made into what Python sees by the
+# map's ``item`` function (kind 0: the key, 1: the value, 2: the item).
+
+ctypedef object (*_itemfn)(object owner, PyObject *p, Py_ssize_t pos, int kind)
+
+
+cdef object _hc_item(object owner, PyObject *v, Py_ssize_t pos, int kind):
+    if kind == 0:
+        return _hp_field(v)
+    if kind == 1:
+        return _hp_value(v)
+    return (_hp_field(v), _hp_value(v))
+
+
+cdef object _zd_item(object owner, PyObject *v, Py_ssize_t pos, int kind):
+    # (pos: the position after the entry's, as _tab_next leaves it)
+    if kind == 0:
+        return <object>v
+    if kind == 1:
+        return (<ZDict>owner).sc[pos - 1]
+    return (<object>v, (<ZDict>owner).sc[pos - 1])
+
+
+cdef object _sc_item(object owner, PyObject *v, Py_ssize_t pos, int kind):
+    return <object>v
+
+
+@cython.final
+cdef class _TabIter:
+    """Iterator over the table of a HashCore, ZDict or SetCore (``owner``):
+    its keys (0), values (1) or items (2), with dict's checks (a change of
+    size, or more entries met than there were) or a set's (a change of
+    size)."""
+    cdef object owner           # None once at the end
+    cdef const OphTab *tab      # owner's
+    cdef _itemfn item
+    cdef Py_ssize_t pos, used, left
+    cdef int kind
+    cdef bint is_set
+
+    def __iter__(self):
+        return self
+
+    def __length_hint__(self):
+        return 0 if self.owner is None else max(0, self.left)
+
+    def __next__(self):
+        cdef PyObject *v
+        if self.owner is None:
+            raise StopIteration
+        if self.tab.used != self.used:
+            self.used = -1
+            raise RuntimeError("Set changed size during iteration" if self.is_set
+                               else "dictionary changed size during iteration")
+        if not _tab_next(self.tab, &self.pos, &v):
+            self.owner = None
+            raise StopIteration
+        if self.left <= 0 and not self.is_set:
+            self.left = -1
+            raise RuntimeError("dictionary keys changed during iteration")
+        self.left -= 1
+        return self.item(self.owner, v, self.pos, self.kind)
+
+
+cdef _TabIter _tab_iter(object owner, const OphTab *tab, _itemfn item, int kind, bint is_set):
+    cdef _TabIter it = _TabIter.__new__(_TabIter)
+    it.owner = owner
+    it.tab = tab
+    it.item = item
+    it.kind = kind
+    it.is_set = is_set
+    it.used = it.left = tab.used
+    return it
+
+
+cdef object _MISSING = object()
+
+
+@cython.final
+cdef class _TabView:
+    """keys()/values()/items() of a HashCore or a ZDict (the parts of
+    dict's views in use)."""
+    cdef object owner
+    cdef const OphTab *tab      # owner's
+    cdef _itemfn item
+    cdef int kind
+
+    def __iter__(self):
+        return _tab_iter(self.owner, self.tab, self.item, self.kind, False)
+
+    def __reversed__(self):
+        return iter(list(self)[::-1])
+
+    def __len__(self):
+        return self.tab.used
+
+    def __contains__(self, x):
+        if self.kind == 0:
+            return x in self.owner
+        if self.kind == 1:
+            for v in self:
+                if v == x:
+                    return True
+            return False
+        if not isinstance(x, tuple) or len(x) != 2:
+            return False
+        v = self.owner.get(x[0], _MISSING)
+        return v is not _MISSING and v == x[1]
+
+    def __eq__(self, other):
+        if self.kind == 1 or not isinstance(other, _SET_LIKE) and not isinstance(other, _TabView):
+            return NotImplemented
+        return set(self) == set(other)
+
+    def __repr__(self):
+        return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
+
+
+cdef _TabView _tab_view(object owner, const OphTab *tab, _itemfn item, int kind):
+    cdef _TabView w = _TabView.__new__(_TabView)
+    w.owner = owner
+    w.tab = tab
+    w.item = item
+    w.kind = kind
+    return w
+
+
+cdef int _btab_discard(OphTab *t, object key) except -1:
+    """Member ``key`` removed from the table of bytes objects t (a ZDict's or a
+    SetCore's): 1, or 0 when it is not there (a key that is not bytes is
+    hashed, as a dict or set would, then not found)."""
+    cdef Py_hash_t hv = PyObject_Hash(key)
+    cdef Py_ssize_t i
+    if not PyBytes_Check(key):
+        return 0
+    i = _ztab_find(t, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
+    if i < 0:
+        return 0
+    _hp_decref(_tab_take(t, i))
+    return 1
+
+
+cdef object _btab_pop(OphTab *t, Py_ssize_t *pos, str empty):
+    """The last member of the table of bytes objects t removed (its position
+    in *pos), as dict.popitem; KeyError(empty) when there is none."""
+    cdef PyObject *p = _ztab_pop_last(t, _bytes_hashfn, pos)
+    if p == NULL:
+        raise KeyError(empty)
+    m = <object>p
+    _hp_decref(p)       # (the table's reference, now m's)
+    return m
 
 
 cdef int _hc_put(HashCore h, const char *f, Py_ssize_t fn, Py_hash_t hv,
@@ -498,19 +691,19 @@ cdef class HashCore(dict):
         _tab_clear(&self.tab)
 
     def __iter__(self):
-        return _HashIter(self, 0)
+        return _tab_iter(self, &self.tab, _hc_item, 0, False)
 
     def __reversed__(self):
         return iter(list(self)[::-1])
 
     def keys(self):
-        return _HashView(self, 0)
+        return _tab_view(self, &self.tab, _hc_item, 0)
 
     def values(self):
-        return _HashView(self, 1)
+        return _tab_view(self, &self.tab, _hc_item, 1)
 
     def items(self):
-        return _HashView(self, 2)
+        return _tab_view(self, &self.tab, _hc_item, 2)
 
     def copy(self):
         return type(self)(self)
@@ -587,88 +780,6 @@ def hash_pairs(HashCore h):
     return out
 
 
-@cython.final
-cdef class _HashIter:
-    """Iterator over a HashCore's fields (0), values (1) or items (2), with
-    dict's checks: a change of size, or more fields met than there were."""
-    cdef HashCore h
-    cdef Py_ssize_t pos, used, left
-    cdef int kind
-
-    def __cinit__(self, HashCore h, int kind):
-        self.h = h
-        self.kind = kind
-        self.used = self.left = h.tab.used
-
-    def __iter__(self):
-        return self
-
-    def __length_hint__(self):
-        return 0 if self.h is None else max(0, self.left)
-
-    def __next__(self):
-        cdef PyObject *v
-        if self.h is None:
-            raise StopIteration
-        if self.h.tab.used != self.used:
-            self.used = -1
-            raise RuntimeError("dictionary changed size during iteration")
-        if not _hc_next(self.h, &self.pos, &v):
-            self.h = None
-            raise StopIteration
-        if self.left <= 0:
-            self.left = -1
-            raise RuntimeError("dictionary keys changed during iteration")
-        self.left -= 1
-        if self.kind == 0:
-            return _hp_field(v)
-        if self.kind == 1:
-            return _hp_value(v)
-        return (_hp_field(v), _hp_value(v))
-
-
-@cython.final
-cdef class _HashView:
-    """keys()/values()/items() of a HashCore (the parts of dict's views in use)."""
-    cdef HashCore h
-    cdef int kind
-
-    def __cinit__(self, HashCore h, int kind):
-        self.h = h
-        self.kind = kind
-
-    def __iter__(self):
-        return _HashIter(self.h, self.kind)
-
-    def __reversed__(self):
-        return iter(list(_HashIter(self.h, self.kind))[::-1])
-
-    def __len__(self):
-        return self.h.tab.used
-
-    def __contains__(self, x):
-        cdef PyObject *p
-        if self.kind == 0:
-            return x in self.h
-        if self.kind == 1:
-            for v in _HashIter(self.h, 1):
-                if v == x:
-                    return True
-            return False
-        if not isinstance(x, tuple) or len(x) != 2:
-            return False
-        p = _hc_lookup(self.h, x[0])
-        return p != NULL and _hp_value(p) == x[1]
-
-    def __eq__(self, other):
-        if self.kind == 1 or not isinstance(other, _SET_LIKE) and not isinstance(other, _HashView):
-            return NotImplemented
-        return set(self) == set(other)
-
-    def __repr__(self):
-        return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
-
-
 # ===========================================================================
 # Sorted sets (issue 34): ZDict, a zset's member -> score map
 # ===========================================================================
@@ -695,10 +806,11 @@ cdef inline double _zd_score(v) except? -1.0:
     raise TypeError("a sorted set's scores are floats, not %s" % type(v).__name__)
 
 
-cdef inline object _zd_key(key):
-    # ``key`` as the exact bytes object stored
+cdef inline object _member_key(key, str what):
+    # ``key`` as the exact bytes object a ZDict or SetCore (a "sorted set"'s
+    # or a "set"'s members) stores
     if not PyBytes_Check(key):
-        raise TypeError("a sorted set's members are bytes, not %s" % type(key).__name__)
+        raise TypeError("a %s's members are bytes, not %s" % (what, type(key).__name__))
     if not _hp_bytes_exact(key):
         return bytes(key)
     return key
@@ -722,7 +834,7 @@ cdef int _zd_add(ZDict z, object key, Py_hash_t hv, double s) except -1:
 
 cdef int _zd_put(ZDict z, key, double s) except -1:
     """z[key] = s."""
-    key = _zd_key(key)
+    key = _member_key(key, "sorted set")
     cdef Py_hash_t hv = hash(key)
     cdef Py_ssize_t i = _ztab_find(&z.tab, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
     if i >= 0:
@@ -732,15 +844,7 @@ cdef int _zd_put(ZDict z, key, double s) except -1:
 
 
 cdef int _zd_discard(ZDict z, object key) except -1:
-    cdef Py_hash_t hv = PyObject_Hash(key)
-    cdef Py_ssize_t i
-    if not PyBytes_Check(key):
-        return 0
-    i = _ztab_find(&z.tab, <PyObject *>key, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), hv)
-    if i < 0:
-        return 0
-    _hp_decref(_tab_take(&z.tab, i))
-    return 1
+    return _btab_discard(&z.tab, key)
 
 
 cdef int _zd_update(ZDict z, o) except -1:
@@ -861,11 +965,7 @@ cdef class ZDict(dict):
 
     def popitem(self):
         cdef Py_ssize_t pos
-        cdef PyObject *p = _ztab_pop_last(&self.tab, _bytes_hashfn, &pos)
-        if p == NULL:
-            raise KeyError("popitem(): dictionary is empty")
-        m = <object>p
-        _hp_decref(p)       # (the table's reference, now m's)
+        m = _btab_pop(&self.tab, &pos, "popitem(): dictionary is empty")
         return m, self.sc[pos]
 
     def setdefault(self, key, default=None):
@@ -889,19 +989,19 @@ cdef class ZDict(dict):
         self.sc = NULL
 
     def __iter__(self):
-        return _ZIter(self, 0)
+        return _tab_iter(self, &self.tab, _zd_item, 0, False)
 
     def __reversed__(self):
         return iter(list(self)[::-1])
 
     def keys(self):
-        return _ZView(self, 0)
+        return _tab_view(self, &self.tab, _zd_item, 0)
 
     def values(self):
-        return _ZView(self, 1)
+        return _tab_view(self, &self.tab, _zd_item, 1)
 
     def items(self):
-        return _ZView(self, 2)
+        return _tab_view(self, &self.tab, _zd_item, 2)
 
     def copy(self):
         return type(self)(self)
@@ -942,88 +1042,6 @@ cdef class ZDict(dict):
         return (type(self), (dict(self.items()),))
 
 
-@cython.final
-cdef class _ZIter:
-    """Iterator over a ZDict's members (0), scores (1) or items (2), with
-    dict's checks: a change of size, or more members met than there were."""
-    cdef ZDict z
-    cdef Py_ssize_t pos, used, left
-    cdef int kind
-
-    def __cinit__(self, ZDict z, int kind):
-        self.z = z
-        self.kind = kind
-        self.used = self.left = z.tab.used
-
-    def __iter__(self):
-        return self
-
-    def __length_hint__(self):
-        return 0 if self.z is None else max(0, self.left)
-
-    def __next__(self):
-        cdef PyObject *v
-        if self.z is None:
-            raise StopIteration
-        if self.z.tab.used != self.used:
-            self.used = -1
-            raise RuntimeError("dictionary changed size during iteration")
-        if not _tab_next(&self.z.tab, &self.pos, &v):
-            self.z = None
-            raise StopIteration
-        if self.left <= 0:
-            self.left = -1
-            raise RuntimeError("dictionary keys changed during iteration")
-        self.left -= 1
-        if self.kind == 0:
-            return <object>v
-        if self.kind == 1:
-            return self.z.sc[self.pos - 1]
-        return (<object>v, self.z.sc[self.pos - 1])
-
-
-@cython.final
-cdef class _ZView:
-    """keys()/values()/items() of a ZDict (the parts of dict's views in use)."""
-    cdef ZDict z
-    cdef int kind
-
-    def __cinit__(self, ZDict z, int kind):
-        self.z = z
-        self.kind = kind
-
-    def __iter__(self):
-        return _ZIter(self.z, self.kind)
-
-    def __reversed__(self):
-        return iter(list(_ZIter(self.z, self.kind))[::-1])
-
-    def __len__(self):
-        return self.z.tab.used
-
-    def __contains__(self, x):
-        cdef Py_ssize_t j
-        if self.kind == 0:
-            return x in self.z
-        if self.kind == 1:
-            for v in _ZIter(self.z, 1):
-                if v == x:
-                    return True
-            return False
-        if not isinstance(x, tuple) or len(x) != 2:
-            return False
-        j = _zd_pos(self.z, x[0])
-        return j >= 0 and self.z.sc[j] == x[1]
-
-    def __eq__(self, other):
-        if self.kind == 1 or not isinstance(other, _SET_LIKE) and not isinstance(other, _ZView):
-            return NotImplemented
-        return set(self) == set(other)
-
-    def __repr__(self):
-        return "%s(%r)" % (("dict_keys", "dict_values", "dict_items")[self.kind], list(self))
-
-
 cdef Py_ssize_t _ztab_offset():
     cdef ZDict z = ZDict()
     return <char *>&z.tab - <char *><PyObject *>z
@@ -1036,3 +1054,194 @@ cdef Py_ssize_t _zsc_offset():
 
 ZTAB_OFFSET = _ztab_offset()
 ZSC_OFFSET = _zsc_offset()
+
+
+
+# ===========================================================================
+# Sets (issue 34): SetCore, a set of bytes in an OphTab
+# ===========================================================================
+# In compiled installs types.containers.SetValue derives from SetCore: the
+# members (bytes objects, their hash cached by them) in an OphTab as ZDict's
+# (insertion order, 4-byte index slots probed as dict probes, 8-byte entry
+# pointers): ~19 bytes a member at 1M members where a set's table took 32
+# (2^21 16-byte entries).  SetCore is NOT a set subclass: CPython's set
+# algebra (``a & b``, ``set.intersection(a, ...)``, ``set(a)``, ``a == b``
+# ...) reads a set subclass's own storage directly, which here would be
+# empty, so a silent wrong answer.  As its own type, the set functions see
+# it as any iterable (set(a), set().union(a), frozenset(a): correct), and
+# the operators it does not define (``&``, ``|``, ``-``, ``<=``) raise
+# TypeError.  It has the set methods the server uses (add, discard, remove,
+# pop, clear, update, difference_update, intersection, union, difference,
+# copy; ==), the algebra's results being plain sets as a set subclass's are.
+# The pure SetValue (a set subclass) is the twin; tests/test_setcore.py runs
+# random operations through both.  Members are bytes (another type:
+# TypeError; a bytes subclass is stored as bytes).  C code goes through
+# _containers.pxd (_sc_has, _sc_add, _sc_discard; the RDB writer: _sc_tab
+# and _tab_next, with borrowed pointers).  Iteration is in insertion order
+# (a set's is its table's: Redis's order is neither, and callers needing
+# an order sort).
+
+
+cdef int _sc_add(SetCore s, object m) except -1:
+    if not _hp_bytes_exact(m):
+        m = _member_key(m, "set")
+    return _btab_add(&s.tab, <PyObject *>m, PyObject_Hash(m))
+
+
+cdef int _sc_discard(SetCore s, object m) except -1:
+    return _btab_discard(&s.tab, m)
+
+
+cdef int _sc_update(SetCore s, o) except -1:
+    cdef PyObject *k
+    cdef Py_ssize_t pos = 0
+    if isinstance(o, SetCore):
+        if o is s:
+            return 0
+        while _tab_next(&(<SetCore>o).tab, &pos, &k):
+            _btab_add(&s.tab, k, PyObject_Hash(<object>k))
+        return 0
+    if type(o) is list:
+        for m in <list>o:
+            _sc_add(s, m)
+        return 0
+    for m in o:
+        _sc_add(s, m)
+    return 0
+
+
+cdef object _sc_eq(SetCore a, other):
+    cdef PyObject *k
+    cdef Py_ssize_t pos = 0
+    if not isinstance(other, (SetCore, set, frozenset)):
+        return NotImplemented
+    if a.tab.used != len(other):
+        return False
+    while _tab_next(&a.tab, &pos, &k):
+        held = <object>k
+        if held not in other:
+            return False
+    return True
+
+
+cdef inline bint _in_all(m, tuple others) except -1:
+    for o in others:
+        if m not in o:
+            return False
+    return True
+
+
+cdef inline bint _in_any(m, tuple others) except -1:
+    for o in others:
+        if m in o:
+            return True
+    return False
+
+
+cdef tuple _as_containers(tuple others):
+    # the others of intersection()/difference() as containers (an iterator
+    # or other one-pass iterable: a set of it, as the set methods take them)
+    return tuple([o if isinstance(o, (SetCore, set, frozenset, dict)) else set(o) for o in others])
+
+
+cdef class SetCore:
+    """A set of bytes stored in its own table (above; the fields are
+    declared in _containers.pxd): the base of types.containers.SetValue in
+    compiled installs."""
+
+    def __cinit__(self, *args, **kw):
+        self.tab.mask = -1
+
+    def __dealloc__(self):
+        _tab_clear(&self.tab)
+
+    def __init__(self, items=()):
+        _sc_update(self, items)
+
+    def __len__(self):
+        return self.tab.used
+
+    def __contains__(self, m):
+        return _sc_has(self, m)
+
+    def __iter__(self):
+        return _tab_iter(self, &self.tab, _sc_item, 0, True)
+
+    def add(self, m):
+        _sc_add(self, m)
+
+    def discard(self, m):
+        _sc_discard(self, m)
+
+    def remove(self, m):
+        if not _sc_discard(self, m):
+            raise KeyError(m)
+
+    def pop(self):
+        cdef Py_ssize_t pos
+        return _btab_pop(&self.tab, &pos, "pop from an empty set")
+
+    def clear(self):
+        _tab_clear(&self.tab)
+
+    def update(self, *others):
+        for o in others:
+            _sc_update(self, o)
+
+    def difference_update(self, *others):
+        for o in others:
+            if o is self:
+                _tab_clear(&self.tab)
+                continue
+            for m in o:
+                _sc_discard(self, m)
+
+    def intersection(self, *others):
+        """A set of the members in every one of others (a plain set, as a
+        set subclass's intersection gives)."""
+        cdef tuple os = _as_containers(others)
+        return {m for m in self if _in_all(m, os)}
+
+    def difference(self, *others):
+        cdef tuple os = _as_containers(others)
+        return {m for m in self if not _in_any(m, os)}
+
+    def union(self, *others):
+        r = set(self)
+        for o in others:
+            r.update(o)
+        return r
+
+    def copy(self):
+        return type(self)(self)
+
+    def __eq__(self, other):
+        return _sc_eq(self, other)
+
+    def __ne__(self, other):
+        r = _sc_eq(self, other)
+        return r if r is NotImplemented else not r
+
+    __hash__ = None
+
+    def __sizeof__(self):
+        return object.__sizeof__(self) + _tab_bytes(&self.tab, 0)
+
+    def __repr__(self):
+        if not self.tab.used:
+            return "%s()" % type(self).__name__
+        return "%s(%r)" % (type(self).__name__, set(self))
+
+    def __reduce__(self):
+        return (type(self), (list(self),), (self.enc, self._aux))
+
+    def __setstate__(self, state):
+        self.enc, self._aux = state
+
+
+cdef Py_ssize_t _stab_offset():
+    cdef SetCore s = SetCore()
+    return <char *>&s.tab - <char *><PyObject *>s
+
+
+STAB_OFFSET = _stab_offset()

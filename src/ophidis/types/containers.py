@@ -24,6 +24,17 @@ reads return new bytes objects and every caller sees the same mapping
 and values can be stored.
   SetValue(iterable of bytes), .enc (b"intset" or b"hashtable")
 
+``SetValue`` is a set subclass in pure installs.  When the compiled layer
+is loaded it derives from ``_containers.SetCore`` instead, which is NOT a
+set (CPython's set algebra would read a set subclass's own storage): its
+members live in its own table (insertion order), and it has the set
+methods the server uses (add, discard, remove, pop, clear, update,
+difference_update, intersection, union, difference, copy, ==; the algebra
+gives plain sets).  Code handling set values goes through those methods,
+iteration, ``len`` and ``in`` (never ``&``/``|``/``-``, which raise
+TypeError in compiled installs, nor ``isinstance(v, set)``);
+tests/test_setcore.py compares the two.
+
 Big hashes and sets carry an optional helper (``_aux``, see ``Aux``) that
 gives SPOP/SRANDMEMBER/HRANDFIELD random access and HSCAN/SSCAN a stable
 order; it exists only after such a command ran.  Code that adds or removes
