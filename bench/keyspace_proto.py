@@ -8,8 +8,9 @@ directory: insert and lookup only, not the server's code) and fills it, in
 a fresh process, the way `bench/run.py --suites memory` fills the server:
 N SETs of random keys `key:%012d` below N (redis-benchmark -r N), each key
 and value a new `bytes` object as the parser makes them, an existing key's
-value replaced.  Prints the RSS growth and bytes per key of a dict and of
-the table.  --callgrind also counts the instructions of 200k lookups and
+value replaced.  Prints the RSS growth and bytes per key of a dict, of
+the prototype and of the package's Keyspace (keyspace/_keyspace.pyx, built
+in --src).  --callgrind also counts the instructions of 200k lookups and
 inserts in C loops (valgrind's callgrind; loop included).
 
 The table: one pymalloc block per key (value pointer, the low 32 bits of
@@ -181,15 +182,18 @@ def rss():
             if line.startswith("VmRSS"):
                 return int(line.split()[1]) * 1024
 kind, n = sys.argv[2], int(sys.argv[3])
+if kind == "keyspace":
+    sys.path.insert(0, sys.argv[4])
+    from ophidis.keyspace._keyspace import Keyspace
 random.seed(1)
 picks = [random.randrange(n) for _ in range(n)]
 gc.disable()
 before = rss()
-t = {} if kind == "dict" else ksproto.Table()
+t = {} if kind == "dict" else Keyspace() if kind == "keyspace" else ksproto.Table()
 for r in picks:
     t[b"key:%012d" % r] = b"".join([b"x", b"xx"])    # new key and value objects
 growth = rss() - before
-print("%-5s %7d keys  RSS growth %6.1f MB  %6.1f bytes a key" % (kind, len(t), growth / 2**20, growth / len(t)))
+print("%-8s %7d keys  RSS growth %6.1f MB  %6.1f bytes a key" % (kind, len(t), growth / 2**20, growth / len(t)))
 '''
 
 # the child run under callgrind: 200k inserts then 200k lookups of new key objects
@@ -237,11 +241,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keys", type=int, default=1000000, help="SETs and key range (default 1000000)")
     ap.add_argument("--callgrind", action="store_true", help="also count instructions (valgrind)")
+    ap.add_argument("--src", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"),
+                    help="the package's source tree, for its built Keyspace (keyspace/_keyspace.pyx)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ksproto-") as tmp:
         build(tmp)
-        for kind in ("dict", "table"):
-            subprocess.run([sys.executable, "-c", FILL, tmp, kind, str(a.keys)], check=True)
+        for kind in ("dict", "table", "keyspace"):
+            subprocess.run([sys.executable, "-c", FILL, tmp, kind, str(a.keys), a.src], check=True)
         if a.callgrind:
             for kind in ("dict", "table"):
                 callgrind(tmp, kind)

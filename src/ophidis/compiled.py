@@ -37,6 +37,7 @@ MODULES = {
     "net._core": "the client's C fields (net/client.py's Client)",
     "server._core": "the server's C fields (server.Server)",
     "keyspace._core": "the keyspace's C fields (keyspace/db.py's Stats, Database)",
+    "keyspace._keyspace": "Keyspace, a database's key -> value table (keyspace/db.py's dict)",
     "cmdtable._core": "a command's C fields (the command table's Command)",
     "types._containers": "sets' and hashes' C fields, HashCore (types/containers.py), ZDict (types/zset.py)",
     "types._quicklist": "QuickList, the list value (types/containers.py)",

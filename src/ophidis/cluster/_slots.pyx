@@ -6,10 +6,11 @@ check that a command's key is served here (_cluster_local)."""
 # setup.py passes the SHA-256 of the compiled layer's sources (ophidis.compiled)
 SOURCE_HASH = PYX_HASH
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Contains, PyDict_DelItem, PyDict_SetItem
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_SetItem
 
 from ophidis.cmdtable._core cimport CommandCore
+from ophidis.keyspace._keyspace cimport Keyspace, _ks_get, _ks_set
 
 # Cluster mode (client.set_cluster): the fast path runs a command with keys
 # only when the slot of its one key is served here (_owned[slot] == 1:
@@ -72,11 +73,11 @@ def key_slot(bytes key):
     return _key_slot(key)
 
 
-cdef class SlotKeys(dict):
-    """cluster.slots.SlotKeys (database 0's dict with its per-slot key
-    index) with the index kept in C: a SET of an existing key costs one
-    dict lookup more than a plain dict, not a Python call.  The same
-    methods and behaviour as the Python class, which documents them."""
+cdef class SlotKeys(Keyspace):
+    """cluster.slots.SlotKeys (database 0's key table with its per-slot key
+    index): the keyspace table (keyspace/_keyspace.pyx) with the index kept
+    in C.  The same methods and behaviour as the Python class, which
+    documents them."""
 
     cdef public list by_slot
 
@@ -85,8 +86,7 @@ cdef class SlotKeys(dict):
 
     def __init__(self, src=None):
         if src:
-            for k, v in src.items():
-                self[k] = v
+            self.update(src)
 
     cdef inline void _index(self, bytes key):
         cdef unsigned int s = _key_slot(key)
@@ -103,18 +103,20 @@ cdef class SlotKeys(dict):
             if not ks:
                 self.by_slot[s] = None
 
-    def __setitem__(self, bytes key, value):
-        if not PyDict_Contains(self, key):
-            self._index(key)
-        PyDict_SetItem(self, key, value)
+    def __setitem__(self, key, value):
+        if not PyBytes_Check(key):
+            raise TypeError("keyspace keys are bytes, not %s" % type(key).__name__)
+        if _ks_get(self, <bytes>key) == NULL:
+            self._index(<bytes>key)
+        _ks_set(self, <bytes>key, value)
 
-    def __delitem__(self, bytes key):
-        PyDict_DelItem(self, key)
+    def __delitem__(self, key):
+        Keyspace.pop(self, key)
         self._forget(key)
 
     def pop(self, key, *default):
-        if PyDict_Contains(self, key):
-            v = dict.pop(self, key)
+        if key in self:
+            v = Keyspace.pop(self, key)
             self._forget(key)
             return v
         if default:
@@ -122,21 +124,21 @@ cdef class SlotKeys(dict):
         raise KeyError(key)
 
     def popitem(self):
-        k, v = dict.popitem(self)
+        k, v = Keyspace.popitem(self)
         self._forget(k)
         return k, v
 
     def setdefault(self, key, default=None):
-        if not PyDict_Contains(self, key):
+        if key not in self:
             self[key] = default
-        return dict.__getitem__(self, key)
+        return self[key]
 
     def update(self, *args, **kw):
         for k, v in dict(*args, **kw).items():
             self[k] = v
 
     def clear(self):
-        dict.clear(self)
+        Keyspace.clear(self)
         self.by_slot = [None] * 16384
 
     def count_in_slot(self, int slot):

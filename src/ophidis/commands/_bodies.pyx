@@ -12,13 +12,14 @@ loops with the same traffic."""
 SOURCE_HASH = PYX_HASH
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Check, PyDict_Contains, PyDict_SetItem, PyDict_Size
+from cpython.dict cimport PyDict_Contains, PyDict_Size
 from cpython.object cimport PyObject, PyObject_Hash
 from cpython.ref cimport Py_INCREF
 from libc.string cimport memcpy
 
 from ophidis.cmdtable._core cimport CommandCore
 from ophidis.keyspace._core cimport DbCore, StatsCore
+from ophidis.keyspace._keyspace cimport Keyspace, _ks_get, _ks_set
 from ophidis.net._core cimport ClientCore
 from ophidis.protocol._resp cimport _digits, _ndigits, _put_len
 from ophidis.server._core cimport ServerCore
@@ -75,7 +76,7 @@ cdef int _reload(_Ctx x, ClientCore client) except -1:
         x.ex = db.expires
         x.wk = db.watched_keys
         x.bk = db.blocking_keys
-    x.d = d if PyDict_Check(d) else None
+    x.d = d if isinstance(d, Keyspace) else None
     x.resp = client.resp
     x.valid = True
     return 0
@@ -175,16 +176,26 @@ cdef inline bint _watched(_Ctx x, key) except -1:
     return _in(x.wk, key)
 
 
-cdef inline int _dset(d, key, value) except -1:
-    # d[key] = value (PyDict_SetItem for an exact dict)
-    if type(d) is dict:
-        return PyDict_SetItem(d, key, value)
+cdef inline PyObject *_kget(_Ctx x, key) noexcept:
+    # the value of key in the db's table (borrowed), NULL: none (as a dict,
+    # a key that is not bytes is never there)
+    if not PyBytes_CheckExact(key):
+        return NULL
+    return _ks_get(<Keyspace>x.d, <bytes>key)
+
+
+cdef inline int _kset(_Ctx x, key, value) except -1:
+    # d[key] = value (a subclass of the table, the cluster's SlotKeys,
+    # through its own method)
+    d = x.d
+    if _g_type(<PyObject *>d) == <PyObject *>Keyspace and PyBytes_CheckExact(key):
+        return _ks_set(<Keyspace>d, <bytes>key, value)
     d[key] = value
     return 0
 
 
 cdef object _body(int code, _Ctx x, list req):
-    if x.d is None:         # a database dict of another class: Python
+    if x.d is None:         # a database map of another class: Python
         return None
     if code == 2:
         return _get(x, req)
@@ -289,7 +300,7 @@ cdef object _get(_Ctx x, list req):
     # the value is read through its borrowed pointer: no reference count
     # written (a page of the keyspace not dirtied while a child has it)
     key = req[1]
-    cdef PyObject *pv = _dget(x.d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL:
         # a miss (db.lookup_read), unless a keymiss event is to be sent
         if x.flags:
@@ -308,7 +319,7 @@ cdef object _set(_Ctx x, list req):
     key = req[1]
     if _held(x, key):
         return None
-    _dset(x.d, key, req[2])
+    _kset(x, key, req[2])
     ex = x.ex
     if ex:
         ex.pop(key, None)
@@ -336,9 +347,8 @@ cdef inline object _shared_int(long long v, const char *digits, Py_ssize_t n):
 cdef object _incr(_Ctx x, list req, long long delta):
     if x.flags:
         return None
-    d = x.d
     key = req[1]
-    cdef PyObject *pv = _dget(d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL or _g_type(pv) != <PyObject *>bytes or _ttl(x, key) or _watched(x, key):
         return None
     # the canonical decimal form of a number below 10^18 (anything else:
@@ -356,7 +366,7 @@ cdef object _incr(_Ctx x, list req, long long delta):
         new = _shared_int(acc, buf + k, 24 - k)
     else:
         new = PyBytes_FromStringAndSize(buf + k, 24 - k)
-    _dset(d, key, new)
+    _kset(x, key, new)
     x.dirty += 1
     out = PyBytes_FromStringAndSize(NULL, 24 - k + 3)
     cdef char *p = PyBytes_AS_STRING(out)
@@ -373,7 +383,7 @@ cdef object _sadd(_Ctx x, list req):
     if len(req) != 3 or x.flags:
         return None
     key = req[1]
-    cdef PyObject *pv = _dget(x.d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_SetValue or _ttl(x, key):
         return None
     cdef SetCore s = <SetCore>pv
@@ -394,7 +404,7 @@ cdef object _hset(_Ctx x, list req):
     if len(req) != 4 or x.flags:
         return None
     key = req[1]
-    cdef PyObject *pv = _dget(x.d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_HashValue or _ttl(x, key) or _watched(x, key):
         return None
     cdef HashCore h = <HashCore>pv
@@ -423,7 +433,6 @@ cdef object _mset(_Ctx x, list req):
     cdef Py_ssize_t n = len(req), i
     if not (n & 1) or x.flags:
         return None
-    d = x.d
     bk = x.bk
     wk = x.wk
     if bk or wk:
@@ -434,7 +443,7 @@ cdef object _mset(_Ctx x, list req):
     ex = x.ex
     for i in range(1, n, 2):
         key = req[i]
-        _dset(d, key, req[i + 1])
+        _kset(x, key, req[i + 1])
         if ex:
             ex.pop(key, None)
     x.dirty += (n - 1) >> 1
@@ -447,9 +456,8 @@ cdef object _push(_Ctx x, list req, bint front):
     # lists._push: LPUSH/RPUSH onto an existing list or a new key
     if x.flags:
         return None
-    d = x.d
     key = req[1]
-    cdef PyObject *pv = _dget(d, key)
+    cdef PyObject *pv = _kget(x, key)
     cdef QuickList ql
     cdef Py_ssize_t n = len(req), i
     if _held(x, key):
@@ -458,7 +466,7 @@ cdef object _push(_Ctx x, list req, bint front):
         ql = QuickList.__new__(QuickList)
         for i in range(2, n):
             ql._push(req[i], front)
-        d[key] = ql
+        _kset(x, key, ql)
     else:
         if _g_type(pv) != <PyObject *>QuickList or _ttl(x, key):
             return None
@@ -474,7 +482,7 @@ cdef object _pop(_Ctx x, list req, bint front):
     if len(req) != 2:
         return None
     key = req[1]
-    cdef PyObject *pv = _dget(x.d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL:
         return _NULL3 if x.resp >= 3 else _NULL_BULK
     if _g_type(pv) != <PyObject *>QuickList or x.flags:
@@ -509,7 +517,7 @@ cdef object _spop(_Ctx x, list req):
     if len(req) != 2:
         return None
     key = req[1]
-    cdef PyObject *pv = _dget(x.d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL:
         return _NULL3 if x.resp >= 3 else _NULL_BULK
     if x.flags or _g_type(pv) != <PyObject *>_SetValue or _ttl(x, key) or _watched(x, key):
@@ -551,7 +559,7 @@ cdef object _lrange(_Ctx x, list req):
     if not _canonical_ll(<bytes>req[2], &start) or not _canonical_ll(<bytes>req[3], &end):
         return None
     key = req[1]
-    cdef PyObject *pv = _dget(x.d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL:
         if x.flags:
             return None
@@ -611,7 +619,7 @@ cdef object _zadd(_Ctx x, list req):
     if len(req) != 4 or x.flags:
         return None
     key = req[1]
-    cdef PyObject *pv = _dget(x.d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_ZSetValue or _ttl(x, key) or _held(x, key):
         return None
     cdef double score
@@ -657,7 +665,7 @@ cdef object _zpopmin(_Ctx x, list req):
     if len(req) != 2 or x.flags:
         return None
     key = req[1]
-    cdef PyObject *pv = _dget(x.d, key)
+    cdef PyObject *pv = _kget(x, key)
     if pv is NULL or _g_type(pv) != <PyObject *>_ZSetValue or _ttl(x, key) or _watched(x, key):
         return None
     z = <object>pv

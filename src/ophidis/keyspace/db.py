@@ -23,6 +23,7 @@ and friends), and write commands fire keyspace notifications through
 
 from __future__ import annotations
 
+import random
 import time
 from itertools import islice
 
@@ -65,6 +66,10 @@ def mstime() -> int:
 
 # the C fields of the compiled twin (keyspace/_core.pxd), or slots
 _core = compiled.load("keyspace._core")
+# a database's key -> value map: the keyspace table (keyspace/_keyspace.pyx:
+# each key's bytes in its entry) when the compiled layer is built, else a dict
+_ks = compiled.load("keyspace._keyspace")
+KeyTable = _ks.Keyspace if _ks is not None else dict
 if _core is not None:
     StatsCore = _core.StatsCore
     DbCore = _core.DbCore
@@ -149,7 +154,7 @@ class Database(DbCore):
 
     def __init__(self, id: int, server=None):
         self.id = id
-        self.d: dict = {}
+        self.d = KeyTable()
         self.expires: dict = {}
         self.watched_keys: dict = {}     # key -> list of WatchedKey (WATCH)
         self.blocking_keys: dict = {}    # key -> list of blocked clients
@@ -439,15 +444,13 @@ class Database(DbCore):
 
     def random_key(self):
         """A random non-expired key or None (RANDOMKEY)."""
-        import random
         d = self.d
         if not d:
             return None
         tries = 0
         n = len(d)
         while True:
-            idx = random.randrange(n)
-            key = next(islice(iter(d), idx, None))
+            key = random_key_of(d, n)
             if key in self.expires:
                 tries += 1
                 if self.expires[key] <= _time() * 1000:
@@ -502,6 +505,18 @@ class Database(DbCore):
                 return sampled, expired, True
             if exp_batch * 100 <= len(batch) * acceptable_stale or sampled >= len(expires):
                 return sampled, expired, False
+
+
+def random_key_of(d, n):
+    """A key of the non-empty map d (n keys), picked at random: by position
+    in a keyspace table (its holes skipped: a few tries), else by walking."""
+    if KeyTable is not dict and isinstance(d, KeyTable):
+        slots = d.slots()
+        for _ in range(32):
+            key = d.key_at(random.randrange(slots))
+            if key is not None:
+                return key
+    return next(islice(iter(d), random.randrange(n), None))
 
 
 def dict_scan(d, dels, cache, tag, cursor: int, count: int):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from ..keyspace.db import EmbStr
+from ..keyspace.db import EmbStr, KeyTable
 from ..types.zset import ZIndex as _ZIndex
 from .sizes import LAZYFREE_THRESHOLD, _SetValue, _StreamValue, _ZSetValue
 
@@ -119,7 +119,7 @@ class LazyFree:
         """Free up to n elements of o; False when o is empty."""
         if not o.__len__():
             return False
-        if isinstance(o, dict):
+        if isinstance(o, (dict, KeyTable)):     # (a database's table too)
             pop = o.popitem
             big = []
             for _ in range(min(n, len(o))):

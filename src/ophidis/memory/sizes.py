@@ -8,6 +8,10 @@ Ophidis estimates instead, per key, in O(1):
 
   cost(key) = sizeof(key) + PY_DICT_ENTRY + pysize(value) [+ EXPIRE_ENTRY]
 
+(a compiled install's keyspace table keeps the key's bytes in its entry:
+its cost is that block, 16 + len(key) rounded up as pymalloc does, plus
+KS_ENTRY, in place of sizeof(key) + PY_DICT_ENTRY)
+
 ``pysize`` is ``sys.getsizeof`` for strings and the container's own table
 plus ``len * average element size`` for collections, the average taken on the
 first few elements (deterministic for a given state, so the estimate of a
@@ -43,6 +47,7 @@ BYTES_BASE = sys.getsizeof(b"")
 
 PY_DICT_ENTRY = 42       # our keyspace: amortized bytes per entry of a big Python dict (measured)
 EXPIRE_ENTRY = PY_DICT_ENTRY + 32
+KS_ENTRY = 16            # the keyspace table (keyspace/_keyspace.pyx): its index and pointer array per key
 STARTUP = 1 << 20        # fixed server structures (interpreter code not counted)
 CLIENT_BASE = 2048       # per connection: objects, transport, parser
 # A client's bookkeeping beyond its buffers (what Redis's
@@ -123,7 +128,11 @@ def pysize(v) -> int:
 
 
 def key_cost(db, key, v) -> int:
-    c = getsizeof(key) + PY_DICT_ENTRY + pysize(v)
+    if isinstance(db.d, dict):
+        c = getsizeof(key) + PY_DICT_ENTRY + pysize(v)
+    else:
+        n = len(key) + 16
+        c = (n + 15 & ~15 if n <= 512 else n) + KS_ENTRY + pysize(v)
     exp = db.expires
     if exp and key in exp:
         c += EXPIRE_ENTRY

@@ -13,6 +13,7 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
+from ophidis.keyspace._keyspace cimport Keyspace, KsEntry, _ks_get, _ks_next, _ks_set
 from ophidis.types._containers cimport (HashCore, OphTab, SetCore, ZDict, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn,
                                        _sc_tab, _tab_next, _zd_sc, _zd_tab)
 from ophidis.types._quicklist cimport QuickList, _qlnode, _ql_esz, _ql_fwd, _ql_hdr
@@ -503,14 +504,20 @@ cdef int _cf_list_body(_RdbOut st, PyObject *v) except -1:
 
 cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     """type byte, key, value of one key (1: not covered, nothing to keep)."""
+    if not _cf_is_bytes(k):
+        return 1
+    return _cf_value_kn(st, _cf_bytes_str(k), _cf_bytes_len(k), v)
+
+
+cdef int _cf_value_kn(_RdbOut st, const char *ks, Py_ssize_t kn, PyObject *v) except -1:
+    # _cf_value of the key's bytes (a keyspace table's entry)
     cdef PyObject *t = _cf_type(v)
     cdef PyObject *f
     cdef PyObject *x
     cdef PyObject *enc
-    cdef const char *ks
     cdef const char *s = NULL
     cdef const char *s2 = NULL
-    cdef Py_ssize_t kn, n = 0, n2 = 0, pos = 0, start, count = 0, i, width
+    cdef Py_ssize_t n = 0, n2 = 0, pos = 0, start, count = 0, i, width
     cdef long long lv
     cdef long long *ints
     cdef _CfScored *sc
@@ -520,10 +527,6 @@ cdef int _cf_value(_RdbOut st, PyObject *k, PyObject *v) except -1:
     cdef double dscore
     cdef const OphTab *tab
     cdef const double *zsc
-    if not _cf_is_bytes(k):
-        return 1
-    ks = _cf_bytes_str(k)
-    kn = _cf_bytes_len(k)
     if t == <PyObject *>bytes or t == <PyObject *>bytearray or t == _cf_embstr:
         _cf_str(v, &s, &n)
         _cf_byte(out, 0)
@@ -695,6 +698,9 @@ def rdb_write_keys(d, exp, write, bint compress, int list_fill, int list_depth, 
     st.compress = compress
     st.list_fill = list_fill
     st.list_depth = list_depth
+    if isinstance(d, Keyspace):
+        return _write_table(st, <Keyspace>d, exp if has_exp else None, write, fallback, progress, done,
+                            key_delay, sleep)
     while _cf_dict_next(dp, &pos, &k, &v):
         if has_exp:
             w = _cf_dict_get(ep, k)
@@ -725,12 +731,75 @@ def rdb_write_keys(d, exp, write, bint compress, int list_fill, int list_depth, 
     return done
 
 
-def rdb_load_plain_strings(bytes data, Py_ssize_t p, Py_ssize_t n, dict d):
+cdef Py_ssize_t _write_table(_RdbOut st, Keyspace d, exp, write, fallback, progress, Py_ssize_t done,
+                             double key_delay, sleep) except -1:
+    # rdb_write_keys over a keyspace table: its entries read in place
+    # (borrowed, no reference count written: a forked child's pages stay
+    # shared); a key object is made only for an expiry lookup or a fallback
+    cdef KsEntry *e
+    cdef Py_ssize_t pos = 0, mark
+    cdef PyObject *ep = <PyObject *>exp
+    cdef PyObject *w
+    cdef long long when
+    cdef object key
+    while _ks_next(d, &pos, &e):
+        if exp is not None:
+            key = PyBytes_FromStringAndSize(e.key, e.klen)
+            w = _cf_dict_get(ep, <PyObject *>key)
+            if w != NULL:
+                if _cf_is_int(w):
+                    when = _cf_long(w)
+                elif _cf_is_float(w):
+                    when = <long long>_cf_float(w)
+                else:
+                    when = int(<object>w)
+                _cf_byte(&st.out, 0xFC)
+                _cf_le(&st.out, <unsigned long long>when, 8)
+            key = None
+        mark = st.out.n
+        if _cf_value_kn(st, e.key, e.klen, e.value):
+            st.out.n = mark
+            chunk = fallback(PyBytes_FromStringAndSize(e.key, e.klen), <object>e.value)
+            _cf_put(&st.out, PyBytes_AS_STRING(chunk), len(chunk))
+        done += 1
+        if key_delay:
+            sleep(key_delay)
+        if progress is not None and not done & 1023:
+            progress(done)
+        if st.out.n >= 65536:
+            write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
+            st.out.n = 0
+    if st.out.n:
+        write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
+    return done
+
+
+cdef inline int _ld_has(object d, bytes key) except -1:
+    # key in d: a database's table (a Keyspace) or a dict
+    if _cf_type(<PyObject *>d) == <PyObject *>Keyspace:
+        return _ks_get(<Keyspace>d, key) != NULL
+    return PyDict_Contains(d, key)
+
+
+cdef inline int _ld_put(object d, bytes key, object val) except -1:
+    if _cf_type(<PyObject *>d) == <PyObject *>Keyspace:
+        return _ks_set(<Keyspace>d, key, val)
+    return PyDict_SetItem(d, key, val)
+
+
+cdef inline int _ld_check(object d) except -1:
+    if _cf_type(<PyObject *>d) != <PyObject *>Keyspace and _cf_type(<PyObject *>d) != <PyObject *>dict:
+        raise TypeError("a keyspace table or a dict is expected")
+    return 0
+
+
+def rdb_load_plain_strings(bytes data, Py_ssize_t p, Py_ssize_t n, d):
     """rdb.load_plain_strings_py in C: the run of plain string records (6-bit
     lengths, no expiry) from ``p``; returns (the position, the count)."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t count = 0, q, kl, vl
     cdef object key
+    _ld_check(d)
     if n > len(data):
         n = len(data)
     while p < n and s[p] == 0:
@@ -744,9 +813,9 @@ def rdb_load_plain_strings(bytes data, Py_ssize_t p, Py_ssize_t n, dict d):
         if vl >= 64 or q + 1 + vl > n:
             break
         key = PyBytes_FromStringAndSize(<char *>s + p + 2, kl)
-        if PyDict_Contains(d, key):
+        if _ld_has(d, key):
             break
-        PyDict_SetItem(d, key, PyBytes_FromStringAndSize(<char *>s + q + 1, vl))
+        _ld_put(d, key, PyBytes_FromStringAndSize(<char *>s + q + 1, vl))
         count += 1
         p = q + 1 + vl
     return p, count
@@ -881,7 +950,7 @@ cdef object _ld_string(const unsigned char *s, Py_ssize_t *p, Py_ssize_t n):
     return out
 
 
-def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list counts, hash_cls=None,
+def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, d, build, list counts, hash_cls=None,
                      Py_ssize_t hash_entries=0):
     """From ``p`` in ``data`` (the first ``n`` bytes), the run of records
     described above into ``d``; ``counts[type]`` += 1 for each.  With
@@ -896,6 +965,7 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
     cdef object key, val, x
     cdef list items, flat
     cdef Py_ssize_t nf
+    _ld_check(d)
     if n > len(data):
         n = len(data)
     while p < n:
@@ -904,7 +974,7 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
             break
         q = p + 1
         key = _ld_string(s, &q, n)
-        if key is None or PyDict_Contains(d, key):
+        if key is None or _ld_has(d, key):
             break
         if t == 0:
             val = _ld_string(s, &q, n)
@@ -966,7 +1036,7 @@ def rdb_load_records(bytes data, Py_ssize_t p, Py_ssize_t n, dict d, build, list
                     break
                 if val is None:
                     break
-        PyDict_SetItem(d, key, val)
+        _ld_put(d, key, val)
         counts[t] += 1
         count += 1
         p = q

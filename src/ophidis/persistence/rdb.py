@@ -23,6 +23,7 @@ import time
 
 from .. import compiled, sysinfo
 from ..keyspace import hfe
+from ..keyspace.db import KeyTable
 from ..types.containers import HashValue
 from .rdbcodec import crc64, enc_len, enc_string
 from .rdbdecode import LoadAborted, LoadSettings, UnsupportedType, ValueReader
@@ -238,7 +239,8 @@ def debug_delay(usec):
 
 class LoadResult:
     def __init__(self, ndbs):
-        self.dbs = [({}, {}) for _ in range(ndbs)]   # (dict, expires)
+        # (the keys: a database's table, a dict in the pure install; expires)
+        self.dbs = [(KeyTable(), {}) for _ in range(ndbs)]
         self.version = 0
         self.aux = {}
         self.functions = []

@@ -349,7 +349,7 @@ class Persistence(child.ChildJob):
                 db.expires.update(exps)
                 continue
             db.flush()
-            db.d = d if db.d.__class__ is dict else db.d.__class__(d)
+            db.d = d if d.__class__ is db.d.__class__ else db.d.__class__(d)
             db.expires = exps
             db._expire_snapshot = None
             db._scan_cache = {}
