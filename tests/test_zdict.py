@@ -14,7 +14,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.mapping_model import apply_op, mapping_ops
+from support.mapping_model import apply_op, check_iteration_while_modifying, mapping_ops
 
 from ophidis import compiled
 from ophidis.types import zset
@@ -122,29 +122,7 @@ def test_growth_deletes_and_reinserts_keep_dict_order():
 
 def test_iteration_while_modifying_is_a_dicts():
     for make in (native.ZDict, dict):
-        h = make({b"f%d" % i: 1.0 for i in range(50)})
-        seen = []
-        for f in h:
-            h[f] = 2.0
-            seen.append(f)
-        assert seen == [b"f%d" % i for i in range(50)] and set(h.values()) == {2.0}
-        for change in (lambda h: h.__setitem__(b"new", 1.0), lambda h: h.__delitem__(b"f3"),
-                       lambda h: h.pop(b"f4"), lambda h: h.popitem(), lambda h: h.clear()):
-            for view in (None, "keys", "values", "items"):
-                h = make({b"f%d" % i: 1.0 for i in range(50)})
-                it = iter(h) if view is None else iter(getattr(h, view)())
-                next(it)
-                change(h)
-                with pytest.raises(RuntimeError):
-                    next(it)
-        h = make({b"a": 1.0, b"b": 2.0})
-        it = iter(h)
-        assert next(it) == b"a"
-        del h[b"a"]
-        h[b"c"] = 3.0
-        assert next(it) == b"b"
-        with pytest.raises(RuntimeError):
-            next(it)
+        check_iteration_while_modifying(make, 1.0, 2.0)
 
 
 def test_copies_pickles_and_operators():

@@ -6,12 +6,15 @@ operations on the compiled map and on a plain dict and compares.
 operations (``others``: keys of any type, looked up or deleted);
 ``apply_op(h, op, make, fill)`` runs one on h (``make(d)``: a map of the
 kind under test holding d; ``fill(i)``: the value of the i-th key of the
-"many" run) and returns what it gave."""
+"many" run) and returns what it gave.  ``check_iteration_while_modifying(make,
+one, two)``: the map's iterators and views raise as dict's do when it
+changes under them (``one``, ``two``: two distinct values)."""
 
 from __future__ import annotations
 
 import pickle
 
+import pytest
 from hypothesis import strategies as st
 
 
@@ -127,3 +130,29 @@ def apply_op(h, op, make, fill):
                 del h[b"many:%d" % i]
         return None
     raise AssertionError(name)
+
+
+def check_iteration_while_modifying(make, one, two):
+    h = make({b"f%d" % i: one for i in range(50)})
+    seen = []
+    for f in h:
+        h[f] = two
+        seen.append(f)
+    assert seen == [b"f%d" % i for i in range(50)] and set(h.values()) == {two}
+    for change in (lambda h: h.__setitem__(b"new", one), lambda h: h.__delitem__(b"f3"),
+                   lambda h: h.pop(b"f4"), lambda h: h.popitem(), lambda h: h.clear()):
+        for view in (None, "keys", "values", "items"):
+            h = make({b"f%d" % i: one for i in range(50)})
+            it = iter(h) if view is None else iter(getattr(h, view)())
+            next(it)
+            change(h)
+            with pytest.raises(RuntimeError):
+                next(it)
+    h = make({b"a": one, b"b": two})
+    it = iter(h)
+    assert next(it) == b"a"
+    del h[b"a"]
+    h[b"c"] = one
+    assert next(it) == b"b"
+    with pytest.raises(RuntimeError):
+        next(it)
