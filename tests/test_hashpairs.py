@@ -15,7 +15,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.mapping_model import apply_op, mapping_ops
+from support.mapping_model import check_twin, mapping_ops
 
 from ophidis import compiled
 from ophidis.types import containers
@@ -39,28 +39,10 @@ def _fill(i):
     return b"x" * (i % 30)
 
 
-def _outcome(h, op, make):
-    try:
-        return ("ok", apply_op(h, op, make, _fill))
-    except (KeyError, TypeError) as e:
-        return ("error", type(e), e.args if type(e) is KeyError else None)
-
-
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(_fields, _values, max_size=20), st.lists(ops, max_size=60))
 def test_compiled_hash_matches_dict_twin(initial, seq):
-    h = HashValue(initial)
-    d = dict(initial)
-    for op in seq:
-        assert _outcome(h, op, HashValue) == _outcome(d, op, dict), op
-        assert len(h) == len(d)
-        assert bool(h) == bool(d)
-        assert list(h.items()) == list(d.items())
-    assert h == d and d == h and not (h != d)
-    assert dict(h) == d and list(dict(h)) == list(d)
-    assert {**h} == d
-    assert sorted(h) == sorted(d)
-    assert repr(h) == repr(d)
+    h = check_twin(HashValue, initial, seq, _fill)
     assert all(type(f) is bytes for f in h) and all(type(v) is bytes for v in h.values())
 
 

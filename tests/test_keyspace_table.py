@@ -14,7 +14,7 @@ from collections.abc import MutableMapping
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.mapping_model import apply_op, check_iteration_while_modifying, mapping_ops
+from support.mapping_model import check_iteration_while_modifying, check_twin, mapping_ops
 
 from ophidis import compiled
 
@@ -37,29 +37,10 @@ def _fill(i):
     return b"v%d" % (i % 30)
 
 
-def _outcome(h, op, make):
-    try:
-        r = apply_op(h, op, make, _fill)
-    except (KeyError, TypeError) as e:
-        return ("error", type(e), e.args if type(e) is KeyError else None)
-    return ("ok", repr(r))
-
-
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(_keys, _values, max_size=20), st.lists(ops, max_size=60))
 def test_compiled_map_matches_dict_twin(initial, seq):
-    h = native.Keyspace(initial)
-    d = dict(initial)
-    for op in seq:
-        assert _outcome(h, op, native.Keyspace) == _outcome(d, op, dict), op
-        assert len(h) == len(d)
-        assert bool(h) == bool(d)
-        assert repr(list(h.items())) == repr(list(d.items()))
-    assert h == d and d == h and not (h != d)
-    assert dict(h) == d and list(dict(h)) == list(d)
-    assert {**h} == d
-    assert sorted(h) == sorted(d)
-    assert repr(h) == repr(d)
+    h = check_twin(native.Keyspace, initial, seq, _fill)
     assert all(type(k) is bytes for k in h)
 
 

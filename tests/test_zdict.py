@@ -14,7 +14,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.mapping_model import apply_op, check_iteration_while_modifying, mapping_ops
+from support.mapping_model import check_iteration_while_modifying, check_twin, mapping_ops
 
 from ophidis import compiled
 from ophidis.types import zset
@@ -36,30 +36,10 @@ def _fill(i):
     return float(i % 30)
 
 
-def _outcome(h, op, make):
-    try:
-        r = apply_op(h, op, make, _fill)
-    except (KeyError, TypeError) as e:
-        return ("error", type(e), e.args if type(e) is KeyError else None)
-    # the same floats, -0.0 included
-    return ("ok", repr(r))
-
-
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(_members, _scores, max_size=20), st.lists(ops, max_size=60))
 def test_compiled_map_matches_dict_twin(initial, seq):
-    h = native.ZDict(initial)
-    d = dict(initial)
-    for op in seq:
-        assert _outcome(h, op, native.ZDict) == _outcome(d, op, dict), op
-        assert len(h) == len(d)
-        assert bool(h) == bool(d)
-        assert repr(list(h.items())) == repr(list(d.items()))
-    assert h == d and d == h and not (h != d)
-    assert dict(h) == d and list(dict(h)) == list(d)
-    assert {**h} == d
-    assert sorted(h) == sorted(d)
-    assert repr(h) == repr(d)
+    h = check_twin(native.ZDict, initial, seq, _fill)
     assert all(type(m) is bytes for m in h) and all(type(s) is float for s in h.values())
 
 

@@ -6,7 +6,8 @@ operations on the compiled map and on a plain dict and compares.
 operations (``others``: keys of any type, looked up or deleted);
 ``apply_op(h, op, make, fill)`` runs one on h (``make(d)``: a map of the
 kind under test holding d; ``fill(i)``: the value of the i-th key of the
-"many" run) and returns what it gave.  ``check_iteration_while_modifying(make,
+"many" run) and returns what it gave.  ``check_twin(make, initial, seq, fill)`` runs a sequence on the map and on a
+dict and compares them step by step; ``check_iteration_while_modifying(make,
 one, two)``: the map's iterators and views raise as dict's do when it
 changes under them (``one``, ``two``: two distinct values)."""
 
@@ -156,3 +157,32 @@ def check_iteration_while_modifying(make, one, two):
     assert next(it) == b"b"
     with pytest.raises(RuntimeError):
         next(it)
+
+
+def _outcome(h, op, make, fill):
+    # an operation's result (its repr: floats' -0.0 told from 0.0) or its error
+    try:
+        r = apply_op(h, op, make, fill)
+    except (KeyError, TypeError) as e:
+        return ("error", type(e), e.args if type(e) is KeyError else None)
+    return ("ok", repr(r))
+
+
+def check_twin(make, initial, seq, fill):
+    """Run the operations ``seq`` on ``make(initial)`` and on a dict holding
+    ``initial``: each operation's outcome, then the size, truth and items,
+    agree after every step, and the whole maps at the end.  Returns the map
+    (its own types are the caller's to check)."""
+    h = make(initial)
+    d = dict(initial)
+    for op in seq:
+        assert _outcome(h, op, make, fill) == _outcome(d, op, dict, fill), op
+        assert len(h) == len(d)
+        assert bool(h) == bool(d)
+        assert repr(list(h.items())) == repr(list(d.items()))
+    assert h == d and d == h and not (h != d)
+    assert dict(h) == d and list(dict(h)) == list(d)
+    assert {**h} == d
+    assert sorted(h) == sorted(d)
+    assert repr(h) == repr(d)
+    return h
