@@ -691,7 +691,6 @@ def rdb_write_keys(d, exp, write, bint compress, int list_fill, int list_depth, 
     cdef PyObject *w
     cdef Py_ssize_t pos = 0, mark
     cdef bint has_exp = exp is not None and len(exp) > 0
-    cdef long long when
     cdef bytes chunk
     if not _cf_ready:
         raise RuntimeError("rdb_setup was not called")
@@ -705,30 +704,43 @@ def rdb_write_keys(d, exp, write, bint compress, int list_fill, int list_depth, 
         if has_exp:
             w = _cf_dict_get(ep, k)
             if w != NULL:
-                if _cf_is_int(w):
-                    when = _cf_long(w)
-                elif _cf_is_float(w):
-                    when = <long long>_cf_float(w)
-                else:
-                    when = int(<object>w)
-                _cf_byte(&st.out, 0xFC)
-                _cf_le(&st.out, <unsigned long long>when, 8)
+                _w_expiry(st, w)
         mark = st.out.n
         if _cf_value(st, k, v):
             st.out.n = mark
             chunk = fallback(<object>k, <object>v)
             _cf_put(&st.out, PyBytes_AS_STRING(chunk), len(chunk))
         done += 1
-        if key_delay:
-            sleep(key_delay)
-        if progress is not None and not done & 1023:
-            progress(done)
-        if st.out.n >= 65536:
-            write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
-            st.out.n = 0
+        _w_step(st, done, write, progress, key_delay, sleep)
     if st.out.n:
         write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
     return done
+
+
+cdef inline int _w_expiry(_RdbOut st, PyObject *w) except -1:
+    # a key's expiry record (its ms time: an int, else a float or any number)
+    cdef long long when
+    if _cf_is_int(w):
+        when = _cf_long(w)
+    elif _cf_is_float(w):
+        when = <long long>_cf_float(w)
+    else:
+        when = int(<object>w)
+    _cf_byte(&st.out, 0xFC)
+    _cf_le(&st.out, <unsigned long long>when, 8)
+    return 0
+
+
+cdef inline int _w_step(_RdbOut st, Py_ssize_t done, write, progress, double key_delay, sleep) except -1:
+    # after each key: the test delay, the progress report, a full buffer written
+    if key_delay:
+        sleep(key_delay)
+    if progress is not None and not done & 1023:
+        progress(done)
+    if st.out.n >= 65536:
+        write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
+        st.out.n = 0
+    return 0
 
 
 cdef Py_ssize_t _write_table(_RdbOut st, Keyspace d, exp, write, fallback, progress, Py_ssize_t done,
@@ -740,21 +752,13 @@ cdef Py_ssize_t _write_table(_RdbOut st, Keyspace d, exp, write, fallback, progr
     cdef Py_ssize_t pos = 0, mark
     cdef PyObject *ep = <PyObject *>exp
     cdef PyObject *w
-    cdef long long when
     cdef object key
     while _ks_next(d, &pos, &e):
         if exp is not None:
             key = PyBytes_FromStringAndSize(e.key, e.klen)
             w = _cf_dict_get(ep, <PyObject *>key)
             if w != NULL:
-                if _cf_is_int(w):
-                    when = _cf_long(w)
-                elif _cf_is_float(w):
-                    when = <long long>_cf_float(w)
-                else:
-                    when = int(<object>w)
-                _cf_byte(&st.out, 0xFC)
-                _cf_le(&st.out, <unsigned long long>when, 8)
+                _w_expiry(st, w)
             key = None
         mark = st.out.n
         if _cf_value_kn(st, e.key, e.klen, e.value):
@@ -762,13 +766,7 @@ cdef Py_ssize_t _write_table(_RdbOut st, Keyspace d, exp, write, fallback, progr
             chunk = fallback(PyBytes_FromStringAndSize(e.key, e.klen), <object>e.value)
             _cf_put(&st.out, PyBytes_AS_STRING(chunk), len(chunk))
         done += 1
-        if key_delay:
-            sleep(key_delay)
-        if progress is not None and not done & 1023:
-            progress(done)
-        if st.out.n >= 65536:
-            write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
-            st.out.n = 0
+        _w_step(st, done, write, progress, key_delay, sleep)
     if st.out.n:
         write(PyBytes_FromStringAndSize(st.out.p, st.out.n))
     return done
