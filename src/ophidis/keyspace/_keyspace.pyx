@@ -40,19 +40,29 @@ cdef extern from "Python.h":
 DEF MINSIZE = 8
 
 
-cdef int _alloc(Keyspace t, Py_ssize_t size) except -1:
-    # a new empty index of size slots and room for 2/3 as many entries,
-    # the current ones packed into it in order (t's arrays replaced)
-    cdef Py_ssize_t cap = (size << 1) // 3, i, j = 0
-    cdef size_t mask = <size_t>(size - 1), p, perturb
+cdef int _arrays(Py_ssize_t size, int32_t **ix_out, KsEntry ***es_out) except -1:
+    # an empty index of size slots (all -1) and room for 2/3 as many entries
     cdef int32_t *ix = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
-    cdef KsEntry **es = <KsEntry **>PyMem_Malloc(cap * sizeof(KsEntry *))
-    cdef KsEntry *e
+    cdef KsEntry **es = <KsEntry **>PyMem_Malloc(((size << 1) // 3) * sizeof(KsEntry *))
     if ix == NULL or es == NULL:
         PyMem_Free(ix)
         PyMem_Free(es)
         raise MemoryError()
     memset(ix, 0xff, size * sizeof(int32_t))
+    ix_out[0] = ix
+    es_out[0] = es
+    return 0
+
+
+cdef int _alloc(Keyspace t, Py_ssize_t size) except -1:
+    # a new empty index of size slots and room for 2/3 as many entries,
+    # the current ones packed into it in order (t's arrays replaced)
+    cdef Py_ssize_t cap = (size << 1) // 3, i, j = 0
+    cdef size_t mask = <size_t>(size - 1), p, perturb
+    cdef int32_t *ix
+    cdef KsEntry **es
+    cdef KsEntry *e
+    _arrays(size, &ix, &es)
     for i in range(t.n):
         e = t.ents[i]
         if e == NULL:
@@ -187,13 +197,9 @@ cdef class Keyspace:
     dict's mapping protocol over bytes keys."""
 
     def __cinit__(self, *args, **kw):
-        cdef int32_t *ix = <int32_t *>PyMem_Malloc(MINSIZE * sizeof(int32_t))
-        cdef KsEntry **es = <KsEntry **>PyMem_Malloc(((MINSIZE * 2) // 3) * sizeof(KsEntry *))
-        if ix == NULL or es == NULL:
-            PyMem_Free(ix)
-            PyMem_Free(es)
-            raise MemoryError()
-        memset(ix, 0xff, MINSIZE * sizeof(int32_t))
+        cdef int32_t *ix
+        cdef KsEntry **es
+        _arrays(MINSIZE, &ix, &es)
         self.index = ix
         self.ents = es
         self.mask = MINSIZE - 1
@@ -317,14 +323,10 @@ cdef class Keyspace:
     def clear(self):
         cdef Py_ssize_t i, n = self.n
         cdef KsEntry **es = self.ents
-        cdef int32_t *ix = <int32_t *>PyMem_Malloc(MINSIZE * sizeof(int32_t))
-        cdef KsEntry **nes = <KsEntry **>PyMem_Malloc(((MINSIZE * 2) // 3) * sizeof(KsEntry *))
+        cdef int32_t *ix
+        cdef KsEntry **nes
         cdef KsEntry *e
-        if ix == NULL or nes == NULL:
-            PyMem_Free(ix)
-            PyMem_Free(nes)
-            raise MemoryError()
-        memset(ix, 0xff, MINSIZE * sizeof(int32_t))
+        _arrays(MINSIZE, &ix, &nes)
         PyMem_Free(self.index)
         self.index = ix
         self.ents = nes
