@@ -8,7 +8,7 @@ cdef int set_direct(sock_data_fn fn, object py_fn) except -1
 
 cdef class SockConn:
     cdef readonly int fd
-    cdef object sock, loop, protocol, _data, peer, local
+    cdef object sock, loop, protocol, _data
     cdef sock_data_fn direct    # the protocol's data_received in C (set_direct), or NULL
     cdef list wbuf              # bytes not yet sent, the first from woff on
     cdef readonly Py_ssize_t wsize

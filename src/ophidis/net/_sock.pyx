@@ -78,14 +78,6 @@ cdef class SockConn:
         self.wbuf = []
         self.high = HIGH_DEFAULT
         self.low = HIGH_DEFAULT // 4
-        try:
-            self.peer = sock.getpeername()
-        except OSError:
-            self.peer = None
-        try:
-            self.local = sock.getsockname()
-        except OSError:
-            self.local = None
 
     def start(self):
         """Start reading (after connection_made, unless it closed us)."""
@@ -299,10 +291,15 @@ cdef class SockConn:
     def get_extra_info(self, name, default=None):
         if name == "socket":
             return self.sock
-        if name == "peername":
-            return self.peer if self.peer is not None else default
-        if name == "sockname":
-            return self.local if self.local is not None else default
+        # asked of the socket (Client keeps the addresses it takes at
+        # connection_made): not kept here, an idle connection holds less
+        try:
+            if name == "peername":
+                return self.sock.getpeername()
+            if name == "sockname":
+                return self.sock.getsockname()
+        except OSError:
+            pass
         return default
 
     def get_protocol(self):
