@@ -459,6 +459,22 @@ def test_registration_rejects_unknown_flags():
         Command("get", lambda c, argv: b"", META["GET"], ("no_such_flag",))
 
 
+def test_script_runners_are_the_commands_redis_marks_so(rr):
+    """Redis 8.10 marks the commands that run a script or a function
+    SCRIPT_RUNNER (data/commands/scripting.json); the server's script
+    handling (a script's declared flags standing for the command's, the
+    fast path's re-reading) applies to exactly those.  The flag is
+    internal: COMMAND INFO lists the six with 7.0's flags."""
+    from ophidis.cmdtable.registry import SCRIPT_CALLS
+    load_all()
+    marked = {n.lower() for n, m in META.items() if "SCRIPT_RUNNER" in m.get("command_flags", ())}
+    assert marked == SCRIPT_CALLS == {"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
+    for name in sorted(marked):
+        assert "script_runner" in ALL[name].flags
+        flags = rr.execute_command("COMMAND", "INFO", name)[0][2]
+        assert b"script_runner" not in flags and b"noscript" in flags
+
+
 def test_state_changing_commands_never_take_the_fast_path():
     """Commands that change what the general path checks (transactions,
     authentication, protocol, subscriptions, scripts, blocking) are not

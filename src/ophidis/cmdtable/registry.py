@@ -280,8 +280,11 @@ class Command(_core.CommandCore if _core is not None else _CommandCore):
 # name (lowercase bytes) -> Command, for top-level commands; also upper-case keys.
 # Changed only here (_table_changed after each change).
 TABLE: dict = {}
-# The commands that run a script (their flags may be the script's own)
-SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
+# The commands that run a script (their flags may be the script's own):
+# those Redis 8.10 marks SCRIPT_RUNNER (an internal flag, not listed by
+# COMMAND INFO, like MAY_REPLICATE)
+SCRIPT_CALLS = frozenset(name.lower() for name, meta in META.items()
+                         if "SCRIPT_RUNNER" in meta.get("command_flags", ()))
 # fullname (lowercase str) -> Command, includes subcommands "client|kill".
 ALL: dict = {}
 
