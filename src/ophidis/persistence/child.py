@@ -33,7 +33,8 @@ it.  ``ctx`` (a :class:`ChildContext`) offers:
 Life cycle in the child, in this order: the parent-death signal is asked
 for first (``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through ctypes on Linux;
 then the parent is checked once more, since it may have died between fork
-and prctl), SIGTERM/SIGINT/SIGUSR1 back to their defaults (SIGUSR1 is how
+and prctl), the process title with the child's name when ``fork`` was
+given one (proctitle.py: ``redis-rdb-bgsave`` ...), SIGTERM/SIGINT/SIGUSR1 back to their defaults (SIGUSR1 is how
 the parent kills a child whose result it does not want), no wakeup fd, the
 log role ``C``, the listening sockets closed, the garbage collector off,
 and the child's CPU priority lowered by ``CHILD_NICE``: a Python child
@@ -65,7 +66,7 @@ import signal
 import sys
 from time import monotonic, perf_counter
 
-from .. import log, oomscore
+from .. import log, oomscore, proctitle
 from ..keyspace.db import stats
 from ..net import client as client_mod
 
@@ -296,11 +297,14 @@ class ChildJob:
             srv.child_type = None
 
 
-def _child_setup(server, parent_pid):
+def _child_setup(server, parent_pid, title):
     set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent_pid:
         # the parent died before prctl took effect
         log.flush_and_exit(1)
+    if title is not None:
+        # Redis's name for the child, whatever set-proc-title says (as Redis)
+        proctitle.apply(server.config, title)
     gc.disable()
     # first of all, as Redis: the OOM killer should pick the child first
     oomscore.apply(server.config["oom-score-adj"], server.config["oom-score-adj-values"], oomscore.BGCHILD)
@@ -320,10 +324,12 @@ def _child_setup(server, parent_pid):
             close_quietly(sock.fileno())
 
 
-def fork(server, body, what="Background child") -> Child:
-    """Fork a child that runs ``body(ctx)`` and exits with its return value.
-    Returns the :class:`Child` in the parent; raises OSError when the pipe or
-    the fork fails."""
+def fork(server, body, what="Background child", title=None) -> Child:
+    """Fork a child that runs ``body(ctx)`` and exits with its return value;
+    ``title`` (proctitle.BGSAVE ...) is the child's ``{title}`` in its
+    process title (None: the parent's title stays).  Returns the
+    :class:`Child` in the parent; raises OSError when the pipe or the fork
+    fails."""
     rfd, wfd = os.pipe()
     sys.stdout.flush()
     gc.collect(0)
@@ -340,7 +346,7 @@ def fork(server, body, what="Background child") -> Child:
         code = 1
         try:
             os.close(rfd)
-            _child_setup(server, parent_pid)
+            _child_setup(server, parent_pid, title)
             code = body(ChildContext(parent_pid, wfd))
         except BaseException:  # noqa: BLE001
             code = log.child_failed(what)
