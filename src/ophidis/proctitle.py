@@ -61,13 +61,23 @@ def invoked_as() -> str:
     return argv[0] if argv else ""
 
 
+def usable() -> bool:
+    """Whether a title can be set here; when not, said once in the log (the
+    server asks at start-up, so its forked children inherit that it was)."""
+    if not AVAILABLE and not _unavailable_logged[0]:
+        _unavailable_logged[0] = True
+        log.verbose("The process title is not set: the setproctitle package%s." % (
+            " is not installed" if _spt is None else " has no C module here"))
+    return AVAILABLE
+
+
 def apply(config, title: str) -> bool:
     """Set the process title: the template expanded with ``title``; False
     when the template does not expand (never, as it is validated)."""
     text = config.proc_title(config["proc-title-template"], title)
     if text is None:
         return False
-    if AVAILABLE:
+    if usable():
         # setproctitle also names the calling thread (prctl PR_SET_NAME) after
         # the title's first 15 bytes; Redis leaves that name alone (what
         # top, pidof and killall show: the program's name), so it is put back
@@ -75,8 +85,4 @@ def apply(config, title: str) -> bool:
             _comm.append(_spt.getthreadtitle())
         _spt.setproctitle(text)
         _spt.setthreadtitle(_comm[0])
-    elif not _unavailable_logged[0]:
-        _unavailable_logged[0] = True
-        log.verbose("The process title is not set: the setproctitle package%s." % (
-            " is not installed" if _spt is None else " has no C module here"))
     return True

@@ -33,10 +33,10 @@ it.  ``ctx`` (a :class:`ChildContext`) offers:
 Life cycle in the child, in this order: the parent-death signal is asked
 for first (``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through ctypes on Linux;
 then the parent is checked once more, since it may have died between fork
-and prctl), the process title with the child's name when ``fork`` was
-given one (proctitle.py: ``redis-rdb-bgsave`` ...), SIGTERM/SIGINT/SIGUSR1 back to their defaults (SIGUSR1 is how
+and prctl), SIGTERM/SIGINT/SIGUSR1 back to their defaults (SIGUSR1 is how
 the parent kills a child whose result it does not want), no wakeup fd, the
-log role ``C``, the listening sockets closed, the garbage collector off,
+log role ``C``, the process title with the child's name when ``fork`` was
+given one (proctitle.py: ``redis-rdb-bgsave`` ...), the listening sockets closed, the garbage collector off,
 and the child's CPU priority lowered by ``CHILD_NICE``: a Python child
 serialising the keyspace keeps a core busy far longer than Redis's C
 child, and under ``save 1 1`` with writes one save follows the other, so
@@ -302,9 +302,6 @@ def _child_setup(server, parent_pid, title):
     if os.getppid() != parent_pid:
         # the parent died before prctl took effect
         log.flush_and_exit(1)
-    if title is not None:
-        # Redis's name for the child, whatever set-proc-title says (as Redis)
-        proctitle.apply(server.config, title)
     gc.disable()
     # first of all, as Redis: the OOM killer should pick the child first
     oomscore.apply(server.config["oom-score-adj"], server.config["oom-score-adj-values"], oomscore.BGCHILD)
@@ -319,6 +316,9 @@ def _child_setup(server, parent_pid, title):
     except (ValueError, OSError):
         pass
     log.role = "C"
+    if title is not None:
+        # Redis's name for the child, whatever set-proc-title says (as Redis)
+        proctitle.apply(server.config, title)
     for _, lsrv in list(server.listeners):
         for sock in getattr(lsrv, "sockets", None) or ():
             close_quietly(sock.fileno())

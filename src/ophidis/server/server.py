@@ -448,6 +448,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         # before "Ready to accept connections" is logged.
         await self.listen()
         self.listeners_retitle()
+        proctitle.usable()      # without setproctitle: said once, here
         self.banner()
         log.warning("Server initialized")
         self.os_warnings()
