@@ -15,8 +15,7 @@ import sys
 import pytest
 import redis
 
-from support.servers import (REDIS_SERVER, SRC, RedisServerProc, ServerProc, children_of, free_port,
-                             server_env)
+from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, children_of, free_port, server_env
 from support.wait import wait_port, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
