@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from support.servers import children_of
 from support.wait import wait_until
 
 
@@ -20,22 +21,6 @@ def _oom(pid) -> int:
 def _set_oom(pid, v):
     with open("/proc/%d/oom_score_adj" % pid, "w") as f:
         f.write("%d\n" % v)
-
-
-def _children(pid) -> list:
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # the fields after the command's closing parenthesis: state, ppid
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out.append(int(name))
-    return out
 
 
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/oom_score_adj"), reason="Linux's /proc only")
@@ -65,7 +50,7 @@ def test_oom_score_adj_classes(start_server):
     c.config_set("rdb-key-save-delay", 1000000)
     c.bgsave()
     kids = []
-    wait_until(lambda: kids.extend(_children(pid)) or kids, what="the BGSAVE child")
+    wait_until(lambda: kids.extend(children_of(pid)) or kids, what="the BGSAVE child")
     wait_until(lambda: _oom(kids[0]) == base + 30, what="the child's score")
     assert _oom(pid) == base + 15
     c.config_set("rdb-key-save-delay", 0)
@@ -258,7 +243,7 @@ def test_no_rehash_while_a_child_runs(start_server):
     c.mset({"k1": "v1", "k2": "v2"})
     text = c.execute_command("DEBUG", "HTSTATS", 9)
     assert b"table size: 4096\n number of elements: 4098\n" in text
-    kids = _children(s.proc.pid)
+    kids = children_of(s.proc.pid)
     assert kids
     for k in kids:
         os.kill(k, 9)

@@ -155,6 +155,23 @@ def rss_growth(server, conn, batch, warm=10, runs=60):
     return out, rss(server.proc.pid) - before
 
 
+def children_of(pid) -> list:
+    """The pids of the processes whose parent is pid (Linux's /proc)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the fields after the command's closing parenthesis: state, ppid
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(int(name))
+    return out
+
+
 class _Process:
     """What both kinds of server share: the process, its pid, the wait for
     its port (stopping it when it does not come); a ``with`` block stops it."""

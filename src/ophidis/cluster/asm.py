@@ -54,7 +54,7 @@ import os
 
 import hiredis
 
-from .. import log
+from .. import log, proctitle
 from ..cmdtable.keys import cluster_keys
 from ..cmdtable.registry import lookup_fullname
 from ..errors import RedisError
@@ -476,7 +476,7 @@ class Asm:
                 f.write(SNAPSHOT_EOF)
             return 0
         try:
-            child = fork(self.srv, body, what="Slot migration snapshot child")
+            child = fork(self.srv, body, what="Slot migration snapshot child", title=proctitle.RDB_TO_REPLICAS)
         except OSError:
             os.close(rfd)
             os.close(wfd)

@@ -35,7 +35,8 @@ for first (``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through ctypes on Linux;
 then the parent is checked once more, since it may have died between fork
 and prctl), SIGTERM/SIGINT/SIGUSR1 back to their defaults (SIGUSR1 is how
 the parent kills a child whose result it does not want), no wakeup fd, the
-log role ``C``, the listening sockets closed, the garbage collector off,
+log role ``C``, the process title with the child's name when ``fork`` was
+given one (proctitle.py: ``redis-rdb-bgsave`` ...), the listening sockets closed, the garbage collector off,
 and the child's CPU priority lowered by ``CHILD_NICE``: a Python child
 serialising the keyspace keeps a core busy far longer than Redis's C
 child, and under ``save 1 1`` with writes one save follows the other, so
@@ -65,7 +66,7 @@ import signal
 import sys
 from time import monotonic, perf_counter
 
-from .. import log, oomscore
+from .. import log, oomscore, proctitle
 from ..keyspace.db import stats
 from ..net import client as client_mod
 
@@ -296,7 +297,7 @@ class ChildJob:
             srv.child_type = None
 
 
-def _child_setup(server, parent_pid):
+def _child_setup(server, parent_pid, title):
     set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent_pid:
         # the parent died before prctl took effect
@@ -315,15 +316,20 @@ def _child_setup(server, parent_pid):
     except (ValueError, OSError):
         pass
     log.role = "C"
+    if title is not None:
+        # Redis's name for the child, whatever set-proc-title says (as Redis)
+        proctitle.apply(server.config, title)
     for _, lsrv in list(server.listeners):
         for sock in getattr(lsrv, "sockets", None) or ():
             close_quietly(sock.fileno())
 
 
-def fork(server, body, what="Background child") -> Child:
-    """Fork a child that runs ``body(ctx)`` and exits with its return value.
-    Returns the :class:`Child` in the parent; raises OSError when the pipe or
-    the fork fails."""
+def fork(server, body, what="Background child", title=None) -> Child:
+    """Fork a child that runs ``body(ctx)`` and exits with its return value;
+    ``title`` (proctitle.BGSAVE ...) is the child's ``{title}`` in its
+    process title (None: the parent's title stays).  Returns the
+    :class:`Child` in the parent; raises OSError when the pipe or the fork
+    fails."""
     rfd, wfd = os.pipe()
     sys.stdout.flush()
     gc.collect(0)
@@ -340,7 +346,7 @@ def fork(server, body, what="Background child") -> Child:
         code = 1
         try:
             os.close(rfd)
-            _child_setup(server, parent_pid)
+            _child_setup(server, parent_pid, title)
             code = body(ChildContext(parent_pid, wfd))
         except BaseException:  # noqa: BLE001
             code = log.child_failed(what)

@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 
-from .. import log
+from .. import log, proctitle
 from ..keyspace import hfe
 from ..tools import check_rdb
 from . import child
@@ -153,9 +153,10 @@ class Persistence(child.ChildJob):
             self.last_try = int(time.time())
         try:
             if socket:
-                ch = child.fork(srv, lambda ctx: self._child_to_pipe(ctx, to_fd), what="RDB transfer child")
+                ch = child.fork(srv, lambda ctx: self._child_to_pipe(ctx, to_fd), what="RDB transfer child",
+                                title=proctitle.RDB_TO_REPLICAS)
             else:
-                ch = child.fork(srv, self._child_main, what="Background save child")
+                ch = child.fork(srv, self._child_main, what="Background save child", title=proctitle.BGSAVE)
         except OSError as e:
             log.warning("Can't save in background: fork: %s" % e.strerror)
             if not socket:

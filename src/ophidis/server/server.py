@@ -18,7 +18,7 @@ import time
 from functools import partial
 from collections import deque
 
-from .. import compiled, crash, doctor, log, oomscore, sysinfo
+from .. import compiled, crash, doctor, log, oomscore, proctitle, sysinfo
 from ..acl import Acl
 from ..cluster.migrate_sockets import MigrateSockets
 from ..cluster.state import Cluster
@@ -338,9 +338,12 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
             self.obuf_normal_limit = min([x for x in v["normal"][:2] if x] or [0])
         follow("client-output-buffer-limit", upd_cobl)
 
+        # the listeners follow port, bind and tls-port; then the process
+        # title, which shows the address (with set-proc-title yes, as Redis)
         def upd_port(v):
             if self.loop is not None:
                 self._rebind_tcp()
+                self.listeners_retitle()
         cfg.on_change("port", upd_port)
 
         def upd_bind(v):
@@ -348,6 +351,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
                 self._rebind_tcp("bind")
                 if cfg["tls-port"]:
                     self._rebind_tls(close_first=True)
+                self.listeners_retitle()
         cfg.on_change("bind", upd_bind)
 
         def upd_oom_score(v):
@@ -359,7 +363,24 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         def upd_tls_port(v):
             if self.loop is not None:
                 self._rebind_tls()
+                self.listeners_retitle()
         cfg.on_change("tls-port", upd_tls_port)
+
+        def upd_proc_title(v):
+            # whatever set-proc-title says, as Redis (updateProcTitleTemplate)
+            if self.loop is not None and not self.set_proc_title():
+                raise ConfigError("failed to set process title")
+        cfg.on_change("proc-title-template", upd_proc_title)
+
+    def set_proc_title(self) -> bool:
+        """redisSetProcTitle for the server itself (proctitle.py)."""
+        return proctitle.apply(self.config, proctitle.invoked_as())
+
+    def listeners_retitle(self):
+        """The title again once the listeners changed or exist (start-up),
+        with set-proc-title yes."""
+        if self.config["set-proc-title"]:
+            self.set_proc_title()
 
     def set_oom_score(self, process_class=None) -> bool:
         """setOOMScoreAdj: the score of this process's class (a master's or
@@ -419,13 +440,15 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
     async def run(self):
         self.loop = asyncio.get_running_loop()
         crash.install(self)
-        # Redis's order (main): listen, the logo (its " PID: " line is how
+        # Redis's order (main): listen, the process title, the logo (its " PID: " line is how
         # Redis's test suite sees a started server, even one that then
         # fails to load its files), "Server initialized", the OS warnings,
         # loading; clients connecting meanwhile wait for the load to end
         # (served with -LOADING while a file loads), and none is served
         # before "Ready to accept connections" is logged.
         await self.listen()
+        self.listeners_retitle()
+        proctitle.usable()      # without setproctitle: said once, here
         self.banner()
         log.warning("Server initialized")
         self.os_warnings()

@@ -9,7 +9,7 @@ import signal
 import time
 from time import perf_counter
 
-from ... import log
+from ... import log, proctitle
 from ...keyspace.db import EmbStr
 from ...net import client as client_mod
 from ...protocol.resp import bulk as _bulk
@@ -199,7 +199,7 @@ class Rewrite(child.ChildJob):
             self.lastbgrewrite_ok = False
             return False
         try:
-            ch = child.fork(srv, self._child_main, what="AOF rewrite child")
+            ch = child.fork(srv, self._child_main, what="AOF rewrite child", title=proctitle.AOF_REWRITE)
         except OSError as e:
             log.warning("Can't rewrite append only file in background: fork: %s" % strerror(e))
             self.lastbgrewrite_ok = False
