@@ -17,11 +17,12 @@ import redis
 from redis.cluster import RedisCluster
 from support.cluster import (Cluster, cluster_args, cluster_ports, keys_in, settled, settled_masters,
                              status, wait_state)
-from support.resp import RespConn
+from support.resp import RespConn, encode
 from support.servers import ServerProc, stop_all
 from support.tls import Certs
 from support.wait import wait_until
 
+from ophidis.cluster.asm import FORK_KEYS
 from ophidis.cluster.slots import key_hash_slot
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -306,6 +307,71 @@ def test_a_large_range_is_snapshotted_by_a_child(cluster):
         assert dst.get(k) == want, k
     wait_until(lambda: sum(src.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(400, 500)) == 0,
                30, interval=0.1, what="the source's keys gone")
+
+
+def test_a_pause_asked_while_the_snapshot_child_runs_waits_for_it():
+    """The destination asks to pause on reading the snapshot's marker,
+    which the source relays from its forked child before it has seen the
+    pipe end and sent the writes made meanwhile: the pause waits for them
+    (STREAM-EOF after every RESTORE, the marker and those writes: none
+    lost), and a pause that no DONE ends lets the held writes run after
+    cluster-slot-migration-write-pause-timeout.  A raw connection plays the
+    destination and sends PAUSE with START, so that the source sees it
+    before any of the snapshot (what a loaded machine once made happen);
+    rdb-key-save-delay keeps the child busy while a client writes."""
+    (port,) = cluster_ports(1)
+    node = ServerProc(["--port", str(port)] + cluster_args(2000))
+    conns = []
+    try:
+        c = node.client()
+        c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        wait_until(lambda: b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO"), 30, interval=0.05,
+                   what="cluster_state:ok")
+        keys = keys_in(0, 99, FORK_KEYS + 100, prefix="p")
+        p = c.pipeline(transaction=False)
+        for k in keys:
+            p.set(k, k)
+        p.execute()
+        c.config_set("rdb-key-save-delay", 3000)     # the child takes over 3 s
+        c.config_set("cluster-slot-migration-write-pause-timeout", 1000)
+        forks = c.info("stats")["total_forks"]
+        task_id = "a" * 40
+        dest = RespConn(port)
+        conns.append(dest)
+        dest.send_raw(encode("CLUSTER", "SYNCSLOTS", "START", task_id, "b" * 40, 0, 99)
+                      + encode("CLUSTER", "SYNCSLOTS", "PAUSE", task_id))
+        assert dest.read() == b"+OK\r\n"
+        writer = RespConn(port)
+        conns.append(writer)
+        during = keys_in(0, 99, 1, prefix="during")[0]
+        assert writer.call("SET", during, "x") == b"+OK\r\n"     # while the child runs: streamed
+        assert c.info("stats")["total_forks"] == forks + 1
+        stream = [dest.read_value()]
+        while stream[-1][:3] != [b"CLUSTER", b"SYNCSLOTS", b"STREAM-EOF"]:
+            stream.append(dest.read_value())
+        n = len(keys)
+        assert len(stream) == n + 3, stream[n:]
+        assert all(r[0] == b"RESTORE" for r in stream[:n])
+        assert {r[1] for r in stream[:n]} == {k.encode() for k in keys}
+        assert stream[n] == [b"CLUSTER", b"SYNCSLOTS", b"SNAPSHOT-EOF"]
+        assert stream[n + 1] == [b"SET", during.encode(), b"x"]
+        assert stream[n + 2][3].isdigit()
+
+        # writes to the slots now wait; without DONE (nor the bus) the
+        # pause ends at its timeout: the task fails, the writes run here
+        writer.send("SET", during, "y")
+        assert writer.read(timeout=10) == b"+OK\r\n"
+        row = c.execute_command("CLUSTER", "MIGRATION", "STATUS", "ID", task_id)[0]
+        row = dict(zip(row[0::2], row[1::2]))
+        assert row[b"operation"] == b"migrate" and row[b"state"] == b"failed", row
+        assert row[b"last_error"].startswith(b"write pause timeout (state: handoff"), row
+        assert dest.closed_within(10)
+        assert c.get(during) == b"y"
+        assert sum(c.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(100)) == n + 1
+    finally:
+        for conn in conns:
+            conn.close()
+        node.stop()
 
 
 def slot_counts(cl, i=0) -> dict:
