@@ -540,8 +540,8 @@ class Asm:
 
     def _snapshot(self, t, key_delay=0) -> bytes:
         """The slots' keys as RESTOREs; key_delay: rdb-key-save-delay's
-        microseconds after each key (the forked child only, as Redis's
-        snapshot child: a test slows it down)."""
+        microseconds after each key (the forked child only, as an RDB
+        save's child: a test slows it down)."""
         srv = self.srv
         db = srv.dbs[0]
         d = db.d
