@@ -99,6 +99,12 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     # the source or redirected (MOVED) to the destination, never ASK/TRYAGAIN
     written, problems, moved, stop = {}, [], [], threading.Event()
     counter, incrs = keys_in(0, 99, 1, prefix="counter")[0], [0]
+    # (a bounded set of keys, rewritten: however fast the writer, the range
+    # stays under FORK_KEYS and the snapshot is the event loop's; the next
+    # tests take the forked child's path)
+    wkeys = keys_in(0, 99, 300, prefix="w")
+    assert len(keys) + len(wkeys) + 1 < FORK_KEYS
+    forks = src.info("stats")["total_forks"]
 
     def writer():
         a = RespConn(cluster.ports[0])
@@ -109,10 +115,7 @@ def test_import_moves_the_slots_and_their_keys(cluster):
             # after the handoff, go on until a write has been redirected
             # (on 2 busy cores the thread may not have written since the pause)
             while (not stop.is_set() or n < 50 or not moved) and time.monotonic() < deadline:
-                k = "w%d" % n
-                while key_hash_slot(k.encode()) > 99:
-                    n += 1
-                    k = "w%d" % n
+                k = wkeys[n % len(wkeys)]
                 r = a.call("SET", k, n)
                 if r.startswith(b"-"):
                     if r != b"-MOVED %d 127.0.0.1:%d\r\n" % (key_hash_slot(k.encode()), cluster.ports[1]):
@@ -142,7 +145,8 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     t = threading.Thread(target=writer)
     t.start()
     try:
-        time.sleep(0.2)
+        wait_until(lambda: incrs[0] >= 20 or problems or not t.is_alive(), 30, interval=0.01,
+                   what="the writer under way")
         task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 99).decode()
         assert HEX40.match(task_id)
         row = wait_state(cluster, 1, task_id, ("completed", "failed"))
@@ -155,6 +159,7 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     assert row[b"source"].decode() == src_id and row[b"dest"].decode() == dst_id
     assert row[b"operation"] == b"import" and row[b"last_error"] == b"" and row[b"retries"] == 0
     assert row[b"write_pause_ms"] == 0
+    assert src.info("stats")["total_forks"] == forks
     assert 0 < row[b"create_time"] <= row[b"start_time"] <= row[b"end_time"]
 
     # every node agrees: 0-99 is the destination's
