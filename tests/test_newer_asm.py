@@ -17,11 +17,12 @@ import redis
 from redis.cluster import RedisCluster
 from support.cluster import (Cluster, cluster_args, cluster_ports, keys_in, settled, settled_masters,
                              status, wait_state)
-from support.resp import RespConn
+from support.resp import RespConn, encode
 from support.servers import ServerProc, stop_all
 from support.tls import Certs
 from support.wait import wait_until
 
+from ophidis.cluster.asm import FORK_KEYS
 from ophidis.cluster.slots import key_hash_slot
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -98,6 +99,12 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     # the source or redirected (MOVED) to the destination, never ASK/TRYAGAIN
     written, problems, moved, stop = {}, [], [], threading.Event()
     counter, incrs = keys_in(0, 99, 1, prefix="counter")[0], [0]
+    # (a bounded set of keys, rewritten: however fast the writer, the range
+    # stays under FORK_KEYS and the snapshot is the event loop's; the next
+    # tests take the forked child's path)
+    wkeys = keys_in(0, 99, 300, prefix="w")
+    assert len(keys) + len(wkeys) + 1 < FORK_KEYS
+    forks = src.info("stats")["total_forks"]
 
     def writer():
         a = RespConn(cluster.ports[0])
@@ -108,10 +115,7 @@ def test_import_moves_the_slots_and_their_keys(cluster):
             # after the handoff, go on until a write has been redirected
             # (on 2 busy cores the thread may not have written since the pause)
             while (not stop.is_set() or n < 50 or not moved) and time.monotonic() < deadline:
-                k = "w%d" % n
-                while key_hash_slot(k.encode()) > 99:
-                    n += 1
-                    k = "w%d" % n
+                k = wkeys[n % len(wkeys)]
                 r = a.call("SET", k, n)
                 if r.startswith(b"-"):
                     if r != b"-MOVED %d 127.0.0.1:%d\r\n" % (key_hash_slot(k.encode()), cluster.ports[1]):
@@ -141,7 +145,8 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     t = threading.Thread(target=writer)
     t.start()
     try:
-        time.sleep(0.2)
+        wait_until(lambda: incrs[0] >= 20 or problems or not t.is_alive(), 30, interval=0.01,
+                   what="the writer under way")
         task_id = dst.execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 99).decode()
         assert HEX40.match(task_id)
         row = wait_state(cluster, 1, task_id, ("completed", "failed"))
@@ -154,6 +159,7 @@ def test_import_moves_the_slots_and_their_keys(cluster):
     assert row[b"source"].decode() == src_id and row[b"dest"].decode() == dst_id
     assert row[b"operation"] == b"import" and row[b"last_error"] == b"" and row[b"retries"] == 0
     assert row[b"write_pause_ms"] == 0
+    assert src.info("stats")["total_forks"] == forks
     assert 0 < row[b"create_time"] <= row[b"start_time"] <= row[b"end_time"]
 
     # every node agrees: 0-99 is the destination's
@@ -306,6 +312,71 @@ def test_a_large_range_is_snapshotted_by_a_child(cluster):
         assert dst.get(k) == want, k
     wait_until(lambda: sum(src.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(400, 500)) == 0,
                30, interval=0.1, what="the source's keys gone")
+
+
+def test_a_pause_asked_while_the_snapshot_child_runs_waits_for_it():
+    """The destination asks to pause on reading the snapshot's marker,
+    which the source relays from its forked child before it has seen the
+    pipe end and sent the writes made meanwhile: the pause waits for them
+    (STREAM-EOF after every RESTORE, the marker and those writes: none
+    lost), and a pause that no DONE ends lets the held writes run after
+    cluster-slot-migration-write-pause-timeout.  A raw connection plays the
+    destination and sends PAUSE with START, so that the source sees it
+    before any of the snapshot (what a loaded machine once made happen);
+    rdb-key-save-delay keeps the child busy while a client writes."""
+    (port,) = cluster_ports(1)
+    node = ServerProc(["--port", str(port)] + cluster_args(2000))
+    conns = []
+    try:
+        c = node.client()
+        c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        wait_until(lambda: b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO"), 30, interval=0.05,
+                   what="cluster_state:ok")
+        keys = keys_in(0, 99, FORK_KEYS + 100, prefix="p")
+        p = c.pipeline(transaction=False)
+        for k in keys:
+            p.set(k, k)
+        p.execute()
+        c.config_set("rdb-key-save-delay", 3000)     # the child takes over 3 s
+        c.config_set("cluster-slot-migration-write-pause-timeout", 1000)
+        forks = c.info("stats")["total_forks"]
+        task_id = "a" * 40
+        dest = RespConn(port)
+        conns.append(dest)
+        dest.send_raw(encode("CLUSTER", "SYNCSLOTS", "START", task_id, "b" * 40, 0, 99)
+                      + encode("CLUSTER", "SYNCSLOTS", "PAUSE", task_id))
+        assert dest.read() == b"+OK\r\n"
+        writer = RespConn(port)
+        conns.append(writer)
+        during = keys_in(0, 99, 1, prefix="during")[0]
+        assert writer.call("SET", during, "x") == b"+OK\r\n"     # while the child runs: streamed
+        assert c.info("stats")["total_forks"] == forks + 1
+        stream = [dest.read_value()]
+        while stream[-1][:3] != [b"CLUSTER", b"SYNCSLOTS", b"STREAM-EOF"]:
+            stream.append(dest.read_value())
+        n = len(keys)
+        assert len(stream) == n + 3, stream[n:]
+        assert all(r[0] == b"RESTORE" for r in stream[:n])
+        assert {r[1] for r in stream[:n]} == {k.encode() for k in keys}
+        assert stream[n] == [b"CLUSTER", b"SYNCSLOTS", b"SNAPSHOT-EOF"]
+        assert stream[n + 1] == [b"SET", during.encode(), b"x"]
+        assert stream[n + 2][3].isdigit()
+
+        # writes to the slots now wait; without DONE (nor the bus) the
+        # pause ends at its timeout: the task fails, the writes run here
+        writer.send("SET", during, "y")
+        assert writer.read(timeout=10) == b"+OK\r\n"
+        row = c.execute_command("CLUSTER", "MIGRATION", "STATUS", "ID", task_id)[0]
+        row = dict(zip(row[0::2], row[1::2]))
+        assert row[b"operation"] == b"migrate" and row[b"state"] == b"failed", row
+        assert row[b"last_error"].startswith(b"write pause timeout (state: handoff"), row
+        assert dest.closed_within(10)
+        assert c.get(during) == b"y"
+        assert sum(c.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(100)) == n + 1
+    finally:
+        for conn in conns:
+            conn.close()
+        node.stop()
 
 
 def slot_counts(cl, i=0) -> dict:

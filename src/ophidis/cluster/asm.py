@@ -22,7 +22,9 @@ The destination applies what it reads as its master's stream is applied
 (a client that skips cluster redirections; what it runs propagates to the
 destination's own replicas and AOF).  After the snapshot's marker it sends
 ``CLUSTER SYNCSLOTS PAUSE <task-id>``: once what it has not yet sent is within
-cluster-slot-migration-handoff-max-lag-bytes ("handoff-prep" until then),
+cluster-slot-migration-handoff-max-lag-bytes and, after a forked snapshot,
+the child's pipe has ended and the writes held meanwhile are sent (the
+marker reaches the destination before that: "handoff-prep" until then),
 the source stops streaming, holds the writes to those slots (their clients
 wait, as under CLIENT PAUSE WRITE, for at most
 cluster-slot-migration-write-pause-timeout ms) and answers with the marker ``CLUSTER SYNCSLOTS STREAM-EOF <its currentEpoch>``, after
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 import hiredis
 
@@ -467,12 +470,13 @@ class Asm:
         """The snapshot at this point in time, serialised by a forked child
         into a pipe we relay to the destination; the writes streamed
         meanwhile wait (t.pending) for its end marker."""
+        delay = max(0, self.srv.config["rdb-key-save-delay"])
         rfd, wfd = os.pipe()
 
         def body(ctx):
             os.close(rfd)
             with open(wfd, "wb", buffering=1 << 20) as f:
-                f.write(self._snapshot(t))
+                f.write(self._snapshot(t, delay))
                 f.write(SNAPSHOT_EOF)
             return 0
         try:
@@ -513,7 +517,10 @@ class Asm:
         t.pending = None
         if pending and t.client is not None:
             t.client.write([b"".join(pending)])
-        t.state = "send-stream"
+        if t.state == "send-bulk-and-stream":
+            t.state = "send-stream"
+        # (in handoff-prep the destination asked to pause as soon as it read
+        # the marker, maybe before this end of the pipe: the cron hands off)
 
     def _end_child(self, t, kill=False):
         if t.rfd is not None:
@@ -531,7 +538,10 @@ class Asm:
             else:
                 ch.close()
 
-    def _snapshot(self, t) -> bytes:
+    def _snapshot(self, t, key_delay=0) -> bytes:
+        """The slots' keys as RESTOREs; key_delay: rdb-key-save-delay's
+        microseconds after each key (the forked child only, as an RDB
+        save's child: a test slows it down)."""
         srv = self.srv
         db = srv.dbs[0]
         d = db.d
@@ -551,6 +561,8 @@ class Asm:
                     continue        # expired: its DEL follows in the stream if it propagates
                 out.append(encode_argv([b"RESTORE", k, b"%d" % (when or 0), dump_payload(v, cfg),
                                         b"REPLACE", b"ABSTTL"]))
+                if key_delay:
+                    time.sleep(key_delay / 1e6)
         return b"".join(out)
 
     def feed(self, ops, wrap):
@@ -592,23 +604,31 @@ class Asm:
             self.srv.propagator.detach(self)
 
     def syncslots_pause(self, c, task_id: str):
-        """The destination applied the snapshot: once what we have not sent
-        yet is within cluster-slot-migration-handoff-max-lag-bytes, writes
-        to the slots wait and the stream ends (its STREAM-EOF marker is the
-        reply, now or from the cron)."""
+        """The destination applied the snapshot: once the snapshot child's
+        output and the writes held meanwhile are all sent and what we have
+        not sent yet is within cluster-slot-migration-handoff-max-lag-bytes,
+        writes to the slots wait and the stream ends (its STREAM-EOF marker
+        is the reply, now or from the cron)."""
         t = self.streaming
         if t is None or t.id != task_id or t.client is not c:
             raise RedisError("ERR no slot migration task %s streams to this connection" % task_id)
         log.notice("Migrate task %s preparing to handoff for slots: %s" % (t.id, ranges_text(t.ranges)))
-        if self._lag(t) > self.srv.config["cluster-slot-migration-handoff-max-lag-bytes"]:
+        if not self._drained(t):
             t.state = "handoff-prep"        # the stream drains first (the cron)
             self._reschedule()
             return None
         return self._handoff(t)
 
-    def _lag(self, t) -> int:
+    def _drained(self, t) -> bool:
+        """Nothing of the stream is left to send but what the lag allows.
+        The destination asks to pause on reading the snapshot's marker,
+        which the relay sends before it has seen the child's pipe end and
+        sent the writes held meanwhile (t.pending): those go first."""
+        if t.pending is not None:
+            return False
         tr = t.client.transport
-        return tr.get_write_buffer_size() if tr is not None else 0
+        lag = tr.get_write_buffer_size() if tr is not None else 0
+        return lag <= self.srv.config["cluster-slot-migration-handoff-max-lag-bytes"]
 
     def _handoff(self, t) -> bytes:
         propagate_pending(self.srv)
@@ -692,7 +712,7 @@ class Asm:
         elif t.state == "handoff-prep":
             if t.client is None or t.client.closing:
                 self._migrate_failed(t, "connection lost")
-            elif self._lag(t) <= self.srv.config["cluster-slot-migration-handoff-max-lag-bytes"]:
+            elif self._drained(t):
                 t.client.write([self._handoff(t)])
         elif t.state in ("send-stream", "send-bulk-and-stream"):
             if t.client is None or t.client.closing:
@@ -710,15 +730,14 @@ class Asm:
             self._stop_streaming()
         self._end_child(t, kill=True)
         t.pending = None
-        was_paused = t.state == "handoff"
         t.state = "failed"
         c = t.client
         t.client = None
         if c is not None and not c.closing:
             c.close()
         self._archive(t)        # (the destination retries with a new connection)
-        if was_paused:
-            self._release()
+        if self.paused or self.held:
+            self._release()     # (one task at a time: the pause was this one's)
 
     # -- CANCEL -------------------------------------------------------------------------------------
     def cancel(self, task_id=None, reason="user request") -> int:
