@@ -520,7 +520,7 @@ def test_docs_display_text_as_valkey(server, valkey_server):
     b = unparsed(valkey_server.client())
     theirs_names = {n for n in b.execute_command("COMMAND", "LIST")}
     ours = theirs = None
-    compared = diffs = 0
+    compared = 0
     mismatched = []
     for n in a.execute_command("COMMAND", "LIST"):
         if n not in theirs_names:

@@ -1,8 +1,6 @@
 """HIMPORT (Redis 8.10): fieldsets kept on the connection, hashes made from
 them, and what a replica sees (DEL of a replaced hash, then HSET)."""
 
-import redis
-import pytest
 
 from support.replication import SyncStream
 from support.resp import RespConn

@@ -7,7 +7,7 @@ import pytest
 
 from support.notify import events_of
 from support.replication import SyncStream
-from support.resp import array, bulk
+from support.resp import array
 from support.wait import wait_until
 
 NIL_ARRAY = b"*-1\r\n"
@@ -198,7 +198,6 @@ def test_lmovem_propagation(server, r, raw):
     # LMOVEM propagates as sent; BLMOVEM as LMOVEM with the number moved made
     # EXACT (served at once or after blocking); what moved nothing, nothing
     r.flushall()
-    other = None
     s = SyncStream(server.port)
     try:
         r.rpush("s", "1", "2", "3", "4")

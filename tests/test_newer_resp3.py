@@ -20,7 +20,6 @@ pushes, MULTI/EXEC and Lua conversions have their own tests below.
 import json
 import os
 import re
-import time
 
 import pytest
 
@@ -141,8 +140,6 @@ def without_fields(*names):
     pats = [re.compile(rb"\$%d\r\n%s\r\n:-?\d+\r\n" % (len(n), re.escape(n.encode()))) for n in names]
 
     def norm(buf):
-        out = []
-        pos = 0
         # the headers of maps / flat field arrays, each with the pairs it
         # holds directly: walk the reply and rebuild it
         def walk(p):

@@ -29,7 +29,6 @@ from ophidis.persistence.rdbpayload import dump_payload, load_payload, verify_pa
 from ophidis.persistence import snapshot
 from ophidis.persistence.listpack import canonical_int, intset_decode, intset_encode, lp_decode, lp_encode, zl_decode
 from ophidis.server.server import Server
-from ophidis.sysinfo import REDIS_VERSION
 from ophidis.types.containers import HashValue, ListValue, SetValue
 from ophidis.types.zset import ZSetValue
 

@@ -19,7 +19,7 @@ from functools import cmp_to_key
 from ..cmdtable.registry import command
 from ..errors import RedisError, arity_error
 from ..keyspace import notify
-from ..protocol.resp import (NULL_BULK, OK, array_header, bulk, double, integer, map_header, null,
+from ..protocol.resp import (OK, array_header, bulk, double, integer, map_header, null,
                              simple)
 from ..types import jsonpath
 from ..types.json import (I64_MAX, I64_MIN, MAX_DEPTH, U64_MAX, FphaError, JsonError, JsonValue, TypedList,

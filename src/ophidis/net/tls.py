@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import ssl
 
 from .. import log
