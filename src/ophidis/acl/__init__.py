@@ -43,8 +43,8 @@ class Acl:
         cfg.on_change("acl-pubsub-default", upd_pubsub)
 
         def upd_loglen(v):
+            # Redis 7.4: the entries stay until the next one is logged
             self.log.max_len = v
-            self.log.trim()
         cfg.on_change("acllog-max-len", upd_loglen)
 
         def upd_pass(v):
@@ -127,8 +127,9 @@ class Acl:
     def get(self, name: bytes):
         return self.users.get(name)
 
-    def set_user(self, name: bytes, rules) -> str | None:
-        """ACLStringSetUser: all rules or none; the error text or None."""
+    def set_user(self, name: bytes, rules, current=None) -> str | None:
+        """ACLStringSetUser: all rules or none; the error text or None
+        (``current``: the client running the command)."""
         merged, bad = merge_selector_args(list(rules))
         if merged is None:
             return "Unmatched parenthesis in acl selector starting at '%s'." % rules[bad].decode(
@@ -141,7 +142,7 @@ class Acl:
             except RuleError as e:
                 return "Error in ACL SETUSER modifier '%s': %s" % (op.decode("utf-8", "replace"), e.reason)
         if u is not None:
-            self._kill_pubsub_if_needed(temp, u)
+            self._kill_pubsub_if_needed(temp, u, current)
             u.copy_from(temp)
         else:
             self.users[name] = temp
@@ -163,37 +164,52 @@ class Acl:
         """ACLFreeUserAndKillClients."""
         for c in list(self.server.clients.values()):
             if c.user is u:
-                c.user = self.default
-                c.authenticated = False
-                if c is current:
-                    c.close_after_reply = True
-                    c.update_slow()
-                else:
-                    c.close()
+                self._deauth_and_close(c, current)
 
-    def _kill_pubsub_if_needed(self, new, orig):
-        """ACLKillPubsubClientsIfNeeded: subscribers of ``orig`` whose
-        channels the new rules no longer allow are disconnected."""
+    def _deauth_and_close(self, c, current):
+        """deauthenticateAndCloseClient: the client is the default user's,
+        unauthenticated, and goes; the one running the command (Redis 7.4)
+        after its reply."""
+        c.user = self.default
+        c.authenticated = False
+        if c is current:
+            c.close_after_reply = True
+            c.update_slow()
+        else:
+            c.close()
+
+    @staticmethod
+    def _upcoming_channels(new, orig):
+        """getUpcomingChannelList: None when ``new`` allows every channel
+        ``orig`` did, else the channel patterns ``new`` allows."""
         if any(s.allchannels for s in new.selectors):
-            return
+            return None
         upcoming = [p for s in new.selectors for p in s.channels]
-        match = True
         for s in orig.selectors:
             if s.allchannels or any(p not in upcoming for p in s.channels):
-                match = False
-                break
-        if match:
+                return upcoming
+        return None
+
+    @staticmethod
+    def _subscriptions_denied(c, upcoming) -> bool:
+        """ACLShouldKillPubsubClient: a subscription of ``c`` that the
+        channel patterns ``upcoming`` do not allow."""
+        if not (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard):
+            return False
+        if any(not channel_allowed(upcoming, p, True) for p in (c.pubsub_patterns or ())):
+            return True
+        return any(not channel_allowed(upcoming, ch, False)
+                   for chans in (c.pubsub_channels, c.pubsub_shard) for ch in (chans or ()))
+
+    def _kill_pubsub_if_needed(self, new, orig, current):
+        """ACLKillPubsubClientsIfNeeded: subscribers of ``orig`` whose
+        channels the new rules no longer allow are disconnected."""
+        upcoming = self._upcoming_channels(new, orig)
+        if upcoming is None:
             return
         for c in list(self.server.clients.values()):
-            if c.user is not orig or not (c.pubsub_channels or c.pubsub_patterns or c.pubsub_shard):
-                continue
-            kill = any(not channel_allowed(upcoming, p, True) for p in (c.pubsub_patterns or ()))
-            if not kill:
-                kill = any(not channel_allowed(upcoming, ch, False) for ch in (c.pubsub_channels or ()))
-            if not kill:
-                kill = any(not channel_allowed(upcoming, ch, False) for ch in (c.pubsub_shard or ()))
-            if kill:
-                c.close()
+            if c.user is orig and self._subscriptions_denied(c, upcoming):
+                self._deauth_and_close(c, current)
 
     # -- the command table changed (modules) ------------------------------------
     def _every_user(self):
@@ -291,13 +307,28 @@ class Acl:
         users, err = parse_acl_file(path, path, self.pubsub_all, self._make_default)
         if err is not None:
             return err
-        old = self.users
         self.default.copy_from(users[b"default"])
         users[b"default"] = self.default
         self.users = users
-        for name, u in old.items():
-            if u is not self.default:
-                self._kill_clients_of(u, current)
+        # Redis 7.4: a client goes only if its user is gone or no longer
+        # allows one of its subscriptions; the others take the new user of
+        # their user's name (our master's link and the like keep theirs)
+        upcoming = {}
+        for c in list(self.server.clients.values()):
+            orig = c.user
+            if orig is self.superuser:
+                continue
+            new = users.get(orig.name)
+            if new is None:
+                self._deauth_and_close(c, current)
+                continue
+            if new.name not in upcoming:
+                upcoming[new.name] = self._upcoming_channels(new, orig)
+            chans = upcoming[new.name]
+            if chans is not None and self._subscriptions_denied(c, chans):
+                self._deauth_and_close(c, current)
+                continue
+            c.user = new
         self.changed()
         return None
 

@@ -42,6 +42,11 @@ class AclLog:
         self.made = 0
 
     def add(self, reason, context, obj: bytes, username: bytes, cinfo: bytes):
+        if self.max_len == 0:
+            # Redis 7.4 keeps nothing (and counts no entry) while the log's
+            # length is 0; what was logged before goes now
+            self.entries = []
+            return
         e = Entry(reason, context, obj, username, cinfo)
         ents = self.entries
         for i, cur in enumerate(ents[:10]):
@@ -57,9 +62,6 @@ class AclLog:
         self.made += 1
         ents.insert(0, e)
         del ents[self.max_len:]
-
-    def trim(self):
-        del self.entries[self.max_len:]
 
     def reset(self):
         self.entries = []

@@ -416,7 +416,9 @@ class User:
 
     def __init__(self, name: bytes, pubsub_all=False):
         self.name = name
-        self.flags = {"off"}
+        # Redis 7.2+ (ACLCreateUser): a new user, the default user too, is
+        # "off" and "sanitize-payload", which descriptions show
+        self.flags = {"off", "sanitize-payload"}
         self.passwords = []          # SHA-256 hex (bytes)
         self.pubsub_all = pubsub_all
         self.selectors = [Selector(True, pubsub_all)]
@@ -548,7 +550,9 @@ def merge_selector_args(args: list):
     cur = None
     start = -1
     for j, op in enumerate(args):
-        if op[:1] == b"(" and op[-1:] != b")":
+        # an opening argument inside an open selector is part of it (Redis
+        # 7.2+): "(+ping (+del )" is one selector, refused as a whole
+        if start == -1 and op[:1] == b"(" and op[-1:] != b")":
             cur = op
             start = j
             continue

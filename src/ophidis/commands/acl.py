@@ -31,7 +31,7 @@ def acl_setuser(c, argv):
     name = argv[2]
     if has_spaces(name):
         raise RedisError("ERR Usernames can't contain spaces or null characters")
-    err = c.server.acl.set_user(name, argv[3:])
+    err = c.server.acl.set_user(name, argv[3:], c)
     if err is not None:
         raise RedisError("ERR " + err)
     return OK
