@@ -278,6 +278,17 @@ def test_count_header_is_a_deep_check(pair):
     assert BAD in out["ophidis"] and out["ophidis"] == out["redis"]
 
 
+def test_clients_mode_follows_the_users_flag(pair):
+    # sanitize-dump-payload clients: a user's sanitize-payload (every new
+    # user's flag) checks deeply, skip-sanitize-payload does not
+    p = payload(16, s(lp(HASH_LP, count=6)))
+    for rules, ok in ((("skip-sanitize-payload",), True), (("sanitize-payload",), False)):
+        for srv in pair.values():
+            assert srv.client().execute_command("ACL", "SETUSER", "default", *rules) == b"OK"
+        out = _both(pair, "clients", p)
+        assert out["ophidis"] == out["redis"] and (out["redis"] == b"OK") == ok, (rules, out)
+
+
 @pytest.mark.parametrize("name,p", VALID, ids=[v[0] for v in VALID])
 def test_valid_payloads_restore_alike(pair, name, p):
     for mode in ("yes", "no"):

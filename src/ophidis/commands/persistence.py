@@ -19,11 +19,11 @@ BAD_DATA = RedisError("ERR Bad data format")
 
 def restore_deep(c):
     """Whether RESTORE validates the payload deeply (sanitize-dump-payload:
-    yes always, clients for every client but our master's link and the AOF
-    being loaded)."""
+    yes always, clients for every client but our master's link, the AOF
+    being loaded and a user with the skip-sanitize-payload flag)."""
     mode = c.server.config["sanitize-dump-payload"]
     if mode == "clients":
-        return not (c.server.loading or c.is_master)
+        return not (c.server.loading or c.is_master or "skip-sanitize-payload" in c.user.flags)
     return mode == "yes"
 
 
