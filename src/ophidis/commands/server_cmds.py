@@ -137,7 +137,7 @@ def wait(c, argv):
     feed = srv.repl_feed
     off = c.woff        # the client's own last write (and all before it)
     n = feed.count_acks(off)
-    if n >= num or c.in_exec:
+    if n >= num or c.in_exec or c.in_script:     # (a script's WAIT answers at once, 7.2)
         return integer(n)
 
     def timed_out(c):
