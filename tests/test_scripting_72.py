@@ -5,6 +5,7 @@ commands too), and the scripts EVAL compiles are kept in an LRU cache of
 500.  Compared with valkey-server 9.1 (forked from 7.2.4) where it shares
 the behaviour."""
 
+import pytest
 from support.resp import RespConn
 from support.wait import wait_until
 
@@ -75,3 +76,116 @@ def test_blocking_commands_still_block_outside_scripts(r, server):
         assert c.read() == b":0\r\n"
     finally:
         c.close()
+
+
+# -- the command time snapshot ----------------------------------------------------------
+
+TIME_SCRIPT = ("local a = redis.call('TIME') redis.call('DEBUG', 'SLEEP', 0.02) "
+               "local b = redis.call('TIME') return {a, b}")
+EXPIRY_SCRIPT = """
+redis.call('SET', 'k1{t}', 'v', 'EX', 1) redis.call('DEBUG', 'SLEEP', 0.01)
+redis.call('SET', 'k2{t}', 'v', 'PX', 1000) redis.call('DEBUG', 'SLEEP', 0.01)
+redis.call('SET', 'k3{t}', 'v') redis.call('EXPIRE', 'k3{t}', 1) redis.call('DEBUG', 'SLEEP', 0.01)
+redis.call('SET', 'k4{t}', 'v') redis.call('PEXPIRE', 'k4{t}', 1000) redis.call('DEBUG', 'SLEEP', 0.01)
+redis.call('SETEX', 'k5{t}', 1, 'v') redis.call('DEBUG', 'SLEEP', 0.01)
+redis.call('PSETEX', 'k6{t}', 1000, 'v') redis.call('DEBUG', 'SLEEP', 0.01)
+redis.call('SET', 'k7{t}', 'v') redis.call('GETEX', 'k7{t}', 'PX', 1000) redis.call('DEBUG', 'SLEEP', 0.01)
+local e = redis.call('DUMP', 'k7{t}')
+redis.call('RESTORE', 'k8{t}', 1000, e) redis.call('DEBUG', 'SLEEP', 0.01)
+redis.call('HSET', 'h{t}', 'f', 'v') redis.call('HPEXPIRE', 'h{t}', 1000, 'FIELDS', 1, 'f')
+redis.call('DEBUG', 'SLEEP', 0.01)
+local out = {}
+for i = 1, 8 do
+  local k = 'k' .. i .. '{t}'
+  table.insert(out, {redis.call('PTTL', k), redis.call('TTL', k), redis.call('PEXPIRETIME', k)})
+end
+table.insert(out, {redis.call('HPTTL', 'h{t}', 'FIELDS', 1, 'f')[1], 1,
+                   redis.call('HPEXPIRETIME', 'h{t}', 'FIELDS', 1, 'f')[1]})
+return out
+"""
+
+
+@pytest.fixture
+def deny_off(r):
+    """DEBUG and friends allowed from scripts (as Redis's test does)."""
+    r.execute_command("DEBUG", "set-disable-deny-scripts", 1)
+    yield r
+    r.execute_command("DEBUG", "set-disable-deny-scripts", 0)
+
+
+def test_time_is_frozen_in_a_script(deny_off):
+    """Redis 7.2: TIME in a script is the script's start (twice the same,
+    however long the script ran); EVAL and FCALL alike."""
+    r = deny_off
+    a, b = r.eval(TIME_SCRIPT, 0)
+    assert a == b
+    r.function_load("#!lua name=t\nredis.register_function('t', function() %s end)" % TIME_SCRIPT,
+                    replace=True)
+    a, b = r.fcall("t", 0)
+    assert a == b
+    # and the next script's time is a later one
+    c, _ = r.eval(TIME_SCRIPT, 0)
+    assert (int(c[0]), int(c[1])) > (int(a[0]), int(a[1]))
+
+
+def test_expiry_commands_use_the_scripts_time(deny_off):
+    """[P]TTL, SET EX/PX, [P]EXPIRE, [P]SETEX, GETEX, RESTORE's TTL,
+    HPEXPIRE and [P]EXPIRETIME all count from the script's start: the keys
+    given one second each, between sleeps, expire at the same ms."""
+    out = deny_off.eval(EXPIRY_SCRIPT, 0)
+    assert out[0][0] == 1000 and out[0][1] == 1, out
+    assert all(row == out[0] for row in out[:8]), out
+    assert out[8][0] == 1000 and out[8][2] == out[0][2], out
+
+
+def test_restore_ttl_counts_from_the_scripts_start(deny_off):
+    """RESTORE's relative TTL counts from the script's start: two RESTOREs
+    between sleeps expire at the same ms (7.4's "RESTORE expired keys with
+    expiration time")."""
+    r = deny_off
+    r.set("src", "v")
+    out = r.eval("local e = redis.call('DUMP', KEYS[1]) "
+                 "redis.call('RESTORE', 'a', 1, e) redis.call('DEBUG', 'SLEEP', 0.01) "
+                 "redis.call('RESTORE', 'b', 1, e) "
+                 "return {redis.call('PEXPIRETIME', 'a'), redis.call('PEXPIRETIME', 'b')}", 1, "src")
+    assert out[0] == out[1] > 0
+
+
+def test_stream_ids_use_the_scripts_time(deny_off):
+    """XADD's automatic IDs in one script share the script's millisecond."""
+    a, b = deny_off.eval("local a = redis.call('XADD', 's', '*', 'f', 1) redis.call('DEBUG', 'SLEEP', 0.01) "
+                         "return {a, redis.call('XADD', 's', '*', 'f', 2)}", 0)
+    assert a.split(b"-")[0] == b.split(b"-")[0] and b.endswith(b"-1")
+
+
+def test_time_is_frozen_in_exec(r):
+    """The commands of a transaction run at EXEC's time: TIME twice the
+    same, TTLs counted from it; a script in it keeps that time too."""
+    r.set("sl", 1)
+    p = r.pipeline(transaction=True)
+    p.time()
+    p.set("k", "v", px=1000)
+    p.execute_command("DEBUG", "SLEEP", 0.02)
+    p.time()
+    p.pttl("k")
+    p.eval("return redis.call('TIME')", 0)
+    res = p.execute()
+    assert res[0] == res[3]
+    assert res[4] == 1000
+    assert [int(x) for x in res[5]] == list(res[0])
+    # outside a transaction the clock moves on
+    t1 = r.time()
+    r.execute_command("DEBUG", "SLEEP", 0.01)
+    assert r.time() > t1
+
+
+def test_time_snapshot_as_valkey(same_as_valkey):
+    """The same scripts' replies on valkey-server (which shares 7.2's
+    snapshot): equal TIMEs, equal TTLs."""
+    same_as_valkey([["DEBUG", "set-disable-deny-scripts", "1"],
+                    ["EVAL", "local a = redis.call('TIME') redis.call('DEBUG', 'SLEEP', 0.01) "
+                     "local b = redis.call('TIME') return a[1] == b[1] and a[2] == b[2]", "0"],
+                    ["EVAL", "redis.call('SET', 'k', 'v', 'EX', 1) redis.call('DEBUG', 'SLEEP', 0.01) "
+                     "redis.call('SET', 'k2', 'v') redis.call('PEXPIRE', 'k2', 1000) "
+                     "return {redis.call('PTTL', 'k'), redis.call('PTTL', 'k2')}", "0"],
+                    ["DEBUG", "set-disable-deny-scripts", "0"]], protocols=(2,))
