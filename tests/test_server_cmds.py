@@ -174,6 +174,23 @@ def test_startup_log_and_warnings(start_server):
         assert ("TCP backlog setting of 511" in out) == (somax < 511)
 
 
+def test_tls_key_passphrases_are_redacted(r):
+    """Redis 7.4 made tls-key-file-pass and tls-client-key-file-pass
+    sensitive: CONFIG SET of them shows (redacted) in SLOWLOG."""
+    r.config_set("slowlog-log-slower-than", "0")
+    try:
+        r.slowlog_reset()
+        r.config_set("tls-key-file-pass", "")
+        r.config_set("tls-client-key-file-pass", "")
+        r.config_set("tls-ciphersuites", "")
+        cmds = [e["command"] for e in r.slowlog_get(10)]
+    finally:
+        r.config_set("slowlog-log-slower-than", "10000")
+    assert b"CONFIG SET tls-key-file-pass (redacted)" in cmds
+    assert b"CONFIG SET tls-client-key-file-pass (redacted)" in cmds
+    assert b"CONFIG SET tls-ciphersuites " in cmds      # (not sensitive: as given)
+
+
 def test_slowlog_and_monitor_redact_secrets(start_server):
     """Passwords never reach SLOWLOG or MONITOR: AUTH, HELLO ... AUTH and
     sensitive CONFIG SET values show as (redacted), as in Redis 7.0."""
