@@ -5,7 +5,10 @@ commands too), and the scripts EVAL compiles are kept in an LRU cache of
 500.  Compared with valkey-server 9.1 (forked from 7.2.4) where it shares
 the behaviour."""
 
+import hashlib
+
 import pytest
+from redis.exceptions import ResponseError
 from support.resp import RespConn
 from support.wait import wait_until
 
@@ -189,3 +192,93 @@ def test_time_snapshot_as_valkey(same_as_valkey):
                      "redis.call('SET', 'k2', 'v') redis.call('PEXPIRE', 'k2', 1000) "
                      "return {redis.call('PTTL', 'k'), redis.call('PTTL', 'k2')}", "0"],
                     ["DEBUG", "set-disable-deny-scripts", "0"]], protocols=(2,))
+
+
+# -- the EVAL script cache's eviction (Redis 7.4) -------------------------------------------
+
+def _sha(n):
+    return hashlib.sha1(b"return %d" % n).hexdigest()
+
+
+def _cache(r):
+    i = r.info()
+    return i["number_of_cached_scripts"], i["evicted_scripts"]
+
+
+def test_eval_scripts_are_evicted_past_500(r):
+    """EVAL and EVAL_RO keep at most 500 of the scripts they compiled; the
+    least recently run goes first, counted by INFO's evicted_scripts."""
+    r.script_flush()
+    r.config_resetstat()
+    for j in range(1, 251):
+        r.eval("return %d" % j, 0)
+    for j in range(251, 501):
+        r.eval_ro("return %d" % j, 0)
+    assert _cache(r) == (500, 0)
+    assert r.evalsha(_sha(1), 0) == 1 and r.evalsha_ro(_sha(500), 0) == 500
+    for j in range(501, 1001):
+        r.eval("return %d" % j, 0)
+    assert _cache(r) == (500, 500)
+    for j in (1, 500):
+        with pytest.raises(ResponseError, match="No matching script. Please use EVAL."):
+            r.evalsha(_sha(j), 0)
+    assert r.evalsha(_sha(1000), 0) == 1000
+    r.config_resetstat()
+    assert _cache(r) == (500, 0)
+    r.script_flush()
+    assert _cache(r) == (0, 0)
+
+
+def test_eval_script_eviction_is_lru(r):
+    """Running a script (EVAL or EVALSHA) makes it the most recently used."""
+    r.script_flush()
+    r.config_resetstat()
+    for j in range(1, 501):
+        r.eval("return %d" % j, 0)
+    r.eval("return 1", 0)
+    r.evalsha(_sha(2), 0)
+    r.eval("return 4", 0)
+    r.eval("return 1000", 0)        # evicts the oldest: "return 3"
+    r.eval("return 1001", 0)        # then "return 5"
+    assert r.script_exists(_sha(1), _sha(2), _sha(3), _sha(4), _sha(5), _sha(6)) == \
+        [True, True, False, True, False, True]
+    assert _cache(r) == (500, 2)
+
+
+def test_script_load_scripts_are_never_evicted(r):
+    """SCRIPT LOAD's scripts stay (and do not count toward the 500); a
+    script EVAL already made stays evictable after a SCRIPT LOAD of it
+    (Redis 7.4.1's luaCreateFunction returns the cached one as it is)."""
+    r.script_flush()
+    r.config_resetstat()
+    n = 600
+    for j in range(1, n + 1):
+        r.script_load("return %d" % j)
+        r.eval("return 'str_%d'" % j, 0)
+    assert _cache(r) == (n + 500, n - 500)
+    assert all(r.script_exists(*[_sha(j) for j in range(1, n + 1)]))
+    # EVAL of a loaded script does not make it evictable
+    for j in range(1, 11):
+        r.eval("return %d" % j, 0)
+    for j in range(700, 1300):
+        r.eval("return 'x%d'" % j, 0)
+    assert all(r.script_exists(*[_sha(j) for j in range(1, 11)]))
+    # SCRIPT LOAD of an EVAL script leaves it evictable
+    r.eval("return 'evaled'", 0)
+    sha = r.script_load("return 'evaled'")
+    for j in range(1300, 1800):
+        r.eval("return 'x%d'" % j, 0)
+    assert r.script_exists(sha) == [False]
+
+
+def test_eval_cache_eviction_as_valkey(same_as_valkey):
+    """The same commands' replies on valkey-server (which has 7.4's EVAL
+    script eviction): which scripts are left (valkey's NOSCRIPT error
+    text differs: SCRIPT EXISTS tells)."""
+    cmds = [["SCRIPT", "FLUSH"], ["CONFIG", "RESETSTAT"]]
+    cmds += [["EVAL", "return %d" % j, "0"] for j in range(1, 502)]
+    cmds += [["SCRIPT", "EXISTS"] + [_sha(j) for j in (1, 2, 501)]]
+    cmds += [["EVALSHA", _sha(j), "0"] for j in (2, 501)]
+    cmds += [["EVAL", "return 3", "0"], ["EVAL", "return 9999", "0"], ["EVAL_RO", "return 9998", "0"]]
+    cmds += [["SCRIPT", "EXISTS"] + [_sha(j) for j in (2, 3, 4, 5, 6, 9998, 9999)]]
+    same_as_valkey(cmds, protocols=(2,))

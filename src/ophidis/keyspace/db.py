@@ -115,7 +115,7 @@ class Stats(StatsCore):
     # the integer counters, 0 after a reset (CONFIG RESETSTAT)
     COUNTERS = (
         "keyspace_hits", "keyspace_misses", "expired_keys", "expired_keys_active",
-        "expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "net_input_bytes",
+        "expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "evicted_scripts", "net_input_bytes",
         "net_output_bytes", "connections_received", "rejected_connections", "total_error_replies",
         "numcommands_base", "unexpected_error_replies", "total_reads_processed", "total_writes_processed",
         "io_threaded_reads_processed", "client_qbuf_limit_disconnections",
