@@ -74,8 +74,10 @@ def test_blocking_commands_still_block_outside_scripts(r, server):
         wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the BLPOP blocked")
         r.rpush("bl", "x")
         assert c.read() == b"*2\r\n$2\r\nbl\r\n$1\r\nx\r\n"
-        c.send("WAIT", "1", "300")
+        cid = int(c.call("CLIENT", "ID")[1:-2])
+        c.send("WAIT", "1", "0")
         wait_until(lambda: r.info("clients")["blocked_clients"] == 1, what="the WAIT blocked")
+        assert r.client_unblock(cid)
         assert c.read() == b":0\r\n"
     finally:
         c.close()
