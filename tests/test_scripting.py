@@ -247,7 +247,7 @@ VALUE_SCRIPTS = [
     "return table.concat({'a', 'b'}, ',')",
     "local t = {} table.insert(t, 1) table.insert(t, 2) return t",
     "local n = 0 for k, v in pairs(redis) do n = n + 1 end return n",
-    "local r = {} for _, n in ipairs({'os','io','debug','loadfile','dofile','require','package','print',"
+    "local r = {} for _, n in ipairs({'io','debug','loadfile','dofile','require','package','print',"
     "'newproxy','gcinfo','module','setfenv','getfenv','loadstring','load','collectgarbage','coroutine','unpack',"
     "'select','_G','bit','cjson','cmsgpack','struct','math','string','table','xpcall','pcall','error','assert',"
     "'rawset','rawget','rawequal','next','pairs','ipairs','tostring','tonumber','type','getmetatable',"
@@ -256,12 +256,42 @@ VALUE_SCRIPTS = [
     "local r = {} for k, v in pairs(string) do table.insert(r, k) end table.sort(r) return r",
     "local r = {} for k, v in pairs(table) do table.insert(r, k) end table.sort(r) return r",
     "local r = {} for k, v in pairs(redis) do table.insert(r, k .. '=' .. type(v)) end table.sort(r) return r",
-    "return pcall(function() return os end)",
-    "local ok, e = pcall(function() return os end) return e",
     "return select('#', pcall(error))",
     "local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end) "
     "local _, x = coroutine.resume(co, 1) local _, y = coroutine.resume(co, 10) return {x, y}",
 ]
+
+
+def test_os_library_is_clock_only_as_redis_74(same_as_valkey):
+    """Since Redis 7.4 scripts see an ``os`` table holding only ``clock``
+    (the process's CPU time); 7.0 had no ``os`` at all.  The table is
+    read-only, and the other os functions are absent (calling one is
+    Lua's "attempt to call field" error; compared through pcall: valkey's
+    error reply names no script)."""
+    scripts = [
+        "local r = {} for k, v in pairs(os) do table.insert(r, k .. '=' .. type(v)) end return r",
+        "return type(rawget(_G, 'os'))",
+        "return type(os.clock())",
+        "return os.clock() >= 0",
+        "return {pcall(function() os.clock = nil end)}",
+        "return {pcall(function() os.x = 1 end)}",
+        "return getmetatable(os)",
+    ] + ["return {pcall(function() os.%s() end)}" % f for f in ("execute", "exit", "getenv", "remove", "rename", "setlocale", "tmpname",
+                                 "date", "time", "difftime")]
+    same_as_valkey([["EVAL", s, "0"] for s in scripts])
+    fn = ("#!lua name=oslib\nredis.register_function('osf', function(keys, args) "
+          "local r = {} for k in pairs(os) do table.insert(r, k) end "
+          "table.insert(r, type(os.clock())) return r end)")
+    same_as_valkey([["FUNCTION", "FLUSH"], ["FUNCTION", "LOAD", fn], ["FCALL", "osf", "0"],
+                    ["FCALL", "osf", "0"]], protocols=(2,))
+
+
+def test_os_clock_measures_cpu_time(r):
+    """os.clock advances with the script's own work (Redis 7.4's test
+    "Measures elapsed time os.clock()", shortened)."""
+    took = r.eval("local s = os.clock() while os.clock() - s < 0.2 do end "
+                  "return {double = os.clock() - s}", 0)
+    assert 0.2 <= float(took) < 5
 
 
 def test_number_arguments_as_redis_72(same_as_valkey):
@@ -309,7 +339,7 @@ def test_redis_types_to_lua(r):
 # -- sandbox --------------------------------------------------------------------------------------
 
 ESCAPES = [
-    ("return os.execute('true')", "nonexistent global variable 'os'"),
+    ("return os.execute('true')", "attempt to call field 'execute' (a nil value)"),   # 7.4: os.clock only
     ("return io.open('/etc/passwd')", "nonexistent global variable 'io'"),
     ("return loadfile('/etc/passwd')", "nonexistent global variable 'loadfile'"),
     ("return dofile('/etc/passwd')", "nonexistent global variable 'dofile'"),
@@ -319,7 +349,7 @@ ESCAPES = [
     ("return python.eval('1')", "nonexistent global variable 'python'"),
     ("return getfenv(0)", "nonexistent global variable 'getfenv'"),
     ("return setfenv(1, {})", "nonexistent global variable 'setfenv'"),
-    ("return loadstring('return os')()", "nonexistent global variable 'os'"),
+    ("return loadstring('return os.getenv')()('HOME')", "attempt to call a nil value"),
     ("return loadstring('return debug')()", "nonexistent global variable 'debug'"),
     ("return coroutine.wrap(function() return io end)()", "nonexistent global variable 'io'"),
     ("_G.x = 1", "Attempt to modify a readonly table"),
@@ -549,11 +579,10 @@ def test_unkillable_script_and_shutdown_nosave(start_server):
 def test_caller_pipeline_continues_after_busy_script(start_server):
     s = start_server("--busy-reply-threshold", "50")
     c = RespConn(s.port)
-    c.send_raw(encode("EVAL", "local t = redis.call('time') local s = tonumber(t[1]) "
-                          "while true do local n = redis.call('time') "
-                          "if tonumber(n[1]) * 1000000 + tonumber(n[2]) > s * 1000000 + tonumber(t[2]) + 3000000 "
-                          "then break end end return 'done'", "0") + encode("PING"))
-    # busy for 3 s: long enough to be seen busy on a loaded machine
+    # (TIME is frozen in a script since Redis 7.2: os.clock, 7.4's, measures)
+    c.send_raw(encode("EVAL", "local s = os.clock() while os.clock() - s < 3 do redis.call('ping') end "
+                          "return 'done'", "0") + encode("PING"))
+    # busy for 3 s of CPU: long enough to be seen busy on a loaded machine
     rep = _wait_busy(s.port)
     assert rep == BUSY_EVAL
     assert c.read() == b"$4\r\ndone\r\n"

@@ -174,6 +174,31 @@ def test_startup_log_and_warnings(start_server):
         assert ("TCP backlog setting of 511" in out) == (somax < 511)
 
 
+def test_sensitive_arguments_redacted_as_redis_74(r):
+    """Redis 7.4 made tls-key-file-pass and tls-client-key-file-pass
+    sensitive (CONFIG SET of them shows (redacted)) and hides the user
+    names ACL GETUSER and ACL DELUSER are given, in SLOWLOG (MONITOR shows
+    no admin command)."""
+    r.config_set("slowlog-log-slower-than", "0")
+    try:
+        r.slowlog_reset()
+        r.config_set("tls-key-file-pass", "")
+        r.config_set("tls-client-key-file-pass", "")
+        r.config_set("tls-ciphersuites", "")
+        r.execute_command("ACL", "SETUSER", "slowlog-test-user", "+get")
+        r.execute_command("ACL", "GETUSER", "slowlog-test-user")
+        r.execute_command("ACL", "DELUSER", "slowlog-test-user", "non-existing-user")
+        r.echo("end")
+        cmds = [e["command"] for e in r.slowlog_get(10)][::-1]
+    finally:
+        r.config_set("slowlog-log-slower-than", "10000")
+    assert cmds[1:] == [b"CONFIG SET tls-key-file-pass (redacted)",
+                        b"CONFIG SET tls-client-key-file-pass (redacted)",
+                        b"CONFIG SET tls-ciphersuites ",        # (not sensitive: as given)
+                        b"ACL SETUSER (redacted) (redacted)", b"ACL GETUSER (redacted)",
+                        b"ACL DELUSER (redacted) (redacted)", b"ECHO end"], cmds
+
+
 def test_slowlog_and_monitor_redact_secrets(start_server):
     """Passwords never reach SLOWLOG or MONITOR: AUTH, HELLO ... AUTH and
     sensitive CONFIG SET values show as (redacted), as in Redis 7.0."""

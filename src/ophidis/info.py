@@ -261,7 +261,7 @@ def sec_stats(srv):
         "expire_cycle_cpu_milliseconds:%d" % s.expire_cycle_cpu_milliseconds,
         "evicted_keys:%d" % s.evicted_keys,
         "evicted_clients:%d" % s.evicted_clients,
-        "evicted_scripts:0",          # 7.4: the EVAL script cache is not evicted here
+        "evicted_scripts:%d" % s.evicted_scripts,       # 7.4: the EVAL script cache's
         "total_eviction_exceeded_time:0",
         "current_eviction_exceeded_time:0",
         "keyspace_hits:%d" % s.keyspace_hits,

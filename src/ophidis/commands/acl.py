@@ -21,12 +21,13 @@ def _syntax(argv):
         argv[1][:128].decode("utf-8", "replace"), argv[0].decode("utf-8", "replace").upper()))
 
 
-def redact_setuser(argv):
-    """SLOWLOG / MONITOR: nothing of a user's definition (name included)."""
+def redact_users(argv):
+    """SLOWLOG / MONITOR: nothing of a user's definition, nor the names
+    ACL SETUSER, DELUSER (7.4) and GETUSER (7.4) are given."""
     return argv[:2] + [REDACTED] * (len(argv) - 2)
 
 
-@command("acl|setuser", redact=redact_setuser)
+@command("acl|setuser", redact=redact_users)
 def acl_setuser(c, argv):
     name = argv[2]
     if has_spaces(name):
@@ -37,7 +38,7 @@ def acl_setuser(c, argv):
     return OK
 
 
-@command("acl|deluser")
+@command("acl|deluser", redact=redact_users)
 def acl_deluser(c, argv):
     names = argv[2:]
     if b"default" in names:
@@ -51,7 +52,7 @@ def _selector_fields(resp, s) -> list:
             bulk(b"channels"), bulk(s.channels_description())]
 
 
-@command("acl|getuser")
+@command("acl|getuser", redact=redact_users)
 def acl_getuser(c, argv):
     u = c.server.acl.get(argv[2])
     resp = c.resp

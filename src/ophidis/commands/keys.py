@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import time
 
 from ..cmdtable.registry import command
 from ..errors import NO_SUCH_KEY, SAME_OBJECT, SYNTAX, RedisError
 from ..keyspace import hfe, notify
-from ..keyspace.db import ENCODINGS, EmbStr, type_name
+from ..keyspace.db import ENCODINGS, EmbStr, mstime, type_name
 from ..protocol.resp import MINUS_ONE, MINUS_TWO, OK, ONE, ZERO, bulk, bulk_array, help_reply, integer
 from ..util import LLONG_MAX, LLONG_MIN, compile_glob, parse_int, try_int
 
-_time = time.time
 _GENERIC = notify.GENERIC
 
 
@@ -197,7 +195,7 @@ def copy(c, argv):
 def keys(c, argv):
     db = c.db
     match = compile_glob(argv[1])
-    now = _time() * 1000
+    now = mstime()
     expires = db.expires
     out = []
     if argv[1] == b"*":
@@ -304,7 +302,7 @@ def scan(c, argv):
         keys = [k for k in keys if k in d and type_name(d[k]).lower() == typ]
     expires = db.expires
     if expires:
-        now = _time() * 1000
+        now = mstime()
         live = []
         for k in keys:
             w = expires.get(k)
@@ -376,7 +374,7 @@ def _expire_generic(c, argv, basetime_ms, seconds):
         if flag & EXP_LT and cur != -1 and when >= cur:
             return ZERO
     srv = c.server
-    if when <= int(_time() * 1000) and not srv.loading and not srv.is_replica:
+    if when <= mstime() and not srv.loading and not srv.is_replica:
         db.delete(key, srv.config["lazyfree-lazy-expire"])
         srv.dirty += 1
         notify.notify(_GENERIC, b"del", key, db.id)
@@ -409,12 +407,12 @@ def propagate_pexpireat(srv, db, argv):
 
 @command("expire", propagate=propagate_expire)
 def expire(c, argv):
-    return _expire_generic(c, argv, int(_time() * 1000), True)
+    return _expire_generic(c, argv, mstime(), True)
 
 
 @command("pexpire", propagate=propagate_expire)
 def pexpire(c, argv):
-    return _expire_generic(c, argv, int(_time() * 1000), False)
+    return _expire_generic(c, argv, mstime(), False)
 
 
 @command("expireat", propagate=propagate_expire)
@@ -437,7 +435,7 @@ def _ttl(c, argv, ms, absolute):
         return MINUS_ONE
     if absolute:
         return integer(when if ms else when // 1000)
-    left = when - int(_time() * 1000)
+    left = when - mstime()
     if left < 0:
         left = 0
     return integer(left if ms else (left + 500) // 1000)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 
 from .. import log
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import hfe, notify
+from ..keyspace.db import mstime
 from ..persistence.rdb import LoadSettings, RdbError, dump_payload, load_payload, verify_payload
 from ..protocol.resp import OK, bulk, simple
 from ..replication.propagate import rewrite_argv
@@ -150,9 +150,10 @@ def restore(c, argv):
     deleted = False
     if replace:
         deleted = db.lookup_write(key) is not None and db.server_delete(key)
+    now = mstime()
     if ttl and not absttl:
-        ttl += int(time.time() * 1000)
-    if ttl and ttl <= int(time.time() * 1000) and not srv.loading and not srv.is_replica:
+        ttl += now
+    if ttl and ttl <= now and not srv.loading and not srv.is_replica:
         if deleted:
             rewrite_argv(c, [b"DEL", key])
             db.signal(key)

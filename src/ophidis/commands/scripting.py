@@ -4,6 +4,9 @@ The Lua engines live in ``ophidis.scripting.engine``.  Server attributes used:
 
 * ``server.lua_scripts``: sha (lowercase hex bytes) -> ``Script``;
   ``server.cached_scripts`` is its size (INFO's number_of_cached_scripts).
+* ``server.lua_scripts_lru``: the shas of the scripts EVAL compiled (not
+  SCRIPT LOAD), least recently run first: past EVAL_SCRIPTS_MAX the oldest
+  is dropped (Redis 7.4's eval script eviction; INFO's evicted_scripts).
 * ``server.functions``: the ``Functions`` registry (scripting/functions.py).
 
 A script's shebang and its declared flags: scripting/flags.py.
@@ -11,10 +14,13 @@ A script's shebang and its declared flags: scripting/flags.py.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from .. import compiled, log
 from ..cluster.slots import key_hash_slot
 from ..cmdtable.registry import TABLE, command
 from ..errors import NOSCRIPT, RedisError
+from ..keyspace.db import stats
 from ..persistence import child as child_mod
 from ..persistence.rdb import NotAFunction, RdbError, functions_payload, load_functions_payload, verify_payload
 from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple
@@ -43,12 +49,17 @@ else:
 class Script(_ScriptBase):
     __slots__ = _SCRIPT_SLOTS
 
-    def __init__(self, sha, body, fn, flags, compat):
+    def __init__(self, sha, body, fn, flags, compat, lru):
         self.sha = sha
         self.body = body
         self.fn = fn
         self.flags = flags
         self.compat = compat
+        self.lru = lru      # server.lua_scripts_lru for a script EVAL made, else None
+
+
+# the scripts EVAL compiled that are kept (eval.c's LRU_LIST_LENGTH)
+EVAL_SCRIPTS_MAX = 500
 
 
 # -- engines --------------------------------------------------------------------------------
@@ -59,6 +70,7 @@ def eval_engine(srv) -> lua_mod.LuaEngine:
     if eng is None:
         eng = srv.lua_eval = lua_mod.LuaEngine(srv, "eval")
         srv.lua_scripts = {}
+        srv.lua_scripts_lru = OrderedDict()
         srv.cached_scripts = 0
     return eng
 
@@ -83,20 +95,39 @@ def _help(name, lines):
     return b"*%d\r\n" % len(lines) + b"".join(simple(x.encode()) for x in lines)
 
 
-def create_script(srv, body: bytes) -> Script:
+def create_script(srv, body: bytes, by_eval: bool) -> Script:
+    """The script of body, compiled and cached where it is not yet (by_eval:
+    EVAL's, which may be evicted, else SCRIPT LOAD's, which stays; a script
+    already there stays as it was made)."""
     eng = eval_engine(srv)
     sha = lua_mod.sha1hex(body)
-    s = srv.lua_scripts.get(sha)
+    scripts = srv.lua_scripts
+    s = scripts.get(sha)
     if s is not None:
         return s
     flags, compat, sblen = extract_shebang(body)
     fn, err = eng.compile(body[sblen:], b"@user_script")
     if fn is None:
         raise RedisError(b"ERR Error compiling script (new function): " + err)
-    s = Script(sha, body, fn, flags, compat)
-    srv.lua_scripts[sha] = s
-    srv.cached_scripts = len(srv.lua_scripts)
+    lru = None
+    if by_eval:
+        lru = srv.lua_scripts_lru
+        while len(lru) >= EVAL_SCRIPTS_MAX:
+            del scripts[lru.popitem(last=False)[0]]
+            stats.evicted_scripts += 1
+        lru[sha] = None
+    s = Script(sha, body, fn, flags, compat, lru)
+    scripts[sha] = s
+    srv.cached_scripts = len(scripts)
     return s
+
+
+def script_ran(s: Script) -> None:
+    """A script EVAL made ran: the most recently used (evalGenericCommand's
+    LRU step, after the run)."""
+    lru = s.lru
+    if lru is not None and s.sha in lru:
+        lru.move_to_end(s.sha)
 
 
 def prepare(c, flags, compat: bool, ro: bool):
@@ -193,12 +224,15 @@ def _eval_run(c, argv, evalsha: bool, ro: bool):
     else:
         s = srv.lua_scripts.get(lua_mod.sha1hex(argv[1]))
         if s is None:
-            s = create_script(srv, argv[1])
+            s = create_script(srv, argv[1], True)
     readonly, allow_oom = prepare(c, s.flags, s.compat, ro)
     ctx = lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv)
     if srv.cluster is not None:
         _cluster_ctx(ctx, s.compat or "allow-cross-slot-keys" in s.flags, argv, numkeys)
-    return _failed(argv, eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp))
+    r = eng.run(ctx, s.fn, argv[3:3 + numkeys], argv[3 + numkeys:], c.resp)
+    if s.lru is not None:
+        script_ran(s)
+    return _failed(argv, r)
 
 
 # -- the Lua debugger (SCRIPT DEBUG YES|SYNC; scripting/ldb.py) ---------------------------
@@ -273,6 +307,8 @@ def _evalsha(c, argv, ro: bool):
     readonly, allow_oom = prepare(c, s.flags, s.compat, ro)
     r = eng.run(lua_mod.RunCtx(c, s.sha, True, readonly, allow_oom, argv), s.fn, argv[3:3 + numkeys],
                 argv[3 + numkeys:], c.resp)
+    if s.lru is not None:
+        script_ran(s)
     return _failed(argv, r)
 
 
@@ -288,7 +324,7 @@ def evalsha_ro_cmd(c, argv):
 
 @command("script|load", propagate=False)
 def script_load(c, argv):
-    s = create_script(c.server, argv[2])
+    s = create_script(c.server, argv[2], False)
     return bulk(s.sha)
 
 
@@ -389,7 +425,8 @@ def fcall_ro_cmd(c, argv):
 _PROCS = (evalsha_cmd, evalsha_ro_cmd, fcall_cmd, fcall_ro_cmd)
 _evalcmds = compiled.load("scripting._evalcmds")
 if _evalcmds is not None:
-    _evalcmds.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS)
+    _evalcmds.eval_setup(_eval, _fcall, eval_engine, _numkeys, prepare, _failed, NOSCRIPT, _BAD_NUMKEYS,
+                         script_ran)
     _PROCS = (_evalcmds.evalsha_cmd, _evalcmds.evalsha_ro_cmd, _evalcmds.fcall_cmd, _evalcmds.fcall_ro_cmd)
 command("evalsha", propagate=False)(_PROCS[0])
 command("evalsha_ro", flags=("not_tracked",), propagate=False)(_PROCS[1])

@@ -10,7 +10,7 @@ from ..cmdtable.registry import ALL, REDACTED, command
 from ..config import ConfigError
 from ..config.table import DIRECTIVES
 from ..errors import LOADING, SYNTAX, RedisError
-from ..keyspace.db import stats
+from ..keyspace.db import cmd_time, stats
 from ..keyspace.watch import touch_all_watched_in_db
 from ..protocol.resp import OK, bulk, bulk_array, help_reply, integer, map_header
 from ..replication.propagate import force_propagation
@@ -109,7 +109,7 @@ def swapdb(c, argv):
 
 @command("time")
 def time_(c, argv):
-    t = time.time()
+    t = cmd_time()      # a script's, or EXEC's, start (Redis 7.2: the cached time)
     sec = int(t)
     usec = int((t - sec) * 1e6)
     return bulk_array([b"%d" % sec, b"%d" % usec])
@@ -137,7 +137,7 @@ def wait(c, argv):
     feed = srv.repl_feed
     off = c.woff        # the client's own last write (and all before it)
     n = feed.count_acks(off)
-    if n >= num or c.in_exec:
+    if n >= num or c.in_exec or c.in_script:     # (a script's WAIT answers at once, 7.2)
         return integer(n)
 
     def timed_out(c):

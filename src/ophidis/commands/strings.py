@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from fractions import Fraction
 
 from xxhash import xxh3_64_intdigest
@@ -11,12 +10,11 @@ from ..cmdtable.registry import command
 from ..errors import NOT_INT, SYNTAX, RedisError
 from ..keyspace import db as _dbm
 from ..keyspace import notify
-from ..keyspace.db import WRONGTYPE_ERR, EmbStr, stats
+from ..keyspace.db import WRONGTYPE_ERR, EmbStr, mstime, stats
 from ..protocol.resp import NULL3, NULL_BULK, OK, ONE, ZERO, bulk_array, integer
 from ..util import (LLONG_MAX, LLONG_MIN, format_ld, ld_add, ld_finite, parse_int, parse_ld, string_range,
                     try_int)
 
-_time = time.time
 _STRING = notify.STRING
 _GENERIC = notify.GENERIC
 _NEW = notify.NEW
@@ -105,7 +103,7 @@ def expire_ms(expire, flags, cmdname: str) -> int:
     if seconds:
         ms *= 1000
     if flags & (EX | PX):
-        ms += int(_time() * 1000)
+        ms += mstime()
     if ms <= 0 or ms > LLONG_MAX:
         raise RedisError("ERR invalid expire time in '%s' command" % cmdname)
     return ms
@@ -292,7 +290,7 @@ def getex(c, argv):
         return c.null
     when = expire_ms(expire, flags, "getex") if expire is not None else None
     reply = b"$%d\r\n%s\r\n" % (len(v), v)
-    if flags & (PXAT | EXAT) and when <= int(_time() * 1000):
+    if flags & (PXAT | EXAT) and when <= mstime():
         db.delete(key)
         c.server.dirty += 1
         notify.notify(_GENERIC, b"del", key, db.id)

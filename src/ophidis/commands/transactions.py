@@ -12,12 +12,11 @@ clients ``dirty_cas``.
 
 from __future__ import annotations
 
-import time
-
 from ..acl.check import DENIED_CMD, check_command, exec_noperm_text
 from ..acl.log import CTX_MULTI
 from ..cmdtable.registry import command
 from ..errors import EXECABORT, RedisError
+from ..keyspace.db import freeze_clock, mstime, thaw_clock
 from ..keyspace.watch import discard_transaction, logically_expired, unwatch_all, watch_key
 from ..protocol.resp import OK
 
@@ -41,7 +40,7 @@ def discard(c, argv):
 
 
 def _watched_key_expired(c) -> bool:
-    now = time.time() * 1000
+    now = mstime()
     for w in c.watched or ():
         if not w.expired and logically_expired(w.db, w.key, now):
             return True
@@ -70,6 +69,9 @@ def exec_(c, argv):
     # belong inside the EXEC reply, before the reply of their command, as
     # in Redis's single output buffer.
     saved = c.pending_writes
+    # the commands run at EXEC's time (Redis 7.2's command time snapshot:
+    # expiry, TTLs, TIME)
+    clock = freeze_clock()
     try:
         for cmd, qargv in queued:
             c.pending_writes = out
@@ -85,6 +87,7 @@ def exec_(c, argv):
                 r = c.null
             out.append(r)
     finally:
+        thaw_clock(clock)
         c.pending_writes = saved
         c.in_exec = False
     c.multi_error = False

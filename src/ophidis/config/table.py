@@ -193,11 +193,11 @@ DIRECTIVES = [
     ('tls-ciphersuites', None, 'string', ['modifiable', 'empty_string_is_null'], None, None),
     ('tls-client-cert-file', None, 'string', ['volatile', 'modifiable', 'empty_string_is_null'], None, None),
     ('tls-client-key-file', None, 'string', ['volatile', 'modifiable', 'empty_string_is_null'], None, None),
-    ('tls-client-key-file-pass', None, 'string', ['modifiable', 'empty_string_is_null'], None, None),
+    ('tls-client-key-file-pass', None, 'string', ['modifiable', 'sensitive', 'empty_string_is_null'], None, None),  # sensitive: 7.4
     ('tls-cluster', None, 'bool', ['modifiable'], False, None),
     ('tls-dh-params-file', None, 'string', ['volatile', 'modifiable', 'empty_string_is_null'], None, None),
     ('tls-key-file', None, 'string', ['volatile', 'modifiable', 'empty_string_is_null'], None, None),
-    ('tls-key-file-pass', None, 'string', ['modifiable', 'empty_string_is_null'], None, None),
+    ('tls-key-file-pass', None, 'string', ['modifiable', 'sensitive', 'empty_string_is_null'], None, None),  # sensitive: 7.4
     ('tls-port', None, 'int', ['modifiable'], 0, (0, 65535)),
     ('tls-prefer-server-ciphers', None, 'bool', ['modifiable'], False, None),
     ('tls-protocols', None, 'string', ['modifiable', 'empty_string_is_null'], None, None),

@@ -58,10 +58,35 @@ def watch_lazy_server_del(fn):
     _lazy_watchers.append(fn)
 
 
+# The command time snapshot (Redis 7.2's commandTimeSnapshot): while an
+# execution unit runs (a script, EXEC's commands) _time is frozen at the
+# time it started, and every time a command reads through cmd_time /
+# mstime (expiry decisions, TTLs, expiry arguments, TIME, stream IDs and
+# delivery times) is that one.  Otherwise _time is the clock.
+def cmd_time() -> float:
+    """The command time snapshot, in seconds (as time.time)."""
+    return _time()
+
+
 def mstime() -> int:
-    # The real clock, also while a script runs (_time is frozen then for
-    # expiry checks only).
-    return int(time.time() * 1000)
+    """The command time snapshot, in milliseconds."""
+    return int(_time() * 1000)
+
+
+def freeze_clock():
+    """An execution unit starts: cmd_time/mstime stay at its start (a unit
+    inside one keeps the outer one's time).  Returns what thaw_clock takes."""
+    global _time
+    prev = _time
+    t = prev()
+    _time = lambda: t
+    return prev
+
+
+def thaw_clock(prev) -> None:
+    """The execution unit that freeze_clock started ended."""
+    global _time
+    _time = prev
 
 
 # the C fields of the compiled twin (keyspace/_core.pxd), or slots
@@ -90,7 +115,7 @@ class Stats(StatsCore):
     # the integer counters, 0 after a reset (CONFIG RESETSTAT)
     COUNTERS = (
         "keyspace_hits", "keyspace_misses", "expired_keys", "expired_keys_active",
-        "expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "net_input_bytes",
+        "expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "evicted_scripts", "net_input_bytes",
         "net_output_bytes", "connections_received", "rejected_connections", "total_error_replies",
         "numcommands_base", "unexpected_error_replies", "total_reads_processed", "total_writes_processed",
         "io_threaded_reads_processed", "client_qbuf_limit_disconnections",

@@ -54,10 +54,9 @@ def hash_event(event, key, dbid, fields):
         notify.notify_subkeys(_HASH, event, key, dbid, fields)
 
 
-def now_ms() -> int:
-    """The command's time (frozen while a script runs, as Redis's
-    commandTimeSnapshot)."""
-    return int(_db._time() * 1000)
+# The command's time (frozen while a script or EXEC runs, as Redis's
+# commandTimeSnapshot)
+now_ms = _db.mstime
 
 
 def note(db, key, when):

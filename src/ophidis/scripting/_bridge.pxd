@@ -7,7 +7,7 @@ cdef class EngineCore:
 
 
 cdef class ScriptCore:
-    cdef public object sha, body, fn, flags, compat
+    cdef public object sha, body, fn, flags, compat, lru     # lru: the EVAL cache's order (None: SCRIPT LOAD's)
 
 
 cdef class FunctionCore:

@@ -87,6 +87,7 @@ cdef bytes _s_oom = OOM.msg
 cdef dict _s_db_vars = vars(_db_mod)    # keyspace.db's globals (its _time: the script's frozen clock)
 if "_time" not in _s_db_vars:
     raise ImportError("scripting._bridge: keyspace.db has no _time")
+cdef object _s_clock = _s_db_vars["_time"]     # the clock itself (time.time), while no unit is frozen
 cdef object _s_resp_int = resp_int
 cdef StatsCore _s_stats = _db_mod.stats     # the one Stats (commands/_bodies.pyx holds it too)
 cdef _Ctx _s_x = None       # the bodies' context _s_call loads for each redis.call (one object, reused)
@@ -992,15 +993,17 @@ cdef object _script_run(EngineCore eng, RunCtx ctx, fn, keys, args, Py_ssize_t a
     global _s_frozen, _s_frozen_prev, _s_freeze_due
     _s_x_fresh = False
     nested = _s_freeze_due or _s_frozen_prev is not None
+    # (a script inside an execution unit, EXEC's, keeps the unit's time)
+    cur = <object>PyDict_GetItem(_s_db_vars, "_time")
     if nested:
-        prev_time = <object>PyDict_GetItem(_s_db_vars, "_time")
+        prev_time = cur
         frozen = _Frozen.__new__(_Frozen)
-        frozen.t = _time_now()
+        frozen.t = _time_now() if cur is _s_clock else cur()
         PyDict_SetItem(_s_db_vars, "_time", frozen)
     else:
         if _s_frozen is None:
             _s_frozen = _Frozen.__new__(_Frozen)
-        _s_frozen.t = _time_now()
+        _s_frozen.t = _time_now() if cur is _s_clock else cur()
         _s_freeze_due = True
     link = eng._link
     out = None

@@ -30,10 +30,13 @@ cdef object _ev_prepare = None      # commands.scripting.prepare
 cdef object _ev_failed = None       # commands.scripting._failed
 cdef object _ev_noscript = None     # errors.NOSCRIPT
 cdef object _ev_bad_numkeys = None  # commands.scripting._BAD_NUMKEYS
+cdef object _ev_ran = None          # commands.scripting.script_ran
 
 
-def eval_setup(eval_, fcall, engine, numkeys, prepare, failed, noscript, bad_numkeys):
+def eval_setup(eval_, fcall, engine, numkeys, prepare, failed, noscript, bad_numkeys, ran):
     global _ev_eval, _ev_fcall, _ev_engine, _ev_numkeys, _ev_prepare, _ev_failed, _ev_noscript, _ev_bad_numkeys
+    global _ev_ran
+    _ev_ran = ran
     _ev_eval = eval_
     _ev_fcall = fcall
     _ev_engine = engine
@@ -111,6 +114,8 @@ cdef object _evalsha(ClientCore c, list argv, bint ro):
     ctx = _ctx_init(_ev_take(), c, s.sha, True, p & 1, p & 2, argv)
     r = _script_run(<EngineCore>eng, ctx, s.fn, PyList_GetSlice(argv, 3, 3 + n), argv, 3 + n, c.resp)
     _ev_give(ctx)
+    if s.lru is not None:           # (a script EVAL made: the most recently used now)
+        _ev_ran(s)
     if _ev_is_error(r):
         return _ev_failed(argv, r)
     return r

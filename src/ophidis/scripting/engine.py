@@ -226,11 +226,9 @@ class LuaEngine(_EngineBase):
             except Exception:  # noqa: BLE001
                 ctx.oom_at_start = False
         self.ctx = ctx
-        # Keys do not expire while a script runs: their expiry is judged at
-        # the time the script started (Redis's script time snapshot).
-        frozen = time.time()
-        prev_time = _db_mod._time
-        _db_mod._time = lambda: frozen
+        # The time is frozen while a script runs: keys expire, TTLs and TIME
+        # are judged at the time it started (Redis's command time snapshot).
+        prev_time = _db_mod.freeze_clock()
         try:
             if self.ldb is not None:
                 ctx.threshold = 1e9          # a debugged script is never busy
@@ -242,7 +240,7 @@ class LuaEngine(_EngineBase):
                 tf = self._table_from
                 r = self._run_t(fn, tf(list(keys)), tf(list(args)))
         finally:
-            _db_mod._time = prev_time
+            _db_mod.thaw_clock(prev_time)
             self.ctx = None
             if ctx.timedout:
                 srv.script_busy = None

@@ -410,6 +410,8 @@ local G = {
   math = (lib(math)),
   table = (lib(tbl)),
   coroutine = (lib(co)),
+  -- os: only clock, the process's CPU time (Redis 7.4)
+  os = (lib({clock = os.clock})),
   bit = pylib(py.bit),
   cjson = pylib(py.cjson),
   cmsgpack = pylib(py.cmsgpack),

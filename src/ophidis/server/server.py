@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from functools import partial
-from collections import deque
+from collections import OrderedDict, deque
 
 from .. import compiled, crash, doctor, log, oomscore, proctitle, sysinfo
 from ..acl import Acl
@@ -102,7 +102,7 @@ FIELDS = (
     "mem_track", "mem_oom", "used_memory_peak", "mem_clients_normal",
     "lazyfree_pending", "lazyfreed_objects",
     # scripting state (lua.py, commands/scripting.py)
-    "script_busy", "lua_eval", "lua_scripts", "cached_scripts", "lua_functions",
+    "script_busy", "lua_eval", "lua_scripts", "lua_scripts_lru", "cached_scripts", "lua_functions",
     # DEBUG knobs
     "quicklist_packed_threshold", "reply_buffer_peak_reset_time",
     "reply_buffer_resizing_enabled", "skip_checksum_validation", "aof_flush_sleep",
@@ -195,6 +195,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.script_busy = None        # the -BUSY error while a script runs too long
         self.lua_eval = None           # the EVAL engine, created on first use
         self.lua_scripts = {}          # sha -> Script (SCRIPT LOAD / EVAL)
+        self.lua_scripts_lru = OrderedDict()   # the scripts EVAL made, least recently run first
         self.cached_scripts = 0
         self.lua_functions = None      # the FUNCTION engine, created on first use
         # DEBUG knobs
