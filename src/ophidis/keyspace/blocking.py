@@ -307,7 +307,9 @@ class BlockingHandler:
                     st = c.bstate
                     if st is None or st.db is not db or c.closing:
                         continue
-                    v = db.lookup_nostats(key)
+                    # LOOKUP_NOEFFECTS: a key whose TTL passed is not
+                    # there, and is not deleted here either
+                    v = db.d.get(key) if db.is_live(key) else None
                     if st.on_ready is None:
                         if st.serve_missing or (v is not None and TYPE_NAMES.get(v.__class__) == st.vtype):
                             self.reprocess(c)
