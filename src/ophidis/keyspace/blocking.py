@@ -213,9 +213,9 @@ class BlockingHandler:
         """Unblock c, send reply and continue with its pending requests.
         The call is counted now (Redis's updateStatsOnUnblock): its calls,
         its time (the blocking calls' own plus ``served``: the seconds
-        serving it took, when it was served or unblocked by CLIENT UNBLOCK,
-        not timed out, for the latency histogram), ``failed`` a failed
-        call, and the SLOWLOG entry, with the command as it was sent."""
+        serving it took) in commandstats and the latency histogram,
+        ``failed`` a failed call, and the SLOWLOG entry, with the command
+        as it was sent."""
         st = c.bstate
         self._remove(c)
         st_cmd = c.last_cmd
@@ -225,7 +225,7 @@ class BlockingHandler:
             st_cmd.usec += dt
             if failed:
                 st_cmd.failed_calls += 1
-            if served is not None and client_mod._LATENCY_TRACKING:
+            if client_mod._LATENCY_TRACKING:
                 st_cmd.hist[int(dt * 976562.5).bit_length()] += 1
             th = client_mod._SLOWLOG_THRESHOLD
             if st.argv is not None and th is not None and dt >= th and not st_cmd.skip_slowlog:
