@@ -170,6 +170,27 @@ def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected():
             assert raw.read(timeout=10) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, cl.ports[1])
 
 
+def test_a_blocked_command_run_again_is_routed_again():
+    """Redis 7.2 runs a blocked command again through processCommand: a
+    multi-key XREAD woken in a slot being migrated, one of its keys gone,
+    gets -TRYAGAIN."""
+    with Cluster(["ophidis", "ophidis"]) as cl:
+        a, b = cl.client(0), cl.client(1)
+        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
+        wait_until(lambda: cl.info(1)["cluster_known_nodes"] == "2", 30, interval=0.2, what="meet")
+        cl.wait_ok(timeout=30)
+        slot = a.execute_command("CLUSTER", "KEYSLOT", "{t}")
+        a.execute_command("XGROUP", "CREATE", "s1{t}", "g", "$", "MKSTREAM")
+        with cl.nodes[0].conn() as raw:
+            raw.send("XREAD", "BLOCK", "0", "STREAMS", "s1{t}", "s2{t}", "$", "$")
+            wait_until(lambda: a.info("clients")["blocked_clients"] == 1, 10, what="blocked")
+            b.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", cl.myid(0))
+            a.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", cl.myid(1))
+            a.execute_command("XADD", "s1{t}", "1", "f", "v")
+            assert raw.read(timeout=10) == b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+
+
 def _replicas_of(cl, i, master_id):
     """Ids of the replicas of master_id, as node i sees them (not failed)."""
     return sorted(f[0] for f in cl.nodes_view(i) if "slave" in f[2] and f[3] == master_id and "fail" not in f[2])
