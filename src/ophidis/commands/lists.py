@@ -451,9 +451,6 @@ def _lmove(c, src, dst, from_left, to_left):
     return _bulk(x)
 
 
-_SIDE = {True: b"LEFT", False: b"RIGHT"}
-
-
 @command("lmove")
 def lmove(c, argv):
     from_left = _where(argv[3])
@@ -591,7 +588,8 @@ def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
         if brpoplpush:
             rewrite_argv(c, [b"RPOPLPUSH", src, dst])
         else:
-            rewrite_argv(c, [b"LMOVE", src, dst, _SIDE[from_left], _SIDE[to_left]])
+            # the ends as the client wrote them (Redis's rewrite keeps argv)
+            rewrite_argv(c, [b"LMOVE", src, dst, argv[3], argv[4]])
         return reply
     if not _may_block(c):
         return c.null

@@ -101,15 +101,23 @@ def _strtold(b):
 _INF = float("inf")
 
 
+_LLONG_MAX = 9223372036854775807
+_TIMEOUT_RANGE = RedisError("ERR timeout is out of range")
+
+
 def parse_timeout(b, seconds=True) -> float:
     """Redis's getTimeoutFromObjectOrReply: returns an absolute deadline as
-    monotonic seconds, or 0 for "block forever"."""
+    monotonic seconds, or 0 for "block forever".  Redis 7.2: a timeout
+    beyond LLONG_MAX ms, or whose deadline (now + it, in ms since the
+    epoch) would overflow, is out of range (7.0 took it as negative)."""
     if seconds:
         v = _strtold(b)
         if v is None:
             raise RedisError("ERR timeout is not a float or out of range")
         ms = v * 1000.0
-        if ms != ms or ms >= 9.2233720368547758e18 or ms < -9.2233720368547758e18:
+        if ms > _LLONG_MAX:
+            raise _TIMEOUT_RANGE
+        if ms < -9.2233720368547758e18:
             # (long long) of an out of range value: LLONG_MIN on x86.
             raise RedisError("ERR timeout is negative")
         ms = math.ceil(ms)
@@ -119,6 +127,8 @@ def parse_timeout(b, seconds=True) -> float:
         raise RedisError("ERR timeout is negative")
     if ms == 0:
         return 0
+    if ms > _LLONG_MAX - int(time.time() * 1000):
+        raise _TIMEOUT_RANGE
     return time.monotonic() + ms / 1000.0
 
 
