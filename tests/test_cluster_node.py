@@ -151,13 +151,19 @@ def test_publish_reaches_every_node_and_spublish_the_shard():
             assert raw.call("SPUBLISH", "chan", "x") == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, owner)
 
 
+def _all_slots_on_node_0(cl):
+    """A two-node cluster, node 0 serving every slot: clients of both."""
+    a, b = cl.client(0), cl.client(1)
+    a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+    a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
+    wait_until(lambda: cl.info(1)["cluster_known_nodes"] == "2", 30, interval=0.2, what="meet")
+    cl.wait_ok(timeout=30)
+    return a, b
+
+
 def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected():
     with Cluster(["ophidis", "ophidis"]) as cl:
-        a, b = cl.client(0), cl.client(1)
-        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
-        wait_until(lambda: cl.info(1)["cluster_known_nodes"] == "2", 30, interval=0.2, what="meet")
-        cl.wait_ok(timeout=30)
+        a, b = _all_slots_on_node_0(cl)
         slot = 12182     # "foo"
         with cl.nodes[0].conn() as raw:
             raw.send("BLPOP", "foo", "0")
@@ -175,11 +181,7 @@ def test_a_blocked_command_run_again_is_routed_again():
     multi-key XREAD woken in a slot being migrated, one of its keys gone,
     gets -TRYAGAIN."""
     with Cluster(["ophidis", "ophidis"]) as cl:
-        a, b = cl.client(0), cl.client(1)
-        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
-        wait_until(lambda: cl.info(1)["cluster_known_nodes"] == "2", 30, interval=0.2, what="meet")
-        cl.wait_ok(timeout=30)
+        a, b = _all_slots_on_node_0(cl)
         slot = a.execute_command("CLUSTER", "KEYSLOT", "{t}")
         a.execute_command("XGROUP", "CREATE", "s1{t}", "g", "$", "MKSTREAM")
         with cl.nodes[0].conn() as raw:
