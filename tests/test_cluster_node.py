@@ -193,6 +193,26 @@ def test_a_blocked_command_run_again_is_routed_again():
             assert raw.read(timeout=10) == b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
 
 
+def test_a_blocked_command_run_again_keeps_its_asking():
+    """A blocking command sent after ASKING to the importing node is run
+    again with it (Redis clears the flag when the command completes): the
+    push served there wakes it, no -MOVED."""
+    with Cluster(["ophidis", "ophidis"]) as cl:
+        a, b = _all_slots_on_node_0(cl)
+        slot = 12182     # "foo"
+        b.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", cl.myid(0))
+        a.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", cl.myid(1))
+        with cl.nodes[1].conn() as raw, cl.nodes[1].conn() as pusher:
+            assert raw.call("ASKING") == b"+OK\r\n"
+            raw.send("BLPOP", "foo", "0")
+            wait_until(lambda: b.info("clients")["blocked_clients"] == 1, 10, what="blocked")
+            assert pusher.call("ASKING") == b"+OK\r\n"
+            assert pusher.call("RPUSH", "foo", "x") == b":1\r\n"
+            assert raw.read(timeout=10) == b"*2\r\n$3\r\nfoo\r\n$1\r\nx\r\n"
+            # the flag went with the command
+            assert raw.call("GET", "foo").startswith(b"-MOVED %d " % slot)
+
+
 def _replicas_of(cl, i, master_id):
     """Ids of the replicas of master_id, as node i sees them (not failed)."""
     return sorted(f[0] for f in cl.nodes_view(i) if "slave" in f[2] and f[3] == master_id and "fail" not in f[2])

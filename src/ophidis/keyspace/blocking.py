@@ -50,7 +50,7 @@ from .db import TYPE_NAMES, stats
 
 class BlockState:
     __slots__ = ("db", "keys", "deadline", "on_ready", "on_timeout", "since",
-                 "serve_missing", "argv", "duration", "vtype", "rerun", "timer")
+                 "serve_missing", "argv", "duration", "vtype", "rerun", "timer", "asking")
 
     def __init__(self, db, keys, deadline, on_ready, on_timeout, serve_missing=False):
         self.db = db
@@ -65,6 +65,7 @@ class BlockState:
         self.vtype = None    # block_keys: the type name its keys must hold to run it again
         self.rerun = None    # block_keys: the argv run again
         self.timer = None    # the event loop's timeout handle
+        self.asking = False  # run after ASKING: run again so (cluster)
 
 
 def _strtold(b):
@@ -150,6 +151,7 @@ class BlockingHandler:
         self.handling = False     # serving ready keys (not re-entered: fairness)
         self.reprocessing = None  # the client whose blocked command runs again
         self.carry = None         # and the BlockState it blocked with
+        self.asked = None         # the client whose blocking command runs after ASKING
 
     # -- blocking ---------------------------------------------------------------
     def block_keys(self, c, keys, deadline, vtype, nokey=False, argv=None):
@@ -165,6 +167,7 @@ class BlockingHandler:
         db = c.db
         keys = list(dict.fromkeys(keys))
         st = c.bstate = BlockState(db, keys, deadline, on_ready, on_timeout, serve_missing)
+        st.asking = self.asked is c
         prev = self.carry if self.reprocessing is c else None
         if prev is None:
             st.argv = c.block_argv
@@ -334,6 +337,9 @@ class BlockingHandler:
         srv = self.server
         self.reprocessing = c
         self.carry = st
+        if st.asking:
+            c.cluster_asking = True
+            c.update_slow()
         try:
             r = srv.process_command(c, st.rerun)
         finally:
@@ -341,6 +347,9 @@ class BlockingHandler:
             self.carry = None
         if c.bstate is not None or c.paused_queue is not None:
             return      # blocked again (or postponed by a pause)
+        if c.cluster_asking:
+            c.cluster_asking = False     # refused before it was routed
+            c.update_slow()
         if r is not None:
             c.write([r])
         srv.loop.call_soon(c.resume)

@@ -109,6 +109,10 @@ class Dispatch:
             if asking and (c.multi is None or base == "exec") and base != "asking":
                 c.cluster_asking = False     # ASKING is for the next command (or transaction)
                 c.update_slow()
+            if cmd.blocking:
+                # and for that command run again if it blocks (Redis resets
+                # the flag when the command completes)
+                self.blocking_handler.asked = c if asking else None
             if not c.is_master and may_have_keys(cmd):
                 write = f.write if f is not cmd else None
                 node, slot, code = get_node_by_query(cl, c, cmd, argv, asking, write)
@@ -282,6 +286,7 @@ class Dispatch:
         carry = None
         if cmd.blocking:
             bh = self.blocking_handler
+            bh.asked = None
             if bh.reprocessing is c:
                 carry = bh.carry   # the command run again after it blocked
         # MONITOR sees the command after it ran (the db after SELECT, the
