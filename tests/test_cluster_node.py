@@ -151,13 +151,19 @@ def test_publish_reaches_every_node_and_spublish_the_shard():
             assert raw.call("SPUBLISH", "chan", "x") == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, owner)
 
 
+def _all_slots_on_node_0(cl):
+    """A two-node cluster, node 0 serving every slot: clients of both."""
+    a, b = cl.client(0), cl.client(1)
+    a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+    a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
+    wait_until(lambda: cl.info(1)["cluster_known_nodes"] == "2", 30, interval=0.2, what="meet")
+    cl.wait_ok(timeout=30)
+    return a, b
+
+
 def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected():
     with Cluster(["ophidis", "ophidis"]) as cl:
-        a, b = cl.client(0), cl.client(1)
-        a.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-        a.execute_command("CLUSTER", "MEET", "127.0.0.1", cl.ports[1])
-        wait_until(lambda: cl.info(1)["cluster_known_nodes"] == "2", 30, interval=0.2, what="meet")
-        cl.wait_ok(timeout=30)
+        a, b = _all_slots_on_node_0(cl)
         slot = 12182     # "foo"
         with cl.nodes[0].conn() as raw:
             raw.send("BLPOP", "foo", "0")
@@ -168,6 +174,43 @@ def test_a_client_blocked_on_a_slot_that_moves_away_is_redirected():
             a.execute_command("CLUSTER", "SETSLOT", slot, "NODE", id1)
             b.execute_command("CLUSTER", "SETSLOT", slot, "NODE", id1)
             assert raw.read(timeout=10) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, cl.ports[1])
+
+
+def test_a_blocked_command_run_again_is_routed_again():
+    """Redis 7.2 runs a blocked command again through processCommand: a
+    multi-key XREAD woken in a slot being migrated, one of its keys gone,
+    gets -TRYAGAIN."""
+    with Cluster(["ophidis", "ophidis"]) as cl:
+        a, b = _all_slots_on_node_0(cl)
+        slot = a.execute_command("CLUSTER", "KEYSLOT", "{t}")
+        a.execute_command("XGROUP", "CREATE", "s1{t}", "g", "$", "MKSTREAM")
+        with cl.nodes[0].conn() as raw:
+            raw.send("XREAD", "BLOCK", "0", "STREAMS", "s1{t}", "s2{t}", "$", "$")
+            wait_until(lambda: a.info("clients")["blocked_clients"] == 1, 10, what="blocked")
+            b.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", cl.myid(0))
+            a.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", cl.myid(1))
+            a.execute_command("XADD", "s1{t}", "1", "f", "v")
+            assert raw.read(timeout=10) == b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+
+
+def test_a_blocked_command_run_again_keeps_its_asking():
+    """A blocking command sent after ASKING to the importing node is run
+    again with it (Redis clears the flag when the command completes): the
+    push served there wakes it, no -MOVED."""
+    with Cluster(["ophidis", "ophidis"]) as cl:
+        a, b = _all_slots_on_node_0(cl)
+        slot = 12182     # "foo"
+        b.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", cl.myid(0))
+        a.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", cl.myid(1))
+        with cl.nodes[1].conn() as raw, cl.nodes[1].conn() as pusher:
+            assert raw.call("ASKING") == b"+OK\r\n"
+            raw.send("BLPOP", "foo", "0")
+            wait_until(lambda: b.info("clients")["blocked_clients"] == 1, 10, what="blocked")
+            assert pusher.call("ASKING") == b"+OK\r\n"
+            assert pusher.call("RPUSH", "foo", "x") == b":1\r\n"
+            assert raw.read(timeout=10) == b"*2\r\n$3\r\nfoo\r\n$1\r\nx\r\n"
+            # the flag went with the command
+            assert raw.call("GET", "foo").startswith(b"-MOVED %d " % slot)
 
 
 def _replicas_of(cl, i, master_id):

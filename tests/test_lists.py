@@ -525,8 +525,14 @@ def test_timeout_errors(r, raw):
     assert raw("BLPOP", "k", "1 ") == nf
     assert raw("BLPOP", "k", "nan") == nf
     assert raw("BLPOP", "k", "1_0") == nf
-    assert raw("BLPOP", "k", "inf") == neg
-    assert raw("BLPOP", "k", "1e16") == neg
+    # Redis 7.2: beyond LLONG_MAX ms, or a deadline that would overflow, is
+    # out of range (7.0: negative)
+    oor = b"-ERR timeout is out of range\r\n"
+    assert raw("BLPOP", "k", "inf") == oor
+    assert raw("BLPOP", "k", "1e16") == oor
+    assert raw("BLPOP", "k", "0x7FFFFFFFFFFFFF") == oor
+    assert raw("BLPOP", "k", "-inf") == neg
+    assert raw("XREAD", "BLOCK", "9223372036854775807", "STREAMS", "k", "0") == oor
     assert raw("BRPOP", "k", "") == nf
     assert raw("BRPOPLPUSH", "k", "d", "-1") == neg
     assert raw("BLMOVE", "k", "d", "LEFT", "LEFT", "x") == nf

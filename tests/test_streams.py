@@ -773,7 +773,9 @@ def test_xread_block_multiple_xadd_in_transaction_and_del(clients):
     b.call("XADD", "s", "2", "field", "two")
     b.call("EXEC")
     r = a.read(5)
-    assert r.count(b"field") == 2
+    # Redis 7.2 runs the blocked XREAD again: the stream named twice is
+    # answered twice (7.0 served it once), as valkey-server does
+    assert r.count(b"field") == 4 and r.startswith(b"*2\r\n")
     # XADD + DEL in a transaction does not wake the reader; LPUSH neither
     a.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
     _wait_blocked(b)
@@ -872,10 +874,12 @@ def test_xreadgroup_block_ends_when_stream_or_group_goes(clients, how):
         b.call("XADD", "s2", "100", "f", "v")
         b.call("RENAME", "s2", "s")
     r = a.read(5)
-    if how in ("destroy", "rename_nogroup"):
-        assert r == b"-NOGROUP the consumer group this client was blocked on no longer exists\r\n"
+    # Redis 7.2 runs the blocked XREADGROUP again: the command's own error
+    # (7.0 answered -UNBLOCKED / a -NOGROUP of its own)
+    if how in ("set", "multi"):
+        assert r == b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
     else:
-        assert r == b"-UNBLOCKED the stream key no longer exists\r\n"
+        assert r == b"-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n"
 
 
 def test_xreadgroup_block_rename_with_data(clients):
@@ -898,7 +902,8 @@ def test_xreadgroup_swapdb_unblocks(server, clients):
     a.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
     _wait_blocked(b)
     b.call("SWAPDB", "4", "9")
-    assert a.read(5) == b"-UNBLOCKED the stream key no longer exists\r\n"
+    # Redis 7.2: XREADGROUP runs again, in a db without the stream
+    assert a.read(5) == b"-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n"
     b.call("FLUSHALL")
 
 

@@ -26,7 +26,7 @@ from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, bulk_items, integer
-from ..replication.propagate import also_propagate, propagate_pending, rewrite_argv
+from ..replication.propagate import rewrite_argv
 from ..types.containers import ListValue, list_range_reply
 from ..util import LLONG_MAX, LLONG_MIN, index_range, parse_int, parse_keyword, parse_range_long
 
@@ -63,14 +63,6 @@ _LEFT_RIGHT = {b"left": True, b"right": False}
 def _where(arg) -> bool:
     """LEFT -> True, RIGHT -> False."""
     return parse_keyword(arg, _LEFT_RIGHT)
-
-
-def _propagate_served(c, db, argv):
-    """A blocked client being served (outside any command) propagates as
-    ``argv`` (what Redis replicates instead of the blocking form)."""
-    srv = c.server
-    also_propagate(srv, argv, db)
-    propagate_pending(srv)
 
 
 # ---------------------------------------------------------------------------
@@ -459,9 +451,6 @@ def _lmove(c, src, dst, from_left, to_left):
     return _bulk(x)
 
 
-_SIDE = {True: b"LEFT", False: b"RIGHT"}
-
-
 @command("lmove")
 def lmove(c, argv):
     from_left = _where(argv[3])
@@ -533,34 +522,25 @@ def _may_block(c) -> bool:
     return not (c.in_exec or c.in_script)
 
 
-def _timeout_null_array(c):
-    return c.null_array
+def _block(c, keys, deadline):
+    """The client waits for a list at one of keys; its command then runs
+    again (Redis 7.2), and a timeout answers a null array (BLMOVE's too:
+    replyToBlockedClientTimedOut; only the "may not block" path, MULTI and
+    scripts, replies BLMOVE's null bulk)."""
+    c.server.blocking_handler.block_keys(c, keys, deadline, b"list")
 
 
-def _ready_list(db, key):
-    """The list at key when a blocked client can be served from it (not
-    empty), else None."""
-    v = db.lookup_nostats(key)
-    return v if v.__class__ is ListValue and v else None
-
-
-def _pop_or_block(c, keys, deadline, pop, served):
+def _pop_or_block(c, keys, deadline, pop):
     """BLPOP, BRPOP, BLMPOP: ``pop(db, key, v)``, the reply, at once when
     one of keys holds a list; else (unless the client may not block: a null
-    array) the client blocks until ``served(c, db, key, v)`` can answer from
-    a list pushed to."""
+    array) the client blocks until one of keys is pushed to."""
     db = c.db
     key, v = _first_nonempty(db, keys)
     if key is not None:
         return pop(db, key, v)
     if not _may_block(c):
         return c.null_array
-
-    def on_ready(c, db, key):
-        v = _ready_list(db, key)
-        return None if v is None else served(c, db, key, v)
-
-    c.server.blocking_handler.block(c, keys, deadline, on_ready, _timeout_null_array)
+    _block(c, keys, deadline)
     return None
 
 
@@ -573,16 +553,7 @@ def _bpop(c, argv, left):
         rewrite_argv(c, [b"LPOP" if left else b"RPOP", key])
         return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
 
-    def served(c, db, key, v):
-        x = v.popleft() if left else v.pop()
-        _propagate_served(c, db, [b"LPOP" if left else b"RPOP", key])
-        notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
-        if not v:
-            db.delete(key)
-            notify.notify(_GENERIC, b"del", key, db.id)
-        return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(x), x)
-
-    return _pop_or_block(c, argv[1:-1], deadline, pop, served)
+    return _pop_or_block(c, argv[1:-1], deadline, pop)
 
 
 @command("blpop")
@@ -606,11 +577,7 @@ def blmpop(c, argv):
         rewrite_argv(c, [b"LPOP" if left else b"RPOP", key, b"%d" % n])
         return reply
 
-    def served(c, db, key, v):
-        _propagate_served(c, db, [b"LPOP" if left else b"RPOP", key, b"%d" % min(count, len(v))])
-        return _mpop_reply(c, db, key, v, left, count)
-
-    return _pop_or_block(c, keys, deadline, pop, served)
+    return _pop_or_block(c, keys, deadline, pop)
 
 
 def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
@@ -621,32 +588,12 @@ def _blmove(c, argv, src, dst, from_left, to_left, deadline, brpoplpush):
         if brpoplpush:
             rewrite_argv(c, [b"RPOPLPUSH", src, dst])
         else:
-            rewrite_argv(c, [b"LMOVE", src, dst, _SIDE[from_left], _SIDE[to_left]])
+            # the ends as the client wrote them (Redis's rewrite keeps argv)
+            rewrite_argv(c, [b"LMOVE", src, dst, argv[3], argv[4]])
         return reply
     if not _may_block(c):
         return c.null
-
-    def on_ready(c, db, key):
-        sv = _ready_list(db, key)
-        if sv is None:
-            return None
-        dv = db.lookup_write_typed(dst, ListValue)
-        x = sv.popleft() if from_left else sv.pop()
-        _push_one(c, db, dst, dv, x, to_left)
-        if brpoplpush:
-            _propagate_served(c, db, [b"RPOPLPUSH", key, dst])
-        else:
-            _propagate_served(c, db, [b"LMOVE", key, dst, _SIDE[from_left], _SIDE[to_left]])
-        notify.notify(_LIST, b"lpop" if from_left else b"rpop", key, db.id)
-        if not sv:
-            db.delete(key)
-            notify.notify(_GENERIC, b"del", key, db.id)
-        return _bulk(x)
-
-    # Redis 7.0 answers every timed out list client with a null array
-    # (replyToBlockedClientTimedOut), BLMOVE included; only the "may not
-    # block" path (MULTI, scripts) replies a null bulk.
-    c.server.blocking_handler.block(c, [src], deadline, on_ready, _timeout_null_array, also=(dst,))
+    _block(c, [src], deadline)
     return None
 
 
@@ -776,17 +723,5 @@ def blmovem(c, argv):
         return reply
     if not _may_block(c):
         return c.null_array
-
-    def on_ready(c, db, key):
-        sv = db.lookup_nostats(key)
-        if sv.__class__ is not ListValue:
-            return None
-        n = _movem_needed(sv, count, exactly)
-        if n is None:
-            return None
-        reply = _movem(c, db, key, dst, sv, from_left, to_left, n, bulk)
-        _propagate_served(c, db, as_lmovem(n))
-        return reply
-
-    c.server.blocking_handler.block(c, [src], deadline, on_ready, _timeout_null_array, also=(dst,))
+    _block(c, [src], deadline)
     return None

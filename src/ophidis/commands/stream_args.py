@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import RedisError
 from ..protocol.resp import EMPTY_ARRAY, bulk_items
-from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
+from ..replication.propagate import also_propagate, propagating, rewrite_argv
 from ..types.stream import MASK64, MAX_ID, id_bytes
 
 INVALID_ID = RedisError("ERR Invalid stream ID specified as stream command argument")
@@ -155,16 +155,6 @@ def propagate_ops(c, argv, ops, dirty0):
     for op in ops[:-1]:
         also_propagate(srv, op, db)
     rewrite_argv(c, ops[-1])
-
-
-def propagate_served(c, db, ops):
-    """Ops of a blocked client being served (outside any command): one unit."""
-    srv = c.server
-    if not ops or not propagating(srv):
-        return
-    for op in ops:
-        also_propagate(srv, op, db)
-    propagate_pending(srv)
 
 
 def xclaim_op(key, gname, g, idarg, nack):

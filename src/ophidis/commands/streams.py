@@ -19,10 +19,11 @@ and XAUTOCLAIM never propagate themselves: like Redis they emit one
 ``XGROUP SETID`` / ``XGROUP CREATECONSUMER`` where NOACK hides it); see
 ``propagate_ops``.
 
-Blocking: XREAD/XREADGROUP BLOCK wait through ``blocking.block``; a client
-waiting in a consumer group blocks with ``serve_missing`` so that the
-deletion of the stream (DEL, overwrite, FLUSHALL, SWAPDB ...) ends the wait
-with -UNBLOCKED, and XGROUP DESTROY with -NOGROUP, as in Redis.
+Blocking: XREAD/XREADGROUP BLOCK wait through ``blocking.block_keys`` and
+run again when a key is signalled (Redis 7.2); a client waiting in a
+consumer group is also run again when the stream goes (DEL, overwrite,
+FLUSHALL, SWAPDB, RENAME ...) or its group is destroyed, and so gets the
+command's own -NOGROUP / -WRONGTYPE.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, bulk_items, help_reply, integ
 from ..replication.propagate import propagating, rewrite_argv
 from ..types.stream import MASK64, MAX_ID, Idmp, StreamValue, id_bytes
 from ..util import parse_int
-from .stream_args import (NO_SUCH_KEY, bulk_str, entries_reply, id_reply, parse_id, propagate_ops, propagate_served,
+from .stream_args import (NO_SUCH_KEY, bulk_str, entries_reply, id_reply, parse_id, propagate_ops,
                           range_args)
 from .stream_delivery import Budget, consumer_for, group_body, serve_history
 
@@ -62,11 +63,8 @@ _UNBALANCED = RedisError("ERR Unbalanced 'xread' list of streams: for each strea
                          "'$' must be specified.")
 _UNBALANCED_GROUP = RedisError("ERR Unbalanced 'xreadgroup' list of streams: for each stream key an "
                                "ID or '>' must be specified.")
-_UNBLOCKED_DELETED = RedisError("UNBLOCKED the stream key no longer exists")
-_NOGROUP_BLOCKED = RedisError("NOGROUP the consumer group this client was blocked on no longer exists")
 
 LP_MAX_SIZE = 1 << 30
-XREAD_BLOCKED_DEFAULT_COUNT = 1000
 
 
 # ---------------------------------------------------------------------------
@@ -756,47 +754,19 @@ def _xread(c, argv, group_mode):
     if not _may_block(c):
         return c.null_array
 
-    gts = {}
-    for key, gt in zip(keys, ids):
-        gts.setdefault(key, gt)
-    xcount = count or XREAD_BLOCKED_DEFAULT_COUNT
-    if maxcount and maxcount < xcount:
-        xcount = maxcount
-
-    def on_ready(c, db, key):
-        s = db.lookup_nostats(key)
-        if group_mode:
-            if s is None or s.__class__ is not StreamValue:
-                raise _UNBLOCKED_DELETED
-            g = s.groups.get(gname) if s.groups else None
-            if g is None:
-                raise _NOGROUP_BLOCKED
-            gt = g.last_id
-        else:
-            if s is None or s.__class__ is not StreamValue:
-                return None
-            gt = gts[key]
-        head = b"*1\r\n*2\r\n" if c.resp == 2 else b"%1\r\n"
-        if not group_mode:
-            if not s.length or s.last_valid_id() <= gt:
-                return None     # as the command run again finds nothing (7.2)
-            items = s.range(gt + 1, MAX_ID, xcount)
-            if maxsize:
-                items = Budget(maxcount, maxsize).take(items)
-            return head + bulk_str(key) + entries_reply(items)
-        if claim is None and (not s.length or s.last_valid_id() <= gt):
-            return None
-        ops = [] if propagating(c.server) else None
-        cons = consumer_for(c, g, gname, cname, key, db, ops if noack else None)
-        body = group_body(s, key, gname, g, cons, xcount, noack, ops, claim,
-                           Budget(maxcount, maxsize) if maxsize else None)
-        propagate_served(c, db, ops)
-        if body is None:
-            return None
-        return head + bulk_str(key) + body
-
-    srv.blocking_handler.block(c, keys, deadline, on_ready, _timeout_reply,
-                               serve_missing=group_mode)
+    # Run again when a stream is added to (with XREADGROUP: on any change
+    # of its keys, the stream gone, its type or its group: then the
+    # command's own -NOGROUP / -WRONGTYPE), as Redis 7.2 does; "$" is
+    # fixed to the last ID now, as Redis rewrites it, so that the run
+    # again serves what was added since.
+    rerun = argv
+    if not group_mode and b"$" in idargs:
+        at = streams_arg + nstreams
+        rerun = list(argv)
+        for k in range(nstreams):
+            if idargs[k] == b"$":
+                rerun[at + k] = id_bytes(ids[k])
+    srv.blocking_handler.block_keys(c, keys, deadline, b"stream", group_mode, rerun)
     if claim is not None and srv.loop is not None:
         _arm_claim_wake(c, c.bstate, keys, gname, claim)
     return None

@@ -18,7 +18,7 @@ from ..keyspace import notify
 from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import dict_scan, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, ZERO, integer
-from ..replication.propagate import also_propagate, propagate_pending, propagating, rewrite_argv
+from ..replication.propagate import propagating, rewrite_argv
 from ..types.zset import ZSetValue
 from ..util import index_range, parse_int, parse_keyword
 from .hashes import chunked_reply
@@ -691,8 +691,7 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
 
     ``repl``: how the pop replicates when it popped something (Redis's
     rewriteClientCommandVector): None leaves the command as it is; a list
-    (the command's argv) means the command propagates as ZPOPMIN/ZPOPMAX;
-    True propagates that at once (a blocked client being served)."""
+    (the command's argv) means the command propagates as ZPOPMIN/ZPOPMAX."""
     db = c.db
     z = None
     key = None
@@ -728,11 +727,7 @@ def _zpop(c, keys, where, emitkey, count, nested, nil_when_empty, repl=None):
         new = [b"ZPOPMAX" if where == MAX_END else b"ZPOPMIN", key]
         if count_arg != -1:
             new.append(b"%d" % rangelen)
-        if repl is True:
-            also_propagate(c.server, new, db)
-            propagate_pending(c.server)
-        else:
-            rewrite_argv(c, new)
+        rewrite_argv(c, new)
     resp3 = c.resp > 2
     parts = []
     ap = parts.append
@@ -856,22 +851,8 @@ def _blocking_zpop(c, keys, where, timeout_arg, count, nested, nil_when_empty, a
         return _zpop(c, [k], where, True, count, nested, nil_when_empty, argv)
     if c.in_exec or c.in_script:
         return c.null_array
-
-    def on_ready(cl, rdb, key):
-        v = rdb.lookup_nostats(key)
-        if v is None or v.__class__ is not ZSetValue or not v.dict:
-            return None
-        olddb = cl.db
-        cl.db = rdb
-        try:
-            return _zpop(cl, [key], where, True, count, nested, nil_when_empty, True)
-        finally:
-            cl.db = olddb
-
-    def on_timeout(cl):
-        return cl.null_array
-
-    c.server.blocking_handler.block(c, list(dict.fromkeys(keys)), deadline, on_ready, on_timeout)
+    # run again when one of keys holds a sorted set (Redis 7.2)
+    c.server.blocking_handler.block_keys(c, keys, deadline, b"zset")
     return None
 
 

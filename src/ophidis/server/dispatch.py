@@ -109,6 +109,10 @@ class Dispatch:
             if asking and (c.multi is None or base == "exec") and base != "asking":
                 c.cluster_asking = False     # ASKING is for the next command (or transaction)
                 c.update_slow()
+            if cmd.blocking:
+                # and for that command run again if it blocks (Redis resets
+                # the flag when the command completes)
+                self.blocking_handler.asked = c if asking else None
             if not c.is_master and may_have_keys(cmd):
                 write = f.write if f is not cmd else None
                 node, slot, code = get_node_by_query(cl, c, cmd, argv, asking, write)
@@ -279,28 +283,48 @@ class Dispatch:
         except Exception as e:  # noqa: BLE001
             r = c.internal_error(e, cmd, argv)
         dt = perf_counter() - t0
+        carry = None
+        if cmd.blocking:
+            bh = self.blocking_handler
+            bh.asked = None
+            if bh.reprocessing is c:
+                carry = bh.carry   # the command run again after it blocked
         # MONITOR sees the command after it ran (the db after SELECT, the
-        # queued commands of a transaction before its EXEC), as in Redis.
-        if self.monitors and not cmd.skip_monitor and not cmd.admin:
-            self.feed_monitors(c, cmd.redact(argv) if cmd.redact is not None else argv)
-        # CLIENT LIST's tot-cmds (a script's commands count for its caller)
-        sc = c.script_caller if c.in_script else None
-        (c if sc is None else sc[0]).tot_cmds += 1
-        if not c.blocked:
-            cmd.calls += 1
-        elif c.bstate is not None:
-            c.bstate.duration = dt     # its latency is recorded when it is unblocked
-        cmd.usec += dt
+        # queued commands of a transaction before its EXEC), as in Redis;
+        # once: not when it runs again after blocking.
+        if carry is None:
+            if self.monitors and not cmd.skip_monitor and not cmd.admin:
+                self.feed_monitors(c, cmd.redact(argv) if cmd.redact is not None else argv)
+            # CLIENT LIST's tot-cmds (a script's commands count for its caller)
+            sc = c.script_caller if c.in_script else None
+            (c if sc is None else sc[0]).tot_cmds += 1
         if c.in_exec or c.in_script:
             # a transaction's or a script's command: its time is already in
             # its EXEC's / EVAL's (eventloop_duration_cmd_sum counts the
             # top-level commands, info.py)
             stats.el_nested += dt
         th = client_mod._SLOW_CHECK
-        if th is not None and dt >= th:
-            self.slow_call(c, cmd, argv, dt)
-        if client_mod._LATENCY_TRACKING and not c.blocked:
-            cmd.hist[int(dt * 976562.5).bit_length()] += 1
+        if c.blocked:
+            # counted when it completes (run again, timed out, unblocked):
+            # its time so far is kept (Redis's c->duration)
+            st = c.bstate
+            if st is not None:
+                st.duration += dt
+            if th is not None and dt >= th:
+                self.slow_call(c, cmd, None, dt)
+        else:
+            cmd.calls += 1
+            total = dt
+            if carry is not None:
+                total += carry.duration     # the calls that blocked count too
+                argv0 = carry.argv          # the SLOWLOG shows it as sent
+                if th is not None and (dt >= th or total >= th):
+                    self.slow_call(c, cmd, argv0, dt, total)
+            elif th is not None and dt >= th:
+                self.slow_call(c, cmd, argv, dt)
+            cmd.usec += total
+            if client_mod._LATENCY_TRACKING:
+                cmd.hist[int(total * 976562.5).bit_length()] += 1
         if self.propagate_hooks:
             self.propagator.after_call(c, cmd, argv, self.dirty != dirty0)
         if self.is_replica and cmd.write and not c.is_master and self.replica_link is not None:

@@ -78,11 +78,16 @@ class Monitor:
         while len(self.slowlog) > maxlen:
             self.slowlog.pop()
 
-    def slow_call(self, c, cmd, argv, dt):
-        """A call took at least the slowlog or latency-monitor threshold."""
+    def slow_call(self, c, cmd, argv, dt, total=None):
+        """A call took at least the slowlog or latency-monitor threshold.
+        A command that blocked is logged when it completes (argv None
+        before), with the time of all its calls (``total``); the latency
+        monitor samples each call."""
         th = client_mod._SLOWLOG_THRESHOLD
-        if th is not None and dt >= th and not cmd.skip_slowlog:
-            self.slowlog_add(c, cmd.redact(argv) if cmd.redact is not None else argv, dt, cmd)
+        if total is None:
+            total = dt
+        if th is not None and argv is not None and total >= th and not cmd.skip_slowlog:
+            self.slowlog_add(c, cmd.redact(argv) if cmd.redact is not None else argv, total, cmd)
         lt = client_mod._LATENCY_MONITOR
         if lt is not None and dt >= lt:
             self.latency_add("fast-command" if cmd.fast else "command", int(dt * 1000))
