@@ -227,3 +227,38 @@ def test_debug_client_eviction_and_logs(start_server):
         finally:
             s.stop()
     assert outputs[0] == outputs[1]
+
+
+def test_keys_are_not_evicted_for_clients_that_left(each_server, c):
+    """A client's memory is free once it has gone (maxmemory-clients off):
+    keys written right after big clients leave are not evicted for them
+    (7.4.1's unit/maxmemory "eviction due to ..." tests start so; here
+    the dataset budget kept the clients' figure from before they left
+    until the next measure of all clients)."""
+    c.config_set("maxmemory-policy", "allkeys-lru")
+    c.config_set("maxmemory", 11 * MB)
+    try:
+        hogs = [conn(each_server, "hog%d" % i) for i in range(30)]
+        for h in hogs:
+            send(h, partial(250 * KB))
+        wait_until(lambda: c.info("memory")["mem_clients_normal"] > 7 * MB, 10)
+        # keys evicted for the clients while they are there
+        for j in range(50):
+            c.setrange(str(j), 100_000, "x")
+        assert c.dbsize() < 50
+        for h in hogs:
+            h.close()
+        # (CLIENT LIST measures no memory anew: nothing but their going frees it)
+        wait_until(lambda: not any(f["name"].startswith("hog") for f in c.client_list()), 10)
+        x = RespConn(each_server.port)
+        try:
+            burst = [("FLUSHDB",)] + [("SETRANGE", str(j), "100000", "x") for j in range(50)] + [("DBSIZE",)]
+            x.send_raw(b"".join(b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p.encode())
+                                                                 for p in a) for a in burst))
+            replies = [x.read_value() for _ in burst]
+        finally:
+            x.close()
+        assert replies[-1] == 50
+    finally:
+        c.config_set("maxmemory", "0")
+        c.config_set("maxmemory-policy", "noeviction")

@@ -127,8 +127,10 @@ def _mk_values():
     hh = HashValue({b"f%d" % i: b"v" for i in range(200)})
     hh.ht = True
     s = SetValue([b"1", b"2", b"-3"])
-    sh = SetValue([b"a", b"b"])
+    sh = SetValue([b"a%d" % i for i in range(200)])
     sh.enc = b"hashtable"
+    sl = SetValue([b"a", b"b"])
+    sl.enc = b"listpack"
     z = ZSetValue()
     for m, sc in ((b"a", 1.0), (b"b", 0.5), (b"c", float("inf"))):
         z.add(m, sc)
@@ -136,7 +138,7 @@ def _mk_values():
     for i in range(200):
         zs.add(b"m%d" % i, i / 3)
     zs.skiplist = True
-    return [b"plain", b"12", b"y" * 1000, lst, h, hh, s, sh, z, zs]
+    return [b"plain", b"12", b"y" * 1000, lst, h, hh, s, sh, sl, z, zs]
 
 
 def test_payload_round_trip_every_encoding():

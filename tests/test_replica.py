@@ -4,12 +4,14 @@ replicas, ROLE / INFO replication, REPLICAOF NO ONE."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 
 import pytest
 import redis
 from support.clients import contents
+from support.replication import SyncStream
 from support.servers import REDIS_SERVER, free_port, redis_server_client
 from support.wait import wait_until
 
@@ -245,3 +247,45 @@ def test_replicas_share_one_replication_buffer_in_memory_figures(start_server):
     assert mem["used_memory"] - before - 256 * 4096 < 2 * buf      # not once per replica
     for s in [master] + servers:    # (a shutdown waits for the delayed payload's child)
         os.kill(s.pid, signal.SIGKILL)
+
+
+def test_transaction_selects_inside_multi_reach_replicas(start_server):
+    """Redis 7.2+ propagates a transaction as MULTI, SELECT, ..., EXEC (7.0
+    sent the first SELECT before the MULTI): an Ophidis replica and Debian's
+    redis-server 7.0 as a replica apply it into the right databases, and a
+    replica fed from the stream sees it in that order."""
+    master = start_server()
+    m = master.client()
+    s = start_server()
+    r = s.client()
+    with contextlib.ExitStack() as stack:
+        replicas = [r]
+        if REDIS_SERVER is not None:
+            replicas.append(stack.enter_context(redis_server_client(debug=False)))
+        for rep in replicas:
+            rep.execute_command("REPLICAOF", "127.0.0.1", str(master.port))
+        for rep in replicas:
+            wait_until(lambda: linked(rep), what="the link")
+        stream = SyncStream(master.port)
+        try:
+            m.execute_command("SELECT", 9)
+            m.execute_command("MULTI")
+            m.execute_command("SET", "a", "9")
+            m.execute_command("SELECT", 3)
+            m.execute_command("SET", "b", "3")
+            m.execute_command("INCR", "n")
+            assert m.execute_command("EXEC") == [b"OK", b"OK", b"OK", 1]
+            got = []
+            while not got or got[-1][0].lower() != b"exec":
+                got.append(stream.read_command())
+            got = [[x[0].lower()] + x[1:] for x in got if x[0].lower() != b"ping"]
+            assert got == [[b"multi"], [b"select", b"9"], [b"set", b"a", b"9"], [b"select", b"3"],
+                           [b"set", b"b", b"3"], [b"incr", b"n"], [b"exec"]]
+        finally:
+            stream.close()
+        for rep in replicas:
+            wait_until(lambda: caught_up(m, rep), what="the stream")
+            rep.execute_command("SELECT", 9)
+            assert rep.get("a") == b"9" and rep.get("b") is None
+            rep.execute_command("SELECT", 3)
+            assert rep.get("b") == b"3" and rep.get("n") == b"1" and rep.get("a") is None

@@ -172,6 +172,8 @@ def redis_usage(v, samples=5) -> int:
             mx = max((abs(int(m)) for m in v), default=0)
             w = 2 if mx < 32768 else 4 if mx < 2147483648 else 8
             return ROBJ + je(8 + w * n)
+        if v.enc == b"listpack":
+            return ROBJ + je(7 + sum(lp_entry(m) for m in v))
         a = _avg(v, samples, lambda m: sds_alloc(len(m)) + REDIS_DICT_ENTRY)
         return int(ROBJ + DICT + 8 * _slots(n) + a * n)
     if cls is ZSetValue:

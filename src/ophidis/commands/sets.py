@@ -4,12 +4,14 @@ A set is a ``SetValue`` (a set of bytes: a Python set in pure installs,
 types/_containers.pyx's SetCore, which is no set subclass, in compiled
 ones: this module uses the methods both have, types/containers.py's
 docstring lists them, never the set operators).  ``enc`` is what OBJECT
-ENCODING reports: b"intset" while every member is an integer in Redis's
-strict form (string2ll: no sign '+', no leading zeros, no spaces, int64
-range) and the set has at most set-max-intset-entries members; adding a
-non-integer or growing past the limit makes it b"hashtable" for good.
-An intset iterates in ascending numeric order, so replies built from one
-(SMEMBERS, SSCAN, ...) are sorted the same way here.
+ENCODING reports, converted as Redis 7.2+ converts a set
+(types/containers.py's set_encoding_after): b"intset" while every member
+is an integer in Redis's strict form (string2ll: no sign '+', no leading
+zeros, no spaces, int64 range) and the set has at most
+set-max-intset-entries members; b"listpack" for a small set of short
+members (set-max-listpack-entries, set-max-listpack-value); b"hashtable"
+beyond, for good.  An intset iterates in ascending numeric order, so
+replies built from one (SMEMBERS, SSCAN, ...) are sorted the same way here.
 """
 
 from __future__ import annotations
@@ -18,28 +20,28 @@ import random
 
 from ..cmdtable.registry import command
 from ..errors import SYNTAX, RedisError
+from ..keyspace import db as kdb
 from ..keyspace import notify
 from ..keyspace.db import check_type
 from ..protocol.resp import ONE, ZERO, integer
 from ..replication.propagate import propagating, rewrite_argv
 from ..types import hll
-from ..types.containers import (SMALL_RANDOM, SetValue, aux_added, aux_removed, pop_random, random_member,
-                                remove_members, scan_step)
+from ..types.containers import (SET_HASHTABLE, SET_INTSET, SET_LISTPACK, SMALL_RANDOM, SetValue, aux_added,
+                                aux_removed, pop_random, random_member, remove_members, scan_step,
+                                set_encoding_after, set_encoding_new, set_limits)
 from ..util import LLONG_MAX, parse_int, parse_range_long, try_int
 from .hashes import picks_reply, random_unique
 from .keys import length_reply, scan_value
 
 _SET = notify.SET
 _GENERIC = notify.GENERIC
-INTSET = b"intset"
-HASHTABLE = b"hashtable"
-_INTSET_CAP = 1 << 30
+INTSET = SET_INTSET
+HASHTABLE = SET_HASHTABLE
 _MUST_BE_POSITIVE = RedisError("ERR value is out of range, must be positive")
 
 
 def _max_intset(c) -> int:
-    m = c.server.config.values["set-max-intset-entries"]
-    return m if m < _INTSET_CAP else _INTSET_CAP
+    return set_limits(c.server.config.values)[0]
 
 
 def _all_ints(items) -> bool:
@@ -49,14 +51,17 @@ def _all_ints(items) -> bool:
     return True
 
 
-def new_set(c, members) -> SetValue:
-    """A set holding members, encoded as Redis would encode a set built by
-    adding them one by one."""
+def new_set(c, members, start=INTSET, to_intset=False) -> SetValue:
+    """A set holding members, encoded as Redis encodes a set it builds by
+    adding them one by one to an empty one encoded ``start``; with
+    ``to_intset``, one of integers only that an intset can hold is an
+    intset whatever the start (SINTERSTORE's maybeConvertToIntset)."""
     s = members if members.__class__ is SetValue else SetValue(members)
-    if len(s) > _max_intset(c) or not _all_ints(s):
-        s.enc = HASHTABLE
-    else:
+    limits = set_limits(c.server.config.values)
+    if (to_intset or start == INTSET) and len(s) <= limits[0] and _all_ints(s):
         s.enc = INTSET
+    else:
+        s.enc = set_encoding_after(start, 0, (), s, limits)
     return s
 
 
@@ -88,6 +93,9 @@ def sadd(c, argv):
     key = argv[1]
     s = db.lookup_write_typed(key, SetValue, True)      # create: positional on this hot path
     n0 = len(s)
+    enc = s.enc
+    if enc != HASHTABLE:
+        enc = _sadd_encoding(c, s, enc, n0, argv)
     if s._aux is None:
         if len(argv) == 3:
             s.add(argv[2])
@@ -99,15 +107,30 @@ def sadd(c, argv):
                 s.add(m)
                 aux_added(s, m)
     added = len(s) - n0
+    s.enc = enc
     if added:
-        if s.enc == INTSET:
-            if len(s) > _max_intset(c) or not _all_ints(argv[2:]):
-                s.enc = HASHTABLE
         db.signal(key)
         c.server.dirty += added
         if notify.flags:
             notify.notify(_SET, b"sadd", key, db.id)
     return integer(added)
+
+
+def _sadd_encoding(c, s, enc, n0, argv):
+    """The encoding of set ``s`` (``n0`` members, encoded ``enc``) once
+    SADD has added argv's members (saddCommand: a new set is created for
+    as many as are given, an existing one made a hashtable if they could
+    not all fit, then each is added)."""
+    limits = set_limits(c.server.config.values)
+    n = len(argv) - 2
+    if not n0:
+        enc = set_encoding_new(argv[2], n, limits)
+    elif n > (limits[1] if enc == SET_LISTPACK else limits[0]):
+        return HASHTABLE
+    if n == 1:
+        return set_encoding_after(enc, n0, s, () if argv[2] in s else (argv[2],), limits)
+    new = [m for m in dict.fromkeys(argv[2:]) if m not in s]
+    return set_encoding_after(enc, n0, s, new, limits)
 
 
 @command("srem")
@@ -140,6 +163,7 @@ def smove(c, argv):
         notify.notify(_GENERIC, b"del", src_key, db.id)
     if dst is None:
         dst = SetValue()
+        dst.enc = set_encoding_new(m, 1, set_limits(c.server.config.values))
         db.add(dst_key, dst)
     db.signal(src_key)
     c.server.dirty += 1
@@ -147,8 +171,8 @@ def smove(c, argv):
         dst.add(m)
         if dst._aux is not None:
             aux_added(dst, m)
-        if dst.enc == INTSET and (len(dst) > _max_intset(c) or try_int(m) is None):
-            dst.enc = HASHTABLE
+        if dst.enc != HASHTABLE:
+            dst.enc = set_encoding_after(dst.enc, len(dst) - 1, dst, (m,), set_limits(c.server.config.values))
         c.server.dirty += 1
         db.signal(dst_key)
         notify.notify(_SET, b"sadd", dst_key, db.id)
@@ -215,7 +239,8 @@ def _spop_count(c, argv):
         db.delete(key)
         notify.notify(_GENERIC, b"del", key, db.id)
         if propagating(srv):
-            rewrite_argv(c, [b"DEL", key])
+            # Redis 7.2+: UNLINK when lazyfree-lazy-server-del is on
+            rewrite_argv(c, [b"UNLINK" if kdb.lazy_server_del else b"DEL", key])
         return _set_reply(c, items, size)
     remaining = size - count
     if remaining * 5 > count:
@@ -232,7 +257,8 @@ def _spop_count(c, argv):
         ordered = _ordered(s)
         kept = set(keep)
         popped = [m for m in ordered if m not in kept]
-        db.set_key(key, new_set(c, keep), keepttl=True)
+        # spopWithCountCommand's new set: a listpack unless made from an intset
+        db.set_key(key, new_set(c, keep, INTSET if s.enc == INTSET else SET_LISTPACK), keepttl=True)
     if propagating(srv):
         rewrite_argv(c, [b"SREM", key] + popped)
     return _set_reply(c, popped, count)
@@ -275,10 +301,23 @@ def _lookup_sets(c, keys):
     return [read(k, SetValue) for k in keys]
 
 
-def _store(c, dst, result, event):
+def _store(c, dst, result, event, start=INTSET, seq=None):
+    """Store ``result`` at ``dst`` (an empty one deletes it); ``seq``: the
+    members Redis adds to a new intset to build it (SUNIONSTORE,
+    SDIFFSTORE), else ``start``: what SINTERSTORE's result starts as.
+    (The order Redis adds them in is not followed: it matters only where
+    set-max-listpack-entries is above set-max-intset-entries + 1.)"""
     db = c.db
     if result:
-        v = new_set(c, result)
+        if seq is None:
+            v = new_set(c, result, start, start != INTSET)
+        else:
+            v = SetValue(result)
+            limits = set_limits(c.server.config.values)
+            if len(seq) > limits[0] and len(seq) > limits[1]:
+                v.enc = HASHTABLE       # too many for an intset or a listpack whatever the order
+            else:
+                v.enc = set_encoding_after(INTSET, 0, (), seq, limits)
         db.set_key(dst, v)
         notify.notify(_SET, event, dst, db.id)
         c.server.dirty += 1
@@ -317,13 +356,18 @@ def smembers(c, argv):
 @command("sinterstore")
 def sinterstore(c, argv):
     sets = _lookup_sets(c, argv[2:])
+    start = INTSET
     if None in sets:
         result = ()
     else:
-        result = _inter(sets)[0]
+        result, first = _inter(sets)
         if result is sets[0] or any(result is s for s in sets):
             result = set(result)
-    return _store(c, argv[1], result, b"sinterstore")
+        # sinterGenericCommand: the result starts as an intset when the
+        # smallest set is one, else as a listpack
+        if first.enc != INTSET:
+            start = SET_LISTPACK
+    return _store(c, argv[1], result, b"sinterstore", start)
 
 
 @command("sintercard")
@@ -445,6 +489,17 @@ def _diff(sets):
     return first.difference(*others)
 
 
+def _diff_added(sets, result):
+    """What SDIFFSTORE adds to its new set: the result (algorithm 1), or
+    the whole first set before removing the others' members (algorithm 2,
+    chosen when the first set is big next to the others)."""
+    first = sets[0]
+    present = [s for s in sets if s is not None]
+    if len(first) * len(present) // 2 <= sum(len(s) for s in present):
+        return result
+    return first
+
+
 @command("sunion")
 def sunion(c, argv):
     result = _union(_lookup_sets(c, argv[1:]))
@@ -453,7 +508,9 @@ def sunion(c, argv):
 
 @command("sunionstore")
 def sunionstore(c, argv):
-    return _store(c, argv[1], _union(_lookup_sets(c, argv[2:])), b"sunionstore")
+    sets = _lookup_sets(c, argv[2:])
+    result = _union(sets)
+    return _store(c, argv[1], result, b"sunionstore", seq=result)
 
 
 @command("sdiff")
@@ -464,11 +521,13 @@ def sdiff(c, argv):
 
 @command("sdiffstore")
 def sdiffstore(c, argv):
-    return _store(c, argv[1], _diff(_lookup_sets(c, argv[2:])), b"sdiffstore")
+    sets = _lookup_sets(c, argv[2:])
+    result = _diff(sets)
+    return _store(c, argv[1], result, b"sdiffstore", seq=_diff_added(sets, result) if result else None)
 
 
 def _sscan_step(s, cursor, count):
-    if s.enc == INTSET:
+    if s.enc != HASHTABLE:      # an intset or a listpack: all of it in one reply
         return 0, _ordered(s)
     return scan_step(s, cursor, count)
 

@@ -166,6 +166,8 @@ DIRECTIVES = [
     ('save', None, 'special', ['modifiable', 'multi_arg'], None, None),
     ('server_cpulist', None, 'string', ['immutable', 'empty_string_is_null'], None, None),
     ('set-max-intset-entries', None, 'int', ['modifiable'], 512, (0, 9223372036854775807)),
+    ('set-max-listpack-entries', None, 'int', ['modifiable'], 128, (0, 9223372036854775807)),
+    ('set-max-listpack-value', None, 'int', ['modifiable'], 64, (0, 9223372036854775807)),
     ('set-proc-title', None, 'bool', ['immutable'], True, None),
     ('shutdown-on-sigint', None, 'enum', ['modifiable', 'multi_arg'], 'default', ['default', 'save', 'nosave', 'now', 'force']),
     ('shutdown-on-sigterm', None, 'enum', ['modifiable', 'multi_arg'], 'default', ['default', 'save', 'nosave', 'now', 'force']),

@@ -414,14 +414,26 @@ class Memory(Eviction):
         cm = self.clients
         cm.refresh()
         cm.evict()
-        t = cm.totals
+        self._clients_budget()
+        s = srv.maxmemory >> 9
+        self.slack = s if s < (1 << 20) else (1 << 20)
+
+    def _clients_budget(self):
+        """The clients' total and the dataset budget from the clients'
+        figures as they stand."""
+        srv = self.srv
+        cm = self.clients
         self.clients_mem = tot = cm.total
-        srv.mem_clients_normal = tot - t["slave"]
+        srv.mem_clients_normal = tot - cm.totals["slave"]
         # the budget leaves out the replicas' output; the AOF buffer is not
         # in the dataset either
         self.budget = srv.maxmemory - STARTUP - (tot - cm.replica_out) if srv.maxmemory else 1 << 62
-        s = srv.maxmemory >> 9
-        self.slack = s if s < (1 << 20) else (1 << 20)
+
+    def client_gone(self, c):
+        """A client disconnected: its memory is free at once (as Redis's
+        freeClient), so keys are not evicted for it meanwhile."""
+        self.clients.forget(c)
+        self._clients_budget()
 
     def present(self, db, keys):
         """The keys that exist and are eviction candidates."""

@@ -15,7 +15,8 @@ import struct
 
 from ..keyspace.db import stats
 from ..types.array import KIND_FLOAT, KIND_INT, KIND_SMALLSTR, KIND_STR, UINT64_MAX, ArrayValue, format_float
-from ..types.containers import HashValue, ListValue, SetValue
+from ..types.containers import (SET_HASHTABLE, SET_INTSET, SET_LISTPACK, HashValue, ListValue, SetValue,
+                               set_encoding_after, set_limits)
 from ..types.stream import MAX_ID, NACK, Consumer, Group, Idmp, Node, StreamValue
 from ..types.zset import ZDict, ZSetValue
 from .listpack import EncodingError, canonical_int, intset_decode, lp_decode, zipmap_decode, zl_decode
@@ -56,6 +57,9 @@ class LoadSettings:
         self.config = config
         self.deep = (g("sanitize-dump-payload", "no") == "yes") if deep is None else deep
         self.set_max_intset = g("set-max-intset-entries", 512)
+        self.set_limits = set_limits({"set-max-intset-entries": self.set_max_intset,
+                                      "set-max-listpack-entries": g("set-max-listpack-entries", 128),
+                                      "set-max-listpack-value": g("set-max-listpack-value", 64)})
         self.hash_entries = g("hash-max-listpack-entries", 128)
         self.hash_value = g("hash-max-listpack-value", 64)
         self.zset_entries = g("zset-max-listpack-entries", 128)
@@ -397,8 +401,10 @@ class ValueReader:
         n = len(items)
         if len(v) != n:
             self.fail("Duplicate set members detected")
-        v.enc = b"intset" if (n <= self.s.set_max_intset and all(
-            canonical_int(m) is not None for m in items)) else b"hashtable"
+        # rdbLoadObject: more members than an intset takes make a hashtable at
+        # once, else they are added one by one to an intset
+        limits = self.s.set_limits
+        v.enc = SET_HASHTABLE if n > limits[0] else set_encoding_after(SET_INTSET, 0, (), items, limits)
         return v
 
     def _list(self, items):
@@ -447,8 +453,8 @@ class ValueReader:
             v = SetValue(items)
             if len(v) != len(items):
                 raise EncodingError("duplicate members")
-            v.enc = b"intset" if (len(v) <= s.set_max_intset and all(
-                canonical_int(m) is not None for m in items)) else b"hashtable"
+            # (Redis 7.2+'s type: a listpack while set-max-listpack-entries allows)
+            v.enc = SET_LISTPACK if len(v) <= s.set_limits[1] else SET_HASHTABLE
             return v
         if t == T_LIST_ZIPLIST:
             return self._list(zl_decode(blob))

@@ -409,7 +409,7 @@ class ReplFeed:
             return
         out = []
         if wrap:
-            self._select(out, ops[0][0])
+            # Redis 7.2+: the transaction's SELECTs go inside it
             out.append(MULTI)
         for dbid, data, mask in ops:
             if mask & TO_REPL:

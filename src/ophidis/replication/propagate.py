@@ -40,7 +40,9 @@ wrapped in MULTI ... EXEC when they are more than one command (not for
 commands touching arbitrary keys, nor for effects produced outside any
 command, such as active expiry).  Each propagated command is encoded as
 RESP once; targets receive ``feed(ops, wrap)`` with ops a list of
-``(dbid, encoded, mask)`` and emit their own SELECTs.  ``mask``: 1 = AOF,
+``(dbid, encoded, mask)`` and emit their own SELECTs: as in Redis 7.2+,
+a transaction's SELECTs go inside it (MULTI, SELECT, ..., EXEC; 7.0 put
+the first before the MULTI).  ``mask``: 1 = AOF,
 2 = replicas (a script's ``redis.set_repl``); a target's ``bit`` says
 which one it is.
 

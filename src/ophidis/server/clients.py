@@ -116,7 +116,7 @@ class Clients:
     def client_disconnected(self, c: Client):
         if self.clients.pop(c.id, None) is None:
             return
-        self.memory.clients.forget(c)
+        self.memory.client_gone(c)
         if c.watched:
             unwatch_all(c)
         if c.tracking:

@@ -22,7 +22,8 @@ table (the dict's storage stays empty) and overrides every dict method, so
 reads return new bytes objects and every caller sees the same mapping
 (tests/test_hashpairs.py compares it with a plain dict); only bytes fields
 and values can be stored.
-  SetValue(iterable of bytes), .enc (b"intset" or b"hashtable")
+  SetValue(iterable of bytes), .enc (b"intset", b"listpack" or b"hashtable";
+  set_encoding_after gives the conversions of Redis 7.2+)
 
 ``SetValue`` is a set subclass in pure installs.  When the compiled layer
 is loaded it derives from ``_containers.SetCore`` instead, which is NOT a
@@ -52,6 +53,7 @@ from sys import getsizeof
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
 from .. import compiled
+from ..util import try_int
 
 
 class PyListValue(deque):
@@ -183,6 +185,68 @@ class SetValue(_SetBase):
         n = SetValue(self)
         n.enc = self.enc
         return n
+
+
+SET_INTSET = b"intset"
+SET_LISTPACK = b"listpack"
+SET_HASHTABLE = b"hashtable"
+_INTSET_CAP = 1 << 30
+
+
+def set_limits(cfg):
+    """(set-max-intset-entries capped as Redis caps an intset,
+    set-max-listpack-entries, set-max-listpack-value) of a config's values."""
+    m = cfg["set-max-intset-entries"]
+    return (m if m < _INTSET_CAP else _INTSET_CAP, cfg["set-max-listpack-entries"],
+            cfg["set-max-listpack-value"])
+
+
+def set_encoding_after(enc, n, members, new, limits):
+    """What a set of ``n`` ``members`` encoded ``enc`` is encoded as once the
+    ``new`` ones (distinct, none of them a member yet) are added one by one,
+    as Redis 7.2+ converts it (t_set.c's setTypeAddAux): an intset takes
+    integers up to set-max-intset-entries, then becomes a hashtable; a
+    non-integer makes it a listpack while it has fewer than
+    set-max-listpack-entries members and none longer than
+    set-max-listpack-value, else a hashtable; a listpack takes members
+    while it has room and they are short enough, else it becomes a
+    hashtable.  Never back to a smaller encoding."""
+    max_intset, lp_entries, lp_value = limits
+    longest = -1            # of the integers, computed when first needed
+    for m in new:
+        if enc == SET_INTSET:
+            if try_int(m) is not None:
+                n += 1
+                if n > max_intset:
+                    return SET_HASHTABLE
+                if longest >= 0 and len(m) > longest:
+                    longest = len(m)
+                continue
+            if longest < 0:
+                longest = max([len(x) for x in members], default=0)
+                for x in new:
+                    if x is m:
+                        break
+                    if len(x) > longest:
+                        longest = len(x)
+            if n >= lp_entries or len(m) > lp_value or longest > lp_value:
+                return SET_HASHTABLE
+            enc = SET_LISTPACK
+        elif enc == SET_LISTPACK:
+            if n >= lp_entries or len(m) > lp_value:
+                return SET_HASHTABLE
+        else:
+            return enc
+        n += 1
+    return enc
+
+
+def set_encoding_new(first, n, limits):
+    """The encoding Redis 7.2+ creates a set in before adding ``n`` members,
+    the first ``first`` (setTypeCreate's size hint)."""
+    if try_int(first) is not None and n <= limits[0]:
+        return SET_INTSET
+    return SET_LISTPACK if n <= limits[1] else SET_HASHTABLE
 
 
 TYPE_NAMES[ListValue] = b"list"

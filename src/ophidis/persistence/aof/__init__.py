@@ -11,7 +11,7 @@ holds:
   (RESP commands rebuilding the dataset);
 * incr files ``<appendfilename>.<seq>.incr.aof``: every propagated write as
   a RESP array, a SELECT whenever the database changes, MULTI ... EXEC
-  around transactions and scripts (see propagate.py).
+  around transactions and scripts, their SELECTs inside (see propagate.py).
 
 Writing.  ``Aof`` is a target of the server's Propagator: ``feed`` appends
 the encoded commands to an in-memory buffer.  The buffer is written (one
@@ -178,10 +178,7 @@ class Aof(Rewrite, Loader):
                 buf.append(b"#TS:%d\r\n" % now)
         sel = self.selected_db
         if wrap:
-            dbid = ops[0][0]
-            if dbid != sel:
-                buf.append(select_cmd(dbid))
-                sel = dbid
+            # Redis 7.2+: the transaction's SELECTs go inside it
             buf.append(MULTI)
         for dbid, data, mask in ops:
             if mask & TO_AOF:
