@@ -46,7 +46,7 @@ def reference():
     shutil.rmtree(rp.dir, ignore_errors=True)
 
 
-def _compare(client_for_db, keys, payloads, encodings=None):
+def _compare(client_for_db, keys, payloads, encodings=None, ours=False):
     mismatches = []
     for db, k in keys:
         c = client_for_db(db)
@@ -59,8 +59,21 @@ def _compare(client_for_db, keys, payloads, encodings=None):
         elif mine != ref:
             mismatches.append((db, k))
         if encodings is not None:
-            assert c.object("encoding", k) == encodings[(db, k)], (db, k)
+            want = encodings[(db, k)]
+            assert c.object("encoding", k) == (_encoding_since_72(c, k, want) if ours else want), (db, k)
     assert mismatches == []
+
+
+def _encoding_since_72(c, k, enc70):
+    """The encoding Redis 7.2+ gives a value redis-server 7.0 reported as
+    enc70: a hashtable set within set-max-listpack-entries (128) members of
+    at most set-max-listpack-value (64) bytes loads as a listpack since 7.2
+    (rdbLoadObject); the rest as 7.0."""
+    if enc70 == b"hashtable" and c.type(k) == b"set":
+        members = c.smembers(k)
+        if len(members) <= 128 and all(len(m) <= 64 for m in members):
+            return b"listpack"
+    return enc70
 
 
 def test_redis_rdb_loaded_by_ophidis(reference, start_server, tmp_path):
@@ -76,7 +89,7 @@ def test_redis_rdb_loaded_by_ophidis(reference, start_server, tmp_path):
 
     total = sum(1 for _ in keys)
     assert sum(cl(db).dbsize() for db in (0, 1, 5, 15)) == total
-    _compare(cl, keys, payloads, encodings)
+    _compare(cl, keys, payloads, encodings, ours=True)
     for (db, k), ttl in ttls.items():
         mine = cl(db).pttl(k)
         if ttl < 0:
