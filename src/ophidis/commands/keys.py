@@ -297,11 +297,14 @@ def scan(c, argv):
         m = compile_glob(pattern)
         keys = [k for k in keys if m(k)]
     if typ is not None:
-        d = db.d
-        # compared without case: a module type's name has capitals (MBbloom--)
-        keys = [k for k in keys if k in d and type_name(d[k]).lower() == typ]
-    expires = db.expires
-    if expires:
+        # Each key is looked up as a read (scanGenericCommand's TYPE filter:
+        # an expired key is deleted whatever its type, hits and misses are
+        # counted); an unknown type name matches nothing.  The names are
+        # compared without case: a module type's name has capitals (MBbloom--).
+        look = db.lookup_read_nonotify
+        keys = [k for k in keys if (v := look(k)) is not None and type_name(v).lower() == typ]
+    elif db.expires:
+        expires = db.expires
         now = mstime()
         live = []
         for k in keys:

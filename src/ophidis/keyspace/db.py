@@ -211,6 +211,21 @@ class Database(DbCore):
         stats.keyspace_hits += 1
         return v
 
+    def lookup_read_nonotify(self, key):
+        """Value for a read without a keymiss event (lookupKeyReadWithFlags
+        with LOOKUP_NONOTIFY, as SCAN's TYPE filter looks keys up): lazy
+        expiry, keyspace hits/misses."""
+        v = self.d.get(key)
+        if v is not None and self.expires:
+            when = self.expires.get(key)
+            if when is not None and when <= _time() * 1000 and self.expire_if_needed(key):
+                v = None
+        if v is None:
+            stats.keyspace_misses += 1
+        else:
+            stats.keyspace_hits += 1
+        return v
+
     def lookup_write(self, key):
         v = self.d.get(key)
         if v is None:
