@@ -28,6 +28,23 @@ def test_waitaof_errors_and_aof_off_same_as_valkey(same_as_valkey):
     ])
 
 
+def test_wait_and_waitaof_timeout_out_of_range_same_as_valkey(same_as_valkey):
+    # getTimeoutFromObjectOrReply (7.2+): a timeout whose deadline (now +
+    # it, in ms) would pass LLONG_MAX is out of range, not a wait forever;
+    # beyond LLONG_MAX it is not an integer.  (Redis 7.4.1's unit/wait.)
+    replies = same_as_valkey([
+        ["WAIT", "2", "9223372036854775808"], ["WAIT", "2", "9223372036854775807"],
+        ["WAIT", "2", "-1"], ["WAIT", "2", "9223372036854775807"],
+        ["WAITAOF", "0", "2", "9223372036854775807"], ["WAITAOF", "0", "2", "9223372036854775808"],
+        ["WAITAOF", "0", "2", "-1"],
+    ])
+    assert [r for _, r in replies] == [
+        b"-ERR timeout is not an integer or out of range\r\n", b"-ERR timeout is out of range\r\n",
+        b"-ERR timeout is negative\r\n", b"-ERR timeout is out of range\r\n",
+        b"-ERR timeout is out of range\r\n", b"-ERR timeout is not an integer or out of range\r\n",
+        b"-ERR timeout is negative\r\n"]
+
+
 def _waitaof(conn, *args):
     return conn.call("WAITAOF", *args)
 

@@ -3,13 +3,13 @@ MONITOR SLOWLOG WAIT DEBUG."""
 
 from __future__ import annotations
 
-import time
 
 from .. import log
 from ..cmdtable.registry import ALL, REDACTED, command
 from ..config import ConfigError
 from ..config.table import DIRECTIVES
 from ..errors import LOADING, SYNTAX, RedisError
+from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import cmd_time, stats
 from ..keyspace.watch import touch_all_watched_in_db
 from ..protocol.resp import OK, bulk, bulk_array, help_reply, integer, map_header
@@ -131,9 +131,7 @@ def wait(c, argv):
                          "Redis 4.0 if a replica is configured to be writable (which is not the default) "
                          "writes to replicas are just local and are not propagated.")
     num = parse_int(argv[1])
-    t = parse_int(argv[2], RedisError("ERR timeout is not an integer or out of range"))
-    if t < 0:
-        raise RedisError("ERR timeout is negative")
+    deadline = parse_timeout(argv[2], seconds=False)
     feed = srv.repl_feed
     off = c.woff        # the client's own last write (and all before it)
     n = feed.count_acks(off)
@@ -144,7 +142,7 @@ def wait(c, argv):
         feed.drop_waiting(c)
         return integer(feed.count_acks(off))
 
-    srv.blocking_handler.block(c, (), time.monotonic() + t / 1000.0 if t else 0, None, timed_out)
+    srv.blocking_handler.block(c, (), deadline, None, timed_out)
     feed.add_waiting(c, off, num)
     return None
 
@@ -162,9 +160,7 @@ def waitaof(c, argv):
     num = parse_int(argv[2], _NOT_POSITIVE)
     if num < 0:
         raise _NOT_POSITIVE
-    t = parse_int(argv[3], RedisError("ERR timeout is not an integer or out of range"))
-    if t < 0:
-        raise RedisError("ERR timeout is negative")
+    deadline = parse_timeout(argv[3], seconds=False)
     if srv.replica_link is not None:
         raise RedisError("ERR WAITAOF cannot be used with replica instances. Please also note that writes to "
                          "replicas are just local and are not propagated.")
@@ -182,7 +178,7 @@ def waitaof(c, argv):
         feed.drop_waiting(c)
         return b"*2\r\n:%d\r\n:%d\r\n" % (int(aof.fsynced_reploff >= off), feed.count_aof_acks(off))
 
-    srv.blocking_handler.block(c, (), time.monotonic() + t / 1000.0 if t else 0, None, timed_out)
+    srv.blocking_handler.block(c, (), deadline, None, timed_out)
     feed.add_waiting(c, off, num, numlocal)
     return None
 
