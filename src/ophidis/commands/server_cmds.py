@@ -3,7 +3,6 @@ MONITOR SLOWLOG WAIT DEBUG."""
 
 from __future__ import annotations
 
-
 from .. import log
 from ..cmdtable.registry import ALL, REDACTED, command
 from ..config import ConfigError
