@@ -224,12 +224,11 @@ def _server_ms(c):
 
 
 def _scan_type_all(c, typ):
-    keys, cursor = [], 0
-    while True:
-        cursor, batch = c.scan(cursor, _type=typ, count=10)
-        keys += batch
-        if cursor == 0:
-            return keys
+    # one call over the whole small table (a walk of several calls may see
+    # a key twice while Redis's table rehashes)
+    cursor, keys = c.scan(0, _type=typ, count=1000)
+    assert cursor == 0
+    return keys
 
 
 def _scan_type_with_expired_keys(c):
@@ -266,11 +265,9 @@ def test_scan_type_deletes_expired_keys_of_any_type(r, ref):
     strings = sorted(b"k%d" % i for i in range(20))
     got = _scan_type_with_expired_keys(r)
     assert got == [("string", strings, 20, 20), ("string1", [], 20, 20), ("none", [], 20, 20)]
-    # 7.0.15 returned the expired keys it had just deleted for TYPE none
-    # (their lookup gave NULL, whose type name is "none"); 7.2+ drops them
-    ref_got = _scan_type_with_expired_keys(ref)
-    assert ref_got[:2] == got[:2]
-    assert ref_got[2] == ("none", [b"foo", b"hash"], 20, 20)
+    # (7.0.15 may return the expired keys it has just deleted for TYPE none:
+    # their lookup gives NULL, whose type name is "none"; 7.2+ drops them)
+    assert _scan_type_with_expired_keys(ref)[:2] == got[:2]
 
 
 def test_flushdb_flushall_swapdb(r, server):

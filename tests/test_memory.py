@@ -416,6 +416,86 @@ def test_flushall_async(m):
     wait_until(lambda: m.info("memory")["lazyfreed_objects"] > before, 30, what="the lazy free")
 
 
+def _lazyfree(m):
+    mem = m.info("memory")
+    return mem["lazyfree_pending_objects"], mem["lazyfreed_objects"]
+
+
+def test_flushall_sync_runs_as_a_blocking_async_flush(m, msrv):
+    # Redis 7.4 (flushCommandCommon): FLUSHALL/FLUSHDB SYNC, and without an
+    # argument when lazyfree-lazy-user-flush is off, empty the dataset at
+    # once, free it in the background and answer when that free is done:
+    # every key counts in lazyfreed_objects (emptyDbAsync), none pending
+    m.config_set("maxmemory", "0")
+    m.mset({b"k:%d" % i: b"v" for i in range(1000)})
+    assert m.flushall() is True
+    assert _lazyfree(m) == (0, 1000)
+    m.mset({"x": 1, "y": 2})
+    assert m.flushdb() is True
+    assert _lazyfree(m) == (0, 1002)
+    # ASYNC answers at once (the free follows); in MULTI the flush is the
+    # synchronous one, not counted (CLIENT_AVOID_BLOCKING_ASYNC_FLUSH)
+    m.mset({"x": 1, "y": 2})
+    tx = m.pipeline(transaction=True)
+    tx.flushall()
+    tx.info("memory")
+    ok, mem = tx.execute()
+    assert ok is True and (mem["lazyfree_pending_objects"], mem["lazyfreed_objects"]) == (0, 1002)
+    m.mset({"x": 1, "y": 2, "z": 3})
+    assert m.flushall(asynchronous=True) is True
+    wait_until(lambda: _lazyfree(m) == (0, 1005), 30, what="the lazy free")
+    # a script's FLUSHALL is synchronous too
+    m.mset({"x": 1})
+    assert m.eval("return redis.call('FLUSHALL', 'SYNC')", 0) == b"OK"
+    assert _lazyfree(m) == (0, 1005)
+    # pipelined: each flush answers after its free, the next commands wait for it
+    conn = RespConn(msrv.port)
+    try:
+        m.mset({"x": 1, "y": 2})
+        assert conn.pipeline(("FLUSHALL",), ("FLUSHALL",), ("FLUSHDB",), ("PING",)) == b"+OK\r\n" * 3 + b"+PONG\r\n"
+        assert _lazyfree(m) == (0, 1007)
+    finally:
+        conn.close()
+
+
+def test_blocking_flushall_waits_for_the_frees_queued_before_it(m, msrv):
+    m.config_set("maxmemory", "0")
+    p = m.pipeline(transaction=False)
+    for b in range(20):
+        p.sadd("bigset", *[b"m:%d" % i for i in range(b * 10000, (b + 1) * 10000)])
+    p.execute()
+    m.mset({b"k:%d" % i: b"v" for i in range(100)})
+    conn = RespConn(msrv.port)
+    try:
+        # the UNLINKed set (200000 members: many slices of the free) is
+        # queued first; the INFO pipelined after FLUSHALL runs only once
+        # the FLUSHALL was answered, when the set and the keys are freed
+        replies = conn.pipeline(("UNLINK", "bigset"), ("FLUSHALL",), ("INFO", "memory"))
+        assert replies.startswith(b":1\r\n+OK\r\n")
+        assert b"lazyfree_pending_objects:0\r\n" in replies
+        assert b"lazyfreed_objects:101\r\n" in replies
+        # counted once, as a call of FLUSHALL
+        assert m.info("commandstats")["cmdstat_flushall"]["calls"] == 1
+        assert m.info("clients")["blocked_clients"] == 0
+    finally:
+        conn.close()
+
+
+def test_client_closed_while_its_flushall_waits(m, msrv):
+    m.config_set("maxmemory", "0")
+    p = m.pipeline(transaction=False)
+    for b in range(20):
+        p.sadd("bigset", *[b"m:%d" % i for i in range(b * 10000, (b + 1) * 10000)])
+    p.execute()
+    m.mset({b"k:%d" % i: b"v" for i in range(100)})
+    conn = RespConn(msrv.port)
+    conn.send_raw(b"UNLINK bigset\r\nFLUSHALL\r\n")
+    assert conn.read() == b":1\r\n"
+    conn.close()
+    wait_until(lambda: _lazyfree(m) == (0, 101), 30, what="the lazy free")
+    assert m.ping() and m.dbsize() == 0
+
+
 # -- the fast path under maxmemory ------------------------------------------------------------
 
 def test_oom_in_fast_path_is_a_rejected_call(m):

@@ -29,6 +29,21 @@ def _flush_flags(argv, srv=None):
     return bool(srv is not None and srv.config["lazyfree-lazy-user-flush"])
 
 
+def _flush_mode(c, argv):
+    """(lazy, blocking) for FLUSHALL/FLUSHDB: getFlushCommandFlags, and
+    Redis 7.4's SYNC run as a blocking ASYNC (the dataset is emptied at
+    once, the client waits for the background free: flushCommandCommon)
+    unless the client may not block (CLIENT_AVOID_BLOCKING_ASYNC_FLUSH:
+    MULTI, scripts, the Lua debugger, the AOF's commands).  Our master
+    link's client frees in the background without waiting (Redis blocks
+    it too: its stream waits; here the replica applies on)."""
+    if _flush_flags(argv, c.server):
+        return True, False
+    if c.in_exec or c.in_script or c.lua_debug or c.transport is None:
+        return False, False
+    return True, not c.is_master
+
+
 def _tracking_flush(srv):
     trk = srv.tracking
     if trk.nclients or trk.table:
@@ -44,21 +59,29 @@ def _flush_db(srv, db, lazy):
     return n
 
 
-@command("flushdb", flags=("touches_dbs",))
+def _flushed(c, blocking):
+    if not blocking:
+        return OK
+    srv = c.server
+    srv.blocking_handler.block_lazyfree(c, srv.lazyfree)
+    return None
+
+
+@command("flushdb", flags=("touches_dbs", "may_block"))
 def flushdb(c, argv):
-    lazy = _flush_flags(argv, c.server)
+    lazy, blocking = _flush_mode(c, argv)
     db = c.db
     n = _flush_db(c.server, db, lazy)
     _tracking_flush(c.server)
     c.server.dirty += n
     force_propagation(c)          # even an empty db's FLUSHDB reaches AOF and replicas
-    return OK
+    return _flushed(c, blocking)
 
 
-@command("flushall", flags=("touches_dbs",))
+@command("flushall", flags=("touches_dbs", "may_block"))
 def flushall(c, argv):
     srv = c.server
-    lazy = _flush_flags(argv, srv)
+    lazy, blocking = _flush_mode(c, argv)
     n = 0
     for db in srv.dbs:
         n += _flush_db(srv, db, lazy)
@@ -66,7 +89,7 @@ def flushall(c, argv):
     srv.dirty += n
     srv.persistence.flushall()    # with save points: an RDB save, which resets the dirty count
     force_propagation(c)          # (so the command is propagated all the same)
-    return OK
+    return _flushed(c, blocking)
 
 
 @command("swapdb", flags=("touches_dbs",))
@@ -258,8 +281,7 @@ def config_resetstat(c, argv):
     srv.el_dur_samples.clear()
     srv._last_sample = None
     srv.latency_events.clear()
-    srv.lazyfree.freed = 0        # lazyfreeResetStats
-    srv.lazyfreed_objects = 0
+    srv.lazyfreed_objects = 0     # lazyfreeResetStats
     if srv.cluster is not None:
         srv.cluster.slot_stats.reset()     # clusterSlotStatResetAll
     return OK

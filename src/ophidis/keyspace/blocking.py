@@ -144,6 +144,10 @@ def _null_array(c):
     return c.null_array
 
 
+def _lazyfree_ok(c):
+    return b"+OK\r\n"      # (no reason for a background free to fail)
+
+
 class BlockingHandler:
     def __init__(self, server):
         self.server = server
@@ -195,6 +199,21 @@ class BlockingHandler:
             if loop is not None and delay < 86400 * 365:
                 st.timer = loop.call_later(max(0.0, delay), self._timeout_cb, c, st)
         return st
+
+    def block_lazyfree(self, c, lazyfree):
+        """BLOCKED_LAZYFREE (7.4: FLUSHALL/FLUSHDB SYNC run as a blocking
+        ASYNC): c waits, its next requests with it, until the background
+        free has done everything queued so far, then gets +OK, its call
+        counted with the time it waited (flushallSyncBgDone).  CLIENT
+        UNBLOCK answers +OK at once (as a timeout) or -UNBLOCKED."""
+        st = self.block(c, (), 0, None, _lazyfree_ok)
+        t0 = perf_counter()
+
+        def done():
+            if c.bstate is st and not c.closing:
+                self.finish(c, b"+OK\r\n", served=perf_counter() - t0)
+
+        lazyfree.after(done)
 
     def _timeout_cb(self, c, st):
         if c.bstate is st and not c.closing:
@@ -270,8 +289,12 @@ class BlockingHandler:
         if not self.nblocked:
             return
         for c in list(self.server.clients.values()):
-            if c.bstate is not None and not c.closing:
+            st = c.bstate
+            if st is not None and not c.closing:
                 c.close_after_reply = True
+                if st.on_timeout is _lazyfree_ok:
+                    self.finish(c, _lazyfree_ok(c))
+                    continue
                 self.finish(c, _unblocked_error(b"force unblock from blocking operation, "
                                                 b"instance state changed (master -> replica?)"),
                             failed=True)

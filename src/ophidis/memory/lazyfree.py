@@ -36,11 +36,26 @@ def free_effort(v) -> int:
         return 1
 
 
+class _Job:
+    """One free in the background: the containers left to empty (a stack:
+    the last is emptied first) and the objects its end completes, as Redis
+    counts them (lazyfree_pending_objects / lazyfreed_objects: 1 for a
+    value, a database's number of keys for a flushed database)."""
+    __slots__ = ("parts", "objects")
+
+    def __init__(self, parts, objects):
+        self.parts = parts
+        self.objects = objects
+
+
 class LazyFree:
+    """The background free's queue, in order: _Job entries, and the
+    callables of ``after`` (run when every job before them is done, as
+    bioCreateCompRq's completion requests)."""
+
     def __init__(self, srv):
         self.srv = srv
         self.queue = deque()
-        self.freed = 0
         self.scheduled = False
         srv.lazyfree_pending = 0
         srv.lazyfreed_objects = 0
@@ -49,18 +64,29 @@ class LazyFree:
         """Take over the reference to v: big values are freed incrementally."""
         if v is None or free_effort(v) <= LAZYFREE_THRESHOLD:
             return False
-        self.queue.append(self._parts(v))
-        self.srv.lazyfree_pending = len(self.queue)
-        self.schedule()
+        self._push(self._parts(v), 1)
         return True
 
     def free_db(self, d, expires):
-        """An emptied database's dicts (FLUSHALL/FLUSHDB ASYNC)."""
-        if len(d) > LAZYFREE_THRESHOLD:
-            self.queue.append([d, expires])
-        else:
+        """An emptied database's dicts (emptyDbAsync: FLUSHALL/FLUSHDB
+        ASYNC): every key counts as a lazily freed object, whatever the
+        database's size."""
+        if len(d):
+            self._push([expires, d], len(d))
+
+    def after(self, fn):
+        """Call fn() from the event loop once everything queued so far is
+        freed."""
+        loop = self.srv.loop
+        if not self.queue and loop is not None:
+            loop.call_soon(fn)
             return
-        self.srv.lazyfree_pending = len(self.queue)
+        self.queue.append(fn)
+        self.schedule()
+
+    def _push(self, parts, objects):
+        self.queue.append(_Job(parts, objects))
+        self.srv.lazyfree_pending += objects
         self.schedule()
 
     def _parts(self, v):
@@ -99,24 +125,31 @@ class LazyFree:
     def step(self, budget=0.001):
         t0 = _perf()
         q = self.queue
+        srv = self.srv
         while q:
-            parts = q[0]
+            job = q[0]
+            if job.__class__ is not _Job:
+                q.popleft()
+                job()
+                continue
+            parts = job.parts
             while parts:
                 o = parts[-1]
-                if not self._drain(o, 2048):
+                if not self._drain(o, 2048, parts):
                     parts.pop()
                 if _perf() - t0 > budget:
                     break
             if not parts:
                 q.popleft()
-                self.freed += 1
-                self.srv.lazyfreed_objects = self.freed
+                srv.lazyfree_pending -= job.objects
+                srv.lazyfreed_objects += job.objects
             if _perf() - t0 > budget:
                 break
-        self.srv.lazyfree_pending = len(q)
 
-    def _drain(self, o, n) -> bool:
-        """Free up to n elements of o; False when o is empty."""
+    def _drain(self, o, n, parts) -> bool:
+        """Free up to n elements of o; False when o is empty.  The big values
+        a database's table holds join its job's parts (freed before the
+        rest of the table, within the same job)."""
         if not o.__len__():
             return False
         if isinstance(o, (dict, KeyTable)):     # (a database's table too)
@@ -127,7 +160,7 @@ class LazyFree:
                 if v.__class__ is not bytes and free_effort(v) > LAZYFREE_THRESHOLD:
                     big.append(v)
             for v in big:
-                self.queue.append(self._parts(v))
+                parts.extend(self._parts(v))
             return True
         if o.__class__ is _ZIndex:
             del o[max(0, len(o) - n):]      # a zset's ordered index, from its end
