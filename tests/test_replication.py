@@ -77,6 +77,50 @@ def test_sync_stream_matches_redis(server, r, redis_server, ref, config):
     assert ours[-1] == [b"set", b"last", b"1"]
 
 
+def _ttl_workload(c):
+    now_ms = int(time.time() * 1000)
+    c.execute_command("SET", "k1", "v", "pxat", now_ms + 100_000, "NX", "GET")
+    c.execute_command("SET", "k2", "v", "EX", 100)
+    c.execute_command("SET", "k3", "v", "PX", 100_000, "GET")
+    c.execute_command("SET", "k4", "v", "GET")
+    c.execute_command("SET", "k2", "w", "EXAT", now_ms // 1000 + 100, "XX")
+    c.execute_command("SET", "k1", "w", "PXAT", now_ms + 100_000, "XX", "GET")
+    c.set("last", "1")
+
+
+def _masked(cmds):
+    """Absolute times masked, PINGs left out (valkey-server sends "ping")."""
+    return [[b"<ms>" if a.isdigit() and len(a) == 13 else a for a in c] for c in cmds
+            if c[0].lower() != b"ping"]
+
+
+def test_set_with_pxat_propagates_as_sent_same_as_valkey(server, r, valkey_server, vk, config):
+    # Redis 7.2+ (setGenericCommand): EX/PX/EXAT become PXAT <ms>, a SET
+    # given PXAT goes to replicas as it was sent (NX/XX/GET and the
+    # option's case kept: Redis 7.4.1's unit/expire), GET without a TTL
+    # is dropped
+    streams = []
+    for srv, c in ((valkey_server, vk), (server, r)):
+        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
+        c.flushall()
+        s = SyncStream(srv.port)
+        try:
+            _ttl_workload(c)
+            streams.append(_masked(s.read_until(b"set") + s.commands(6)))
+        finally:
+            s.close()
+    theirs, ours = streams
+    assert ours == theirs
+    assert ours[1:] == [
+        [b"SET", b"k1", b"v", b"pxat", b"<ms>", b"NX", b"GET"],
+        [b"SET", b"k2", b"v", b"PXAT", b"<ms>"],
+        [b"SET", b"k3", b"v", b"PXAT", b"<ms>"],
+        [b"SET", b"k4", b"v"],
+        [b"SET", b"k2", b"w", b"PXAT", b"<ms>"],
+        [b"SET", b"k1", b"w", b"PXAT", b"<ms>", b"XX", b"GET"],
+        [b"SET", b"last", b"1"]]
+
+
 def test_sync_payload_holds_the_dataset(server, r):
     r.set("persisted-key", "v")
     s = SyncStream(server.port)

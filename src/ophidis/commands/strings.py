@@ -120,9 +120,12 @@ def _is_get(a) -> bool:
 
 
 def propagate_set(srv, db, argv):
-    """A relative TTL becomes SET key value PXAT <ms>; GET is dropped, and
-    so is a condition that held (IFEQ ... IFDNE)."""
+    """A TTL given as EX/PX/EXAT becomes SET key value PXAT <ms>; PXAT is
+    kept as sent, with the other options (Redis 7.2+: no rewrite then);
+    without a TTL GET is dropped; a condition that held (IFEQ ... IFDNE)
+    is dropped."""
     expire = False
+    pxat = False
     get = False
     i = 3
     n = len(argv)
@@ -130,6 +133,7 @@ def propagate_set(srv, db, argv):
         a = argv[i].lower()
         if a in _TTL_SET_OPTS and i + 1 < n:
             expire = True
+            pxat = a == b"pxat"
             i += 2
             continue
         if a in _COND_ARGS and i + 1 < n:
@@ -141,7 +145,7 @@ def propagate_set(srv, db, argv):
         i += 1
     if expire:
         when = db.expires.get(argv[1])
-        if when is not None:
+        if when is not None and not pxat:
             return [b"SET", argv[1], argv[2], b"PXAT", b"%d" % when]
         return list(argv)
     if get:
