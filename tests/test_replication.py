@@ -121,6 +121,37 @@ def test_set_with_pxat_propagates_as_sent_same_as_valkey(server, r, valkey_serve
         [b"SET", b"last", b"1"]]
 
 
+def test_restore_of_an_expired_key_replacing_propagates_del_or_unlink_same_as_valkey(
+        server, r, valkey_server, vk, config):
+    # restoreCommand (7.2+): an already expired key is not stored; the key
+    # it replaced goes to replicas as DEL, or UNLINK under
+    # lazyfree-lazy-server-del (Redis 7.4.1's unit/dump)
+    streams = []
+    for srv, c in ((valkey_server, vk), (server, r)):
+        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600,
+               lazyfree_lazy_server_del="no")
+        c.flushall()
+        c.set("key1", "value2")
+        c.rpush("key2", *range(65))
+        c.set("key", "value")
+        payload = c.dump("key")
+        s = SyncStream(srv.port)
+        try:
+            past = int(time.time() * 1000) - 5000
+            assert c.restore("key1", past, payload, replace=True, absttl=True)
+            c.config_set("lazyfree-lazy-server-del", "yes")
+            assert c.restore("key2", past, payload, replace=True, absttl=True)
+            assert c.restore("key3", past, payload, replace=True, absttl=True)   # nothing replaced
+            assert c.exists("key1", "key2", "key3") == 0
+            c.set("last", "1")
+            streams.append(_masked(s.read_until(b"set")))
+        finally:
+            s.close()
+    theirs, ours = streams
+    assert ours == theirs
+    assert ours == [[b"SELECT", b"0"], [b"DEL", b"key1"], [b"UNLINK", b"key2"], [b"SET", b"last", b"1"]]
+
+
 def test_sync_payload_holds_the_dataset(server, r):
     r.set("persisted-key", "v")
     s = SyncStream(server.port)

@@ -155,7 +155,8 @@ def restore(c, argv):
         ttl += now
     if ttl and ttl <= now and not srv.loading and not srv.is_replica:
         if deleted:
-            rewrite_argv(c, [b"DEL", key])
+            # (7.2+: UNLINK under lazyfree-lazy-server-del)
+            rewrite_argv(c, [b"UNLINK" if srv.config["lazyfree-lazy-server-del"] else b"DEL", key])
             db.signal(key)
             notify.notify(notify.GENERIC, b"del", key, db.id)
             srv.dirty += 1
