@@ -218,6 +218,29 @@ def test_scan_options(r):
     assert err(r.execute_command, "SCAN", "0", "FOO") == "syntax error"
 
 
+def test_glob_nesting_limit_same_as_valkey(same_as_valkey):
+    # stringmatchlen (7.2+): a pattern with more than 1000 star groups
+    # followed by more pattern matches nothing (its recursion is cut at
+    # 1000 levels); a trailing group does not count, nor a star in a class
+    # or escaped (Redis 7.4.1's unit/keyspace "very long nested loops")
+    key = "a" * 1100
+    cmds = [["SET", key, "1"], ["SET", "*" * 1001 + "b", "2"]]
+    for pat in ("*?" * 1000, "*?" * 1001, "*?" * 1000 + "*", "*a" * 1001, "*a" * 1000 + "*",
+                "[*]a" * 1001 + "*", "\\*" * 1001 + "b", "a*" * 1001, "**?" * 1001):
+        cmds.append(["KEYS", pat])
+        cmds.append(["SCAN", "0", "MATCH", pat, "COUNT", "100"])
+    replies = [r for _, r in same_as_valkey(cmds, protocols=(2,))]
+    assert replies[2].startswith(b"*2\r\n") and replies[4] == b"*0\r\n"
+
+
+def test_glob_long_nested_pattern_answers_at_once(r):
+    r.set("a" * 50000, 1)
+    t = time.monotonic()
+    assert r.keys("*?" * 50000) == []
+    assert r.keys("*?" * 1000) == [b"a" * 50000]
+    assert time.monotonic() - t < 10
+
+
 def _server_ms(c):
     sec, usec = c.time()
     return sec * 1000 + usec // 1000

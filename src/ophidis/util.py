@@ -303,8 +303,49 @@ def format_ld(x) -> bytes:
 def stringmatch(pattern: bytes, string: bytes, nocase: bool = False) -> bool:
     """Redis's stringmatchlen glob: ``*`` ``?`` ``[abc]`` ``[^a]`` ``[a-z]``
     and backslash escapes, with the same corner cases (an unterminated class
-    ends the pattern, reversed ranges, a trailing backslash is literal)."""
+    ends the pattern, reversed ranges, a trailing backslash is literal, a
+    pattern nesting too many stars matches nothing)."""
+    if b"*" in pattern and too_many_stars(pattern):
+        return False
     return _match(pattern, string, nocase)
+
+
+GLOB_NESTING_MAX = 1000
+
+
+def too_many_stars(p: bytes) -> bool:
+    """stringmatchlen's protection against abusive patterns: each group of
+    stars followed by more pattern matches the rest one recursion deeper,
+    and a recursion deeper than 1000 fails, so a pattern with more than
+    1000 such groups matches no string (a trailing group matches without
+    recursing).  The groups are counted as the matcher reads the pattern
+    (stars in a class or escaped are literal)."""
+    n = len(p)
+    i = groups = 0
+    while i < n:
+        c = p[i]
+        if c == 42:  # *
+            while i + 1 < n and p[i + 1] == 42:
+                i += 1
+            if i + 1 == n:
+                break
+            groups += 1
+            if groups > GLOB_NESTING_MAX:
+                return True
+        elif c == 92:  # backslash: the next byte literally
+            i += 1
+        elif c == 91:  # [: skip the class as _class_match reads it
+            i += 1
+            if i < n and p[i] == 94:
+                i += 1
+            while i < n and p[i] != 93:
+                if p[i] == 92 and i + 1 < n:
+                    i += 1
+                elif i + 2 < n and p[i + 1] == 45:
+                    i += 2
+                i += 1
+        i += 1
+    return False
 
 
 def _class_match(p, pi, plen, ch, nocase):
@@ -419,6 +460,8 @@ def compile_glob(pattern: bytes, nocase=False):
     ``filter`` runs over many keys without a Python call per key)."""
     if pattern == b"*":
         return lambda s: True
+    if b"*" in pattern and too_many_stars(pattern):
+        return lambda s: False
     if b"[" not in pattern and b"\\" not in pattern:
         if b"?" not in pattern and not nocase:
             stars = pattern.count(b"*")
