@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from support.resp import RespConn
 from support.servers import children_of
 from support.wait import wait_until
 
@@ -190,6 +191,29 @@ def test_query_buffer_of_a_big_argument_trimmed(r, server):
         wait_until(shrunk, timeout=5, interval=0.01, what="the query buffer trimmed")
     finally:
         tc.close()
+
+
+def test_query_buffer_kept_for_a_big_argument_still_arriving(r, server, config):
+    # clientsCronResizeQueryBuffer (7.2+): the buffer of a big argument
+    # whose bytes have not all come is not trimmed below its length while
+    # the client is active, only freed once it is idle for more than 2 s
+    # (Redis 7.4.1's unit/querybuf "fat argv")
+    config(r, hz=100)
+    conn = RespConn(server.port)
+    try:
+        assert conn.call("CLIENT", "SETNAME", "qb_fat") == b"+OK\r\n"
+        conn.send_raw(b"*3\r\n$3\r\nset\r\n$1\r\na\r\n$1000000\r\n")
+        wait_until(lambda: _qbuf_room(r, "qb_fat") >= 1000000, what="the big argument's buffer")
+
+        def a_second_idle():
+            f = _client_fields(r, "qb_fat")
+            assert int(f["qbuf"]) + int(f["qbuf-free"]) >= 1000000, f   # (a hundred cron passes)
+            return int(f["idle"]) >= 1
+        wait_until(a_second_idle, what="a second of the client idle")
+        wait_until(lambda: int(_client_fields(r, "qb_fat")["idle"]) >= 3 and _qbuf_room(r, "qb_fat") < 1000000,
+                   timeout=15, what="the idle client's query buffer freed")
+    finally:
+        conn.close()
 
 
 def test_reply_buffer_shrinks_and_grows(r, server):

@@ -12,7 +12,8 @@ the connection does, by Redis 7.0's rules:
   query buffer once the argument is taken.  The clients cron
   (clientsCronResizeQueryBuffer) frees the unused room of a client idle
   for more than 2 seconds, and trims a buffer of more than 32 KB that is
-  over twice the peak use since the previous pass.  A read since the
+  over twice the peak use since the previous pass (not below a big
+  argument still arriving: 7.2+).  A read since the
   previous look is known from ``Client.last_time``, a big argument from
   ``RequestReader.big`` (noted when a request spans reads).
 - The reply buffer starts at 16 KB (PROTO_REPLY_CHUNK_BYTES); the cron
@@ -82,16 +83,24 @@ def reply_figures(c, b: BufState):
 def resize_query(c, b: BufState, now: float):
     """clientsCronResizeQueryBuffer."""
     _fold_reads(c, b)
-    pend = c.reader.pend
+    reader = c.reader
+    pend = reader.pend
     qlen = len(pend) if pend is not None else 0
+    # the big argument being read (Redis's bulklen + 2): its buffer is kept
+    # whole while it arrives, and is the peak (7.2+)
+    bulk = 0
+    if qlen:
+        qbuf, _, _, held = reader.layout()
+        if held > qlen:
+            bulk = held - (qlen - qbuf)
     alloc = b.qb_alloc if b.qb_alloc > qlen else qlen
     if alloc - qlen > 4 * 1024:
         if int(now - c.last_time) > 2:
             alloc = qlen                        # idle: all the free room goes
         elif alloc > RESIZE_THRESHOLD and alloc // 2 > b.qb_peak:
-            alloc = max(qlen, b.qb_peak)        # too big for the recent peak
+            alloc = max(qlen, b.qb_peak, bulk)  # too big for the recent peak
     b.qb_alloc = alloc
-    b.qb_peak = qlen
+    b.qb_peak = max(qlen, bulk)
 
 
 def resize_reply(c, b: BufState, now: float, reset_ms: int) -> int:
