@@ -240,3 +240,37 @@ def test_slowlog_logs_a_served_blocked_command_as_sent(server, r):
         assert r.slowlog_get(1)[0]["command"] == b"BLPOP bl 0"
     finally:
         r.config_set("slowlog-log-slower-than", "10000")
+
+
+def _errorstats_after_1100_codes(c):
+    c.config_resetstat()
+    script = "return redis.error_reply(string.format('%s my error message', ARGV[1]))"
+    for j in range(1, 1101):
+        with pytest.raises(ResponseError, match="^%d my error message" % j):
+            c.eval(script, 0, j)
+    c.set("x", "y")
+    with pytest.raises(ResponseError):
+        c.incr("x")
+    return c.info("errorstats"), c.info("stats")["total_error_replies"]
+
+
+def test_errorstats_stop_at_128_codes(start_server):
+    # incrementErrorCount (7.2+): past 128 error codes the table is
+    # dropped for one ERRORSTATS_DISABLED entry, counting stops (an
+    # existing code too) until CONFIG RESETSTAT, and the codes are logged
+    # (Redis 7.4.1's unit/info "limit errors will not increase
+    # indefinitely"; valkey-server 9.1 has no such limit)
+    s = start_server()
+    c = s.client()
+    assert _errorstats_after_1100_codes(c) == ({"errorstat_ERRORSTATS_DISABLED": {"count": 1}}, 1101)
+    out = s.output()
+    assert out.count("Errorstats stopped adding new errors because the number of errors reached the limit") == 1
+    codes = [ln for ln in out.splitlines() if "Current errors code list: " in ln]
+    assert len(codes) == 1 and codes[0].endswith("Current errors code list: %s"
+                                                 % ", ".join(sorted(str(j) for j in range(1, 129))))
+    # the dropped table (more than 64 codes) counts as freed in the background
+    assert c.info("memory")["lazyfreed_objects"] == 128
+    c.config_resetstat()
+    with pytest.raises(ResponseError):
+        c.incr("x")
+    assert c.info("errorstats") == {"errorstat_ERR": {"count": 1}}

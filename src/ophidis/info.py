@@ -224,8 +224,8 @@ def sec_memory(srv):
         "mem_allocator:pymalloc",
         "mem_overhead_db_hashtable_rehashing:0",     # 7.4: dicts never rehash incrementally here
         "active_defrag_running:0",
-        "lazyfree_pending_objects:%d" % srv.lazyfree_pending,
-        "lazyfreed_objects:%d" % srv.lazyfreed_objects,
+        "lazyfree_pending_objects:%d" % stats.lazyfree_pending,
+        "lazyfreed_objects:%d" % stats.lazyfreed_objects,
     ]
 
 

@@ -281,7 +281,6 @@ def config_resetstat(c, argv):
     srv.el_dur_samples.clear()
     srv._last_sample = None
     srv.latency_events.clear()
-    srv.lazyfreed_objects = 0     # lazyfreeResetStats
     if srv.cluster is not None:
         srv.cluster.slot_stats.reset()     # clusterSlotStatResetAll
     return OK

@@ -136,7 +136,7 @@ def parse_timeout(b, seconds=True) -> float:
 def _unblocked_error(msg):
     """An -UNBLOCKED error reply (unblockClientOnError), counted."""
     stats.total_error_replies += 1
-    stats.errorstats["UNBLOCKED"] = stats.errorstats.get("UNBLOCKED", 0) + 1
+    stats.count_error("UNBLOCKED")
     return b"-UNBLOCKED %s\r\n" % msg
 
 

@@ -27,6 +27,7 @@ import random
 import time
 from itertools import islice
 
+from .. import log
 from ..errors import RedisError
 from ..replication.propagate import propagate_deletion
 from .. import compiled
@@ -110,6 +111,8 @@ class Stats(StatsCore):
     the compiled module is built."""
 
     def __init__(self):
+        self.lazyfree_pending = 0    # objects the background free still holds (a gauge, not reset)
+        self.errorstats = {}
         self.reset()
 
     # the integer counters, 0 after a reset (CONFIG RESETSTAT)
@@ -121,9 +124,10 @@ class Stats(StatsCore):
         "io_threaded_reads_processed", "client_qbuf_limit_disconnections",
         "client_outbuf_limit_disconnections", "dump_payload_sanitizations", "total_forks", "sync_full",
         "sync_partial_ok", "sync_partial_err", "expired_subkeys", "el_cron_cycles", "pb_sum", "pb_cnt", "pb_max",
-        "slowlog_count", "slowlog_ms_max")
+        "slowlog_count", "slowlog_ms_max", "lazyfreed_objects")
 
     def reset(self):
+        old_errors = self.errorstats
         for name in self.COUNTERS:
             setattr(self, name, 0)
         self.expired_stale_perc = 0.0
@@ -133,7 +137,42 @@ class Stats(StatsCore):
         self.el_cron = 0.0           # seconds in cron runs (INFO debug)
         self.el_aof = 0.0            # seconds writing the AOF (INFO debug)
         self.slowlog_ms = 0.0        # milliseconds of the commands that went to the slowlog
+        self._drop_errors(old_errors)
+        self.errors_enabled = True
+
+    def count_error(self, code: str):
+        """incrementErrorCount: one more error reply of this code (the
+        reply's first word) in INFO ERRORSTATS.  At most 128 codes are
+        kept: a new one past them logs the codes, drops the table for one
+        ERRORSTATS_DISABLED entry and stops the counting until CONFIG
+        RESETSTAT (a misused Lua error_reply cannot grow it for ever)."""
+        if not self.errors_enabled:
+            return
+        es = self.errorstats
+        n = es.get(code)
+        if n is not None:
+            es[code] = n + 1
+        elif len(es) < ERROR_STATS_NUMBER:
+            es[code] = 1
+        else:
+            log.warning("Errorstats stopped adding new errors because the number of errors reached the limit, "
+                        "may be misuse of lua error_reply, please check INFO ERRORSTATS, this can be re-enabled "
+                        "via CONFIG RESETSTAT.")
+            log.warning("Current errors code list: %s" % ", ".join(sorted(es)))     # (a radix tree's order)
+            self._drop_errors(es)
+            self.errorstats = {"ERRORSTATS_DISABLED": 1}
+            self.errors_enabled = False
+
+    def _drop_errors(self, es):
+        """resetErrorTableStats: a table of more than LAZYFREE_THRESHOLD
+        codes is freed by the background free (counted in lazyfreed_objects,
+        one object a code; a radix tree has at least a node a key)."""
         self.errorstats = {}
+        if len(es) > 64:
+            self.lazyfreed_objects += len(es)
+
+
+ERROR_STATS_NUMBER = 128
 
 
 stats = Stats()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from ..keyspace.db import EmbStr, KeyTable
+from ..keyspace.db import EmbStr, KeyTable, stats
 from ..types.zset import ZIndex as _ZIndex
 from .sizes import LAZYFREE_THRESHOLD, _SetValue, _StreamValue, _ZSetValue
 
@@ -57,8 +57,6 @@ class LazyFree:
         self.srv = srv
         self.queue = deque()
         self.scheduled = False
-        srv.lazyfree_pending = 0
-        srv.lazyfreed_objects = 0
 
     def free(self, v) -> bool:
         """Take over the reference to v: big values are freed incrementally."""
@@ -86,7 +84,7 @@ class LazyFree:
 
     def _push(self, parts, objects):
         self.queue.append(_Job(parts, objects))
-        self.srv.lazyfree_pending += objects
+        stats.lazyfree_pending += objects
         self.schedule()
 
     def _parts(self, v):
@@ -125,7 +123,6 @@ class LazyFree:
     def step(self, budget=0.001):
         t0 = _perf()
         q = self.queue
-        srv = self.srv
         while q:
             job = q[0]
             if job.__class__ is not _Job:
@@ -141,8 +138,8 @@ class LazyFree:
                     break
             if not parts:
                 q.popleft()
-                srv.lazyfree_pending -= job.objects
-                srv.lazyfreed_objects += job.objects
+                stats.lazyfree_pending -= job.objects
+                stats.lazyfreed_objects += job.objects
             if _perf() - t0 > budget:
                 break
 

@@ -623,7 +623,7 @@ class Client(ClientCore, asyncio.Protocol):
         if log.enabled(log.VERBOSE):
             log.verbose("Protocol error (%s) from client: %s" % (msg, self.info_string()))
         stats.total_error_replies += 1
-        stats.errorstats["ERR"] = stats.errorstats.get("ERR", 0) + 1
+        stats.count_error("ERR")
         err = b"-ERR Protocol error: %s\r\n" % msg.encode()
         self.close_after_reply = True
         pw = self.pending_writes
@@ -649,8 +649,7 @@ class Client(ClientCore, asyncio.Protocol):
         msg = e.msg
         sp = msg.find(b" ", 0, 32)
         code = msg[:sp].decode("utf-8", "replace") if sp > 0 else "ERR"
-        es = stats.errorstats
-        es[code] = es.get(code, 0) + 1
+        stats.count_error(code)
         stats.total_error_replies += 1
         if cmd is not None:
             cmd.failed_calls += 1

@@ -124,5 +124,5 @@ def error_text(s: bytes) -> bytes:
 def count_error(reply: bytes):
     sp = reply.find(b" ", 0, 33)
     code = reply[1:sp].decode("utf-8", "replace") if sp > 1 else "ERR"
-    stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
+    stats.count_error(code)
     stats.total_error_replies += 1

@@ -461,7 +461,7 @@ class LuaEngine(_EngineBase):
             self._ldb_error(msg)
         stats.total_error_replies += 1
         code = msg.split(b" ", 1)[0].decode("utf-8", "replace")
-        stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
+        stats.count_error(code)
         if cmd is not None:
             cmd.rejected_calls += 1
         return 1, msg

@@ -249,7 +249,7 @@ class Dispatch:
                 self.feed_monitors(c, [b"exec"])
         sp = msg.find(b" ", 0, 32)
         code = msg[:sp].decode("utf-8", "replace") if sp > 0 else "ERR"
-        stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
+        stats.count_error(code)
         stats.total_error_replies += 1
         return self.filter_reply(c, b"-%s\r\n" % msg)
 

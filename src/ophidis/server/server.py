@@ -100,7 +100,6 @@ FIELDS = (
     "run_id", "replid", "is_replica", "applying_master",
     # memory state (memory.py)
     "mem_track", "mem_oom", "used_memory_peak", "mem_clients_normal",
-    "lazyfree_pending", "lazyfreed_objects",
     # scripting state (lua.py, commands/scripting.py)
     "script_busy", "lua_eval", "lua_scripts", "lua_scripts_lru", "cached_scripts", "lua_functions",
     # DEBUG knobs
@@ -189,8 +188,6 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.mem_oom = False           # over maxmemory with nothing to evict (general path on)
         self.used_memory_peak = 0
         self.mem_clients_normal = 0
-        self.lazyfree_pending = 0
-        self.lazyfreed_objects = 0
         # scripting
         self.script_busy = None        # the -BUSY error while a script runs too long
         self.lua_eval = None           # the EVAL engine, created on first use
