@@ -182,3 +182,49 @@ def test_replica_class_is_the_replica_state(start_server):
         n += 1
     assert n < 200, "the replica was never disconnected"
     rep.close()
+
+
+def _limit_stat(c, name):
+    """INFO's client_*_buffer_limit_disconnections (7.2+: redis-server 7.0,
+    which has none, gives None)."""
+    if "ophidis_version" not in c.info("server"):
+        return None
+    return c.info("stats")[name]
+
+
+def test_output_that_fits_the_clients_own_buffer_is_not_counted(each_server, c):
+    # getClientOutputBufferMemoryUsage counts the reply list: replies held
+    # in the client's own 16 KB buffer never reach a limit (Redis 7.4.1's
+    # unit/info "client input and output buffer limit disconnections")
+    c.config_resetstat()
+    c.set("small", b"x" * 1000)
+    c.set("big", b"x" * 100000)
+    c.config_set("client-output-buffer-limit", "normal 10 0 0")
+    conn = named(each_server, "tiny")
+    assert conn.call("GET", "small") == b"$1000\r\n" + b"x" * 1000 + b"\r\n"
+    assert conn.call("INFO", "stats").startswith(b"$")
+    assert _limit_stat(c, "client_output_buffer_limit_disconnections") in (None, 0)
+    assert listed(c, "tiny") is not None
+    conn.send("GET", "big")
+    assert conn.read_until_closed(10) == b""
+    assert _limit_stat(c, "client_output_buffer_limit_disconnections") in (None, 1)
+
+
+def test_a_big_argument_over_the_query_buffer_limit_closes_the_client(each_server, c):
+    # readQueryFromClient: a big argument is read into a buffer of its own
+    # up to its end, which is checked against client-query-buffer-limit
+    # before the request runs: its bytes and CRLF alone count
+    c.config_resetstat()
+    c.config_set("client-query-buffer-limit", "1mb")
+    try:
+        conn = RespConn(each_server.port)
+        assert conn.call("SET", "fits", b"a" * (1048576 - 2)) == b"+OK\r\n"
+        try:
+            conn.send("SET", "key", b"a" * 1048576)
+        except OSError:
+            pass        # (closed while sending)
+        assert conn.read_until_closed(10) == b""
+        assert c.exists("key") == 0 and c.strlen("fits") == 1048574
+        assert _limit_stat(c, "client_query_buffer_limit_disconnections") in (None, 1)
+    finally:
+        c.config_set("client-query-buffer-limit", "1gb")

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import time
 
+from ..net.client import REPLY_CHUNK     # PROTO_REPLY_CHUNK_BYTES: a new client's reply buffer
+
 IOBUF_LEN = 16 * 1024             # PROTO_IOBUF_LEN: what one read makes room for
 RESIZE_THRESHOLD = 32 * 1024      # PROTO_RESIZE_THRESHOLD
-REPLY_CHUNK = 16 * 1024           # PROTO_REPLY_CHUNK_BYTES: a new client's reply buffer
 REPLY_MIN = 1024                  # PROTO_REPLY_MIN_BYTES
 
 _monotonic = time.monotonic

@@ -62,11 +62,15 @@ _SERVER_SLOW = False
 # Slowlog threshold in seconds (None when disabled); set by the server.
 _SLOWLOG_THRESHOLD = 0.01
 _READY = []   # the server's ready_keys list (blocked clients to serve)
+# PROTO_REPLY_CHUNK_BYTES: a client's own reply buffer (c->buf) at its
+# largest; unsent output that fits in it does not count for
+# client-output-buffer-limit (Redis counts the reply list only)
+REPLY_CHUNK = 16 * 1024
 # Output a client that has not authenticated may leave unsent (Redis: its
 # 16 KB reply buffer plus 1 KB of reply list) before it is disconnected,
 # whatever client-output-buffer-limit says: it could otherwise grow the
 # server's memory without end (-NOAUTH to a pipeline it never reads).
-UNAUTH_OUTPUT_LIMIT = 16 * 1024 + 1024
+UNAUTH_OUTPUT_LIMIT = REPLY_CHUNK + 1024
 # The smallest output buffer limit of any class (0: none): a write whose
 # output (what is still held plus the new reply) stays below it needs no
 # check of client-output-buffer-limit.  Set through ``set_output_floor``.
@@ -457,6 +461,9 @@ class Client(ClientCore, asyncio.Protocol):
                 h.feed(data)
                 gets = h.gets
             else:
+                if rd.pend is not None and rd.big_arg_over_limit(len(data)):
+                    self._qbuf_limit()
+                    return
                 gets = rd.feed(data, self.authenticated)
             if gets is not None:
                 out = self.pending_writes = []

@@ -334,6 +334,33 @@ class RequestReader(_ReaderBase):
         held = q + bl + 2 if bl >= BIG_ARG and q + bl + 2 > n else n
         return n - q, argv_len, argc, held
 
+    def _over_limit(self, pend) -> bool:
+        """Is the kept input (``pend``, the reader's) over
+        client-query-buffer-limit as Redis's query buffer would be?  Of an
+        incomplete request, the arguments already whole are Redis's argv,
+        not its query buffer: what counts is from the incomplete argument's
+        data on (``layout``'s qbuf)."""
+        limit = self.limits.client_query_buffer_limit
+        return len(pend) > limit and self.layout()[0] > limit
+
+    def big_arg_over_limit(self, nbytes: int) -> bool:
+        """Would nbytes more pass client-query-buffer-limit in Redis's query
+        buffer?  Redis reads a big argument (BIG_ARG or more) being
+        received into a buffer of its own, each read up to the argument's
+        end at most, and checks that buffer after each read
+        (readQueryFromClient): the argument's bytes alone count then, even
+        when the read completes it.  (An incomplete request's other bytes
+        are checked when kept: ``taken``, ``python_done``.)"""
+        pend = self.pend
+        if pend is None or len(pend) + nbytes <= self.limits.client_query_buffer_limit:
+            return False
+        qbuf, _, _, held = self.layout()
+        n = len(pend)
+        if held <= n:
+            return False
+        bulk = held - (n - qbuf)        # the argument's length + 2
+        return min(qbuf + nbytes, bulk) > self.limits.client_query_buffer_limit
+
     def discard(self):
         """The connection is gone: drop the buffers."""
         self.hiredis = None
@@ -391,7 +418,7 @@ class RequestReader(_ReaderBase):
             self.py = True
             return None
         limits = self.limits
-        if len(pend) > limits.client_query_buffer_limit:
+        if self._over_limit(pend):
             return QBUF_LIMIT
         chk = self.check
         try:
@@ -494,13 +521,13 @@ class RequestReader(_ReaderBase):
             if not buf:
                 self.pend = None
                 self.py = False
-            elif len(buf) > self.limits.client_query_buffer_limit and not blocked:
+            elif not blocked and self._over_limit(buf):
                 return QBUF_LIMIT
         elif pend is None and not closing:
             # buf is the read itself: keep only the leftovers
             if pos < len(buf):
                 pend = self.pend = bytearray(buf[pos:])
-                if len(pend) > self.limits.client_query_buffer_limit and not blocked:
+                if not blocked and self._over_limit(pend):
                     return QBUF_LIMIT
             else:
                 self.py = False

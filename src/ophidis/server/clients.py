@@ -9,7 +9,7 @@ import time
 from .. import log
 from ..keyspace.db import stats
 from ..keyspace.watch import unwatch_all
-from ..net.client import Client, client_class
+from ..net.client import REPLY_CHUNK, Client, client_class
 from ..replication.master import replconf_settings
 
 DENIED = (
@@ -162,10 +162,18 @@ class Clients:
         if cls == "master":
             cls = "normal"      # our master's link is limited as a normal client
         hard, soft, secs = self.obuf_limits[cls]
-        if cls == "slave" and hard and hard < self.config["repl-backlog-size"]:
-            # a replica's hard limit below repl-backlog-size is raised to it,
-            # as Redis does
-            hard = self.config["repl-backlog-size"]
+        if cls == "slave":
+            if hard and hard < self.config["repl-backlog-size"]:
+                # a replica's hard limit below repl-backlog-size is raised
+                # to it, as Redis does
+                hard = self.config["repl-backlog-size"]
+        elif held + new <= REPLY_CHUNK:
+            # Redis counts the reply list only (getClientOutputBufferMemoryUsage):
+            # unsent output that fits in the client's own buffer (c->buf)
+            # counts for nothing.  Beyond it all of it counts here (Redis
+            # would count what overflows, but a reply begun with a deferred
+            # length, as KEYS's, goes to the list whole).
+            held = new = 0
         over = bool(hard and held + new >= hard)
         if soft and held >= soft:
             now = int(time.time())
