@@ -273,7 +273,37 @@ def test_no_rehash_while_a_child_runs(start_server):
         os.kill(k, 9)
     wait_until(lambda: c.info("persistence")["rdb_bgsave_in_progress"] == 0, what="the child reaped")
     c.set("k3", "v3")
-    assert b"table size: 8192\n number of elements: 4099\n" in c.execute_command("DEBUG", "HTSTATS", 9)
+    # grown, rehashed by the cron (until then the new table is the
+    # rehashing target: keyspace/dictshape.py)
+    wait_until(lambda: b"table size: 8192\n number of elements: 4099\n" in c.execute_command("DEBUG", "HTSTATS", 9),
+               what="the table grown and rehashed")
+
+
+def test_tables_resize_by_the_cron_once_resizing_is_allowed_again(start_server):
+    # Redis 7.4.1's unit/other "Redis can trigger resizing" / "can resize
+    # empty dict": DEBUG DICT-RESIZING 0 keeps the tables as they are, the
+    # cron shrinks them once it is 1 again; an emptied dict stays listed
+    s = start_server("--enable-debug-command", "yes", "--save", "")
+    c = s.client(db=9)
+    c.mset({"{foo}%d" % j: "a" for j in range(1, 129)})
+    assert b"table size: 128\n number of elements: 128\n" in c.execute_command("DEBUG", "HTSTATS", 9)
+    assert c.execute_command("DEBUG", "DICT-RESIZING", 0) == b"OK"
+    c.delete(*["{foo}%d" % j for j in range(1, 124)])
+    cycles = c.info("stats")["eventloop_cycles"]
+    wait_until(lambda: c.info("stats")["eventloop_cycles"] > cycles + 20, what="cron passes")
+    assert b"table size: 128\n number of elements: 5\n" in c.execute_command("DEBUG", "HTSTATS", 9)
+    assert c.execute_command("DEBUG", "DICT-RESIZING", 1) == b"OK"
+    wait_until(lambda: b"table size: 8\n number of elements: 5\n" in c.execute_command("DEBUG", "HTSTATS", 9),
+               what="the table shrunk")
+
+    def main_overhead():
+        flat = c.execute_command("MEMORY", "STATS")
+        db9 = dict(zip(flat[0::2], flat[1::2]))[b"db.9"]
+        return dict(zip(db9[0::2], db9[1::2]))[b"overhead.hashtable.main"]
+    c.delete(*["{foo}%d" % j for j in range(124, 129)])
+    wait_until(lambda: main_overhead() < 400, what="the emptied dict shrunk")
+    assert b"[Dictionary HT]\nHash table 0 stats (main hash table):\nNo stats available for empty dictionaries\n" \
+        in c.execute_command("DEBUG", "HTSTATS", 9)
 
 
 # -- loading a small payload serves no event (unit/cluster/misc's -LOADING) ---------------

@@ -13,6 +13,7 @@ from collections import Counter
 
 from . import sysinfo
 from .cmdtable.registry import ALL
+from .keyspace import dictshape
 from .keyspace.db import TYPE_NAMES, stats
 from .keyspace.hfe import subexpiry_count
 from .memory.sizes import STARTUP
@@ -222,7 +223,8 @@ def sec_memory(srv):
         "mem_cluster_links:0",
         "mem_aof_buffer:%d" % m.aof_buffer(),
         "mem_allocator:pymalloc",
-        "mem_overhead_db_hashtable_rehashing:0",     # 7.4: dicts never rehash incrementally here
+        # 7.4: the tables being rehashed from, as Redis's dicts would be (keyspace/dictshape.py)
+        "mem_overhead_db_hashtable_rehashing:%d" % dictshape.overheads(srv)[1],
         "active_defrag_running:0",
         "lazyfree_pending_objects:%d" % stats.lazyfree_pending,
         "lazyfreed_objects:%d" % stats.lazyfreed_objects,

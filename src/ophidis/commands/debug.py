@@ -20,6 +20,7 @@ from ..cmdtable.registry import command
 from ..dtoa import fpconv
 from ..config import memtoull
 from ..errors import RedisError
+from ..keyspace import dictshape
 from ..keyspace.db import MODULE_CLASSES, type_name
 from ..persistence import modulerecord
 from ..persistence.rdb import stream_body
@@ -249,6 +250,8 @@ ERROR <string>
     Reply with an error made of <string>.
 LOG <message>
     Write <message> to the server log.
+DICT-RESIZING <0|1>
+    Enable or disable the resizing of the databases' tables.
 HTSTATS <dbid>
     Size information about a database's key table.
 HTSTATS-KEY <key>
@@ -384,19 +387,12 @@ def _table_size(n: int) -> int:
     return buckets
 
 
-def _htstats(size: int, at_fork=None) -> bytes:
-    """``at_fork``: the entries when the running child was forked; Redis
-    resizes no table then (nor shrinks one), unless it holds over 5 times
-    its buckets."""
+def _htstats(size: int) -> bytes:
+    """A value's table (HTSTATS-KEY): the size Redis's dict grows to."""
     if not size:
-        return b"No stats available for empty dictionaries\n"
-    buckets = _table_size(size)
-    if at_fork:
-        frozen = _table_size(at_fork)
-        if size // frozen <= 5:
-            buckets = frozen
+        return b"Hash table 0 stats (main hash table):\nNo stats available for empty dictionaries\n"
     return (b"Hash table 0 stats (main hash table):\n table size: %d\n number of elements: %d\n"
-            % (buckets, size))
+            % (_table_size(size), size))
 
 
 @command("debug", flags=("syscmd", "touches_dbs"), propagate=False)
@@ -576,12 +572,15 @@ def debug(c, argv):
         if dbid < 0 or dbid >= len(srv.dbs):
             raise RedisError("ERR Out of range database")
         d = srv.dbs[dbid]
-        ch = srv.persistence.child if srv.child_type == "rdb" else srv.aof.child if srv.child_type == "aof" else None
-        keys = exp = None
-        if ch is not None and dbid < len(ch.db_sizes):
-            keys, exp = ch.db_sizes[dbid]
-        text = b"[Dictionary HT]\n" + _htstats(len(d.d), keys) + b"[Expires HT]\n" + _htstats(len(d.expires), exp)
+        policy = dictshape.resize_policy(srv)
+        ks, xs = d.shapes
+        ks.look(len(d.d), policy)
+        xs.look(len(d.expires), policy)
+        text = b"[Dictionary HT]\n" + ks.stats(len(d.d)) + b"[Expires HT]\n" + xs.stats(len(d.expires))
         return verbatim(c.resp, text)
+    if sub == b"dict-resizing" and n == 3:
+        srv.dict_resizing = atoi(argv[2])
+        return OK
     if sub == b"htstats-key" and n == 3:
         v = db.lookup_nostats(argv[2])
         if v is None:

@@ -14,6 +14,7 @@ from ..cmdtable.registry import command
 from ..dtoa import d2string
 from ..errors import SYNTAX, RedisError
 from ..info import rss_bytes
+from ..keyspace import dictshape
 from ..keyspace.db import MODULE_CLASSES, EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
@@ -270,20 +271,22 @@ def memory_stats(c, argv):
         (b"lua.caches", integer(0)),
         (b"functions.caches", integer(0)),
     ]
+    # 7.4: the databases' bucket arrays and the rehashing ones, as Redis's
+    # dicts would have them (keyspace/dictshape.py)
+    lut, rehashing, nrehashing = dictshape.overheads(srv)
     for db in srv.dbs:
-        if db.d:
+        ks, xs = db.shapes
+        if ks.made(len(db.d), db.dels):
             fields.append((b"db.%d" % db.id, map_header(c.resp, 2)
-                           + bulk(b"overhead.hashtable.main") + integer(len(db.d) * E)
-                           + bulk(b"overhead.hashtable.expires") + integer(len(db.expires) * X)))
+                           + bulk(b"overhead.hashtable.main")
+                           + integer(len(db.d) * E + ks.buckets() * dictshape.POINTER)
+                           + bulk(b"overhead.hashtable.expires")
+                           + integer(len(db.expires) * X + xs.buckets() * dictshape.POINTER)))
     fields += [
-        # 7.4: the databases' bucket arrays (Redis's dicts: a power of two of
-        # at least 4 pointers per non-empty dict) and the rehashing ones
-        # (none: our dicts never rehash incrementally)
-        (b"overhead.db.hashtable.lut", integer(sum(
-            _lut(len(db.d)) + _lut(len(db.expires)) for db in srv.dbs))),
-        (b"overhead.db.hashtable.rehashing", integer(0)),
+        (b"overhead.db.hashtable.lut", integer(lut)),
+        (b"overhead.db.hashtable.rehashing", integer(rehashing)),
         (b"overhead.total", integer(overhead)),
-        (b"db.dict.rehashing.count", integer(0)),
+        (b"db.dict.rehashing.count", integer(nrehashing)),
         (b"keys.count", integer(nkeys)),
         (b"keys.bytes-per-key", integer(dataset // nkeys if nkeys else 0)),
         (b"dataset.bytes", integer(dataset)),
@@ -303,11 +306,6 @@ def memory_stats(c, argv):
         (b"fragmentation.bytes", integer(rss - used)),
     ]
     return map_header(c.resp, len(fields)) + b"".join(bulk(k) + v for k, v in fields)
-
-
-def _lut(n: int) -> int:
-    """Bytes of the bucket array of a Redis dict holding n entries."""
-    return 0 if not n else max(4, 1 << (n - 1).bit_length()) * 8
 
 
 def _dbl(c, x):

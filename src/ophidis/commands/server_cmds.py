@@ -56,6 +56,8 @@ def _flush_db(srv, db, lazy):
     n = db.flush()
     if lazy:
         srv.lazyfree.free_db(d, exp)
+        for s in db.shapes:
+            s.drop(db.dels)
     return n
 
 
@@ -115,6 +117,7 @@ def swapdb(c, argv):
         da.hfe, db_.hfe = db_.hfe, da.hfe
         da.hfe_heap, db_.hfe_heap = db_.hfe_heap, da.hfe_heap
         da.avg_ttl, db_.avg_ttl = db_.avg_ttl, da.avg_ttl
+        da.shapes, db_.shapes = db_.shapes, da.shapes
         da.dels += 1
         db_.dels += 1
         da._expire_snapshot = db_._expire_snapshot = None

@@ -32,6 +32,7 @@ from ..errors import RedisError
 from ..replication.propagate import propagate_deletion
 from .. import compiled
 from . import notify as _notify
+from .dictshape import Shape
 from .watch import touch_all_watched_in_db
 
 _time = time.time
@@ -214,7 +215,7 @@ def type_name(v) -> bytes:
 
 class Database(DbCore):
     __slots__ = ("id",) + DB_SLOTS + ("dels", "avg_ttl", "_expire_snapshot", "_expire_pos", "_scan_cache",
-                 "server", "hfe", "hfe_heap")
+                 "server", "hfe", "hfe_heap", "shapes")
 
     def __init__(self, id: int, server=None):
         self.id = id
@@ -230,6 +231,7 @@ class Database(DbCore):
         self.server = server
         self.hfe: dict = {}              # key -> earliest field expiry of its hash (keyspace/hfe.py)
         self.hfe_heap: list = []         # (that time, key), a heap
+        self.shapes = (Shape(), Shape())  # Redis's tables for keys and expires (keyspace/dictshape.py)
 
     # -- lookup -------------------------------------------------------------
     def lookup_read(self, key):
@@ -514,6 +516,8 @@ class Database(DbCore):
                     signal_key_ready(self, key)
         self.d = self.d.__class__()      # the cluster's SlotKeys stays one
         self.expires = {}
+        for s in self.shapes:
+            s.empty()
         self.hfe = {}
         self.hfe_heap = []
         self.dels += n

@@ -67,6 +67,7 @@ import sys
 from time import monotonic, perf_counter
 
 from .. import log, oomscore, proctitle
+from ..keyspace import dictshape
 from ..keyspace.db import stats
 from ..net import client as client_mod
 
@@ -163,11 +164,8 @@ class ChildContext:
 class Child:
     """A running child, seen from the parent."""
 
-    def __init__(self, pid, rfd, fork_usec, keys_total=0, db_sizes=()):
+    def __init__(self, pid, rfd, fork_usec, keys_total=0):
         self.pid = pid
-        # (keys, keys with a TTL) of each database at the fork: Redis does not
-        # grow its hash tables while a child runs (DEBUG HTSTATS shows them)
-        self.db_sizes = db_sizes
         self.fork_usec = fork_usec
         self._rfd = rfd
         self._pending = b""          # bytes read, not a whole line yet
@@ -359,5 +357,7 @@ def fork(server, body, what="Background child", title=None) -> Child:
     lt = client_mod._LATENCY_MONITOR
     if lt is not None and fork_usec / 1e6 >= lt:
         server.latency_add("fork", fork_usec // 1000)
-    sizes = [(len(db.d), len(db.expires)) for db in server.dbs]
-    return Child(pid, rfd, fork_usec, sum(n for n, _ in sizes), sizes)
+    # the tables as they were at the fork: Redis resizes them only at the
+    # forced ratios while a child runs (keyspace/dictshape.py)
+    dictshape.look_all(server)
+    return Child(pid, rfd, fork_usec, sum(len(db.d) for db in server.dbs))

@@ -9,7 +9,7 @@ import time
 from .. import log
 from ..cmdtable.registry import ALL
 from ..crash import watchdog_schedule
-from ..keyspace import hfe
+from ..keyspace import dictshape, hfe
 from ..keyspace.db import stats
 from ..net import client as client_mod
 
@@ -62,6 +62,11 @@ class Cron:
         # active expiry: 25% of the cycle time at most
         if self.active_expire_enabled:
             self.active_expire_cycle()
+        # databasesCron: the tables' resizing and the rehash's end (the
+        # cron's incrementallyRehash, or without activerehashing the steps
+        # of the accesses meanwhile); not while a child runs
+        if self.child_type is None:
+            dictshape.look_all(self, True)
         # client timeouts
         tmo = self.config["timeout"]
         if tmo and self.cron_loops % max(1, self.hz // 10 or 1) == 0:

@@ -104,7 +104,7 @@ FIELDS = (
     "script_busy", "lua_eval", "lua_scripts", "lua_scripts_lru", "cached_scripts", "lua_functions",
     # DEBUG knobs
     "quicklist_packed_threshold", "reply_buffer_peak_reset_time",
-    "reply_buffer_resizing_enabled", "skip_checksum_validation", "aof_flush_sleep",
+    "reply_buffer_resizing_enabled", "skip_checksum_validation", "aof_flush_sleep", "dict_resizing",
     "script_disable_deny_script",
     # hooks that subsystems register on
     "propagate_hooks", "cron_hooks", "startup_hooks", "shutdown_hooks", "shutdown_checks",
@@ -199,6 +199,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.quicklist_packed_threshold = 1 << 30
         self.reply_buffer_peak_reset_time = 5000
         self.reply_buffer_resizing_enabled = 1
+        self.dict_resizing = 1             # DEBUG DICT-RESIZING (server.dict_resizing)
         self.skip_checksum_validation = 0
         self.aof_flush_sleep = 0
         self.script_disable_deny_script = 0
