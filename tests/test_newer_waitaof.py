@@ -5,6 +5,7 @@ both ways with valkey-server (a 7.2+ peer that sends and reads FACK) and
 with Debian's Redis 7.0 (a replica that sends no FACK)."""
 
 import os
+import re
 import signal
 import time
 
@@ -67,6 +68,44 @@ def test_waitaof_local_fsync_and_timeout(start_server):
         assert c.call("MULTI") == b"+OK\r\n"
         c.call("WAITAOF", "1", "1", "0")
         assert c.call("EXEC") == b"*1\r\n*2\r\n:1\r\n:0\r\n"
+
+
+def _offset_and_waitaof(s):
+    """With the AOF on and no replica (no backlog): master_repl_offset
+    around an INCR and a transaction, and WAITAOF under appendfsync no."""
+    with RespConn(s.port) as c:
+        wait_until(lambda: b"aof_rewrite_in_progress:0" in c.call("INFO", "persistence"), 30)
+        assert c.call("CONFIG", "SET", "appendfsync", "no") == b"+OK\r\n"
+
+        def offset():
+            return int(re.search(rb"master_repl_offset:(\d+)", c.call("INFO", "replication")).group(1))
+        before = offset()
+        c.call("INCR", "foo")
+        after_incr = offset()
+        c.call("MULTI")
+        c.call("INCR", "foo")
+        c.call("INCR", "bar")
+        c.call("EXEC")
+        after_tx = offset()
+        c.call("GET", "foo")      # (no write: nothing fed)
+        reply = _waitaof(c, "1", "0", "50")
+        return after_incr - before, after_tx - after_incr, offset() - after_tx, reply
+
+
+def test_offset_counts_commands_without_a_backlog_same_as_valkey(start_server, tmp_path):
+    # Redis 7.2+ (replicationFeedSlaves): with no backlog the replication
+    # offset still counts each command fed (a transaction: MULTI, its
+    # commands, EXEC), so a write under appendfsync no is not taken as
+    # fsynced: WAITAOF 1 0 times out with 0 (Redis 7.4.1's unit/wait
+    # "WAITAOF local copy before fsync")
+    ours = _offset_and_waitaof(start_server("--appendonly", "yes", "--auto-aof-rewrite-percentage", "0"))
+    vk = ValkeyServerProc(["--appendonly", "yes", "--auto-aof-rewrite-percentage", "0"], dir=str(tmp_path))
+    try:
+        theirs = _offset_and_waitaof(vk)
+    finally:
+        vk.stop()
+    # (the blocked WAITAOF's REPLCONF GETACK counts one too)
+    assert ours == theirs == (1, 4, 1, b"*2\r\n:0\r\n:0\r\n")
 
 
 def test_waitaof_blocked_client_gets_an_error_when_the_aof_is_turned_off(start_server):

@@ -426,9 +426,20 @@ class ReplFeed:
             self.create_backlog()
         self._emit(data)
 
+    def count_unfed(self, ops, wrap):
+        """A unit the AOF took while we have no backlog (nor replicas):
+        Redis 7.2+'s replicationFeedSlaves still counts each command of it
+        in the offset (a transaction's MULTI and EXEC too), which WAITAOF's
+        local fsync tracking needs."""
+        if self.backlog is None and not self.server.is_replica:
+            n = sum(1 for op in ops if op[2] & TO_REPL)
+            self.offset += n + 2 if wrap and n else n
+
     def feed_command(self, data: bytes):
         """A master's own command in the stream (PING, REPLCONF GETACK)."""
         if self.backlog is None:
+            if not self.server.is_replica:
+                self.offset += 1        # (replicationFeedSlaves without a backlog, as feed)
             return
         self._emit(data)
 
@@ -738,7 +749,7 @@ class ReplFeed:
     def send_getack_now(self):
         """REPLCONF GETACK * to every replica; not while writes are paused
         (the offsets stay where they are)."""
-        if self.replicas and not self.server.is_replica and self.server.pause_type is None:
+        if not self.server.is_replica and self.server.pause_type is None:
             self.feed_command(GETACK)
 
     def log_lagging(self):

@@ -165,6 +165,9 @@ class Aof(Rewrite, Loader):
     # -- propagation target ------------------------------------------------------------------
     def feed(self, ops, wrap):
         """Append what one command (transaction, script) propagated."""
+        rf = self.server.repl_feed
+        if rf.backlog is None:
+            rf.count_unfed(ops, wrap)
         if not (self.state == AOF_ON or (self.state == AOF_WAIT_REWRITE and self.child_pid is not None)):
             return
         buf = self.buf
