@@ -12,7 +12,7 @@ import time
 import pytest
 
 from support.resp import RespConn, encode
-from support.servers import REDIS_SERVER, RedisServerProc, ValkeyServerProc
+from support.servers import REDIS_SERVER, RedisServerProc, ValkeyServerProc, children_of
 from support.wait import wait_until
 
 
@@ -201,3 +201,24 @@ def test_waitaof_with_a_redis70_replica_without_fack(start_server):
             assert _waitaof(mc, "0", "1", "300") == b"*2\r\n:1\r\n:0\r\n"
     finally:
         rr.stop()
+
+
+def test_waitaof_waits_for_a_postponed_rewrite(start_server):
+    # appendonly turned on while an RDB child runs: the AOF is enabled (its
+    # rewrite postponed), so WAITAOF 1 waits for that rewrite instead of
+    # answering that the AOF is off (Redis 7.4.1's unit/wait "WAITAOF local
+    # if AOFRW was postponed")
+    s = start_server("--save", "")
+    with RespConn(s.port) as c:
+        assert c.call("SET", "x", "y") == b"+OK\r\n"
+        c.call("CONFIG", "SET", "rdb-key-save-delay", "100000000")
+        assert c.call("BGSAVE") == b"+Background saving started\r\n"
+        assert c.call("CONFIG", "SET", "appendonly", "yes") == b"+OK\r\n"
+        assert b"aof_rewrite_scheduled:1" in c.call("INFO", "persistence")
+        assert c.call("SET", "x", "y") == b"+OK\r\n"
+        c.call("CONFIG", "SET", "rdb-key-save-delay", "0")
+        for k in children_of(s.proc.pid):
+            os.kill(k, signal.SIGKILL)
+        assert _waitaof(c, "1", "0", "10000") == b"*2\r\n:1\r\n:0\r\n"
+        info = c.call("INFO", "persistence")
+        assert b"aof_rewrite_in_progress:0" in info and b"aof_rewrite_scheduled:0" in info

@@ -190,7 +190,7 @@ def waitaof(c, argv):
         raise RedisError("ERR WAITAOF cannot be used with replica instances. Please also note that writes to "
                          "replicas are just local and are not propagated.")
     aof = srv.aof
-    if numlocal and aof.fsynced_reploff == -1:
+    if numlocal and not srv.config["appendonly"]:     # (server.aof_enabled: on, even with its rewrite postponed)
         raise RedisError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
     feed = srv.repl_feed
     off = c.woff

@@ -729,7 +729,7 @@ class ReplFeed:
                     bh.finish(c, b":%d\r\n" % n)
                     continue
             else:
-                if numlocal and aof.fsynced_reploff == -1:
+                if numlocal and not self.server.config["appendonly"]:
                     bh.finish(c, WAITAOF_AOF_OFF)
                     continue
                 n = self.count_aof_acks(off)
