@@ -222,3 +222,37 @@ def test_waitaof_waits_for_a_postponed_rewrite(start_server):
         assert _waitaof(c, "1", "0", "10000") == b"*2\r\n:1\r\n:0\r\n"
         info = c.call("INFO", "persistence")
         assert b"aof_rewrite_in_progress:0" in info and b"aof_rewrite_scheduled:0" in info
+
+
+def test_waitaof_released_by_a_replica_that_switched_masters(start_server):
+    # A replica's full sync sets its offset to the new master's before its
+    # AOF rewrite starts: the rewrite's FACK covers the new master's stream,
+    # whatever the old master's offset was (Redis 7.4.1's unit/wait
+    # "WAITAOF when replica switches between masters, fsync: no")
+    aof = ("--appendonly", "yes", "--auto-aof-rewrite-percentage", "0", "--save", "")
+    m1, m2 = start_server(*aof), start_server(*aof)
+    r1, r2 = start_server(*aof), start_server(*aof)
+    with RespConn(m1.port) as a, RespConn(m2.port) as b, RespConn(r1.port) as ra, RespConn(r2.port) as rb:
+        assert ra.call("REPLICAOF", "127.0.0.1", str(m1.port)) == b"+OK\r\n"
+        assert rb.call("REPLICAOF", "127.0.0.1", str(m2.port)) == b"+OK\r\n"
+        _link_up(ra)
+        _link_up(rb)
+        for _ in range(20):
+            b.call("INCR", "filler")     # m2's offset well past m1's
+        for conn in (ra, rb):
+            assert conn.call("CONFIG", "SET", "appendfsync", "no") == b"+OK\r\n"
+        for conn in (a, b):
+            assert conn.call("CONFIG", "SET", "appendfsync", "always") == b"+OK\r\n"
+        assert a.call("SET", "boo", "11") == b"+OK\r\n"
+        assert b.call("SET", "boo", "22") == b"+OK\r\n"
+        a.send("WAITAOF", "1", "1", "0")
+        b.send("WAITAOF", "1", "1", "0")
+        for conn, srv in ((a, m1), (b, m2)):
+            with RespConn(srv.port) as admin:
+                wait_until(lambda: b"blocked_clients:1" in admin.call("INFO", "clients"), what="the WAITAOF blocked")
+        # each replica to the other master: released once it has synced
+        assert rb.call("REPLICAOF", "127.0.0.1", str(m1.port)) == b"+OK\r\n"
+        assert ra.call("REPLICAOF", "127.0.0.1", str(m2.port)) == b"+OK\r\n"
+        assert a.read(timeout=30) == b"*2\r\n:1\r\n:1\r\n"
+        assert b.read(timeout=30) == b"*2\r\n:1\r\n:1\r\n"
+        assert ra.call("GET", "boo") == b"$2\r\n22\r\n" and rb.call("GET", "boo") == b"$2\r\n11\r\n"

@@ -159,6 +159,7 @@ class ReplicaLink:
         self.writer = None
         self.last_io = time.time()
         self.sync_in_progress = False
+        self.sync_start = 0             # the offset of the full sync being loaded (FULLRESYNC <id> <offset>)
         self.link_down_since = time.time()
         self.stopped = False
         self.client = None
@@ -331,6 +332,7 @@ class ReplicaLink:
         log.notice("Full resync from master: %s:%d" % (master_replid, start))
         self.state = "sync"
         self.sync_in_progress = True
+        self.sync_start = start
         await self._sync(reader, master_replid)
         self.own_expires = {}
         srv.replid = master_replid
@@ -568,6 +570,11 @@ class ReplicaLink:
         if mem.tracking:
             mem.recompute()
             mem._reset_structures()
+        # the master's offset is ours before the AOF restarts: its rewrite
+        # covers the stream up to there (WAITAOF's FACK; readSyncBulkPayload
+        # restarts the AOF after setting the offsets); no backlog nor
+        # replica holds the old offset's stream any more
+        srv.repl_feed.offset = self.sync_start
         srv.aof.restart_after_sync()
 
     async def _stream(self, reader, writer):
