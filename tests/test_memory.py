@@ -458,13 +458,19 @@ def test_flushall_sync_runs_as_a_blocking_async_flush(m, msrv):
         conn.close()
 
 
-def test_blocking_flushall_waits_for_the_frees_queued_before_it(m, msrv):
+def _bigset_and_100_keys(m):
+    """A set of 200000 members (many slices of the background free) and
+    100 keys."""
     m.config_set("maxmemory", "0")
     p = m.pipeline(transaction=False)
     for b in range(20):
         p.sadd("bigset", *[b"m:%d" % i for i in range(b * 10000, (b + 1) * 10000)])
     p.execute()
     m.mset({b"k:%d" % i: b"v" for i in range(100)})
+
+
+def test_blocking_flushall_waits_for_the_frees_queued_before_it(m, msrv):
+    _bigset_and_100_keys(m)
     conn = RespConn(msrv.port)
     try:
         # the UNLINKed set (200000 members: many slices of the free) is
@@ -482,12 +488,7 @@ def test_blocking_flushall_waits_for_the_frees_queued_before_it(m, msrv):
 
 
 def test_client_closed_while_its_flushall_waits(m, msrv):
-    m.config_set("maxmemory", "0")
-    p = m.pipeline(transaction=False)
-    for b in range(20):
-        p.sadd("bigset", *[b"m:%d" % i for i in range(b * 10000, (b + 1) * 10000)])
-    p.execute()
-    m.mset({b"k:%d" % i: b"v" for i in range(100)})
+    _bigset_and_100_keys(m)
     conn = RespConn(msrv.port)
     conn.send_raw(b"UNLINK bigset\r\nFLUSHALL\r\n")
     assert conn.read() == b":1\r\n"
