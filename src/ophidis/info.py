@@ -219,7 +219,7 @@ def sec_memory(srv):
         "mem_replica_full_sync_buffer:0",    # 8.0: the rdb-channel sync's buffer (no rdb channel here)
         "mem_clients_slaves:%d" % srv.repl_feed.replicas_share(),
         "mem_clients_normal:%d" % (m.clients.total - m.clients.totals["slave"]),
-        "mem_cluster_links:0",
+        "mem_cluster_links:%d" % (srv.cluster.links_memory() if srv.cluster is not None else 0),
         "mem_aof_buffer:%d" % m.aof_buffer(),
         "mem_allocator:pymalloc",
         "mem_overhead_db_hashtable_rehashing:0",     # 7.4: dicts never rehash incrementally here
