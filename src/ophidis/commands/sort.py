@@ -15,7 +15,7 @@ from ..errors import SYNTAX, RedisError
 from ..keyspace import hfe, notify
 from ..keyspace.db import WRONGTYPE_ERR, type_name
 from ..protocol.resp import ZERO, integer
-from ..types.containers import ListValue
+from ..types.containers import ListValue, list_built
 from ..types.zset import ZSetValue
 from ..util import parse_int
 from .numparse import sort_strtod
@@ -234,7 +234,6 @@ def _sort_generic(c, argv, readonly):
                     ap(b"$%d\r\n%s\r\n" % (len(val), val))
         return b"".join(parts)
     result = ListValue()
-    result.quick = True   # Redis 7.0 lists are quicklists
     for e in out:
         if not gets:
             result.append(e)
@@ -243,7 +242,8 @@ def _sort_generic(c, argv, readonly):
                 val = _lookup_by_pattern(db, pat, e)
                 result.append(b"" if val is None else val)
     if outputlen:
-        db.store(storekey, result)
+        # built as a quicklist, then the best encoding (LIST_CONV_AUTO)
+        db.store(storekey, list_built(result))
         notify.notify(notify.LIST, b"sortstore", storekey, db.id)
         c.server.dirty += outputlen
     else:
