@@ -128,26 +128,25 @@ _notify.watch_flags(_config_sync)
 _dbm.watch_lazy_server_del(_config_sync)
 _config_sync()
 
-# lists' encoding limits (types.containers' "Lists' encodings"), copied from
-# list-max-listpack-size and the packed threshold when they change: a push
-# onto a listpack passing _lp_bytes / _lp_count makes it a quicklist; a pop
-# leaving a quicklist within _lp_half_bytes / _lp_half_count (one node at
-# half the limits) goes to containers.list_shrunk, which decides
+# lists' encoding limits (types.containers' "Lists' encodings"), copied
+# when list-max-listpack-size changes: a push onto a listpack passing
+# _lp_bytes / _lp_count makes it a quicklist; a pop leaving a quicklist
+# within _lp_half_bytes / _lp_half_count (one node at half the limits) makes
+# it a listpack again (containers.list_shrunk)
 cdef Py_ssize_t _lp_bytes = 8192, _lp_count = PY_SSIZE_T_MAX
 cdef Py_ssize_t _lp_half_bytes = 4096, _lp_half_count = PY_SSIZE_T_MAX
-_list_shrunk = _containers.list_shrunk
 
 
 def _list_sync():
     global _lp_bytes, _lp_count, _lp_half_bytes, _lp_half_count
-    fill, _thr = _containers.list_config()
+    fill = _containers.list_fill()
     _lp_bytes = _containers.list_byte_limit(fill)
     _lp_half_bytes = _lp_bytes if fill >= 0 else _lp_bytes >> 1
     _lp_count = (fill or 1) if fill >= 0 else PY_SSIZE_T_MAX
     _lp_half_count = _lp_count >> 1 if fill >= 0 else PY_SSIZE_T_MAX
 
 
-_containers.watch_list_config(_list_sync)
+_containers.watch_list_fill(_list_sync)
 _list_sync()
 cdef StatsCore _stats = _dbm.stats
 cdef object _SetValue = _containers.SetValue
@@ -528,7 +527,7 @@ cdef object _pop(_Ctx x, list req, bint front):
         return None
     r = ql._pop_bulk(front)
     if ql.quick and 7 + ql.lpb <= _lp_half_bytes and ql.size <= _lp_half_count:
-        _list_shrunk(ql)        # maybe a listpack again
+        ql.quick = False        # a listpack again
     x.dirty += 1
     return r
 

@@ -26,7 +26,6 @@ from ..persistence.rdb import stream_body
 from ..protocol.resp import (OK, boolean, bulk, double, help_reply, integer, map_header, push_header, set_header,
                              simple, verbatim)
 from ..replication.propagate import TO_REPL, also_propagate
-from ..types.containers import set_packed_threshold
 from ..types.stream import FLAG_DELETED, MASK64
 from ..util import atoi, parse_int
 from .keys import object_encoding, refcount
@@ -511,8 +510,8 @@ def debug(c, argv):
         sz = memtoull(argv[2].decode("latin-1"))
         if sz is None or sz > (1 << 32) - (1 << 20):
             raise RedisError("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
+        # (accepted; lists keep no plain nodes: types/containers.py)
         srv.quicklist_packed_threshold = sz
-        set_packed_threshold(sz)
         return OK
     if sub in (b"set-skip-checksum-validation", b"aof-flush-sleep", b"set-disable-deny-scripts",
                b"pause-cron") and n == 3:

@@ -135,7 +135,7 @@ class Encoder:
             return T_STRING, enc_string(bytes(v) if cls is EmbStr else v, compress)
         if cls is ListValue:
             # a listpack-encoded list: one node, as rdbSaveObject writes it
-            nodes = quicklist_nodes(v, self.list_fill) if v.quick else [(QL_PACKED, lp_encode(v))]
+            nodes = quicklist_nodes(v, self.list_fill) if v.quick or not v else [(QL_PACKED, lp_encode(v))]
             out = [enc_len(len(nodes))]
             depth = self.list_depth
             nn = len(nodes)

@@ -208,48 +208,43 @@ list_range_reply = _ql.QuickList.bulk_range if _ql is not None else None
 # "One packed node": Redis asks its quicklist's node layout, which depends
 # on the list's history; Ophidis keeps no such layout (the compiled list
 # has nodes of its own size, the pure one none), so a list counts as one
-# packed node when it fits one node whole (its listpack bytes within the
-# byte limit, or 8 KB for a count limit) and no element would be a plain
-# node (DEBUG QUICKLIST-PACKED-THRESHOLD; without it an element past the
-# byte limit, which cannot fit anyway).  That is Redis's answer for a list
-# grown and shrunk at its ends; a quicklist whose nodes were thinned in the
-# middle (LREM, LINSERT splits) may convert here where Redis keeps it.  An
-# RDB file's list says how many nodes it had: one packed node that fits is
-# a listpack, as rdbLoadObject converts it.
+# packed node when it fits one node whole: its listpack bytes within the
+# byte limit, or 8 KB for a count limit (an element Redis would keep in a
+# plain node, past the byte limit, cannot fit anyway; DEBUG
+# QUICKLIST-PACKED-THRESHOLD's plain nodes are not followed: in Redis the
+# elements a listpack held stay packed when it converts, the later ones
+# not).  That is Redis's answer for a list grown and shrunk at its ends; a
+# quicklist whose nodes were thinned in the middle (LREM, LINSERT splits)
+# may convert here where Redis keeps it, and the RDB file written for it
+# (its nodes filled afresh) may load as a listpack where Redis's keeps its
+# nodes.  An RDB file's list says how many nodes it had: one packed node
+# that fits is a listpack, as rdbLoadObject converts it.
 
 LP_HDR = 7                  # a listpack's header and end byte
 _LP_LEVELS = (4096, 8192, 16384, 32768, 65536)
 _SAFETY = 8192              # a count-limited node's byte cap
-# list-max-listpack-size (the server follows the directive) and DEBUG
-# QUICKLIST-PACKED-THRESHOLD (0: by the fill), process-wide as in Redis;
-# commands/_bodies.pyx copies them when they change (watch_list_config)
-_list_cfg = [-2, 0]
+# list-max-listpack-size, process-wide as Redis's server.list_max_listpack_size
+# (the server follows the directive: set_list_fill); commands/_bodies.pyx
+# copies it when it changes (watch_list_fill)
+_list_fill = [-2]
 _list_watchers = []
 
 
 def set_list_fill(fill):
     """list-max-listpack-size changed."""
-    _list_cfg[0] = fill
+    _list_fill[0] = fill
     for fn in _list_watchers:
         fn()
 
 
-def set_packed_threshold(n):
-    """DEBUG QUICKLIST-PACKED-THRESHOLD: elements of n bytes and more are
-    plain nodes (0: the default, elements past the node's byte limit)."""
-    _list_cfg[1] = n
-    for fn in _list_watchers:
-        fn()
-
-
-def watch_list_config(fn):
-    """fn() after either setting changes."""
+def watch_list_fill(fn):
+    """fn() after list-max-listpack-size changes."""
     _list_watchers.append(fn)
 
 
-def list_config():
-    """(list-max-listpack-size, the packed threshold)."""
-    return _list_cfg[0], _list_cfg[1]
+def list_fill():
+    """list-max-listpack-size."""
+    return _list_fill[0]
 
 
 def list_byte_limit(fill):
@@ -260,7 +255,7 @@ def list_byte_limit(fill):
 
 def _exceeds(nbytes, count):
     # quicklistNodeExceedsLimit: do nbytes / count pass the limits?
-    fill = _list_cfg[0]
+    fill = _list_fill[0]
     if fill < 0:
         return nbytes > _LP_LEVELS[(-fill if fill > -5 else 5) - 1]
     return nbytes > _SAFETY or count > (fill or 1)
@@ -283,18 +278,11 @@ def list_grow_one(v, x):
 
 def _one_node(v, half):
     # the list as one packed node within the limits (halved when shrinking)
-    fill, thr = _list_cfg
+    fill = _list_fill[0]
     if fill >= 0:
         cap = fill or 1
-        if len(v) > (cap >> 1 if half else cap) or LP_HDR + v.lpb > _SAFETY:
-            return False
-    elif LP_HDR + v.lpb > list_byte_limit(fill) >> half:
-        return False
-    if thr:
-        for x in v:
-            if len(x) >= thr:
-                return False
-    return True
+        return len(v) <= (cap >> 1 if half else cap) and LP_HDR + v.lpb <= _SAFETY
+    return LP_HDR + v.lpb <= list_byte_limit(fill) >> half
 
 
 def list_shrunk(v):
