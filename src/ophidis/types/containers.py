@@ -214,8 +214,9 @@ list_range_reply = _ql.QuickList.bulk_range if _ql is not None else None
 # QUICKLIST-PACKED-THRESHOLD's plain nodes are not followed: in Redis the
 # elements a listpack held stay packed when it converts, the later ones
 # not).  That is Redis's answer for a list grown and shrunk at its ends; a
-# quicklist whose nodes were thinned in the middle (LREM, LINSERT splits)
-# may convert here where Redis keeps it, and the RDB file written for it
+# quicklist whose nodes were thinned in the middle (LREM, LINSERT and LSET
+# splits, an LTRIM keeping a window across a node boundary) may convert
+# here where Redis keeps it, and the RDB file written for it
 # (its nodes filled afresh) may load as a listpack where Redis's keeps its
 # nodes.  An RDB file's list says how many nodes it had: one packed node
 # that fits is a listpack, as rdbLoadObject converts it.
