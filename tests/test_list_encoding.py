@@ -202,3 +202,26 @@ def test_debug_listpack_and_quicklist_follow_the_encoding(r, vk):
         assert c.execute_command("DEBUG", "QUICKLIST", "l")
         assert b"encoding:quicklist" in c.execute_command("DEBUG", "OBJECT", "l") or \
             "encoding:quicklist" in str(c.execute_command("DEBUG", "OBJECT", "l"))
+
+
+def test_lmovem_converts_both_ends(r):
+    # Redis 8.10's LMOVEM (no valkey-server twin): the destination grows as
+    # a push of the moved block does, the source shrinks as a pop does
+    r.config_set("list-max-listpack-size", 4)
+    try:
+        r.delete("src", "dst", "new")
+        r.rpush("src", "a", "b", "c", "d", "e", "f")
+        r.rpush("dst", "x", "y")
+        assert r.object("encoding", "src") == b"quicklist"
+        assert r.execute_command("LMOVEM", "src", "dst", "LEFT", "RIGHT", "COUNT", "3", "BULK") == \
+            [b"a", b"b", b"c"]
+        assert r.object("encoding", "dst") == b"quicklist"      # 2 + 3 > 4
+        assert r.object("encoding", "src") == b"quicklist"      # 3 > 4 // 2
+        assert r.execute_command("LMOVEM", "src", "new", "LEFT", "LEFT", "COUNT", "1", "OBO") == [b"d"]
+        assert r.object("encoding", "src") == b"listpack"       # 2: a listpack again
+        assert r.object("encoding", "new") == b"listpack"
+        assert r.execute_command("LMOVEM", "dst", "new2", "LEFT", "LEFT", "EXACTLY", "5", "BULK") == \
+            [b"x", b"y", b"a", b"b", b"c"]
+        assert r.object("encoding", "new2") == b"quicklist"     # a new list of 5
+    finally:
+        r.config_set("list-max-listpack-size", -2)
