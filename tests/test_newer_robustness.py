@@ -16,6 +16,7 @@ import redis
 from ophidis.persistence.listpack import lp_build, lp_entry
 from ophidis.persistence.rdbcodec import crc64, enc_len
 from ophidis.persistence.rdbformat import RDB_VERSION_HFE, T_HASH_LISTPACK_EX
+from support.replication import propagated
 from support.wait import wait_until
 
 BAD = "Bad data format"
@@ -95,3 +96,29 @@ def test_repl_timeout_set_during_handshake_applies(start_server):
                what="the replica's timeout")
     assert time.monotonic() - t0 < 6
     sleeper.close()
+
+
+# -- SPOP with a count propagates SREMs of 1024 members at most --------------------------
+
+def _spop_stream(port, client):
+    def workload(c):
+        c.sadd("myset", *range(1, 4001))
+        for n in (1023, 1024, 1025):
+            c.spop("myset", n)
+        c.set("end", 1)
+    cmds = propagated(port, client, workload, lower=True)
+    # each command's name and, for SREM, its key and count of members
+    return [(a[0], a[1], len(a) - 2) if a[0] == b"srem" else (a[0],) for a in cmds if a[0] not in (b"select", b"ping")]
+
+
+def test_spop_count_propagates_srem_batches(server, r, valkey_server, vk, config):
+    # Redis 7.2+ (valkey 9.1 as well): one SREM per 1024 popped members, the
+    # SREMs of one SPOP in a MULTI when there are several; the replica runs
+    # 4 SREMs for these 3 SPOPs
+    for c in (r, vk):
+        config(c, repl_diskless_sync="no", repl_ping_replica_period=3600)
+    ours = _spop_stream(server.port, r)
+    assert ours == _spop_stream(valkey_server.port, vk)
+    assert ours == [(b"sadd",), (b"srem", b"myset", 1023), (b"srem", b"myset", 1024), (b"multi",),
+                    (b"srem", b"myset", 1024), (b"srem", b"myset", 1), (b"exec",), (b"set",)]
+    assert r.scard("myset") == 928
