@@ -198,10 +198,22 @@ class LuaEngine(_EngineBase):
         self._tostring = lua.eval("tostring")
         self._mk_map = lua.eval("function(t) return {map = t} end")
         self._mk_set = lua.eval("function(t) return {set = t} end")
+        self._gc_count = lua.eval("function() return collectgarbage('count') end")
+        lua.execute("collectgarbage('collect')")    # (the set-up's garbage out of the base)
+        self._base_memory = self.lua_memory()
         self._table_from = lua.table_from
         self._table = lua.table
 
     # -- compile / run ----------------------------------------------------------------
+
+    def lua_memory(self) -> int:
+        """luaMemory: the bytes the Lua state holds (its collector's count)."""
+        return int(self._gc_count() * 1024)
+
+    def memory_growth(self) -> int:
+        """What the Lua state grew since it was set up: the libraries and
+        scripts loaded into it (and their garbage, until it is collected)."""
+        return max(0, self.lua_memory() - self._base_memory)
     def compile(self, body: bytes, chunkname: bytes):
         """Returns (function, None) or (None, error message)."""
         r = self._compile(body, chunkname)
