@@ -204,8 +204,6 @@ class LuaEngine(_EngineBase):
         self._table_from = lua.table_from
         self._table = lua.table
 
-    # -- compile / run ----------------------------------------------------------------
-
     def lua_memory(self) -> int:
         """luaMemory: the bytes the Lua state holds (its collector's count)."""
         return int(self._gc_count() * 1024)
@@ -214,6 +212,8 @@ class LuaEngine(_EngineBase):
         """What the Lua state grew since it was set up: the libraries and
         scripts loaded into it (and their garbage, until it is collected)."""
         return max(0, self.lua_memory() - self._base_memory)
+
+    # -- compile / run ----------------------------------------------------------------
     def compile(self, body: bytes, chunkname: bytes):
         """Returns (function, None) or (None, error message)."""
         r = self._compile(body, chunkname)
