@@ -178,6 +178,7 @@ class Functions:
             reg = eng.registering
             eng.registering = None
             eng.load_deadline = None
+            eng.gc_after_load()
         if r.__class__ is tuple and not r[0]:
             kind, msg = r[1], r[2] if len(r) > 2 else None
             if msg is None:
