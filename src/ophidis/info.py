@@ -169,6 +169,7 @@ def sec_memory(srv):
     mm = srv.config["maxmemory"]
     scripts = srv.cached_scripts
     frag = rss / used if used else 1.0
+    vm_functions = srv.functions.vm_memory()
     return [
         "used_memory:%d" % used,
         "used_memory_human:%s" % human_bytes(used),
@@ -196,9 +197,9 @@ def sec_memory(srv):
         "number_of_cached_scripts:%d" % scripts,
         "number_of_functions:%d" % len(srv.functions.functions),
         "number_of_libraries:%d" % len(srv.functions.libraries),
-        "used_memory_vm_functions:32768",
-        "used_memory_vm_total:64512",
-        "used_memory_vm_total_human:63.00K",
+        "used_memory_vm_functions:%d" % vm_functions,
+        "used_memory_vm_total:%d" % (LUA_VM_BYTES + vm_functions),
+        "used_memory_vm_total_human:%s" % human_bytes(LUA_VM_BYTES + vm_functions),
         "used_memory_functions:184",
         "used_memory_scripts:184",
         "used_memory_scripts_human:184B",

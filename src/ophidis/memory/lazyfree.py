@@ -54,6 +54,12 @@ class LazyFree:
         self.schedule()
         return True
 
+    def count_freed(self, n):
+        """Objects let go at once that Redis frees in its lazyfree thread
+        (FUNCTION FLUSH ASYNC's functions and engine): lazyfreed_objects."""
+        self.freed += n
+        self.srv.lazyfreed_objects = self.freed
+
     def free_db(self, d, expires):
         """An emptied database's dicts (FLUSHALL/FLUSHDB ASYNC)."""
         if len(d) > LAZYFREE_THRESHOLD:

@@ -560,10 +560,16 @@ class ValueReader:
             if len(set(fields)) != len(fields):
                 raise EncodingError("duplicate fields")
             times = []
+            last = -1
             for x in flat[2::3]:
                 w = canonical_int(x)
                 if w is None or w < 0 or w > _EB_EXPIRE_TIME_MAX:
                     raise EncodingError("bad expiry time")
+                # the deep check (7.4's _lpEntryValidation): the fields with
+                # a TTL come first, by expiry time
+                if s.deep and w and (last == 0 or w < last):
+                    raise EncodingError("unordered expiry times")
+                last = w
                 times.append(w)
         except EncodingError:
             self.fail("Hash listpack integrity check failed.", start)
@@ -572,6 +578,10 @@ class ValueReader:
         h = HashValue(zip(fields, flat[1::3]))
         h.ttl = {f: w for f, w in zip(fields, times) if w}
         h.ht = len(h) > s.hash_entries
+        if not s.deep and not h.ht and h.ttl:
+            # unchecked (sanitize-dump-payload no): Redis keeps the listpack
+            # as it came; its fields are put in the listpackex order here
+            _listpackex_order(h)
         if h.ht and not h.ttl:
             h.ttl = None
         return h
