@@ -1218,6 +1218,26 @@ def test_check_aof_tool_on_rdb_preamble_directory(start_server):
     assert "All AOF files and manifest are valid" in out.stdout
 
 
+def test_check_aof_tool_old_style_file_with_manifest_like_data(tmp_path):
+    """Redis 7.2+'s redis-check-aof: a file is a manifest only when its
+    first line that is not a comment starts with "file"; an old-style AOF
+    whose data holds manifest-like lines is checked as an AOF (Debian's 7.0
+    tool takes it for a broken manifest)."""
+    line = b"file appendonly.aof.2.base.rdb seq 2 type b"
+    aof = tmp_path / "appendonly.aof"
+    aof.write_bytes(encode(b"SET", b"file", b"file") + encode(b"SET", line, line))
+    out = _ophidis_check_inproc(str(aof))
+    assert out.returncode == 0, out.stdout
+    assert out.stdout.startswith("Start checking Old-Style AOF\n") and "is valid" in out.stdout
+    # a manifest led by comments is still one
+    d = tmp_path / "appendonlydir"
+    d.mkdir()
+    (d / "appendonly.aof.1.base.aof").write_bytes(encode(b"SET", b"k", b"v"))
+    (d / "appendonly.aof.manifest").write_text("# a comment\nfile appendonly.aof.1.base.aof seq 1 type b\n")
+    out = _ophidis_check_inproc(str(d / "appendonly.aof.manifest"))
+    assert out.returncode == 0 and out.stdout.startswith("Start checking Multi Part AOF\n"), out.stdout
+
+
 @pytest.mark.parametrize("kind", ["ours", pytest.param("redis", marks=needs_redis)])
 def test_flushall_with_save_points_always_propagates(start_server, tmp_path, kind):
     """FLUSHALL saves when save points exist, which resets the change

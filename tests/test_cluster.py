@@ -402,3 +402,26 @@ def test_cluster_manager_on_ophidis_nodes(tool):
         assert [rc.get("k%d" % i) for i in range(300)] == [str(i).encode() for i in range(300)]
     finally:
         cl.stop()
+
+
+def test_link_memory_holds_a_transactions_publishes():
+    """INFO's mem_cluster_links counts what the bus links hold to send, as
+    Redis 7.2+ counts it (7.4.1's unit/cluster/links; redis-server 7.0
+    reports no change here): the PUBLISH messages of one transaction are all
+    there at its end (the links are written when the loop is done with the
+    command, as Redis writes them), and the figure falls back once they
+    have left."""
+    cl = _two_nodes("ophidis")
+    try:
+        r = cl.client(0)
+        before = r.info("memory")["mem_cluster_links"]
+        p = r.pipeline(transaction=True)
+        p.info("memory")
+        for _ in range(10):
+            p.publish("channel", "x" * 10000)
+        p.info("memory")
+        first, *_, last = p.execute()
+        assert last["mem_cluster_links"] - first["mem_cluster_links"] > 100000
+        wait_until(lambda: r.info("memory")["mem_cluster_links"] <= before + 4096, timeout=30)
+    finally:
+        cl.stop()

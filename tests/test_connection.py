@@ -2,6 +2,7 @@
 
 import os
 import socket
+import struct
 import subprocess
 import time
 
@@ -292,3 +293,35 @@ def test_config_set_bind_empty_stops_listening(start_server):
     u = redis.Redis(unix_socket_path=os.path.join(s.dir, "ophidis.sock"))
     assert u.ping()                  # the unix socket still serves
     assert c.ping()                  # and so do the connections already open
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"*3\r\n$5\r\nBLPOP\r\n$4\r\nlist\r\n$1\r\n0\r\n",     # a command nothing answers yet
+    b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\nabc",           # a command not complete
+])
+def test_a_peer_reset_behind_unanswered_bytes_ends_the_client(start_server, request_bytes):
+    """A client whose last bytes and reset (RST) reach the server together:
+    the bytes are read, nothing answers them, and the reset must still end
+    the client (uvloop stops watching a socket with an error after one more
+    read callback, so the compiled transport reads again until the socket
+    is empty)."""
+    s = start_server("--enable-debug-command", "yes")
+    r = s.client()
+    c = socket.create_connection(("127.0.0.1", s.port))
+    try:
+        c.sendall(b"PING\r\n")
+        assert c.recv(100) == b"+PONG\r\n"
+        # keep the server busy while the bytes and the reset arrive
+        busy = socket.create_connection(("127.0.0.1", s.port))
+        busy.sendall(b"DEBUG SLEEP 0.5\r\n")
+        time.sleep(0.1)
+        c.sendall(request_bytes)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()                    # RST at once
+        assert busy.recv(100) == b"+OK\r\n"
+        busy.close()
+        wait_until(lambda: len(r.client_list()) == 1, timeout=10, what="the reset client to be gone")
+        assert r.info("clients")["blocked_clients"] == 0
+    finally:
+        c.close()
+        r.close()

@@ -12,12 +12,13 @@ import time
 import pytest
 import redis
 
-from support.servers import REDIS_SERVER, RedisServerProc, ServerProc, wait_exit
+from support.servers import REDIS_SERVER, VALKEY_SERVER, RedisServerProc, ServerProc, ValkeyServerProc, wait_exit
 from support.wait import HAS_WCHAN, in_sleep, wait_until
 
 from ophidis.sysinfo import REDIS_VERSION
 
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+needs_valkey = pytest.mark.skipif(VALKEY_SERVER is None, reason="valkey-server is not installed")
 KINDS = ["ours", pytest.param("redis", marks=needs_redis)]
 
 START = "=== REDIS BUG REPORT START: Cut & paste starting from here ==="
@@ -177,6 +178,33 @@ def test_report_during_a_long_command():
         conn.close()
         trace = s.output().split("------ STACK TRACE ------")[1].split("------ INFO OUTPUT ------")[0]
         assert "debug.py" in trace and "time.sleep" in trace
+    finally:
+        s.stop()
+
+
+@pytest.mark.skipif(not HAS_WCHAN, reason="needs /proc/<pid>/wchan")
+@pytest.mark.parametrize("kind", ["ours", pytest.param("valkey", marks=needs_valkey)])
+def test_sigalrm_sent_logs_stacks_and_goes_on(tmp_path, kind):
+    """A SIGALRM sent to the server (Redis 7.2+, valkey as well) logs
+    "Received SIGALRM" from the signal handler with the stack trace, with
+    no watchdog configured; the running command ends normally and the
+    server goes on."""
+    s = _ours() if kind == "ours" else ValkeyServerProc(dir=str(tmp_path))
+    try:
+        conn = s.conn()
+        conn.send_raw(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n2\r\n")
+        wait_until(lambda: in_sleep(s.pid), 20, what="the server in DEBUG SLEEP")
+        os.kill(s.pid, signal.SIGALRM)
+        assert conn.read_reply(timeout=10).raw == b"+OK\r\n"
+        out = s.output()
+        _in_order(out, ":signal-handler (", "Received SIGALRM", "------ STACK TRACE ------",
+                  "------ STACK TRACE DONE ------", "--------")
+        assert "WATCHDOG" not in out and START not in out
+        if kind == "ours":
+            trace = out.split("------ STACK TRACE ------")[1].split("------ STACK TRACE DONE ------")[0]
+            assert "debug.py" in trace and "time.sleep" in trace
+        assert conn.call(b"PING") == b"+PONG\r\n"
+        conn.close()
     finally:
         s.stop()
 

@@ -14,6 +14,7 @@ import redis
 from ophidis.sysinfo import REDIS_VERSION
 from support.resp import RespConn
 from support.servers import RedisServerProc
+from support.wait import wait_until
 
 
 @pytest.fixture
@@ -341,3 +342,54 @@ def test_rdb_functions_interoperate_with_redis(start_server, redis_server, fref,
         assert rc.fcall("myget", 1, "k") == b"v"
     finally:
         p.stop()
+
+
+def _info_int(c, field):
+    return int(c.execute_command("INFO", "everything").get(field, -1))
+
+
+def test_function_flush_async_new_vm_and_lazyfree_count(r):
+    """Redis 7.4: the functions' Lua VM grows with the libraries
+    (used_memory_vm_functions), FUNCTION FLUSH gives a new VM, and an ASYNC
+    flush of more than 64 functions counts the functions and the engine in
+    lazyfreed_objects (lazyFreeFunctionsCtx; valkey 9.1 counts the
+    functions only); the server goes on loading functions."""
+    c = r
+    c.function_flush()
+    base = _info_int(c, "used_memory_vm_functions")
+    body = "redis.register_function('f%d', function() local a = 1 while true do a = a + 1 end end)"
+    for i in range(200):
+        c.function_load("#!lua name=lib%d\n" % i + body % i)
+    assert _info_int(c, "used_memory_vm_functions") > base + 20000
+    c.config_resetstat()
+    c.function_flush("ASYNC")
+    assert _info_int(c, "used_memory_vm_functions") < base + 8000
+    wait_until(lambda: _info_int(c, "lazyfreed_objects") == 201, timeout=5)
+    c.function_load("#!lua name=test\n" + body % 0)
+    assert c.function_list() == [[b"library_name", b"test", b"engine", b"LUA", b"functions",
+                                  [[b"name", b"f0", b"description", None, b"flags", []]]]]
+    # a flush of few functions, or a SYNC one, is not lazy
+    c.config_resetstat()
+    c.function_flush("ASYNC")
+    for i in range(70):
+        c.function_load("#!lua name=lib%d\n" % i + body % i)
+    c.function_flush("SYNC")
+    assert _info_int(c, "lazyfreed_objects") == 0
+    c.function_flush()
+
+
+def test_library_loads_collect_garbage_as_they_go(r):
+    """Redis's luaGC after each load (a collector step every 50): 50000
+    small libraries keep used_memory_vm_functions under the bound of Redis
+    7.4's own test (14.5 MB; without the steps the Lua state reaches about
+    21 MB, half of it garbage)."""
+    r.function_flush()
+    p = r.pipeline(transaction=False)
+    for i in range(50000):
+        p.function_load("#!lua name=test%d\nredis.register_function('test%d', function(KEYS, ARGV)\n "
+                        "--xxxxxxxxxx\nreturn %06d \nend)" % (i, i, i))
+        if i % 1000 == 999:
+            p.execute()
+    assert r.fcall("test49999", 0) == 49999
+    assert _info_int(r, "used_memory_vm_functions") < 14500000
+    r.function_flush()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ophidis.commands import lists
 from ophidis import compiled
 from ophidis.types import containers
+from ophidis.persistence.listpack import lp_entry, lp_entry_size
 from ophidis.types.containers import PyListValue
 
 native = compiled.load("types._quicklist")
@@ -23,11 +24,17 @@ pytestmark = pytest.mark.skipif(native is None, reason="the compiled module is n
 def test_list_value_is_the_compiled_class():
     assert containers.ListValue is native.QuickList
     v = containers.ListValue([b"a"])
-    assert v.quick is True and v.__class__ is containers.ListValue
+    # a new list is a listpack (Redis 7.2+; the commands move the encoding)
+    assert v.quick is False and v.__class__ is containers.ListValue
 
 
 _sizes = st.sampled_from([0, 1, 3, 14, 127, 128, 129, 300, 4000, 8190, 9000])
-elements = st.builds(lambda c, n: bytes([c]) * n, st.sampled_from([97, 98, 0, 255]), _sizes)
+# (integer-looking ones too: their listpack entries are integers, lpb)
+elements = st.one_of(
+    st.builds(lambda c, n: bytes([c]) * n, st.sampled_from([97, 98, 0, 255]), _sizes),
+    st.sampled_from([b"0", b"7", b"127", b"128", b"-1", b"-4096", b"4095", b"32767", b"-32769",
+                     b"8388607", b"2147483648", b"9223372036854775807", b"-9223372036854775808",
+                     b"9223372036854775808", b"01", b"-0", b"+1", b"1" * 20, b"1" * 21]))
 idx = st.integers(-40, 40)
 
 ops = st.one_of(
@@ -96,7 +103,9 @@ def test_compiled_list_matches_deque_twin(initial, seq):
         assert _outcome(q, op) == _outcome(d, op), op
         assert len(q) == len(d)
         assert bool(q) == bool(d)
+        assert q.lpb == d.lpb, op
     assert list(q) == list(d)
+    assert q.lpb == sum(map(lp_entry_size, d))
     assert list(reversed(q)) == list(reversed(d))
     for s in range(-3, 3):
         for e in range(-3, 3):
@@ -147,3 +156,17 @@ def test_equality_and_sizes():
     assert a != b
     # about 3 bytes an element packed (1-byte element, 1-byte length each side)
     assert 3000 <= a.nbytes() < 3000 + 2048
+
+
+@given(st.one_of(elements, st.binary(max_size=30), st.integers(-(1 << 64), 1 << 64).map(lambda i: b"%d" % i)))
+def test_listpack_entry_sizes(x):
+    """lp_entry_size (the pure twin of the compiled _lp_esz, which lpb
+    sums) is the length of the entry lp_entry writes."""
+    assert lp_entry_size(x) == len(lp_entry(x))
+    assert native.QuickList([x]).lpb == len(lp_entry(x)) == PyListValue([x]).lpb
+
+
+def test_listpack_entry_sizes_at_the_backlen_boundaries():
+    for n in (62, 63, 64, 125, 126, 127, 4093, 4094, 4095, 4096, 16377, 16378, 16379):
+        x = b"s" * n
+        assert lp_entry_size(x) == len(lp_entry(x)) == native.QuickList([x]).lpb

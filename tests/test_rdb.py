@@ -216,10 +216,16 @@ def test_encodings_after_load_follow_thresholds(start_server):
         z.add(b"m%d" % i, i)
     c.restore(b"z", 0, dump_payload(z))
     c.restore(b"l", 0, dump_payload(ListValue([b"a"])))
+    big = ListValue([b"x" * 100] * 100)
+    big.quick = True            # (quicklist nodes in the file: 2 of them)
+    c.restore(b"lbig", 0, dump_payload(big))
     assert c.object("encoding", b"h") == b"hashtable"
     assert c.object("encoding", b"s") == b"hashtable"
     assert c.object("encoding", b"z") == b"skiplist"
-    assert c.object("encoding", b"l") == b"quicklist"
+    # Redis 7.2+: one packed node within the limits loads as a listpack
+    # (7.0 loaded every list as a quicklist)
+    assert c.object("encoding", b"l") == b"listpack"
+    assert c.object("encoding", b"lbig") == b"quicklist"
     # and the saved file uses the hashtable/skiplist types
     assert c.dump(b"h")[0] == T_HASH
     assert c.dump(b"s")[0] == T_SET

@@ -63,26 +63,30 @@ def install(server):
     server.config.on_change("watchdog-period", watchdog_apply)
 
 
-# -- the software watchdog (debug.c) ----------------------------------------------------------
+# -- SIGALRM and the software watchdog (debug.c) ----------------------------------------------
 # With watchdog-period N (ms), SIGALRM is scheduled N ms ahead by every cron
 # run (watchdog_schedule); when the event loop does not get back to its cron
 # in time, or while a payload or file loads (Redis's cron does not run then
-# either), the signal logs WATCHDOG TIMER EXPIRED with the main thread's
-# stack.  A signal interrupting a system call is retried (EINTR, PEP 475).
+# either), the signal logs WATCHDOG TIMER EXPIRED with the threads' stacks.
+# A SIGALRM sent to the process (kill) logs "Received SIGALRM" and the
+# stacks, whatever the period, and the server goes on, as Redis's
+# sigalrmSignalHandler.  Python's handlers get no siginfo (Redis tells the
+# two apart by its si_pid): a signal that comes while our timer is still
+# armed, or with no watchdog, was sent.  A signal interrupting a system
+# call is retried (EINTR, PEP 475).
 
 _watchdog = {"period": 0}
 
 
 def watchdog_apply(period):
-    """applyWatchdogPeriod: 0 stops the timer and ignores SIGALRM; a
-    period below two cron ticks is raised to that."""
+    """applyWatchdogPeriod: 0 stops the timer; a period below two cron
+    ticks is raised to that."""
+    signal.signal(signal.SIGALRM, _on_sigalrm)
     if not period:
         _watchdog["period"] = 0
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_IGN)
         return
     server = _state["server"]
-    signal.signal(signal.SIGALRM, _on_watchdog)
     _watchdog["period"] = max(period, (1000 // server.hz) * 2 if server is not None else 0)
     watchdog_schedule()
 
@@ -99,10 +103,10 @@ def _from_handler(msg):
     _raw("%d:signal-handler (%d) %s\n" % (os.getpid(), int(time.time()), msg))
 
 
-def _on_watchdog(sig, frame):
-    _from_handler("\n--- WATCHDOG TIMER EXPIRED ---")
-    _raw("\n------ STACK TRACE ------\n")
-    _raw("".join(traceback.format_stack(frame)) if frame is not None else "(no frame)\n")
+def _on_sigalrm(sig, frame):
+    expired = _watchdog["period"] and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    _from_handler("\n--- WATCHDOG TIMER EXPIRED ---" if expired else "\nReceived SIGALRM")
+    _stack_trace()
     _from_handler("--------\n")
 
 
@@ -158,6 +162,7 @@ def _stack_trace():
         _raw("Thread %s (%d)%s:\n" % (names.get(ident, "?"), ident, " (crashed)" if ident == me else ""))
         stack = [fs for fs in traceback.extract_stack(frames[ident]) if fs.filename != __file__]
         _raw("".join(traceback.format_list(stack)))
+    _raw("\n------ STACK TRACE DONE ------\n")
 
 
 def _server_info(server):

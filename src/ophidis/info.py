@@ -170,6 +170,7 @@ def sec_memory(srv):
     mm = srv.config["maxmemory"]
     scripts = srv.cached_scripts
     frag = rss / used if used else 1.0
+    vm_functions = srv.functions.vm_memory()
     return [
         "used_memory:%d" % used,
         "used_memory_human:%s" % human_bytes(used),
@@ -197,9 +198,9 @@ def sec_memory(srv):
         "number_of_cached_scripts:%d" % scripts,
         "number_of_functions:%d" % len(srv.functions.functions),
         "number_of_libraries:%d" % len(srv.functions.libraries),
-        "used_memory_vm_functions:32768",
-        "used_memory_vm_total:64512",
-        "used_memory_vm_total_human:63.00K",
+        "used_memory_vm_functions:%d" % vm_functions,
+        "used_memory_vm_total:%d" % (LUA_VM_BYTES + vm_functions),
+        "used_memory_vm_total_human:%s" % human_bytes(LUA_VM_BYTES + vm_functions),
         "used_memory_functions:184",
         "used_memory_scripts:184",
         "used_memory_scripts_human:184B",
@@ -220,7 +221,7 @@ def sec_memory(srv):
         "mem_replica_full_sync_buffer:0",    # 8.0: the rdb-channel sync's buffer (no rdb channel here)
         "mem_clients_slaves:%d" % srv.repl_feed.replicas_share(),
         "mem_clients_normal:%d" % (m.clients.total - m.clients.totals["slave"]),
-        "mem_cluster_links:0",
+        "mem_cluster_links:%d" % (srv.cluster.links_memory() if srv.cluster is not None else 0),
         "mem_aof_buffer:%d" % m.aof_buffer(),
         "mem_allocator:pymalloc",
         # 7.4: the tables being rehashed from, as Redis's dicts would be (keyspace/dictshape.py)

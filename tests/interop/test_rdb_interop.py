@@ -18,6 +18,8 @@ import subprocess
 
 import pytest
 
+from ophidis.persistence.listpack import lp_entry_size
+from ophidis.persistence.rdbencode import quicklist_nodes
 from support.rdb import build_dataset, order_dependent, payload_value
 from support.servers import REDIS_CHECK_RDB, REDIS_SERVER, RedisServerProc
 
@@ -68,10 +70,15 @@ def _encoding_since_72(c, k, enc70):
     """The encoding Redis 7.2+ gives a value redis-server 7.0 reported as
     enc70: a hashtable set within set-max-listpack-entries (128) members of
     at most set-max-listpack-value (64) bytes loads as a listpack since 7.2
-    (rdbLoadObject); the rest as 7.0."""
+    (rdbLoadObject), and so does a list the file holds as one packed node
+    within list-max-listpack-size (-2: 8 KB); the rest as 7.0."""
     if enc70 == b"hashtable" and c.type(k) == b"set":
         members = c.smembers(k)
         if len(members) <= 128 and all(len(m) <= 64 for m in members):
+            return b"listpack"
+    if enc70 == b"quicklist":
+        items = c.lrange(k, 0, -1)
+        if len(quicklist_nodes(items, -2)) == 1 and 7 + sum(map(lp_entry_size, items)) <= 8192:
             return b"listpack"
     return enc70
 

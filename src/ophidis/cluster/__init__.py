@@ -23,9 +23,9 @@ The CLUSTER command family is commands/cluster.py.
 
 from __future__ import annotations
 
-from .slots import SLOTS, key_hash_slot
+from .slots import SLOTS, key_hash_slot, pattern_hash_slot
 
-__all__ = ["SLOTS", "key_hash_slot"]
+__all__ = ["SLOTS", "key_hash_slot", "pattern_hash_slot"]
 
 # the "before sleep" work (clusterDoBeforeSleep's flags), asked for by the
 # state, the message handlers, the cron and the CLUSTER commands

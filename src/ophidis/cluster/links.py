@@ -26,6 +26,8 @@ class Link(asyncio.Protocol):
         self.reader = bus.FrameReader()
         self.closed = False
         self.pending = []           # frames queued while connecting
+        self.out = []               # frames sent during this loop iteration (written once, at its end)
+        self.out_bytes = 0
         self.sent_bytes = 0
 
     # -- asyncio ----------------------------------------------------------------------------------
@@ -60,19 +62,41 @@ class Link(asyncio.Protocol):
 
     # -- sending ----------------------------------------------------------------------------------
     def send(self, frame: bytes):
+        """As clusterSendMessage: the frame joins the link's send buffer,
+        written when the loop finishes its current work (Redis writes bus
+        links from its event loop too), so the frames of one command or
+        transaction leave in one write and count as the link's memory until
+        then (INFO mem_cluster_links, CLUSTER LINKS)."""
         if self.closed:
             return
         if self.transport is None:
             self.pending.append(frame)
         else:
-            self.transport.write(frame)
+            if not self.out:
+                asyncio.get_running_loop().call_soon(self.flush)
+            self.out.append(frame)
+            self.out_bytes += len(frame)
         self.sent_bytes += len(frame)
+
+    def flush(self):
+        out = self.out
+        if not out:
+            return
+        self.out = []
+        self.out_bytes = 0
+        if not self.closed and self.transport is not None:
+            self.transport.write(b"".join(out) if len(out) > 1 else out[0])
 
     def buffered(self) -> int:
         t = self.transport
         if t is None:
             return sum(len(f) for f in self.pending)
-        return t.get_write_buffer_size()
+        return self.out_bytes + t.get_write_buffer_size()
+
+    def memory(self) -> int:
+        """The link's share of mem_cluster_links: what it holds to send and
+        what it has read of an incomplete frame."""
+        return self.buffered() + len(self.reader.buf)
 
     def free(self):
         """freeClusterLink: closed and detached from its node."""
@@ -86,6 +110,7 @@ class Link(asyncio.Protocol):
             elif n.inbound_link is self:
                 n.inbound_link = None
         self.cluster.inbound_links.discard(self)
+        self.flush()
         if self.transport is not None:
             self.transport.close()
 

@@ -25,6 +25,24 @@ def key_hash_slot(key: bytes) -> int:
     return crc_hqx(key, 0) & 0x3FFF
 
 
+def pattern_hash_slot(pattern: bytes) -> int:
+    """The one hash slot every key a glob-style pattern can form hashes to
+    (Redis 7.4's patternHashSlot), or -1 when they may differ: a wildcard,
+    a class or an escape before the end of the first non-empty {hash tag}."""
+    s = -1
+    for i, ch in enumerate(pattern):
+        if ch in b"*?[\\":
+            return -1
+        if s == -1 and ch == 123:                   # "{"
+            s = i
+        elif s >= 0 and ch == 125:                  # "}"
+            if i == s + 1:
+                s = -2                              # "{}": the whole key hashes
+            else:
+                return crc_hqx(pattern[s + 1:i], 0) & 0x3FFF
+    return crc_hqx(pattern, 0) & 0x3FFF
+
+
 class PySlotKeys(dict):
     """Database 0's key -> value dict in cluster mode: the same dict, that
     also keeps the keys of every hash slot in insertion order

@@ -717,6 +717,15 @@ class Cluster(Gossip, Failover, Links):
         return out
 
     # -- INFO and memory --------------------------------------------------------------------------
+    def links_memory(self) -> int:
+        """INFO's mem_cluster_links."""
+        k = 0
+        for n in self.nodes.values():
+            for link in (n.link, n.inbound_link):
+                if link is not None:
+                    k += link.memory()
+        return k + sum(link.memory() for link in self.inbound_links)
+
     def connections(self) -> int:
         """cluster_connections of INFO clients: the bus links."""
         k = 0

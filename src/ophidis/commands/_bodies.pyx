@@ -14,6 +14,7 @@ SOURCE_HASH = PYX_HASH
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Contains, PyDict_Size
 from cpython.object cimport PyObject, PyObject_Hash
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.ref cimport Py_INCREF
 from libc.string cimport memcpy
 
@@ -126,6 +127,27 @@ def _config_sync():
 _notify.watch_flags(_config_sync)
 _dbm.watch_lazy_server_del(_config_sync)
 _config_sync()
+
+# lists' encoding limits (types.containers' "Lists' encodings"), copied
+# when list-max-listpack-size changes: a push onto a listpack passing
+# _lp_bytes / _lp_count makes it a quicklist; a pop leaving a quicklist
+# within _lp_half_bytes / _lp_half_count (one node at half the limits) makes
+# it a listpack again (containers.list_shrunk)
+cdef Py_ssize_t _lp_bytes = 8192, _lp_count = PY_SSIZE_T_MAX
+cdef Py_ssize_t _lp_half_bytes = 4096, _lp_half_count = PY_SSIZE_T_MAX
+
+
+def _list_sync():
+    global _lp_bytes, _lp_count, _lp_half_bytes, _lp_half_count
+    fill = _containers.list_fill()
+    _lp_bytes = _containers.list_byte_limit(fill)
+    _lp_half_bytes = _lp_bytes if fill >= 0 else _lp_bytes >> 1
+    _lp_count = (fill or 1) if fill >= 0 else PY_SSIZE_T_MAX
+    _lp_half_count = _lp_count >> 1 if fill >= 0 else PY_SSIZE_T_MAX
+
+
+_containers.watch_list_fill(_list_sync)
+_list_sync()
 cdef StatsCore _stats = _dbm.stats
 cdef object _SetValue = _containers.SetValue
 cdef object _HashValue = _containers.HashValue
@@ -452,6 +474,16 @@ cdef object _mset(_Ctx x, list req):
 
 # -- the list command bodies (see "compiled command bodies") ---------------------
 
+cdef int _list_grow(QuickList ql, list req) except -1:
+    # containers.list_grow for the elements req[2:] (ql a listpack)
+    cdef Py_ssize_t i, n = len(req), add = 0
+    for i in range(2, n):
+        add += len(req[i])
+    if 7 + ql.lpb + add > _lp_bytes or ql.size + n - 2 > _lp_count:
+        ql.quick = True
+    return 0
+
+
 cdef object _push(_Ctx x, list req, bint front):
     # lists._push: LPUSH/RPUSH onto an existing list or a new key
     if x.flags:
@@ -464,6 +496,7 @@ cdef object _push(_Ctx x, list req, bint front):
         return None
     if pv is NULL:
         ql = QuickList.__new__(QuickList)
+        _list_grow(ql, req)
         for i in range(2, n):
             ql._push(req[i], front)
         _kset(x, key, ql)
@@ -471,6 +504,8 @@ cdef object _push(_Ctx x, list req, bint front):
         if _g_type(pv) != <PyObject *>QuickList or _ttl(x, key):
             return None
         ql = <QuickList>pv
+        if not ql.quick:
+            _list_grow(ql, req)
         for i in range(2, n):
             ql._push(req[i], front)
     x.dirty += n - 2
@@ -491,6 +526,8 @@ cdef object _pop(_Ctx x, list req, bint front):
     if ql.size < 2 or _ttl(x, key) or _watched(x, key):
         return None
     r = ql._pop_bulk(front)
+    if ql.quick and 7 + ql.lpb <= _lp_half_bytes and ql.size <= _lp_half_count:
+        ql.quick = False        # a listpack again
     x.dirty += 1
     return r
 

@@ -506,7 +506,8 @@ def debug(c, argv):
         sz = memtoull(argv[2].decode("latin-1"))
         if sz is None or sz > (1 << 32) - (1 << 20):
             raise RedisError("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
-        srv.quicklist_packed_threshold = sz or (1 << 30)
+        # (accepted; lists keep no plain nodes: types/containers.py)
+        srv.quicklist_packed_threshold = sz
         return OK
     if sub in (b"set-skip-checksum-validation", b"aof-flush-sleep", b"set-disable-deny-scripts",
                b"pause-cron") and n == 3:

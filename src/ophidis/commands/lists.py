@@ -3,9 +3,11 @@ the blocking variants BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP; Redis 8.10's
 LMOVEM and BLMOVEM (several elements moved at once).
 
 A list is a ``ListValue`` (types/containers.py: packed nodes when the
-compiled module is loaded, else a deque of bytes).  Redis 7.0 always encodes
-lists as quicklists, so OBJECT ENCODING reports ``quicklist`` whatever the
-size (``list-max-listpack-size`` only shapes the quicklist's nodes).
+compiled module is loaded, else a deque of bytes).  Its encoding is Redis
+7.2's: a listpack while small, else a quicklist, converted both ways by
+``list-max-listpack-size`` (types/containers.py's "Lists' encodings": the
+commands call list_grow before adding elements and list_shrunk after
+removing some, where t_list.c calls listTypeTryConversion*).
 
 Speed notes: the work per element is kept in C wherever possible.  LRANGE's
 reply is written straight from the packed nodes (``bulk_range``); with the
@@ -27,7 +29,7 @@ from ..keyspace.blocking import parse_timeout
 from ..keyspace.db import WRONGTYPE_ERR, signal_key_ready
 from ..protocol.resp import EMPTY_ARRAY, MINUS_ONE, OK, ZERO, bulk_items, integer
 from ..replication.propagate import rewrite_argv
-from ..types.containers import ListValue, list_range_reply
+from ..types.containers import ListValue, list_grow, list_grow_one, list_range_reply, list_shrunk
 from ..util import LLONG_MAX, LLONG_MIN, index_range, parse_int, parse_keyword, parse_range_long
 
 _LIST = notify.LIST
@@ -58,6 +60,13 @@ def _bulk(x) -> bytes:
 
 
 _LEFT_RIGHT = {b"left": True, b"right": False}
+def _shrunk(db, key, v):
+    """After elements left v (the list at key): its key goes when it is
+    empty (a "del" event), else a quicklist may become a listpack; the
+    change is signalled (WATCH)."""
+    if v and v.quick:
+        list_shrunk(v)
+    db.delete_if_empty(key, v)
 
 
 def _where(arg) -> bool:
@@ -70,6 +79,8 @@ def _where(arg) -> bool:
 # ---------------------------------------------------------------------------
 def _removed(c, db, key, v, left, n):
     """Housekeeping after popping n elements (listElementsRemoved)."""
+    if v and v.quick:
+        list_shrunk(v)
     if notify.flags:
         notify.notify(_LIST, b"lpop" if left else b"rpop", key, db.id)
         db.delete_if_empty(key, v)
@@ -85,9 +96,10 @@ def _removed(c, db, key, v, left, n):
 def _push_one(c, db, key, v, x, left):
     """Push x on key whose value is v (None: create).  Used by LMOVE."""
     if v is None:
-        v = ListValue((x,))
-        db.add(key, v)
+        db.add(key, _new_list((x,)))
     else:
+        if not v.quick:
+            list_grow_one(v, x)
         if left:
             v.appendleft(x)
         else:
@@ -113,6 +125,7 @@ def _push(c, argv, left, xx):
         if xx:
             return ZERO
         v = ListValue()
+        list_grow(v, argv[2:])
         if len(argv) == 3:
             v.append(argv[2])
         elif left:
@@ -123,6 +136,8 @@ def _push(c, argv, left, xx):
     else:
         if v.__class__ is not ListValue:
             raise WRONGTYPE_ERR
+        if not v.quick:
+            list_grow(v, argv[2:])
         if len(argv) == 3:
             if left:
                 v.appendleft(argv[2])
@@ -310,10 +325,14 @@ def lset(c, argv):
     if v is None:
         raise _NO_SUCH_KEY
     i = parse_int(argv[2])
+    # (the check comes first, as in Redis: a bad index may convert too)
+    list_grow_one(v, argv[3])
     try:
         v[i] = argv[3]
     except IndexError:
         raise _INDEX_RANGE
+    if v.quick:
+        list_shrunk(v)
     db.signal(key)
     notify.notify(_LIST, b"lset", key, db.id)
     c.server.dirty += 1
@@ -328,6 +347,8 @@ def linsert(c, argv):
     v = db.lookup_write_typed(key, ListValue)
     if v is None:
         return ZERO
+    # the listpack made a quicklist before the pivot is sought, as Redis does
+    list_grow_one(v, argv[4])
     try:
         i = v.index(argv[3])
     except ValueError:
@@ -394,6 +415,8 @@ def lrem(c, argv):
         if not v:
             db.delete(key)
             notify.notify(_GENERIC, b"del", key, db.id)
+        elif v.quick:
+            list_shrunk(v)
     return integer(k)
 
 
@@ -429,7 +452,7 @@ def ltrim(c, argv):
             for _ in range(rtrim_n):
                 pr()
     notify.notify(_LIST, b"ltrim", key, db.id)
-    db.delete_if_empty(key, v)
+    _shrunk(db, key, v)
     c.server.dirty += removed
     return OK
 
@@ -446,7 +469,7 @@ def _lmove(c, src, dst, from_left, to_left):
     x = sv.popleft() if from_left else sv.pop()
     _push_one(c, db, dst, dv, x, to_left)
     notify.notify(_LIST, b"lpop" if from_left else b"rpop", src, db.id)
-    db.delete_if_empty(src, sv)
+    _shrunk(db, src, sv)
     c.server.dirty += 1
     return _bulk(x)
 
@@ -643,12 +666,14 @@ def _movem(c, db, src, dst, sv, from_left, to_left, n, bulk):
     the source.  The destination's type is checked before anything moves."""
     dv = sv if dst == src else db.lookup_write_typed(dst, ListValue)
     popped = sv.popn(n, from_left)          # in popping order
+    if dv is not None:
+        list_grow(dv, popped)
     if bulk:
         if not from_left:
             popped.reverse()                # back to source order
         moved = popped                      # destination order, either end
         if dv is None:
-            db.add(dst, ListValue(moved))
+            db.add(dst, _new_list(moved))
         else:
             if to_left:
                 dv.extendleft(reversed(moved))
@@ -664,16 +689,25 @@ def _movem(c, db, src, dst, sv, from_left, to_left, n, bulk):
             if dv is not None:
                 dv.extend(popped)
         if dv is None:
-            db.add(dst, ListValue(moved))
+            db.add(dst, _new_list(moved))
     if dv is not None:
         db.signal(dst)
         signal_key_ready(db, dst)
     if notify.flags:
         notify.notify(_LIST, b"lpush" if to_left else b"rpush", dst, db.id)
         notify.notify(_LIST, b"lpop" if from_left else b"rpop", src, db.id)
-    db.delete_if_empty(src, sv)
+    _shrunk(db, src, sv)
     c.server.dirty += n
     return bulk_items(moved)
+
+
+def _new_list(items):
+    """A new list of items, pushed onto a new (listpack) list as a push
+    makes one."""
+    v = ListValue()
+    list_grow(v, items)
+    v.extend(items)
+    return v
 
 
 def _movem_needed(sv, count, exactly):

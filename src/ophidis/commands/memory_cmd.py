@@ -19,6 +19,7 @@ from ..keyspace.db import MODULE_CLASSES, EmbStr
 from ..memory.sizes import EXPIRE_ENTRY as X
 from ..memory.sizes import PY_DICT_ENTRY as E
 from ..memory.sizes import STARTUP
+from ..persistence.listpack import lp_entry_size as lp_entry
 from ..protocol.resp import OK, bulk, double, help_reply, integer, map_header, verbatim
 from ..types.array import ArrayValue
 from ..types.containers import HashValue, ListValue, SetValue
@@ -75,39 +76,6 @@ def as_int(s: bytes):
     if v < -(1 << 63) or v >= (1 << 63):
         return None
     return v
-
-
-def _backlen(l: int) -> int:
-    if l < 128:
-        return 1
-    if l < 16384:
-        return 2
-    if l < 2097152:
-        return 3
-    if l < 268435456:
-        return 4
-    return 5
-
-
-def lp_entry(s: bytes) -> int:
-    v = as_int(s)
-    if v is not None:
-        if 0 <= v <= 127:
-            e = 1
-        elif -4096 <= v <= 4095:
-            e = 2
-        elif -32768 <= v <= 32767:
-            e = 3
-        elif -8388608 <= v <= 8388607:
-            e = 4
-        elif -2147483648 <= v <= 2147483647:
-            e = 5
-        else:
-            e = 9
-    else:
-        n = len(s)
-        e = (1 if n < 64 else 2 if n < 4096 else 5) + n
-    return e + _backlen(e)
 
 
 def _score_str(x: float) -> bytes:
@@ -184,7 +152,9 @@ def redis_usage(v, samples=5) -> int:
         a = _avg(v.dict, samples, lambda m: sds_alloc(len(m)) + REDIS_DICT_ENTRY + _ZNODE)
         return int(ROBJ + 16 + 32 + DICT + 8 * _slots(n) + je(24 + 32 * 16) + a * n)
     if cls is ListValue:
-        total = sum(lp_entry(bytes(x)) for x in v)
+        total = v.lpb        # the entries' listpack bytes, kept by the list
+        if not v.quick:
+            return ROBJ + je(7 + total)
         nodes = max(1, -(-total // 8192))
         return ROBJ + 40 + nodes * (32 + je(7 + total // nodes))
     if cls is StreamValue:

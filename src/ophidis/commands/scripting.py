@@ -21,6 +21,7 @@ from ..cluster.slots import key_hash_slot
 from ..cmdtable.registry import TABLE, command
 from ..errors import NOSCRIPT, RedisError
 from ..keyspace.db import stats
+from ..memory.sizes import LAZYFREE_THRESHOLD
 from ..persistence import child as child_mod
 from ..persistence.rdb import NotAFunction, RdbError, functions_payload, load_functions_payload, verify_payload
 from ..protocol.resp import NULL3, NULL_BULK, OK, bulk, integer, map_header, set_header, simple
@@ -475,8 +476,14 @@ def function_flush(c, argv):
         raise _subcommand_syntax(argv, "FUNCTION")
     if len(argv) == 3 and argv[2].lower() not in (b"sync", b"async"):
         raise RedisError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-    c.server.functions.clear()
-    c.server.dirty += 1
+    srv = c.server
+    lazy = argv[2].lower() == b"async" if len(argv) == 3 else srv.config["lazyfree-lazy-user-flush"]
+    big = len(srv.functions.functions) > LAZYFREE_THRESHOLD
+    n = srv.functions.flush()
+    if lazy and big:
+        # freeFunctionsAsync: counted in lazyfreed_objects (freed at once here)
+        srv.lazyfree.count_freed(n)
+    srv.dirty += 1
     return OK
 
 

@@ -24,7 +24,7 @@ from ..keyspace import db as kdb
 from ..keyspace import notify
 from ..keyspace.db import check_type
 from ..protocol.resp import ONE, ZERO, integer
-from ..replication.propagate import propagating, rewrite_argv
+from ..replication.propagate import also_propagate, propagating, rewrite_argv
 from ..types import hll
 from ..types.containers import (SET_HASHTABLE, SET_INTSET, SET_LISTPACK, SMALL_RANDOM, SetValue, aux_added,
                                 aux_removed, pop_random, random_member, remove_members, scan_step,
@@ -38,6 +38,7 @@ _GENERIC = notify.GENERIC
 INTSET = SET_INTSET
 HASHTABLE = SET_HASHTABLE
 _MUST_BE_POSITIVE = RedisError("ERR value is out of range, must be positive")
+_SPOP_BATCH = 1024          # members per SREM that SPOP with a count propagates
 
 
 def _max_intset(c) -> int:
@@ -260,7 +261,12 @@ def _spop_count(c, argv):
         # spopWithCountCommand's new set: a listpack unless made from an intset
         db.set_key(key, new_set(c, keep, INTSET if s.enc == INTSET else SET_LISTPACK), keepttl=True)
     if propagating(srv):
-        rewrite_argv(c, [b"SREM", key] + popped)
+        # SREMs of at most 1024 members each (Redis 7.2+), in one MULTI
+        # when there are more
+        last = (count - 1) // _SPOP_BATCH * _SPOP_BATCH
+        for i in range(0, last, _SPOP_BATCH):
+            also_propagate(srv, [b"SREM", key] + popped[i:i + _SPOP_BATCH], db)
+        rewrite_argv(c, [b"SREM", key] + popped[last:])
     return _set_reply(c, popped, count)
 
 

@@ -10,17 +10,22 @@ from __future__ import annotations
 from functools import cmp_to_key
 
 from ..acl.check import check_unrestricted_keys
+from ..cluster import key_hash_slot, pattern_hash_slot
 from ..cmdtable.registry import ALL, command
 from ..errors import SYNTAX, RedisError
 from ..keyspace import hfe, notify
 from ..keyspace.db import WRONGTYPE_ERR, type_name
 from ..protocol.resp import ZERO, integer
-from ..types.containers import ListValue
+from ..types.containers import ListValue, list_built
 from ..types.zset import ZSetValue
 from ..util import parse_int
 from .numparse import sort_strtod
 
 SCORE_ERR = RedisError("ERR One or more scores can't be converted into double")
+_BY_CLUSTER = RedisError("ERR BY option of SORT denied in Cluster mode when keys formed by the pattern "
+                         "may be in different slots.")
+_GET_CLUSTER = RedisError("ERR GET option of SORT denied in Cluster mode when keys formed by the pattern "
+                          "may be in different slots.")
 
 
 def _lookup_by_pattern(db, pattern, subst):
@@ -100,14 +105,15 @@ def _sort_generic(c, argv, readonly):
             # override earlier ones, but the flag sticks as in Redis).
             if b"*" not in sortby:
                 dontsort = True
-            elif cluster:
-                raise RedisError("ERR BY option of SORT denied in Cluster mode.")
+            elif cluster and pattern_hash_slot(sortby) != key_hash_slot(argv[1]):
+                # (Redis 7.4: a pattern whose keys share the sorted key's slot is allowed)
+                raise _BY_CLUSTER
             elif not full_access:
                 raise RedisError("ERR BY option of SORT denied due to insufficient ACL permissions.")
             j += 1
         elif opt == b"get" and left >= 1:
-            if cluster:
-                raise RedisError("ERR GET option of SORT denied in Cluster mode.")
+            if cluster and pattern_hash_slot(argv[j + 1]) != key_hash_slot(argv[1]):
+                raise _GET_CLUSTER
             if not full_access:
                 raise RedisError("ERR GET option of SORT denied due to insufficient ACL permissions.")
             gets.append(argv[j + 1])
@@ -234,7 +240,6 @@ def _sort_generic(c, argv, readonly):
                     ap(b"$%d\r\n%s\r\n" % (len(val), val))
         return b"".join(parts)
     result = ListValue()
-    result.quick = True   # Redis 7.0 lists are quicklists
     for e in out:
         if not gets:
             result.append(e)
@@ -243,7 +248,8 @@ def _sort_generic(c, argv, readonly):
                 val = _lookup_by_pattern(db, pat, e)
                 result.append(b"" if val is None else val)
     if outputlen:
-        db.store(storekey, result)
+        # built as a quicklist, then the best encoding (LIST_CONV_AUTO)
+        db.store(storekey, list_built(result))
         notify.notify(notify.LIST, b"sortstore", storekey, db.id)
         c.server.dirty += outputlen
     else:

@@ -65,6 +65,11 @@ class LazyFree:
         self._push(self._parts(v), 1)
         return True
 
+    def count_freed(self, n):
+        """Objects let go at once that Redis frees in its lazyfree thread
+        (FUNCTION FLUSH ASYNC's functions and engine): lazyfreed_objects."""
+        stats.lazyfreed_objects += n
+
     def free_db(self, d, expires):
         """An emptied database's dicts (emptyDbAsync: FLUSHALL/FLUSHDB
         ASYNC): every key counts as a lazily freed object, whatever the

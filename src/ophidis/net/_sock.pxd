@@ -13,11 +13,13 @@ cdef class SockConn:
     cdef list wbuf              # bytes not yet sent, the first from woff on
     cdef readonly Py_ssize_t wsize
     cdef Py_ssize_t woff, high, low
+    cdef size_t nwrites         # writes asked for (c_write), to tell whether a read was answered
     cdef bint reading, writing, closing, closed, wpaused
 
     cdef int c_write(self, bytes data) except -1
     cdef _set_protocol(self, protocol)
     cdef _eof(self)
+    cdef int _deliver(self, Py_ssize_t n) except -1
     cdef _stop_reading(self)
     cdef _fatal(self, int e, bint now)
     cdef _force(self, exc, bint now)

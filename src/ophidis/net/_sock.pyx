@@ -87,23 +87,43 @@ cdef class SockConn:
 
     # -- reading ----------------------------------------------------------------------
     def _read_ready(self):
+        # A read that nothing answers (a blocking command, a command not
+        # complete yet, CLIENT REPLY OFF) is followed by another recv until
+        # the socket has nothing more: uvloop, told by libuv that the socket
+        # has an error (the peer reset it), calls the reader once more and
+        # then stops watching it for good, so bytes still queued before the
+        # reset would hide the reset from us and leave the client connected
+        # (a blocked client would stay blocked forever).  An answered read
+        # needs no more: the reply's send meets the reset.
         cdef ssize_t n
         cdef int e
+        cdef size_t w0
+        cdef int rounds = 0
         if self.closed:
             return
-        n = recv(self.fd, _rbuf, READ_SIZE, 0)
-        if n > 0:
-            if self.direct != NULL:
-                self.direct(self.protocol, PyBytes_FromStringAndSize(_rbuf, n))
-            else:
-                self._data(PyBytes_FromStringAndSize(_rbuf, n))
+        while True:
+            n = recv(self.fd, _rbuf, READ_SIZE, 0)
+            if n > 0:
+                w0 = self.nwrites
+                self._deliver(n)
+                rounds += 1
+                if self.closed or not self.reading or self.nwrites != w0 or rounds == 64:
+                    return
+                continue
+            if n == 0:
+                self._eof()
+                return
+            e = errno
+            if not _again(e):
+                self._fatal(e, True)
             return
-        if n == 0:
-            self._eof()
-            return
-        e = errno
-        if not _again(e):
-            self._fatal(e, True)
+
+    cdef int _deliver(self, Py_ssize_t n) except -1:
+        if self.direct != NULL:
+            self.direct(self.protocol, PyBytes_FromStringAndSize(_rbuf, n))
+        else:
+            self._data(PyBytes_FromStringAndSize(_rbuf, n))
+        return 0
 
     cdef _eof(self):
         self._stop_reading()
@@ -143,6 +163,7 @@ cdef class SockConn:
         ln = PyBytes_GET_SIZE(data)
         if ln == 0 or self.closed:
             return 0
+        self.nwrites += 1
         if self.wsize:
             self.wbuf.append(data)
             self.wsize += ln

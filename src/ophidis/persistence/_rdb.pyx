@@ -422,7 +422,7 @@ cdef int _cf_list_nodes(_RdbOut st, PyObject *v, Py_ssize_t *count) except -1:
     cdef Py_ssize_t n, nn = 0, cur = 0, cur_sz = 0, start = 0, mark, new_sz
     cdef Py_ssize_t limit = -1
     cdef int fill = st.list_fill
-    cdef bint allow
+    cdef bint allow, one = not (<QuickList>v).quick
     cdef _CfNode *nd
     if fill < 0 and -fill - 1 < 5:
         limit = _CF_OPT[-fill - 1]
@@ -452,7 +452,10 @@ cdef int _cf_list_nodes(_RdbOut st, PyObject *v, Py_ssize_t *count) except -1:
             nn += 1
             continue
         allow = False
-        if cur:
+        if one:
+            # a listpack-encoded list: one node, as rdbSaveObject writes it
+            allow = cur > 0
+        elif cur:
             new_sz = cur_sz + n + 8
             if limit >= 0:
                 allow = new_sz <= limit

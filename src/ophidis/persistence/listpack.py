@@ -57,6 +57,49 @@ def canonical_int(s: bytes):
 
 # -- listpack -------------------------------------------------------------------
 
+def lp_backlen_size(e: int) -> int:
+    """The bytes of an entry's back-length for an entry of ``e`` bytes
+    (lpEncodeBacklen)."""
+    if e <= 127:
+        return 1
+    if e < 16383:
+        return 2
+    if e < 2097151:
+        return 3
+    if e < 268435455:
+        return 4
+    return 5
+
+
+def lp_int_size(v: int) -> int:
+    """The bytes of a listpack entry holding the integer v."""
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -8388608 <= v <= 8388607:
+        return 5
+    if -2147483648 <= v <= 2147483647:
+        return 6
+    return 10
+
+
+def lp_entry_size(s) -> int:
+    """The bytes ``s`` (bytes-like) takes as one listpack entry: encoding,
+    data and back-length, an integer-looking element stored as an integer
+    (lpEncodeGetType); len(lp_entry(s)) without building it.
+    types/_quicklist.pxd's _lp_esz is the compiled twin."""
+    n = len(s)
+    if 0 < n <= 20 and (48 <= s[0] <= 57 or s[0] == 45):
+        v = canonical_int(s if s.__class__ is bytes else bytes(s))
+        if v is not None:
+            return lp_int_size(v)
+    e = n + (1 if n < 64 else 2 if n < 4096 else 5)
+    return e + lp_backlen_size(e)
+
+
 def _backlen(n: int) -> bytes:
     if n <= 127:
         return bytes((n,))

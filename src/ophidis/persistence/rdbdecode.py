@@ -15,7 +15,7 @@ import struct
 
 from ..keyspace.db import stats
 from ..types.array import KIND_FLOAT, KIND_INT, KIND_SMALLSTR, KIND_STR, UINT64_MAX, ArrayValue, format_float
-from ..types.containers import (SET_HASHTABLE, SET_INTSET, SET_LISTPACK, HashValue, ListValue, SetValue,
+from ..types.containers import (SET_HASHTABLE, SET_INTSET, SET_LISTPACK, HashValue, ListValue, SetValue, list_built,
                                set_encoding_after, set_limits)
 from ..types.stream import MAX_ID, NACK, Consumer, Group, Idmp, Node, StreamValue
 from ..types.zset import ZDict, ZSetValue
@@ -259,7 +259,7 @@ class ValueReader:
         if t == T_LIST:
             n = self.load_len()
             items = [self.load_string() for _ in range(n)]
-            return self._list(items)
+            return self._list(items, True)
         if t == T_SET:
             n = self.load_len()
             items = [self.load_string() for _ in range(n)]
@@ -307,6 +307,7 @@ class ValueReader:
         if t in (T_LIST_QUICKLIST, T_LIST_QUICKLIST_2):
             n = self.load_len()
             items = []
+            packed = 0          # non-empty packed nodes (a plain one: -1 for good)
             for _ in range(n):
                 container = QL_PACKED
                 if t == T_LIST_QUICKLIST_2:
@@ -319,18 +320,23 @@ class ValueReader:
                     self.fail("Empty quicklist node", start)
                 if container == QL_PLAIN:
                     items.append(data)
+                    packed = -(1 << 62)
                     continue
                 try:
                     if t == T_LIST_QUICKLIST_2:
                         self.sanitized()
-                        items.extend(lp_decode(data, strict_count=s.deep))
+                        got = lp_decode(data, strict_count=s.deep)
                     else:
-                        items.extend(zl_decode(data))
+                        got = zl_decode(data)
                 except EncodingError:
                     self.fail("Listpack integrity check failed." if t == T_LIST_QUICKLIST_2
                               else "Ziplist integrity check failed.", start)
-            # empty nodes are skipped; a list left with none is an empty key
-            return self._list(items)
+                if got:
+                    items.extend(got)
+                    packed += 1
+            # empty nodes are skipped; a list left with none is an empty key;
+            # one packed node that fits makes a listpack (rdbLoadObject)
+            return self._list(items, packed == 1)
         if t in (T_HASH_ZIPMAP, T_LIST_ZIPLIST, T_SET_INTSET, T_ZSET_ZIPLIST, T_ZSET_LISTPACK,
                  T_HASH_ZIPLIST, T_HASH_LISTPACK, T_SET_LISTPACK):
             start = self.pos
@@ -407,12 +413,13 @@ class ValueReader:
         v.enc = SET_HASHTABLE if n > limits[0] else set_encoding_after(SET_INTSET, 0, (), items, limits)
         return v
 
-    def _list(self, items):
+    def _list(self, items, one_packed):
+        """A list read whole, in the encoding Redis 7.2+ gives it
+        (LIST_CONV_AUTO; ``one_packed``: the file had one packed node, or
+        the elements alone, which Redis pushes into one)."""
         if not items:
             return None
-        v = ListValue(items)
-        v.quick = True      # Redis 7.0 lists are always quicklists
-        return v
+        return list_built(ListValue(items), one_packed)
 
     def sanitized(self):
         """One blob validated in deep mode (INFO's dump_payload_sanitizations)."""
@@ -457,7 +464,8 @@ class ValueReader:
             v.enc = SET_LISTPACK if len(v) <= s.set_limits[1] else SET_HASHTABLE
             return v
         if t == T_LIST_ZIPLIST:
-            return self._list(zl_decode(blob))
+            # (rdbLoadObject keeps an old ziplist list a quicklist)
+            return self._list(zl_decode(blob), False)
         if t in (T_HASH_ZIPMAP, T_HASH_ZIPLIST, T_HASH_LISTPACK):
             if t == T_HASH_LISTPACK:
                 self.sanitized()
@@ -552,10 +560,16 @@ class ValueReader:
             if len(set(fields)) != len(fields):
                 raise EncodingError("duplicate fields")
             times = []
+            last = -1
             for x in flat[2::3]:
                 w = canonical_int(x)
                 if w is None or w < 0 or w > _EB_EXPIRE_TIME_MAX:
                     raise EncodingError("bad expiry time")
+                # the deep check (7.4's _lpEntryValidation): the fields with
+                # a TTL come first, by expiry time
+                if s.deep and w and (last == 0 or w < last):
+                    raise EncodingError("unordered expiry times")
+                last = w
                 times.append(w)
         except EncodingError:
             self.fail("Hash listpack integrity check failed.", start)
@@ -564,6 +578,10 @@ class ValueReader:
         h = HashValue(zip(fields, flat[1::3]))
         h.ttl = {f: w for f, w in zip(fields, times) if w}
         h.ht = len(h) > s.hash_entries
+        if not s.deep and not h.ht and h.ttl:
+            # unchecked (sanitize-dump-payload no): Redis keeps the listpack
+            # as it came; its fields are put in the listpackex order here
+            _listpackex_order(h)
         if h.ht and not h.ttl:
             h.ttl = None
         return h

@@ -18,7 +18,7 @@ from ..types.array import KIND_FLOAT, KIND_INT, ArrayValue, value_kind
 from ..types.containers import HashValue, ListValue, SetValue
 from ..types.stream import IDMP_DURATION, IDMP_MAXSIZE, MASK64, Idmp, StreamValue, id_key
 from ..types.zset import ZSetValue
-from .listpack import intset_encode, lp_build, lp_entry
+from .listpack import intset_encode, lp_build, lp_encode, lp_entry
 from .rdbcodec import enc_len, enc_string, redis_lzf
 from . import modulerecord
 from .rdbformat import (T_MODULE_2,
@@ -134,7 +134,8 @@ class Encoder:
         if cls is bytes or cls is bytearray or cls is EmbStr:
             return T_STRING, enc_string(bytes(v) if cls is EmbStr else v, compress)
         if cls is ListValue:
-            nodes = quicklist_nodes(v, self.list_fill)
+            # a listpack-encoded list: one node, as rdbSaveObject writes it
+            nodes = quicklist_nodes(v, self.list_fill) if v.quick or not v else [(QL_PACKED, lp_encode(v))]
             out = [enc_len(len(nodes))]
             depth = self.list_depth
             nn = len(nodes)
@@ -184,7 +185,9 @@ class Encoder:
         if isinstance(v, (bytes, bytearray)):
             return T_STRING, enc_string(bytes(v), compress)
         if isinstance(v, ListValue):
-            return self.type_and_value(ListValue(v))
+            n = ListValue(v)
+            n.quick = v.quick
+            return self.type_and_value(n)
         raise TypeError("cannot serialize value of type %s" % cls.__name__)
 
 

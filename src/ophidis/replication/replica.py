@@ -140,13 +140,26 @@ class _Pipe:
         return data
 
 
-async def _timed(aw, seconds, message):
-    """``aw`` within repl-timeout, else Redis's log line and a dropped link."""
+async def _timed(aw, cfg, message):
+    """``aw`` within repl-timeout, else Redis's log line and a dropped link.
+    The limit is the directive's value at each check, once a second (as
+    Redis's replicationCron checks it): a CONFIG SET of repl-timeout applies
+    to a wait already under way."""
+    task = asyncio.ensure_future(aw)
+    start = time.monotonic()
     try:
-        return await asyncio.wait_for(aw, seconds)
-    except asyncio.TimeoutError:
-        log.warning(message)
-        raise ReplTimeout(message) from None
+        while True:
+            left = start + cfg["repl-timeout"] - time.monotonic()
+            if left <= 0:
+                task.cancel()
+                log.warning(message)
+                raise ReplTimeout(message)
+            done, _ = await asyncio.wait((task,), timeout=min(left, 1.0))
+            if done:
+                return task.result()
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
 
 
 class ReplicaLink:
@@ -266,14 +279,14 @@ class ReplicaLink:
         reader, writer = await _timed(
             asyncio.open_connection(self.host, self.port, local_addr=(src, 0) if src else None, ssl=tls,
                                     ssl_handshake_timeout=timeout if tls else None),
-            timeout, _HANDSHAKE_TIMEOUT)
+            cfg, _HANDSHAKE_TIMEOUT)
         self.writer = writer
         log.notice("MASTER <-> REPLICA sync started")
 
         async def ask(*args):
             writer.write(encode_request(*args))
             await writer.drain()
-            line = await _timed(reader.readline(), cfg["repl-timeout"], _HANDSHAKE_TIMEOUT)
+            line = await _timed(reader.readline(), cfg, _HANDSHAKE_TIMEOUT)
             if not line:
                 raise ConnectionError("connection lost")
             return line.rstrip(b"\r\n")
@@ -308,7 +321,7 @@ class ReplicaLink:
             writer.write(encode_request("PSYNC", want_id, want_off))
         await writer.drain()
         while True:
-            line = await _timed(reader.readline(), cfg["repl-timeout"], _HANDSHAKE_TIMEOUT)
+            line = await _timed(reader.readline(), cfg, _HANDSHAKE_TIMEOUT)
             if not line:
                 raise ConnectionError("connection lost during PSYNC")
             if line.strip():
@@ -383,7 +396,7 @@ class ReplicaLink:
         cfg = self.srv.config
         # newlines before the payload are keep-alives while the master saves
         while True:
-            line = await _timed(reader.readline(), cfg["repl-timeout"], _TRANSFER_TIMEOUT)
+            line = await _timed(reader.readline(), cfg, _TRANSFER_TIMEOUT)
             if not line:
                 raise ConnectionError("connection lost before the RDB payload")
             self.last_io = time.time()
@@ -433,7 +446,7 @@ class ReplicaLink:
 
     async def _payload_chunk(self, reader, n=65536) -> bytes:
         """The next bytes of the payload, within repl-timeout."""
-        chunk = await _timed(reader.read(n), self.srv.config["repl-timeout"], _TRANSFER_TIMEOUT)
+        chunk = await _timed(reader.read(n), self.srv.config, _TRANSFER_TIMEOUT)
         if not chunk:
             raise ConnectionError("connection lost during the RDB payload")
         self.last_io = time.time()

@@ -54,6 +54,7 @@ BUSY_FUNCTION = ("BUSY Redis is busy running a script. You can only call FUNCTIO
 KILLED_MSG = b"ERR Script killed by user with SCRIPT KILL..."
 LOAD_TIMEOUT_MSG = b"ERR FUNCTION LOAD timeout"
 LOAD_TIMEOUT = 0.5
+GC_CYCLE_PERIOD = 50           # luaGC: a collector step every this many loads (script_lua.c)
 
 SCRIPT_FLAGS = ("no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys")
 
@@ -198,8 +199,32 @@ class LuaEngine(_EngineBase):
         self._tostring = lua.eval("tostring")
         self._mk_map = lua.eval("function(t) return {map = t} end")
         self._mk_set = lua.eval("function(t) return {set = t} end")
+        self._gc_count = lua.eval("function() return collectgarbage('count') end")
+        # luaGC: a collector step of 50 every 50 library loads
+        self._gc_step = lua.eval("function() collectgarbage('step', %d) end" % GC_CYCLE_PERIOD)
+        self._gc_loads = 0
+        lua.execute("collectgarbage('collect')")    # (the set-up's garbage out of the base)
+        self._base_memory = self.lua_memory()
         self._table_from = lua.table_from
         self._table = lua.table
+
+    def lua_memory(self) -> int:
+        """luaMemory: the bytes the Lua state holds (its collector's count)."""
+        return int(self._gc_count() * 1024)
+
+    def gc_after_load(self):
+        """Redis's luaGC after loading code: every GC_CYCLE_PERIOD loads, a
+        collector step of that size (what the loads left behind is freed
+        as they go, not when the state has doubled)."""
+        self._gc_loads += 1
+        if self._gc_loads >= GC_CYCLE_PERIOD:
+            self._gc_loads = 0
+            self._gc_step()
+
+    def memory_growth(self) -> int:
+        """What the Lua state grew since it was set up: the libraries and
+        scripts loaded into it (and their garbage, until it is collected)."""
+        return max(0, self.lua_memory() - self._base_memory)
 
     # -- compile / run ----------------------------------------------------------------
     def compile(self, body: bytes, chunkname: bytes):

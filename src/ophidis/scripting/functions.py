@@ -26,6 +26,9 @@ if _bridge is not None:
 else:
     _FunctionBase, _FUNCTION_SLOTS = object, compiled.fields("scripting/_bridge.pxd", "FunctionCore")
 
+# used_memory_vm_functions of a Redis 7.4 whose functions VM is new
+FUNCTIONS_VM_BYTES = 32768
+
 _BAD_NAME = ("ERR Library names can only contain letters, numbers, or underscores(_) and must be "
              "at least one character long")
 
@@ -83,6 +86,22 @@ class Functions:
     def clear(self):
         self.libraries = {}
         self.functions = {}
+
+    def flush(self) -> int:
+        """FUNCTION FLUSH (functionsLibCtxClearCurrent): the libraries go
+        with their Lua state; the next use makes a new one.  Returns what
+        Redis's lazy free would count for them (the functions and the
+        engine)."""
+        n = len(self.functions) + (self._engine is not None)
+        self.clear()
+        self._engine = self.server.lua_functions = None
+        return n
+
+    def vm_memory(self) -> int:
+        """used_memory_vm_functions: a new functions VM of Redis's size, plus
+        what our Lua state grew since it was made."""
+        e = self._engine
+        return FUNCTIONS_VM_BYTES + (e.memory_growth() if e is not None else 0)
 
     # -- persistence interface (RDB FUNCTION2 records) --
 
@@ -159,6 +178,7 @@ class Functions:
             reg = eng.registering
             eng.registering = None
             eng.load_deadline = None
+            eng.gc_after_load()
         if r.__class__ is tuple and not r[0]:
             kind, msg = r[1], r[2] if len(r) > 2 else None
             if msg is None:

@@ -43,6 +43,7 @@ from ..pubsub import PubSub
 from ..replication import replica
 from ..replication.master import ReplFeed
 from ..replication.propagate import Propagator
+from ..types import containers
 from ..scripting.functions import Functions
 from .clients import Clients
 from .cron import Cron
@@ -196,7 +197,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
         self.cached_scripts = 0
         self.lua_functions = None      # the FUNCTION engine, created on first use
         # DEBUG knobs
-        self.quicklist_packed_threshold = 1 << 30
+        self.quicklist_packed_threshold = 0     # (0: by list-max-listpack-size)
         self.reply_buffer_peak_reset_time = 5000
         self.reply_buffer_resizing_enabled = 1
         self.dict_resizing = 1             # DEBUG DICT-RESIZING (server.dict_resizing)
@@ -284,6 +285,7 @@ class Server(_ServerBase, Clients, Dispatch, Pause, Monitor, Cron, Listeners, Sh
                             ("proto-max-bulk-len", "proto_max_bulk_len"), ("maxclients", "maxclients")):
             follow(name, partial(setattr, self, field))
         follow("slowlog-log-slower-than", client_mod.set_slowlog_threshold)
+        follow("list-max-listpack-size", containers.set_list_fill)
 
         def upd_slowlog_len(v):
             while len(self.slowlog) > v:

@@ -283,9 +283,14 @@ def _is_manifest(path, checker) -> bool:
         e = data.find(b"\n", pos, pos + MANIFEST_MAX_LINE)
         end = e + 1 if e >= 0 else min(len(data), pos + MANIFEST_MAX_LINE)
         chunk = data[pos:end]
-        if chunk[:1] != b"#" and chunk.startswith(b"file"):
-            found = True
         pos = end
+        if chunk[:1] == b"#":
+            continue
+        if not chunk.startswith(b"file"):
+            # (7.2+) the first other line ends the look: an old-style AOF
+            # holding "file ..." as data is not a manifest
+            break
+        found = True
     return found
 
 

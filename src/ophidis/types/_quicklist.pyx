@@ -24,6 +24,10 @@ from ophidis.protocol._resp cimport _ndigits, _put_len
 # either side are O(1)); the data inside a node too (off: the first byte of
 # data; pushes at the front move it left).  Elements read out are new bytes
 # objects.  No Python object fields: the cyclic GC never visits a list.
+# Two fields for the list's encoding (types.containers' "Lists' encodings"):
+# quick (what OBJECT ENCODING reports, moved by the commands) and lpb, the
+# bytes the elements would take as listpack entries, kept by every change
+# here so that the commands' checks cost no walk.
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.pyport cimport PY_SSIZE_T_MAX
@@ -176,12 +180,13 @@ cdef class QuickList:
         self.nodes = NULL
         self.head = self.nlen = self.ncap = self.size = 0
         self.version = 0
-        self.quick = True
+        self.quick = False
+        self.lpb = 0
 
     def __init__(self, items=()):
         if self.size:
             self.clear()
-        self.quick = True
+        self.quick = False
         self.extend(items)
 
     def __dealloc__(self):
@@ -196,6 +201,7 @@ cdef class QuickList:
         self.nlen = 0
         self.head = self.ncap >> 1
         self.size = 0
+        self.lpb = 0
 
     # -- the node array -----------------------------------------------------
     cdef int _relayout(self) except -1:
@@ -303,6 +309,7 @@ cdef class QuickList:
             _ql_put(nd.buf + nd.off + nd.used - need, PyBytes_AS_STRING(b), n)
         nd.count += 1
         self.size += 1
+        self.lpb += _lp_esz(PyBytes_AS_STRING(b), n)
         self.version += 1
         return 0
 
@@ -322,6 +329,7 @@ cdef class QuickList:
             e = nd.off + nd.used
             n = _ql_back(nd.buf + e)
             r = PyBytes_FromStringAndSize(nd.buf + e - n - _ql_hdr(n), n)
+        self.lpb -= _lp_esz(PyBytes_AS_STRING(r), n)
         nd.used -= _ql_esz(n)
         nd.count -= 1
         self.size -= 1
@@ -350,6 +358,7 @@ cdef class QuickList:
         memcpy(p, src, n)
         p[n] = 13
         p[n + 1] = 10
+        self.lpb -= _lp_esz(src, n)
         if front:
             nd.off += _ql_esz(n)
         nd.used -= _ql_esz(n)
@@ -426,7 +435,9 @@ cdef class QuickList:
         k = self._locate(i, &j)
         cdef _qlnode *nd = self.nodes + self.head + k
         p = _ql_entry(nd, j)
-        _ql_cut(nd, p, _ql_esz(_ql_fwd(nd.buf + p)))
+        cdef Py_ssize_t n = _ql_fwd(nd.buf + p)
+        self.lpb -= _lp_esz(nd.buf + p + _ql_hdr(n), n)
+        _ql_cut(nd, p, _ql_esz(n))
         nd.count -= 1
         self.size -= 1
         self.version += 1
@@ -482,6 +493,7 @@ cdef class QuickList:
         _ql_put(nd.buf + p, PyBytes_AS_STRING(b), n)
         nd.count += 1
         self.size += 1
+        self.lpb += _lp_esz(PyBytes_AS_STRING(b), n)
         self.version += 1
         return 0
 
@@ -492,15 +504,19 @@ cdef class QuickList:
         k = self._locate(i, &j)
         cdef _qlnode *nd = self.nodes + self.head + k
         p = _ql_entry(nd, j)
-        old = _ql_esz(_ql_fwd(nd.buf + p))
+        old = _ql_fwd(nd.buf + p)
+        cdef Py_ssize_t grow = _lp_esz(PyBytes_AS_STRING(b), n) - _lp_esz(nd.buf + p + _ql_hdr(old), old)
+        old = _ql_esz(old)
         if old == _ql_esz(n):
             _ql_put(nd.buf + p, PyBytes_AS_STRING(b), n)
+            self.lpb += grow
             self.version += 1
             return
         if nd.count == 1:
             _ql_cut(nd, p, old)
             p = _ql_gap(nd, nd.off, _ql_esz(n))
             _ql_put(nd.buf + p, PyBytes_AS_STRING(b), n)
+            self.lpb += grow
             self.version += 1
             return
         self._delete(i)
@@ -713,6 +729,7 @@ cdef class QuickList:
         cdef _qlnode *src
         cdef _qlnode *dst
         n.quick = self.quick
+        n.lpb = self.lpb
         if not self.nlen:
             return n
         n.nodes = <_qlnode *>PyMem_Malloc(self.nlen * sizeof(_qlnode))

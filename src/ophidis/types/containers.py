@@ -7,7 +7,9 @@ modules keep that rule by flipping the attribute, the Python structure is
 the same either way.
 
 Interface used by persistence:
-  ListValue(iterable of bytes), .quick (always True in 7.0: quicklist)
+  ListValue(iterable of bytes), .quick (False: listpack, True: quicklist),
+  .lpb (the listpack bytes of its entries, kept by every change; see
+  "Lists' encodings" below for the rules that move .quick)
 
 ``ListValue`` is types/_quicklist.pyx's ``QuickList`` (elements packed in
 malloc'd nodes, as Redis's quicklist) when the compiled module is loaded,
@@ -53,23 +55,83 @@ from sys import getsizeof
 from ..keyspace import notify
 from ..keyspace.db import ENCODINGS, TYPE_NAMES
 from .. import compiled
+from ..persistence.listpack import lp_entry_size as _lpsize
 from ..util import try_int
 
 
+_dq_append, _dq_appendleft, _dq_extend, _dq_extendleft = deque.append, deque.appendleft, deque.extend, deque.extendleft
+_dq_pop, _dq_popleft, _dq_insert, _dq_remove = deque.pop, deque.popleft, deque.insert, deque.remove
+_dq_setitem, _dq_delitem, _dq_clear = deque.__setitem__, deque.__delitem__, deque.clear
+
+
 class PyListValue(deque):
-    """A list.  Redis 7.0 encodes every list as a quicklist (listpack-encoded
-    lists only arrive in 7.2), so ``quick`` is always True; it is kept for the
-    persistence code, which writes RDB_TYPE_LIST_QUICKLIST_2 either way."""
-    __slots__ = ("quick",)
+    """A list: a deque of bytes.  ``quick`` is the encoding OBJECT ENCODING
+    reports (False: listpack, a new list's; the commands move it by the
+    rules below) and ``lpb`` the bytes its elements take as listpack
+    entries (lp_entry_size), kept by every method that changes the list so
+    that the encoding checks cost no walk (types/_quicklist.pyx's QuickList
+    keeps it the same way)."""
+    __slots__ = ("quick", "lpb")
 
     def __init__(self, items=()):
         super().__init__(items)
-        self.quick = True
+        self.quick = False
+        self.lpb = sum(map(_lpsize, self))
 
     def copy(self):
         n = PyListValue(self)
         n.quick = self.quick
         return n
+
+    def append(self, x):
+        _dq_append(self, x)
+        self.lpb += _lpsize(x)
+
+    def appendleft(self, x):
+        _dq_appendleft(self, x)
+        self.lpb += _lpsize(x)
+
+    def extend(self, items):
+        items = list(items)
+        _dq_extend(self, items)
+        self.lpb += sum(map(_lpsize, items))
+
+    def extendleft(self, items):
+        items = list(items)
+        _dq_extendleft(self, items)
+        self.lpb += sum(map(_lpsize, items))
+
+    def pop(self):
+        x = _dq_pop(self)
+        self.lpb -= _lpsize(x)
+        return x
+
+    def popleft(self):
+        x = _dq_popleft(self)
+        self.lpb -= _lpsize(x)
+        return x
+
+    def insert(self, i, x):
+        _dq_insert(self, i, x)
+        self.lpb += _lpsize(x)
+
+    def remove(self, x):
+        _dq_remove(self, x)
+        self.lpb -= _lpsize(x)
+
+    def __setitem__(self, i, x):
+        old = self[i]
+        _dq_setitem(self, i, x)
+        self.lpb += _lpsize(x) - _lpsize(old)
+
+    def __delitem__(self, i):
+        old = self[i]
+        _dq_delitem(self, i)
+        self.lpb -= _lpsize(old)
+
+    def clear(self):
+        _dq_clear(self)
+        self.lpb = 0
 
     def range(self, start, end):
         """Elements start..end (inclusive, Redis's index rules) as a list,
@@ -126,6 +188,119 @@ _cc = compiled.load("types._containers")
 ListValue = _ql.QuickList if _ql is not None else PyListValue
 # LRANGE's reply written from the nodes (compiled only; None: the command encodes)
 list_range_reply = _ql.QuickList.bulk_range if _ql is not None else None
+
+
+# -- Lists' encodings (Redis 7.2+, t_list.c's listTypeTryConversion*) ---------
+# A list is a listpack (``quick`` False) while small, else a quicklist; the
+# list itself is the same structure either way, ``quick`` is what OBJECT
+# ENCODING reports and what the rules below move (``fill`` is
+# list-max-listpack-size):
+#   - before elements are added (pushes, LINSERT, LSET, a move's
+#     destination), a listpack becomes a quicklist when its bytes plus the
+#     raw lengths of the new elements pass the byte limit (fill < 0: 4, 8,
+#     16, 32, 64 KB for -1..-5, lower values as -5), or for fill >= 0 when
+#     the count passes fill (0 counts as 1) or the bytes pass 8 KB;
+#   - after elements are removed (pops, LREM, LTRIM, LSET, a move's source),
+#     a quicklist becomes a listpack when it is one packed node at half
+#     those limits;
+#   - a list built whole (SORT STORE, RDB load, RESTORE) gets the best
+#     encoding at the full limits.
+# "One packed node": Redis asks its quicklist's node layout, which depends
+# on the list's history; Ophidis keeps no such layout (the compiled list
+# has nodes of its own size, the pure one none), so a list counts as one
+# packed node when it fits one node whole: its listpack bytes within the
+# byte limit, or 8 KB for a count limit (an element Redis would keep in a
+# plain node, past the byte limit, cannot fit anyway; DEBUG
+# QUICKLIST-PACKED-THRESHOLD's plain nodes are not followed: in Redis the
+# elements a listpack held stay packed when it converts, the later ones
+# not).  That is Redis's answer for a list grown and shrunk at its ends; a
+# quicklist whose nodes were thinned in the middle (LREM, LINSERT and LSET
+# splits, an LTRIM keeping a window across a node boundary) may convert
+# here where Redis keeps it, and the RDB file written for it
+# (its nodes filled afresh) may load as a listpack where Redis's keeps its
+# nodes.  An RDB file's list says how many nodes it had: one packed node
+# that fits is a listpack, as rdbLoadObject converts it.
+
+LP_HDR = 7                  # a listpack's header and end byte
+_LP_LEVELS = (4096, 8192, 16384, 32768, 65536)
+_SAFETY = 8192              # a count-limited node's byte cap
+# list-max-listpack-size, process-wide as Redis's server.list_max_listpack_size
+# (the server follows the directive: set_list_fill); commands/_bodies.pyx
+# copies it when it changes (watch_list_fill)
+_list_fill = [-2]
+_list_watchers = []
+
+
+def set_list_fill(fill):
+    """list-max-listpack-size changed."""
+    _list_fill[0] = fill
+    for fn in _list_watchers:
+        fn()
+
+
+def watch_list_fill(fn):
+    """fn() after list-max-listpack-size changes."""
+    _list_watchers.append(fn)
+
+
+def list_fill():
+    """list-max-listpack-size."""
+    return _list_fill[0]
+
+
+def list_byte_limit(fill):
+    """The listpack byte limit of list-max-listpack-size ``fill`` (8 KB,
+    the safety cap, for a count limit)."""
+    return _LP_LEVELS[(-fill if fill > -5 else 5) - 1] if fill < 0 else _SAFETY
+
+
+def _exceeds(nbytes, count):
+    # quicklistNodeExceedsLimit: do nbytes / count pass the limits?
+    fill = _list_fill[0]
+    if fill < 0:
+        return nbytes > _LP_LEVELS[(-fill if fill > -5 else 5) - 1]
+    return nbytes > _SAFETY or count > (fill or 1)
+
+
+def list_grow(v, added):
+    """Before the elements ``added`` (a sequence of bytes) join the list v:
+    a listpack they would take past the limits becomes a quicklist
+    (listTypeTryConversionAppend: the listpack's bytes plus the elements'
+    raw lengths)."""
+    if not v.quick and _exceeds(LP_HDR + v.lpb + sum(map(len, added)), len(v) + len(added)):
+        v.quick = True
+
+
+def list_grow_one(v, x):
+    """list_grow for one element."""
+    if not v.quick and _exceeds(LP_HDR + v.lpb + len(x), len(v) + 1):
+        v.quick = True
+
+
+def _one_node(v, half):
+    # the list as one packed node within the limits (halved when shrinking)
+    fill = _list_fill[0]
+    if fill >= 0:
+        cap = fill or 1
+        return len(v) <= (cap >> 1 if half else cap) and LP_HDR + v.lpb <= _SAFETY
+    return LP_HDR + v.lpb <= list_byte_limit(fill) >> half
+
+
+def list_shrunk(v):
+    """After elements left the (non-empty) list v: a quicklist that is one
+    packed node within half the limits becomes a listpack
+    (LIST_CONV_SHRINKING)."""
+    if v.quick and _one_node(v, True):
+        v.quick = False
+
+
+def list_built(v, one_packed=True):
+    """The encoding of a list built whole (LIST_CONV_AUTO): a listpack when
+    it is one packed node within the limits; ``one_packed`` False: an RDB
+    file gave it several nodes or a plain one (a quicklist, as Redis keeps
+    them).  Returns v."""
+    v.quick = not (one_packed and _one_node(v, False))
+    return v
 
 
 class PyHashBase(dict):
@@ -252,7 +427,7 @@ def set_encoding_new(first, n, limits):
 TYPE_NAMES[ListValue] = b"list"
 TYPE_NAMES[HashValue] = b"hash"
 TYPE_NAMES[SetValue] = b"set"
-ENCODINGS[ListValue] = lambda v, cfg: b"quicklist"
+ENCODINGS[ListValue] = lambda v, cfg: b"quicklist" if v.quick else b"listpack"
 ENCODINGS[HashValue] = lambda v, cfg: b"hashtable" if v.ht else b"listpack" if v.ttl is None else b"listpackex"
 ENCODINGS[SetValue] = lambda v, cfg: v.enc
 

@@ -46,6 +46,8 @@ from sortedcontainers import SortedDict
 
 from ..keyspace.db import DELETE_SIGNALS, ENCODINGS, TYPE_NAMES
 from ..persistence.listpack import canonical_int, lp_build, lp_entry
+from ..persistence.listpack import lp_entry_size as str_size
+from ..persistence.listpack import lp_int_size as int_size
 
 MASK64 = (1 << 64) - 1
 MAX_ID = (1 << 128) - 1
@@ -65,52 +67,9 @@ def id_key(i: int) -> bytes:
     return i.to_bytes(16, "big")
 
 
-# ---------------------------------------------------------------------------
-# Listpack element sizes (for the node size rule)
-# ---------------------------------------------------------------------------
-def _backlen_size(n: int) -> int:
-    if n <= 127:
-        return 1
-    if n < 16383:
-        return 2
-    if n < 2097151:
-        return 3
-    if n < 268435455:
-        return 4
-    return 5
-
-
-def int_size(v: int) -> int:
-    """Bytes of a listpack entry holding the integer v."""
-    if 0 <= v <= 127:
-        return 2
-    if -4096 <= v <= 4095:
-        return 3
-    if -32768 <= v <= 32767:
-        return 4
-    if -8388608 <= v <= 8388607:
-        return 5
-    if -2147483648 <= v <= 2147483647:
-        return 6
-    return 10
-
-
+# Listpack element sizes (for the node size rule): persistence/listpack.py's
+# lp_int_size (int_size) and lp_entry_size (str_size)
 _INTLIKE = frozenset(b"-0123456789")
-
-
-def str_size(s) -> int:
-    """Bytes of a listpack entry holding the string s (integer encoded when
-    it is a canonical 64-bit integer, as lpAppend does)."""
-    n = len(s)
-    if n <= 20 and n and s[0] in _INTLIKE:
-        v = canonical_int(s)
-        if v is not None:
-            return int_size(v)
-    if n < 64:
-        return n + 2
-    if n < 4096:
-        return n + 2 + _backlen_size(n + 2)
-    return n + 5 + _backlen_size(n + 5)
 
 
 def _delta(a: int, b: int) -> int:
