@@ -160,7 +160,7 @@ def test_equality_and_sizes():
 
 @given(st.one_of(elements, st.binary(max_size=30), st.integers(-(1 << 64), 1 << 64).map(lambda i: b"%d" % i)))
 def test_listpack_entry_sizes(x):
-    """lp_entry_size (the pure twin of the compiled _lp_esz, which lpb
+    """lp_entry_size (the pure twin of the compiled _lp_entry_size, which lpb
     sums) is the length of the entry lp_entry writes."""
     assert lp_entry_size(x) == len(lp_entry(x))
     assert native.QuickList([x]).lpb == len(lp_entry(x)) == PyListValue([x]).lpb

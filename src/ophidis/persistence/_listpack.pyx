@@ -10,22 +10,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringA
 from libc.stdio cimport snprintf
 
 
-cdef inline Py_ssize_t _cf_lp_backlen_size(Py_ssize_t n) noexcept:
-    """The bytes of listpack._backlen(n)."""
-    if n <= 127:
-        return 1
-    if n < 16383:
-        return 2
-    if n < 2097151:
-        return 3
-    if n < 268435455:
-        return 4
-    return 5
-
-
 cdef inline bint _cf_lp_backlen_ok(const unsigned char *s, Py_ssize_t n) noexcept:
     """The backlen bytes at s are listpack._backlen(n)."""
-    cdef Py_ssize_t k = _cf_lp_backlen_size(n), i
+    cdef Py_ssize_t k = _lp_backlen_size(n), i
     if k == 1:
         return s[0] == n
     # most significant 7-bit group first; all but the first have bit 7 set
@@ -111,7 +98,7 @@ def lp_decode_fast(buf, bint strict_count=True):
             out.append(PyBytes_FromStringAndSize(tmp, k))
         else:
             return None
-        w = _cf_lp_backlen_size(size)
+        w = _lp_backlen_size(size)
         if p + size + w > end or not _cf_lp_backlen_ok(s + p + size, size):
             return None
         p += size + w

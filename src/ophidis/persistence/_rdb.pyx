@@ -13,6 +13,7 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
 from ophidis._dtoa cimport _dtoa_fpconv
+from ophidis.persistence._listpack cimport _lp_canon
 from ophidis.keyspace._keyspace cimport Keyspace, KsEntry, _ks_get, _ks_next, _ks_set
 from ophidis.types._containers cimport (HashCore, OphTab, SetCore, ZDict, _hc_set, _hc_tab, _hp_f, _hp_fn, _hp_v, _hp_vn,
                                        _sc_tab, _tab_next, _zd_sc, _zd_tab)
@@ -155,41 +156,6 @@ cdef int _cf_len(_CfBuf *b, unsigned long long n) except -1:
     return 0
 
 
-cdef inline bint _cf_canon(const char *s, Py_ssize_t n, long long *out) noexcept:
-    """listpack.canonical_int: ``s`` is the canonical decimal form of an int64."""
-    cdef Py_ssize_t i = 0
-    cdef bint neg = False
-    cdef unsigned long long v = 0
-    cdef unsigned char c
-    if n == 0 or n > 20:
-        return False
-    if s[0] == 45:
-        neg = True
-        i = 1
-    if n - i == 0 or n - i > 19:
-        return False
-    if s[i] == 48:
-        if neg or n != 1:
-            return False
-        out[0] = 0
-        return True
-    while i < n:
-        c = <unsigned char>s[i]
-        if c < 48 or c > 57:
-            return False
-        v = v * 10 + (c - 48)
-        i += 1
-    if neg:
-        if v > 9223372036854775808ULL:
-            return False
-        out[0] = -<long long>(v - 1) - 1
-    else:
-        if v > 9223372036854775807ULL:
-            return False
-        out[0] = <long long>v
-    return True
-
-
 cdef inline bint _cf_str(PyObject *o, const char **s, Py_ssize_t *n) noexcept:
     """The bytes of a bytes (or subclass: EmbStr) or bytearray object."""
     if _cf_is_bytes(o):
@@ -226,7 +192,7 @@ cdef bint _cf_lzf_to(_CfBuf *b, const char *s, Py_ssize_t n, Py_ssize_t out_len,
 cdef int _cf_string(_CfBuf *b, const char *s, Py_ssize_t n, bint compress) except -1:
     """rdbcodec.enc_string: int encoding, LZF when it saves space, else raw."""
     cdef long long v
-    if 0 < n <= 11 and _cf_canon(s, n, &v) and -2147483648 <= v <= 2147483647:
+    if 0 < n <= 11 and _lp_canon(s, n, &v) and -2147483648 <= v <= 2147483647:
         if -128 <= v <= 127:
             _cf_byte(b, 0xC0)
             return _cf_le(b, <unsigned long long>v, 1)
@@ -295,7 +261,7 @@ cdef int _cf_lp_int(_CfBuf *b, long long v) except -1:
 cdef int _cf_lp_entry(_CfBuf *b, const char *s, Py_ssize_t n) except -1:
     """listpack.lp_entry of a string."""
     cdef long long v
-    if n <= 20 and _cf_canon(s, n, &v):
+    if n <= 20 and _lp_canon(s, n, &v):
         return _cf_lp_int(b, v)
     if n < 64:
         _cf_byte(b, 0x80 | n)
@@ -576,7 +542,7 @@ cdef int _cf_value_kn(_RdbOut st, const char *ks, Py_ssize_t kn, PyObject *v) ex
             st.arr_room(n2 + 1, sizeof(long long))
             ints = <long long *>st.arr
             while _tab_next(tab, &pos, &f):
-                if count >= n2 or not _cf_str(f, &s, &n) or not _cf_canon(s, n, &lv):
+                if count >= n2 or not _cf_str(f, &s, &n) or not _lp_canon(s, n, &lv):
                     return 1
                 ints[count] = lv
                 count += 1

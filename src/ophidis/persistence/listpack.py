@@ -90,7 +90,7 @@ def lp_entry_size(s) -> int:
     """The bytes ``s`` (bytes-like) takes as one listpack entry: encoding,
     data and back-length, an integer-looking element stored as an integer
     (lpEncodeGetType); len(lp_entry(s)) without building it.
-    types/_quicklist.pxd's _lp_esz is the compiled twin."""
+    persistence/_listpack.pxd's _lp_entry_size is the compiled twin."""
     n = len(s)
     if 0 < n <= 20 and (48 <= s[0] <= 57 or s[0] == 45):
         v = canonical_int(s if s.__class__ is bytes else bytes(s))

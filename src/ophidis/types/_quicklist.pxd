@@ -3,6 +3,8 @@
 # nodes' entries).
 from libc.string cimport memcpy
 
+from ophidis.persistence._listpack cimport _lp_entry_size
+
 ctypedef struct _qlnode:
     char *buf
     Py_ssize_t cap      # allocated bytes
@@ -29,76 +31,13 @@ cdef inline Py_ssize_t _ql_fwd(const char *p) noexcept nogil:
     return n
 
 
-cdef inline Py_ssize_t _lp_backlen(Py_ssize_t e) noexcept nogil:
-    # listpack.py's lp_backlen_size
-    if e <= 127:
-        return 1
-    if e < 16383:
-        return 2
-    if e < 2097151:
-        return 3
-    if e < 268435455:
-        return 4
-    return 5
-
-
-cdef inline bint _lp_int(const unsigned char *s, Py_ssize_t n, long long *out) noexcept nogil:
-    # s (n bytes, 0 < n <= 20) in canonical int64 decimal form (listpack.py's
-    # canonical_int): its value in out
-    cdef Py_ssize_t i = 0
-    cdef bint neg = s[0] == 45
-    cdef unsigned long long v = 0
-    cdef unsigned char d
-    if neg:
-        if n == 1:
-            return False
-        i = 1
-    if s[i] == 48:
-        if n == 1:
-            out[0] = 0
-            return True
-        return False
-    while i < n:
-        d = s[i] - 48
-        if d > 9 or v > 1844674407370955160ULL:
-            return False
-        v = v * 10 + d
-        i += 1
-    if v > (9223372036854775808ULL if neg else 9223372036854775807ULL):
-        return False
-    out[0] = -<long long>(v - 1) - 1 if neg else <long long>v
-    return True
-
-
-cdef inline Py_ssize_t _lp_esz(const char *p, Py_ssize_t n) noexcept nogil:
-    # the bytes element p (n bytes) takes as a listpack entry (listpack.py's
-    # lp_entry_size, the pure twin)
-    cdef const unsigned char *s = <const unsigned char *>p
-    cdef long long v
-    cdef Py_ssize_t e
-    if 0 < n <= 20 and (48 <= s[0] <= 57 or s[0] == 45) and _lp_int(s, n, &v):
-        if 0 <= v <= 127:
-            return 2
-        if -4096 <= v <= 4095:
-            return 3
-        if -32768 <= v <= 32767:
-            return 4
-        if -8388608 <= v <= 8388607:
-            return 5
-        if -2147483648 <= v <= 2147483647:
-            return 6
-        return 10
-    e = n + (1 if n < 64 else 2 if n < 4096 else 5)
-    return e + _lp_backlen(e)
-
-
 cdef class QuickList:
     cdef _qlnode *nodes
     cdef Py_ssize_t head, nlen, ncap     # nodes[head:head + nlen] are in use
     cdef Py_ssize_t size
     cdef unsigned long long version
     cdef public bint quick          # the encoding: False listpack, True quicklist
-    cdef readonly Py_ssize_t lpb    # the entries' listpack bytes (_lp_esz)
+    cdef readonly Py_ssize_t lpb    # the entries' listpack bytes (_lp_entry_size)
 
     cdef void _free_nodes(self) noexcept
     cdef int _relayout(self) except -1

@@ -309,7 +309,7 @@ cdef class QuickList:
             _ql_put(nd.buf + nd.off + nd.used - need, PyBytes_AS_STRING(b), n)
         nd.count += 1
         self.size += 1
-        self.lpb += _lp_esz(PyBytes_AS_STRING(b), n)
+        self.lpb += _lp_entry_size(PyBytes_AS_STRING(b), n)
         self.version += 1
         return 0
 
@@ -329,7 +329,7 @@ cdef class QuickList:
             e = nd.off + nd.used
             n = _ql_back(nd.buf + e)
             r = PyBytes_FromStringAndSize(nd.buf + e - n - _ql_hdr(n), n)
-        self.lpb -= _lp_esz(PyBytes_AS_STRING(r), n)
+        self.lpb -= _lp_entry_size(PyBytes_AS_STRING(r), n)
         nd.used -= _ql_esz(n)
         nd.count -= 1
         self.size -= 1
@@ -358,7 +358,7 @@ cdef class QuickList:
         memcpy(p, src, n)
         p[n] = 13
         p[n + 1] = 10
-        self.lpb -= _lp_esz(src, n)
+        self.lpb -= _lp_entry_size(src, n)
         if front:
             nd.off += _ql_esz(n)
         nd.used -= _ql_esz(n)
@@ -436,7 +436,7 @@ cdef class QuickList:
         cdef _qlnode *nd = self.nodes + self.head + k
         p = _ql_entry(nd, j)
         cdef Py_ssize_t n = _ql_fwd(nd.buf + p)
-        self.lpb -= _lp_esz(nd.buf + p + _ql_hdr(n), n)
+        self.lpb -= _lp_entry_size(nd.buf + p + _ql_hdr(n), n)
         _ql_cut(nd, p, _ql_esz(n))
         nd.count -= 1
         self.size -= 1
@@ -493,7 +493,7 @@ cdef class QuickList:
         _ql_put(nd.buf + p, PyBytes_AS_STRING(b), n)
         nd.count += 1
         self.size += 1
-        self.lpb += _lp_esz(PyBytes_AS_STRING(b), n)
+        self.lpb += _lp_entry_size(PyBytes_AS_STRING(b), n)
         self.version += 1
         return 0
 
@@ -505,7 +505,7 @@ cdef class QuickList:
         cdef _qlnode *nd = self.nodes + self.head + k
         p = _ql_entry(nd, j)
         old = _ql_fwd(nd.buf + p)
-        cdef Py_ssize_t grow = _lp_esz(PyBytes_AS_STRING(b), n) - _lp_esz(nd.buf + p + _ql_hdr(old), old)
+        cdef Py_ssize_t grow = _lp_entry_size(PyBytes_AS_STRING(b), n) - _lp_entry_size(nd.buf + p + _ql_hdr(old), old)
         old = _ql_esz(old)
         if old == _ql_esz(n):
             _ql_put(nd.buf + p, PyBytes_AS_STRING(b), n)
